@@ -1,0 +1,326 @@
+"""The EventHub: stamps each run's events, encodes each payload once, fans frames out.
+
+Per run it keeps two sequence spaces so that nobody sees a phantom gap: `seq` counts every
+event for connections that receive the `tool` stream of that run (they advertised the
+`tool-events` capability and watch the run), and a public `seq` counts the events without the
+`tool` stream for everybody else. Each payload is encoded at most once per space and the
+same bytes go to every subscriber of that space; the per-connection frame `seq` is spliced in
+by each connection's writer.
+
+Who receives what: like OpenClaw, `agent` and `chat` events go to every connection with read
+access, except connections that advertised `session-scoped-events`: those get only the runs
+they started and the sessions they watch (`sessions.messages.subscribe`).
+
+Delivery never blocks: `Subscriber.push_event` is synchronous. A subscriber whose outbox is
+over its bound closes itself ("slow consumer"); it never slows a run or another subscriber.
+A bounded replay buffer per run lets a reconnecting client catch up (`replay`).
+"""
+
+from __future__ import annotations
+
+import collections
+import time
+from collections.abc import Iterable
+from typing import Any, Final, Protocol
+
+import attrs
+import msgspec
+
+from runtime._frames import encode_event
+
+REPLAY_PER_RUN: Final = 512
+RETAINED_FINISHED_RUNS: Final = 256
+
+
+class Subscriber(Protocol):
+    """A connection as the hub sees it."""
+
+    @property
+    def conn_id(self) -> str: ...
+
+    @property
+    def wants_tool_events(self) -> bool: ...
+
+    def push_event(self, frame: bytes) -> None:
+        """Queue an encoded event frame (without `seq`). Never blocks, never raises."""
+        ...
+
+
+class AgentEventPayload(msgspec.Struct, frozen=True, omit_defaults=True):
+    runId: str
+    seq: int
+    stream: str
+    ts: int
+    data: dict[str, Any]
+    sessionKey: str
+    sessionId: str | None = None
+    agentId: str | None = None
+
+
+@attrs.define(eq=False, slots=True)
+class _Event:
+    seq_all: int
+    seq_public: int  # 0 for tool events (not in the public space)
+    full: AgentEventPayload
+    public: AgentEventPayload | None
+
+
+@attrs.define(eq=False, slots=True)
+class _RunStream:
+    run_id: str
+    session_key: str
+    session_id: str | None
+    agent_id: str | None
+    owners: set[Subscriber] = attrs.field(factory=set)
+    seq_all: int = 0
+    seq_public: int = 0
+    replay: collections.deque[_Event] = attrs.field(
+        factory=lambda: collections.deque(maxlen=REPLAY_PER_RUN)
+    )
+    ended: bool = False
+
+
+@attrs.frozen
+class HubStatistics:
+    connections: int
+    broadcast_subscribers: int
+    active_runs: int
+    retained_runs: int
+    events_emitted: int
+    frames_delivered: int
+    encodes: int
+
+
+@attrs.frozen
+class Replay:
+    """Frames after a given seq, or `gap=True` when the buffer no longer reaches back."""
+
+    frames: list[bytes]
+    gap: bool
+    last_seq: int
+    ended: bool
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class EventHub:
+    """Owns the run streams and the routing table. Used from one trio thread only."""
+
+    def __init__(self) -> None:
+        self._attached: dict[str, Subscriber] = {}
+        self._broadcast: set[Subscriber] = set()
+        self._watchers: dict[str, set[Subscriber]] = {}
+        self._runs: dict[str, _RunStream] = {}
+        self._finished: collections.OrderedDict[str, _RunStream] = collections.OrderedDict()
+        self._events = 0
+        self._delivered = 0
+        self._encodes = 0
+
+    # --- connections ----------------------------------------------------------------------
+
+    def attach(self, sub: Subscriber, *, scoped: bool, can_read: bool) -> None:
+        """Register a connection. Unscoped readers receive every run's events."""
+        self._attached[sub.conn_id] = sub
+        if can_read and not scoped:
+            self._broadcast.add(sub)
+
+    def detach(self, sub: Subscriber) -> None:
+        """Forget a connection everywhere (its subscriptions end with it)."""
+        self._attached.pop(sub.conn_id, None)
+        self._broadcast.discard(sub)
+        for key in [k for k, subs in self._watchers.items() if sub in subs]:
+            subs = self._watchers[key]
+            subs.discard(sub)
+            if not subs:
+                del self._watchers[key]
+        for rs in self._runs.values():
+            rs.owners.discard(sub)
+
+    def watch_session(self, sub: Subscriber, session_key: str) -> None:
+        self._watchers.setdefault(session_key, set()).add(sub)
+
+    def unwatch_session(self, sub: Subscriber, session_key: str) -> bool:
+        subs = self._watchers.get(session_key)
+        if not subs or sub not in subs:
+            return False
+        subs.discard(sub)
+        if not subs:
+            del self._watchers[session_key]
+        return True
+
+    def session_watchers(self, session_key: str) -> set[Subscriber]:
+        return self._watchers.get(session_key, set())
+
+    # --- runs -----------------------------------------------------------------------------
+
+    def open_run(
+        self,
+        run_id: str,
+        session_key: str,
+        *,
+        owner: Subscriber | None = None,
+        session_id: str | None = None,
+        agent_id: str | None = None,
+    ) -> None:
+        """Start a run's stream (idempotent). `owner` is the connection that started it."""
+        rs = self._runs.get(run_id)
+        if rs is None:
+            rs = self._finished.pop(run_id, None)
+            if rs is None:
+                rs = _RunStream(run_id, session_key, session_id, agent_id)
+            self._runs[run_id] = rs
+        rs.session_id = session_id or rs.session_id
+        rs.agent_id = agent_id or rs.agent_id
+        if owner is not None:
+            rs.owners.add(owner)
+
+    def add_owner(self, run_id: str, owner: Subscriber) -> None:
+        rs = self._runs.get(run_id)
+        if rs is not None:
+            rs.owners.add(owner)
+
+    def close_run(self, run_id: str) -> None:
+        """The run ended: keep its replay buffer for a while, drop its routing."""
+        rs = self._runs.pop(run_id, None)
+        if rs is None:
+            return
+        rs.ended = True
+        rs.owners.clear()
+        self._finished[run_id] = rs
+        while len(self._finished) > RETAINED_FINISHED_RUNS:
+            self._finished.popitem(last=False)
+
+    def last_seq(self, run_id: str) -> int:
+        rs = self._runs.get(run_id) or self._finished.get(run_id)
+        return rs.seq_public if rs else 0
+
+    def _targets(self, rs: _RunStream) -> tuple[set[Subscriber], Iterable[Subscriber]]:
+        watchers = self._watchers.get(rs.session_key)
+        watch = rs.owners | watchers if watchers else rs.owners
+        return watch, self._broadcast
+
+    def emit_agent(self, run_id: str, stream: str, data: dict[str, Any]) -> int:
+        """Stamp, encode once per seq space and deliver one `agent` event. Returns its seq."""
+        rs = self._runs[run_id]
+        ts = _now_ms()
+        rs.seq_all += 1
+        is_tool = stream == "tool"
+        if not is_tool:
+            rs.seq_public += 1
+        full = AgentEventPayload(
+            runId=run_id,
+            seq=rs.seq_all,
+            stream=stream,
+            ts=ts,
+            data=data,
+            sessionKey=rs.session_key,
+            sessionId=rs.session_id,
+            agentId=rs.agent_id,
+        )
+        public = None if is_tool else msgspec.structs.replace(full, seq=rs.seq_public)
+        rs.replay.append(_Event(rs.seq_all, 0 if is_tool else rs.seq_public, full, public))
+        self._events += 1
+        watch, broadcast = self._targets(rs)
+        full_frame: bytes | None = None
+        public_frame: bytes | None = None
+        delivered = 0
+        for sub in watch:
+            if sub.wants_tool_events:
+                if full_frame is None:
+                    full_frame = encode_event("agent", full)
+                    self._encodes += 1
+                sub.push_event(full_frame)
+                delivered += 1
+            elif public is not None:
+                if public_frame is None:
+                    public_frame = encode_event("agent", public)
+                    self._encodes += 1
+                sub.push_event(public_frame)
+                delivered += 1
+        if public is not None:
+            for sub in broadcast:
+                if sub in watch:
+                    continue
+                if public_frame is None:
+                    public_frame = encode_event("agent", public)
+                    self._encodes += 1
+                sub.push_event(public_frame)
+                delivered += 1
+        self._delivered += delivered
+        return rs.seq_all
+
+    def emit_chat(self, run_id: str, state: str, **fields: Any) -> None:
+        """Deliver one `chat` event; its `seq` is the run's current public seq."""
+        rs = self._runs.get(run_id)
+        if rs is None:
+            return
+        payload: dict[str, Any] = {
+            "runId": run_id,
+            "sessionKey": rs.session_key,
+            "seq": rs.seq_public,
+            "state": state,
+        }
+        if rs.agent_id:
+            payload["agentId"] = rs.agent_id
+        payload.update(fields)
+        frame = encode_event("chat", payload)
+        self._encodes += 1
+        watch, broadcast = self._targets(rs)
+        n = 0
+        for sub in watch:
+            sub.push_event(frame)
+            n += 1
+        for sub in broadcast:
+            if sub not in watch:
+                sub.push_event(frame)
+                n += 1
+        self._delivered += n
+
+    def broadcast(self, event: str, payload: Any, *, readers_only: bool = False) -> None:
+        """Send a server event (tick, shutdown, ...) to every attached connection."""
+        frame = encode_event(event, payload)
+        self._encodes += 1
+        targets = self._broadcast if readers_only else self._attached.values()
+        for sub in list(targets):
+            sub.push_event(frame)
+            self._delivered += 1
+
+    def send_to(self, subs: Iterable[Subscriber], event: str, payload: Any) -> None:
+        frame = encode_event(event, payload)
+        self._encodes += 1
+        for sub in subs:
+            sub.push_event(frame)
+            self._delivered += 1
+
+    def replay(self, run_id: str, after_seq: int, *, full: bool) -> Replay | None:
+        """The run's frames after `after_seq` in the caller's seq space, or None if unknown."""
+        rs = self._runs.get(run_id) or self._finished.get(run_id)
+        if rs is None:
+            return None
+        events = list(rs.replay)
+        last = rs.seq_all if full else rs.seq_public
+        if after_seq >= last:
+            return Replay([], False, last, rs.ended)
+        seqs = [e.seq_all if full else e.seq_public for e in events if full or e.public is not None]
+        gap = not seqs or seqs[0] > after_seq + 1
+        frames: list[bytes] = []
+        for e in events:
+            payload = e.full if full else e.public
+            seq = e.seq_all if full else e.seq_public
+            if payload is None or seq <= after_seq:
+                continue
+            frames.append(encode_event("agent", payload))
+        return Replay(frames, gap, last, rs.ended)
+
+    def statistics(self) -> HubStatistics:
+        return HubStatistics(
+            connections=len(self._attached),
+            broadcast_subscribers=len(self._broadcast),
+            active_runs=len(self._runs),
+            retained_runs=len(self._finished),
+            events_emitted=self._events,
+            frames_delivered=self._delivered,
+            encodes=self._encodes,
+        )

@@ -1,0 +1,212 @@
+"""Run states, `agent.wait` waiters and the idempotency cache.
+
+`RunRegistry` knows every run from acceptance to a while after its end. `wait` resolves on
+the run's terminal state; it only waits and never touches the run. A run id that is not yet
+known is waited for until the timeout (it may be accepted meanwhile).
+
+`IdempotencyCache` maps `agent:<key>` / `chat:<key>` to the cached response (the accepted
+ack while the run is in flight, the final result after). Entries live 5 minutes; at most
+1000 are kept (oldest evicted first).
+"""
+
+from __future__ import annotations
+
+import collections
+import time
+from typing import Any, Final, Literal
+
+import attrs
+import trio
+
+DEDUPE_TTL_S: Final = 300.0
+DEDUPE_MAX: Final = 1000
+FINISHED_RUN_TTL_S: Final = 600.0
+FINISHED_RUN_MAX: Final = 10_000
+
+RunStatus = Literal["queued", "running", "ok", "error", "aborted"]
+AbortReason = Literal["rpc", "stop", "timeout", "interrupt", "shutdown", "disconnect"]
+
+
+@attrs.define(eq=False)
+class RunRecord:
+    """One run, from accepted to ended. Mutated only by its session actor (and `abort`)."""
+
+    run_id: str
+    session_key: str
+    session_id: str
+    agent_id: str
+    accepted_at: int
+    status: RunStatus = "queued"
+    started_at: int | None = None
+    ended_at: int | None = None
+    error: str | None = None
+    aborted: bool = False
+    abort_reason: AbortReason | None = None
+    generation: int | None = None
+    final: dict[str, Any] | None = None
+    done: trio.Event = attrs.field(factory=trio.Event)
+    cancel_scope: trio.CancelScope | None = None
+    finished_mono: float | None = None
+
+    @property
+    def ended(self) -> bool:
+        return self.done.is_set()
+
+    def abort(self, reason: AbortReason) -> bool:
+        """Ask the run to stop. Returns False if it already ended. Not a checkpoint."""
+        if self.done.is_set():
+            return False
+        if self.abort_reason is None:
+            self.abort_reason = reason
+        self.aborted = True
+        if self.cancel_scope is not None:
+            self.cancel_scope.cancel()
+        return True
+
+    def wait_status(self) -> Literal["ok", "error", "timeout"]:
+        """`agent.wait`'s view: an aborted run reports `timeout`."""
+        if self.status == "ok":
+            return "ok"
+        if self.status == "aborted":
+            return "timeout"
+        return "error"
+
+
+@attrs.frozen
+class RegistryStatistics:
+    known_runs: int
+    active_runs: int
+    waiters: int
+    dedupe_entries: int
+
+
+def _set_event() -> trio.Event:
+    ev = trio.Event()
+    ev.set()
+    return ev
+
+
+@attrs.define(eq=False)
+class CachedResponse:
+    """A cached response. A placeholder (`ready` not set) reserves the key while the first
+    request is still being accepted; duplicates wait on `ready`."""
+
+    ok: bool
+    payload: Any
+    error: Any = None
+    terminal: bool = False
+    stored: float = attrs.field(factory=time.monotonic)
+    ready: trio.Event = attrs.field(factory=_set_event)
+
+    @classmethod
+    def placeholder(cls) -> CachedResponse:
+        return cls(ok=True, payload=None, ready=trio.Event())
+
+
+class IdempotencyCache:
+    """A TTL + size bounded map. Not thread-safe; one trio thread."""
+
+    def __init__(self, *, ttl_s: float = DEDUPE_TTL_S, max_entries: int = DEDUPE_MAX) -> None:
+        self._ttl = ttl_s
+        self._max = max_entries
+        self._entries: collections.OrderedDict[str, CachedResponse] = collections.OrderedDict()
+
+    def get(self, key: str) -> CachedResponse | None:
+        entry = self._entries.get(key)
+        if entry is None:
+            return None
+        if time.monotonic() - entry.stored > self._ttl:
+            del self._entries[key]
+            return None
+        return entry
+
+    def put(self, key: str, response: CachedResponse) -> None:
+        self._entries[key] = response
+        self._entries.move_to_end(key)
+        self._sweep()
+
+    def discard(self, key: str) -> None:
+        self._entries.pop(key, None)
+
+    def _sweep(self) -> None:
+        now = time.monotonic()
+        while self._entries:
+            key, oldest = next(iter(self._entries.items()))
+            if len(self._entries) > self._max or now - oldest.stored > self._ttl:
+                del self._entries[key]
+            else:
+                break
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+class RunRegistry:
+    """Every known run by id, plus waiters for ids not yet known."""
+
+    def __init__(self) -> None:
+        self._runs: dict[str, RunRecord] = {}
+        self._finished: collections.OrderedDict[str, RunRecord] = collections.OrderedDict()
+        self._appeared: dict[str, trio.Event] = {}
+        self._waiters = 0
+        self.dedupe = IdempotencyCache()
+
+    def add(self, record: RunRecord) -> None:
+        self._runs[record.run_id] = record
+        ev = self._appeared.pop(record.run_id, None)
+        if ev is not None:
+            ev.set()
+
+    def get(self, run_id: str) -> RunRecord | None:
+        return self._runs.get(run_id)
+
+    def active(self) -> list[RunRecord]:
+        return [r for r in self._runs.values() if not r.ended]
+
+    def finish(self, record: RunRecord) -> None:
+        """Mark ended and wake waiters. Called once, by the run's owner."""
+        record.finished_mono = time.monotonic()
+        record.done.set()
+        self._finished[record.run_id] = record
+        self._finished.move_to_end(record.run_id)
+        now = record.finished_mono
+        while self._finished:
+            rid, oldest = next(iter(self._finished.items()))
+            assert oldest.finished_mono is not None
+            if (
+                len(self._finished) > FINISHED_RUN_MAX
+                or now - oldest.finished_mono > FINISHED_RUN_TTL_S
+            ):
+                del self._finished[rid]
+                if self._runs.get(rid) is oldest:
+                    del self._runs[rid]
+            else:
+                break
+
+    async def wait(self, run_id: str, timeout_s: float) -> RunRecord | None:
+        """Wait for the run's end; None on timeout. A checkpoint; never affects the run."""
+        self._waiters += 1
+        try:
+            with trio.move_on_after(timeout_s):
+                record = self._runs.get(run_id)
+                while record is None:
+                    ev = self._appeared.setdefault(run_id, trio.Event())
+                    await ev.wait()
+                    record = self._runs.get(run_id)
+                await record.done.wait()
+                return record
+            await trio.lowlevel.checkpoint()
+            return None
+        finally:
+            self._waiters -= 1
+            pending = self._appeared.get(run_id)
+            if pending is not None and not pending.is_set() and self._waiters == 0:
+                self._appeared.pop(run_id, None)
+
+    def statistics(self) -> RegistryStatistics:
+        return RegistryStatistics(
+            known_runs=len(self._runs),
+            active_runs=sum(1 for r in self._runs.values() if not r.ended),
+            waiters=self._waiters,
+            dedupe_entries=len(self.dedupe),
+        )

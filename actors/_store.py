@@ -1,0 +1,616 @@
+"""The Store actor: the one owner of the SQLite database (session rows and transcripts).
+
+Writes travel over a bounded trio memory channel to a single writer task. The writer takes
+everything pending (up to `batch_max` operations) and commits it as one transaction in a
+worker thread (group commit), so no trio task ever waits on the disk and one fsync covers
+many writes. Reads run in worker threads on their own connections (WAL lets them run
+beside the writer) after the writes enqueued before them have been committed.
+
+The database runs in WAL mode with `synchronous=NORMAL`: a committed transaction survives
+the process being killed (it may be lost on power failure, never torn).
+
+Errors in this module:
+- `StoreError`: a commit or a read failed (`sqlite3.Error`, mapped with `raise ... from`),
+  or stored bytes do not decode.
+- `StoreClosedError` (a `StoreError`): the store was used after its context closed.
+- `trio.WouldBlock` from the `*_nowait` methods when the write channel is full.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Final, TypeVar
+
+import attrs
+import msgspec
+import trio
+
+from runtime._sessions import (
+    SessionRow,
+    TranscriptEntry,
+    decode_entries,
+    decode_session_row,
+    decode_session_rows,
+    encode_entry,
+    encode_session_row,
+)
+
+SCHEMA_VERSION: Final = 1
+DEFAULT_BATCH_MAX: Final = 512
+DEFAULT_QUEUE_MAX: Final = 4096
+_MAX_READERS: Final = 4
+
+_T = TypeVar("_T")
+_U = TypeVar("_U")
+
+_SCHEMA: Final = """
+CREATE TABLE IF NOT EXISTS meta(
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS sessions(
+    key TEXT PRIMARY KEY,
+    agent_id TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    updated_at INTEGER NOT NULL,
+    row BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS sessions_updated_at ON sessions(updated_at);
+CREATE INDEX IF NOT EXISTS sessions_agent_updated_at ON sessions(agent_id, updated_at);
+CREATE TABLE IF NOT EXISTS entries(
+    session_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    entry_id TEXT NOT NULL,
+    body BLOB NOT NULL,
+    PRIMARY KEY(session_id, seq)
+) WITHOUT ROWID;
+"""
+
+_UPSERT_SESSION: Final = """
+INSERT INTO sessions(key, agent_id, session_id, updated_at, row) VALUES (?, ?, ?, ?, ?)
+ON CONFLICT(key) DO UPDATE SET
+    agent_id = excluded.agent_id,
+    session_id = excluded.session_id,
+    updated_at = excluded.updated_at,
+    row = excluded.row
+"""
+
+
+class StoreError(Exception):
+    """A commit or read failed, or stored bytes do not decode."""
+
+
+class StoreClosedError(StoreError):
+    """The store was used after its context closed."""
+
+
+@attrs.frozen
+class StoreStatistics:
+    """A snapshot of the writer.
+
+    `pending`: writes submitted (including those waiting for channel space) and not yet
+    committed or failed. `commits`: transactions committed. `rows_written` /
+    `entries_written`: session rows upserted and transcript entries appended by them.
+    `last_batch_size`: writes in the last committed transaction. `failed_commits`:
+    transactions rolled back.
+    """
+
+    pending: int
+    commits: int
+    rows_written: int
+    entries_written: int
+    last_batch_size: int
+    failed_commits: int
+
+
+# --- operations on the write channel ------------------------------------------------------
+
+
+@attrs.define(eq=False)
+class _Waiter:
+    """Woken when the operation it belongs to has been committed (or has failed)."""
+
+    event: trio.Event = attrs.field(factory=trio.Event)
+    cause: BaseException | None = None
+    message: str = ""
+    result: object = None
+
+    async def wait(self) -> object:
+        await self.event.wait()
+        if self.cause is not None:
+            raise StoreError(f"{self.message}: {self.cause}") from self.cause
+        return self.result
+
+
+@attrs.frozen(eq=False)
+class _PutRow:
+    key: str
+    agent_id: str
+    session_id: str
+    updated_at: int
+    body: bytes
+    waiter: _Waiter | None = None
+
+
+@attrs.frozen(eq=False)
+class _Append:
+    session_id: str
+    items: tuple[tuple[str, bytes], ...]
+    waiter: _Waiter | None = None
+
+
+@attrs.frozen(eq=False)
+class _Delete:
+    key: str
+    delete_transcript: bool
+    waiter: _Waiter | None = None
+
+
+@attrs.frozen(eq=False)
+class _Barrier:
+    """A flush marker. `low` is the number of operations already processed when the flush
+    began: a failed operation at an index at or above it makes the flush fail."""
+
+    low: int
+    waiter: _Waiter
+
+
+_Write = _PutRow | _Append | _Delete
+_Op = _PutRow | _Append | _Delete | _Barrier
+
+
+# --- blocking work, run in worker threads ------------------------------------------------
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=10.0)
+    conn.execute("PRAGMA synchronous=NORMAL")
+    return conn
+
+
+def _open_writer(path: Path) -> sqlite3.Connection:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = _connect(path)
+    try:
+        (mode,) = conn.execute("PRAGMA journal_mode=WAL").fetchone()
+        if str(mode).lower() != "wal":
+            raise StoreError(f"{path}: cannot switch to WAL mode (journal_mode={mode})")
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for statement in _SCHEMA.split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+            found = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+            if found is None:
+                conn.execute(
+                    "INSERT INTO meta(key, value) VALUES ('schema_version', ?)",
+                    (str(SCHEMA_VERSION),),
+                )
+            elif found[0] != str(SCHEMA_VERSION):
+                raise StoreError(f"{path}: unsupported schema version {found[0]}")
+            conn.execute("COMMIT")
+        except BaseException:
+            _rollback(conn)
+            raise
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _open_reader(path: Path) -> sqlite3.Connection:
+    conn = _connect(path)
+    conn.execute("PRAGMA query_only=ON")
+    return conn
+
+
+def _rollback(conn: sqlite3.Connection) -> None:
+    if conn.in_transaction:
+        try:
+            conn.execute("ROLLBACK")
+        except sqlite3.Error:
+            pass  # the error that got us here is the one worth reporting
+
+
+def _write_batch(conn: sqlite3.Connection, writes: Sequence[_Write]) -> list[object]:
+    """Apply `writes` in one transaction; one result per write (delete: whether a row went)."""
+    results: list[object] = []
+    next_seq: dict[str, int] = {}
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        for op in writes:
+            if isinstance(op, _PutRow):
+                conn.execute(
+                    _UPSERT_SESSION, (op.key, op.agent_id, op.session_id, op.updated_at, op.body)
+                )
+                results.append(None)
+            elif isinstance(op, _Append):
+                seq = next_seq.get(op.session_id)
+                if seq is None:
+                    (seq,) = conn.execute(
+                        "SELECT COALESCE(MAX(seq) + 1, 0) FROM entries WHERE session_id = ?",
+                        (op.session_id,),
+                    ).fetchone()
+                conn.executemany(
+                    "INSERT INTO entries(session_id, seq, entry_id, body) VALUES (?, ?, ?, ?)",
+                    [(op.session_id, seq + i, eid, body) for i, (eid, body) in enumerate(op.items)],
+                )
+                next_seq[op.session_id] = seq + len(op.items)
+                results.append(None)
+            else:
+                found = conn.execute(
+                    "SELECT session_id FROM sessions WHERE key = ?", (op.key,)
+                ).fetchone()
+                if found is not None and op.delete_transcript:
+                    conn.execute("DELETE FROM entries WHERE session_id = ?", (found[0],))
+                    next_seq.pop(found[0], None)
+                conn.execute("DELETE FROM sessions WHERE key = ?", (op.key,))
+                results.append(found is not None)
+        conn.execute("COMMIT")
+    except BaseException:
+        _rollback(conn)
+        raise
+    return results
+
+
+def _fetch_blobs(conn: sqlite3.Connection, sql: str, params: Sequence[object]) -> list[bytes]:
+    return [blob for (blob,) in conn.execute(sql, params)]
+
+
+def _close_all(conns: Sequence[sqlite3.Connection]) -> None:
+    for conn in conns:
+        try:
+            conn.close()
+        except sqlite3.Error:
+            pass  # closing is best effort; every commit has already completed
+
+
+# --- the actor ---------------------------------------------------------------------------
+
+
+class Store:
+    """Session rows and transcripts in one SQLite file. Made by `open_store`.
+
+    Backpressure: the write channel holds `queue_max` operations. When it is full,
+    `put_session`, `append_entries`, `delete_session`, `flush` and reads that have to wait
+    for pending writes block until the writer has taken a batch; the `*_nowait` twins raise
+    `trio.WouldBlock` instead. Nothing is ever dropped.
+
+    Every async method is a checkpoint. Cancelling a call before its write is enqueued
+    withdraws it; cancelling it after (while waiting for the commit) does not: the write
+    is still committed.
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        writer: sqlite3.Connection,
+        *,
+        batch_max: int,
+        queue_max: int,
+    ) -> None:
+        self._path = path
+        self._writer = writer
+        self._batch_max = batch_max
+        self._send, self._receive = trio.open_memory_channel[_Op](queue_max)
+        self._closed = False
+        self._readers: list[sqlite3.Connection] = []
+        self._reader_slots = trio.Semaphore(_MAX_READERS)
+        # writer bookkeeping: operations are numbered in the order the writer takes them
+        self._taken = 0
+        self._processed = 0
+        self._last_failed = -1
+        self._last_failure: BaseException | None = None
+        self._pending = 0
+        self._commits = 0
+        self._failed_commits = 0
+        self._rows_written = 0
+        self._entries_written = 0
+        self._last_batch_size = 0
+
+    @property
+    def path(self) -> Path:
+        return self._path
+
+    def statistics(self) -> StoreStatistics:
+        """Not a checkpoint."""
+        return StoreStatistics(
+            pending=self._pending,
+            commits=self._commits,
+            rows_written=self._rows_written,
+            entries_written=self._entries_written,
+            last_batch_size=self._last_batch_size,
+            failed_commits=self._failed_commits,
+        )
+
+    # --- writes ------------------------------------------------------------------------
+
+    async def put_session(self, row: SessionRow) -> None:
+        """Enqueue an upsert of `row` (by `row.key`); return once it is enqueued.
+
+        A checkpoint; blocks while the channel is full. A commit failure is not reported
+        here: see `flush` and `statistics().failed_commits`.
+        """
+        await self._submit(self._put_op(row, None))
+
+    def put_session_nowait(self, row: SessionRow) -> None:
+        """Like `put_session`, but never blocks: raises `trio.WouldBlock` when full."""
+        self._submit_nowait(self._put_op(row, None))
+
+    async def put_session_durable(self, row: SessionRow) -> None:
+        """Upsert `row` and return after the transaction holding it has committed.
+
+        A checkpoint. Raises `StoreError` if that commit failed. Cancelled while waiting
+        for the commit, the row is still written.
+        """
+        waiter = _Waiter(message=f"cannot store session {row.key!r}")
+        await self._submit(self._put_op(row, waiter))
+        await waiter.wait()
+
+    async def append_entries(self, session_id: str, entries: Sequence[TranscriptEntry]) -> None:
+        """Enqueue `entries` to be appended, in order, to the transcript of `session_id`.
+
+        A checkpoint; blocks while the channel is full; all entries commit together.
+        """
+        if not entries:
+            await trio.lowlevel.checkpoint()
+            return
+        await self._submit(self._append_op(session_id, entries))
+
+    def append_entries_nowait(self, session_id: str, entries: Sequence[TranscriptEntry]) -> None:
+        """Like `append_entries`, but never blocks: raises `trio.WouldBlock` when full."""
+        if entries:
+            self._submit_nowait(self._append_op(session_id, entries))
+
+    async def delete_session(self, key: str, *, delete_transcript: bool = True) -> bool:
+        """Delete the row of `key` (and its transcript); True if there was a row.
+
+        Returns after the commit. A checkpoint. Raises `StoreError` if the commit failed.
+        """
+        waiter = _Waiter(message=f"cannot delete session {key!r}")
+        await self._submit(_Delete(key, delete_transcript, waiter))
+        return bool(await waiter.wait())
+
+    async def flush(self) -> None:
+        """Wait until every write enqueued before this call has been committed.
+
+        A checkpoint. Raises `StoreError` if any of the writes that were still uncommitted
+        when it was called failed. Cancelling it withdraws nothing.
+        """
+        waiter = await self._barrier()
+        if waiter is not None:
+            await waiter.wait()
+
+    # --- reads -------------------------------------------------------------------------
+
+    async def get_session(self, key: str) -> SessionRow | None:
+        """The row of `key`, or None. Sees every write enqueued before the call. A checkpoint."""
+        blobs = await self._read(_fetch_blobs, "SELECT row FROM sessions WHERE key = ?", (key,))
+        return self._decode(decode_session_row, blobs[0]) if blobs else None
+
+    async def list_sessions(
+        self,
+        *,
+        limit: int | None = None,
+        agent_id: str | None = None,
+        updated_after_ms: int | None = None,
+    ) -> list[SessionRow]:
+        """Rows, most recently updated first; optionally only one agent's, only those with
+        `updatedAt > updated_after_ms`, at most `limit`. Sees every write enqueued before
+        the call. A checkpoint.
+        """
+        clauses: list[str] = []
+        params: list[object] = []
+        if agent_id is not None:
+            clauses.append("agent_id = ?")
+            params.append(agent_id)
+        if updated_after_ms is not None:
+            clauses.append("updated_at > ?")
+            params.append(updated_after_ms)
+        sql = "SELECT row FROM sessions"
+        if clauses:
+            sql += " WHERE " + " AND ".join(clauses)
+        sql += " ORDER BY updated_at DESC"
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(max(limit, 0))
+        blobs = await self._read(_fetch_blobs, sql, params)
+        return self._decode(decode_session_rows, blobs)
+
+    async def load_entries(self, session_id: str) -> list[TranscriptEntry]:
+        """The transcript of `session_id` in append order. Sees every write enqueued before
+        the call. A checkpoint.
+        """
+        blobs = await self._read(
+            _fetch_blobs,
+            "SELECT body FROM entries WHERE session_id = ? ORDER BY seq",
+            (session_id,),
+        )
+        return self._decode(decode_entries, blobs)
+
+    # --- internals ---------------------------------------------------------------------
+
+    def _put_op(self, row: SessionRow, waiter: _Waiter | None) -> _PutRow:
+        return _PutRow(
+            row.key, row.agentId, row.sessionId, row.updatedAt, encode_session_row(row), waiter
+        )
+
+    def _append_op(self, session_id: str, entries: Sequence[TranscriptEntry]) -> _Append:
+        return _Append(session_id, tuple((e.id, encode_entry(e)) for e in entries))
+
+    async def _submit(self, op: _Op) -> None:
+        self._check_open()
+        counted = 0 if isinstance(op, _Barrier) else 1
+        self._pending += counted
+        try:
+            await self._send.send(op)
+        except BaseException as exc:
+            self._pending -= counted
+            if isinstance(exc, trio.ClosedResourceError | trio.BrokenResourceError):
+                raise StoreClosedError(f"store {self._path} is closed") from exc
+            raise
+
+    def _submit_nowait(self, op: _Write) -> None:
+        self._check_open()
+        try:
+            self._send.send_nowait(op)
+        except (trio.ClosedResourceError, trio.BrokenResourceError) as exc:
+            raise StoreClosedError(f"store {self._path} is closed") from exc
+        self._pending += 1
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreClosedError(f"store {self._path} is closed")
+
+    async def _barrier(self) -> _Waiter | None:
+        """Enqueue a flush marker; None (after a checkpoint) if nothing is pending.
+
+        The writer parked in `receive` holds nothing and has processed everything taken,
+        and the channel is empty: then there is nothing to wait for.
+        """
+        self._check_open()
+        if self._receive.statistics().tasks_waiting_receive:
+            await trio.lowlevel.checkpoint()
+            return None
+        waiter = _Waiter(message="a write enqueued before this flush failed to commit")
+        await self._submit(_Barrier(self._processed, waiter))
+        return waiter
+
+    async def _read(
+        self,
+        query: Callable[[sqlite3.Connection, str, Sequence[object]], _T],
+        sql: str,
+        params: Sequence[object],
+    ) -> _T:
+        waiter = await self._barrier()
+        if waiter is not None:
+            await waiter.event.wait()  # a failed earlier write is not this read's error
+        async with self._reader_slots:
+            self._check_open()
+            conn = self._readers.pop() if self._readers else None
+            try:
+                if conn is None:
+                    conn = await trio.to_thread.run_sync(_open_reader, self._path)
+                return await trio.to_thread.run_sync(query, conn, sql, params)
+            except sqlite3.Error as exc:
+                raise StoreError(f"read from {self._path} failed: {exc}") from exc
+            finally:
+                if conn is not None:
+                    if self._closed:
+                        with trio.CancelScope(shield=True):
+                            await trio.to_thread.run_sync(_close_all, [conn])
+                    else:
+                        self._readers.append(conn)
+
+    def _decode(self, decode: Callable[[_U], _T], data: _U) -> _T:
+        try:
+            return decode(data)
+        except msgspec.DecodeError as exc:
+            raise StoreError(f"corrupt data in {self._path}: {exc}") from exc
+
+    async def _run_writer(self, *, task_status: trio.TaskStatus[None]) -> None:
+        """The writer task: commit batches until the channel is closed and drained.
+
+        Shielded, so cancelling the surrounding scope never drops enqueued writes; it ends
+        when `open_store` closes the channel.
+        """
+        with trio.CancelScope(shield=True):
+            task_status.started()
+            batch: list[_Op] = []
+            try:
+                async for first in self._receive:
+                    batch = [first]
+                    while len(batch) < self._batch_max:
+                        try:
+                            batch.append(self._receive.receive_nowait())
+                        except (trio.WouldBlock, trio.EndOfChannel):
+                            break
+                    await self._commit(batch)
+                    batch = []
+            except BaseException as exc:
+                # A bug, not a disk error: fail everyone still waiting, then crash loudly.
+                self._closed = True
+                while True:
+                    try:
+                        batch.append(self._receive.receive_nowait())
+                    except (trio.WouldBlock, trio.EndOfChannel):
+                        break
+                self._receive.close()
+                for op in batch:
+                    self._wake(op, exc, None)
+                raise
+
+    async def _commit(self, batch: list[_Op]) -> None:
+        first = self._taken
+        self._taken += len(batch)
+        writes = [op for op in batch if not isinstance(op, _Barrier)]
+        results: list[object] = [None] * len(writes)
+        failure: sqlite3.Error | None = None
+        if writes:
+            try:
+                results = await trio.to_thread.run_sync(_write_batch, self._writer, writes)
+            except sqlite3.Error as exc:
+                failure = exc
+                self._failed_commits += 1
+                self._last_failed = first + len(batch) - 1
+                self._last_failure = exc
+            else:
+                self._commits += 1
+                self._last_batch_size = len(writes)
+                self._rows_written += sum(isinstance(op, _PutRow) for op in writes)
+                self._entries_written += sum(
+                    len(op.items) for op in writes if isinstance(op, _Append)
+                )
+        self._processed += len(batch)
+        self._pending -= len(writes)
+        result_of = dict(zip(map(id, writes), results, strict=True))
+        for op in batch:
+            if isinstance(op, _Barrier):
+                late = self._last_failed >= op.low
+                self._wake(op, failure or (self._last_failure if late else None), None)
+            else:
+                self._wake(op, failure, result_of[id(op)])
+
+    @staticmethod
+    def _wake(op: _Op, cause: BaseException | None, result: object) -> None:
+        if op.waiter is not None:
+            op.waiter.cause = cause
+            op.waiter.result = result
+            op.waiter.event.set()
+
+
+@asynccontextmanager
+async def open_store(
+    path: Path, *, batch_max: int = DEFAULT_BATCH_MAX, queue_max: int = DEFAULT_QUEUE_MAX
+) -> AsyncIterator[Store]:
+    """Open (creating if needed) the database at `path` and run its writer task.
+
+    `batch_max` caps the operations committed in one transaction; `queue_max` is the write
+    channel's capacity (see `Store` on backpressure). Leaving the block, even by
+    cancellation, commits everything enqueued, then closes the database; a `StoreError`
+    raised here means the file could not be opened or has an unsupported schema.
+    """
+    if batch_max < 1 or queue_max < 0:
+        raise ValueError("batch_max must be >= 1 and queue_max >= 0")
+    try:
+        writer = await trio.to_thread.run_sync(_open_writer, path)
+    except (sqlite3.Error, OSError) as exc:
+        raise StoreError(f"cannot open store {path}: {exc}") from exc
+    store = Store(path, writer, batch_max=batch_max, queue_max=queue_max)
+    try:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(store._run_writer)
+            try:
+                yield store
+            finally:
+                store._closed = True
+                store._send.close()  # the writer drains what is left, then ends
+    finally:
+        store._closed = True
+        conns = [*store._readers, writer]
+        store._readers.clear()
+        with trio.CancelScope(shield=True):
+            await trio.to_thread.run_sync(_close_all, conns)

@@ -1,0 +1,268 @@
+"""The Supervisor: the generation snapshot, the session actors, the global lane.
+
+It holds the published `ModelRuntimeGeneration` (one reference, swapped atomically by
+`publish`); spawns a session actor's drain task when work arrives and reaps idle actors;
+owns the global lane (`agents.defaults.maxConcurrent`); and contains crashes: a session
+actor that crashes is restarted within its intensity/period (OTP style, default 3 in 5 s),
+after which that session reports errors for one period instead of looping. One session's
+crash never reaches another.
+
+Persistence is never awaited on a run's path: writes go to the store without blocking
+(`*_nowait`); when the store's channel is full they wait in a backlog that one task feeds
+to the store (counted in `statistics()`).
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from typing import Any, Final
+
+import attrs
+import trio
+
+from runtime._agent import NoTools, ToolRunner
+from runtime._generation import ModelRuntimeGeneration
+from runtime._sessions import SessionRow, TranscriptEntry, resolve_session_key
+
+from ._chat import ChatFlusher
+from ._hub import EventHub
+from ._registry import RunRecord, RunRegistry
+from ._session import RunRequest, SessionActor
+from ._store import Store
+
+log = logging.getLogger("clawlane.supervisor")
+
+RESTART_INTENSITY: Final = 3
+RESTART_PERIOD_S: Final = 5.0
+IDLE_TTL_S: Final = 600.0
+REAP_INTERVAL_S: Final = 30.0
+
+
+@attrs.frozen
+class SupervisorStatistics:
+    generation: int
+    sessions: int
+    busy_sessions: int
+    queued_runs: int
+    lane_in_use: int
+    lane_capacity: int
+    lane_waiting: int
+    crashes: int
+    persist_backlog: int
+
+
+ToolsFactory = Callable[[SessionActor, RunRecord], ToolRunner]
+
+
+class Supervisor:
+    """Create with `open_supervisor`. All methods run in the trio thread."""
+
+    def __init__(
+        self,
+        *,
+        generation: ModelRuntimeGeneration,
+        store: Store,
+        hub: EventHub,
+        registry: RunRegistry,
+        nursery: trio.Nursery,
+        idle_ttl_s: float = IDLE_TTL_S,
+    ) -> None:
+        self._generation = generation
+        self.store = store
+        self.hub = hub
+        self.registry = registry
+        self.chat_flusher = ChatFlusher()
+        self._nursery = nursery
+        self._sessions: dict[str, SessionActor] = {}
+        self.lane = trio.CapacityLimiter(generation.config.agents.defaults.maxConcurrent)
+        self._idle_ttl = idle_ttl_s
+        self._crashes = 0
+        self._backlog: collections.deque[tuple[str, Any]] = collections.deque()
+        self._backlog_wake = trio.Event()
+        self.tools_factory: ToolsFactory = lambda actor, record: NoTools()
+        self.started_at = time.time()
+
+    # --- generation -----------------------------------------------------------------------
+
+    @property
+    def generation(self) -> ModelRuntimeGeneration:
+        return self._generation
+
+    def publish(self, generation: ModelRuntimeGeneration) -> ModelRuntimeGeneration:
+        """Swap the published generation atomically. Returns the one it replaced."""
+        old = self._generation
+        if generation.number <= old.number:
+            raise ValueError(f"generation {generation.number} is not newer than {old.number}")
+        self._generation = generation
+        self.lane.total_tokens = generation.config.agents.defaults.maxConcurrent
+        return old
+
+    def tools_for(self, actor: SessionActor, record: RunRecord) -> ToolRunner:
+        return self.tools_factory(actor, record)
+
+    # --- sessions -------------------------------------------------------------------------
+
+    def resolve_key(self, raw: str | None, agent_id: str | None) -> str:
+        """Canonical session key (raises `SessionKeyError`)."""
+        return resolve_session_key(
+            raw, agent_id=agent_id, default_agent=self._generation.default_agent
+        )
+
+    async def session(self, key: str, agent_id: str) -> SessionActor:
+        """The actor for `key`, loading its row on first use. A checkpoint."""
+        actor = self._sessions.get(key)
+        if actor is None:
+            actor = SessionActor(key=key, agent_id=agent_id, supervisor=self)
+            self._sessions[key] = actor
+            await actor.load()
+        else:
+            await actor.loaded.wait()
+        if actor.row is None:
+            self._sessions.pop(key, None)
+            raise RuntimeError(f"session {key} could not be loaded")
+        return actor
+
+    def peek_session(self, key: str) -> SessionActor | None:
+        return self._sessions.get(key)
+
+    def sessions(self) -> list[SessionActor]:
+        return list(self._sessions.values())
+
+    def submit(self, actor: SessionActor, request: RunRequest) -> None:
+        """Queue a run on its session's lane. Not a checkpoint; never blocks."""
+        actor.queue.append(request)
+        actor.last_active = time.monotonic()
+        if not actor.draining:
+            actor.draining = True
+            self._nursery.start_soon(self._drain, actor, name=f"session:{actor.key}")
+
+    async def _drain(self, actor: SessionActor) -> None:
+        try:
+            while True:
+                try:
+                    await actor.drain()
+                    return
+                except Exception:
+                    self._crashes += 1
+                    log.exception("session actor %s crashed", actor.key)
+                    now = time.monotonic()
+                    actor.crashes.append(now)
+                    while actor.crashes and now - actor.crashes[0] > RESTART_PERIOD_S:
+                        actor.crashes.popleft()
+                    if len(actor.crashes) > RESTART_INTENSITY:
+                        log.error("session actor %s exceeded its restart intensity", actor.key)
+                        actor.failed_until = now + RESTART_PERIOD_S
+                    # Restart: the loop drains what is left; failed sessions end each run
+                    # with a lifecycle error until the period passes.
+        finally:
+            actor.draining = False
+            actor.running = None
+
+    async def _reaper(self) -> None:
+        while True:
+            await trio.sleep(REAP_INTERVAL_S)
+            self.reap_idle()
+
+    def reap_idle(self, *, now: float | None = None) -> int:
+        """Forget actors idle for longer than the TTL. Returns how many."""
+        now = time.monotonic() if now is None else now
+        idle = [
+            k
+            for k, a in self._sessions.items()
+            if not a.busy and a.loaded.is_set() and now - a.last_active > self._idle_ttl
+        ]
+        for k in idle:
+            del self._sessions[k]
+        return len(idle)
+
+    # --- persistence without blocking runs -----------------------------------------------
+
+    def store_put_session(self, row: SessionRow) -> None:
+        if self._backlog:
+            self._backlog.append(("row", row))
+            return
+        try:
+            self.store.put_session_nowait(row)
+        except trio.WouldBlock:
+            self._backlog.append(("row", row))
+            self._backlog_wake.set()
+
+    def store_append(self, session_id: str, entries: Sequence[TranscriptEntry]) -> None:
+        if self._backlog:
+            self._backlog.append(("entries", (session_id, entries)))
+            return
+        try:
+            self.store.append_entries_nowait(session_id, entries)
+        except trio.WouldBlock:
+            self._backlog.append(("entries", (session_id, entries)))
+            self._backlog_wake.set()
+
+    async def _feed_backlog(self) -> None:
+        while True:
+            await self._backlog_wake.wait()
+            self._backlog_wake = trio.Event()
+            await self.drain_backlog()
+
+    async def drain_backlog(self) -> None:
+        while self._backlog:
+            kind, item = self._backlog.popleft()
+            if kind == "row":
+                await self.store.put_session(item)
+            else:
+                await self.store.append_entries(*item)
+
+    def statistics(self) -> SupervisorStatistics:
+        lane = self.lane.statistics()
+        return SupervisorStatistics(
+            generation=self._generation.number,
+            sessions=len(self._sessions),
+            busy_sessions=sum(1 for a in self._sessions.values() if a.busy),
+            queued_runs=sum(len(a.queue) for a in self._sessions.values()),
+            lane_in_use=lane.borrowed_tokens,
+            lane_capacity=int(lane.total_tokens),
+            lane_waiting=lane.tasks_waiting,
+            crashes=self._crashes,
+            persist_backlog=len(self._backlog),
+        )
+
+    async def shutdown_runs(self) -> None:
+        """Abort every run (queued or active) with reason `shutdown` and wait for their ends."""
+        records = [r for r in self.registry.active()]
+        for r in records:
+            r.abort("shutdown")
+        for r in records:
+            await r.done.wait()
+        await self.drain_backlog()
+
+
+@asynccontextmanager
+async def open_supervisor(
+    *,
+    generation: ModelRuntimeGeneration,
+    store: Store,
+    hub: EventHub | None = None,
+    registry: RunRegistry | None = None,
+) -> AsyncIterator[Supervisor]:
+    """Run a supervisor. On exit every run ends with its terminal event and the backlog
+    is handed to the store before the nursery closes."""
+    async with trio.open_nursery() as nursery:
+        sup = Supervisor(
+            generation=generation,
+            store=store,
+            hub=hub or EventHub(),
+            registry=registry or RunRegistry(),
+            nursery=nursery,
+        )
+        nursery.start_soon(sup.chat_flusher.run, name="chat-flusher")
+        nursery.start_soon(sup._reaper, name="session-reaper")
+        nursery.start_soon(sup._feed_backlog, name="persist-backlog")
+        try:
+            yield sup
+        finally:
+            with trio.CancelScope(shield=True), trio.move_on_after(30):
+                await sup.shutdown_runs()
+            nursery.cancel_scope.cancel()

@@ -1,0 +1,168 @@
+"""Protocol v4 frame envelopes, error shape and error codes.
+
+Inbound frames (`req`, `cancel`) are decoded with one typed decoder; outbound frames (`res`,
+`event`) are encoded with one module-level encoder. Method params and results live in
+`runtime._wire` (generated from the published schema).
+
+Errors in this module:
+- `GatewayError`: a request failed with a wire error `{code, message, details?, retryable?,
+  retryAfterMs?}`; raised by method handlers and turned into a `res ok:false` at the edge.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Final
+
+import msgspec
+
+from ._wire import PROTOCOL_VERSION as PROTOCOL_VERSION
+from ._wire import ErrorShape
+
+MAX_PREAUTH_PAYLOAD_BYTES: Final = 64 * 1024
+MAX_PAYLOAD_BYTES: Final = 25 * 1024 * 1024
+MAX_BUFFERED_BYTES: Final = 50 * 1024 * 1024
+TICK_INTERVAL_MS: Final = 30_000
+HANDSHAKE_TIMEOUT_S: Final = 10.0
+
+# Error codes (OpenClaw `error-codes.ts`).
+NOT_LINKED: Final = "NOT_LINKED"
+NOT_PAIRED: Final = "NOT_PAIRED"
+AGENT_TIMEOUT: Final = "AGENT_TIMEOUT"
+FORBIDDEN: Final = "FORBIDDEN"
+INVALID_REQUEST: Final = "INVALID_REQUEST"
+UNAVAILABLE: Final = "UNAVAILABLE"
+AGENT_RESULT_NOT_FOUND: Final = "AGENT_RESULT_NOT_FOUND"
+
+NonEmpty = Annotated[str, msgspec.Meta(min_length=1)]
+
+
+class RequestFrame(
+    msgspec.Struct, frozen=True, tag="req", tag_field="type", forbid_unknown_fields=True
+):
+    id: NonEmpty
+    method: NonEmpty
+    params: Any = None
+    traceparent: Annotated[str, msgspec.Meta(max_length=128)] | None = None
+
+
+class CancelFrame(
+    msgspec.Struct, frozen=True, tag="cancel", tag_field="type", forbid_unknown_fields=True
+):
+    id: NonEmpty
+
+
+InboundFrame = RequestFrame | CancelFrame
+
+
+class ResponseFrame(msgspec.Struct, frozen=True, tag="res", tag_field="type", omit_defaults=True):
+    id: str
+    ok: bool
+    payload: Any | msgspec.UnsetType = msgspec.UNSET
+    error: ErrorShape | msgspec.UnsetType = msgspec.UNSET
+
+
+class StateVersion(msgspec.Struct, frozen=True):
+    presence: int
+    health: int
+
+
+class EventFrame(msgspec.Struct, frozen=True, tag="event", tag_field="type", omit_defaults=True):
+    """An event frame without its per-connection `seq`: the connection writer splices it in."""
+
+    event: str
+    payload: Any | msgspec.UnsetType = msgspec.UNSET
+    stateVersion: StateVersion | msgspec.UnsetType = msgspec.UNSET
+
+
+_inbound_decoder: Final = msgspec.json.Decoder(InboundFrame)
+_encoder: Final = msgspec.json.Encoder()
+
+
+class GatewayError(Exception):
+    """A request failed; carries the wire error shape."""
+
+    def __init__(
+        self,
+        code: str,
+        message: str,
+        *,
+        details: Any = msgspec.UNSET,
+        retryable: bool | msgspec.UnsetType = msgspec.UNSET,
+        retry_after_ms: int | msgspec.UnsetType = msgspec.UNSET,
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.details = details
+        self.retryable = retryable
+        self.retry_after_ms = retry_after_ms
+
+    def shape(self) -> ErrorShape:
+        return ErrorShape(
+            code=self.code,
+            message=self.message or self.code,
+            details=self.details,
+            retryable=self.retryable,
+            retryAfterMs=self.retry_after_ms,
+        )
+
+
+def invalid_request(message: str, **details: Any) -> GatewayError:
+    return GatewayError(INVALID_REQUEST, message, details=details or msgspec.UNSET)
+
+
+def missing_scope(scope: str, required: list[str]) -> GatewayError:
+    return GatewayError(
+        FORBIDDEN,
+        f"missing scope: {scope}",
+        details={"code": "MISSING_SCOPE", "missingScope": scope, "requiredScopes": required},
+    )
+
+
+def decode_inbound(data: bytes | str) -> InboundFrame:
+    """Decode one client frame. Raises `msgspec.DecodeError`/`ValidationError` on bad input."""
+    frame: InboundFrame = _inbound_decoder.decode(data)
+    return frame
+
+
+def peek_request_id(data: bytes | str) -> str | None:
+    """Best effort: the `id` of a frame that failed to decode, so the error can answer it."""
+    try:
+        raw = msgspec.json.decode(data)
+    except msgspec.DecodeError:
+        return None
+    if isinstance(raw, dict):
+        rid = raw.get("id")
+        if isinstance(rid, str) and rid:
+            return rid
+    return None
+
+
+def encode_response(
+    req_id: str, *, payload: Any = msgspec.UNSET, error: ErrorShape | None = None
+) -> bytes:
+    if error is not None:
+        return _encoder.encode(ResponseFrame(id=req_id, ok=False, payload=payload, error=error))
+    return _encoder.encode(ResponseFrame(id=req_id, ok=True, payload=payload))
+
+
+def encode_event(
+    event: str,
+    payload: Any = msgspec.UNSET,
+    *,
+    state_version: StateVersion | None = None,
+) -> bytes:
+    """Encode an event frame once; `splice_seq` adds a connection's `seq` to the bytes."""
+    return _encoder.encode(
+        EventFrame(event=event, payload=payload, stateVersion=state_version or msgspec.UNSET)
+    )
+
+
+def splice_seq(frame: bytes, seq: int) -> bytes:
+    """Add `"seq":N` to an encoded event frame without re-encoding its payload."""
+    return b'%s,"seq":%d}' % (frame[:-1], seq)
+
+
+def encode(value: Any) -> bytes:
+    """Encode any msgspec-supported value with the shared encoder."""
+    return _encoder.encode(value)

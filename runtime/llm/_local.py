@@ -1,0 +1,225 @@
+"""The embedded `local` model provider: deterministic, offline, paced like a real model.
+
+It composes a reply from the prompt and streams it word by word. Directives in the latest
+user message steer it, for tests, demos and load tests (all are removed from the echoed text):
+
+- `[[reply:TEXT]]`       reply exactly TEXT (e.g. `[[reply:NO_REPLY]]`).
+- `[[deltas:N]]`         stream exactly N text deltas.
+- `[[delay:MS]]`         wait MS milliseconds before each delta (overrides the provider option).
+- `[[think:TEXT]]`       stream TEXT as reasoning before the reply.
+- `[[tool:NAME {json}]]` call tool NAME with those arguments (several directives, several calls);
+                         once the tool results are in, reply with a summary of them.
+- `[[fail]]`, `[[fail:KIND]]`, `[[fail:KIND:MESSAGE]]`
+                         fail before any output with a `ProviderError` of KIND (default `server`).
+- `[[fail-after:N]]`     fail with a `server` error after N deltas (partial output).
+- `[[stall]]`, `[[stall:N]]`
+                         stall forever (until cancelled) after N deltas (default 0).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator
+from typing import Final, cast
+
+import msgspec
+import trio
+
+from ._types import (
+    ModelDelta,
+    ModelRequest,
+    ProviderError,
+    ProviderErrorKind,
+    StopDelta,
+    TextContent,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallArgsDelta,
+    ToolCallEnd,
+    ToolCallStart,
+    ToolResultMessage,
+    Usage,
+    UsageDelta,
+    UserMessage,
+)
+
+_DIRECTIVE: Final = re.compile(r"\[\[([a-z-]+)(?::([^\]]*?))?(?:\s+(\{.*?\}))?\]\]", re.DOTALL)
+_KINDS: Final = frozenset(
+    {
+        "auth",
+        "rate_limit",
+        "overloaded",
+        "context_overflow",
+        "timeout",
+        "network",
+        "malformed",
+        "bad_request",
+        "server",
+        "unknown",
+    }
+)
+
+
+class _Plan(msgspec.Struct):
+    text: str = ""
+    reply: str | None = None
+    deltas: int | None = None
+    delay_ms: float | None = None
+    think: str | None = None
+    tools: list[tuple[str, str]] = []
+    fail: tuple[str, str] | None = None
+    fail_after: int | None = None
+    stall_after: int | None = None
+
+
+def _parse(message: str) -> _Plan:
+    plan = _Plan(tools=[])
+    for m in _DIRECTIVE.finditer(message):
+        name, arg, body = m.group(1), m.group(2), m.group(3)
+        if name == "reply":
+            plan.reply = arg or ""
+        elif name == "deltas" and arg and arg.isdigit():
+            plan.deltas = max(1, int(arg))
+        elif name == "delay" and arg:
+            try:
+                plan.delay_ms = max(0.0, float(arg))
+            except ValueError:
+                pass
+        elif name == "think":
+            plan.think = arg or "thinking"
+        elif name == "tool" and arg is None and body is None:
+            continue
+        elif name == "tool":
+            tool_name = (arg or "").strip()
+            plan.tools.append((tool_name, body or "{}"))
+        elif name == "fail":
+            kind, _, text = (arg or "server").partition(":")
+            plan.fail = (
+                kind if kind in _KINDS else "server",
+                text or f"local model failure ({kind})",
+            )
+        elif name == "fail-after" and arg and arg.isdigit():
+            plan.fail_after = int(arg)
+        elif name == "stall":
+            plan.stall_after = int(arg) if arg and arg.isdigit() else 0
+    plan.text = " ".join(_DIRECTIVE.sub(" ", message).split())
+    return plan
+
+
+def _words(text: str, n: int | None) -> list[str]:
+    parts = [w + " " for w in text.split(" ")] if text else [""]
+    parts[-1] = parts[-1].rstrip(" ")
+    if n is None or n == len(parts):
+        return parts
+    if n < len(parts):
+        head = parts[: n - 1]
+        return [*head, "".join(parts[n - 1 :])]
+    out = list(parts)
+    i = 0
+    while len(out) < n:
+        out.append(" " + text.split(" ")[i % max(1, len(text.split(" ")))])
+        i += 1
+    return out
+
+
+class LocalProvider:
+    """The built-in deterministic model. `delta_delay_ms` paces every delta."""
+
+    api = "local"
+
+    def __init__(self, id: str, *, delta_delay_ms: float = 0.0) -> None:
+        self.id = id
+        self.delta_delay_ms = delta_delay_ms
+
+    async def aclose(self) -> None:
+        await trio.lowlevel.checkpoint()
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[ModelDelta]:
+        return self._stream(request)
+
+    async def _stream(self, request: ModelRequest) -> AsyncIterator[ModelDelta]:
+        last_user = next(
+            (m for m in reversed(request.messages) if isinstance(m, UserMessage)), None
+        )
+        user_text = ""
+        if last_user is not None:
+            content = last_user.content
+            user_text = (
+                content
+                if isinstance(content, str)
+                else " ".join(c.text for c in content if isinstance(c, TextContent))
+            )
+        plan = _parse(user_text)
+        delay = (plan.delay_ms if plan.delay_ms is not None else self.delta_delay_ms) / 1000.0
+        # Tool results since the last user message: this is the turn after the tools ran.
+        results: list[ToolResultMessage] = []
+        for m in reversed(request.messages):
+            if isinstance(m, UserMessage):
+                break
+            if isinstance(m, ToolResultMessage):
+                results.append(m)
+
+        if plan.fail is not None:
+            await trio.lowlevel.checkpoint()
+            raise ProviderError(cast(ProviderErrorKind, plan.fail[0]), plan.fail[1])
+
+        input_tokens = sum(len(str(m).split()) for m in request.messages) + len(
+            request.system_prompt.split()
+        )
+        sent = 0
+
+        async def pace() -> None:
+            if delay > 0:
+                await trio.sleep(delay)
+            else:
+                await trio.lowlevel.checkpoint()
+
+        if plan.think:
+            for piece in _words(plan.think, None):
+                await pace()
+                yield ThinkingDelta(piece)
+
+        if plan.tools and not results:
+            offered = {t.name for t in request.tools}
+            for index, (name, args) in enumerate(plan.tools):
+                if offered and name not in offered:
+                    continue
+                call_id = f"call_{index + 1}"
+                await pace()
+                yield ToolCallStart(index=index, id=call_id, name=name)
+                yield ToolCallArgsDelta(index=index, delta=args)
+                yield ToolCallEnd(index=index, id=call_id, name=name, arguments=args)
+            yield UsageDelta(
+                Usage(
+                    input=input_tokens,
+                    output=len(plan.tools),
+                    totalTokens=input_tokens + len(plan.tools),
+                )
+            )
+            yield StopDelta("toolUse")
+            return
+
+        if results:
+            summary = "; ".join(
+                f"{r.toolName}{' failed' if r.isError else ''}: "
+                + " ".join(c.text for c in r.content if isinstance(c, TextContent))[:200]
+                for r in reversed(results)
+            )
+            reply = f"Tool results: {summary}"
+        elif plan.reply is not None:
+            reply = plan.reply
+        else:
+            reply = f"You said: {plan.text}" if plan.text else "Hello from the local model."
+
+        for piece in _words(reply, plan.deltas):
+            if plan.stall_after is not None and sent >= plan.stall_after:
+                await trio.sleep_forever()
+            if plan.fail_after is not None and sent >= plan.fail_after:
+                raise ProviderError("server", "local model failure after partial output")
+            await pace()
+            yield TextDelta(piece)
+            sent += 1
+        if plan.stall_after is not None and sent >= plan.stall_after:
+            await trio.sleep_forever()
+        yield UsageDelta(Usage(input=input_tokens, output=sent, totalTokens=input_tokens + sent))
+        yield StopDelta("stop")

@@ -1,0 +1,152 @@
+"""Retries and the LLM idle watchdog around one model turn.
+
+`stream_with_retry` wraps `ModelProvider.stream`:
+
+- A retryable `ProviderError` (rate limit, overloaded, timeout, network, server) raised
+  before the first delta was yielded starts a new attempt, after a bounded exponential
+  backoff with jitter, or after the provider's Retry-After when that is longer. At most
+  ``max_attempts`` attempts; a Retry-After longer than ``max_retry_after`` is not waited for
+  (the error is raised at once, for the caller to fail over).
+- Once a delta was yielded, any error is raised as is: a retry would repeat output the
+  consumer already has. Context overflow, auth and bad requests are never retried.
+- The idle watchdog: when no delta arrives within ``idle_timeout`` seconds, the attempt is
+  cancelled (which closes its HTTP stream) and `IdleTimeoutError` (a ``ProviderError`` of
+  kind ``timeout``, "LLM idle timeout: no chunk for Ns") is raised. That error is final,
+  never retried here: the window is the run's patience, and the agent decides what a
+  stalled turn means (compaction, fail over). Pings and other events that carry no delta
+  do not count as chunks: the window is measured in deltas.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import AsyncIterator
+
+import trio
+
+from ._types import ModelDelta, ModelProvider, ModelRequest, ProviderError
+
+__all__ = [
+    "DEFAULT_IDLE_TIMEOUT",
+    "IdleTimeoutError",
+    "backoff_delay",
+    "resolve_idle_timeout",
+    "stream_with_retry",
+]
+
+DEFAULT_IDLE_TIMEOUT = 120.0
+"""``agents.defaults.llm.idleTimeoutSeconds`` when unset, as in OpenClaw."""
+
+_rng = random.Random()
+
+
+class IdleTimeoutError(ProviderError):
+    """The LLM idle watchdog fired: no delta arrived within ``window`` seconds.
+
+    Kind ``timeout``, message ``"LLM idle timeout: no chunk for Ns"``. `stream_with_retry`
+    never retries it: the window is the run's patience; the agent decides what follows.
+    """
+
+    def __init__(self, window: float) -> None:
+        super().__init__("timeout", f"LLM idle timeout: no chunk for {window:g}s")
+        self.window = window
+
+
+def resolve_idle_timeout(
+    idle_timeout_seconds: float | None, provider_timeout_seconds: float | None = None
+) -> float | None:
+    """The idle window of a turn, or ``None`` for no watchdog.
+
+    ``idle_timeout_seconds`` is ``agents.defaults.llm.idleTimeoutSeconds`` (unset → 120 s,
+    0 disables); a provider's ``timeoutSeconds`` extends the window, never shortens it.
+    """
+    if idle_timeout_seconds is None:
+        window = DEFAULT_IDLE_TIMEOUT
+    elif idle_timeout_seconds <= 0:
+        return None
+    else:
+        window = idle_timeout_seconds
+    if provider_timeout_seconds is not None and provider_timeout_seconds > window:
+        window = provider_timeout_seconds
+    return window
+
+
+def backoff_delay(
+    retry: int, *, base_delay: float, max_delay: float, rng: random.Random | None = None
+) -> float:
+    """Seconds before retry number ``retry`` (1 for the first): "equal jitter", uniform in
+    ``[c/2, c]`` with ``c = min(max_delay, base_delay * 2**(retry-1))``."""
+    ceiling = min(max_delay, base_delay * 2.0 ** min(retry - 1, 32))
+    return ceiling / 2 + (rng or _rng).random() * ceiling / 2
+
+
+async def stream_with_retry(
+    provider: ModelProvider,
+    request: ModelRequest,
+    *,
+    max_attempts: int = 3,
+    base_delay: float = 0.5,
+    max_delay: float = 8.0,
+    idle_timeout: float | None = None,
+    max_retry_after: float = 60.0,
+    rng: random.Random | None = None,
+) -> AsyncIterator[ModelDelta]:
+    """`provider.stream(request)` with retries and the idle watchdog (see the module doc).
+
+    An async generator: iterate it inside `contextlib.aclosing`. Every ``await`` on it is a
+    checkpoint; cancelling the iterating task closes the current attempt's HTTP stream.
+    ``idle_timeout`` of ``None`` (or <= 0) disables the watchdog.
+
+    Raises:
+        ProviderError: the last attempt's error, an error after output, or the idle timeout.
+    """
+    if max_attempts < 1:
+        raise ValueError("max_attempts must be at least 1")
+    window = idle_timeout if idle_timeout is not None and idle_timeout > 0 else None
+    attempt = 0
+    while True:
+        attempt += 1
+        produced = False
+        deltas = provider.stream(request)
+        try:
+            while True:
+                # One cancel scope per delta (~5-10 us): it may not span the yield below.
+                if window is None:
+                    try:
+                        delta = await deltas.__anext__()
+                    except StopAsyncIteration:
+                        return
+                else:
+                    with trio.move_on_after(window) as scope:
+                        try:
+                            delta = await deltas.__anext__()
+                        except StopAsyncIteration:
+                            return
+                    if scope.cancelled_caught:
+                        raise IdleTimeoutError(window)
+                produced = True
+                yield delta
+        except ProviderError as exc:
+            if (
+                isinstance(exc, IdleTimeoutError)
+                or produced
+                or not exc.retryable
+                or attempt >= max_attempts
+            ):
+                raise
+            delay = backoff_delay(attempt, base_delay=base_delay, max_delay=max_delay, rng=rng)
+            if exc.retry_after is not None:
+                if exc.retry_after > max_retry_after:
+                    raise
+                delay = max(delay, exc.retry_after)
+        finally:
+            await _aclose(deltas)
+        await trio.sleep(delay)
+
+
+async def _aclose(deltas: AsyncIterator[ModelDelta]) -> None:
+    # `ModelProvider.stream` is typed as an iterator but is an async generator: close it so
+    # its HTTP response is released now, not when the garbage collector gets to it.
+    aclose = getattr(deltas, "aclose", None)
+    if aclose is not None:
+        await aclose()

@@ -1,0 +1,156 @@
+"""The plugin SDK: the one module a clawlane plugin imports.
+
+A plugin is a Python module (or package) with a `register` function::
+
+    from runtime.plugin_sdk import BeforeToolCallEvent, PluginApi
+
+    PLUGIN_ID = "no-rm"  # optional; defaults to the module's name
+
+    def register(api: PluginApi) -> None:
+        def guard(event: BeforeToolCallEvent, ctx: object) -> dict[str, object] | None:
+            if event.toolName == "exec" and "rm -rf" in str(event.params.get("command")):
+                return {"block": True, "blockReason": "no rm -rf"}
+            return None
+
+        api.on("before_tool_call", guard, priority=10)
+
+`register` may be `async`. Handlers may be sync or async, take `(event)` or `(event, ctx)`,
+and return `None`, the hook's result Struct (`BeforeToolCallResult(...)`) or a dict with the
+same (camelCase) keys. Events, results and contexts keep OpenClaw's field names; which hook
+takes which event, and how results of several plugins combine, is described in
+`runtime._hooks` (OpenClaw's rules: priority descending, `block`/`cancel` true terminal,
+false a no-op; `before_tool_call` and `before_install` fail closed).
+
+Tools registered with `api.register_tool` follow `Tool` (name, description, params Struct
+type, mutating, `async run(args, ctx)`); harnesses are described by `HarnessSpec`.
+"""
+
+from __future__ import annotations
+
+from ._hooks import HOOK_NAMES as HOOK_NAMES
+from ._hooks import MODIFYING_HOOKS as MODIFYING_HOOKS
+from ._hooks import OBSERVING_HOOKS as OBSERVING_HOOKS
+from ._hooks import AfterCompactionEvent as AfterCompactionEvent
+from ._hooks import AfterToolCallEvent as AfterToolCallEvent
+from ._hooks import AgentEndEvent as AgentEndEvent
+from ._hooks import AgentHookContext as AgentHookContext
+from ._hooks import BeforeAgentReplyEvent as BeforeAgentReplyEvent
+from ._hooks import BeforeAgentReplyResult as BeforeAgentReplyResult
+from ._hooks import BeforeAgentStartEvent as BeforeAgentStartEvent
+from ._hooks import BeforeAgentStartResult as BeforeAgentStartResult
+from ._hooks import BeforeCompactionEvent as BeforeCompactionEvent
+from ._hooks import BeforeInstallContext as BeforeInstallContext
+from ._hooks import BeforeInstallEvent as BeforeInstallEvent
+from ._hooks import BeforeInstallRequest as BeforeInstallRequest
+from ._hooks import BeforeInstallResult as BeforeInstallResult
+from ._hooks import BeforeMessageWriteEvent as BeforeMessageWriteEvent
+from ._hooks import BeforeMessageWriteResult as BeforeMessageWriteResult
+from ._hooks import BeforeModelResolveEvent as BeforeModelResolveEvent
+from ._hooks import BeforeModelResolveResult as BeforeModelResolveResult
+from ._hooks import BeforePromptBuildEvent as BeforePromptBuildEvent
+from ._hooks import BeforePromptBuildResult as BeforePromptBuildResult
+from ._hooks import BeforeToolCallEvent as BeforeToolCallEvent
+from ._hooks import BeforeToolCallResult as BeforeToolCallResult
+from ._hooks import BuiltinScan as BuiltinScan
+from ._hooks import GatewayHookContext as GatewayHookContext
+from ._hooks import GatewayStartEvent as GatewayStartEvent
+from ._hooks import GatewayStopEvent as GatewayStopEvent
+from ._hooks import HookName as HookName
+from ._hooks import HookUsage as HookUsage
+from ._hooks import InstallFinding as InstallFinding
+from ._hooks import LlmInputEvent as LlmInputEvent
+from ._hooks import LlmOutputEvent as LlmOutputEvent
+from ._hooks import MessageHookContext as MessageHookContext
+from ._hooks import MessageReceivedEvent as MessageReceivedEvent
+from ._hooks import MessageSendingEvent as MessageSendingEvent
+from ._hooks import MessageSendingResult as MessageSendingResult
+from ._hooks import MessageSentEvent as MessageSentEvent
+from ._hooks import MessageWriteContext as MessageWriteContext
+from ._hooks import SessionEndEvent as SessionEndEvent
+from ._hooks import SessionHookContext as SessionHookContext
+from ._hooks import SessionStartEvent as SessionStartEvent
+from ._hooks import ToolApprovalRequest as ToolApprovalRequest
+from ._hooks import ToolHookContext as ToolHookContext
+from ._hooks import ToolResultPersistContext as ToolResultPersistContext
+from ._hooks import ToolResultPersistEvent as ToolResultPersistEvent
+from ._hooks import ToolResultPersistResult as ToolResultPersistResult
+from ._plugins import HarnessSpec as HarnessSpec
+from ._plugins import PluginApi as PluginApi
+from ._plugins import PluginTool as PluginTool
+from .llm._types import AssistantMessage as AssistantMessage
+from .llm._types import ImageContent as ImageContent
+from .llm._types import Message as Message
+from .llm._types import TextContent as TextContent
+from .llm._types import ThinkingContent as ThinkingContent
+from .llm._types import ToolCallContent as ToolCallContent
+from .llm._types import ToolResultMessage as ToolResultMessage
+from .llm._types import UserMessage as UserMessage
+from .tools._tool import Tool as Tool
+from .tools._tool import ToolContext as ToolContext
+from .tools._tool import ToolResult as ToolResult
+from .tools._tool import text_result as text_result
+
+__all__ = [
+    "HOOK_NAMES",
+    "MODIFYING_HOOKS",
+    "OBSERVING_HOOKS",
+    "AfterCompactionEvent",
+    "AfterToolCallEvent",
+    "AgentEndEvent",
+    "AgentHookContext",
+    "AssistantMessage",
+    "BeforeAgentReplyEvent",
+    "BeforeAgentReplyResult",
+    "BeforeAgentStartEvent",
+    "BeforeAgentStartResult",
+    "BeforeCompactionEvent",
+    "BeforeInstallContext",
+    "BeforeInstallEvent",
+    "BeforeInstallRequest",
+    "BeforeInstallResult",
+    "BeforeMessageWriteEvent",
+    "BeforeMessageWriteResult",
+    "BeforeModelResolveEvent",
+    "BeforeModelResolveResult",
+    "BeforePromptBuildEvent",
+    "BeforePromptBuildResult",
+    "BeforeToolCallEvent",
+    "BeforeToolCallResult",
+    "BuiltinScan",
+    "GatewayHookContext",
+    "GatewayStartEvent",
+    "GatewayStopEvent",
+    "HarnessSpec",
+    "HookName",
+    "HookUsage",
+    "ImageContent",
+    "InstallFinding",
+    "LlmInputEvent",
+    "LlmOutputEvent",
+    "Message",
+    "MessageHookContext",
+    "MessageReceivedEvent",
+    "MessageSendingEvent",
+    "MessageSendingResult",
+    "MessageSentEvent",
+    "MessageWriteContext",
+    "PluginApi",
+    "PluginTool",
+    "SessionEndEvent",
+    "SessionHookContext",
+    "SessionStartEvent",
+    "TextContent",
+    "ThinkingContent",
+    "Tool",
+    "ToolApprovalRequest",
+    "ToolCallContent",
+    "ToolContext",
+    "ToolHookContext",
+    "ToolResult",
+    "ToolResultMessage",
+    "ToolResultPersistContext",
+    "ToolResultPersistEvent",
+    "ToolResultPersistResult",
+    "UserMessage",
+    "text_result",
+]

@@ -1,0 +1,26 @@
+"""The tools package's error tree.
+
+- `ToolError`: base of every error raised by `runtime.tools`.
+  - `SandboxError`: a path was refused because it would leave the session workspace (or names
+    something that is not a regular file or directory). File tools turn it into an error
+    `ToolResult`; it never reaches the agent loop from `invoke_tool`.
+  - `ToolPolicyError`: a tool policy is malformed (unknown profile or `group:` name). Raised
+    when the policy is built, so a bad config fails before any run starts.
+
+A tool that fails at run time does not raise to its caller: `invoke_tool` returns an error
+`ToolResult`. Only `trio.Cancelled` (and other `BaseException`s) escape it.
+"""
+
+from __future__ import annotations
+
+
+class ToolError(Exception):
+    """Base class of the errors raised by `runtime.tools`."""
+
+
+class SandboxError(ToolError):
+    """A path was refused by the workspace sandbox. The message says why, for the model."""
+
+
+class ToolPolicyError(ToolError):
+    """A tool policy names an unknown profile or tool group."""

@@ -1,0 +1,311 @@
+"""The file tools: `read`, `write` and `edit`, confined to the session workspace.
+
+Each call resolves its path with `resolve_in_workspace` and does all its disk work in one
+worker thread (`trio.to_thread.run_sync`, not abandoned on cancellation: a started read or
+write finishes, then `Cancelled` is raised). Files are opened by their resolved real path with
+`O_NOFOLLOW`, and checked to be regular files after opening. A refused path, a missing file or
+an OS error becomes an error `ToolResult`; these tools do not raise for them.
+"""
+
+from __future__ import annotations
+
+import base64
+import errno
+import os
+import stat
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Annotated, TypeVar
+
+import msgspec
+import trio
+
+from runtime.llm._types import ImageContent, TextContent
+
+from ._errors import SandboxError
+from ._sandbox import resolve_in_workspace
+from ._tool import ToolContext, ToolResult, text_result
+
+__all__ = ["EditParams", "EditTool", "ReadParams", "ReadTool", "WriteParams", "WriteTool"]
+
+READ_DEFAULT_LINES = 2000
+READ_MAX_BYTES = 50 * 1024
+READ_MAX_IMAGE_BYTES = 10 * 1024 * 1024
+
+_IMAGE_MAGIC: tuple[tuple[bytes, str], ...] = (
+    (b"\x89PNG\r\n\x1a\n", "image/png"),
+    (b"\xff\xd8\xff", "image/jpeg"),
+    (b"GIF87a", "image/gif"),
+    (b"GIF89a", "image/gif"),
+)
+
+_NL = "\n"
+
+_PathArg = Annotated[
+    str,
+    msgspec.Meta(description="Path relative to the workspace (or absolute, inside it)."),
+]
+
+
+class ReadParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, rename="camel"):
+    path: _PathArg
+    offset: (
+        Annotated[int, msgspec.Meta(ge=1, description="First line to read (1-based).")] | None
+    ) = None
+    limit: Annotated[int, msgspec.Meta(ge=1, description="Maximum number of lines.")] | None = None
+
+
+class WriteParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, rename="camel"):
+    path: _PathArg
+    content: Annotated[str, msgspec.Meta(description="The whole new content of the file.")]
+
+
+class EditParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, rename="camel"):
+    path: _PathArg
+    old_text: Annotated[
+        str, msgspec.Meta(description="Exact text to replace; must occur exactly once.")
+    ]
+    new_text: Annotated[str, msgspec.Meta(description="Text to put in its place.")]
+
+
+class ReadTool:
+    """`read`: a text file by lines (`offset`, `limit`), or an image as image content."""
+
+    name = "read"
+    description = (
+        "Read a file from the workspace. Text files are returned by lines: at most "
+        f"{READ_DEFAULT_LINES} lines or {READ_MAX_BYTES // 1024} KiB per call; use offset "
+        "and limit to page through larger files. PNG, JPEG, GIF and WebP images are "
+        "returned as images."
+    )
+    params = ReadParams
+    mutating = False
+
+    async def run(self, args: ReadParams, ctx: ToolContext) -> ToolResult:
+        return await _in_thread(self.name, _read, ctx.workspace, args)
+
+
+class WriteTool:
+    """`write`: create or overwrite a file, creating missing parent directories."""
+
+    name = "write"
+    description = (
+        "Write a file in the workspace, replacing it if it exists. Missing parent "
+        "directories are created."
+    )
+    params = WriteParams
+    mutating = True
+
+    async def run(self, args: WriteParams, ctx: ToolContext) -> ToolResult:
+        return await _in_thread(self.name, _write, ctx.workspace, args)
+
+
+class EditTool:
+    """`edit`: replace one exact, unique occurrence of `oldText` by `newText`."""
+
+    name = "edit"
+    description = (
+        "Edit a file in the workspace by replacing oldText with newText. oldText must match "
+        "the file exactly (whitespace included) and occur exactly once; include enough "
+        "surrounding lines to make it unique."
+    )
+    params = EditParams
+    mutating = True
+
+    async def run(self, args: EditParams, ctx: ToolContext) -> ToolResult:
+        return await _in_thread(self.name, _edit, ctx.workspace, args)
+
+
+# --- the thread side ---------------------------------------------------------------------
+
+_P = TypeVar("_P")
+
+
+async def _in_thread(
+    name: str, fn: Callable[[Path, _P], ToolResult], workspace: Path, args: _P
+) -> ToolResult:
+    """Run `fn` in a worker thread, mapping refused paths and OS errors to error results."""
+
+    def call() -> ToolResult:
+        try:
+            return fn(workspace, args)
+        except SandboxError as exc:
+            return text_result(f"{name} refused: {exc}", is_error=True)
+        except OSError as exc:
+            where = f": {exc.filename}" if exc.filename else ""
+            return text_result(f"{name} failed: {exc.strerror or exc}{where}", is_error=True)
+
+    return await trio.to_thread.run_sync(call)
+
+
+class _Refused(Exception):
+    """A file-level problem worth a plain error result (missing, a directory, not UTF-8)."""
+
+
+def _display(workspace: Path, real: Path) -> str:
+    rel = os.path.relpath(real, os.path.realpath(workspace))
+    return "." if rel == "." else rel
+
+
+def _open(real: Path, flags: int, shown: str) -> int:
+    """Open `real` without following a symlink there, and insist on a regular file."""
+    try:
+        fd = os.open(real, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o666)
+    except FileNotFoundError:
+        raise _Refused(f"file not found: {shown}") from None
+    except IsADirectoryError:
+        raise _Refused(f"{shown} is a directory") from None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise SandboxError(f"{shown!r} changed into a symlink; refused") from None
+        raise
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        what = "a directory" if stat.S_ISDIR(mode) else "not a regular file"
+        raise _Refused(f"{shown} is {what}")
+    return fd
+
+
+def _read(workspace: Path, args: ReadParams) -> ToolResult:
+    real = resolve_in_workspace(workspace, args.path, for_write=False)
+    shown = _display(workspace, real)
+    try:
+        fd = _open(real, os.O_RDONLY, shown)
+    except _Refused as exc:
+        return text_result(str(exc), is_error=True)
+    with os.fdopen(fd, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        head = f.read(16)
+        mime = _image_mime(head)
+        if mime is not None:
+            if size > READ_MAX_IMAGE_BYTES:
+                return text_result(
+                    f"{shown} is a {mime} image of {size} bytes, over the "
+                    f"{READ_MAX_IMAGE_BYTES} byte limit",
+                    is_error=True,
+                )
+            data = head + f.read()
+            return ToolResult(
+                content=[
+                    TextContent(text=f"Read image file {shown} [{mime}]"),
+                    ImageContent(data=base64.b64encode(data).decode("ascii"), mimeType=mime),
+                ],
+                details={"path": shown, "mimeType": mime, "bytes": len(data)},
+            )
+        f.seek(0)
+        return _read_lines(f, shown, size, args)
+
+
+def _read_lines(f: Iterable[bytes], shown: str, size: int, args: ReadParams) -> ToolResult:
+    start = args.offset or 1
+    limit = args.limit or READ_DEFAULT_LINES
+    taken: list[bytes] = []
+    used = 0
+    lineno = 0
+    more = False
+    note = ""
+    for raw in f:
+        lineno += 1
+        if lineno < start:
+            continue
+        if len(taken) >= limit:
+            more = True
+            break
+        if used + len(raw) > READ_MAX_BYTES:
+            if not taken:  # one line longer than the whole budget: show its start
+                taken.append(raw[:READ_MAX_BYTES])
+                note = f"[line {lineno} is {len(raw)} bytes; showing its first {READ_MAX_BYTES}]"
+            more = True
+            break
+        taken.append(raw)
+        used += len(raw)
+    if not taken:
+        if size == 0:
+            return text_result("(empty file)", details={"path": shown, "lines": 0})
+        return text_result(
+            f"offset {start} is beyond the end of {shown} ({lineno} lines)", is_error=True
+        )
+    end = start + len(taken) - 1
+    text = b"".join(taken).decode("utf-8", errors="replace")
+    if more:
+        shown_range = note or f"[showing lines {start}-{end} of {shown} ({size} bytes)]"
+        text = f"{text.rstrip(_NL)}\n\n{shown_range} [use offset={end + 1} to continue]"
+    return text_result(
+        text, details={"path": shown, "startLine": start, "endLine": end, "truncated": more}
+    )
+
+
+def _image_mime(head: bytes) -> str | None:
+    for magic, mime in _IMAGE_MAGIC:
+        if head.startswith(magic):
+            return mime
+    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
+        return "image/webp"
+    return None
+
+
+def _write_bytes(real: Path, data: bytes, shown: str) -> None:
+    fd = _open(real, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, shown)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+
+
+def _write(workspace: Path, args: WriteParams) -> ToolResult:
+    real = resolve_in_workspace(workspace, args.path, for_write=True)
+    shown = _display(workspace, real)
+    data = args.content.encode("utf-8")
+    try:
+        real.parent.mkdir(parents=True, exist_ok=True)
+        _write_bytes(real, data, shown)
+    except _Refused as exc:
+        return text_result(str(exc), is_error=True)
+    except FileExistsError:
+        return text_result(f"cannot create {shown}: a parent is not a directory", is_error=True)
+    return text_result(f"wrote {len(data)} bytes to {shown}", details={"path": shown})
+
+
+def _edit(workspace: Path, args: EditParams) -> ToolResult:
+    real = resolve_in_workspace(workspace, args.path, for_write=True)
+    shown = _display(workspace, real)
+    old, new = args.old_text, args.new_text
+    if not old:
+        return text_result("oldText must not be empty", is_error=True)
+    if old == new:
+        return text_result("oldText and newText are identical: nothing to change", is_error=True)
+    try:
+        fd = _open(real, os.O_RDONLY, shown)
+        with os.fdopen(fd, "rb") as f:
+            raw = f.read()
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise _Refused(f"{shown} is not a UTF-8 text file") from None
+
+        count = text.count(old)
+        crlf = False
+        if count == 0 and "\r\n" in text and "\r\n" not in old:
+            # The model usually writes "\n"; match the file's CRLF lines too.
+            crlf = True
+            old, new = old.replace("\n", "\r\n"), new.replace("\n", "\r\n")
+            count = text.count(old)
+        if count == 0:
+            raise _Refused(
+                f"oldText not found in {shown}; it must match the file exactly, "
+                "whitespace and line breaks included"
+            )
+        if count > 1:
+            raise _Refused(
+                f"oldText occurs {count} times in {shown}; it must be unique: "
+                "include more surrounding lines"
+            )
+        index = text.index(old)
+        _write_bytes(real, (text[:index] + new + text[index + len(old) :]).encode("utf-8"), shown)
+    except _Refused as exc:
+        return text_result(str(exc), is_error=True)
+    line = text.count("\n", 0, index) + 1
+    return text_result(
+        f"edited {shown}: replaced {old.count(_NL) + 1} line(s) at line {line} "
+        f"with {new.count(_NL) + 1} line(s)",
+        details={"path": shown, "firstChangedLine": line, "crlf": crlf},
+    )

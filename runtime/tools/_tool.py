@@ -1,0 +1,229 @@
+"""What a tool is, how it is offered to a model, and how one call of it runs.
+
+A tool is any object with `name`, `description`, `params` (a msgspec `Struct` type: the
+arguments), `mutating` and `async run(args, ctx)`. `tool_spec` exports it for a provider;
+`invoke_tool` decodes the model's arguments into `params`, runs it, and turns every failure
+into an error `ToolResult` the model can read. `sanitize_result` shrinks a result for events
+and logs (text cap, images replaced by a placeholder); the transcript keeps the full result.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, Protocol
+
+import msgspec
+from attrs import frozen
+
+from runtime.llm._types import ImageContent, TextContent, ToolSpec, UserContent
+
+__all__ = [
+    "Tool",
+    "ToolContext",
+    "ToolResult",
+    "invoke_tool",
+    "sanitize_result",
+    "text_result",
+    "tool_spec",
+]
+
+logger = logging.getLogger(__name__)
+
+
+@frozen
+class ToolContext:
+    """What a tool may know and do beyond its arguments, for one call in one run.
+
+    `on_update` is synchronous and must not block: it hands a partial result to the agent loop,
+    which emits it as a `tool` `update` event (`partialResult`). `send_message` delivers the
+    `message` tool's text (the caller records what was sent); it is a checkpoint.
+    """
+
+    workspace: Path
+    agent_id: str
+    session_key: str
+    session_id: str
+    run_id: str
+    on_update: Callable[[Any], None]
+    send_message: Callable[[str], Awaitable[None]]
+
+
+class ToolResult(msgspec.Struct, frozen=True, forbid_unknown_fields=True, rename="camel"):
+    """The outcome of one tool call: content for the model, and details for clients.
+
+    Encodes as `{content, isError, details}` (the pi-ai tool result shape).
+    """
+
+    content: list[UserContent]
+    is_error: bool = False
+    details: dict[str, Any] | None = None
+
+
+def text_result(
+    text: str, *, is_error: bool = False, details: dict[str, Any] | None = None
+) -> ToolResult:
+    """A result holding one text block."""
+    return ToolResult(content=[TextContent(text=text)], is_error=is_error, details=details)
+
+
+class Tool(Protocol):
+    """A tool the agent can call.
+
+    `params` is a msgspec `Struct` type describing the arguments (decoded strictly: unknown
+    fields are errors, so declare it with `forbid_unknown_fields=True`); its docstring and
+    field `Meta(description=...)` end up in the JSON Schema the model sees. `mutating` says
+    whether a call changes anything outside the conversation (files, processes, messages).
+
+    `run` receives an instance of `params`. It may raise: `invoke_tool` reports the error to
+    the model. It must let `trio.Cancelled` through and leave nothing running behind it.
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def description(self) -> str: ...
+
+    @property
+    def params(self) -> type[msgspec.Struct]: ...
+
+    @property
+    def mutating(self) -> bool: ...
+
+    async def run(self, args: Any, ctx: ToolContext) -> ToolResult: ...
+
+
+# --- the spec a provider sees --------------------------------------------------------------
+
+
+def tool_spec(tool: Tool) -> ToolSpec:
+    """Export `tool` for a provider: its parameters as a plain JSON Schema object.
+
+    The top-level `$ref` is inlined, so `parameters` is `{"type": "object", "properties":
+    ..., "required": [...], ...}`; nested structs are inlined too (a recursive one keeps its
+    `$defs`). Optional fields (`X | None = None`) are shown as plain `X`: models may omit them,
+    and a `null` they send anyway still decodes.
+    """
+    schema = msgspec.json.schema(tool.params)
+    defs: dict[str, Any] = schema.pop("$defs", {})
+    inlined = _inline(schema, defs, frozenset())
+    if not isinstance(inlined, dict) or inlined.get("type") != "object":
+        raise TypeError(f"tool {tool.name!r}: params must be a msgspec Struct type")
+    inlined.pop("title", None)
+    inlined.setdefault("properties", {})
+    if _has_ref(inlined):
+        inlined["$defs"] = defs
+    return ToolSpec(name=tool.name, description=tool.description, parameters=inlined)
+
+
+def _inline(node: Any, defs: dict[str, Any], seen: frozenset[str]) -> Any:
+    if isinstance(node, list):
+        return [_inline(item, defs, seen) for item in node]
+    if not isinstance(node, dict):
+        return node
+    ref = node.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        name = ref.removeprefix("#/$defs/")
+        if name in seen or name not in defs:
+            return node
+        return _inline(defs[name], defs, seen | {name})
+    out = {key: _inline(value, defs, seen) for key, value in node.items()}
+    props = out.get("properties")
+    if isinstance(props, dict):
+        required = set(out.get("required", ()))
+        for key, prop in props.items():
+            if key not in required and isinstance(prop, dict):
+                props[key] = _drop_null_branch(prop)
+    return out
+
+
+def _drop_null_branch(prop: dict[str, Any]) -> dict[str, Any]:
+    """`{"anyOf": [X, {"type": "null"}], "default": null}` → `X` (keeping a description)."""
+    branches = prop.get("anyOf")
+    if not isinstance(branches, list) or prop.get("default", ...) is not None:
+        return prop
+    rest = [b for b in branches if b != {"type": "null"}]
+    if len(rest) == len(branches) or not rest:
+        return prop
+    simplified: dict[str, Any] = dict(rest[0]) if len(rest) == 1 else {"anyOf": rest}
+    for key, value in prop.items():
+        if key not in ("anyOf", "default"):
+            simplified.setdefault(key, value)
+    return simplified
+
+
+def _has_ref(node: Any) -> bool:
+    if isinstance(node, dict):
+        return "$ref" in node or any(_has_ref(v) for v in node.values())
+    if isinstance(node, list):
+        return any(_has_ref(v) for v in node)
+    return False
+
+
+# --- one call --------------------------------------------------------------------------------
+
+
+async def invoke_tool(tool: Tool, arguments: str | dict[str, Any], ctx: ToolContext) -> ToolResult:
+    """Validate `arguments` against `tool.params`, run the tool, and return its result.
+
+    `arguments` is the JSON text a model produced (an empty string means `{}`) or an already
+    decoded object. Invalid JSON or arguments give an error result naming the field, e.g.
+    ``invalid arguments for read: Expected `str`, got `int` - at `$.path```; the tool does not
+    run. A tool that raises gives an error result with the message (and is logged).
+
+    Never raises, except `trio.Cancelled` (and other `BaseException`s): cancellation reaches
+    the tool, which cleans up, and then propagates. A checkpoint when the tool runs.
+    The result is not sanitized: call `sanitize_result` for events.
+    """
+    try:
+        if isinstance(arguments, str):
+            args: Any = msgspec.json.decode(arguments.strip() or "{}", type=tool.params)
+        else:
+            args = msgspec.convert(arguments, type=tool.params)
+    except msgspec.DecodeError as exc:  # also ValidationError
+        return text_result(f"invalid arguments for {tool.name}: {exc}", is_error=True)
+    try:
+        return await tool.run(args, ctx)
+    except Exception as exc:
+        logger.exception(
+            "tool %s failed (run %s, session %s)", tool.name, ctx.run_id, ctx.session_key
+        )
+        message = str(exc) or type(exc).__name__
+        return text_result(f"{tool.name} failed: {message}", is_error=True)
+
+
+# --- sanitizing for events ---------------------------------------------------------------
+
+
+def sanitize_result(result: ToolResult, *, max_chars: int = 20_000) -> ToolResult:
+    """A copy of `result` fit for events and logs.
+
+    Text blocks share a budget of `max_chars` characters, in order; the block that crosses it
+    is cut and ends with `…[truncated N chars]` (N = characters removed), and later blocks keep
+    only that marker. Each image becomes a text placeholder `[image: image/png, 12345 bytes]`
+    (decoded size). `is_error` and `details` are kept as they are.
+    """
+    budget = max_chars
+    content: list[UserContent] = []
+    for block in result.content:
+        if isinstance(block, ImageContent):
+            placeholder = f"[image: {block.mimeType}, {_base64_size(block.data)} bytes]"
+            content.append(TextContent(text=placeholder))
+            continue
+        text = block.text
+        if len(text) <= budget:
+            budget -= len(text)
+            content.append(block)
+            continue
+        cut = len(text) - budget
+        content.append(TextContent(text=f"{text[:budget]}…[truncated {cut} chars]"))
+        budget = 0
+    return ToolResult(content=content, is_error=result.is_error, details=result.details)
+
+
+def _base64_size(data: str) -> int:
+    stripped = "".join(data.split())
+    padding = len(stripped) - len(stripped.rstrip("="))
+    return max(0, len(stripped) * 3 // 4 - padding)

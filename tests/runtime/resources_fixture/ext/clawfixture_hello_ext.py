@@ -1,0 +1,3 @@
+"""Fixture extension module (listed, never loaded by the resource discovery)."""
+
+NAME = "hello"

@@ -1,0 +1,3 @@
+"""Fixture extension package (listed, never loaded by the resource discovery)."""
+
+NAME = "pkg"

@@ -1,0 +1,3 @@
+"""Conventional-folder extension: ignored while package.json lists extensions."""
+
+NAME = "ignored"

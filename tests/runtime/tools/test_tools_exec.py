@@ -1,0 +1,273 @@
+"""exec against real processes: streaming, exit codes, environment, caps, and no orphans.
+
+Process liveness is polled from the OS (`os.kill(pid, 0)` and /proc) in a bounded loop: that is
+waiting for the kernel, not for another task. A zombie counts as gone: it runs nothing, and
+whether it is reaped promptly depends on this machine's init.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+import trio
+
+from runtime.llm._types import TextContent
+from runtime.tools._exec import ExecTool
+from runtime.tools._sandbox import ensure_workspace
+from runtime.tools._tool import ToolContext, ToolResult, invoke_tool
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    return ensure_workspace(tmp_path / "ws")
+
+
+@pytest.fixture
+def ctx(workspace: Path) -> ToolContext:
+    async def send_message(text: str) -> None:
+        raise AssertionError(f"unexpected message {text!r}")
+
+    return ToolContext(
+        workspace=workspace,
+        agent_id="main",
+        session_key="agent:main:main",
+        session_id="s-1",
+        run_id="run-1",
+        on_update=lambda partial: None,
+        send_message=send_message,
+    )
+
+
+# Starts two background sleeps, records every pid (the shell's last), then waits for them.
+_SPAWN_AND_WAIT = (
+    "sleep 100 & echo $! >> pids; sleep 100 & echo $! >> pids; echo $$ >> pids; echo ready; wait"
+)
+
+
+def _text(result: ToolResult) -> str:
+    return "".join(b.text for b in result.content if isinstance(b, TextContent))
+
+
+def _update_text(partial: Any) -> str:
+    assert isinstance(partial, ToolResult)
+    return _text(partial)
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+
+
+async def _assert_all_gone(pids: list[int], polls: int = 250) -> None:
+    """Poll the OS (every 20 ms, at most `polls` times) until none of `pids` runs."""
+    for _ in range(polls):
+        if not any(_running(pid) for pid in pids):
+            break
+        await trio.sleep(0.02)
+    assert [pid for pid in pids if _running(pid)] == []
+
+
+def _pids(workspace: Path) -> list[int]:
+    pids = [int(line) for line in (workspace / "pids").read_text().split()]
+    assert len(pids) == 3
+    return pids
+
+
+async def test_exit_code_and_output(ctx: ToolContext) -> None:
+    with trio.fail_after(10):
+        ok = await invoke_tool(ExecTool(), {"command": "echo out; echo err >&2"}, ctx)
+        failed = await invoke_tool(ExecTool(), {"command": "echo nope; exit 3"}, ctx)
+    assert not ok.is_error
+    assert _text(ok) in ("out\nerr\n", "err\nout\n")
+    assert ok.details is not None and ok.details["exitCode"] == 0
+    assert failed.is_error
+    assert _text(failed) == "nope\n\n[exit code 3]"
+    assert failed.details is not None
+    assert failed.details["exitCode"] == 3
+    assert failed.details["timedOut"] is False
+
+
+async def test_argv_list_runs_without_a_shell(ctx: ToolContext) -> None:
+    with trio.fail_after(10):
+        result = await invoke_tool(ExecTool(), {"command": ["printf", "%s|", "a b", "$HOME"]}, ctx)
+    assert _text(result) == "a b|$HOME|"
+
+
+async def test_runs_in_the_workspace_with_an_allowlisted_environment(
+    ctx: ToolContext, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CLAWLANE_TEST_SECRET", "leaked")
+    monkeypatch.setenv("LANG", "C.UTF-8")
+    with trio.fail_after(10):
+        result = await invoke_tool(ExecTool(), {"command": "pwd; env", "env": {"FOO": "bar"}}, ctx)
+    lines = _text(result).splitlines()
+    assert lines[0] == str(workspace)
+    names = {line.split("=", 1)[0] for line in lines[1:] if "=" in line}
+    assert "CLAWLANE_TEST_SECRET" not in names
+    assert "FOO=bar" in lines
+    assert "LANG=C.UTF-8" in lines
+    # sh may add PWD, SHLVL and _ itself; nothing else from the gateway's environment.
+    assert names <= {
+        "PATH",
+        "HOME",
+        "LANG",
+        "LC_ALL",
+        "TERM",
+        "TZ",
+        "FOO",
+        "PWD",
+        "SHLVL",
+        "_",
+        "OLDPWD",
+    }
+
+
+async def test_output_streams_to_on_update_while_the_command_runs(
+    ctx: ToolContext, workspace: Path
+) -> None:
+    os.mkfifo(workspace / "gate")
+    first = trio.Event()
+    updates: list[tuple[str, str]] = []
+
+    def on_update(partial: Any) -> None:
+        updates.append((partial.details["stream"], _update_text(partial)))
+        if "first" in _update_text(partial):
+            first.set()
+
+    streaming_ctx = attrs.evolve(ctx, on_update=on_update)
+    results: list[ToolResult] = []
+
+    async def run() -> None:
+        command = "echo first; cat gate; echo second >&2"
+        results.append(await invoke_tool(ExecTool(), {"command": command}, streaming_ctx))
+
+    def open_gate() -> None:
+        with open(workspace / "gate", "w") as gate:  # blocks until `cat` opens it
+            gate.write("go\n")
+
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(run)
+            await first.wait()
+            # The command is blocked on the gate: the update came while it ran.
+            assert results == []
+            assert updates == [("stdout", "first\n")]
+            await trio.to_thread.run_sync(open_gate, abandon_on_cancel=True)
+    [result] = results
+    assert _text(result) == "first\ngo\nsecond\n"
+    assert ("stdout", "go\n") in updates
+    assert ("stderr", "second\n") in updates
+
+
+async def test_timeout_kills_the_whole_process_group(ctx: ToolContext, workspace: Path) -> None:
+    with trio.fail_after(15):
+        result = await invoke_tool(ExecTool(), {"command": _SPAWN_AND_WAIT, "timeout": 1}, ctx)
+        assert result.is_error
+        assert _text(result).startswith("ready\n")
+        assert "[timed out after 1s; the command and its children were killed]" in _text(result)
+        assert result.details is not None
+        assert result.details["timedOut"] is True
+        assert result.details["exitCode"] == -9
+        await _assert_all_gone(_pids(workspace))
+
+
+async def test_cancellation_kills_the_whole_process_group(
+    ctx: ToolContext, workspace: Path
+) -> None:
+    ready = trio.Event()
+
+    def on_update(partial: Any) -> None:
+        if "ready" in _update_text(partial):
+            ready.set()
+
+    cancel_ctx = attrs.evolve(ctx, on_update=on_update)
+    with trio.fail_after(15):
+        with trio.CancelScope() as scope:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(
+                    invoke_tool, ExecTool(), {"command": _SPAWN_AND_WAIT}, cancel_ctx
+                )
+                await ready.wait()
+                scope.cancel()
+        assert scope.cancelled_caught
+        await _assert_all_gone(_pids(workspace))
+
+
+async def test_background_children_do_not_outlive_a_finished_command(
+    ctx: ToolContext, workspace: Path
+) -> None:
+    with trio.fail_after(10):
+        # The background sleep holds the output pipes; the call must still return promptly.
+        result = await invoke_tool(
+            ExecTool(), {"command": "sleep 100 & echo $! > pids; echo done"}, ctx
+        )
+        assert not result.is_error
+        assert _text(result) == "done\n"
+        [pid] = [int(p) for p in (workspace / "pids").read_text().split()]
+        await _assert_all_gone([pid])
+
+
+async def test_output_keeps_the_tail_with_a_marker(ctx: ToolContext) -> None:
+    with trio.fail_after(10):
+        small = await invoke_tool(
+            ExecTool(max_output_bytes=1000),
+            {"command": "head -c 5000 /dev/zero | tr '\\0' a; echo; echo END"},
+            ctx,
+        )
+        default = await invoke_tool(
+            ExecTool(), {"command": "head -c 100000 /dev/zero | tr '\\0' b; echo END"}, ctx
+        )
+    text = _text(small)
+    assert text.startswith("…[truncated 4005 bytes of earlier output]\n")
+    assert text.endswith("a\nEND\n")
+    assert small.details is not None and small.details["truncatedBytes"] == 4005
+    text = _text(default)
+    assert text.startswith(f"…[truncated {100_004 - 64 * 1024} bytes of earlier output]\n")
+    assert text.endswith("bbbEND\n")
+    assert len(text.encode()) < 64 * 1024 + 100
+
+
+async def test_a_missing_program_is_an_error_result(ctx: ToolContext) -> None:
+    with trio.fail_after(10):
+        result = await invoke_tool(ExecTool(), {"command": ["/nonexistent/program"]}, ctx)
+    assert result.is_error
+    assert _text(result).startswith("exec could not start the command: No such file or directory")
+
+
+@pytest.mark.parametrize(
+    ("arguments", "where"),
+    [
+        ({"command": "true", "timeout": 0}, "$.timeout"),
+        ({"command": "true", "timeout": "5"}, "$.timeout"),
+        ({"command": 5}, "$.command"),
+        ({"command": "true", "env": {"BAD-NAME": "x"}}, "$.env"),
+        ({"command": "true", "env": {"X": 1}}, "$.env[...]"),
+    ],
+)
+async def test_invalid_exec_arguments_name_the_field(
+    ctx: ToolContext, arguments: dict[str, Any], where: str
+) -> None:
+    with trio.fail_after(10):
+        result = await invoke_tool(ExecTool(), arguments, ctx)
+    assert result.is_error
+    assert _text(result).startswith("invalid arguments for exec: ")
+    assert f"`{where}`" in _text(result)
+
+
+async def test_empty_argv_and_nul_bytes_are_refused(ctx: ToolContext) -> None:
+    with trio.fail_after(10):
+        empty = await invoke_tool(ExecTool(), {"command": []}, ctx)
+        nul = await invoke_tool(ExecTool(), {"command": "echo a\0b"}, ctx)
+    assert _text(empty) == "exec: command is empty"
+    assert _text(nul) == "exec: command and env must not contain NUL bytes"

@@ -1,0 +1,246 @@
+"""read, write and edit against a real workspace, including refused paths."""
+
+from __future__ import annotations
+
+import base64
+import os
+from pathlib import Path
+
+import pytest
+import trio
+
+from runtime.llm._types import ImageContent, TextContent
+from runtime.tools._fs import READ_MAX_BYTES, EditTool, ReadTool, WriteTool
+from runtime.tools._sandbox import ensure_workspace
+from runtime.tools._tool import ToolContext, ToolResult, invoke_tool
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    return ensure_workspace(tmp_path / "ws")
+
+
+@pytest.fixture
+def ctx(workspace: Path) -> ToolContext:
+    async def send_message(text: str) -> None:
+        raise AssertionError(f"unexpected message {text!r}")
+
+    return ToolContext(
+        workspace=workspace,
+        agent_id="main",
+        session_key="agent:main:main",
+        session_id="s-1",
+        run_id="run-1",
+        on_update=lambda partial: None,
+        send_message=send_message,
+    )
+
+
+def _text(result: ToolResult) -> str:
+    assert all(isinstance(b, TextContent) for b in result.content)
+    return "".join(b.text for b in result.content if isinstance(b, TextContent))
+
+
+@pytest.fixture
+def outside(tmp_path: Path) -> Path:
+    out = tmp_path / "outside"
+    out.mkdir()
+    (out / "secret.txt").write_text("top secret\n")
+    return out
+
+
+async def test_write_creates_parents_and_read_returns_the_text(
+    ctx: ToolContext, workspace: Path
+) -> None:
+    with trio.fail_after(5):
+        wrote = await invoke_tool(
+            WriteTool(), {"path": "a/b/c.txt", "content": "héllo\nworld\n"}, ctx
+        )
+        read = await invoke_tool(ReadTool(), {"path": "a/b/c.txt"}, ctx)
+    assert not wrote.is_error
+    assert _text(wrote) == "wrote 13 bytes to a/b/c.txt"
+    assert (workspace / "a" / "b" / "c.txt").read_text() == "héllo\nworld\n"
+    assert not read.is_error
+    assert _text(read) == "héllo\nworld\n"
+
+
+async def test_write_overwrites_and_accepts_an_absolute_path_inside(
+    ctx: ToolContext, workspace: Path
+) -> None:
+    (workspace / "f.txt").write_text("old content that is longer")
+    with trio.fail_after(5):
+        result = await invoke_tool(
+            WriteTool(), {"path": str(workspace / "f.txt"), "content": "new"}, ctx
+        )
+    assert not result.is_error
+    assert (workspace / "f.txt").read_text() == "new"
+
+
+async def test_read_pages_with_offset_and_limit(ctx: ToolContext, workspace: Path) -> None:
+    (workspace / "lines.txt").write_text("".join(f"line {i}\n" for i in range(1, 11)))
+    with trio.fail_after(5):
+        page = await invoke_tool(ReadTool(), {"path": "lines.txt", "offset": 3, "limit": 2}, ctx)
+        tail = await invoke_tool(ReadTool(), {"path": "lines.txt", "offset": 9}, ctx)
+        beyond = await invoke_tool(ReadTool(), {"path": "lines.txt", "offset": 11}, ctx)
+    assert _text(page).startswith("line 3\nline 4\n\n[showing lines 3-4 of lines.txt")
+    assert _text(page).endswith("[use offset=5 to continue]")
+    assert page.details == {"path": "lines.txt", "startLine": 3, "endLine": 4, "truncated": True}
+    assert _text(tail) == "line 9\nline 10\n"
+    assert beyond.is_error
+    assert _text(beyond) == "offset 11 is beyond the end of lines.txt (10 lines)"
+
+
+async def test_read_caps_bytes_per_call(ctx: ToolContext, workspace: Path) -> None:
+    line = "x" * 99 + "\n"
+    (workspace / "big.txt").write_text(line * 1000)
+    with trio.fail_after(5):
+        result = await invoke_tool(ReadTool(), {"path": "big.txt"}, ctx)
+    body, _, trailer = _text(result).partition("\n\n")
+    assert len(body) < READ_MAX_BYTES
+    assert trailer == "[showing lines 1-512 of big.txt (100000 bytes)] [use offset=513 to continue]"
+
+
+async def test_read_returns_an_image_as_image_content(ctx: ToolContext, workspace: Path) -> None:
+    png = b"\x89PNG\r\n\x1a\n" + bytes(range(256))
+    (workspace / "pic.png").write_bytes(png)
+    with trio.fail_after(5):
+        result = await invoke_tool(ReadTool(), {"path": "pic.png"}, ctx)
+    assert not result.is_error
+    assert result.content[1] == ImageContent(
+        data=base64.b64encode(png).decode(), mimeType="image/png"
+    )
+
+
+@pytest.mark.parametrize(
+    ("path", "message"),
+    [
+        ("missing.txt", "file not found: missing.txt"),
+        ("d", "d is a directory"),
+        (".", ". is a directory"),
+    ],
+)
+async def test_read_errors_are_results(
+    ctx: ToolContext, workspace: Path, path: str, message: str
+) -> None:
+    (workspace / "d").mkdir()
+    with trio.fail_after(5):
+        result = await invoke_tool(ReadTool(), {"path": path}, ctx)
+    assert result.is_error
+    assert _text(result) == message
+
+
+async def test_empty_file(ctx: ToolContext, workspace: Path) -> None:
+    (workspace / "empty").write_text("")
+    with trio.fail_after(5):
+        result = await invoke_tool(ReadTool(), {"path": "empty"}, ctx)
+    assert not result.is_error
+    assert _text(result) == "(empty file)"
+
+
+async def test_edit_replaces_the_unique_occurrence(ctx: ToolContext, workspace: Path) -> None:
+    (workspace / "code.py").write_text("a = 1\nb = 2\nc = 3\n")
+    with trio.fail_after(5):
+        result = await invoke_tool(
+            EditTool(),
+            {"path": "code.py", "oldText": "b = 2\n", "newText": "b = 20\nbb = 21\n"},
+            ctx,
+        )
+    assert not result.is_error, _text(result)
+    assert (workspace / "code.py").read_text() == "a = 1\nb = 20\nbb = 21\nc = 3\n"
+    assert result.details is not None
+    assert result.details["firstChangedLine"] == 2
+
+
+async def test_edit_refuses_absent_old_text(ctx: ToolContext, workspace: Path) -> None:
+    (workspace / "f.txt").write_text("alpha beta\n")
+    with trio.fail_after(5):
+        result = await invoke_tool(
+            EditTool(), {"path": "f.txt", "oldText": "gamma", "newText": "delta"}, ctx
+        )
+    assert result.is_error
+    assert _text(result).startswith("oldText not found in f.txt")
+    assert (workspace / "f.txt").read_text() == "alpha beta\n"
+
+
+async def test_edit_refuses_old_text_that_is_not_unique(ctx: ToolContext, workspace: Path) -> None:
+    (workspace / "f.txt").write_text("x = 1\nx = 1\n")
+    with trio.fail_after(5):
+        result = await invoke_tool(
+            EditTool(), {"path": "f.txt", "oldText": "x = 1", "newText": "y"}, ctx
+        )
+    assert result.is_error
+    assert _text(result).startswith("oldText occurs 2 times in f.txt; it must be unique")
+    assert (workspace / "f.txt").read_text() == "x = 1\nx = 1\n"
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [("", "x", "oldText must not be empty"), ("same", "same", "oldText and newText are identical")],
+)
+async def test_edit_refuses_empty_or_identical_text(
+    ctx: ToolContext, workspace: Path, old: str, new: str, message: str
+) -> None:
+    (workspace / "f.txt").write_text("same\n")
+    with trio.fail_after(5):
+        result = await invoke_tool(
+            EditTool(), {"path": "f.txt", "oldText": old, "newText": new}, ctx
+        )
+    assert result.is_error
+    assert message in _text(result)
+
+
+async def test_edit_matches_crlf_files(ctx: ToolContext, workspace: Path) -> None:
+    (workspace / "win.txt").write_bytes(b"one\r\ntwo\r\nthree\r\n")
+    with trio.fail_after(5):
+        result = await invoke_tool(
+            EditTool(), {"path": "win.txt", "oldText": "one\ntwo", "newText": "1\n2"}, ctx
+        )
+    assert not result.is_error, _text(result)
+    assert (workspace / "win.txt").read_bytes() == b"1\r\n2\r\nthree\r\n"
+
+
+async def test_edit_refuses_a_missing_file_and_a_binary_file(
+    ctx: ToolContext, workspace: Path
+) -> None:
+    (workspace / "bin").write_bytes(b"\xff\xfe\x00abc")
+    with trio.fail_after(5):
+        missing = await invoke_tool(
+            EditTool(), {"path": "nope", "oldText": "a", "newText": "b"}, ctx
+        )
+        binary = await invoke_tool(
+            EditTool(), {"path": "bin", "oldText": "abc", "newText": "x"}, ctx
+        )
+    assert _text(missing) == "file not found: nope"
+    assert _text(binary) == "bin is not a UTF-8 text file"
+
+
+async def test_file_tools_refuse_escapes_without_touching_outside(
+    ctx: ToolContext, workspace: Path, outside: Path
+) -> None:
+    (workspace / "leak").symlink_to(outside / "secret.txt")
+    (workspace / "out").symlink_to(outside / "planted.txt")
+    with trio.fail_after(5):
+        read_up = await invoke_tool(ReadTool(), {"path": "../outside/secret.txt"}, ctx)
+        read_link = await invoke_tool(ReadTool(), {"path": "leak"}, ctx)
+        write_abs = await invoke_tool(
+            WriteTool(), {"path": str(outside / "planted.txt"), "content": "x"}, ctx
+        )
+        write_dangling = await invoke_tool(WriteTool(), {"path": "out", "content": "x"}, ctx)
+        edit_link = await invoke_tool(
+            EditTool(), {"path": "leak", "oldText": "top", "newText": "no"}, ctx
+        )
+    for result in (read_up, read_link, write_abs, write_dangling, edit_link):
+        assert result.is_error
+        assert "refused" in _text(result)
+        assert "top secret" not in _text(result)
+    assert _text(read_up).startswith("read refused: '../outside/secret.txt' escapes the workspace")
+    assert not (outside / "planted.txt").exists()
+    assert (outside / "secret.txt").read_text() == "top secret\n"
+
+
+async def test_write_refuses_a_fifo(ctx: ToolContext, workspace: Path) -> None:
+    os.mkfifo(workspace / "pipe")
+    with trio.fail_after(5):
+        result = await invoke_tool(WriteTool(), {"path": "pipe", "content": "x"}, ctx)
+    assert result.is_error
+    assert _text(result) == "write refused: 'pipe' is a FIFO, not a regular file"

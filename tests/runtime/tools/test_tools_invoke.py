@@ -1,0 +1,271 @@
+"""invoke_tool (argument validation, failures, cancellation), sanitize_result and tool_spec."""
+
+from __future__ import annotations
+
+import base64
+import logging
+from pathlib import Path
+from typing import Annotated, Any
+
+import attrs
+import jsonschema
+import msgspec
+import pytest
+import trio
+
+from runtime.llm._types import ImageContent, TextContent, ToolSpec
+from runtime.tools._builtins import MessageTool, builtin_tools
+from runtime.tools._fs import ReadTool
+from runtime.tools._sandbox import ensure_workspace
+from runtime.tools._tool import (
+    Tool,
+    ToolContext,
+    ToolResult,
+    invoke_tool,
+    sanitize_result,
+    text_result,
+    tool_spec,
+)
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    return ensure_workspace(tmp_path / "ws")
+
+
+@pytest.fixture
+def ctx(workspace: Path) -> ToolContext:
+    async def send_message(text: str) -> None:
+        raise AssertionError(f"unexpected message {text!r}")
+
+    return ToolContext(
+        workspace=workspace,
+        agent_id="main",
+        session_key="agent:main:main",
+        session_id="s-1",
+        run_id="run-1",
+        on_update=lambda partial: None,
+        send_message=send_message,
+    )
+
+
+class _NoParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    pass
+
+
+class _Boom:
+    name = "boom"
+    description = "always fails"
+    params = _NoParams
+    mutating = False
+
+    async def run(self, args: _NoParams, ctx: ToolContext) -> ToolResult:
+        raise RuntimeError("the disk is on fire")
+
+
+class _Forever:
+    name = "forever"
+    description = "never returns"
+    params = _NoParams
+    mutating = False
+
+    def __init__(self) -> None:
+        self.started = trio.Event()
+
+    async def run(self, args: _NoParams, ctx: ToolContext) -> ToolResult:
+        self.started.set()
+        await trio.sleep_forever()
+        raise AssertionError("unreachable")
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"path": 1}, "invalid arguments for read: Expected `str`, got `int` - at `$.path`"),
+        ('{"path": 1}', "invalid arguments for read: Expected `str`, got `int` - at `$.path`"),
+        ({"path": "a", "offset": 0}, "Expected `int` >= 1 - at `$.offset`"),
+        ({}, "Object missing required field `path`"),
+        ({"path": "a", "bogus": True}, "Object contains unknown field `bogus`"),
+        ('{"path": ', "invalid arguments for read: Input data was truncated"),
+        ("[1, 2]", "Expected `object`, got `array`"),
+    ],
+    ids=["dict-type", "json-type", "constraint", "missing", "unknown", "bad-json", "not-object"],
+)
+async def test_invalid_arguments_are_an_error_naming_the_field(
+    ctx: ToolContext, arguments: str | dict[str, Any], message: str
+) -> None:
+    with trio.fail_after(5):
+        result = await invoke_tool(ReadTool(), arguments, ctx)
+    assert result.is_error
+    assert len(result.content) == 1
+    assert isinstance(result.content[0], TextContent)
+    assert message in result.content[0].text
+
+
+async def test_exact_message_for_a_wrong_type(ctx: ToolContext) -> None:
+    with trio.fail_after(5):
+        result = await invoke_tool(ReadTool(), {"path": 1}, ctx)
+    assert result == text_result(
+        "invalid arguments for read: Expected `str`, got `int` - at `$.path`", is_error=True
+    )
+
+
+async def test_empty_argument_text_means_no_arguments(ctx: ToolContext) -> None:
+    with trio.fail_after(5):
+        result = await invoke_tool(_Boom(), "  ", ctx)
+    assert result.is_error
+    assert result.content == [TextContent(text="boom failed: the disk is on fire")]
+
+
+async def test_a_raising_tool_becomes_an_error_result_and_is_logged(
+    ctx: ToolContext, caplog: pytest.LogCaptureFixture
+) -> None:
+    with trio.fail_after(5), caplog.at_level(logging.ERROR, logger="runtime.tools._tool"):
+        result = await invoke_tool(_Boom(), {}, ctx)
+    assert result == text_result("boom failed: the disk is on fire", is_error=True)
+    [record] = caplog.records
+    assert "tool boom failed" in record.getMessage()
+    assert record.exc_info is not None
+
+
+async def test_cancellation_propagates_out_of_invoke_tool(ctx: ToolContext) -> None:
+    tool = _Forever()
+    with trio.fail_after(5):
+        with trio.CancelScope() as scope:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(invoke_tool, tool, {}, ctx)
+                await tool.started.wait()
+                scope.cancel()
+        assert scope.cancelled_caught
+
+
+async def test_message_tool_awaits_delivery(ctx: ToolContext) -> None:
+    sent: list[str] = []
+
+    async def send_message(text: str) -> None:
+        await trio.lowlevel.checkpoint()
+        sent.append(text)
+
+    ctx = attrs.evolve(ctx, send_message=send_message)
+    with trio.fail_after(5):
+        result = await invoke_tool(MessageTool(), '{"text": "hello there"}', ctx)
+        empty = await invoke_tool(MessageTool(), {"text": ""}, ctx)
+    assert result.content == [TextContent(text="sent")]
+    assert not result.is_error
+    assert sent == ["hello there"]
+    assert empty.is_error  # an empty message is refused before delivery
+
+
+def test_result_encodes_in_the_pi_shape() -> None:
+    encoded = msgspec.json.decode(msgspec.json.encode(text_result("x", is_error=True)))
+    assert encoded == {"content": [{"type": "text", "text": "x"}], "isError": True, "details": None}
+
+
+# --- sanitize_result -------------------------------------------------------------------------
+
+
+def test_sanitize_keeps_a_small_result_as_is() -> None:
+    result = text_result("short", details={"k": 1})
+    assert sanitize_result(result) == result
+
+
+def test_sanitize_caps_text_with_a_marker() -> None:
+    result = sanitize_result(text_result("a" * 25_000, is_error=True))
+    assert result.is_error
+    [block] = result.content
+    assert isinstance(block, TextContent)
+    assert block.text == "a" * 20_000 + "…[truncated 5000 chars]"
+
+
+def test_sanitize_budget_is_shared_across_blocks() -> None:
+    result = sanitize_result(
+        ToolResult(content=[TextContent(text="abcdef"), TextContent(text="ghij")]),
+        max_chars=8,
+    )
+    assert result.content == [
+        TextContent(text="abcdef"),
+        TextContent(text="gh…[truncated 2 chars]"),
+    ]
+
+
+def test_sanitize_replaces_images_with_a_placeholder() -> None:
+    png = b"\x89PNG\r\n\x1a\n" + bytes(12_337)
+    result = sanitize_result(
+        ToolResult(
+            content=[
+                TextContent(text="see"),
+                ImageContent(data=base64.b64encode(png).decode(), mimeType="image/png"),
+            ]
+        )
+    )
+    assert result.content == [
+        TextContent(text="see"),
+        TextContent(text="[image: image/png, 12345 bytes]"),
+    ]
+
+
+# --- tool_spec -------------------------------------------------------------------------------
+
+
+class _Inner(msgspec.Struct, frozen=True):
+    depth: int
+
+
+class _Nested(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """Has a nested struct."""
+
+    inner: _Inner
+    label: Annotated[str, msgspec.Meta(description="a label")] | None = None
+
+
+class _NestedTool:
+    name = "nested"
+    description = "nested params"
+    params = _Nested
+    mutating = False
+
+    async def run(self, args: _Nested, ctx: ToolContext) -> ToolResult:
+        return text_result("ok")
+
+
+def _refs(node: Any) -> list[str]:
+    if isinstance(node, dict):
+        return [k for k in node if k in ("$ref", "$defs")] + [
+            r for v in node.values() for r in _refs(v)
+        ]
+    if isinstance(node, list):
+        return [r for v in node for r in _refs(v)]
+    return []
+
+
+@pytest.mark.parametrize("tool", [*builtin_tools(), _NestedTool()], ids=lambda t: t.name)
+def test_tool_spec_parameters_are_a_plain_object_schema(tool: Tool) -> None:
+    spec = tool_spec(tool)
+    assert isinstance(spec, ToolSpec)
+    assert spec.name == tool.name
+    assert spec.description == tool.description
+    params = spec.parameters
+    assert params["type"] == "object"
+    assert isinstance(params["properties"], dict)
+    assert _refs(params) == []
+    assert "null" not in msgspec.json.encode(params).decode()
+    jsonschema.Draft202012Validator.check_schema(params)
+
+
+def test_tool_spec_inlines_nested_structs_and_keeps_descriptions() -> None:
+    params = tool_spec(_NestedTool()).parameters
+    assert params["properties"]["inner"]["properties"] == {"depth": {"type": "integer"}}
+    assert params["properties"]["label"] == {"description": "a label", "type": "string"}
+    assert params["required"] == ["inner"]
+    jsonschema.validate({"inner": {"depth": 1}}, params)
+
+
+def test_builtin_tools_names_and_mutating_flags() -> None:
+    tools = builtin_tools()
+    assert [(t.name, t.mutating) for t in tools] == [
+        ("read", False),
+        ("write", True),
+        ("edit", True),
+        ("exec", True),
+        ("message", True),
+    ]

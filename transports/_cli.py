@@ -1,0 +1,239 @@
+"""The `clawlane` command line.
+
+    clawlane gateway [--host H] [--port P] [--config FILE] [--state-dir DIR] [--token T]
+    clawlane agent -m TEXT [--session-key K] [--json] [--url URL] [--token T] [--timeout S]
+    clawlane call METHOD [--params JSON] [--expect-final] [--url URL] [--token T]
+    clawlane sessions list | clawlane models list | clawlane health | clawlane status
+    clawlane loadtest ...   (see `clawlane loadtest --help`)
+
+Exit codes: 0 ok; 1 the request failed; 2 usage or config error; 3 the gateway could not be
+reached or refused the handshake.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import trio
+
+from runtime._config import ConfigError, load_config
+
+from ._client import (
+    DEFAULT_URL,
+    GatewayAuthError,
+    GatewayClientError,
+    GatewayRequestError,
+    open_gateway_client,
+)
+
+_pretty = msgspec.json.Encoder()
+
+
+def _print_json(value: Any) -> None:
+    print(msgspec.json.format(_pretty.encode(value), indent=2).decode())
+
+
+def _fail(message: str, code: int) -> int:
+    print(f"clawlane: {message}", file=sys.stderr)
+    return code
+
+
+def _add_client_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--url", default=os.environ.get("CLAWLANE_GATEWAY_URL", DEFAULT_URL))
+    p.add_argument("--token", default=None, help="gateway token (default: $CLAWLANE_GATEWAY_TOKEN)")
+    p.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for an answer")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="clawlane", description="clawlane agent runtime gateway")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    gw = sub.add_parser("gateway", help="run the gateway")
+    gw.add_argument("--host", default=None, help="bind address (default gateway.bind or 127.0.0.1)")
+    gw.add_argument("--port", type=int, default=None, help="port (default gateway.port or 18789)")
+    gw.add_argument(
+        "--state-dir", type=Path, default=Path(os.environ.get("CLAWLANE_STATE_DIR", ".clawlane"))
+    )
+    gw.add_argument(
+        "--config", type=Path, default=None, help="config file (default <state-dir>/clawlane.json)"
+    )
+    gw.add_argument(
+        "--token",
+        default=None,
+        help="require this token (or gateway.auth.token / $CLAWLANE_GATEWAY_TOKEN)",
+    )
+    gw.add_argument("--log-level", default="WARNING")
+
+    ag = sub.add_parser("agent", help="run one agent turn and print the reply as it streams")
+    ag.add_argument("-m", "--message", required=True)
+    ag.add_argument("--session-key", default=None)
+    ag.add_argument("--agent", default=None, help="agent id")
+    ag.add_argument("--json", action="store_true", help="print the final result as JSON")
+    _add_client_args(ag)
+
+    call = sub.add_parser("call", help="call a gateway method")
+    call.add_argument("method")
+    call.add_argument("--params", default=None, help="params as JSON")
+    call.add_argument("--expect-final", action="store_true")
+    _add_client_args(call)
+
+    for name, method in (("health", "health"), ("status", "status")):
+        p = sub.add_parser(name, help=f"call {method}")
+        p.set_defaults(method=method, params=None, expect_final=False)
+        _add_client_args(p)
+    sessions = sub.add_parser("sessions", help="session commands")
+    sessions.add_argument("action", choices=["list"])
+    _add_client_args(sessions)
+    models = sub.add_parser("models", help="model commands")
+    models.add_argument("action", choices=["list"])
+    _add_client_args(models)
+
+    try:
+        from scripts_loadtest_hook import add_loadtest_parser  # type: ignore[import-not-found]
+    except ImportError:
+        add_loadtest_parser = None
+    if add_loadtest_parser is not None:
+        add_loadtest_parser(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "gateway":
+            return _gateway(args)
+        if args.command == "agent":
+            return trio.run(_agent, args)
+        if args.command == "call":
+            return trio.run(_call, args, args.method, args.params, args.expect_final)
+        if args.command in ("health", "status"):
+            return trio.run(_call, args, args.method, None, False)
+        if args.command == "sessions":
+            return trio.run(_call, args, "sessions.list", None, False)
+        if args.command == "models":
+            return trio.run(_call, args, "models.list", None, False)
+    except KeyboardInterrupt:
+        return 130
+    return _fail(f"unknown command {args.command}", 2)
+
+
+def _gateway(args: argparse.Namespace) -> int:
+    from ._gateway import GatewayConfigError, GatewayOptions, serve_gateway
+
+    logging.basicConfig(
+        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    state_dir: Path = args.state_dir
+    config_path: Path = args.config or state_dir / "clawlane.json"
+    try:
+        config = load_config(config_path)
+    except ConfigError as exc:
+        return _fail(str(exc), 2)
+    options = GatewayOptions(
+        host=args.host or config.gateway.bind,
+        port=args.port,
+        state_dir=state_dir,
+        config_path=config_path,
+        token=args.token,
+    )
+    try:
+        trio.run(serve_gateway, config, options)
+    except (GatewayConfigError, ConfigError) as exc:
+        return _fail(str(exc), 2)
+    except OSError as exc:
+        return _fail(
+            f"cannot listen on {options.host}:{options.port or config.gateway.port}: {exc.strerror or exc}",
+            2,
+        )
+    return 0
+
+
+async def _call(
+    args: argparse.Namespace, method: str, params_text: str | None, expect_final: bool
+) -> int:
+    params: Any = None
+    if params_text:
+        try:
+            params = msgspec.json.decode(params_text)
+        except msgspec.DecodeError as exc:
+            return _fail(f"--params is not valid JSON: {exc}", 2)
+    try:
+        async with open_gateway_client(args.url, token=args.token) as client:
+            result = await client.request(
+                method, params, expect_final=expect_final, timeout=args.timeout
+            )
+    except GatewayAuthError as exc:
+        return _fail(f"the gateway at {args.url} refused the connection: {exc}", 3)
+    except GatewayClientError as exc:
+        return _fail(str(exc), 3)
+    except GatewayRequestError as exc:
+        return _fail(f"{method} failed: {exc.code}: {exc.message}", 1)
+    except trio.TooSlowError:
+        return _fail(f"{method} timed out after {args.timeout}s", 1)
+    _print_json(result)
+    return 0
+
+
+async def _agent(args: argparse.Namespace) -> int:
+    run_id = str(uuid.uuid4())
+    printed = False
+
+    def on_event(event: str, payload: Any, seq: int | None) -> None:
+        nonlocal printed
+        if args.json or event != "agent" or not isinstance(payload, dict):
+            return
+        if payload.get("runId") != run_id:
+            return
+        if payload.get("stream") == "assistant":
+            delta = payload.get("data", {}).get("delta", "")
+            sys.stdout.write(delta)
+            sys.stdout.flush()
+            printed = True
+
+    params: dict[str, Any] = {"message": args.message, "idempotencyKey": run_id}
+    if args.session_key:
+        params["sessionKey"] = args.session_key
+    if args.agent:
+        params["agentId"] = args.agent
+    try:
+        async with open_gateway_client(
+            args.url, token=args.token, caps=["session-scoped-events"], on_event=on_event
+        ) as client:
+            try:
+                result = await client.request(
+                    "agent", params, expect_final=True, timeout=args.timeout
+                )
+            except BaseException:
+                # Interrupted: ask the gateway to stop the run (as `openclaw agent` does).
+                with trio.CancelScope(shield=True), trio.move_on_after(2):
+                    await client.cancel("r2")
+                raise
+    except GatewayAuthError as exc:
+        return _fail(f"the gateway at {args.url} refused the connection: {exc}", 3)
+    except GatewayClientError as exc:
+        return _fail(str(exc), 3)
+    except GatewayRequestError as exc:
+        return _fail(f"agent run failed: {exc.message}", 1)
+    except trio.TooSlowError:
+        return _fail(f"no final answer within {args.timeout}s", 1)
+    if args.json:
+        _print_json(result)
+    else:
+        if printed:
+            print()
+        else:
+            for p in (result or {}).get("result", {}).get("payloads", []):
+                if p.get("text"):
+                    print(p["text"])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,256 @@
+"""One client connection after its WebSocket upgrade: handshake, reader, request tasks.
+
+The reader decodes frames and starts one task per request (bounded: at most
+`MAX_INFLIGHT_REQUESTS` at once; more get `UNAVAILABLE` with `retryable`); the writer
+(`WebSocketServerConnection.run_writer`) drains the outbox. A bad frame gets a `res` with
+`INVALID_REQUEST` and the connection lives on; a `cancel` frame cancels its pending request.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import time
+from typing import TYPE_CHECKING, Any, Final
+
+import msgspec
+import trio
+
+from runtime._frames import (
+    INVALID_REQUEST,
+    MAX_PAYLOAD_BYTES,
+    MAX_PREAUTH_PAYLOAD_BYTES,
+    PROTOCOL_VERSION,
+    UNAVAILABLE,
+    CancelFrame,
+    GatewayError,
+    RequestFrame,
+    decode_inbound,
+    encode_event,
+    encode_response,
+    peek_request_id,
+)
+from runtime._wire import ConnectParams
+
+from ._ws import (
+    CLOSE_POLICY,
+    CLOSE_PROTOCOL_ERROR,
+    CLOSE_TOO_BIG,
+    ConnectionClosed,
+    MessageTooBig,
+    WebSocketServerConnection,
+)
+
+if TYPE_CHECKING:
+    from ._gateway import Gateway
+
+log = logging.getLogger("clawlane.connection")
+
+MAX_INFLIGHT_REQUESTS: Final = 256
+OPERATOR_SCOPES: Final = ("operator.admin", "operator.read", "operator.write")
+_connect_decoder: Final = msgspec.json.Decoder(ConnectParams)
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def expand_scopes(scopes: list[str]) -> frozenset[str]:
+    """admin implies write and read; write implies read."""
+    out = set(scopes)
+    if "operator.admin" in out:
+        out |= {"operator.write", "operator.read"}
+    if "operator.write" in out:
+        out.add("operator.read")
+    return frozenset(out)
+
+
+class ClientConnection:
+    """A connected client: the hub's `Subscriber`, and the place requests come from."""
+
+    def __init__(self, gateway: Gateway, ws: WebSocketServerConnection, conn_id: str) -> None:
+        self.gateway = gateway
+        self.ws = ws
+        self._conn_id = conn_id
+        self.role = "operator"
+        self.scopes: frozenset[str] = frozenset()
+        self.caps: frozenset[str] = frozenset()
+        self.client_id = ""
+        self.client_mode = ""
+        self._wants_tools = False
+        self.scoped = False
+        self.connected = False
+        self.pending: dict[str, trio.CancelScope] = {}
+        self.nursery: trio.Nursery | None = None
+
+    # --- Subscriber ----------------------------------------------------------------------
+
+    @property
+    def conn_id(self) -> str:
+        return self._conn_id
+
+    @property
+    def wants_tool_events(self) -> bool:
+        return self._wants_tools
+
+    def push_event(self, frame: bytes) -> None:
+        self.ws.send_event(frame)
+
+    # --- responses -----------------------------------------------------------------------
+
+    def respond(self, req_id: str, payload: Any = None) -> None:
+        self.ws.send_text(encode_response(req_id, payload=payload))
+
+    def respond_error(self, req_id: str, error: GatewayError, payload: Any = msgspec.UNSET) -> None:
+        self.ws.send_text(encode_response(req_id, payload=payload, error=error.shape()))
+
+    def has_scope(self, scope: str) -> bool:
+        return scope in self.scopes
+
+    # --- life ----------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Serve the connection until it ends. A checkpoint; cancellation closes it."""
+        gw = self.gateway
+        try:
+            async with trio.open_nursery() as nursery:
+                self.nursery = nursery
+                nursery.start_soon(self.ws.run_writer, name=f"writer:{self.conn_id}")
+                try:
+                    await self._serve()
+                except ConnectionClosed:
+                    pass
+                finally:
+                    if not self.ws.closing:
+                        self.ws.close(1000, "bye")
+                    # Give the writer a moment to put the close frame on the wire, and the
+                    # peer a moment to answer it, before the TCP stream goes.
+                    with trio.move_on_after(gw.close_grace_s):
+                        await self.ws.writer_done.wait()
+                        await self.ws.wait_peer_close()
+                    nursery.cancel_scope.cancel()
+        finally:
+            gw.detach(self)
+            with trio.CancelScope(shield=True):
+                await self.ws.aclose()
+
+    async def _serve(self) -> None:
+        gw = self.gateway
+        self.ws.max_message_bytes = MAX_PREAUTH_PAYLOAD_BYTES
+        with trio.move_on_after(gw.handshake_timeout_s) as handshake:
+            await self.ws.accept()
+            nonce = secrets.token_urlsafe(24)
+            self.ws.send_text(encode_event("connect.challenge", {"nonce": nonce, "ts": _now_ms()}))
+            try:
+                text = await self.ws.receive_message()
+            except MessageTooBig:
+                self.ws.close(CLOSE_TOO_BIG, "preauth payload too large", drop_pending=False)
+                return
+            if not self._handshake(text):
+                return
+        if handshake.cancelled_caught:
+            self.ws.close(CLOSE_POLICY, "handshake timeout")
+            return
+        self.ws.max_message_bytes = MAX_PAYLOAD_BYTES
+        while True:
+            try:
+                text = await self.ws.receive_message()
+            except MessageTooBig:
+                self.ws.close(CLOSE_TOO_BIG, "payload too large", drop_pending=True)
+                return
+            self._dispatch(text)
+
+    def _handshake(self, text: str) -> bool:
+        gw = self.gateway
+        req_id = peek_request_id(text) or "connect"
+        try:
+            frame = decode_inbound(text)
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            self._fail_handshake(
+                req_id, f"invalid handshake: first request must be connect ({exc})"
+            )
+            return False
+        if not isinstance(frame, RequestFrame) or frame.method != "connect":
+            self._fail_handshake(req_id, "invalid handshake: first request must be connect")
+            return False
+        try:
+            params = msgspec.convert(
+                frame.params if frame.params is not None else {}, ConnectParams
+            )
+        except msgspec.ValidationError as exc:
+            self._fail_handshake(frame.id, f"invalid connect params: {exc}")
+            return False
+        if params.maxProtocol < PROTOCOL_VERSION or params.minProtocol > PROTOCOL_VERSION:
+            err = GatewayError(
+                INVALID_REQUEST,
+                "protocol mismatch",
+                details={"expectedProtocol": PROTOCOL_VERSION},
+            )
+            self.respond_error(frame.id, err)
+            self.ws.close(CLOSE_PROTOCOL_ERROR, "protocol mismatch")
+            return False
+        auth_error = gw.check_auth(params)
+        if auth_error is not None:
+            self.respond_error(frame.id, auth_error)
+            self.ws.close(CLOSE_POLICY, "unauthorized")
+            return False
+        self.role = params.role if isinstance(params.role, str) else "operator"
+        requested = (
+            list(params.scopes) if isinstance(params.scopes, list) else list(OPERATOR_SCOPES)
+        )
+        self.scopes = expand_scopes(requested) if self.role == "operator" else frozenset()
+        self.caps = frozenset(params.caps) if isinstance(params.caps, list) else frozenset()
+        self._wants_tools = "tool-events" in self.caps
+        self.scoped = "session-scoped-events" in self.caps
+        self.client_id = params.client.id
+        self.client_mode = params.client.mode
+        self.respond(frame.id, gw.hello_ok(self))
+        self.connected = True
+        gw.attach(self)
+        return True
+
+    def _fail_handshake(self, req_id: str, message: str) -> None:
+        self.respond_error(req_id, GatewayError(INVALID_REQUEST, message))
+        self.ws.close(CLOSE_POLICY, "invalid handshake")
+
+    # --- requests ------------------------------------------------------------------------
+
+    def _dispatch(self, text: str) -> None:
+        try:
+            frame = decode_inbound(text)
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            req_id = peek_request_id(text) or "invalid"
+            self.respond_error(req_id, GatewayError(INVALID_REQUEST, f"invalid frame: {exc}"))
+            return
+        if isinstance(frame, CancelFrame):
+            scope = self.pending.get(frame.id)
+            if scope is not None:
+                scope.cancel()
+            return
+        if frame.method == "connect":
+            self.respond_error(frame.id, GatewayError(INVALID_REQUEST, "already connected"))
+            return
+        if len(self.pending) >= MAX_INFLIGHT_REQUESTS:
+            self.respond_error(
+                frame.id,
+                GatewayError(
+                    UNAVAILABLE, "too many requests in flight", retryable=True, retry_after_ms=100
+                ),
+            )
+            return
+        if frame.id in self.pending:
+            self.respond_error(
+                frame.id, GatewayError(INVALID_REQUEST, f"duplicate request id: {frame.id}")
+            )
+            return
+        scope = trio.CancelScope()
+        self.pending[frame.id] = scope
+        assert self.nursery is not None
+        self.nursery.start_soon(self._handle, frame, scope)
+
+    async def _handle(self, frame: RequestFrame, scope: trio.CancelScope) -> None:
+        try:
+            with scope:
+                await self.gateway.methods.call(self, frame, scope)
+        finally:
+            self.pending.pop(frame.id, None)

@@ -1,0 +1,438 @@
+"""The RPC table: validate params, check the scope, turn the call into actor messages.
+
+Each handler gets a `Call` (the connection, the request id, its cancel scope) and its
+decoded params, and returns the result payload or raises `GatewayError`. A handler may send
+an early `res` (the `agent` ack) with `call.respond` and return the final one later.
+Uncaught handler exceptions become `UNAVAILABLE` with the error text (as OpenClaw does).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Final, TypeVar
+
+import attrs
+import msgspec
+import trio
+
+from actors import CachedResponse, RunRecord, RunRequest
+from runtime._frames import (
+    INVALID_REQUEST,
+    UNAVAILABLE,
+    GatewayError,
+    RequestFrame,
+    invalid_request,
+    missing_scope,
+)
+from runtime._generation import GenerationError
+from runtime._sessions import SessionKeyError, session_kind
+from runtime._wire import (
+    METHOD_SCOPES,
+    AgentParams,
+    AgentWaitParams,
+    ModelsListParams,
+    SessionsListParams,
+)
+
+if TYPE_CHECKING:
+    from ._connection import ClientConnection
+    from ._gateway import Gateway
+
+log = logging.getLogger("clawlane.methods")
+
+_T = TypeVar("_T")
+RESET_COMMAND: Final = re.compile(r"^/(new|reset)(?:\s+(.*))?$", re.IGNORECASE | re.DOTALL)
+RESET_GREETING: Final = (
+    "A new session was started. Greet the user briefly and ask what they would like to do."
+)
+
+
+def opt(value: _T | msgspec.UnsetType) -> _T | None:
+    return None if isinstance(value, msgspec.UnsetType) else value
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@attrs.define(eq=False)
+class Call:
+    gateway: Gateway
+    conn: ClientConnection
+    frame: RequestFrame
+    scope: trio.CancelScope
+
+    @property
+    def id(self) -> str:
+        return self.frame.id
+
+    def respond(self, payload: Any) -> None:
+        self.conn.respond(self.frame.id, payload)
+
+
+Handler = Callable[[Call, Any], Awaitable[Any]]
+
+
+@attrs.frozen
+class _Method:
+    name: str
+    handler: Handler
+    params: type[Any] | None
+    scope: str
+
+
+def decode_params(method: str, raw: Any, type_: type[_T]) -> _T:
+    """Validate params; the error names the field (`INVALID_REQUEST`)."""
+    try:
+        return msgspec.convert({} if raw is None else raw, type_)
+    except msgspec.ValidationError as exc:
+        raise invalid_request(f"invalid {method} params: {exc}") from exc
+
+
+class Methods:
+    """The method table of one gateway."""
+
+    def __init__(self, gateway: Gateway) -> None:
+        self.gateway = gateway
+        self._table: dict[str, _Method] = {}
+        self.add("agent", agent, AgentParams, scope="operator.write")
+        self.add("agent.wait", agent_wait, AgentWaitParams)
+        self.add("health", health, None)
+        self.add("status", status, None)
+        self.add("sessions.list", sessions_list, SessionsListParams)
+        self.add("models.list", models_list, ModelsListParams)
+
+    def add(
+        self, name: str, handler: Handler, params: type[Any] | None, *, scope: str | None = None
+    ) -> None:
+        required = scope or METHOD_SCOPES.get(name, "operator.admin")
+        self._table[name] = _Method(name, handler, params, required)
+
+    def names(self) -> list[str]:
+        return sorted(self._table)
+
+    async def call(
+        self, conn: ClientConnection, frame: RequestFrame, scope: trio.CancelScope
+    ) -> None:
+        """Run one request to its response(s). Never raises but Cancelled."""
+        method = self._table.get(frame.method)
+        try:
+            if method is None:
+                raise GatewayError(INVALID_REQUEST, f"unknown method: {frame.method}")
+            if method.scope.startswith("operator.") and not conn.has_scope(method.scope):
+                raise missing_scope(method.scope, [method.scope])
+            if method.params is not None:
+                params = decode_params(frame.method, frame.params, method.params)
+            else:
+                if frame.params is not None and not isinstance(frame.params, dict):
+                    raise invalid_request(f"invalid {frame.method} params: expected an object")
+                params = frame.params or {}
+            result = await method.handler(Call(self.gateway, conn, frame, scope), params)
+            if result is not None:
+                conn.respond(frame.id, result)
+        except GatewayError as exc:
+            conn.respond_error(frame.id, exc)
+        except Exception as exc:
+            log.exception("method %s failed", frame.method)
+            conn.respond_error(frame.id, GatewayError(UNAVAILABLE, f"{type(exc).__name__}: {exc}"))
+
+
+# --- agent ---------------------------------------------------------------------------------
+
+
+def _final_response(record: RunRecord) -> CachedResponse:
+    final = record.final or {"payloads": [], "meta": {}}
+    if record.status == "error":
+        message = record.error or "agent run failed"
+        return CachedResponse(
+            ok=False,
+            payload={"runId": record.run_id, "status": "error", "summary": message},
+            error=GatewayError(UNAVAILABLE, message),
+            terminal=True,
+        )
+    return CachedResponse(
+        ok=True,
+        payload={"runId": record.run_id, "status": "ok", "summary": "completed", "result": final},
+        terminal=True,
+    )
+
+
+def _send_cached(call: Call, cached: CachedResponse) -> None:
+    if cached.ok:
+        call.respond(cached.payload)
+    else:
+        assert isinstance(cached.error, GatewayError)
+        call.conn.respond_error(call.id, cached.error, payload=cached.payload)
+
+
+async def _await_final(call: Call, record: RunRecord, dedupe_key: str) -> None:
+    """Wait for the run's end and send the final `res`. A `cancel` frame for this request
+    aborts the run; the connection going away does not."""
+    try:
+        await record.done.wait()
+    except trio.Cancelled:
+        if call.scope.cancel_called:
+            record.abort("rpc")
+        raise
+    reg = call.gateway.registry
+    cached = reg.dedupe.get(dedupe_key)
+    if cached is None or not cached.terminal:
+        cached = _final_response(record)
+        reg.dedupe.put(dedupe_key, cached)
+    _send_cached(call, cached)
+
+
+async def agent(call: Call, params: AgentParams) -> None:
+    gw = call.gateway
+    sup = gw.supervisor
+    reg = gw.registry
+    conn = call.conn
+    is_admin = conn.has_scope("operator.admin")
+    if (opt(params.provider) or opt(params.model)) and not is_admin:
+        raise invalid_request("provider/model overrides are not authorized for this caller.")
+    run_id = params.idempotencyKey
+    dedupe_key = f"agent:{run_id}"
+    cached = reg.dedupe.get(dedupe_key)
+    if cached is not None:
+        await cached.ready.wait()
+        if cached.payload is None and cached.error is None:
+            raise GatewayError(UNAVAILABLE, "the original request did not complete; retry")
+        _send_cached(call, cached)
+        record = reg.get(run_id)
+        if cached.terminal or record is None or not cached.ok:
+            return
+        gw.hub.add_owner(run_id, conn)
+        await _await_final(call, record, dedupe_key)
+        return
+    placeholder = CachedResponse.placeholder()
+    reg.dedupe.put(dedupe_key, placeholder)
+    try:
+        record, request, actor = await _accept(call, params)
+    except BaseException as exc:
+        reg.dedupe.discard(dedupe_key)
+        if isinstance(exc, GatewayError):
+            placeholder.ok, placeholder.error = False, exc
+        placeholder.ready.set()
+        raise
+    ack = {"runId": run_id, "status": "accepted", "acceptedAt": record.accepted_at}
+    placeholder.payload = ack
+    placeholder.ready.set()
+    call.respond(ack)
+    sup.submit(actor, request)
+    await _await_final(call, record, dedupe_key)
+
+
+async def _accept(call: Call, params: AgentParams) -> tuple[RunRecord, RunRequest, Any]:
+    gw = call.gateway
+    sup = gw.supervisor
+    conn = call.conn
+    gen = sup.generation
+    agent_id = opt(params.agentId)
+    try:
+        spec = gen.agent(agent_id)
+    except GenerationError as exc:
+        raise invalid_request(str(exc)) from exc
+    try:
+        key = sup.resolve_key(opt(params.sessionKey), agent_id)
+    except SessionKeyError as exc:
+        raise invalid_request(str(exc)) from exc
+    if key.startswith("agent:") and key.split(":")[1] != spec.id and agent_id is None:
+        # The key names its own agent; that agent must exist.
+        try:
+            spec = gen.agent(key.split(":")[1])
+        except GenerationError as exc:
+            raise invalid_request(str(exc)) from exc
+    message = params.message
+    reset = False
+    m = RESET_COMMAND.match(message.strip())
+    if m:
+        if not conn.has_scope("operator.admin"):
+            raise missing_scope("operator.admin", ["operator.admin"])
+        reset = True
+        message = m.group(2) or RESET_GREETING
+    model_ref: str | None = None
+    provider, model = opt(params.provider), opt(params.model)
+    if model:
+        model_ref = model if "/" in model or not provider else f"{provider}/{model}"
+        try:
+            gen.resolve(model_ref)
+        except GenerationError as exc:
+            raise invalid_request(str(exc)) from exc
+    actor = await sup.session(key, spec.id)
+    assert actor.row is not None
+    t = now_ms()
+    row = msgspec.structs.replace(actor.row, updatedAt=t)
+    if opt(params.label):
+        row = msgspec.structs.replace(row, label=params.label)
+    actor.row = row
+    await sup.store.put_session_durable(row)
+    record = RunRecord(
+        run_id=params.idempotencyKey,
+        session_key=key,
+        session_id=row.sessionId,
+        agent_id=spec.id,
+        accepted_at=t,
+    )
+    if sup.registry.get(record.run_id) is not None and not sup.registry.get(record.run_id).ended:  # type: ignore[union-attr]
+        raise invalid_request(f"run {record.run_id} is already in flight")
+    sup.registry.add(record)
+    gw.hub.open_run(record.run_id, key, owner=conn, session_id=row.sessionId, agent_id=spec.id)
+    timeout = opt(params.timeout)
+    default_timeout = gen.config.agents.defaults.timeoutSeconds
+    timeout_s = float(timeout) if timeout is not None else float(default_timeout)
+    request = RunRequest(
+        record=record,
+        message=message,
+        timeout_s=timeout_s or None,
+        model_ref=model_ref,
+        extra_system_prompt=opt(params.extraSystemPrompt),
+        owner=conn,
+        reset=reset,
+    )
+    return record, request, actor
+
+
+async def agent_wait(call: Call, params: AgentWaitParams) -> dict[str, Any]:
+    timeout_ms = opt(params.timeoutMs)
+    timeout_s = (30_000 if timeout_ms is None else timeout_ms) / 1000
+    record = await call.gateway.registry.wait(params.runId, timeout_s)
+    if record is None:
+        return {"runId": params.runId, "status": "timeout"}
+    result: dict[str, Any] = {"runId": record.run_id, "status": record.wait_status()}
+    if record.started_at is not None:
+        result["startedAt"] = record.started_at
+    if record.ended_at is not None:
+        result["endedAt"] = record.ended_at
+    if record.status == "error" and record.error:
+        result["error"] = record.error
+    return result
+
+
+# --- read methods ---------------------------------------------------------------------------
+
+
+async def health(call: Call, params: dict[str, Any]) -> dict[str, Any]:
+    started = time.perf_counter()
+    gw = call.gateway
+    sup = gw.supervisor.statistics()
+    await trio.lowlevel.checkpoint()
+    return {
+        "ok": True,
+        "ts": now_ms(),
+        "durationMs": int((time.perf_counter() - started) * 1000),
+        "uptimeMs": int((time.time() - gw.started) * 1000),
+        "version": _version(),
+        "generation": sup.generation,
+        "sessions": {"active": sup.sessions, "busy": sup.busy_sessions},
+        "runs": {"active": gw.registry.statistics().active_runs},
+    }
+
+
+def _version() -> str:
+    from ._gateway import VERSION
+
+    return VERSION
+
+
+async def status(call: Call, params: dict[str, Any]) -> dict[str, Any]:
+    gw = call.gateway
+    sup = gw.supervisor
+    gen = sup.generation
+    s = sup.statistics()
+    hub = gw.hub.statistics()
+    reg = gw.registry.statistics()
+    store = sup.store.statistics()
+    await trio.lowlevel.checkpoint()
+    return {
+        "ts": now_ms(),
+        "version": _version(),
+        "uptimeMs": int((time.time() - gw.started) * 1000),
+        "authMode": gw.auth.mode,
+        "generation": {
+            "number": gen.number,
+            "builtAt": gen.built_at_ms,
+            "inputsHash": gen.inputs_hash,
+            "defaultAgent": gen.default_agent,
+            "models": len(gen.catalog),
+        },
+        "sessions": {"loaded": s.sessions, "busy": s.busy_sessions, "queuedRuns": s.queued_runs},
+        "runs": {"active": reg.active_runs, "known": reg.known_runs, "waiters": reg.waiters},
+        "lanes": {
+            "main": {"capacity": s.lane_capacity, "inUse": s.lane_in_use, "waiting": s.lane_waiting}
+        },
+        "connections": hub.connections,
+        "events": {"emitted": hub.events_emitted, "delivered": hub.frames_delivered},
+        "store": {"pending": store.pending, "commits": store.commits},
+        "crashes": s.crashes,
+    }
+
+
+def _row_view(row: Any, active: list[str]) -> dict[str, Any]:
+    data = msgspec.to_builtins(row)
+    assert isinstance(data, dict)
+    data["kind"] = session_kind(row.key)
+    data["hasActiveRun"] = bool(active)
+    if active:
+        data["activeRunIds"] = active
+    return data
+
+
+async def sessions_list(call: Call, params: SessionsListParams) -> dict[str, Any]:
+    gw = call.gateway
+    sup = gw.supervisor
+    active_minutes = opt(params.activeMinutes)
+    after = now_ms() - active_minutes * 60_000 if active_minutes else None
+    rows = await sup.store.list_sessions(
+        limit=None, agent_id=opt(params.agentId), updated_after_ms=after
+    )
+    label, search = opt(params.label), opt(params.search)
+    if label:
+        rows = [r for r in rows if r.label == label]
+    if search:
+        needle = search.lower()
+        rows = [r for r in rows if needle in r.key.lower() or needle in (r.label or "").lower()]
+    if not opt(params.includeGlobal):
+        rows = [r for r in rows if r.key != "global"]
+    if not opt(params.includeUnknown):
+        rows = [r for r in rows if r.key != "unknown"]
+    total = len(rows)
+    offset = opt(params.offset) or 0
+    limit = opt(params.limit)
+    rows = rows[offset : offset + limit if limit else None]
+    active: dict[str, list[str]] = {}
+    for rec in gw.registry.active():
+        active.setdefault(rec.session_key, []).append(rec.run_id)
+    gen = sup.generation
+    spec = gen.agent(None)
+    provider, _, model = spec.primary.partition("/")
+    return {
+        "ts": now_ms(),
+        "path": str(gw.state_dir / "clawlane.sqlite"),
+        "count": total,
+        "defaults": {"modelProvider": provider, "model": model, "agentId": gen.default_agent},
+        "sessions": [_row_view(r, active.get(r.key, [])) for r in rows],
+    }
+
+
+async def models_list(call: Call, params: ModelsListParams) -> dict[str, Any]:
+    gen = call.gateway.supervisor.generation
+    aliases = {v: k for k, v in gen.aliases.items()}
+    models = []
+    for entry in gen.catalog:
+        item: dict[str, Any] = {
+            "id": entry.id,
+            "name": entry.name,
+            "provider": entry.provider,
+            "contextWindow": entry.contextWindow,
+            "reasoning": entry.reasoning,
+            "available": True,
+        }
+        alias = aliases.get(f"{entry.provider}/{entry.id}")
+        if alias:
+            item["alias"] = alias
+        models.append(item)
+    await trio.lowlevel.checkpoint()
+    return {"models": models}
