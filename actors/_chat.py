@@ -11,20 +11,18 @@ leak into deltas.
 from __future__ import annotations
 
 import time
-from typing import Any, Final
+from typing import Any
 
 import attrs
 import trio
 
-from runtime._reply import SilentStreamFilter
+from runtime._reply import CHAT_DELTA_INTERVAL_MS, ChatDeltaThrottle, DeltaEmit, SilentStreamFilter
 
 from ._hub import EventHub
 
-DELTA_INTERVAL_MS: Final = 150.0
 
-
-def _mono_ms() -> float:
-    return time.monotonic() * 1000.0
+def _mono_ms() -> int:
+    return int(time.monotonic() * 1000)
 
 
 def assistant_message(text: str, ts: int) -> dict[str, Any]:
@@ -39,53 +37,46 @@ class ChatStream:
     run_id: str
     flusher: ChatFlusher | None = None
     _filter: SilentStreamFilter = attrs.field(factory=SilentStreamFilter)
+    _throttle: ChatDeltaThrottle = attrs.field(factory=ChatDeltaThrottle)
     _shown: str = ""
-    _emitted: str = ""
-    _last_emit: float = -1e18
-    _pending: bool = False
     _closed: bool = False
 
     @property
     def text(self) -> str:
+        """What clients have been shown so far (silent-token lead stripped)."""
         return self._shown
 
     def on_assistant(self, cumulative: str) -> None:
         if self._closed:
             return
         shown = self._filter.feed(cumulative)
-        if shown is None or shown == self._emitted:
+        if shown is None:
             return
         self._shown = shown
-        now = _mono_ms()
-        if now - self._last_emit >= DELTA_INTERVAL_MS:
-            self._emit(now)
-        elif not self._pending:
-            self._pending = True
-            if self.flusher is not None:
-                self.flusher.add(self)
+        self._send(self._throttle.offer(shown, _mono_ms()))
+        if self._throttle.has_pending() and self.flusher is not None:
+            self.flusher.add(self)
 
-    def due(self, now: float) -> bool:
-        return self._pending and now - self._last_emit >= DELTA_INTERVAL_MS
+    @property
+    def pending(self) -> bool:
+        return not self._closed and self._throttle.has_pending()
+
+    def due(self, now: int) -> bool:
+        due = self._throttle.due_ms()
+        return due is not None and now >= due
 
     def flush(self) -> None:
         """Emit buffered text now (before a tool starts, before the end)."""
-        if self._pending and not self._closed:
-            self._emit(_mono_ms())
+        if not self._closed:
+            self._send(self._throttle.flush(_mono_ms()))
 
-    def _emit(self, now: float) -> None:
-        self._pending = False
-        text = self._shown
-        if text == self._emitted:
+    def _send(self, emit: DeltaEmit | None) -> None:
+        if emit is None:
             return
-        fields: dict[str, Any] = {}
-        if text.startswith(self._emitted):
-            fields["deltaText"] = text[len(self._emitted) :]
-        else:
-            fields["deltaText"] = text
+        fields: dict[str, Any] = {"deltaText": emit.delta_text}
+        if emit.replace:
             fields["replace"] = True
-        fields["message"] = assistant_message(text, int(time.time() * 1000))
-        self._emitted = text
-        self._last_emit = now
+        fields["message"] = assistant_message(emit.text, int(time.time() * 1000))
         self.hub.emit_chat(self.run_id, "delta", **fields)
 
     def final_text(self) -> str:
@@ -98,7 +89,6 @@ class ChatStream:
             return
         self.flush()
         self._closed = True
-        self._pending = False
         self.hub.emit_chat(self.run_id, state, **fields)
 
 
@@ -119,8 +109,9 @@ class ChatFlusher:
             await self._wake.wait()
             self._wake = trio.Event()
             while self._pending:
-                await trio.sleep(DELTA_INTERVAL_MS / 3000.0)
+                await trio.sleep(CHAT_DELTA_INTERVAL_MS / 3000.0)
                 now = _mono_ms()
-                for stream in [s for s in self._pending if s.due(now) or not s._pending]:
+                for stream in [s for s in self._pending if s.due(now)]:
                     self._pending.discard(stream)
                     stream.flush()
+                self._pending = {s for s in self._pending if s.pending}

@@ -22,8 +22,9 @@ import attrs
 import msgspec
 import trio
 
-from runtime._agent import AgentRunInput, RunProgress, ToolRunner, now_ms, run_agent
-from runtime._generation import ModelRuntimeGeneration
+from runtime._agent import RunProgress, now_ms
+from runtime._generation import GenerationError, ModelRuntimeGeneration
+from runtime._reply import ToolErrorInfo, build_final_payloads
 from runtime._sessions import (
     SessionRow,
     TranscriptBuilder,
@@ -32,6 +33,8 @@ from runtime._sessions import (
     new_session_id,
     new_session_row,
 )
+from runtime._toolrunner import RunTools
+from runtime._turn import TurnResult, TurnSpec, run_turn
 from runtime.llm._types import AssistantMessage, Message, ProviderError, TextContent, UserMessage
 
 from ._chat import ChatStream, assistant_message
@@ -42,10 +45,6 @@ if TYPE_CHECKING:
     from ._supervisor import Supervisor
 
 log = logging.getLogger("clawlane.session")
-
-DEFAULT_SYSTEM_PROMPT = (
-    "You are a helpful assistant running inside clawlane, an OpenClaw-compatible gateway."
-)
 
 
 @attrs.define(eq=False)
@@ -105,6 +104,14 @@ class SessionActor:
             self._builder = TranscriptBuilder.from_entries(entries)
         return self._history, self._builder
 
+    def _model_override(self) -> str | None:
+        row = self.row
+        if row is None or not row.modelOverride:
+            return None
+        if "/" in row.modelOverride or not row.providerOverride:
+            return row.modelOverride
+        return f"{row.providerOverride}/{row.modelOverride}"
+
     def reset_session(self) -> SessionRow:
         """Give the session a fresh id (a new, empty transcript)."""
         assert self.row is not None
@@ -145,7 +152,8 @@ class SessionActor:
         error: str | None = None
         error_kind: str | None = None
         terminal = False
-        user: UserMessage | None = None
+        turn = TurnResult()
+        run_tools: RunTools | None = None
 
         def emit(stream: str, data: dict[str, Any]) -> None:
             if stream == "tool" and data.get("phase") == "start":
@@ -216,8 +224,8 @@ class SessionActor:
                 if text:
                     fields["message"] = assistant_message(text, ended)
                 chat.close("final", **fields)
-            rec.final = self._final_payload(rec, progress, chat.final_text(), error)
-            self._record_end(rec, progress, user)
+            rec.final = self._final_payload(rec, progress, chat.final_text(), error, run_tools)
+            self._record_end(rec, progress, turn.user_message)
             sup.registry.finish(rec)
             hub.close_run(rec.run_id)
 
@@ -244,28 +252,30 @@ class SessionActor:
                         rec.run_id, "lifecycle", {"phase": "start", "startedAt": rec.started_at}
                     )
                     history, _ = await self._transcript()
-                    user = UserMessage(content=req.message, timestamp=rec.started_at)
                     agent = generation.agent(self.agent_id)
-                    model = generation.resolve(req.model_ref or agent.primary)
-                    system_prompt = DEFAULT_SYSTEM_PROMPT
-                    if req.extra_system_prompt:
-                        system_prompt += "\n\n" + req.extra_system_prompt
-                    tools: ToolRunner = sup.tools_for(self, rec)
-                    inp = AgentRunInput(
+                    workspace = await sup.workspace_for(agent.id, agent.workspace)
+                    tools = run_tools = sup.run_tools(self, rec, workspace, chat)
+                    spec = TurnSpec(
                         run_id=rec.run_id,
-                        provider=stores.providers[model.provider_id],
-                        provider_id=model.provider_id,
-                        model_id=model.model_id,
-                        api=model.api,
-                        system_prompt=system_prompt,
+                        session_key=self.key,
+                        session_id=rec.session_id,
+                        agent_id=agent.id,
+                        message=req.message,
                         history=list(history),
-                        user_message=user,
-                        params=dict(model.params),
+                        generation=generation,
+                        stores=stores,
+                        model_ref=req.model_ref or self._model_override() or agent.primary,
+                        extra_system_prompt=req.extra_system_prompt,
+                        workspace_dir=str(workspace),
                         tools=tools,
+                        hooks=sup.hooks,
+                        idle_timeout=sup.idle_timeout(),
                     )
-                    await run_agent(inp, emit, progress)
+                    await run_turn(spec, emit, progress, turn)
         except ProviderError as exc:
             error, error_kind = exc.message, exc.kind
+        except GenerationError as exc:
+            error = str(exc)
         except _SessionFailed as exc:
             error = str(exc)
         except trio.Cancelled:
@@ -278,13 +288,28 @@ class SessionActor:
             finish_terminal(outer_cancel)
 
     def _final_payload(
-        self, rec: RunRecord, progress: RunProgress, text: str, error: str | None
+        self,
+        rec: RunRecord,
+        progress: RunProgress,
+        text: str,
+        error: str | None,
+        tools: RunTools | None,
     ) -> dict[str, Any]:
-        payloads: list[dict[str, Any]] = []
-        if text:
-            payloads.append({"text": text})
-        if error is not None and not rec.aborted:
-            payloads.append({"text": error, "isError": True})
+        shaped = build_final_payloads(
+            assistant_texts=[text] if text else [],
+            reasoning_text=None,
+            reasoning_mode="off",
+            tool_summaries=[],
+            verbose=False,
+            model_error=error if error is not None and not rec.aborted else None,
+            tool_errors=[
+                ToolErrorInfo(tool_name=name, summary=name, error=err, mutating=mutating)
+                for name, err, mutating in (tools.failures if tools else [])
+            ],
+            messaging_sent_texts=tools.sent_texts if tools else [],
+            messaging_sent_to_origin=bool(tools and tools.sent_texts),
+        )
+        payloads = [msgspec.to_builtins(p) for p in shaped]
         meta: dict[str, Any] = {
             "durationMs": (rec.ended_at or 0) - (rec.started_at or rec.ended_at or 0),
             "agentMeta": {

@@ -17,18 +17,23 @@ from __future__ import annotations
 import collections
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any, Final
 
 import attrs
 import trio
 
-from runtime._agent import NoTools, ToolRunner
+from runtime._config import ToolsConfig, llm_idle_timeout_seconds
 from runtime._generation import ModelRuntimeGeneration
+from runtime._hooks import HookRegistry, MessageSendingEvent, MessageSentEvent
+from runtime._plugins import PluginRegistry
 from runtime._sessions import SessionRow, TranscriptEntry, resolve_session_key
+from runtime._toolrunner import RunTools
+from runtime.tools import ToolPolicy, builtin_tools, ensure_workspace
 
-from ._chat import ChatFlusher
+from ._chat import ChatFlusher, ChatStream
 from ._hub import EventHub
 from ._registry import RunRecord, RunRegistry
 from ._session import RunRequest, SessionActor
@@ -55,7 +60,18 @@ class SupervisorStatistics:
     persist_backlog: int
 
 
-ToolsFactory = Callable[[SessionActor, RunRecord], ToolRunner]
+class MessageCancelled(Exception):
+    """A `message_sending` hook cancelled a message."""
+
+
+def _policy(tools: ToolsConfig | None) -> ToolPolicy:
+    if tools is None:
+        return ToolPolicy(profile="full")
+    return ToolPolicy(
+        profile=tools.profile or "full",
+        allow=tuple(tools.allow) if tools.allow is not None else None,
+        deny=tuple(tools.deny),
+    )
 
 
 class Supervisor:
@@ -69,6 +85,7 @@ class Supervisor:
         hub: EventHub,
         registry: RunRegistry,
         nursery: trio.Nursery,
+        workspace_root: Path,
         idle_ttl_s: float = IDLE_TTL_S,
     ) -> None:
         self._generation = generation
@@ -83,7 +100,10 @@ class Supervisor:
         self._crashes = 0
         self._backlog: collections.deque[tuple[str, Any]] = collections.deque()
         self._backlog_wake = trio.Event()
-        self.tools_factory: ToolsFactory = lambda actor, record: NoTools()
+        self.hooks = HookRegistry()
+        self.plugins = PluginRegistry()
+        self.workspace_root = workspace_root
+        self._workspaces: dict[str, Path] = {}
         self.started_at = time.time()
 
     # --- generation -----------------------------------------------------------------------
@@ -101,8 +121,74 @@ class Supervisor:
         self.lane.total_tokens = generation.config.agents.defaults.maxConcurrent
         return old
 
-    def tools_for(self, actor: SessionActor, record: RunRecord) -> ToolRunner:
-        return self.tools_factory(actor, record)
+    def idle_timeout(self) -> float | None:
+        return llm_idle_timeout_seconds(self._generation.config.agents.defaults)
+
+    async def workspace_for(self, agent_id: str, configured: str | None) -> Path:
+        """The agent's workspace (created when missing). A checkpoint (disk I/O in a thread)."""
+        key = configured or f"{self.workspace_root}/{agent_id}"
+        known = self._workspaces.get(key)
+        if known is not None:
+            await trio.lowlevel.checkpoint()
+            return known
+
+        def make() -> Path:
+            path = Path(configured).expanduser() if configured else self.workspace_root / agent_id
+            return ensure_workspace(path)
+
+        resolved = await trio.to_thread.run_sync(make)
+        self._workspaces[key] = resolved
+        return resolved
+
+    def tool_policy(self, agent_id: str) -> ToolPolicy:
+        config = self._generation.config
+        base = _policy(config.agents.defaults.tools or config.tools)
+        entry = next((a for a in config.agents.entries if a.id == agent_id), None)
+        return ToolPolicy.merge(base, _policy(entry.tools) if entry and entry.tools else None)
+
+    def run_tools(
+        self, actor: SessionActor, record: RunRecord, workspace: Path, chat: ChatStream
+    ) -> RunTools:
+        """The tools of one run: built-ins and plugin tools, the agent's policy, the hooks."""
+        hub = self.hub
+        hooks = self.hooks
+
+        async def deliver(text: str) -> None:
+            content, cancelled = text, False
+            if hooks.has("message_sending"):
+                content, cancelled = await hooks.run_message_sending(
+                    MessageSendingEvent(to=actor.key, content=text)
+                )
+            if cancelled:
+                raise MessageCancelled("a plugin cancelled this message")
+            chat.flush()
+            ts = int(time.time() * 1000)
+            hub.emit_chat(
+                record.run_id,
+                "final",
+                runId=f"message-{record.run_id}-{ts}",
+                message={
+                    "role": "assistant",
+                    "content": [{"type": "text", "text": content}],
+                    "timestamp": ts,
+                },
+            )
+            if hooks.has("message_sent"):
+                await hooks.fire(
+                    "message_sent", MessageSentEvent(to=actor.key, content=content, success=True)
+                )
+
+        return RunTools(
+            tools=[*builtin_tools(), *self.plugins.tools()],
+            policy=self.tool_policy(actor.agent_id),
+            workspace=workspace,
+            agent_id=actor.agent_id,
+            session_key=actor.key,
+            session_id=record.session_id,
+            run_id=record.run_id,
+            deliver_message=deliver,
+            hooks=hooks,
+        )
 
     # --- sessions -------------------------------------------------------------------------
 
@@ -246,6 +332,7 @@ async def open_supervisor(
     store: Store,
     hub: EventHub | None = None,
     registry: RunRegistry | None = None,
+    workspace_root: Path,
 ) -> AsyncIterator[Supervisor]:
     """Run a supervisor. On exit every run ends with its terminal event and the backlog
     is handed to the store before the nursery closes."""
@@ -256,6 +343,7 @@ async def open_supervisor(
             hub=hub or EventHub(),
             registry=registry or RunRegistry(),
             nursery=nursery,
+            workspace_root=workspace_root,
         )
         nursery.start_soon(sup.chat_flusher.run, name="chat-flusher")
         nursery.start_soon(sup._reaper, name="session-reaper")

@@ -23,6 +23,8 @@ from typing import Any, Protocol
 import attrs
 import msgspec
 
+from ._hooks import HookRegistry, HookUsage, LlmInputEvent, LlmOutputEvent
+from .llm._retry import stream_with_retry
 from .llm._types import (
     AssistantContent,
     AssistantMessage,
@@ -100,6 +102,10 @@ class AgentRunInput:
     tools: ToolRunner = attrs.field(factory=NoTools)
     max_iterations: int = 16
     emit_thinking: bool = False
+    idle_timeout: float | None = None
+    max_attempts: int = 3
+    session_id: str = ""
+    hooks: HookRegistry | None = None
 
 
 @attrs.define
@@ -138,10 +144,43 @@ def _parse_args(text: str) -> dict[str, Any]:
         return {"_raw": text}
 
 
+def provider_history(messages: Sequence[Message]) -> list[Message]:
+    """The transcript as a provider may see it: assistant turns that ended in an error are
+    dropped, and tool calls without a result (a run cut short mid-tool) are removed."""
+    answered = {m.toolCallId for m in messages if isinstance(m, ToolResultMessage)}
+    out: list[Message] = []
+    for m in messages:
+        if isinstance(m, AssistantMessage):
+            if m.stopReason == "error":
+                continue
+            if any(isinstance(c, ToolCallContent) and c.id not in answered for c in m.content):
+                kept = [
+                    c
+                    for c in m.content
+                    if not (isinstance(c, ToolCallContent) and c.id not in answered)
+                ]
+                if not kept:
+                    continue
+                m = msgspec.structs.replace(m, content=kept, stopReason="stop")
+        out.append(m)
+    return out
+
+
+def _user_text(message: UserMessage) -> str:
+    if isinstance(message.content, str):
+        return message.content
+    return " ".join(c.text for c in message.content if isinstance(c, TextContent))
+
+
 async def run_agent(inp: AgentRunInput, emit: Emit, progress: RunProgress) -> RunProgress:
-    """Run the attempt loop to completion. Raises `ProviderError` when the model fails."""
-    transcript: list[Message] = [*inp.history, inp.user_message]
+    """Run the attempt loop to completion. Raises `ProviderError` when the model fails.
+
+    Each model turn goes through `stream_with_retry`: retryable failures before any output
+    are retried with backoff; the LLM idle watchdog (`idle_timeout`) aborts a silent stream.
+    """
+    transcript: list[Message] = [*provider_history(inp.history), inp.user_message]
     specs = inp.tools.specs()
+    hooks = inp.hooks
     while True:
         progress.turns += 1
         request = ModelRequest(
@@ -155,7 +194,23 @@ async def run_agent(inp: AgentRunInput, emit: Emit, progress: RunProgress) -> Ru
         thinking: list[str] = []
         calls: list[ToolCallContent] = []
         stop: StopReason = "stop"
-        async with contextlib.aclosing(inp.provider.stream(request)) as deltas:  # type: ignore[type-var]
+        if hooks is not None and hooks.has("llm_input"):
+            await hooks.fire(
+                "llm_input",
+                LlmInputEvent(
+                    runId=inp.run_id,
+                    sessionId=inp.session_id,
+                    provider=inp.provider_id,
+                    model=inp.model_id,
+                    prompt=_user_text(inp.user_message),
+                    historyMessages=list(transcript[:-1]),
+                    systemPrompt=inp.system_prompt,
+                ),
+            )
+        stream = stream_with_retry(
+            inp.provider, request, idle_timeout=inp.idle_timeout, max_attempts=inp.max_attempts
+        )
+        async with contextlib.aclosing(stream) as deltas:  # type: ignore[type-var]
             async for delta in deltas:
                 if isinstance(delta, TextDelta):
                     if not delta.text:
@@ -195,6 +250,23 @@ async def run_agent(inp: AgentRunInput, emit: Emit, progress: RunProgress) -> Ru
         )
         transcript.append(assistant)
         progress.messages.append(assistant)
+        if hooks is not None and hooks.has("llm_output"):
+            await hooks.fire(
+                "llm_output",
+                LlmOutputEvent(
+                    runId=inp.run_id,
+                    sessionId=inp.session_id,
+                    provider=inp.provider_id,
+                    model=inp.model_id,
+                    assistantTexts=["".join(turn_text)] if turn_text else [],
+                    lastAssistant=assistant,
+                    usage=HookUsage(
+                        input=progress.usage.input,
+                        output=progress.usage.output,
+                        total=progress.usage.totalTokens,
+                    ),
+                ),
+            )
         progress.stop_reason = assistant.stopReason
         if not calls:
             return progress

@@ -106,11 +106,28 @@ class ToolsConfig(_Strict, frozen=True):
 class AgentDefaults(_Strict, frozen=True):
     model: str | AgentModelConfig | None = None
     models: dict[str, AgentModelPolicy] = {}
-    timeoutSeconds: NonNegInt = DEFAULT_TIMEOUT_SECONDS
+    timeoutSeconds: NonNegInt | None = None
+    """Run timeout; unset means 172,800 s (48 h), 0 means none."""
     maxConcurrent: Annotated[int, msgspec.Meta(ge=1)] = DEFAULT_MAX_CONCURRENT
     llm: LlmConfig = LlmConfig()
     workspace: str | None = None
     tools: ToolsConfig | None = None
+
+
+def run_timeout_seconds(defaults: AgentDefaults) -> float | None:
+    """The run timeout in seconds (None: no timeout)."""
+    value = DEFAULT_TIMEOUT_SECONDS if defaults.timeoutSeconds is None else defaults.timeoutSeconds
+    return float(value) or None
+
+
+def llm_idle_timeout_seconds(defaults: AgentDefaults, *, cron: bool = False) -> float | None:
+    """The LLM idle window: `llm.idleTimeoutSeconds` (0 disables); unset → the configured
+    `timeoutSeconds`, else 60 s; cron runs with neither configured have no watchdog."""
+    if defaults.llm.idleTimeoutSeconds is not None:
+        return float(defaults.llm.idleTimeoutSeconds) or None
+    if defaults.timeoutSeconds is not None:
+        return float(defaults.timeoutSeconds) or None
+    return None if cron else 60.0
 
 
 class AgentEntry(_Strict, frozen=True):

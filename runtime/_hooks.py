@@ -781,6 +781,10 @@ class HookRegistry:
         """Whether any handler is registered for `hook_name` (a dict lookup)."""
         return hook_name in self._by_hook
 
+    def has_any(self) -> bool:
+        """Whether any handler is registered at all (the hot path skips hook work if not)."""
+        return bool(self._by_hook)
+
     def handlers(self, hook_name: str) -> tuple[HookRegistration, ...]:
         """The registrations for `hook_name` in the order they run."""
         return self._by_hook.get(hook_name, ())

@@ -46,6 +46,8 @@ import msgspec
 __all__ = [
     "RESOURCE_TYPES",
     "ExtensionResource",
+    "FrontMatterError",
+    "FrontMatterValue",
     "PromptTemplate",
     "ResourceProblem",
     "ResourceSet",
@@ -103,6 +105,8 @@ class SkillRequirements:
 
 @attrs.frozen
 class Skill:
+    """A skill: `path` is its markdown file, `body` the text after the front matter."""
+
     name: str
     description: str
     path: Path
@@ -117,6 +121,8 @@ class Skill:
 
 @attrs.frozen
 class PromptTemplate:
+    """A prompt template named after its file (`review.md` → `review`)."""
+
     name: str
     description: str
     path: Path
@@ -156,6 +162,12 @@ class ExtensionResource:
 
 @attrs.frozen
 class ResourceSet:
+    """Everything discovered under `root`, in discovery order, with the problems met.
+
+    Names are unique per type (the first one found wins; later ones are problems).
+    `snapshot_hash` is a SHA-256 over the paths and bytes of every file read.
+    """
+
     root: Path
     extensions: tuple[ExtensionResource, ...] = ()
     skills: tuple[Skill, ...] = ()
@@ -183,7 +195,7 @@ class FrontMatterError(ValueError):
     """Front matter that cannot be parsed; the message names the line."""
 
 
-_KEY_RE: Final = re.compile(r"([A-Za-z0-9_.$-][^:]*?)\s*:(?:\s+(.*)|)$")
+_KEY_RE: Final = re.compile(r"([A-Za-z0-9_.$'\"-][^:]*?)\s*:(?:\s+(.*)|)$")
 
 
 def parse_front_matter(text: str) -> tuple[dict[str, FrontMatterValue], str]:

@@ -17,7 +17,12 @@ from runtime._config import Config, parse_config
 from transports import GatewayClient, GatewayOptions, open_gateway, open_gateway_client
 from transports._gateway import Gateway
 
-SCHEMA_PATH = Path(__file__).resolve().parents[1].parent / "shared" / "openclaw-protocol" / "protocol.schema.json"
+SCHEMA_PATH = (
+    Path(__file__).resolve().parents[1].parent
+    / "shared"
+    / "openclaw-protocol"
+    / "protocol.schema.json"
+)
 
 
 class FrameChecker:
@@ -39,7 +44,9 @@ class FrameChecker:
     def _validator(self, name: str) -> Any:
         v = self._validators.get(name)
         if v is None:
-            v = self._cls({"$ref": f"#/definitions/{name}", "definitions": self._schema["definitions"]})
+            v = self._cls(
+                {"$ref": f"#/definitions/{name}", "definitions": self._schema["definitions"]}
+            )
             self._validators[name] = v
         return v
 
@@ -65,7 +72,9 @@ class FrameChecker:
         errors = sorted(self._validator(name).iter_errors(value), key=lambda e: list(e.path))
         if errors:
             details = "; ".join(f"{list(e.path)}: {e.message}" for e in errors[:5])
-            raise AssertionError(f"frame does not validate as {name}: {details}\n{json.dumps(value)[:2000]}")
+            raise AssertionError(
+                f"frame does not validate as {name}: {details}\n{json.dumps(value)[:2000]}"
+            )
 
 
 _checker: FrameChecker | None = None
@@ -164,11 +173,15 @@ def connect(gateway: Gateway, recorder: Recorder) -> ClientFactory:
     def factory(gw: Gateway | None = None, **kw: Any) -> AbstractAsyncContextManager[GatewayClient]:
         kw.setdefault("client_id", "test")
         kw.setdefault("mode", "test")
-        return open_gateway_client(gateway_url(gw or gateway), on_frame=recorder.hook(next(counter)), **kw)
+        return open_gateway_client(
+            gateway_url(gw or gateway), on_frame=recorder.hook(next(counter)), **kw
+        )
 
     return factory
 
 
-async def collect_run(client_events: list[tuple[str, Any, int | None]], run_id: str) -> list[dict[str, Any]]:
+async def collect_run(
+    client_events: list[tuple[str, Any, int | None]], run_id: str
+) -> list[dict[str, Any]]:
     await trio.lowlevel.checkpoint()
     return [p for (e, p, _s) in client_events if e == "agent" and p.get("runId") == run_id]

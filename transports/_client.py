@@ -294,9 +294,7 @@ async def open_gateway_client(
     """Connect and complete the handshake. Raises `GatewayClientError`/`GatewayAuthError`."""
     token = token if token is not None else os.environ.get("CLAWLANE_GATEWAY_TOKEN") or None
     async with contextlib.AsyncExitStack() as stack:
-        ws = await stack.enter_async_context(
-            open_websocket(url, max_message_size=max_message_size)
-        )
+        ws = await stack.enter_async_context(open_websocket(url, max_message_size=max_message_size))
         client = GatewayClient(ws, on_event, on_frame)
         await client._wait_challenge()
         try:

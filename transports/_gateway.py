@@ -34,6 +34,8 @@ from runtime._frames import (
     GatewayError,
 )
 from runtime._generation import build_generation
+from runtime._hooks import GatewayStartEvent, GatewayStopEvent
+from runtime._plugins import load_plugins
 from runtime._sessions import DEFAULT_MAIN_KEY
 from runtime._wire import ConnectParams, ConnectParamsAuth
 
@@ -262,7 +264,9 @@ async def open_gateway(config: Config, options: GatewayOptions) -> AsyncIterator
     port = options.port if options.port is not None else config.gateway.port
     async with (
         open_store(options.state_dir / "clawlane.sqlite") as store,
-        open_supervisor(generation=generation, store=store) as supervisor,
+        open_supervisor(
+            generation=generation, store=store, workspace_root=options.state_dir / "workspaces"
+        ) as supervisor,
     ):
         gateway = Gateway(
             config=config,
@@ -272,9 +276,17 @@ async def open_gateway(config: Config, options: GatewayOptions) -> AsyncIterator
             config_path=options.config_path,
             max_buffered_bytes=options.max_buffered_bytes,
         )
+        for loaded in await load_plugins(config.plugins.load, supervisor.hooks, supervisor.plugins):
+            if not loaded.ok:
+                log.error("plugin %s failed to load: %s", loaded.spec, loaded.error)
+        hooks = supervisor.hooks
         async with trio.open_nursery() as nursery:
             listeners = await trio.open_tcp_listeners(port, host=options.host)
             gateway.listeners = listeners
+            if hooks.has("gateway_start"):
+                await hooks.fire(
+                    "gateway_start", GatewayStartEvent(port=listeners[0].socket.getsockname()[1])
+                )
             accepting = trio.CancelScope()
             accept_done = trio.Event()
 
@@ -294,6 +306,8 @@ async def open_gateway(config: Config, options: GatewayOptions) -> AsyncIterator
             finally:
                 with trio.CancelScope(shield=True):
                     gateway.begin_shutdown("gateway stopping")
+                    if hooks.has("gateway_stop"):
+                        await hooks.fire("gateway_stop", GatewayStopEvent(reason="shutdown"))
                     accepting.cancel()
                     await accept_done.wait()
                     for listener in listeners:

@@ -19,6 +19,7 @@ import msgspec
 import trio
 
 from actors import CachedResponse, RunRecord, RunRequest
+from runtime._config import run_timeout_seconds
 from runtime._frames import (
     INVALID_REQUEST,
     UNAVAILABLE,
@@ -281,8 +282,8 @@ async def _accept(call: Call, params: AgentParams) -> tuple[RunRecord, RunReques
     sup.registry.add(record)
     gw.hub.open_run(record.run_id, key, owner=conn, session_id=row.sessionId, agent_id=spec.id)
     timeout = opt(params.timeout)
-    default_timeout = gen.config.agents.defaults.timeoutSeconds
-    timeout_s = float(timeout) if timeout is not None else float(default_timeout)
+    default_timeout = run_timeout_seconds(gen.config.agents.defaults)
+    timeout_s = float(timeout) if timeout is not None else (default_timeout or 0.0)
     request = RunRequest(
         record=record,
         message=message,

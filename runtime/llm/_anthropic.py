@@ -14,7 +14,9 @@ usage); ``message_stop``. ``ping`` is a keep-alive; ``error`` carries
 ``{"type": "error", "error": {"type": "overloaded_error", "message": ...}}``.
 
 Thinking blocks are not replayed: `ThinkingContent` carries no signature, and the API rejects
-an unsigned thinking block.
+an unsigned thinking block. For the same reason a turn that continues a tool loop (tool
+results after an assistant turn with tool calls) is sent without ``thinking``: with thinking
+on, the API insists that assistant turn start with its signed thinking block.
 """
 
 from __future__ import annotations
@@ -205,7 +207,7 @@ def _thinking(request: ModelRequest, params: ModelParams) -> tuple[int, _Thinkin
     shrinks to fit (the API wants max_tokens > budget_tokens, and budgets of at least 1024)."""
     max_tokens = params.maxTokens or DEFAULT_MAX_TOKENS
     level = params.effort
-    if not request.reasoning or level == "off":
+    if not request.reasoning or level == "off" or _continues_tool_use(request.messages):
         return max_tokens, None
     budget = params.thinkingBudget or THINKING_BUDGETS.get(
         level or "medium", THINKING_BUDGETS["medium"]
@@ -216,6 +218,21 @@ def _thinking(request: ModelRequest, params: ModelParams) -> tuple[int, _Thinkin
     if budget < 1024:
         return max_tokens, None
     return max_tokens, _Thinking(budget)
+
+
+def _continues_tool_use(messages: list[Message]) -> bool:
+    """Whether this turn answers tool results of an assistant turn that called tools.
+
+    With thinking enabled the API requires that assistant turn to start with its signed
+    thinking block, which transcripts cannot give back (`ThinkingContent` has no signature):
+    such a turn goes out without thinking rather than be rejected.
+    """
+    for message in reversed(messages):
+        if isinstance(message, AssistantMessage):
+            return any(isinstance(part, ToolCallContent) for part in message.content)
+        if isinstance(message, UserMessage):
+            return False
+    return False
 
 
 def build_body(request: ModelRequest) -> bytes:

@@ -7,8 +7,9 @@ user message steer it, for tests, demos and load tests (all are removed from the
 - `[[deltas:N]]`         stream exactly N text deltas.
 - `[[delay:MS]]`         wait MS milliseconds before each delta (overrides the provider option).
 - `[[think:TEXT]]`       stream TEXT as reasoning before the reply.
-- `[[tool:NAME {json}]]` call tool NAME with those arguments (several directives, several calls);
-                         once the tool results are in, reply with a summary of them.
+- `[[tool:NAME {json}]]` call tool NAME with those arguments; several directives make a loop
+                         of that many tool turns, one call per turn, in order; once all
+                         results are in, reply with a summary of them.
 - `[[fail]]`, `[[fail:KIND]]`, `[[fail:KIND:MESSAGE]]`
                          fail before any output with a `ProviderError` of KIND (default `server`).
 - `[[fail-after:N]]`     fail with a `server` error after N deltas (partial output).
@@ -179,16 +180,16 @@ class LocalProvider:
                 await pace()
                 yield ThinkingDelta(piece)
 
-        if plan.tools and not results:
-            offered = {t.name for t in request.tools}
-            for index, (name, args) in enumerate(plan.tools):
-                if offered and name not in offered:
-                    continue
-                call_id = f"call_{index + 1}"
-                await pace()
-                yield ToolCallStart(index=index, id=call_id, name=name)
-                yield ToolCallArgsDelta(index=index, delta=args)
-                yield ToolCallEnd(index=index, id=call_id, name=name, arguments=args)
+        if len(results) < len(plan.tools):
+            # One tool call per turn, in order: a message with N tool directives makes a loop
+            # of N tool turns and a final answer.
+            index = len(results)
+            name, args = plan.tools[index]
+            call_id = f"call_{index + 1}"
+            await pace()
+            yield ToolCallStart(index=0, id=call_id, name=name)
+            yield ToolCallArgsDelta(index=0, delta=args)
+            yield ToolCallEnd(index=0, id=call_id, name=name, arguments=args)
             yield UsageDelta(
                 Usage(
                     input=input_tokens,

@@ -253,7 +253,7 @@ class _Usage(msgspec.Struct):
 class _Error(msgspec.Struct):
     message: str | None = None
     type: str | None = None
-    code: str | None = None
+    code: str | int | None = None
 
 
 class _Incomplete(msgspec.Struct):
@@ -409,7 +409,9 @@ class ResponsesParser:
         if error is None:
             raise ProviderError("server", "response.failed without error details")
         raise classify_error(
-            error.message or "response failed", error_type=error.type, code=error.code
+            error.message or "response failed",
+            error_type=error.type,
+            code=None if error.code is None else str(error.code),
         )
 
     def _error(self, data: bytes, out: list[ModelDelta]) -> None:

@@ -22,7 +22,6 @@ CONNECT: dict[str, Any] = {
 }
 
 
-
 async def _first(ws: trio_websocket.WebSocketConnection) -> dict[str, Any]:
     frame: dict[str, Any] = json.loads(await ws.get_message())
     return frame
@@ -46,7 +45,9 @@ async def test_challenge_is_the_first_frame_and_hello_ok_validates(gateway) -> N
             _check(challenge)
             assert challenge["event"] == "connect.challenge"
             assert challenge["payload"]["nonce"] and isinstance(challenge["payload"]["ts"], int)
-            await ws.send_message(json.dumps({"type": "req", "id": "1", "method": "connect", "params": CONNECT}))
+            await ws.send_message(
+                json.dumps({"type": "req", "id": "1", "method": "connect", "params": CONNECT})
+            )
             res = await _first(ws)
             _check(res, "connect")
             assert res["ok"] is True and res["id"] == "1"
@@ -56,7 +57,11 @@ async def test_challenge_is_the_first_frame_and_hello_ok_validates(gateway) -> N
             assert "agent" in hello["features"]["methods"] and "tick" in hello["features"]["events"]
             assert hello["snapshot"]["sessionDefaults"]["mainSessionKey"] == "agent:main:main"
             assert hello["policy"]["maxPayload"] == 25 * 1024 * 1024
-            assert set(hello["auth"]["scopes"]) >= {"operator.read", "operator.write", "operator.admin"}
+            assert set(hello["auth"]["scopes"]) >= {
+                "operator.read",
+                "operator.write",
+                "operator.admin",
+            }
 
 
 @pytest.mark.parametrize(
@@ -87,7 +92,9 @@ async def test_protocol_mismatch_closes_1002(gateway) -> None:
         async with open_websocket(gateway_url(gateway)) as ws:
             await _first(ws)
             params = {**CONNECT, "minProtocol": 3, "maxProtocol": 3}
-            await ws.send_message(json.dumps({"type": "req", "id": "1", "method": "connect", "params": params}))
+            await ws.send_message(
+                json.dumps({"type": "req", "id": "1", "method": "connect", "params": params})
+            )
             res = await _first(ws)
             _check(res)
             assert res["error"]["code"] == "INVALID_REQUEST"
@@ -103,7 +110,9 @@ async def test_invalid_connect_params_name_the_field(gateway) -> None:
         async with open_websocket(gateway_url(gateway)) as ws:
             await _first(ws)
             params = {**CONNECT, "client": {**CONNECT["client"], "mode": "operator"}}
-            await ws.send_message(json.dumps({"type": "req", "id": "1", "method": "connect", "params": params}))
+            await ws.send_message(
+                json.dumps({"type": "req", "id": "1", "method": "connect", "params": params})
+            )
             res = await _first(ws)
             assert res["error"]["code"] == "INVALID_REQUEST"
             assert "client.mode" in res["error"]["message"]
@@ -137,11 +146,15 @@ async def test_wrong_token_is_refused(tmp_path: Path, token: str | None) -> None
     async with running_gateway(tmp_path, token="s3cret") as gw:
         with trio.fail_after(10):
             with pytest.raises(GatewayAuthError) as err:
-                async with open_gateway_client(gateway_url(gw), token=token or "", client_id="test", mode="test"):
+                async with open_gateway_client(
+                    gateway_url(gw), token=token or "", client_id="test", mode="test"
+                ):
                     pass
             assert "unauthorized" in str(err.value)
             assert err.value.details["code"] in ("AUTH_TOKEN_MISSING", "AUTH_TOKEN_MISMATCH")
-            async with open_gateway_client(gateway_url(gw), token="s3cret", client_id="test", mode="test") as c:
+            async with open_gateway_client(
+                gateway_url(gw), token="s3cret", client_id="test", mode="test"
+            ) as c:
                 assert (await c.request("health"))["ok"] is True
 
 
@@ -173,7 +186,9 @@ async def test_missing_scope_is_forbidden_with_details(connect) -> None:
 async def test_ticks_arrive_with_connection_seq(tmp_path: Path, autojump_clock) -> None:
     async with running_gateway(tmp_path) as gw:
         with trio.fail_after(200):
-            async with open_gateway_client(gateway_url(gw), client_id="test", mode="test") as client:
+            async with open_gateway_client(
+                gateway_url(gw), client_id="test", mode="test"
+            ) as client:
                 seqs: list[int | None] = []
                 async for event, payload, seq in client.events:
                     if event == "tick":

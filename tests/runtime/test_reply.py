@@ -166,6 +166,16 @@ def test_whitespace_only_is_held() -> None:
     assert final == ""
 
 
+def test_a_rewrite_is_classified_again() -> None:
+    f = SilentStreamFilter()
+    assert f.feed("Hello") == "Hello"
+    assert f.feed("NO_REPLY") is None
+    assert f.feed("NO_REPLY\nHi") == "Hi"
+    assert f.feed("NO_REPLY\nHi there") == "Hi there"
+    assert f.feed("Bye") == "Bye"
+    assert f.finish() == "Bye"
+
+
 def test_finish_accepts_the_final_text() -> None:
     f = SilentStreamFilter()
     assert f.feed("NO_RE") is None

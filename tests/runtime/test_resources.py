@@ -278,6 +278,7 @@ def test_front_matter_subset() -> None:
         "  - x\n"
         "  - y\n"
         'json: {"openclaw": {"always": true, "n": 3}}\n'
+        "'quoted key': v\n"
         "---\n"
         "\n"
         "Body here\n"
@@ -292,6 +293,7 @@ def test_front_matter_subset() -> None:
         "empty": "",
         "nested": {"deeper": {"key": "value"}, "list": ["x", "y"]},
         "json": {"openclaw": {"always": "true", "n": "3"}},
+        "quoted key": "v",
     }
     assert body == "Body here\n"
 

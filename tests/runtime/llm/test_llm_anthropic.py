@@ -302,6 +302,26 @@ def test_thinking_leaves_out_sampling_params_and_fits_a_configured_max() -> None
     assert "temperature" not in body and "top_p" not in body
 
 
+def test_a_tool_loop_continuation_goes_without_thinking() -> None:
+    # Unsigned thinking cannot be replayed, and with thinking on the API would reject the
+    # assistant turn that called the tool ("Expected `thinking` or `redacted_thinking`").
+    loop = msgspec.structs.replace(
+        hello(reasoning=True),
+        messages=[
+            UserMessage("list files", timestamp=1),
+            AssistantMessage(
+                [ToolCallContent("toolu_1", "ls", {})], timestamp=2, stopReason="toolUse"
+            ),
+            ToolResultMessage("toolu_1", "ls", [TextContent("a.txt")], isError=False, timestamp=3),
+        ],
+    )
+    assert "thinking" not in msgspec.json.decode(build_body(loop))
+    fresh = msgspec.structs.replace(
+        loop, messages=[*loop.messages, UserMessage("and?", timestamp=4)]
+    )
+    assert msgspec.json.decode(build_body(fresh))["thinking"]["type"] == "enabled"
+
+
 @pytest.mark.parametrize(
     ("configured", "expected"),
     [
