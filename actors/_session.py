@@ -72,7 +72,7 @@ class SessionActor:
     draining: bool = False
     last_active: float = attrs.field(factory=time.monotonic)
     crashes: collections.deque[float] = attrs.field(factory=collections.deque)
-    failed_until: float = 0.0
+    failed_until: float = float("-inf")
     _history: list[Message] | None = None
     _builder: TranscriptBuilder | None = None
 
@@ -224,15 +224,19 @@ class SessionActor:
                 if text:
                     fields["message"] = assistant_message(text, ended)
                 chat.close("final", **fields)
-            rec.final = self._final_payload(rec, progress, chat.final_text(), error, run_tools)
-            self._record_end(rec, progress, turn.user_message)
-            sup.registry.finish(rec)
-            hub.close_run(rec.run_id)
+            try:
+                rec.final = self._final_payload(rec, progress, chat.final_text(), error, run_tools)
+                self._record_end(rec, progress, turn.user_message)
+            finally:
+                # Whatever failed above (it is a crash of this actor, contained by the
+                # supervisor), the run has its terminal event and its waiters wake.
+                sup.registry.finish(rec)
+                hub.close_run(rec.run_id)
 
         outer_cancel = False
         try:
             with scope:
-                if time.monotonic() < self.failed_until:
+                if trio.current_time() < self.failed_until:
                     raise _SessionFailed("session is restarting after repeated crashes")
                 async with sup.lane:
                     generation: ModelRuntimeGeneration = sup.generation

@@ -235,7 +235,7 @@ class Supervisor:
                 except Exception:
                     self._crashes += 1
                     log.exception("session actor %s crashed", actor.key)
-                    now = time.monotonic()
+                    now = trio.current_time()
                     actor.crashes.append(now)
                     while actor.crashes and now - actor.crashes[0] > RESTART_PERIOD_S:
                         actor.crashes.popleft()

@@ -152,6 +152,18 @@ class Recorder:
 ClientFactory = Callable[..., AbstractAsyncContextManager[GatewayClient]]
 
 
+@asynccontextmanager
+async def open_client(gw: Gateway, **kw: Any) -> AsyncIterator[GatewayClient]:
+    """A test client of `gw` whose every received frame is validated against the protocol
+    schema when the client closes (skipped, with the others, when the schema is absent)."""
+    rec = Recorder()
+    kw.setdefault("client_id", "test")
+    kw.setdefault("mode", "test")
+    async with open_gateway_client(gateway_url(gw), on_frame=rec.hook(1), **kw) as client:
+        yield client
+    rec.validate()
+
+
 @pytest.fixture
 async def gateway(tmp_path: Path) -> AsyncIterator[Gateway]:
     async with running_gateway(tmp_path) as gw:

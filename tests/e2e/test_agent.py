@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import trio
 
-from tests.conftest import gateway_url, local_config, running_gateway
+from tests.conftest import gateway_url, local_config, open_client, running_gateway
 from transports import GatewayRequestError, open_gateway_client
 
 Events = list[tuple[str, Any, int | None]]
@@ -323,9 +323,7 @@ async def test_the_global_lane_cap_holds(tmp_path: Path) -> None:
     events, on_event = recorder_events()
     async with running_gateway(tmp_path, config) as gw:
         with trio.fail_after(20):
-            async with open_gateway_client(
-                gateway_url(gw), client_id="test", mode="test", on_event=on_event
-            ) as client:
+            async with open_client(gw, on_event=on_event) as client:
 
                 async def run(i: int) -> None:
                     await client.request(
@@ -460,7 +458,7 @@ async def test_sessions_and_transcripts_survive_a_restart(tmp_path: Path) -> Non
     with trio.fail_after(20):
         async with (
             running_gateway(tmp_path) as gw,
-            open_gateway_client(gateway_url(gw), client_id="test", mode="test") as client,
+            open_client(gw) as client,
         ):
             await client.request(
                 "agent",
@@ -475,9 +473,7 @@ async def test_sessions_and_transcripts_survive_a_restart(tmp_path: Path) -> Non
             entries = await store.load_entries(sid)
             roles = [type(e.message).__name__ for e in entries]  # type: ignore[union-attr]
             assert roles == ["UserMessage", "AssistantMessage"]
-            async with open_gateway_client(
-                gateway_url(gw), client_id="test", mode="test"
-            ) as client:
+            async with open_client(gw) as client:
                 await client.request(
                     "agent",
                     {"message": "again", "idempotencyKey": "p2", "sessionKey": "keep"},
@@ -531,9 +527,7 @@ async def test_shutdown_ends_inflight_runs_and_tells_clients(tmp_path: Path) -> 
     with trio.fail_after(20):
         async with trio.open_nursery() as nursery:
             gw = await nursery.start(serve)
-            async with open_gateway_client(
-                gateway_url(gw), client_id="test", mode="test", on_event=on_event
-            ) as client:
+            async with open_client(gw, on_event=on_event) as client:
                 await client.request(
                     "agent", {"message": "[[stall:1]] a b c", "idempotencyKey": "sd"}
                 )

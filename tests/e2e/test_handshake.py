@@ -10,7 +10,7 @@ import pytest
 import trio
 import trio_websocket
 
-from tests.conftest import frame_checker, gateway_url, local_config, running_gateway
+from tests.conftest import frame_checker, gateway_url, local_config, open_client, running_gateway
 from transports import GatewayAuthError, open_gateway_client
 from transports._client import open_websocket
 from transports._gateway import GatewayConfigError, auth_settings
@@ -186,9 +186,7 @@ async def test_missing_scope_is_forbidden_with_details(connect) -> None:
 async def test_ticks_arrive_with_connection_seq(tmp_path: Path, autojump_clock) -> None:
     async with running_gateway(tmp_path) as gw:
         with trio.fail_after(200):
-            async with open_gateway_client(
-                gateway_url(gw), client_id="test", mode="test"
-            ) as client:
+            async with open_client(gw) as client:
                 seqs: list[int | None] = []
                 async for event, payload, seq in client.events:
                     if event == "tick":

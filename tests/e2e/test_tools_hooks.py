@@ -9,7 +9,7 @@ from typing import Any
 import trio
 
 from runtime._hooks import BeforeToolCallResult
-from tests.conftest import gateway_url, local_config, running_gateway
+from tests.conftest import gateway_url, local_config, open_client, running_gateway
 from tests.e2e.test_agent import Events, recorder_events, run_events, terminal_events
 from transports import open_gateway_client
 
@@ -18,15 +18,17 @@ def tool_events(events: Events, run_id: str) -> list[dict[str, Any]]:
     return [p["data"] for p in run_events(events, run_id, "tool")]
 
 
-async def test_a_tool_loop_of_several_turns_writes_and_reads_in_the_workspace(tmp_path: Path) -> None:
+async def test_a_tool_loop_of_several_turns_writes_and_reads_in_the_workspace(
+    tmp_path: Path,
+) -> None:
     events, on_event = recorder_events()
     async with running_gateway(tmp_path) as gw:
         with trio.fail_after(20):
-            async with open_gateway_client(
-                gateway_url(gw), client_id="test", mode="test", caps=["tool-events"], on_event=on_event
-            ) as client:
+            async with open_client(gw, caps=["tool-events"], on_event=on_event) as client:
                 msg = '[[tool:write {"path": "notes/a.txt", "content": "hello tools"}]] [[tool:read {"path": "notes/a.txt"}]]'
-                final = await client.request("agent", {"message": msg, "idempotencyKey": "loop"}, expect_final=True)
+                final = await client.request(
+                    "agent", {"message": msg, "idempotencyKey": "loop"}, expect_final=True
+                )
         text = final["result"]["payloads"][0]["text"]
         assert text.startswith("Tool results:") and "hello tools" in text
         workspace = tmp_path / "state" / "workspaces" / "main"
@@ -35,13 +37,22 @@ async def test_a_tool_loop_of_several_turns_writes_and_reads_in_the_workspace(tm
         rows = await store.list_sessions()
         entries = await store.load_entries(rows[0].sessionId)
     phases = [(d["phase"], d["name"]) for d in tool_events(events, "loop")]
-    assert phases == [("start", "write"), ("result", "write"), ("start", "read"), ("result", "read")]
+    assert phases == [
+        ("start", "write"),
+        ("result", "write"),
+        ("start", "read"),
+        ("result", "read"),
+    ]
     seqs = [p["seq"] for p in run_events(events, "loop")]
     assert seqs == list(range(1, len(seqs) + 1))
     kinds = [type(e.message).__name__ for e in entries]  # type: ignore[union-attr]
     assert kinds == [
-        "UserMessage", "AssistantMessage", "ToolResultMessage",
-        "AssistantMessage", "ToolResultMessage", "AssistantMessage",
+        "UserMessage",
+        "AssistantMessage",
+        "ToolResultMessage",
+        "AssistantMessage",
+        "ToolResultMessage",
+        "AssistantMessage",
     ]
 
 
@@ -53,13 +64,23 @@ async def test_tool_events_reach_only_capable_watching_connections(tmp_path: Pat
         url = gateway_url(gw)
         with trio.fail_after(20):
             async with (
-                open_gateway_client(url, client_id="test", mode="test", caps=["tool-events"], on_event=a_on) as a,
-                open_gateway_client(url, client_id="test", mode="test", caps=["tool-events"], on_event=b_on),
-                open_gateway_client(url, client_id="test", mode="test", on_event=c_on) as c,
+                open_gateway_client(
+                    url, client_id="test", mode="test", caps=["tool-events"], on_event=a_on
+                ) as a,
+                open_gateway_client(
+                    url, client_id="test", mode="test", caps=["tool-events"], on_event=b_on
+                ),
+                open_client(gw, on_event=c_on) as c,
             ):
                 msg = '[[tool:write {"path": "x.txt", "content": "1"}]]'
-                await a.request("agent", {"message": msg, "idempotencyKey": "ta"}, expect_final=True)
-                await c.request("agent", {"message": msg, "idempotencyKey": "tc", "sessionKey": "c"}, expect_final=True)
+                await a.request(
+                    "agent", {"message": msg, "idempotencyKey": "ta"}, expect_final=True
+                )
+                await c.request(
+                    "agent",
+                    {"message": msg, "idempotencyKey": "tc", "sessionKey": "c"},
+                    expect_final=True,
+                )
                 await a.request("health")
                 await c.request("health")
     assert len(tool_events(a_events, "ta")) == 2  # started it, advertised the capability
@@ -77,11 +98,11 @@ async def test_a_denied_tool_is_never_offered_and_never_runs(tmp_path: Path) -> 
     config = local_config(tools__deny=["exec"])
     async with running_gateway(tmp_path, config) as gw:
         with trio.fail_after(20):
-            async with open_gateway_client(
-                gateway_url(gw), client_id="test", mode="test", caps=["tool-events"], on_event=on_event
-            ) as client:
+            async with open_client(gw, caps=["tool-events"], on_event=on_event) as client:
                 msg = '[[tool:exec {"command": "touch pwned"}]]'
-                final = await client.request("agent", {"message": msg, "idempotencyKey": "deny"}, expect_final=True)
+                final = await client.request(
+                    "agent", {"message": msg, "idempotencyKey": "deny"}, expect_final=True
+                )
     assert "exec failed" in final["result"]["payloads"][0]["text"]
     assert "not available" in final["result"]["payloads"][0]["text"]
     assert not (tmp_path / "state" / "workspaces" / "main" / "pwned").exists()
@@ -90,9 +111,11 @@ async def test_a_denied_tool_is_never_offered_and_never_runs(tmp_path: Path) -> 
 async def test_sandbox_refusals_reach_the_model_as_tool_errors(tmp_path: Path) -> None:
     async with running_gateway(tmp_path) as gw:
         with trio.fail_after(20):
-            async with open_gateway_client(gateway_url(gw), client_id="test", mode="test") as client:
+            async with open_client(gw) as client:
                 msg = '[[tool:read {"path": "../../etc/passwd"}]]'
-                final = await client.request("agent", {"message": msg, "idempotencyKey": "esc"}, expect_final=True)
+                final = await client.request(
+                    "agent", {"message": msg, "idempotencyKey": "esc"}, expect_final=True
+                )
     text = final["result"]["payloads"][0]["text"]
     assert "read failed" in text and "escapes the workspace" in text
 
@@ -132,16 +155,25 @@ async def test_hooks_block_claim_and_shape_the_run(tmp_path: Path) -> None:
         hooks.register("llm_input", llm_input, plugin_id="spy")
         hooks.register("before_agent_reply", claim, plugin_id="pinger")
         with trio.fail_after(20):
-            async with open_gateway_client(gateway_url(gw), client_id="test", mode="test", caps=["tool-events"], on_event=on_event) as client:
+            async with open_client(gw, caps=["tool-events"], on_event=on_event) as client:
                 final = await client.request(
-                    "agent", {"message": '[[tool:exec {"command": "echo hi"}]]', "idempotencyKey": "h1"}, expect_final=True
+                    "agent",
+                    {"message": '[[tool:exec {"command": "echo hi"}]]', "idempotencyKey": "h1"},
+                    expect_final=True,
                 )
                 assert "tool call blocked: no shell here" in final["result"]["payloads"][0]["text"]
                 ok = await client.request(
-                    "agent", {"message": '[[tool:write {"path": "f", "content": "x"}]]', "idempotencyKey": "h2"}, expect_final=True
+                    "agent",
+                    {
+                        "message": '[[tool:write {"path": "f", "content": "x"}]]',
+                        "idempotencyKey": "h2",
+                    },
+                    expect_final=True,
                 )
                 assert ok["status"] == "ok" and "write:" in ok["result"]["payloads"][0]["text"]
-                claimed = await client.request("agent", {"message": "ping", "idempotencyKey": "h3"}, expect_final=True)
+                claimed = await client.request(
+                    "agent", {"message": "ping", "idempotencyKey": "h3"}, expect_final=True
+                )
                 assert claimed["result"]["payloads"] == [{"text": "pong (from a plugin)"}]
     assert seen["system"].endswith("Be brief.")
     results = [d for d in tool_events(events, "h1") if d["phase"] == "result"]
@@ -152,9 +184,14 @@ async def test_the_message_tool_sends_a_chat_message_and_dedupes_the_reply(tmp_p
     events, on_event = recorder_events()
     async with running_gateway(tmp_path) as gw:
         with trio.fail_after(20):
-            async with open_gateway_client(gateway_url(gw), client_id="test", mode="test", on_event=on_event) as client:
+            async with open_client(gw, on_event=on_event) as client:
                 final = await client.request(
-                    "agent", {"message": '[[tool:message {"text": "Hi from the tool"}]]', "idempotencyKey": "m1"}, expect_final=True
+                    "agent",
+                    {
+                        "message": '[[tool:message {"text": "Hi from the tool"}]]',
+                        "idempotencyKey": "m1",
+                    },
+                    expect_final=True,
                 )
     assert final["status"] == "ok"
     sent = [p for (e, p, _s) in events if e == "chat" and p["runId"].startswith("message-m1")]

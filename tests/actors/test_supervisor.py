@@ -1,0 +1,203 @@
+"""The supervisor and session actors without sockets: lanes, crashes, restarts, hub routing.
+
+Runs are submitted the way the `agent` method does it; events are caught by an in-memory
+subscriber (in addition to the socket tests in tests/e2e, not instead of them)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+import trio
+
+from actors import (
+    EventHub,
+    RunRecord,
+    RunRequest,
+    SessionActor,
+    Supervisor,
+    open_store,
+    open_supervisor,
+)
+from runtime._generation import build_generation
+from tests.conftest import local_config
+
+
+class Sink:
+    """A hub subscriber that decodes what it gets."""
+
+    def __init__(self, conn_id: str = "sink", tools: bool = False) -> None:
+        self._id = conn_id
+        self._tools = tools
+        self.frames: list[dict[str, Any]] = []
+
+    @property
+    def conn_id(self) -> str:
+        return self._id
+
+    @property
+    def wants_tool_events(self) -> bool:
+        return self._tools
+
+    def push_event(self, frame: bytes) -> None:
+        self.frames.append(msgspec.json.decode(frame))
+
+    def agent(self, run_id: str) -> list[dict[str, Any]]:
+        return [
+            f["payload"]
+            for f in self.frames
+            if f["event"] == "agent" and f["payload"]["runId"] == run_id
+        ]
+
+
+@asynccontextmanager
+async def supervisor(tmp_path: Path, **config: Any) -> AsyncIterator[tuple[Supervisor, Sink]]:
+    gen = build_generation(local_config(**config), 1)
+    async with (
+        open_store(tmp_path / "db.sqlite") as store,
+        open_supervisor(generation=gen, store=store, workspace_root=tmp_path / "ws") as sup,
+    ):
+        sink = Sink()
+        sup.hub.attach(sink, scoped=False, can_read=True)
+        yield sup, sink
+
+
+async def submit(sup: Supervisor, key: str, run_id: str, message: str, **kw: Any) -> RunRecord:
+    actor = await sup.session(f"agent:main:{key}", "main")
+    assert actor.row is not None
+    record = RunRecord(
+        run_id=run_id,
+        session_key=actor.key,
+        session_id=actor.row.sessionId,
+        agent_id="main",
+        accepted_at=0,
+    )
+    sup.registry.add(record)
+    sup.hub.open_run(run_id, actor.key, session_id=actor.row.sessionId, agent_id="main")
+    sup.submit(actor, RunRequest(record=record, message=message, **kw))
+    return record
+
+
+async def test_a_crashing_actor_is_contained_and_others_finish(
+    tmp_path: Path, monkeypatch, caplog
+) -> None:
+    original = SessionActor._record_end
+
+    def crash(self: SessionActor, *args: Any) -> None:
+        if self.key.endswith(":crashy"):
+            raise RuntimeError("injected crash")
+        original(self, *args)
+
+    monkeypatch.setattr(SessionActor, "_record_end", crash)
+    caplog.set_level(logging.ERROR)
+    with trio.fail_after(10):
+        async with supervisor(tmp_path) as (sup, sink):
+            bad = await submit(sup, "crashy", "bad1", "[[deltas:2]] x")
+            bad2 = await submit(sup, "crashy", "bad2", "[[deltas:2]] y")
+            good = [await submit(sup, f"fine{i}", f"good{i}", "[[deltas:3]] z") for i in range(3)]
+            for r in [bad, bad2, *good]:
+                await r.done.wait()
+            assert all(r.status == "ok" for r in good)
+            # The crashed runs still ended with exactly one terminal event and woke waiters.
+            for run_id in ("bad1", "bad2"):
+                ends = [e for e in sink.agent(run_id) if e["data"].get("phase") in ("end", "error")]
+                assert len(ends) == 1
+            assert sup.statistics().crashes == 2
+    assert "session actor agent:main:crashy crashed" in caplog.text
+
+
+async def test_restart_intensity_then_errors_until_the_period_passes(
+    tmp_path: Path, monkeypatch, mock_clock
+) -> None:
+    original = SessionActor._record_end
+
+    def crash(self: SessionActor, *args: Any) -> None:
+        original(self, *args)
+        raise RuntimeError("injected crash")
+
+    monkeypatch.setattr(SessionActor, "_record_end", crash)
+    with trio.fail_after(60):
+        async with supervisor(tmp_path) as (sup, _sink):
+            records = [await submit(sup, "loop", f"r{i}", "x") for i in range(4)]
+            for r in records:
+                await r.done.wait()
+            assert [r.status for r in records] == ["ok"] * 4
+            failed = await submit(sup, "loop", "r4", "x")
+            await failed.done.wait()
+            assert failed.status == "error" and "repeated crashes" in (failed.error or "")
+            monkeypatch.setattr(SessionActor, "_record_end", original)
+            mock_clock.jump(6)  # virtual time: the restart period passes
+            recovered = await submit(sup, "loop", "r5", "x")
+            await recovered.done.wait()
+            assert recovered.status == "ok"
+
+
+async def test_abort_while_queued_ends_the_run_without_running_it(tmp_path: Path) -> None:
+    with trio.fail_after(10):
+        async with supervisor(tmp_path) as (sup, sink):
+            first = await submit(sup, "q", "q1", "[[stall]] x")
+            second = await submit(sup, "q", "q2", "y")
+            await trio.testing.wait_all_tasks_blocked()
+            assert second.status == "queued"
+            record: RunRecord = second  # (mypy narrowed the literal above)
+            record.abort("rpc")
+            first.abort("rpc")
+            await record.done.wait()
+            assert record.status == "aborted" and first.status == "aborted"
+            life = [e["data"] for e in sink.agent("q2") if e["stream"] == "lifecycle"]
+            assert [d["phase"] for d in life] == ["start", "end"] and life[1]["stopReason"] == "rpc"
+            assert sup.statistics().lane_in_use == 0
+
+
+async def test_a_run_keeps_its_generation_when_a_new_one_is_published(tmp_path: Path) -> None:
+    with trio.fail_after(10):
+        async with supervisor(tmp_path) as (sup, _sink):
+            running = await submit(sup, "g", "g1", "[[deltas:3]] [[delay:20]] a b c")
+            await trio.testing.wait_all_tasks_blocked()
+            sup.publish(build_generation(local_config(), 2))
+            await running.done.wait()
+            assert running.generation == 1
+            after = await submit(sup, "g", "g2", "x")
+            await after.done.wait()
+            assert after.generation == 2
+            assert after.final is not None and after.final["meta"]["generation"] == 2
+            with pytest.raises(ValueError, match="not newer"):
+                sup.publish(build_generation(local_config(), 2))
+
+
+async def test_idle_actors_are_reaped(tmp_path: Path) -> None:
+    with trio.fail_after(10):
+        async with supervisor(tmp_path) as (sup, _sink):
+            r = await submit(sup, "idle", "i1", "x")
+            await r.done.wait()
+            assert sup.peek_session("agent:main:idle") is not None
+            assert sup.reap_idle(now=10**9) == 1
+            assert sup.peek_session("agent:main:idle") is None
+            # The session comes back from the store with its id.
+            actor = await sup.session("agent:main:idle", "main")
+            assert actor.row is not None and actor.row.lastRunId == "i1"
+
+
+def test_hub_seq_spaces_are_gap_free_for_each_audience() -> None:
+    hub = EventHub()
+    tools_watcher = Sink("a", tools=True)
+    broadcast = Sink("b", tools=True)
+    plain_owner = Sink("c", tools=False)
+    hub.attach(tools_watcher, scoped=True, can_read=True)
+    hub.attach(broadcast, scoped=False, can_read=True)
+    hub.attach(plain_owner, scoped=True, can_read=True)
+    hub.open_run("r", "agent:main:x", owner=tools_watcher)
+    hub.add_owner("r", plain_owner)
+    for stream in ["lifecycle", "assistant", "tool", "tool", "assistant", "lifecycle"]:
+        hub.emit_agent("r", stream, {"phase": "x"})
+    assert [e["seq"] for e in tools_watcher.agent("r")] == [1, 2, 3, 4, 5, 6]
+    assert [e["seq"] for e in broadcast.agent("r")] == [1, 2, 3, 4]
+    assert [e["seq"] for e in plain_owner.agent("r")] == [1, 2, 3, 4]
+    assert hub.statistics().encodes == 10  # 6 in the full space + 4 in the public one: each once
+    replay = hub.replay("r", 2, full=False)
+    assert replay is not None and not replay.gap and len(replay.frames) == 2
