@@ -113,6 +113,7 @@ class EventHub:
         self._broadcast: set[Subscriber] = set()
         self._watchers: dict[str, set[Subscriber]] = {}
         self._runs: dict[str, _RunStream] = {}
+        self._changes: set[Subscriber] = set()
         self._finished: collections.OrderedDict[str, _RunStream] = collections.OrderedDict()
         self._events = 0
         self._delivered = 0
@@ -130,6 +131,7 @@ class EventHub:
         """Forget a connection everywhere (its subscriptions end with it)."""
         self._attached.pop(sub.conn_id, None)
         self._broadcast.discard(sub)
+        self._changes.discard(sub)
         for key in [k for k, subs in self._watchers.items() if sub in subs]:
             subs = self._watchers[key]
             subs.discard(sub)
@@ -152,6 +154,27 @@ class EventHub:
 
     def session_watchers(self, session_key: str) -> set[Subscriber]:
         return self._watchers.get(session_key, set())
+
+    def subscribe_changes(self, sub: Subscriber) -> None:
+        """`sessions.subscribe`: receive `sessions.changed`."""
+        self._changes.add(sub)
+
+    def unsubscribe_changes(self, sub: Subscriber) -> bool:
+        if sub in self._changes:
+            self._changes.discard(sub)
+            return True
+        return False
+
+    def sessions_changed(self, payload: dict[str, Any]) -> None:
+        """Deliver one `sessions.changed` event to its subscribers (encoded once)."""
+        if self._changes:
+            self.send_to(list(self._changes), "sessions.changed", payload)
+
+    def session_message(self, session_key: str, payload: dict[str, Any]) -> None:
+        """Deliver one `session.message` event to the session's watchers."""
+        watchers = self._watchers.get(session_key)
+        if watchers:
+            self.send_to(list(watchers), "session.message", payload)
 
     # --- runs -----------------------------------------------------------------------------
 
@@ -219,7 +242,13 @@ class EventHub:
             sessionId=rs.session_id,
             agentId=rs.agent_id,
         )
-        public = None if is_tool else msgspec.structs.replace(full, seq=rs.seq_public)
+        if is_tool:
+            public = None
+        elif rs.seq_public == rs.seq_all:
+            public = full  # no tool event so far: both spaces number alike, one payload
+        else:
+            public = msgspec.structs.replace(full, seq=rs.seq_public)
+        same = public is full
         rs.replay.append(_Event(rs.seq_all, 0 if is_tool else rs.seq_public, full, public))
         self._events += 1
         watch, broadcast = self._targets(rs)
@@ -227,7 +256,7 @@ class EventHub:
         public_frame: bytes | None = None
         delivered = 0
         for sub in watch:
-            if sub.wants_tool_events:
+            if same or sub.wants_tool_events:
                 if full_frame is None:
                     full_frame = encode_event("agent", full)
                     self._encodes += 1
@@ -240,6 +269,8 @@ class EventHub:
                 sub.push_event(public_frame)
                 delivered += 1
         if public is not None:
+            if same:
+                public_frame = full_frame
             for sub in broadcast:
                 if sub in watch:
                     continue

@@ -24,7 +24,9 @@ FINISHED_RUN_TTL_S: Final = 600.0
 FINISHED_RUN_MAX: Final = 10_000
 
 RunStatus = Literal["queued", "running", "ok", "error", "aborted"]
-AbortReason = Literal["rpc", "stop", "timeout", "interrupt", "shutdown", "disconnect"]
+AbortReason = Literal[
+    "rpc", "stop", "timeout", "interrupt", "shutdown", "disconnect", "dropped", "reset", "deleted"
+]
 
 
 @attrs.define(eq=False)

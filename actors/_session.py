@@ -22,10 +22,11 @@ import attrs
 import msgspec
 import trio
 
-from runtime._agent import RunProgress, now_ms
+from runtime._agent import RunProgress, SteerInbox, now_ms
 from runtime._generation import GenerationError, ModelRuntimeGeneration
 from runtime._reply import ToolErrorInfo, build_final_payloads
 from runtime._sessions import (
+    MessageEntry,
     SessionRow,
     TranscriptBuilder,
     TranscriptEntry,
@@ -39,7 +40,8 @@ from runtime.llm._types import AssistantMessage, Message, ProviderError, TextCon
 
 from ._chat import ChatStream, assistant_message
 from ._hub import Subscriber
-from ._registry import RunRecord
+from ._lane import Lane, QueueMode, QueueSettings, normalize_drop, normalize_mode
+from ._registry import AbortReason, RunRecord
 
 if TYPE_CHECKING:
     from ._supervisor import Supervisor
@@ -58,6 +60,16 @@ class RunRequest:
     extra_system_prompt: str | None = None
     owner: Subscriber | None = None
     reset: bool = False
+    reset_reason: str = "reset"
+    queue_mode: QueueMode = "followup"
+    origin: str = "webchat"
+    lane: str = "main"
+    prompt: str | None = None
+    followers: list[RunRequest] = attrs.field(factory=list)
+    inbox: SteerInbox | None = None
+    queued_while_busy: bool = False
+    debounce: bool = False
+    """Chat messages queued while busy wait out `debounceMs`; `agent` runs do not."""
 
 
 @attrs.define(eq=False)
@@ -67,8 +79,9 @@ class SessionActor:
     supervisor: Supervisor
     row: SessionRow | None = None
     loaded: trio.Event = attrs.field(factory=trio.Event)
-    queue: collections.deque[RunRequest] = attrs.field(factory=collections.deque)
+    lane: Lane = attrs.field(factory=Lane)
     running: RunRequest | None = None
+    last_enqueue: float = float("-inf")
     draining: bool = False
     last_active: float = attrs.field(factory=time.monotonic)
     crashes: collections.deque[float] = attrs.field(factory=collections.deque)
@@ -78,7 +91,200 @@ class SessionActor:
 
     @property
     def busy(self) -> bool:
-        return self.draining or bool(self.queue) or self.running is not None
+        return self.draining or bool(self.lane) or self.running is not None
+
+    @property
+    def queue(self) -> collections.deque[RunRequest]:
+        return self.lane.items
+
+    # --- queue modes ----------------------------------------------------------------------
+
+    def queue_settings(self, requested: str | None = None) -> QueueSettings:
+        """Mode: per-request > session setting > byChannel > messages.queue.mode > steer."""
+        conf = self.supervisor.generation.config.messages.queue
+        row = self.row
+        mode = (
+            normalize_mode(requested)
+            or normalize_mode(row.queueMode if row else None)
+            or normalize_mode(conf.byChannel.get("webchat"))
+            or normalize_mode(conf.mode)
+            or "steer"
+        )
+        return QueueSettings(
+            mode=mode,
+            debounce_ms=row.queueDebounceMs
+            if row and row.queueDebounceMs is not None
+            else conf.debounceMs,
+            cap=row.queueCap if row and row.queueCap else conf.cap,
+            drop=normalize_drop(row.queueDrop if row else None) or conf.drop,
+        )
+
+    def would_reject(self, settings: QueueSettings) -> bool:
+        return self.busy and settings.mode != "interrupt" and self.lane.would_reject(settings)
+
+    def enqueue(self, req: RunRequest, settings: QueueSettings) -> bool:
+        """Place a request per its queue mode. Returns True when the drain task must start.
+
+        Not a checkpoint. Raises `LaneFull` (drop policy `new`, queue at its cap)."""
+        req.queue_mode = settings.mode
+        if not self.busy:
+            self.lane.items.append(req)
+            return True
+        self.last_enqueue = trio.current_time()
+        req.queued_while_busy = True
+        running = self.running
+        if settings.mode == "interrupt":
+            for dropped in self.lane.clear():
+                self.finish_unrun(dropped, "interrupt")
+            if running is not None:
+                running.record.abort("interrupt")
+            self.lane.items.append(req)
+            return False
+        if (
+            settings.mode == "steer"
+            and running is not None
+            and running.inbox is not None
+            and running.inbox.offer(req.message)
+        ):
+            running.followers.append(req)
+            req.record.status = "running"
+            return False
+        for dropped in self.lane.offer(req, settings):
+            self.finish_unrun(dropped, "dropped")
+        return False
+
+    def abort(self, run_id: str | None, reason: AbortReason) -> list[str]:
+        """Abort queued turns first, then the active run (or just `run_id`). Not a checkpoint."""
+        aborted: list[str] = []
+        if run_id is not None:
+            queued = self.lane.remove(run_id)
+            if queued is not None:
+                self.finish_unrun(queued, reason)
+                return [run_id]
+            running = self.running
+            if (
+                running is not None
+                and running.record.run_id == run_id
+                and running.record.abort(reason)
+            ):
+                aborted.append(run_id)
+            return aborted
+        for queued in self.lane.clear():
+            self.finish_unrun(queued, reason)
+            aborted.append(queued.record.run_id)
+        running = self.running
+        if running is not None and running.record.abort(reason):
+            aborted.append(running.record.run_id)
+        return aborted
+
+    def finish_unrun(self, req: RunRequest, reason: AbortReason) -> None:
+        """End a request that never ran (dropped, cleared, aborted while queued)."""
+        sup = self.supervisor
+        rec = req.record
+        if rec.ended:
+            return
+        t = now_ms()
+        rec.aborted = True
+        rec.abort_reason = reason
+        rec.status = "aborted"
+        rec.started_at = rec.started_at or t
+        rec.ended_at = t
+        sup.hub.emit_agent(rec.run_id, "lifecycle", {"phase": "start", "startedAt": rec.started_at})
+        sup.hub.emit_agent(
+            rec.run_id,
+            "lifecycle",
+            {
+                "phase": "end",
+                "startedAt": rec.started_at,
+                "endedAt": t,
+                "aborted": True,
+                "stopReason": reason,
+            },
+        )
+        sup.hub.emit_chat(rec.run_id, "aborted", stopReason=reason)
+        rec.final = {
+            "payloads": [],
+            "meta": {"durationMs": 0, "aborted": True, "stopReason": reason},
+        }
+        sup.registry.finish(rec)
+        sup.hub.close_run(rec.run_id)
+
+    async def append_messages(self, messages: list[Message]) -> list[MessageEntry]:
+        """Append messages outside a run (`chat.inject`). A checkpoint (loads the transcript)."""
+        _, builder = await self._transcript()
+        assert self.row is not None and self._history is not None
+        entries = [builder.add_message(m) for m in messages]
+        self._history.extend(messages)
+        self.supervisor.store_append(self.row.sessionId, entries)
+        self.announce_messages(entries)
+        return entries
+
+    async def reset_and_announce(self, reason: str) -> SessionRow:
+        """`sessions.reset` / `/new` / `/reset`: a fresh session id, with the hooks around it.
+        A checkpoint (hooks, durable row write)."""
+        sup = self.supervisor
+        old = self.row
+        row = self.reset_session()
+        await sup.store.put_session_durable(row)
+        await sup.session_lifecycle(self, old, reason)
+        return row
+
+    def announce_messages(self, entries: list[MessageEntry]) -> None:
+        """`session.message` for each new transcript message, to the session's watchers."""
+        hub = self.supervisor.hub
+        if not hub.session_watchers(self.key):
+            return
+        base = len(self._history or []) - len(entries)
+        for i, entry in enumerate(entries, 1):
+            message = msgspec.to_builtins(entry.message)
+            message["__openclaw"] = {"id": entry.id, "seq": base + i}
+            hub.session_message(
+                self.key,
+                {
+                    "sessionKey": self.key,
+                    "message": message,
+                    "messageId": entry.id,
+                    "messageSeq": base + i,
+                },
+            )
+
+    def _finish_followers(self, host: RunRequest) -> None:
+        """Requests steered or coalesced into `host` end with it."""
+        sup = self.supervisor
+        h = host.record
+        for req in host.followers:
+            rec = req.record
+            if rec.ended:
+                continue
+            rec.started_at = rec.started_at or h.started_at or now_ms()
+            rec.ended_at = h.ended_at or now_ms()
+            rec.status = h.status
+            rec.aborted = h.aborted
+            rec.abort_reason = h.abort_reason
+            rec.error = h.error
+            rec.generation = h.generation
+            sup.hub.emit_agent(
+                rec.run_id, "lifecycle", {"phase": "start", "startedAt": rec.started_at}
+            )
+            if h.status == "error":
+                data: dict[str, Any] = {"phase": "error", "error": h.error or "run failed"}
+                sup.hub.emit_chat(rec.run_id, "error", errorMessage=h.error or "run failed")
+            else:
+                data = {"phase": "end", "aborted": h.aborted}
+                if h.aborted:
+                    data["stopReason"] = h.abort_reason
+                sup.hub.emit_chat(
+                    rec.run_id,
+                    "aborted" if h.aborted else "final",
+                    **({"stopReason": h.abort_reason} if h.aborted else {}),
+                )
+            data.update(startedAt=rec.started_at, endedAt=rec.ended_at, mergedInto=h.run_id)
+            sup.hub.emit_agent(rec.run_id, "lifecycle", data)
+            final = dict(h.final or {"payloads": [], "meta": {}})
+            final["meta"] = {**final.get("meta", {}), "mergedInto": h.run_id}
+            rec.final = final
+            sup.registry.finish(rec)
+            sup.hub.close_run(rec.run_id)
 
     # --- loading --------------------------------------------------------------------------
 
@@ -129,15 +335,37 @@ class SessionActor:
     # --- the lane -------------------------------------------------------------------------
 
     async def drain(self) -> None:
-        """Run queued requests in order until the queue is empty."""
-        while self.queue:
-            req = self.queue.popleft()
+        """Run queued turns in order until the lane is empty. Follow-ups wait out the
+        debounce (measured from the last message queued while busy) so bursts coalesce."""
+        while self.lane:
+            head = self.lane.items[0]
+            if head.queued_while_busy and head.debounce:
+                settings = self.queue_settings(None)
+                # The deadline moves while messages keep arriving: a timer, not a wait for
+                # another task.
+                while trio.current_time() < self.last_enqueue + settings.debounce_ms / 1000:  # noqa: ASYNC110
+                    await trio.sleep_until(self.last_enqueue + settings.debounce_ms / 1000)
+            turn = self.lane.take_next()
+            if turn is None:
+                break
+            req = turn.request
+            req.prompt = turn.prompt
+            req.followers.extend(turn.coalesced)
             self.running = req
             try:
                 await self._execute(req)
             finally:
                 self.running = None
                 self.last_active = time.monotonic()
+                if req.inbox is not None:
+                    # Steered messages the run could no longer take run as follow-ups.
+                    for text in req.inbox.close():
+                        follower = next((f for f in req.followers if f.message == text), None)
+                        if follower is not None:
+                            req.followers.remove(follower)
+                            follower.record.status = "queued"
+                            self.lane.items.appendleft(follower)
+                self._finish_followers(req)
 
     async def _execute(self, req: RunRequest) -> None:
         sup = self.supervisor
@@ -232,39 +460,55 @@ class SessionActor:
                 # supervisor), the run has its terminal event and its waiters wake.
                 sup.registry.finish(rec)
                 hub.close_run(rec.run_id)
+                hub.sessions_changed(
+                    {
+                        "sessionKey": self.key,
+                        "phase": "error" if rec.status == "error" else "end",
+                        "runId": rec.run_id,
+                        "ts": rec.ended_at or now_ms(),
+                    }
+                )
 
         outer_cancel = False
         try:
             with scope:
                 if trio.current_time() < self.failed_until:
                     raise _SessionFailed("session is restarting after repeated crashes")
-                async with sup.lane:
+                async with sup.lane_for(req.lane).hold():
                     generation: ModelRuntimeGeneration = sup.generation
                     stores = generation.fork_stores()
                     rec.generation = stores.generation
                     if req.timeout_s:
                         scope.deadline = trio.current_time() + req.timeout_s
                     if req.reset:
-                        self.reset_session()
-                        assert self.row is not None
-                        rec.session_id = self.row.sessionId
+                        row = await self.reset_and_announce(req.reset_reason)
+                        rec.session_id = row.sessionId
                         hub.open_run(rec.run_id, self.key, session_id=rec.session_id)
-                        sup.store_put_session(self.row)
                     rec.status = "running"
                     rec.started_at = now_ms()
                     hub.emit_agent(
                         rec.run_id, "lifecycle", {"phase": "start", "startedAt": rec.started_at}
                     )
+                    hub.sessions_changed(
+                        {
+                            "sessionKey": self.key,
+                            "phase": "start",
+                            "runId": rec.run_id,
+                            "ts": rec.started_at,
+                        }
+                    )
                     history, _ = await self._transcript()
                     agent = generation.agent(self.agent_id)
                     workspace = await sup.workspace_for(agent.id, agent.workspace)
                     tools = run_tools = sup.run_tools(self, rec, workspace, chat)
+                    req.inbox = SteerInbox()
                     spec = TurnSpec(
                         run_id=rec.run_id,
                         session_key=self.key,
                         session_id=rec.session_id,
                         agent_id=agent.id,
-                        message=req.message,
+                        message=req.prompt or req.message,
+                        steer_inbox=req.inbox,
                         history=list(history),
                         generation=generation,
                         stores=stores,
@@ -361,6 +605,7 @@ class SessionActor:
             entries = [self._builder.add_message(m) for m in messages]
             self._history.extend(messages)
             sup.store_append(self.row.sessionId, entries)
+            self.announce_messages(entries)
         usage = progress.usage
         self.row = msgspec.structs.replace(
             self.row,

@@ -27,7 +27,15 @@ import trio
 
 from runtime._config import ToolsConfig, llm_idle_timeout_seconds
 from runtime._generation import ModelRuntimeGeneration
-from runtime._hooks import HookRegistry, MessageSendingEvent, MessageSentEvent
+from runtime._hooks import (
+    HookRegistry,
+    InternalHookEvent,
+    InternalHooks,
+    MessageSendingEvent,
+    MessageSentEvent,
+    SessionEndEvent,
+    SessionStartEvent,
+)
 from runtime._plugins import PluginRegistry
 from runtime._sessions import SessionRow, TranscriptEntry, resolve_session_key
 from runtime._toolrunner import RunTools
@@ -35,6 +43,7 @@ from runtime.tools import ToolPolicy, builtin_tools, ensure_workspace
 
 from ._chat import ChatFlusher, ChatStream
 from ._hub import EventHub
+from ._lane import QueueSettings
 from ._registry import RunRecord, RunRegistry
 from ._session import RunRequest, SessionActor
 from ._store import Store
@@ -45,6 +54,56 @@ RESTART_INTENSITY: Final = 3
 RESTART_PERIOD_S: Final = 5.0
 IDLE_TTL_S: Final = 600.0
 REAP_INTERVAL_S: Final = 30.0
+
+
+SUBAGENT_LANE_CAP: Final = 8
+CRON_LANE_CAP: Final = 1
+NESTED_LANE_CAP: Final = 1
+
+
+@attrs.frozen
+class LaneStatistics:
+    name: str
+    capacity: int
+    in_use: int
+    waiting: int
+    acquired: int
+    wait_total_ms: float
+    wait_max_ms: float
+
+
+class GlobalLane:
+    """A global lane: a capacity limiter plus how long runs waited for it."""
+
+    def __init__(self, name: str, capacity: int) -> None:
+        self.name = name
+        self.limiter = trio.CapacityLimiter(capacity)
+        self._acquired = 0
+        self._wait_total = 0.0
+        self._wait_max = 0.0
+
+    @asynccontextmanager
+    async def hold(self) -> AsyncIterator[None]:
+        """Wait for a slot (a checkpoint; cancellable) and hold it; always released."""
+        t0 = trio.current_time()
+        async with self.limiter:
+            waited = trio.current_time() - t0
+            self._acquired += 1
+            self._wait_total += waited
+            self._wait_max = max(self._wait_max, waited)
+            yield
+
+    def statistics(self) -> LaneStatistics:
+        s = self.limiter.statistics()
+        return LaneStatistics(
+            name=self.name,
+            capacity=int(s.total_tokens),
+            in_use=s.borrowed_tokens,
+            waiting=s.tasks_waiting,
+            acquired=self._acquired,
+            wait_total_ms=self._wait_total * 1000,
+            wait_max_ms=self._wait_max * 1000,
+        )
 
 
 @attrs.frozen
@@ -95,12 +154,19 @@ class Supervisor:
         self.chat_flusher = ChatFlusher()
         self._nursery = nursery
         self._sessions: dict[str, SessionActor] = {}
-        self.lane = trio.CapacityLimiter(generation.config.agents.defaults.maxConcurrent)
+        self.lanes: dict[str, GlobalLane] = {
+            "main": GlobalLane("main", generation.config.agents.defaults.maxConcurrent),
+            "subagent": GlobalLane("subagent", SUBAGENT_LANE_CAP),
+            "cron": GlobalLane("cron", CRON_LANE_CAP),
+            "nested": GlobalLane("nested", NESTED_LANE_CAP),
+        }
+        self.lane = self.lanes["main"].limiter
         self._idle_ttl = idle_ttl_s
         self._crashes = 0
         self._backlog: collections.deque[tuple[str, Any]] = collections.deque()
         self._backlog_wake = trio.Event()
         self.hooks = HookRegistry()
+        self.internal_hooks = InternalHooks()
         self.plugins = PluginRegistry()
         self.workspace_root = workspace_root
         self._workspaces: dict[str, Path] = {}
@@ -118,7 +184,7 @@ class Supervisor:
         if generation.number <= old.number:
             raise ValueError(f"generation {generation.number} is not newer than {old.number}")
         self._generation = generation
-        self.lane.total_tokens = generation.config.agents.defaults.maxConcurrent
+        self.lane.total_tokens = generation.config.agents.defaults.maxConcurrent  # main lane
         return old
 
     def idle_timeout(self) -> float | None:
@@ -212,19 +278,77 @@ class Supervisor:
             raise RuntimeError(f"session {key} could not be loaded")
         return actor
 
+    async def forget_session(self, key: str, *, delete_transcript: bool = True) -> bool:
+        """Delete a session's row (and transcript) and forget its actor. A checkpoint."""
+        actor = self._sessions.pop(key, None)
+        if actor is not None and actor.row is not None and self.hooks.has("session_end"):
+            await self.hooks.fire(
+                "session_end",
+                SessionEndEvent(
+                    sessionId=actor.row.sessionId, sessionKey=key, messageCount=0, reason="deleted"
+                ),
+            )
+        return await self.store.delete_session(key, delete_transcript=delete_transcript)
+
+    async def session_lifecycle(
+        self, actor: SessionActor, old: SessionRow | None, reason: str
+    ) -> None:
+        """Hooks around a reset: `session_end` for the old id, `session_start` for the new
+        one, and the internal `command:new` / `command:reset` hook. A checkpoint."""
+        hooks = self.hooks
+        if old is not None and hooks.has("session_end"):
+            await hooks.fire(
+                "session_end",
+                SessionEndEvent(
+                    sessionId=old.sessionId,
+                    sessionKey=actor.key,
+                    messageCount=0,
+                    reason="new" if reason == "new" else "reset",
+                ),
+            )
+        if actor.row is not None and hooks.has("session_start"):
+            await hooks.fire(
+                "session_start",
+                SessionStartEvent(
+                    sessionId=actor.row.sessionId,
+                    sessionKey=actor.key,
+                    resumedFrom=old.sessionId if old else None,
+                ),
+            )
+        action = "new" if reason == "new" else "reset"
+        if self.internal_hooks.has_listeners("command", action):
+            await self.internal_hooks.trigger(
+                InternalHookEvent(
+                    type="command",
+                    action=action,
+                    sessionKey=actor.key,
+                    context={"previousSessionId": old.sessionId if old else None},
+                )
+            )
+        await trio.lowlevel.checkpoint()
+
     def peek_session(self, key: str) -> SessionActor | None:
         return self._sessions.get(key)
 
     def sessions(self) -> list[SessionActor]:
         return list(self._sessions.values())
 
-    def submit(self, actor: SessionActor, request: RunRequest) -> None:
-        """Queue a run on its session's lane. Not a checkpoint; never blocks."""
-        actor.queue.append(request)
+    def submit(
+        self, actor: SessionActor, request: RunRequest, settings: QueueSettings | None = None
+    ) -> None:
+        """Place a run on its session's lane per the queue mode. Not a checkpoint; never
+        blocks. Raises `LaneFull` when the queue is at its cap with drop policy `new`."""
+        actor.enqueue(request, settings or actor.queue_settings("followup"))
         actor.last_active = time.monotonic()
-        if not actor.draining:
+        if not actor.draining and actor.lane:
             actor.draining = True
             self._nursery.start_soon(self._drain, actor, name=f"session:{actor.key}")
+
+    def lane_for(self, name: str) -> GlobalLane:
+        lane = self.lanes.get(name)
+        if lane is None:
+            raise ValueError(f"unknown lane {name!r} (expected one of {', '.join(self.lanes)})")
+        return lane
 
     async def _drain(self, actor: SessionActor) -> None:
         try:

@@ -88,6 +88,46 @@ class NoTools:
         return ToolOutcome(message=message, result=text)
 
 
+@attrs.define(eq=False)
+class SteerInbox:
+    """Messages steered into a running run; taken at the next model/tool boundary.
+
+    `close()` is called when the run can no longer take messages; whatever is left is
+    returned so the owner can queue it as follow-ups. Synchronous; one trio thread.
+    """
+
+    _items: list[str] = attrs.field(factory=list)
+    _closed: bool = False
+
+    def offer(self, text: str) -> bool:
+        if self._closed:
+            return False
+        self._items.append(text)
+        return True
+
+    def pending(self) -> bool:
+        return bool(self._items)
+
+    def take(self) -> list[str]:
+        items, self._items = self._items, []
+        return items
+
+    def close(self) -> list[str]:
+        self._closed = True
+        return self.take()
+
+
+def _take_steered(inp: AgentRunInput) -> list[str]:
+    return inp.steer_inbox.take() if inp.steer_inbox is not None else []
+
+
+def _append_steered(steered: list[str], transcript: list[Message], progress: RunProgress) -> None:
+    for text in steered:
+        message = UserMessage(content=text, timestamp=now_ms())
+        transcript.append(message)
+        progress.messages.append(message)
+
+
 @attrs.frozen
 class AgentRunInput:
     run_id: str
@@ -106,6 +146,10 @@ class AgentRunInput:
     max_attempts: int = 3
     session_id: str = ""
     hooks: HookRegistry | None = None
+    steer_inbox: SteerInbox | None = None
+    resume: Sequence[Message] = ()
+    """Messages this run already produced after `user_message` (a retry after compaction
+    continues from them instead of starting over)."""
 
 
 @attrs.define
@@ -178,7 +222,11 @@ async def run_agent(inp: AgentRunInput, emit: Emit, progress: RunProgress) -> Ru
     Each model turn goes through `stream_with_retry`: retryable failures before any output
     are retried with backoff; the LLM idle watchdog (`idle_timeout`) aborts a silent stream.
     """
-    transcript: list[Message] = [*provider_history(inp.history), inp.user_message]
+    transcript: list[Message] = [
+        *provider_history(inp.history),
+        inp.user_message,
+        *provider_history(inp.resume),
+    ]
     specs = inp.tools.specs()
     hooks = inp.hooks
     while True:
@@ -269,8 +317,28 @@ async def run_agent(inp: AgentRunInput, emit: Emit, progress: RunProgress) -> Ru
             )
         progress.stop_reason = assistant.stopReason
         if not calls:
-            return progress
-        for call in calls:
+            steered = _take_steered(inp)
+            if not steered:
+                return progress
+            _append_steered(steered, transcript, progress)
+            if progress.turns >= inp.max_iterations:
+                progress.stop_reason = "length"
+                return progress
+            continue
+        for i, call in enumerate(calls):
+            if inp.steer_inbox is not None and inp.steer_inbox.pending():
+                # A steering message arrived: the rest of this turn's tool calls are skipped.
+                for skipped in calls[i:]:
+                    message = ToolResultMessage(
+                        toolCallId=skipped.id,
+                        toolName=skipped.name,
+                        content=[TextContent("skipped: the user sent a new message")],
+                        isError=True,
+                        timestamp=now_ms(),
+                    )
+                    transcript.append(message)
+                    progress.messages.append(message)
+                break
             emit(
                 "tool",
                 {
@@ -293,6 +361,9 @@ async def run_agent(inp: AgentRunInput, emit: Emit, progress: RunProgress) -> Ru
             emit("tool", data)
             transcript.append(outcome.message)
             progress.messages.append(outcome.message)
+        steered = _take_steered(inp)
+        if steered:
+            _append_steered(steered, transcript, progress)
         if progress.turns >= inp.max_iterations:
             progress.stop_reason = "length"
             return progress

@@ -4,18 +4,37 @@ Unknown keys and wrong types are errors that name the key path (`ConfigError`). 
 values may reference environment variables as `${VAR}` (for secrets); a missing variable is
 an error naming the key path too.
 
+Also here, because they are about the file rather than what is built from it:
+
+- per-agent auth profile stores (`<state-dir>/agents/<agentId>/auth-profiles.json`, OpenClaw's
+  `{version, profiles{id: {type: api_key|token|oauth, provider, ...}}, order, lastGood}`),
+  decoded by `parse_auth_profiles` / `load_auth_profiles`;
+- `ConfigSnapshot` (`read_config_snapshot`): the file as `config.get` shows it: raw text,
+  parsed JSON, the decoded config, its content hash (the `baseHash` of optimistic writes),
+  and the issues when it does not decode;
+- the write side of `config.patch`/`config.set`: `apply_merge_patch` (RFC 7396, arrays of
+  `{id}` objects merged by id, destructive array replacement only under `replacePaths`),
+  `redact_config`/`restore_redacted` (OpenClaw's `__OPENCLAW_REDACTED__` round trip), and
+  `write_config_text` (atomic replace).
+
 Errors in this module:
 - `ConfigError`: the file cannot be read or decoded; `path` names the offending key.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
+import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Any, Final, Literal
 
+import attrs
 import msgspec
+
+from .llm._retry import resolve_idle_timeout
 
 DEFAULT_PORT: Final = 18789
 DEFAULT_TIMEOUT_SECONDS: Final = 172_800
@@ -70,6 +89,9 @@ class ProviderConfig(_Strict, frozen=True):
     api: Api = "openai-completions"
     baseUrl: str | None = None
     apiKey: str | None = None
+    # How the provider authenticates (OpenClaw's `auth`); "none" (clawlane) marks a provider
+    # that needs no credential. Loopback base URLs never need one.
+    auth: Literal["api-key", "token", "oauth", "none"] | None = None
     headers: dict[str, str] | None = None
     models: list[ModelDefinition] = []
     timeoutSeconds: Annotated[float, msgspec.Meta(gt=0)] | None = None
@@ -120,14 +142,34 @@ def run_timeout_seconds(defaults: AgentDefaults) -> float | None:
     return float(value) or None
 
 
-def llm_idle_timeout_seconds(defaults: AgentDefaults, *, cron: bool = False) -> float | None:
+def llm_idle_timeout_seconds(
+    defaults: AgentDefaults, *, cron: bool = False, provider_timeout_seconds: float | None = None
+) -> float | None:
     """The LLM idle window: `llm.idleTimeoutSeconds` (0 disables); unset → the configured
-    `timeoutSeconds`, else 60 s; cron runs with neither configured have no watchdog."""
-    if defaults.llm.idleTimeoutSeconds is not None:
-        return float(defaults.llm.idleTimeoutSeconds) or None
-    if defaults.timeoutSeconds is not None:
-        return float(defaults.timeoutSeconds) or None
-    return None if cron else 60.0
+    `timeoutSeconds`, else 60 s; cron runs with neither configured have no watchdog. A
+    provider's `timeoutSeconds` extends the window (`llm._retry.resolve_idle_timeout`)."""
+    return resolve_idle_timeout(
+        defaults.llm.idleTimeoutSeconds,
+        provider_timeout_seconds,
+        run_timeout_seconds=defaults.timeoutSeconds,
+        cron=cron,
+    )
+
+
+class AuthProfileConfig(_Strict, frozen=True):
+    """`auth.profiles.<id>`: OpenClaw keeps only metadata here (`provider`, `mode`, `email`);
+    clawlane also accepts the secret itself (`key` / `token`, usually `${VAR}`)."""
+
+    provider: Annotated[str, msgspec.Meta(min_length=1)]
+    mode: Literal["api_key", "token", "oauth"] = "api_key"
+    email: str | None = None
+    key: str | None = None
+    token: str | None = None
+
+
+class AuthConfig(_Strict, frozen=True):
+    profiles: dict[str, AuthProfileConfig] = {}
+    order: dict[str, list[str]] = {}
 
 
 class AgentEntry(_Strict, frozen=True):
@@ -136,6 +178,8 @@ class AgentEntry(_Strict, frozen=True):
     default: bool = False
     workspace: str | None = None
     model: str | AgentModelConfig | None = None
+    models: dict[str, AgentModelPolicy] = {}
+    auth: AuthConfig | None = None
     tools: ToolsConfig | None = None
 
 
@@ -162,6 +206,7 @@ class PluginsConfig(_Strict, frozen=True):
 
 class Config(_Strict, frozen=True):
     gateway: GatewayConfig = GatewayConfig()
+    auth: AuthConfig = AuthConfig()
     models: ModelsConfig = ModelsConfig()
     agents: AgentsConfig = AgentsConfig()
     messages: MessagesConfig = MessagesConfig()
@@ -217,9 +262,66 @@ def parse_config(raw: Any, *, env: dict[str, str] | None = None) -> Config:
         m = _PATH_IN_MSG.search(text)
         path = _dotted(m.group(1)) if m else ""
         message = text[: m.start()] if m else text
+        if "[...]" in path:
+            path = _name_dict_keys(raw, path, message, Config)
         raise ConfigError(message, path=path) from exc
     _check(config)
     return config
+
+
+_SEGMENT: Final = re.compile(r"\.?([^.\[]+)|\[(\d+|\.\.\.)\]")
+
+
+def _name_dict_keys(raw: dict[str, Any], path: str, message: str, type_: type[Any]) -> str:
+    """msgspec writes a dict value's key as `[...]`; find the key whose value fails with the
+    same message (errors only, so trying each entry is fine)."""
+    segments = [(m.group(1), m.group(2)) for m in _SEGMENT.finditer(path)]
+    named: list[str] = []
+    for i, (key, index) in enumerate(segments):
+        if index != "...":
+            named.append(key if key is not None else f"[{index}]")
+            continue
+        container = _walk(raw, segments[:i])
+        found = None
+        if isinstance(container, dict):
+            for k in container:
+                trial = _with_only(raw, segments[:i], k)
+                try:
+                    msgspec.convert(trial, type_)
+                except msgspec.ValidationError as exc:
+                    if str(exc).startswith(message):
+                        found = k
+                        break
+        if found is None:
+            return path
+        named.append(f"[{found}]" if "." in found or "/" in found else found)
+        segments[i] = (found, None)
+    out = ""
+    for part in named:
+        out += part if part.startswith("[") or not out else f".{part}"
+    return out
+
+
+def _walk(raw: Any, segments: list[tuple[str | None, str | None]]) -> Any:
+    node = raw
+    for key, index in segments:
+        if key is not None:
+            node = node.get(key) if isinstance(node, dict) else None
+        elif index is not None and index.isdigit():
+            node = node[int(index)] if isinstance(node, list) and int(index) < len(node) else None
+    return node
+
+
+def _with_only(raw: Any, segments: list[tuple[str | None, str | None]], keep: str) -> Any:
+    if not segments:
+        return {keep: raw[keep]} if isinstance(raw, dict) else raw
+    (key, index), rest = segments[0], segments[1:]
+    if key is not None and isinstance(raw, dict):
+        return {**raw, key: _with_only(raw.get(key), rest, keep)}
+    if index is not None and index.isdigit() and isinstance(raw, list):
+        i = int(index)
+        return [*raw[:i], _with_only(raw[i], rest, keep), *raw[i + 1 :]]
+    return raw
 
 
 def _check(config: Config) -> None:
@@ -231,6 +333,18 @@ def _check(config: Config) -> None:
         if agent.id in seen:
             raise ConfigError(f"duplicate agent id {agent.id!r}", path=f"agents.list[{i}].id")
         seen.add(agent.id)
+        for ref in agent.models:
+            _check_model_key(ref, f"agents.list[{i}].models")
+    for ref in config.agents.defaults.models:
+        _check_model_key(ref, "agents.defaults.models")
+
+
+def _check_model_key(ref: str, path: str) -> None:
+    provider, sep, model = ref.partition("/")
+    if not sep or not provider or not model:
+        raise ConfigError(
+            f'model keys are "provider/model" or "provider/*", got {ref!r}', path=path
+        )
 
 
 def load_config(path: Path, *, env: dict[str, str] | None = None) -> Config:
@@ -259,6 +373,314 @@ def config_to_builtins(config: Config) -> dict[str, Any]:
 
 def config_hash(config: Config) -> str:
     """A stable content hash of the effective config (sorted keys)."""
-    import hashlib
-
     return hashlib.sha256(_config_encoder.encode(config)).hexdigest()
+
+
+# --- auth profile stores (auth-profiles.json) ------------------------------------------------
+
+AUTH_PROFILES_FILENAME: Final = "auth-profiles.json"
+
+
+class ApiKeyCredential(msgspec.Struct, frozen=True, tag="api_key", tag_field="type"):
+    provider: Annotated[str, msgspec.Meta(min_length=1)]
+    key: str | None = None
+    email: str | None = None
+
+
+class TokenCredential(msgspec.Struct, frozen=True, tag="token", tag_field="type"):
+    provider: Annotated[str, msgspec.Meta(min_length=1)]
+    token: str
+    expires: int | None = None
+    email: str | None = None
+
+
+class OAuthCredential(msgspec.Struct, frozen=True, tag="oauth", tag_field="type"):
+    """OAuth credentials (refreshing them is not clawlane's business: the access token is used
+    as a bearer token until `expires`)."""
+
+    provider: Annotated[str, msgspec.Meta(min_length=1)]
+    access: str
+    refresh: str | None = None
+    expires: int | None = None
+    email: str | None = None
+
+
+AuthCredential = ApiKeyCredential | TokenCredential | OAuthCredential
+
+
+class AuthProfilesFile(msgspec.Struct, frozen=True):
+    """One agent's `auth-profiles.json` (OpenClaw's store; unknown keys such as `usageStats`
+    details are tolerated: other tools write this file too)."""
+
+    version: int = 1
+    profiles: dict[str, AuthCredential] = {}
+    order: dict[str, list[str]] = {}
+    lastGood: dict[str, str] = {}
+
+
+def auth_profiles_path(state_dir: Path, agent_id: str) -> Path:
+    """`<state-dir>/agents/<agentId>/auth-profiles.json`."""
+    return state_dir / "agents" / agent_id / AUTH_PROFILES_FILENAME
+
+
+def parse_auth_profiles(data: bytes, *, source: str) -> AuthProfilesFile:
+    """Decode an auth profile store. `ConfigError.path` is `<source>:<key path>`."""
+    try:
+        raw = msgspec.json.decode(data)
+    except msgspec.DecodeError as exc:
+        raise ConfigError(f"not valid JSON: {exc}", path=source) from exc
+    try:
+        return msgspec.convert(raw, AuthProfilesFile)
+    except msgspec.ValidationError as exc:
+        text = str(exc)
+        m = _PATH_IN_MSG.search(text)
+        key = _dotted(m.group(1)) if m else ""
+        message = text[: m.start()] if m else text
+        if "[...]" in key and isinstance(raw, dict):
+            key = _name_dict_keys(raw, key, message, AuthProfilesFile)
+        raise ConfigError(message, path=f"{source}:{key}" if key else source) from exc
+
+
+def load_auth_profiles(path: Path) -> tuple[AuthProfilesFile, str] | None:
+    """Read an auth profile store and its content hash; None when the file does not exist.
+    Blocking I/O (call it from a worker thread on a trio task)."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror}") from exc
+    return parse_auth_profiles(data, source=str(path)), hashlib.sha256(data).hexdigest()
+
+
+# --- the file as config.get shows it ----------------------------------------------------------
+
+MISSING_FILE_HASH: Final = hashlib.sha256(b"clawlane:config-file-missing").hexdigest()
+
+
+def hash_config_raw(raw: str | None) -> str:
+    """The content hash of the config file text (the `baseHash` of optimistic writes); a
+    missing file has its own token, so missing-then-empty is a change."""
+    if raw is None:
+        return MISSING_FILE_HASH
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
+@attrs.frozen
+class ConfigIssue:
+    path: str
+    message: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"path": self.path, "message": self.message}
+
+
+@attrs.frozen
+class ConfigSnapshot:
+    """The config file at one moment: its text, what it decodes to, and its hash.
+
+    `config` is None when the file does not decode (`issues` says why); a missing file is
+    valid and decodes to the defaults (`exists` False, `raw` None).
+    """
+
+    path: Path | None
+    exists: bool
+    raw: str | None
+    parsed: Any
+    resolved: Any
+    config: Config | None
+    hash: str
+    issues: tuple[ConfigIssue, ...] = ()
+
+    @property
+    def valid(self) -> bool:
+        return self.config is not None
+
+    def require(self) -> Config:
+        """The decoded config, or the first issue as a `ConfigError`."""
+        if self.config is None:
+            issue = self.issues[0] if self.issues else ConfigIssue("", "invalid config")
+            raise ConfigError(issue.message, path=issue.path)
+        return self.config
+
+
+def snapshot_from_text(
+    raw: str | None, *, path: Path | None = None, env: dict[str, str] | None = None
+) -> ConfigSnapshot:
+    """Decode config text (None: no file) into a snapshot. Never raises `ConfigError`."""
+    digest = hash_config_raw(raw)
+    if raw is None:
+        return ConfigSnapshot(path, False, None, {}, {}, Config(), digest)
+    try:
+        parsed = msgspec.json.decode(raw)
+    except msgspec.DecodeError as exc:
+        issue = ConfigIssue("", f"not valid JSON: {exc}")
+        return ConfigSnapshot(path, True, raw, None, None, None, digest, (issue,))
+    resolved: Any = None
+    try:
+        if isinstance(parsed, dict):
+            resolved = _substitute(parsed, "", dict(os.environ) if env is None else env)
+        config = parse_config(parsed, env=env)
+    except ConfigError as exc:
+        message = str(exc).split(": ", 1)[1] if exc.path and ": " in str(exc) else str(exc)
+        if not exc.path and message.startswith("config error: "):
+            message = message[len("config error: ") :]
+        issue = ConfigIssue(exc.path, message)
+        return ConfigSnapshot(path, True, raw, parsed, resolved, None, digest, (issue,))
+    return ConfigSnapshot(path, True, raw, parsed, resolved, config, digest)
+
+
+def read_config_snapshot(path: Path, *, env: dict[str, str] | None = None) -> ConfigSnapshot:
+    """Read the config file into a snapshot. Blocking I/O. Raises `ConfigError` only when the
+    file exists but cannot be read; a bad file is a snapshot with `issues`."""
+    try:
+        raw: str | None = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raw = None
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else str(exc)
+        raise ConfigError(f"cannot read {path}: {reason}") from exc
+    return snapshot_from_text(raw, path=path, env=env)
+
+
+def config_text(value: Any) -> str:
+    """JSON text for the config file: two-space indent, newline at the end."""
+    return msgspec.json.format(msgspec.json.encode(value), indent=2).decode() + "\n"
+
+
+def write_config_text(path: Path, text: str) -> None:
+    """Replace the file atomically (temp file in the same directory, fsync, rename), mode 0600.
+    Blocking I/O."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+# --- merge patch (config.patch) --------------------------------------------------------------
+
+_BLOCKED_KEYS: Final = frozenset({"__proto__", "constructor", "prototype"})
+
+
+def _id_objects(items: list[Any]) -> bool:
+    return all(isinstance(i, dict) and isinstance(i.get("id"), str) and i["id"] for i in items)
+
+
+def apply_merge_patch(base: Any, patch: Any, *, replace_paths: Iterable[str] = ()) -> Any:
+    """RFC 7396 merge patch, as OpenClaw's `config.patch` applies it.
+
+    Objects merge recursively and `null` deletes a key. Arrays of objects with string `id`s
+    merge entry by entry (by id; new ids are appended). Any other array replaces the old one,
+    but replacing a non-empty array by one that drops entries is destructive: its path
+    (`agents.list`, `agents.list[].models`, ...) must be in `replace_paths`, otherwise
+    `ConfigError` names it. A path in `replace_paths` always replaces wholesale.
+    """
+    return _merge(base, patch, "", frozenset(replace_paths))
+
+
+def _merge(base: Any, patch: Any, path: str, replace: frozenset[str]) -> Any:
+    if not isinstance(patch, dict):
+        return patch
+    result: dict[str, Any] = dict(base) if isinstance(base, dict) else {}
+    for key, value in patch.items():
+        if key in _BLOCKED_KEYS:
+            continue
+        child = f"{path}.{key}" if path else key
+        if value is None:
+            result.pop(key, None)
+            continue
+        old = result.get(key)
+        if isinstance(value, list) and isinstance(old, list) and child not in replace:
+            if _id_objects(old) and _id_objects(value):
+                merged = list(old)
+                index = {item["id"]: i for i, item in enumerate(merged)}
+                for item in value:
+                    at = index.get(item["id"])
+                    if at is None:
+                        index[item["id"]] = len(merged)
+                        merged.append(item)
+                    else:
+                        merged[at] = _merge(merged[at], item, f"{child}[]", replace)
+                result[key] = merged
+                continue
+            if any(item not in value for item in old):
+                raise ConfigError(
+                    "replacing this array drops entries; list the path in replacePaths to "
+                    "replace it",
+                    path=child,
+                )
+            result[key] = value
+            continue
+        if isinstance(value, dict):
+            result[key] = _merge(old if isinstance(old, dict) else {}, value, child, replace)
+            continue
+        result[key] = value
+    return result
+
+
+# --- redaction (config.get) ------------------------------------------------------------------
+
+REDACTED_SENTINEL: Final = "__OPENCLAW_REDACTED__"
+_SENSITIVE_KEY: Final = re.compile(
+    r"(?:api[-_]?key|token|secret|password|passwd|credential|authorization|cookie|"
+    r"private[-_]?key)$|^key$",
+    re.IGNORECASE,
+)
+_PLACEHOLDER: Final = re.compile(r"^\$\{[^}]*\}$")
+
+
+def is_sensitive_key(key: str) -> bool:
+    """Whether a config key holds a secret (`apiKey`, `token`, `key`, `password`, ...)."""
+    return bool(_SENSITIVE_KEY.search(key))
+
+
+def redact_config(value: Any) -> Any:
+    """A copy with every secret string replaced by `REDACTED_SENTINEL` (`${VAR}` references
+    are kept: they are not secrets)."""
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            if isinstance(v, str) and is_sensitive_key(str(k)) and not _PLACEHOLDER.match(v):
+                out[k] = REDACTED_SENTINEL
+            else:
+                out[k] = redact_config(v)
+        return out
+    if isinstance(value, list):
+        return [redact_config(v) for v in value]
+    return value
+
+
+def restore_redacted(value: Any, original: Any, path: str = "") -> Any:
+    """Put the original secrets back where a client sent `REDACTED_SENTINEL` (a config read
+    with `config.get` and written back). `ConfigError` when there is no original."""
+    if value == REDACTED_SENTINEL:
+        if isinstance(original, str):
+            return original
+        raise ConfigError("redacted value has no original to restore; send the secret", path=path)
+    if isinstance(value, dict):
+        orig = original if isinstance(original, dict) else {}
+        return {
+            k: restore_redacted(v, orig.get(k), f"{path}.{k}" if path else str(k))
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        olist = original if isinstance(original, list) else []
+        out = []
+        for i, v in enumerate(value):
+            o = olist[i] if i < len(olist) else None
+            if isinstance(v, dict) and isinstance(v.get("id"), str):
+                o = next((x for x in olist if isinstance(x, dict) and x.get("id") == v["id"]), o)
+            out.append(restore_redacted(v, o, f"{path}[{i}]"))
+        return out
+    return value

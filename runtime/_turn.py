@@ -3,37 +3,132 @@ and the attempt loop's last model turn.
 
 Order (OpenClaw's): `message_received` (observe) → `before_model_resolve` and the legacy
 `before_agent_start` (model/provider overrides; the first defined wins) → the model is
-resolved from the run's generation → `before_prompt_build` (+ legacy) shapes the system prompt
-and the user prompt → `before_agent_reply` may claim the turn (a synthetic reply or silence,
-no model call) → the attempt loop (`llm_input`/`llm_output` inside) → `agent_end` (observe),
-also on failure. Cancellation skips `agent_end`.
+resolved from the run's generation and its limits give the budget (context window minus the
+compaction reserve) → the prompt is prepared (`_prompt.prepare_prompt`: skills snapshot from
+the workspace and the resource roots, bootstrap files through `agent:bootstrap`) →
+`before_prompt_build` (+ legacy) shapes the system prompt and the user prompt →
+`before_agent_reply` may claim the turn (a synthetic reply or silence, no model call) → the
+attempt loop (`llm_input`/`llm_output` inside) with compaction around it → `agent_end`
+(observe), also on failure. Cancellation skips `agent_end`.
+
+Compaction (`_compaction`): before the first attempt when the context is already over the
+budget; after a context-overflow error (`ProviderError.kind == "context_overflow"`), then the
+attempt is retried, at most `MAX_OVERFLOW_RETRIES` times per run, continuing from what the run
+already did (tools are not run again); and after a successful run whose context passed the
+budget. Each emits `compaction` `{phase:"start"}` then `{phase:"end", willRetry, completed}`,
+fires `before_compaction` and (when not retrying) `after_compaction`, and the internal
+`session:compact:before/after` hooks. `TurnResult.compactions` carries what the session
+persists (`_compaction.persist_run`). On a retry after partial output, the text of the failed
+model turn is taken back: `progress.text` returns to what earlier turns said and the next
+`assistant` event carries `replace: true` with the whole text, so nothing is emitted twice.
+
+Reasoning follows the session's reasoning level: "stream" forwards `thinking` events; "on"
+keeps reasoning for the final payloads (`TurnResult.reasoning_text`) and, with block
+streaming, sends it as its own block before the answer; "off" hides it.
+
+Block streaming (`TurnSpec.block_streaming` enabled and an `on_block` sink): the cleaned
+assistant text (a silent `NO_REPLY` never becomes a block) is cut by `BlockChunker` and merged
+by `BlockCoalescer`; `text_end` emits blocks as they are ready and flushes at the end of each
+model turn (before a tool starts, at the end), `message_end` holds the text until then. The
+coalescer's idle flush needs a `BlockFlusher` task (one per gateway, like `ChatFlusher`).
 """
 
 from __future__ import annotations
 
+import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import attrs
+import msgspec
+import trio
 
-from ._agent import AgentRunInput, Emit, NoTools, RunProgress, ToolRunner, now_ms, run_agent
+from ._agent import (
+    AgentRunInput,
+    Emit,
+    NoTools,
+    RunProgress,
+    SteerInbox,
+    ToolRunner,
+    now_ms,
+    run_agent,
+)
+from ._chunking import (
+    DEFAULT_TEXT_CHUNK_LIMIT,
+    BlockChunker,
+    BlockCoalescer,
+    BlockStreamingSettings,
+)
+from ._compaction import (
+    MAX_OVERFLOW_RETRIES,
+    CompactionReason,
+    CompactionRecord,
+    CompactionSettings,
+    ContextBudget,
+    context_budget,
+    context_entry_ids,
+    estimate_context_tokens,
+    plan_compaction,
+    summarize,
+    summary_message,
+)
 from ._generation import ModelRuntimeGeneration, ResolvedModel, RunStores
 from ._hooks import (
+    AfterCompactionEvent,
     AgentEndEvent,
     AgentHookContext,
     BeforeAgentReplyEvent,
     BeforeAgentStartEvent,
+    BeforeCompactionEvent,
     BeforeModelResolveEvent,
     BeforePromptBuildEvent,
     HookRegistry,
+    InternalHookEvent,
+    InternalHooks,
     MessageReceivedEvent,
 )
-from .llm._types import Message, UserMessage
+from ._prompt import (
+    DEFAULT_BOOTSTRAP_MAX_CHARS,
+    DEFAULT_BOOTSTRAP_TOTAL_MAX_CHARS,
+    PromptCache,
+    SystemPromptReport,
+    join_sections,
+    prepare_prompt,
+)
+from ._reply import ReasoningMode, SilentStreamFilter, format_reasoning
+from ._sessions import TranscriptEntry, build_context
+from .llm._types import (
+    AssistantMessage,
+    Message,
+    ProviderError,
+    TextContent,
+    ThinkingContent,
+    ToolSpec,
+    UserMessage,
+)
+
+log = logging.getLogger("clawlane.turn")
 
 BASE_SYSTEM_PROMPT = (
     "You are a helpful assistant running inside clawlane, an OpenClaw-compatible gateway."
 )
+
+HistoryEntries = Callable[[], Awaitable[Sequence[TranscriptEntry]]]
+"""Loads the session's transcript entries (to name the entry a compaction keeps from)."""
+
+
+@attrs.frozen
+class BlockReply:
+    """One block reply: a piece of the answer (or the reasoning) ready to deliver."""
+
+    text: str
+    index: int
+    is_reasoning: bool = False
+
+
+BlockSink = Callable[[BlockReply], None]
+"""Receives block replies; synchronous and non-blocking, like `Emit`."""
 
 
 @attrs.frozen
@@ -54,6 +149,25 @@ class TurnSpec:
     hooks: HookRegistry | None = None
     idle_timeout: float | None = None
     channel: str = "webchat"
+    steer_inbox: SteerInbox | None = None
+    # prompt preparation
+    resource_roots: Sequence[str] = ()
+    prompt_cache: PromptCache | None = None
+    internal_hooks: InternalHooks | None = None
+    bootstrap_max_chars: int = DEFAULT_BOOTSTRAP_MAX_CHARS
+    bootstrap_total_max_chars: int = DEFAULT_BOOTSTRAP_TOTAL_MAX_CHARS
+    # model limits and compaction
+    context_window: int | None = None
+    """Overrides the model definition's `contextWindow`."""
+    compaction: CompactionSettings = attrs.field(factory=CompactionSettings)
+    history_entries: HistoryEntries | None = None
+    """Without it, a compaction may only keep from this run's user message on."""
+    # reply shaping
+    reasoning_level: str | None = None
+    block_streaming: BlockStreamingSettings | None = None
+    on_block: BlockSink | None = None
+    block_flusher: BlockFlusher | None = None
+    text_chunk_limit: int = DEFAULT_TEXT_CHUNK_LIMIT
 
 
 @attrs.define
@@ -61,10 +175,425 @@ class TurnResult:
     model: ResolvedModel | None = None
     user_message: UserMessage | None = None
     claimed_by: str | None = None
+    prompt_report: SystemPromptReport | None = None
+    compactions: list[CompactionRecord] = attrs.field(factory=list)
+    """Completed compactions, to persist with the run's messages (`persist_run`)."""
+    overflow_retries: int = 0
+    context_tokens: int | None = None
+    """The estimated size of the session's context when the turn ended."""
+    reasoning_mode: ReasoningMode = "off"
+    reasoning_text: str = ""
+    block_replies: list[BlockReply] = attrs.field(factory=list)
 
 
 def _join(*parts: str | None) -> str:
     return "\n\n".join(p for p in parts if p)
+
+
+def reasoning_mode(level: str | None) -> ReasoningMode:
+    """A session's `reasoningLevel` as a mode: "on", "stream", else "off"."""
+    value = (level or "").strip().lower()
+    return "on" if value == "on" else "stream" if value == "stream" else "off"
+
+
+def assistant_text(messages: Sequence[Message]) -> str:
+    """The text of the assistant turns, joined as `RunProgress.text` accumulates it."""
+    return "".join(
+        c.text
+        for m in messages
+        if isinstance(m, AssistantMessage)
+        for c in m.content
+        if isinstance(c, TextContent)
+    )
+
+
+def reasoning_text(messages: Sequence[Message]) -> str:
+    """The reasoning of the assistant turns, one paragraph per turn."""
+    return "\n\n".join(
+        c.thinking
+        for m in messages
+        if isinstance(m, AssistantMessage)
+        for c in m.content
+        if isinstance(c, ThinkingContent) and c.thinking.strip()
+    )
+
+
+# --- block streaming ---------------------------------------------------------------------
+
+
+def _clock_ms() -> int:
+    return int(trio.current_time() * 1000)
+
+
+@attrs.define(eq=False)
+class BlockPipeline:
+    """One run's block replies: silent-token filter → chunker → coalescer → sink.
+
+    Synchronous; `poll` does the coalescer's idle flush (called by a `BlockFlusher`).
+    """
+
+    settings: BlockStreamingSettings
+    sink: BlockSink
+    reasoning_blocks: bool = False
+    text_chunk_limit: int = DEFAULT_TEXT_CHUNK_LIMIT
+    flusher: BlockFlusher | None = None
+    clock: Callable[[], int] = _clock_ms
+    sent: list[BlockReply] = attrs.field(factory=list)
+    _filter: SilentStreamFilter = attrs.field(factory=SilentStreamFilter)
+    _visible: str = ""
+    _pushed: int = 0
+    _thinking: str = ""
+    _closed: bool = False
+    _chunker: BlockChunker = attrs.field(init=False)
+    _coalescer: BlockCoalescer = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self._chunker = self.settings.chunker(self.text_chunk_limit)
+        self._coalescer = self.settings.coalescer(self.text_chunk_limit)
+
+    @property
+    def streams_early(self) -> bool:
+        return self.settings.blockStreamingBreak == "text_end"
+
+    def _deliver(self, text: str, *, reasoning: bool = False) -> None:
+        if not text.strip():
+            return
+        block = BlockReply(text=text, index=len(self.sent), is_reasoning=reasoning)
+        self.sent.append(block)
+        self.sink(block)
+
+    def _offer(self, block: str) -> None:
+        for out in self._coalescer.offer(block, self.clock()):
+            self._deliver(out)
+        if self._coalescer.deadline_ms() is not None and self.flusher is not None:
+            self.flusher.add(self)
+
+    def _push(self) -> None:
+        new = self._visible[self._pushed :]
+        self._pushed = len(self._visible)
+        if new:
+            for block in self._chunker.push(new):
+                self._offer(block)
+
+    def _reasoning_done(self) -> None:
+        if self._thinking:
+            thinking, self._thinking = self._thinking, ""
+            if self.reasoning_blocks:
+                self._deliver(format_reasoning(thinking), reasoning=True)
+
+    def on_thinking(self, cumulative: str) -> None:
+        """The reasoning of the current model turn so far."""
+        self._thinking = cumulative
+
+    def on_text(self, cumulative: str) -> None:
+        """The run's assistant text so far (as `progress.text`)."""
+        if self._closed:
+            return
+        self._reasoning_done()
+        shown = self._filter.feed(cumulative)
+        if shown is None:
+            return
+        self._visible = shown
+        self._pushed = min(self._pushed, len(shown))
+        if self.streams_early:
+            self._push()
+
+    def boundary(self) -> None:
+        """The end of a model turn's text: flush everything buffered."""
+        if self._closed:
+            return
+        self._reasoning_done()
+        self._push()
+        for block in self._chunker.flush():
+            self._offer(block)
+        out = self._coalescer.flush()
+        if out is not None:
+            self._deliver(out)
+
+    def rewind(self, committed: str) -> None:
+        """A model turn failed after streaming some text: drop what is still buffered and go
+        on from `committed` (the text of the turns that completed). Blocks already delivered
+        stay delivered."""
+        self._chunker.reset()
+        self._coalescer = self.settings.coalescer(self.text_chunk_limit)
+        self._filter = SilentStreamFilter()
+        shown = self._filter.feed(committed) if committed else None
+        self._visible = shown or ""
+        self._pushed = len(self._visible)
+        self._thinking = ""
+
+    def finish(self) -> None:
+        """The run ended: release a held fragment that turned out to be text, flush all."""
+        if self._closed:
+            return
+        final = self._filter.finish()
+        if final.startswith(self._visible):
+            self._visible = final
+        self.boundary()
+        self._closed = True
+
+    def close(self) -> None:
+        """The run failed or was cancelled: drop what is buffered."""
+        self._closed = True
+
+    def due_ms(self) -> int | None:
+        return None if self._closed else self._coalescer.deadline_ms()
+
+    def poll(self, now_ms: int) -> None:
+        if not self._closed:
+            out = self._coalescer.poll(now_ms)
+            if out is not None:
+                self._deliver(out)
+
+
+class BlockFlusher:
+    """Runs the coalescers' idle flushes of every run. One task for all runs: start `run`
+    in a nursery that outlives the runs (it sleeps while no run has a block waiting)."""
+
+    def __init__(self) -> None:
+        self._pending: set[BlockPipeline] = set()
+        self._wake = trio.Event()
+
+    def add(self, pipeline: BlockPipeline) -> None:
+        self._pending.add(pipeline)
+        self._wake.set()
+
+    async def run(self) -> None:
+        """Runs until cancelled."""
+        while True:
+            await self._wake.wait()
+            self._wake = trio.Event()
+            while self._pending:
+                dues = [d for p in self._pending if (d := p.due_ms()) is not None]
+                if dues:
+                    with trio.move_on_at(min(dues) / 1000.0):
+                        await self._wake.wait()
+                        self._wake = trio.Event()
+                now = _clock_ms()
+                for pipeline in list(self._pending):
+                    due = pipeline.due_ms()
+                    if due is not None and now >= due:
+                        pipeline.poll(now)
+                self._pending = {p for p in self._pending if p.due_ms() is not None}
+
+
+# --- the event stream of a turn ----------------------------------------------------------
+
+
+@attrs.define(eq=False)
+class _TurnStream:
+    """Wraps the caller's `emit`: reasoning per mode, block replies, and the rewind of a
+    failed model turn's text before a retry."""
+
+    emit: Emit
+    progress: RunProgress
+    mode: ReasoningMode
+    blocks: BlockPipeline | None = None
+    _replace: bool = False
+
+    def __call__(self, stream: str, data: dict[str, Any]) -> None:
+        if stream == "assistant":
+            if self._replace:
+                self._replace = False
+                data = {**data, "delta": data.get("text", ""), "replace": True}
+            self.emit(stream, data)
+            if self.blocks is not None:
+                self.blocks.on_text(self.progress.text)
+            return
+        if stream == "thinking":
+            if self.blocks is not None:
+                self.blocks.on_thinking(str(data.get("text", "")))
+            if self.mode == "stream":
+                self.emit(stream, data)
+            return
+        if stream == "tool" and data.get("phase") == "start" and self.blocks is not None:
+            self.blocks.boundary()
+        self.emit(stream, data)
+
+    def rewind(self) -> None:
+        committed = assistant_text(self.progress.messages)
+        if self.progress.text != committed:
+            self.progress.text = committed
+            self._replace = True
+            if self.blocks is not None:
+                self.blocks.rewind(committed)
+
+
+# --- compaction in a turn ----------------------------------------------------------------
+
+
+@attrs.define(eq=False)
+class _Compactor:
+    """The compaction state of one turn: the history the attempts start from (it shrinks
+    when compacted) and the entry ids of its messages (loaded when first needed)."""
+
+    spec: TurnSpec
+    model: ResolvedModel
+    budget: ContextBudget
+    emit: Emit
+    progress: RunProgress
+    result: TurnResult
+    user: UserMessage
+    system_prompt: str
+    tools: list[ToolSpec]
+    hooks: HookRegistry | None
+    ctx: AgentHookContext
+    history: list[Message]
+    _ids: list[str | None] | None = None
+
+    def items(self) -> list[Message]:
+        return [*self.history, self.user, *self.progress.messages]
+
+    def tokens(self) -> int:
+        return estimate_context_tokens(self.system_prompt, self.items(), self.tools)
+
+    def over_budget(self) -> bool:
+        return self.spec.compaction.enabled and self.tokens() > self.budget.prompt_budget
+
+    async def _history_ids(self) -> list[str | None]:
+        if self._ids is None:
+            ids: list[str | None] = [None] * len(self.history)
+            loader = self.spec.history_entries
+            if loader is not None:
+                entries = await loader()
+                if build_context(entries) == list(self.history):
+                    ids = context_entry_ids(entries)
+                else:
+                    log.warning(
+                        "compaction: the stored transcript of %s does not match the context;"
+                        " keeping from the current message",
+                        self.spec.session_key,
+                    )
+            self._ids = ids
+        return self._ids
+
+    async def compact(
+        self, reason: CompactionReason, *, will_retry: bool, whole_run: bool, attempt: int = 0
+    ) -> bool:
+        """Compact the context; True when it completed. `whole_run`: the cut may fall inside
+        this run's messages (after the run); else this run's messages are all kept."""
+        ids = await self._history_ids()
+        items = self.items()
+        n_history = len(self.history)
+        last = len(items) - 1 if whole_run else n_history
+
+        def allowed(i: int) -> bool:
+            return i <= last and (i >= n_history or ids[i] is not None)
+
+        keep = self.budget.keep_recent_tokens >> max(0, attempt - 1)
+        tokens_before = estimate_context_tokens(self.system_prompt, items, self.tools)
+        plan = plan_compaction(
+            items,
+            keep_recent_tokens=keep,
+            allowed=allowed,
+            force=reason == "overflow-retry",
+            tokens_before=tokens_before,
+        )
+        if plan is None:
+            return False
+        self.emit("compaction", {"phase": "start"})
+        await self._fire_before(len(items), plan.cut - plan.start, tokens_before)
+        summary = ""
+        try:
+            summary = await summarize(
+                self.spec.stores.providers[self.model.provider_id],
+                self.model.model_id,
+                plan.to_summarize(items),
+                previous_summary=plan.previous_summary,
+                params=self.model.params,
+                idle_timeout=self.spec.idle_timeout,
+                now_ms=now_ms(),
+            )
+        except ProviderError as exc:
+            log.warning("compaction of %s failed: %s", self.spec.session_key, exc.message)
+        completed = bool(summary)
+        if completed:
+            self._apply(plan.cut, plan.start, summary, reason, tokens_before, ids)
+        self.emit(
+            "compaction",
+            {"phase": "end", "willRetry": will_retry and completed, "completed": completed},
+        )
+        if completed and not will_retry:
+            await self._fire_after(plan.cut - plan.start)
+        return completed
+
+    def _apply(
+        self,
+        cut: int,
+        start: int,
+        summary: str,
+        reason: CompactionReason,
+        tokens_before: int,
+        ids: list[str | None],
+    ) -> None:
+        n_history = len(self.history)
+        position = 1 + len(self.progress.messages)
+        head = summary_message(summary, now_ms=now_ms())
+        if cut < n_history:
+            kept = tuple(self.history[cut:])
+            record_kw: dict[str, Any] = {"first_kept_entry_id": ids[cut], "kept_history": kept}
+            self.history = [head, *kept]
+            self._ids = [None, *ids[cut:]]
+        else:
+            record_kw = {"first_kept_run_index": cut - n_history}
+            self.history = [head]
+            self._ids = [None]
+        if cut > n_history:
+            after_items: list[Message] = [head, *self.items()[cut:]]
+        else:
+            after_items = self.items()
+        tokens_after = estimate_context_tokens(self.system_prompt, after_items, self.tools)
+        self.result.compactions.append(
+            CompactionRecord(
+                summary=summary,
+                reason=reason,
+                tokens_before=tokens_before,
+                tokens_after=tokens_after,
+                summarized=cut - start,
+                position=position,
+                **record_kw,
+            )
+        )
+        self.result.context_tokens = tokens_after
+
+    async def _fire_before(self, count: int, compacting: int, tokens: int) -> None:
+        if self.hooks is not None and self.hooks.has("before_compaction"):
+            await self.hooks.fire(
+                "before_compaction",
+                BeforeCompactionEvent(
+                    messageCount=count, compactingCount=compacting, tokenCount=tokens
+                ),
+                self.ctx,
+            )
+        await self._internal("compact:before", {"messageCount": count, "tokenCount": tokens})
+
+    async def _fire_after(self, compacted: int) -> None:
+        tokens = self.result.context_tokens
+        count = len(self.history) + 1 + len(self.progress.messages)
+        if self.hooks is not None and self.hooks.has("after_compaction"):
+            await self.hooks.fire(
+                "after_compaction",
+                AfterCompactionEvent(
+                    messageCount=count, compactedCount=compacted, tokenCount=tokens
+                ),
+                self.ctx,
+            )
+        await self._internal("compact:after", {"compactedCount": compacted, "tokenCount": tokens})
+
+    async def _internal(self, action: str, context: dict[str, Any]) -> None:
+        internal = self.spec.internal_hooks
+        if internal is not None and internal.has_listeners("session", action):
+            await internal.trigger(
+                InternalHookEvent(
+                    type="session",
+                    action=action,
+                    sessionKey=self.spec.session_key,
+                    context={"sessionId": self.spec.session_id, **context},
+                )
+            )
+
+
+# --- the turn ----------------------------------------------------------------------------
 
 
 async def run_turn(
@@ -72,7 +601,8 @@ async def run_turn(
 ) -> TurnResult:
     """Run the turn; fills `result` as it goes (so a failing turn still says its model).
 
-    Raises `ProviderError` (model failure) and `GenerationError` (model not resolvable).
+    Raises `ProviderError` (model failure, also a context overflow that compaction could not
+    cure) and `GenerationError` (model not resolvable).
     """
     hooks = spec.hooks if spec.hooks is not None and spec.hooks.has_any() else None
     ctx = AgentHookContext(
@@ -113,8 +643,26 @@ async def run_turn(
                 model_ref = model_o
     model = spec.generation.resolve(model_ref)
     result.model = model
+    ctx = msgspec.structs.replace(ctx, modelProviderId=model.provider_id, modelId=model.model_id)
+    budget = context_budget(
+        spec.context_window or model.definition.contextWindow, spec.compaction
+    )
+    prepared = await prepare_prompt(
+        base=spec.system_prompt,
+        budget=budget,
+        workspace_dir=spec.workspace_dir,
+        extra=spec.extra_system_prompt,
+        resource_roots=spec.resource_roots,
+        cache=spec.prompt_cache,
+        internal_hooks=spec.internal_hooks,
+        session_key=spec.session_key,
+        session_id=spec.session_id,
+        agent_id=spec.agent_id,
+        bootstrap_max_chars=spec.bootstrap_max_chars,
+        bootstrap_total_max_chars=spec.bootstrap_total_max_chars,
+    )
 
-    system_prompt = spec.system_prompt
+    hook_system: str | None = None
     prepend_context = append_context = None
     prepend_system = append_system = None
     if hooks is not None:
@@ -122,9 +670,9 @@ async def run_turn(
             BeforePromptBuildEvent(prompt=prompt, messages=list(spec.history)), ctx
         )
         if built.system_prompt is not None:
-            system_prompt = built.system_prompt
+            hook_system = built.system_prompt
         elif legacy is not None and legacy.system_prompt is not None:
-            system_prompt = legacy.system_prompt
+            hook_system = legacy.system_prompt
         prepend_context = _join(built.prepend_context, legacy.prepend_context if legacy else None)
         append_context = _join(built.append_context, legacy.append_context if legacy else None)
         prepend_system = _join(
@@ -133,13 +681,33 @@ async def run_turn(
         append_system = _join(
             built.append_system_context, legacy.append_system_context if legacy else None
         )
-    system_prompt = _join(prepend_system, system_prompt, spec.extra_system_prompt, append_system)
+    sections = prepared.sections(
+        hook_system_prompt=hook_system,
+        prepend_system=prepend_system,
+        append_system=append_system,
+    )
+    system_prompt = join_sections(sections)
     user_text = _join(prepend_context, prompt, append_context)
     user = UserMessage(content=user_text, timestamp=now_ms())
     result.user_message = user
+    tool_specs = spec.tools.specs()
+    result.prompt_report = prepared.report(
+        source="run",
+        session_key=spec.session_key,
+        session_id=spec.session_id,
+        agent_id=spec.agent_id,
+        sections=sections,
+        tools=tool_specs,
+        history=spec.history,
+        provider=model.provider_id,
+        model=model.model_id,
+    )
+    mode = reasoning_mode(spec.reasoning_level)
+    result.reasoning_mode = mode
 
     success = False
     error: str | None = None
+    blocks: BlockPipeline | None = None
     try:
         if hooks is not None and hooks.has("before_agent_reply"):
             claim = await hooks.run_before_agent_reply(
@@ -153,28 +721,92 @@ async def run_turn(
                     emit("assistant", {"text": text, "delta": text})
                 success = True
                 return result
-        inp = AgentRunInput(
-            run_id=spec.run_id,
-            provider=spec.stores.providers[model.provider_id],
-            provider_id=model.provider_id,
-            model_id=model.model_id,
-            api=model.api,
+        settings = spec.block_streaming
+        if settings is not None and settings.enabled and spec.on_block is not None:
+            sink = spec.on_block
+
+            def deliver(block: BlockReply) -> None:
+                result.block_replies.append(block)
+                sink(block)
+
+            blocks = BlockPipeline(
+                settings=settings,
+                sink=deliver,
+                reasoning_blocks=mode == "on",
+                text_chunk_limit=spec.text_chunk_limit,
+                flusher=spec.block_flusher,
+            )
+        stream = _TurnStream(emit=emit, progress=progress, mode=mode, blocks=blocks)
+        compactor = _Compactor(
+            spec=spec,
+            model=model,
+            budget=budget,
+            emit=emit,
+            progress=progress,
+            result=result,
+            user=user,
             system_prompt=system_prompt,
-            history=list(spec.history),
-            user_message=user,
-            params=dict(model.params),
-            tools=spec.tools,
-            idle_timeout=spec.idle_timeout,
-            session_id=spec.session_id,
+            tools=tool_specs,
             hooks=hooks,
+            ctx=ctx,
+            history=list(spec.history),
         )
-        await run_agent(inp, emit, progress)
+        if compactor.over_budget():
+            await compactor.compact("auto-threshold", will_retry=False, whole_run=False)
+        while True:
+            inp = AgentRunInput(
+                run_id=spec.run_id,
+                provider=spec.stores.providers[model.provider_id],
+                provider_id=model.provider_id,
+                model_id=model.model_id,
+                api=model.api,
+                system_prompt=system_prompt,
+                history=list(compactor.history),
+                user_message=user,
+                params=dict(model.params),
+                tools=spec.tools,
+                emit_thinking=mode != "off",
+                idle_timeout=spec.idle_timeout,
+                session_id=spec.session_id,
+                hooks=hooks,
+                steer_inbox=spec.steer_inbox,
+                resume=list(progress.messages),
+            )
+            try:
+                await run_agent(inp, stream, progress)
+                break
+            except ProviderError as exc:
+                if (
+                    exc.kind != "context_overflow"
+                    or not spec.compaction.enabled
+                    or result.overflow_retries >= MAX_OVERFLOW_RETRIES
+                ):
+                    raise
+                result.overflow_retries += 1
+                stream.rewind()
+                if not await compactor.compact(
+                    "overflow-retry",
+                    will_retry=True,
+                    whole_run=False,
+                    attempt=result.overflow_retries,
+                ):
+                    raise
+        if blocks is not None:
+            blocks.finish()
+        compacted = compactor.over_budget() and await compactor.compact(
+            "auto-threshold", will_retry=False, whole_run=True
+        )
+        if not compacted:
+            result.context_tokens = compactor.tokens()
+        result.reasoning_text = reasoning_text(progress.messages)
         success = True
         return result
     except Exception as exc:
         error = str(exc)
         raise
     finally:
+        if blocks is not None:
+            blocks.close()
         if hooks is not None and hooks.has("agent_end") and (success or error is not None):
             await hooks.fire(
                 "agent_end",
@@ -195,3 +827,4 @@ def _claim_text(reply: Any) -> str:
     if isinstance(reply, str):
         return reply
     return ""
+

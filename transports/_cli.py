@@ -5,6 +5,7 @@
     clawlane call METHOD [--params JSON] [--expect-final] [--url URL] [--token T]
     clawlane sessions list | clawlane models list | clawlane health | clawlane status
     clawlane loadtest ...   (see `clawlane loadtest --help`)
+    clawlane config get | clawlane config apply FILE | clawlane config patch JSON
 
 Exit codes: 0 ok; 1 the request failed; 2 usage or config error; 3 the gateway could not be
 reached or refused the handshake.
@@ -95,12 +96,12 @@ def build_parser() -> argparse.ArgumentParser:
     models.add_argument("action", choices=["list"])
     _add_client_args(models)
 
-    try:
-        from scripts_loadtest_hook import add_loadtest_parser  # type: ignore[import-not-found]
-    except ImportError:
-        add_loadtest_parser = None
-    if add_loadtest_parser is not None:
-        add_loadtest_parser(sub)
+    # --- loadtest (transports/_loadtest.py) ---
+    from ._loadtest import add_loadtest_parser
+
+    add_loadtest_parser(sub)
+    # --- end loadtest ---
+    _add_config_parser(sub)  # config get|apply|patch (issue 3)
     return parser
 
 
@@ -119,6 +120,14 @@ def main(argv: list[str] | None = None) -> int:
             return trio.run(_call, args, "sessions.list", None, False)
         if args.command == "models":
             return trio.run(_call, args, "models.list", None, False)
+        # --- loadtest (transports/_loadtest.py) ---
+        if args.command == "loadtest":
+            from ._loadtest import loadtest_main
+
+            return loadtest_main(args)
+        # --- end loadtest ---
+        if args.command == "config":  # issue 3
+            return trio.run(_config, args)
     except KeyboardInterrupt:
         return 130
     return _fail(f"unknown command {args.command}", 2)
@@ -213,7 +222,7 @@ async def _agent(args: argparse.Namespace) -> int:
             except BaseException:
                 # Interrupted: ask the gateway to stop the run (as `openclaw agent` does).
                 with trio.CancelScope(shield=True), trio.move_on_after(2):
-                    await client.cancel("r2")
+                    await client.cancel(client.last_request_id)
                 raise
     except GatewayAuthError as exc:
         return _fail(f"the gateway at {args.url} refused the connection: {exc}", 3)
@@ -233,6 +242,68 @@ async def _agent(args: argparse.Namespace) -> int:
                 if p.get("text"):
                     print(p["text"])
     return 0
+
+
+# --- config subcommands (issue 3): clawlane config get | apply FILE | patch JSON ------------
+
+
+def _add_config_parser(sub: Any) -> None:
+    cfg = sub.add_parser("config", help="read or publish the gateway's config")
+    actions = cfg.add_subparsers(dest="action", required=True)
+    get = actions.add_parser("get", help="print the config snapshot (secrets redacted)")
+    _add_client_args(get)
+    apply = actions.add_parser("apply", help="replace the config with FILE and publish it")
+    apply.add_argument("file", type=Path)
+    _add_client_args(apply)
+    patch = actions.add_parser("patch", help="merge-patch the config with JSON and publish it")
+    patch.add_argument("patch", help="a JSON object (RFC 7396 merge patch)")
+    patch.add_argument(
+        "--replace-path", action="append", default=[], help="allow replacing this array path"
+    )
+    _add_client_args(patch)
+
+
+async def _config(args: argparse.Namespace) -> int:
+    if args.action == "apply":
+        try:
+            raw = args.file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            return _fail(f"cannot read {args.file}: {exc}", 2)
+        params: dict[str, Any] = {"raw": raw}
+        method = "config.apply"
+    elif args.action == "patch":
+        try:
+            patch = msgspec.json.decode(args.patch)
+        except msgspec.DecodeError as exc:
+            return _fail(f"the patch is not valid JSON: {exc}", 2)
+        if not isinstance(patch, dict):
+            return _fail("the patch must be a JSON object", 2)
+        params = {"raw": args.patch}
+        if args.replace_path:
+            params["replacePaths"] = args.replace_path
+        method = "config.patch"
+    else:
+        params, method = {}, "config.get"
+    try:
+        async with open_gateway_client(args.url, token=args.token) as client:
+            if method != "config.get":
+                current = await client.request("config.get", {}, timeout=args.timeout)
+                if current.get("exists"):
+                    params["baseHash"] = current["hash"]
+            result = await client.request(method, params, timeout=args.timeout)
+    except GatewayAuthError as exc:
+        return _fail(f"the gateway at {args.url} refused the connection: {exc}", 3)
+    except GatewayClientError as exc:
+        return _fail(str(exc), 3)
+    except GatewayRequestError as exc:
+        return _fail(f"{method} failed: {exc.code}: {exc.message}", 1)
+    except trio.TooSlowError:
+        return _fail(f"{method} timed out after {args.timeout}s", 1)
+    _print_json(result)
+    return 0
+
+
+# --- end config subcommands ---------------------------------------------------------------
 
 
 if __name__ == "__main__":

@@ -79,6 +79,8 @@ class GatewayClient:
         self._on_event = on_event
         self._events_send, self.events = trio.open_memory_channel[tuple[str, Any, int | None]](1024)
         self.hello: dict[str, Any] = {}
+        self.last_request_id = ""
+        """The id of the most recent request (for a `cancel` frame)."""
         self.closed: trio_websocket.CloseReason | None = None
         self._broken = trio.Event()
 
@@ -99,6 +101,7 @@ class GatewayClient:
         """Send a request and return its payload. With `expect_final`, skip the
         `status:"accepted"` ack and return the final response. A checkpoint."""
         req_id = f"r{next(self._ids)}"
+        self.last_request_id = req_id
         send, recv = trio.open_memory_channel[dict[str, Any]](4)
         self._pending[req_id] = send
         frame: dict[str, Any] = {"type": "req", "id": req_id, "method": method}

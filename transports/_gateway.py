@@ -24,6 +24,7 @@ import attrs
 import trio
 
 from actors import EventHub, RunRegistry, Supervisor, open_store, open_supervisor
+from actors._publisher import GENERATION_EVENT, Publisher
 from runtime._config import Config, ConfigError
 from runtime._frames import (
     INVALID_REQUEST,
@@ -33,7 +34,7 @@ from runtime._frames import (
     TICK_INTERVAL_MS,
     GatewayError,
 )
-from runtime._generation import build_generation
+from runtime._generation import GenerationBuilder
 from runtime._hooks import GatewayStartEvent, GatewayStopEvent
 from runtime._plugins import load_plugins
 from runtime._sessions import DEFAULT_MAIN_KEY
@@ -55,6 +56,7 @@ EVENTS: Final = (
     "health",
     "sessions.changed",
     "session.message",
+    GENERATION_EVENT,  # clawlane-only: "runtime.generation" (publishes and failed builds)
 )
 
 
@@ -123,6 +125,7 @@ class Gateway:
         self.handshake_timeout_s = 10.0
         self.close_grace_s = 5.0
         self.tick_interval_ms = TICK_INTERVAL_MS
+        self.publisher: Publisher | None = None  # set by open_gateway (issue 3)
         self.methods = Methods(self)
         self.connections: dict[str, ClientConnection] = {}
         self._ids = itertools.count(1)
@@ -256,8 +259,10 @@ async def open_gateway(config: Config, options: GatewayOptions) -> AsyncIterator
     Raises `GatewayConfigError` before binding anything when the settings are unsafe.
     """
     auth = auth_settings(config, token_override=options.token, host=options.host)
+    # --- model runtime generations (issue 3): one builder for startup and every publish ---
+    builder = GenerationBuilder(state_dir=options.state_dir)
     try:
-        generation = build_generation(config, 1)
+        generation = builder.build_config(config, 1)
     except Exception as exc:
         raise ConfigError(str(exc)) from exc
     options.state_dir.mkdir(parents=True, exist_ok=True)
@@ -281,6 +286,11 @@ async def open_gateway(config: Config, options: GatewayOptions) -> AsyncIterator
                 log.error("plugin %s failed to load: %s", loaded.spec, loaded.error)
         hooks = supervisor.hooks
         async with trio.open_nursery() as nursery:
+            # --- issue 3: the publisher (config watcher + publishes) ---
+            gateway.publisher = Publisher(
+                supervisor, builder=builder, config_path=options.config_path
+            )
+            await nursery.start(gateway.publisher.run)
             listeners = await trio.open_tcp_listeners(port, host=options.host)
             gateway.listeners = listeners
             if hooks.has("gateway_start"):

@@ -38,6 +38,8 @@ from runtime._wire import (
     SessionsListParams,
 )
 
+from . import _methods_config, _methods_sessions
+
 if TYPE_CHECKING:
     from ._connection import ClientConnection
     from ._gateway import Gateway
@@ -105,6 +107,8 @@ class Methods:
         self.add("status", status, None)
         self.add("sessions.list", sessions_list, SessionsListParams)
         self.add("models.list", models_list, ModelsListParams)
+        _methods_config.register(self)  # config.get/set/patch/apply (issue 3)
+        _methods_sessions.register(self)  # chat.* and sessions.* (issue 6)
 
     def add(
         self, name: str, handler: Handler, params: type[Any] | None, *, scope: str | None = None
@@ -222,7 +226,8 @@ async def agent(call: Call, params: AgentParams) -> None:
     placeholder.payload = ack
     placeholder.ready.set()
     call.respond(ack)
-    sup.submit(actor, request)
+    # `agent` runs queue as follow-ups (OpenClaw: queue modes apply to chat messages)
+    sup.submit(actor, request, actor.queue_settings("followup"))
     await _await_final(call, record, dedupe_key)
 
 
@@ -248,11 +253,13 @@ async def _accept(call: Call, params: AgentParams) -> tuple[RunRecord, RunReques
             raise invalid_request(str(exc)) from exc
     message = params.message
     reset = False
+    reset_reason = "reset"
     m = RESET_COMMAND.match(message.strip())
     if m:
         if not conn.has_scope("operator.admin"):
             raise missing_scope("operator.admin", ["operator.admin"])
         reset = True
+        reset_reason = m.group(1).lower()
         message = m.group(2) or RESET_GREETING
     model_ref: str | None = None
     provider, model = opt(params.provider), opt(params.model)
@@ -292,6 +299,7 @@ async def _accept(call: Call, params: AgentParams) -> tuple[RunRecord, RunReques
         extra_system_prompt=opt(params.extraSystemPrompt),
         owner=conn,
         reset=reset,
+        reset_reason=reset_reason,
     )
     return record, request, actor
 

@@ -18,6 +18,7 @@ that was not read to the end), so the server sees the client go.
 
 from __future__ import annotations
 
+import contextlib
 import email.utils
 import functools
 import math
@@ -406,6 +407,11 @@ class HttpProvider:
         """The endpoint each turn is POSTed to."""
         return self._url
 
+    @property
+    def closed(self) -> bool:
+        """`aclose` was called: the pooled connections are released, `stream` refuses."""
+        return self._closed
+
     def _get_client(self) -> httpx.AsyncClient:
         if self._closed:
             raise trio.ClosedResourceError(f"provider {self.id!r} was closed")
@@ -452,17 +458,20 @@ class HttpProvider:
                     )
                 if response.headers.get("content-type", "").startswith("application/json"):
                     raise _unexpected_json(await _read_limited(response))
-                chunks = response.aiter_bytes()
-                async for chunk in chunks:
-                    failure = _feed(decoder, parser, chunk, out)
-                    for delta in out:
-                        yield delta
-                    out.clear()
-                    if failure is not None:
-                        raise failure
-                    if parser.done:
-                        await _drain(chunks)
-                        return
+                # Closed explicitly: a failure or a finished parser leaves the byte iterator
+                # suspended mid-body, and an async generator left to the garbage collector
+                # is finalised late (and warned about) by trio.
+                async with _closing(response.aiter_bytes()) as chunks:
+                    async for chunk in chunks:
+                        failure = _feed(decoder, parser, chunk, out)
+                        for delta in out:
+                            yield delta
+                        out.clear()
+                        if failure is not None:
+                            raise failure
+                        if parser.done:
+                            await _drain(chunks)
+                            return
                 decoder.close()
                 parser.finish(out)
                 for delta in out:
@@ -492,14 +501,26 @@ def _feed(
     return None
 
 
+@contextlib.asynccontextmanager
+async def _closing(chunks: AsyncIterator[bytes]) -> AsyncIterator[AsyncIterator[bytes]]:
+    """``contextlib.aclosing`` for a byte iterator typed as a plain `AsyncIterator`."""
+    try:
+        yield chunks
+    finally:
+        aclose = getattr(chunks, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
+
 async def _read_limited(response: httpx.Response) -> bytes:
     parts: list[bytes] = []
     size = 0
-    async for chunk in response.aiter_bytes():
-        parts.append(chunk)
-        size += len(chunk)
-        if size >= MAX_ERROR_BODY:
-            break
+    async with _closing(response.aiter_bytes()) as chunks:
+        async for chunk in chunks:
+            parts.append(chunk)
+            size += len(chunk)
+            if size >= MAX_ERROR_BODY:
+                break
     return b"".join(parts)[:MAX_ERROR_BODY]
 
 

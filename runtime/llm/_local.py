@@ -15,6 +15,21 @@ user message steer it, for tests, demos and load tests (all are removed from the
 - `[[fail-after:N]]`     fail with a `server` error after N deltas (partial output).
 - `[[stall]]`, `[[stall:N]]`
                          stall forever (until cancelled) after N deltas (default 0).
+- `[[chars:N]]`          stream the reply in pieces of N characters (instead of words).
+- `[[overflow:N]]`, `[[overflow:N:K]]`
+                         fail with a `context_overflow` error when the request is larger than
+                         N tokens (estimated as the compaction code does: characters / 4 of
+                         the system prompt, each message and the tool schemas), before any
+                         output, or after K deltas. A smaller (compacted) request succeeds.
+
+With both `[[tool:...]]` and `[[reply:TEXT]]`, the turn after the tools replies TEXT instead of
+the summary of the results.
+
+Summarisation requests (the system prompt starts with `SUMMARY_MARKER`, as compaction's does)
+are answered deterministically, without looking at directives: `Summary (local model): the
+user said: <the first words of each user message>; ...`, carrying the items of a
+`<previous-summary>` forward (the last 12 items are kept). A conversation containing
+`[[summary-fail]]` makes the summarisation fail (`server` error).
 """
 
 from __future__ import annotations
@@ -27,6 +42,7 @@ import msgspec
 import trio
 
 from ._types import (
+    ImageContent,
     ModelDelta,
     ModelRequest,
     ProviderError,
@@ -34,8 +50,10 @@ from ._types import (
     StopDelta,
     TextContent,
     TextDelta,
+    ThinkingContent,
     ThinkingDelta,
     ToolCallArgsDelta,
+    ToolCallContent,
     ToolCallEnd,
     ToolCallStart,
     ToolResultMessage,
@@ -71,6 +89,8 @@ class _Plan(msgspec.Struct):
     fail: tuple[str, str] | None = None
     fail_after: int | None = None
     stall_after: int | None = None
+    chars: int | None = None
+    overflow: tuple[int, int | None] | None = None
 
 
 def _parse(message: str) -> _Plan:
@@ -103,8 +123,75 @@ def _parse(message: str) -> _Plan:
             plan.fail_after = int(arg)
         elif name == "stall":
             plan.stall_after = int(arg) if arg and arg.isdigit() else 0
+        elif name == "chars" and arg and arg.isdigit():
+            plan.chars = max(1, int(arg))
+        elif name == "overflow" and arg:
+            limit, _, after = arg.partition(":")
+            if limit.isdigit():
+                plan.overflow = (int(limit), int(after) if after.isdigit() else None)
     plan.text = " ".join(_DIRECTIVE.sub(" ", message).split())
     return plan
+
+
+SUMMARY_MARKER: Final = "You are a context summarization assistant."
+"""How a summarisation request's system prompt starts (`runtime._compaction`'s prompt)."""
+_SUMMARY_ITEMS: Final = 12
+_CONVERSATION: Final = re.compile(r"<conversation>\n(.*?)\n</conversation>", re.DOTALL)
+_PREVIOUS: Final = re.compile(r"<previous-summary>\n(.*?)\n</previous-summary>", re.DOTALL)
+_USER_BLOCK: Final = re.compile(
+    r"(?:\A|\n\n)\[User\]: (.*?)(?=\n\n\[(?:User|Assistant|Tool)[^\]\n]*\]: |\Z)", re.DOTALL
+)
+_SAID: Final = "the user said: "
+_specs_encoder: Final = msgspec.json.Encoder()
+
+
+def _content_chars(content: object) -> int:
+    if isinstance(content, str):
+        return len(content)
+    chars = 0
+    for part in content if isinstance(content, list) else []:
+        if isinstance(part, TextContent):
+            chars += len(part.text)
+        elif isinstance(part, ThinkingContent):
+            chars += len(part.thinking)
+        elif isinstance(part, ToolCallContent):
+            chars += len(part.name) + len(_specs_encoder.encode(part.arguments))
+        elif isinstance(part, ImageContent):
+            chars += 4800
+    return chars
+
+
+def request_tokens(request: ModelRequest) -> int:
+    """The size of a request as compaction estimates it: characters / 4 (rounded up) of the
+    system prompt, of each message, and of the tool schemas."""
+    total = (len(request.system_prompt) + 3) // 4
+    total += sum((_content_chars(m.content) + 3) // 4 for m in request.messages)
+    if request.tools:
+        total += (len(_specs_encoder.encode(request.tools)) + 3) // 4
+    return total
+
+
+def _summary_reply(prompt: str) -> str:
+    """The deterministic answer to a summarisation request (see the module docstring)."""
+    conversation = _CONVERSATION.search(prompt)
+    text = conversation[1] if conversation else ""
+    if "[[summary-fail]]" in text:
+        raise ProviderError("server", "local model failure while summarising")
+    items: list[str] = []
+    previous = _PREVIOUS.search(prompt)
+    if previous is not None and _SAID in previous[1]:
+        carried = previous[1].split(_SAID, 1)[1].rstrip(".")
+        items += [i for i in carried.split("; ") if i]
+    for block in _USER_BLOCK.finditer(text):
+        words = " ".join(_DIRECTIVE.sub(" ", block[1]).split()).split(" ")
+        item = " ".join(words[:8]).replace(";", ",").strip()
+        if item:
+            items.append(item)
+    return f"Summary (local model): {_SAID}{'; '.join(items[-_SUMMARY_ITEMS:])}."
+
+
+def _pieces(text: str, size: int) -> list[str]:
+    return [text[i : i + size] for i in range(0, len(text), size)] or [""]
 
 
 def _words(text: str, n: int | None) -> list[str]:
@@ -150,6 +237,14 @@ class LocalProvider:
                 if isinstance(content, str)
                 else " ".join(c.text for c in content if isinstance(c, TextContent))
             )
+        if request.system_prompt.startswith(SUMMARY_MARKER):
+            await trio.lowlevel.checkpoint()
+            summary = _summary_reply(user_text)
+            for piece in _words(summary, None):
+                yield TextDelta(piece)
+            yield UsageDelta(Usage(input=request_tokens(request), output=len(summary) // 4))
+            yield StopDelta("stop")
+            return
         plan = _parse(user_text)
         delay = (plan.delay_ms if plan.delay_ms is not None else self.delta_delay_ms) / 1000.0
         # Tool results since the last user message: this is the turn after the tools ran.
@@ -163,6 +258,20 @@ class LocalProvider:
         if plan.fail is not None:
             await trio.lowlevel.checkpoint()
             raise ProviderError(cast(ProviderErrorKind, plan.fail[0]), plan.fail[1])
+        overflow: ProviderError | None = None
+        overflow_after = 0
+        if plan.overflow is not None:
+            size = request_tokens(request)
+            if size > plan.overflow[0]:
+                overflow_after = plan.overflow[1] or 0
+                overflow = ProviderError(
+                    "context_overflow",
+                    f"context length exceeded: {size} tokens > {plan.overflow[0]}",
+                    status=400,
+                )
+                if overflow_after == 0:
+                    await trio.lowlevel.checkpoint()
+                    raise overflow
 
         input_tokens = sum(len(str(m).split()) for m in request.messages) + len(
             request.system_prompt.split()
@@ -200,7 +309,9 @@ class LocalProvider:
             yield StopDelta("toolUse")
             return
 
-        if results:
+        if results and plan.reply is not None:
+            reply = plan.reply
+        elif results:
             summary = "; ".join(
                 f"{r.toolName}{' failed' if r.isError else ''}: "
                 + " ".join(c.text for c in r.content if isinstance(c, TextContent))[:200]
@@ -212,11 +323,14 @@ class LocalProvider:
         else:
             reply = f"You said: {plan.text}" if plan.text else "Hello from the local model."
 
-        for piece in _words(reply, plan.deltas):
+        pieces = _pieces(reply, plan.chars) if plan.chars else _words(reply, plan.deltas)
+        for piece in pieces:
             if plan.stall_after is not None and sent >= plan.stall_after:
                 await trio.sleep_forever()
             if plan.fail_after is not None and sent >= plan.fail_after:
                 raise ProviderError("server", "local model failure after partial output")
+            if overflow is not None and sent >= overflow_after:
+                raise overflow
             await pace()
             yield TextDelta(piece)
             sent += 1

@@ -14,7 +14,8 @@
   kind ``timeout``, "LLM idle timeout: no chunk for Ns") is raised. That error is final,
   never retried here: the window is the run's patience, and the agent decides what a
   stalled turn means (compaction, fail over). Pings and other events that carry no delta
-  do not count as chunks: the window is measured in deltas.
+  do not count as chunks: the window is measured in deltas. `resolve_idle_timeout` turns
+  the config (``agents.defaults.llm.idleTimeoutSeconds``, ``timeoutSeconds``) into the window.
 """
 
 from __future__ import annotations
@@ -34,8 +35,9 @@ __all__ = [
     "stream_with_retry",
 ]
 
-DEFAULT_IDLE_TIMEOUT = 120.0
-"""``agents.defaults.llm.idleTimeoutSeconds`` when unset, as in OpenClaw."""
+DEFAULT_IDLE_TIMEOUT = 60.0
+"""The idle window when neither ``agents.defaults.llm.idleTimeoutSeconds`` nor
+``agents.defaults.timeoutSeconds`` is configured."""
 
 _rng = random.Random()
 
@@ -53,21 +55,32 @@ class IdleTimeoutError(ProviderError):
 
 
 def resolve_idle_timeout(
-    idle_timeout_seconds: float | None, provider_timeout_seconds: float | None = None
+    idle_timeout_seconds: float | None,
+    provider_timeout_seconds: float | None = None,
+    *,
+    run_timeout_seconds: float | None = None,
+    cron: bool = False,
 ) -> float | None:
     """The idle window of a turn, or ``None`` for no watchdog.
 
-    ``idle_timeout_seconds`` is ``agents.defaults.llm.idleTimeoutSeconds`` (unset → 120 s,
-    0 disables); a provider's ``timeoutSeconds`` extends the window, never shortens it.
+    - ``idle_timeout_seconds`` (``agents.defaults.llm.idleTimeoutSeconds``): used when set;
+      0 disables the watchdog.
+    - Unset: ``run_timeout_seconds`` (``agents.defaults.timeoutSeconds``) when configured
+      (0: none), else 60 s; cron runs with neither configured have no watchdog.
+    - A provider's ``timeoutSeconds`` extends an enabled window, never shortens it (a slow
+      local model configured with a long read timeout is not cut off by the default).
     """
-    if idle_timeout_seconds is None:
-        window = DEFAULT_IDLE_TIMEOUT
-    elif idle_timeout_seconds <= 0:
-        return None
+    window: float | None
+    if idle_timeout_seconds is not None:
+        window = float(idle_timeout_seconds) if idle_timeout_seconds > 0 else None
+    elif run_timeout_seconds is not None:
+        window = float(run_timeout_seconds) if run_timeout_seconds > 0 else None
     else:
-        window = idle_timeout_seconds
+        window = None if cron else DEFAULT_IDLE_TIMEOUT
+    if window is None:
+        return None
     if provider_timeout_seconds is not None and provider_timeout_seconds > window:
-        window = provider_timeout_seconds
+        window = float(provider_timeout_seconds)
     return window
 
 

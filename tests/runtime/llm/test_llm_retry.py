@@ -9,11 +9,13 @@ from __future__ import annotations
 import random
 from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing
+from typing import Any
 
 import pytest
 import trio
 import trio.testing
 
+from runtime._config import llm_idle_timeout_seconds, parse_config
 from runtime.llm._retry import (
     IdleTimeoutError,
     backoff_delay,
@@ -420,9 +422,55 @@ def test_backoff_delay_has_equal_jitter() -> None:
 
 @pytest.mark.parametrize(
     ("idle", "provider_timeout", "expected"),
-    [(None, None, 120.0), (0, None, None), (30, None, 30.0), (30, 300, 300.0), (300, 30, 300.0)],
+    [
+        (None, None, 60.0),
+        (0, None, None),
+        (0, 300, None),
+        (30, None, 30.0),
+        (30, 300, 300.0),
+        (300, 30, 300.0),
+        (None, 300, 300.0),
+    ],
 )
 def test_resolve_idle_timeout(
     idle: float | None, provider_timeout: float | None, expected: float | None
 ) -> None:
     assert resolve_idle_timeout(idle, provider_timeout) == expected
+
+
+@pytest.mark.parametrize(
+    ("idle", "run_timeout", "cron", "expected"),
+    [
+        (None, None, False, 60.0),  # neither configured: the default window
+        (None, None, True, None),  # cron runs with neither configured: no watchdog
+        (None, 600, False, 600.0),  # unset: the configured run timeout
+        (None, 600, True, 600.0),
+        (None, 0, False, None),  # a run timeout of 0 (none) means no watchdog either
+        (5, 600, False, 5.0),  # set: wins over the run timeout
+        (0, 600, False, None),  # 0 disables
+    ],
+)
+def test_resolve_idle_timeout_falls_back_to_the_run_timeout(
+    idle: float | None, run_timeout: float | None, cron: bool, expected: float | None
+) -> None:
+    assert resolve_idle_timeout(idle, run_timeout_seconds=run_timeout, cron=cron) == expected
+
+
+@pytest.mark.parametrize(
+    ("defaults", "expected"),
+    [
+        ({}, 60.0),
+        ({"timeoutSeconds": 900}, 900.0),
+        ({"timeoutSeconds": 900, "llm": {"idleTimeoutSeconds": 1}}, 1.0),
+        ({"llm": {"idleTimeoutSeconds": 0}}, None),
+        ({"timeoutSeconds": 0}, None),
+    ],
+)
+def test_the_config_resolves_the_idle_window_with_the_same_rule(
+    defaults: dict[str, Any], expected: float | None
+) -> None:
+    config = parse_config({"agents": {"defaults": defaults}})
+    assert llm_idle_timeout_seconds(config.agents.defaults) == expected
+    assert llm_idle_timeout_seconds(config.agents.defaults, provider_timeout_seconds=1200) == (
+        None if expected is None else 1200.0
+    )

@@ -1,0 +1,528 @@
+"""The Publisher: builds model runtime generations off to the side and publishes them.
+
+Publishing means: read the inputs (the config, each agent's auth profile store, the plugin
+harnesses), build the next generation completely (in a worker thread by default), swap it
+into the supervisor (`Supervisor.publish`: one reference), and announce it to every client
+with a `runtime.generation` event. A build that fails (bad config, bad auth store, unknown
+model, a primary model without auth, a plugin error) is logged, announced with the same event
+(`status: "failed"`), kept as `last_error` for `status`, and never published: the previous
+generation keeps serving. Inputs that hash the same as the serving generation's publish
+nothing.
+
+Publishes happen at startup, on `config.set` / `config.patch` / `config.apply` (`write_text`,
+`write_patch`: optimistic concurrency on the file's content hash), when the config file or
+an agent's auth profile store changes on disk, and when the plugin registry's `version`
+changes. One lock serialises them, so generation numbers only go up and no two builds race.
+
+The watcher (`run`, a task in the gateway's nursery) polls every `poll_interval_s`: it
+`stat`s the watched files (mtime, size, inode) and reads the plugin registry version; after a
+change it waits until the files have been quiet for `debounce_s`, then reloads (contents are
+hashed, so a touch without a change publishes nothing). `trigger()` polls at once. With no
+config file (`config_path` None) the config lives in memory and only the API changes it.
+
+Provider transports that no live generation uses any more are closed after each publish and
+on each poll (runs keep their generation, and so its transports, to their end).
+
+Errors: `PublishConflict` (`baseHash` missing or stale), `ConfigError` (the text is not a
+valid config) and `GenerationError` (the build failed) from the write calls; the watcher
+never raises for a bad file.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any, Final, TypeVar
+
+import attrs
+import msgspec
+import trio
+
+from runtime._config import (
+    Config,
+    ConfigError,
+    ConfigSnapshot,
+    apply_merge_patch,
+    config_text,
+    config_to_builtins,
+    read_config_snapshot,
+    restore_redacted,
+    snapshot_from_text,
+    write_config_text,
+)
+from runtime._generation import (
+    GenerationBuilder,
+    GenerationError,
+    GenerationInputs,
+    ModelRuntimeGeneration,
+)
+from runtime._plugins import PluginRegistry
+
+from ._supervisor import Supervisor
+
+__all__ = [
+    "GENERATION_EVENT",
+    "PublishConflict",
+    "PublishFailure",
+    "PublishResult",
+    "Publisher",
+    "PublisherStatistics",
+]
+
+log = logging.getLogger("clawlane.publisher")
+
+GENERATION_EVENT: Final = "runtime.generation"
+"""clawlane-only event: a generation was published, or a build failed (`status`)."""
+POLL_INTERVAL_S: Final = 0.5
+DEBOUNCE_S: Final = 0.3
+_T = TypeVar("_T")
+
+
+class PublishConflict(Exception):
+    """A config write's `baseHash` is missing or no longer the file's hash."""
+
+
+@attrs.frozen
+class PublishFailure:
+    """A build that was not published."""
+
+    reason: str
+    message: str
+    path: str | None
+    at_ms: int
+    serving: int
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "reason": self.reason,
+            "message": self.message,
+            "at": self.at_ms,
+            "serving": self.serving,
+        }
+        if self.path:
+            data["path"] = self.path
+        return data
+
+
+@attrs.frozen
+class PublishResult:
+    """What a config write did: the serving generation (new or unchanged) and the file."""
+
+    generation: ModelRuntimeGeneration
+    changed: bool
+    snapshot: ConfigSnapshot
+
+
+@attrs.frozen
+class PublisherStatistics:
+    generation: int
+    published: int
+    failed: int
+    unchanged: int
+    last_reason: str | None
+    last_latency_ms: float | None
+    last_error: PublishFailure | None
+    watching: tuple[str, ...]
+    retired_providers: int
+
+
+_Fingerprint = tuple[int, int, int] | None
+
+
+def _stat(path: Path) -> _Fingerprint:
+    # A stat of a local file takes microseconds; polling it from the trio thread is fine.
+    try:
+        st = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError:
+        return (-1, -1, -1)
+    return (st.st_mtime_ns, st.st_size, st.st_ino)
+
+
+class Publisher:
+    """Create it next to a supervisor, start `run` in a nursery. Trio-thread only."""
+
+    def __init__(
+        self,
+        supervisor: Supervisor,
+        *,
+        builder: GenerationBuilder,
+        config_path: Path | None = None,
+        plugins: PluginRegistry | None = None,
+        poll_interval_s: float = POLL_INTERVAL_S,
+        debounce_s: float = DEBOUNCE_S,
+        build_in_thread: bool = True,
+    ) -> None:
+        self.supervisor = supervisor
+        self.builder = builder
+        self.config_path = config_path
+        self.plugins = plugins if plugins is not None else supervisor.plugins
+        self.poll_interval_s = poll_interval_s
+        self.debounce_s = debounce_s
+        self.build_in_thread = build_in_thread
+        self.on_publish: list[Callable[[ModelRuntimeGeneration], None]] = []
+        self.last_error: PublishFailure | None = None
+        self._lock = trio.Lock()
+        self._wake = trio.Event()
+        self._memory_raw: str | None = None
+        if config_path is None:
+            self._memory_raw = config_text(config_to_builtins(supervisor.generation.config))
+        self._seen: dict[Path, _Fingerprint] = {}
+        self._watch_config: Config = supervisor.generation.config
+        self._failed_plugin_version: int | None = None
+        self._published = 0
+        self._failed = 0
+        self._unchanged = 0
+        self._retired = 0
+        self._last_reason: str | None = None
+        self._last_latency_ms: float | None = None
+        self._changed = trio.Event()
+        self._change_reason = "file"
+
+    # --- reading --------------------------------------------------------------------------
+
+    @property
+    def generation(self) -> ModelRuntimeGeneration:
+        return self.supervisor.generation
+
+    def _read_snapshot_sync(self) -> ConfigSnapshot:
+        if self.config_path is None:
+            return snapshot_from_text(self._memory_raw)
+        return read_config_snapshot(self.config_path)
+
+    async def read_snapshot(self) -> ConfigSnapshot:
+        """The config file as it is now (`config.get`). A checkpoint (reads in a thread)."""
+        return await self._offload(self._read_snapshot_sync)
+
+    def watched_paths(self) -> list[Path]:
+        paths = [] if self.config_path is None else [self.config_path]
+        return paths + self.builder.auth_files_for(self._watch_config)
+
+    async def _offload(self, fn: Callable[[], _T]) -> _T:
+        if self.build_in_thread:
+            return await trio.to_thread.run_sync(fn)
+        await trio.lowlevel.checkpoint()
+        return fn()
+
+    # --- publishing -----------------------------------------------------------------------
+
+    async def publish_config(self, config: Config, *, reason: str) -> ModelRuntimeGeneration:
+        """Build and publish a generation from `config` (and the current auth stores and
+        plugins). Returns the serving generation (unchanged when the inputs are). Raises
+        `GenerationError`; the failure is reported and nothing is published."""
+        async with self._lock:
+            generation, changed = await self._build_and_publish(lambda: config, reason)
+            if changed:
+                await self._close_retired_locked()
+            return generation
+
+    async def reload(self, *, reason: str = "file") -> ModelRuntimeGeneration | None:
+        """Re-read the config file and auth stores; publish if the inputs changed. Returns
+        the new generation, or None when nothing changed or the build failed (reported)."""
+        async with self._lock:
+            generation = await self._reload_locked(reason)
+            if generation is not None:
+                await self._close_retired_locked()
+            return generation
+
+    async def _reload_locked(self, reason: str) -> ModelRuntimeGeneration | None:
+        seen: list[Config] = []
+
+        def read() -> Config:
+            snapshot = self._read_snapshot_sync()
+            config = snapshot.require()
+            seen.append(config)
+            return config
+
+        try:
+            generation, changed = await self._build_and_publish(read, reason)
+        except GenerationError:
+            return None
+        finally:
+            if seen:
+                self._watch_config = seen[0]
+        return generation if changed else None
+
+    async def _build_and_publish(
+        self,
+        read_config: Callable[[], Config],
+        reason: str,
+        *,
+        commit: Callable[[], None] | None = None,
+    ) -> tuple[ModelRuntimeGeneration, bool]:
+        """Under the lock: read and build off to the side (then `commit`, e.g. write the
+        file, still off to the side), then publish. Raises `GenerationError` (reported)."""
+        sup = self.supervisor
+        current = sup.generation
+        number = current.number + 1
+        plugins = self.plugins.snapshot() if self.plugins is not None else None
+        started = time.perf_counter()
+
+        def work() -> ModelRuntimeGeneration | None:
+            inputs: GenerationInputs = self.builder.read_inputs(read_config(), plugins)
+            built = (
+                None
+                if inputs.digest() == current.inputs_hash
+                else self.builder.build(inputs, number)
+            )
+            if commit is not None:
+                commit()
+            return built
+
+        try:
+            built = await self._offload(work)
+        except (ConfigError, GenerationError) as exc:
+            self._report_failure(reason, exc, plugins.version if plugins else None)
+            if isinstance(exc, GenerationError):
+                raise
+            raise GenerationError(str(exc)) from exc
+        if commit is not None:
+            self._remember_files()
+        if built is None:
+            self._unchanged += 1
+            return current, False
+        old = sup.publish(built)
+        self._watch_config = built.config
+        self._published += 1
+        self._last_reason = reason
+        self._last_latency_ms = (time.perf_counter() - started) * 1000
+        self.last_error = None
+        log.info("published generation %d (%s), replacing %d", built.number, reason, old.number)
+        sup.hub.broadcast(
+            GENERATION_EVENT,
+            {
+                "status": "published",
+                "reason": reason,
+                "generation": built.describe(),
+                "previous": old.number,
+                "ts": int(time.time() * 1000),
+            },
+        )
+        for callback in list(self.on_publish):
+            callback(built)
+        self._notify()
+        return built, True
+
+    def _notify(self) -> None:
+        self._changed.set()
+        self._changed = trio.Event()
+
+    def _report_failure(
+        self, reason: str, exc: ConfigError | GenerationError, plugin_version: int | None
+    ) -> None:
+        path = exc.path if isinstance(exc, ConfigError) else None
+        failure = PublishFailure(
+            reason=reason,
+            message=str(exc),
+            path=path,
+            at_ms=int(time.time() * 1000),
+            serving=self.supervisor.generation.number,
+        )
+        self.last_error = failure
+        self._failed += 1
+        if plugin_version is not None and reason == "plugins":
+            self._failed_plugin_version = plugin_version
+        log.error(
+            "generation build failed (%s); generation %d keeps serving: %s",
+            reason,
+            failure.serving,
+            failure.message,
+        )
+        self.supervisor.hub.broadcast(
+            GENERATION_EVENT,
+            {
+                "status": "failed",
+                "reason": reason,
+                "error": {k: v for k, v in (("message", failure.message), ("path", path)) if v},
+                "generation": self.supervisor.generation.describe(),
+                "ts": failure.at_ms,
+            },
+        )
+        self._notify()
+
+    async def _close_retired_locked(self) -> None:
+        retired = self.builder.collect_retired(keep=[self.supervisor.generation])
+        for provider in retired:
+            self._retired += 1
+            try:
+                await provider.aclose()
+            except Exception:
+                log.exception("closing a retired provider failed")
+
+    # --- config writes (config.set / config.apply / config.patch) --------------------------
+
+    def _check_base_hash(self, snapshot: ConfigSnapshot, base_hash: str | None) -> None:
+        if not snapshot.exists:
+            return
+        if not base_hash:
+            raise PublishConflict("config base hash required; re-run config.get and retry")
+        if base_hash != snapshot.hash:
+            raise PublishConflict("config changed since last load; re-run config.get and retry")
+
+    async def write_text(self, raw: str, *, base_hash: str | None, reason: str) -> PublishResult:
+        """Replace the whole config with `raw` (JSON text), as `config.set`/`config.apply`:
+        check `base_hash`, validate, build, write the file atomically, publish. Values sent
+        as `__OPENCLAW_REDACTED__` keep their current secret. Raises `PublishConflict`,
+        `ConfigError` or `GenerationError`; on any of them nothing is written."""
+        try:
+            value = msgspec.json.decode(raw)
+        except msgspec.DecodeError as exc:
+            raise ConfigError(f"not valid JSON: {exc}") from exc
+        if not isinstance(value, dict):
+            raise ConfigError("the config must be a JSON object")
+        async with self._lock:
+            snapshot = await self._offload(self._read_snapshot_sync)
+            self._check_base_hash(snapshot, base_hash)
+            restored = restore_redacted(value, snapshot.parsed)
+            text = raw if restored == value else config_text(restored)
+            return await self._write_locked(text, reason)
+
+    async def write_patch(
+        self,
+        raw: str,
+        *,
+        base_hash: str | None,
+        replace_paths: Iterable[str] = (),
+        reason: str = "config.patch",
+    ) -> PublishResult:
+        """Merge-patch the config file with `raw` (a JSON object), as `config.patch`."""
+        try:
+            patch = msgspec.json.decode(raw)
+        except msgspec.DecodeError as exc:
+            raise ConfigError(f"not valid JSON: {exc}") from exc
+        if not isinstance(patch, dict):
+            raise ConfigError("config.patch raw must be an object")
+        async with self._lock:
+            snapshot = await self._offload(self._read_snapshot_sync)
+            self._check_base_hash(snapshot, base_hash)
+            if not snapshot.valid:
+                raise ConfigError("invalid config; fix before patching")
+            base = snapshot.parsed if isinstance(snapshot.parsed, dict) else {}
+            merged = apply_merge_patch(base, patch, replace_paths=replace_paths)
+            merged = restore_redacted(merged, base)
+            return await self._write_locked(config_text(merged), reason)
+
+    async def _write_locked(self, text: str, reason: str) -> PublishResult:
+        new_snapshot = snapshot_from_text(text, path=self.config_path)
+        try:
+            config = new_snapshot.require()
+        except ConfigError as exc:
+            self._report_failure(reason, exc, None)
+            raise
+        generation, changed = await self._build_and_publish(
+            lambda: config, reason, commit=lambda: self._commit_text(text)
+        )
+        if changed:
+            await self._close_retired_locked()
+        return PublishResult(generation, changed, new_snapshot)
+
+    def _commit_text(self, text: str) -> None:
+        """Write the config (file or memory). Runs in the build thread, after a good build."""
+        if self.config_path is None:
+            self._memory_raw = text
+        else:
+            write_config_text(self.config_path, text)
+
+    def _remember_files(self) -> None:
+        for path in self.watched_paths():
+            self._seen[path] = _stat(path)
+
+    # --- watching -------------------------------------------------------------------------
+
+    def trigger(self) -> None:
+        """Poll now (not a checkpoint)."""
+        self._wake.set()
+
+    async def wait_change(self) -> None:
+        """Wait for the next publish or reported failure. A checkpoint."""
+        await self._changed.wait()
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """The watcher: `prime`, report started, then `poll_once` every `poll_interval_s`
+        (or at once after `trigger`). Runs until cancelled; a cancellation during a build
+        waits for the build thread."""
+        await self.prime()
+        task_status.started()
+        while True:
+            with trio.move_on_after(self.poll_interval_s):
+                await self._wake.wait()
+            self._wake = trio.Event()
+            await self.poll_once()
+
+    async def prime(self) -> None:
+        """Take the baseline of the watched files, and publish them if they no longer match
+        the serving generation (reason `startup`). A checkpoint."""
+        async with self._lock:
+            self._remember_files()
+            await self._reload_locked("startup")
+            self._remember_files()
+
+    async def poll_once(self) -> None:
+        """One watcher step: files changed → wait until quiet for `debounce_s` → reload;
+        plugin registry changed → republish; then `sweep`. A checkpoint."""
+        if self._files_changed():
+            while True:
+                await trio.sleep(self.debounce_s)
+                if not self._files_changed():
+                    break
+            async with self._lock:
+                await self._reload_locked(self._change_reason)
+        plugins = self.plugins
+        if (
+            plugins is not None
+            and plugins.version != self.supervisor.generation.plugin_version
+            and plugins.version != self._failed_plugin_version
+        ):
+            async with self._lock:
+                await self._reload_locked("plugins")
+        await self.sweep()
+
+    async def sweep(self) -> None:
+        """Close the provider transports no live generation uses any more (generations live
+        as long as a run holds them). A checkpoint."""
+        async with self._lock:
+            await self._close_retired_locked()
+
+    def _files_changed(self) -> bool:
+        changed = False
+        for path in self.watched_paths():
+            fp = _stat(path)
+            if path not in self._seen or self._seen[path] != fp:
+                self._seen[path] = fp
+                changed = True
+                self._change_reason = "file" if path == self.config_path else "auth-profiles"
+        return changed
+
+    # --- reporting ------------------------------------------------------------------------
+
+    def statistics(self) -> PublisherStatistics:
+        return PublisherStatistics(
+            generation=self.supervisor.generation.number,
+            published=self._published,
+            failed=self._failed,
+            unchanged=self._unchanged,
+            last_reason=self._last_reason,
+            last_latency_ms=self._last_latency_ms,
+            last_error=self.last_error,
+            watching=tuple(str(p) for p in self.watched_paths()),
+            retired_providers=self._retired,
+        )
+
+    def status_view(self) -> dict[str, Any]:
+        """For the `status` method: the serving generation and the publisher's health."""
+        s = self.statistics()
+        return {
+            "generation": self.supervisor.generation.describe(),
+            "published": s.published,
+            "failed": s.failed,
+            "unchanged": s.unchanged,
+            "lastReason": s.last_reason,
+            "lastLatencyMs": s.last_latency_ms,
+            "lastError": s.last_error.to_json() if s.last_error else None,
+            "configPath": str(self.config_path) if self.config_path else None,
+            "watching": list(s.watching),
+        }

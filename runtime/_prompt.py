@@ -1,0 +1,688 @@
+"""Prompt assembly: a run's system prompt, its parts, and a report of them for admins.
+
+The system prompt of a run, in order:
+
+1. the base prompt (`TurnSpec.system_prompt`);
+2. the skills prompt: the skills found under `<workspace>/skills` (and the rest of the
+   workspace's resource manifest) and under any configured resource package roots, those
+   whose requirements are met here, listed as `skills_prompt` writes them;
+3. the project context: the workspace's bootstrap files (`AGENTS.md`, `SOUL.md`, `TOOLS.md`,
+   `IDENTITY.md`, `USER.md`, `HEARTBEAT.md`, `BOOTSTRAP.md`, `MEMORY.md`), after the
+   `agent:bootstrap` internal hooks had their say (they may add, drop or rewrite files), each
+   cut to `bootstrapMaxChars` (head 70 %, tail 20 %) and all together to the total cap;
+4. the per-run `extraSystemPrompt`;
+
+and around it the `before_prompt_build` contributions, merged by `run_turn`:
+`prependSystemContext` first, `systemPrompt` replacing 1–3, `appendSystemContext` last.
+
+Model limits: the prompt budget is the context window minus the compaction reserve
+(`ContextBudget.prompt_budget`); the project context may take at most half of it.
+
+Skills snapshots: `PromptCache` keeps one `SkillsSnapshot` per set of roots and hands the same
+object back while the files and the eligibility of every skill are unchanged
+(`ResourceSet.snapshot_hash`), so the skills prompt of a session stays byte-identical between
+runs. Extensions found in the manifests are plugins: the snapshot lists their paths for the
+plugin loader, nothing here imports them.
+
+`SystemPromptReport` (`system_prompt_report`, `PreparedPrompt.report`) lists the sections of a
+system prompt with their sizes and token estimates, the injected files, the skills, the tool
+schemas, and the budget: what `/context` shows.
+
+Blocking file I/O (`load_bootstrap_files`, `load_skills_snapshot`) runs in worker threads from
+the async entry points (`prepare_prompt`, `PromptCache.skills`), which are checkpoints.
+Nothing here raises for missing or unreadable files: they are reported instead.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Final, Literal
+
+import attrs
+import msgspec
+import trio
+
+from ._compaction import ContextBudget, estimate_context_tokens, estimate_text_tokens
+from ._hooks import BootstrapFile, InternalHooks
+from ._resources import (
+    ExtensionResource,
+    PromptTemplate,
+    ResourceProblem,
+    Skill,
+    discover_resources,
+    skills_prompt,
+)
+from .llm._types import Message, ToolSpec
+
+__all__ = [
+    "BOOTSTRAP_FILENAMES",
+    "DEFAULT_BOOTSTRAP_MAX_CHARS",
+    "DEFAULT_BOOTSTRAP_TOTAL_MAX_CHARS",
+    "InjectedFile",
+    "PreparedPrompt",
+    "PromptCache",
+    "PromptSection",
+    "SkillsSnapshot",
+    "SystemPromptReport",
+    "assemble_system_prompt",
+    "load_bootstrap_files",
+    "load_skills_snapshot",
+    "prepare_prompt",
+    "render_project_context",
+    "system_prompt_report",
+    "truncate_bootstrap",
+]
+
+BOOTSTRAP_FILENAMES: Final = (
+    "AGENTS.md",
+    "SOUL.md",
+    "TOOLS.md",
+    "IDENTITY.md",
+    "USER.md",
+    "HEARTBEAT.md",
+    "BOOTSTRAP.md",
+    "MEMORY.md",
+)
+DEFAULT_BOOTSTRAP_MAX_CHARS: Final = 20_000
+DEFAULT_BOOTSTRAP_TOTAL_MAX_CHARS: Final = 150_000
+_READ_LIMIT: Final = 2 * 1024 * 1024  # bytes read of one bootstrap file at most
+_MIN_FILE_CHARS: Final = 64  # below this a file is left out rather than cut to nothing
+
+
+# --- bootstrap files ---------------------------------------------------------------------
+
+
+def _read_workspace_file(workspace: Path, path: Path) -> str | None:
+    try:
+        real = path.resolve()
+        if not real.is_relative_to(workspace.resolve()) or not real.is_file():
+            return None
+        with real.open("rb") as f:
+            data = f.read(_READ_LIMIT)
+    except OSError:
+        return None
+    return data.decode("utf-8", errors="replace").removeprefix("\ufeff")
+
+
+def load_bootstrap_files(
+    workspace: Path, names: Sequence[str] = BOOTSTRAP_FILENAMES
+) -> list[BootstrapFile]:
+    """The workspace's bootstrap files, in `names` order; `content` None when a file is
+    missing, unreadable, not a regular file, or a symlink out of the workspace.
+    `MEMORY.md` falls back to `memory.md`. Blocking file I/O."""
+    files: list[BootstrapFile] = []
+    for name in names:
+        path = workspace / name
+        content = _read_workspace_file(workspace, path)
+        if content is None and name == "MEMORY.md":
+            alternative = workspace / "memory.md"
+            alt = _read_workspace_file(workspace, alternative)
+            if alt is not None:
+                path, content = alternative, alt
+        files.append(BootstrapFile(name=name, path=str(path), content=content))
+    return files
+
+
+def truncate_bootstrap(content: str, max_chars: int, *, name: str = "file") -> tuple[str, bool]:
+    """`content` cut to about `max_chars`: its head (70 %) and tail (20 %) around a marker
+    saying what was left out. Returns (text, truncated)."""
+    if len(content) <= max_chars:
+        return content, False
+    head = int(max_chars * 0.7)
+    tail = int(max_chars * 0.2)
+    omitted = len(content) - head - tail
+    marker = (
+        f"\n\n[... {omitted} characters of {name} left out here; read the file for all of"
+        " it ...]\n\n"
+    )
+    return content[:head] + marker + (content[-tail:] if tail else ""), True
+
+
+@attrs.frozen
+class InjectedFile:
+    """One bootstrap file as the prompt got it."""
+
+    name: str
+    path: str
+    missing: bool
+    raw_chars: int
+    injected_chars: int
+    truncated: bool
+
+
+def render_project_context(
+    files: Sequence[BootstrapFile],
+    *,
+    max_chars: int = DEFAULT_BOOTSTRAP_MAX_CHARS,
+    total_max_chars: int = DEFAULT_BOOTSTRAP_TOTAL_MAX_CHARS,
+) -> tuple[str, list[InjectedFile]]:
+    """The project context section and what each file contributed. Missing files are left
+    out (and reported); once the total cap is spent, later files are left out too."""
+    blocks: list[str] = []
+    report: list[InjectedFile] = []
+    remaining = max(0, total_max_chars)
+    for f in files:
+        if f.content is None:
+            report.append(InjectedFile(f.name, f.path, True, 0, 0, False))
+            continue
+        raw = f.content.strip("\n")
+        budget = min(max_chars, remaining)
+        if not raw.strip() or budget < _MIN_FILE_CHARS:
+            report.append(InjectedFile(f.name, f.path, False, len(raw), 0, bool(raw.strip())))
+            continue
+        text, truncated = truncate_bootstrap(raw, budget, name=f.name)
+        remaining -= len(text)
+        blocks.append(f"## {f.name}\n\n{text}")
+        report.append(InjectedFile(f.name, f.path, False, len(raw), len(text), truncated))
+    if not blocks:
+        return "", report
+    intro = ["# Project Context", "", "The following workspace files were loaded:"]
+    if any(r.name.upper() == "SOUL.MD" and r.injected_chars for r in report):
+        intro += ["", "SOUL.md is present: embody the persona and tone it describes."]
+    return "\n".join(intro) + "\n\n" + "\n\n".join(blocks), report
+
+
+# --- skills ------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class SkillsSnapshot:
+    """The skills (and other resources) of a run, from every root, first name wins.
+
+    `eligible` are the skills whose requirements are met here; `prompt` lists them.
+    `extensions` are plugin paths for the plugin loader. `hash` covers every file read and
+    which skills are eligible.
+    """
+
+    hash: str
+    roots: tuple[Path, ...]
+    skills: tuple[Skill, ...] = ()
+    eligible: tuple[Skill, ...] = ()
+    prompt: str = ""
+    prompts: tuple[PromptTemplate, ...] = ()
+    extensions: tuple[ExtensionResource, ...] = ()
+    problems: tuple[ResourceProblem, ...] = ()
+
+    @property
+    def extension_paths(self) -> list[str]:
+        return [str(e.path) for e in self.extensions]
+
+
+def load_skills_snapshot(
+    roots: Sequence[Path],
+    *,
+    previous: SkillsSnapshot | None = None,
+    environ: Mapping[str, str] | None = None,
+    which: Callable[[str], str | None] = shutil.which,
+) -> SkillsSnapshot:
+    """Discover the resources of every root (missing roots are skipped) and return their
+    snapshot; `previous` itself when nothing changed. Blocking file I/O."""
+    environ = os.environ if environ is None else environ
+    digest = hashlib.sha256()
+    skills: list[Skill] = []
+    prompts: list[PromptTemplate] = []
+    extensions: list[ExtensionResource] = []
+    problems: list[ResourceProblem] = []
+    names: dict[str, Path] = {}
+    prompt_names: set[str] = set()
+    for root in roots:
+        if not root.is_dir():
+            continue
+        found = discover_resources(root)
+        digest.update(str(found.root).encode() + b"\0" + found.snapshot_hash.encode() + b"\0")
+        problems.extend(found.problems)
+        extensions.extend(found.extensions)
+        for skill in found.skills:
+            if skill.name in names:
+                problems.append(
+                    ResourceProblem(
+                        skill.path,
+                        f"duplicate skill name {skill.name!r} (kept {names[skill.name]})",
+                    )
+                )
+                continue
+            names[skill.name] = skill.path
+            skills.append(skill)
+        for template in found.prompts:
+            if template.name not in prompt_names:
+                prompt_names.add(template.name)
+                prompts.append(template)
+    eligible = tuple(s for s in skills if not s.requirements.unmet(environ, which))
+    for s in eligible:
+        digest.update(b"eligible\0" + s.name.encode() + b"\0")
+    snapshot_hash = digest.hexdigest()
+    resolved = tuple(roots)
+    if previous is not None and previous.hash == snapshot_hash and previous.roots == resolved:
+        return previous
+    return SkillsSnapshot(
+        hash=snapshot_hash,
+        roots=resolved,
+        skills=tuple(skills),
+        eligible=eligible,
+        prompt=skills_prompt(eligible),
+        prompts=tuple(prompts),
+        extensions=tuple(extensions),
+        problems=tuple(problems),
+    )
+
+
+@attrs.frozen
+class PromptCacheStatistics:
+    snapshots: int
+    reused: int
+    rebuilt: int
+
+
+@attrs.define(eq=False)
+class PromptCache:
+    """Skills snapshots by roots, reused while unchanged. One per gateway; bounded (least
+    recently used roots are forgotten past `max_entries`). Use from the trio thread."""
+
+    max_entries: int = 256
+    _snapshots: OrderedDict[tuple[Path, ...], SkillsSnapshot] = attrs.field(
+        factory=OrderedDict, init=False
+    )
+    _reused: int = attrs.field(default=0, init=False)
+    _rebuilt: int = attrs.field(default=0, init=False)
+
+    async def skills(self, roots: Sequence[Path]) -> SkillsSnapshot:
+        """The snapshot of `roots`. A checkpoint (reads the files in a worker thread)."""
+        key = tuple(roots)
+        previous = self._snapshots.get(key)
+        snapshot = await trio.to_thread.run_sync(
+            lambda: load_skills_snapshot(key, previous=previous)
+        )
+        if snapshot is previous:
+            self._reused += 1
+        else:
+            self._rebuilt += 1
+        self._snapshots[key] = snapshot
+        self._snapshots.move_to_end(key)
+        while len(self._snapshots) > self.max_entries:
+            self._snapshots.popitem(last=False)
+        return snapshot
+
+    def statistics(self) -> PromptCacheStatistics:
+        return PromptCacheStatistics(len(self._snapshots), self._reused, self._rebuilt)
+
+
+# --- assembly ----------------------------------------------------------------------------
+
+SectionName = str
+"""`base`, `skills`, `context`, `extra`, `hook:prependSystemContext`, `hook:systemPrompt`,
+`hook:appendSystemContext`."""
+
+
+@attrs.frozen
+class PromptSection:
+    name: SectionName
+    text: str
+
+
+def assemble_system_prompt(
+    *,
+    base: str,
+    skills: str = "",
+    context: str = "",
+    extra: str | None = None,
+    hook_system_prompt: str | None = None,
+    prepend_system: str | None = None,
+    append_system: str | None = None,
+) -> list[PromptSection]:
+    """The non-empty sections of a system prompt, in order; join their texts with a blank
+    line (`join_sections`). A hook's `systemPrompt` replaces base, skills and context."""
+    sections = [PromptSection("hook:prependSystemContext", prepend_system or "")]
+    if hook_system_prompt is not None:
+        sections.append(PromptSection("hook:systemPrompt", hook_system_prompt))
+    else:
+        sections += [
+            PromptSection("base", base),
+            PromptSection("skills", skills),
+            PromptSection("context", context),
+        ]
+    sections += [
+        PromptSection("extra", extra or ""),
+        PromptSection("hook:appendSystemContext", append_system or ""),
+    ]
+    return [s for s in sections if s.text]
+
+
+def join_sections(sections: Iterable[PromptSection]) -> str:
+    return "\n\n".join(s.text for s in sections if s.text)
+
+
+# --- the report --------------------------------------------------------------------------
+
+
+class _Report(msgspec.Struct, frozen=True, omit_defaults=True):
+    pass
+
+
+class ReportSection(_Report, frozen=True):
+    name: str
+    chars: int
+    tokens: int
+
+
+class ReportFile(_Report, frozen=True):
+    name: str
+    path: str
+    missing: bool
+    rawChars: int
+    injectedChars: int
+    truncated: bool
+
+
+class ReportSkill(_Report, frozen=True):
+    name: str
+    path: str
+    eligible: bool
+    blockChars: int = 0
+    unmetBins: list[str] = []
+    unmetEnv: list[str] = []
+
+
+class ReportSkills(_Report, frozen=True):
+    snapshotHash: str
+    promptChars: int
+    promptTokens: int
+    entries: list[ReportSkill]
+
+
+class ReportTool(_Report, frozen=True):
+    name: str
+    schemaChars: int
+    schemaTokens: int
+
+
+class ReportTools(_Report, frozen=True):
+    schemaChars: int
+    schemaTokens: int
+    entries: list[ReportTool]
+
+
+class ReportProblem(_Report, frozen=True):
+    path: str
+    message: str
+
+
+class ReportBudget(_Report, frozen=True):
+    contextWindow: int
+    reserveTokens: int
+    promptBudget: int
+    keepRecentTokens: int
+
+
+class SystemPromptReport(_Report, frozen=True):
+    """What a run's system prompt is made of (`/context`, `sessions.systemPromptReport`).
+
+    `source` is "run" for the prompt of a run that happened, "estimate" for one assembled on
+    request (no `before_prompt_build` hooks run then). `contextTokens` estimates a request
+    made now: system prompt + history + tool schemas.
+    """
+
+    source: Literal["run", "estimate"]
+    generatedAt: int
+    sessionKey: str
+    sessionId: str
+    agentId: str
+    systemPromptChars: int
+    systemPromptTokens: int
+    sections: list[ReportSection]
+    injectedWorkspaceFiles: list[ReportFile]
+    bootstrapMaxChars: int
+    bootstrapTotalMaxChars: int
+    skills: ReportSkills
+    tools: ReportTools
+    budget: ReportBudget
+    extensions: list[str] = []
+    problems: list[ReportProblem] = []
+    provider: str | None = None
+    model: str | None = None
+    workspaceDir: str | None = None
+    historyMessages: int = 0
+    historyTokens: int = 0
+    contextTokens: int = 0
+
+
+_encoder: Final = msgspec.json.Encoder()
+
+
+def _tools_report(tools: Sequence[ToolSpec]) -> ReportTools:
+    entries = []
+    for spec in tools:
+        chars = len(_encoder.encode(spec))
+        entries.append(ReportTool(spec.name, chars, (chars + 3) // 4))
+    total = len(_encoder.encode(list(tools))) if tools else 0
+    return ReportTools(schemaChars=total, schemaTokens=(total + 3) // 4, entries=entries)
+
+
+def _skill_block_chars(skill: Skill) -> int:
+    """What one skill adds to the skills prompt (its `<skill>` element)."""
+    return len(skills_prompt([skill, skill])) - len(skills_prompt([skill]))
+
+
+# --- preparation -------------------------------------------------------------------------
+
+
+@attrs.frozen
+class PreparedPrompt:
+    """Everything a run's system prompt is assembled from, before the plugin hooks."""
+
+    base: str
+    extra: str | None
+    skills: SkillsSnapshot
+    files: tuple[BootstrapFile, ...]
+    injected: tuple[InjectedFile, ...]
+    context: str
+    budget: ContextBudget
+    bootstrap_max_chars: int
+    bootstrap_total_max_chars: int
+    workspace_dir: str | None = None
+
+    def sections(
+        self,
+        *,
+        hook_system_prompt: str | None = None,
+        prepend_system: str | None = None,
+        append_system: str | None = None,
+    ) -> list[PromptSection]:
+        return assemble_system_prompt(
+            base=self.base,
+            skills=self.skills.prompt,
+            context=self.context,
+            extra=self.extra,
+            hook_system_prompt=hook_system_prompt,
+            prepend_system=prepend_system,
+            append_system=append_system,
+        )
+
+    @property
+    def system_prompt(self) -> str:
+        """The system prompt without hook contributions."""
+        return join_sections(self.sections())
+
+    def report(
+        self,
+        *,
+        source: Literal["run", "estimate"],
+        session_key: str,
+        session_id: str,
+        agent_id: str,
+        sections: Sequence[PromptSection] | None = None,
+        tools: Sequence[ToolSpec] = (),
+        history: Sequence[Message] = (),
+        provider: str | None = None,
+        model: str | None = None,
+        now_ms: int | None = None,
+    ) -> SystemPromptReport:
+        sections = list(sections) if sections is not None else self.sections()
+        system = join_sections(sections)
+        eligible = {s.name for s in self.skills.eligible}
+        skill_entries = []
+        for skill in self.skills.skills:
+            unmet = skill.requirements.unmet()
+            skill_entries.append(
+                ReportSkill(
+                    name=skill.name,
+                    path=str(skill.path),
+                    eligible=skill.name in eligible,
+                    blockChars=_skill_block_chars(skill) if skill.name in eligible else 0,
+                    unmetBins=list(unmet.bins),
+                    unmetEnv=list(unmet.env),
+                )
+            )
+        history_tokens = estimate_context_tokens("", history)
+        return SystemPromptReport(
+            source=source,
+            generatedAt=now_ms if now_ms is not None else int(time.time() * 1000),
+            sessionKey=session_key,
+            sessionId=session_id,
+            agentId=agent_id,
+            provider=provider,
+            model=model,
+            workspaceDir=self.workspace_dir,
+            systemPromptChars=len(system),
+            systemPromptTokens=estimate_text_tokens(system),
+            sections=[
+                ReportSection(s.name, len(s.text), estimate_text_tokens(s.text)) for s in sections
+            ],
+            injectedWorkspaceFiles=[
+                ReportFile(
+                    name=f.name,
+                    path=f.path,
+                    missing=f.missing,
+                    rawChars=f.raw_chars,
+                    injectedChars=f.injected_chars,
+                    truncated=f.truncated,
+                )
+                for f in self.injected
+            ],
+            bootstrapMaxChars=self.bootstrap_max_chars,
+            bootstrapTotalMaxChars=self.bootstrap_total_max_chars,
+            skills=ReportSkills(
+                snapshotHash=self.skills.hash,
+                promptChars=len(self.skills.prompt),
+                promptTokens=estimate_text_tokens(self.skills.prompt),
+                entries=skill_entries,
+            ),
+            tools=_tools_report(tools),
+            budget=ReportBudget(
+                contextWindow=self.budget.context_window,
+                reserveTokens=self.budget.reserve_tokens,
+                promptBudget=self.budget.prompt_budget,
+                keepRecentTokens=self.budget.keep_recent_tokens,
+            ),
+            extensions=self.skills.extension_paths,
+            problems=[ReportProblem(str(p.path), p.message) for p in self.skills.problems],
+            historyMessages=len(history),
+            historyTokens=history_tokens,
+            contextTokens=estimate_context_tokens(system, history, tools),
+        )
+
+
+def _resource_roots(workspace: Path | None, configured: Sequence[str | Path]) -> list[Path]:
+    """The workspace first, then the configured package roots (`~` expanded)."""
+    roots = [workspace] if workspace is not None else []
+    return roots + [Path(r).expanduser() for r in configured]
+
+
+async def prepare_prompt(
+    *,
+    base: str,
+    budget: ContextBudget,
+    workspace_dir: str | None = None,
+    extra: str | None = None,
+    resource_roots: Sequence[str | Path] = (),
+    cache: PromptCache | None = None,
+    internal_hooks: InternalHooks | None = None,
+    session_key: str = "",
+    session_id: str | None = None,
+    agent_id: str | None = None,
+    bootstrap_max_chars: int = DEFAULT_BOOTSTRAP_MAX_CHARS,
+    bootstrap_total_max_chars: int = DEFAULT_BOOTSTRAP_TOTAL_MAX_CHARS,
+) -> PreparedPrompt:
+    """Load the skills snapshot (the workspace first, then `resource_roots`) and the
+    bootstrap files (through `agent:bootstrap`), and render the project context within the
+    budget. A checkpoint: file I/O runs in worker threads."""
+    workspace = Path(workspace_dir) if workspace_dir else None
+    roots = _resource_roots(workspace, resource_roots)
+    if cache is None:
+        cache = PromptCache(max_entries=1)
+    skills = await cache.skills(roots)
+    files: list[BootstrapFile] = []
+    if workspace is not None:
+        files = await trio.to_thread.run_sync(load_bootstrap_files, workspace)
+        if internal_hooks is not None:
+            files = await internal_hooks.run_agent_bootstrap(
+                files,
+                workspace_dir=str(workspace),
+                session_key=session_key,
+                session_id=session_id,
+                agent_id=agent_id,
+            )
+    total_cap = min(bootstrap_total_max_chars, max(0, budget.prompt_budget) * 4 // 2)
+    context, injected = render_project_context(
+        files, max_chars=bootstrap_max_chars, total_max_chars=total_cap
+    )
+    return PreparedPrompt(
+        base=base,
+        extra=extra,
+        skills=skills,
+        files=tuple(files),
+        injected=tuple(injected),
+        context=context,
+        budget=budget,
+        bootstrap_max_chars=bootstrap_max_chars,
+        bootstrap_total_max_chars=total_cap,
+        workspace_dir=str(workspace) if workspace is not None else None,
+    )
+
+
+async def system_prompt_report(
+    *,
+    session_key: str,
+    session_id: str,
+    agent_id: str,
+    base: str,
+    budget: ContextBudget,
+    workspace_dir: str | None = None,
+    extra: str | None = None,
+    resource_roots: Sequence[str | Path] = (),
+    cache: PromptCache | None = None,
+    internal_hooks: InternalHooks | None = None,
+    tools: Sequence[ToolSpec] = (),
+    history: Sequence[Message] = (),
+    provider: str | None = None,
+    model: str | None = None,
+) -> SystemPromptReport:
+    """The report of the system prompt a run of this session would get now (source
+    "estimate"; plugin `before_prompt_build` hooks are not run). A checkpoint."""
+    prepared = await prepare_prompt(
+        base=base,
+        budget=budget,
+        workspace_dir=workspace_dir,
+        extra=extra,
+        resource_roots=resource_roots,
+        cache=cache,
+        internal_hooks=internal_hooks,
+        session_key=session_key,
+        session_id=session_id,
+        agent_id=agent_id,
+    )
+    return prepared.report(
+        source="estimate",
+        session_key=session_key,
+        session_id=session_id,
+        agent_id=agent_id,
+        tools=tools,
+        history=history,
+        provider=provider,
+        model=model,
+    )

@@ -1,0 +1,606 @@
+"""Chat and session methods: `chat.send`, `chat.history`, `chat.abort`, `chat.inject`, the
+`sessions.*` family, and `runs.replay` (clawlane: catch up on a run after a reconnect).
+
+Shapes follow the protocol schema; behaviour follows OpenClaw (notes §3.3, §4.4): `chat.send`
+answers once (`{runId, status:"started"}`) and the reply streams as `chat` events; a repeated
+idempotency key answers from the cache (`ok` or `in_flight`); a stop phrase aborts the
+session's runs instead of sending.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from typing import TYPE_CHECKING, Any, Final
+
+import msgspec
+import trio
+
+from actors import CachedResponse, RunRecord, RunRequest, SessionActor
+from actors._lane import LaneFull, QueueMode, normalize_drop, normalize_mode
+from runtime._agent import now_ms
+from runtime._config import run_timeout_seconds
+from runtime._frames import UNAVAILABLE, GatewayError, invalid_request
+from runtime._generation import GenerationError
+from runtime._hooks import InternalHookEvent
+from runtime._reply import is_silent_reply
+from runtime._sessions import DEFAULT_MAIN_KEY, SessionKeyError
+from runtime._wire import (
+    ChatAbortParams,
+    ChatHistoryParams,
+    ChatInjectParams,
+    ChatSendParams,
+    SessionsAbortParams,
+    SessionsDeleteParams,
+    SessionsMessagesSubscribeParams,
+    SessionsMessagesUnsubscribeParams,
+    SessionsPatchParams,
+    SessionsResetParams,
+    SessionsResolveParams,
+    SessionsSendParams,
+)
+from runtime.llm._types import AssistantMessage, TextContent
+
+if TYPE_CHECKING:
+    from ._methods import Call, Methods
+
+STOP_PHRASES: Final = frozenset(
+    {
+        "stop",
+        "/stop",
+        "abort",
+        "/abort",
+        "esc",
+        "wait",
+        "exit",
+        "interrupt",
+        "halt",
+        "cancel",
+        "stopp",
+        "arrête",
+        "detente",
+        "para",
+    }
+)
+MAX_HISTORY_BYTES: Final = 6 * 1024 * 1024
+_TAG = re.compile(r"\[\[(?:reply_to[^\]]*|audio_as_voice)\]\]")
+
+
+def _opt(value: Any) -> Any:
+    return None if isinstance(value, msgspec.UnsetType) else value
+
+
+class SessionsPatchParamsX(
+    SessionsPatchParams, frozen=True, forbid_unknown_fields=True, omit_defaults=True
+):
+    """`SessionsPatchParams` plus clawlane's queue settings (OpenClaw sets them with `/queue`)."""
+
+    queueMode: str | msgspec.UnsetType | None = msgspec.UNSET
+    queueDebounceMs: int | msgspec.UnsetType | None = msgspec.UNSET
+    queueCap: int | msgspec.UnsetType | None = msgspec.UNSET
+    queueDrop: str | msgspec.UnsetType | None = msgspec.UNSET
+
+
+class SessionsKeyParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    key: str
+    agentId: str | None = None
+    limit: int | None = None
+
+
+class EmptyParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    pass
+
+
+class RunsReplayParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    runId: str
+    afterSeq: int = 0
+
+
+def register(methods: Methods) -> None:
+    methods.add("chat.send", chat_send, ChatSendParams)
+    methods.add("chat.history", chat_history, ChatHistoryParams)
+    methods.add("chat.abort", chat_abort, ChatAbortParams)
+    methods.add("chat.inject", chat_inject, ChatInjectParams)
+    methods.add("sessions.get", sessions_get, SessionsKeyParams, scope="operator.read")
+    methods.add("sessions.resolve", sessions_resolve, SessionsResolveParams)
+    methods.add("sessions.patch", sessions_patch, SessionsPatchParamsX, scope="operator.admin")
+    methods.add("sessions.reset", sessions_reset, SessionsResetParams)
+    methods.add("sessions.delete", sessions_delete, SessionsDeleteParams, scope="operator.admin")
+    methods.add("sessions.abort", sessions_abort, SessionsAbortParams)
+    methods.add("sessions.send", sessions_send, SessionsSendParams)
+    methods.add("sessions.steer", sessions_steer, SessionsSendParams, scope="operator.write")
+    methods.add("sessions.subscribe", sessions_subscribe, EmptyParams)
+    methods.add("sessions.unsubscribe", sessions_unsubscribe, EmptyParams, scope="operator.read")
+    methods.add("sessions.messages.subscribe", messages_subscribe, SessionsMessagesSubscribeParams)
+    methods.add(
+        "sessions.messages.unsubscribe", messages_unsubscribe, SessionsMessagesUnsubscribeParams
+    )
+    methods.add("runs.replay", runs_replay, RunsReplayParams, scope="operator.read")
+
+
+# --- helpers --------------------------------------------------------------------------------
+
+
+def _key(call: Call, raw: str, agent_id: str | None = None) -> str:
+    try:
+        return call.gateway.supervisor.resolve_key(raw, agent_id)
+    except SessionKeyError as exc:
+        raise invalid_request(str(exc)) from exc
+
+
+async def _actor(call: Call, key: str) -> SessionActor:
+    sup = call.gateway.supervisor
+    agent_id = key.split(":")[1] if key.startswith("agent:") else sup.generation.default_agent
+    try:
+        sup.generation.agent(agent_id)
+    except GenerationError as exc:
+        raise invalid_request(str(exc)) from exc
+    return await sup.session(key, agent_id)
+
+
+def _row_payload(actor: SessionActor) -> dict[str, Any]:
+    data = msgspec.to_builtins(actor.row)
+    assert isinstance(data, dict)
+    return data
+
+
+def _changed(call: Call, key: str, reason: str, actor: SessionActor | None = None) -> None:
+    payload: dict[str, Any] = {"sessionKey": key, "reason": reason, "ts": now_ms()}
+    if actor is not None and actor.row is not None:
+        payload.update(_row_payload(actor))
+        payload["sessionKey"] = key
+    call.gateway.hub.sessions_changed(payload)
+
+
+async def _submit_message(
+    call: Call,
+    *,
+    key: str,
+    message: str,
+    run_id: str,
+    timeout_ms: int | None,
+    mode: str | None,
+    dedupe_prefix: str,
+) -> dict[str, Any]:
+    """Queue a chat-style message on a session; the ack is `{runId, status:"started"}`."""
+    gw = call.gateway
+    sup = gw.supervisor
+    reg = gw.registry
+    dedupe_key = f"{dedupe_prefix}:{run_id}"
+    cached = reg.dedupe.get(dedupe_key)
+    if cached is not None:
+        await cached.ready.wait()
+        record = reg.get(run_id)
+        if record is not None and not record.ended:
+            return {"runId": run_id, "status": "in_flight"}
+        if record is not None and record.ended:
+            if record.status == "error":
+                raise GatewayError(UNAVAILABLE, record.error or "run failed")
+            return {"runId": run_id, "status": "ok"}
+        if not cached.ok and isinstance(cached.error, GatewayError):
+            raise cached.error
+        return {"runId": run_id, "status": "ok"}
+    placeholder = CachedResponse.placeholder()
+    reg.dedupe.put(dedupe_key, placeholder)
+    try:
+        actor = await _actor(call, key)
+        settings = actor.queue_settings(mode)
+        if actor.would_reject(settings):
+            raise invalid_request(
+                f"the session's queue is full ({settings.cap} pending); message rejected"
+            )
+        assert actor.row is not None
+        t = now_ms()
+        actor.row = msgspec.structs.replace(actor.row, updatedAt=t)
+        await sup.store.put_session_durable(actor.row)
+        record = RunRecord(
+            run_id=run_id,
+            session_key=key,
+            session_id=actor.row.sessionId,
+            agent_id=actor.agent_id,
+            accepted_at=t,
+        )
+        existing = reg.get(run_id)
+        if existing is not None and not existing.ended:
+            return {"runId": run_id, "status": "in_flight"}
+        reg.add(record)
+        gw.hub.open_run(
+            run_id, key, owner=call.conn, session_id=actor.row.sessionId, agent_id=actor.agent_id
+        )
+        default_timeout = run_timeout_seconds(sup.generation.config.agents.defaults)
+        timeout_s = timeout_ms / 1000 if timeout_ms is not None else default_timeout
+        request = RunRequest(
+            record=record, message=message, timeout_s=timeout_s or None, owner=call.conn, debounce=True
+        )
+        try:
+            sup.submit(actor, request, settings)
+        except LaneFull as exc:
+            reg.finish(record)
+            raise invalid_request(str(exc)) from exc
+    except BaseException as exc:
+        reg.dedupe.discard(dedupe_key)
+        if isinstance(exc, GatewayError):
+            placeholder.ok, placeholder.error = False, exc
+        placeholder.ready.set()
+        raise
+    placeholder.payload = {"runId": run_id, "status": "started"}
+    placeholder.ready.set()
+    _changed(call, key, "send", actor)
+    return {"runId": run_id, "status": "started"}
+
+
+def _is_stop(message: str) -> bool:
+    return message.strip().lower().rstrip("!.") in STOP_PHRASES
+
+
+# --- chat ----------------------------------------------------------------------------------
+
+
+async def chat_send(call: Call, params: ChatSendParams) -> dict[str, Any]:
+    if "\x00" in params.message:
+        raise invalid_request("invalid chat.send params: message must not contain null bytes")
+    attachments = _opt(params.attachments) or []
+    if not params.message.strip() and not attachments:
+        raise invalid_request("invalid chat.send params: message or attachment required")
+    key = _key(call, params.sessionKey, _opt(params.agentId))
+    if _is_stop(params.message) and not _opt(params.suppressCommandInterpretation):
+        actor = await _actor(call, key)
+        run_ids = actor.abort(None, "stop")
+        internal = call.gateway.supervisor.internal_hooks
+        if internal.has_listeners("command", "stop"):
+            await internal.trigger(
+                InternalHookEvent(type="command", action="stop", sessionKey=key, context={"runIds": run_ids})
+            )
+        await trio.lowlevel.checkpoint()
+        return {"ok": True, "aborted": bool(run_ids), "runIds": run_ids}
+    return await _submit_message(
+        call,
+        key=key,
+        message=params.message,
+        run_id=params.idempotencyKey,
+        timeout_ms=_opt(params.timeoutMs),
+        mode=_opt(params.queueMode),
+        dedupe_prefix="chat",
+    )
+
+
+def _display(message: Any, max_chars: int | None) -> dict[str, Any] | None:
+    data = msgspec.to_builtins(message)
+    assert isinstance(data, dict)
+    if isinstance(message, AssistantMessage):
+        texts = [c.text for c in message.content if isinstance(c, TextContent)]
+        if texts and all(is_silent_reply(t) for t in texts) and len(texts) == len(message.content):
+            return None
+        data["content"] = [
+            {**c, "text": _TAG.sub("", c["text"]).strip()} if c.get("type") == "text" else c
+            for c in data["content"]
+        ]
+    if max_chars:
+        content = data.get("content")
+        if isinstance(content, str) and len(content) > max_chars:
+            data["content"] = content[:max_chars] + f"…[truncated {len(content) - max_chars} chars]"
+        elif isinstance(content, list):
+            for c in content:
+                text = c.get("text")
+                if isinstance(text, str) and len(text) > max_chars:
+                    c["text"] = text[:max_chars] + f"…[truncated {len(text) - max_chars} chars]"
+    return data
+
+
+async def chat_history(call: Call, params: ChatHistoryParams) -> dict[str, Any]:
+    key = _key(call, params.sessionKey, _opt(params.agentId))
+    actor = await _actor(call, key)
+    assert actor.row is not None
+    limit = _opt(params.limit) or 200
+    if not 1 <= limit <= 1000:
+        raise invalid_request("invalid chat.history params: limit must be between 1 and 1000")
+    max_chars = _opt(params.maxChars)
+    if max_chars is not None and not 1 <= max_chars <= 500_000:
+        raise invalid_request("invalid chat.history params: maxChars must be between 1 and 500000")
+    entries = await call.gateway.supervisor.store.load_entries(actor.row.sessionId)
+    rows: list[dict[str, Any]] = []
+    seq = 0
+    for entry in entries:
+        message = getattr(entry, "message", None)
+        if message is None:
+            continue
+        seq += 1
+        shown = _display(message, max_chars)
+        if shown is None:
+            continue
+        shown["__openclaw"] = {"id": entry.id, "seq": seq}
+        rows.append(shown)
+    rows = rows[-limit:]
+    total = 0
+    kept: list[dict[str, Any]] = []
+    for row in reversed(rows):
+        size = len(msgspec.json.encode(row))
+        if total + size > MAX_HISTORY_BYTES:
+            break
+        total += size
+        kept.append(row)
+    kept.reverse()
+    active = [r.run_id for r in call.gateway.registry.active() if r.session_key == key]
+    result: dict[str, Any] = {
+        "sessionKey": key,
+        "sessionId": actor.row.sessionId,
+        "messages": kept,
+        "sessionInfo": {"hasActiveRun": bool(active), "activeRunIds": active},
+        "hasMore": len(kept) < seq,
+    }
+    if actor.row.thinkingLevel:
+        result["thinkingLevel"] = actor.row.thinkingLevel
+    if actor.row.verboseLevel:
+        result["verboseLevel"] = actor.row.verboseLevel
+    return result
+
+
+async def chat_abort(call: Call, params: ChatAbortParams) -> dict[str, Any]:
+    key = _key(call, params.sessionKey, _opt(params.agentId))
+    run_id = _opt(params.runId)
+    if run_id is not None:
+        record = call.gateway.registry.get(run_id)
+        if record is not None and record.session_key != key:
+            raise invalid_request("runId does not match sessionKey")
+    actor = await _actor(call, key)
+    run_ids = actor.abort(run_id, "rpc")
+    return {"ok": True, "aborted": bool(run_ids), "runIds": run_ids}
+
+
+async def chat_inject(call: Call, params: ChatInjectParams) -> dict[str, Any]:
+    label = _opt(params.label)
+    if label is not None and len(label) > 100:
+        raise invalid_request("invalid chat.inject params: label must be at most 100 characters")
+    key = _key(call, params.sessionKey, _opt(params.agentId))
+    actor = await _actor(call, key)
+    message = AssistantMessage(
+        content=[TextContent(params.message)], timestamp=now_ms(), stopReason="stop"
+    )
+    entries = await actor.append_messages([message])
+    message_id = entries[0].id
+    payload = {
+        "runId": f"inject-{message_id}",
+        "sessionKey": key,
+        "seq": 0,
+        "state": "final",
+        "message": {
+            "role": "assistant",
+            "content": [{"type": "text", "text": params.message}],
+            "timestamp": message.timestamp,
+        },
+    }
+    hub = call.gateway.hub
+    targets = set(hub.session_watchers(key)) | {
+        c
+        for c in call.gateway.connections.values()
+        if c.has_scope("operator.read") and not c.scoped
+    }
+    hub.send_to(targets, "chat", payload)
+    return {"ok": True, "messageId": message_id}
+
+
+# --- sessions ------------------------------------------------------------------------------
+
+
+async def sessions_get(call: Call, params: SessionsKeyParams) -> dict[str, Any]:
+    key = _key(call, params.key, params.agentId)
+    actor = await _actor(call, key)
+    assert actor.row is not None
+    entries = await call.gateway.supervisor.store.load_entries(actor.row.sessionId)
+    messages = [msgspec.to_builtins(e.message) for e in entries if hasattr(e, "message")]
+    if params.limit:
+        messages = messages[-params.limit :]
+    return {
+        "key": key,
+        "sessionId": actor.row.sessionId,
+        "entry": _row_payload(actor),
+        "messages": messages,
+    }
+
+
+async def sessions_resolve(call: Call, params: SessionsResolveParams) -> dict[str, Any]:
+    sup = call.gateway.supervisor
+    key = _opt(params.key)
+    if key:
+        return {"ok": True, "key": _key(call, key, _opt(params.agentId))}
+    rows = await sup.store.list_sessions(agent_id=_opt(params.agentId))
+    session_id, label = _opt(params.sessionId), _opt(params.label)
+    for row in rows:
+        if (session_id and row.sessionId == session_id) or (label and row.label == label):
+            return {"ok": True, "key": row.key}
+    if _opt(params.allowMissing):
+        return {"ok": False}
+    raise invalid_request("no session matches")
+
+
+_PATCH_FIELDS: Final = ("label", "thinkingLevel", "verboseLevel", "reasoningLevel", "sendPolicy")
+
+
+async def sessions_patch(call: Call, params: SessionsPatchParamsX) -> dict[str, Any]:
+    sup = call.gateway.supervisor
+    key = _key(call, params.key, _opt(params.agentId))
+    actor = await _actor(call, key)
+    assert actor.row is not None
+    changes: dict[str, Any] = {}
+    for name in _PATCH_FIELDS:
+        value = getattr(params, name)
+        if not isinstance(value, msgspec.UnsetType):
+            changes[name] = value
+    if not isinstance(params.model, msgspec.UnsetType):
+        if params.model is None:
+            changes["modelOverride"] = None
+            changes["providerOverride"] = None
+        else:
+            try:
+                resolved = sup.generation.resolve(params.model)
+            except GenerationError as exc:
+                raise invalid_request(str(exc)) from exc
+            changes["modelOverride"] = resolved.model_id
+            changes["providerOverride"] = resolved.provider_id
+    if not isinstance(params.queueMode, msgspec.UnsetType):
+        mode: QueueMode | None = normalize_mode(params.queueMode) if params.queueMode else None
+        if params.queueMode is not None and mode is None:
+            raise invalid_request(
+                f"invalid sessions.patch params: unknown queueMode {params.queueMode!r}"
+            )
+        changes["queueMode"] = mode
+    if not isinstance(params.queueDrop, msgspec.UnsetType):
+        drop = normalize_drop(params.queueDrop) if params.queueDrop else None
+        if params.queueDrop is not None and drop is None:
+            raise invalid_request(
+                f"invalid sessions.patch params: unknown queueDrop {params.queueDrop!r}"
+            )
+        changes["queueDrop"] = drop
+    for name in ("queueDebounceMs", "queueCap"):
+        value = getattr(params, name)
+        if not isinstance(value, msgspec.UnsetType):
+            if value is not None and value < (1 if name == "queueCap" else 0):
+                raise invalid_request(f"invalid sessions.patch params: {name} is out of range")
+            changes[name] = value
+    actor.row = msgspec.structs.replace(actor.row, updatedAt=now_ms(), **changes)
+    await sup.store.put_session_durable(actor.row)
+    _changed(call, key, "patch", actor)
+    gen = sup.generation
+    spec = gen.agent(actor.agent_id)
+    ref = actor._model_override() or spec.primary
+    provider, _, model = gen.aliases.get(ref, ref).partition("/")
+    return {
+        "ok": True,
+        "path": str(call.gateway.state_dir / "clawlane.sqlite"),
+        "key": key,
+        "entry": _row_payload(actor),
+        "resolved": {"modelProvider": provider, "model": model},
+    }
+
+
+async def _stop_everything(actor: SessionActor, reason: Any) -> None:
+    for run_id in actor.abort(None, reason):
+        record = actor.supervisor.registry.get(run_id)
+        if record is not None:
+            await record.done.wait()
+    await trio.lowlevel.checkpoint()
+
+
+async def sessions_reset(call: Call, params: SessionsResetParams) -> dict[str, Any]:
+    key = _key(call, params.key, _opt(params.agentId))
+    actor = await _actor(call, key)
+    with trio.fail_after(30):
+        await _stop_everything(actor, "reset")
+    await actor.reset_and_announce(_opt(params.reason) or "reset")
+    _changed(call, key, "reset", actor)
+    return {"ok": True, "key": key, "entry": _row_payload(actor)}
+
+
+async def sessions_delete(call: Call, params: SessionsDeleteParams) -> dict[str, Any]:
+    sup = call.gateway.supervisor
+    key = _key(call, params.key, _opt(params.agentId))
+    agent = key.split(":")[1] if key.startswith("agent:") else sup.generation.default_agent
+    if key in (f"agent:{agent}:{DEFAULT_MAIN_KEY}", "global"):
+        raise invalid_request(f"cannot delete the main session ({key})")
+    actor = sup.peek_session(key)
+    if actor is not None:
+        with trio.fail_after(30):
+            await _stop_everything(actor, "deleted")
+    delete_transcript = _opt(params.deleteTranscript)
+    deleted = await sup.forget_session(key, delete_transcript=delete_transcript is not False)
+    _changed(call, key, "delete")
+    return {"ok": True, "key": key, "deleted": deleted, "archived": False}
+
+
+async def sessions_abort(call: Call, params: SessionsAbortParams) -> dict[str, Any]:
+    raw_key, run_id = _opt(params.key), _opt(params.runId)
+    if raw_key is None and run_id is None:
+        raise invalid_request("invalid sessions.abort params: key or runId is required")
+    if raw_key is None:
+        record = call.gateway.registry.get(run_id)
+        if record is None:
+            return {"ok": True, "aborted": False, "runIds": []}
+        raw_key = record.session_key
+    key = _key(call, raw_key, _opt(params.agentId))
+    actor = await _actor(call, key)
+    run_ids = actor.abort(run_id, "rpc")
+    return {"ok": True, "aborted": bool(run_ids), "runIds": run_ids}
+
+
+async def sessions_send(call: Call, params: SessionsSendParams) -> dict[str, Any]:
+    if not params.message.strip() and not _opt(params.attachments):
+        raise invalid_request("invalid sessions.send params: message or attachment required")
+    key = _key(call, params.key, _opt(params.agentId))
+    return await _submit_message(
+        call,
+        key=key,
+        message=params.message,
+        run_id=_opt(params.idempotencyKey) or str(uuid.uuid4()),
+        timeout_ms=_opt(params.timeoutMs),
+        mode="followup",
+        dedupe_prefix="chat",
+    )
+
+
+async def sessions_steer(call: Call, params: SessionsSendParams) -> dict[str, Any]:
+    if not params.message.strip():
+        raise invalid_request("invalid sessions.steer params: message required")
+    key = _key(call, params.key, _opt(params.agentId))
+    return await _submit_message(
+        call,
+        key=key,
+        message=params.message,
+        run_id=_opt(params.idempotencyKey) or str(uuid.uuid4()),
+        timeout_ms=_opt(params.timeoutMs),
+        mode="steer",
+        dedupe_prefix="chat",
+    )
+
+
+async def sessions_subscribe(call: Call, params: EmptyParams) -> dict[str, Any]:
+    call.gateway.hub.subscribe_changes(call.conn)
+    await trio.lowlevel.checkpoint()
+    return {"subscribed": True}
+
+
+async def sessions_unsubscribe(call: Call, params: EmptyParams) -> dict[str, Any]:
+    removed = call.gateway.hub.unsubscribe_changes(call.conn)
+    await trio.lowlevel.checkpoint()
+    return {"subscribed": False, "removed": removed}
+
+
+async def messages_subscribe(call: Call, params: SessionsMessagesSubscribeParams) -> dict[str, Any]:
+    key = _key(call, params.key, _opt(params.agentId))
+    call.gateway.hub.watch_session(call.conn, key)
+    await trio.lowlevel.checkpoint()
+    return {"subscribed": True, "key": key}
+
+
+async def messages_unsubscribe(
+    call: Call, params: SessionsMessagesUnsubscribeParams
+) -> dict[str, Any]:
+    key = _key(call, params.key, _opt(params.agentId))
+    call.gateway.hub.unwatch_session(call.conn, key)
+    await trio.lowlevel.checkpoint()
+    return {"subscribed": False, "key": key}
+
+
+async def runs_replay(call: Call, params: RunsReplayParams) -> dict[str, Any]:
+    """Replay a run's `agent` events after `afterSeq` to this connection, then keep it
+    subscribed to the rest of the run. `gap: true` means the buffer no longer reaches back:
+    reload history (`chat.history`) instead."""
+    hub = call.gateway.hub
+    full = call.conn.wants_tool_events
+    replay = hub.replay(params.runId, params.afterSeq, full=full)
+    if replay is None:
+        raise GatewayError(
+            "AGENT_RESULT_NOT_FOUND", f"unknown run {params.runId} (nothing to replay)"
+        )
+    # Same trio tick: frames are queued, then live events follow; nothing is lost or doubled.
+    for frame in replay.frames:
+        call.conn.push_event(frame)
+    if not replay.ended:
+        hub.add_owner(params.runId, call.conn)
+    await trio.lowlevel.checkpoint()
+    return {
+        "runId": params.runId,
+        "replayed": len(replay.frames),
+        "gap": replay.gap,
+        "lastSeq": replay.last_seq,
+        "ended": replay.ended,
+    }
