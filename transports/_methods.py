@@ -236,6 +236,9 @@ async def _accept(call: Call, params: AgentParams) -> tuple[RunRecord, RunReques
     sup = gw.supervisor
     conn = call.conn
     gen = sup.generation
+    lane = opt(params.lane) or "main"
+    if lane not in sup.lanes:
+        raise invalid_request(f"invalid agent params: unknown lane {lane!r} (main, cron, subagent, nested)")
     agent_id = opt(params.agentId)
     try:
         spec = gen.agent(agent_id)
@@ -292,6 +295,7 @@ async def _accept(call: Call, params: AgentParams) -> tuple[RunRecord, RunReques
     default_timeout = run_timeout_seconds(gen.config.agents.defaults)
     timeout_s = float(timeout) if timeout is not None else (default_timeout or 0.0)
     request = RunRequest(
+        lane=lane,
         record=record,
         message=message,
         timeout_s=timeout_s or None,
@@ -370,7 +374,15 @@ async def status(call: Call, params: dict[str, Any]) -> dict[str, Any]:
         "sessions": {"loaded": s.sessions, "busy": s.busy_sessions, "queuedRuns": s.queued_runs},
         "runs": {"active": reg.active_runs, "known": reg.known_runs, "waiters": reg.waiters},
         "lanes": {
-            "main": {"capacity": s.lane_capacity, "inUse": s.lane_in_use, "waiting": s.lane_waiting}
+            name: {
+                "capacity": ls.capacity,
+                "inUse": ls.in_use,
+                "waiting": ls.waiting,
+                "acquired": ls.acquired,
+                "waitTotalMs": round(ls.wait_total_ms, 3),
+                "waitMaxMs": round(ls.wait_max_ms, 3),
+            }
+            for name, ls in ((n, lane.statistics()) for n, lane in sup.lanes.items())
         },
         "connections": hub.connections,
         "events": {"emitted": hub.events_emitted, "delivered": hub.frames_delivered},
