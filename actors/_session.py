@@ -14,6 +14,7 @@ emit lifecycle `start`, run the attempt loop, and emit exactly one terminal life
 from __future__ import annotations
 
 import collections
+import functools
 import logging
 import time
 from typing import TYPE_CHECKING, Any
@@ -23,6 +24,7 @@ import msgspec
 import trio
 
 from runtime._agent import RunProgress, SteerInbox, now_ms
+from runtime._compaction import persist_run
 from runtime._generation import GenerationError, ModelRuntimeGeneration
 from runtime._reply import ToolErrorInfo, build_final_payloads
 from runtime._sessions import (
@@ -454,7 +456,7 @@ class SessionActor:
                 chat.close("final", **fields)
             try:
                 rec.final = self._final_payload(rec, progress, chat.final_text(), error, run_tools)
-                self._record_end(rec, progress, turn.user_message)
+                self._record_end(rec, progress, turn.user_message, turn)
             finally:
                 # Whatever failed above (it is a crash of this actor, contained by the
                 # supervisor), the run has its terminal event and its waiters wake.
@@ -518,6 +520,10 @@ class SessionActor:
                         tools=tools,
                         hooks=sup.hooks,
                         idle_timeout=sup.idle_timeout(),
+                        reasoning_level=self.row.reasoningLevel if self.row else None,
+                        history_entries=functools.partial(
+                            sup.store.load_entries, rec.session_id
+                        ),
                     )
                     await run_turn(spec, emit, progress, turn)
         except ProviderError as exc:
@@ -580,8 +586,16 @@ class SessionActor:
             meta["error"] = {"kind": "provider", "message": error}
         return {"payloads": payloads, "meta": meta}
 
-    def _record_end(self, rec: RunRecord, progress: RunProgress, user: UserMessage | None) -> None:
-        """Persist the run's messages and the row (enqueued; the store commits in batches)."""
+    def _record_end(
+        self,
+        rec: RunRecord,
+        progress: RunProgress,
+        user: UserMessage | None,
+        turn: TurnResult | None = None,
+    ) -> None:
+        """Persist the run's messages, its compactions and the row (enqueued; the store
+        commits in batches). A compaction replaces the in-memory context by its summary and
+        the kept messages; the store keeps everything."""
         sup = self.supervisor
         if self.row is None:
             return
@@ -601,11 +615,15 @@ class SessionActor:
                         stopReason="aborted",
                     )
                 )
+        compactions = turn.compactions if turn is not None and user is not None else []
         if messages and self._builder is not None and self._history is not None:
-            entries = [self._builder.add_message(m) for m in messages]
-            self._history.extend(messages)
+            entries, context = persist_run(self._builder, messages, compactions)
+            if context is None:
+                self._history.extend(messages)
+            else:
+                self._history[:] = context
             sup.store_append(self.row.sessionId, entries)
-            self.announce_messages(entries)
+            self.announce_messages([e for e in entries if isinstance(e, MessageEntry)])
         usage = progress.usage
         self.row = msgspec.structs.replace(
             self.row,
@@ -618,6 +636,12 @@ class SessionActor:
             inputTokens=self.row.inputTokens + usage.input,
             outputTokens=self.row.outputTokens + usage.output,
             totalTokens=self.row.totalTokens + usage.totalTokens,
+            compactionCount=self.row.compactionCount + len(compactions),
+            contextTokens=(
+                turn.context_tokens
+                if turn is not None and turn.context_tokens is not None
+                else self.row.contextTokens
+            ),
         )
         sup.store_put_session(self.row)
 

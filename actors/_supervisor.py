@@ -469,6 +469,7 @@ async def open_supervisor(
             nursery=nursery,
             workspace_root=workspace_root,
         )
+        del generation  # the supervisor holds the serving one; a pinned one never retires
         nursery.start_soon(sup.chat_flusher.run, name="chat-flusher")
         nursery.start_soon(sup._reaper, name="session-reaper")
         nursery.start_soon(sup._feed_backlog, name="persist-backlog")

@@ -253,7 +253,9 @@ def context_entry_ids(entries: Sequence[TranscriptEntry]) -> list[str | None]:
         path.append(node)
         node = by_id.get(node.parentId) if node.parentId is not None else None
     path.reverse()
-    at = next((i for i in range(len(path) - 1, -1, -1) if isinstance(path[i], CompactionEntry)), None)
+    at = next(
+        (i for i in range(len(path) - 1, -1, -1) if isinstance(path[i], CompactionEntry)), None
+    )
     if at is None:
         return [e.id for e in path if isinstance(e, MessageEntry)]
     compaction = path[at]
@@ -325,12 +327,16 @@ def plan_compaction(
     if limit is not None:
         for i in range(limit, start, -1):
             if valid(i):
-                return CompactionPlan(cut=i, start=start, previous_summary=previous, tokens_before=before)
+                return CompactionPlan(
+                    cut=i, start=start, previous_summary=previous, tokens_before=before
+                )
     if not force:
         return None
     for i in range(n - 1, start, -1):
         if valid(i):
-            return CompactionPlan(cut=i, start=start, previous_summary=previous, tokens_before=before)
+            return CompactionPlan(
+                cut=i, start=start, previous_summary=previous, tokens_before=before
+            )
     return None
 
 
@@ -491,7 +497,11 @@ class CompactionRecord:
     kept_history: tuple[Message, ...] = ()
 
     def details(self) -> dict[str, Any]:
-        return {"reason": self.reason, "tokensAfter": self.tokens_after, "summarized": self.summarized}
+        return {
+            "reason": self.reason,
+            "tokensAfter": self.tokens_after,
+            "summarized": self.summarized,
+        }
 
 
 def persist_run(

@@ -130,17 +130,19 @@ def load_bootstrap_files(
 
 
 def truncate_bootstrap(content: str, max_chars: int, *, name: str = "file") -> tuple[str, bool]:
-    """`content` cut to about `max_chars`: its head (70 %) and tail (20 %) around a marker
-    saying what was left out. Returns (text, truncated)."""
+    """`content` cut to at most `max_chars`: its head and tail (70:20) around a marker saying
+    that it was cut. Returns (text, truncated)."""
     if len(content) <= max_chars:
         return content, False
-    head = int(max_chars * 0.7)
-    tail = int(max_chars * 0.2)
-    omitted = len(content) - head - tail
     marker = (
-        f"\n\n[... {omitted} characters of {name} left out here; read the file for all of"
+        f"\n\n[... {len(content)} characters of {name}, cut; read the file for all of"
         " it ...]\n\n"
     )
+    room = max_chars - len(marker)
+    if room < 10:
+        return content[: max(0, max_chars)], True
+    head = room * 7 // 9  # 70 % head, 20 % tail of the room the marker leaves
+    tail = room * 2 // 9
     return content[:head] + marker + (content[-tail:] if tail else ""), True
 
 

@@ -644,9 +644,7 @@ async def run_turn(
     model = spec.generation.resolve(model_ref)
     result.model = model
     ctx = msgspec.structs.replace(ctx, modelProviderId=model.provider_id, modelId=model.model_id)
-    budget = context_budget(
-        spec.context_window or model.definition.contextWindow, spec.compaction
-    )
+    budget = context_budget(spec.context_window or model.definition.contextWindow, spec.compaction)
     prepared = await prepare_prompt(
         base=spec.system_prompt,
         budget=budget,
@@ -827,4 +825,3 @@ def _claim_text(reply: Any) -> str:
     if isinstance(reply, str):
         return reply
     return ""
-

@@ -37,6 +37,7 @@ from runtime._frames import (
 from runtime._generation import GenerationBuilder
 from runtime._hooks import GatewayStartEvent, GatewayStopEvent
 from runtime._plugins import load_plugins
+from runtime._retire import close_all_providers
 from runtime._sessions import DEFAULT_MAIN_KEY
 from runtime._wire import ConnectParams, ConnectParamsAuth
 
@@ -285,6 +286,7 @@ async def open_gateway(config: Config, options: GatewayOptions) -> AsyncIterator
             if not loaded.ok:
                 log.error("plugin %s failed to load: %s", loaded.spec, loaded.error)
         hooks = supervisor.hooks
+        del generation  # the supervisor holds the serving one; a pinned one never retires
         async with trio.open_nursery() as nursery:
             # --- issue 3: the publisher (config watcher + publishes) ---
             gateway.publisher = Publisher(
@@ -324,6 +326,7 @@ async def open_gateway(config: Config, options: GatewayOptions) -> AsyncIterator
                         await listener.aclose()
                     with trio.move_on_after(30):
                         await supervisor.shutdown_runs()
+                    await close_all_providers(builder, supervisor.generation)
                     gateway.close_all()
                     with trio.move_on_after(2):
                         await gateway.wait_all_closed()

@@ -458,10 +458,7 @@ class HttpProvider:
                     )
                 if response.headers.get("content-type", "").startswith("application/json"):
                     raise _unexpected_json(await _read_limited(response))
-                # Closed explicitly: a failure or a finished parser leaves the byte iterator
-                # suspended mid-body, and an async generator left to the garbage collector
-                # is finalised late (and warned about) by trio.
-                async with _closing(response.aiter_bytes()) as chunks:
+                async with _consuming(response.aiter_bytes()) as chunks:
                     async for chunk in chunks:
                         failure = _feed(decoder, parser, chunk, out)
                         for delta in out:
@@ -502,20 +499,38 @@ def _feed(
 
 
 @contextlib.asynccontextmanager
-async def _closing(chunks: AsyncIterator[bytes]) -> AsyncIterator[AsyncIterator[bytes]]:
-    """``contextlib.aclosing`` for a byte iterator typed as a plain `AsyncIterator`."""
+async def _consuming(chunks: AsyncIterator[bytes]) -> AsyncIterator[AsyncIterator[bytes]]:
+    """Iterate a response's bytes; on leaving early (a failure, a finished parser, a
+    consumer that stopped), end the iterator with `_abandon`."""
     try:
         yield chunks
     finally:
-        aclose = getattr(chunks, "aclose", None)
-        if aclose is not None:
-            await aclose()
+        await _abandon(chunks)
+
+
+async def _abandon(chunks: AsyncIterator[bytes]) -> None:
+    """End a response byte iterator that will not be read to its end.
+
+    httpx and httpcore nest half a dozen async generators under ``aiter_bytes``; closing the
+    outer one leaves the inner ones suspended for the garbage collector, and trio warns
+    about every one it finalises (encode/httpx#3686). Instead the iterator is resumed under
+    an already cancelled scope: its next network read raises `trio.Cancelled` inside the
+    innermost generator, which ends the whole chain (httpcore then drops the connection).
+    Whatever is already buffered is skipped; an exhausted iterator costs nothing.
+    """
+    with trio.CancelScope() as scope:
+        scope.cancel()
+        try:
+            async for _chunk in chunks:
+                pass
+        except httpx.HTTPError:
+            pass
 
 
 async def _read_limited(response: httpx.Response) -> bytes:
     parts: list[bytes] = []
     size = 0
-    async with _closing(response.aiter_bytes()) as chunks:
+    async with _consuming(response.aiter_bytes()) as chunks:
         async for chunk in chunks:
             parts.append(chunk)
             size += len(chunk)

@@ -728,11 +728,6 @@ async def test_a_retired_generations_client_closes_after_its_last_run(
     assert server.unscripted == 0
 
 
-@pytest.mark.xfail(
-    reason="generation 1 stays referenced by the `generation` locals of open_gateway and "
-    "open_supervisor, so the publisher never sees it retire and never closes its clients",
-    strict=True,
-)
 async def test_the_startup_generations_client_closes_after_its_last_run(
     tmp_path: Path,
 ) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+import warnings
 from collections.abc import Callable
 from datetime import UTC, datetime
 
@@ -11,6 +13,7 @@ import pytest
 import trio
 
 from runtime.llm._http import (
+    MAX_ERROR_BODY,
     classify_status,
     is_context_overflow,
     make_timeout,
@@ -21,7 +24,7 @@ from runtime.llm._http import (
 from runtime.llm._registry import create_provider
 from runtime.llm._types import ModelProvider, ModelRequest, ProviderError, UserMessage
 
-from ._sse_server import Pause, Script, SSEServer, json_error
+from ._sse_server import Pause, Script, SSEServer, json_error, sse
 from ._streams import collect_error
 
 MakeProvider = Callable[[str], ModelProvider]
@@ -229,3 +232,36 @@ async def test_a_json_body_instead_of_a_stream_is_classified(
         _, second = await collect_error(provider.stream(REQUEST))
     assert first.kind == "overloaded"
     assert second.kind == "malformed"
+
+
+@pytest.mark.parametrize("stalls", [False, True], ids=["complete-body", "stalled-body"])
+async def test_a_stream_left_early_leaves_no_async_generator_to_the_collector(
+    server: SSEServer, make_provider: MakeProvider, stalls: bool
+) -> None:
+    """httpx nests async generators under `aiter_bytes`; one left suspended is finalised by
+    the garbage collector, and trio warns (an error under this suite's filters) in whatever
+    task runs next. The transport must end them itself, for a failure mid-body and for an
+    error body read only in part."""
+    malformed = [sse({"choices": [{"delta": {"content": "ok"}}]}), b"data: {not json\n\n"]
+    big_error = b'{"error": {"message": "' + b"x" * (MAX_ERROR_BODY * 2) + b'"}}'
+    tail: list[bytes | Pause] = [Pause()] if stalls else []
+    server.push(
+        Script(chunks=[*malformed, *tail]),
+        Script(
+            status=500,
+            headers=[("content-type", "application/json")],
+            chunks=[big_error[:MAX_ERROR_BODY], big_error[MAX_ERROR_BODY:], *tail],
+        ),
+    )
+    provider = make_provider("openai-completions")
+    with warnings.catch_warnings(record=True) as caught, trio.fail_after(5):
+        warnings.simplefilter("always")
+        _, first = await collect_error(provider.stream(REQUEST))
+        _, second = await collect_error(provider.stream(REQUEST))
+        kinds = (first.kind, second.kind)
+        del first, second  # their tracebacks hold the frames
+        gc.collect()
+        await trio.lowlevel.checkpoint()
+    assert kinds == ("malformed", "server")
+    leaked = [str(w.message) for w in caught if "garbage collected" in str(w.message)]
+    assert leaked == []
