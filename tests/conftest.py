@@ -152,6 +152,27 @@ class Recorder:
 ClientFactory = Callable[..., AbstractAsyncContextManager[GatewayClient]]
 
 
+async def raw_handshake(ws: Any, *, caps: list[str] | None = None) -> dict[str, Any]:
+    """On a raw trio-websocket connection: read the challenge, send `connect`, return the
+    `hello-ok` response frame (asserted ok)."""
+    import json
+
+    await ws.get_message()
+    params: dict[str, Any] = {
+        "minProtocol": 4,
+        "maxProtocol": 4,
+        "client": {"id": "test", "version": "1", "platform": "p", "mode": "test"},
+    }
+    if caps:
+        params["caps"] = caps
+    await ws.send_message(
+        json.dumps({"type": "req", "id": "c", "method": "connect", "params": params})
+    )
+    res: dict[str, Any] = json.loads(await ws.get_message())
+    assert res["ok"], res
+    return res
+
+
 @asynccontextmanager
 async def open_client(gw: Gateway, **kw: Any) -> AsyncIterator[GatewayClient]:
     """A test client of `gw` whose every received frame is validated against the protocol

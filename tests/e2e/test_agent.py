@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import trio
 
-from tests.conftest import gateway_url, local_config, open_client, running_gateway
+from tests.conftest import gateway_url, local_config, open_client, raw_handshake, running_gateway
 from transports import GatewayRequestError, open_gateway_client
 
 Events = list[tuple[str, Any, int | None]]
@@ -83,28 +83,7 @@ async def test_both_responses_arrive_on_the_same_id_for_a_raw_client(gateway) ->
 
     with trio.fail_after(10):
         async with open_websocket(gateway_url(gateway)) as ws:
-            await ws.get_message()
-            await ws.send_message(
-                json.dumps(
-                    {
-                        "type": "req",
-                        "id": "c",
-                        "method": "connect",
-                        "params": {
-                            "minProtocol": 4,
-                            "maxProtocol": 4,
-                            "client": {
-                                "id": "test",
-                                "version": "1",
-                                "platform": "p",
-                                "mode": "test",
-                            },
-                            "caps": ["session-scoped-events"],
-                        },
-                    }
-                )
-            )
-            assert json.loads(await ws.get_message())["ok"]
+            await raw_handshake(ws, caps=["session-scoped-events"])
             await ws.send_message(
                 json.dumps(
                     {
@@ -384,7 +363,6 @@ async def test_every_run_has_gap_free_seq_and_one_terminal_event(connect) -> Non
 
 
 async def test_a_slow_consumer_is_closed_1008_while_others_finish(tmp_path: Path) -> None:
-    import json
 
     import trio_websocket
 
@@ -395,27 +373,7 @@ async def test_a_slow_consumer_is_closed_1008_while_others_finish(tmp_path: Path
         url = gateway_url(gw)
         with trio.fail_after(30):
             async with open_websocket(url, message_queue_size=1) as slow:
-                await slow.get_message()
-                await slow.send_message(
-                    json.dumps(
-                        {
-                            "type": "req",
-                            "id": "c",
-                            "method": "connect",
-                            "params": {
-                                "minProtocol": 4,
-                                "maxProtocol": 4,
-                                "client": {
-                                    "id": "test",
-                                    "version": "1",
-                                    "platform": "p",
-                                    "mode": "test",
-                                },
-                            },
-                        }
-                    )
-                )
-                assert json.loads(await slow.get_message())["ok"]
+                await raw_handshake(slow)
                 # The slow client stops reading here; the fast one floods runs.
                 async with open_gateway_client(
                     url, client_id="test", mode="test", caps=["session-scoped-events"]

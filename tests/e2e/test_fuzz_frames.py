@@ -14,7 +14,7 @@ import trio
 import trio_websocket
 from hypothesis import HealthCheck, given, settings
 
-from tests.conftest import gateway_url, open_client, running_gateway
+from tests.conftest import gateway_url, open_client, raw_handshake, running_gateway
 from transports._client import open_websocket
 
 json_values = st.recursive(
@@ -69,27 +69,7 @@ async def test_a_frame_over_the_payload_limit_closes_1009_and_others_carry_on(
                 open_client(gw) as other,
                 open_websocket(gateway_url(gw), max_message_size=1 << 26) as ws,
             ):
-                await ws.get_message()
-                await ws.send_message(
-                    json.dumps(
-                        {
-                            "type": "req",
-                            "id": "c",
-                            "method": "connect",
-                            "params": {
-                                "minProtocol": 4,
-                                "maxProtocol": 4,
-                                "client": {
-                                    "id": "test",
-                                    "version": "1",
-                                    "platform": "p",
-                                    "mode": "test",
-                                },
-                            },
-                        }
-                    )
-                )
-                assert json.loads(await ws.get_message())["ok"]
+                await raw_handshake(ws)
                 await ws.send_message("x" * (25 * 1024 * 1024 + 10))
                 with pytest.raises(trio_websocket.ConnectionClosed) as closed:
                     while True:
