@@ -15,6 +15,7 @@ from ._hub import EventHub as EventHub
 from ._hub import HubStatistics as HubStatistics
 from ._hub import Replay as Replay
 from ._hub import Subscriber as Subscriber
+from ._publisher import Publisher as Publisher
 from ._registry import CachedResponse as CachedResponse
 from ._registry import IdempotencyCache as IdempotencyCache
 from ._registry import RunRecord as RunRecord
@@ -36,6 +37,7 @@ __all__ = [
     "EventHub",
     "HubStatistics",
     "IdempotencyCache",
+    "Publisher",
     "Replay",
     "RunRecord",
     "RunRegistry",

@@ -213,9 +213,18 @@ class Publisher:
     async def publish_config(self, config: Config, *, reason: str) -> ModelRuntimeGeneration:
         """Build and publish a generation from `config` (and the current auth stores and
         plugins). Returns the serving generation (unchanged when the inputs are). Raises
-        `GenerationError`; the failure is reported and nothing is published."""
+        `GenerationError`; the failure is reported and nothing is published.
+
+        The config file is not written (it stays what the watcher reloads); without a file
+        the in-memory config becomes `config`."""
+        commit = None
+        if self.config_path is None:
+            text = config_text(config_to_builtins(config))
+            commit = lambda: self._commit_text(text)  # noqa: E731
         async with self._lock:
-            generation, changed = await self._build_and_publish(lambda: config, reason)
+            generation, changed = await self._build_and_publish(
+                lambda: config, reason, commit=commit
+            )
             if changed:
                 await self._close_retired_locked()
             return generation

@@ -27,6 +27,10 @@ type, mutating, `async run(args, ctx)`); harnesses are described by `HarnessSpec
 
 from __future__ import annotations
 
+from ._agent import AgentRunInput as AgentRunInput
+from ._agent import RunProgress as RunProgress
+from ._agent import run_agent as run_agent
+from ._harness import ProviderRoute as ProviderRoute
 from ._hooks import HOOK_NAMES as HOOK_NAMES
 from ._hooks import MODIFYING_HOOKS as MODIFYING_HOOKS
 from ._hooks import OBSERVING_HOOKS as OBSERVING_HOOKS
@@ -80,9 +84,14 @@ from ._plugins import PluginTool as PluginTool
 from .llm._types import AssistantMessage as AssistantMessage
 from .llm._types import ImageContent as ImageContent
 from .llm._types import Message as Message
+from .llm._types import ModelDelta as ModelDelta
+from .llm._types import ModelRequest as ModelRequest
+from .llm._types import StopDelta as StopDelta
 from .llm._types import TextContent as TextContent
+from .llm._types import TextDelta as TextDelta
 from .llm._types import ThinkingContent as ThinkingContent
 from .llm._types import ToolCallContent as ToolCallContent
+from .llm._types import ToolCallEnd as ToolCallEnd
 from .llm._types import ToolResultMessage as ToolResultMessage
 from .llm._types import UserMessage as UserMessage
 from .tools._tool import Tool as Tool
@@ -98,6 +107,7 @@ __all__ = [
     "AfterToolCallEvent",
     "AgentEndEvent",
     "AgentHookContext",
+    "AgentRunInput",
     "AssistantMessage",
     "BeforeAgentReplyEvent",
     "BeforeAgentReplyResult",
@@ -134,16 +144,23 @@ __all__ = [
     "MessageSendingResult",
     "MessageSentEvent",
     "MessageWriteContext",
+    "ModelDelta",
+    "ModelRequest",
     "PluginApi",
     "PluginTool",
+    "ProviderRoute",
+    "RunProgress",
     "SessionEndEvent",
     "SessionHookContext",
     "SessionStartEvent",
+    "StopDelta",
     "TextContent",
+    "TextDelta",
     "ThinkingContent",
     "Tool",
     "ToolApprovalRequest",
     "ToolCallContent",
+    "ToolCallEnd",
     "ToolContext",
     "ToolHookContext",
     "ToolResult",
@@ -152,5 +169,6 @@ __all__ = [
     "ToolResultPersistEvent",
     "ToolResultPersistResult",
     "UserMessage",
+    "run_agent",
     "text_result",
 ]

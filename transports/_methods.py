@@ -388,6 +388,7 @@ async def status(call: Call, params: dict[str, Any]) -> dict[str, Any]:
         "events": {"emitted": hub.events_emitted, "delivered": hub.frames_delivered},
         "store": {"pending": store.pending, "commits": store.commits},
         "crashes": s.crashes,
+        "publisher": gw.publisher.status_view() if gw.publisher is not None else None,
     }
 
 
@@ -440,17 +441,25 @@ async def sessions_list(call: Call, params: SessionsListParams) -> dict[str, Any
 
 async def models_list(call: Call, params: ModelsListParams) -> dict[str, Any]:
     gen = call.gateway.supervisor.generation
+    agent_id = opt(params.agentId)
+    if agent_id is not None:
+        try:
+            gen.agent(agent_id)
+        except GenerationError as exc:
+            raise invalid_request(str(exc)) from exc
     aliases = {v: k for k, v in gen.aliases.items()}
     models = []
-    for entry in gen.catalog:
+    for entry in gen.catalog_for(agent_id):
         item: dict[str, Any] = {
             "id": entry.id,
             "name": entry.name,
             "provider": entry.provider,
             "contextWindow": entry.contextWindow,
             "reasoning": entry.reasoning,
-            "available": True,
+            "available": entry.available,
         }
+        if not entry.available:
+            item["unavailableReason"] = "missing-auth"
         alias = aliases.get(f"{entry.provider}/{entry.id}")
         if alias:
             item["alias"] = alias

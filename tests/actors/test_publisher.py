@@ -395,10 +395,10 @@ async def test_a_retired_transport_is_closed_once_no_run_holds_its_generation(
 ) -> None:
     with trio.fail_after(10):
         async with publishing(tmp_path, tagged("first"), watch=False) as (sup, publisher, _s, _p):
-            # (Generation 1 is pinned by open_supervisor's own frame, so start from 2.)
+            first = sup.generation.providers["local"]
             await publisher.publish_config(load_config_from(tagged("old")), reason="test")
             old = sup.generation.providers["local"]
-            assert isinstance(old, Tagged)
+            assert isinstance(first, Tagged) and isinstance(old, Tagged)
             old.hold = trio.Event()
             record = await submit(sup, "held", "held", "x")  # holds generation 2...
             await trio.testing.wait_all_tasks_blocked()
@@ -413,7 +413,7 @@ async def test_a_retired_transport_is_closed_once_no_run_holds_its_generation(
             assert record.status == "ok"
             gc.collect()
             await publisher.sweep()
-            assert is_closed(old) and not is_closed(new)
+            assert is_closed(first) and is_closed(old) and not is_closed(new)
             assert publisher.statistics().retired_providers >= 1
             # Unchanged provider settings keep the same transport (and its connections).
             same = {**tagged("new"), "messages": {"queue": {"cap": 3}}}
