@@ -24,7 +24,7 @@ import msgspec
 import trio
 
 from runtime._agent import RunProgress, SteerInbox, now_ms
-from runtime._compaction import persist_run
+from runtime._compaction import compact_session, persist_run
 from runtime._generation import GenerationError, ModelRuntimeGeneration
 from runtime._reply import ToolErrorInfo, build_final_payloads
 from runtime._sessions import (
@@ -220,6 +220,57 @@ class SessionActor:
         self.supervisor.store_append(self.row.sessionId, entries)
         self.announce_messages(entries)
         return entries
+
+    async def compact(
+        self, *, max_kept_messages: int | None, instructions: str | None = None
+    ) -> dict[str, Any]:
+        """Manual compaction (`sessions.compact`): only while no run is active or queued.
+        Adds a compaction entry (nothing is deleted). A checkpoint.
+
+        Raises `SessionBusy`, `GenerationError`, `ProviderError`."""
+        if self.busy:
+            raise SessionBusy("the session has a run in progress; compact it when the run ends")
+        sup = self.supervisor
+        assert self.row is not None
+        self.draining = True  # hold the lane: runs submitted meanwhile wait for us
+        try:
+            await sup.store.flush()
+            entries = await sup.store.load_entries(self.row.sessionId)
+            _, builder = await self._transcript()
+            agent = sup.generation.agent(self.agent_id)
+            done = await compact_session(
+                entries=entries,
+                builder=builder,
+                generation=sup.generation,
+                model_ref=self._model_override() or agent.primary,
+                agent_id=agent.id,
+                settings=sup.turn_settings()["compaction"],
+                instructions=instructions,
+                max_kept_messages=max_kept_messages,
+                idle_timeout=sup.idle_timeout(),
+                hooks=sup.hooks,
+            )
+            if done is None:
+                return {"compacted": False}
+            sup.store_append(self.row.sessionId, [done.entry])
+            self._history = list(done.context)
+            self.row = msgspec.structs.replace(
+                self.row,
+                compactionCount=self.row.compactionCount + 1,
+                contextTokens=done.record.tokens_after,
+                updatedAt=now_ms(),
+            )
+            sup.store_put_session(self.row)
+            return {
+                "compacted": True,
+                "tokensBefore": done.record.tokens_before,
+                "tokensAfter": done.record.tokens_after,
+                "firstKeptEntryId": done.entry.firstKeptEntryId,
+            }
+        finally:
+            self.draining = False
+            if self.lane:
+                sup.restart_drain(self)
 
     async def reset_and_announce(self, reason: str) -> SessionRow:
         """`sessions.reset` / `/new` / `/reset`: a fresh session id, with the hooks around it.
@@ -455,7 +506,9 @@ class SessionActor:
                     fields["message"] = assistant_message(text, ended)
                 chat.close("final", **fields)
             try:
-                rec.final = self._final_payload(rec, progress, chat.final_text(), error, run_tools)
+                rec.final = self._final_payload(
+                    rec, progress, chat.final_text(), error, run_tools, turn
+                )
                 self._record_end(rec, progress, turn.user_message, turn)
             finally:
                 # Whatever failed above (it is a crash of this actor, contained by the
@@ -478,7 +531,7 @@ class SessionActor:
                     raise _SessionFailed("session is restarting after repeated crashes")
                 async with sup.lane_for(req.lane).hold():
                     generation: ModelRuntimeGeneration = sup.generation
-                    stores = generation.fork_stores()
+                    stores = generation.fork_stores(self.agent_id)
                     rec.generation = stores.generation
                     if req.timeout_s:
                         scope.deadline = trio.current_time() + req.timeout_s
@@ -521,9 +574,10 @@ class SessionActor:
                         hooks=sup.hooks,
                         idle_timeout=sup.idle_timeout(),
                         reasoning_level=self.row.reasoningLevel if self.row else None,
-                        history_entries=functools.partial(
-                            sup.store.load_entries, rec.session_id
-                        ),
+                        history_entries=functools.partial(sup.store.load_entries, rec.session_id),
+                        fallbacks=agent.fallbacks if not req.model_ref else (),
+                        **sup.turn_settings(),
+                        on_block=lambda block: sup.deliver_block(rec, chat, block),
                     )
                     await run_turn(spec, emit, progress, turn)
         except ProviderError as exc:
@@ -548,11 +602,17 @@ class SessionActor:
         text: str,
         error: str | None,
         tools: RunTools | None,
+        turn: TurnResult,
     ) -> dict[str, Any]:
+        if turn.block_replies and text:
+            # Block streaming already delivered the answer in pieces.
+            delivered = "".join(b.text for b in turn.block_replies if not b.is_reasoning)
+            if delivered.strip() and text.strip().startswith(delivered.strip()):
+                text = text.strip()[len(delivered.strip()) :].strip()
         shaped = build_final_payloads(
             assistant_texts=[text] if text else [],
-            reasoning_text=None,
-            reasoning_mode="off",
+            reasoning_text=turn.reasoning_text or None,
+            reasoning_mode=turn.reasoning_mode,
             tool_summaries=[],
             verbose=False,
             model_error=error if error is not None and not rec.aborted else None,
@@ -584,6 +644,16 @@ class SessionActor:
             meta["aborted"] = True
         if error is not None:
             meta["error"] = {"kind": "provider", "message": error}
+        served = turn.attempts.selected or turn.model
+        if served is not None:
+            meta["agentMeta"]["provider"] = served.provider_id
+            meta["agentMeta"]["model"] = served.model_id
+        if turn.runtime is not None:
+            meta["runtime"] = turn.runtime
+        if turn.attempts.items:
+            meta["attempts"] = turn.attempts.to_meta()
+        if turn.compactions:
+            meta["agentMeta"]["compactionCount"] = len(turn.compactions)
         return {"payloads": payloads, "meta": meta}
 
     def _record_end(
@@ -644,6 +714,10 @@ class SessionActor:
             ),
         )
         sup.store_put_session(self.row)
+
+
+class SessionBusy(Exception):
+    """The session has a run in progress (manual compaction must wait)."""
 
 
 class _SessionFailed(Exception):

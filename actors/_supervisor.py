@@ -23,8 +23,11 @@ from pathlib import Path
 from typing import Any, Final
 
 import attrs
+import msgspec
 import trio
 
+from runtime._chunking import BlockStreamingSettings
+from runtime._compaction import CompactionSettings
 from runtime._config import ToolsConfig, llm_idle_timeout_seconds
 from runtime._generation import ModelRuntimeGeneration
 from runtime._hooks import (
@@ -37,8 +40,10 @@ from runtime._hooks import (
     SessionStartEvent,
 )
 from runtime._plugins import PluginRegistry
+from runtime._prompt import PromptCache
 from runtime._sessions import SessionRow, TranscriptEntry, resolve_session_key
 from runtime._toolrunner import RunTools
+from runtime._turn import BlockFlusher, BlockReply
 from runtime.tools import ToolPolicy, builtin_tools, ensure_workspace
 
 from ._chat import ChatFlusher, ChatStream
@@ -167,6 +172,8 @@ class Supervisor:
         self._backlog_wake = trio.Event()
         self.hooks = HookRegistry()
         self.internal_hooks = InternalHooks()
+        self.prompt_cache = PromptCache()
+        self.block_flusher = BlockFlusher()
         self.plugins = PluginRegistry()
         self.workspace_root = workspace_root
         self._workspaces: dict[str, Path] = {}
@@ -189,6 +196,40 @@ class Supervisor:
 
     def idle_timeout(self) -> float | None:
         return llm_idle_timeout_seconds(self._generation.config.agents.defaults)
+
+    def turn_settings(self) -> dict[str, Any]:
+        """The per-run settings read from the current config (prompt preparation, compaction,
+        block streaming) and the shared caches and flushers."""
+        defaults = self._generation.config.agents.defaults
+        raw = msgspec.to_builtins(defaults)
+        settings: dict[str, Any] = {
+            "compaction": CompactionSettings.from_agent_defaults(raw),
+            "block_streaming": BlockStreamingSettings.from_agent_defaults(raw),
+            "prompt_cache": self.prompt_cache,
+            "internal_hooks": self.internal_hooks,
+            "block_flusher": self.block_flusher,
+            "resource_roots": tuple(defaults.resources),
+        }
+        if defaults.bootstrapMaxChars is not None:
+            settings["bootstrap_max_chars"] = defaults.bootstrapMaxChars
+        if defaults.bootstrapTotalMaxChars is not None:
+            settings["bootstrap_total_max_chars"] = defaults.bootstrapTotalMaxChars
+        return settings
+
+    def deliver_block(self, record: RunRecord, chat: ChatStream, block: BlockReply) -> None:
+        """A block reply (block streaming): a chat `final` of its own, like a message."""
+        chat.flush()
+        ts = int(time.time() * 1000)
+        self.hub.emit_chat(
+            record.run_id,
+            "final",
+            runId=f"block-{record.run_id}-{block.index}",
+            message={
+                "role": "assistant",
+                "content": [{"type": "text", "text": block.text}],
+                "timestamp": ts,
+            },
+        )
 
     async def workspace_for(self, agent_id: str, configured: str | None) -> Path:
         """The agent's workspace (created when missing). A checkpoint (disk I/O in a thread)."""
@@ -344,6 +385,12 @@ class Supervisor:
             actor.draining = True
             self._nursery.start_soon(self._drain, actor, name=f"session:{actor.key}")
 
+    def restart_drain(self, actor: SessionActor) -> None:
+        """Start the actor's drain task if work is waiting and none runs."""
+        if not actor.draining and actor.lane:
+            actor.draining = True
+            self._nursery.start_soon(self._drain, actor, name=f"session:{actor.key}")
+
     def lane_for(self, name: str) -> GlobalLane:
         lane = self.lanes.get(name)
         if lane is None:
@@ -471,6 +518,7 @@ async def open_supervisor(
         )
         del generation  # the supervisor holds the serving one; a pinned one never retires
         nursery.start_soon(sup.chat_flusher.run, name="chat-flusher")
+        nursery.start_soon(sup.block_flusher.run, name="block-flusher")
         nursery.start_soon(sup._reaper, name="session-reaper")
         nursery.start_soon(sup._feed_backlog, name="persist-backlog")
         try:

@@ -35,18 +35,27 @@ from __future__ import annotations
 
 import contextlib
 import re
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final, Literal, Self
 
 import attrs
 import msgspec
 
+from ._generation import ModelRuntimeGeneration
+from ._hooks import (
+    AfterCompactionEvent,
+    AgentHookContext,
+    BeforeCompactionEvent,
+    HookRegistry,
+)
 from ._sessions import (
     COMPACTION_SUMMARY_PREFIX,
     CompactionEntry,
     MessageEntry,
     TranscriptBuilder,
     TranscriptEntry,
+    build_context,
     compaction_summary_message,
     iso_timestamp,
 )
@@ -80,6 +89,7 @@ __all__ = [
     "ContextBudget",
     "ManualCompaction",
     "compact_history",
+    "compact_session",
     "context_budget",
     "context_entry_ids",
     "estimate_context_tokens",
@@ -293,6 +303,7 @@ def plan_compaction(
     keep_recent_tokens: int,
     allowed: Callable[[int], bool] = lambda _i: True,
     force: bool = False,
+    forced_cut: Literal["latest", "earliest"] = "latest",
     tokens_before: int | None = None,
 ) -> CompactionPlan | None:
     """Choose the cut of a compaction, or None when there is nothing to compact.
@@ -302,7 +313,8 @@ def plan_compaction(
     message is summarised, `i < len(messages)` (something recent is kept) and `allowed(i)`.
     The chosen cut is the latest valid one that keeps at least `keep_recent_tokens`; when the
     whole context is smaller than that, None, unless `force` (an overflow: the provider knows
-    better than the estimate), which takes the latest valid cut.
+    better than the estimate), which takes the latest valid cut (or the earliest one, keeping
+    all that `allowed` permits, with `forced_cut="earliest"`).
     """
     n = len(messages)
     start = 1 if n and is_summary_message(messages[0]) else 0
@@ -332,7 +344,8 @@ def plan_compaction(
                 )
     if not force:
         return None
-    for i in range(n - 1, start, -1):
+    order = range(n - 1, start, -1) if forced_cut == "latest" else range(start + 1, n)
+    for i in order:
         if valid(i):
             return CompactionPlan(
                 cut=i, start=start, previous_summary=previous, tokens_before=before
@@ -578,29 +591,48 @@ async def compact_history(
     idle_timeout: float | None = None,
     now_ms: int = 0,
     before: Callable[[CompactionPlan], Awaitable[None]] | None = None,
+    hooks: HookRegistry | None = None,
+    ctx: AgentHookContext | None = None,
+    max_kept_messages: int | None = None,
 ) -> ManualCompaction | None:
     """Compact a session's context now (`sessions.compact`): summarise all but the recent
     `keep_recent_tokens` (at least something is summarised when there is anything to
     summarise), and chain the compaction entry onto `builder`'s leaf.
 
-    `history_ids[i]` is the entry id of `history[i]` (`context_entry_ids`). Returns None when
-    there is nothing to compact or the model answered nothing. Raises `ProviderError`. The
-    caller persists `entry`, replaces its in-memory context by `context`, and bumps the row's
-    `compactionCount`. Run it on the session's lane (never beside a run of that session).
+    `max_kept_messages` (`sessions.compact`'s `maxLines`) also keeps no more than that many
+    recent messages. `history_ids[i]` is the entry id of `history[i]`: from the stored entries, pass
+    `history=build_context(entries), history_ids=context_entry_ids(entries)`. Returns None
+    when there is nothing to compact or the model answered nothing. Raises `ProviderError`.
+    `before_compaction` / `after_compaction` plugin hooks fire when `hooks` is given; `before`
+    is called with the plan first. The caller persists `entry`, replaces its in-memory context
+    by `context`, and bumps the row's `compactionCount`. Run it on the session's lane (never
+    beside a run of that session).
     """
     ids = list(history_ids)
     if len(ids) != len(history):
         return None
+    lowest = len(history) - max_kept_messages if max_kept_messages else 0
     plan = plan_compaction(
         history,
         keep_recent_tokens=keep_recent_tokens,
-        allowed=lambda i: ids[i] is not None,
+        allowed=lambda i: ids[i] is not None and i >= lowest,
         force=True,
+        forced_cut="earliest" if max_kept_messages else "latest",
     )
     if plan is None:
         return None
     if before is not None:
         await before(plan)
+    if hooks is not None and hooks.has("before_compaction"):
+        await hooks.fire(
+            "before_compaction",
+            BeforeCompactionEvent(
+                messageCount=len(history),
+                compactingCount=plan.cut - plan.start,
+                tokenCount=plan.tokens_before,
+            ),
+            ctx,
+        )
     summary = await summarize(
         provider,
         model_id,
@@ -631,6 +663,52 @@ async def compact_history(
         summary, first_kept_entry_id=first_kept, tokens_before=plan.tokens_before
     )
     entry = msgspec.structs.replace(entry, details=record.details())
-    return ManualCompaction(
-        entry=entry, context=[compaction_summary_message(entry), *kept], record=record
+    context = [compaction_summary_message(entry), *kept]
+    if hooks is not None and hooks.has("after_compaction"):
+        await hooks.fire(
+            "after_compaction",
+            AfterCompactionEvent(
+                messageCount=len(context), compactedCount=record.summarized, tokenCount=after
+            ),
+            ctx,
+        )
+    return ManualCompaction(entry=entry, context=context, record=record)
+
+
+async def compact_session(
+    *,
+    entries: Sequence[TranscriptEntry],
+    builder: TranscriptBuilder,
+    generation: ModelRuntimeGeneration,
+    model_ref: str,
+    agent_id: str | None = None,
+    settings: CompactionSettings | None = None,
+    instructions: str | None = None,
+    max_kept_messages: int | None = None,
+    idle_timeout: float | None = None,
+    hooks: HookRegistry | None = None,
+    ctx: AgentHookContext | None = None,
+) -> ManualCompaction | None:
+    """`sessions.compact` / `/compact [instructions]` for a session whose stored transcript is
+    `entries` and whose `builder` continues it: resolve the model (`model_ref`, as a run would)
+    on `generation`, take its budget, and `compact_history` with it. Raises `GenerationError`
+    (model not resolvable) and `ProviderError` (the summarisation failed). A checkpoint.
+    """
+    model = generation.resolve(model_ref, agent_id=agent_id)
+    stores = generation.fork_stores(agent_id)
+    budget = context_budget(model.definition.contextWindow, settings or CompactionSettings())
+    return await compact_history(
+        builder=builder,
+        history=build_context(entries),
+        history_ids=context_entry_ids(entries),
+        provider=stores.providers[model.provider_id],
+        model_id=model.model_id,
+        keep_recent_tokens=budget.keep_recent_tokens,
+        instructions=instructions,
+        params=model.params,
+        idle_timeout=idle_timeout,
+        now_ms=time.time_ns() // 1_000_000,
+        hooks=hooks,
+        ctx=ctx,
+        max_kept_messages=max_kept_messages,
     )

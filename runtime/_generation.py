@@ -218,8 +218,11 @@ def default_provider_factory(provider_id: str, config: ProviderConfig) -> ModelP
 
         options = config.options or {}
         delay = options.get("deltaDelayMs", 0.0)
+        fail = options.get("failKind")
         return LocalProvider(
-            provider_id, delta_delay_ms=float(delay) if isinstance(delay, int | float) else 0.0
+            provider_id,
+            delta_delay_ms=float(delay) if isinstance(delay, int | float) else 0.0,
+            fail_kind=fail if isinstance(fail, str) else None,
         )
     from .llm._registry import create_provider
 

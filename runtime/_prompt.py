@@ -67,10 +67,20 @@ __all__ = [
     "InjectedFile",
     "PreparedPrompt",
     "PromptCache",
+    "PromptCacheStatistics",
     "PromptSection",
+    "ReportBudget",
+    "ReportFile",
+    "ReportProblem",
+    "ReportSection",
+    "ReportSkill",
+    "ReportSkills",
+    "ReportTool",
+    "ReportTools",
     "SkillsSnapshot",
     "SystemPromptReport",
     "assemble_system_prompt",
+    "join_sections",
     "load_bootstrap_files",
     "load_skills_snapshot",
     "prepare_prompt",
@@ -135,8 +145,7 @@ def truncate_bootstrap(content: str, max_chars: int, *, name: str = "file") -> t
     if len(content) <= max_chars:
         return content, False
     marker = (
-        f"\n\n[... {len(content)} characters of {name}, cut; read the file for all of"
-        " it ...]\n\n"
+        f"\n\n[... {len(content)} characters of {name}, cut; read the file for all of it ...]\n\n"
     )
     room = max_chars - len(marker)
     if room < 10:
@@ -296,16 +305,24 @@ class PromptCache:
     async def skills(self, roots: Sequence[Path]) -> SkillsSnapshot:
         """The snapshot of `roots`. A checkpoint (reads the files in a worker thread)."""
         key = tuple(roots)
-        previous = self._snapshots.get(key)
+        previous = self.previous(key)
         snapshot = await trio.to_thread.run_sync(
             lambda: load_skills_snapshot(key, previous=previous)
         )
+        return self.keep(snapshot, previous)
+
+    def previous(self, roots: tuple[Path, ...]) -> SkillsSnapshot | None:
+        """The snapshot last kept for `roots` (to hand to `load_skills_snapshot`)."""
+        return self._snapshots.get(roots)
+
+    def keep(self, snapshot: SkillsSnapshot, previous: SkillsSnapshot | None) -> SkillsSnapshot:
+        """Remember `snapshot` (loaded with `previous`) for its roots; returns it."""
         if snapshot is previous:
             self._reused += 1
         else:
             self._rebuilt += 1
-        self._snapshots[key] = snapshot
-        self._snapshots.move_to_end(key)
+        self._snapshots[snapshot.roots] = snapshot
+        self._snapshots.move_to_end(snapshot.roots)
         while len(self._snapshots) > self.max_entries:
             self._snapshots.popitem(last=False)
         return snapshot
@@ -617,18 +634,26 @@ async def prepare_prompt(
     roots = _resource_roots(workspace, resource_roots)
     if cache is None:
         cache = PromptCache(max_entries=1)
-    skills = await cache.skills(roots)
-    files: list[BootstrapFile] = []
-    if workspace is not None:
-        files = await trio.to_thread.run_sync(load_bootstrap_files, workspace)
-        if internal_hooks is not None:
-            files = await internal_hooks.run_agent_bootstrap(
-                files,
-                workspace_dir=str(workspace),
-                session_key=session_key,
-                session_id=session_id,
-                agent_id=agent_id,
-            )
+    previous = cache.previous(tuple(roots))
+
+    def load() -> tuple[SkillsSnapshot, list[BootstrapFile]]:
+        snapshot = load_skills_snapshot(roots, previous=previous)
+        return snapshot, load_bootstrap_files(workspace) if workspace is not None else []
+
+    if roots:
+        loaded, files = await trio.to_thread.run_sync(load)  # one worker-thread hop
+    else:
+        await trio.lowlevel.checkpoint()
+        loaded, files = load()
+    skills = cache.keep(loaded, previous)
+    if workspace is not None and internal_hooks is not None:
+        files = await internal_hooks.run_agent_bootstrap(
+            files,
+            workspace_dir=str(workspace),
+            session_key=session_key,
+            session_id=session_id,
+            agent_id=agent_id,
+        )
     total_cap = min(bootstrap_total_max_chars, max(0, budget.prompt_budget) * 4 // 2)
     context, injected = render_project_context(
         files, max_chars=bootstrap_max_chars, total_max_chars=total_cap

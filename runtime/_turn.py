@@ -73,7 +73,8 @@ from ._compaction import (
     summarize,
     summary_message,
 )
-from ._generation import ModelRuntimeGeneration, ResolvedModel, RunStores
+from ._fallback import FallbackAttempts, FallbackProvider
+from ._generation import GenerationError, ModelRuntimeGeneration, ResolvedModel, RunStores
 from ._hooks import (
     AfterCompactionEvent,
     AgentEndEvent,
@@ -101,12 +102,28 @@ from ._sessions import TranscriptEntry, build_context
 from .llm._types import (
     AssistantMessage,
     Message,
+    ModelProvider,
     ProviderError,
     TextContent,
     ThinkingContent,
     ToolSpec,
     UserMessage,
 )
+
+__all__ = [
+    "BASE_SYSTEM_PROMPT",
+    "BlockFlusher",
+    "BlockPipeline",
+    "BlockReply",
+    "BlockSink",
+    "HistoryEntries",
+    "TurnResult",
+    "TurnSpec",
+    "assistant_text",
+    "reasoning_mode",
+    "reasoning_text",
+    "run_turn",
+]
 
 log = logging.getLogger("clawlane.turn")
 
@@ -168,6 +185,8 @@ class TurnSpec:
     on_block: BlockSink | None = None
     block_flusher: BlockFlusher | None = None
     text_chunk_limit: int = DEFAULT_TEXT_CHUNK_LIMIT
+    # model fallback: tried in order when the primary fails before any output
+    fallbacks: Sequence[str] = ()
 
 
 @attrs.define
@@ -178,6 +197,10 @@ class TurnResult:
     prompt_report: SystemPromptReport | None = None
     compactions: list[CompactionRecord] = attrs.field(factory=list)
     """Completed compactions, to persist with the run's messages (`persist_run`)."""
+    attempts: FallbackAttempts = attrs.field(factory=FallbackAttempts)
+    """The models tried (primary, then fallbacks), for the run meta."""
+    runtime: str | None = None
+    """The harness that ran the turn (`openclaw` or a plugin id)."""
     overflow_retries: int = 0
     context_tokens: int | None = None
     """The estimated size of the session's context when the turn ended."""
@@ -496,7 +519,7 @@ class _Compactor:
         summary = ""
         try:
             summary = await summarize(
-                self.spec.stores.providers[self.model.provider_id],
+                self.model.provider,
                 self.model.model_id,
                 plan.to_summarize(items),
                 previous_summary=plan.previous_summary,
@@ -506,26 +529,36 @@ class _Compactor:
             )
         except ProviderError as exc:
             log.warning("compaction of %s failed: %s", self.spec.session_key, exc.message)
+        except BaseException:
+            # Cancelled (abort, timeout, shutdown): close the phase for whoever watches it.
+            self.emit("compaction", {"phase": "end", "willRetry": False, "completed": False})
+            raise
         completed = bool(summary)
+        context: list[Message] = []
         if completed:
-            self._apply(plan.cut, plan.start, summary, reason, tokens_before, ids)
+            context = self._apply(items, plan.cut, plan.start, summary, reason, tokens_before, ids)
         self.emit(
             "compaction",
             {"phase": "end", "willRetry": will_retry and completed, "completed": completed},
         )
         if completed and not will_retry:
-            await self._fire_after(plan.cut - plan.start)
+            await self._fire_after(len(context), plan.cut - plan.start)
         return completed
 
     def _apply(
         self,
+        items: list[Message],
         cut: int,
         start: int,
         summary: str,
         reason: CompactionReason,
         tokens_before: int,
         ids: list[str | None],
-    ) -> None:
+    ) -> list[Message]:
+        """Record the compaction and shrink the history; returns the context after it.
+
+        A cut inside this run (after it) leaves the history as just the summary: the run is
+        over, and the session continues from what `persist_run` rebuilds."""
         n_history = len(self.history)
         position = 1 + len(self.progress.messages)
         head = summary_message(summary, now_ms=now_ms())
@@ -538,10 +571,7 @@ class _Compactor:
             record_kw = {"first_kept_run_index": cut - n_history}
             self.history = [head]
             self._ids = [None]
-        if cut > n_history:
-            after_items: list[Message] = [head, *self.items()[cut:]]
-        else:
-            after_items = self.items()
+        after_items = [head, *items[cut:]]
         tokens_after = estimate_context_tokens(self.system_prompt, after_items, self.tools)
         self.result.compactions.append(
             CompactionRecord(
@@ -555,6 +585,7 @@ class _Compactor:
             )
         )
         self.result.context_tokens = tokens_after
+        return after_items
 
     async def _fire_before(self, count: int, compacting: int, tokens: int) -> None:
         if self.hooks is not None and self.hooks.has("before_compaction"):
@@ -567,9 +598,8 @@ class _Compactor:
             )
         await self._internal("compact:before", {"messageCount": count, "tokenCount": tokens})
 
-    async def _fire_after(self, compacted: int) -> None:
+    async def _fire_after(self, count: int, compacted: int) -> None:
         tokens = self.result.context_tokens
-        count = len(self.history) + 1 + len(self.progress.messages)
         if self.hooks is not None and self.hooks.has("after_compaction"):
             await self.hooks.fire(
                 "after_compaction",
@@ -599,10 +629,12 @@ class _Compactor:
 async def run_turn(
     spec: TurnSpec, emit: Emit, progress: RunProgress, result: TurnResult
 ) -> TurnResult:
-    """Run the turn; fills `result` as it goes (so a failing turn still says its model).
+    """Run the turn; fills `result` as it goes (so a failing turn still says its model, and
+    the compactions it made are persisted even when a later attempt fails).
 
-    Raises `ProviderError` (model failure, also a context overflow that compaction could not
-    cure) and `GenerationError` (model not resolvable).
+    A checkpoint throughout; cancellation propagates at once (no `agent_end`, buffered block
+    replies dropped). Raises `ProviderError` (model failure, also a context overflow that
+    compaction could not cure) and `GenerationError` (model not resolvable).
     """
     hooks = spec.hooks if spec.hooks is not None and spec.hooks.has_any() else None
     ctx = AgentHookContext(
@@ -641,8 +673,20 @@ async def run_turn(
             model_ref = f"{provider_o or current_provider}/{model_o or current_model}"
             if model_o and "/" in model_o:
                 model_ref = model_o
-    model = spec.generation.resolve(model_ref)
+    model = spec.generation.resolve(model_ref, agent_id=spec.agent_id)
     result.model = model
+    result.runtime = model.harness.id if model.harness is not None else "openclaw"
+    candidates = [model]
+    for ref in spec.fallbacks:
+        try:
+            candidates.append(spec.generation.resolve(ref, agent_id=spec.agent_id))
+        except GenerationError as exc:
+            log.warning("fallback model %s is not usable: %s", ref, exc)
+    provider: ModelProvider = (
+        FallbackProvider(candidates, attempts=result.attempts)
+        if len(candidates) > 1
+        else model.provider
+    )
     ctx = msgspec.structs.replace(ctx, modelProviderId=model.provider_id, modelId=model.model_id)
     budget = context_budget(spec.context_window or model.definition.contextWindow, spec.compaction)
     prepared = await prepare_prompt(
@@ -754,7 +798,7 @@ async def run_turn(
         while True:
             inp = AgentRunInput(
                 run_id=spec.run_id,
-                provider=spec.stores.providers[model.provider_id],
+                provider=provider,
                 provider_id=model.provider_id,
                 model_id=model.model_id,
                 api=model.api,
@@ -771,7 +815,10 @@ async def run_turn(
                 resume=list(progress.messages),
             )
             try:
-                await run_agent(inp, stream, progress)
+                if model.harness is not None:
+                    await model.harness.run(inp, stream, progress)
+                else:
+                    await run_agent(inp, stream, progress)
                 break
             except ProviderError as exc:
                 if (

@@ -18,19 +18,24 @@ import trio
 
 from actors import CachedResponse, RunRecord, RunRequest, SessionActor
 from actors._lane import LaneFull, QueueMode, normalize_drop, normalize_mode
+from actors._session import SessionBusy
 from runtime._agent import now_ms
+from runtime._compaction import context_budget
 from runtime._config import run_timeout_seconds
 from runtime._frames import UNAVAILABLE, GatewayError, invalid_request
 from runtime._generation import GenerationError
 from runtime._hooks import InternalHookEvent
+from runtime._prompt import system_prompt_report
 from runtime._reply import is_silent_reply
 from runtime._sessions import DEFAULT_MAIN_KEY, SessionKeyError
+from runtime._turn import BASE_SYSTEM_PROMPT
 from runtime._wire import (
     ChatAbortParams,
     ChatHistoryParams,
     ChatInjectParams,
     ChatSendParams,
     SessionsAbortParams,
+    SessionsCompactParams,
     SessionsDeleteParams,
     SessionsMessagesSubscribeParams,
     SessionsMessagesUnsubscribeParams,
@@ -39,7 +44,7 @@ from runtime._wire import (
     SessionsResolveParams,
     SessionsSendParams,
 )
-from runtime.llm._types import AssistantMessage, TextContent
+from runtime.llm._types import AssistantMessage, ProviderError, TextContent
 
 if TYPE_CHECKING:
     from ._methods import Call, Methods
@@ -116,6 +121,10 @@ def register(methods: Methods) -> None:
         "sessions.messages.unsubscribe", messages_unsubscribe, SessionsMessagesUnsubscribeParams
     )
     methods.add("runs.replay", runs_replay, RunsReplayParams, scope="operator.read")
+    methods.add("sessions.compact", sessions_compact, SessionsCompactParams)
+    methods.add(
+        "sessions.systemPrompt", sessions_system_prompt, SessionsKeyParams, scope="operator.admin"
+    )
 
 
 # --- helpers --------------------------------------------------------------------------------
@@ -210,7 +219,11 @@ async def _submit_message(
         default_timeout = run_timeout_seconds(sup.generation.config.agents.defaults)
         timeout_s = timeout_ms / 1000 if timeout_ms is not None else default_timeout
         request = RunRequest(
-            record=record, message=message, timeout_s=timeout_s or None, owner=call.conn, debounce=True
+            record=record,
+            message=message,
+            timeout_s=timeout_s or None,
+            owner=call.conn,
+            debounce=True,
         )
         try:
             sup.submit(actor, request, settings)
@@ -249,7 +262,9 @@ async def chat_send(call: Call, params: ChatSendParams) -> dict[str, Any]:
         internal = call.gateway.supervisor.internal_hooks
         if internal.has_listeners("command", "stop"):
             await internal.trigger(
-                InternalHookEvent(type="command", action="stop", sessionKey=key, context={"runIds": run_ids})
+                InternalHookEvent(
+                    type="command", action="stop", sessionKey=key, context={"runIds": run_ids}
+                )
             )
         await trio.lowlevel.checkpoint()
         return {"ok": True, "aborted": bool(run_ids), "runIds": run_ids}
@@ -578,6 +593,55 @@ async def messages_unsubscribe(
     call.gateway.hub.unwatch_session(call.conn, key)
     await trio.lowlevel.checkpoint()
     return {"subscribed": False, "key": key}
+
+
+async def sessions_compact(call: Call, params: SessionsCompactParams) -> dict[str, Any]:
+    key = _key(call, params.key, _opt(params.agentId))
+    actor = await _actor(call, key)
+    max_lines = _opt(params.maxLines)
+    try:
+        result = await actor.compact(max_kept_messages=max_lines)
+    except SessionBusy as exc:
+        raise GatewayError(UNAVAILABLE, str(exc), retryable=True, retry_after_ms=1000) from exc
+    except GenerationError as exc:
+        raise invalid_request(str(exc)) from exc
+    except ProviderError as exc:
+        raise GatewayError(UNAVAILABLE, f"compaction failed: {exc.message}") from exc
+    _changed(call, key, "compact", actor)
+    return {"ok": True, "key": key, **result}
+
+
+async def sessions_system_prompt(call: Call, params: SessionsKeyParams) -> dict[str, Any]:
+    """clawlane: the system prompt report (sections and token estimates) a run of this
+    session would get now (admins only)."""
+    sup = call.gateway.supervisor
+    key = _key(call, params.key, params.agentId)
+    actor = await _actor(call, key)
+    assert actor.row is not None
+    gen = sup.generation
+    agent = gen.agent(actor.agent_id)
+    try:
+        model = gen.resolve(actor._model_override() or agent.primary, agent_id=agent.id)
+    except GenerationError as exc:
+        raise invalid_request(str(exc)) from exc
+    settings = sup.turn_settings()
+    workspace = await sup.workspace_for(agent.id, agent.workspace)
+    report = await system_prompt_report(
+        session_key=key,
+        session_id=actor.row.sessionId,
+        agent_id=agent.id,
+        base=BASE_SYSTEM_PROMPT,
+        budget=context_budget(model.definition.contextWindow, settings["compaction"]),
+        workspace_dir=str(workspace),
+        resource_roots=settings["resource_roots"],
+        cache=sup.prompt_cache,
+        internal_hooks=sup.internal_hooks,
+        provider=model.provider_id,
+        model=model.model_id,
+    )
+    data = msgspec.to_builtins(report)
+    assert isinstance(data, dict)
+    return {"key": key, "report": data}
 
 
 async def runs_replay(call: Call, params: RunsReplayParams) -> dict[str, Any]:

@@ -215,9 +215,12 @@ class LocalProvider:
 
     api = "local"
 
-    def __init__(self, id: str, *, delta_delay_ms: float = 0.0) -> None:
+    def __init__(
+        self, id: str, *, delta_delay_ms: float = 0.0, fail_kind: str | None = None
+    ) -> None:
         self.id = id
         self.delta_delay_ms = delta_delay_ms
+        self.fail_kind = fail_kind if fail_kind in _KINDS else None
 
     async def aclose(self) -> None:
         await trio.lowlevel.checkpoint()
@@ -255,6 +258,11 @@ class LocalProvider:
             if isinstance(m, ToolResultMessage):
                 results.append(m)
 
+        if plan.fail is None and self.fail_kind is not None:
+            plan.fail = (
+                self.fail_kind,
+                f"local provider {self.id} is configured to fail ({self.fail_kind})",
+            )
         if plan.fail is not None:
             await trio.lowlevel.checkpoint()
             raise ProviderError(cast(ProviderErrorKind, plan.fail[0]), plan.fail[1])

@@ -577,3 +577,31 @@ async def test_resume_after_a_forced_disconnect_loses_and_duplicates_nothing(
     rest = [p["seq"] for p in run_events(second.events, "rs")]
     assert seen + rest == list(range(1, len(seen) + len(rest) + 1))
     assert "runs.replay" in gw.methods.names()
+
+
+async def test_manual_compaction_and_the_system_prompt_report(tmp_path: Path) -> None:
+    async with running_gateway(tmp_path, chat_config()) as gw, open_client(gw) as client:
+        with trio.fail_after(20):
+            for i in range(6):
+                await client.request(
+                    "agent",
+                    {"message": f"turn {i} " + "words " * 40, "idempotencyKey": f"mc{i}"},
+                    expect_final=True,
+                )
+            result = await client.request("sessions.compact", {"key": "main", "maxLines": 2})
+            assert result["ok"] is True and result["compacted"] is True
+            assert result["tokensAfter"] < result["tokensBefore"]
+            history = await client.request("chat.history", {"sessionKey": "main"})
+            assert len(history["messages"]) == 12  # full history stays in the store
+            listed = await client.request("sessions.list")
+            assert listed["sessions"][0]["compactionCount"] == 1
+            after = await client.request(
+                "agent", {"message": "still here?", "idempotencyKey": "mc-after"}, expect_final=True
+            )
+            assert after["result"]["payloads"] == [{"text": "You said: still here?"}]
+            report = await client.request("sessions.systemPrompt", {"key": "main"})
+            assert report["report"]["sections"]
+            async with open_client(gw, scopes=["operator.write"]) as writer:
+                with pytest.raises(GatewayRequestError) as err:
+                    await writer.request("sessions.systemPrompt", {"key": "main"})
+                assert err.value.code == "FORBIDDEN"

@@ -196,3 +196,37 @@ async def test_the_message_tool_sends_a_chat_message_and_dedupes_the_reply(tmp_p
     assert final["status"] == "ok"
     sent = [p for (e, p, _s) in events if e == "chat" and p["runId"].startswith("message-m1")]
     assert sent and sent[0]["message"]["content"][0]["text"] == "Hi from the tool"
+
+
+async def test_model_fallback_records_its_attempts(tmp_path: Path) -> None:
+    from runtime._config import parse_config
+
+    config = parse_config(
+        {
+            "models": {
+                "providers": {
+                    "busy": {
+                        "api": "local",
+                        "models": [{"id": "m"}],
+                        "options": {"failKind": "overloaded"},
+                    },
+                    "local": {"api": "local", "models": [{"id": "echo"}]},
+                }
+            },
+            "agents": {"defaults": {"model": {"primary": "busy/m", "fallbacks": ["local/echo"]}}},
+        }
+    )
+    async with running_gateway(tmp_path, config) as gw, open_client(gw) as client:
+        with trio.fail_after(15):
+            final = await client.request(
+                "agent", {"message": "hello", "idempotencyKey": "fb"}, expect_final=True
+            )
+    meta = final["result"]["meta"]
+    assert final["result"]["payloads"] == [{"text": "You said: hello"}]
+    assert [(a["provider"], a["outcome"]) for a in meta["attempts"]] == [
+        ("busy", "error"),
+        ("local", "ok"),
+    ]
+    assert meta["attempts"][0]["errorKind"] == "overloaded"
+    assert (meta["agentMeta"]["provider"], meta["agentMeta"]["model"]) == ("local", "echo")
+    assert meta["runtime"] == "openclaw"

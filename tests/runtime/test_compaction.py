@@ -18,6 +18,7 @@ from runtime._compaction import (
     CompactionRecord,
     CompactionSettings,
     compact_history,
+    compact_session,
     context_budget,
     context_entry_ids,
     estimate_context_tokens,
@@ -29,7 +30,7 @@ from runtime._compaction import (
     summarize,
     summary_of,
 )
-from runtime._generation import GenerationBuilder, ModelRuntimeGeneration
+from runtime._generation import GenerationBuilder, GenerationError, ModelRuntimeGeneration
 from runtime._hooks import HookRegistry, InternalHookEvent, InternalHooks
 from runtime._sessions import (
     CompactionEntry,
@@ -38,7 +39,7 @@ from runtime._sessions import (
     TranscriptEntry,
     build_context,
 )
-from runtime._turn import TurnResult, TurnSpec, run_turn
+from runtime._turn import BASE_SYSTEM_PROMPT, TurnResult, TurnSpec, run_turn
 from runtime.llm._local import SUMMARY_MARKER, LocalProvider, request_tokens
 from runtime.llm._types import (
     AssistantMessage,
@@ -349,6 +350,10 @@ async def test_manual_compaction_chains_an_entry_and_keeps_the_recent_part() -> 
     builder = TranscriptBuilder.from_entries(entries)
     history = build_context(entries)
     seen: list[int] = []
+    hooks = HookRegistry()
+    fired: list[Any] = []
+    hooks.register("before_compaction", fired.append)
+    hooks.register("after_compaction", fired.append)
 
     async def before(plan: Any) -> None:
         seen.append(plan.cut)
@@ -363,6 +368,7 @@ async def test_manual_compaction_chains_an_entry_and_keeps_the_recent_part() -> 
             keep_recent_tokens=4 * estimate_message_tokens(history[0]),
             instructions="focus on greek letters",
             before=before,
+            hooks=hooks,
         )
     assert done is not None and seen
     assert done.entry.parentId == entries[-1].id
@@ -370,6 +376,8 @@ async def test_manual_compaction_chains_an_entry_and_keeps_the_recent_part() -> 
     assert done.context == build_context([*entries, done.entry])
     assert done.record.summarized == seen[0]
     assert "message 0" in done.entry.summary
+    assert [type(e).__name__ for e in fired] == ["BeforeCompactionEvent", "AfterCompactionEvent"]
+    assert fired[1].compactedCount == seen[0] and fired[1].messageCount == len(done.context)
     with trio.fail_after(5):
         nothing = await compact_history(
             builder=builder,
@@ -547,3 +555,78 @@ async def test_compaction_can_be_disabled() -> None:
             entries,
             compaction=CompactionSettings(enabled=False),
         )
+
+
+async def test_after_a_long_run_the_cut_may_fall_inside_the_run() -> None:
+    gen = generation(context_window=4_000)  # budget 2000, keeps 1000
+    entries = stored(conversation(1))
+    out, progress, events = await turn(gen, sentence(7, 800), entries)
+    assert compaction_events(events)[-1] == {
+        "phase": "end",
+        "willRetry": False,
+        "completed": True,
+    }
+    record = out.compactions[0]
+    assert record.first_kept_run_index == 1 and record.kept_history == ()
+    assert out.user_message is not None
+    run: list[Message] = [out.user_message, *progress.messages]
+    persisted, context = persist_run(TranscriptBuilder.from_entries(entries), run, out.compactions)
+    assert context == build_context([*entries, *persisted])
+    assert context is not None and context[1:] == [progress.messages[-1]]
+    assert (
+        out.context_tokens
+        == record.tokens_after
+        == estimate_context_tokens(BASE_SYSTEM_PROMPT, context)
+    )
+
+
+async def test_sessions_compact_resolves_the_model_and_honours_max_lines() -> None:
+    gen = generation(context_window=128_000)  # keeps 20000 tokens: all of it...
+    entries = stored(conversation(6))
+    with trio.fail_after(5):
+        done = await compact_session(
+            entries=entries,
+            builder=TranscriptBuilder.from_entries(entries),
+            generation=gen,
+            model_ref="local/echo",
+            max_kept_messages=3,  # ...unless told to keep at most 3 messages
+        )
+    assert done is not None and done.record.reason == "manual"
+    assert done.entry.firstKeptEntryId == entries[-3].id
+    assert len(done.context) == 1 + 3
+    assert done.context == build_context([*entries, done.entry])
+    with pytest.raises(GenerationError):
+        await compact_session(
+            entries=entries,
+            builder=TranscriptBuilder.from_entries(entries),
+            generation=gen,
+            model_ref="local/nope",
+        )
+
+
+async def test_a_cancelled_compaction_still_closes_its_phase() -> None:
+    gen = generation(context_window=6_000)
+    entries = stored(conversation(12))
+    hooks = HookRegistry()
+    events: Events = []
+    with trio.CancelScope() as scope:
+        hooks.register("before_compaction", lambda e: scope.cancel())
+        spec = TurnSpec(
+            run_id="r",
+            session_key="agent:main:t",
+            session_id="s",
+            agent_id="main",
+            message="[[fail:context_overflow]]",
+            history=build_context(entries),
+            generation=gen,
+            stores=gen.fork_stores(),
+            model_ref="local/echo",
+            hooks=hooks,
+        )
+        with trio.fail_after(10):
+            await run_turn(spec, lambda s, d: events.append((s, d)), RunProgress(), TurnResult())
+    assert scope.cancelled_caught
+    assert compaction_events(events) == [
+        {"phase": "start"},
+        {"phase": "end", "willRetry": False, "completed": False},
+    ]

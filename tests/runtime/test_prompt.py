@@ -36,6 +36,7 @@ from runtime._prompt import (
 from runtime._turn import (
     BASE_SYSTEM_PROMPT,
     BlockFlusher,
+    BlockPipeline,
     BlockReply,
     TurnResult,
     TurnSpec,
@@ -76,7 +77,13 @@ def test_bootstrap_files_are_read_in_order_and_missing_ones_marked(tmp_path: Pat
     os.symlink(outside, ws / "USER.md")
     files = load_bootstrap_files(ws)
     by_name = {f.name: f for f in files}
-    assert [f.name for f in files][:5] == ["AGENTS.md", "SOUL.md", "TOOLS.md", "IDENTITY.md", "USER.md"]
+    assert [f.name for f in files][:5] == [
+        "AGENTS.md",
+        "SOUL.md",
+        "TOOLS.md",
+        "IDENTITY.md",
+        "USER.md",
+    ]
     assert by_name["AGENTS.md"].content == "# Agents\nAlways answer in haiku.\n"
     assert by_name["TOOLS.md"].content is None  # a folder
     assert by_name["USER.md"].content is None  # a symlink out of the workspace
@@ -124,7 +131,9 @@ def test_skills_come_from_the_workspace_and_package_roots(tmp_path: Path) -> Non
     pkg = tmp_path / "pkg"
     skill_file(pkg / "lib" / "a" / "pdf", "pdf", "Read PDFs")
     skill_file(pkg / "lib" / "b" / "weather", "weather", "A second weather")
-    skill_file(pkg / "lib" / "c" / "needs", "needs", "Needs a tool", "requires:\n  bins: [zzz-none]\n")
+    skill_file(
+        pkg / "lib" / "c" / "needs", "needs", "Needs a tool", "requires:\n  bins: [zzz-none]\n"
+    )
     (pkg / "ext").mkdir()
     (pkg / "ext" / "hello.py").write_text("X = 1\n")
     (pkg / "package.json").write_text(
@@ -314,7 +323,9 @@ async def test_the_report_api_estimates_a_prompt_without_running_it(tmp_path: Pa
 )
 async def test_reasoning_follows_the_session_level(level: str | None, streamed: bool) -> None:
     with trio.fail_after(10):
-        out, progress, events = await turn("hello [[think:weigh the options]]", reasoning_level=level)
+        out, progress, events = await turn(
+            "hello [[think:weigh the options]]", reasoning_level=level
+        )
     thinking = [d for s, d in events if s == "thinking"]
     assert bool(thinking) is streamed
     if streamed:
@@ -349,17 +360,12 @@ def blocks_settings(
 
 async def stream_blocks(
     message: str, settings: BlockStreamingSettings, **kw: Any
-) -> tuple[list[BlockReply], Events, list[str], TurnResult]:
+) -> tuple[list[BlockReply], Events, TurnResult]:
     blocks: list[BlockReply] = []
-    order: list[str] = []
-
-    def sink(block: BlockReply) -> None:
-        blocks.append(block)
-        order.append("block")
-
-    out, _progress, events = await turn(message, block_streaming=settings, on_block=sink, **kw)
-    order += []  # events are recorded separately; see `interleaving`
-    return blocks, events, order, out
+    out, _progress, events = await turn(
+        message, block_streaming=settings, on_block=blocks.append, **kw
+    )
+    return blocks, events, out
 
 
 CODE_REPLY = (  # no "]": it would end the directive
@@ -380,7 +386,7 @@ def fences_balanced(text: str) -> bool:
 
 async def test_blocks_never_break_inside_a_code_fence() -> None:
     with trio.fail_after(10):
-        blocks, _events, _order, out = await stream_blocks(
+        blocks, _events, out = await stream_blocks(
             f"[[reply:{CODE_REPLY}]] [[chars:7]]", blocks_settings(min_chars=20, max_chars=70)
         )
     assert len(blocks) >= 3 and all(len(b.text) <= 70 for b in blocks)
@@ -442,7 +448,7 @@ async def test_a_silent_reply_sends_no_block_and_a_leading_token_is_stripped() -
 
 async def test_reasoning_on_is_its_own_block_before_the_answer() -> None:
     with trio.fail_after(10):
-        blocks, events, _order, _out = await stream_blocks(
+        blocks, events, _out = await stream_blocks(
             "tell me [[think:first this then that]]",
             blocks_settings(min_chars=5),
             reasoning_level="on",
@@ -455,37 +461,26 @@ async def test_reasoning_on_is_its_own_block_before_the_answer() -> None:
 async def test_the_coalescer_flushes_after_an_idle_pause(autojump_clock: Any) -> None:
     flusher = BlockFlusher()
     delivered: list[tuple[float, str]] = []
-    deltas: list[float] = []
-    text = "First sentence here.\nSecond one follows.\nThird and last."
+    pipeline = BlockPipeline(
+        settings=blocks_settings(min_chars=10, max_chars=25, coalesce_max=500, idle_ms=1000),
+        sink=lambda b: delivered.append((trio.current_time(), b.text)),
+        flusher=flusher,
+    )
+    pieces = ["First sentence here.\n", "Second one follows.\n", "Third and last."]
     async with trio.open_nursery() as nursery:
         nursery.start_soon(flusher.run)
-        gen = generation()
-        spec = TurnSpec(
-            run_id="r",
-            session_key="agent:main:t",
-            session_id="s",
-            agent_id="main",
-            message=f"[[reply:{text}]] [[chars:21]] [[delay:5000]]",
-            history=[],
-            generation=gen,
-            stores=gen.fork_stores(),
-            model_ref="local/echo",
-            block_streaming=blocks_settings(min_chars=10, max_chars=25, coalesce_max=500),
-            on_block=lambda b: delivered.append((trio.current_time(), b.text)),
-            block_flusher=flusher,
-        )
-
-        def emit(stream: str, data: dict[str, Any]) -> None:
-            if stream == "assistant":
-                deltas.append(trio.current_time())
-
-        with trio.fail_after(60):
-            await run_turn(spec, emit, RunProgress(), TurnResult())
+        text = ""
+        for piece in pieces:
+            text += piece
+            pipeline.on_text(text)
+            await trio.sleep(5)  # the model pauses: the coalescer's idle timer fires
+        pipeline.finish()
         nursery.cancel_scope.cancel()
-    assert "".join(t for _, t in delivered) == text
-    idle = [t for t, _ in delivered if all(abs(t - d) > 0.5 for d in deltas)]
-    assert idle, "no block went out on the idle timer"
-    assert all(any(0.99 <= t - d <= 1.2 for d in deltas) for t in idle)
+    assert delivered == [
+        (1.0, "First sentence here.\n"),
+        (6.0, "Second one follows.\n"),
+        (15.0, "Third and last."),
+    ]
 
 
 async def test_blocks_buffered_by_a_failed_attempt_are_dropped_on_retry() -> None:
