@@ -1,1 +1,53 @@
-"""clawlane package."""
+"""clawlane runtime: the domain, mostly sans-IO, usable without the gateway.
+
+- Config: `load_config`, `parse_config`, `Config` (OpenClaw key names, strict).
+- Generations: `build_generation`, `GenerationBuilder`, `ModelRuntimeGeneration`.
+- The embedded runtime: `open_embedded_runtime` (run turns in-process, same events).
+- The agent loop: `run_agent`, `run_turn`, `AgentRunInput`, `RunProgress`, `TurnSpec`.
+- Sessions: `resolve_session_key`, `SessionRow`, transcript entries (pi v3).
+- Plugins import only `runtime.plugin_sdk`.
+
+Errors: `ConfigError` (names the key path), `GenerationError` (a build failed; nothing is
+published), `SessionKeyError` (malformed key), `GatewayError` (a wire error shape), and
+`runtime.llm.ProviderError`.
+"""
+
+from ._agent import AgentRunInput as AgentRunInput
+from ._agent import RunProgress as RunProgress
+from ._agent import run_agent as run_agent
+from ._config import Config as Config
+from ._config import ConfigError as ConfigError
+from ._config import load_config as load_config
+from ._config import parse_config as parse_config
+from ._embedded import open_embedded_runtime as open_embedded_runtime
+from ._frames import GatewayError as GatewayError
+from ._generation import GenerationBuilder as GenerationBuilder
+from ._generation import GenerationError as GenerationError
+from ._generation import ModelRuntimeGeneration as ModelRuntimeGeneration
+from ._generation import build_generation as build_generation
+from ._sessions import SessionKeyError as SessionKeyError
+from ._sessions import SessionRow as SessionRow
+from ._sessions import resolve_session_key as resolve_session_key
+from ._turn import TurnSpec as TurnSpec
+from ._turn import run_turn as run_turn
+
+__all__ = [
+    "AgentRunInput",
+    "Config",
+    "ConfigError",
+    "GatewayError",
+    "GenerationBuilder",
+    "GenerationError",
+    "ModelRuntimeGeneration",
+    "RunProgress",
+    "SessionKeyError",
+    "SessionRow",
+    "TurnSpec",
+    "build_generation",
+    "load_config",
+    "open_embedded_runtime",
+    "parse_config",
+    "resolve_session_key",
+    "run_agent",
+    "run_turn",
+]
