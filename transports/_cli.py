@@ -18,6 +18,7 @@ import logging
 import os
 import sys
 import uuid
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ from runtime._config import ConfigError, load_config
 from ._client import (
     DEFAULT_URL,
     GatewayAuthError,
+    GatewayClient,
     GatewayClientError,
     GatewayRequestError,
     open_gateway_client,
@@ -173,11 +175,21 @@ async def _call(
             params = msgspec.json.decode(params_text)
         except msgspec.DecodeError as exc:
             return _fail(f"--params is not valid JSON: {exc}", 2)
+
+    async def call(client: GatewayClient) -> Any:
+        return await client.request(method, params, expect_final=expect_final, timeout=args.timeout)
+
+    return await _with_client(args, method, call)
+
+
+async def _with_client(
+    args: argparse.Namespace, method: str, body: Callable[[GatewayClient], Awaitable[Any]]
+) -> int:
+    """Connect, run `body`, print its result as JSON; every failure is one clear line and
+    an exit code (1 request failed, 3 gateway unreachable or refused)."""
     try:
         async with open_gateway_client(args.url, token=args.token) as client:
-            result = await client.request(
-                method, params, expect_final=expect_final, timeout=args.timeout
-            )
+            result = await body(client)
     except GatewayAuthError as exc:
         return _fail(f"the gateway at {args.url} refused the connection: {exc}", 3)
     except GatewayClientError as exc:
@@ -284,23 +296,15 @@ async def _config(args: argparse.Namespace) -> int:
         method = "config.patch"
     else:
         params, method = {}, "config.get"
-    try:
-        async with open_gateway_client(args.url, token=args.token) as client:
-            if method != "config.get":
-                current = await client.request("config.get", {}, timeout=args.timeout)
-                if current.get("exists"):
-                    params["baseHash"] = current["hash"]
-            result = await client.request(method, params, timeout=args.timeout)
-    except GatewayAuthError as exc:
-        return _fail(f"the gateway at {args.url} refused the connection: {exc}", 3)
-    except GatewayClientError as exc:
-        return _fail(str(exc), 3)
-    except GatewayRequestError as exc:
-        return _fail(f"{method} failed: {exc.code}: {exc.message}", 1)
-    except trio.TooSlowError:
-        return _fail(f"{method} timed out after {args.timeout}s", 1)
-    _print_json(result)
-    return 0
+
+    async def publish(client: GatewayClient) -> Any:
+        if method != "config.get":
+            current = await client.request("config.get", {}, timeout=args.timeout)
+            if current.get("exists"):
+                params["baseHash"] = current["hash"]
+        return await client.request(method, params, timeout=args.timeout)
+
+    return await _with_client(args, method, publish)
 
 
 # --- end config subcommands ---------------------------------------------------------------
