@@ -88,6 +88,8 @@ class SessionActor:
     last_active: float = attrs.field(factory=time.monotonic)
     crashes: collections.deque[float] = attrs.field(factory=collections.deque)
     failed_until: float = float("-inf")
+    created: bool = False
+    """The session had no row: it is new (`session_start` fires)."""
     _history: list[Message] | None = None
     _builder: TranscriptBuilder | None = None
 
@@ -346,6 +348,7 @@ class SessionActor:
         try:
             row = await self.supervisor.store.get_session(self.key)
             if row is None:
+                self.created = True
                 row = new_session_row(self.key, now_ms=now_ms())
                 if row.agentId != self.agent_id:
                     row = msgspec.structs.replace(row, agentId=self.agent_id)

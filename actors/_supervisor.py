@@ -312,6 +312,10 @@ class Supervisor:
             actor = SessionActor(key=key, agent_id=agent_id, supervisor=self)
             self._sessions[key] = actor
             await actor.load()
+            if actor.created and actor.row is not None and self.hooks.has("session_start"):
+                await self.hooks.fire(
+                    "session_start", SessionStartEvent(sessionId=actor.row.sessionId, sessionKey=key)
+                )
         else:
             await actor.loaded.wait()
         if actor.row is None:

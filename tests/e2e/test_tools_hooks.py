@@ -230,3 +230,34 @@ async def test_model_fallback_records_its_attempts(tmp_path: Path) -> None:
     assert meta["attempts"][0]["errorKind"] == "overloaded"
     assert (meta["agentMeta"]["provider"], meta["agentMeta"]["model"]) == ("local", "echo")
     assert meta["runtime"] == "openclaw"
+
+
+async def test_session_and_command_hooks_fire(tmp_path: Path) -> None:
+    seen: list[tuple[str, Any]] = []
+    async with running_gateway(tmp_path) as gw:
+        gw.supervisor.hooks.register(
+            "session_start", lambda e: seen.append(("start", e.sessionKey))
+        )
+        gw.supervisor.hooks.register("session_end", lambda e: seen.append(("end", e.reason)))
+        gw.supervisor.internal_hooks.register(
+            "command", lambda e: seen.append(("command", e.action))
+        )
+        async with open_client(gw) as client:
+            with trio.fail_after(15):
+                await client.request(
+                    "agent",
+                    {"message": "hi", "idempotencyKey": "sh1", "sessionKey": "hooked"},
+                    expect_final=True,
+                )
+                await client.request(
+                    "agent",
+                    {"message": "/new", "idempotencyKey": "sh2", "sessionKey": "hooked"},
+                    expect_final=True,
+                )
+                await client.request(
+                    "chat.send",
+                    {"sessionKey": "hooked", "message": "/stop", "idempotencyKey": "sh3"},
+                )
+    assert ("start", "agent:main:hooked") in seen
+    assert ("end", "new") in seen
+    assert ("command", "new") in seen and ("command", "stop") in seen
