@@ -109,9 +109,12 @@ _MIN_FILE_CHARS: Final = 64  # below this a file is left out rather than cut to 
 
 
 def _read_workspace_file(workspace: Path, path: Path) -> str | None:
+    """`workspace` is already resolved (real path)."""
+    if not os.path.lexists(path):  # the common case, and the cheap check
+        return None
     try:
         real = path.resolve()
-        if not real.is_relative_to(workspace.resolve()) or not real.is_file():
+        if not real.is_relative_to(workspace) or not real.is_file():
             return None
         with real.open("rb") as f:
             data = f.read(_READ_LIMIT)
@@ -127,6 +130,10 @@ def load_bootstrap_files(
     missing, unreadable, not a regular file, or a symlink out of the workspace.
     `MEMORY.md` falls back to `memory.md`. Blocking file I/O."""
     files: list[BootstrapFile] = []
+    try:
+        workspace = workspace.resolve()
+    except OSError:
+        return [BootstrapFile(name=name, path=str(workspace / name), content=None) for name in names]
     for name in names:
         path = workspace / name
         content = _read_workspace_file(workspace, path)

@@ -106,6 +106,22 @@ def tool_spec(tool: Tool) -> ToolSpec:
     `$defs`). Optional fields (`X | None = None`) are shown as plain `X`: models may omit them,
     and a `null` they send anyway still decodes.
     """
+    key = (tool.params, tool.name, tool.description)
+    cached = _SPECS.get(key)
+    if cached is not None:
+        return cached
+    spec = _tool_spec(tool)
+    if len(_SPECS) < 4096:
+        _SPECS[key] = spec
+    return spec
+
+
+_SPECS: dict[tuple[type, str, str], ToolSpec] = {}
+"""Specs by (params type, name, description): building one costs a schema walk, and the
+same tools are offered to every run."""
+
+
+def _tool_spec(tool: Tool) -> ToolSpec:
     schema = msgspec.json.schema(tool.params)
     defs: dict[str, Any] = schema.pop("$defs", {})
     inlined = _inline(schema, defs, frozenset())
