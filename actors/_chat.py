@@ -14,9 +14,9 @@ import time
 from typing import Any
 
 import attrs
-import trio
 
-from runtime._reply import CHAT_DELTA_INTERVAL_MS, ChatDeltaThrottle, DeltaEmit, SilentStreamFilter
+from runtime._flusher import DeadlineFlusher
+from runtime._reply import ChatDeltaThrottle, DeltaEmit, SilentStreamFilter
 
 from ._hub import EventHub
 
@@ -57,13 +57,12 @@ class ChatStream:
         if self._throttle.has_pending() and self.flusher is not None:
             self.flusher.add(self)
 
-    @property
-    def pending(self) -> bool:
-        return not self._closed and self._throttle.has_pending()
+    def due_ms(self) -> int | None:
+        """When the buffered delta may go out (None: nothing buffered)."""
+        return None if self._closed else self._throttle.due_ms()
 
-    def due(self, now: int) -> bool:
-        due = self._throttle.due_ms()
-        return due is not None and now >= due
+    def poll(self, now_ms: int) -> None:
+        self.flush()
 
     def flush(self) -> None:
         """Emit buffered text now (before a tool starts, before the end)."""
@@ -92,26 +91,8 @@ class ChatStream:
         self.hub.emit_chat(self.run_id, state, **fields)
 
 
-class ChatFlusher:
+class ChatFlusher(DeadlineFlusher[ChatStream]):
     """Flushes chat deltas that waited their interval. One task for all runs."""
 
     def __init__(self) -> None:
-        self._pending: set[ChatStream] = set()
-        self._wake = trio.Event()
-
-    def add(self, stream: ChatStream) -> None:
-        self._pending.add(stream)
-        self._wake.set()
-
-    async def run(self) -> None:
-        """Runs until cancelled. Wakes only while some stream has text waiting."""
-        while True:
-            await self._wake.wait()
-            self._wake = trio.Event()
-            while self._pending:
-                await trio.sleep(CHAT_DELTA_INTERVAL_MS / 3000.0)
-                now = _mono_ms()
-                for stream in [s for s in self._pending if s.due(now)]:
-                    self._pending.discard(stream)
-                    stream.flush()
-                self._pending = {s for s in self._pending if s.pending}
+        super().__init__(_mono_ms)

@@ -74,6 +74,7 @@ from ._compaction import (
     summary_message,
 )
 from ._fallback import FallbackAttempts, FallbackProvider
+from ._flusher import DeadlineFlusher
 from ._generation import GenerationError, ModelRuntimeGeneration, ResolvedModel, RunStores
 from ._hooks import (
     AfterCompactionEvent,
@@ -369,35 +370,12 @@ class BlockPipeline:
                 self._deliver(out)
 
 
-class BlockFlusher:
+class BlockFlusher(DeadlineFlusher[BlockPipeline]):
     """Runs the coalescers' idle flushes of every run. One task for all runs: start `run`
     in a nursery that outlives the runs (it sleeps while no run has a block waiting)."""
 
     def __init__(self) -> None:
-        self._pending: set[BlockPipeline] = set()
-        self._wake = trio.Event()
-
-    def add(self, pipeline: BlockPipeline) -> None:
-        self._pending.add(pipeline)
-        self._wake.set()
-
-    async def run(self) -> None:
-        """Runs until cancelled."""
-        while True:
-            await self._wake.wait()
-            self._wake = trio.Event()
-            while self._pending:
-                dues = [d for p in self._pending if (d := p.due_ms()) is not None]
-                if dues:
-                    with trio.move_on_at(min(dues) / 1000.0):
-                        await self._wake.wait()
-                        self._wake = trio.Event()
-                now = _clock_ms()
-                for pipeline in list(self._pending):
-                    due = pipeline.due_ms()
-                    if due is not None and now >= due:
-                        pipeline.poll(now)
-                self._pending = {p for p in self._pending if p.due_ms() is not None}
+        super().__init__(_clock_ms)
 
 
 # --- the event stream of a turn ----------------------------------------------------------

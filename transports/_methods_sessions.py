@@ -537,9 +537,10 @@ async def sessions_abort(call: Call, params: SessionsAbortParams) -> dict[str, A
     return {"ok": True, "aborted": bool(run_ids), "runIds": run_ids}
 
 
-async def sessions_send(call: Call, params: SessionsSendParams) -> dict[str, Any]:
+async def _send_to_session(call: Call, params: SessionsSendParams, mode: str) -> dict[str, Any]:
     if not params.message.strip() and not _opt(params.attachments):
-        raise invalid_request("invalid sessions.send params: message or attachment required")
+        method = "sessions.steer" if mode == "steer" else "sessions.send"
+        raise invalid_request(f"invalid {method} params: message or attachment required")
     key = _key(call, params.key, _opt(params.agentId))
     return await _submit_message(
         call,
@@ -547,24 +548,19 @@ async def sessions_send(call: Call, params: SessionsSendParams) -> dict[str, Any
         message=params.message,
         run_id=_opt(params.idempotencyKey) or str(uuid.uuid4()),
         timeout_ms=_opt(params.timeoutMs),
-        mode="followup",
+        mode=mode,
         dedupe_prefix="chat",
     )
+
+
+async def sessions_send(call: Call, params: SessionsSendParams) -> dict[str, Any]:
+    """A message as its own turn after the current run (`followup`)."""
+    return await _send_to_session(call, params, "followup")
 
 
 async def sessions_steer(call: Call, params: SessionsSendParams) -> dict[str, Any]:
-    if not params.message.strip():
-        raise invalid_request("invalid sessions.steer params: message required")
-    key = _key(call, params.key, _opt(params.agentId))
-    return await _submit_message(
-        call,
-        key=key,
-        message=params.message,
-        run_id=_opt(params.idempotencyKey) or str(uuid.uuid4()),
-        timeout_ms=_opt(params.timeoutMs),
-        mode="steer",
-        dedupe_prefix="chat",
-    )
+    """A message steered into the active run (a follow-up when none can take it)."""
+    return await _send_to_session(call, params, "steer")
 
 
 async def sessions_subscribe(call: Call, params: EmptyParams) -> dict[str, Any]:

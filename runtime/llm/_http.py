@@ -18,6 +18,7 @@ that was not read to the end), so the server sees the client go.
 
 from __future__ import annotations
 
+import abc
 import contextlib
 import email.utils
 import functools
@@ -354,7 +355,7 @@ class StreamParser(Protocol):
         ...
 
 
-class HttpProvider:
+class HttpProvider(abc.ABC):
     """Base of the SSE transports: one pooled client, one POST per turn, one SSE stream.
 
     Subclasses set `api_name` and implement `_endpoint`, `_auth_headers`, `_encode_request` and
@@ -388,17 +389,21 @@ class HttpProvider:
 
     # --- for subclasses --------------------------------------------------------------------
 
+    @abc.abstractmethod
     def _endpoint(self, base_url: str) -> str:
-        raise NotImplementedError
+        """Each provider transport defines it."""
 
+    @abc.abstractmethod
     def _auth_headers(self, api_key: str | None) -> dict[str, str]:
-        raise NotImplementedError
+        """Each provider transport defines it."""
 
+    @abc.abstractmethod
     def _encode_request(self, request: ModelRequest) -> bytes:
-        raise NotImplementedError
+        """Each provider transport defines it."""
 
+    @abc.abstractmethod
     def _new_parser(self, request: ModelRequest) -> StreamParser:
-        raise NotImplementedError
+        """Each provider transport defines it."""
 
     # --- the ModelProvider interface -------------------------------------------------------
 

@@ -26,7 +26,7 @@ class CountingProvider:
         self.fail = fail
 
     def stream(self, request: ModelRequest) -> AsyncIterator[ModelDelta]:
-        raise NotImplementedError
+        raise AssertionError("retirement tests never stream")
 
     async def aclose(self) -> None:
         await trio.lowlevel.checkpoint()
