@@ -60,6 +60,8 @@ class RunTools:
     mutating_failed: list[str] = attrs.field(factory=list)
     sent_texts: list[str] = attrs.field(factory=list)
     failures: list[tuple[str, str, bool]] = attrs.field(factory=list)
+    env: dict[str, str] = attrs.field(factory=dict)
+    """The run's environment for commands (filled from the skills snapshot by `run_turn`)."""
     _by_name: dict[str, Tool] = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
@@ -132,6 +134,7 @@ class RunTools:
             run_id=self.run_id,
             on_update=on_update,
             send_message=self._send,
+            env=self.env,
         )
         started = time.monotonic()
         result = await invoke_tool(tool, params, ctx)

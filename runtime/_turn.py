@@ -36,6 +36,7 @@ coalescer's idle flush needs a `BlockFlusher` task (one per gateway, like `ChatF
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
@@ -94,6 +95,7 @@ from ._prompt import (
     DEFAULT_BOOTSTRAP_MAX_CHARS,
     DEFAULT_BOOTSTRAP_TOTAL_MAX_CHARS,
     PromptCache,
+    SkillsSnapshot,
     SystemPromptReport,
     join_sections,
     prepare_prompt,
@@ -208,6 +210,20 @@ class TurnResult:
     reasoning_mode: ReasoningMode = "off"
     reasoning_text: str = ""
     block_replies: list[BlockReply] = attrs.field(factory=list)
+
+
+def skills_environment(skills: SkillsSnapshot) -> dict[str, str]:
+    """The environment the run's eligible skills declare they need (`requirements.env`),
+    taken from the gateway's environment, plus where the skills live."""
+    env: dict[str, str] = {}
+    for skill in skills.eligible:
+        for name in skill.requirements.env:
+            value = os.environ.get(name)
+            if value is not None:
+                env[name] = value
+    if skills.eligible:
+        env["CLAWLANE_SKILLS"] = ",".join(s.name for s in skills.eligible)
+    return env
 
 
 def _join(*parts: str | None) -> str:
@@ -681,6 +697,9 @@ async def run_turn(
         bootstrap_max_chars=spec.bootstrap_max_chars,
         bootstrap_total_max_chars=spec.bootstrap_total_max_chars,
     )
+    run_env = getattr(spec.tools, "env", None)
+    if isinstance(run_env, dict):
+        run_env.update(skills_environment(prepared.skills))
 
     hook_system: str | None = None
     prepend_context = append_context = None

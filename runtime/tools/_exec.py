@@ -117,7 +117,7 @@ class ExecTool:
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 cwd=ctx.workspace,
-                env=_child_env(extra),
+                env=_child_env({**ctx.env, **extra}),
                 start_new_session=True,
             )
         except OSError as exc:

@@ -10,12 +10,12 @@ and logs (text cap, images replaced by a placeholder); the transcript keeps the 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
 import msgspec
-from attrs import frozen
+from attrs import field, frozen
 
 from runtime.llm._types import ImageContent, TextContent, ToolSpec, UserContent
 
@@ -48,6 +48,9 @@ class ToolContext:
     run_id: str
     on_update: Callable[[Any], None]
     send_message: Callable[[str], Awaitable[None]]
+    env: Mapping[str, str] = field(factory=dict)
+    """The run's environment for commands: what its eligible skills require (their `env`
+    requirements, from the gateway's environment), on top of the exec allowlist."""
 
 
 class ToolResult(msgspec.Struct, frozen=True, forbid_unknown_fields=True, rename="camel"):

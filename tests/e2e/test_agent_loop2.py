@@ -288,3 +288,31 @@ async def test_a_long_conversation_compacts_survives_an_overflow_and_keeps_answe
     assert context[-1].content[0].text == f"You said: {long_message(103)}"  # type: ignore[union-attr]
     # the in-memory context always matched the store (so compactions could keep history)
     assert "does not match" not in caplog.text
+
+
+async def test_eligible_skills_reach_the_prompt_and_the_run_environment(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    monkeypatch.setenv("SKILL_DEMO_TOKEN", "s3cret-token")
+    skill = tmp_path / "state" / "workspaces" / "main" / "skills" / "demo"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text(
+        "---\nname: demo\ndescription: A demo skill\nrequirements:\n  env:\n    - SKILL_DEMO_TOKEN\n---\nUse it.\n"
+    )
+    seen: dict[str, Any] = {}
+    async with running_gateway(tmp_path) as gw:
+        gw.supervisor.hooks.register(
+            "llm_input", lambda e: seen.setdefault("system", e.systemPrompt)
+        )
+        async with open_client(gw) as client:
+            with trio.fail_after(20):
+                final = await client.request(
+                    "agent",
+                    {
+                        "message": '[[tool:exec {"command": "echo $SKILL_DEMO_TOKEN $CLAWLANE_SKILLS"}]]',
+                        "idempotencyKey": "sk",
+                    },
+                    expect_final=True,
+                )
+    assert "s3cret-token demo" in final["result"]["payloads"][0]["text"]
+    assert "demo" in seen["system"] and "A demo skill" in seen["system"]
