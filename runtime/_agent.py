@@ -22,9 +22,10 @@ from typing import Any, Protocol
 
 import attrs
 import msgspec
+import trio
 
 from ._hooks import HookRegistry, HookUsage, LlmInputEvent, LlmOutputEvent
-from .llm._retry import stream_with_retry
+from .llm._retry import IdleTimeoutError, stream_with_retry
 from .llm._types import (
     AssistantContent,
     AssistantMessage,
@@ -255,32 +256,44 @@ async def run_agent(inp: AgentRunInput, emit: Emit, progress: RunProgress) -> Ru
                     systemPrompt=inp.system_prompt,
                 ),
             )
+        window = inp.idle_timeout if inp.idle_timeout is not None and inp.idle_timeout > 0 else None
+        # One watchdog scope per model turn, its deadline pushed per delta (see
+        # `stream_with_retry`): the loop body below must stay free of awaits.
+        watchdog = trio.CancelScope()
         stream = stream_with_retry(
-            inp.provider, request, idle_timeout=inp.idle_timeout, max_attempts=inp.max_attempts
+            inp.provider,
+            request,
+            idle_timeout=window,
+            max_attempts=inp.max_attempts,
+            watchdog=watchdog if window is not None else None,
         )
-        async with contextlib.aclosing(stream) as deltas:  # type: ignore[type-var]
-            async for delta in deltas:
-                if isinstance(delta, TextDelta):
-                    if not delta.text:
-                        continue
-                    turn_text.append(delta.text)
-                    progress.text += delta.text
-                    progress.streamed_output = True
-                    emit("assistant", {"text": progress.text, "delta": delta.text})
-                elif isinstance(delta, ThinkingDelta):
-                    thinking.append(delta.text)
-                    if inp.emit_thinking:
-                        emit("thinking", {"text": "".join(thinking), "delta": delta.text})
-                elif isinstance(delta, ToolCallEnd):
-                    calls.append(
-                        ToolCallContent(
-                            id=delta.id, name=delta.name, arguments=_parse_args(delta.arguments)
+        with watchdog:
+            async with contextlib.aclosing(stream) as deltas:  # type: ignore[type-var]
+                async for delta in deltas:
+                    if isinstance(delta, TextDelta):
+                        if not delta.text:
+                            continue
+                        turn_text.append(delta.text)
+                        progress.text += delta.text
+                        progress.streamed_output = True
+                        emit("assistant", {"text": progress.text, "delta": delta.text})
+                    elif isinstance(delta, ThinkingDelta):
+                        thinking.append(delta.text)
+                        if inp.emit_thinking:
+                            emit("thinking", {"text": "".join(thinking), "delta": delta.text})
+                    elif isinstance(delta, ToolCallEnd):
+                        calls.append(
+                            ToolCallContent(
+                                id=delta.id, name=delta.name, arguments=_parse_args(delta.arguments)
+                            )
                         )
-                    )
-                elif isinstance(delta, UsageDelta):
-                    progress.usage = _add_usage(progress.usage, delta.usage)
-                elif isinstance(delta, StopDelta):
-                    stop = delta.reason
+                    elif isinstance(delta, UsageDelta):
+                        progress.usage = _add_usage(progress.usage, delta.usage)
+                    elif isinstance(delta, StopDelta):
+                        stop = delta.reason
+        if watchdog.cancelled_caught:
+            assert window is not None
+            raise IdleTimeoutError(window)
         content: list[AssistantContent] = []
         if thinking:
             content.append(ThinkingContent("".join(thinking)))

@@ -133,7 +133,9 @@ def load_bootstrap_files(
     try:
         workspace = workspace.resolve()
     except OSError:
-        return [BootstrapFile(name=name, path=str(workspace / name), content=None) for name in names]
+        return [
+            BootstrapFile(name=name, path=str(workspace / name), content=None) for name in names
+        ]
     for name in names:
         path = workspace / name
         content = _read_workspace_file(workspace, path)
@@ -298,6 +300,12 @@ class PromptCacheStatistics:
 
 
 @attrs.define(eq=False)
+class _Load:
+    done: trio.Event = attrs.field(factory=trio.Event)
+    result: tuple[SkillsSnapshot, tuple[BootstrapFile, ...]] | None = None
+
+
+@attrs.define(eq=False)
 class PromptCache:
     """Skills snapshots by roots, reused while unchanged. One per gateway; bounded (least
     recently used roots are forgotten past `max_entries`). Use from the trio thread."""
@@ -308,6 +316,34 @@ class PromptCache:
     )
     _reused: int = attrs.field(default=0, init=False)
     _rebuilt: int = attrs.field(default=0, init=False)
+    _inflight: dict[tuple[tuple[Path, ...], Path | None], _Load] = attrs.field(
+        factory=dict, init=False
+    )
+
+    async def load_shared(
+        self,
+        roots: tuple[Path, ...],
+        workspace: Path | None,
+        load: Callable[[], tuple[SkillsSnapshot, list[BootstrapFile]]],
+    ) -> tuple[SkillsSnapshot, list[BootstrapFile]]:
+        """`load()` in a worker thread; runs that ask for the same roots and workspace while
+        a load is in flight share it (one thread hop for a burst of runs, not one each).
+        A load that starts after an edit sees the edit. A checkpoint."""
+        key = (roots, workspace)
+        while (pending := self._inflight.get(key)) is not None:
+            await pending.done.wait()
+            if pending.result is not None:
+                snapshot, shared = pending.result
+                return snapshot, list(shared)
+            # The run that was loading failed or was cancelled: load ourselves.
+        pending = self._inflight[key] = _Load()
+        try:
+            snapshot, files = await trio.to_thread.run_sync(load)
+            pending.result = (snapshot, tuple(files))
+            return snapshot, files
+        finally:
+            del self._inflight[key]
+            pending.done.set()
 
     async def skills(self, roots: Sequence[Path]) -> SkillsSnapshot:
         """The snapshot of `roots`. A checkpoint (reads the files in a worker thread)."""
@@ -648,7 +684,7 @@ async def prepare_prompt(
         return snapshot, load_bootstrap_files(workspace) if workspace is not None else []
 
     if roots:
-        loaded, files = await trio.to_thread.run_sync(load)  # one worker-thread hop
+        loaded, files = await cache.load_shared(tuple(roots), workspace, load)
     else:
         await trio.lowlevel.checkpoint()
         loaded, files = load()

@@ -362,6 +362,7 @@ async def raw_tasks(n: int) -> tuple[float, float]:
         t0 = time.perf_counter()
         for _ in range(n):
             nursery.start_soon(idle)
+        await trio.testing.wait_all_tasks_blocked()  # each ran to its first block
         dt = time.perf_counter() - t0
         nursery.cancel_scope.cancel()
     return dt / n * 1e6, (after - before) / n
@@ -463,7 +464,7 @@ async def idle_session_bytes(n: int) -> dict[str, float]:
                 LoadtestOptions(
                     url=f"ws://127.0.0.1:{port}",
                     sessions=n,
-                    connections=10,
+                    connections=max(10, n // 100),
                     runs_per_session=1,
                     deltas=4,
                     progress=False,
@@ -545,8 +546,10 @@ async def bench(args: argparse.Namespace) -> int:
     n_single = 20_000 if quick else 60_000
     n_multi = 100_000 if quick else 400_000
     results: dict[str, Any] = {}
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     print(
-        f"clawlane bench: python {sys.version.split()[0]}, {os.cpu_count()} cpus, "
+        f"clawlane bench: load average {load} at start (other work skews absolute figures), "
+        f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, "
         f"frame {len(payload)} B, {rounds} round(s) each (median)"
     )
     sink = Sink()
@@ -594,7 +597,7 @@ async def bench(args: argparse.Namespace) -> int:
             row("trio send_all of one frame", f"{send_us:.1f} µs", "", None)
             row("msgspec encode / json.dumps", f"{ms:,.0f}/s", f"{js:,.0f}/s", ms / js)
             row(
-                "spawn a trio task / idle task + channel",
+                "spawn a task (to its first block) / its bytes",
                 f"{spawn_us:.1f} µs",
                 f"{task_bytes:,.0f} B",
                 None,
@@ -686,6 +689,21 @@ async def bench(args: argparse.Namespace) -> int:
             lat.p99 / 50,
             f"≤ 1.00  {verdict(lat.p99 <= 50)}  (p50 {lat.p50:.1f}, max {lat.max:.1f})",
         )
+        dur = report.run_duration_ms
+        row(
+            "  run duration p50 / p99 (unloaded: 1,000 ms)",
+            f"{dur.p50:,.0f} / {dur.p99:,.0f} ms",
+            "1,000 ms",
+            dur.p50 / 1000,
+            "how far the model's pacing stretched under the load",
+        )
+        row(
+            "  runs streaming at once (peak)",
+            f"{report.peak_streaming_runs:,}",
+            f"{sessions:,}",
+            report.peak_streaming_runs / sessions,
+            f"all {sessions:,} ran in {report.elapsed_s:.1f} s (1 s each unloaded)",
+        )
         row(
             "  lost / duplicated / out of order",
             f"{report.lost}/{report.duplicated}/{report.out_of_order}",
@@ -768,6 +786,8 @@ async def bench(args: argparse.Namespace) -> int:
             f"{st['mean_batch']:.0f} per commit)",
         )
 
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(f"\nload average {load} at the end")
     if args.json:
         print(json.dumps(results, separators=(",", ":"), default=str))
     return 0

@@ -7,8 +7,9 @@ Each session gets a driver task that starts runs one after another on its sessio
 `local` model, paced by `[[deltas:N]]` and `[[delay:MS]]`) and waits for each final `res`.
 Sessions are spread over `--connections` connections that advertise `session-scoped-events`,
 so each sees only its own runs. `--subscribers-per-run K` adds K connections that watch every
-session: with `sessions.messages.subscribe` when the gateway lists that method, otherwise
-(today) as connections WITHOUT the scoped capability, which receive every run and filter.
+session: scoped connections that call `sessions.messages.subscribe` for each session when the
+gateway lists that method, otherwise connections WITHOUT the scoped capability, which receive
+every run and keep those of this load test (the report says which: `subscriber_mode`).
 
 What is judged, per run and per connection that should see it (the owner and every
 subscriber): the run's agent `seq` must go 1..N+2 (lifecycle start, N assistant deltas,
@@ -58,6 +59,7 @@ from runtime._config import parse_config
 from ._client import DEFAULT_URL
 
 SCOPED_CAP: Final = "session-scoped-events"
+GATEWAY_MAX_INFLIGHT: Final = 256  # transports._connection.MAX_INFLIGHT_REQUESTS
 SUBSCRIBE_METHOD: Final = "sessions.messages.subscribe"
 RECEIVE_CHUNK: Final = 262_144
 _WS_GUID: Final = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
@@ -78,7 +80,7 @@ class LoadtestOptions:
     url: str = DEFAULT_URL
     token: str | None = None
     sessions: int = 100
-    connections: int = 10
+    connections: int | None = None  # None: one per 100 sessions
     runs_per_session: int | None = None
     deltas: int = 8
     delta_delay_ms: float = 0.0
@@ -114,12 +116,14 @@ class LoadtestReport:
     chat_events: int
     chat_events_per_s: float
     latency_ms: LatencySummary
+    run_duration_ms: LatencySummary
     lost: int
     duplicated: int
     out_of_order: int
     unexpected: int
     chat_terminal_missing: int
     conn_seq_gaps: int
+    peak_streaming_runs: int
     errors: dict[str, int]
     sessions: int
     connections: int
@@ -159,6 +163,7 @@ class LoadtestReport:
             return "n/a" if n is None else f"{n / 1048576:,.1f} MiB"
 
         lat = self.latency_ms
+        dur = self.run_duration_ms
         expected = f" / {self.runs_expected:,}" if self.runs_expected is not None else ""
         errors = ", ".join(f"{k} {v:,}" for k, v in sorted(self.errors.items())) or "none"
         cpu = "n/a" if self.gateway_cpu_percent is None else f"{self.gateway_cpu_percent:.0f} %"
@@ -167,12 +172,18 @@ class LoadtestReport:
         rows = [
             ("runs completed", f"{self.runs:,}{expected} in {self.elapsed_s:.2f} s"),
             ("runs failed", f"{self.runs_failed:,}"),
+            ("runs streaming at once (peak)", f"{self.peak_streaming_runs:,}"),
             ("runs/s", f"{self.runs_per_s:,.0f}"),
             ("agent events/s", f"{self.events_per_s:,.0f}  ({self.events:,} delivered)"),
             ("chat events/s", f"{self.chat_events_per_s:,.0f}  ({self.chat_events:,} delivered)"),
             (
                 "latency p50/p95/p99/max",
                 f"{lat.p50:.1f} / {lat.p95:.1f} / {lat.p99:.1f} / {lat.max:.1f} ms",
+            ),
+            (
+                "run duration p50/p99/max",
+                f"{dur.p50:,.0f} / {dur.p99:,.0f} / {dur.max:,.0f} ms (lifecycle start to end;"
+                f" unloaded {self.deltas * self.delta_delay_ms:,.0f} ms)",
             ),
             (
                 "lost / duplicated / out-of-order",
@@ -197,6 +208,11 @@ class LoadtestReport:
         )
         if self.lane_capacity is not None and self.lane_capacity < self.sessions:
             head += f"\n  note: the gateway's lane admits {self.lane_capacity} runs at once"
+        if -(-self.sessions // self.connections) > GATEWAY_MAX_INFLIGHT:
+            head += (
+                f"\n  note: over {GATEWAY_MAX_INFLIGHT} sessions per connection: the gateway"
+                " refuses requests past that many in flight (UNAVAILABLE); add --connections"
+            )
         lines = [head, ""]
         lines += [f"  {k.ljust(width)}  {v}" for k, v in rows]
         lines.append("")
@@ -329,13 +345,14 @@ class _Request:
 class _Track:
     """One run as one connection sees it."""
 
-    __slots__ = ("chat_terminal", "mask", "max_seq", "unique")
+    __slots__ = ("chat_terminal", "mask", "max_seq", "started_ts", "unique")
 
     def __init__(self) -> None:
         self.mask = 0
         self.unique = 0
         self.max_seq = 0
         self.chat_terminal = False
+        self.started_ts: int | None = None
 
 
 class _Conn:
@@ -561,7 +578,7 @@ class _Conn:
                 lt.events += 1
                 if p.ts is not None:
                     lt.latency.add(now_ms - p.ts)
-                self._on_agent(p.runId, p.seq or 0)
+                self._on_agent(p.runId, p.seq or 0, p.ts)
             elif event == "chat":
                 lt.chat_events += 1
                 if p.state in ("final", "aborted", "error"):
@@ -605,7 +622,7 @@ class _Conn:
             req.value = err.get("message")
         req.done.set()
 
-    def _on_agent(self, run_id: str, seq: int) -> None:
+    def _on_agent(self, run_id: str, seq: int, ts: int | None) -> None:
         lt = self.lt
         track = self.runs.get(run_id, lt)
         if track is None:  # already complete: anything more is extra
@@ -624,6 +641,16 @@ class _Conn:
         if track.mask & bit:
             lt.duplicated += 1
             return
+        if not self.subscriber:
+            if seq == 1:
+                lt.streaming += 1
+                if lt.streaming > lt.peak_streaming:
+                    lt.peak_streaming = lt.streaming
+                track.started_ts = ts
+            elif seq == lt.expected:
+                lt.streaming -= 1
+                if ts is not None and track.started_ts is not None:
+                    lt.durations.add(float(ts - track.started_ts))
         track.mask |= bit
         track.unique += 1
         if seq < track.max_seq:
@@ -667,6 +694,7 @@ class _Loadtest:
         self.prefix = options.prefix or f"lt{os.urandom(3).hex()}-"
         self.expected = options.deltas + 2
         self.latency = _Histogram()
+        self.durations = _Histogram()
         self.events = 0
         self.chat_events = 0
         self.duplicated = 0
@@ -679,6 +707,8 @@ class _Loadtest:
         self.ok_runs: list[str] = []
         self.in_flight = 0
         self.stopping = False
+        self.streaming = 0
+        self.peak_streaming = 0
         self.subscriber_folds = 0
         self.folds_wanted = 1 << 62
         self.folds_reached = trio.Event()
@@ -766,6 +796,7 @@ class _Sampler:
 
     def __init__(self, pid: int | None) -> None:
         self.proc: psutil.Process | None = None
+        self.pid: int | None = None
         self.start_rss: int | None = None
         self.peak_rss: int | None = None
         self.rss: int | None = None
@@ -773,14 +804,19 @@ class _Sampler:
         self._t0 = 0.0
         self.cpu_percent: float | None = None
         if pid is not None:
-            try:
-                self.proc = psutil.Process(pid)
-                self.start_rss = self.peak_rss = self.rss = self.proc.memory_info().rss
-                times = self.proc.cpu_times()
-                self._cpu0 = times.user + times.system
-                self._t0 = time.monotonic()
-            except psutil.Error:
-                self.proc = None
+            self.attach(pid)
+
+    def attach(self, pid: int) -> None:
+        """Watch `pid` from now on (RSS at start, CPU from now)."""
+        try:
+            proc = psutil.Process(pid)
+            self.start_rss = self.peak_rss = self.rss = proc.memory_info().rss
+            times = proc.cpu_times()
+        except psutil.Error:
+            return
+        self.proc, self.pid = proc, pid
+        self._cpu0 = times.user + times.system
+        self._t0 = time.monotonic()
 
     def sample(self) -> None:
         if self.proc is None:
@@ -927,7 +963,7 @@ async def _read_listening_url(proc: trio.Process, log_path: Path) -> str:
 
 async def run_loadtest(options: LoadtestOptions) -> LoadtestReport:
     """Run one load test to the end and report. A checkpoint. Raises `LoadtestError`."""
-    if options.sessions < 1 or options.connections < 1 or options.deltas < 1:
+    if options.sessions < 1 or options.deltas < 1 or (options.connections or 1) < 1:
         raise LoadtestError("--sessions, --connections and --deltas must be at least 1")
     if options.spawn and options.spawn_process:
         raise LoadtestError("--spawn and --spawn-process are exclusive")
@@ -977,7 +1013,8 @@ async def _run(
     if runs is None and options.duration is None:
         runs = 10
     total = options.sessions * runs if runs is not None else None
-    owners_n = min(options.connections, options.sessions)
+    wanted = options.connections if options.connections is not None else -(-options.sessions // 100)
+    owners_n = min(wanted, options.sessions)
     lane_capacity: int | None = None
     subscriber_mode = "none"
     try:
@@ -1001,16 +1038,22 @@ async def _run(
                         opening.start_soon(conn.open, url, nursery, caps)
                 if subscribe:
                     for conn in lt.subscribers:
-                        for i in range(options.sessions):
-                            req = await conn.request(
-                                SUBSCRIBE_METHOD, {"key": f"{lt.prefix}s{i}"}, timeout=30
-                            )
-                            if not req.ok:
-                                raise LoadtestError(f"{SUBSCRIBE_METHOD} failed: {req.code}")
+                        await _subscribe_all(conn, lt.prefix, options.sessions)
             status = await lt.owners[0].request("status", None, timeout=10)
             if status.ok and isinstance(status.value, dict):
                 with contextlib.suppress(KeyError, TypeError, ValueError):
                     lane_capacity = int(status.value["lanes"]["main"]["capacity"])
+                # A gateway on this machine that says its pid: watch it without --gateway-pid.
+                from ._gateway import is_loopback
+
+                reported = status.value.get("process", {})
+                if (
+                    sampler.proc is None
+                    and isinstance(reported, dict)
+                    and isinstance(reported.get("pid"), int)
+                    and is_loopback(_split_url(url)[0])
+                ):
+                    sampler.attach(reported["pid"])
             sampler.sample()
             started = time.monotonic()
             if options.progress:
@@ -1048,12 +1091,14 @@ async def _run(
         chat_events=lt.chat_events,
         chat_events_per_s=round(lt.chat_events / elapsed, 1),
         latency_ms=lt.latency.summary(),
+        run_duration_ms=lt.durations.summary(),
         lost=lost,
         duplicated=lt.duplicated,
         out_of_order=lt.out_of_order,
         unexpected=lt.unexpected,
         chat_terminal_missing=chat_missing,
         conn_seq_gaps=lt.conn_seq_gaps,
+        peak_streaming_runs=lt.peak_streaming,
         errors=dict(lt.errors),
         sessions=options.sessions,
         connections=owners_n,
@@ -1062,13 +1107,31 @@ async def _run(
         deltas=options.deltas,
         delta_delay_ms=options.delta_delay_ms,
         gateway=where,
-        gateway_pid=pid,
+        gateway_pid=sampler.pid if sampler.pid is not None else pid,
         gateway_start_rss_bytes=sampler.start_rss,
         gateway_peak_rss_bytes=sampler.peak_rss,
         gateway_end_rss_bytes=sampler.rss,
         gateway_cpu_percent=sampler.cpu_percent,
         lane_capacity=lane_capacity,
     )
+
+
+async def _subscribe_all(conn: _Conn, prefix: str, sessions: int) -> None:
+    """`sessions.messages.subscribe` to every session, a window of requests at a time
+    (the gateway refuses more than `GATEWAY_MAX_INFLIGHT` in flight per connection)."""
+    window = GATEWAY_MAX_INFLIGHT // 2
+    for first in range(0, sessions, window):
+        reqs = [
+            conn.send_request(SUBSCRIBE_METHOD, {"key": f"{prefix}s{i}"}, "generic")
+            for i in range(first, min(first + window, sessions))
+        ]
+        with trio.move_on_after(30):
+            for req in reqs:
+                await req.done.wait()
+        failed = [r for r in reqs if not r.ok]
+        if failed:
+            code = failed[0].code or ("TIMEOUT" if not failed[0].done.is_set() else "UNKNOWN")
+            raise LoadtestError(f"{SUBSCRIBE_METHOD} failed: {code}")
 
 
 # --- the command line ----------------------------------------------------------------------
@@ -1085,7 +1148,10 @@ def add_loadtest_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--token", default=None, help="gateway token (default: $CLAWLANE_GATEWAY_TOKEN)")
     p.add_argument("--sessions", type=int, default=100, help="concurrent sessions (default 100)")
     p.add_argument(
-        "--connections", type=int, default=10, help="connections the sessions share (default 10)"
+        "--connections",
+        type=int,
+        default=None,
+        help="connections the sessions share (default: one per 100 sessions)",
     )
     p.add_argument(
         "--runs-per-session",
@@ -1151,7 +1217,7 @@ def loadtest_main(args: argparse.Namespace) -> int:
         run_timeout=args.run_timeout,
         progress=not args.no_progress,
     )
-    if min(options.sessions, options.connections, options.deltas) < 1:
+    if min(options.sessions, options.deltas, options.connections or 1) < 1:
         print(
             "clawlane: --sessions, --connections and --deltas must be at least 1", file=sys.stderr
         )

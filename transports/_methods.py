@@ -9,6 +9,7 @@ Uncaught handler exceptions become `UNAVAILABLE` with the error text (as OpenCla
 from __future__ import annotations
 
 import logging
+import os
 import re
 import time
 from collections.abc import Awaitable, Callable
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import attrs
 import msgspec
+import psutil
 import trio
 
 from actors import CachedResponse, RunRecord, RunRequest
@@ -238,7 +240,9 @@ async def _accept(call: Call, params: AgentParams) -> tuple[RunRecord, RunReques
     gen = sup.generation
     lane = opt(params.lane) or "main"
     if lane not in sup.lanes:
-        raise invalid_request(f"invalid agent params: unknown lane {lane!r} (main, cron, subagent, nested)")
+        raise invalid_request(
+            f"invalid agent params: unknown lane {lane!r} (main, cron, subagent, nested)"
+        )
     agent_id = opt(params.agentId)
     try:
         spec = gen.agent(agent_id)
@@ -388,6 +392,8 @@ async def status(call: Call, params: dict[str, Any]) -> dict[str, Any]:
         "events": {"emitted": hub.events_emitted, "delivered": hub.frames_delivered},
         "store": {"pending": store.pending, "commits": store.commits},
         "crashes": s.crashes,
+        # For `clawlane loadtest` (RSS/CPU by pid when it runs on the same machine).
+        "process": {"pid": os.getpid(), "rssBytes": psutil.Process().memory_info().rss},
         "publisher": gw.publisher.status_view() if gw.publisher is not None else None,
     }
 

@@ -20,6 +20,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import AsyncIterator
 
@@ -103,12 +104,18 @@ async def stream_with_retry(
     idle_timeout: float | None = None,
     max_retry_after: float = 60.0,
     rng: random.Random | None = None,
+    watchdog: trio.CancelScope | None = None,
 ) -> AsyncIterator[ModelDelta]:
     """`provider.stream(request)` with retries and the idle watchdog (see the module doc).
 
     An async generator: iterate it inside `contextlib.aclosing`. Every ``await`` on it is a
     checkpoint; cancelling the iterating task closes the current attempt's HTTP stream.
     ``idle_timeout`` of ``None`` (or <= 0) disables the watchdog.
+
+    ``watchdog``: a cancel scope the caller holds around its whole iteration (whose loop
+    body must not await). Its deadline is pushed forward before every delta instead of
+    entering a scope per delta (~1 µs instead of ~8 µs); when it fires, the caller's scope
+    catches the cancellation and the caller raises `IdleTimeoutError`.
 
     Raises:
         ProviderError: the last attempt's error, an error after output, or the idle timeout.
@@ -128,6 +135,13 @@ async def stream_with_retry(
                     try:
                         delta = await deltas.__anext__()
                     except StopAsyncIteration:
+                        return
+                elif watchdog is not None:
+                    watchdog.deadline = trio.current_time() + window
+                    try:
+                        delta = await deltas.__anext__()
+                    except StopAsyncIteration:
+                        watchdog.deadline = math.inf
                         return
                 else:
                     with trio.move_on_after(window) as scope:
@@ -154,6 +168,8 @@ async def stream_with_retry(
                 delay = max(delay, exc.retry_after)
         finally:
             await _aclose(deltas)
+        if watchdog is not None:
+            watchdog.deadline = math.inf  # a backoff is not the model being silent
         await trio.sleep(delay)
 
 
