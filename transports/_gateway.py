@@ -37,6 +37,7 @@ from runtime._frames import (
 from runtime._generation import GenerationBuilder
 from runtime._hooks import GatewayStartEvent, GatewayStopEvent
 from runtime._plugins import load_plugins
+from runtime._resources import discover_resources
 from runtime._retire import close_all_providers
 from runtime._sessions import DEFAULT_MAIN_KEY
 from runtime._wire import ConnectParams, ConnectParamsAuth
@@ -59,6 +60,18 @@ EVENTS: Final = (
     "session.message",
     GENERATION_EVENT,  # clawlane-only: "runtime.generation" (publishes and failed builds)
 )
+
+
+def extension_specs(roots: list[str]) -> list[str | Path]:
+    """The extensions (Python plugins) declared by resource packages, to load at startup.
+    Problems in a package are logged and the rest still loads. Blocking file I/O."""
+    specs: list[str | Path] = []
+    for root in roots:
+        found = discover_resources(Path(root).expanduser())
+        for problem in found.problems:
+            log.warning("resource package %s: %s: %s", root, problem.path, problem.message)
+        specs.extend(ext.path for ext in found.extensions)
+    return specs
 
 
 class GatewayConfigError(Exception):
@@ -282,7 +295,11 @@ async def open_gateway(config: Config, options: GatewayOptions) -> AsyncIterator
             config_path=options.config_path,
             max_buffered_bytes=options.max_buffered_bytes,
         )
-        for loaded in await load_plugins(config.plugins.load, supervisor.hooks, supervisor.plugins):
+        specs: list[str | Path] = list(config.plugins.load)
+        specs.extend(
+            await trio.to_thread.run_sync(extension_specs, config.agents.defaults.resources)
+        )
+        for loaded in await load_plugins(specs, supervisor.hooks, supervisor.plugins):
             if not loaded.ok:
                 log.error("plugin %s failed to load: %s", loaded.spec, loaded.error)
         hooks = supervisor.hooks

@@ -316,3 +316,23 @@ async def test_eligible_skills_reach_the_prompt_and_the_run_environment(
                 )
     assert "s3cret-token demo" in final["result"]["payloads"][0]["text"]
     assert "demo" in seen["system"] and "A demo skill" in seen["system"]
+
+
+async def test_resource_package_extensions_load_as_plugins(tmp_path: Path) -> None:
+    package = tmp_path / "pkg"
+    (package / "ext").mkdir(parents=True)
+    (package / "package.json").write_text(
+        '{"name": "pkg", "openclaw": {"extensions": ["ext/*.py"]}}'
+    )
+    (package / "ext" / "pong_plugin.py").write_text(
+        "def register(api):\n"
+        "    api.on('before_agent_reply', lambda e: {'handled': True, 'reply': {'text': 'pong'}} if e.cleanedBody == 'ping' else None)\n"
+    )
+    (package / "ext" / "broken_plugin.py").write_text("raise RuntimeError('broken on purpose')\n")
+    config = local_config(agents__defaults__resources=[str(package)])
+    async with running_gateway(tmp_path, config) as gw, open_client(gw) as client:
+        with trio.fail_after(15):
+            final = await client.request(
+                "agent", {"message": "ping", "idempotencyKey": "ext"}, expect_final=True
+            )
+    assert final["result"]["payloads"] == [{"text": "pong"}]
