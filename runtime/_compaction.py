@@ -55,6 +55,7 @@ from ._sessions import (
     MessageEntry,
     TranscriptBuilder,
     TranscriptEntry,
+    branch_path,
     build_context,
     compaction_summary_message,
     iso_timestamp,
@@ -252,17 +253,9 @@ def summary_message(summary: str, *, now_ms: int) -> UserMessage:
 def context_entry_ids(entries: Sequence[TranscriptEntry]) -> list[str | None]:
     """The entry id of each message `build_context(entries)` returns, in order (None for the
     summary message of a compaction)."""
-    if not entries:
+    path = branch_path(entries)
+    if not path:
         return []
-    by_id = {e.id: e for e in entries}
-    path: list[TranscriptEntry] = []
-    seen: set[str] = set()
-    node: TranscriptEntry | None = entries[-1]
-    while node is not None and node.id not in seen:
-        seen.add(node.id)
-        path.append(node)
-        node = by_id.get(node.parentId) if node.parentId is not None else None
-    path.reverse()
     at = next(
         (i for i in range(len(path) - 1, -1, -1) if isinstance(path[i], CompactionEntry)), None
     )

@@ -413,7 +413,7 @@ class TranscriptBuilder:
         return SessionInfoEntry(**self._link(), name=name)
 
 
-def _branch_path(entries: Sequence[TranscriptEntry]) -> list[TranscriptEntry]:
+def branch_path(entries: Sequence[TranscriptEntry]) -> list[TranscriptEntry]:
     """The entries from the root to the last entry, following `parentId`."""
     if not entries:
         return []
@@ -445,7 +445,7 @@ def build_context(entries: Sequence[TranscriptEntry]) -> list[Message]:
     user message, then the message entries from `firstKeptEntryId` up to the compaction,
     then every message entry after it. Without one: every message entry on the path.
     """
-    path = _branch_path(entries)
+    path = branch_path(entries)
     compaction_at = next(
         (i for i in range(len(path) - 1, -1, -1) if isinstance(path[i], CompactionEntry)),
         None,
