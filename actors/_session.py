@@ -92,6 +92,8 @@ class SessionActor:
     """The session had no row: it is new (`session_start` fires)."""
     _history: list[Message] | None = None
     _builder: TranscriptBuilder | None = None
+    _message_seq: int = 0
+    """Messages in the stored transcript (what `session.message` and `chat.history` number)."""
 
     @property
     def busy(self) -> bool:
@@ -287,9 +289,10 @@ class SessionActor:
     def announce_messages(self, entries: list[MessageEntry]) -> None:
         """`session.message` for each new transcript message, to the session's watchers."""
         hub = self.supervisor.hub
+        base = self._message_seq
+        self._message_seq += len(entries)
         if not hub.session_watchers(self.key):
             return
-        base = len(self._history or []) - len(entries)
         for i, entry in enumerate(entries, 1):
             message = msgspec.to_builtins(entry.message)
             message["__openclaw"] = {"id": entry.id, "seq": base + i}
@@ -364,6 +367,7 @@ class SessionActor:
             )
             self._history = build_context(entries)
             self._builder = TranscriptBuilder.from_entries(entries)
+            self._message_seq = sum(1 for e in entries if isinstance(e, MessageEntry))
         return self._history, self._builder
 
     def _model_override(self) -> str | None:
@@ -386,6 +390,7 @@ class SessionActor:
         )
         self._history = []
         self._builder = TranscriptBuilder()
+        self._message_seq = 0
         return self.row
 
     # --- the lane -------------------------------------------------------------------------
