@@ -116,6 +116,17 @@ class PublishResult:
     snapshot: ConfigSnapshot
 
 
+def _decode_object(raw: str, not_object: str) -> dict[str, Any]:
+    """JSON text that must be an object; `ConfigError` otherwise."""
+    try:
+        value = msgspec.json.decode(raw)
+    except msgspec.DecodeError as exc:
+        raise ConfigError(f"not valid JSON: {exc}") from exc
+    if not isinstance(value, dict):
+        raise ConfigError(not_object)
+    return value
+
+
 @attrs.frozen
 class PublisherStatistics:
     generation: int
@@ -377,12 +388,7 @@ class Publisher:
         check `base_hash`, validate, build, write the file atomically, publish. Values sent
         as `__OPENCLAW_REDACTED__` keep their current secret. Raises `PublishConflict`,
         `ConfigError` or `GenerationError`; on any of them nothing is written."""
-        try:
-            value = msgspec.json.decode(raw)
-        except msgspec.DecodeError as exc:
-            raise ConfigError(f"not valid JSON: {exc}") from exc
-        if not isinstance(value, dict):
-            raise ConfigError("the config must be a JSON object")
+        value = _decode_object(raw, "the config must be a JSON object")
         async with self._lock:
             snapshot = await self._offload(self._read_snapshot_sync)
             self._check_base_hash(snapshot, base_hash)
@@ -399,12 +405,7 @@ class Publisher:
         reason: str = "config.patch",
     ) -> PublishResult:
         """Merge-patch the config file with `raw` (a JSON object), as `config.patch`."""
-        try:
-            patch = msgspec.json.decode(raw)
-        except msgspec.DecodeError as exc:
-            raise ConfigError(f"not valid JSON: {exc}") from exc
-        if not isinstance(patch, dict):
-            raise ConfigError("config.patch raw must be an object")
+        patch = _decode_object(raw, "config.patch raw must be an object")
         async with self._lock:
             snapshot = await self._offload(self._read_snapshot_sync)
             self._check_base_hash(snapshot, base_hash)

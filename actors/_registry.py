@@ -149,15 +149,15 @@ class RunRegistry:
     def __init__(self) -> None:
         self._runs: dict[str, RunRecord] = {}
         self._finished: collections.OrderedDict[str, RunRecord] = collections.OrderedDict()
-        self._appeared: dict[str, trio.Event] = {}
+        self._appeared: dict[str, tuple[trio.Event, int]] = {}
         self._waiters = 0
         self.dedupe = IdempotencyCache()
 
     def add(self, record: RunRecord) -> None:
         self._runs[record.run_id] = record
-        ev = self._appeared.pop(record.run_id, None)
-        if ev is not None:
-            ev.set()
+        pending = self._appeared.pop(record.run_id, None)
+        if pending is not None:
+            pending[0].set()
 
     def get(self, run_id: str) -> RunRecord | None:
         return self._runs.get(run_id)
@@ -191,19 +191,30 @@ class RunRegistry:
         try:
             with trio.move_on_after(timeout_s):
                 record = self._runs.get(run_id)
-                while record is None:
-                    ev = self._appeared.setdefault(run_id, trio.Event())
-                    await ev.wait()
-                    record = self._runs.get(run_id)
+                if record is None:
+                    record = await self._wait_appeared(run_id)
                 await record.done.wait()
                 return record
-            await trio.lowlevel.checkpoint()
             return None
         finally:
             self._waiters -= 1
-            pending = self._appeared.get(run_id)
-            if pending is not None and not pending.is_set() and self._waiters == 0:
+
+    async def _wait_appeared(self, run_id: str) -> RunRecord:
+        """Wait for `run_id` to be added. The event is forgotten with its last waiter, so ids
+        that never appear leave nothing behind."""
+        event, count = self._appeared.get(run_id, (trio.Event(), 0))
+        self._appeared[run_id] = (event, count + 1)
+        try:
+            await event.wait()
+        finally:
+            event, count = self._appeared.get(run_id, (event, 1))
+            if count <= 1 or event.is_set():
                 self._appeared.pop(run_id, None)
+            else:
+                self._appeared[run_id] = (event, count - 1)
+        record = self._runs.get(run_id)
+        assert record is not None
+        return record
 
     def statistics(self) -> RegistryStatistics:
         return RegistryStatistics(

@@ -385,9 +385,7 @@ class Supervisor:
         blocks. Raises `LaneFull` when the queue is at its cap with drop policy `new`."""
         actor.enqueue(request, settings or actor.queue_settings("followup"))
         actor.last_active = time.monotonic()
-        if not actor.draining and actor.lane:
-            actor.draining = True
-            self._nursery.start_soon(self._drain, actor, name=f"session:{actor.key}")
+        self.restart_drain(actor)
 
     def restart_drain(self, actor: SessionActor) -> None:
         """Start the actor's drain task if work is waiting and none runs."""

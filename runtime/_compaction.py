@@ -52,12 +52,11 @@ from ._hooks import (
 from ._sessions import (
     COMPACTION_SUMMARY_PREFIX,
     CompactionEntry,
-    MessageEntry,
     TranscriptBuilder,
     TranscriptEntry,
-    branch_path,
     build_context,
     compaction_summary_message,
+    context_entries,
     iso_timestamp,
 )
 from .llm._retry import stream_with_retry
@@ -253,24 +252,7 @@ def summary_message(summary: str, *, now_ms: int) -> UserMessage:
 def context_entry_ids(entries: Sequence[TranscriptEntry]) -> list[str | None]:
     """The entry id of each message `build_context(entries)` returns, in order (None for the
     summary message of a compaction)."""
-    path = branch_path(entries)
-    if not path:
-        return []
-    at = next(
-        (i for i in range(len(path) - 1, -1, -1) if isinstance(path[i], CompactionEntry)), None
-    )
-    if at is None:
-        return [e.id for e in path if isinstance(e, MessageEntry)]
-    compaction = path[at]
-    assert isinstance(compaction, CompactionEntry)
-    ids: list[str | None] = [None]
-    kept = False
-    for entry in path[:at]:
-        kept = kept or entry.id == compaction.firstKeptEntryId
-        if kept and isinstance(entry, MessageEntry):
-            ids.append(entry.id)
-    ids.extend(e.id for e in path[at + 1 :] if isinstance(e, MessageEntry))
-    return ids
+    return [None if isinstance(e, CompactionEntry) else e.id for e in context_entries(entries)]
 
 
 # --- the cut -----------------------------------------------------------------------------

@@ -438,12 +438,13 @@ def compaction_summary_message(entry: CompactionEntry) -> UserMessage:
     )
 
 
-def build_context(entries: Sequence[TranscriptEntry]) -> list[Message]:
-    """The messages the model sees on the branch ending at the last entry.
+def context_entries(entries: Sequence[TranscriptEntry]) -> list[MessageEntry | CompactionEntry]:
+    """The entries that make the model's context on the branch ending at the last entry.
 
-    Walks leaf→root. With a compaction on that path (the latest one wins): its summary as a
-    user message, then the message entries from `firstKeptEntryId` up to the compaction,
-    then every message entry after it. Without one: every message entry on the path.
+    Walks leaf→root. With a compaction on that path (the latest one wins): the compaction
+    entry (it stands for its summary), then the message entries from `firstKeptEntryId` up to
+    the compaction, then every message entry after it. Without one: every message entry on
+    the path.
     """
     path = branch_path(entries)
     compaction_at = next(
@@ -451,17 +452,26 @@ def build_context(entries: Sequence[TranscriptEntry]) -> list[Message]:
         None,
     )
     if compaction_at is None:
-        return [e.message for e in path if isinstance(e, MessageEntry)]
+        return [e for e in path if isinstance(e, MessageEntry)]
     compaction = path[compaction_at]
     assert isinstance(compaction, CompactionEntry)
-    messages: list[Message] = [compaction_summary_message(compaction)]
+    selected: list[MessageEntry | CompactionEntry] = [compaction]
     kept = False
     for entry in path[:compaction_at]:
         kept = kept or entry.id == compaction.firstKeptEntryId
         if kept and isinstance(entry, MessageEntry):
-            messages.append(entry.message)
-    messages.extend(e.message for e in path[compaction_at + 1 :] if isinstance(e, MessageEntry))
-    return messages
+            selected.append(entry)
+    selected.extend(e for e in path[compaction_at + 1 :] if isinstance(e, MessageEntry))
+    return selected
+
+
+def build_context(entries: Sequence[TranscriptEntry]) -> list[Message]:
+    """The messages the model sees (`context_entries`): a compaction becomes its summary as
+    a user message."""
+    return [
+        compaction_summary_message(e) if isinstance(e, CompactionEntry) else e.message
+        for e in context_entries(entries)
+    ]
 
 
 # --- codecs ------------------------------------------------------------------------------

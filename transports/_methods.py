@@ -291,7 +291,8 @@ async def _accept(call: Call, params: AgentParams) -> tuple[RunRecord, RunReques
         agent_id=spec.id,
         accepted_at=t,
     )
-    if sup.registry.get(record.run_id) is not None and not sup.registry.get(record.run_id).ended:  # type: ignore[union-attr]
+    existing = sup.registry.get(record.run_id)
+    if existing is not None and not existing.ended:
         raise invalid_request(f"run {record.run_id} is already in flight")
     sup.registry.add(record)
     gw.hub.open_run(record.run_id, key, owner=conn, session_id=row.sessionId, agent_id=spec.id)

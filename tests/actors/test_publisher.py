@@ -22,13 +22,14 @@ import pytest
 import trio
 import trio.testing
 
-from actors import RunRecord, RunRequest, Supervisor, open_store, open_supervisor
+from actors import RunRecord, Supervisor, open_store, open_supervisor
 from actors._publisher import GENERATION_EVENT, Publisher
 from runtime._config import ProviderConfig, auth_profiles_path, load_config, write_config_text
 from runtime._generation import GenerationBuilder, GenerationError, default_provider_factory
 from runtime._hooks import HookRegistry
 from runtime._plugins import load_plugins
 from runtime.llm._types import ModelDelta, ModelProvider, ModelRequest, TextDelta
+from tests.actors.test_supervisor import submit
 
 
 class Sink:
@@ -139,22 +140,6 @@ async def publishing(
                 await publisher.prime()
             yield sup, publisher, sink, config_path
             nursery.cancel_scope.cancel()
-
-
-async def submit(sup: Supervisor, key: str, run_id: str, message: str) -> RunRecord:
-    actor = await sup.session(f"agent:main:{key}", "main")
-    assert actor.row is not None
-    record = RunRecord(
-        run_id=run_id,
-        session_key=actor.key,
-        session_id=actor.row.sessionId,
-        agent_id="main",
-        accepted_at=0,
-    )
-    sup.registry.add(record)
-    sup.hub.open_run(run_id, actor.key, session_id=actor.row.sessionId, agent_id="main")
-    sup.submit(actor, RunRequest(record=record, message=message))
-    return record
 
 
 def edit(path: Path, raw: dict[str, Any] | str) -> None:

@@ -203,3 +203,30 @@ def test_hub_seq_spaces_are_gap_free_for_each_audience() -> None:
     assert hub.statistics().encodes == 8
     replay = hub.replay("r", 2, full=False)
     assert replay is not None and not replay.gap and len(replay.frames) == 2
+
+
+async def test_waiting_for_unknown_runs_leaves_nothing_behind() -> None:
+    from actors import RunRegistry
+
+    reg = RunRegistry()
+    with trio.fail_after(5):
+        async with trio.open_nursery() as n:
+            for _ in range(3):
+                n.start_soon(reg.wait, "never", 0.01)
+            n.start_soon(reg.wait, "other", 0.01)
+        assert reg._appeared == {}
+        results: list[RunRecord | None] = []
+
+        async def wait_for(run_id: str) -> None:
+            results.append(await reg.wait(run_id, 5))
+
+        async with trio.open_nursery() as n:
+            n.start_soon(wait_for, "later")
+            n.start_soon(wait_for, "later")
+            await trio.testing.wait_all_tasks_blocked()
+            record = RunRecord(
+                run_id="later", session_key="k", session_id="s", agent_id="main", accepted_at=0
+            )
+            reg.add(record)
+            reg.finish(record)
+        assert results == [record, record] and reg._appeared == {}
