@@ -42,7 +42,7 @@ from runtime._hooks import (
 from runtime._plugins import PluginRegistry
 from runtime._prompt import PromptCache
 from runtime._sessions import SessionRow, TranscriptEntry, resolve_session_key
-from runtime._toolrunner import RunTools
+from runtime._toolrunner import RunTools, ToolSet
 from runtime._turn import BlockFlusher, BlockReply
 from runtime.tools import ToolPolicy, builtin_tools, ensure_workspace
 
@@ -64,6 +64,7 @@ REAP_INTERVAL_S: Final = 30.0
 SUBAGENT_LANE_CAP: Final = 8
 CRON_LANE_CAP: Final = 1
 NESTED_LANE_CAP: Final = 1
+_TOOLSETS_MAX: Final = 256
 
 
 @attrs.frozen
@@ -177,6 +178,8 @@ class Supervisor:
         self.plugins = PluginRegistry()
         self.workspace_root = workspace_root
         self._workspaces: dict[str, Path] = {}
+        self._toolsets: dict[tuple[int, int, str], tuple[tuple[Any, ...], ToolPolicy, ToolSet]] = {}
+        self._turn_settings: tuple[int, dict[str, Any]] | None = None
         self.started_at = time.time()
 
     # --- generation -----------------------------------------------------------------------
@@ -199,7 +202,14 @@ class Supervisor:
 
     def turn_settings(self) -> dict[str, Any]:
         """The per-run settings read from the current config (prompt preparation, compaction,
-        block streaming) and the shared caches and flushers."""
+        block streaming) and the shared caches and flushers. Built once per generation."""
+        number = self._generation.number
+        cached = self._turn_settings
+        if cached is None or cached[0] != number:
+            cached = self._turn_settings = (number, self._build_turn_settings())
+        return cached[1]
+
+    def _build_turn_settings(self) -> dict[str, Any]:
         defaults = self._generation.config.agents.defaults
         raw = msgspec.to_builtins(defaults)
         settings: dict[str, Any] = {
@@ -285,9 +295,19 @@ class Supervisor:
                     "message_sent", MessageSentEvent(to=actor.key, content=content, success=True)
                 )
 
+        key = (self._generation.number, self.plugins.version, actor.agent_id)
+        shared = self._toolsets.get(key)
+        if shared is None:
+            if len(self._toolsets) >= _TOOLSETS_MAX:
+                self._toolsets.clear()
+            tools = (*builtin_tools(), *self.plugins.tools())
+            policy = self.tool_policy(actor.agent_id)
+            shared = self._toolsets[key] = (tools, policy, ToolSet.of(tools, policy))
+        tools, policy, toolset = shared
         return RunTools(
-            tools=[*builtin_tools(), *self.plugins.tools()],
-            policy=self.tool_policy(actor.agent_id),
+            tools=tools,
+            policy=policy,
+            toolset=toolset,
             workspace=workspace,
             agent_id=actor.agent_id,
             session_key=actor.key,

@@ -60,9 +60,14 @@ from ._sessions import (
     iso_timestamp,
 )
 from .llm._retry import stream_with_retry
+from .llm._tokens import (
+    estimate_context_tokens,
+    estimate_message_tokens,
+    estimate_text_tokens,
+    estimate_tools_tokens,
+)
 from .llm._types import (
     AssistantMessage,
-    ImageContent,
     Message,
     ModelProvider,
     ModelRequest,
@@ -71,7 +76,6 @@ from .llm._types import (
     ThinkingContent,
     ToolCallContent,
     ToolResultMessage,
-    ToolSpec,
     UserMessage,
 )
 
@@ -95,6 +99,7 @@ __all__ = [
     "estimate_context_tokens",
     "estimate_message_tokens",
     "estimate_text_tokens",
+    "estimate_tools_tokens",
     "is_summary_message",
     "persist_run",
     "plan_compaction",
@@ -113,7 +118,6 @@ SUMMARY_MAX_CHARS: Final = 16_000
 """The safeguard cap on a summary's length."""
 TOOL_RESULT_MAX_CHARS: Final = 2_000
 """A tool result is cut to this many characters in the text the summariser reads."""
-_IMAGE_CHARS: Final = 4_800  # an image counts as ~1200 tokens, as pi estimates it
 
 CompactionReason = Literal["auto-threshold", "overflow-retry", "manual"]
 
@@ -169,43 +173,6 @@ def context_budget(context_window: int, settings: CompactionSettings) -> Context
 # --- token estimates ---------------------------------------------------------------------
 
 _specs_encoder: Final = msgspec.json.Encoder()
-
-
-def estimate_text_tokens(text: str) -> int:
-    """Characters / 4, rounded up."""
-    return (len(text) + 3) // 4
-
-
-def _content_chars(content: str | Sequence[Any]) -> int:
-    if isinstance(content, str):
-        return len(content)
-    chars = 0
-    for part in content:
-        if isinstance(part, TextContent):
-            chars += len(part.text)
-        elif isinstance(part, ThinkingContent):
-            chars += len(part.thinking)
-        elif isinstance(part, ToolCallContent):
-            chars += len(part.name) + len(_specs_encoder.encode(part.arguments))
-        elif isinstance(part, ImageContent):
-            chars += _IMAGE_CHARS
-    return chars
-
-
-def estimate_message_tokens(message: Message) -> int:
-    """One message's size: its text, reasoning, tool call arguments (JSON) and images."""
-    return (_content_chars(message.content) + 3) // 4
-
-
-def estimate_context_tokens(
-    system_prompt: str, messages: Sequence[Message], tools: Sequence[ToolSpec] = ()
-) -> int:
-    """A request's size: system prompt + every message + the tool schemas (JSON)."""
-    total = estimate_text_tokens(system_prompt)
-    total += sum(estimate_message_tokens(m) for m in messages)
-    if tools:
-        total += (len(_specs_encoder.encode(list(tools))) + 3) // 4
-    return total
 
 
 # --- summaries in the context ------------------------------------------------------------

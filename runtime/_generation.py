@@ -256,6 +256,10 @@ class ModelRuntimeGeneration:
     harnesses: HarnessRegistry = attrs.field(factory=HarnessRegistry)
     plugin_version: int = 0
     warnings: tuple[str, ...] = ()
+    _resolved: dict[tuple[str, str | None], ResolvedModel] = attrs.field(
+        factory=dict, init=False, repr=False
+    )
+    """`resolve` results: the generation is immutable, so a model resolves alike each time."""
 
     def _agent_generation(self, agent_id: str | None) -> AgentGeneration | None:
         return self.agent_generations.get(self.agent(agent_id).id)
@@ -292,6 +296,16 @@ class ModelRuntimeGeneration:
         Raises `GenerationError`: unknown model, no credential for the provider, or no
         harness may run it (an explicit runtime id that is not registered fails closed).
         """
+        key = (ref, agent_id)
+        known = self._resolved.get(key)
+        if known is not None:
+            return known
+        resolved = self._resolve(ref, agent_id)
+        if len(self._resolved) < 1024:
+            self._resolved[key] = resolved
+        return resolved
+
+    def _resolve(self, ref: str, agent_id: str | None) -> ResolvedModel:
         ref = self.aliases.get(ref, ref)
         provider_id, sep, model_id = ref.partition("/")
         if not sep or not model_id:

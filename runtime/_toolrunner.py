@@ -11,8 +11,9 @@ It also records what the `message` tool sent, for reply dedupe.
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import attrs
@@ -44,9 +45,24 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
+@attrs.frozen(eq=False)
+class ToolSet:
+    """The tools a policy permits, by name, and their specs: the same for every run of an
+    agent under one generation and plugin registry, so callers build it once and share it."""
+
+    by_name: Mapping[str, Tool]
+    specs: tuple[ToolSpec, ...]
+
+    @classmethod
+    def of(cls, tools: Sequence[Tool], policy: ToolPolicy) -> ToolSet:
+        by_name = {t.name: t for t in tools if policy.permits(t.name)}
+        return cls(MappingProxyType(by_name), tuple(tool_spec(t) for t in by_name.values()))
+
+
 @attrs.define(eq=False)
 class RunTools:
-    """Per-run tool runner. Not shared between runs."""
+    """Per-run tool runner. Not shared between runs. `toolset` (when given) is the
+    precomputed `ToolSet.of(tools, policy)`."""
 
     tools: Sequence[Tool]
     policy: ToolPolicy
@@ -62,13 +78,17 @@ class RunTools:
     failures: list[tuple[str, str, bool]] = attrs.field(factory=list)
     env: dict[str, str] = attrs.field(factory=dict)
     """The run's environment for commands (filled from the skills snapshot by `run_turn`)."""
-    _by_name: dict[str, Tool] = attrs.field(init=False)
+    toolset: ToolSet | None = None
+    _by_name: Mapping[str, Tool] = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
-        self._by_name = {t.name: t for t in self.tools if self.policy.permits(t.name)}
+        if self.toolset is None:
+            self.toolset = ToolSet.of(self.tools, self.policy)
+        self._by_name = self.toolset.by_name
 
     def specs(self) -> list[ToolSpec]:
-        return [tool_spec(t) for t in self._by_name.values()]
+        assert self.toolset is not None
+        return list(self.toolset.specs)
 
     def _error(self, call: ToolCallContent, text: str) -> ToolOutcome:
         message = ToolResultMessage(

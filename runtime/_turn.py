@@ -35,6 +35,7 @@ coalescer's idle flush needs a `BlockFlusher` task (one per gateway, like `ChatF
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import time
@@ -70,6 +71,7 @@ from ._compaction import (
     context_budget,
     context_entry_ids,
     estimate_context_tokens,
+    estimate_message_tokens,
     plan_compaction,
     summarize,
     summary_message,
@@ -197,7 +199,9 @@ class TurnResult:
     model: ResolvedModel | None = None
     user_message: UserMessage | None = None
     claimed_by: str | None = None
-    prompt_report: SystemPromptReport | None = None
+    report_factory: Callable[[], SystemPromptReport] | None = None
+    """Builds the report of the run's system prompt on demand (`prompt_report`): most runs
+    are never asked for it, and building it costs more than the rest of a small run."""
     compactions: list[CompactionRecord] = attrs.field(factory=list)
     """Completed compactions, to persist with the run's messages (`persist_run`)."""
     attempts: FallbackAttempts = attrs.field(factory=FallbackAttempts)
@@ -210,6 +214,11 @@ class TurnResult:
     reasoning_mode: ReasoningMode = "off"
     reasoning_text: str = ""
     block_replies: list[BlockReply] = attrs.field(factory=list)
+
+    @property
+    def prompt_report(self) -> SystemPromptReport | None:
+        """The report of the run's system prompt (built when first asked for)."""
+        return self.report_factory() if self.report_factory is not None else None
 
 
 def skills_environment(skills: SkillsSnapshot) -> dict[str, str]:
@@ -457,12 +466,20 @@ class _Compactor:
     ctx: AgentHookContext
     history: list[Message]
     _ids: list[str | None] | None = None
+    _fixed_tokens: int | None = None
+    """System prompt, tool schemas, history and the user message: what does not change
+    while the attempts run (until a compaction replaces the history)."""
 
     def items(self) -> list[Message]:
         return [*self.history, self.user, *self.progress.messages]
 
     def tokens(self) -> int:
-        return estimate_context_tokens(self.system_prompt, self.items(), self.tools)
+        fixed = self._fixed_tokens
+        if fixed is None:
+            fixed = self._fixed_tokens = estimate_context_tokens(
+                self.system_prompt, [*self.history, self.user], self.tools
+            )
+        return fixed + sum(estimate_message_tokens(m) for m in self.progress.messages)
 
     def over_budget(self) -> bool:
         return self.spec.compaction.enabled and self.tokens() > self.budget.prompt_budget
@@ -565,6 +582,7 @@ class _Compactor:
             record_kw = {"first_kept_run_index": cut - n_history}
             self.history = [head]
             self._ids = [None]
+        self._fixed_tokens = None
         after_items = [head, *items[cut:]]
         tokens_after = estimate_context_tokens(self.system_prompt, after_items, self.tools)
         self.result.compactions.append(
@@ -730,16 +748,20 @@ async def run_turn(
     user = UserMessage(content=user_text, timestamp=now_ms())
     result.user_message = user
     tool_specs = spec.tools.specs()
-    result.prompt_report = prepared.report(
-        source="run",
-        session_key=spec.session_key,
-        session_id=spec.session_id,
-        agent_id=spec.agent_id,
-        sections=sections,
-        tools=tool_specs,
-        history=spec.history,
-        provider=model.provider_id,
-        model=model.model_id,
+    result.report_factory = functools.cache(
+        functools.partial(
+            prepared.report,
+            source="run",
+            session_key=spec.session_key,
+            session_id=spec.session_id,
+            agent_id=spec.agent_id,
+            sections=sections,
+            tools=tool_specs,
+            history=spec.history,
+            provider=model.provider_id,
+            model=model.model_id,
+            now_ms=now_ms(),
+        )
     )
     mode = reasoning_mode(spec.reasoning_level)
     result.reasoning_mode = mode

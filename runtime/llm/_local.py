@@ -34,6 +34,7 @@ user said: <the first words of each user message>; ...`, carrying the items of a
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import AsyncIterator
 from typing import Final, cast
@@ -41,8 +42,8 @@ from typing import Final, cast
 import msgspec
 import trio
 
+from ._tokens import estimate_context_tokens
 from ._types import (
-    ImageContent,
     ModelDelta,
     ModelRequest,
     ProviderError,
@@ -50,10 +51,8 @@ from ._types import (
     StopDelta,
     TextContent,
     TextDelta,
-    ThinkingContent,
     ThinkingDelta,
     ToolCallArgsDelta,
-    ToolCallContent,
     ToolCallEnd,
     ToolCallStart,
     ToolResultMessage,
@@ -93,7 +92,10 @@ class _Plan(msgspec.Struct):
     overflow: tuple[int, int | None] | None = None
 
 
+@functools.lru_cache(maxsize=1024)
 def _parse(message: str) -> _Plan:
+    """The directives of `message`. Cached (load tests send the same text again and again):
+    callers must not mutate the plan."""
     plan = _Plan(tools=[])
     for m in _DIRECTIVE.finditer(message):
         name, arg, body = m.group(1), m.group(2), m.group(3)
@@ -142,33 +144,13 @@ _USER_BLOCK: Final = re.compile(
     r"(?:\A|\n\n)\[User\]: (.*?)(?=\n\n\[(?:User|Assistant|Tool)[^\]\n]*\]: |\Z)", re.DOTALL
 )
 _SAID: Final = "the user said: "
-_specs_encoder: Final = msgspec.json.Encoder()
-
-
-def _content_chars(content: object) -> int:
-    if isinstance(content, str):
-        return len(content)
-    chars = 0
-    for part in content if isinstance(content, list) else []:
-        if isinstance(part, TextContent):
-            chars += len(part.text)
-        elif isinstance(part, ThinkingContent):
-            chars += len(part.thinking)
-        elif isinstance(part, ToolCallContent):
-            chars += len(part.name) + len(_specs_encoder.encode(part.arguments))
-        elif isinstance(part, ImageContent):
-            chars += 4800
-    return chars
+_UNPACED_BURST: Final = 8
 
 
 def request_tokens(request: ModelRequest) -> int:
     """The size of a request as compaction estimates it: characters / 4 (rounded up) of the
     system prompt, of each message, and of the tool schemas."""
-    total = (len(request.system_prompt) + 3) // 4
-    total += sum((_content_chars(m.content) + 3) // 4 for m in request.messages)
-    if request.tools:
-        total += (len(_specs_encoder.encode(request.tools)) + 3) // 4
-    return total
+    return estimate_context_tokens(request.system_prompt, request.messages, request.tools)
 
 
 def _summary_reply(prompt: str) -> str:
@@ -258,14 +240,15 @@ class LocalProvider:
             if isinstance(m, ToolResultMessage):
                 results.append(m)
 
-        if plan.fail is None and self.fail_kind is not None:
-            plan.fail = (
+        fail = plan.fail
+        if fail is None and self.fail_kind is not None:
+            fail = (
                 self.fail_kind,
                 f"local provider {self.id} is configured to fail ({self.fail_kind})",
             )
-        if plan.fail is not None:
+        if fail is not None:
             await trio.lowlevel.checkpoint()
-            raise ProviderError(cast(ProviderErrorKind, plan.fail[0]), plan.fail[1])
+            raise ProviderError(cast(ProviderErrorKind, fail[0]), fail[1])
         overflow: ProviderError | None = None
         overflow_after = 0
         if plan.overflow is not None:
@@ -281,16 +264,19 @@ class LocalProvider:
                     await trio.lowlevel.checkpoint()
                     raise overflow
 
-        input_tokens = sum(len(str(m).split()) for m in request.messages) + len(
-            request.system_prompt.split()
-        )
+        input_tokens = request_tokens(request)
         sent = 0
+        unpaced = 0
 
         async def pace() -> None:
+            # Unpaced (zero delay), the model still lets others run: before its first delta
+            # and then every `_UNPACED_BURST` deltas, as a fast network stream would.
+            nonlocal unpaced
             if delay > 0:
                 await trio.sleep(delay)
-            else:
+            elif unpaced % _UNPACED_BURST == 0:
                 await trio.lowlevel.checkpoint()
+            unpaced += 1
 
         if plan.think:
             for piece in _words(plan.think, None):

@@ -41,6 +41,10 @@ DEFAULT_IDLE_TIMEOUT = 60.0
 ``agents.defaults.timeoutSeconds`` is configured."""
 
 _rng = random.Random()
+WATCHDOG_SLACK = 0.02
+"""How late (a share of the window, at most `WATCHDOG_SLACK_MAX` s) the caller-held watchdog
+may fire; never early."""
+WATCHDOG_SLACK_MAX = 0.5
 
 
 class IdleTimeoutError(ProviderError):
@@ -113,9 +117,11 @@ async def stream_with_retry(
     ``idle_timeout`` of ``None`` (or <= 0) disables the watchdog.
 
     ``watchdog``: a cancel scope the caller holds around its whole iteration (whose loop
-    body must not await). Its deadline is pushed forward before every delta instead of
-    entering a scope per delta (~1 µs instead of ~8 µs); when it fires, the caller's scope
-    catches the cancellation and the caller raises `IdleTimeoutError`.
+    body must not await). Its deadline is pushed forward as deltas arrive instead of
+    entering a scope per delta (and only when it would otherwise fall within the window, so
+    a burst of deltas moves it once); it fires after ``idle_timeout`` to ``idle_timeout`` ×
+    1.02 (at most +0.5 s) of silence. The caller's scope catches the cancellation and the
+    caller raises `IdleTimeoutError`.
 
     Raises:
         ProviderError: the last attempt's error, an error after output, or the idle timeout.
@@ -123,6 +129,7 @@ async def stream_with_retry(
     if max_attempts < 1:
         raise ValueError("max_attempts must be at least 1")
     window = idle_timeout if idle_timeout is not None and idle_timeout > 0 else None
+    slack = min(window * WATCHDOG_SLACK, WATCHDOG_SLACK_MAX) if window is not None else 0.0
     attempt = 0
     while True:
         attempt += 1
@@ -137,7 +144,12 @@ async def stream_with_retry(
                     except StopAsyncIteration:
                         return
                 elif watchdog is not None:
-                    watchdog.deadline = trio.current_time() + window
+                    # Moving a deadline costs more than the rest of a delta's trip: push it
+                    # only when it would fall inside the window, and then `slack` further,
+                    # so the watchdog fires after `window` to `window + slack` of silence.
+                    due = trio.current_time() + window
+                    if not due <= watchdog.deadline < math.inf:
+                        watchdog.deadline = due + slack
                     try:
                         delta = await deltas.__anext__()
                     except StopAsyncIteration:
