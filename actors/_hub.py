@@ -165,6 +165,11 @@ class EventHub:
             return True
         return False
 
+    @property
+    def has_change_subscribers(self) -> bool:
+        """Whether anyone receives `sessions.changed` (build the payload only then)."""
+        return bool(self._changes)
+
     def sessions_changed(self, payload: dict[str, Any]) -> None:
         """Deliver one `sessions.changed` event to its subscribers (encoded once)."""
         if self._changes:

@@ -523,14 +523,15 @@ class SessionActor:
                 # supervisor), the run has its terminal event and its waiters wake.
                 sup.registry.finish(rec)
                 hub.close_run(rec.run_id)
-                hub.sessions_changed(
-                    {
-                        "sessionKey": self.key,
-                        "phase": "error" if rec.status == "error" else "end",
-                        "runId": rec.run_id,
-                        "ts": rec.ended_at or now_ms(),
-                    }
-                )
+                if hub.has_change_subscribers:
+                    hub.sessions_changed(
+                        {
+                            "sessionKey": self.key,
+                            "phase": "error" if rec.status == "error" else "end",
+                            "runId": rec.run_id,
+                            "ts": rec.ended_at or now_ms(),
+                        }
+                    )
 
         outer_cancel = False
         try:
@@ -552,17 +553,20 @@ class SessionActor:
                     hub.emit_agent(
                         rec.run_id, "lifecycle", {"phase": "start", "startedAt": rec.started_at}
                     )
-                    hub.sessions_changed(
-                        {
-                            "sessionKey": self.key,
-                            "phase": "start",
-                            "runId": rec.run_id,
-                            "ts": rec.started_at,
-                        }
-                    )
+                    if hub.has_change_subscribers:
+                        hub.sessions_changed(
+                            {
+                                "sessionKey": self.key,
+                                "phase": "start",
+                                "runId": rec.run_id,
+                                "ts": rec.started_at,
+                            }
+                        )
                     history, _ = await self._transcript()
                     agent = generation.agent(self.agent_id)
-                    workspace = await sup.workspace_for(agent.id, agent.workspace)
+                    workspace = sup.known_workspace(
+                        agent.id, agent.workspace
+                    ) or await sup.workspace_for(agent.id, agent.workspace)
                     tools = run_tools = sup.run_tools(self, rec, workspace, chat)
                     req.inbox = SteerInbox()
                     spec = TurnSpec(

@@ -347,7 +347,11 @@ class Store:
         for the commit, the row is still written.
         """
         waiter = _Waiter(message=f"cannot store session {row.key!r}")
-        await self._submit(self._put_op(row, waiter))
+        op = self._put_op(row, waiter)
+        try:
+            self._submit_nowait(op)  # no yield for the enqueue: the commit wait is one
+        except trio.WouldBlock:
+            await self._submit(op)
         await waiter.wait()
 
     async def append_entries(self, session_id: str, entries: Sequence[TranscriptEntry]) -> None:

@@ -90,14 +90,23 @@ class GlobalLane:
 
     @asynccontextmanager
     async def hold(self) -> AsyncIterator[None]:
-        """Wait for a slot (a checkpoint; cancellable) and hold it; always released."""
-        t0 = trio.current_time()
-        async with self.limiter:
+        """Wait for a slot (cancellable) and hold it; always released. A checkpoint only
+        when it has to wait: a free slot is taken at once (the run goes on to checkpoint
+        soon enough, and a yield here costs as much as the rest of the bookkeeping)."""
+        limiter = self.limiter
+        try:
+            limiter.acquire_nowait()
+        except trio.WouldBlock:
+            t0 = trio.current_time()
+            await limiter.acquire()
             waited = trio.current_time() - t0
-            self._acquired += 1
             self._wait_total += waited
             self._wait_max = max(self._wait_max, waited)
+        self._acquired += 1
+        try:
             yield
+        finally:
+            limiter.release()
 
     def statistics(self) -> LaneStatistics:
         s = self.limiter.statistics()
@@ -240,6 +249,10 @@ class Supervisor:
                 "timestamp": ts,
             },
         )
+
+    def known_workspace(self, agent_id: str, configured: str | None) -> Path | None:
+        """The agent's workspace if `workspace_for` made it already. Not a checkpoint."""
+        return self._workspaces.get(configured or f"{self.workspace_root}/{agent_id}")
 
     async def workspace_for(self, agent_id: str, configured: str | None) -> Path:
         """The agent's workspace (created when missing). A checkpoint (disk I/O in a thread)."""

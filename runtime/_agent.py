@@ -192,13 +192,19 @@ def _parse_args(text: str) -> dict[str, Any]:
 def provider_history(messages: Sequence[Message]) -> list[Message]:
     """The transcript as a provider may see it: assistant turns that ended in an error are
     dropped, and tool calls without a result (a run cut short mid-tool) are removed."""
-    answered = {m.toolCallId for m in messages if isinstance(m, ToolResultMessage)}
+    answered: set[str] | None = None
     out: list[Message] = []
     for m in messages:
         if isinstance(m, AssistantMessage):
             if m.stopReason == "error":
                 continue
-            if any(isinstance(c, ToolCallContent) and c.id not in answered for c in m.content):
+            content = m.content
+            if len(content) == 1 and type(content[0]) is TextContent:
+                out.append(m)  # the common case: a plain answer
+                continue
+            if answered is None:
+                answered = {r.toolCallId for r in messages if isinstance(r, ToolResultMessage)}
+            if any(isinstance(c, ToolCallContent) and c.id not in answered for c in content):
                 kept = [
                     c
                     for c in m.content

@@ -319,13 +319,54 @@ class PromptCache:
     _inflight: dict[tuple[tuple[Path, ...], Path | None], _Load] = attrs.field(
         factory=dict, init=False
     )
+    _files: dict[Path, tuple[BootstrapFile, ...]] = attrs.field(factory=dict, init=False)
+    _prepared: dict[tuple[object, ...], tuple[object, object, PreparedPrompt]] = attrs.field(
+        factory=dict, init=False
+    )
+
+    def same_files(
+        self, workspace: Path | None, files: Sequence[BootstrapFile]
+    ) -> tuple[BootstrapFile, ...]:
+        """`files` as a tuple: the one loaded last time for `workspace` when nothing in it
+        changed (so later runs can tell by identity that their prompt is the same)."""
+        loaded = tuple(files)
+        if workspace is None:
+            return loaded
+        last = self._files.get(workspace)
+        if last == loaded:
+            return last
+        if len(self._files) >= self.max_entries:
+            self._files.clear()
+        self._files[workspace] = loaded
+        return loaded
+
+    def prepared(
+        self, key: tuple[object, ...], skills: SkillsSnapshot, files: tuple[BootstrapFile, ...]
+    ) -> PreparedPrompt | None:
+        """The prompt prepared last for these very `skills` and `files` objects (and `key`)."""
+        known = self._prepared.get((id(skills), id(files), *key))
+        if known is not None and known[0] is skills and known[1] is files:
+            return known[2]
+        return None
+
+    def keep_prepared(
+        self,
+        key: tuple[object, ...],
+        skills: SkillsSnapshot,
+        files: tuple[BootstrapFile, ...],
+        prepared: PreparedPrompt,
+    ) -> None:
+        if len(self._prepared) >= self.max_entries:
+            self._prepared.clear()
+        # The entry holds `skills` and `files`, so their ids are not reused while it lives.
+        self._prepared[(id(skills), id(files), *key)] = (skills, files, prepared)
 
     async def load_shared(
         self,
         roots: tuple[Path, ...],
         workspace: Path | None,
         load: Callable[[], tuple[SkillsSnapshot, list[BootstrapFile]]],
-    ) -> tuple[SkillsSnapshot, list[BootstrapFile]]:
+    ) -> tuple[SkillsSnapshot, tuple[BootstrapFile, ...]]:
         """`load()` in a worker thread; runs that ask for the same roots and workspace while
         a load is in flight share it (one thread hop for a burst of runs, not one each).
         A load that starts after an edit sees the edit. A checkpoint."""
@@ -333,14 +374,13 @@ class PromptCache:
         while (pending := self._inflight.get(key)) is not None:
             await pending.done.wait()
             if pending.result is not None:
-                snapshot, shared = pending.result
-                return snapshot, list(shared)
+                return pending.result
             # The run that was loading failed or was cancelled: load ourselves.
         pending = self._inflight[key] = _Load()
         try:
             snapshot, files = await trio.to_thread.run_sync(load)
-            pending.result = (snapshot, tuple(files))
-            return snapshot, files
+            pending.result = (snapshot, self.same_files(workspace, files))
+            return pending.result
         finally:
             del self._inflight[key]
             pending.done.set()
@@ -547,6 +587,9 @@ class PreparedPrompt:
     bootstrap_max_chars: int
     bootstrap_total_max_chars: int
     workspace_dir: str | None = None
+    _plain: list[tuple[tuple[PromptSection, ...], str]] = attrs.field(
+        factory=list, init=False, eq=False, repr=False
+    )
 
     def sections(
         self,
@@ -555,6 +598,8 @@ class PreparedPrompt:
         prepend_system: str | None = None,
         append_system: str | None = None,
     ) -> list[PromptSection]:
+        if hook_system_prompt is None and not prepend_system and not append_system:
+            return list(self.plain()[0])
         return assemble_system_prompt(
             base=self.base,
             skills=self.skills.prompt,
@@ -565,10 +610,22 @@ class PreparedPrompt:
             append_system=append_system,
         )
 
+    def plain(self) -> tuple[tuple[PromptSection, ...], str]:
+        """The sections and the system prompt without hook contributions (assembled once:
+        runs of a session share a prepared prompt while nothing changed)."""
+        if not self._plain:
+            sections = tuple(
+                assemble_system_prompt(
+                    base=self.base, skills=self.skills.prompt, context=self.context, extra=self.extra
+                )
+            )
+            self._plain.append((sections, join_sections(sections)))
+        return self._plain[0]
+
     @property
     def system_prompt(self) -> str:
         """The system prompt without hook contributions."""
-        return join_sections(self.sections())
+        return self.plain()[1]
 
     def report(
         self,
@@ -687,21 +744,35 @@ async def prepare_prompt(
         loaded, files = await cache.load_shared(tuple(roots), workspace, load)
     else:
         await trio.lowlevel.checkpoint()
-        loaded, files = load()
+        loaded, listed = load()
+        files = tuple(listed)
     skills = cache.keep(loaded, previous)
-    if workspace is not None and internal_hooks is not None:
-        files = await internal_hooks.run_agent_bootstrap(
-            files,
-            workspace_dir=str(workspace),
-            session_key=session_key,
-            session_id=session_id,
-            agent_id=agent_id,
+    hooked = (
+        workspace is not None
+        and internal_hooks is not None
+        and internal_hooks.has_listeners("agent", "bootstrap")
+    )
+    key = (base, extra, budget, bootstrap_max_chars, bootstrap_total_max_chars, workspace)
+    if not hooked:
+        known = cache.prepared(key, skills, files)
+        if known is not None:
+            return known
+    if hooked:
+        assert workspace is not None and internal_hooks is not None
+        files = tuple(
+            await internal_hooks.run_agent_bootstrap(
+                files,
+                workspace_dir=str(workspace),
+                session_key=session_key,
+                session_id=session_id,
+                agent_id=agent_id,
+            )
         )
     total_cap = min(bootstrap_total_max_chars, max(0, budget.prompt_budget) * 4 // 2)
     context, injected = render_project_context(
         files, max_chars=bootstrap_max_chars, total_max_chars=total_cap
     )
-    return PreparedPrompt(
+    prepared = PreparedPrompt(
         base=base,
         extra=extra,
         skills=skills,
@@ -713,6 +784,9 @@ async def prepare_prompt(
         bootstrap_total_max_chars=total_cap,
         workspace_dir=str(workspace) if workspace is not None else None,
     )
+    if not hooked:
+        cache.keep_prepared(key, skills, files, prepared)
+    return prepared
 
 
 async def system_prompt_report(

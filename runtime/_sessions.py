@@ -18,6 +18,7 @@ Errors in this module:
 
 from __future__ import annotations
 
+import os
 import re
 import time
 import uuid
@@ -307,10 +308,20 @@ _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _ONE_MS: Final = timedelta(milliseconds=1)
 
 
+_last_second: list[tuple[int | None, str]] = [(None, "")]
+
+
 def iso_timestamp(ms: int) -> str:
-    """Epoch ms as JavaScript's `Date.toISOString()` writes it: `2026-01-02T03:04:05.678Z`."""
-    dt = _EPOCH + timedelta(milliseconds=ms)
-    return f"{dt:%Y-%m-%dT%H:%M:%S}.{ms % 1000:03d}Z"
+    """Epoch ms as JavaScript's `Date.toISOString()` writes it: `2026-01-02T03:04:05.678Z`.
+
+    The formatted second is remembered: entries written in the same second share it."""
+    second, millis = divmod(ms, 1000)
+    last, prefix = _last_second[0]
+    if second != last:
+        dt = _EPOCH + timedelta(seconds=second)
+        prefix = f"{dt:%Y-%m-%dT%H:%M:%S}"
+        _last_second[0] = (second, prefix)
+    return f"{prefix}.{millis:03d}Z"
 
 
 def parse_iso_timestamp(value: str) -> int | None:
@@ -330,7 +341,7 @@ def new_entry_id(existing: Container[str]) -> str:
     Like pi, gives up after 100 collisions and returns a whole uuid4 hex.
     """
     for _ in range(100):
-        candidate = uuid.uuid4().hex[:8]
+        candidate = os.urandom(4).hex()  # the head of a uuid4, without building the uuid
         if candidate not in existing:
             return candidate
     return uuid.uuid4().hex

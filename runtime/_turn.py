@@ -215,10 +215,14 @@ class TurnResult:
     reasoning_text: str = ""
     block_replies: list[BlockReply] = attrs.field(factory=list)
 
+    _report: SystemPromptReport | None = attrs.field(default=None, init=False)
+
     @property
     def prompt_report(self) -> SystemPromptReport | None:
         """The report of the run's system prompt (built when first asked for)."""
-        return self.report_factory() if self.report_factory is not None else None
+        if self._report is None and self.report_factory is not None:
+            self._report = self.report_factory()
+        return self._report
 
 
 def skills_environment(skills: SkillsSnapshot) -> dict[str, str]:
@@ -738,30 +742,32 @@ async def run_turn(
         append_system = _join(
             built.append_system_context, legacy.append_system_context if legacy else None
         )
-    sections = prepared.sections(
-        hook_system_prompt=hook_system,
-        prepend_system=prepend_system,
-        append_system=append_system,
-    )
-    system_prompt = join_sections(sections)
+    if hook_system is None and not prepend_system and not append_system:
+        plain, system_prompt = prepared.plain()
+        sections = list(plain)
+    else:
+        sections = prepared.sections(
+            hook_system_prompt=hook_system,
+            prepend_system=prepend_system,
+            append_system=append_system,
+        )
+        system_prompt = join_sections(sections)
     user_text = _join(prepend_context, prompt, append_context)
     user = UserMessage(content=user_text, timestamp=now_ms())
     result.user_message = user
     tool_specs = spec.tools.specs()
-    result.report_factory = functools.cache(
-        functools.partial(
-            prepared.report,
-            source="run",
-            session_key=spec.session_key,
-            session_id=spec.session_id,
-            agent_id=spec.agent_id,
-            sections=sections,
-            tools=tool_specs,
-            history=spec.history,
-            provider=model.provider_id,
-            model=model.model_id,
-            now_ms=now_ms(),
-        )
+    result.report_factory = functools.partial(
+        prepared.report,
+        source="run",
+        session_key=spec.session_key,
+        session_id=spec.session_id,
+        agent_id=spec.agent_id,
+        sections=sections,
+        tools=tool_specs,
+        history=spec.history,
+        provider=model.provider_id,
+        model=model.model_id,
+        now_ms=now_ms(),
     )
     mode = reasoning_mode(spec.reasoning_level)
     result.reasoning_mode = mode

@@ -8,6 +8,7 @@ lifecycle event, flush the store, close the connections.
 
 from __future__ import annotations
 
+import gc
 import hmac
 import ipaddress
 import itertools
@@ -350,10 +351,27 @@ async def open_gateway(config: Config, options: GatewayOptions) -> AsyncIterator
                 nursery.cancel_scope.cancel()
 
 
+GC_THRESHOLDS: Final = (20_000, 50, 100)
+"""The gateway process's garbage collector thresholds (CPython's: 700, 10, 10). A run
+allocates a few hundred short-lived objects, and with the defaults a young collection
+(which also walks whatever survived since the last one) ran every couple of runs: ~15 % of
+the CPU at 1,000 busy sessions. Almost everything a run makes is freed by reference count;
+the collector is only for cycles, and a larger young generation finds them as well."""
+
+
+def tune_gc() -> None:
+    """For a long-running gateway process: move what startup built (modules, the config,
+    the first generation) out of the collector's sight and collect less often."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)
+
+
 async def serve_gateway(config: Config, options: GatewayOptions) -> None:
     """Serve until SIGINT/SIGTERM, then shut down cleanly."""
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with open_gateway(config, options) as gateway:
+            tune_gc()
             addr = gateway.listeners[0].socket.getsockname()
             log.warning("clawlane gateway listening on ws://%s:%s", addr[0], addr[1])
             print(

@@ -276,7 +276,9 @@ async def _accept(call: Call, params: AgentParams) -> tuple[RunRecord, RunReques
             gen.resolve(model_ref)
         except GenerationError as exc:
             raise invalid_request(str(exc)) from exc
-    actor = await sup.session(key, spec.id)
+    actor = sup.peek_session(key)
+    if actor is None or actor.row is None:
+        actor = await sup.session(key, spec.id)
     assert actor.row is not None
     t = now_ms()
     row = msgspec.structs.replace(actor.row, updatedAt=t)

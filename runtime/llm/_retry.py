@@ -136,33 +136,35 @@ async def stream_with_retry(
         produced = False
         deltas = provider.stream(request)
         try:
+            if window is None:
+                async for delta in deltas:
+                    produced = True
+                    yield delta
+                return
+            if watchdog is not None:
+                # Moving a deadline costs more than the rest of a delta's trip: push it only
+                # when it would fall inside the window, and then `slack` further, so the
+                # watchdog fires after `window` to `window + slack` of silence. The window
+                # restarts when the consumer asks for the next delta, not while it works.
+                clock = trio.lowlevel.current_clock()
+                armed = watchdog.deadline = clock.current_time() + window + slack
+                async for delta in deltas:
+                    produced = True
+                    yield delta
+                    due = clock.current_time() + window
+                    if due > armed:
+                        armed = watchdog.deadline = due + slack
+                watchdog.deadline = math.inf
+                return
             while True:
-                # One cancel scope per delta (~5-10 us): it may not span the yield below.
-                if window is None:
+                # A cancel scope per delta (~5-10 us): it may not span the yield below.
+                with trio.move_on_after(window) as scope:
                     try:
                         delta = await deltas.__anext__()
                     except StopAsyncIteration:
                         return
-                elif watchdog is not None:
-                    # Moving a deadline costs more than the rest of a delta's trip: push it
-                    # only when it would fall inside the window, and then `slack` further,
-                    # so the watchdog fires after `window` to `window + slack` of silence.
-                    due = trio.current_time() + window
-                    if not due <= watchdog.deadline < math.inf:
-                        watchdog.deadline = due + slack
-                    try:
-                        delta = await deltas.__anext__()
-                    except StopAsyncIteration:
-                        watchdog.deadline = math.inf
-                        return
-                else:
-                    with trio.move_on_after(window) as scope:
-                        try:
-                            delta = await deltas.__anext__()
-                        except StopAsyncIteration:
-                            return
-                    if scope.cancelled_caught:
-                        raise IdleTimeoutError(window)
+                if scope.cancelled_caught:
+                    raise IdleTimeoutError(window)
                 produced = True
                 yield delta
         except ProviderError as exc:
