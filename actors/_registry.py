@@ -131,11 +131,14 @@ class IdempotencyCache:
         self._entries.pop(key, None)
 
     def _sweep(self) -> None:
+        entries = self._entries
+        if not entries:
+            return
         now = time.monotonic()
-        while self._entries:
-            key, oldest = next(iter(self._entries.items()))
-            if len(self._entries) > self._max or now - oldest.stored > self._ttl:
-                del self._entries[key]
+        while entries:
+            key = next(iter(entries))
+            if len(entries) > self._max or now - entries[key].stored > self._ttl:
+                del entries[key]
             else:
                 break
 

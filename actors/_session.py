@@ -38,6 +38,7 @@ from runtime._sessions import (
 )
 from runtime._toolrunner import RunTools
 from runtime._turn import TurnResult, TurnSpec, run_turn
+from runtime.llm._tokens import estimate_message_tokens
 from runtime.llm._types import AssistantMessage, Message, ProviderError, TextContent, UserMessage
 
 from ._chat import ChatStream, assistant_message
@@ -91,7 +92,10 @@ class SessionActor:
     created: bool = False
     """The session had no row: it is new (`session_start` fires)."""
     _history: list[Message] | None = None
+    _history_tokens: int | None = None
+    """The estimated size of `_history` (None: not known, count it again)."""
     _builder: TranscriptBuilder | None = None
+    _queue_settings: tuple[tuple[object, ...], QueueSettings] | None = None
     _message_seq: int = 0
     """Messages in the stored transcript (what `session.message` and `chat.history` number)."""
 
@@ -107,6 +111,24 @@ class SessionActor:
 
     def queue_settings(self, requested: str | None = None) -> QueueSettings:
         """Mode: per-request > session setting > byChannel > messages.queue.mode > steer."""
+        gen = self.supervisor.generation
+        row = self.row
+        key = (
+            gen.number,
+            requested,
+            row.queueMode if row else None,
+            row.queueDebounceMs if row else None,
+            row.queueCap if row else None,
+            row.queueDrop if row else None,
+        )
+        known = self._queue_settings
+        if known is not None and known[0] == key:
+            return known[1]
+        settings = self._resolve_queue_settings(requested)
+        self._queue_settings = (key, settings)
+        return settings
+
+    def _resolve_queue_settings(self, requested: str | None) -> QueueSettings:
         conf = self.supervisor.generation.config.messages.queue
         row = self.row
         mode = (
@@ -220,7 +242,7 @@ class SessionActor:
         _, builder = await self._transcript()
         assert self.row is not None and self._history is not None
         entries = [builder.add_message(m) for m in messages]
-        self._history.extend(messages)
+        self._extend_history(messages)
         self.supervisor.store_append(self.row.sessionId, entries)
         self.announce_messages(entries)
         return entries
@@ -258,6 +280,7 @@ class SessionActor:
                 return {"compacted": False}
             sup.store_append(self.row.sessionId, [done.entry])
             self._history = list(done.context)
+            self._history_tokens = None
             self.row = msgspec.structs.replace(
                 self.row,
                 compactionCount=self.row.compactionCount + 1,
@@ -366,9 +389,22 @@ class SessionActor:
                 self.row.sessionId
             )
             self._history = build_context(entries)
+            self._history_tokens = None
             self._builder = TranscriptBuilder.from_entries(entries)
             self._message_seq = sum(1 for e in entries if isinstance(e, MessageEntry))
         return self._history, self._builder
+
+    def _extend_history(self, messages: list[Message]) -> None:
+        assert self._history is not None
+        self._history.extend(messages)
+        if self._history_tokens is not None:
+            self._history_tokens += sum(estimate_message_tokens(m) for m in messages)
+
+    def history_tokens(self) -> int:
+        """The estimated size of the session's context messages. Not a checkpoint."""
+        if self._history_tokens is None:
+            self._history_tokens = sum(estimate_message_tokens(m) for m in self._history or ())
+        return self._history_tokens
 
     def _model_override(self) -> str | None:
         row = self.row
@@ -389,6 +425,7 @@ class SessionActor:
             label=self.row.label,
         )
         self._history = []
+        self._history_tokens = None
         self._builder = TranscriptBuilder()
         self._message_seq = 0
         return self.row
@@ -577,6 +614,7 @@ class SessionActor:
                         message=req.prompt or req.message,
                         steer_inbox=req.inbox,
                         history=list(history),
+                        history_tokens=self.history_tokens(),
                         generation=generation,
                         stores=stores,
                         model_ref=req.model_ref or self._model_override() or agent.primary,
@@ -701,9 +739,10 @@ class SessionActor:
         if messages and self._builder is not None and self._history is not None:
             entries, context = persist_run(self._builder, messages, compactions)
             if context is None:
-                self._history.extend(messages)
+                self._extend_history(messages)
             else:
                 self._history[:] = context
+                self._history_tokens = None
             sup.store_append(self.row.sessionId, entries)
             self.announce_messages([e for e in entries if isinstance(e, MessageEntry)])
         usage = progress.usage

@@ -215,32 +215,55 @@ def _rollback(conn: sqlite3.Connection) -> None:
             pass  # the error that got us here is the one worth reporting
 
 
-def _write_batch(conn: sqlite3.Connection, writes: Sequence[_Write]) -> list[object]:
-    """Apply `writes` in one transaction; one result per write (delete: whether a row went)."""
+_INSERT_ENTRY: Final = "INSERT INTO entries(session_id, seq, entry_id, body) VALUES (?, ?, ?, ?)"
+_NEXT_SEQ_MAX: Final = 200_000
+
+
+def _write_batch(
+    conn: sqlite3.Connection, writes: Sequence[_Write], next_seq: dict[str, int]
+) -> list[object]:
+    """Apply `writes` in one transaction; one result per write (delete: whether a row went).
+
+    Row upserts and entry inserts are sent to SQLite in runs (`executemany`) between
+    deletes, so a batch costs a few statements, not a few per write. `next_seq` is the
+    writer's memory of each transcript's next entry number across batches (filled from the
+    table on first use); a rolled back batch empties it.
+    """
     results: list[object] = []
-    next_seq: dict[str, int] = {}
+    rows: list[tuple[str, str, str, int, bytes]] = []
+    entries: list[tuple[str, int, str, bytes]] = []
+
+    def flush() -> None:
+        if rows:
+            conn.executemany(_UPSERT_SESSION, rows)
+            rows.clear()
+        if entries:
+            conn.executemany(_INSERT_ENTRY, entries)
+            entries.clear()
+
+    if len(next_seq) > _NEXT_SEQ_MAX:
+        next_seq.clear()
     conn.execute("BEGIN IMMEDIATE")
     try:
         for op in writes:
             if isinstance(op, _PutRow):
-                conn.execute(
-                    _UPSERT_SESSION, (op.key, op.agent_id, op.session_id, op.updated_at, op.body)
-                )
+                rows.append((op.key, op.agent_id, op.session_id, op.updated_at, op.body))
                 results.append(None)
             elif isinstance(op, _Append):
-                seq = next_seq.get(op.session_id)
+                sid = op.session_id
+                seq = next_seq.get(sid)
                 if seq is None:
                     (seq,) = conn.execute(
                         "SELECT COALESCE(MAX(seq) + 1, 0) FROM entries WHERE session_id = ?",
-                        (op.session_id,),
+                        (sid,),
                     ).fetchone()
-                conn.executemany(
-                    "INSERT INTO entries(session_id, seq, entry_id, body) VALUES (?, ?, ?, ?)",
-                    [(op.session_id, seq + i, eid, body) for i, (eid, body) in enumerate(op.items)],
-                )
-                next_seq[op.session_id] = seq + len(op.items)
+                for eid, body in op.items:
+                    entries.append((sid, seq, eid, body))
+                    seq += 1
+                next_seq[sid] = seq
                 results.append(None)
             else:
+                flush()
                 found = conn.execute(
                     "SELECT session_id FROM sessions WHERE key = ?", (op.key,)
                 ).fetchone()
@@ -249,8 +272,10 @@ def _write_batch(conn: sqlite3.Connection, writes: Sequence[_Write]) -> list[obj
                     next_seq.pop(found[0], None)
                 conn.execute("DELETE FROM sessions WHERE key = ?", (op.key,))
                 results.append(found is not None)
+        flush()
         conn.execute("COMMIT")
     except BaseException:
+        next_seq.clear()
         _rollback(conn)
         raise
     return results
@@ -310,6 +335,7 @@ class Store:
         self._rows_written = 0
         self._entries_written = 0
         self._last_batch_size = 0
+        self._next_seq: dict[str, int] = {}  # the writer thread's, between batches
 
     @property
     def path(self) -> Path:
@@ -555,7 +581,9 @@ class Store:
         failure: sqlite3.Error | None = None
         if writes:
             try:
-                results = await trio.to_thread.run_sync(_write_batch, self._writer, writes)
+                results = await trio.to_thread.run_sync(
+                    _write_batch, self._writer, writes, self._next_seq
+                )
             except sqlite3.Error as exc:
                 failure = exc
                 self._failed_commits += 1

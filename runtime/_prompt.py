@@ -35,6 +35,7 @@ Nothing here raises for missing or unreadable files: they are reported instead.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import shutil
@@ -616,7 +617,10 @@ class PreparedPrompt:
         if not self._plain:
             sections = tuple(
                 assemble_system_prompt(
-                    base=self.base, skills=self.skills.prompt, context=self.context, extra=self.extra
+                    base=self.base,
+                    skills=self.skills.prompt,
+                    context=self.context,
+                    extra=self.extra,
                 )
             )
             self._plain.append((sections, join_sections(sections)))
@@ -706,6 +710,15 @@ class PreparedPrompt:
         )
 
 
+@functools.lru_cache(maxsize=256)
+def _paths(
+    workspace_dir: str | None, configured: tuple[str | Path, ...]
+) -> tuple[Path | None, tuple[Path, ...]]:
+    """The workspace and the resource roots as paths (the same for every run of an agent)."""
+    workspace = Path(workspace_dir) if workspace_dir else None
+    return workspace, tuple(_resource_roots(workspace, configured))
+
+
 def _resource_roots(workspace: Path | None, configured: Sequence[str | Path]) -> list[Path]:
     """The workspace first, then the configured package roots (`~` expanded)."""
     roots = [workspace] if workspace is not None else []
@@ -730,18 +743,17 @@ async def prepare_prompt(
     """Load the skills snapshot (the workspace first, then `resource_roots`) and the
     bootstrap files (through `agent:bootstrap`), and render the project context within the
     budget. A checkpoint: file I/O runs in worker threads."""
-    workspace = Path(workspace_dir) if workspace_dir else None
-    roots = _resource_roots(workspace, resource_roots)
+    workspace, roots = _paths(workspace_dir, tuple(resource_roots))
     if cache is None:
         cache = PromptCache(max_entries=1)
-    previous = cache.previous(tuple(roots))
+    previous = cache.previous(roots)
 
     def load() -> tuple[SkillsSnapshot, list[BootstrapFile]]:
         snapshot = load_skills_snapshot(roots, previous=previous)
         return snapshot, load_bootstrap_files(workspace) if workspace is not None else []
 
     if roots:
-        loaded, files = await cache.load_shared(tuple(roots), workspace, load)
+        loaded, files = await cache.load_shared(roots, workspace, load)
     else:
         await trio.lowlevel.checkpoint()
         loaded, listed = load()

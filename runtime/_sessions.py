@@ -18,6 +18,7 @@ Errors in this module:
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import time
@@ -75,6 +76,7 @@ class ParsedKey:
     rest: str
 
 
+@functools.lru_cache(maxsize=1024)
 def normalize_agent_id(value: str | None) -> str:
     """Return `value` as an agent id matching `[a-z0-9][a-z0-9_-]{0,63}`.
 
@@ -104,6 +106,7 @@ def _is_special(key: str) -> bool:
     return any(key.startswith(p) and len(key) > len(p) for p in _SPECIAL_PREFIXES)
 
 
+@functools.lru_cache(maxsize=16_384)
 def resolve_session_key(
     raw: str | None, *, agent_id: str | None, default_agent: str = DEFAULT_AGENT_ID
 ) -> str:

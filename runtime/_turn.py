@@ -164,6 +164,8 @@ class TurnSpec:
     generation: ModelRuntimeGeneration
     stores: RunStores
     model_ref: str
+    history_tokens: int | None = None
+    """`history`'s estimated size when the caller knows it (else it is counted)."""
     system_prompt: str = BASE_SYSTEM_PROMPT
     extra_system_prompt: str | None = None
     workspace_dir: str | None = None
@@ -469,6 +471,7 @@ class _Compactor:
     hooks: HookRegistry | None
     ctx: AgentHookContext
     history: list[Message]
+    history_tokens: int | None = None
     _ids: list[str | None] | None = None
     _fixed_tokens: int | None = None
     """System prompt, tool schemas, history and the user message: what does not change
@@ -480,8 +483,10 @@ class _Compactor:
     def tokens(self) -> int:
         fixed = self._fixed_tokens
         if fixed is None:
-            fixed = self._fixed_tokens = estimate_context_tokens(
-                self.system_prompt, [*self.history, self.user], self.tools
+            if self.history_tokens is None:
+                self.history_tokens = sum(estimate_message_tokens(m) for m in self.history)
+            fixed = self._fixed_tokens = self.history_tokens + estimate_context_tokens(
+                self.system_prompt, [self.user], self.tools
             )
         return fixed + sum(estimate_message_tokens(m) for m in self.progress.messages)
 
@@ -586,7 +591,7 @@ class _Compactor:
             record_kw = {"first_kept_run_index": cut - n_history}
             self.history = [head]
             self._ids = [None]
-        self._fixed_tokens = None
+        self._fixed_tokens = self.history_tokens = None
         after_items = [head, *items[cut:]]
         tokens_after = estimate_context_tokens(self.system_prompt, after_items, self.tools)
         self.result.compactions.append(
@@ -817,6 +822,7 @@ async def run_turn(
             hooks=hooks,
             ctx=ctx,
             history=list(spec.history),
+            history_tokens=spec.history_tokens,
         )
         if compactor.over_budget():
             await compactor.compact("auto-threshold", will_retry=False, whole_run=False)
