@@ -12,11 +12,15 @@ ack while the run is in flight, the final result after). Entries live 5 minutes;
 from __future__ import annotations
 
 import collections
+import logging
 import time
+from collections.abc import Callable
 from typing import Any, Final, Literal
 
 import attrs
 import trio
+
+log = logging.getLogger("clawlane.registry")
 
 DEDUPE_TTL_S: Final = 300.0
 DEDUPE_MAX: Final = 1000
@@ -49,6 +53,9 @@ class RunRecord:
     done: trio.Event = attrs.field(factory=trio.Event)
     cancel_scope: trio.CancelScope | None = None
     finished_mono: float | None = None
+    on_done: list[Callable[[RunRecord], None]] | None = None
+    """Called (synchronously, in order) when the run ends, after `done` is set: for callers
+    that answer without a task waiting on `done`. A callback that raises is logged."""
 
     @property
     def ended(self) -> bool:
@@ -169,9 +176,15 @@ class RunRegistry:
         return [r for r in self._runs.values() if not r.ended]
 
     def finish(self, record: RunRecord) -> None:
-        """Mark ended and wake waiters. Called once, by the run's owner."""
+        """Mark ended, wake waiters and call `on_done`. Called once, by the run's owner."""
         record.finished_mono = time.monotonic()
         record.done.set()
+        callbacks, record.on_done = record.on_done, None
+        for callback in callbacks or ():
+            try:
+                callback(record)
+            except Exception:
+                log.exception("a completion callback of run %s failed", record.run_id)
         self._finished[record.run_id] = record
         self._finished.move_to_end(record.run_id)
         now = record.finished_mono

@@ -18,6 +18,7 @@ Errors in this module:
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -37,6 +38,8 @@ from runtime._sessions import (
     encode_entry,
     encode_session_row,
 )
+
+log = logging.getLogger("clawlane.store")
 
 SCHEMA_VERSION: Final = 1
 DEFAULT_BATCH_MAX: Final = 512
@@ -117,6 +120,16 @@ class _Waiter:
     cause: BaseException | None = None
     message: str = ""
     result: object = None
+    callback: Callable[[StoreError | None], None] | None = None
+    """Called in the writer task once the commit is done (or failed), instead of a task
+    waiting on `event`; it must not block. One that raises is logged."""
+
+    def error(self) -> StoreError | None:
+        if self.cause is None:
+            return None
+        error = StoreError(f"{self.message}: {self.cause}")
+        error.__cause__ = self.cause
+        return error
 
     async def wait(self) -> object:
         await self.event.wait()
@@ -362,9 +375,18 @@ class Store:
         """
         await self._submit(self._put_op(row, None))
 
-    def put_session_nowait(self, row: SessionRow) -> None:
-        """Like `put_session`, but never blocks: raises `trio.WouldBlock` when full."""
-        self._submit_nowait(self._put_op(row, None))
+    def put_session_nowait(
+        self, row: SessionRow, *, on_commit: Callable[[StoreError | None], None] | None = None
+    ) -> None:
+        """Like `put_session`, but never blocks: raises `trio.WouldBlock` when full.
+
+        `on_commit` (optional) is called from the writer task once the transaction holding
+        the row has committed (with None) or failed (with the `StoreError`): the durable
+        write of `put_session_durable` without a task waiting for it."""
+        waiter = None
+        if on_commit is not None:
+            waiter = _Waiter(message=f"cannot store session {row.key!r}", callback=on_commit)
+        self._submit_nowait(self._put_op(row, waiter))
 
     async def put_session_durable(self, row: SessionRow) -> None:
         """Upsert `row` and return after the transaction holding it has committed.
@@ -608,10 +630,16 @@ class Store:
 
     @staticmethod
     def _wake(op: _Op, cause: BaseException | None, result: object) -> None:
-        if op.waiter is not None:
-            op.waiter.cause = cause
-            op.waiter.result = result
-            op.waiter.event.set()
+        waiter = op.waiter
+        if waiter is not None:
+            waiter.cause = cause
+            waiter.result = result
+            waiter.event.set()
+            if waiter.callback is not None:
+                try:
+                    waiter.callback(waiter.error())
+                except Exception:
+                    log.exception("a commit callback failed")
 
 
 @asynccontextmanager

@@ -11,7 +11,7 @@ Errors in this module:
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Final
+from typing import Annotated, Any, Final, TypeVar
 
 import msgspec
 
@@ -32,6 +32,8 @@ FORBIDDEN: Final = "FORBIDDEN"
 INVALID_REQUEST: Final = "INVALID_REQUEST"
 UNAVAILABLE: Final = "UNAVAILABLE"
 AGENT_RESULT_NOT_FOUND: Final = "AGENT_RESULT_NOT_FOUND"
+
+_T = TypeVar("_T")
 
 NonEmpty = Annotated[str, msgspec.Meta(min_length=1)]
 
@@ -109,6 +111,14 @@ class GatewayError(Exception):
 
 def invalid_request(message: str, **details: Any) -> GatewayError:
     return GatewayError(INVALID_REQUEST, message, details=details or msgspec.UNSET)
+
+
+def decode_params(method: str, raw: Any, type_: type[_T]) -> _T:
+    """Validate a request's params; the error names the field (`INVALID_REQUEST`)."""
+    try:
+        return msgspec.convert({} if raw is None else raw, type_)
+    except msgspec.ValidationError as exc:
+        raise invalid_request(f"invalid {method} params: {exc}") from exc
 
 
 def missing_scope(scope: str, required: list[str]) -> GatewayError:

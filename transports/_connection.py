@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import secrets
 import time
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import msgspec
 import trio
@@ -32,6 +32,7 @@ from runtime._frames import (
 )
 from runtime._wire import ConnectParams
 
+from ._methods_agent import start_agent
 from ._ws import (
     CLOSE_POLICY,
     CLOSE_PROTOCOL_ERROR,
@@ -47,6 +48,11 @@ if TYPE_CHECKING:
 log = logging.getLogger("clawlane.connection")
 
 MAX_INFLIGHT_REQUESTS: Final = 256
+
+
+class Cancellable(Protocol):
+    def cancel(self) -> None: ...
+
 OPERATOR_SCOPES: Final = ("operator.admin", "operator.read", "operator.write")
 _connect_decoder: Final = msgspec.json.Decoder(ConnectParams)
 
@@ -80,7 +86,9 @@ class ClientConnection:
         self._wants_tools = False
         self.scoped = False
         self.connected = False
-        self.pending: dict[str, trio.CancelScope] = {}
+        self.pending: dict[str, Cancellable] = {}
+        """Requests in flight by id: a handler task's cancel scope, or an `agent` request
+        on the fast path (`_methods_agent`)."""
         self.nursery: trio.Nursery | None = None
 
     # --- Subscriber ----------------------------------------------------------------------
@@ -223,9 +231,9 @@ class ClientConnection:
             self.respond_error(req_id, GatewayError(INVALID_REQUEST, f"invalid frame: {exc}"))
             return
         if isinstance(frame, CancelFrame):
-            scope = self.pending.get(frame.id)
-            if scope is not None:
-                scope.cancel()
+            pending = self.pending.get(frame.id)
+            if pending is not None:
+                pending.cancel()
             return
         if frame.method == "connect":
             self.respond_error(frame.id, GatewayError(INVALID_REQUEST, "already connected"))
@@ -243,6 +251,8 @@ class ClientConnection:
                 frame.id, GatewayError(INVALID_REQUEST, f"duplicate request id: {frame.id}")
             )
             return
+        if frame.method == "agent" and start_agent(self.gateway, self, frame):
+            return
         scope = trio.CancelScope()
         self.pending[frame.id] = scope
         assert self.nursery is not None
@@ -253,4 +263,5 @@ class ClientConnection:
             with scope:
                 await self.gateway.methods.call(self, frame, scope)
         finally:
-            self.pending.pop(frame.id, None)
+            if self.pending.get(frame.id) is scope:
+                del self.pending[frame.id]

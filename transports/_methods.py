@@ -10,18 +10,15 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import time
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 import msgspec
 import psutil
 import trio
 
-from actors import CachedResponse, RunRecord, RunRequest
-from runtime._config import run_timeout_seconds
 from runtime._frames import (
     INVALID_REQUEST,
     UNAVAILABLE,
@@ -30,8 +27,9 @@ from runtime._frames import (
     invalid_request,
     missing_scope,
 )
+from runtime._frames import decode_params as decode_params
 from runtime._generation import GenerationError
-from runtime._sessions import SessionKeyError, session_kind
+from runtime._sessions import session_kind
 from runtime._wire import (
     METHOD_SCOPES,
     AgentParams,
@@ -41,6 +39,7 @@ from runtime._wire import (
 )
 
 from . import _methods_config, _methods_sessions
+from ._methods_agent import agent
 
 if TYPE_CHECKING:
     from ._connection import ClientConnection
@@ -49,10 +48,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("clawlane.methods")
 
 _T = TypeVar("_T")
-RESET_COMMAND: Final = re.compile(r"^/(new|reset)(?:\s+(.*))?$", re.IGNORECASE | re.DOTALL)
-RESET_GREETING: Final = (
-    "A new session was started. Greet the user briefly and ask what they would like to do."
-)
 
 
 def opt(value: _T | msgspec.UnsetType) -> _T | None:
@@ -87,14 +82,6 @@ class _Method:
     handler: Handler
     params: type[Any] | None
     scope: str
-
-
-def decode_params(method: str, raw: Any, type_: type[_T]) -> _T:
-    """Validate params; the error names the field (`INVALID_REQUEST`)."""
-    try:
-        return msgspec.convert({} if raw is None else raw, type_)
-    except msgspec.ValidationError as exc:
-        raise invalid_request(f"invalid {method} params: {exc}") from exc
 
 
 class Methods:
@@ -145,174 +132,6 @@ class Methods:
         except Exception as exc:
             log.exception("method %s failed", frame.method)
             conn.respond_error(frame.id, GatewayError(UNAVAILABLE, f"{type(exc).__name__}: {exc}"))
-
-
-# --- agent ---------------------------------------------------------------------------------
-
-
-def _final_response(record: RunRecord) -> CachedResponse:
-    final = record.final or {"payloads": [], "meta": {}}
-    if record.status == "error":
-        message = record.error or "agent run failed"
-        return CachedResponse(
-            ok=False,
-            payload={"runId": record.run_id, "status": "error", "summary": message},
-            error=GatewayError(UNAVAILABLE, message),
-            terminal=True,
-        )
-    return CachedResponse(
-        ok=True,
-        payload={"runId": record.run_id, "status": "ok", "summary": "completed", "result": final},
-        terminal=True,
-    )
-
-
-def _send_cached(call: Call, cached: CachedResponse) -> None:
-    if cached.ok:
-        call.respond(cached.payload)
-    else:
-        assert isinstance(cached.error, GatewayError)
-        call.conn.respond_error(call.id, cached.error, payload=cached.payload)
-
-
-async def _await_final(call: Call, record: RunRecord, dedupe_key: str) -> None:
-    """Wait for the run's end and send the final `res`. A `cancel` frame for this request
-    aborts the run; the connection going away does not."""
-    try:
-        await record.done.wait()
-    except trio.Cancelled:
-        if call.scope.cancel_called:
-            record.abort("rpc")
-        raise
-    reg = call.gateway.registry
-    cached = reg.dedupe.get(dedupe_key)
-    if cached is None or not cached.terminal:
-        cached = _final_response(record)
-        reg.dedupe.put(dedupe_key, cached)
-    _send_cached(call, cached)
-
-
-async def agent(call: Call, params: AgentParams) -> None:
-    gw = call.gateway
-    sup = gw.supervisor
-    reg = gw.registry
-    conn = call.conn
-    is_admin = conn.has_scope("operator.admin")
-    if (opt(params.provider) or opt(params.model)) and not is_admin:
-        raise invalid_request("provider/model overrides are not authorized for this caller.")
-    run_id = params.idempotencyKey
-    dedupe_key = f"agent:{run_id}"
-    cached = reg.dedupe.get(dedupe_key)
-    if cached is not None:
-        await cached.ready.wait()
-        if cached.payload is None and cached.error is None:
-            raise GatewayError(UNAVAILABLE, "the original request did not complete; retry")
-        _send_cached(call, cached)
-        record = reg.get(run_id)
-        if cached.terminal or record is None or not cached.ok:
-            return
-        gw.hub.add_owner(run_id, conn)
-        await _await_final(call, record, dedupe_key)
-        return
-    placeholder = CachedResponse.placeholder()
-    reg.dedupe.put(dedupe_key, placeholder)
-    try:
-        record, request, actor = await _accept(call, params)
-    except BaseException as exc:
-        reg.dedupe.discard(dedupe_key)
-        if isinstance(exc, GatewayError):
-            placeholder.ok, placeholder.error = False, exc
-        placeholder.ready.set()
-        raise
-    ack = {"runId": run_id, "status": "accepted", "acceptedAt": record.accepted_at}
-    placeholder.payload = ack
-    placeholder.ready.set()
-    call.respond(ack)
-    # `agent` runs queue as follow-ups (OpenClaw: queue modes apply to chat messages)
-    sup.submit(actor, request, actor.queue_settings("followup"))
-    await _await_final(call, record, dedupe_key)
-
-
-async def _accept(call: Call, params: AgentParams) -> tuple[RunRecord, RunRequest, Any]:
-    gw = call.gateway
-    sup = gw.supervisor
-    conn = call.conn
-    gen = sup.generation
-    lane = opt(params.lane) or "main"
-    if lane not in sup.lanes:
-        raise invalid_request(
-            f"invalid agent params: unknown lane {lane!r} (main, cron, subagent, nested)"
-        )
-    agent_id = opt(params.agentId)
-    try:
-        spec = gen.agent(agent_id)
-    except GenerationError as exc:
-        raise invalid_request(str(exc)) from exc
-    try:
-        key = sup.resolve_key(opt(params.sessionKey), agent_id)
-    except SessionKeyError as exc:
-        raise invalid_request(str(exc)) from exc
-    if key.startswith("agent:") and key.split(":")[1] != spec.id and agent_id is None:
-        # The key names its own agent; that agent must exist.
-        try:
-            spec = gen.agent(key.split(":")[1])
-        except GenerationError as exc:
-            raise invalid_request(str(exc)) from exc
-    message = params.message
-    reset = False
-    reset_reason = "reset"
-    m = RESET_COMMAND.match(message.strip())
-    if m:
-        if not conn.has_scope("operator.admin"):
-            raise missing_scope("operator.admin", ["operator.admin"])
-        reset = True
-        reset_reason = m.group(1).lower()
-        message = m.group(2) or RESET_GREETING
-    model_ref: str | None = None
-    provider, model = opt(params.provider), opt(params.model)
-    if model:
-        model_ref = model if "/" in model or not provider else f"{provider}/{model}"
-        try:
-            gen.resolve(model_ref)
-        except GenerationError as exc:
-            raise invalid_request(str(exc)) from exc
-    actor = sup.peek_session(key)
-    if actor is None or actor.row is None:
-        actor = await sup.session(key, spec.id)
-    assert actor.row is not None
-    t = now_ms()
-    row = msgspec.structs.replace(actor.row, updatedAt=t)
-    if opt(params.label):
-        row = msgspec.structs.replace(row, label=params.label)
-    actor.row = row
-    await sup.store.put_session_durable(row)
-    record = RunRecord(
-        run_id=params.idempotencyKey,
-        session_key=key,
-        session_id=row.sessionId,
-        agent_id=spec.id,
-        accepted_at=t,
-    )
-    existing = sup.registry.get(record.run_id)
-    if existing is not None and not existing.ended:
-        raise invalid_request(f"run {record.run_id} is already in flight")
-    sup.registry.add(record)
-    gw.hub.open_run(record.run_id, key, owner=conn, session_id=row.sessionId, agent_id=spec.id)
-    timeout = opt(params.timeout)
-    default_timeout = run_timeout_seconds(gen.config.agents.defaults)
-    timeout_s = float(timeout) if timeout is not None else (default_timeout or 0.0)
-    request = RunRequest(
-        lane=lane,
-        record=record,
-        message=message,
-        timeout_s=timeout_s or None,
-        model_ref=model_ref,
-        extra_system_prompt=opt(params.extraSystemPrompt),
-        owner=conn,
-        reset=reset,
-        reset_reason=reset_reason,
-    )
-    return record, request, actor
 
 
 async def agent_wait(call: Call, params: AgentWaitParams) -> dict[str, Any]:

@@ -1,0 +1,277 @@
+"""`agent` on the task-free path (`transports._methods_agent.start_agent`), over real sockets.
+
+The path is taken once a session's row is loaded: each test warms its session with one run
+first, then checks that the request really went that way (an `_AgentCall` in the
+connection's pending table, not a handler task) and that it behaves as the general path
+does: ack then final on one id, cancel frames, store failures, repeats, a full queue."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from tests.conftest import gateway_url, local_config, raw_handshake, running_gateway
+from transports._client import open_websocket
+from transports._gateway import Gateway
+from transports._methods_agent import _AgentCall
+
+
+class Raw:
+    """A raw client: every frame it receives, by kind, with a way to wait for one."""
+
+    def __init__(self, ws: Any) -> None:
+        self.ws = ws
+        self.frames: list[dict[str, Any]] = []
+        self._changed = trio.Event()
+        self._n = 0
+
+    async def pump(self) -> None:
+        while True:
+            self.frames.append(json.loads(await self.ws.get_message()))
+            self._changed.set()
+            self._changed = trio.Event()
+
+    async def send(self, method: str, params: dict[str, Any], req_id: str | None = None) -> str:
+        self._n += 1
+        rid = req_id or f"q{self._n}"
+        frame = {"type": "req", "id": rid, "method": method, "params": params}
+        await self.ws.send_message(json.dumps(frame))
+        return rid
+
+    async def cancel(self, req_id: str) -> None:
+        await self.ws.send_message(json.dumps({"type": "cancel", "id": req_id}))
+
+    def responses(self, req_id: str) -> list[dict[str, Any]]:
+        return [f for f in self.frames if f["type"] == "res" and f["id"] == req_id]
+
+    async def until(self, predicate: Any) -> dict[str, Any]:
+        while True:
+            for f in self.frames:
+                if predicate(f):
+                    return f
+            await self._changed.wait()
+
+    async def response(self, req_id: str, n: int = 1) -> dict[str, Any]:
+        while len(self.responses(req_id)) < n:
+            await self._changed.wait()
+        return self.responses(req_id)[n - 1]
+
+    async def run(self, params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        rid = await self.send("agent", params)
+        return await self.response(rid, 1), await self.response(rid, 2)
+
+    def lifecycle(self, run_id: str) -> list[dict[str, Any]]:
+        return [
+            f["payload"]["data"]
+            for f in self.frames
+            if f["type"] == "event"
+            and f["event"] == "agent"
+            and f["payload"]["runId"] == run_id
+            and f["payload"]["stream"] == "lifecycle"
+        ]
+
+
+async def warm(raw: Raw, key: str) -> None:
+    ack, final = await raw.run(
+        {"message": "warm", "idempotencyKey": f"warm-{key}", "sessionKey": key}
+    )
+    assert ack["payload"]["status"] == "accepted" and final["payload"]["status"] == "ok"
+
+
+def fast_calls(gw: Gateway) -> list[_AgentCall]:
+    return [
+        p for c in gw.connections.values() for p in c.pending.values() if isinstance(p, _AgentCall)
+    ]
+
+
+@asynccontextmanager
+async def raw_client(gw: Gateway) -> AsyncIterator[Raw]:
+    async with open_websocket(gateway_url(gw)) as ws:
+        await raw_handshake(ws, caps=["session-scoped-events"])
+        raw = Raw(ws)
+        async with trio.open_nursery() as n:
+            n.start_soon(raw.pump)
+            yield raw
+            n.cancel_scope.cancel()
+
+
+async def test_a_warm_session_runs_without_a_request_task(tmp_path: Path) -> None:
+    async with running_gateway(tmp_path, local_config()) as gw:
+        with trio.fail_after(15):
+            async with raw_client(gw) as raw:
+                await warm(raw, "fast")
+                rid = await raw.send(
+                    "agent",
+                    {
+                        "message": "[[deltas:3]] [[delay:30]] hi",
+                        "idempotencyKey": "f1",
+                        "sessionKey": "fast",
+                    },
+                )
+                ack = await raw.response(rid, 1)
+                assert ack["ok"] and ack["payload"]["runId"] == "f1"
+                (call,) = fast_calls(gw)
+                assert call.req_id == rid and call.record is not None
+                final = await raw.response(rid, 2)
+                assert final["payload"]["status"] == "ok"
+                assert final["payload"]["result"]["payloads"] == [{"text": "You said: hi"}]
+                assert fast_calls(gw) == []
+                phases = [d["phase"] for d in raw.lifecycle("f1")]
+                assert phases == ["start", "end"]
+                # the row was durable before the ack, the run's messages after its end
+                await gw.supervisor.store.flush()
+                row = await gw.supervisor.store.get_session("agent:main:fast")
+                assert row is not None and row.lastRunId == "f1"
+
+
+async def test_a_cancel_frame_aborts_the_run_and_no_final_follows(tmp_path: Path) -> None:
+    async with running_gateway(tmp_path, local_config()) as gw:
+        with trio.fail_after(15):
+            async with raw_client(gw) as raw:
+                await warm(raw, "c")
+                rid = await raw.send(
+                    "agent", {"message": "[[stall]] x", "idempotencyKey": "c1", "sessionKey": "c"}
+                )
+                await raw.response(rid, 1)
+                assert len(fast_calls(gw)) == 1
+                await raw.until(
+                    lambda f: f.get("event") == "agent" and f["payload"]["runId"] == "c1"
+                )
+                await raw.cancel(rid)
+                record = gw.registry.get("c1")
+                assert record is not None
+                await record.done.wait()
+                assert record.abort_reason == "rpc"
+                # the connection goes on: another request, answered in full
+                _, final = await raw.run(
+                    {"message": "after", "idempotencyKey": "c2", "sessionKey": "c"}
+                )
+                assert final["payload"]["status"] == "ok"
+                assert len(raw.responses(rid)) == 1  # the ack only
+                assert fast_calls(gw) == []
+
+
+async def test_a_cancel_frame_before_the_row_is_durable_drops_the_request(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with running_gateway(tmp_path, local_config()) as gw:
+        with trio.fail_after(15):
+            async with raw_client(gw) as raw:
+                await warm(raw, "d")
+                store = gw.supervisor.store
+                release = trio.Event()
+                original = store._commit
+
+                async def held_commit(batch: Any) -> None:
+                    await release.wait()
+                    await original(batch)
+
+                monkeypatch.setattr(store, "_commit", held_commit)
+                rid = await raw.send(
+                    "agent", {"message": "never", "idempotencyKey": "d1", "sessionKey": "d"}
+                )
+                await trio.testing.wait_all_tasks_blocked()
+                assert len(fast_calls(gw)) == 1
+                await raw.cancel(rid)
+                await trio.testing.wait_all_tasks_blocked()
+                assert fast_calls(gw) == []
+                release.set()
+                monkeypatch.setattr(store, "_commit", original)
+                await store.flush()
+                await trio.testing.wait_all_tasks_blocked()
+                assert gw.registry.get("d1") is None
+                assert raw.responses(rid) == []
+                # the key was released: the same key runs now
+                _, final = await raw.run(
+                    {"message": "now", "idempotencyKey": "d1", "sessionKey": "d"}
+                )
+                assert final["payload"]["status"] == "ok"
+
+
+async def test_a_store_failure_is_unavailable_and_the_key_is_released(tmp_path: Path) -> None:
+    async with running_gateway(tmp_path, local_config()) as gw:
+        with trio.fail_after(15):
+            async with raw_client(gw) as raw:
+                await warm(raw, "s")
+                path = gw.supervisor.store.path
+
+                def trigger(sql: str) -> None:
+                    conn = sqlite3.connect(path)
+                    with conn:
+                        conn.execute(sql)
+                    conn.close()
+
+                await trio.to_thread.run_sync(
+                    trigger,
+                    "CREATE TRIGGER refuse BEFORE UPDATE ON sessions WHEN NEW.key = 'agent:main:s' "
+                    "BEGIN SELECT RAISE(ABORT, 'refused by trigger'); END",
+                )
+                rid = await raw.send(
+                    "agent", {"message": "x", "idempotencyKey": "s1", "sessionKey": "s"}
+                )
+                res = await raw.response(rid)
+                assert not res["ok"] and res["error"]["code"] == "UNAVAILABLE"
+                assert "refused by trigger" in res["error"]["message"]
+                assert gw.registry.get("s1") is None and fast_calls(gw) == []
+                await trio.to_thread.run_sync(trigger, "DROP TRIGGER refuse")
+                _, final = await raw.run(
+                    {"message": "x", "idempotencyKey": "s1", "sessionKey": "s"}
+                )
+                assert final["payload"]["status"] == "ok"
+
+
+async def test_repeats_of_a_key_get_the_one_run_across_connections(tmp_path: Path) -> None:
+    async with running_gateway(tmp_path, local_config()) as gw:
+        with trio.fail_after(15):
+            async with raw_client(gw) as a, raw_client(gw) as b:
+                await warm(a, "r")
+                params = {
+                    "message": "[[deltas:4]] [[delay:20]] once",
+                    "idempotencyKey": "r1",
+                    "sessionKey": "r",
+                }
+                ids = [
+                    await a.send("agent", params),
+                    await b.send("agent", params),
+                    await a.send("agent", params),
+                ]
+                finals = [await (a if i != 1 else b).response(rid, 2) for i, rid in enumerate(ids)]
+                assert [f["payload"]["status"] for f in finals] == ["ok"] * 3
+                starts = [d for d in a.lifecycle("r1") if d["phase"] == "start"]
+                assert len(starts) == 1
+                again = await b.send("agent", params)
+                assert (await b.response(again))["payload"]["status"] == "ok"  # the cached final
+
+
+async def test_a_full_queue_rejects_the_run_and_ends_it(tmp_path: Path) -> None:
+    config = local_config(messages__queue__cap=1, messages__queue__drop="new")
+    async with running_gateway(tmp_path, config) as gw:
+        with trio.fail_after(15):
+            async with raw_client(gw) as raw:
+                await warm(raw, "q")
+                busy = await raw.send(
+                    "agent", {"message": "[[stall]] a", "idempotencyKey": "q1", "sessionKey": "q"}
+                )
+                await raw.response(busy, 1)
+                queued = await raw.send(
+                    "agent", {"message": "b", "idempotencyKey": "q2", "sessionKey": "q"}
+                )
+                await raw.response(queued, 1)
+                rejected = await raw.send(
+                    "agent", {"message": "c", "idempotencyKey": "q3", "sessionKey": "q"}
+                )
+                error = await raw.response(rejected, 2)
+                assert not error["ok"] and "queue is full" in error["error"]["message"]
+                record = gw.registry.get("q3")
+                assert record is not None and record.ended and record.abort_reason == "dropped"
+                await trio.testing.wait_all_tasks_blocked()
+                assert len(raw.responses(rejected)) == 2  # the ack, then the error; no final
+                gw.registry.get("q1").abort("rpc")  # type: ignore[union-attr]
+                assert (await raw.response(queued, 2))["payload"]["status"] == "ok"
