@@ -44,6 +44,7 @@ from runtime._prompt import PromptCache
 from runtime._sessions import SessionRow, TranscriptEntry, resolve_session_key
 from runtime._toolrunner import RunTools, ToolSet
 from runtime._turn import BlockFlusher, BlockReply
+from runtime.llm._pacer import Pacer
 from runtime.tools import ToolPolicy, builtin_tools, ensure_workspace
 
 from ._chat import ChatFlusher, ChatStream
@@ -167,6 +168,7 @@ class Supervisor:
         self.hub = hub
         self.registry = registry
         self.chat_flusher = ChatFlusher()
+        self.pacer = Pacer()  # the local model's pacing timer (see `runtime.llm._pacer`)
         self._nursery = nursery
         self._sessions: dict[str, SessionActor] = {}
         self.lanes: dict[str, GlobalLane] = {
@@ -552,6 +554,7 @@ async def open_supervisor(
             workspace_root=workspace_root,
         )
         del generation  # the supervisor holds the serving one; a pinned one never retires
+        nursery.start_soon(sup.pacer.run, name="pacer")
         nursery.start_soon(sup.chat_flusher.run, name="chat-flusher")
         nursery.start_soon(sup.block_flusher.run, name="block-flusher")
         nursery.start_soon(sup._reaper, name="session-reaper")

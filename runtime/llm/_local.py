@@ -42,6 +42,7 @@ from typing import Final, cast
 import msgspec
 import trio
 
+from ._pacer import pace_sleep
 from ._tokens import estimate_context_tokens
 from ._types import (
     ModelDelta,
@@ -273,7 +274,7 @@ class LocalProvider:
             # and then every `_UNPACED_BURST` deltas, as a fast network stream would.
             nonlocal unpaced
             if delay > 0:
-                await trio.sleep(delay)
+                await pace_sleep(delay)
             elif unpaced % _UNPACED_BURST == 0:
                 await trio.lowlevel.checkpoint()
             unpaced += 1
