@@ -378,6 +378,9 @@ class SessionActor:
                 row = new_session_row(self.key, now_ms=now_ms())
                 if row.agentId != self.agent_id:
                     row = msgspec.structs.replace(row, agentId=self.agent_id)
+                # A new session id has no transcript yet: nothing to load.
+                self._history, self._builder, self._message_seq = [], TranscriptBuilder(), 0
+                self._history_tokens = 0
             self.row = row
         finally:
             self.loaded.set()

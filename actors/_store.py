@@ -45,6 +45,7 @@ SCHEMA_VERSION: Final = 1
 DEFAULT_BATCH_MAX: Final = 512
 DEFAULT_QUEUE_MAX: Final = 4096
 _MAX_READERS: Final = 4
+_KEYS_PER_QUERY: Final = 500
 
 _T = TypeVar("_T")
 _U = TypeVar("_U")
@@ -298,6 +299,12 @@ def _fetch_blobs(conn: sqlite3.Connection, sql: str, params: Sequence[object]) -
     return [blob for (blob,) in conn.execute(sql, params)]
 
 
+def _fetch_pairs(
+    conn: sqlite3.Connection, sql: str, params: Sequence[object]
+) -> dict[str, bytes]:
+    return dict(conn.execute(sql, params).fetchall())
+
+
 def _close_all(conns: Sequence[sqlite3.Connection]) -> None:
     for conn in conns:
         try:
@@ -349,6 +356,7 @@ class Store:
         self._entries_written = 0
         self._last_batch_size = 0
         self._next_seq: dict[str, int] = {}  # the writer thread's, between batches
+        self._row_batch: dict[str, list[_Waiter]] | None = None  # `get_session` joining
 
     @property
     def path(self) -> Path:
@@ -439,9 +447,44 @@ class Store:
     # --- reads -------------------------------------------------------------------------
 
     async def get_session(self, key: str) -> SessionRow | None:
-        """The row of `key`, or None. Sees every write enqueued before the call. A checkpoint."""
-        blobs = await self._read(_fetch_blobs, "SELECT row FROM sessions WHERE key = ?", (key,))
-        return self._decode(decode_session_row, blobs[0]) if blobs else None
+        """The row of `key`, or None. Sees every write enqueued before the call. A checkpoint.
+
+        Concurrent calls share one read: the first caller waits one scheduler round for
+        others to join, then reads every key asked for so far in one query (a burst of new
+        sessions costs a few thread hops, not one each)."""
+        self._check_open()
+        batch = self._row_batch
+        leader = batch is None
+        if batch is None:
+            batch = self._row_batch = {}
+        waiter = _Waiter()
+        batch.setdefault(key, []).append(waiter)
+        if leader:
+            with trio.CancelScope(shield=True):  # the others wait on this read
+                await trio.lowlevel.checkpoint()
+                self._row_batch = None
+                await self._read_rows(batch)
+        await waiter.event.wait()
+        blob = waiter.result
+        if isinstance(blob, StoreError):  # the shared read failed: the same error for each
+            raise type(blob)(str(blob)) from blob.__cause__
+        return self._decode(decode_session_row, blob) if isinstance(blob, bytes) else None
+
+    async def _read_rows(self, batch: dict[str, list[_Waiter]]) -> None:
+        keys = list(batch)
+        found: dict[str, bytes] = {}
+        failure: StoreError | None = None
+        try:
+            for i in range(0, len(keys), _KEYS_PER_QUERY):
+                chunk = keys[i : i + _KEYS_PER_QUERY]
+                sql = f"SELECT key, row FROM sessions WHERE key IN ({','.join('?' * len(chunk))})"
+                found.update(await self._read(_fetch_pairs, sql, chunk))
+        except StoreError as exc:
+            failure = exc
+        for key, waiters in batch.items():
+            for w in waiters:
+                w.result = failure or found.get(key)
+                w.event.set()
 
     async def list_sessions(
         self,

@@ -404,3 +404,39 @@ async def test_list_sessions_of_100_000_rows(tmp_path: Path) -> None:
             assert rows[0].key == f"agent:main:{total - 1}"
             assert rows[-1].key == "agent:main:0"
             assert len(await store.list_sessions(limit=50, updated_after_ms=total - 10)) == 9
+
+
+async def test_concurrent_row_reads_share_one_query_and_each_gets_its_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with trio.fail_after(TIMEOUT):
+        async with open_store(tmp_path / "s.db") as store:
+            for i in range(0, 1200, 2):  # every other key exists
+                store.put_session_nowait(row(f"agent:main:k{i}", i + 1))
+            reads: list[int] = []
+            original = store._read
+
+            async def counting_read(*args: object) -> object:
+                reads.append(1)
+                return await original(*args)  # type: ignore[arg-type]
+
+            monkeypatch.setattr(store, "_read", counting_read)
+            got: dict[int, SessionRow | None] = {}
+
+            async def get(i: int) -> None:
+                got[i] = await store.get_session(f"agent:main:k{i}")
+
+            async with trio.open_nursery() as n:
+                for i in range(1200):
+                    n.start_soon(get, i)
+            # one batch of 1,200 keys: three queries of at most 500 keys, not 1,200 reads
+            assert len(reads) == 3
+            for i in range(1200):
+                found = got[i]
+                if i % 2:
+                    assert found is None
+                else:
+                    assert found is not None and found.key == f"agent:main:k{i}"
+                    assert found.updatedAt == i + 1
+            # the writes enqueued before the reads were all visible to them
+            assert await store.get_session("agent:main:k1198") is not None
