@@ -16,6 +16,7 @@ once and kills running tools (their own cancellation).
 from __future__ import annotations
 
 import contextlib
+import math
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
@@ -25,7 +26,7 @@ import msgspec
 import trio
 
 from ._hooks import HookRegistry, HookUsage, LlmInputEvent, LlmOutputEvent
-from .llm._retry import IdleTimeoutError, stream_with_retry
+from .llm._retry import IdleTimeoutError, stream_with_retry, watchdog_deadline
 from .llm._types import (
     AssistantContent,
     AssistantMessage,
@@ -265,7 +266,9 @@ async def run_agent(inp: AgentRunInput, emit: Emit, progress: RunProgress) -> Ru
         window = inp.idle_timeout if inp.idle_timeout is not None and inp.idle_timeout > 0 else None
         # One watchdog scope per model turn, its deadline pushed per delta (see
         # `stream_with_retry`): the loop body below must stay free of awaits.
-        watchdog = trio.CancelScope()
+        watchdog = trio.CancelScope(
+            deadline=watchdog_deadline(window) if window is not None else math.inf
+        )
         stream = stream_with_retry(
             inp.provider,
             request,

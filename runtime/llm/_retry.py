@@ -34,6 +34,7 @@ __all__ = [
     "backoff_delay",
     "resolve_idle_timeout",
     "stream_with_retry",
+    "watchdog_deadline",
 ]
 
 DEFAULT_IDLE_TIMEOUT = 60.0
@@ -89,6 +90,13 @@ def resolve_idle_timeout(
     return window
 
 
+def watchdog_deadline(idle_timeout: float) -> float:
+    """An idle watchdog scope's first deadline, to create it armed (`stream_with_retry`)."""
+    return trio.current_time() + idle_timeout + min(
+        idle_timeout * WATCHDOG_SLACK, WATCHDOG_SLACK_MAX
+    )
+
+
 def backoff_delay(
     retry: int, *, base_delay: float, max_delay: float, rng: random.Random | None = None
 ) -> float:
@@ -117,7 +125,7 @@ async def stream_with_retry(
     ``idle_timeout`` of ``None`` (or <= 0) disables the watchdog.
 
     ``watchdog``: a cancel scope the caller holds around its whole iteration (whose loop
-    body must not await). Its deadline is pushed forward as deltas arrive instead of
+    body must not await); the caller may create it armed with ``watchdog_deadline``. Its deadline is pushed forward as deltas arrive instead of
     entering a scope per delta (and only when it would otherwise fall within the window, so
     a burst of deltas moves it once); it fires after ``idle_timeout`` to ``idle_timeout`` ×
     1.02 (at most +0.5 s) of silence. The caller's scope catches the cancellation and the
@@ -147,14 +155,17 @@ async def stream_with_retry(
                 # watchdog fires after `window` to `window + slack` of silence. The window
                 # restarts when the consumer asks for the next delta, not while it works.
                 clock = trio.lowlevel.current_clock()
-                armed = watchdog.deadline = clock.current_time() + window + slack
+                armed = watchdog.deadline  # the caller may have armed it (saves a move)
+                due = clock.current_time() + window
+                if not due <= armed < math.inf:
+                    armed = watchdog.deadline = due + slack
                 async for delta in deltas:
                     produced = True
                     yield delta
                     due = clock.current_time() + window
                     if due > armed:
                         armed = watchdog.deadline = due + slack
-                watchdog.deadline = math.inf
+                watchdog.deadline = math.inf  # closing the stream is not the model being silent
                 return
             while True:
                 # A cancel scope per delta (~5-10 us): it may not span the yield below.
