@@ -575,14 +575,22 @@ class SessionActor:
 
         outer_cancel = False
         try:
+            lane = sup.lane_for(req.lane)
+            acquired = trio.current_time() >= self.failed_until and lane.try_acquire()
+            if acquired and req.timeout_s:
+                # A free slot: the run starts now, so its scope is made with its deadline.
+                scope = trio.CancelScope(deadline=trio.current_time() + req.timeout_s)
+                rec.cancel_scope = scope
+                if rec.aborted:
+                    scope.cancel()
             with scope:
                 if trio.current_time() < self.failed_until:
                     raise _SessionFailed("session is restarting after repeated crashes")
-                async with sup.lane_for(req.lane).hold():
+                async with lane.hold(acquired=acquired):
                     generation: ModelRuntimeGeneration = sup.generation
                     stores = generation.fork_stores(self.agent_id)
                     rec.generation = stores.generation
-                    if req.timeout_s:
+                    if req.timeout_s and not acquired:
                         scope.deadline = trio.current_time() + req.timeout_s
                     if req.reset:
                         row = await self.reset_and_announce(req.reset_reason)

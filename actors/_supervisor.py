@@ -79,41 +79,125 @@ class LaneStatistics:
     wait_max_ms: float
 
 
+@attrs.frozen
+class SlotStatistics:
+    """As `trio.CapacityLimiter.statistics()` names them."""
+
+    borrowed_tokens: int
+    total_tokens: int
+    tasks_waiting: int
+
+
+class Slots:
+    """A counting limiter: at most `total_tokens` holders, waiters served first come first
+    served (a released slot is handed to the oldest waiter). Like `trio.CapacityLimiter`
+    without the per-task bookkeeping a run does not need; a free slot is taken without a
+    yield. Use from the trio thread."""
+
+    def __init__(self, capacity: int) -> None:
+        self._capacity = capacity
+        self._in_use = 0
+        self._lot = trio.lowlevel.ParkingLot()
+
+    @property
+    def total_tokens(self) -> int:
+        return self._capacity
+
+    @total_tokens.setter
+    def total_tokens(self, capacity: int) -> None:
+        """A new capacity: waiters get the slots it adds at once; slots it removes go away
+        as their holders release them."""
+        self._capacity = capacity
+        while self._lot and self._in_use < capacity:
+            self._in_use += 1
+            self._lot.unpark()
+
+    def acquire_nowait(self) -> None:
+        """Take a slot, or raise `trio.WouldBlock`. Not a checkpoint."""
+        if self._in_use >= self._capacity or self._lot:
+            raise trio.WouldBlock
+        self._in_use += 1
+
+    async def acquire(self) -> None:
+        """Take a slot, waiting for one. A checkpoint; cancellable while waiting."""
+        await trio.lowlevel.checkpoint_if_cancelled()
+        try:
+            self.acquire_nowait()
+        except trio.WouldBlock:
+            await self._lot.park()  # the releaser hands its slot over
+        else:
+            await trio.lowlevel.cancel_shielded_checkpoint()  # a taken slot is not lost
+
+    def release(self) -> None:
+        """Give a slot back (to the oldest waiter, when there is room). Not a checkpoint."""
+        if self._lot and self._in_use <= self._capacity:
+            self._lot.unpark()
+        else:
+            self._in_use -= 1
+
+    def statistics(self) -> SlotStatistics:
+        return SlotStatistics(self._in_use, self._capacity, len(self._lot))
+
+
+class _Hold:
+    """`GlobalLane.hold()`: wait for a slot (unless given one) and give it back at the end."""
+
+    __slots__ = ("_acquired", "_lane")
+
+    def __init__(self, lane: GlobalLane, acquired: bool) -> None:
+        self._lane = lane
+        self._acquired = acquired
+
+    async def __aenter__(self) -> None:
+        if not self._acquired:
+            await self._lane.wait_for_slot()
+            self._acquired = True
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._lane.slots.release()
+
+
 class GlobalLane:
-    """A global lane: a capacity limiter plus how long runs waited for it."""
+    """A global lane: its slots plus how long runs waited for them."""
 
     def __init__(self, name: str, capacity: int) -> None:
         self.name = name
-        self.limiter = trio.CapacityLimiter(capacity)
+        self.slots = Slots(capacity)
         self._acquired = 0
         self._wait_total = 0.0
         self._wait_max = 0.0
 
-    @asynccontextmanager
-    async def hold(self) -> AsyncIterator[None]:
-        """Wait for a slot (cancellable) and hold it; always released. A checkpoint only
-        when it has to wait: a free slot is taken at once (the run goes on to checkpoint
-        soon enough, and a yield here costs as much as the rest of the bookkeeping)."""
-        limiter = self.limiter
+    def try_acquire(self) -> bool:
+        """Take a free slot now (for `hold(acquired=True)`). Not a checkpoint."""
         try:
-            limiter.acquire_nowait()
+            self.slots.acquire_nowait()
         except trio.WouldBlock:
-            t0 = trio.current_time()
-            await limiter.acquire()
-            waited = trio.current_time() - t0
-            self._wait_total += waited
-            self._wait_max = max(self._wait_max, waited)
+            return False
         self._acquired += 1
-        try:
-            yield
-        finally:
-            limiter.release()
+        return True
+
+    async def wait_for_slot(self) -> None:
+        """Take a slot, waiting as long as it takes (a checkpoint only when it waits;
+        cancellable). The wait is counted in `statistics`."""
+        if self.try_acquire():
+            return
+        t0 = trio.current_time()
+        await self.slots.acquire()
+        waited = trio.current_time() - t0
+        self._acquired += 1
+        self._wait_total += waited
+        self._wait_max = max(self._wait_max, waited)
+
+    def hold(self, *, acquired: bool = False) -> _Hold:
+        """`async with lane.hold():` wait for a slot and hold it; always released.
+        `acquired`: the caller already took one with `try_acquire`."""
+        return _Hold(self, acquired)
 
     def statistics(self) -> LaneStatistics:
-        s = self.limiter.statistics()
+        s = self.slots.statistics()
         return LaneStatistics(
             name=self.name,
-            capacity=int(s.total_tokens),
+            capacity=s.total_tokens,
             in_use=s.borrowed_tokens,
             waiting=s.tasks_waiting,
             acquired=self._acquired,
@@ -177,7 +261,7 @@ class Supervisor:
             "cron": GlobalLane("cron", CRON_LANE_CAP),
             "nested": GlobalLane("nested", NESTED_LANE_CAP),
         }
-        self.lane = self.lanes["main"].limiter
+        self.lane = self.lanes["main"].slots
         self._idle_ttl = idle_ttl_s
         self._crashes = 0
         self._backlog: collections.deque[tuple[str, Any]] = collections.deque()

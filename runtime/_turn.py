@@ -40,7 +40,7 @@ import logging
 import os
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import Any, Final
 
 import attrs
 import msgspec
@@ -135,6 +135,8 @@ log = logging.getLogger("clawlane.turn")
 BASE_SYSTEM_PROMPT = (
     "You are a helpful assistant running inside clawlane, an OpenClaw-compatible gateway."
 )
+
+_NO_HOOK_CONTEXT: Final = AgentHookContext()
 
 HistoryEntries = Callable[[], Awaitable[Sequence[TranscriptEntry]]]
 """Loads the session's transcript entries (to name the entry a compaction keeps from)."""
@@ -658,15 +660,20 @@ async def run_turn(
     compaction could not cure) and `GenerationError` (model not resolvable).
     """
     hooks = spec.hooks if spec.hooks is not None and spec.hooks.has_any() else None
-    ctx = AgentHookContext(
-        runId=spec.run_id,
-        agentId=spec.agent_id,
-        sessionKey=spec.session_key,
-        sessionId=spec.session_id,
-        workspaceDir=spec.workspace_dir,
-        messageProvider=spec.channel,
-        trigger="user",
-        channelId=spec.channel,
+    # Only hooks read the context: without any, the shared empty one stands in.
+    ctx = (
+        AgentHookContext(
+            runId=spec.run_id,
+            agentId=spec.agent_id,
+            sessionKey=spec.session_key,
+            sessionId=spec.session_id,
+            workspaceDir=spec.workspace_dir,
+            messageProvider=spec.channel,
+            trigger="user",
+            channelId=spec.channel,
+        )
+        if hooks is not None
+        else _NO_HOOK_CONTEXT
     )
     started = time.monotonic()
     prompt = spec.message
@@ -708,7 +715,10 @@ async def run_turn(
         if len(candidates) > 1
         else model.provider
     )
-    ctx = msgspec.structs.replace(ctx, modelProviderId=model.provider_id, modelId=model.model_id)
+    if hooks is not None:
+        ctx = msgspec.structs.replace(
+            ctx, modelProviderId=model.provider_id, modelId=model.model_id
+        )
     budget = context_budget(spec.context_window or model.definition.contextWindow, spec.compaction)
     prepared = await prepare_prompt(
         base=spec.system_prompt,
