@@ -91,8 +91,13 @@ class ChatStream:
         self.hub.emit_chat(self.run_id, state, **fields)
 
 
+CHAT_FLUSH_QUANTUM_MS = 10
+"""A held chat delta goes out at most this much after its 150 ms (one wake-up serves all
+the runs whose deltas fall due within it)."""
+
+
 class ChatFlusher(DeadlineFlusher[ChatStream]):
     """Flushes chat deltas that waited their interval. One task for all runs."""
 
     def __init__(self) -> None:
-        super().__init__(_mono_ms)
+        super().__init__(_mono_ms, quantum_ms=CHAT_FLUSH_QUANTUM_MS)

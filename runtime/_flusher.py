@@ -35,13 +35,17 @@ _T = TypeVar("_T", bound=Deadline)
 class DeadlineFlusher(Generic[_T]):
     """Polls items at their deadlines. `add` is not a checkpoint; `run` runs until cancelled.
 
+    `quantum_ms`: how late an item may be polled, so that one wake-up serves all that fall
+    due within it (0: exactly at each deadline).
+
     Items are hashed by identity (`attrs` classes with `eq=False`); an item is in the heap
     at most once per distinct deadline, and a stale heap entry (the item flushed itself, or
     its deadline moved) is skipped when it comes up.
     """
 
-    def __init__(self, clock_ms: Callable[[], int]) -> None:
+    def __init__(self, clock_ms: Callable[[], int], *, quantum_ms: int = 0) -> None:
         self._clock = clock_ms
+        self._quantum = quantum_ms
         self._heap: list[tuple[int, int, _T]] = []
         self._scheduled: dict[_T, int] = {}
         self._tie = itertools.count()
@@ -77,7 +81,9 @@ class DeadlineFlusher(Generic[_T]):
             due = heap[0][0]
             if due > now:
                 self._sleeping_until = due
-                with trio.move_on_after((due - now) / 1000.0):
+                # Wake `quantum_ms` late: what falls due meanwhile is flushed in the same
+                # wake-up, and entries of buffers that flushed themselves go in bulk.
+                with trio.move_on_after((due - now + self._quantum) / 1000.0):
                     await self._wake.wait()
                 self._wake = trio.Event()
                 continue
