@@ -155,12 +155,28 @@ class ContextBudget:
         return self.context_window - self.reserve_tokens
 
 
+_budgets: dict[tuple[int, int], tuple[CompactionSettings, ContextBudget]] = {}
+
+
 def context_budget(context_window: int, settings: CompactionSettings) -> ContextBudget:
     """The budget of a model with `context_window` tokens.
 
     reserve = max(reserveTokens, reserveTokensFloor) (floor 0: no floor), at most half the
-    window; keep = keepRecentTokens, at most half of the prompt budget.
+    window; keep = keepRecentTokens, at most half of the prompt budget. Remembered per
+    window and settings object (runs of a generation share theirs).
     """
+    key = (context_window, id(settings))
+    known = _budgets.get(key)
+    if known is not None and known[0] is settings:
+        return known[1]
+    budget = _context_budget(context_window, settings)
+    if len(_budgets) >= 256:
+        _budgets.clear()
+    _budgets[key] = (settings, budget)  # holds `settings`: its id is not reused meanwhile
+    return budget
+
+
+def _context_budget(context_window: int, settings: CompactionSettings) -> ContextBudget:
     window = max(1, context_window)
     reserve = settings.reserveTokens
     if settings.reserveTokensFloor > 0:

@@ -156,13 +156,27 @@ def encode_response(
     return _encoder.encode(ResponseFrame(id=req_id, ok=True, payload=payload))
 
 
+_event_heads: dict[str, bytes] = {}
+
+
 def encode_event(
     event: str,
     payload: Any = msgspec.UNSET,
     *,
     state_version: StateVersion | None = None,
 ) -> bytes:
-    """Encode an event frame once; `splice_seq` adds a connection's `seq` to the bytes."""
+    """Encode an event frame once; `splice_seq` adds a connection's `seq` to the bytes.
+
+    The bytes are those of `EventFrame` encoded whole; a frame with a payload and no state
+    version (every run event) is its cached head, the payload, and `}`, without building
+    the frame struct."""
+    if state_version is None and payload is not msgspec.UNSET:
+        head = _event_heads.get(event)
+        if head is None:
+            head = _encoder.encode(EventFrame(event=event, payload=None))[:-5]  # cut "null}"
+            if len(_event_heads) < 256:
+                _event_heads[event] = head
+        return head + _encoder.encode(payload) + b"}"
     return _encoder.encode(
         EventFrame(event=event, payload=payload, stateVersion=state_version or msgspec.UNSET)
     )

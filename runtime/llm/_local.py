@@ -177,6 +177,12 @@ def _pieces(text: str, size: int) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)] or [""]
 
 
+@functools.lru_cache(maxsize=256)
+def _split(text: str, n: int | None, chars: int | None) -> tuple[str, ...]:
+    """The reply's pieces (cached: a load test asks for the same reply again and again)."""
+    return tuple(_pieces(text, chars) if chars else _words(text, n))
+
+
 def _words(text: str, n: int | None) -> list[str]:
     parts = [w + " " for w in text.split(" ")] if text else [""]
     parts[-1] = parts[-1].rstrip(" ")
@@ -318,7 +324,7 @@ class LocalProvider:
         else:
             reply = f"You said: {plan.text}" if plan.text else "Hello from the local model."
 
-        pieces = _pieces(reply, plan.chars) if plan.chars else _words(reply, plan.deltas)
+        pieces = _split(reply, plan.deltas, plan.chars)
         for piece in pieces:
             if plan.stall_after is not None and sent >= plan.stall_after:
                 await trio.sleep_forever()

@@ -400,3 +400,18 @@ def test_generator_check_mode_reports_a_stale_file_and_writes_nothing(
     assert out.read_text(encoding="utf-8") == "stale\n"
     assert gen.main([str(SCHEMA), "-o", str(out)]) == 0
     assert gen.main([str(SCHEMA), "-o", str(out), "--check"]) == 0
+
+
+_json_payloads = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=10),
+    lambda children: st.lists(children, max_size=3)
+    | st.dictionaries(st.text(max_size=5), children, max_size=3),
+    max_leaves=8,
+)
+
+
+@given(event=st.text(min_size=1, max_size=12), payload=_json_payloads)
+def test_an_event_frame_encodes_to_the_bytes_of_the_whole_struct(event: str, payload: Any) -> None:
+    from runtime._frames import EventFrame, encode, encode_event
+
+    assert encode_event(event, payload) == encode(EventFrame(event=event, payload=payload))
