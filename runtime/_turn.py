@@ -155,8 +155,11 @@ BlockSink = Callable[[BlockReply], None]
 """Receives block replies; synchronous and non-blocking, like `Emit`."""
 
 
-@attrs.frozen
+@attrs.define(eq=False)
 class TurnSpec:
+    """What one turn runs with (built per run, never changed: a plain slotted class, as a
+    frozen one costs twice as much to build for its ~35 fields)."""
+
     run_id: str
     session_key: str
     session_id: str

@@ -276,14 +276,15 @@ class LocalProvider:
         unpaced = 0
 
         async def pace() -> None:
-            # Unpaced (zero delay), the model still lets others run: before its first delta
-            # and then every `_UNPACED_BURST` deltas, as a fast network stream would.
+            # Unpaced (zero delay), the model still lets others run every `_UNPACED_BURST`
+            # deltas, as a fast network stream would (a short reply goes out in one go: the
+            # run yielded while its prompt was prepared, just before).
             nonlocal unpaced
+            unpaced += 1
             if delay > 0:
                 await pace_sleep(delay)
             elif unpaced % _UNPACED_BURST == 0:
                 await trio.lowlevel.checkpoint()
-            unpaced += 1
 
         if plan.think:
             for piece in _words(plan.think, None):
