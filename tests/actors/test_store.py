@@ -440,3 +440,24 @@ async def test_concurrent_row_reads_share_one_query_and_each_gets_its_row(
                     assert found.updatedAt == i + 1
             # the writes enqueued before the reads were all visible to them
             assert await store.get_session("agent:main:k1198") is not None
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 255, 256, 257, 700])
+async def test_a_batch_of_any_size_lands_whole_and_the_last_write_of_a_key_wins(
+    tmp_path: Path, n: int
+) -> None:
+    builders = [TranscriptBuilder() for _ in range(7)]
+    with trio.fail_after(TIMEOUT):
+        async with open_store(tmp_path / "s.db") as store:
+            for i in range(n):  # enqueued without a yield: they go in as few batches as fit
+                store.put_session_nowait(row(f"agent:main:k{i % 50}", i + 1))
+                store.append_entries_nowait(f"sid-{i % 7}", messages(builders[i % 7], f"m{i}"))
+            await store.flush()
+            assert store.statistics().entries_written == n
+            for k in range(min(n, 50)):
+                found = await store.get_session(f"agent:main:k{k}")
+                last = max(i for i in range(n) if i % 50 == k)
+                assert found is not None and found.updatedAt == last + 1
+            for s in range(min(n, 7)):
+                got = texts(await store.load_entries(f"sid-{s}"))
+                assert got == [f"m{i}" for i in range(n) if i % 7 == s]
