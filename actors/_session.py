@@ -91,6 +91,9 @@ class SessionActor:
     failed_until: float = float("-inf")
     created: bool = False
     """The session had no row: it is new (`session_start` fires)."""
+    row_persisted: bool = False
+    """A row with this session id has been committed (loaded from the store, or written
+    durably since): accepting a run then needs no write before its ack."""
     _history: list[Message] | None = None
     _history_tokens: int | None = None
     """The estimated size of `_history` (None: not known, count it again)."""
@@ -306,6 +309,7 @@ class SessionActor:
         old = self.row
         row = self.reset_session()
         await sup.store.put_session_durable(row)
+        self.row_persisted = True
         await sup.session_lifecycle(self, old, reason)
         return row
 
@@ -381,6 +385,8 @@ class SessionActor:
                 # A new session id has no transcript yet: nothing to load.
                 self._history, self._builder, self._message_seq = [], TranscriptBuilder(), 0
                 self._history_tokens = 0
+            else:
+                self.row_persisted = True
             self.row = row
         finally:
             self.loaded.set()
@@ -429,6 +435,7 @@ class SessionActor:
         )
         self._history = []
         self._history_tokens = None
+        self.row_persisted = False
         self._builder = TranscriptBuilder()
         self._message_seq = 0
         return self.row

@@ -192,6 +192,7 @@ class SilentStreamFilter:
     # extends it is shown from the same offset without classifying it again.
     _decided: str | None = attrs.field(default=None, init=False)
     _offset: int = attrs.field(default=0, init=False)
+    _finished: tuple[str, str] | None = attrs.field(default=None, init=False)
 
     def feed(self, cumulative: str) -> str | None:
         self._last = cumulative
@@ -208,8 +209,14 @@ class SilentStreamFilter:
     def finish(self, cumulative: str | None = None) -> str:
         if cumulative is not None:
             self._last = cumulative
-        verdict, visible = _classify(self._last, self.token, final=True)
-        return visible if verdict == _SHOW else ""
+        last = self._last
+        known = self._finished
+        if known is not None and known[0] is last:
+            return known[1]
+        verdict, visible = _classify(last, self.token, final=True)
+        result = visible if verdict == _SHOW else ""
+        self._finished = (last, result)
+        return result
 
 
 # --- chat delta throttle -----------------------------------------------------------------

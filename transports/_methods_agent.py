@@ -3,17 +3,20 @@
 Two paths with one behaviour:
 
 - `start_agent`, the common case, runs in the connection's reader without a task of its
-  own: it validates, reserves the idempotency key, hands the session row to the store with
-  a commit callback, and returns. The callback (in the store's writer task, once the row is
-  durable) records the run, sends the ack and submits the run; a completion callback on
-  the run record sends the final `res`. No task waits for either, and no cancel scope is
-  entered: at thousands of runs a second those are a large share of a run's cost.
+  own: it validates and reserves the idempotency key. When the session's row is durable
+  already (it was loaded from the store, or written since) and the request changes
+  nothing of it but `updatedAt` (which goes with the row written at the run's end), it
+  accepts at once: records the run, sends the ack, submits the run. Otherwise it hands
+  the row to the store with a commit callback that does the same once the row is durable.
+  A completion callback on the run record sends the final `res`. No task waits for
+  either, and no cancel scope is entered: at thousands of runs a second those are a large
+  share of a run's cost.
 - `agent`, the general handler (a task per request, as every other method), takes what the
   fast path leaves to it: a repeated idempotency key (it may have to wait for the first
   request), a session whose row is not loaded yet, a store queue that is full.
 
 Either way: `runId` is the `idempotencyKey` and a repeat never starts a second run; the
-session row is durable before the ack; a `cancel` frame for the request aborts the run (a
+session's row (its id and label) is durable before the ack; a `cancel` frame for the request aborts the run (a
 cancelled request gets no further `res`), the connection going away does not; a store
 failure is `UNAVAILABLE`.
 """
@@ -272,6 +275,7 @@ async def agent(call: Call, params: AgentParams) -> None:
         accepted_at = _touch_row(actor, params)
         assert actor.row is not None
         await sup.store.put_session_durable(actor.row)
+        actor.row_persisted = True
         record, request = _open_run(gw, conn, params, plan, actor, accepted_at)
     except BaseException as exc:
         reg.dedupe.discard(dedupe_key)
@@ -356,6 +360,7 @@ class _AgentCall:
             error = GatewayError(UNAVAILABLE, f"{type(failure).__name__}: {failure}")
             self._fail(error, cached=False)
             return
+        self.actor.row_persisted = True
         gw = self.gateway
         try:
             record, request = _open_run(
@@ -412,6 +417,13 @@ def start_agent(gw: Gateway, conn: ClientConnection, frame: RequestFrame) -> boo
     accepted_at = _touch_row(actor, params)
     pending = _AgentCall(gw, conn, frame.id, params, plan, actor, accepted_at, placeholder)
     assert actor.row is not None
+    if actor.row_persisted and not _opt(params.label):
+        # The session's row (its id) is durable already; the new `updatedAt` goes with the
+        # row written at the run's end. Nothing to wait for: accept now.
+        reg.dedupe.put(dedupe_key, placeholder)
+        conn.pending[frame.id] = pending
+        pending.committed(None)
+        return True
     try:
         sup.store.put_session_nowait(actor.row, on_commit=pending.committed)
     except trio.WouldBlock:

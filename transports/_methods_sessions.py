@@ -202,6 +202,7 @@ async def _submit_message(
         t = now_ms()
         actor.row = msgspec.structs.replace(actor.row, updatedAt=t)
         await sup.store.put_session_durable(actor.row)
+        actor.row_persisted = True
         record = RunRecord(
             run_id=run_id,
             session_key=key,
@@ -474,6 +475,7 @@ async def sessions_patch(call: Call, params: SessionsPatchParamsX) -> dict[str, 
             changes[name] = value
     actor.row = msgspec.structs.replace(actor.row, updatedAt=now_ms(), **changes)
     await sup.store.put_session_durable(actor.row)
+    actor.row_persisted = True
     _changed(call, key, "patch", actor)
     gen = sup.generation
     spec = gen.agent(actor.agent_id)

@@ -174,8 +174,9 @@ async def test_a_cancel_frame_before_the_row_is_durable_drops_the_request(
                     await original(batch)
 
                 monkeypatch.setattr(store, "_commit", held_commit)
-                rid = await raw.send(
-                    "agent", {"message": "never", "idempotencyKey": "d1", "sessionKey": "d"}
+                rid = await raw.send(  # a new label: the row must be durable before the ack
+                    "agent",
+                    {"message": "never", "idempotencyKey": "d1", "sessionKey": "d", "label": "L"},
                 )
                 await trio.testing.wait_all_tasks_blocked()
                 assert len(fast_calls(gw)) == 1
@@ -213,8 +214,9 @@ async def test_a_store_failure_is_unavailable_and_the_key_is_released(tmp_path: 
                     "CREATE TRIGGER refuse BEFORE UPDATE ON sessions WHEN NEW.key = 'agent:main:s' "
                     "BEGIN SELECT RAISE(ABORT, 'refused by trigger'); END",
                 )
-                rid = await raw.send(
-                    "agent", {"message": "x", "idempotencyKey": "s1", "sessionKey": "s"}
+                rid = await raw.send(  # a new label: the row is written before the ack
+                    "agent",
+                    {"message": "x", "idempotencyKey": "s1", "sessionKey": "s", "label": "L"},
                 )
                 res = await raw.response(rid)
                 assert not res["ok"] and res["error"]["code"] == "UNAVAILABLE"
@@ -275,3 +277,32 @@ async def test_a_full_queue_rejects_the_run_and_ends_it(tmp_path: Path) -> None:
                 assert len(raw.responses(rejected)) == 2  # the ack, then the error; no final
                 gw.registry.get("q1").abort("rpc")  # type: ignore[union-attr]
                 assert (await raw.response(queued, 2))["payload"]["status"] == "ok"
+
+
+async def test_a_durable_session_is_answered_without_waiting_for_the_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with running_gateway(tmp_path, local_config()) as gw:
+        with trio.fail_after(15):
+            async with raw_client(gw) as raw:
+                await warm(raw, "w")
+                store = gw.supervisor.store
+                release = trio.Event()
+                original = store._commit
+
+                async def held_commit(batch: Any) -> None:
+                    await release.wait()
+                    await original(batch)
+
+                monkeypatch.setattr(store, "_commit", held_commit)
+                ack, final = await raw.run(
+                    {"message": "[[deltas:2]] now", "idempotencyKey": "w1", "sessionKey": "w"}
+                )  # both while no commit can happen: the row was durable since the warm-up
+                assert ack["payload"]["status"] == "accepted"
+                assert final["payload"]["status"] == "ok"
+                release.set()
+                monkeypatch.setattr(store, "_commit", original)
+                await store.flush()
+                row = await store.get_session("agent:main:w")
+                assert row is not None and row.lastRunId == "w1"
+                assert row.updatedAt >= ack["payload"]["acceptedAt"]
