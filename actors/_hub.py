@@ -57,12 +57,8 @@ class AgentEventPayload(msgspec.Struct, frozen=True, omit_defaults=True):
     agentId: str | None = None
 
 
-@attrs.define(eq=False, slots=True)
-class _Event:
-    seq_all: int
-    seq_public: int  # 0 for tool events (not in the public space)
-    full: AgentEventPayload
-    public: AgentEventPayload | None
+_Frames = tuple[int, int, bytes, bytes | None]
+"""A replayable event: (seq, public seq or 0 for a tool event, frame, public frame or None)."""
 
 
 @attrs.define(eq=False, slots=True)
@@ -74,7 +70,7 @@ class _RunStream:
     owners: set[Subscriber] = attrs.field(factory=set)
     seq_all: int = 0
     seq_public: int = 0
-    replay: collections.deque[_Event] = attrs.field(
+    replay: collections.deque[_Frames] = attrs.field(
         factory=lambda: collections.deque(maxlen=REPLAY_PER_RUN)
     )
     ended: bool = False
@@ -101,8 +97,7 @@ class Replay:
     ended: bool
 
 
-def _now_ms() -> int:
-    return int(time.time() * 1000)
+_time = time.time
 
 
 class EventHub:
@@ -232,7 +227,6 @@ class EventHub:
     def emit_agent(self, run_id: str, stream: str, data: dict[str, Any]) -> int:
         """Stamp, encode once per seq space and deliver one `agent` event. Returns its seq."""
         rs = self._runs[run_id]
-        ts = _now_ms()
         rs.seq_all += 1
         is_tool = stream == "tool"
         if not is_tool:
@@ -241,49 +235,39 @@ class EventHub:
             runId=run_id,
             seq=rs.seq_all,
             stream=stream,
-            ts=ts,
+            ts=int(_time() * 1000),
             data=data,
             sessionKey=rs.session_key,
             sessionId=rs.session_id,
             agentId=rs.agent_id,
         )
+        full_frame = encode_event("agent", full)
         if is_tool:
-            public = None
+            public_frame = None
         elif rs.seq_public == rs.seq_all:
-            public = full  # no tool event so far: both spaces number alike, one payload
+            public_frame = full_frame  # no tool event so far: both spaces number alike
         else:
-            public = msgspec.structs.replace(full, seq=rs.seq_public)
-        same = public is full
-        rs.replay.append(_Event(rs.seq_all, 0 if is_tool else rs.seq_public, full, public))
+            public_frame = encode_event("agent", msgspec.structs.replace(full, seq=rs.seq_public))
+        self._encodes += 1 if public_frame is full_frame or public_frame is None else 2
+        # The replay buffer holds the frames (bytes and ints: nothing the GC has to walk, at
+        # thousands of streaming runs).
+        rs.replay.append((rs.seq_all, 0 if is_tool else rs.seq_public, full_frame, public_frame))
         self._events += 1
-        watch, broadcast = self._targets(rs)
-        full_frame: bytes | None = None
-        public_frame: bytes | None = None
+        watchers = self._watchers.get(rs.session_key)
+        watch = rs.owners | watchers if watchers else rs.owners
         delivered = 0
         for sub in watch:
-            if same or sub.wants_tool_events:
-                if full_frame is None:
-                    full_frame = encode_event("agent", full)
-                    self._encodes += 1
+            if public_frame is full_frame or sub.wants_tool_events:
                 sub.push_event(full_frame)
                 delivered += 1
-            elif public is not None:
-                if public_frame is None:
-                    public_frame = encode_event("agent", public)
-                    self._encodes += 1
+            elif public_frame is not None:
                 sub.push_event(public_frame)
                 delivered += 1
-        if public is not None:
-            if same:
-                public_frame = full_frame
-            for sub in broadcast:
-                if sub in watch:
-                    continue
-                if public_frame is None:
-                    public_frame = encode_event("agent", public)
-                    self._encodes += 1
-                sub.push_event(public_frame)
-                delivered += 1
+        if public_frame is not None:
+            for sub in self._broadcast:
+                if sub not in watch:
+                    sub.push_event(public_frame)
+                    delivered += 1
         self._delivered += delivered
         return rs.seq_all
 
@@ -335,19 +319,17 @@ class EventHub:
         rs = self._runs.get(run_id) or self._finished.get(run_id)
         if rs is None:
             return None
-        events = list(rs.replay)
         last = rs.seq_all if full else rs.seq_public
         if after_seq >= last:
             return Replay([], False, last, rs.ended)
-        seqs = [e.seq_all if full else e.seq_public for e in events if full or e.public is not None]
-        gap = not seqs or seqs[0] > after_seq + 1
-        frames: list[bytes] = []
-        for e in events:
-            payload = e.full if full else e.public
-            seq = e.seq_all if full else e.seq_public
-            if payload is None or seq <= after_seq:
-                continue
-            frames.append(encode_event("agent", payload))
+        # (seq, frame) in the caller's space: a tool event has no public seq nor frame
+        kept = [
+            (seq_all, full_frame) if full else (seq_public, public_frame)
+            for seq_all, seq_public, full_frame, public_frame in rs.replay
+            if full or public_frame is not None
+        ]
+        gap = not kept or kept[0][0] > after_seq + 1
+        frames = [frame for seq, frame in kept if seq > after_seq and frame is not None]
         return Replay(frames, gap, last, rs.ended)
 
     def statistics(self) -> HubStatistics:

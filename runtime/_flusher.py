@@ -14,7 +14,7 @@ import heapq
 import itertools
 import math
 from collections.abc import Callable
-from typing import Generic, Protocol, TypeVar
+from typing import Final, Generic, Protocol, TypeVar
 
 import trio
 
@@ -30,6 +30,10 @@ class Deadline(Protocol):
 
 
 _T = TypeVar("_T", bound=Deadline)
+
+MAX_POLLS_PER_ROUND: Final = 64
+"""Items flushed per scheduler round at most; more due ones go in the next rounds (with the
+writers running in between), so a backlog never holds up everything else at once."""
 
 
 class DeadlineFlusher(Generic[_T]):
@@ -89,13 +93,15 @@ class DeadlineFlusher(Generic[_T]):
                 continue
             self._sleeping_until = now
             again: list[_T] = []
-            while heap and heap[0][0] <= now:
+            polled = 0
+            while heap and heap[0][0] <= now and polled < MAX_POLLS_PER_ROUND:
                 due, _, item = heapq.heappop(heap)
                 if self._scheduled.get(item) != due:
                     continue  # a stale entry: the item was scheduled again since
                 del self._scheduled[item]
                 if (actual := item.due_ms()) is not None and actual <= now:
                     item.poll(now)
+                    polled += 1
                 again.append(item)
             for item in again:  # still (or again) pending: by their new deadlines
                 self.add(item)

@@ -25,6 +25,10 @@ __all__ = ["QUANTUM_S", "Pacer", "pace_sleep"]
 
 QUANTUM_S: Final = 0.001
 """How late a paced sleep may end: sleepers due within one quantum wake together."""
+WAKE_BATCH: Final = 64
+"""Sleepers woken per scheduler round at most. When more are due (the process cannot keep
+up with the pacing), the rest wake in the next rounds, after what the woken ones produced
+has been written out: the sleeps stretch, but nothing waits behind thousands of others."""
 
 _current: trio.lowlevel.RunVar[Pacer | None] = trio.lowlevel.RunVar("clawlane_pacer", None)
 
@@ -81,10 +85,16 @@ class Pacer:
                     await trio.sleep_forever()
                 self._scope = None
                 now = trio.current_time()
+                woken = 0
                 while heap and heap[0][0] <= now:
                     task = heapq.heappop(heap)[2][0]
                     if task is not None:
                         trio.lowlevel.reschedule(task)
+                        woken += 1
+                        if woken >= WAKE_BATCH:
+                            await trio.lowlevel.checkpoint()  # let them (and the writers) run
+                            woken = 0
+                            now = trio.current_time()
         finally:
             self._driving = False
             self._scope = None

@@ -87,3 +87,44 @@ async def test_a_second_pacer_in_the_same_run_does_not_drive(
         assert [first._driving, second._driving].count(True) == 1
         await pace_sleep(0.1)
         n.cancel_scope.cancel()
+
+
+async def test_a_crowd_due_at_once_wakes_in_rounds_so_others_run_between(
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    from runtime.llm._pacer import WAKE_BATCH
+
+    crowd_size = 5 * 64
+    pacer = Pacer()
+    log: list[str] = []
+    done = trio.Event()
+
+    async def sleeper() -> None:
+        await pace_sleep(1.0)
+        log.append("s")
+
+    async def spinner() -> None:
+        while not done.is_set():
+            log.append("|")
+            await trio.lowlevel.checkpoint()
+
+    with trio.fail_after(60):  # virtual time: only our jump moves it
+        async with trio.open_nursery() as n:
+            n.start_soon(pacer.run)
+            await trio.testing.wait_all_tasks_blocked()
+            async with trio.open_nursery() as crowd:
+                for _ in range(crowd_size):
+                    crowd.start_soon(sleeper)
+                await trio.testing.wait_all_tasks_blocked()
+                assert pacer.sleepers == crowd_size
+                crowd.start_soon(spinner)  # runs once per scheduler round from now on
+                mock_clock.jump(2.0)  # all of them are due at once
+                while log.count("s") < crowd_size:
+                    await trio.lowlevel.checkpoint()
+                done.set()
+            n.cancel_scope.cancel()
+    # Between two turns of the spinner at most two rounds of sleepers ran (its place in a
+    # round is random); woken all at once, one of the two sides would hold half the crowd.
+    rounds = "".join(log).split("|")
+    assert max(len(r) for r in rounds) <= 2 * WAKE_BATCH < crowd_size // 2
+    assert sum(len(r) for r in rounds) == crowd_size
