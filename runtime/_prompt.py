@@ -104,6 +104,7 @@ DEFAULT_BOOTSTRAP_MAX_CHARS: Final = 20_000
 DEFAULT_BOOTSTRAP_TOTAL_MAX_CHARS: Final = 150_000
 _READ_LIMIT: Final = 2 * 1024 * 1024  # bytes read of one bootstrap file at most
 _MIN_FILE_CHARS: Final = 64  # below this a file is left out rather than cut to nothing
+WAKE_ROUND: Final = 64  # runs woken per scheduler round when a shared load is done
 
 
 # --- bootstrap files ---------------------------------------------------------------------
@@ -302,8 +303,38 @@ class PromptCacheStatistics:
 
 @attrs.define(eq=False)
 class _Load:
-    done: trio.Event = attrs.field(factory=trio.Event)
+    """A load in flight, and the runs waiting for it. They are woken in rounds of
+    `WAKE_ROUND` (the loader yields between rounds): a thousand runs waiting on one load
+    then go on a few dozen at a time, with what they emit written out in between, instead
+    of all in one scheduler round that holds every event back for its whole length."""
+
     result: tuple[SkillsSnapshot, tuple[BootstrapFile, ...]] | None = None
+    finished: bool = False
+    waiters: list[list[trio.lowlevel.Task | None]] = attrs.field(factory=list)
+
+    async def wait(self) -> None:
+        """Until the load is over (whether it worked: see `result`). A checkpoint."""
+        if self.finished:
+            await trio.lowlevel.checkpoint()
+            return
+        cell: list[trio.lowlevel.Task | None] = [trio.lowlevel.current_task()]
+        self.waiters.append(cell)
+
+        def abort(_: object) -> trio.lowlevel.Abort:
+            cell[0] = None
+            return trio.lowlevel.Abort.SUCCEEDED
+
+        await trio.lowlevel.wait_task_rescheduled(abort)
+
+    async def release(self) -> None:
+        """Wake every waiter, a round at a time. Call shielded: the waiters depend on it."""
+        self.finished = True
+        waiters, self.waiters = self.waiters, []
+        for i, cell in enumerate(waiters, 1):
+            if cell[0] is not None:
+                trio.lowlevel.reschedule(cell[0])
+            if i % WAKE_ROUND == 0:
+                await trio.lowlevel.checkpoint()
 
 
 @attrs.define(eq=False)
@@ -373,7 +404,7 @@ class PromptCache:
         A load that starts after an edit sees the edit. A checkpoint."""
         key = (roots, workspace)
         while (pending := self._inflight.get(key)) is not None:
-            await pending.done.wait()
+            await pending.wait()
             if pending.result is not None:
                 return pending.result
             # The run that was loading failed or was cancelled: load ourselves.
@@ -384,7 +415,8 @@ class PromptCache:
             return pending.result
         finally:
             del self._inflight[key]
-            pending.done.set()
+            with trio.CancelScope(shield=True):
+                await pending.release()
 
     async def skills(self, roots: Sequence[Path]) -> SkillsSnapshot:
         """The snapshot of `roots`. A checkpoint (reads the files in a worker thread)."""

@@ -48,6 +48,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("clawlane.connection")
 
 MAX_INFLIGHT_REQUESTS: Final = 256
+DISPATCH_ROUND: Final = 32
 
 
 class Cancellable(Protocol):
@@ -160,6 +161,7 @@ class ClientConnection:
             self.ws.close(CLOSE_POLICY, "handshake timeout")
             return
         self.ws.max_message_bytes = MAX_PAYLOAD_BYTES
+        dispatched = 0
         while True:
             try:
                 text = await self.ws.receive_message()
@@ -167,6 +169,11 @@ class ClientConnection:
                 self.ws.close(CLOSE_TOO_BIG, "payload too large", drop_pending=True)
                 return
             self._dispatch(text)
+            dispatched += 1
+            if dispatched % DISPATCH_ROUND == 0:
+                # Messages already received are parsed without a yield: after a round of
+                # them, let what they started (and the writers) run before the next round.
+                await trio.lowlevel.checkpoint()
 
     def _handshake(self, text: str) -> bool:
         gw = self.gateway

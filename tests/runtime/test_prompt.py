@@ -473,7 +473,9 @@ async def test_the_coalescer_flushes_after_an_idle_pause(autojump_clock: Any) ->
         for piece in pieces:
             text += piece
             pipeline.on_text(text)
-            await trio.sleep(5)  # virtual time (autojump): the model is silent for 5 s, so the idle timer fires
+            await trio.sleep(
+                5
+            )  # virtual time (autojump): the model is silent for 5 s, so the idle timer fires
         pipeline.finish()
         nursery.cancel_scope.cancel()
     assert delivered == [
@@ -529,3 +531,46 @@ async def test_blocks_buffered_by_a_failed_attempt_are_dropped_on_retry() -> Non
         await run_turn(spec, lambda s, d: None, RunProgress(), out)
     assert out.overflow_retries == 1
     assert [b.text for b in blocks] == ["You said: alpha beta gamma delta"]
+
+
+async def test_runs_waiting_on_one_load_are_woken_in_rounds_and_a_cancelled_one_is_skipped() -> (
+    None
+):
+    from runtime._prompt import WAKE_ROUND, _Load
+
+    load = _Load()
+    log: list[str] = []
+    released = trio.Event()
+
+    async def waiter() -> None:
+        await load.wait()
+        log.append("w")
+
+    async def spinner() -> None:
+        while not released.is_set() or log.count("w") < crowd:
+            log.append("|")
+            await trio.lowlevel.checkpoint()
+
+    crowd = 5 * WAKE_ROUND
+    with trio.fail_after(10):
+        async with trio.open_nursery() as n:
+            for _ in range(crowd):
+                n.start_soon(waiter)
+            cancelled = trio.CancelScope()
+
+            async def leaver() -> None:
+                with cancelled:
+                    await load.wait()
+                log.append("gave up")
+
+            n.start_soon(leaver)
+            await trio.testing.wait_all_tasks_blocked()
+            cancelled.cancel()
+            await trio.testing.wait_all_tasks_blocked()
+            n.start_soon(spinner)
+            await load.release()
+            released.set()
+    assert log.count("w") == crowd and log.count("gave up") == 1
+    rounds = "".join(x for x in log if x != "gave up").split("|")
+    assert max(len(r) for r in rounds) <= 2 * WAKE_ROUND < crowd // 2
+    await load.wait()  # over: returns at once
