@@ -111,6 +111,19 @@ class CachedResponse:
     def placeholder(cls) -> CachedResponse:
         return cls(ok=True, payload=None, ready=trio.Event())
 
+    def settle(self, payload: Any) -> None:
+        """The reserving request was accepted: duplicates get `payload` (the ack)."""
+        self.payload = payload
+        self.ready.set()
+
+    def abandon(self, error: Any = None) -> None:
+        """The reserving request ended without being accepted: duplicates waiting on it get
+        `error` (a `GatewayError`), or, with none, are told to retry. The caller removes
+        the key from the cache."""
+        if error is not None:
+            self.ok, self.error = False, error
+        self.ready.set()
+
 
 class IdempotencyCache:
     """A TTL + size bounded map. Not thread-safe; one trio thread."""

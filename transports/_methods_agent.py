@@ -279,12 +279,9 @@ async def agent(call: Call, params: AgentParams) -> None:
         record, request = _open_run(gw, conn, params, plan, actor, accepted_at)
     except BaseException as exc:
         reg.dedupe.discard(dedupe_key)
-        if isinstance(exc, GatewayError):
-            placeholder.ok, placeholder.error = False, exc
-        placeholder.ready.set()
+        placeholder.abandon(exc if isinstance(exc, GatewayError) else None)
         raise
-    placeholder.payload = _ack(record)
-    placeholder.ready.set()
+    placeholder.settle(_ack(record))
     call.respond(placeholder.payload)
     _submit(actor, request)
     await _await_final(call, record)
@@ -341,11 +338,8 @@ class _AgentCall:
     def _fail(self, error: GatewayError | None, *, cached: bool = True) -> None:
         """The request ends before its run was accepted, as the general path's would:
         the key is released, waiting duplicates see `error` (when `cached`)."""
-        reg = self.gateway.registry
-        reg.dedupe.discard(self.dedupe_key)
-        if error is not None and cached:
-            self.placeholder.ok, self.placeholder.error = False, error
-        self.placeholder.ready.set()
+        self.gateway.registry.dedupe.discard(self.dedupe_key)
+        self.placeholder.abandon(error if cached else None)
         self._forget()
         if error is not None and not self.cancelled:
             self.conn.respond_error(self.req_id, error)
@@ -370,9 +364,8 @@ class _AgentCall:
             self._fail(exc)
             return
         self.record = record
-        ack = self.placeholder.payload = _ack(record)
-        self.placeholder.ready.set()
-        self.conn.respond(self.req_id, ack)
+        self.placeholder.settle(_ack(record))
+        self.conn.respond(self.req_id, self.placeholder.payload)
         try:
             _submit(self.actor, request)
         except Exception as exc:

@@ -233,12 +233,9 @@ async def _submit_message(
             raise invalid_request(str(exc)) from exc
     except BaseException as exc:
         reg.dedupe.discard(dedupe_key)
-        if isinstance(exc, GatewayError):
-            placeholder.ok, placeholder.error = False, exc
-        placeholder.ready.set()
+        placeholder.abandon(exc if isinstance(exc, GatewayError) else None)
         raise
-    placeholder.payload = {"runId": run_id, "status": "started"}
-    placeholder.ready.set()
+    placeholder.settle({"runId": run_id, "status": "started"})
     _changed(call, key, "send", actor)
     return {"runId": run_id, "status": "started"}
 

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 import trio
 
+from actors import Store
 from tests.conftest import gateway_url, local_config, raw_handshake, running_gateway
 from transports._client import open_websocket
 from transports._gateway import Gateway
@@ -76,6 +77,19 @@ class Raw:
             and f["payload"]["runId"] == run_id
             and f["payload"]["stream"] == "lifecycle"
         ]
+
+
+def hold_commits(store: Store, monkeypatch: pytest.MonkeyPatch) -> trio.Event:
+    """Make the store's writer wait before each commit until the returned event is set."""
+    release = trio.Event()
+    original = store._commit
+
+    async def held_commit(batch: Any) -> None:
+        await release.wait()
+        await original(batch)
+
+    monkeypatch.setattr(store, "_commit", held_commit)
+    return release
 
 
 async def warm(raw: Raw, key: str) -> None:
@@ -166,14 +180,7 @@ async def test_a_cancel_frame_before_the_row_is_durable_drops_the_request(
             async with raw_client(gw) as raw:
                 await warm(raw, "d")
                 store = gw.supervisor.store
-                release = trio.Event()
-                original = store._commit
-
-                async def held_commit(batch: Any) -> None:
-                    await release.wait()
-                    await original(batch)
-
-                monkeypatch.setattr(store, "_commit", held_commit)
+                release = hold_commits(store, monkeypatch)
                 rid = await raw.send(  # a new label: the row must be durable before the ack
                     "agent",
                     {"message": "never", "idempotencyKey": "d1", "sessionKey": "d", "label": "L"},
@@ -184,7 +191,6 @@ async def test_a_cancel_frame_before_the_row_is_durable_drops_the_request(
                 await trio.testing.wait_all_tasks_blocked()
                 assert fast_calls(gw) == []
                 release.set()
-                monkeypatch.setattr(store, "_commit", original)
                 await store.flush()
                 await trio.testing.wait_all_tasks_blocked()
                 assert gw.registry.get("d1") is None
@@ -287,21 +293,13 @@ async def test_a_durable_session_is_answered_without_waiting_for_the_store(
             async with raw_client(gw) as raw:
                 await warm(raw, "w")
                 store = gw.supervisor.store
-                release = trio.Event()
-                original = store._commit
-
-                async def held_commit(batch: Any) -> None:
-                    await release.wait()
-                    await original(batch)
-
-                monkeypatch.setattr(store, "_commit", held_commit)
+                release = hold_commits(store, monkeypatch)
                 ack, final = await raw.run(
                     {"message": "[[deltas:2]] now", "idempotencyKey": "w1", "sessionKey": "w"}
                 )  # both while no commit can happen: the row was durable since the warm-up
                 assert ack["payload"]["status"] == "accepted"
                 assert final["payload"]["status"] == "ok"
                 release.set()
-                monkeypatch.setattr(store, "_commit", original)
                 await store.flush()
                 row = await store.get_session("agent:main:w")
                 assert row is not None and row.lastRunId == "w1"
