@@ -258,8 +258,16 @@ class ClientConnection:
                 frame.id, GatewayError(INVALID_REQUEST, f"duplicate request id: {frame.id}")
             )
             return
-        if frame.method == "agent" and start_agent(self.gateway, self, frame):
-            return
+        if frame.method == "agent":
+            try:
+                if start_agent(self.gateway, self, frame):
+                    return
+            except Exception as exc:  # a bug: the request fails, the connection lives on
+                log.exception("method agent failed")
+                self.respond_error(
+                    frame.id, GatewayError(UNAVAILABLE, f"{type(exc).__name__}: {exc}")
+                )
+                return
         scope = trio.CancelScope()
         self.pending[frame.id] = scope
         assert self.nursery is not None

@@ -363,6 +363,10 @@ class _AgentCall:
         except GatewayError as exc:
             self._fail(exc)
             return
+        except Exception as exc:  # a bug: this request fails, nothing else
+            log.exception("method agent failed")
+            self._fail(GatewayError(UNAVAILABLE, f"{type(exc).__name__}: {exc}"), cached=False)
+            return
         self.record = record
         self.placeholder.settle(_ack(record))
         self.conn.respond(self.req_id, self.placeholder.payload)

@@ -304,3 +304,31 @@ async def test_a_durable_session_is_answered_without_waiting_for_the_store(
                 row = await store.get_session("agent:main:w")
                 assert row is not None and row.lastRunId == "w1"
                 assert row.updatedAt >= ack["payload"]["acceptedAt"]
+
+
+async def test_a_bug_on_the_fast_path_fails_the_request_not_the_connection(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import transports._methods_agent as agent_module
+
+    async with running_gateway(tmp_path, local_config()) as gw:
+        with trio.fail_after(15):
+            async with raw_client(gw) as raw:
+                await warm(raw, "b")
+
+                def broken(*args: Any) -> Any:
+                    raise RuntimeError("injected")
+
+                with monkeypatch.context() as m:
+                    m.setattr(agent_module, "_open_run", broken)
+                    rid = await raw.send(
+                        "agent", {"message": "x", "idempotencyKey": "b1", "sessionKey": "b"}
+                    )
+                    res = await raw.response(rid)
+                assert not res["ok"] and res["error"]["code"] == "UNAVAILABLE"
+                assert "injected" in res["error"]["message"]
+                assert fast_calls(gw) == [] and gw.registry.dedupe.get("agent:b1") is None
+                _, final = await raw.run(  # the key was released: it runs now
+                    {"message": "again", "idempotencyKey": "b1", "sessionKey": "b"}
+                )
+                assert final["payload"]["status"] == "ok"
