@@ -139,6 +139,16 @@ class _Waiter:
         return self.result
 
 
+@attrs.define(eq=False)
+class _RowBatch:
+    """Session rows read together (`Store.get_session`): the keys, then what was found."""
+
+    keys: set[str] = attrs.field(factory=set)
+    done: trio.Event = attrs.field(factory=trio.Event)
+    found: dict[str, bytes] = attrs.field(factory=dict)
+    failure: StoreError | None = None
+
+
 @attrs.frozen(eq=False)
 class _PutRow:
     key: str
@@ -385,7 +395,7 @@ class Store:
         self._entries_written = 0
         self._last_batch_size = 0
         self._next_seq: dict[str, int] = {}  # the writer thread's, between batches
-        self._row_batch: dict[str, list[_Waiter]] | None = None  # `get_session` joining
+        self._row_batch: _RowBatch | None = None  # what `get_session` callers join
 
     @property
     def path(self) -> Path:
@@ -485,35 +495,29 @@ class Store:
         batch = self._row_batch
         leader = batch is None
         if batch is None:
-            batch = self._row_batch = {}
-        waiter = _Waiter()
-        batch.setdefault(key, []).append(waiter)
+            batch = self._row_batch = _RowBatch()
+        batch.keys.add(key)
         if leader:
             with trio.CancelScope(shield=True):  # the others wait on this read
                 await trio.lowlevel.checkpoint()
                 self._row_batch = None
                 await self._read_rows(batch)
-        await waiter.event.wait()
-        blob = waiter.result
-        if isinstance(blob, StoreError):  # the shared read failed: the same error for each
-            raise type(blob)(str(blob)) from blob.__cause__
-        return self._decode(decode_session_row, blob) if isinstance(blob, bytes) else None
+        await batch.done.wait()
+        if batch.failure is not None:  # the shared read failed: the same error for each
+            raise type(batch.failure)(str(batch.failure)) from batch.failure.__cause__
+        blob = batch.found.get(key)
+        return self._decode(decode_session_row, blob) if blob is not None else None
 
-    async def _read_rows(self, batch: dict[str, list[_Waiter]]) -> None:
-        keys = list(batch)
-        found: dict[str, bytes] = {}
-        failure: StoreError | None = None
+    async def _read_rows(self, batch: _RowBatch) -> None:
+        keys = list(batch.keys)
         try:
             for i in range(0, len(keys), _KEYS_PER_QUERY):
                 chunk = keys[i : i + _KEYS_PER_QUERY]
                 sql = f"SELECT key, row FROM sessions WHERE key IN ({','.join('?' * len(chunk))})"
-                found.update(await self._read(_fetch_pairs, sql, chunk))
+                batch.found.update(await self._read(_fetch_pairs, sql, chunk))
         except StoreError as exc:
-            failure = exc
-        for key, waiters in batch.items():
-            for w in waiters:
-                w.result = failure or found.get(key)
-                w.event.set()
+            batch.failure = exc
+        batch.done.set()
 
     async def list_sessions(
         self,

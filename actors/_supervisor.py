@@ -273,6 +273,7 @@ class Supervisor:
         self.plugins = PluginRegistry()
         self.workspace_root = workspace_root
         self._workspaces: dict[str, Path] = {}
+        self._making: dict[str, trio.Event] = {}
         self._toolsets: dict[tuple[int, int, str], tuple[tuple[Any, ...], ToolPolicy, ToolSet]] = {}
         self._turn_settings: tuple[int, dict[str, Any]] | None = None
         self.started_at = time.time()
@@ -348,11 +349,22 @@ class Supervisor:
             await trio.lowlevel.checkpoint()
             return known
 
+        while (making := self._making.get(key)) is not None:
+            await making.wait()  # another run is creating it: share that (once per agent)
+            known = self._workspaces.get(key)
+            if known is not None:
+                return known
+
         def make() -> Path:
             path = Path(configured).expanduser() if configured else self.workspace_root / agent_id
             return ensure_workspace(path)
 
-        resolved = await trio.to_thread.run_sync(make)
+        making = self._making[key] = trio.Event()
+        try:
+            resolved = await trio.to_thread.run_sync(make)
+        finally:
+            del self._making[key]
+            making.set()
         self._workspaces[key] = resolved
         return resolved
 

@@ -230,3 +230,30 @@ async def test_waiting_for_unknown_runs_leaves_nothing_behind() -> None:
             reg.add(record)
             reg.finish(record)
         assert results == [record, record] and reg._appeared == {}
+
+
+async def test_runs_that_need_a_new_workspace_at_once_create_it_once(
+    tmp_path: Path, monkeypatch
+) -> None:
+    import actors._supervisor as supervisor_module
+
+    made: list[Path] = []
+    original = supervisor_module.ensure_workspace
+
+    def counting(path: Path) -> Path:
+        made.append(path)
+        return original(path)
+
+    monkeypatch.setattr(supervisor_module, "ensure_workspace", counting)
+    with trio.fail_after(10):
+        async with supervisor(tmp_path) as (sup, _sink):
+            got: list[Path] = []
+
+            async def ask() -> None:
+                got.append(await sup.workspace_for("main", None))
+
+            async with trio.open_nursery() as n:
+                for _ in range(50):
+                    n.start_soon(ask)
+            assert len(made) == 1 and len(set(got)) == 1 and len(got) == 50
+            assert got[0].is_dir() and sup.known_workspace("main", None) == got[0]
