@@ -236,9 +236,9 @@ async def test_runs_that_need_a_new_workspace_at_once_create_it_once(
     tmp_path: Path, monkeypatch
 ) -> None:
     import actors._supervisor as supervisor_module
+    from runtime.tools import ensure_workspace as original
 
     made: list[Path] = []
-    original = supervisor_module.ensure_workspace
 
     def counting(path: Path) -> Path:
         made.append(path)
