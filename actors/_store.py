@@ -338,9 +338,7 @@ def _fetch_blobs(conn: sqlite3.Connection, sql: str, params: Sequence[object]) -
     return [blob for (blob,) in conn.execute(sql, params)]
 
 
-def _fetch_pairs(
-    conn: sqlite3.Connection, sql: str, params: Sequence[object]
-) -> dict[str, bytes]:
+def _fetch_pairs(conn: sqlite3.Connection, sql: str, params: Sequence[object]) -> dict[str, bytes]:
     return dict(conn.execute(sql, params).fetchall())
 
 

@@ -445,7 +445,8 @@ class Supervisor:
             await actor.load()
             if actor.created and actor.row is not None and self.hooks.has("session_start"):
                 await self.hooks.fire(
-                    "session_start", SessionStartEvent(sessionId=actor.row.sessionId, sessionKey=key)
+                    "session_start",
+                    SessionStartEvent(sessionId=actor.row.sessionId, sessionKey=key),
                 )
         else:
             await actor.loaded.wait()

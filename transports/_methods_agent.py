@@ -208,7 +208,9 @@ def _open_run(
     if existing is not None and not existing.ended:
         raise invalid_request(f"run {record.run_id} is already in flight")
     sup.registry.add(record)
-    gw.hub.open_run(record.run_id, plan.key, owner=conn, session_id=session_id, agent_id=plan.spec.id)
+    gw.hub.open_run(
+        record.run_id, plan.key, owner=conn, session_id=session_id, agent_id=plan.spec.id
+    )
     timeout = _opt(params.timeout)
     default_timeout = run_timeout_seconds(sup.generation.config.agents.defaults)
     timeout_s = float(timeout) if timeout is not None else (default_timeout or 0.0)

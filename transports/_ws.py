@@ -54,7 +54,9 @@ CLOSE_TOO_BIG: Final = 1009
 NO_STATUS: Final = 1005
 MAX_HANDSHAKE_BYTES: Final = 16_384
 _LOCAL_ONLY_CODES: Final = frozenset({1005, 1006, 1015})
-_DEFINED_CODES: Final = frozenset({1000, 1001, 1002, 1003, 1007, 1008, 1009, 1010, 1011, 1012, 1013, 1014})
+_DEFINED_CODES: Final = frozenset(
+    {1000, 1001, 1002, 1003, 1007, 1008, 1009, 1010, 1011, 1012, 1013, 1014}
+)
 
 
 class ConnectionClosed(Exception):
