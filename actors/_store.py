@@ -134,8 +134,9 @@ class _Waiter:
 
     async def wait(self) -> object:
         await self.event.wait()
-        if self.cause is not None:
-            raise StoreError(f"{self.message}: {self.cause}") from self.cause
+        error = self.error()
+        if error is not None:
+            raise error
         return self.result
 
 

@@ -113,6 +113,11 @@ def invalid_request(message: str, **details: Any) -> GatewayError:
     return GatewayError(INVALID_REQUEST, message, details=details or msgspec.UNSET)
 
 
+def opt(value: _T | msgspec.UnsetType) -> _T | None:
+    """A decoded optional param: None when it was absent (`msgspec.UNSET`)."""
+    return None if isinstance(value, msgspec.UnsetType) else value
+
+
 def decode_params(method: str, raw: Any, type_: type[_T]) -> _T:
     """Validate a request's params; the error names the field (`INVALID_REQUEST`)."""
     try:

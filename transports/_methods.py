@@ -26,6 +26,7 @@ from runtime._frames import (
     RequestFrame,
     invalid_request,
     missing_scope,
+    opt,
 )
 from runtime._frames import decode_params as decode_params
 from runtime._generation import GenerationError
@@ -48,10 +49,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("clawlane.methods")
 
 _T = TypeVar("_T")
-
-
-def opt(value: _T | msgspec.UnsetType) -> _T | None:
-    return None if isinstance(value, msgspec.UnsetType) else value
 
 
 def now_ms() -> int:

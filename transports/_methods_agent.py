@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import logging
 import re
-import time
 from typing import TYPE_CHECKING, Any, Final
 
 import attrs
@@ -33,6 +32,7 @@ import msgspec
 import trio
 
 from actors import CachedResponse, RunRecord, RunRequest, SessionActor, StoreError
+from runtime._agent import now_ms
 from runtime._config import run_timeout_seconds
 from runtime._frames import (
     UNAVAILABLE,
@@ -41,6 +41,7 @@ from runtime._frames import (
     decode_params,
     invalid_request,
     missing_scope,
+    opt,
 )
 from runtime._generation import AgentSpec, GenerationError
 from runtime._sessions import SessionKeyError
@@ -58,14 +59,6 @@ RESET_COMMAND: Final = re.compile(r"^/(new|reset)(?:\s+(.*))?$", re.IGNORECASE |
 RESET_GREETING: Final = (
     "A new session was started. Greet the user briefly and ask what they would like to do."
 )
-
-
-def _opt(value: Any) -> Any:
-    return None if isinstance(value, msgspec.UnsetType) else value
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 # --- the answers ---------------------------------------------------------------------------
@@ -123,7 +116,7 @@ class _Plan:
 
 
 def _authorize(conn: ClientConnection, params: AgentParams) -> None:
-    if (_opt(params.provider) or _opt(params.model)) and not conn.has_scope("operator.admin"):
+    if (opt(params.provider) or opt(params.model)) and not conn.has_scope("operator.admin"):
         raise invalid_request("provider/model overrides are not authorized for this caller.")
 
 
@@ -131,18 +124,18 @@ def _plan(gw: Gateway, conn: ClientConnection, params: AgentParams) -> _Plan:
     """Check the request against the current generation. Raises `GatewayError`."""
     sup = gw.supervisor
     gen = sup.generation
-    lane = _opt(params.lane) or "main"
+    lane = opt(params.lane) or "main"
     if lane not in sup.lanes:
         raise invalid_request(
             f"invalid agent params: unknown lane {lane!r} (main, cron, subagent, nested)"
         )
-    agent_id = _opt(params.agentId)
+    agent_id = opt(params.agentId)
     try:
         spec = gen.agent(agent_id)
     except GenerationError as exc:
         raise invalid_request(str(exc)) from exc
     try:
-        key = sup.resolve_key(_opt(params.sessionKey), agent_id)
+        key = sup.resolve_key(opt(params.sessionKey), agent_id)
     except SessionKeyError as exc:
         raise invalid_request(str(exc)) from exc
     if agent_id is None and key.startswith("agent:") and key.split(":")[1] != spec.id:
@@ -163,7 +156,7 @@ def _plan(gw: Gateway, conn: ClientConnection, params: AgentParams) -> _Plan:
             reset_reason = m.group(1).lower()
             message = m.group(2) or RESET_GREETING
     model_ref: str | None = None
-    provider, model = _opt(params.provider), _opt(params.model)
+    provider, model = opt(params.provider), opt(params.model)
     if model:
         model_ref = model if "/" in model or not provider else f"{provider}/{model}"
         try:
@@ -176,9 +169,9 @@ def _plan(gw: Gateway, conn: ClientConnection, params: AgentParams) -> _Plan:
 def _touch_row(actor: SessionActor, params: AgentParams) -> int:
     """Stamp the session row (and its label) for this request; returns the time."""
     assert actor.row is not None
-    t = _now_ms()
+    t = now_ms()
     row = msgspec.structs.replace(actor.row, updatedAt=t)
-    if _opt(params.label):
+    if opt(params.label):
         row = msgspec.structs.replace(row, label=params.label)
     actor.row = row
     return t
@@ -211,7 +204,7 @@ def _open_run(
     gw.hub.open_run(
         record.run_id, plan.key, owner=conn, session_id=session_id, agent_id=plan.spec.id
     )
-    timeout = _opt(params.timeout)
+    timeout = opt(params.timeout)
     default_timeout = run_timeout_seconds(sup.generation.config.agents.defaults)
     timeout_s = float(timeout) if timeout is not None else (default_timeout or 0.0)
     request = RunRequest(
@@ -220,7 +213,7 @@ def _open_run(
         message=plan.message,
         timeout_s=timeout_s or None,
         model_ref=plan.model_ref,
-        extra_system_prompt=_opt(params.extraSystemPrompt),
+        extra_system_prompt=opt(params.extraSystemPrompt),
         owner=conn,
         reset=plan.reset,
         reset_reason=plan.reset_reason,
@@ -416,7 +409,7 @@ def start_agent(gw: Gateway, conn: ClientConnection, frame: RequestFrame) -> boo
     accepted_at = _touch_row(actor, params)
     pending = _AgentCall(gw, conn, frame.id, params, plan, actor, accepted_at, placeholder)
     assert actor.row is not None
-    if actor.row_persisted and not _opt(params.label):
+    if actor.row_persisted and not opt(params.label):
         # The session's row (its id) is durable already; the new `updatedAt` goes with the
         # row written at the run's end. Nothing to wait for: accept now.
         reg.dedupe.put(dedupe_key, placeholder)

@@ -28,7 +28,7 @@ import msgspec
 
 from actors._publisher import PublishConflict, Publisher, PublishResult
 from runtime._config import ConfigError, ConfigSnapshot, config_to_builtins, redact_config
-from runtime._frames import UNAVAILABLE, GatewayError, invalid_request
+from runtime._frames import UNAVAILABLE, GatewayError, invalid_request, opt
 from runtime._generation import GenerationError
 from runtime._wire import ConfigApplyParams, ConfigGetParams, ConfigPatchParams, ConfigSetParams
 
@@ -96,10 +96,6 @@ def _invalid_config(exc: ConfigError) -> GatewayError:
     return invalid_request(f"invalid config: {exc}", **details)
 
 
-def _opt(value: Any) -> Any:
-    return None if isinstance(value, msgspec.UnsetType) else value
-
-
 def _result(publisher: Publisher, result: PublishResult) -> dict[str, Any]:
     snapshot = result.snapshot
     assert snapshot.config is not None
@@ -127,11 +123,11 @@ async def _write(call: Call, method: str, raw: str, base_hash: str | None) -> di
 
 
 async def config_set(call: Call, params: ConfigSetParams) -> dict[str, Any]:
-    return await _write(call, "config.set", params.raw, _opt(params.baseHash))
+    return await _write(call, "config.set", params.raw, opt(params.baseHash))
 
 
 async def config_apply(call: Call, params: ConfigApplyParams) -> dict[str, Any]:
-    return await _write(call, "config.apply", params.raw, _opt(params.baseHash))
+    return await _write(call, "config.apply", params.raw, opt(params.baseHash))
 
 
 async def config_patch(call: Call, params: ConfigPatchParams) -> dict[str, Any]:
@@ -139,8 +135,8 @@ async def config_patch(call: Call, params: ConfigPatchParams) -> dict[str, Any]:
     try:
         result = await publisher.write_patch(
             params.raw,
-            base_hash=_opt(params.baseHash),
-            replace_paths=_opt(params.replacePaths) or (),
+            base_hash=opt(params.baseHash),
+            replace_paths=opt(params.replacePaths) or (),
         )
     except PublishConflict as exc:
         raise invalid_request(str(exc)) from exc

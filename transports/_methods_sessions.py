@@ -22,7 +22,7 @@ from actors._session import SessionBusy
 from runtime._agent import now_ms
 from runtime._compaction import context_budget
 from runtime._config import run_timeout_seconds
-from runtime._frames import UNAVAILABLE, GatewayError, invalid_request
+from runtime._frames import UNAVAILABLE, GatewayError, invalid_request, opt
 from runtime._generation import GenerationError
 from runtime._hooks import InternalHookEvent
 from runtime._prompt import system_prompt_report
@@ -69,10 +69,6 @@ STOP_PHRASES: Final = frozenset(
 )
 MAX_HISTORY_BYTES: Final = 6 * 1024 * 1024
 _TAG = re.compile(r"\[\[(?:reply_to[^\]]*|audio_as_voice)\]\]")
-
-
-def _opt(value: Any) -> Any:
-    return None if isinstance(value, msgspec.UnsetType) else value
 
 
 class SessionsPatchParamsX(
@@ -250,11 +246,11 @@ def _is_stop(message: str) -> bool:
 async def chat_send(call: Call, params: ChatSendParams) -> dict[str, Any]:
     if "\x00" in params.message:
         raise invalid_request("invalid chat.send params: message must not contain null bytes")
-    attachments = _opt(params.attachments) or []
+    attachments = opt(params.attachments) or []
     if not params.message.strip() and not attachments:
         raise invalid_request("invalid chat.send params: message or attachment required")
-    key = _key(call, params.sessionKey, _opt(params.agentId))
-    if _is_stop(params.message) and not _opt(params.suppressCommandInterpretation):
+    key = _key(call, params.sessionKey, opt(params.agentId))
+    if _is_stop(params.message) and not opt(params.suppressCommandInterpretation):
         actor = await _actor(call, key)
         run_ids = actor.abort(None, "stop")
         internal = call.gateway.supervisor.internal_hooks
@@ -271,8 +267,8 @@ async def chat_send(call: Call, params: ChatSendParams) -> dict[str, Any]:
         key=key,
         message=params.message,
         run_id=params.idempotencyKey,
-        timeout_ms=_opt(params.timeoutMs),
-        mode=_opt(params.queueMode),
+        timeout_ms=opt(params.timeoutMs),
+        mode=opt(params.queueMode),
         dedupe_prefix="chat",
     )
 
@@ -301,13 +297,13 @@ def _display(message: Any, max_chars: int | None) -> dict[str, Any] | None:
 
 
 async def chat_history(call: Call, params: ChatHistoryParams) -> dict[str, Any]:
-    key = _key(call, params.sessionKey, _opt(params.agentId))
+    key = _key(call, params.sessionKey, opt(params.agentId))
     actor = await _actor(call, key)
     assert actor.row is not None
-    limit = _opt(params.limit) or 200
+    limit = opt(params.limit) or 200
     if not 1 <= limit <= 1000:
         raise invalid_request("invalid chat.history params: limit must be between 1 and 1000")
-    max_chars = _opt(params.maxChars)
+    max_chars = opt(params.maxChars)
     if max_chars is not None and not 1 <= max_chars <= 500_000:
         raise invalid_request("invalid chat.history params: maxChars must be between 1 and 500000")
     entries = await call.gateway.supervisor.store.load_entries(actor.row.sessionId)
@@ -349,8 +345,8 @@ async def chat_history(call: Call, params: ChatHistoryParams) -> dict[str, Any]:
 
 
 async def chat_abort(call: Call, params: ChatAbortParams) -> dict[str, Any]:
-    key = _key(call, params.sessionKey, _opt(params.agentId))
-    run_id = _opt(params.runId)
+    key = _key(call, params.sessionKey, opt(params.agentId))
+    run_id = opt(params.runId)
     if run_id is not None:
         record = call.gateway.registry.get(run_id)
         if record is not None and record.session_key != key:
@@ -361,10 +357,10 @@ async def chat_abort(call: Call, params: ChatAbortParams) -> dict[str, Any]:
 
 
 async def chat_inject(call: Call, params: ChatInjectParams) -> dict[str, Any]:
-    label = _opt(params.label)
+    label = opt(params.label)
     if label is not None and len(label) > 100:
         raise invalid_request("invalid chat.inject params: label must be at most 100 characters")
-    key = _key(call, params.sessionKey, _opt(params.agentId))
+    key = _key(call, params.sessionKey, opt(params.agentId))
     actor = await _actor(call, key)
     message = AssistantMessage(
         content=[TextContent(params.message)], timestamp=now_ms(), stopReason="stop"
@@ -413,15 +409,15 @@ async def sessions_get(call: Call, params: SessionsKeyParams) -> dict[str, Any]:
 
 async def sessions_resolve(call: Call, params: SessionsResolveParams) -> dict[str, Any]:
     sup = call.gateway.supervisor
-    key = _opt(params.key)
+    key = opt(params.key)
     if key:
-        return {"ok": True, "key": _key(call, key, _opt(params.agentId))}
-    rows = await sup.store.list_sessions(agent_id=_opt(params.agentId))
-    session_id, label = _opt(params.sessionId), _opt(params.label)
+        return {"ok": True, "key": _key(call, key, opt(params.agentId))}
+    rows = await sup.store.list_sessions(agent_id=opt(params.agentId))
+    session_id, label = opt(params.sessionId), opt(params.label)
     for row in rows:
         if (session_id and row.sessionId == session_id) or (label and row.label == label):
             return {"ok": True, "key": row.key}
-    if _opt(params.allowMissing):
+    if opt(params.allowMissing):
         return {"ok": False}
     raise invalid_request("no session matches")
 
@@ -431,7 +427,7 @@ _PATCH_FIELDS: Final = ("label", "thinkingLevel", "verboseLevel", "reasoningLeve
 
 async def sessions_patch(call: Call, params: SessionsPatchParamsX) -> dict[str, Any]:
     sup = call.gateway.supervisor
-    key = _key(call, params.key, _opt(params.agentId))
+    key = _key(call, params.key, opt(params.agentId))
     actor = await _actor(call, key)
     assert actor.row is not None
     changes: dict[str, Any] = {}
@@ -496,18 +492,18 @@ async def _stop_everything(actor: SessionActor, reason: Any) -> None:
 
 
 async def sessions_reset(call: Call, params: SessionsResetParams) -> dict[str, Any]:
-    key = _key(call, params.key, _opt(params.agentId))
+    key = _key(call, params.key, opt(params.agentId))
     actor = await _actor(call, key)
     with trio.fail_after(30):
         await _stop_everything(actor, "reset")
-    await actor.reset_and_announce(_opt(params.reason) or "reset")
+    await actor.reset_and_announce(opt(params.reason) or "reset")
     _changed(call, key, "reset", actor)
     return {"ok": True, "key": key, "entry": _row_payload(actor)}
 
 
 async def sessions_delete(call: Call, params: SessionsDeleteParams) -> dict[str, Any]:
     sup = call.gateway.supervisor
-    key = _key(call, params.key, _opt(params.agentId))
+    key = _key(call, params.key, opt(params.agentId))
     agent = key.split(":")[1] if key.startswith("agent:") else sup.generation.default_agent
     if key in (f"agent:{agent}:{DEFAULT_MAIN_KEY}", "global"):
         raise invalid_request(f"cannot delete the main session ({key})")
@@ -515,38 +511,39 @@ async def sessions_delete(call: Call, params: SessionsDeleteParams) -> dict[str,
     if actor is not None:
         with trio.fail_after(30):
             await _stop_everything(actor, "deleted")
-    delete_transcript = _opt(params.deleteTranscript)
+    delete_transcript = opt(params.deleteTranscript)
     deleted = await sup.forget_session(key, delete_transcript=delete_transcript is not False)
     _changed(call, key, "delete")
     return {"ok": True, "key": key, "deleted": deleted, "archived": False}
 
 
 async def sessions_abort(call: Call, params: SessionsAbortParams) -> dict[str, Any]:
-    raw_key, run_id = _opt(params.key), _opt(params.runId)
+    raw_key, run_id = opt(params.key), opt(params.runId)
     if raw_key is None and run_id is None:
         raise invalid_request("invalid sessions.abort params: key or runId is required")
     if raw_key is None:
+        assert run_id is not None
         record = call.gateway.registry.get(run_id)
         if record is None:
             return {"ok": True, "aborted": False, "runIds": []}
         raw_key = record.session_key
-    key = _key(call, raw_key, _opt(params.agentId))
+    key = _key(call, raw_key, opt(params.agentId))
     actor = await _actor(call, key)
     run_ids = actor.abort(run_id, "rpc")
     return {"ok": True, "aborted": bool(run_ids), "runIds": run_ids}
 
 
 async def _send_to_session(call: Call, params: SessionsSendParams, mode: str) -> dict[str, Any]:
-    if not params.message.strip() and not _opt(params.attachments):
+    if not params.message.strip() and not opt(params.attachments):
         method = "sessions.steer" if mode == "steer" else "sessions.send"
         raise invalid_request(f"invalid {method} params: message or attachment required")
-    key = _key(call, params.key, _opt(params.agentId))
+    key = _key(call, params.key, opt(params.agentId))
     return await _submit_message(
         call,
         key=key,
         message=params.message,
-        run_id=_opt(params.idempotencyKey) or str(uuid.uuid4()),
-        timeout_ms=_opt(params.timeoutMs),
+        run_id=opt(params.idempotencyKey) or str(uuid.uuid4()),
+        timeout_ms=opt(params.timeoutMs),
         mode=mode,
         dedupe_prefix="chat",
     )
@@ -575,7 +572,7 @@ async def sessions_unsubscribe(call: Call, params: EmptyParams) -> dict[str, Any
 
 
 async def messages_subscribe(call: Call, params: SessionsMessagesSubscribeParams) -> dict[str, Any]:
-    key = _key(call, params.key, _opt(params.agentId))
+    key = _key(call, params.key, opt(params.agentId))
     call.gateway.hub.watch_session(call.conn, key)
     await trio.lowlevel.checkpoint()
     return {"subscribed": True, "key": key}
@@ -584,16 +581,16 @@ async def messages_subscribe(call: Call, params: SessionsMessagesSubscribeParams
 async def messages_unsubscribe(
     call: Call, params: SessionsMessagesUnsubscribeParams
 ) -> dict[str, Any]:
-    key = _key(call, params.key, _opt(params.agentId))
+    key = _key(call, params.key, opt(params.agentId))
     call.gateway.hub.unwatch_session(call.conn, key)
     await trio.lowlevel.checkpoint()
     return {"subscribed": False, "key": key}
 
 
 async def sessions_compact(call: Call, params: SessionsCompactParams) -> dict[str, Any]:
-    key = _key(call, params.key, _opt(params.agentId))
+    key = _key(call, params.key, opt(params.agentId))
     actor = await _actor(call, key)
-    max_lines = _opt(params.maxLines)
+    max_lines = opt(params.maxLines)
     try:
         result = await actor.compact(max_kept_messages=max_lines)
     except SessionBusy as exc:
