@@ -50,15 +50,33 @@ class _Strict(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defa
     pass
 
 
+class GatewayAuthRateLimitConfig(_Strict, frozen=True):
+    """`gateway.auth.rateLimit`: failed auth attempts per client address (OpenClaw's keys)."""
+
+    maxAttempts: Annotated[int, msgspec.Meta(ge=1)] = 10
+    windowMs: NonNegInt = 60_000
+    lockoutMs: NonNegInt = 300_000
+    exemptLoopback: bool = True
+
+
 class GatewayAuthConfig(_Strict, frozen=True):
     mode: Literal["none", "token"] | None = None
     token: str | None = None
+    rateLimit: GatewayAuthRateLimitConfig = GatewayAuthRateLimitConfig()
+
+
+class GatewayControlUiConfig(_Strict, frozen=True):
+    """`gateway.controlUi`: which browser origins may connect (besides the gateway's own)."""
+
+    allowedOrigins: list[str] = []
+    dangerouslyAllowHostHeaderOriginFallback: bool = False
 
 
 class GatewayConfig(_Strict, frozen=True):
     port: Annotated[int, msgspec.Meta(ge=0, le=65535)] = DEFAULT_PORT
     bind: str = "127.0.0.1"
     auth: GatewayAuthConfig = GatewayAuthConfig()
+    controlUi: GatewayControlUiConfig = GatewayControlUiConfig()
 
 
 class AgentRuntimeRef(_Strict, frozen=True):

@@ -463,6 +463,7 @@ async def idle_session_bytes(n: int) -> dict[str, float]:
             report = await run_loadtest(
                 LoadtestOptions(
                     url=f"ws://127.0.0.1:{port}",
+                    token=gateway.auth.token,
                     sessions=n,
                     connections=max(10, n // 100),
                     runs_per_session=1,

@@ -57,7 +57,7 @@ def pct(values: list[float], p: float) -> float:
 
 
 async def run_load(
-    url: str, *, sessions: int, clients: int, window: int, tag: str
+    url: str, *, sessions: int, clients: int, window: int, tag: str, token: str | None = None
 ) -> tuple[float, int, list[int]]:
     """Run one agent turn on each of `sessions` sessions; returns (seconds, failed, gens)."""
     failed = 0
@@ -92,7 +92,7 @@ async def run_load(
         conns = [
             await stack.enter_async_context(
                 open_gateway_client(
-                    url, client_id="test", mode="test", caps=["session-scoped-events"]
+                    url, token=token, client_id="cli", mode="cli", caps=["session-scoped-events"]
                 )
             )
             for _ in range(clients)
@@ -129,12 +129,17 @@ async def phase(
                     clients=args.clients,
                     window=args.window,
                     tag=tag,
+                    token=gw.auth.token,
                 )
 
             async def publish() -> None:
                 interval = spread_s / max(1, publishes)
                 async with open_gateway_client(
-                    url, client_id="test", mode="test", caps=["session-scoped-events"]
+                    url,
+                    token=gw.auth.token,
+                    client_id="cli",
+                    mode="cli",
+                    caps=["session-scoped-events"],
                 ) as admin:
                     for i in range(1, publishes + 1):
                         await trio.sleep(interval)

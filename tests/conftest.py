@@ -1,5 +1,11 @@
 """Shared fixtures: a real gateway on a loopback port, clients that record every frame the
-server sends, and validation of those frames against the published protocol v4 schema."""
+server sends, and validation of those frames against the published protocol v4 schema.
+
+Gateways start as a user's would: auth on, with the token a first start creates in the
+(tmp) state dir. The test clients (`open_client`, `connect`, `raw_handshake`) send that
+token and sign with `TEST_DEVICE`, so they are paired silently on loopback and hold exactly
+the scopes they ask for (by default admin, read and write). A test that wants auth off
+writes `gateway.auth.mode: "none"` in its config."""
 
 from __future__ import annotations
 
@@ -14,8 +20,13 @@ import pytest
 import trio
 
 from runtime._config import Config, parse_config
+from runtime._device_auth import DeviceIdentity, SignedFields
 from transports import GatewayClient, GatewayOptions, open_gateway, open_gateway_client
+from transports._client import DEFAULT_SCOPES
 from transports._gateway import Gateway
+
+TEST_DEVICE = DeviceIdentity.generate()
+"""The device every test client signs with (one key for the session: pairing it is cheap)."""
 
 SCHEMA_PATH = (
     Path(__file__).resolve().parents[1].parent
@@ -152,17 +163,62 @@ class Recorder:
 ClientFactory = Callable[..., AbstractAsyncContextManager[GatewayClient]]
 
 
-async def raw_handshake(ws: Any, *, caps: list[str] | None = None) -> dict[str, Any]:
-    """On a raw trio-websocket connection: read the challenge, send `connect`, return the
-    `hello-ok` response frame (asserted ok)."""
-    import json
+def client_auth(gw: Gateway) -> dict[str, Any]:
+    """What `open_gateway_client` needs to connect to `gw` as the test clients do."""
+    return {"token": gw.auth.token, "device": TEST_DEVICE}
 
-    await ws.get_message()
+
+def connect_params(
+    gw: Gateway | None,
+    challenge: dict[str, Any],
+    *,
+    client_id: str = "test",
+    mode: str = "test",
+    scopes: list[str] | None = None,
+    device: DeviceIdentity | None = TEST_DEVICE,
+    token: str | None = None,
+    platform: str = "python",
+) -> dict[str, Any]:
+    """`connect` params as the test clients send them: explicit scopes, `gw`'s token, and
+    a device signature over `challenge` (the `connect.challenge` event frame or payload)."""
+    payload = challenge.get("payload", challenge)
+    granted = list(DEFAULT_SCOPES) if scopes is None else scopes
     params: dict[str, Any] = {
         "minProtocol": 4,
         "maxProtocol": 4,
-        "client": {"id": "test", "version": "1", "platform": "p", "mode": "test"},
+        "client": {"id": client_id, "version": "1", "platform": platform, "mode": mode},
+        "role": "operator",
+        "scopes": granted,
     }
+    secret = token if token is not None else (gw.auth.token if gw is not None else None)
+    if secret:
+        params["auth"] = {"token": secret}
+    if device is not None:
+        params["device"] = device.connect_device(
+            SignedFields(
+                device_id=device.device_id,
+                client_id=client_id,
+                client_mode=mode,
+                role="operator",
+                scopes=tuple(granted),
+                signed_at_ms=int(payload["ts"]),
+                token=secret or "",
+                nonce=str(payload["nonce"]),
+                platform=platform,
+            )
+        )
+    return params
+
+
+async def raw_handshake(
+    ws: Any, *, caps: list[str] | None = None, gw: Gateway | None = None
+) -> dict[str, Any]:
+    """On a raw trio-websocket connection: read the challenge, send `connect` (with `gw`'s
+    token, signed by `TEST_DEVICE`), return the `hello-ok` response frame (asserted ok)."""
+    import json
+
+    challenge = json.loads(await ws.get_message())
+    params = connect_params(gw, challenge)
     if caps:
         params["caps"] = caps
     await ws.send_message(
@@ -180,6 +236,8 @@ async def open_client(gw: Gateway, **kw: Any) -> AsyncIterator[GatewayClient]:
     rec = Recorder()
     kw.setdefault("client_id", "test")
     kw.setdefault("mode", "test")
+    kw.setdefault("token", gw.auth.token)
+    kw.setdefault("device", TEST_DEVICE)
     async with open_gateway_client(gateway_url(gw), on_frame=rec.hook(1), **kw) as client:
         yield client
     rec.validate()
@@ -204,11 +262,12 @@ def connect(gateway: Gateway, recorder: Recorder) -> ClientFactory:
     counter = iter(range(1, 1_000_000))
 
     def factory(gw: Gateway | None = None, **kw: Any) -> AbstractAsyncContextManager[GatewayClient]:
+        target = gw or gateway
         kw.setdefault("client_id", "test")
         kw.setdefault("mode", "test")
-        return open_gateway_client(
-            gateway_url(gw or gateway), on_frame=recorder.hook(next(counter)), **kw
-        )
+        kw.setdefault("token", target.auth.token)
+        kw.setdefault("device", TEST_DEVICE)
+        return open_gateway_client(gateway_url(target), on_frame=recorder.hook(next(counter)), **kw)
 
     return factory
 

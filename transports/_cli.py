@@ -50,7 +50,18 @@ def _fail(message: str, code: int) -> int:
 
 def _add_client_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--url", default=os.environ.get("CLAWLANE_GATEWAY_URL", DEFAULT_URL))
-    p.add_argument("--token", default=None, help="gateway token (default: $CLAWLANE_GATEWAY_TOKEN)")
+    p.add_argument(
+        "--token",
+        default=None,
+        help="gateway token (default: $CLAWLANE_GATEWAY_TOKEN, else for a loopback URL the "
+        "token file in the state dir)",
+    )
+    p.add_argument(
+        "--state-dir",
+        type=Path,
+        default=None,
+        help="where a local gateway keeps its token (default $CLAWLANE_STATE_DIR or .clawlane)",
+    )
     p.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for an answer")
 
 
@@ -182,16 +193,41 @@ async def _call(
     return await _with_client(args, method, call)
 
 
+def client_token(args: argparse.Namespace) -> str | None:
+    """`--token`, else `$CLAWLANE_GATEWAY_TOKEN`, else (loopback URLs only) the token file
+    a local gateway keeps in the state dir."""
+    from ._auth import TOKEN_ENV, local_client_token
+
+    token: str | None = args.token or os.environ.get(TOKEN_ENV) or None
+    if token is None:
+        token = local_client_token(args.url, getattr(args, "state_dir", None))
+    return token
+
+
+def _refused(args: argparse.Namespace, exc: GatewayAuthError, token: str | None) -> int:
+    message = f"the gateway at {args.url} refused the connection: {exc}"
+    code = exc.details.get("code") if isinstance(exc.details, dict) else None
+    if token is None and code in ("DEVICE_IDENTITY_REQUIRED", "AUTH_TOKEN_MISSING"):
+        from ._auth import TOKEN_FILENAME
+
+        message += (
+            f" (no token: pass --token, set CLAWLANE_GATEWAY_TOKEN, or run it where the "
+            f"gateway's state dir holds {TOKEN_FILENAME})"
+        )
+    return _fail(message, 3)
+
+
 async def _with_client(
     args: argparse.Namespace, method: str, body: Callable[[GatewayClient], Awaitable[Any]]
 ) -> int:
     """Connect, run `body`, print its result as JSON; every failure is one clear line and
     an exit code (1 request failed, 3 gateway unreachable or refused)."""
+    token = client_token(args)
     try:
-        async with open_gateway_client(args.url, token=args.token) as client:
+        async with open_gateway_client(args.url, token=token) as client:
             result = await body(client)
     except GatewayAuthError as exc:
-        return _fail(f"the gateway at {args.url} refused the connection: {exc}", 3)
+        return _refused(args, exc, token)
     except GatewayClientError as exc:
         return _fail(str(exc), 3)
     except GatewayRequestError as exc:
@@ -223,9 +259,10 @@ async def _agent(args: argparse.Namespace) -> int:
         params["sessionKey"] = args.session_key
     if args.agent:
         params["agentId"] = args.agent
+    token = client_token(args)
     try:
         async with open_gateway_client(
-            args.url, token=args.token, caps=["session-scoped-events"], on_event=on_event
+            args.url, token=token, caps=["session-scoped-events"], on_event=on_event
         ) as client:
             try:
                 result = await client.request(
@@ -237,7 +274,7 @@ async def _agent(args: argparse.Namespace) -> int:
                     await client.cancel(client.last_request_id)
                 raise
     except GatewayAuthError as exc:
-        return _fail(f"the gateway at {args.url} refused the connection: {exc}", 3)
+        return _refused(args, exc, token)
     except GatewayClientError as exc:
         return _fail(str(exc), 3)
     except GatewayRequestError as exc:

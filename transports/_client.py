@@ -28,7 +28,12 @@ import msgspec
 import trio
 import trio_websocket
 
+from runtime._device_auth import DeviceIdentity, SignedFields
+
 DEFAULT_URL: Final = "ws://127.0.0.1:18789"
+DEFAULT_SCOPES: Final = ("operator.admin", "operator.read", "operator.write")
+"""What this client asks for unless told otherwise (always sent explicitly: a connect
+without `scopes` is granted none)."""
 _decoder: Final = msgspec.json.Decoder()
 _encoder: Final = msgspec.json.Encoder()
 
@@ -79,6 +84,9 @@ class GatewayClient:
         self._on_event = on_event
         self._events_send, self.events = trio.open_memory_channel[tuple[str, Any, int | None]](1024)
         self.hello: dict[str, Any] = {}
+        self.challenge: dict[str, Any] = {}
+        self.device_token: str | None = None
+        """`hello-ok.auth.deviceToken`, when the gateway issued one to our device."""
         self.last_request_id = ""
         """The id of the most recent request (for a `cancel` frame)."""
         self.closed: trio_websocket.CloseReason | None = None
@@ -190,6 +198,8 @@ class GatewayClient:
             raise GatewayClientError("the gateway did not send connect.challenge") from exc
         if not (isinstance(first, dict) and first.get("event") == "connect.challenge"):
             raise GatewayClientError("the gateway did not send connect.challenge first")
+        payload = first.get("payload")
+        self.challenge = payload if isinstance(payload, dict) else {}
 
     async def _handshake(
         self,
@@ -201,20 +211,36 @@ class GatewayClient:
         caps: list[str] | None,
         min_protocol: int,
         max_protocol: int,
+        device: DeviceIdentity | None = None,
+        device_token: str | None = None,
     ) -> None:
+        granted = list(scopes) if scopes is not None else list(DEFAULT_SCOPES)
         params: dict[str, Any] = {
             "minProtocol": min_protocol,
             "maxProtocol": max_protocol,
             "client": {"id": client_id, "version": "0.1.0", "platform": "python", "mode": mode},
             "role": "operator",
-            "scopes": scopes
-            if scopes is not None
-            else ["operator.admin", "operator.read", "operator.write"],
+            "scopes": granted,
         }
         if caps:
             params["caps"] = caps
-        if token:
-            params["auth"] = {"token": token}
+        auth = {k: v for k, v in (("token", token), ("deviceToken", device_token)) if v}
+        if auth:
+            params["auth"] = auth
+        if device is not None:
+            params["device"] = device.connect_device(
+                SignedFields(
+                    device_id=device.device_id,
+                    client_id=client_id,
+                    client_mode=mode,
+                    role="operator",
+                    scopes=tuple(granted),
+                    signed_at_ms=int(self.challenge.get("ts") or 0),
+                    token=token or device_token or "",
+                    nonce=str(self.challenge.get("nonce") or ""),
+                    platform="python",
+                )
+            )
         try:
             self.hello = await self.request("connect", params, timeout=15)
         except GatewayRequestError as exc:
@@ -224,6 +250,9 @@ class GatewayClient:
             raise GatewayAuthError(
                 f"the gateway closed the connection during the handshake {reason}".strip()
             ) from exc
+        hello_auth: Any = self.hello.get("auth") if isinstance(self.hello, dict) else None
+        if isinstance(hello_auth, dict) and isinstance(hello_auth.get("deviceToken"), str):
+            self.device_token = hello_auth["deviceToken"]
 
 
 @asynccontextmanager
@@ -233,12 +262,16 @@ async def open_websocket(
     max_message_size: int = 25 * 1024 * 1024,
     message_queue_size: int = 64,
     connect_timeout: float = 10.0,
+    local_address: str | None = None,
+    origin: str | None = None,
 ) -> AsyncIterator[trio_websocket.WebSocketConnection]:
     """A trio-websocket client connection whose TCP stream we own and always close.
 
     (trio-websocket leaves the socket open when the server starts the close handshake, so
-    we open the stream ourselves and close it on the way out.)
-    Raises `GatewayClientError` when the gateway cannot be reached.
+    we open the stream ourselves and close it on the way out.) `local_address` binds the
+    client's end (e.g. another loopback address); `origin` sends an `Origin` header as a
+    browser would. Raises `GatewayClientError` when the gateway cannot be reached or
+    refuses the upgrade.
     """
     parts = urllib.parse.urlsplit(url)
     if parts.scheme != "ws" or not parts.hostname:
@@ -247,7 +280,7 @@ async def open_websocket(
     resource = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     try:
         with trio.fail_after(connect_timeout):
-            stream = await trio.open_tcp_stream(parts.hostname, port)
+            stream = await trio.open_tcp_stream(parts.hostname, port, local_address=local_address)
     except (OSError, trio.TooSlowError) as exc:
         reason = str(exc) or type(exc).__name__
         raise GatewayClientError(f"cannot reach the gateway at {url}: {reason}") from exc
@@ -261,6 +294,7 @@ async def open_websocket(
                     resource,
                     max_message_size=max_message_size,
                     message_queue_size=message_queue_size,
+                    extra_headers=[(b"Origin", origin.encode())] if origin else None,
                 )
             except trio_websocket.HandshakeError as exc:
                 raise GatewayClientError(f"WebSocket handshake with {url} failed: {exc!r}") from exc
@@ -293,11 +327,24 @@ async def open_gateway_client(
     min_protocol: int = 4,
     max_protocol: int = 4,
     max_message_size: int = 25 * 1024 * 1024,
+    device: DeviceIdentity | None = None,
+    device_token: str | None = None,
+    local_address: str | None = None,
+    origin: str | None = None,
 ) -> AsyncIterator[GatewayClient]:
-    """Connect and complete the handshake. Raises `GatewayClientError`/`GatewayAuthError`."""
+    """Connect and complete the handshake. Raises `GatewayClientError`/`GatewayAuthError`.
+
+    `scopes` None asks for `DEFAULT_SCOPES` (always sent explicitly). With `device`, the
+    connect is signed (v3) over the challenge nonce; a gateway that pairs the device
+    answers with a device token (`client.device_token`), which a later connect may pass
+    as `device_token` instead of the shared `token`."""
     token = token if token is not None else os.environ.get("CLAWLANE_GATEWAY_TOKEN") or None
     async with contextlib.AsyncExitStack() as stack:
-        ws = await stack.enter_async_context(open_websocket(url, max_message_size=max_message_size))
+        ws = await stack.enter_async_context(
+            open_websocket(
+                url, max_message_size=max_message_size, local_address=local_address, origin=origin
+            )
+        )
         client = GatewayClient(ws, on_event, on_frame)
         await client._wait_challenge()
         try:
@@ -312,6 +359,8 @@ async def open_gateway_client(
                         caps=caps,
                         min_protocol=min_protocol,
                         max_protocol=max_protocol,
+                        device=device,
+                        device_token=device_token,
                     )
                     yield client
                 finally:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import msgspec
 import trio
+from wsproto.events import Request
 
 from runtime._frames import (
     INVALID_REQUEST,
@@ -30,8 +31,11 @@ from runtime._frames import (
     encode_response,
     peek_request_id,
 )
+from runtime._scopes import operator_scope_satisfied
 from runtime._wire import ConnectParams
 
+from ._admission import PreauthSlot
+from ._handshake import Peer, admit_connect
 from ._methods_agent import start_agent
 from ._ws import (
     CLOSE_POLICY,
@@ -54,7 +58,7 @@ DISPATCH_ROUND: Final = 32
 class Cancellable(Protocol):
     def cancel(self) -> None: ...
 
-OPERATOR_SCOPES: Final = ("operator.admin", "operator.read", "operator.write")
+
 _connect_decoder: Final = msgspec.json.Decoder(ConnectParams)
 
 
@@ -62,25 +66,30 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def expand_scopes(scopes: list[str]) -> frozenset[str]:
-    """admin implies write and read; write implies read."""
-    out = set(scopes)
-    if "operator.admin" in out:
-        out |= {"operator.write", "operator.read"}
-    if "operator.write" in out:
-        out.add("operator.read")
-    return frozenset(out)
-
-
 class ClientConnection:
     """A connected client: the hub's `Subscriber`, and the place requests come from."""
 
-    def __init__(self, gateway: Gateway, ws: WebSocketServerConnection, conn_id: str) -> None:
+    def __init__(
+        self,
+        gateway: Gateway,
+        ws: WebSocketServerConnection,
+        conn_id: str,
+        *,
+        peer: Peer | None = None,
+        preauth: PreauthSlot | None = None,
+    ) -> None:
         self.gateway = gateway
         self.ws = ws
         self._conn_id = conn_id
+        self.peer = peer or Peer(address="", local=False)
+        self.preauth = preauth
+        """This socket's place in its address's unauthenticated budget, until `connect`."""
         self.role = "operator"
         self.scopes: frozenset[str] = frozenset()
+        """Exactly the scopes granted (`has_scope` applies what each one satisfies)."""
+        self.granted_scopes: list[str] = []
+        self.auth_method = ""
+        self.device_id: str | None = None
         self.caps: frozenset[str] = frozenset()
         self.client_id = ""
         self.client_mode = ""
@@ -114,7 +123,8 @@ class ClientConnection:
         self.ws.send_text(encode_response(req_id, payload=payload, error=error.shape()))
 
     def has_scope(self, scope: str) -> bool:
-        return scope in self.scopes
+        """Whether the granted scopes satisfy `scope` (admin: all; write: read, ...)."""
+        return operator_scope_satisfied(scope, self.scopes)
 
     # --- life ----------------------------------------------------------------------------
 
@@ -139,6 +149,8 @@ class ClientConnection:
                         await self.ws.wait_peer_close()
                     nursery.cancel_scope.cancel()
         finally:
+            if self.preauth is not None:
+                self.preauth.release()
             gw.detach(self)
             with trio.CancelScope(shield=True):
                 await self.ws.aclose()
@@ -147,7 +159,7 @@ class ClientConnection:
         gw = self.gateway
         self.ws.max_message_bytes = MAX_PREAUTH_PAYLOAD_BYTES
         with trio.move_on_after(gw.handshake_timeout_s) as handshake:
-            await self.ws.accept()
+            await self.ws.accept(admit=self._admit_upgrade)
             nonce = secrets.token_urlsafe(24)
             self.ws.send_text(encode_event("connect.challenge", {"nonce": nonce, "ts": _now_ms()}))
             try:
@@ -155,7 +167,7 @@ class ClientConnection:
             except MessageTooBig:
                 self.ws.close(CLOSE_TOO_BIG, "preauth payload too large", drop_pending=False)
                 return
-            if not self._handshake(text):
+            if not await self._handshake(text, nonce):
                 return
         if handshake.cancelled_caught:
             self.ws.close(CLOSE_POLICY, "handshake timeout")
@@ -175,7 +187,12 @@ class ClientConnection:
                 # them, let what they started (and the writers) run before the next round.
                 await trio.lowlevel.checkpoint()
 
-    def _handshake(self, text: str) -> bool:
+    def _admit_upgrade(self, request: Request) -> tuple[int, str] | None:
+        """The upgrade request: where it comes from, and whether its `Origin` may connect."""
+        self.peer = self.gateway.peer_of(self.peer.address, request)
+        return self.gateway.refuse_origin(self.peer)
+
+    async def _handshake(self, text: str, nonce: str) -> bool:
         gw = self.gateway
         req_id = peek_request_id(text) or "connect"
         try:
@@ -199,28 +216,34 @@ class ClientConnection:
             err = GatewayError(
                 INVALID_REQUEST,
                 "protocol mismatch",
-                details={"expectedProtocol": PROTOCOL_VERSION},
+                details={
+                    "code": "PROTOCOL_MISMATCH",
+                    "clientMinProtocol": params.minProtocol,
+                    "clientMaxProtocol": params.maxProtocol,
+                    "expectedProtocol": PROTOCOL_VERSION,
+                    "minimumProbeProtocol": 3,
+                },
             )
             self.respond_error(frame.id, err)
             self.ws.close(CLOSE_PROTOCOL_ERROR, "protocol mismatch")
             return False
-        auth_error = gw.check_auth(params)
-        if auth_error is not None:
-            self.respond_error(frame.id, auth_error)
-            self.ws.close(CLOSE_POLICY, "unauthorized")
+        admitted = await admit_connect(gw, self, frame.id, params, nonce, self.peer)
+        if admitted is None:
             return False
-        self.role = params.role if isinstance(params.role, str) else "operator"
-        requested = (
-            list(params.scopes) if isinstance(params.scopes, list) else list(OPERATOR_SCOPES)
-        )
-        self.scopes = expand_scopes(requested) if self.role == "operator" else frozenset()
+        self.role = admitted.role
+        self.granted_scopes = admitted.scopes
+        self.scopes = frozenset(admitted.scopes) if self.role == "operator" else frozenset()
+        self.auth_method = admitted.auth_method
+        self.device_id = admitted.device_id
         self.caps = frozenset(params.caps) if isinstance(params.caps, list) else frozenset()
         self._wants_tools = "tool-events" in self.caps
         self.scoped = "session-scoped-events" in self.caps
         self.client_id = params.client.id
         self.client_mode = params.client.mode
-        self.respond(frame.id, gw.hello_ok(self))
+        self.respond(frame.id, gw.hello_ok(self, admitted))
         self.connected = True
+        if self.preauth is not None:
+            self.preauth.release()
         gw.attach(self)
         return True
 

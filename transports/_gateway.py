@@ -9,8 +9,6 @@ lifecycle event, flush the store, close the connections.
 from __future__ import annotations
 
 import gc
-import hmac
-import ipaddress
 import itertools
 import logging
 import os
@@ -23,29 +21,41 @@ from typing import Any, Final
 
 import attrs
 import trio
+from wsproto.events import Request
 
 from actors import EventHub, RunRegistry, Supervisor, open_store, open_supervisor
 from actors._publisher import GENERATION_EVENT, Publisher
 from runtime._config import Config, ConfigError
 from runtime._frames import (
-    INVALID_REQUEST,
     MAX_BUFFERED_BYTES,
     MAX_PAYLOAD_BYTES,
     PROTOCOL_VERSION,
     TICK_INTERVAL_MS,
-    GatewayError,
 )
 from runtime._generation import GenerationBuilder
 from runtime._hooks import GatewayStartEvent, GatewayStopEvent
+from runtime._pairing import PairingStore, PairingStoreError, open_pairing_store
 from runtime._plugins import load_plugins
 from runtime._resources import discover_resources
 from runtime._retire import close_all_providers
 from runtime._sessions import DEFAULT_MAIN_KEY
-from runtime._wire import ConnectParams, ConnectParamsAuth
 
+from ._admission import (
+    DEFAULT_MAX_PREAUTH_PER_ADDRESS,
+    AuthRateLimiter,
+    PreauthBudget,
+    browser_origin_key,
+    http_refusal,
+    is_loopback_address,
+)
+from ._auth import AuthConfigError, AuthSettings
+from ._auth import auth_settings as _auth_settings
+from ._auth import is_loopback as is_loopback
 from ._connection import ClientConnection
+from ._handshake import Admitted, Peer
 from ._methods import Methods
-from ._ws import CLOSE_GOING_AWAY, WebSocketServerConnection
+from ._origins import ORIGIN_NOT_ALLOWED_MESSAGE, check_origin
+from ._ws import CLOSE_GOING_AWAY, CLOSE_POLICY, WebSocketServerConnection
 
 log = logging.getLogger("clawlane.gateway")
 
@@ -59,6 +69,8 @@ EVENTS: Final = (
     "health",
     "sessions.changed",
     "session.message",
+    "device.pair.requested",
+    "device.pair.resolved",
     GENERATION_EVENT,  # clawlane-only: "runtime.generation" (publishes and failed builds)
 )
 
@@ -79,41 +91,14 @@ class GatewayConfigError(Exception):
     """The gateway refuses to start (e.g. a non-loopback bind without a token)."""
 
 
-def is_loopback(host: str) -> bool:
-    if host in ("localhost", "loopback"):
-        return True
+def auth_settings(
+    config: Config, *, token_override: str | None, host: str, state_dir: Path | None = None
+) -> AuthSettings:
+    """Resolve `gateway.auth` (`transports._auth`). Raises `GatewayConfigError`."""
     try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-@attrs.frozen
-class AuthSettings:
-    mode: str
-    token: str | None
-
-
-def auth_settings(config: Config, *, token_override: str | None, host: str) -> AuthSettings:
-    """Resolve `gateway.auth` (+ `CLAWLANE_GATEWAY_TOKEN`). Raises `GatewayConfigError`."""
-    token = (
-        token_override
-        or config.gateway.auth.token
-        or os.environ.get("CLAWLANE_GATEWAY_TOKEN")
-        or None
-    )
-    mode = config.gateway.auth.mode or ("token" if token else "none")
-    if mode == "token" and not token:
-        raise GatewayConfigError(
-            'gateway.auth.mode is "token" but no token is set '
-            "(gateway.auth.token, --token or CLAWLANE_GATEWAY_TOKEN)"
-        )
-    if not is_loopback(host) and (mode != "token" or not token):
-        raise GatewayConfigError(
-            f"refusing to bind {host}: a non-loopback bind requires a token "
-            "(set gateway.auth.token, --token or CLAWLANE_GATEWAY_TOKEN)"
-        )
-    return AuthSettings(mode=mode, token=token if mode == "token" else None)
+        return _auth_settings(config, token_override=token_override, host=host, state_dir=state_dir)
+    except AuthConfigError as exc:
+        raise GatewayConfigError(str(exc)) from exc
 
 
 class Gateway:
@@ -128,6 +113,9 @@ class Gateway:
         state_dir: Path,
         config_path: Path | None,
         max_buffered_bytes: int = MAX_BUFFERED_BYTES,
+        pairing: PairingStore | None = None,
+        max_preauth_per_address: int = DEFAULT_MAX_PREAUTH_PER_ADDRESS,
+        remote_peer_addresses: frozenset[str] = frozenset(),
     ) -> None:
         self.config = config
         self.supervisor = supervisor
@@ -149,37 +137,93 @@ class Gateway:
         self.boot_id = os.urandom(6).hex()
         self.listeners: list[trio.SocketListener] = []
         self._all_closed = trio.Event()
+        # --- trust (issue 12): admission limits, pairing ---
+        self.pairing = pairing or PairingStore.empty(state_dir)
+        self.preauth = PreauthBudget(max_preauth_per_address)
+        self.remote_peer_addresses = remote_peer_addresses
+        """Loopback addresses treated as remote (a test seam: pairing, rate limits)."""
+        limits = config.gateway.auth.rateLimit
+        self.rate_limiter = AuthRateLimiter(
+            max_attempts=limits.maxAttempts,
+            window_ms=limits.windowMs,
+            lockout_ms=limits.lockoutMs,
+            exempt_loopback=limits.exemptLoopback,
+            is_local=self.is_local_address,
+        )
+        self.browser_rate_limiter = AuthRateLimiter(
+            max_attempts=limits.maxAttempts,
+            window_ms=limits.windowMs,
+            lockout_ms=limits.lockoutMs,
+            exempt_loopback=False,
+        )
 
-    # --- auth and hello ------------------------------------------------------------------
+    # --- trust: peers, origins, pairing events (issue 12) --------------------------------
 
-    def check_auth(self, params: ConnectParams) -> GatewayError | None:
-        if self.auth.mode != "token":
+    def is_local_address(self, address: str) -> bool:
+        return is_loopback_address(address) and address not in self.remote_peer_addresses
+
+    def peer_of(self, address: str, request: Request) -> Peer:
+        """Where an upgrade request comes from: direct loopback only without forwarding."""
+        headers = {name.lower(): value for name, value in request.extra_headers}
+        forwarded = any(name in headers for name in _FORWARDED_HEADERS) or any(
+            name.startswith(b"x-forwarded-") for name in headers
+        )
+        origin = headers.get(b"origin")
+        return Peer(
+            address=address,
+            local=self.is_local_address(address) and not forwarded,
+            origin=origin.decode("latin-1") if origin is not None else None,
+            host=request.host,
+        )
+
+    def refuse_origin(self, peer: Peer) -> tuple[int, str] | None:
+        """HTTP 403 for an upgrade whose `Origin` is not allowed (`_origins`)."""
+        if not peer.has_origin:
             return None
-        assert self.auth.token is not None
-        given = params.auth.token if isinstance(params.auth, ConnectParamsAuth) else None
-        if not isinstance(given, str) or not given:
-            return GatewayError(
-                INVALID_REQUEST,
-                "unauthorized: gateway token missing (set auth.token in connect params)",
-                details={
-                    "code": "AUTH_TOKEN_MISSING",
-                    "canRetryWithDeviceToken": False,
-                    "recommendedNextStep": "update_auth_configuration",
-                },
-            )
-        if not hmac.compare_digest(given.encode(), self.auth.token.encode()):
-            return GatewayError(
-                INVALID_REQUEST,
-                "unauthorized: gateway token mismatch",
-                details={
-                    "code": "AUTH_TOKEN_MISMATCH",
-                    "canRetryWithDeviceToken": False,
-                    "recommendedNextStep": "update_auth_credentials",
-                },
-            )
-        return None
+        ui = self.supervisor.generation.config.gateway.controlUi
+        decision = check_origin(
+            peer.origin,
+            host=peer.host,
+            local_client=peer.local,
+            allowed_origins=ui.allowedOrigins,
+            allow_host_header_fallback=ui.dangerouslyAllowHostHeaderOriginFallback,
+        )
+        if decision.ok:
+            return None
+        log.warning("refused origin %r from %s (%s)", peer.origin, peer.address, decision.reason)
+        return 403, ORIGIN_NOT_ALLOWED_MESSAGE
 
-    def hello_ok(self, conn: ClientConnection) -> dict[str, Any]:
+    def browser_rate_key(self, peer: Peer) -> str:
+        if peer.origin and self.is_local_address(peer.address):
+            return browser_origin_key(peer.origin)
+        return peer.address
+
+    @staticmethod
+    def now_ms() -> int:
+        return int(time.time() * 1000)
+
+    def pairing_event(self, event: str, payload: dict[str, Any]) -> None:
+        """`device.pair.*` go to operators holding `operator.pairing` only."""
+        targets = [
+            c
+            for c in self.connections.values()
+            if c.role == "operator" and c.has_scope("operator.pairing")
+        ]
+        if targets:
+            self.hub.send_to(targets, event, payload)
+
+    def connected_device_ids(self) -> set[str]:
+        return {c.device_id for c in self.connections.values() if c.device_id}
+
+    def disconnect_device(self, device_id: str, reason: str, *, role: str | None = None) -> None:
+        """Close the connections of a device whose pairing or token went away."""
+        for conn in list(self.connections.values()):
+            if conn.device_id == device_id and (role is None or conn.role == role):
+                conn.ws.close(CLOSE_POLICY, reason)
+
+    # --- hello ---------------------------------------------------------------------------
+
+    def hello_ok(self, conn: ClientConnection, admitted: Admitted | None = None) -> dict[str, Any]:
         gen = self.supervisor.generation
         agent = gen.default_agent
         return {
@@ -202,7 +246,7 @@ class Gateway:
                 },
                 "authMode": self.auth.mode,
             },
-            "auth": {"role": conn.role, "scopes": sorted(conn.scopes)},
+            "auth": _hello_auth(conn, admitted),
             "policy": {
                 "maxPayload": MAX_PAYLOAD_BYTES,
                 "maxBufferedBytes": self.max_buffered_bytes,
@@ -234,8 +278,25 @@ class Gateway:
         if not self.accepting:
             await trio.aclose_forcefully(stream)
             return
+        address = _peer_address(stream)
+        slot = self.preauth.acquire(address)
+        if slot is None:
+            # Over this address's budget of unauthenticated sockets: refuse before reading.
+            with trio.move_on_after(1):
+                try:
+                    await stream.send_all(_TOO_MANY)
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    pass
+            await trio.aclose_forcefully(stream)
+            return
         ws = WebSocketServerConnection(stream, max_buffered_bytes=self.max_buffered_bytes)
-        conn = ClientConnection(self, ws, f"c{next(self._ids)}-{os.urandom(3).hex()}")
+        conn = ClientConnection(
+            self,
+            ws,
+            f"c{next(self._ids)}-{os.urandom(3).hex()}",
+            peer=Peer(address=address, local=self.is_local_address(address)),
+            preauth=slot,
+        )
         try:
             await conn.run()
         except Exception:
@@ -264,6 +325,10 @@ class GatewayOptions:
     config_path: Path | None = None
     token: str | None = None
     max_buffered_bytes: int = MAX_BUFFERED_BYTES
+    max_preauth_per_address: int = DEFAULT_MAX_PREAUTH_PER_ADDRESS
+    """Unauthenticated sockets per client address (OpenClaw: 32); more get HTTP 503."""
+    remote_peer_addresses: frozenset[str] = frozenset()
+    """Loopback client addresses to treat as remote (tests of remote pairing and limits)."""
 
 
 @asynccontextmanager
@@ -273,7 +338,15 @@ async def open_gateway(config: Config, options: GatewayOptions) -> AsyncIterator
     The bound port is `gateway.listeners[0].socket.getsockname()[1]` (port 0 picks one).
     Raises `GatewayConfigError` before binding anything when the settings are unsafe.
     """
-    auth = auth_settings(config, token_override=options.token, host=options.host)
+    auth = await trio.to_thread.run_sync(
+        lambda: auth_settings(
+            config, token_override=options.token, host=options.host, state_dir=options.state_dir
+        )
+    )
+    try:
+        pairing = await open_pairing_store(options.state_dir)
+    except PairingStoreError as exc:
+        raise GatewayConfigError(str(exc)) from exc
     # --- model runtime generations (issue 3): one builder for startup and every publish ---
     builder = GenerationBuilder(state_dir=options.state_dir)
     try:
@@ -295,6 +368,9 @@ async def open_gateway(config: Config, options: GatewayOptions) -> AsyncIterator
             state_dir=options.state_dir,
             config_path=options.config_path,
             max_buffered_bytes=options.max_buffered_bytes,
+            pairing=pairing,
+            max_preauth_per_address=options.max_preauth_per_address,
+            remote_peer_addresses=options.remote_peer_addresses,
         )
         specs: list[str | Path] = list(config.plugins.load)
         specs.extend(
@@ -348,7 +424,34 @@ async def open_gateway(config: Config, options: GatewayOptions) -> AsyncIterator
                     gateway.close_all()
                     with trio.move_on_after(2):
                         await gateway.wait_all_closed()
+                    with trio.move_on_after(5):
+                        try:
+                            await gateway.pairing.flush(include_metadata=True)
+                        except PairingStoreError as exc:
+                            log.error("%s", exc)
                 nursery.cancel_scope.cancel()
+
+
+_FORWARDED_HEADERS: Final = (b"forwarded", b"x-real-ip")
+_TOO_MANY: Final = http_refusal(503, "Service Unavailable", "Too many unauthenticated sockets")
+
+
+def _peer_address(stream: trio.SocketStream) -> str:
+    try:
+        peer = stream.socket.getpeername()
+    except OSError:
+        return ""
+    address = str(peer[0]) if isinstance(peer, tuple) else ""
+    return address.removeprefix("::ffff:")
+
+
+def _hello_auth(conn: ClientConnection, admitted: Admitted | None) -> dict[str, Any]:
+    auth: dict[str, Any] = {"role": conn.role, "scopes": list(conn.granted_scopes)}
+    if admitted is not None and admitted.device_token is not None:
+        auth["deviceToken"] = admitted.device_token
+        if admitted.device_token_issued_at is not None:
+            auth["issuedAtMs"] = admitted.device_token_issued_at
+    return auth
 
 
 GC_THRESHOLDS: Final = (100_000, 20, 100)
@@ -376,6 +479,13 @@ async def serve_gateway(config: Config, options: GatewayOptions) -> None:
         async with open_gateway(config, options) as gateway:
             tune_gc()
             addr = gateway.listeners[0].socket.getsockname()
+            if gateway.auth.token_file is not None:
+                what = "created a gateway token in" if gateway.auth.created else "gateway token in"
+                print(
+                    f"clawlane: {what} {gateway.auth.token_file.resolve()} "
+                    "(clients on this machine read it from there)",
+                    flush=True,
+                )
             log.warning("clawlane gateway listening on ws://%s:%s", addr[0], addr[1])
             print(
                 f"clawlane gateway listening on ws://{addr[0]}:{addr[1]} (auth: {gateway.auth.mode})",

@@ -876,7 +876,9 @@ async def _progress(lt: _Loadtest, sampler: _Sampler, started: float, total: int
 
 
 @contextlib.asynccontextmanager
-async def _spawned_in_process(options: LoadtestOptions) -> AsyncIterator[tuple[str, int]]:
+async def _spawned_in_process(
+    options: LoadtestOptions,
+) -> AsyncIterator[tuple[str, int, str | None]]:
     from ._gateway import GatewayOptions, open_gateway
 
     config = parse_config(
@@ -892,14 +894,15 @@ async def _spawned_in_process(options: LoadtestOptions) -> AsyncIterator[tuple[s
         )
         async with open_gateway(config, gw_options) as gateway:
             port = gateway.listeners[0].socket.getsockname()[1]
-            yield f"ws://127.0.0.1:{port}", os.getpid()
+            yield f"ws://127.0.0.1:{port}", os.getpid(), gateway.auth.token
 
 
 @contextlib.asynccontextmanager
 async def spawn_gateway_process(
     *, max_concurrent: int, token: str | None = None
-) -> AsyncIterator[tuple[str, int]]:
-    """Run `clawlane gateway` in a child process on a free loopback port: (url, pid).
+) -> AsyncIterator[tuple[str, int, str | None]]:
+    """Run `clawlane gateway` in a child process on a free loopback port: (url, pid, the
+    token to connect with: `token`, else the one the child created in its state dir).
 
     On exit the child gets SIGINT (a clean shutdown), then SIGKILL if it lingers.
     """
@@ -929,7 +932,9 @@ async def spawn_gateway_process(
             )
             try:
                 url = await _read_listening_url(proc, log_path)
-                yield url, proc.pid
+                from ._auth import read_token_file, token_path
+
+                yield url, proc.pid, token or read_token_file(token_path(state))
             finally:
                 with trio.CancelScope(shield=True):
                     if proc.returncode is None:
@@ -961,6 +966,16 @@ async def _read_listening_url(proc: trio.Process, log_path: Path) -> str:
     )
 
 
+OPEN_PARALLEL: Final = 16
+
+
+async def _open_bounded(
+    slots: trio.CapacityLimiter, conn: _Conn, url: str, nursery: trio.Nursery, caps: list[str]
+) -> None:
+    async with slots:
+        await conn.open(url, nursery, caps)
+
+
 async def run_loadtest(options: LoadtestOptions) -> LoadtestReport:
     """Run one load test to the end and report. A checkpoint. Raises `LoadtestError`."""
     if options.sessions < 1 or options.deltas < 1 or (options.connections or 1) < 1:
@@ -990,16 +1005,20 @@ async def _run_somewhere(options: LoadtestOptions, token: str | None) -> Loadtes
     async with contextlib.AsyncExitStack() as stack:
         url, pid, where = options.url, options.gateway_pid, "at " + options.url
         if options.spawn:
-            url, pid = await stack.enter_async_context(_spawned_in_process(options))
+            url, pid, token = await stack.enter_async_context(_spawned_in_process(options))
             where = f"in-process (pid {pid})"
         elif options.spawn_process:
-            url, pid = await stack.enter_async_context(
+            url, pid, token = await stack.enter_async_context(
                 spawn_gateway_process(
                     max_concurrent=options.max_concurrent or max(8, options.sessions),
                     token=options.token,
                 )
             )
             where = f"child process (pid {pid})"
+        elif token is None:
+            from ._auth import local_client_token
+
+            token = local_client_token(url)  # a local gateway's token file
         return await _run(options, url, token, pid, where)
     raise AssertionError("unreachable")  # pragma: no cover
 
@@ -1021,9 +1040,14 @@ async def _run(
         async with trio.open_nursery() as nursery:
             nursery.start_soon(sampler.run)
             lt.owners = [_Conn(lt, i, subscriber=False) for i in range(owners_n)]
+            # At most OPEN_PARALLEL handshakes at once: a gateway admits 32 unauthenticated
+            # sockets per address (more are answered 503), as OpenClaw's does.
+            opening_slots = trio.CapacityLimiter(OPEN_PARALLEL)
             async with trio.open_nursery() as opening:
                 for conn in lt.owners:
-                    opening.start_soon(conn.open, url, nursery, [SCOPED_CAP])
+                    opening.start_soon(
+                        _open_bounded, opening_slots, conn, url, nursery, [SCOPED_CAP]
+                    )
             methods = set(lt.owners[0].hello.get("features", {}).get("methods", []))
             if options.subscribers_per_run:
                 subscribe = SUBSCRIBE_METHOD in methods
@@ -1035,7 +1059,7 @@ async def _run(
                 ]
                 async with trio.open_nursery() as opening:
                     for conn in lt.subscribers:
-                        opening.start_soon(conn.open, url, nursery, caps)
+                        opening.start_soon(_open_bounded, opening_slots, conn, url, nursery, caps)
                 if subscribe:
                     for conn in lt.subscribers:
                         await _subscribe_all(conn, lt.prefix, options.sessions)

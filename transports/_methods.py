@@ -39,7 +39,7 @@ from runtime._wire import (
     SessionsListParams,
 )
 
-from . import _methods_config, _methods_sessions
+from . import _methods_config, _methods_devices, _methods_sessions
 from ._methods_agent import agent
 
 if TYPE_CHECKING:
@@ -95,6 +95,7 @@ class Methods:
         self.add("models.list", models_list, ModelsListParams)
         _methods_config.register(self)  # config.get/set/patch/apply (issue 3)
         _methods_sessions.register(self)  # chat.* and sessions.* (issue 6)
+        _methods_devices.register(self)  # device.pair.* and device.token.* (issue 12)
 
     def add(
         self, name: str, handler: Handler, params: type[Any] | None, *, scope: str | None = None
@@ -113,7 +114,11 @@ class Methods:
         try:
             if method is None:
                 raise GatewayError(INVALID_REQUEST, f"unknown method: {frame.method}")
-            if method.scope.startswith("operator.") and not conn.has_scope(method.scope):
+            if frame.method == "health":
+                pass  # any connection may ask (as OpenClaw's gateway allows)
+            elif conn.role != "operator":
+                raise GatewayError(INVALID_REQUEST, f"unauthorized role: {conn.role}")
+            elif method.scope.startswith("operator.") and not conn.has_scope(method.scope):
                 raise missing_scope(method.scope, [method.scope])
             if method.params is not None:
                 params = decode_params(frame.method, frame.params, method.params)

@@ -27,6 +27,7 @@ from __future__ import annotations
 import collections
 import logging
 import struct
+from collections.abc import Callable
 from typing import Final
 
 import trio
@@ -35,6 +36,7 @@ from wsproto.events import (
     AcceptConnection,
     Event,
     RejectConnection,
+    RejectData,
     Request,
 )
 from wsproto.utilities import RemoteProtocolError
@@ -57,6 +59,10 @@ _LOCAL_ONLY_CODES: Final = frozenset({1005, 1006, 1015})
 _DEFINED_CODES: Final = frozenset(
     {1000, 1001, 1002, 1003, 1007, 1008, 1009, 1010, 1011, 1012, 1013, 1014}
 )
+
+
+Admit = Callable[[Request], "tuple[int, str] | None"]
+"""Decides an upgrade request before it is accepted: None, or the HTTP `(status, body)`."""
 
 
 class ConnectionClosed(Exception):
@@ -147,12 +153,14 @@ class WebSocketServerConnection:
 
     # --- handshake ------------------------------------------------------------------------
 
-    async def accept(self) -> Request:
+    async def accept(self, admit: Admit | None = None) -> Request:
         """Read the HTTP upgrade and accept it. A checkpoint. Raises `ConnectionClosed`.
 
         wsproto parses the request (up to its blank line, which ends a GET) and writes the
         101; what follows it in the same read is the first WebSocket bytes, kept for
-        `receive_message`."""
+        `receive_message`. `admit` sees the request first: a `(status, body)` it returns is
+        written as the HTTP answer instead of the 101 (e.g. 403 for an origin not allowed)
+        and the connection ends."""
         while True:
             end = self._in.find(b"\r\n\r\n")
             if end >= 0:
@@ -167,6 +175,10 @@ class WebSocketServerConnection:
                     raise ConnectionClosed(f"protocol error: {exc}") from exc
                 for event in self._events():
                     if isinstance(event, Request):
+                        refusal = admit(event) if admit is not None else None
+                        if refusal is not None:
+                            await self._refuse(*refusal)
+                            raise ConnectionClosed(f"upgrade refused: HTTP {refusal[0]}")
                         self._stream_write_now(self._ws.send(AcceptConnection()))
                         await self._flush_direct()
                         self._accepted = True
@@ -177,6 +189,21 @@ class WebSocketServerConnection:
             if len(self._in) > MAX_HANDSHAKE_BYTES:
                 raise ConnectionClosed("protocol error: upgrade request too large")
             await self._receive()
+
+    async def _refuse(self, status: int, body: str) -> None:
+        data = body.encode("utf-8")
+        headers = [
+            (b"content-type", b"text/plain; charset=utf-8"),
+            (b"content-length", str(len(data)).encode()),
+            (b"connection", b"close"),
+        ]
+        self._stream_write_now(
+            self._ws.send(RejectConnection(status_code=status, headers=headers, has_body=True))
+        )
+        self._stream_write_now(self._ws.send(RejectData(data=data)))
+        self._close_queued = True
+        self.peer_closed = True  # nothing more is read from a refused client
+        await self._flush_direct()
 
     async def _flush_direct(self) -> None:
         # Before the writer runs: write what is queued now.

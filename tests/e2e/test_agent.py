@@ -9,7 +9,14 @@ from typing import Any
 import pytest
 import trio
 
-from tests.conftest import gateway_url, local_config, open_client, raw_handshake, running_gateway
+from tests.conftest import (
+    client_auth,
+    gateway_url,
+    local_config,
+    open_client,
+    raw_handshake,
+    running_gateway,
+)
 from transports import GatewayRequestError, open_gateway_client
 
 Events = list[tuple[str, Any, int | None]]
@@ -83,7 +90,7 @@ async def test_both_responses_arrive_on_the_same_id_for_a_raw_client(gateway) ->
 
     with trio.fail_after(10):
         async with open_websocket(gateway_url(gateway)) as ws:
-            await raw_handshake(ws, caps=["session-scoped-events"])
+            await raw_handshake(ws, caps=["session-scoped-events"], gw=gateway)
             await ws.send_message(
                 json.dumps(
                     {
@@ -373,10 +380,14 @@ async def test_a_slow_consumer_is_closed_1008_while_others_finish(tmp_path: Path
         url = gateway_url(gw)
         with trio.fail_after(30):
             async with open_websocket(url, message_queue_size=1) as slow:
-                await raw_handshake(slow)
+                await raw_handshake(slow, gw=gw)
                 # The slow client stops reading here; the fast one floods runs.
                 async with open_gateway_client(
-                    url, client_id="test", mode="test", caps=["session-scoped-events"]
+                    url,
+                    client_id="test",
+                    mode="test",
+                    caps=["session-scoped-events"],
+                    **client_auth(gw),
                 ) as fast:
                     for i in range(40):
                         final = await fast.request(

@@ -108,7 +108,7 @@ def fast_calls(gw: Gateway) -> list[_AgentCall]:
 @asynccontextmanager
 async def raw_client(gw: Gateway) -> AsyncIterator[Raw]:
     async with open_websocket(gateway_url(gw)) as ws:
-        await raw_handshake(ws, caps=["session-scoped-events"])
+        await raw_handshake(ws, caps=["session-scoped-events"], gw=gw)
         raw = Raw(ws)
         async with trio.open_nursery() as n:
             n.start_soon(raw.pump)

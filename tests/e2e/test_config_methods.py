@@ -14,7 +14,7 @@ import pytest
 import trio
 
 from runtime._config import load_config, write_config_text
-from tests.conftest import frame_checker, gateway_url, running_gateway
+from tests.conftest import client_auth, frame_checker, gateway_url, running_gateway
 from transports import GatewayClient, GatewayRequestError, open_gateway_client
 from transports._cli import main as cli_main
 from transports._gateway import Gateway
@@ -80,6 +80,7 @@ def check_frame(frame: dict[str, Any]) -> None:
 
 
 def client(gw: Gateway, events: Events | None = None, **kw: Any) -> Any:
+    kw = {**client_auth(gw), **kw}
     return open_gateway_client(
         gateway_url(gw), client_id="test", mode="test", on_event=events, on_frame=check_frame, **kw
     )
@@ -291,7 +292,11 @@ async def test_the_cli_applies_and_patches_a_running_gateway(tmp_path: Path) -> 
             url = gateway_url(gw)
 
             def cli(*args: str) -> int:
-                return cli_main(["config", *args, "--url", url, "--timeout", "10"])
+                # The CLI reads the gateway's token from its state dir, as on a user's machine.
+                state = str(gw.state_dir)
+                return cli_main(
+                    ["config", *args, "--url", url, "--timeout", "10", "--state-dir", state]
+                )
 
             assert await trio.to_thread.run_sync(cli, "apply", str(new_file)) == 0
             assert gw.supervisor.generation.number == 2

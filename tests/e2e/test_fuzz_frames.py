@@ -69,7 +69,7 @@ async def test_a_frame_over_the_payload_limit_closes_1009_and_others_carry_on(
                 open_client(gw) as other,
                 open_websocket(gateway_url(gw), max_message_size=1 << 26) as ws,
             ):
-                await raw_handshake(ws)
+                await raw_handshake(ws, gw=gw)
                 await ws.send_message("x" * (25 * 1024 * 1024 + 10))
                 with pytest.raises(trio_websocket.ConnectionClosed) as closed:
                     while True:

@@ -10,7 +10,15 @@ import pytest
 import trio
 import trio_websocket
 
-from tests.conftest import frame_checker, gateway_url, local_config, open_client, running_gateway
+from tests.conftest import (
+    TEST_DEVICE,
+    connect_params,
+    frame_checker,
+    gateway_url,
+    local_config,
+    open_client,
+    running_gateway,
+)
 from transports import GatewayAuthError, open_gateway_client
 from transports._client import open_websocket
 from transports._gateway import GatewayConfigError, auth_settings
@@ -45,8 +53,9 @@ async def test_challenge_is_the_first_frame_and_hello_ok_validates(gateway) -> N
             _check(challenge)
             assert challenge["event"] == "connect.challenge"
             assert challenge["payload"]["nonce"] and isinstance(challenge["payload"]["ts"], int)
+            params = connect_params(gateway, challenge)
             await ws.send_message(
-                json.dumps({"type": "req", "id": "1", "method": "connect", "params": CONNECT})
+                json.dumps({"type": "req", "id": "1", "method": "connect", "params": params})
             )
             res = await _first(ws)
             _check(res, "connect")
@@ -57,11 +66,9 @@ async def test_challenge_is_the_first_frame_and_hello_ok_validates(gateway) -> N
             assert "agent" in hello["features"]["methods"] and "tick" in hello["features"]["events"]
             assert hello["snapshot"]["sessionDefaults"]["mainSessionKey"] == "agent:main:main"
             assert hello["policy"]["maxPayload"] == 25 * 1024 * 1024
-            assert set(hello["auth"]["scopes"]) >= {
-                "operator.read",
-                "operator.write",
-                "operator.admin",
-            }
+            # Exactly what was asked for, nothing added; the paired device gets a token.
+            assert hello["auth"]["scopes"] == params["scopes"]
+            assert hello["auth"]["deviceToken"] and hello["auth"]["issuedAtMs"] > 0
 
 
 @pytest.mark.parametrize(
@@ -141,27 +148,52 @@ async def test_handshake_timeout_closes_the_socket(tmp_path: Path, autojump_cloc
                 assert trio.current_time() - start >= 9.9
 
 
-@pytest.mark.parametrize("token", [None, "wrong"], ids=["missing", "mismatch"])
-async def test_wrong_token_is_refused(tmp_path: Path, token: str | None) -> None:
+@pytest.mark.parametrize(
+    ("token", "signed", "code"),
+    [
+        (None, False, "DEVICE_IDENTITY_REQUIRED"),
+        ("wrong", False, "AUTH_TOKEN_MISMATCH"),
+        (None, True, "AUTH_TOKEN_MISSING"),
+        ("wrong", True, "AUTH_TOKEN_MISMATCH"),
+    ],
+    ids=["missing", "mismatch", "missing-with-device", "mismatch-with-device"],
+)
+async def test_wrong_token_is_refused(
+    tmp_path: Path, token: str | None, signed: bool, code: str
+) -> None:
+    """OpenClaw's answers: a device-less client without a token is asked for a device
+    identity; every other wrong or missing token is `unauthorized`, closed 1008."""
     async with running_gateway(tmp_path, token="s3cret") as gw:
         with trio.fail_after(10):
             with pytest.raises(GatewayAuthError) as err:
                 async with open_gateway_client(
-                    gateway_url(gw), token=token or "", client_id="test", mode="test"
+                    gateway_url(gw),
+                    token=token or "",
+                    client_id="test",
+                    mode="test",
+                    device=TEST_DEVICE if signed else None,
                 ):
                     pass
-            assert "unauthorized" in str(err.value)
-            assert err.value.details["code"] in ("AUTH_TOKEN_MISSING", "AUTH_TOKEN_MISMATCH")
+            assert err.value.details["code"] == code
+            if code != "DEVICE_IDENTITY_REQUIRED":
+                assert str(err.value).startswith("unauthorized: gateway token")
+            else:
+                assert err.value.code == "NOT_PAIRED"
             async with open_gateway_client(
                 gateway_url(gw), token="s3cret", client_id="test", mode="test"
             ) as c:
                 assert (await c.request("health"))["ok"] is True
+                # Device-less with a token: admitted, but holding no scopes (OpenClaw).
+                assert c.hello["auth"]["scopes"] == []
 
 
-def test_non_loopback_bind_without_token_refuses_to_start(monkeypatch) -> None:
+def test_non_loopback_bind_without_token_refuses_to_start(monkeypatch, tmp_path: Path) -> None:
     monkeypatch.delenv("CLAWLANE_GATEWAY_TOKEN", raising=False)
     with pytest.raises(GatewayConfigError, match="non-loopback bind requires a token"):
         auth_settings(local_config(), token_override=None, host="0.0.0.0")
+    with pytest.raises(GatewayConfigError, match="non-loopback bind requires a token"):
+        auth_settings(local_config(), token_override=None, host="0.0.0.0", state_dir=tmp_path)
+    assert not (tmp_path / "gateway-token").exists()
     assert auth_settings(local_config(), token_override="t", host="0.0.0.0").mode == "token"
     monkeypatch.setenv("CLAWLANE_GATEWAY_TOKEN", "from-env")
     assert auth_settings(local_config(), token_override=None, host="127.0.0.1").token == "from-env"
@@ -186,7 +218,9 @@ async def test_missing_scope_is_forbidden_with_details(connect) -> None:
 async def test_ticks_arrive_with_connection_seq(tmp_path: Path, autojump_clock) -> None:
     async with running_gateway(tmp_path) as gw:
         with trio.fail_after(200):
-            async with open_client(gw) as client:
+            # Unsigned (ticks go to every connection): under the virtual clock the worker
+            # thread of a first pairing's write would let time jump past the connect timeout.
+            async with open_client(gw, device=None) as client:
                 seqs: list[int | None] = []
                 async for event, payload, seq in client.events:
                     if event == "tick":

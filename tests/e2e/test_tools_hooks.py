@@ -9,7 +9,7 @@ from typing import Any
 import trio
 
 from runtime._hooks import BeforeToolCallResult
-from tests.conftest import gateway_url, local_config, open_client, running_gateway
+from tests.conftest import client_auth, gateway_url, local_config, open_client, running_gateway
 from tests.e2e.test_agent import Events, recorder_events, run_events, terminal_events
 from transports import open_gateway_client
 
@@ -65,10 +65,20 @@ async def test_tool_events_reach_only_capable_watching_connections(tmp_path: Pat
         with trio.fail_after(20):
             async with (
                 open_gateway_client(
-                    url, client_id="test", mode="test", caps=["tool-events"], on_event=a_on
+                    url,
+                    client_id="test",
+                    mode="test",
+                    caps=["tool-events"],
+                    on_event=a_on,
+                    **client_auth(gw),
                 ) as a,
                 open_gateway_client(
-                    url, client_id="test", mode="test", caps=["tool-events"], on_event=b_on
+                    url,
+                    client_id="test",
+                    mode="test",
+                    caps=["tool-events"],
+                    on_event=b_on,
+                    **client_auth(gw),
                 ),
                 open_client(gw, on_event=c_on) as c,
             ):

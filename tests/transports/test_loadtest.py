@@ -57,6 +57,7 @@ async def test_spawned_gateway_runs_every_run_and_loses_nothing() -> None:
 async def test_against_a_running_gateway_by_url(gateway: Gateway) -> None:
     options = LoadtestOptions(
         url=gateway_url(gateway),
+        token=gateway.auth.token,
         sessions=2,
         connections=1,
         runs_per_session=3,
