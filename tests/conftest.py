@@ -178,6 +178,7 @@ def connect_params(
     device: DeviceIdentity | None = TEST_DEVICE,
     token: str | None = None,
     platform: str = "python",
+    role: str = "operator",
 ) -> dict[str, Any]:
     """`connect` params as the test clients send them: explicit scopes, `gw`'s token, and
     a device signature over `challenge` (the `connect.challenge` event frame or payload)."""
@@ -187,7 +188,7 @@ def connect_params(
         "minProtocol": 4,
         "maxProtocol": 4,
         "client": {"id": client_id, "version": "1", "platform": platform, "mode": mode},
-        "role": "operator",
+        "role": role,
         "scopes": granted,
     }
     secret = token if token is not None else (gw.auth.token if gw is not None else None)
@@ -199,7 +200,7 @@ def connect_params(
                 device_id=device.device_id,
                 client_id=client_id,
                 client_mode=mode,
-                role="operator",
+                role=role,
                 scopes=tuple(granted),
                 signed_at_ms=int(payload["ts"]),
                 token=secret or "",

@@ -281,13 +281,7 @@ class Gateway:
         address = _peer_address(stream)
         slot = self.preauth.acquire(address)
         if slot is None:
-            # Over this address's budget of unauthenticated sockets: refuse before reading.
-            with trio.move_on_after(1):
-                try:
-                    await stream.send_all(_TOO_MANY)
-                except (trio.BrokenResourceError, trio.ClosedResourceError):
-                    pass
-            await trio.aclose_forcefully(stream)
+            await _refuse_busy(stream)
             return
         ws = WebSocketServerConnection(stream, max_buffered_bytes=self.max_buffered_bytes)
         conn = ClientConnection(
@@ -434,6 +428,26 @@ async def open_gateway(config: Config, options: GatewayOptions) -> AsyncIterator
 
 _FORWARDED_HEADERS: Final = (b"forwarded", b"x-real-ip")
 _TOO_MANY: Final = http_refusal(503, "Service Unavailable", "Too many unauthenticated sockets")
+
+
+async def _refuse_busy(stream: trio.SocketStream) -> None:
+    """Over an address's budget of unauthenticated sockets: answer 503 and close, reading
+    (and dropping) at most 16 KiB for at most 0.25 s so that the answer is not lost to a
+    reset when the client's request is already on its way."""
+    try:
+        with trio.move_on_after(0.25):
+            await stream.send_all(_TOO_MANY)
+            await stream.send_eof()
+            drained = 0
+            while drained < 16_384:
+                chunk = await stream.receive_some(4096)
+                if not chunk:
+                    break
+                drained += len(chunk)
+    except (trio.BrokenResourceError, trio.ClosedResourceError):
+        pass
+    finally:
+        await trio.aclose_forcefully(stream)
 
 
 def _peer_address(stream: trio.SocketStream) -> str:

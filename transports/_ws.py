@@ -25,6 +25,7 @@ Errors in this module:
 from __future__ import annotations
 
 import collections
+import http
 import logging
 import struct
 from collections.abc import Callable
@@ -36,7 +37,6 @@ from wsproto.events import (
     AcceptConnection,
     Event,
     RejectConnection,
-    RejectData,
     Request,
 )
 from wsproto.utilities import RemoteProtocolError
@@ -192,17 +192,14 @@ class WebSocketServerConnection:
 
     async def _refuse(self, status: int, body: str) -> None:
         data = body.encode("utf-8")
-        headers = [
-            (b"content-type", b"text/plain; charset=utf-8"),
-            (b"content-length", str(len(data)).encode()),
-            (b"connection", b"close"),
-        ]
-        self._stream_write_now(
-            self._ws.send(RejectConnection(status_code=status, headers=headers, has_body=True))
+        head = (
+            f"HTTP/1.1 {status} {http.HTTPStatus(status).phrase}\r\nConnection: close\r\n"
+            f"Content-Type: text/plain; charset=utf-8\r\nContent-Length: {len(data)}\r\n\r\n"
         )
-        self._stream_write_now(self._ws.send(RejectData(data=data)))
+        self._stream_write_now(head.encode("ascii") + data)
         self._close_queued = True
         self.peer_closed = True  # nothing more is read from a refused client
+        self._wake.set()
         await self._flush_direct()
 
     async def _flush_direct(self) -> None:
