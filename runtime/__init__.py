@@ -5,11 +5,12 @@
 - The embedded runtime: `open_embedded_runtime` (run turns in-process, same events).
 - The agent loop: `run_agent`, `run_turn`, `AgentRunInput`, `RunProgress`, `TurnSpec`.
 - Sessions: `resolve_session_key`, `SessionRow`, transcript entries (pi v3).
+- Devices: `DeviceIdentity` (an ed25519 key that signs `connect`, as OpenClaw's clients do).
 - Plugins import only `runtime.plugin_sdk`.
 
 Errors: `ConfigError` (names the key path), `GenerationError` (a build failed; nothing is
 published), `SessionKeyError` (malformed key), `GatewayError` (a wire error shape), and
-`runtime.llm.ProviderError`.
+`runtime.llm.ProviderError`, `PairingStoreError` (the device pairing file is unusable).
 """
 
 from ._agent import AgentRunInput as AgentRunInput
@@ -19,12 +20,14 @@ from ._config import Config as Config
 from ._config import ConfigError as ConfigError
 from ._config import load_config as load_config
 from ._config import parse_config as parse_config
+from ._device_auth import DeviceIdentity as DeviceIdentity
 from ._embedded import open_embedded_runtime as open_embedded_runtime
 from ._frames import GatewayError as GatewayError
 from ._generation import GenerationBuilder as GenerationBuilder
 from ._generation import GenerationError as GenerationError
 from ._generation import ModelRuntimeGeneration as ModelRuntimeGeneration
 from ._generation import build_generation as build_generation
+from ._pairing import PairingStoreError as PairingStoreError
 from ._sessions import SessionKeyError as SessionKeyError
 from ._sessions import SessionRow as SessionRow
 from ._sessions import resolve_session_key as resolve_session_key
@@ -35,10 +38,12 @@ __all__ = [
     "AgentRunInput",
     "Config",
     "ConfigError",
+    "DeviceIdentity",
     "GatewayError",
     "GenerationBuilder",
     "GenerationError",
     "ModelRuntimeGeneration",
+    "PairingStoreError",
     "RunProgress",
     "SessionKeyError",
     "SessionRow",

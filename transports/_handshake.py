@@ -229,7 +229,8 @@ class _Admission:
             extra["retryable"] = True
             if result.retry_after_ms is not None:
                 extra["retry_after_ms"] = result.retry_after_ms
-        log.warning(
+        log.log(
+            logging.DEBUG if reason == "rate_limited" else logging.WARNING,
             "unauthorized connect from %s client=%s mode=%s reason=%s",
             self.peer.address,
             self.client_id,
