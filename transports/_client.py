@@ -255,6 +255,16 @@ class GatewayClient:
             self.device_token = hello_auth["deviceToken"]
 
 
+def _handshake_failed(url: str, exc: trio_websocket.HandshakeError) -> GatewayClientError:
+    if isinstance(exc, trio_websocket.ConnectionRejected):
+        body = (exc.body or b"").decode("utf-8", "replace").strip()
+        return GatewayClientError(
+            f"the gateway at {url} refused the WebSocket upgrade: HTTP {exc.status_code}"
+            + (f" {body}" if body else "")
+        )
+    return GatewayClientError(f"WebSocket handshake with {url} failed: {exc!r}")
+
+
 @asynccontextmanager
 async def open_websocket(
     url: str,
@@ -297,7 +307,7 @@ async def open_websocket(
                     extra_headers=[(b"Origin", origin.encode())] if origin else None,
                 )
             except trio_websocket.HandshakeError as exc:
-                raise GatewayClientError(f"WebSocket handshake with {url} failed: {exc!r}") from exc
+                raise _handshake_failed(url, exc) from exc
             try:
                 yield ws
             finally:
@@ -307,7 +317,10 @@ async def open_websocket(
                 nursery.cancel_scope.cancel()
     except BaseExceptionGroup as group:
         if len(group.exceptions) == 1:
-            raise group.exceptions[0] from None
+            first = group.exceptions[0]
+            if isinstance(first, trio_websocket.HandshakeError):
+                raise _handshake_failed(url, first) from first
+            raise first from None
         raise
     finally:
         await trio.aclose_forcefully(stream)

@@ -13,6 +13,7 @@ import trio
 
 from tests.conftest import connect_params, gateway_url, local_config, open_client, running_gateway
 from tests.e2e._trust import connect_once, http_answer, port_of, upgrade_request
+from transports import GatewayClientError
 from transports._client import open_websocket
 from transports._gateway import GatewayConfigError, GatewayOptions, open_gateway
 
@@ -42,6 +43,10 @@ async def test_a_hostile_origin_is_refused_403_before_the_upgrade(gateway) -> No
             assert head.startswith(b"HTTP/1.1 403"), (origin, head)
             assert b"101" not in head and b"connect.challenge" not in answer
             assert b"gateway.controlUi.allowedOrigins" in body
+        # Our client says so in one line.
+        with pytest.raises(GatewayClientError, match="refused the WebSocket upgrade: HTTP 403"):
+            async with open_client(gateway, origin="https://evil.example"):
+                pass
         # Nothing was upgraded, and the gateway serves on.
         assert not gateway.connections
         async with open_client(gateway) as client:
