@@ -28,6 +28,8 @@ import msgspec
 
 from runtime._frames import encode_event
 
+from ._metrics import FIRST_EVENT_BUCKETS, Histogram
+
 REPLAY_PER_RUN: Final = 512
 RETAINED_FINISHED_RUNS: Final = 256
 
@@ -74,6 +76,7 @@ class _RunStream:
         factory=lambda: collections.deque(maxlen=REPLAY_PER_RUN)
     )
     ended: bool = False
+    opened_ms: int = 0
 
 
 @attrs.frozen
@@ -113,6 +116,8 @@ class EventHub:
         self._events = 0
         self._delivered = 0
         self._encodes = 0
+        self.first_event = Histogram(FIRST_EVENT_BUCKETS)
+        """Acceptance to first output event, per run (`/metrics`)."""
 
     # --- connections ----------------------------------------------------------------------
 
@@ -193,6 +198,7 @@ class EventHub:
             rs = self._finished.pop(run_id, None)
             if rs is None:
                 rs = _RunStream(run_id, session_key, session_id, agent_id)
+                rs.opened_ms = int(_time() * 1000)
             self._runs[run_id] = rs
         rs.session_id = session_id or rs.session_id
         rs.agent_id = agent_id or rs.agent_id
@@ -231,11 +237,15 @@ class EventHub:
         is_tool = stream == "tool"
         if not is_tool:
             rs.seq_public += 1
+        ts = int(_time() * 1000)
+        if rs.seq_all == 2 and stream != "lifecycle":
+            # The run's first output (after lifecycle start): time since it was accepted.
+            self.first_event.observe((ts - rs.opened_ms) / 1000)
         full = AgentEventPayload(
             runId=run_id,
             seq=rs.seq_all,
             stream=stream,
-            ts=int(_time() * 1000),
+            ts=ts,
             data=data,
             sessionKey=rs.session_key,
             sessionId=rs.session_id,

@@ -20,6 +20,8 @@ from typing import Any, Final, Literal
 import attrs
 import trio
 
+from ._metrics import RunMetrics
+
 log = logging.getLogger("clawlane.registry")
 
 DEDUPE_TTL_S: Final = 300.0
@@ -46,6 +48,8 @@ class RunRecord:
     started_at: int | None = None
     ended_at: int | None = None
     error: str | None = None
+    error_kind: str | None = None
+    """The provider error's kind when a provider error ended the run (for `/metrics`)."""
     aborted: bool = False
     abort_reason: AbortReason | None = None
     generation: int | None = None
@@ -175,9 +179,11 @@ class RunRegistry:
         self._appeared: dict[str, tuple[trio.Event, int]] = {}
         self._waiters = 0
         self.dedupe = IdempotencyCache()
+        self.metrics = RunMetrics()
 
     def add(self, record: RunRecord) -> None:
         self._runs[record.run_id] = record
+        self.metrics.started += 1
         pending = self._appeared.pop(record.run_id, None)
         if pending is not None:
             pending[0].set()
@@ -192,6 +198,14 @@ class RunRegistry:
         """Mark ended, wake waiters and call `on_done`. Called once, by the run's owner."""
         record.finished_mono = time.monotonic()
         record.done.set()
+        started, ended = record.started_at, record.ended_at
+        self.metrics.run_ended(
+            record.status,
+            duration_s=(ended - started) / 1000 if started is not None and ended else None,
+            abort_reason=record.abort_reason,
+            error_kind=record.error_kind,
+            final=record.final,
+        )
         callbacks, record.on_done = record.on_done, None
         for callback in callbacks or ():
             try:

@@ -512,6 +512,7 @@ class SessionActor:
             if error is not None and not aborted:
                 rec.status = "error"
                 rec.error = error
+                rec.error_kind = error_kind
                 hub.emit_agent(
                     rec.run_id,
                     "lifecycle",

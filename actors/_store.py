@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -38,6 +39,8 @@ from runtime._sessions import (
     encode_entry,
     encode_session_row,
 )
+
+from ._metrics import COMMIT_BUCKETS, Histogram
 
 log = logging.getLogger("clawlane.store")
 
@@ -395,10 +398,17 @@ class Store:
         self._last_batch_size = 0
         self._next_seq: dict[str, int] = {}  # the writer thread's, between batches
         self._row_batch: _RowBatch | None = None  # what `get_session` callers join
+        self.commit_seconds = Histogram(COMMIT_BUCKETS)
+        """Each committed batch: its transaction and the worker-thread hand-over."""
 
     @property
     def path(self) -> Path:
         return self._path
+
+    @property
+    def closed(self) -> bool:
+        """The store is closed (or its writer failed): nothing more can be written."""
+        return self._closed
 
     def statistics(self) -> StoreStatistics:
         """Not a checkpoint."""
@@ -677,6 +687,7 @@ class Store:
         results: list[object] = [None] * len(writes)
         failure: sqlite3.Error | None = None
         if writes:
+            t0 = time.perf_counter()
             try:
                 results = await trio.to_thread.run_sync(
                     _write_batch, self._writer, writes, self._next_seq
@@ -687,6 +698,7 @@ class Store:
                 self._last_failed = first + len(batch) - 1
                 self._last_failure = exc
             else:
+                self.commit_seconds.observe(time.perf_counter() - t0)
                 self._commits += 1
                 self._last_batch_size = len(writes)
                 self._rows_written += sum(isinstance(op, _PutRow) for op in writes)

@@ -50,6 +50,7 @@ from runtime.tools import ToolPolicy, builtin_tools, ensure_workspace
 from ._chat import ChatFlusher, ChatStream
 from ._hub import EventHub
 from ._lane import QueueSettings
+from ._metrics import WAIT_BUCKETS, Histogram, HistogramSnapshot
 from ._registry import RunRecord, RunRegistry
 from ._session import RunRequest, SessionActor
 from ._store import Store
@@ -166,6 +167,7 @@ class GlobalLane:
         self._acquired = 0
         self._wait_total = 0.0
         self._wait_max = 0.0
+        self._waited = Histogram(WAIT_BUCKETS)  # only the waits (a free slot is not observed)
 
     def try_acquire(self) -> bool:
         """Take a free slot now (for `hold(acquired=True)`). Not a checkpoint."""
@@ -187,11 +189,17 @@ class GlobalLane:
         self._acquired += 1
         self._wait_total += waited
         self._wait_max = max(self._wait_max, waited)
+        self._waited.observe(waited)
 
     def hold(self, *, acquired: bool = False) -> _Hold:
         """`async with lane.hold():` wait for a slot and hold it; always released.
         `acquired`: the caller already took one with `try_acquire`."""
         return _Hold(self, acquired)
+
+    def wait_histogram(self) -> HistogramSnapshot:
+        """Every acquisition's wait: the slots taken at once count as waits of 0."""
+        waited = self._waited.snapshot()
+        return self._waited.snapshot(extra_zeros=self._acquired - waited.count)
 
     def statistics(self) -> LaneStatistics:
         s = self.slots.statistics()
