@@ -30,6 +30,7 @@ never raises for a bad file.
 
 from __future__ import annotations
 
+import collections
 import logging
 import os
 import time
@@ -76,6 +77,9 @@ log = logging.getLogger("clawlane.publisher")
 
 GENERATION_EVENT: Final = "runtime.generation"
 """clawlane-only event: a generation was published, or a build failed (`status`)."""
+HISTORY_MAX: Final = 100
+"""Publishes and failed builds remembered for `history()` (the dashboard)."""
+HISTORY_MESSAGE_MAX: Final = 2_000
 POLL_INTERVAL_S: Final = 0.5
 DEBOUNCE_S: Final = 0.3
 _T = TypeVar("_T")
@@ -193,6 +197,18 @@ class Publisher:
         self._last_latency_ms: float | None = None
         self._changed = trio.Event()
         self._change_reason = "file"
+        gen = supervisor.generation
+        self._history: collections.deque[dict[str, Any]] = collections.deque(
+            [
+                {
+                    "status": "serving",
+                    "number": gen.number,
+                    "reason": "startup",
+                    "at": gen.built_at_ms,
+                }
+            ],
+            maxlen=HISTORY_MAX,
+        )
 
     # --- reading --------------------------------------------------------------------------
 
@@ -311,6 +327,16 @@ class Publisher:
         self._last_reason = reason
         self._last_latency_ms = (time.perf_counter() - started) * 1000
         self.last_error = None
+        self._history.append(
+            {
+                "status": "published",
+                "number": built.number,
+                "reason": reason,
+                "at": int(time.time() * 1000),
+                "previous": old.number,
+                "latencyMs": round(self._last_latency_ms, 3),
+            }
+        )
         log.info("published generation %d (%s), replacing %d", built.number, reason, old.number)
         sup.hub.broadcast(
             GENERATION_EVENT,
@@ -344,6 +370,9 @@ class Publisher:
         )
         self.last_error = failure
         self._failed += 1
+        entry = {"status": "failed", "number": None, **failure.to_json()}
+        entry["message"] = entry["message"][:HISTORY_MESSAGE_MAX]
+        self._history.append(entry)
         if plugin_version is not None and reason == "plugins":
             self._failed_plugin_version = plugin_version
         log.error(
@@ -521,6 +550,11 @@ class Publisher:
             watching=tuple(str(p) for p in self.watched_paths()),
             retired_providers=self._retired,
         )
+
+    def history(self) -> list[dict[str, Any]]:
+        """The last `HISTORY_MAX` publishes and failed builds, oldest first (the serving
+        generation at startup first while it is among them). JSON-ready copies."""
+        return [dict(item) for item in self._history]
 
     def status_view(self) -> dict[str, Any]:
         """For the `status` method: the serving generation and the publisher's health."""
