@@ -72,11 +72,28 @@ class GatewayControlUiConfig(_Strict, frozen=True):
     dangerouslyAllowHostHeaderOriginFallback: bool = False
 
 
+class ChatCompletionsEndpointConfig(_Strict, frozen=True):
+    """`gateway.http.endpoints.chatCompletions`: the OpenAI-compatible `/v1/*` routes."""
+
+    enabled: bool = False
+
+
+class GatewayHttpEndpointsConfig(_Strict, frozen=True):
+    chatCompletions: ChatCompletionsEndpointConfig = ChatCompletionsEndpointConfig()
+
+
+class GatewayHttpConfig(_Strict, frozen=True):
+    """`gateway.http`: plain HTTP on the gateway's port (OpenClaw's keys)."""
+
+    endpoints: GatewayHttpEndpointsConfig = GatewayHttpEndpointsConfig()
+
+
 class GatewayConfig(_Strict, frozen=True):
     port: Annotated[int, msgspec.Meta(ge=0, le=65535)] = DEFAULT_PORT
     bind: str = "127.0.0.1"
     auth: GatewayAuthConfig = GatewayAuthConfig()
     controlUi: GatewayControlUiConfig = GatewayControlUiConfig()
+    http: GatewayHttpConfig = GatewayHttpConfig()
 
 
 class AgentRuntimeRef(_Strict, frozen=True):
