@@ -100,6 +100,9 @@ class ClientConnection:
         """Requests in flight by id: a handler task's cancel scope, or an `agent` request
         on the fast path (`_methods_agent`)."""
         self.nursery: trio.Nursery | None = None
+        self.handshake_deadline: float | None = None
+        """When the handshake must be done (from the socket's accept); None: the
+        gateway's handshake timeout from now."""
 
     # --- Subscriber ----------------------------------------------------------------------
 
@@ -158,7 +161,10 @@ class ClientConnection:
     async def _serve(self) -> None:
         gw = self.gateway
         self.ws.max_message_bytes = MAX_PREAUTH_PAYLOAD_BYTES
-        with trio.move_on_after(gw.handshake_timeout_s) as handshake:
+        deadline = self.handshake_deadline
+        if deadline is None:
+            deadline = trio.current_time() + gw.handshake_timeout_s
+        with trio.move_on_at(deadline) as handshake:
             await self.ws.accept(admit=self._admit_upgrade)
             nonce = secrets.token_urlsafe(24)
             self.ws.send_text(encode_event("connect.challenge", {"nonce": nonce, "ts": _now_ms()}))

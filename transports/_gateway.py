@@ -52,12 +52,21 @@ from ._auth import AuthConfigError, AuthSettings
 from ._auth import auth_settings as _auth_settings
 from ._auth import is_loopback as is_loopback
 from ._connection import ClientConnection
+from ._dashboard import Sampler
 from ._handshake import Admitted, Peer
+from ._http import MAX_HEAD_BYTES, HttpConnection, is_websocket_upgrade, read_head
+from ._http_routes import HttpRoutes, load_dashboard
 from ._methods import Methods
+from ._metrics import HttpCounters
 from ._origins import ORIGIN_NOT_ALLOWED_MESSAGE, check_origin
 from ._ws import CLOSE_GOING_AWAY, CLOSE_POLICY, WebSocketServerConnection
 
 log = logging.getLogger("clawlane.gateway")
+
+HEAD_TOO_LARGE: Final = (
+    b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-type: text/plain; charset=utf-8\r\n"
+    b"content-length: 31\r\nconnection: close\r\n\r\nRequest Header Fields Too Large"
+)
 
 VERSION: Final = "0.1.0"
 EVENTS: Final = (
@@ -156,6 +165,14 @@ class Gateway:
             lockout_ms=limits.lockoutMs,
             exempt_loopback=False,
         )
+        # --- issue 14: plain HTTP on the same port, /metrics, the dashboard ---
+        self.version = VERSION
+        self.http_counters = HttpCounters()
+        self.slow_consumer_closes = 0
+        self.websocket_sockets = 0
+        self.http_sockets = 0
+        self.http_routes: HttpRoutes | None = None  # set by open_gateway (reads files)
+        self.sampler = Sampler(self)
 
     # --- trust: peers, origins, pairing events (issue 12) --------------------------------
 
@@ -260,7 +277,21 @@ class Gateway:
         self.connections[conn.conn_id] = conn
         self.hub.attach(conn, scoped=conn.scoped, can_read=conn.has_scope("operator.read"))
 
+    def readiness_failures(self) -> list[str]:
+        """What keeps `/readyz` from 200: the store closed, no generation published,
+        shutting down. Empty when ready. Not a checkpoint."""
+        failing = []
+        if self.supervisor.store.closed:
+            failing.append("store")
+        if self.publisher is None or self.supervisor.generation.number < 1:
+            failing.append("generation")
+        if not self.accepting:
+            failing.append("shutdown")
+        return failing
+
     def detach(self, conn: ClientConnection) -> None:
+        if conn.ws.close_reason == "slow consumer":
+            self.slow_consumer_closes += 1
         self.connections.pop(conn.conn_id, None)
         self.hub.detach(conn)
         if not self.connections:
@@ -279,11 +310,26 @@ class Gateway:
             await trio.aclose_forcefully(stream)
             return
         address = _peer_address(stream)
-        slot = self.preauth.acquire(address)
+        slot = self.preauth.acquire(address)  # HTTP and WebSocket share the budget
         if slot is None:
             await _refuse_busy(stream)
             return
-        ws = WebSocketServerConnection(stream, max_buffered_bytes=self.max_buffered_bytes)
+        # Read the request head once (bounded in bytes and by the handshake deadline): a
+        # WebSocket upgrade goes on as before, anything else is plain HTTP (issue 14).
+        deadline = trio.current_time() + self.handshake_timeout_s
+        head = bytearray()
+        complete = False
+        with trio.move_on_at(deadline):
+            complete = await read_head(stream, head)
+        if not is_websocket_upgrade(head):
+            try:
+                await self._serve_http(stream, head, deadline, complete=complete)
+            finally:
+                slot.release()
+            return
+        ws = WebSocketServerConnection(
+            stream, max_buffered_bytes=self.max_buffered_bytes, received=bytes(head)
+        )
         conn = ClientConnection(
             self,
             ws,
@@ -291,10 +337,41 @@ class Gateway:
             peer=Peer(address=address, local=self.is_local_address(address)),
             preauth=slot,
         )
+        conn.handshake_deadline = deadline
+        self.websocket_sockets += 1
         try:
             await conn.run()
         except Exception:
             log.exception("connection %s failed", conn.conn_id)
+        finally:
+            self.websocket_sockets -= 1
+
+    async def _serve_http(
+        self, stream: trio.SocketStream, head: bytearray, deadline: float, *, complete: bool
+    ) -> None:
+        """Plain HTTP (`_http`, routed by `_http_routes`). A head that never came whole
+        gets 431 when it was too large, nothing when it was too slow or the peer closed.
+        Closes the stream."""
+        self.http_sockets += 1
+        try:
+            if not complete:
+                if len(head) > MAX_HEAD_BYTES:
+                    with trio.move_on_after(1):
+                        await stream.send_all(HEAD_TOO_LARGE)
+                return
+            try:
+                peer = str(stream.socket.getpeername()[0])
+            except OSError:
+                peer = ""
+            assert self.http_routes is not None
+            await HttpConnection(stream, head, peer).serve(self.http_routes, head_deadline=deadline)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+        except Exception:
+            log.exception("HTTP connection failed")
+        finally:
+            self.http_sockets -= 1
+            await trio.aclose_forcefully(stream)
 
     async def run_ticks(self) -> None:
         while True:
@@ -381,6 +458,9 @@ async def open_gateway(config: Config, options: GatewayOptions) -> AsyncIterator
                 supervisor, builder=builder, config_path=options.config_path
             )
             await nursery.start(gateway.publisher.run)
+            # --- issue 14: the HTTP routes (the dashboard's files) and the chart sampler ---
+            gateway.http_routes = HttpRoutes(gateway, await trio.to_thread.run_sync(load_dashboard))
+            nursery.start_soon(gateway.sampler.run)
             listeners = await trio.open_tcp_listeners(port, host=options.host)
             gateway.listeners = listeners
             if hooks.has("gateway_start"):

@@ -128,7 +128,9 @@ class _Raw:
 class WebSocketServerConnection:
     """One accepted TCP stream speaking WebSocket. Not a checkpoint unless stated."""
 
-    def __init__(self, stream: trio.abc.Stream, *, max_buffered_bytes: int) -> None:
+    def __init__(
+        self, stream: trio.abc.Stream, *, max_buffered_bytes: int, received: bytes = b""
+    ) -> None:
         self._stream = stream
         self._ws = WSConnection(ConnectionType.SERVER)
         self._out: collections.deque[bytes | _Raw] = collections.deque()
@@ -146,7 +148,7 @@ class WebSocketServerConnection:
         self.batches_sent = 0
         self.coalesce_rounds = COALESCE_ROUNDS
         self._accepted = False
-        self._in = bytearray()
+        self._in = bytearray(received)  # what the gateway read to see an upgrade
         self._partial: list[bytes] = []
         self._partial_size = 0
         self._message_opcode = 0  # of the message being received in fragments (0: none)
