@@ -114,6 +114,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_loadtest_parser(sub)
     # --- end loadtest ---
+    from ._dashboard import add_dashboard_parser  # issue 14
+
+    add_dashboard_parser(sub)
     _add_config_parser(sub)  # config get|apply|patch (issue 3)
     return parser
 
@@ -141,6 +144,10 @@ def main(argv: list[str] | None = None) -> int:
         # --- end loadtest ---
         if args.command == "config":  # issue 3
             return trio.run(_config, args)
+        if args.command == "dashboard":  # issue 14
+            from ._dashboard import dashboard_main
+
+            return dashboard_main(args)
     except KeyboardInterrupt:
         return 130
     return _fail(f"unknown command {args.command}", 2)

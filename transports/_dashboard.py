@@ -16,7 +16,9 @@ The sampler is one task reading counters the actors keep anyway, once a second.
 from __future__ import annotations
 
 import collections
+import os
 import time
+import urllib.parse
 from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
@@ -183,3 +185,36 @@ def register(methods: Methods) -> None:
     methods.add("clawlane.dashboard", dashboard, EmptyParams, scope=READ_SCOPE)
     methods.add("clawlane.generations", generations, EmptyParams, scope=READ_SCOPE)
     methods.add("clawlane.series", series, SeriesParams, scope=READ_SCOPE)
+
+
+# --- `clawlane dashboard`: the page's address, with the token handed over safely -------------
+
+
+def dashboard_url(ws_url: str, token: str | None) -> str:
+    """The dashboard's address for a gateway at `ws_url`, with the token in the fragment
+    (`#token=`): browsers never send a fragment to the server (nor in a Referer), and the
+    page stores the token for its own origin and removes it from the address bar."""
+    parts = urllib.parse.urlsplit(ws_url)
+    scheme = "https" if parts.scheme == "wss" else "http"
+    fragment = urllib.parse.urlencode({"token": token}) if token else ""
+    return urllib.parse.urlunsplit((scheme, parts.netloc, "/", "", fragment))
+
+
+def add_dashboard_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "dashboard", help="print (or open) the live dashboard's address, token included"
+    )
+    p.add_argument("--url", default=os.environ.get("CLAWLANE_GATEWAY_URL", "ws://127.0.0.1:18789"))
+    p.add_argument("--token", default=None, help="gateway token (default: $CLAWLANE_GATEWAY_TOKEN)")
+    p.add_argument("--open", action="store_true", help="open it in the default browser")
+
+
+def dashboard_main(args: Any) -> int:
+    token = args.token or os.environ.get("CLAWLANE_GATEWAY_TOKEN") or None
+    url = dashboard_url(args.url, token)
+    print(url)
+    if args.open:
+        import webbrowser
+
+        webbrowser.open(url)
+    return 0
