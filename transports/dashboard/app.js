@@ -280,6 +280,13 @@ function fmt(v) {
 
 function line(g, points, color, fill, base) {
   if (!points.length) return;
+  if (points.length === 1) {
+    g.fillStyle = color.trim();
+    g.beginPath();
+    g.arc(points[0][0], points[0][1], 3, 0, 2 * Math.PI);
+    g.fill();
+    return;
+  }
   g.strokeStyle = color.trim();
   g.lineWidth = 2;
   g.beginPath();
