@@ -83,7 +83,11 @@ async def test_the_dashboard_streams_a_reply_and_shows_the_gateway(tmp_path: Pat
         errors: list[str] = []
 
         def script(page: Any) -> dict[str, Any]:
-            page.on("console", lambda m: m.type == "error" and errors.append(m.text))
+            def on_console(message: Any) -> None:
+                if message.type == "error":
+                    errors.append(message.text)
+
+            page.on("console", on_console)
             page.on("pageerror", lambda e: errors.append(str(e)))
             page.goto(page_url(gw, f"#token={TOKEN}"))
             page.wait_for_selector("#conn-state[data-state=online]")
