@@ -54,7 +54,13 @@ from ._auth import is_loopback as is_loopback
 from ._connection import ClientConnection
 from ._dashboard import Sampler
 from ._handshake import Admitted, Peer
-from ._http import MAX_HEAD_BYTES, HttpConnection, is_websocket_upgrade, read_head
+from ._http import (
+    MAX_HEAD_BYTES,
+    HttpConnection,
+    is_websocket_upgrade,
+    lingering_close,
+    read_head,
+)
 from ._http_routes import HttpRoutes, load_dashboard
 from ._methods import Methods
 from ._metrics import HttpCounters
@@ -358,13 +364,18 @@ class Gateway:
                 if len(head) > MAX_HEAD_BYTES:
                     with trio.move_on_after(1):
                         await stream.send_all(HEAD_TOO_LARGE)
+                        await lingering_close(stream)
                 return
             try:
                 peer = str(stream.socket.getpeername()[0])
             except OSError:
                 peer = ""
             assert self.http_routes is not None
-            await HttpConnection(stream, head, peer).serve(self.http_routes, head_deadline=deadline)
+            http = HttpConnection(stream, head, peer)
+            await http.serve(self.http_routes, head_deadline=deadline)
+            if http.unread:
+                with trio.move_on_after(1):
+                    await lingering_close(stream)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass
         except Exception:

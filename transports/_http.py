@@ -57,6 +57,26 @@ class HttpClosed(Exception):
     """The client went away, or did not take our bytes in time."""
 
 
+LINGER_BYTES: Final = 1 << 20
+
+
+async def lingering_close(stream: trio.SocketStream) -> None:
+    """After an answer sent while the client was still sending (413, 431): end our side
+    and read (and drop) what it still sends, so that the kernel does not reset the
+    connection and throw our answer away before the client read it. At most
+    `LINGER_BYTES`; the caller bounds the time. A checkpoint; never raises."""
+    try:
+        await stream.send_eof()
+        dropped = 0
+        while dropped < LINGER_BYTES:
+            data = await stream.receive_some(RECEIVE_CHUNK)
+            if not data:
+                return
+            dropped += len(data)
+    except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+        return
+
+
 def is_websocket_upgrade(head: bytes | bytearray) -> bool:
     """Whether a request head asks for a WebSocket (an `Upgrade` header naming it). Such
     requests go to wsproto, which answers a malformed upgrade with its own 400."""
@@ -182,6 +202,9 @@ class HttpConnection:
         self._peer = peer
         self._eof = False
         self.requests = 0
+        self.unread = False
+        """The connection ended with a request body (or head) not read whole: close it
+        with `lingering_close`."""
 
     async def serve(self, router: Router, *, head_deadline: float) -> None:
         """Serve requests until the client closes, asks to, or breaks a bound. A
@@ -195,11 +218,15 @@ class HttpConnection:
                 if not isinstance(event, h11.Request):
                     return  # closed, or the head did not arrive in time
                 await self._serve_one(event, router)
+                if self._h11.their_state not in (h11.DONE, h11.MUST_CLOSE, h11.CLOSED):
+                    self.unread = True  # a refused upload
+                    return
                 if self._h11.our_state is not h11.DONE or self._h11.their_state is not h11.DONE:
-                    return  # closing, or a body we did not read (a refused upload)
+                    return  # closing
                 self._h11.start_next_cycle()
                 deadline = trio.current_time() + KEEPALIVE_IDLE_S
         except h11.RemoteProtocolError as exc:
+            self.unread = True
             await self._refuse(exc.error_status_hint, f"Bad Request: {exc}")
         except HttpClosed:
             return
