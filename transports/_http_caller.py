@@ -7,6 +7,7 @@ the `res` frames (`respond`, `respond_error`) and, as the hub's `Subscriber`, th
 frames of the runs it starts. Events arrive synchronously and are queued, bounded by bytes
 (`max_buffered_bytes`): past the bound the caller is `overflowed` (a slow consumer) and
 drops what comes next; the route decides what that means (an SSE stream ends with an error).
+A caller made with `events=False` keeps none (a route that only wants the answers).
 
 Errors: none of its own; `Response.error` carries the method's `ErrorShape`.
 """
@@ -30,7 +31,6 @@ if TYPE_CHECKING:
 
 HTTP_SCOPES: Final = frozenset({"operator.admin", "operator.read", "operator.write"})
 """What a shared-secret (Bearer) HTTP caller gets, as OpenClaw grants it."""
-DEFAULT_MAX_BUFFERED: Final = 4 * 1024 * 1024
 _ids = itertools.count(1)
 _event_decoder: Final = msgspec.json.Decoder()
 
@@ -49,7 +49,12 @@ class Caller:
     `next_answer` and `next_event`."""
 
     def __init__(
-        self, gateway: Gateway, *, scopes: frozenset[str] = HTTP_SCOPES, label: str = "http"
+        self,
+        gateway: Gateway,
+        *,
+        scopes: frozenset[str] = HTTP_SCOPES,
+        label: str = "http",
+        events: bool = True,
     ) -> None:
         self.gateway = gateway
         self._conn_id = f"{label}{next(_ids)}-{os.urandom(3).hex()}"
@@ -62,7 +67,9 @@ class Caller:
         self.connected = True
         self.pending: dict[str, Any] = {}
         self.nursery: trio.Nursery | None = None
-        self.max_buffered_bytes = DEFAULT_MAX_BUFFERED
+        self.max_buffered_bytes = gateway.max_buffered_bytes
+        """As for a WebSocket connection's outbox (`gateway.max_buffered_bytes`)."""
+        self._wants_events = events
         self.overflowed = False
         self._answers: collections.deque[Answer] = collections.deque()
         self._events: collections.deque[bytes] = collections.deque()
@@ -83,7 +90,7 @@ class Caller:
         return scope in self.scopes
 
     def push_event(self, frame: bytes) -> None:
-        if self.overflowed:
+        if self.overflowed or not self._wants_events:
             return
         self._buffered += len(frame)
         if self._buffered > self.max_buffered_bytes:

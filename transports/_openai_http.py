@@ -341,26 +341,31 @@ class OpenAiRoutes:
         )
         model = payload.get("model", "openclaw")
         identity = {"id": run_id, "created": int(time.time()), "model": model}
-        caller = Caller(self.gw, label="openai")
-        scope = trio.CancelScope()
+        caller = Caller(self.gw, label="openai", events=stream)
+        request = trio.CancelScope()
+        response: Response | None = None  # stays None when streamed, or the client left
         try:
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(caller.call, "agent", params, scope)
-                nursery.start_soon(_abort_on_disconnect, exchange, scope)
+                nursery.start_soon(caller.call, "agent", params, request)
+                nursery.start_soon(_abort_on_disconnect, exchange, request, nursery.cancel_scope)
                 try:
                     if stream:
                         await _stream_completion(self.gw, caller, exchange, identity, include_usage)
-                        return None
-                    return await _completion(caller, identity)
+                    else:
+                        response = await _completion(caller, identity)
                 finally:
                     nursery.cancel_scope.cancel()
         finally:
             caller.close()
+        return response
 
 
-async def _abort_on_disconnect(exchange: Exchange, scope: trio.CancelScope) -> None:
+async def _abort_on_disconnect(
+    exchange: Exchange, request: trio.CancelScope, handler: trio.CancelScope
+) -> None:
     await exchange.disconnected.wait()
-    scope.cancel()  # the agent handler aborts the run (reason `rpc`)
+    request.cancel()  # the agent request: its handler aborts the run (reason `rpc`)
+    handler.cancel()  # and stop waiting for an answer that will not come
 
 
 def _is_ack(answer: Answer) -> bool:

@@ -14,6 +14,7 @@ import httpx
 import openai
 import pytest
 import trio
+import trio.testing
 
 from tests.conftest import local_config, open_client, running_gateway
 from transports._gateway import Gateway
@@ -303,3 +304,24 @@ async def test_a_client_that_goes_away_aborts_its_run(gw: Gateway) -> None:
         await record.done.wait()
     assert record.status == "aborted"
     assert record.abort_reason == "rpc"
+
+
+async def test_a_client_that_goes_away_before_the_answer_aborts_its_run(gw: Gateway) -> None:
+    body = json.dumps({"messages": [{"role": "user", "content": "[[delay:200]] a b c d e f"}]})
+    head = (
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+        f"Authorization: Bearer {TOKEN}\r\nContent-Length: {len(body)}\r\n\r\n"
+    ).encode()
+    port = gw.listeners[0].socket.getsockname()[1]
+    with trio.fail_after(20):
+        stream = await trio.open_tcp_stream("127.0.0.1", port)
+        await stream.send_all(head + body.encode())
+        while not gw.registry.active():
+            await trio.testing.wait_all_tasks_blocked(cushion=0.01)
+        [record] = gw.registry.active()
+        await stream.aclose()
+        await record.done.wait()
+        await trio.testing.wait_all_tasks_blocked()
+    assert record.status == "aborted"
+    assert record.abort_reason == "rpc"
+    assert gw.http_sockets == 0  # the handler did not wait for an answer that never came
