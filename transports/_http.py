@@ -23,7 +23,6 @@ Errors in this module: `HttpClosed` (the client went away, or a write timed out)
 from __future__ import annotations
 
 import http
-import ipaddress
 import logging
 import re
 import urllib.parse
@@ -50,7 +49,6 @@ SECURITY_HEADERS: Final = (
     ("referrer-policy", "no-referrer"),
 )
 _UPGRADE_WEBSOCKET: Final = re.compile(rb"\r\nupgrade:[ \t]*[^\r\n]*\bwebsocket\b", re.IGNORECASE)
-_FORWARDING_HEADERS: Final = ("forwarded", "x-forwarded-for", "x-real-ip")
 
 
 class HttpClosed(Exception):
@@ -118,16 +116,6 @@ class Request:
     def header(self, name: str) -> str | None:
         return self.headers.get(name)
 
-    @property
-    def local_direct(self) -> bool:
-        """From loopback and not through a proxy (no forwarding headers)."""
-        if any(h in self.headers for h in _FORWARDING_HEADERS):
-            return False
-        try:
-            return ipaddress.ip_address(self.peer).is_loopback
-        except ValueError:
-            return False
-
 
 @attrs.frozen
 class Response:
@@ -153,9 +141,10 @@ class Route:
 
 Handler = Callable[["Request", "Exchange"], Awaitable["Response | None"]]
 """Returns the response, or None once it has streamed one itself (`Exchange.stream`)."""
-Router = Callable[["Request"], "Route | Response"]
+Router = Callable[["Request"], Awaitable["Route | Response"]]
 """Given the request before its body (`body` is empty): its route, or a response at once
-(404, 405, 401, 403) so that nobody uploads a body we would refuse anyway."""
+(404, 405, 401, 403, 429) so that nobody uploads a body we would refuse anyway. A
+checkpoint (a refused credential may be answered late, as the WebSocket path does)."""
 
 
 def _reason(status: int) -> bytes:
@@ -285,7 +274,7 @@ class HttpConnection:
             body=b"",
             peer=self._peer,
         )
-        found = router(req)
+        found = await router(req)
         if isinstance(found, Response):
             await self._finish_without_body(found, head=method == "HEAD")
             return

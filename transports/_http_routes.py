@@ -14,8 +14,11 @@ and the gateway is not shutting down (`failing` names what is not: `store`, `gen
 `shutdown`).
 
 Browser requests: a request carrying an `Origin` header must come from an allowed origin
-(the WebSocket upgrade's rule) or gets 403 before anything else happens. Auth and origin
-are checked before a body is read. Responses carry `nosniff`, `no-referrer` and
+(the WebSocket upgrade's rule, `_origins`: the gateway's own origin, or
+`gateway.controlUi.allowedOrigins`) or gets 403 before anything else happens. A wrong
+Bearer token counts against the same `gateway.auth.rateLimit` as a wrong WebSocket token
+(429 with `Retry-After` while locked out). Auth and origin are checked before a body is
+read. Responses carry `nosniff`, `no-referrer` and
 `no-store` (`_http`); the dashboard's page adds a Content-Security-Policy that allows only
 its own scripts and connections to its own origin, and no framing.
 """
@@ -25,11 +28,12 @@ from __future__ import annotations
 import hmac
 import importlib.resources
 import time
-import urllib.parse
 from typing import TYPE_CHECKING, Final
 
 import msgspec
 
+from ._admission import SCOPE_SHARED_SECRET, AuthRateLimiter, browser_origin_key
+from ._handshake import Peer
 from ._http import Exchange, Request, Response, Route
 from ._metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from ._metrics import open_registry, render
@@ -38,6 +42,7 @@ from ._openai_http import OpenAiRoutes, error_response
 if TYPE_CHECKING:
     from ._gateway import Gateway
 
+FORWARDING_HEADERS: Final = ("forwarded", "x-forwarded-for", "x-real-ip")
 PROBES: Final = {"/health": "live", "/healthz": "live", "/ready": "ready", "/readyz": "ready"}
 METRICS_PATHS: Final = ("/metrics", "/api/diagnostics/prometheus")
 DASHBOARD_FILES: Final = {
@@ -52,25 +57,6 @@ DASHBOARD_CSP: Final = (
     "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 )
 _json: Final = msgspec.json.Encoder()
-
-
-def origin_allowed(gw: Gateway, origin: str, host: str | None) -> bool:
-    """The browser-origin rule of the WebSocket upgrade, for HTTP requests that carry one.
-
-    Until `transports._origins` (trust-auth, issue 12) is on main this is its default: the
-    gateway's own origin on loopback (http://127.0.0.1:<port>, localhost, [::1]); the swap
-    is this function's body becoming one call of that module's check."""
-    from ._gateway import is_loopback
-
-    try:
-        parts = urllib.parse.urlsplit(origin)
-        port = parts.port
-    except ValueError:
-        return False
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        return False
-    ports = {listener.socket.getsockname()[1] for listener in gw.listeners}
-    return is_loopback(parts.hostname) and port in ports
 
 
 def _json_response(status: int, payload: object, *headers: tuple[str, str]) -> Response:
@@ -107,8 +93,22 @@ class HttpRoutes:
         # Read from the serving generation: a config change turns it on or off at once.
         return self.gw.supervisor.generation.config.gateway.http.endpoints.chatCompletions.enabled
 
+    def peer(self, req: Request) -> Peer:
+        """Where a request comes from, as the WebSocket upgrade's `Peer`: direct loopback
+        only without forwarding headers."""
+        forwarded = any(h in req.headers for h in FORWARDING_HEADERS) or any(
+            h.startswith("x-forwarded-") for h in req.headers
+        )
+        return Peer(
+            address=req.peer,
+            local=self.gw.is_local_address(req.peer) and not forwarded,
+            origin=req.header("origin"),
+            host=req.header("host"),
+        )
+
     def authorized(self, req: Request) -> bool:
-        """The caller proves the gateway's token (or the gateway has none)."""
+        """The caller proves the gateway's token (or the gateway has none). Not a
+        checkpoint; counts nothing (see `_authorize`)."""
         auth = self.gw.auth
         if auth.mode != "token":
             return True
@@ -116,8 +116,40 @@ class HttpRoutes:
         assert auth.token is not None
         return given is not None and hmac.compare_digest(given.encode(), auth.token.encode())
 
-    def __call__(self, req: Request) -> Route | Response:
-        response = self._route(req)
+    def _limiter(self, peer: Peer) -> tuple[AuthRateLimiter, str]:
+        """The WebSocket handshake's limiters and keys: browser origins on loopback are
+        counted per origin, everything else per address."""
+        if peer.has_origin and peer.origin is not None and self.gw.is_local_address(peer.address):
+            return self.gw.browser_rate_limiter, browser_origin_key(peer.origin)
+        return self.gw.rate_limiter, peer.address
+
+    async def _authorize(self, req: Request, peer: Peer) -> Response | None:
+        """None when the Bearer token is right; else 401, or 429 while the caller is
+        locked out. A wrong token counts as a failed attempt, answered late on loopback
+        (the WebSocket handshake's `gateway.auth.rateLimit`). A checkpoint."""
+        if self.gw.auth.mode != "token":
+            return None
+        limiter, key = self._limiter(peer)
+        check = limiter.check(key, SCOPE_SHARED_SECRET)
+        if not check.allowed:
+            seconds = max(1, -(-check.retry_after_ms // 1000))
+            limited = error_response(
+                429,
+                "Too many failed authentication attempts. Please try again later.",
+                "rate_limited",
+            )
+            return Response(
+                429, limited.body, limited.content_type, (("retry-after", str(seconds)),)
+            )
+        if self.authorized(req):
+            limiter.reset(key, SCOPE_SHARED_SECRET)
+            return None
+        if bearer_token(req) is not None:
+            await limiter.record_failure_and_delay(key, SCOPE_SHARED_SECRET)
+        return self.unauthorized()
+
+    async def __call__(self, req: Request) -> Route | Response:
+        response = await self._route(req)
         if isinstance(response, Response):
             self.gw.http_counters.count(self._route_name(req.path), response.status)
             return response
@@ -143,10 +175,11 @@ class HttpRoutes:
             return "v1_models"
         return "v1_chat_completions" if path == "/v1/chat/completions" else "other"
 
-    def _route(self, req: Request) -> Route | Response:
-        origin = req.header("origin")
-        if origin is not None and not origin_allowed(self.gw, origin, req.header("host")):
-            return error_response(403, "origin not allowed", "forbidden")
+    async def _route(self, req: Request) -> Route | Response:
+        peer = self.peer(req)
+        refusal = self.gw.refuse_origin(peer)  # the WebSocket upgrade's rule (`_origins`)
+        if refusal is not None:
+            return error_response(refusal[0], refusal[1], "forbidden")
         path = req.path
         probe = PROBES.get(path)
         if probe is not None:
@@ -156,17 +189,15 @@ class HttpRoutes:
         if path in METRICS_PATHS:
             if req.method not in ("GET", "HEAD"):
                 return _method_not_allowed("GET, HEAD")
-            if not self.authorized(req):
-                return self.unauthorized()
-            return Route(self.metrics)
+            refused = await self._authorize(req, peer)
+            return refused if refused is not None else Route(self.metrics)
         if path in DASHBOARD_FILES:
             if req.method not in ("GET", "HEAD"):
                 return _method_not_allowed("GET, HEAD")
             return Route(self.dashboard_file)
         if path.startswith("/v1/") and self.chat_completions_enabled:
-            if not self.authorized(req):
-                return self.unauthorized()
-            return self.openai.route(req)
+            refused = await self._authorize(req, peer)
+            return refused if refused is not None else self.openai.route(req)
         return Response.text(404, "Not Found")
 
     @staticmethod
@@ -188,7 +219,7 @@ class HttpRoutes:
         failing = self.gw.readiness_failures()
         ready = not failing
         body: dict[str, object] = {"ready": ready}
-        if req.local_direct or (self.authorized(req) and self.gw.auth.mode == "token"):
+        if self.peer(req).local or (self.authorized(req) and self.gw.auth.mode == "token"):
             body["failing"] = failing
             body["uptimeMs"] = int((time.time() - self.gw.started) * 1000)
         return _json_response(200 if ready else 503, body)

@@ -119,6 +119,7 @@ async def test_the_dashboard_streams_a_reply_and_shows_the_gateway(tmp_path: Pat
         with trio.fail_after(90):
             seen = await in_browser(tmp_path, script)
         home = page_url(gw)
+        _, paired = gw.pairing.records(now=gw.now_ms())
     keep_screenshot(shot)
     assert seen["url"] == home  # the token left the address bar at once
     assert seen["stored"] == TOKEN
@@ -131,6 +132,9 @@ async def test_the_dashboard_streams_a_reply_and_shows_the_gateway(tmp_path: Pat
     assert "main" in seen["lanes"] and "/8" in seen["lanes"]
     assert shot.stat().st_size > 10_000
     assert errors == []  # no script error, no CSP violation
+    # It signed in as a device of its own (WebCrypto ed25519), paired silently on loopback.
+    [device] = [d for d in paired if d.clientId == "webchat-ui"]
+    assert sorted(device.scopes or []) == ["operator.read", "operator.write"]
 
 
 async def test_a_wrong_token_asks_for_the_right_one(tmp_path: Path) -> None:

@@ -6,7 +6,7 @@ token, and the endpoints off by default. Raw HTTP where the SDK hides the wire."
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -27,8 +27,23 @@ def base_url(gw: Gateway) -> str:
     return f"http://127.0.0.1:{gw.listeners[0].socket.getsockname()[1]}"
 
 
+_clients: list[openai.OpenAI] = []
+
+
 def sdk(gw: Gateway, api_key: str = TOKEN) -> openai.OpenAI:
-    return openai.OpenAI(base_url=base_url(gw) + "/v1", api_key=api_key, max_retries=0, timeout=20)
+    """An SDK client of `gw` (no retries), closed when the test ends (`close_clients`)."""
+    client = openai.OpenAI(
+        base_url=base_url(gw) + "/v1", api_key=api_key, max_retries=0, timeout=20
+    )
+    _clients.append(client)
+    return client
+
+
+@pytest.fixture(autouse=True)
+def close_clients() -> Iterator[None]:
+    yield
+    while _clients:
+        _clients.pop().close()
 
 
 async def in_thread(fn: Callable[[], _T]) -> _T:

@@ -78,8 +78,10 @@ def header(response: h11.Response, name: str) -> str | None:
     return None
 
 
-def get(path: str, *extra: str, method: str = "GET", close: bool = True) -> bytes:
-    lines = [f"{method} {path} HTTP/1.1", "Host: 127.0.0.1", *extra]
+def get(
+    path: str, *extra: str, method: str = "GET", close: bool = True, host: str = "127.0.0.1"
+) -> bytes:
+    lines = [f"{method} {path} HTTP/1.1", f"Host: {host}", *extra]
     if close:
         lines.append("Connection: close")
     return ("\r\n".join(lines) + "\r\n\r\n").encode()
@@ -182,7 +184,10 @@ async def test_a_body_over_the_limit_is_refused_before_it_is_read(tmp_path: Path
     config = local_config(gateway__http__endpoints__chatCompletions__enabled=True)
     async with running_gateway(tmp_path, config) as gw:
         big = 5 * 1024 * 1024
-        head = get("/v1/chat/completions", f"Content-Length: {big}", method="POST", close=False)
+        auth = f"Authorization: Bearer {gw.auth.token}"
+        head = get(
+            "/v1/chat/completions", auth, f"Content-Length: {big}", method="POST", close=False
+        )
         with trio.fail_after(10):
             stream = await trio.open_tcp_stream("127.0.0.1", port_of(gw))
             async with stream:
@@ -200,7 +205,8 @@ async def test_a_chunked_body_over_the_limit_gets_413(tmp_path: Path) -> None:
     async with running_gateway(tmp_path, config) as gw:
         chunk = b"x" * 65_536
         body = b"".join(b"%x\r\n%s\r\n" % (len(chunk), chunk) for _ in range(70)) + b"0\r\n\r\n"
-        head = get("/v1/chat/completions", "Transfer-Encoding: chunked", method="POST")
+        auth = f"Authorization: Bearer {gw.auth.token}"
+        head = get("/v1/chat/completions", auth, "Transfer-Encoding: chunked", method="POST")
         with trio.fail_after(20):
             stream = await trio.open_tcp_stream("127.0.0.1", port_of(gw))
             async with stream:
@@ -234,7 +240,8 @@ async def test_a_slow_head_is_cut_off_at_the_handshake_deadline(
 async def test_a_body_that_never_ends_gets_408(tmp_path: Path, autojump_clock: Any) -> None:
     config = local_config(gateway__http__endpoints__chatCompletions__enabled=True)
     async with running_gateway(tmp_path, config) as gw:
-        head = get("/v1/chat/completions", "Content-Length: 100", method="POST", close=False)
+        auth = f"Authorization: Bearer {gw.auth.token}"
+        head = get("/v1/chat/completions", auth, "Content-Length: 100", method="POST", close=False)
         with trio.fail_after(120):
             stream = await trio.open_tcp_stream("127.0.0.1", port_of(gw))
             async with stream:
@@ -261,19 +268,33 @@ async def test_an_idle_keep_alive_connection_is_closed(tmp_path: Path, autojump_
 
 
 async def test_a_foreign_origin_is_refused(gateway: Gateway) -> None:
-    own = f"http://127.0.0.1:{port_of(gateway)}"
+    """The WebSocket upgrade's rule (`transports._origins`): the gateway's own origin only."""
+    host = f"127.0.0.1:{port_of(gateway)}"
+
+    async def status(origin: str) -> tuple[int, bytes]:
+        [(res, body)] = parse(
+            await send_raw(gateway, get("/healthz", f"Origin: {origin}", host=host))
+        )
+        return res.status_code, body
+
     with trio.fail_after(10):
-        [(foreign, body)] = parse(
-            await send_raw(gateway, get("/healthz", "Origin: https://evil.example"))
-        )
-        [(same, _)] = parse(await send_raw(gateway, get("/healthz", f"Origin: {own}")))
-        [(other_port, _)] = parse(
-            await send_raw(gateway, get("/healthz", "Origin: http://127.0.0.1:1"))
-        )
-    assert foreign.status_code == 403
-    assert json.loads(body) == {"error": {"message": "origin not allowed", "type": "forbidden"}}
-    assert same.status_code == 200
-    assert other_port.status_code == 403
+        foreign = await status("https://evil.example")
+        same = await status(f"http://{host}")
+        other_port = await status("http://127.0.0.1:1")
+        opaque = await status("null")
+    assert foreign[0] == 403
+    error = json.loads(foreign[1])["error"]
+    assert error["type"] == "forbidden" and error["message"].startswith("origin not allowed")
+    assert same[0] == 200
+    assert other_port[0] == 403 and opaque[0] == 403
+
+
+async def test_allowed_origins_are_read_from_the_config(tmp_path: Path) -> None:
+    config = local_config(gateway__controlUi__allowedOrigins=["https://ui.example"])
+    async with running_gateway(tmp_path, config) as gw:
+        with trio.fail_after(10):
+            [(res, _)] = parse(await send_raw(gw, get("/healthz", "Origin: https://ui.example")))
+    assert res.status_code == 200
 
 
 async def test_readyz_is_503_while_shutting_down(gateway: Gateway) -> None:
@@ -313,3 +334,32 @@ async def test_garbage_never_hurts_the_gateway(gateway: Gateway, request_bytes: 
             await send_raw(gateway, request_bytes, shutdown=True)
         [(res, _)] = parse(await send_raw(gateway, get("/healthz")))
     assert res.status_code == 200
+
+
+async def test_an_upload_without_the_token_is_refused_before_its_body(tmp_path: Path) -> None:
+    config = local_config(gateway__http__endpoints__chatCompletions__enabled=True)
+    async with running_gateway(tmp_path, config) as gw:
+        head = get("/v1/chat/completions", "Content-Length: 1000000", method="POST", close=False)
+        with trio.fail_after(10):
+            stream = await trio.open_tcp_stream("127.0.0.1", port_of(gw))
+            async with stream:
+                await stream.send_all(head)  # no body at all: the answer comes anyway
+                raw = bytearray()
+                while chunk := await stream.receive_some(65_536):
+                    raw += chunk
+        [(res, body)] = parse(bytes(raw))
+        assert res.status_code == 401
+        assert json.loads(body)["error"]["type"] == "unauthorized"
+
+
+async def test_wrong_tokens_are_rate_limited_like_the_websockets(tmp_path: Path) -> None:
+    async with running_gateway(tmp_path, remote_peer_addresses=frozenset({"127.0.0.1"})) as gw:
+        wrong = get("/metrics", "Authorization: Bearer wrong")
+        right = get("/metrics", f"Authorization: Bearer {gw.auth.token}")
+        with trio.fail_after(20):
+            statuses = [parse(await send_raw(gw, wrong))[0][0].status_code for _ in range(10)]
+            [(limited, body)] = parse(await send_raw(gw, right))
+    assert statuses == [401] * 10
+    assert limited.status_code == 429  # locked out: even the right token waits
+    assert int(header(limited, "retry-after") or 0) >= 1
+    assert json.loads(body)["error"]["type"] == "rate_limited"

@@ -14,7 +14,7 @@ import pytest
 import trio
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.conftest import open_client, running_gateway
+from tests.conftest import local_config, open_client, running_gateway
 from transports import GatewayRequestError
 from transports._gateway import Gateway
 
@@ -64,8 +64,8 @@ async def test_metrics_need_the_token(gw: Gateway) -> None:
     assert right.status_code == 200
 
 
-async def test_a_gateway_without_a_token_serves_metrics_openly(tmp_path: Path) -> None:
-    async with running_gateway(tmp_path) as gw:
+async def test_a_gateway_without_auth_serves_metrics_openly(tmp_path: Path) -> None:
+    async with running_gateway(tmp_path, local_config(gateway__auth__mode="none")) as gw:
         with trio.fail_after(10):
             samples = await scrape(gw, token=None, path="/api/diagnostics/prometheus")
     assert value(samples, "clawlane_ready") == 1

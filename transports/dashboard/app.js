@@ -8,6 +8,12 @@
 // (`#token=...`, as `clawlane dashboard` prints it): a fragment is never sent to the
 // server, nor in a Referer; the page stores it for this origin (localStorage) and removes
 // it from the address bar at once. The page itself embeds no secret.
+//
+// The device: like OpenClaw's Control UI, the page signs the gateway's connect challenge
+// with an ed25519 key of its own (WebCrypto; the private key is not extractable and is
+// kept in this origin's IndexedDB). On direct loopback the gateway pairs it silently;
+// elsewhere the connect waits for an operator to approve the device. WebCrypto needs a
+// secure context: https, or http on localhost / 127.0.0.1.
 "use strict";
 
 const TOKEN_KEY = "clawlane.dashboard.token";
@@ -16,6 +22,9 @@ const PROTOCOL = 4;
 const REQUEST_TIMEOUT_MS = 15000;
 const WINDOW_S = 600; // the chart's span: the last ten minutes
 const MAX_TRANSCRIPT = 60;
+const CLIENT = { id: "webchat-ui", version: "1", platform: "web", mode: "ui", displayName: "clawlane dashboard" };
+const ROLE = "operator";
+const SCOPES = ["operator.read", "operator.write"];
 
 const $ = (id) => document.getElementById(id);
 
@@ -70,6 +79,67 @@ function takeFragmentToken() {
 
 function storedToken() {
   return localStorage.getItem(TOKEN_KEY) || "";
+}
+
+// --- the device identity (ed25519, WebCrypto) ------------------------------------------------
+
+function b64url(bytes) {
+  let text = "";
+  for (const b of bytes) text += String.fromCharCode(b);
+  return btoa(text).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+}
+
+function hex(buffer) {
+  return Array.from(new Uint8Array(buffer), (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+function idb(mode, fn) {
+  return new Promise((resolve, reject) => {
+    const open = indexedDB.open("clawlane-dashboard", 1);
+    open.onupgradeneeded = () => open.result.createObjectStore("keys");
+    open.onerror = () => reject(open.error);
+    open.onsuccess = () => {
+      const tx = open.result.transaction("keys", mode);
+      const req = fn(tx.objectStore("keys"));
+      req.onsuccess = () => resolve(req.result);
+      req.onerror = () => reject(req.error);
+    };
+  });
+}
+
+let devicePromise = null;
+
+function deviceIdentity() {
+  // One key per origin, made on first use; null where WebCrypto cannot make one.
+  if (!devicePromise) devicePromise = loadOrCreateDevice().catch(() => null);
+  return devicePromise;
+}
+
+async function loadOrCreateDevice() {
+  if (!window.isSecureContext || !crypto.subtle) return null;
+  try {
+    const stored = await idb("readonly", (store) => store.get("device"));
+    if (stored && stored.privateKey) return stored;
+  } catch {
+    /* no IndexedDB (private window): a key for this page's life only */
+  }
+  const pair = await crypto.subtle.generateKey({ name: "Ed25519" }, false, ["sign", "verify"]);
+  const raw = new Uint8Array(await crypto.subtle.exportKey("raw", pair.publicKey));
+  const device = { id: hex(await crypto.subtle.digest("SHA-256", raw)), publicKey: b64url(raw), privateKey: pair.privateKey };
+  try {
+    await idb("readwrite", (store) => store.put(device, "device"));
+  } catch {
+    /* kept in memory only */
+  }
+  return device;
+}
+
+async function signChallenge(device, nonce, token) {
+  // OpenClaw's v3 device payload (runtime._device_auth.SignedFields.payload_v3).
+  const signedAt = Date.now();
+  const payload = ["v3", device.id, CLIENT.id, CLIENT.mode, ROLE, SCOPES.join(","), String(signedAt), token, nonce, CLIENT.platform.toLowerCase(), ""].join("|");
+  const signature = await crypto.subtle.sign({ name: "Ed25519" }, device.privateKey, new TextEncoder().encode(payload));
+  return { id: device.id, publicKey: device.publicKey, signature: b64url(new Uint8Array(signature)), signedAt, nonce };
 }
 
 // --- the gateway connection ----------------------------------------------------------------
@@ -133,7 +203,7 @@ class GatewayConnection {
       if (frame.ok) waiter.resolve(frame.payload);
       else waiter.reject(Object.assign(new Error(frame.error?.message || "request failed"), { shape: frame.error }));
     } else if (frame.type === "event") {
-      if (frame.event === "connect.challenge") this.handshake();
+      if (frame.event === "connect.challenge") this.handshake(frame.payload?.nonce || "");
       else this.onEvent(frame.event, frame.payload || {});
     }
   }
@@ -160,26 +230,39 @@ class GatewayConnection {
     return this.send(method, params);
   }
 
-  async handshake() {
+  async handshake(nonce) {
     const token = storedToken();
     const params = {
       minProtocol: PROTOCOL,
       maxProtocol: PROTOCOL,
-      client: { id: "webchat-ui", version: "1", platform: "web", mode: "ui", displayName: "clawlane dashboard" },
-      role: "operator",
-      scopes: ["operator.read", "operator.write"],
+      client: CLIENT,
+      role: ROLE,
+      scopes: SCOPES,
       caps: ["session-scoped-events"],
     };
     if (token) params.auth = { token };
+    const device = await deviceIdentity();
+    if (device) params.device = await signChallenge(device, nonce, token);
     try {
       this.hello = await this.send("connect", params);
       this.retryMs = 500;
+      const granted = this.hello.auth?.scopes || [];
+      if (!granted.includes("operator.read") && !granted.includes("operator.write") && !granted.includes("operator.admin")) {
+        this.stopped = true;
+        this.onState("noscopes", device ? "" : "this browser could not make a device identity (it needs https, or http on localhost)");
+        this.ws.close();
+        return;
+      }
       this.onState("online", this.hello);
     } catch (err) {
-      const code = err.shape?.details?.code || "";
-      if (code.startsWith("AUTH_")) {
+      const details = err.shape?.details || {};
+      const code = details.code || "";
+      if (code.startsWith("AUTH_") && code !== "AUTH_RATE_LIMITED") {
         this.stopped = true;
         this.onState("auth", err.message);
+      } else if (code === "PAIRING_REQUIRED") {
+        this.retryMs = 5000;
+        this.onState("pairing", { message: err.message, requestId: details.requestId, deviceId: details.deviceId });
       } else {
         this.onState("offline", err.message);
       }
@@ -321,8 +404,25 @@ function onState(kind, detail) {
   const pill = $("conn-state");
   pill.dataset.state = kind;
   pill.className = "pill " + (kind === "online" ? "pill-on" : "pill-off");
-  pill.textContent = { online: "connected", connecting: "connecting…", offline: "offline", auth: "token needed" }[kind];
+  pill.textContent = {
+    online: "connected",
+    connecting: "connecting…",
+    offline: "offline",
+    auth: "token needed",
+    pairing: "waiting for approval",
+    noscopes: "no access",
+  }[kind];
   $("forget-token").hidden = !storedToken();
+  const notice = $("notice");
+  notice.hidden = kind !== "pairing" && kind !== "noscopes";
+  if (kind === "pairing") {
+    notice.textContent =
+      "This browser asked to be paired as device " + (detail.deviceId || "").slice(0, 16) + "…" +
+      (detail.requestId ? " (request " + detail.requestId + ")" : "") +
+      ". Approve it from an operator (openclaw devices approve, or device.pair.approve); this page retries.";
+  } else if (kind === "noscopes") {
+    notice.textContent = "Connected, but the gateway granted no scopes: " + (detail || "pair this device first") + ".";
+  }
   if (kind === "auth") {
     $("token-panel").hidden = false;
     $("token-error").textContent = detail || "";
