@@ -19,6 +19,7 @@ import collections
 import os
 import time
 import urllib.parse
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
@@ -205,12 +206,27 @@ def add_dashboard_parser(sub: Any) -> None:
         "dashboard", help="print (or open) the live dashboard's address, token included"
     )
     p.add_argument("--url", default=os.environ.get("CLAWLANE_GATEWAY_URL", "ws://127.0.0.1:18789"))
-    p.add_argument("--token", default=None, help="gateway token (default: $CLAWLANE_GATEWAY_TOKEN)")
+    p.add_argument(
+        "--token",
+        default=None,
+        help="gateway token (default: $CLAWLANE_GATEWAY_TOKEN, else for a loopback URL the "
+        "token file in the state dir)",
+    )
+    p.add_argument(
+        "--state-dir",
+        type=Path,
+        default=None,
+        help="where a local gateway keeps its token (default $CLAWLANE_STATE_DIR or .clawlane)",
+    )
     p.add_argument("--open", action="store_true", help="open it in the default browser")
 
 
 def dashboard_main(args: Any) -> int:
-    token = args.token or os.environ.get("CLAWLANE_GATEWAY_TOKEN") or None
+    from ._auth import TOKEN_ENV, local_client_token
+
+    token = args.token or os.environ.get(TOKEN_ENV) or None
+    if token is None:
+        token = local_client_token(args.url, args.state_dir)
     url = dashboard_url(args.url, token)
     print(url)
     if args.open:
