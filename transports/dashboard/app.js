@@ -567,6 +567,7 @@ async function send(event) {
   $("message").value = "";
   try {
     await gw.request("chat.send", { sessionKey: key, message: text, idempotencyKey: randomId() });
+    if (!state.runs.size) setRunStatus("queued", "pill-run"); // until its lifecycle start
   } catch (err) {
     $("send-error").textContent = err.message;
   }
