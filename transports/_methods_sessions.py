@@ -27,7 +27,7 @@ from runtime._generation import GenerationError
 from runtime._hooks import InternalHookEvent
 from runtime._prompt import system_prompt_report
 from runtime._reply import is_silent_reply
-from runtime._sessions import DEFAULT_MAIN_KEY, SessionKeyError
+from runtime._sessions import DEFAULT_MAIN_KEY, SessionKeyError, openclaw_row_meta
 from runtime._turn import BASE_SYSTEM_PROMPT
 from runtime._wire import (
     ChatAbortParams,
@@ -317,7 +317,9 @@ async def chat_history(call: Call, params: ChatHistoryParams) -> dict[str, Any]:
         shown = _display(message, max_chars)
         if shown is None:
             continue
-        shown["__openclaw"] = {"id": entry.id, "seq": seq}
+        shown["__openclaw"] = openclaw_row_meta(entry, seq)
+        if entry.idempotencyKey is not None:
+            shown["idempotencyKey"] = entry.idempotencyKey
         rows.append(shown)
     rows = rows[-limit:]
     total = 0
