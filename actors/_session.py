@@ -241,11 +241,22 @@ class SessionActor:
         sup.registry.finish(rec)
         sup.hub.close_run(rec.run_id)
 
-    async def append_messages(self, messages: list[Message]) -> list[MessageEntry]:
-        """Append messages outside a run (`chat.inject`). A checkpoint (loads the transcript)."""
+    async def append_messages(
+        self, messages: list[Message], tags: list[MessageTags] | None = None
+    ) -> list[MessageEntry]:
+        """Append messages outside a run (`chat.inject`, a slash command and its reply), each
+        with its `tags`. A checkpoint (loads the transcript)."""
         _, builder = await self._transcript()
         assert self.row is not None and self._history is not None
-        entries = [builder.add_message(m) for m in messages]
+        tags = tags or []
+        entries = [
+            builder.add_message(
+                m,
+                idempotency_key=tags[i].idempotency_key if i < len(tags) else None,
+                run_id=tags[i].run_id if i < len(tags) else None,
+            )
+            for i, m in enumerate(messages)
+        ]
         self._extend_history(messages)
         self.supervisor.store_append(self.row.sessionId, entries)
         self.announce_messages(entries)

@@ -260,6 +260,16 @@ def read_file_tail(path: Path, *, cursor: int | None, limit: int, max_bytes: int
 
 
 _installed: LogRing | None = None
+_LEVEL_NAMES: Final = {
+    "trace": logging.DEBUG,
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "warn": logging.WARNING,
+    "error": logging.ERROR,
+    "fatal": logging.CRITICAL,
+    "silent": logging.CRITICAL + 10,
+}
+"""OpenClaw's `logging.level` names."""
 
 
 def install_log_ring(
@@ -274,7 +284,7 @@ def install_log_ring(
         logging.getLogger().addHandler(ring)
     ring.file = file
     ring.max_file_bytes = max_file_bytes or DEFAULT_MAX_FILE_BYTES
-    ring.setLevel(getattr(logging, (level or "info").upper(), logging.INFO))
+    ring.setLevel(_LEVEL_NAMES.get(level or "info", logging.INFO))
     if file is not None:
         file.parent.mkdir(parents=True, exist_ok=True)
     clawlane = logging.getLogger("clawlane")

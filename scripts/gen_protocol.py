@@ -570,8 +570,8 @@ def _forbidden_combination(node: Any, fields: Sequence[Field]) -> tuple[str, str
         names = node["required"]
         if not isinstance(names, list) or len(names) < 2 or any(n not in by_json for n in names):
             return None
-        tests = [f"not isinstance(self.{by_json[n].py_name}, msgspec.UnsetType)" for n in names]
-        return " and ".join(tests), "cannot combine " + " with ".join(f"`{n}`" for n in names)
+        present = [f"not isinstance(self.{by_json[n].py_name}, msgspec.UnsetType)" for n in names]
+        return " and ".join(present), "cannot combine " + " with ".join(f"`{n}`" for n in names)
     if not isinstance(node, Mapping) or set(node) != {"properties", "required"}:
         return None
     props, required = node["properties"], node["required"]

@@ -12,7 +12,9 @@ import gc
 import itertools
 import logging
 import os
+import platform
 import signal
+import socket
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -35,6 +37,7 @@ from runtime._frames import (
 from runtime._generation import GenerationBuilder
 from runtime._hooks import GatewayStartEvent, GatewayStopEvent
 from runtime._pairing import PairingStore, PairingStoreError, open_pairing_store
+from runtime._logring import LogRing, install_log_ring
 from runtime._plugins import load_plugins
 from runtime._resources import discover_resources
 from runtime._retire import close_all_providers
@@ -60,6 +63,14 @@ from ._ws import CLOSE_GOING_AWAY, CLOSE_POLICY, WebSocketServerConnection
 log = logging.getLogger("clawlane.gateway")
 
 VERSION: Final = "0.1.0"
+PRESENCE_MODES: Final = frozenset({"webchat", "ui"})
+"""Clients that appear in presence (the UIs; one-shot CLI calls and backends do not)."""
+CAPABILITIES: Final = (
+    # OpenClaw's capability names for what clawlane does as OpenClaw's gateway does (issue 17):
+    "published-model-catalog",  # models.list answers from the published generation
+    "session-scoped-model-catalog",  # models.list / chat.metadata take a sessionKey
+    "session-scoped-chat-metadata",
+)
 EVENTS: Final = (
     "connect.challenge",
     "agent",
@@ -71,6 +82,8 @@ EVENTS: Final = (
     "session.message",
     "device.pair.requested",
     "device.pair.resolved",
+    "presence",
+    "users.prefs.changed",
     GENERATION_EVENT,  # clawlane-only: "runtime.generation" (publishes and failed builds)
 )
 
@@ -156,6 +169,14 @@ class Gateway:
             lockout_ms=limits.lockoutMs,
             exempt_loopback=False,
         )
+        self.user_prefs: dict[str, Any] = {}
+        """The Control UI's `users.prefs.*` (one owner per gateway; in memory)."""
+        self.presence_version = 0
+        self.log_ring: LogRing = install_log_ring(
+            file=Path(config.logging.file).expanduser() if config.logging.file else None,
+            max_file_bytes=config.logging.maxFileBytes,
+            level=config.logging.level,
+        )
 
     # --- trust: peers, origins, pairing events (issue 12) --------------------------------
 
@@ -230,11 +251,15 @@ class Gateway:
             "type": "hello-ok",
             "protocol": PROTOCOL_VERSION,
             "server": {"version": VERSION, "connId": conn.conn_id, "bootId": self.boot_id},
-            "features": {"methods": self.methods.names(), "events": list(EVENTS)},
+            "features": {
+                "methods": self.methods.names(),
+                "events": list(EVENTS),
+                "capabilities": list(CAPABILITIES),
+            },
             "snapshot": {
-                "presence": [],
+                "presence": self.presence(),
                 "health": {"ok": True, "ts": int(time.time() * 1000)},
-                "stateVersion": {"presence": 0, "health": 0},
+                "stateVersion": {"presence": self.presence_version, "health": 0},
                 "uptimeMs": int((time.time() - self.started) * 1000),
                 "stateDir": str(self.state_dir),
                 **({"configPath": str(self.config_path)} if self.config_path else {}),
@@ -259,12 +284,51 @@ class Gateway:
     def attach(self, conn: ClientConnection) -> None:
         self.connections[conn.conn_id] = conn
         self.hub.attach(conn, scoped=conn.scoped, can_read=conn.has_scope("operator.read"))
+        if conn.client_mode in PRESENCE_MODES:
+            self._presence_changed()
 
     def detach(self, conn: ClientConnection) -> None:
-        self.connections.pop(conn.conn_id, None)
+        known = self.connections.pop(conn.conn_id, None)
         self.hub.detach(conn)
+        if known is not None and self.accepting and conn.client_mode in PRESENCE_MODES:
+            self._presence_changed()
         if not self.connections:
             self._all_closed.set()
+
+    def presence(self) -> list[dict[str, Any]]:
+        """OpenClaw's presence list: the gateway itself, then each connected client."""
+        now = int(time.time() * 1000)
+        entries: list[dict[str, Any]] = [
+            {
+                "host": socket.gethostname(),
+                "version": VERSION,
+                "platform": platform.system().lower(),
+                "mode": "gateway",
+                "reason": "self",
+                "text": f"Gateway: {socket.gethostname()} · clawlane {VERSION} · mode gateway",
+                "ts": now,
+            }
+        ]
+        shown = [c for c in self.connections.values() if c.client_mode in PRESENCE_MODES]
+        for conn in shown[:200]:
+            entry: dict[str, Any] = {
+                "mode": conn.client_mode or "cli",
+                "reason": "connect",
+                "ts": now,
+            }
+            if conn.client_id:
+                entry["deviceFamily"] = conn.client_id
+            if conn.instance_id:
+                entry["instanceId"] = conn.instance_id
+            if conn.scopes:
+                entry["scopes"] = sorted(conn.scopes)
+                entry["roles"] = [conn.role]
+            entries.append(entry)
+        return entries
+
+    def _presence_changed(self) -> None:
+        self.presence_version += 1
+        self.hub.broadcast("presence", {"presence": self.presence()}, readers_only=True)
 
     async def wait_all_closed(self) -> None:
         """Wait until no connection is left (after `close_all`). A checkpoint."""

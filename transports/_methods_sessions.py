@@ -27,7 +27,8 @@ from runtime._generation import GenerationError
 from runtime._hooks import InternalHookEvent
 from runtime._prompt import system_prompt_report
 from runtime._reply import is_silent_reply
-from runtime._sessions import DEFAULT_MAIN_KEY, SessionKeyError, openclaw_row_meta
+from runtime._sessions import DEFAULT_MAIN_KEY, MessageEntry, SessionKeyError, openclaw_row_meta
+from runtime._slash import find_command
 from runtime._turn import BASE_SYSTEM_PROMPT
 from runtime._wire import (
     ChatAbortParams,
@@ -45,6 +46,8 @@ from runtime._wire import (
     SessionsSendParams,
 )
 from runtime.llm._types import AssistantMessage, ProviderError, TextContent
+
+from ._slash import run_slash_command
 
 if TYPE_CHECKING:
     from ._methods import Call, Methods
@@ -166,8 +169,10 @@ async def _submit_message(
     timeout_ms: int | None,
     mode: str | None,
     dedupe_prefix: str,
+    reset: str | None = None,
 ) -> dict[str, Any]:
-    """Queue a chat-style message on a session; the ack is `{runId, status:"started"}`."""
+    """Queue a chat-style message on a session; the ack is `{runId, status:"started"}`.
+    `reset` ("new" / "reset"): the run starts the session afresh first (`/new`, `/reset`)."""
     gw = call.gateway
     sup = gw.supervisor
     reg = gw.registry
@@ -221,6 +226,8 @@ async def _submit_message(
             timeout_s=timeout_s or None,
             owner=call.conn,
             debounce=True,
+            reset=reset is not None,
+            reset_reason=reset or "reset",
         )
         try:
             sup.submit(actor, request, settings)
@@ -250,6 +257,10 @@ async def chat_send(call: Call, params: ChatSendParams) -> dict[str, Any]:
     if not params.message.strip() and not attachments:
         raise invalid_request("invalid chat.send params: message or attachment required")
     key = _key(call, params.sessionKey, opt(params.agentId))
+    if not opt(params.suppressCommandInterpretation) and not _is_stop(params.message):
+        found = find_command(params.message)
+        if found is not None:
+            return await run_slash_command(call, params, key, *found)
     if _is_stop(params.message) and not opt(params.suppressCommandInterpretation):
         actor = await _actor(call, key)
         run_ids = actor.abort(None, "stop")
@@ -310,9 +321,9 @@ async def chat_history(call: Call, params: ChatHistoryParams) -> dict[str, Any]:
     rows: list[dict[str, Any]] = []
     seq = 0
     for entry in entries:
-        message = getattr(entry, "message", None)
-        if message is None:
+        if not isinstance(entry, MessageEntry):
             continue
+        message = entry.message
         seq += 1
         shown = _display(message, max_chars)
         if shown is None:
