@@ -48,6 +48,7 @@ from runtime._wire import (
 from runtime.llm._types import AssistantMessage, ProviderError, TextContent
 
 from ._slash import run_slash_command
+from ._views import defaults_view, session_view
 
 if TYPE_CHECKING:
     from ._methods import Call, Methods
@@ -343,12 +344,18 @@ async def chat_history(call: Call, params: ChatHistoryParams) -> dict[str, Any]:
         kept.append(row)
     kept.reverse()
     active = [r.run_id for r in call.gateway.registry.active() if r.session_key == key]
+    info = session_view(call.gateway, actor.row, active_run_ids=active)
+    info["key"] = key
     result: dict[str, Any] = {
         "sessionKey": key,
         "sessionId": actor.row.sessionId,
         "messages": kept,
-        "sessionInfo": {"hasActiveRun": bool(active), "activeRunIds": active},
+        "pendingInputs": {"items": [], "total": 0},
         "hasMore": len(kept) < seq,
+        "totalMessages": seq,
+        "defaults": defaults_view(call.gateway.supervisor.generation, actor.agent_id),
+        # The session as `sessions.describe` shows it (the terminal UI's footer reads it).
+        "sessionInfo": info,
     }
     if actor.row.thinkingLevel:
         result["thinkingLevel"] = actor.row.thinkingLevel
