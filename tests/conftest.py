@@ -61,7 +61,10 @@ class FrameChecker:
         # definitions have (`UsersPrefsGetResult`, ...) is checked against that one.
         for name, definition in (newer or {}).get("definitions", {}).items():
             defs.setdefault(name, definition)
-        defs["HealthResult"] = defs["Snapshot"]["properties"]["health"]
+        # `health` answers the snapshot's health shape, plus clawlane's own block.
+        health = copy.deepcopy(defs["Snapshot"]["properties"]["health"])
+        health["properties"]["clawlane"] = {"type": "object"}
+        defs["HealthResult"] = health
         # Measured on the real gateway: agent payloads carry sessionKey/sessionId/agentId
         # although the published AgentEvent omits them (see DESIGN.md).
         for extra in ("sessionKey", "sessionId", "agentId"):

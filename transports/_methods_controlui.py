@@ -94,7 +94,7 @@ def register(methods: Methods) -> None:
     methods.add("users.prefs.set", prefs_set, UsersPrefsSetParams, scope="operator.write")
     # Panels of features clawlane does not have: their empty answers.
     for name, answer in _EMPTY.items():
-        methods.add(name, _empty(answer), OpenParams, scope=read)
+        methods.add(name, _empty(name, answer), OpenParams, scope=read)
 
 
 # --- chat -----------------------------------------------------------------------------------
@@ -378,13 +378,29 @@ _EMPTY: Final[dict[str, Any]] = {
         "pendingPersonal": None,
         "latestShared": None,
     },
-    "session.members.listEvidence": {"members": [], "identities": [], "role": "admin"},
+    "session.members.listEvidence": {
+        "members": [],
+        "identities": [],
+        "role": "admin",
+        "allowedVisibilities": ["shared"],
+    },
 }
+#: Answers that name the session they were asked about (`sessionKey`).
+_ECHO_SESSION: Final = frozenset({"board.get", "session.members.listEvidence"})
 
 
-def _empty(answer: dict[str, Any]) -> Any:
+def _empty(name: str, answer: dict[str, Any]) -> Any:
     async def handler(call: Call, params: OpenParams) -> dict[str, Any]:
+        out = dict(answer)
+        raw = call.frame.params if isinstance(call.frame.params, dict) else {}
+        if name in _ECHO_SESSION:
+            key = raw.get("sessionKey")
+            if not isinstance(key, str) or not key:
+                raise invalid_request(f"invalid {name} params: sessionKey is required")
+            out["sessionKey"] = sessions._key(call, key)
+        if name == "mentions.list":
+            out["gatewayInstanceId"] = call.gateway.boot_id
         await trio.lowlevel.checkpoint()
-        return dict(answer)
+        return out
 
     return handler
