@@ -341,6 +341,7 @@ class SessionActor:
                 self.key,
                 {
                     "sessionKey": self.key,
+                    "agentId": self.agent_id,
                     "message": message,
                     "messageId": entry.id,
                     "messageSeq": base + i,

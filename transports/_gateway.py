@@ -63,6 +63,7 @@ from ._ws import CLOSE_GOING_AWAY, CLOSE_POLICY, WebSocketServerConnection
 log = logging.getLogger("clawlane.gateway")
 
 VERSION: Final = "0.1.0"
+HEALTH_INTERVAL_MS: Final = 60_000
 PRESENCE_MODES: Final = frozenset({"webchat", "ui"})
 """Clients that appear in presence (the UIs; one-shot CLI calls and backends do not)."""
 CAPABILITIES: Final = (
@@ -172,6 +173,7 @@ class Gateway:
         self.user_prefs: dict[str, Any] = {}
         """The Control UI's `users.prefs.*` (one owner per gateway; in memory)."""
         self.presence_version = 0
+        self.health_version = 0
         self.log_ring: LogRing = install_log_ring(
             file=Path(config.logging.file).expanduser() if config.logging.file else None,
             max_file_bytes=config.logging.maxFileBytes,
@@ -361,9 +363,19 @@ class Gateway:
             log.exception("connection %s failed", conn.conn_id)
 
     async def run_ticks(self) -> None:
+        ticks = 0
         while True:
             await trio.sleep(self.tick_interval_ms / 1000)
             self.hub.broadcast("tick", {"ts": int(time.time() * 1000)})
+            ticks += 1
+            if ticks * self.tick_interval_ms >= HEALTH_INTERVAL_MS and self.hub.has_readers():
+                # As OpenClaw: a `health` event every minute (the snapshot's health shape).
+                ticks = 0
+                from ._status import health_view
+
+                health = await health_view(self, extras=False)
+                self.health_version += 1
+                self.hub.broadcast("health", health, readers_only=True)
 
     def begin_shutdown(self, reason: str) -> None:
         """Stop accepting and tell every client."""

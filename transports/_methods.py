@@ -169,8 +169,8 @@ async def status(call: Call, params: dict[str, Any]) -> dict[str, Any]:
     return await status_view(call.gateway, cli_projection=bool(params.get("includeCliProjection")))
 
 
-def _row_view(gw: Gateway, row: Any, active: list[str]) -> dict[str, Any]:
-    return session_view(gw, row, active_run_ids=active)
+def _row_view(gw: Gateway, row: Any, active: list[str], cache: dict[str, Any]) -> dict[str, Any]:
+    return session_view(gw, row, active_run_ids=active, cache=cache)
 
 
 async def sessions_list(call: Call, params: SessionsListParams) -> dict[str, Any]:
@@ -198,6 +198,7 @@ async def sessions_list(call: Call, params: SessionsListParams) -> dict[str, Any
     active: dict[str, list[str]] = {}
     for rec in gw.registry.active():
         active.setdefault(rec.session_key, []).append(rec.run_id)
+    cache: dict[str, Any] = {}
     return {
         "ts": now_ms(),
         "path": str(gw.state_dir / "clawlane.sqlite"),
@@ -205,7 +206,7 @@ async def sessions_list(call: Call, params: SessionsListParams) -> dict[str, Any
         "totalCount": total,
         "hasMore": offset + len(rows) < total,
         "defaults": defaults_view(sup.generation, opt(params.agentId)),
-        "sessions": [_row_view(gw, r, active.get(r.key, [])) for r in rows],
+        "sessions": [_row_view(gw, r, active.get(r.key, []), cache) for r in rows],
     }
 
 

@@ -158,6 +158,9 @@ def _changed(call: Call, key: str, reason: str, actor: SessionActor | None = Non
     if actor is not None and actor.row is not None:
         payload.update(_row_payload(actor))
         payload["sessionKey"] = key
+        payload["agentId"] = actor.agent_id
+        # As OpenClaw: the session as `sessions.describe` shows it (the Control UI's list).
+        payload["session"] = {**session_view(call.gateway, actor.row), "key": key}
     call.gateway.hub.sessions_changed(payload)
 
 

@@ -151,16 +151,26 @@ def agents_view(gw: Gateway) -> dict[str, Any]:
 
 
 def session_view(
-    gw: Gateway, row: SessionRow, *, active_run_ids: list[str] | None = None
+    gw: Gateway,
+    row: SessionRow,
+    *,
+    active_run_ids: list[str] | None = None,
+    cache: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A session as `sessions.describe` / `sessions.list` show it: the row, plus the model
-    a run would use now, its context window, and the context tokens of the last run."""
+    a run would use now, its context window, and the context tokens of the last run.
+    `cache` (one dict per listing) keeps the model lookups of rows that share a model."""
     gen = gw.supervisor.generation
     data = msgspec.to_builtins(row)
     assert isinstance(data, dict)
     ref = model_ref(gen, row.agentId, row)
     provider, _, model = ref.partition("/")
-    entry = _entry(gen, ref)
+    if cache is None:
+        entry = _entry(gen, ref)
+    elif ref in cache:
+        entry = cache[ref]
+    else:
+        entry = cache[ref] = _entry(gen, ref)
     parsed = parse_session_key(row.key)
     active = (
         active_run_ids
