@@ -287,7 +287,6 @@ def install_log_ring(
     ring.setLevel(_LEVEL_NAMES.get(level or "info", logging.INFO))
     if file is not None:
         file.parent.mkdir(parents=True, exist_ok=True)
-    clawlane = logging.getLogger("clawlane")
-    if clawlane.level == logging.NOTSET or clawlane.level > ring.level:
-        clawlane.setLevel(ring.level)
+    # The loggers' own levels (`--log-level`) are left as they are: the ring and the file
+    # keep what the process logs, at `logging.level` or above.
     return ring

@@ -350,6 +350,9 @@ async def prefs_get(call: Call, params: UsersPrefsGetParams) -> dict[str, Any]:
 
 async def prefs_set(call: Call, params: UsersPrefsSetParams) -> dict[str, Any]:
     prefs: dict[str, Any] = call.gateway.user_prefs
+    for name in (*params.entries, *(opt(params.expectedEntries) or {})):
+        if not 1 <= len(name) <= 256:
+            raise invalid_request("invalid users.prefs.set params: a key is 1 to 256 characters")
     expected = opt(params.expectedEntries)
     if expected is not None and any(prefs.get(k) != v for k, v in expected.items()):
         await trio.lowlevel.checkpoint()

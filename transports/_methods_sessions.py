@@ -337,11 +337,13 @@ async def chat_history(call: Call, params: ChatHistoryParams) -> dict[str, Any]:
             shown["idempotencyKey"] = entry.idempotencyKey
         rows.append(shown)
     rows = rows[-limit:]
+    # The newest rows within the client's `maxBytes` (the Control UI asks for 256 KiB).
+    budget = min(opt(params.maxBytes) or MAX_HISTORY_BYTES, MAX_HISTORY_BYTES)
     total = 0
     kept: list[dict[str, Any]] = []
     for row in reversed(rows):
         size = len(msgspec.json.encode(row))
-        if total + size > MAX_HISTORY_BYTES:
+        if total + size > budget:
             break
         total += size
         kept.append(row)

@@ -12,6 +12,7 @@ reason (the session is not changed); a repeated idempotency key answers from the
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -165,8 +166,6 @@ async def _status(call: Call, actor: SessionActor, args: str) -> str:
 
 
 def time_since(started: float) -> float:
-    import time
-
     return max(0.0, time.time() - started)
 
 

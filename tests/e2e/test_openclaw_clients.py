@@ -372,3 +372,17 @@ async def test_a_reader_cannot_send_a_slash_command(tmp_path: Path, scopes: list
                 ok=False,
             )
             assert denied["code"] == "FORBIDDEN"
+
+
+async def test_chat_history_keeps_to_the_clients_max_bytes(tmp_path: Path) -> None:
+    with trio.fail_after(30):
+        async with running_gateway(tmp_path, config()) as gw, openclaw_client(gw, TUI_CONNECT) as c:
+            for i in range(3):
+                await send_and_finish(c, "agent:main:big", f"{i} " + "x" * 900)
+            full = await c.call("chat.history", {"sessionKey": "agent:main:big"})
+            small = await c.call("chat.history", {"sessionKey": "agent:main:big", "maxBytes": 2048})
+            assert len(full["messages"]) == 6 and not full["hasMore"]
+            assert 0 < len(small["messages"]) < 6 and small["hasMore"]
+            assert small["messages"][-1] == full["messages"][-1]  # the newest ones
+            bad = await c.call("chat.history", {"sessionKey": "main", "maxBytes": 10}, ok=False)
+            assert bad["code"] == "INVALID_REQUEST" and "maxBytes" in bad["message"]
