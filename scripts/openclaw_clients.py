@@ -124,6 +124,7 @@ class OpenClaw:
             "OPENCLAW_GATEWAY_TOKEN": TOKEN,
         }
         self.port = port
+        self.work = work
         # The CLI probes only a gateway its own config names (`status` skips it otherwise).
         (home / "state" / "openclaw.json").write_text(
             json.dumps(
@@ -227,6 +228,34 @@ def cli_checks(oc: OpenClaw) -> None:
         "openclaw logs",
         r.stdout + r.stderr,
     )
+    follow_checks(oc)
+
+
+def follow_checks(oc: OpenClaw) -> None:
+    """`openclaw logs --follow` shows a record logged after it started: a config edit that
+    does not build (the gateway logs the failed build and keeps serving)."""
+    out_path = oc.work / "follow.out"
+    with out_path.open("w") as out:
+        follow = subprocess.Popen(
+            [*oc.argv, "logs", "--follow", "--limit", "5"], env=oc.env, stdout=out, stderr=out
+        )
+    try:
+        time.sleep(4)
+        config = oc.work / "clawlane.json"
+        good = config.read_text()
+        broken = json.loads(good)
+        broken["agents"] = {"defaults": {"model": {"primary": "nope/none"}}}
+        config.write_text(json.dumps(broken))
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and "generation build failed" not in out_path.read_text():
+            time.sleep(0.5)
+        config.write_text(good)
+        shown = out_path.read_text()
+        check("generation build failed" in shown, "openclaw logs --follow", shown)
+    finally:
+        follow.terminate()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            follow.wait(10)
 
 
 def tui_checks(oc: OpenClaw, restart: object) -> None:
