@@ -8,7 +8,7 @@ as a user would see them:
 
 1. the UI connects (hello-ok) and its startup calls all succeed (`cron.*` excepted: another
    part of clawlane answers those);
-2. the model picker shows the generation's model;
+2. the model picker lists the generation's models;
 3. a message typed in the composer streams a reply (`chat` deltas, then `final`);
 4. after a page reload the conversation shows each turn once, and no "Delivery
    unconfirmed" notice appears.
@@ -101,7 +101,10 @@ def clawlane_gateway(state: Path) -> Iterator[int]:
                     "providers": {
                         "local": {
                             "api": "local",
-                            "models": [{"id": "echo", "name": "Echo"}],
+                            "models": [
+                                {"id": "echo", "name": "Echo"},
+                                {"id": "echo-2", "name": "Echo Two"},
+                            ],
                             "options": {"deltaDelayMs": 60},
                         }
                     }
@@ -249,10 +252,21 @@ def main(argv: list[str] | None = None) -> int:
             ]
             check(bool(hello), "the Control UI connects (hello-ok)")
             check(not rec.failures(), f"its startup calls succeed {rec.failures()[:5]}")
+            picker = page.get_by_text("Echo", exact=True).filter(visible=True)
+            if picker.count():
+                picker.last.click()  # the composer's model chip opens the picker
+                page.wait_for_timeout(1000)
+                group = page.get_by_text("Local", exact=True).filter(visible=True)
+                if group.count():
+                    group.first.click()  # the provider's group ("Local 2") opens its list
+                    page.wait_for_timeout(1000)
+            page.screenshot(path=str(shots / "1b-model-picker.png"))
             check(
-                page.get_by_text("echo", exact=False).count() > 0,
-                "the model picker shows local/echo",
+                shown(page, "Echo Two") >= 1,
+                "the model picker lists the generation's models (Echo, Echo Two)",
             )
+            page.keyboard.press("Escape")
+            page.wait_for_timeout(500)
 
             mark = len(rec.frames)
             box = page.locator("textarea:visible, [contenteditable=true]:visible").first
