@@ -90,13 +90,17 @@ def static_server(root: Path) -> Iterator[int]:
 
 
 @contextlib.contextmanager
-def clawlane_gateway(state: Path) -> Iterator[int]:
+def clawlane_gateway(state: Path, ui_origin: str) -> Iterator[int]:
     port = free_port()
     config = state / "clawlane.json"
     config.write_text(
         json.dumps(
             {
-                "gateway": {"auth": {"mode": "token", "token": TOKEN}},
+                "gateway": {
+                    "auth": {"mode": "token", "token": TOKEN},
+                    # The UI is served from another port: its origin must be allowed.
+                    "controlUi": {"allowedOrigins": [ui_origin]},
+                },
                 "models": {
                     "providers": {
                         "local": {
@@ -211,8 +215,8 @@ def main(argv: list[str] | None = None) -> int:
         shots.mkdir(parents=True, exist_ok=True)
         rec = Recorder(args.record or work / "frames.jsonl")
         with (
-            clawlane_gateway(work) as gw_port,
             static_server(ui_root) as ui_port,
+            clawlane_gateway(work, f"http://127.0.0.1:{ui_port}") as gw_port,
             sync_playwright() as pw,
         ):
             browser = pw.chromium.launch(executable_path=args.chromium, args=["--no-sandbox"])

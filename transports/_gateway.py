@@ -36,8 +36,8 @@ from runtime._frames import (
 )
 from runtime._generation import GenerationBuilder
 from runtime._hooks import GatewayStartEvent, GatewayStopEvent
-from runtime._pairing import PairingStore, PairingStoreError, open_pairing_store
 from runtime._logring import LogRing, install_log_ring
+from runtime._pairing import PairingStore, PairingStoreError, open_pairing_store
 from runtime._plugins import load_plugins
 from runtime._resources import discover_resources
 from runtime._retire import close_all_providers

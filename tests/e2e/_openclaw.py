@@ -2,8 +2,8 @@
 `openclaw@2026.9.6` against OpenClaw's gateway: its CLI, terminal UI and Control UI), and
 validates every answer against the schemas (the shared frame checker, by method).
 
-The device block the terminal UI and Control UI sign is left out (clawlane does not verify
-device identities yet; the one-shot CLI sends none either)."""
+The terminal UI and the Control UI sign a device block over the challenge (here with the
+suite's `TEST_DEVICE`, paired silently on loopback); the one-shot CLI sends none."""
 
 from __future__ import annotations
 
@@ -16,11 +16,14 @@ from typing import Any
 
 import trio
 
-from tests.conftest import frame_checker, gateway_url
+from runtime._device_auth import SignedFields
+from tests.conftest import TEST_DEVICE, frame_checker, gateway_url
 from transports._client import open_websocket
 from transports._gateway import Gateway
 
 CLIENT_VERSION = "2026.9.6"
+UI_ORIGIN = "http://127.0.0.1:18790"
+"""Where the tests' Control UI is served from (allowed in `gateway.controlUi.allowedOrigins`)."""
 
 CLI_CONNECT: dict[str, Any] = {
     "minProtocol": 4,
@@ -165,16 +168,36 @@ class OpenClawClient:
 
 @asynccontextmanager
 async def openclaw_client(
-    gw: Gateway, connect: dict[str, Any], **overrides: Any
+    gw: Gateway, connect: dict[str, Any], *, origin: str | None = None, **overrides: Any
 ) -> AsyncIterator[OpenClawClient]:
+    """Connected as the client `connect` describes; the Control UI comes from a browser, so
+    it sends `UI_ORIGIN` unless told otherwise."""
     params = {**connect, **overrides}
+    if origin is None and params["client"]["id"] == "openclaw-control-ui":
+        origin = UI_ORIGIN
     token = getattr(gw.auth, "token", None)
     if token:
         params["auth"] = {"token": token}
-    async with open_websocket(gateway_url(gw)) as ws, trio.open_nursery() as nursery:
+    async with open_websocket(gateway_url(gw), origin=origin) as ws, trio.open_nursery() as nursery:
         client = OpenClawClient(ws)
         challenge = json.loads(await ws.get_message())
         assert challenge["event"] == "connect.challenge"
+        if params["client"]["id"] != "cli":  # the UIs sign, the one-shot CLI does not
+            info = params["client"]
+            params["device"] = TEST_DEVICE.connect_device(
+                SignedFields(
+                    device_id=TEST_DEVICE.device_id,
+                    client_id=info["id"],
+                    client_mode=info["mode"],
+                    role=params["role"],
+                    scopes=tuple(params["scopes"]),
+                    signed_at_ms=int(challenge["payload"]["ts"]),
+                    token=token or "",
+                    nonce=str(challenge["payload"]["nonce"]),
+                    platform=info["platform"],
+                    device_family=info.get("deviceFamily", ""),
+                )
+            )
         nursery.start_soon(client._reader)
         client.hello = await client.call("connect", params)
         try:

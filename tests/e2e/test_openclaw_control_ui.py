@@ -11,7 +11,13 @@ from typing import Any
 import trio
 
 from tests.conftest import local_config, running_gateway
-from tests.e2e._openclaw import CONTROL_UI_CONNECT, TUI_CONNECT, OpenClawClient, openclaw_client
+from tests.e2e._openclaw import (
+    CONTROL_UI_CONNECT,
+    TUI_CONNECT,
+    UI_ORIGIN,
+    OpenClawClient,
+    openclaw_client,
+)
 
 MAIN = "agent:main:main"
 
@@ -86,6 +92,7 @@ STARTUP: list[tuple[str, Any]] = [
 def config() -> Any:
     return local_config(
         gateway__auth={"mode": "none"},
+        gateway__controlUi={"allowedOrigins": [UI_ORIGIN]},
         messages__queue__debounceMs=0,
         models__providers={"local": {"api": "local", "models": [{"id": "echo", "name": "Echo"}]}},
     )
