@@ -154,14 +154,21 @@ def _row_payload(actor: SessionActor) -> dict[str, Any]:
 
 
 def _changed(call: Call, key: str, reason: str, actor: SessionActor | None = None) -> None:
+    hub = call.gateway.hub
+    if not hub.has_change_subscribers:
+        return  # nobody listens: build nothing
     payload: dict[str, Any] = {"sessionKey": key, "reason": reason, "ts": now_ms()}
     if actor is not None and actor.row is not None:
         payload.update(_row_payload(actor))
         payload["sessionKey"] = key
         payload["agentId"] = actor.agent_id
+        running = [actor.running.record.run_id] if actor.running is not None else []
         # As OpenClaw: the session as `sessions.describe` shows it (the Control UI's list).
-        payload["session"] = {**session_view(call.gateway, actor.row), "key": key}
-    call.gateway.hub.sessions_changed(payload)
+        payload["session"] = {
+            **session_view(call.gateway, actor.row, active_run_ids=running),
+            "key": key,
+        }
+    hub.sessions_changed(payload)
 
 
 async def _submit_message(

@@ -386,3 +386,16 @@ async def test_chat_history_keeps_to_the_clients_max_bytes(tmp_path: Path) -> No
             assert small["messages"][-1] == full["messages"][-1]  # the newest ones
             bad = await c.call("chat.history", {"sessionKey": "main", "maxBytes": 10}, ok=False)
             assert bad["code"] == "INVALID_REQUEST" and "maxBytes" in bad["message"]
+
+
+async def test_sessions_changed_carries_the_session_as_describe_shows_it(tmp_path: Path) -> None:
+    with trio.fail_after(30):
+        async with running_gateway(tmp_path, config()) as gw, openclaw_client(gw, TUI_CONNECT) as c:
+            await c.call("sessions.subscribe", {})
+            await c.call("sessions.messages.subscribe", {"key": "agent:main:main"})
+            await send_and_finish(c, "agent:main:main", "hello")
+            sent = await c.until(lambda e, p: e == "sessions.changed" and p.get("reason") == "send")
+            assert sent["agentId"] == "main" and sent["session"]["key"] == "agent:main:main"
+            assert sent["session"]["model"] == "echo"
+            row = await c.until(lambda e, p: e == "session.message")
+            assert row["agentId"] == "main" and row["message"]["idempotencyKey"].endswith(":user")
