@@ -308,6 +308,10 @@ class EventHub:
                 n += 1
         self._delivered += n
 
+    def has_readers(self) -> bool:
+        """Whether any connection receives every run's events (unscoped readers)."""
+        return bool(self._broadcast)
+
     def broadcast(self, event: str, payload: Any, *, readers_only: bool = False) -> None:
         """Send a server event (tick, shutdown, ...) to every attached connection."""
         frame = encode_event(event, payload)

@@ -24,7 +24,7 @@ import msgspec
 import trio
 
 from runtime._agent import RunProgress, SteerInbox, now_ms
-from runtime._compaction import compact_session, persist_run
+from runtime._compaction import MessageTags, compact_session, persist_run
 from runtime._generation import GenerationError, ModelRuntimeGeneration
 from runtime._reply import ToolErrorInfo, build_final_payloads
 from runtime._sessions import (
@@ -35,6 +35,7 @@ from runtime._sessions import (
     build_context,
     new_session_id,
     new_session_row,
+    openclaw_row_meta,
 )
 from runtime._toolrunner import RunTools
 from runtime._turn import TurnResult, TurnSpec, run_turn
@@ -175,7 +176,7 @@ class SessionActor:
             settings.mode == "steer"
             and running is not None
             and running.inbox is not None
-            and running.inbox.offer(req.message)
+            and running.inbox.offer(req.message, req.record.run_id)
         ):
             running.followers.append(req)
             req.record.status = "running"
@@ -240,11 +241,22 @@ class SessionActor:
         sup.registry.finish(rec)
         sup.hub.close_run(rec.run_id)
 
-    async def append_messages(self, messages: list[Message]) -> list[MessageEntry]:
-        """Append messages outside a run (`chat.inject`). A checkpoint (loads the transcript)."""
+    async def append_messages(
+        self, messages: list[Message], tags: list[MessageTags] | None = None
+    ) -> list[MessageEntry]:
+        """Append messages outside a run (`chat.inject`, a slash command and its reply), each
+        with its `tags`. A checkpoint (loads the transcript)."""
         _, builder = await self._transcript()
         assert self.row is not None and self._history is not None
-        entries = [builder.add_message(m) for m in messages]
+        tags = tags or []
+        entries = [
+            builder.add_message(
+                m,
+                idempotency_key=tags[i].idempotency_key if i < len(tags) else None,
+                run_id=tags[i].run_id if i < len(tags) else None,
+            )
+            for i, m in enumerate(messages)
+        ]
         self._extend_history(messages)
         self.supervisor.store_append(self.row.sessionId, entries)
         self.announce_messages(entries)
@@ -322,11 +334,14 @@ class SessionActor:
             return
         for i, entry in enumerate(entries, 1):
             message = msgspec.to_builtins(entry.message)
-            message["__openclaw"] = {"id": entry.id, "seq": base + i}
+            message["__openclaw"] = openclaw_row_meta(entry, base + i)
+            if entry.idempotencyKey is not None:
+                message["idempotencyKey"] = entry.idempotencyKey
             hub.session_message(
                 self.key,
                 {
                     "sessionKey": self.key,
+                    "agentId": self.agent_id,
                     "message": message,
                     "messageId": entry.id,
                     "messageSeq": base + i,
@@ -725,6 +740,31 @@ class SessionActor:
             meta["agentMeta"]["compactionCount"] = len(turn.compactions)
         return {"payloads": payloads, "meta": meta}
 
+    def _row_tags(self, rec: RunRecord, messages: list[Message]) -> list[MessageTags]:
+        """Each row's idempotency key, as OpenClaw writes them: `<runId>:user` for the run's
+        message and for each message steered into it (with the run it joined)."""
+        running = self.running
+        steered = list(running.inbox.taken_keys) if running and running.inbox else []
+        tags: list[MessageTags] = []
+        for i, message in enumerate(messages):
+            if isinstance(message, UserMessage):
+                if i == 0:
+                    tags.append(
+                        MessageTags(idempotency_key=f"{rec.run_id}:user", run_id=rec.run_id)
+                    )
+                    continue
+                key = steered.pop(0) if steered else None
+                tags.append(
+                    MessageTags(
+                        idempotency_key=f"{key}:user" if key else None,
+                        run_id=key,
+                        steer_target=rec.run_id if key else None,
+                    )
+                )
+            else:
+                tags.append(MessageTags(run_id=rec.run_id))
+        return tags
+
     def _record_end(
         self,
         rec: RunRecord,
@@ -756,7 +796,9 @@ class SessionActor:
                 )
         compactions = turn.compactions if turn is not None and user is not None else []
         if messages and self._builder is not None and self._history is not None:
-            entries, context = persist_run(self._builder, messages, compactions)
+            entries, context = persist_run(
+                self._builder, messages, compactions, tags=self._row_tags(rec, messages)
+            )
             if context is None:
                 self._extend_history(messages)
             else:

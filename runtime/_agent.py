@@ -99,12 +99,17 @@ class SteerInbox:
     """
 
     _items: list[str] = attrs.field(factory=list)
+    _keys: list[str | None] = attrs.field(factory=list)
     _closed: bool = False
+    taken_keys: list[str | None] = attrs.field(factory=list)
+    """The `key` of each message `take` returned, in order (the steered run's id: its
+    transcript row carries it)."""
 
-    def offer(self, text: str) -> bool:
+    def offer(self, text: str, key: str | None = None) -> bool:
         if self._closed:
             return False
         self._items.append(text)
+        self._keys.append(key)
         return True
 
     def pending(self) -> bool:
@@ -112,11 +117,14 @@ class SteerInbox:
 
     def take(self) -> list[str]:
         items, self._items = self._items, []
+        keys, self._keys = self._keys, []
+        self.taken_keys.extend(keys)
         return items
 
     def close(self) -> list[str]:
         self._closed = True
-        return self.take()
+        items, self._items, self._keys = self._items, [], []
+        return items
 
 
 def _take_steered(inp: AgentRunInput) -> list[str]:
@@ -282,10 +290,15 @@ async def run_agent(inp: AgentRunInput, emit: Emit, progress: RunProgress) -> Ru
                     if isinstance(delta, TextDelta):
                         if not delta.text:
                             continue
+                        piece = delta.text
+                        if not turn_text and progress.text and not progress.text.endswith("\n\n"):
+                            # A later model turn (after a tool or a steered message) starts a
+                            # new paragraph of the run's text, as OpenClaw joins them.
+                            piece = "\n\n" + piece
                         turn_text.append(delta.text)
-                        progress.text += delta.text
+                        progress.text += piece
                         progress.streamed_output = True
-                        emit("assistant", {"text": progress.text, "delta": delta.text})
+                        emit("assistant", {"text": progress.text, "delta": piece})
                     elif isinstance(delta, ThinkingDelta):
                         thinking.append(delta.text)
                         if inp.emit_thinking:

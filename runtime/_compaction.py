@@ -475,14 +475,26 @@ class CompactionRecord:
         }
 
 
+@attrs.frozen
+class MessageTags:
+    """What a transcript row records about where its message came from."""
+
+    idempotency_key: str | None = None
+    run_id: str | None = None
+    steer_target: str | None = None
+
+
 def persist_run(
     builder: TranscriptBuilder,
     run_messages: Sequence[Message],
     compactions: Sequence[CompactionRecord] = (),
+    *,
+    tags: Sequence[MessageTags] = (),
 ) -> tuple[list[TranscriptEntry], list[Message] | None]:
     """Transcript entries for a run's messages (user message first) and its compactions, in
     the order they happened; and the context the session continues from when the run
-    compacted (None: the old context plus `run_messages`)."""
+    compacted (None: the old context plus `run_messages`). `tags[i]` (when given) names the
+    row of `run_messages[i]`: its idempotency key, run, steer target."""
     ordered = sorted(compactions, key=lambda c: c.position)
     entries: list[TranscriptEntry] = []
     run_ids: list[str] = []
@@ -517,7 +529,13 @@ def persist_run(
 
     for i, message in enumerate(run_messages):
         add_compactions(i)
-        entry = builder.add_message(message)
+        tag = tags[i] if i < len(tags) else MessageTags()
+        entry = builder.add_message(
+            message,
+            idempotency_key=tag.idempotency_key,
+            run_id=tag.run_id,
+            steer_target=tag.steer_target,
+        )
         entries.append(entry)
         run_ids.append(entry.id)
     add_compactions(len(run_messages))

@@ -250,6 +250,15 @@ class PluginsConfig(_Strict, frozen=True):
     load: list[str] = []
 
 
+class LoggingConfig(_Strict, frozen=True):
+    """OpenClaw's `logging` keys that clawlane honours: the file `logs.tail` reads (one JSON
+    object a line) and its level; `maxFileBytes` rotates it."""
+
+    level: Literal["trace", "debug", "info", "warn", "error", "fatal", "silent"] | None = None
+    file: str | None = None
+    maxFileBytes: Annotated[int, msgspec.Meta(gt=0)] | None = None
+
+
 class Config(_Strict, frozen=True):
     gateway: GatewayConfig = GatewayConfig()
     auth: AuthConfig = AuthConfig()
@@ -258,6 +267,7 @@ class Config(_Strict, frozen=True):
     messages: MessagesConfig = MessagesConfig()
     tools: ToolsConfig = ToolsConfig()
     plugins: PluginsConfig = PluginsConfig()
+    logging: LoggingConfig = LoggingConfig()
 
 
 class ConfigError(Exception):

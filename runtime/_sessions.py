@@ -195,6 +195,20 @@ class SessionRow(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_d
     lastRunId: str | None = None
 
 
+def openclaw_row_meta(entry: MessageEntry, seq: int) -> dict[str, Any]:
+    """The `__openclaw` block of a transcript row as OpenClaw returns it (`chat.history`,
+    `session.message`): the entry id, its sequence number, and what the row records of its
+    origin (`idempotencyKey`, `runId`, `steerTargetRunId`)."""
+    meta: dict[str, Any] = {"id": entry.id, "seq": seq}
+    if entry.idempotencyKey is not None:
+        meta["idempotencyKey"] = entry.idempotencyKey
+    if entry.runId is not None:
+        meta["runId"] = entry.runId
+    if entry.steerTargetRunId is not None:
+        meta["steerTargetRunId"] = entry.steerTargetRunId
+    return meta
+
+
 def new_session_id() -> str:
     """A fresh session id (a UUID, as OpenClaw assigns on create and reset)."""
     return str(uuid.uuid4())
@@ -229,6 +243,14 @@ class _Entry(
 
 class MessageEntry(_Entry, frozen=True, tag="message"):
     message: Message
+    idempotencyKey: str | None = None
+    """The client's key for this row (`<runId>:user` for the user message of a run, the run id
+    for a reply the gateway wrote itself), as OpenClaw stores it: clients match their pending
+    lines by it (`__openclaw.idempotencyKey` in `chat.history`)."""
+    runId: str | None = None
+    """The run that wrote this row."""
+    steerTargetRunId: str | None = None
+    """For a message steered into a running run: that run."""
 
 
 class CompactionEntry(_Entry, frozen=True, tag="compaction"):
@@ -398,8 +420,21 @@ class TranscriptBuilder:
         self._leaf_id = entry_id
         return fields
 
-    def add_message(self, message: Message) -> MessageEntry:
-        return MessageEntry(**self._link(), message=message)
+    def add_message(
+        self,
+        message: Message,
+        *,
+        idempotency_key: str | None = None,
+        run_id: str | None = None,
+        steer_target: str | None = None,
+    ) -> MessageEntry:
+        return MessageEntry(
+            **self._link(),
+            message=message,
+            idempotencyKey=idempotency_key,
+            runId=run_id,
+            steerTargetRunId=steer_target,
+        )
 
     def add_compaction(
         self, summary: str, *, first_kept_entry_id: str, tokens_before: int

@@ -1,14 +1,21 @@
-"""Generate `runtime/_wire.py` from the published OpenClaw Gateway protocol v4 JSON schema.
+"""Generate `runtime/_wire.py` from OpenClaw's Gateway protocol v4 JSON schemas.
 
 The project must not read `../shared` at runtime, so the wire types are generated once and
-committed. The output is a pure function of the schema: same schema, same bytes.
+committed. The output is a pure function of the schemas: same schemas, same bytes.
+
+Two sources: the published schema (`@openclaw/gateway-protocol@2026.9.1`, with the `methods`
+map of scopes) and the newer definitions the `openclaw@2026.9.6` clients send
+(`openclaw-2026.9.6-definitions.json`, definitions only). Where both define a type the newer
+one wins (e.g. `ModelsListParams` with `sessionKey`, `ChatHistoryParams` with `maxBytes`);
+types only the newer file has (`ChatStartupParams`, `UsersPrefsGetParams`) are taken from it.
 
 Usage:
-    .venv/bin/python scripts/gen_protocol.py [SCHEMA] [-o OUTPUT] [--check]
+    .venv/bin/python scripts/gen_protocol.py [SCHEMA] [--newer DEFS] [-o OUTPUT] [--check]
 
-`SCHEMA` defaults to `../shared/openclaw-protocol/protocol.schema.json` and `OUTPUT` to
-`runtime/_wire.py`, both relative to the repository root. With `--check` nothing is written
-and the exit status is 1 when `OUTPUT` differs from what would be generated.
+`SCHEMA` defaults to `../shared/openclaw-protocol/protocol.schema.json`, `DEFS` to
+`../shared/openclaw-protocol/openclaw-2026.9.6-definitions.json` (`--newer ''` for none) and
+`OUTPUT` to `runtime/_wire.py`, relative to the repository root. With `--check` nothing is
+written and the exit status is 1 when `OUTPUT` differs from what would be generated.
 
 Mapping (JSON schema draft-07 to msgspec):
 - an object with `properties` and `additionalProperties: false` becomes a frozen Struct that
@@ -29,6 +36,7 @@ from __future__ import annotations
 import argparse
 import json
 import keyword
+import os
 import re
 import sys
 import textwrap
@@ -38,7 +46,10 @@ from pathlib import Path
 from typing import Any, Final
 
 REPO_ROOT: Final = Path(__file__).resolve().parent.parent
-DEFAULT_SCHEMA: Final = REPO_ROOT.parent / "shared" / "openclaw-protocol" / "protocol.schema.json"
+SHARED_DIR: Final = Path(os.environ.get("CLAWLANE_SHARED_DIR") or REPO_ROOT.parent / "shared")
+"""`../shared` beside the checkout (`CLAWLANE_SHARED_DIR` overrides it, e.g. in a worktree)."""
+DEFAULT_SCHEMA: Final = SHARED_DIR / "openclaw-protocol" / "protocol.schema.json"
+DEFAULT_NEWER: Final = DEFAULT_SCHEMA.with_name("openclaw-2026.9.6-definitions.json")
 DEFAULT_OUTPUT: Final = REPO_ROOT / "runtime" / "_wire.py"
 PROTOCOL_VERSION: Final = 4
 
@@ -84,6 +95,30 @@ OPTIONAL_DEFINITIONS: Final = (
     "SessionsSubscribeParams",
     "StatusParams",
     "HealthParams",
+    # OpenClaw's clients (CLI, terminal UI, Control UI; issue 17):
+    "AgentsListParams",
+    "AgentIdentityParams",
+    "SessionsCreateParams",
+    "SessionsDescribeParams",
+    "CommandsListParams",
+    "QuestionListParams",
+    "TaskSuggestionsListParams",
+    "LogsTailParams",
+    "ChatStartupParams",
+    "ChatMetadataParams",
+    "SessionsBranchesListParams",
+    "SessionsCompanionStateParams",
+    "SessionsObserverVisibilityParams",
+    "ModelsAuthStatusParams",
+    "UpdateStatusParams",
+    "ProgressCardGetParams",
+    "TalkCatalogParams",
+    "TasksListParams",
+    "SessionsCatalogListParams",
+    "SessionsGroupsListParams",
+    "SystemInfoParams",
+    "UsersPrefsGetParams",
+    "UsersPrefsSetParams",
 )
 
 _STRUCT_OPTIONS: Final = "frozen=True, forbid_unknown_fields=True, omit_defaults=True"
@@ -223,11 +258,22 @@ class Generator:
         fields.sort(key=lambda f: not f.required)  # stable: schema order within each group
 
         class_notes: list[str] = []
-        check = _forbidden_combination(node.get("not"), fields) if "not" in node else None
-        if "not" in node and check is None:
-            class_notes.append(f"Not enforced: `not` {_compact(node['not'])}.")
+        nots = [node["not"]] if "not" in node else []
+        all_of = node.get("allOf")
+        if isinstance(all_of, list) and all(
+            isinstance(x, Mapping) and set(x) == {"not"} for x in all_of
+        ):
+            nots.extend(x["not"] for x in all_of)  # `allOf` of `not`s: each one enforced
+            all_of = None
+        checks: list[tuple[str, str]] = []
+        for forbidden in nots:
+            check = _forbidden_combination(forbidden, fields)
+            if check is None:
+                class_notes.append(f"Not enforced: `not` {_compact(forbidden)}.")
+            else:
+                checks.append(check)
         for keyword_ in ("allOf", "anyOf", "oneOf", "dependencies", "if", "propertyNames"):
-            if keyword_ in node:
+            if keyword_ in node and not (keyword_ == "allOf" and all_of is None):
                 class_notes.append(f"Not enforced: `{keyword_}` on the object.")
 
         options = _STRUCT_OPTIONS
@@ -256,8 +302,8 @@ class Generator:
         for f in fields:
             lines.extend(f"    # {line}" for comment in f.comments for line in _wrap(comment))
             lines.append(f"    {_render_field(f)}")
-        if check is not None:
-            condition, message = check
+        if len(checks) == 1:
+            condition, message = checks[0]
             lines += [
                 "",
                 "    def __post_init__(self) -> None:",
@@ -265,6 +311,18 @@ class Generator:
                 f"        if {condition}:",
                 f"            raise ValueError({_pystr(message)})",
             ]
+        elif checks:
+            lines += ["", "    def __post_init__(self) -> None:"]
+            lines.append(
+                '        """Enforce the schema\'s `not`s: '
+                + "; ".join(m for _, m in checks)
+                + '."""'
+            )
+            for condition, message in checks:
+                lines += [
+                    f"        if {condition}:",
+                    f"            raise ValueError({_pystr(message)})",
+                ]
         self.blocks.append("\n".join(lines))
         self.exported.append(name)
         return PyType(name, "object", tag=tag)
@@ -506,10 +564,17 @@ def _forbidden_combination(node: Any, fields: Sequence[Field]) -> tuple[str, str
     Only the shape `{"properties": {p: {"const": v}, ...}, "required": [p, ...]}` (every listed
     property required) is understood; `None` for anything else.
     """
+    by_json = {f.json_name: f for f in fields}
+    if isinstance(node, Mapping) and set(node) == {"required"}:
+        # `not: {required: [a, b]}`: the properties may not all be present together.
+        names = node["required"]
+        if not isinstance(names, list) or len(names) < 2 or any(n not in by_json for n in names):
+            return None
+        present = [f"not isinstance(self.{by_json[n].py_name}, msgspec.UnsetType)" for n in names]
+        return " and ".join(present), "cannot combine " + " with ".join(f"`{n}`" for n in names)
     if not isinstance(node, Mapping) or set(node) != {"properties", "required"}:
         return None
     props, required = node["properties"], node["required"]
-    by_json = {f.json_name: f for f in fields}
     if not isinstance(props, Mapping) or not props or sorted(props) != sorted(required):
         return None
     tests: list[str] = []
@@ -661,17 +726,36 @@ def _method_name(definition: str) -> str:
     return ".".join(word.lower() for word in re.findall(r"[A-Z][a-z0-9]*", stem))
 
 
-def render(schema: Mapping[str, Any], *, names: Sequence[str] | None = None) -> str:
-    """The full source text of `runtime/_wire.py` for `schema`.
+def merge_schemas(published: Mapping[str, Any], newer: Mapping[str, Any] | None) -> dict[str, Any]:
+    """`published` with `newer`'s definitions laid over its own (the newer one wins where
+    both define a type). The `methods` map and the rest come from `published`."""
+    merged = dict(published)
+    if newer is not None:
+        definitions = dict(published.get("definitions", {}))
+        definitions.update(newer.get("definitions", {}))
+        merged["definitions"] = definitions
+        merged["x-newer"] = newer.get("title", "?")
+    return merged
+
+
+def render(
+    schema: Mapping[str, Any],
+    *,
+    names: Sequence[str] | None = None,
+    newer: Mapping[str, Any] | None = None,
+) -> str:
+    """The full source text of `runtime/_wire.py` for `schema` (and `newer`, laid over it).
 
     Args:
-        schema: The parsed schema document.
+        schema: The parsed published schema document.
         names: The definitions to generate; by default `DEFINITIONS` plus whichever of
-            `OPTIONAL_DEFINITIONS` the schema has.
+            `OPTIONAL_DEFINITIONS` the schemas have.
+        newer: The parsed newer definitions document, if any (see `merge_schemas`).
 
     Raises:
         KeyError: A requested definition is missing from the schema.
     """
+    schema = merge_schemas(schema, newer)
     gen = Generator(schema)
     if names is None:
         names = [*DEFINITIONS, *(d for d in OPTIONAL_DEFINITIONS if d in gen.definitions)]
@@ -695,11 +779,19 @@ def render(schema: Mapping[str, Any], *, names: Sequence[str] | None = None) -> 
     all_lines = "\n".join(f"    {_pystr(n)}," for n in sorted(exported, key=_ruff_sort_key))
 
     out: list[str] = [
-        "# Generated by scripts/gen_protocol.py from protocol.schema.json. DO NOT EDIT.",
+        "# Generated by scripts/gen_protocol.py from protocol.schema.json"
+        + (" and the newer definitions" if "x-newer" in schema else "")
+        + ". DO NOT EDIT.",
         f"# Schema: {schema.get('$id', '?')} ({schema.get('title', '?')}).",
-        "# Regenerate: .venv/bin/python scripts/gen_protocol.py [SCHEMA]",
-        "#   (SCHEMA defaults to ../shared/openclaw-protocol/protocol.schema.json)",
-        '"""OpenClaw Gateway protocol v4 wire types, generated from the published JSON schema.',
+        *(
+            [f"# Newer definitions (winning where both define a type): {schema['x-newer']}."]
+            if "x-newer" in schema
+            else []
+        ),
+        "# Regenerate: .venv/bin/python scripts/gen_protocol.py [SCHEMA] [--newer DEFS]",
+        "#   (defaults: ../shared/openclaw-protocol/protocol.schema.json and",
+        "#   ../shared/openclaw-protocol/openclaw-2026.9.6-definitions.json)",
+        '"""OpenClaw Gateway protocol v4 wire types, generated from OpenClaw\'s JSON schemas.',
         "",
         "Every object type is a frozen `msgspec.Struct` that rejects unknown fields. Required fields",
         "come first; an optional field is typed `T | msgspec.UnsetType`, defaults to",
@@ -772,6 +864,12 @@ def _ruff_sort_key(name: str) -> tuple[int, str]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("schema", nargs="?", type=Path, default=DEFAULT_SCHEMA)
+    parser.add_argument(
+        "--newer",
+        type=str,
+        default=str(DEFAULT_NEWER),
+        help="newer definitions laid over SCHEMA's ('' for none)",
+    )
     parser.add_argument("-o", "--output", type=Path, default=DEFAULT_OUTPUT)
     parser.add_argument(
         "--check", action="store_true", help="exit 1 if OUTPUT is not up to date; write nothing"
@@ -781,7 +879,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     output: Path = args.output
     with schema_path.open(encoding="utf-8") as fh:
         schema = json.load(fh)
-    source = render(schema)
+    newer = None
+    if args.newer:
+        with Path(args.newer).open(encoding="utf-8") as fh:
+            newer = json.load(fh)
+    source = render(schema, newer=newer)
     if args.check:
         current = output.read_text(encoding="utf-8") if output.exists() else None
         if current != source:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import copy
 import json
+import os
+import re
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
@@ -28,22 +30,41 @@ from transports._gateway import Gateway
 TEST_DEVICE = DeviceIdentity.generate()
 """The device every test client signs with (one key for the session: pairing it is cheap)."""
 
-SCHEMA_PATH = (
-    Path(__file__).resolve().parents[1].parent
-    / "shared"
-    / "openclaw-protocol"
-    / "protocol.schema.json"
+SHARED_DIR = Path(
+    os.environ.get("CLAWLANE_SHARED_DIR") or Path(__file__).resolve().parents[2] / "shared"
 )
+SCHEMA_PATH = SHARED_DIR / "openclaw-protocol" / "protocol.schema.json"
+NEWER_PATH = SCHEMA_PATH.with_name("openclaw-2026.9.6-definitions.json")
+
+#: The result definition of each method that has one (`<Method>Result` otherwise).
+RESULT_DEFINITIONS: dict[str, str] = {
+    "connect": "HelloOk",
+    "agent.identity.get": "AgentIdentityResult",
+    # `health` has no definition of its own: the snapshot's `health` is its shape.
+    "health": "HealthResult",
+}
+
+
+def _pascal(method: str) -> str:
+    return "".join(w[:1].upper() + w[1:] for w in re.split(r"[.\-_]", method) if w)
 
 
 class FrameChecker:
     """Validates server frames against the schema definitions (jsonschema, draft-07)."""
 
-    def __init__(self, schema: dict[str, Any]) -> None:
+    def __init__(self, schema: dict[str, Any], newer: dict[str, Any] | None = None) -> None:
         import jsonschema
 
         schema = copy.deepcopy(schema)
         defs = schema["definitions"]
+        # Frames validate against the published schema; a result only the newer 2026.9.6
+        # definitions have (`UsersPrefsGetResult`, ...) is checked against that one.
+        for name, definition in (newer or {}).get("definitions", {}).items():
+            defs.setdefault(name, definition)
+        # `health` answers the snapshot's health shape, plus clawlane's own block.
+        health = copy.deepcopy(defs["Snapshot"]["properties"]["health"])
+        health["properties"]["clawlane"] = {"type": "object"}
+        defs["HealthResult"] = health
         # Measured on the real gateway: agent payloads carry sessionKey/sessionId/agentId
         # although the published AgentEvent omits them (see DESIGN.md).
         for extra in ("sessionKey", "sessionId", "agentId"):
@@ -75,9 +96,18 @@ class FrameChecker:
             if payload_def is not None:
                 self._validate(payload_def, frame.get("payload"))
         elif kind == "res" and frame.get("ok") and method is not None:
-            result_def = {"connect": "HelloOk", "models.list": "ModelsListResult"}.get(method)
+            result_def = self.result_definition(method)
             if result_def is not None:
                 self._validate(result_def, frame.get("payload"))
+
+    def result_definition(self, method: str) -> str | None:
+        """The definition a successful `method` result must match, if the schemas have one."""
+        name = RESULT_DEFINITIONS.get(method) or _pascal(method) + "Result"
+        return name if name in self._schema["definitions"] else None
+
+    def validate(self, name: str, value: Any) -> None:
+        """Validate `value` as definition `name` (AssertionError naming the paths)."""
+        self._validate(name, value)
 
     def _validate(self, name: str, value: Any) -> None:
         errors = sorted(self._validator(name).iter_errors(value), key=lambda e: list(e.path))
@@ -94,7 +124,8 @@ _checker: FrameChecker | None = None
 def frame_checker() -> FrameChecker | None:
     global _checker
     if _checker is None and SCHEMA_PATH.exists():
-        _checker = FrameChecker(json.loads(SCHEMA_PATH.read_text()))
+        newer = json.loads(NEWER_PATH.read_text()) if NEWER_PATH.exists() else None
+        _checker = FrameChecker(json.loads(SCHEMA_PATH.read_text()), newer)
     return _checker
 
 

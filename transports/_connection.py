@@ -29,6 +29,7 @@ from runtime._frames import (
     decode_inbound,
     encode_event,
     encode_response,
+    opt,
     peek_request_id,
 )
 from runtime._scopes import operator_scope_satisfied
@@ -93,6 +94,9 @@ class ClientConnection:
         self.caps: frozenset[str] = frozenset()
         self.client_id = ""
         self.client_mode = ""
+        self.instance_id = ""
+        self.viewed_sessions: set[str] = set()
+        """Sessions the Control UI has open (`sessions.viewers.set`)."""
         self._wants_tools = False
         self.scoped = False
         self.connected = False
@@ -246,6 +250,7 @@ class ClientConnection:
         self.scoped = "session-scoped-events" in self.caps
         self.client_id = params.client.id
         self.client_mode = params.client.mode
+        self.instance_id = opt(params.client.instanceId) or ""
         self.respond(frame.id, gw.hello_ok(self, admitted))
         self.connected = True
         if self.preauth is not None:

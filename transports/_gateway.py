@@ -12,7 +12,9 @@ import gc
 import itertools
 import logging
 import os
+import platform
 import signal
+import socket
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -34,6 +36,7 @@ from runtime._frames import (
 )
 from runtime._generation import GenerationBuilder
 from runtime._hooks import GatewayStartEvent, GatewayStopEvent
+from runtime._logring import LogRing, install_log_ring
 from runtime._pairing import PairingStore, PairingStoreError, open_pairing_store
 from runtime._plugins import load_plugins
 from runtime._resources import discover_resources
@@ -75,6 +78,15 @@ HEAD_TOO_LARGE: Final = (
 )
 
 VERSION: Final = "0.1.0"
+HEALTH_INTERVAL_MS: Final = 60_000
+PRESENCE_MODES: Final = frozenset({"webchat", "ui"})
+"""Clients that appear in presence (the UIs; one-shot CLI calls and backends do not)."""
+CAPABILITIES: Final = (
+    # OpenClaw's capability names for what clawlane does as OpenClaw's gateway does (issue 17):
+    "published-model-catalog",  # models.list answers from the published generation
+    "session-scoped-model-catalog",  # models.list / chat.metadata take a sessionKey
+    "session-scoped-chat-metadata",
+)
 EVENTS: Final = (
     "connect.challenge",
     "agent",
@@ -86,6 +98,8 @@ EVENTS: Final = (
     "session.message",
     "device.pair.requested",
     "device.pair.resolved",
+    "presence",
+    "users.prefs.changed",
     GENERATION_EVENT,  # clawlane-only: "runtime.generation" (publishes and failed builds)
 )
 
@@ -179,6 +193,15 @@ class Gateway:
         self.http_sockets = 0
         self.http_routes: HttpRoutes | None = None  # set by open_gateway (reads files)
         self.sampler = Sampler(self)
+        self.user_prefs: dict[str, Any] = {}
+        """The Control UI's `users.prefs.*` (one owner per gateway; in memory)."""
+        self.presence_version = 0
+        self.health_version = 0
+        self.log_ring: LogRing = install_log_ring(
+            file=Path(config.logging.file).expanduser() if config.logging.file else None,
+            max_file_bytes=config.logging.maxFileBytes,
+            level=config.logging.level,
+        )
 
     # --- trust: peers, origins, pairing events (issue 12) --------------------------------
 
@@ -253,11 +276,15 @@ class Gateway:
             "type": "hello-ok",
             "protocol": PROTOCOL_VERSION,
             "server": {"version": VERSION, "connId": conn.conn_id, "bootId": self.boot_id},
-            "features": {"methods": self.methods.names(), "events": list(EVENTS)},
+            "features": {
+                "methods": self.methods.names(),
+                "events": list(EVENTS),
+                "capabilities": list(CAPABILITIES),
+            },
             "snapshot": {
-                "presence": [],
+                "presence": self.presence(),
                 "health": {"ok": True, "ts": int(time.time() * 1000)},
-                "stateVersion": {"presence": 0, "health": 0},
+                "stateVersion": {"presence": self.presence_version, "health": 0},
                 "uptimeMs": int((time.time() - self.started) * 1000),
                 "stateDir": str(self.state_dir),
                 **({"configPath": str(self.config_path)} if self.config_path else {}),
@@ -282,6 +309,8 @@ class Gateway:
     def attach(self, conn: ClientConnection) -> None:
         self.connections[conn.conn_id] = conn
         self.hub.attach(conn, scoped=conn.scoped, can_read=conn.has_scope("operator.read"))
+        if conn.client_mode in PRESENCE_MODES:
+            self._presence_changed()
 
     def readiness_failures(self) -> list[str]:
         """What keeps `/readyz` from 200: the store closed, no generation published,
@@ -298,10 +327,47 @@ class Gateway:
     def detach(self, conn: ClientConnection) -> None:
         if conn.ws.close_reason == "slow consumer":
             self.slow_consumer_closes += 1
-        self.connections.pop(conn.conn_id, None)
+        known = self.connections.pop(conn.conn_id, None)
         self.hub.detach(conn)
+        if known is not None and self.accepting and conn.client_mode in PRESENCE_MODES:
+            self._presence_changed()
         if not self.connections:
             self._all_closed.set()
+
+    def presence(self) -> list[dict[str, Any]]:
+        """OpenClaw's presence list: the gateway itself, then each connected client."""
+        now = int(time.time() * 1000)
+        entries: list[dict[str, Any]] = [
+            {
+                "host": socket.gethostname(),
+                "version": VERSION,
+                "platform": platform.system().lower(),
+                "mode": "gateway",
+                "reason": "self",
+                "text": f"Gateway: {socket.gethostname()} · clawlane {VERSION} · mode gateway",
+                "ts": now,
+            }
+        ]
+        shown = [c for c in self.connections.values() if c.client_mode in PRESENCE_MODES]
+        for conn in shown[:200]:
+            entry: dict[str, Any] = {
+                "mode": conn.client_mode or "cli",
+                "reason": "connect",
+                "ts": now,
+            }
+            if conn.client_id:
+                entry["deviceFamily"] = conn.client_id
+            if conn.instance_id:
+                entry["instanceId"] = conn.instance_id
+            if conn.scopes:
+                entry["scopes"] = sorted(conn.scopes)
+                entry["roles"] = [conn.role]
+            entries.append(entry)
+        return entries
+
+    def _presence_changed(self) -> None:
+        self.presence_version += 1
+        self.hub.broadcast("presence", {"presence": self.presence()}, readers_only=True)
 
     async def wait_all_closed(self) -> None:
         """Wait until no connection is left (after `close_all`). A checkpoint."""
@@ -385,9 +451,19 @@ class Gateway:
             await trio.aclose_forcefully(stream)
 
     async def run_ticks(self) -> None:
+        ticks = 0
         while True:
             await trio.sleep(self.tick_interval_ms / 1000)
             self.hub.broadcast("tick", {"ts": int(time.time() * 1000)})
+            ticks += 1
+            if ticks * self.tick_interval_ms >= HEALTH_INTERVAL_MS and self.hub.has_readers():
+                # As OpenClaw: a `health` event every minute (the snapshot's health shape).
+                ticks = 0
+                from ._status import health_view
+
+                health = await health_view(self, extras=False)
+                self.health_version += 1
+                self.hub.broadcast("health", health, readers_only=True)
 
     def begin_shutdown(self, reason: str) -> None:
         """Stop accepting and tell every client."""

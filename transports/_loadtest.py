@@ -1065,12 +1065,15 @@ async def _run(
                         await _subscribe_all(conn, lt.prefix, options.sessions)
             status = await lt.owners[0].request("status", None, timeout=10)
             if status.ok and isinstance(status.value, dict):
+                # clawlane's own figures live under `clawlane` (OpenClaw's shape around them).
+                ours = status.value.get("clawlane")
+                ours = ours if isinstance(ours, dict) else status.value
                 with contextlib.suppress(KeyError, TypeError, ValueError):
-                    lane_capacity = int(status.value["lanes"]["main"]["capacity"])
+                    lane_capacity = int(ours["lanes"]["main"]["capacity"])
                 # A gateway on this machine that says its pid: watch it without --gateway-pid.
                 from ._gateway import is_loopback
 
-                reported = status.value.get("process", {})
+                reported = ours.get("process", {})
                 if (
                     sampler.proc is None
                     and isinstance(reported, dict)

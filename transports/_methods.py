@@ -9,14 +9,11 @@ Uncaught handler exceptions become `UNAVAILABLE` with the error text (as OpenCla
 from __future__ import annotations
 
 import logging
-import os
 import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
-import msgspec
-import psutil
 import trio
 
 from runtime._frames import (
@@ -30,7 +27,6 @@ from runtime._frames import (
 )
 from runtime._frames import decode_params as decode_params
 from runtime._generation import GenerationError
-from runtime._sessions import session_kind
 from runtime._wire import (
     METHOD_SCOPES,
     AgentParams,
@@ -39,8 +35,17 @@ from runtime._wire import (
     SessionsListParams,
 )
 
-from . import _dashboard, _methods_config, _methods_devices, _methods_sessions
+from . import (
+    _dashboard,
+    _methods_clients,
+    _methods_config,
+    _methods_controlui,
+    _methods_devices,
+    _methods_sessions,
+)
 from ._methods_agent import agent
+from ._status import health_view, status_view
+from ._views import catalog_view, defaults_view, session_view
 
 if TYPE_CHECKING:
     from ._connection import ClientConnection
@@ -97,6 +102,8 @@ class Methods:
         _methods_sessions.register(self)  # chat.* and sessions.* (issue 6)
         _methods_devices.register(self)  # device.pair.* and device.token.* (issue 12)
         _dashboard.register(self)  # clawlane.dashboard/generations/series (issue 14)
+        _methods_clients.register(self)  # what OpenClaw's CLI and terminal UI call (issue 17)
+        _methods_controlui.register(self)  # what OpenClaw's Control UI calls (issue 17)
 
     def add(
         self, name: str, handler: Handler, params: type[Any] | None, *, scope: str | None = None
@@ -157,80 +164,15 @@ async def agent_wait(call: Call, params: AgentWaitParams) -> dict[str, Any]:
 
 
 async def health(call: Call, params: dict[str, Any]) -> dict[str, Any]:
-    started = time.perf_counter()
-    gw = call.gateway
-    sup = gw.supervisor.statistics()
-    await trio.lowlevel.checkpoint()
-    return {
-        "ok": True,
-        "ts": now_ms(),
-        "durationMs": int((time.perf_counter() - started) * 1000),
-        "uptimeMs": int((time.time() - gw.started) * 1000),
-        "version": _version(),
-        "generation": sup.generation,
-        "sessions": {"active": sup.sessions, "busy": sup.busy_sessions},
-        "runs": {"active": gw.registry.statistics().active_runs},
-    }
-
-
-def _version() -> str:
-    from ._gateway import VERSION
-
-    return VERSION
+    return await health_view(call.gateway)
 
 
 async def status(call: Call, params: dict[str, Any]) -> dict[str, Any]:
-    gw = call.gateway
-    sup = gw.supervisor
-    gen = sup.generation
-    s = sup.statistics()
-    hub = gw.hub.statistics()
-    reg = gw.registry.statistics()
-    store = sup.store.statistics()
-    await trio.lowlevel.checkpoint()
-    return {
-        "ts": now_ms(),
-        "version": _version(),
-        "uptimeMs": int((time.time() - gw.started) * 1000),
-        "authMode": gw.auth.mode,
-        "generation": {
-            "number": gen.number,
-            "builtAt": gen.built_at_ms,
-            "inputsHash": gen.inputs_hash,
-            "defaultAgent": gen.default_agent,
-            "models": len(gen.catalog),
-        },
-        "sessions": {"loaded": s.sessions, "busy": s.busy_sessions, "queuedRuns": s.queued_runs},
-        "runs": {"active": reg.active_runs, "known": reg.known_runs, "waiters": reg.waiters},
-        "lanes": {
-            name: {
-                "capacity": ls.capacity,
-                "inUse": ls.in_use,
-                "waiting": ls.waiting,
-                "acquired": ls.acquired,
-                "waitTotalMs": round(ls.wait_total_ms, 3),
-                "waitMaxMs": round(ls.wait_max_ms, 3),
-            }
-            for name, ls in ((n, lane.statistics()) for n, lane in sup.lanes.items())
-        },
-        "connections": hub.connections,
-        "events": {"emitted": hub.events_emitted, "delivered": hub.frames_delivered},
-        "store": {"pending": store.pending, "commits": store.commits},
-        "crashes": s.crashes,
-        # For `clawlane loadtest` (RSS/CPU by pid when it runs on the same machine).
-        "process": {"pid": os.getpid(), "rssBytes": psutil.Process().memory_info().rss},
-        "publisher": gw.publisher.status_view() if gw.publisher is not None else None,
-    }
+    return await status_view(call.gateway, cli_projection=bool(params.get("includeCliProjection")))
 
 
-def _row_view(row: Any, active: list[str]) -> dict[str, Any]:
-    data = msgspec.to_builtins(row)
-    assert isinstance(data, dict)
-    data["kind"] = session_kind(row.key)
-    data["hasActiveRun"] = bool(active)
-    if active:
-        data["activeRunIds"] = active
-    return data
+def _row_view(gw: Gateway, row: Any, active: list[str], cache: dict[str, Any]) -> dict[str, Any]:
+    return session_view(gw, row, active_run_ids=active, cache=cache)
 
 
 async def sessions_list(call: Call, params: SessionsListParams) -> dict[str, Any]:
@@ -258,42 +200,29 @@ async def sessions_list(call: Call, params: SessionsListParams) -> dict[str, Any
     active: dict[str, list[str]] = {}
     for rec in gw.registry.active():
         active.setdefault(rec.session_key, []).append(rec.run_id)
-    gen = sup.generation
-    spec = gen.agent(None)
-    provider, _, model = spec.primary.partition("/")
+    cache: dict[str, Any] = {}
     return {
         "ts": now_ms(),
         "path": str(gw.state_dir / "clawlane.sqlite"),
         "count": total,
-        "defaults": {"modelProvider": provider, "model": model, "agentId": gen.default_agent},
-        "sessions": [_row_view(r, active.get(r.key, [])) for r in rows],
+        "totalCount": total,
+        "hasMore": offset + len(rows) < total,
+        "defaults": defaults_view(sup.generation, opt(params.agentId)),
+        "sessions": [_row_view(gw, r, active.get(r.key, []), cache) for r in rows],
     }
 
 
 async def models_list(call: Call, params: ModelsListParams) -> dict[str, Any]:
     gen = call.gateway.supervisor.generation
     agent_id = opt(params.agentId)
+    session_key = opt(params.sessionKey)
+    if agent_id is None and session_key and session_key.startswith("agent:"):
+        agent_id = session_key.split(":")[1]  # the session's agent's catalog
     if agent_id is not None:
         try:
             gen.agent(agent_id)
         except GenerationError as exc:
             raise invalid_request(str(exc)) from exc
-    aliases = {v: k for k, v in gen.aliases.items()}
-    models = []
-    for entry in gen.catalog_for(agent_id):
-        item: dict[str, Any] = {
-            "id": entry.id,
-            "name": entry.name,
-            "provider": entry.provider,
-            "contextWindow": entry.contextWindow,
-            "reasoning": entry.reasoning,
-            "available": entry.available,
-        }
-        if not entry.available:
-            item["unavailableReason"] = "missing-auth"
-        alias = aliases.get(f"{entry.provider}/{entry.id}")
-        if alias:
-            item["alias"] = alias
-        models.append(item)
+    models = catalog_view(gen, agent_id)
     await trio.lowlevel.checkpoint()
     return {"models": models}

@@ -27,7 +27,8 @@ from runtime._generation import GenerationError
 from runtime._hooks import InternalHookEvent
 from runtime._prompt import system_prompt_report
 from runtime._reply import is_silent_reply
-from runtime._sessions import DEFAULT_MAIN_KEY, SessionKeyError
+from runtime._sessions import DEFAULT_MAIN_KEY, MessageEntry, SessionKeyError, openclaw_row_meta
+from runtime._slash import find_command
 from runtime._turn import BASE_SYSTEM_PROMPT
 from runtime._wire import (
     ChatAbortParams,
@@ -45,6 +46,9 @@ from runtime._wire import (
     SessionsSendParams,
 )
 from runtime.llm._types import AssistantMessage, ProviderError, TextContent
+
+from ._slash import run_slash_command
+from ._views import defaults_view, session_view
 
 if TYPE_CHECKING:
     from ._methods import Call, Methods
@@ -150,11 +154,21 @@ def _row_payload(actor: SessionActor) -> dict[str, Any]:
 
 
 def _changed(call: Call, key: str, reason: str, actor: SessionActor | None = None) -> None:
+    hub = call.gateway.hub
+    if not hub.has_change_subscribers:
+        return  # nobody listens: build nothing
     payload: dict[str, Any] = {"sessionKey": key, "reason": reason, "ts": now_ms()}
     if actor is not None and actor.row is not None:
         payload.update(_row_payload(actor))
         payload["sessionKey"] = key
-    call.gateway.hub.sessions_changed(payload)
+        payload["agentId"] = actor.agent_id
+        running = [actor.running.record.run_id] if actor.running is not None else []
+        # As OpenClaw: the session as `sessions.describe` shows it (the Control UI's list).
+        payload["session"] = {
+            **session_view(call.gateway, actor.row, active_run_ids=running),
+            "key": key,
+        }
+    hub.sessions_changed(payload)
 
 
 async def _submit_message(
@@ -166,8 +180,10 @@ async def _submit_message(
     timeout_ms: int | None,
     mode: str | None,
     dedupe_prefix: str,
+    reset: str | None = None,
 ) -> dict[str, Any]:
-    """Queue a chat-style message on a session; the ack is `{runId, status:"started"}`."""
+    """Queue a chat-style message on a session; the ack is `{runId, status:"started"}`.
+    `reset` ("new" / "reset"): the run starts the session afresh first (`/new`, `/reset`)."""
     gw = call.gateway
     sup = gw.supervisor
     reg = gw.registry
@@ -221,6 +237,8 @@ async def _submit_message(
             timeout_s=timeout_s or None,
             owner=call.conn,
             debounce=True,
+            reset=reset is not None,
+            reset_reason=reset or "reset",
         )
         try:
             sup.submit(actor, request, settings)
@@ -250,6 +268,10 @@ async def chat_send(call: Call, params: ChatSendParams) -> dict[str, Any]:
     if not params.message.strip() and not attachments:
         raise invalid_request("invalid chat.send params: message or attachment required")
     key = _key(call, params.sessionKey, opt(params.agentId))
+    if not opt(params.suppressCommandInterpretation) and not _is_stop(params.message):
+        found = find_command(params.message)
+        if found is not None:
+            return await run_slash_command(call, params, key, *found)
     if _is_stop(params.message) and not opt(params.suppressCommandInterpretation):
         actor = await _actor(call, key)
         run_ids = actor.abort(None, "stop")
@@ -310,32 +332,42 @@ async def chat_history(call: Call, params: ChatHistoryParams) -> dict[str, Any]:
     rows: list[dict[str, Any]] = []
     seq = 0
     for entry in entries:
-        message = getattr(entry, "message", None)
-        if message is None:
+        if not isinstance(entry, MessageEntry):
             continue
+        message = entry.message
         seq += 1
         shown = _display(message, max_chars)
         if shown is None:
             continue
-        shown["__openclaw"] = {"id": entry.id, "seq": seq}
+        shown["__openclaw"] = openclaw_row_meta(entry, seq)
+        if entry.idempotencyKey is not None:
+            shown["idempotencyKey"] = entry.idempotencyKey
         rows.append(shown)
     rows = rows[-limit:]
+    # The newest rows within the client's `maxBytes` (the Control UI asks for 256 KiB).
+    budget = min(opt(params.maxBytes) or MAX_HISTORY_BYTES, MAX_HISTORY_BYTES)
     total = 0
     kept: list[dict[str, Any]] = []
     for row in reversed(rows):
         size = len(msgspec.json.encode(row))
-        if total + size > MAX_HISTORY_BYTES:
+        if total + size > budget:
             break
         total += size
         kept.append(row)
     kept.reverse()
     active = [r.run_id for r in call.gateway.registry.active() if r.session_key == key]
+    info = session_view(call.gateway, actor.row, active_run_ids=active)
+    info["key"] = key
     result: dict[str, Any] = {
         "sessionKey": key,
         "sessionId": actor.row.sessionId,
         "messages": kept,
-        "sessionInfo": {"hasActiveRun": bool(active), "activeRunIds": active},
+        "pendingInputs": {"items": [], "total": 0},
         "hasMore": len(kept) < seq,
+        "totalMessages": seq,
+        "defaults": defaults_view(call.gateway.supervisor.generation, actor.agent_id),
+        # The session as `sessions.describe` shows it (the terminal UI's footer reads it).
+        "sessionInfo": info,
     }
     if actor.row.thinkingLevel:
         result["thinkingLevel"] = actor.row.thinkingLevel

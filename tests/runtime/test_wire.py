@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import sys
 import types
 from pathlib import Path
@@ -20,6 +21,7 @@ from runtime._wire import (
     PARAMS_TYPES,
     AgentEvent,
     AgentParams,
+    ChatHistoryParams,
     ConnectParams,
     ConnectParamsClient,
     HelloOk,
@@ -27,13 +29,16 @@ from runtime._wire import (
     HelloOkSnapshotUpdateScheduleTargetGit,
     ModelsListParams,
     SessionsUsageParams,
+    UsersPrefsGetParams,
     decode_params,
 )
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 GENERATOR = REPO_ROOT / "scripts" / "gen_protocol.py"
 WIRE = REPO_ROOT / "runtime" / "_wire.py"
-SCHEMA = REPO_ROOT.parent / "shared" / "openclaw-protocol" / "protocol.schema.json"
+SHARED = Path(os.environ.get("CLAWLANE_SHARED_DIR") or REPO_ROOT.parent / "shared")
+SCHEMA = SHARED / "openclaw-protocol" / "protocol.schema.json"
+NEWER = SCHEMA.with_name("openclaw-2026.9.6-definitions.json")
 
 needs_schema = pytest.mark.skipif(
     not SCHEMA.exists(), reason=f"published protocol schema not found at {SCHEMA}"
@@ -143,7 +148,7 @@ def test_generated_module_is_up_to_date_with_the_schema(
     gen: types.ModuleType, tmp_path: Path
 ) -> None:
     out = tmp_path / "_wire.py"
-    assert gen.main([str(SCHEMA), "-o", str(out)]) == 0
+    assert gen.main([str(SCHEMA), "--newer", str(NEWER), "-o", str(out)]) == 0
     assert out.read_text(encoding="utf-8") == WIRE.read_text(encoding="utf-8"), (
         "runtime/_wire.py is stale: run `.venv/bin/python scripts/gen_protocol.py`"
     )
@@ -226,6 +231,34 @@ def test_a_forbidden_combination_from_not_is_enforced() -> None:
     assert decode_params(ModelsListParams, {"preparedOnly": True, "refresh": False})
     with pytest.raises(msgspec.ValidationError, match="cannot combine"):
         decode_params(ModelsListParams, {"preparedOnly": True, "refresh": True})
+
+
+def test_a_forbidden_pair_of_present_fields_is_enforced() -> None:
+    assert decode_params(ModelsListParams, {"sessionKey": "agent:main:main"})
+    with pytest.raises(msgspec.ValidationError, match="cannot combine `sessionKey`"):
+        decode_params(ModelsListParams, {"sessionKey": "k", "authProfileId": "p"})
+
+
+def test_the_newer_definitions_win_where_both_schemas_define_a_type() -> None:
+    # What the 2026.9.6 clients send and the 2026.9.1 schema lacks.
+    assert decode_params(ModelsListParams, {"sessionKey": "agent:main:main"}).sessionKey
+    history = decode_params(ChatHistoryParams, {"sessionKey": "main", "maxBytes": 4096})
+    assert history.maxBytes == 4096
+    # Types only the newer file has.
+    assert decode_params(UsersPrefsGetParams, {"keys": ["theme"]}).keys == ["theme"]
+    assert "UsersPrefsGetParams" in _wire.__all__
+
+
+@needs_schema
+def test_the_merge_takes_the_newer_definition_and_keeps_the_published_methods(
+    gen: types.ModuleType, schema: dict[str, Any]
+) -> None:
+    newer = json.loads(NEWER.read_text(encoding="utf-8"))
+    merged = gen.merge_schemas(schema, newer)
+    assert merged["definitions"]["ModelsListParams"] == newer["definitions"]["ModelsListParams"]
+    assert merged["methods"] == schema["methods"]
+    only_published = set(schema["definitions"]) - set(newer["definitions"])
+    assert only_published <= set(merged["definitions"])
 
 
 def test_tagged_unions_decode_to_the_branch_named_by_the_tag() -> None:
@@ -398,14 +431,15 @@ def test_generator_check_mode_reports_a_stale_file_and_writes_nothing(
     out.write_text("stale\n", encoding="utf-8")
     assert gen.main([str(SCHEMA), "-o", str(out), "--check"]) == 1
     assert out.read_text(encoding="utf-8") == "stale\n"
-    assert gen.main([str(SCHEMA), "-o", str(out)]) == 0
+    assert gen.main([str(SCHEMA), "--newer", str(NEWER), "-o", str(out)]) == 0
     assert gen.main([str(SCHEMA), "-o", str(out), "--check"]) == 0
 
 
 _json_payloads = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=10),
-    lambda children: st.lists(children, max_size=3)
-    | st.dictionaries(st.text(max_size=5), children, max_size=3),
+    lambda children: (
+        st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=5), children, max_size=3)
+    ),
     max_leaves=8,
 )
 

@@ -1,0 +1,352 @@
+"""Opt-in check (not in the suite): OpenClaw's own CLI and terminal UI against clawlane.
+
+Starts `clawlane gateway` on a free loopback port (token auth, the `local` model with slow
+deltas, `logging.file` set, a fresh state dir), then runs the `openclaw@2026.9.6` CLI with a
+clean home of its own (`OPENCLAW_GATEWAY_URL` / `OPENCLAW_GATEWAY_TOKEN`) and its terminal UI
+in tmux, and checks what a user sees:
+
+CLI: `openclaw agent --message M` (no --agent / --session-key), `gateway call sessions.list`,
+`models list`, `status --json`, `health`, `logs`.
+TUI: connect, a streamed reply, the footer's model and tokens, a follow-up while the reply
+streams (each user line once), `/status`, `/new`, and the history after a gateway restart.
+
+    .venv/bin/python scripts/openclaw_clients.py [--openclaw-dir DIR] [--node PATH]
+
+Needs Node 24 (`--node`, default `~/.cache/node24/bin/node`), the package (`--openclaw-dir`,
+default `~/.cache/openclaw-peer/node_modules/openclaw`) and tmux. Exit status 0 when every
+check passed, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+HOME_CACHE = Path.home() / ".cache"
+TOKEN = "openclaw-clients-check"
+FAILED: list[str] = []
+
+
+def check(ok: bool, what: str, detail: str = "") -> None:
+    print(("ok   " if ok else "FAIL ") + what, flush=True)
+    if not ok:
+        FAILED.append(what)
+        if detail:
+            print("     " + detail.strip().replace("\n", "\n     ")[:2000], flush=True)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+@contextlib.contextmanager
+def gateway(work: Path, port: int) -> Iterator[None]:
+    config = work / "clawlane.json"
+    config.write_text(
+        json.dumps(
+            {
+                "gateway": {"auth": {"mode": "token", "token": TOKEN}},
+                "logging": {"file": str(work / "logs" / "clawlane.log")},
+                "models": {
+                    "providers": {
+                        "local": {
+                            "api": "local",
+                            "models": [{"id": "echo"}, {"id": "echo-2"}],
+                            "options": {"deltaDelayMs": 120},
+                        }
+                    }
+                },
+            }
+        )
+    )
+    log = (work / "gateway.log").open("a")
+    proc = subprocess.Popen(
+        [
+            str(REPO / ".venv" / "bin" / "clawlane"),
+            "gateway",
+            "--port",
+            str(port),
+            "--config",
+            str(config),
+            "--state-dir",
+            str(work / "state"),
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.5):
+                break
+            if proc.poll() is not None:
+                raise SystemExit(f"clawlane gateway exited: see {work / 'gateway.log'}")
+            time.sleep(0.2)
+        yield
+    finally:
+        proc.terminate()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(10)
+        if proc.poll() is None:
+            proc.kill()
+
+
+class OpenClaw:
+    def __init__(self, node: Path, package: Path, work: Path, port: int) -> None:
+        home = work / "openclaw-home"
+        (home / "state").mkdir(parents=True, exist_ok=True)
+        self.argv = [str(node), str(package / "openclaw.mjs")]
+        self.env = {
+            "PATH": f"{node.parent}:/usr/bin:/bin",
+            "HOME": str(home),
+            "OPENCLAW_HOME": str(home),
+            "OPENCLAW_STATE_DIR": str(home / "state"),
+            "OPENCLAW_CONFIG_PATH": str(home / "state" / "openclaw.json"),
+            "OPENCLAW_SKIP_CHANNELS": "1",
+            "OPENCLAW_NO_AUTO_UPDATE": "1",
+            "OPENCLAW_OFFLINE": "1",
+            "DO_NOT_TRACK": "1",
+            "OPENCLAW_GATEWAY_URL": f"ws://127.0.0.1:{port}",
+            "OPENCLAW_GATEWAY_TOKEN": TOKEN,
+        }
+        self.port = port
+        self.work = work
+        # The CLI probes only a gateway its own config names (`status` skips it otherwise).
+        (home / "state" / "openclaw.json").write_text(
+            json.dumps(
+                {
+                    "gateway": {
+                        "mode": "local",
+                        "port": port,
+                        "bind": "loopback",
+                        "auth": {"mode": "token", "token": TOKEN},
+                    }
+                }
+            )
+        )
+
+    def run(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*self.argv, *args], env=self.env, capture_output=True, text=True, timeout=120
+        )
+
+
+class Tmux:
+    def __init__(self, name: str, command: list[str], env: dict[str, str]) -> None:
+        self.name = name
+        envs = [f"{k}={v}" for k, v in env.items()]
+        subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True)
+        subprocess.run(
+            [
+                "tmux",
+                "new-session",
+                "-d",
+                "-s",
+                name,
+                "-x",
+                "160",
+                "-y",
+                "50",
+                "env",
+                *envs,
+                *command,
+            ],
+            check=True,
+        )
+
+    def screen(self) -> str:
+        out = subprocess.run(
+            ["tmux", "capture-pane", "-t", self.name, "-p"], capture_output=True, text=True
+        )
+        return out.stdout
+
+    def send(self, text: str) -> None:
+        subprocess.run(["tmux", "send-keys", "-t", self.name, "-l", text], check=True)
+        subprocess.run(["tmux", "send-keys", "-t", self.name, "Enter"], check=True)
+
+    def wait_for(self, predicate: object, timeout: float = 30) -> str:
+        deadline = time.monotonic() + timeout
+        screen = ""
+        while time.monotonic() < deadline:
+            screen = self.screen()
+            if callable(predicate) and predicate(screen):
+                return screen
+            time.sleep(0.3)
+        return screen
+
+    def close(self) -> None:
+        subprocess.run(["tmux", "kill-session", "-t", self.name], capture_output=True)
+
+
+def cli_checks(oc: OpenClaw) -> None:
+    r = oc.run("agent", "--message", "hello from the cli")
+    check(
+        r.returncode == 0 and "You said: hello from the cli" in r.stdout,
+        "openclaw agent --message M (no --agent/--session-key)",
+        r.stdout + r.stderr,
+    )
+    r = oc.run("gateway", "call", "sessions.list", "--json")
+    ok = r.returncode == 0 and json.loads(r.stdout or "{}").get("count") == 1
+    check(ok, "openclaw gateway call sessions.list", r.stdout + r.stderr)
+    r = oc.run("models", "list")
+    check(
+        r.returncode == 0 and "local/echo" in r.stdout and "local/echo-2" in r.stdout,
+        "openclaw models list",
+        r.stdout + r.stderr,
+    )
+    r = oc.run("status", "--json")
+    try:
+        status = json.loads(r.stdout[r.stdout.index("{") :])
+        by_agent = status["sessions"]["byAgent"]
+        ok = r.returncode == 0 and by_agent[0]["agentId"] == "main" and by_agent[0]["count"] == 1
+    except (ValueError, KeyError, IndexError):
+        ok = False
+    check(ok, "openclaw status --json shows the gateway's agents and sessions", r.stdout + r.stderr)
+    r = oc.run("health")
+    check(
+        r.returncode == 0 and "Agents: main (default)" in r.stdout and "(1 entries)" in r.stdout,
+        "openclaw health shows the gateway's agents and sessions",
+        r.stdout + r.stderr,
+    )
+    r = oc.run("logs", "--limit", "20")
+    check(
+        r.returncode == 0 and "clawlane gateway listening" in r.stdout,
+        "openclaw logs",
+        r.stdout + r.stderr,
+    )
+    follow_checks(oc)
+
+
+def follow_checks(oc: OpenClaw) -> None:
+    """`openclaw logs --follow` shows a record logged after it started: a config edit that
+    does not build (the gateway logs the failed build and keeps serving)."""
+    out_path = oc.work / "follow.out"
+    with out_path.open("w") as out:
+        follow = subprocess.Popen(
+            [*oc.argv, "logs", "--follow", "--limit", "5"], env=oc.env, stdout=out, stderr=out
+        )
+    try:
+        time.sleep(4)
+        config = oc.work / "clawlane.json"
+        good = config.read_text()
+        broken = json.loads(good)
+        broken["agents"] = {"defaults": {"model": {"primary": "nope/none"}}}
+        config.write_text(json.dumps(broken))
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and "generation build failed" not in out_path.read_text():
+            time.sleep(0.5)
+        config.write_text(good)
+        shown = out_path.read_text()
+        check("generation build failed" in shown, "openclaw logs --follow", shown)
+    finally:
+        follow.terminate()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            follow.wait(10)
+
+
+def tui_checks(oc: OpenClaw, restart: object) -> None:
+    command = [*oc.argv, "tui", "--url", f"ws://127.0.0.1:{oc.port}", "--token", TOKEN]
+    tui = Tmux("clawlane-tui-check", command, oc.env)
+    try:
+        screen = tui.wait_for(lambda s: "connected" in s, 30)
+        check("connected" in screen, "the TUI connects", screen)
+        tui.send("[[delay:250]] one two three four five six seven eight nine ten")
+        screen = tui.wait_for(lambda s: "You said: one two" in s, 20)
+        tui.send("and a follow-up while it streams")
+        screen = tui.wait_for(
+            lambda s: "idle" in s.split("\n")[-8:][0] or s.count("You said:") >= 3, 30
+        )
+        time.sleep(3)
+        screen = tui.screen()
+        check(
+            screen.count("and a follow-up while it streams") >= 1
+            and screen.count("\nand a follow-up while it streams") == 1,
+            "a follow-up while streaming shows the user's line once",
+            screen,
+        )
+        check(
+            "[[delay:250]] one two" in screen and screen.count("[[delay:250]] one two") == 1,
+            "the first line is shown once",
+            screen,
+        )
+        check(
+            "echo | " in screen and "tokens " in screen and "tokens ?" not in screen,
+            "the footer shows the model and the tokens",
+            screen,
+        )
+        tui.send("/status")
+        screen = tui.wait_for(lambda s: "Model: local/echo" in s, 20)
+        check("Model: local/echo" in screen and "Queue:" in screen, "/status", screen)
+        restart()  # type: ignore[operator]
+        screen = tui.wait_for(lambda s: "connected" in s.split("\n")[-6:][0] if s else False, 40)
+        tui.close()
+        tui = Tmux("clawlane-tui-check", command, oc.env)
+        screen = tui.wait_for(lambda s: "one two three" in s, 30)
+        check(
+            "one two three" in screen and "Model: local/echo" in screen,
+            "the history is there after a gateway restart",
+            screen,
+        )
+        tui.send("/new")
+        screen = tui.wait_for(lambda s: "new session:" in s, 20)
+        check("new session: agent:main:tui-" in screen, "/new", screen)
+    finally:
+        tui.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument(
+        "--openclaw-dir",
+        type=Path,
+        default=HOME_CACHE / "openclaw-peer" / "node_modules" / "openclaw",
+    )
+    parser.add_argument("--node", type=Path, default=HOME_CACHE / "node24" / "bin" / "node")
+    parser.add_argument("--keep", action="store_true", help="keep the work dir (printed)")
+    args = parser.parse_args(argv)
+    if not (args.openclaw_dir / "openclaw.mjs").exists() or not args.node.exists():
+        print("needs Node 24 (--node) and openclaw@2026.9.6 (--openclaw-dir)", file=sys.stderr)
+        return 2
+    if shutil.which("tmux") is None:
+        print("needs tmux", file=sys.stderr)
+        return 2
+    work = Path(tempfile.mkdtemp(prefix="clawlane-openclaw-"))
+    port = free_port()
+    oc = OpenClaw(args.node, args.openclaw_dir, work, port)
+    stack = contextlib.ExitStack()
+    stack.enter_context(gateway(work, port))
+
+    def restart() -> None:
+        stack.close()
+        stack.enter_context(gateway(work, port))
+
+    try:
+        cli_checks(oc)
+        tui_checks(oc, restart)
+    finally:
+        stack.close()
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+        else:
+            print(f"work dir: {work}")
+    print(f"{len(FAILED)} check(s) failed" if FAILED else "all checks passed")
+    return 1 if FAILED else 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    raise SystemExit(main())

@@ -1,0 +1,243 @@
+"""OpenClaw's web Control UI against a real gateway: the calls it makes when it opens a
+chat, sends a message and reloads (recorded from openclaw@2026.9.6), answered in their
+schemas' shapes (validated by the shared frame checker) with clawlane's real data."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from tests.conftest import local_config, running_gateway
+from tests.e2e._openclaw import (
+    CONTROL_UI_CONNECT,
+    TUI_CONNECT,
+    UI_ORIGIN,
+    OpenClawClient,
+    openclaw_client,
+)
+
+MAIN = "agent:main:main"
+
+#: The Control UI's calls on opening a chat, in its order, with its params (cron.* aside).
+STARTUP: list[tuple[str, Any]] = [
+    ("sessions.subscribe", {}),
+    (
+        "sessions.list",
+        {
+            "includeGlobal": True,
+            "includeUnknown": True,
+            "configuredAgentsOnly": True,
+            "limit": 200,
+            "includeDerivedTitles": True,
+            "includeLastMessage": True,
+            "ownerFirst": True,
+            "agentId": "main",
+        },
+    ),
+    ("config.get", {}),
+    ("update.status", {}),
+    ("plugins.controlUi.list", {}),
+    ("agents.list", {}),
+    ("exec.approval.list", {}),
+    ("plugin.approval.list", {}),
+    ("openclaw.approval.list", {}),
+    ("sessions.observer.visibility", {"visible": True}),
+    ("question.list", {}),
+    ("agent.identity.get", {"agentId": "main"}),
+    ("models.authStatus", {"agentId": "main"}),
+    (
+        "users.prefs.get",
+        {"keys": ["ui.theme", "ui.themeMode", "ui.accent", "ui.fontUi", "ui.fontChat"]},
+    ),
+    ("controlUi.sessionPullRequests.subscribe", {"sessionKeys": []}),
+    ("sessions.groups.list", {}),
+    ("sessions.groups.defaults", {}),
+    ("board.get", {"sessionKey": MAIN, "agentId": "main"}),
+    ("projects.list", {}),
+    ("chat.startup", {"sessionKey": MAIN, "limit": 80, "maxBytes": 262144}),
+    ("sessions.viewers.set", {"sessionKeys": [MAIN]}),
+    ("sessions.github.options", {"sessionKey": MAIN, "agentId": "main"}),
+    ("talk.catalog", {}),
+    ("session.members.listEvidence", {"sessionKey": MAIN, "agentId": "main"}),
+    ("sessions.messages.subscribe", {"key": MAIN}),
+    ("mentions.list", {}),
+    ("progressCard.get", {"sessionKey": MAIN}),
+    (
+        "sessions.catalog.list",
+        {
+            "agentId": "main",
+            "limitPerHost": 40,
+            "progressId": str(uuid.uuid4()),
+            "allowPartialResults": True,
+        },
+    ),
+    ("taskSuggestions.list", {"agentId": "main"}),
+    ("system.info", {}),
+    ("sessions.branches.list", {"sessionKey": MAIN}),
+    ("session.discussion.info", {"sessionKey": MAIN, "agentId": "main"}),
+    ("sessions.companion.state", {"sessionKey": MAIN, "agentId": "main"}),
+    (
+        "tasks.list",
+        {"sessionKey": MAIN, "agentId": "main", "status": ["queued", "running"], "limit": 200},
+    ),
+    ("sessions.describe", {"key": MAIN}),
+    ("models.list", {"view": "configured", "sessionKey": MAIN, "agentId": "main"}),
+    ("chat.metadata", {"agentId": "main", "sessionKey": MAIN}),
+]
+
+
+def config() -> Any:
+    return local_config(
+        gateway__auth={"mode": "none"},
+        gateway__controlUi={"allowedOrigins": [UI_ORIGIN]},
+        messages__queue__debounceMs=0,
+        models__providers={"local": {"api": "local", "models": [{"id": "echo", "name": "Echo"}]}},
+    )
+
+
+async def open_chat(c: OpenClawClient) -> dict[str, Any]:
+    answers: dict[str, Any] = {}
+    for method, params in STARTUP:
+        answers[method] = await c.call(method, params)
+    return answers
+
+
+async def test_every_startup_call_of_the_control_ui_answers_in_its_shape(tmp_path: Path) -> None:
+    with trio.fail_after(30):
+        async with (
+            running_gateway(tmp_path, config()) as gw,
+            openclaw_client(gw, CONTROL_UI_CONNECT) as c,
+        ):
+            answers = await open_chat(c)
+            assert answers["agents.list"]["defaultId"] == "main"
+            assert answers["agent.identity.get"]["agentId"] == "main"
+            assert answers["exec.approval.list"] == [] and answers["question.list"] == {
+                "questions": []
+            }
+            startup = answers["chat.startup"]
+            assert startup["sessionKey"] == MAIN and startup["messages"] == []
+            assert startup["sessionInfo"]["key"] == MAIN and startup["pendingInputs"]["total"] == 0
+            # The model picker: the generation's models, in chat.metadata and models.list.
+            assert [m["id"] for m in answers["chat.metadata"]["models"]] == ["echo"]
+            assert [m["name"] for m in answers["models.list"]["models"]] == ["Echo"]
+            assert answers["models.list"]["models"][0]["tags"] == ["default"]
+            assert answers["models.authStatus"]["providers"][0]["provider"] == "local"
+            info = answers["system.info"]
+            assert info["pid"] > 0 and info["cpuCount"] >= 1 and info["port"] > 0
+            assert answers["sessions.viewers.set"] == {"sessionKeys": [MAIN]}
+
+
+async def test_a_sent_message_is_matched_on_reload_by_its_idempotency_key(tmp_path: Path) -> None:
+    with trio.fail_after(30):
+        async with running_gateway(tmp_path, config()) as gw:
+            run_id = str(uuid.uuid4())
+            async with openclaw_client(gw, CONTROL_UI_CONNECT) as c:
+                await open_chat(c)
+                sessions_id = (await c.call("sessions.describe", {"key": MAIN}))["session"][
+                    "sessionId"
+                ]
+                ack = await c.call(
+                    "chat.send",
+                    {
+                        "sessionKey": MAIN,
+                        "sessionId": sessions_id,
+                        "message": "hello from the browser",
+                        "deliver": False,
+                        "idempotencyKey": run_id,
+                    },
+                )
+                assert ack == {"runId": run_id, "status": "started"}
+                final = await c.chat_final(run_id)
+                assert final["message"]["content"][0]["text"] == "You said: hello from the browser"
+                # The UI watches the session: both rows arrive as session.message.
+                rows = await c.until(
+                    lambda e, p: e == "session.message" and p["message"]["role"] == "assistant"
+                )
+                assert rows["message"]["__openclaw"]["runId"] == run_id
+            # The reload: a new connection, chat.startup again.
+            async with openclaw_client(gw, CONTROL_UI_CONNECT) as c:
+                startup = await c.call(
+                    "chat.startup", {"sessionKey": MAIN, "limit": 80, "maxBytes": 262144}
+                )
+                user, reply = startup["messages"]
+                assert user["content"] == "hello from the browser"
+                assert (
+                    user["idempotencyKey"]
+                    == user["__openclaw"]["idempotencyKey"]
+                    == f"{run_id}:user"
+                )
+                assert reply["__openclaw"]["runId"] == run_id
+                assert startup["sessionInfo"]["hasActiveRun"] is False
+                branches = await c.call("sessions.branches.list", {"sessionKey": MAIN})
+                (branch,) = branches["branches"]
+                assert (
+                    branch["messageCount"] == 2
+                    and branch["leafEntryId"] == reply["__openclaw"]["id"]
+                )
+
+
+async def test_the_control_ui_sees_presence_and_its_preferences_round_trip(tmp_path: Path) -> None:
+    with trio.fail_after(30):
+        async with (
+            running_gateway(tmp_path, config()) as gw,
+            openclaw_client(gw, TUI_CONNECT) as tui,
+            openclaw_client(gw, CONTROL_UI_CONNECT) as ui,
+        ):
+            assert ui.hello["snapshot"]["presence"][0]["mode"] == "gateway"
+            me = CONTROL_UI_CONNECT["client"]["instanceId"]
+            await ui.until(
+                lambda e, p: (
+                    e == "presence" and any(x.get("instanceId") == me for x in p["presence"])
+                )
+            )
+            joined = await tui.until(
+                lambda e, p: (
+                    e == "presence" and any(x.get("mode") == "webchat" for x in p["presence"])
+                )
+            )
+            assert joined["presence"][0]["reason"] == "self"
+            assert await ui.call("users.prefs.set", {"entries": {"ui.theme": "dark"}}) == {
+                "status": "ok"
+            }
+            got = await ui.call("users.prefs.get", {"keys": ["ui.theme", "ui.accent"]})
+            assert got == {"status": "ok", "entries": {"ui.theme": "dark"}}
+            stale = await ui.call(
+                "users.prefs.set",
+                {"entries": {"ui.theme": "light"}, "expectedEntries": {"ui.theme": "blue"}},
+            )
+            assert stale == {"status": "conflict"}
+            bad = await ui.call("users.prefs.get", {"keys": ["x" * 300]}, ok=False)
+            assert bad["code"] == "INVALID_REQUEST"
+
+
+async def test_viewers_set_moves_the_session_message_stream(tmp_path: Path) -> None:
+    with trio.fail_after(30):
+        async with (
+            running_gateway(tmp_path, config()) as gw,
+            openclaw_client(gw, CONTROL_UI_CONNECT) as ui,
+        ):
+            await ui.call("sessions.viewers.set", {"sessionKeys": ["agent:main:a"]})
+            await ui.call("sessions.viewers.set", {"sessionKeys": ["agent:main:b"]})
+            async with openclaw_client(gw, TUI_CONNECT) as tui:
+                for session in ("agent:main:a", "agent:main:b"):
+                    run_id = str(uuid.uuid4())
+                    await tui.call(
+                        "chat.send",
+                        {"sessionKey": session, "message": "hi", "idempotencyKey": run_id},
+                    )
+                    await tui.chat_final(run_id)
+            await ui.until(
+                lambda e, p: e == "session.message" and p["sessionKey"] == "agent:main:b"
+            )
+            assert not [
+                p
+                for e, p in ui.events
+                if e == "session.message" and p["sessionKey"] == "agent:main:a"
+            ]
+            too_many = await ui.call(
+                "sessions.viewers.set", {"sessionKeys": [f"k{i}" for i in range(65)]}, ok=False
+            )
+            assert too_many["code"] == "INVALID_REQUEST"

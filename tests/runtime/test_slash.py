@@ -1,0 +1,31 @@
+"""Which chat messages are slash commands (`runtime._slash`)."""
+
+from __future__ import annotations
+
+from runtime._slash import COMMANDS, commands_view, find_command, parse_duration_ms
+
+
+def test_known_commands_and_aliases_are_found_with_their_arguments() -> None:
+    found = find_command("/think high")
+    assert found is not None and found[0].name == "think" and found[1] == "high"
+    assert find_command("/T low") is not None and find_command("/T low")[0].name == "think"  # type: ignore[index]
+    assert find_command("  /status  ") is not None
+    assert find_command("/queue followup debounce:2s")[1] == "followup debounce:2s"  # type: ignore[index]
+
+
+def test_anything_else_is_a_message_for_the_model() -> None:
+    for text in ("/foo bar", "hello /status", "/", "//status", "status", "/help me with this"):
+        assert find_command(text) is None, text
+
+
+def test_commands_list_entries_have_the_schema_fields() -> None:
+    views = commands_view()
+    assert len(views) == len(COMMANDS)
+    think = next(v for v in views if v["name"] == "think")
+    assert think["textAliases"] == ["/think", "/thinking", "/t"] and think["acceptsArgs"]
+    assert all("args" not in v for v in commands_view(include_args=False))
+
+
+def test_durations() -> None:
+    assert parse_duration_ms("500") == 500 and parse_duration_ms("2s") == 2000
+    assert parse_duration_ms("1m") == 60_000 and parse_duration_ms("soon") is None

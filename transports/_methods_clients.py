@@ -1,0 +1,185 @@
+"""What OpenClaw's CLI and terminal UI call besides chat: `agents.list`,
+`agent.identity.get`, `sessions.create` (the terminal UI's `/new`), `sessions.describe`
+(after every turn: the footer's model and tokens), `commands.list`, `logs.tail`, and the
+lists of features clawlane does not have (`question.list`, `plugin.approval.list`,
+`exec.approval.list`, `openclaw.approval.list`, `taskSuggestions.list`), which answer with
+the schema's empty list.
+
+Shapes follow the schema's `*Result` definitions and what OpenClaw's gateway answers
+(recorded from 2026.9.6).
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+import trio
+
+from runtime._frames import invalid_request, opt
+from runtime._generation import GenerationError
+from runtime._logring import TAIL_DEFAULT_LIMIT, TAIL_DEFAULT_MAX_BYTES, LogRing, install_log_ring
+from runtime._slash import commands_view
+from runtime._wire import (
+    AgentIdentityParams,
+    AgentsListParams,
+    CommandsListParams,
+    LogsTailParams,
+    QuestionListParams,
+    SessionsCreateParams,
+    SessionsDescribeParams,
+    TaskSuggestionsListParams,
+)
+
+from . import _methods_sessions as sessions
+from ._views import agents_view, session_view
+
+if TYPE_CHECKING:
+    from ._methods import Call, Methods
+
+
+class EmptyParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    pass
+
+
+def register(methods: Methods) -> None:
+    methods.add("agents.list", agents_list, AgentsListParams)
+    methods.add("agent.identity.get", agent_identity, AgentIdentityParams)
+    methods.add("sessions.create", sessions_create, SessionsCreateParams, scope="operator.write")
+    methods.add("sessions.describe", sessions_describe, SessionsDescribeParams)
+    methods.add("commands.list", commands_list, CommandsListParams)
+    methods.add("logs.tail", logs_tail, LogsTailParams)
+    methods.add("question.list", question_list, QuestionListParams)
+    methods.add("taskSuggestions.list", task_suggestions_list, TaskSuggestionsListParams)
+    for name in ("plugin.approval.list", "exec.approval.list", "openclaw.approval.list"):
+        methods.add(name, empty_list, EmptyParams)
+
+
+async def agents_list(call: Call, params: AgentsListParams) -> dict[str, Any]:
+    await trio.lowlevel.checkpoint()
+    return agents_view(call.gateway)
+
+
+async def agent_identity(call: Call, params: AgentIdentityParams) -> dict[str, Any]:
+    gen = call.gateway.supervisor.generation
+    agent_id = opt(params.agentId)
+    session_key = opt(params.sessionKey)
+    if agent_id is None and session_key and session_key.startswith("agent:"):
+        agent_id = session_key.split(":")[1]
+    try:
+        spec = gen.agent(agent_id)
+    except GenerationError as exc:
+        raise invalid_request(str(exc)) from exc
+    entry = next((a for a in gen.config.agents.entries if a.id == spec.id), None)
+    name = entry.name if entry is not None and entry.name else "Assistant"
+    await trio.lowlevel.checkpoint()
+    return {
+        "agentId": spec.id,
+        "name": name,
+        "nameSource": "config" if entry is not None and entry.name else "default",
+        "avatar": name[:1].upper(),
+    }
+
+
+async def sessions_create(call: Call, params: SessionsCreateParams) -> dict[str, Any]:
+    """A new session (the terminal UI's `/new` sends `key: "tui-<uuid>"`); with `message`,
+    its first run starts at once (`runStarted`, `runId`)."""
+    sup = call.gateway.supervisor
+    agent_id = opt(params.agentId)
+    raw = opt(params.key) or f"session-{uuid.uuid4()}"
+    key = sessions._key(call, raw, agent_id)
+    actor = await sessions._actor(call, key)
+    assert actor.row is not None
+    changes: dict[str, Any] = {}
+    for name in ("label", "displayName", "thinkingLevel"):
+        value = opt(getattr(params, name))
+        if value is not None:
+            changes[name] = value
+    model = opt(params.model)
+    if model is not None:
+        try:
+            resolved = sup.generation.resolve(model, agent_id=actor.agent_id)
+        except GenerationError as exc:
+            raise invalid_request(f"invalid sessions.create params: {exc}") from exc
+        changes.update(modelOverride=resolved.model_id, providerOverride=resolved.provider_id)
+    if changes:
+        actor.row = msgspec.structs.replace(actor.row, **changes)
+    await sup.store.put_session_durable(actor.row)
+    actor.row_persisted = True
+    sessions._changed(call, key, "create", actor)
+    result: dict[str, Any] = {
+        "ok": True,
+        "key": key,
+        "sessionId": actor.row.sessionId,
+        "entry": session_view(call.gateway, actor.row),
+    }
+    message = opt(params.message) or opt(params.task)
+    if message:
+        run_id = opt(params.idempotencyKey) or str(uuid.uuid4())
+        await sessions._submit_message(
+            call,
+            key=key,
+            message=message,
+            run_id=run_id,
+            timeout_ms=opt(params.timeoutMs),
+            mode=None,
+            dedupe_prefix="chat",
+        )
+        result.update(runStarted=True, runId=run_id)
+    return result
+
+
+async def sessions_describe(call: Call, params: SessionsDescribeParams) -> dict[str, Any]:
+    key = sessions._key(call, params.key, opt(params.agentId))
+    actor = await sessions._actor(call, key)
+    assert actor.row is not None
+    view = session_view(call.gateway, actor.row)
+    view["key"] = key
+    return {"session": view}
+
+
+async def commands_list(call: Call, params: CommandsListParams) -> dict[str, Any]:
+    scope = opt(params.scope)
+    await trio.lowlevel.checkpoint()
+    if scope == "native":
+        return {"commands": []}  # no channel with native commands here
+    return {"commands": commands_view(include_args=opt(params.includeArgs) is not False)}
+
+
+def log_ring(call: Call) -> LogRing:
+    ring = getattr(call.gateway, "log_ring", None)
+    return ring if isinstance(ring, LogRing) else install_log_ring()
+
+
+async def logs_tail(call: Call, params: LogsTailParams) -> dict[str, Any]:
+    """The recent log lines in OpenClaw's record shape: from the log file when
+    `logging.file` is set, else from the in-memory ring (`file` is then `(memory)`)."""
+    ring = log_ring(call)
+    limit = opt(params.limit) or TAIL_DEFAULT_LIMIT
+    max_bytes = opt(params.maxBytes) or TAIL_DEFAULT_MAX_BYTES
+    cursor = opt(params.cursor)
+    if ring.file is not None:
+        tail = await trio.to_thread.run_sync(
+            lambda: ring.read_tail(cursor=cursor, limit=limit, max_bytes=max_bytes)
+        )
+    else:
+        await trio.lowlevel.checkpoint()
+        tail = ring.read_tail(cursor=cursor, limit=limit, max_bytes=max_bytes)
+    return tail.to_wire()
+
+
+async def question_list(call: Call, params: QuestionListParams) -> dict[str, Any]:
+    await trio.lowlevel.checkpoint()
+    return {"questions": []}  # clawlane's agents do not ask questions (no question tool)
+
+
+async def task_suggestions_list(call: Call, params: TaskSuggestionsListParams) -> dict[str, Any]:
+    await trio.lowlevel.checkpoint()
+    return {"suggestions": []}
+
+
+async def empty_list(call: Call, params: EmptyParams) -> list[Any]:
+    """Approvals clawlane never asks for (no exec or plugin approval flow): none pending."""
+    await trio.lowlevel.checkpoint()
+    return []

@@ -1,0 +1,409 @@
+"""What OpenClaw's web Control UI (`openclaw-control-ui`, mode `webchat`) calls.
+
+`chat.startup` (the session's recent messages, each with the `__openclaw` identity the UI
+matches its own sends against, plus the session, its defaults and the chat metadata),
+`chat.metadata` (models and commands for the composer), the model picker's
+`models.authStatus`, and the panels the UI opens around a chat. Where clawlane has the data
+the answer is real (models, commands, the agent, the session, the host); where the feature
+does not exist (boards, projects, talk, tasks, companions, GitHub, pull requests, user
+preferences) the answer is the schema's empty value, so the UI shows an empty panel rather
+than an error. `cron.*` is the cron helper's.
+
+Shapes: the schema's `*Result` definitions where there is one, else what OpenClaw's gateway
+answered (recorded from 2026.9.6).
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import socket
+import time
+from typing import TYPE_CHECKING, Any, Final
+
+import msgspec
+import psutil
+import trio
+
+from runtime._frames import invalid_request, opt
+from runtime._generation import GenerationError
+from runtime._sessions import MessageEntry
+from runtime._slash import commands_view
+from runtime._wire import (
+    ChatHistoryParams,
+    ChatMetadataParams,
+    ModelsAuthStatusParams,
+    ProgressCardGetParams,
+    SessionsBranchesListParams,
+    SessionsCatalogListParams,
+    SessionsCompanionStateParams,
+    SessionsGroupsListParams,
+    SessionsObserverVisibilityParams,
+    SystemInfoParams,
+    TalkCatalogParams,
+    TasksListParams,
+    UpdateStatusParams,
+    UsersPrefsGetParams,
+    UsersPrefsSetParams,
+)
+
+from . import _methods_sessions as sessions
+from ._views import catalog_view, defaults_view, session_view
+
+if TYPE_CHECKING:
+    from ._methods import Call, Methods
+
+MAX_VIEWED_SESSIONS: Final = 64
+MAX_PREF_BYTES: Final = 64 * 1024
+
+
+class SessionKeysParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    sessionKeys: list[str]
+
+
+class SessionScopedParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    sessionKey: str | None = None
+    agentId: str | None = None
+
+
+class OpenParams(msgspec.Struct, frozen=True):
+    """Params of UI-only methods with no definition in either schema (extra keys allowed)."""
+
+
+def register(methods: Methods) -> None:
+    read = "operator.read"
+    methods.add("chat.startup", chat_startup, None, scope=read)
+    methods.add("chat.metadata", chat_metadata, ChatMetadataParams)
+    methods.add("models.authStatus", models_auth_status, ModelsAuthStatusParams)
+    methods.add("sessions.branches.list", branches_list, SessionsBranchesListParams)
+    methods.add("sessions.companion.state", companion_state, SessionsCompanionStateParams)
+    methods.add(
+        "sessions.observer.visibility", observer_visibility, SessionsObserverVisibilityParams
+    )
+    methods.add("sessions.viewers.set", viewers_set, SessionKeysParams, scope=read)
+    methods.add("sessions.catalog.list", catalog_list, SessionsCatalogListParams)
+    methods.add("sessions.groups.list", groups_list, SessionsGroupsListParams)
+    methods.add("sessions.groups.defaults", groups_defaults, OpenParams, scope=read)
+    methods.add("update.status", update_status, UpdateStatusParams)
+    methods.add("progressCard.get", progress_card, ProgressCardGetParams)
+    methods.add("talk.catalog", talk_catalog, TalkCatalogParams)
+    methods.add("tasks.list", tasks_list, TasksListParams)
+    methods.add("system.info", system_info, SystemInfoParams)
+    methods.add("system-presence", system_presence, None, scope=read)
+    methods.add("users.prefs.get", prefs_get, UsersPrefsGetParams, scope=read)
+    methods.add("users.prefs.set", prefs_set, UsersPrefsSetParams, scope="operator.write")
+    # Panels of features clawlane does not have: their empty answers.
+    for name, answer in _EMPTY.items():
+        methods.add(name, _empty(name, answer), OpenParams, scope=read)
+
+
+# --- chat -----------------------------------------------------------------------------------
+
+
+async def chat_startup(call: Call, params: dict[str, Any]) -> dict[str, Any]:
+    """The first load of a chat: its recent messages (as `chat.history` returns them, so
+    the UI matches each of its sends by `__openclaw.idempotencyKey`), pending inputs (none:
+    clawlane queues in memory only while a run is active), the session and the metadata."""
+    if "shortId" in params and "sessionKey" not in params:
+        raise invalid_request("invalid chat.startup params: shortId links are not supported")
+    try:
+        history_params = msgspec.convert(params, ChatHistoryParams)
+    except msgspec.ValidationError as exc:
+        raise invalid_request(f"invalid chat.startup params: {exc}") from exc
+    history = await sessions.chat_history(call, history_params)
+    key = history["sessionKey"]
+    actor = await sessions._actor(call, key)
+    assert actor.row is not None
+    gen = call.gateway.supervisor.generation
+    info = session_view(call.gateway, actor.row)
+    info["key"] = key
+    return {
+        "sessionKey": key,
+        "sessionId": history["sessionId"],
+        "messages": history["messages"],
+        "pendingInputs": {"items": [], "total": 0},
+        "hasMore": history["hasMore"],
+        "totalMessages": len(history["messages"]),
+        "defaults": defaults_view(gen, actor.agent_id),
+        "sessionInfo": info,
+        "thinkingLevel": actor.row.thinkingLevel or "off",
+        "metadata": _metadata(call, actor.agent_id),
+    }
+
+
+def _metadata(call: Call, agent_id: str | None) -> dict[str, Any]:
+    gen = call.gateway.supervisor.generation
+    return {
+        "models": catalog_view(gen, agent_id),
+        "commands": commands_view(),
+        "accountSelection": {"kind": "automatic", "label": "Automatic account selection"},
+        "runtimeSelectionLocked": False,
+    }
+
+
+def _agent_of(call: Call, agent_id: str | None, session_key: str | None) -> str:
+    gen = call.gateway.supervisor.generation
+    if agent_id is None and session_key:
+        key = sessions._key(call, session_key)
+        agent_id = key.split(":")[1] if key.startswith("agent:") else None
+    try:
+        return gen.agent(agent_id).id
+    except GenerationError as exc:
+        raise invalid_request(str(exc)) from exc
+
+
+async def chat_metadata(call: Call, params: ChatMetadataParams) -> dict[str, Any]:
+    agent_id = _agent_of(call, opt(params.agentId), opt(params.sessionKey))
+    await trio.lowlevel.checkpoint()
+    return _metadata(call, agent_id)
+
+
+async def models_auth_status(call: Call, params: ModelsAuthStatusParams) -> dict[str, Any]:
+    """Each configured provider and where its credential comes from (never the secret)."""
+    gen = call.gateway.supervisor.generation
+    agent_id = _agent_of(call, opt(params.agentId) or None, None)
+    providers = []
+    for provider_id, pconf in gen.config.models.providers.items():
+        available = any(e.available for e in gen.catalog_for(agent_id) if e.provider == provider_id)
+        item: dict[str, Any] = {
+            "provider": provider_id,
+            "authProvider": provider_id,
+            "displayName": provider_id,
+            "status": "static" if available else "missing",
+            "profiles": [],
+        }
+        if pconf.apiKey:
+            item["apiKey"] = {"source": "config"}
+        providers.append(item)
+    if not providers:  # the built-in `local` provider
+        providers.append(
+            {
+                "provider": "local",
+                "authProvider": "local",
+                "displayName": "local",
+                "status": "static",
+                "profiles": [],
+            }
+        )
+    await trio.lowlevel.checkpoint()
+    return {"ts": int(time.time() * 1000), "providers": providers, "providerCapabilities": []}
+
+
+# --- sessions -------------------------------------------------------------------------------
+
+
+async def branches_list(call: Call, params: SessionsBranchesListParams) -> dict[str, Any]:
+    """One branch: clawlane's transcripts are linear (the leaf is the last entry)."""
+    key = sessions._key(call, params.sessionKey, opt(params.agentId))
+    actor = await sessions._actor(call, key)
+    assert actor.row is not None
+    entries = await call.gateway.supervisor.store.load_entries(actor.row.sessionId)
+    messages = [e for e in entries if isinstance(e, MessageEntry)]
+    if not messages:
+        return {"branches": []}
+    last = messages[-1]
+    text = _text_of(last.message)
+    return {
+        "branches": [
+            {
+                "leafEntryId": last.id,
+                "headline": text[:120] or "(no text)",
+                "messageCount": len(messages),
+                "updatedAt": last.timestamp,
+                "active": True,
+            }
+        ]
+    }
+
+
+def _text_of(message: Any) -> str:
+    content = getattr(message, "content", "")
+    if isinstance(content, str):
+        return content.strip()
+    return " ".join(getattr(c, "text", "") for c in content if hasattr(c, "text")).strip()
+
+
+async def companion_state(call: Call, params: SessionsCompanionStateParams) -> dict[str, Any]:
+    sessions._key(call, params.sessionKey, opt(params.agentId))
+    await trio.lowlevel.checkpoint()
+    return {"exchanges": []}
+
+
+async def observer_visibility(
+    call: Call, params: SessionsObserverVisibilityParams
+) -> dict[str, Any]:
+    await trio.lowlevel.checkpoint()
+    return {"ok": True}
+
+
+async def viewers_set(call: Call, params: SessionKeysParams) -> dict[str, Any]:
+    """The sessions this connection has open; their `session.message` events come to it
+    (as `sessions.messages.subscribe`), the others' stop."""
+    if len(params.sessionKeys) > MAX_VIEWED_SESSIONS:
+        raise invalid_request(
+            f"invalid sessions.viewers.set params: at most {MAX_VIEWED_SESSIONS} sessionKeys"
+        )
+    keys = [sessions._key(call, raw) for raw in params.sessionKeys]
+    hub = call.gateway.hub
+    for old in call.conn.viewed_sessions - set(keys):
+        hub.unwatch_session(call.conn, old)
+    for key in keys:
+        hub.watch_session(call.conn, key)
+    call.conn.viewed_sessions = set(keys)
+    await trio.lowlevel.checkpoint()
+    return {"sessionKeys": keys}
+
+
+async def catalog_list(call: Call, params: SessionsCatalogListParams) -> dict[str, Any]:
+    await trio.lowlevel.checkpoint()
+    return {"catalogs": []}  # no external session catalogs (Claude Code, ...) here
+
+
+async def groups_list(call: Call, params: SessionsGroupsListParams) -> dict[str, Any]:
+    await trio.lowlevel.checkpoint()
+    return {"groups": [], "sectionOrder": []}
+
+
+async def groups_defaults(call: Call, params: OpenParams) -> dict[str, Any]:
+    await trio.lowlevel.checkpoint()
+    return {"defaults": []}
+
+
+async def progress_card(call: Call, params: ProgressCardGetParams) -> dict[str, Any]:
+    sessions._key(call, params.sessionKey, opt(params.agentId))
+    await trio.lowlevel.checkpoint()
+    return {"card": None}
+
+
+async def tasks_list(call: Call, params: TasksListParams) -> dict[str, Any]:
+    await trio.lowlevel.checkpoint()
+    return {"tasks": []}
+
+
+# --- the gateway ----------------------------------------------------------------------------
+
+
+async def update_status(call: Call, params: UpdateStatusParams) -> dict[str, Any]:
+    await trio.lowlevel.checkpoint()
+    return {
+        "sentinel": None,
+        "updateAvailable": None,
+        "effectiveChannel": "stable",
+        "schedule": {"channel": "stable", "autoEnabled": False},
+    }
+
+
+async def talk_catalog(call: Call, params: TalkCatalogParams) -> dict[str, Any]:
+    await trio.lowlevel.checkpoint()
+    return {
+        "modes": [],
+        "transports": [],
+        "brains": [],
+        "speech": {"ready": False, "providers": []},
+        "transcription": {"ready": False, "providers": []},
+        "realtime": {"ready": False, "providers": []},
+    }
+
+
+def _system_info(port: int, started: float) -> dict[str, Any]:
+    memory = psutil.virtual_memory()
+    info: dict[str, Any] = {
+        "machineName": socket.gethostname(),
+        "hostname": socket.gethostname(),
+        "platform": platform.system().lower(),
+        "release": platform.release(),
+        "arch": platform.machine(),
+        "osLabel": f"{platform.system()} {platform.release()}",
+        "port": port,
+        "nodeVersion": f"python {platform.python_version()}",
+        "pid": os.getpid(),
+        "uptimeMs": int((time.time() - started) * 1000),
+        "cpuCount": os.cpu_count() or 1,
+        "loadAverage": list(os.getloadavg()),
+        "memoryTotalBytes": memory.total,
+        "memoryFreeBytes": memory.available,
+    }
+    return info
+
+
+async def system_info(call: Call, params: SystemInfoParams) -> dict[str, Any]:
+    gw = call.gateway
+    port = gw.listeners[0].socket.getsockname()[1] if gw.listeners else 0
+    return await trio.to_thread.run_sync(_system_info, port, gw.started)
+
+
+async def system_presence(call: Call, params: dict[str, Any]) -> list[dict[str, Any]]:
+    await trio.lowlevel.checkpoint()
+    return call.gateway.presence()
+
+
+# --- user preferences (per gateway, in memory) ------------------------------------------------
+
+
+async def prefs_get(call: Call, params: UsersPrefsGetParams) -> dict[str, Any]:
+    prefs: dict[str, Any] = call.gateway.user_prefs
+    keys = opt(params.keys)
+    await trio.lowlevel.checkpoint()
+    entries = {k: v for k, v in prefs.items() if keys is None or k in keys}
+    return {"status": "ok", "entries": entries}
+
+
+async def prefs_set(call: Call, params: UsersPrefsSetParams) -> dict[str, Any]:
+    prefs: dict[str, Any] = call.gateway.user_prefs
+    for name in (*params.entries, *(opt(params.expectedEntries) or {})):
+        if not 1 <= len(name) <= 256:
+            raise invalid_request("invalid users.prefs.set params: a key is 1 to 256 characters")
+    expected = opt(params.expectedEntries)
+    if expected is not None and any(prefs.get(k) != v for k, v in expected.items()):
+        await trio.lowlevel.checkpoint()
+        return {"status": "conflict"}
+    merged = {**prefs, **params.entries}
+    merged = {k: v for k, v in merged.items() if v is not None}
+    if len(msgspec.json.encode(merged)) > MAX_PREF_BYTES:
+        raise invalid_request(f"users.prefs.set: preferences are limited to {MAX_PREF_BYTES} bytes")
+    prefs.clear()
+    prefs.update(merged)
+    call.gateway.hub.broadcast("users.prefs.changed", {"entries": dict(params.entries)})
+    await trio.lowlevel.checkpoint()
+    return {"status": "ok"}
+
+
+_EMPTY: Final[dict[str, Any]] = {
+    "plugins.controlUi.list": {"revision": "0", "plugins": [], "diagnostics": []},
+    "controlUi.sessionPullRequests.subscribe": {"subscribed": False},
+    "board.get": {"revision": 0, "tabs": [], "widgets": []},
+    "projects.list": {"projects": [], "recents": []},
+    "mentions.list": {"revision": 0, "items": []},
+    "session.discussion.info": {"state": "none"},
+    "sessions.github.options": {
+        "personal": {"state": "disconnected", "generation": None, "account": None},
+        "shared": None,
+        "pendingPersonal": None,
+        "latestShared": None,
+    },
+    "session.members.listEvidence": {
+        "members": [],
+        "identities": [],
+        "role": "admin",
+        "allowedVisibilities": ["shared"],
+    },
+}
+#: Answers that name the session they were asked about (`sessionKey`).
+_ECHO_SESSION: Final = frozenset({"board.get", "session.members.listEvidence"})
+
+
+def _empty(name: str, answer: dict[str, Any]) -> Any:
+    async def handler(call: Call, params: OpenParams) -> dict[str, Any]:
+        out = dict(answer)
+        raw = call.frame.params if isinstance(call.frame.params, dict) else {}
+        if name in _ECHO_SESSION:
+            key = raw.get("sessionKey")
+            if not isinstance(key, str) or not key:
+                raise invalid_request(f"invalid {name} params: sessionKey is required")
+            out["sessionKey"] = sessions._key(call, key)
+        if name == "mentions.list":
+            out["gatewayInstanceId"] = call.gateway.boot_id
+        await trio.lowlevel.checkpoint()
+        return out
+
+    return handler

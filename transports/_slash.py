@@ -1,0 +1,340 @@
+"""Slash commands sent through `chat.send`, carried out as OpenClaw does.
+
+`/new` and `/reset` start the session afresh and run the rest of the message (or a greeting)
+as `agent` does. `/stop` aborts (the stop-phrase path of `chat.send`). Every other command
+answers at once without the model: the ack is `{runId, status:"started"}`, the user's line
+and the reply are written to the transcript (the line with the client's idempotency key
+`<runId>:user`, the reply with the run id), and one `chat` event `final` carries the reply
+(OpenClaw's `provider:"openclaw"`, `model:"gateway-injected"`), followed by the
+`session.message` events for both rows. A bad argument is answered the same way, with the
+reason (the session is not changed); a repeated idempotency key answers from the cache.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+import trio
+
+from actors import CachedResponse
+from actors._lane import normalize_drop, normalize_mode
+from actors._session import SessionBusy
+from runtime._agent import now_ms
+from runtime._compaction import MessageTags
+from runtime._generation import GenerationError
+from runtime._slash import (
+    QUEUE_MODES,
+    REASONING_MODES,
+    VERBOSE_LEVELS,
+    SlashCommand,
+    commands_text,
+    format_tokens,
+    help_text,
+    parse_duration_ms,
+)
+from runtime._wire import ChatSendParams
+from runtime.llm._types import AssistantMessage, ProviderError, TextContent, UserMessage
+
+from . import _methods_sessions as sessions
+from ._views import model_ref, session_view, thinking_levels
+
+if TYPE_CHECKING:
+    from actors import SessionActor
+
+    from ._methods import Call
+
+RESET_GREETING = (
+    "A new session was started. Greet the user briefly and ask what they would like to do."
+)
+
+
+async def run_slash_command(
+    call: Call, params: ChatSendParams, key: str, command: SlashCommand, args: str
+) -> dict[str, Any]:
+    """Carry out `command` for `chat.send` on session `key`. A checkpoint."""
+    run_id = params.idempotencyKey
+    if command.name in ("new", "reset"):
+        return await sessions._submit_message(
+            call,
+            key=key,
+            message=args or RESET_GREETING,
+            run_id=run_id,
+            timeout_ms=None,
+            mode=None,
+            dedupe_prefix="chat",
+            reset=command.name,
+        )
+    reg = call.gateway.registry
+    dedupe_key = f"chat:{run_id}"
+    if reg.dedupe.get(dedupe_key) is not None:
+        await trio.lowlevel.checkpoint()
+        return {"runId": run_id, "status": "ok"}
+    placeholder = CachedResponse.placeholder()
+    reg.dedupe.put(dedupe_key, placeholder)
+    try:
+        actor = await sessions._actor(call, key)
+        handler = _HANDLERS[command.name]
+        reply = await handler(call, actor, args)
+        await _answer(call, actor, run_id, params.message, reply)
+    except BaseException:
+        reg.dedupe.discard(dedupe_key)
+        placeholder.abandon(None)
+        raise
+    placeholder.settle({"runId": run_id, "status": "ok"})
+    return {"runId": run_id, "status": "started"}
+
+
+async def _answer(call: Call, actor: SessionActor, run_id: str, line: str, reply: str) -> None:
+    t = now_ms()
+    answer = AssistantMessage(
+        content=[TextContent(reply)],
+        timestamp=t,
+        api="openai-responses",
+        provider="openclaw",
+        model="gateway-injected",
+        stopReason="stop",
+    )
+    await actor.append_messages(
+        [UserMessage(content=line, timestamp=t), answer],
+        [
+            MessageTags(idempotency_key=f"{run_id}:user", run_id=run_id),
+            MessageTags(idempotency_key=run_id, run_id=run_id),
+        ],
+    )
+    hub = call.gateway.hub
+    assert actor.row is not None
+    hub.open_run(
+        run_id, actor.key, owner=call.conn, session_id=actor.row.sessionId, agent_id=actor.agent_id
+    )
+    message = msgspec.to_builtins(answer)
+    message["idempotencyKey"] = run_id
+    hub.emit_chat(run_id, "final", message=message, stopReason="stop")
+    hub.close_run(run_id)
+
+
+async def _patch(call: Call, actor: SessionActor, **changes: Any) -> None:
+    assert actor.row is not None
+    actor.row = msgspec.structs.replace(actor.row, updatedAt=now_ms(), **changes)
+    await call.gateway.supervisor.store.put_session_durable(actor.row)
+    actor.row_persisted = True
+    sessions._changed(call, actor.key, "patch", actor)
+
+
+# --- the commands --------------------------------------------------------------------------
+
+
+async def _help(call: Call, actor: SessionActor, args: str) -> str:
+    await trio.lowlevel.checkpoint()
+    return help_text()
+
+
+async def _commands(call: Call, actor: SessionActor, args: str) -> str:
+    await trio.lowlevel.checkpoint()
+    return commands_text()
+
+
+async def _status(call: Call, actor: SessionActor, args: str) -> str:
+    from ._gateway import VERSION
+
+    gw = call.gateway
+    assert actor.row is not None
+    view = session_view(gw, actor.row)
+    settings = actor.queue_settings()
+    uptime_s = int(time_since(gw.started))
+    used, window = int(view.get("totalTokens") or 0), int(view.get("contextTokens") or 0)
+    pct = f" ({used * 100 // window}%)" if window else ""
+    await trio.lowlevel.checkpoint()
+    return "\n".join(
+        [
+            f"🦞 clawlane {VERSION}",
+            f"⏱️ Uptime: gateway {_duration(uptime_s)}",
+            "",
+            f"🧠 Model: {view['modelProvider']}/{view['model']}",
+            f"📚 Context: {format_tokens(used)}/{format_tokens(window)}{pct}",
+            f"🧮 Tokens: {actor.row.inputTokens} in / {actor.row.outputTokens} out",
+            "",
+            f"🧵 Session: {actor.key} ({actor.row.sessionId})",
+            f"🎛️ Modes: think {actor.row.thinkingLevel or 'off'} · verbose "
+            f"{actor.row.verboseLevel or 'off'} · reasoning {actor.row.reasoningLevel or 'off'}",
+            f"🪢 Queue: {settings.mode} (debounce {settings.debounce_ms}ms · cap {settings.cap} · "
+            f"drop {settings.drop})",
+            f"🏃 Runs: {'active' if view['hasActiveRun'] else 'idle'}",
+        ]
+    )
+
+
+def time_since(started: float) -> float:
+    return max(0.0, time.time() - started)
+
+
+def _duration(seconds: int) -> str:
+    h, rem = divmod(seconds, 3600)
+    m, s = divmod(rem, 60)
+    return f"{h}h {m}m {s}s" if h else (f"{m}m {s}s" if m else f"{s}s")
+
+
+async def _name(call: Call, actor: SessionActor, args: str) -> str:
+    if not args:
+        await trio.lowlevel.checkpoint()
+        return f"Session name: {actor.row.label if actor.row and actor.row.label else '(none)'}"
+    if len(args) > 512:
+        await trio.lowlevel.checkpoint()
+        return "A session name is at most 512 characters."
+    await _patch(call, actor, label=args)
+    return f"⚙️ Session name set to {args}."
+
+
+async def _compact(call: Call, actor: SessionActor, args: str) -> str:
+    try:
+        result = await actor.compact(max_kept_messages=None, instructions=args or None)
+    except SessionBusy:
+        return "The session has a run in progress; /compact when it ends."
+    except (GenerationError, ProviderError) as exc:
+        return f"Compaction failed: {getattr(exc, 'message', None) or exc}"
+    if not result.get("compacted"):
+        return "Nothing to compact yet."
+    return (
+        f"⚙️ Compacted: {format_tokens(result['tokensBefore'])} → "
+        f"{format_tokens(result['tokensAfter'])} tokens."
+    )
+
+
+async def _think(call: Call, actor: SessionActor, args: str) -> str:
+    gen = call.gateway.supervisor.generation
+    ref = model_ref(gen, actor.agent_id, actor.row)
+    entry = next((e for e in gen.catalog if f"{e.provider}/{e.id}" == ref), None)
+    levels = [t["id"] for t in thinking_levels(bool(entry and entry.reasoning))]
+    level = args.lower()
+    if not level:
+        await trio.lowlevel.checkpoint()
+        current = actor.row.thinkingLevel if actor.row else None
+        return f"Thinking level: {current or 'off'}. Options: {', '.join(levels)}."
+    if level == "default":
+        await _patch(call, actor, thinkingLevel=None)
+        return "⚙️ Thinking level reset to default."
+    if level not in levels:
+        await trio.lowlevel.checkpoint()
+        return (
+            f'Thinking level "{args}" is not supported for {ref}. Use one of: {", ".join(levels)}.'
+        )
+    await _patch(call, actor, thinkingLevel=level)
+    return f"⚙️ Thinking level set to {level}."
+
+
+async def _verbose(call: Call, actor: SessionActor, args: str) -> str:
+    mode = args.lower()
+    if not mode:
+        current = actor.row.verboseLevel if actor.row else None
+        mode = "off" if current in ("on", "full") else "on"
+    if mode not in VERBOSE_LEVELS:
+        await trio.lowlevel.checkpoint()
+        return "Usage: /verbose on|off|full"
+    await _patch(call, actor, verboseLevel=mode)
+    return {
+        "on": "⚙️ Verbose logging enabled.",
+        "full": "⚙️ Verbose logging set to full.",
+        "off": "⚙️ Verbose logging disabled.",
+    }[mode]
+
+
+async def _reasoning(call: Call, actor: SessionActor, args: str) -> str:
+    mode = args.lower()
+    if mode not in REASONING_MODES:
+        await trio.lowlevel.checkpoint()
+        current = actor.row.reasoningLevel if actor.row else None
+        return f"Reasoning visibility: {current or 'off'}. Usage: /reasoning on|off|stream"
+    await _patch(call, actor, reasoningLevel=mode)
+    return f"⚙️ Reasoning visibility set to {mode}."
+
+
+async def _model(call: Call, actor: SessionActor, args: str) -> str:
+    gen = call.gateway.supervisor.generation
+    current = model_ref(gen, actor.agent_id, actor.row)
+    if not args:
+        await trio.lowlevel.checkpoint()
+        return f"Current model: {current}. /models lists the others."
+    if args.lower() in ("default", "reset"):
+        await _patch(call, actor, modelOverride=None, providerOverride=None)
+        return (
+            f"Session model reset to configured default ({model_ref(gen, actor.agent_id, None)})."
+        )
+    try:
+        resolved = gen.resolve(args, agent_id=actor.agent_id)
+    except GenerationError as exc:
+        await trio.lowlevel.checkpoint()
+        return f"Unknown model {args!r}: {exc}"
+    ref = f"{resolved.provider_id}/{resolved.model_id}"
+    if ref == model_ref(gen, actor.agent_id, None):
+        await _patch(call, actor, modelOverride=None, providerOverride=None)
+        return f"Session model reset to configured default ({ref})."
+    await _patch(
+        call, actor, modelOverride=resolved.model_id, providerOverride=resolved.provider_id
+    )
+    return f"⚙️ Model set to {ref}."
+
+
+async def _models(call: Call, actor: SessionActor, args: str) -> str:
+    gen = call.gateway.supervisor.generation
+    current = model_ref(gen, actor.agent_id, actor.row)
+    lines = ["🧠 Models", ""]
+    for e in gen.catalog_for(actor.agent_id):
+        ref = f"{e.provider}/{e.id}"
+        marks = (" (current)" if ref == current else "") + ("" if e.available else " (no auth)")
+        lines.append(f"  {ref}{marks}")
+    await trio.lowlevel.checkpoint()
+    return "\n".join(lines)
+
+
+async def _queue(call: Call, actor: SessionActor, args: str) -> str:
+    if not args:
+        s = actor.queue_settings()
+        await trio.lowlevel.checkpoint()
+        return (
+            f"🪢 Queue: {s.mode} (debounce {s.debounce_ms}ms · cap {s.cap} · drop {s.drop}). "
+            f"Modes: {', '.join(QUEUE_MODES)}."
+        )
+    changes: dict[str, Any] = {}
+    said: list[str] = []
+    for token in args.split():
+        name, sep, value = token.partition(":")
+        lowered = token.lower()
+        if lowered in ("reset", "default"):
+            changes.update(queueMode=None, queueDebounceMs=None, queueCap=None, queueDrop=None)
+            said.append("reset to defaults")
+        elif not sep and normalize_mode(lowered):
+            changes["queueMode"] = normalize_mode(lowered)
+            said.append(f"mode set to {changes['queueMode']}")
+        elif sep and name.lower() == "debounce" and parse_duration_ms(value) is not None:
+            changes["queueDebounceMs"] = parse_duration_ms(value)
+            said.append(f"debounce {changes['queueDebounceMs']}ms")
+        elif sep and name.lower() == "cap" and value.isdigit() and int(value) >= 1:
+            changes["queueCap"] = int(value)
+            said.append(f"cap {value}")
+        elif sep and name.lower() == "drop" and normalize_drop(value.lower()):
+            changes["queueDrop"] = normalize_drop(value.lower())
+            said.append(f"drop {changes['queueDrop']}")
+        else:
+            await trio.lowlevel.checkpoint()
+            return (
+                f"Unknown queue option {token!r}. Usage: /queue steer|followup|collect|interrupt "
+                "[debounce:500ms] [cap:20] [drop:old|new|summarize]"
+            )
+    await _patch(call, actor, **changes)
+    return "⚙️ Queue " + ", ".join(said) + "."
+
+
+_HANDLERS = {
+    "help": _help,
+    "commands": _commands,
+    "status": _status,
+    "name": _name,
+    "compact": _compact,
+    "think": _think,
+    "verbose": _verbose,
+    "reasoning": _reasoning,
+    "model": _model,
+    "models": _models,
+    "queue": _queue,
+}

@@ -1,0 +1,274 @@
+"""`health` and `status` in OpenClaw's shapes, with clawlane's own figures under `clawlane`.
+
+`health` is the snapshot's `health` definition (what `openclaw health` prints: the agents,
+their heartbeat, the session store and its count, the event loop); `status` what OpenClaw's
+gateway answers (`sessions.byAgent`, `heartbeat`, `processMemory`, `pid`, `os`, ... what
+`openclaw status --json` reads). clawlane's own fields (generation, lanes, runs, hub, store,
+process, publisher) sit in one block, `status["clawlane"]` / `health["clawlane"]`.
+The `health` event (and the hello-ok snapshot) carries the OpenClaw part only: the schema's
+definition of it is closed.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import time
+from typing import TYPE_CHECKING, Any
+
+import psutil
+import trio
+import trio.lowlevel
+
+if TYPE_CHECKING:
+    from ._gateway import Gateway
+
+_proc = psutil.Process()
+_last_sample: list[float] = []
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+async def event_loop_view() -> dict[str, Any]:
+    """OpenClaw's `eventLoop` block: the CPU since the last sample and the lag of one
+    checkpoint now (a loop that answers late is busy). A checkpoint."""
+    started = time.perf_counter()
+    await trio.lowlevel.checkpoint()
+    lag_ms = round((time.perf_counter() - started) * 1000, 1)
+    wall = time.monotonic()
+    cpu = sum(_proc.cpu_times()[:2])
+    if _last_sample:
+        last_wall, last_cpu = _last_sample
+        interval = max(wall - last_wall, 1e-3)
+        ratio = max(0.0, (cpu - last_cpu) / interval)
+    else:
+        interval, ratio = 0.0, 0.0
+    _last_sample[:] = [wall, cpu]
+    return {
+        "degraded": False,
+        "degradedSinceMs": None,
+        "reasons": [],
+        "intervalMs": round(interval * 1000, 3),
+        "delayP99Ms": lag_ms,
+        "delayMaxMs": lag_ms,
+        "utilization": round(min(ratio, 1.0), 3),
+        "cpuCoreRatio": round(ratio, 3),
+    }
+
+
+def _heartbeat(agent_id: str) -> dict[str, Any]:
+    # clawlane has no heartbeat runs: every agent's is off, as OpenClaw shows "every: 0m".
+    return {
+        "enabled": False,
+        "every": "disabled",
+        "everyMs": None,
+        "prompt": "",
+        "target": "none",
+        "ackMaxChars": 300,
+    }
+
+
+async def _session_counts(gw: Gateway) -> tuple[dict[str, int], dict[str, list[dict[str, Any]]]]:
+    """Sessions per agent and each agent's most recent ones (at most 5)."""
+    rows = await gw.supervisor.store.list_sessions(limit=None)
+    counts: dict[str, int] = {}
+    recent: dict[str, list[dict[str, Any]]] = {}
+    t = now_ms()
+    for row in rows:
+        counts[row.agentId] = counts.get(row.agentId, 0) + 1
+        bucket = recent.setdefault(row.agentId, [])
+        if len(bucket) < 5:
+            bucket.append(
+                {"key": row.key, "updatedAt": row.updatedAt, "age": max(0, t - row.updatedAt)}
+            )
+    for bucket in recent.values():
+        bucket.sort(key=lambda r: -(r["updatedAt"] or 0))
+    return counts, recent
+
+
+async def health_view(gw: Gateway, *, extras: bool = True) -> dict[str, Any]:
+    """The `health` result (with `extras`, clawlane's block too). A checkpoint."""
+    started = time.perf_counter()
+    gen = gw.supervisor.generation
+    path = str(gw.state_dir / "clawlane.sqlite")
+    counts, recent = await _session_counts(gw)
+    agents = [
+        {
+            "agentId": agent_id,
+            "isDefault": agent_id == gen.default_agent,
+            "heartbeat": _heartbeat(agent_id),
+            "sessions": {
+                "path": path,
+                "count": counts.get(agent_id, 0),
+                "recent": recent.get(agent_id, []),
+            },
+        }
+        for agent_id in gen.agents
+    ]
+    view: dict[str, Any] = {
+        "ok": True,
+        "ts": now_ms(),
+        "durationMs": 0,
+        "plugins": {
+            "loaded": sorted(gw.supervisor.plugins.plugins),
+            "errors": [],
+            "unavailable": [],
+        },
+        "configReload": {"hotReloadStatus": "active" if gw.config_path else "disabled"},
+        "channels": {},
+        "channelOrder": [],
+        "channelLabels": {},
+        "heartbeatSeconds": 0,
+        "defaultAgentId": gen.default_agent,
+        "agents": agents,
+        "sessions": {
+            "path": path,
+            "count": sum(counts.values()),
+            "recent": sorted(
+                (r for bucket in recent.values() for r in bucket),
+                key=lambda r: -(r["updatedAt"] or 0),
+            )[:5],
+        },
+        "eventLoop": await event_loop_view(),
+    }
+    view["durationMs"] = int((time.perf_counter() - started) * 1000)
+    if extras:
+        sup = gw.supervisor.statistics()
+        view["clawlane"] = {
+            "version": _version(),
+            "uptimeMs": int((time.time() - gw.started) * 1000),
+            "generation": sup.generation,
+            "sessions": {"active": sup.sessions, "busy": sup.busy_sessions},
+            "runs": {"active": gw.registry.statistics().active_runs},
+        }
+    return view
+
+
+def _version() -> str:
+    from ._gateway import VERSION
+
+    return VERSION
+
+
+def clawlane_status(gw: Gateway) -> dict[str, Any]:
+    """clawlane's own figures (what `status` answered before it took OpenClaw's shape)."""
+    sup = gw.supervisor
+    gen = sup.generation
+    s = sup.statistics()
+    hub = gw.hub.statistics()
+    reg = gw.registry.statistics()
+    store = sup.store.statistics()
+    return {
+        "version": _version(),
+        "uptimeMs": int((time.time() - gw.started) * 1000),
+        "authMode": gw.auth.mode,
+        "generation": {
+            "number": gen.number,
+            "builtAt": gen.built_at_ms,
+            "inputsHash": gen.inputs_hash,
+            "defaultAgent": gen.default_agent,
+            "models": len(gen.catalog),
+        },
+        "sessions": {"loaded": s.sessions, "busy": s.busy_sessions, "queuedRuns": s.queued_runs},
+        "runs": {"active": reg.active_runs, "known": reg.known_runs, "waiters": reg.waiters},
+        "lanes": {
+            name: {
+                "capacity": ls.capacity,
+                "inUse": ls.in_use,
+                "waiting": ls.waiting,
+                "acquired": ls.acquired,
+                "waitTotalMs": round(ls.wait_total_ms, 3),
+                "waitMaxMs": round(ls.wait_max_ms, 3),
+            }
+            for name, ls in ((n, lane.statistics()) for n, lane in sup.lanes.items())
+        },
+        "connections": hub.connections,
+        "events": {"emitted": hub.events_emitted, "delivered": hub.frames_delivered},
+        "store": {"pending": store.pending, "commits": store.commits},
+        "crashes": s.crashes,
+        # For `clawlane loadtest` (RSS/CPU by pid when it runs on the same machine).
+        "process": {"pid": os.getpid(), "rssBytes": _proc.memory_info().rss},
+        "publisher": gw.publisher.status_view() if gw.publisher is not None else None,
+    }
+
+
+async def status_view(gw: Gateway, *, cli_projection: bool = False) -> dict[str, Any]:
+    """The `status` result. A checkpoint."""
+    gen = gw.supervisor.generation
+    counts, recent = await _session_counts(gw)
+    path = str(gw.state_dir / "clawlane.sqlite")
+    default = gen.agent(None)
+    default_ref = gen.aliases.get(default.primary, default.primary)
+    window = next(
+        (e.contextWindow for e in gen.catalog if f"{e.provider}/{e.id}" == default_ref), None
+    )
+    memory = _proc.memory_info()
+    active = gw.registry.statistics().active_runs
+    view: dict[str, Any] = {
+        "runtimeVersion": _version(),
+        "heartbeat": {
+            "defaultAgentId": gen.default_agent,
+            "agents": [
+                {
+                    "agentId": agent_id,
+                    "enabled": False,
+                    "every": "disabled",
+                    "everyMs": None,
+                    "waitingForRoute": False,
+                }
+                for agent_id in gen.agents
+            ],
+        },
+        "channelSummary": [],
+        "queuedSystemEvents": [],
+        "tasks": {
+            "total": active,
+            "active": active,
+            "terminal": 0,
+            "failures": 0,
+            "byStatus": {"queued": 0, "running": active, "succeeded": 0, "failed": 0},
+            "byRuntime": {"subagent": 0, "acp": 0, "cli": 0, "cron": 0},
+        },
+        "sessions": {
+            "paths": [path],
+            "count": sum(counts.values()),
+            "defaults": {"model": default_ref, "contextTokens": window},
+            "recent": sorted(
+                (r for bucket in recent.values() for r in bucket),
+                key=lambda r: -(r["updatedAt"] or 0),
+            )[:5],
+            "byAgent": [
+                {
+                    "agentId": agent_id,
+                    "path": path,
+                    "count": counts.get(agent_id, 0),
+                    "recent": recent.get(agent_id, []),
+                }
+                for agent_id in gen.agents
+            ],
+        },
+        "modelRuntime": {"degraded": False, "pendingAgents": []},
+        "eventLoop": await event_loop_view(),
+        "processMemory": {"rssBytes": memory.rss},
+        "pid": os.getpid(),
+        "os": {
+            "platform": platform.system().lower(),
+            "arch": platform.machine(),
+            "release": platform.release(),
+            "label": f"{platform.system().lower()} {platform.release()} ({platform.machine()})",
+        },
+        "clawlane": clawlane_status(gw),
+    }
+    if cli_projection:
+        view["cliProjection"] = {
+            "agents": {
+                "defaultId": gen.default_agent,
+                "ownership": "sole",
+                "selectionRequired": False,
+                "rows": [{"id": agent_id} for agent_id in gen.agents],
+            },
+            "updateChannel": None,
+        }
+    return view
