@@ -129,9 +129,14 @@ def parse_at_ms(text: str, *, tz: str | None = None, field: str = "schedule.at")
         micro = int((frac or "0")[:6].ljust(6, "0"))
         try:
             naive = datetime(
-                int(year), int(month), int(day), int(hour or 0), int(minute or 0),
-                int(second or 0), micro,
-            )  # fmt: skip
+                int(year),
+                int(month),
+                int(day),
+                int(hour or 0),
+                int(minute or 0),
+                int(second or 0),
+                micro,
+            )
         except ValueError as exc:
             raise ScheduleError(f"{field}: {exc} (got {text!r})") from exc
         if offset in (None, ""):

@@ -39,7 +39,7 @@ from runtime._wire import (
     SessionsListParams,
 )
 
-from . import _methods_config, _methods_devices, _methods_sessions
+from . import _methods_config, _methods_cron, _methods_devices, _methods_sessions
 from ._methods_agent import agent
 
 if TYPE_CHECKING:
@@ -96,6 +96,7 @@ class Methods:
         _methods_config.register(self)  # config.get/set/patch/apply (issue 3)
         _methods_sessions.register(self)  # chat.* and sessions.* (issue 6)
         _methods_devices.register(self)  # device.pair.* and device.token.* (issue 12)
+        _methods_cron.register(self)  # cron.* (issue 15)
 
     def add(
         self, name: str, handler: Handler, params: type[Any] | None, *, scope: str | None = None
