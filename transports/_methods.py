@@ -33,11 +33,11 @@ from runtime._generation import GenerationError
 from runtime._sessions import session_kind
 from runtime._wire import (
     METHOD_SCOPES,
-    AgentParams,
     AgentWaitParams,
     ModelsListParams,
     SessionsListParams,
 )
+from runtime._wire_ext import AgentParams
 
 from . import _methods_config, _methods_cron, _methods_devices, _methods_sessions
 from ._methods_agent import agent
