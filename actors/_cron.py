@@ -141,6 +141,7 @@ class CronScheduler:
         self._wake = trio.Event()
         self._manual_seq = 0
         self._fired = 0
+        self.max_wait_s = MAX_WAIT_S
         self.instance_id = f"{int(time.time() * 1000):x}-{id(self):x}"
 
     # --- settings -------------------------------------------------------------------------
@@ -250,9 +251,9 @@ class CronScheduler:
                     if job.enabled and due is not None and due <= now:
                         await self._fire_scheduled(job, due)
             next_ms = self.next_wake_ms() if self.enabled else None
-            wait_s = MAX_WAIT_S
+            wait_s = self.max_wait_s
             if next_ms is not None:
-                wait_s = min(MAX_WAIT_S, max(0.0, (next_ms - self.clock()) / 1000))
+                wait_s = min(self.max_wait_s, max(0.0, (next_ms - self.clock()) / 1000))
             with trio.move_on_after(wait_s):
                 await self._wake.wait()
 

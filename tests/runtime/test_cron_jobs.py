@@ -148,7 +148,14 @@ def patched(job: Any, patch: dict[str, Any], now: int = NOW + 1000) -> Any:
 
 def test_patches_merge_payloads_and_clear_with_null() -> None:
     job = job_from_add(
-        add(payload={"kind": "agentTurn", "message": "m", "model": "local/echo", "timeoutSeconds": 5}),
+        add(
+            payload={
+                "kind": "agentTurn",
+                "message": "m",
+                "model": "local/echo",
+                "timeoutSeconds": 5,
+            }
+        ),
         job_id="j",
         now_ms=NOW,
     )
@@ -156,7 +163,7 @@ def test_patches_merge_payloads_and_clear_with_null() -> None:
     assert msgspec.to_builtins(new.payload) == {
         "kind": "agentTurn", "message": "m2", "model": "local/echo"
     }  # fmt: skip
-    assert job.payload.message == "m"  # the original is untouched
+    assert msgspec.to_builtins(job.payload)["message"] == "m"  # the original is untouched
     validate("CronJob", job_view(new))
 
 
@@ -187,7 +194,10 @@ def test_switching_payload_kind_needs_its_text() -> None:
 def test_delivery_patch_switches_to_a_webhook() -> None:
     job = job_from_add(add(), job_id="j", now_ms=NOW)
     new = patched(job, {"delivery": {"mode": "webhook", "to": "https://example.invalid/h"}})
-    assert msgspec.to_builtins(new.delivery) == {"mode": "webhook", "to": "https://example.invalid/h"}
+    assert msgspec.to_builtins(new.delivery) == {
+        "mode": "webhook",
+        "to": "https://example.invalid/h",
+    }
     with pytest.raises(CronJobError, match="delivery"):
         patched(job, {"delivery": {"mode": "webhook"}})
 

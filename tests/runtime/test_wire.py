@@ -404,8 +404,9 @@ def test_generator_check_mode_reports_a_stale_file_and_writes_nothing(
 
 _json_payloads = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=10),
-    lambda children: st.lists(children, max_size=3)
-    | st.dictionaries(st.text(max_size=5), children, max_size=3),
+    lambda children: (
+        st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=5), children, max_size=3)
+    ),
     max_leaves=8,
 )
 
