@@ -13,15 +13,16 @@ and then two gateways sharing jobs still fire each slot once).
 
 After a run: the history entry (`CronRunLogEntry`, OpenClaw's shape) is written, then
 delivered (`none`; `announce`: the session holds it; `webhook`: `actors._webhook`, each
-attempt written to the entry as it happens, in `deliveryAttempts` and as `delivery`
-diagnostics), then the job's state is updated and the `cron` event `finished` is sent.
+attempt written to the entry as it happens, as a `delivery` diagnostics entry: the
+schema's `CronRunLogEntry` is closed, so the history stays in OpenClaw's fields), then the job's state is updated and the `cron` event `finished` is sent.
 Recurring jobs that failed back off (30 s, 60 s, 5 min, 15 min, 60 min: OpenClaw's).
 
 Restart policy (documented in README): a job whose run was interrupted by the gateway
 stopping gets an `error` entry ("interrupted"). A slot missed while the gateway was down:
 one-shot `at` jobs run once at start; recurring jobs run once at start (not once per missed
-slot: `missed.policy = "run-once"` in the entry), or with `cron.skipMissedJobs` get a
-`skipped` entry (`missed.policy = "skip"`) and continue from their next future slot.
+slot; the entry's diagnostics say "missed N slot(s) ... ran once at start"), or with
+`cron.skipMissedJobs` get a `skipped` entry ("... skipped (cron.skipMissedJobs)") and
+continue from their next future slot.
 Catch-up runs start `CATCH_UP_DELAY_MS` after startup, `CATCH_UP_SPACING_MS` apart.
 
 Removing a job ends its future runs; a run in progress finishes, writes its history and
@@ -42,7 +43,7 @@ import msgspec
 import trio
 
 from runtime._cron_jobs import CronJob, job_view, next_run_after
-from runtime._cron_schedule import error_backoff_ms, host_timezone
+from runtime._cron_schedule import error_backoff_ms, format_iso_ms, host_timezone
 from runtime._wire_cron import (
     CronAddParamsDeliveryAnnounce,
     CronAddParamsDeliveryWebhook,
@@ -106,8 +107,19 @@ class _Missed:
     slots: int
     first_slot_ms: int
 
-    def view(self) -> dict[str, Any]:
-        return {"policy": self.policy, "slots": self.slots, "firstSlotAtMs": self.first_slot_ms}
+    def describe(self) -> str:
+        first = format_iso_ms(self.first_slot_ms)
+        what = "ran once at start" if self.policy == "run-once" else "skipped (cron.skipMissedJobs)"
+        return f"missed {self.slots} slot(s) while the gateway was down (first {first}); {what}"
+
+    def diagnostics(self, ts: int) -> dict[str, Any]:
+        entry = {
+            "ts": ts,
+            "source": "cron-preflight",
+            "severity": "warn",
+            "message": self.describe(),
+        }
+        return {"summary": self.describe(), "entries": [entry]}
 
 
 class CronNotFound(LookupError):
@@ -193,7 +205,7 @@ class CronScheduler:
     async def _record_interrupted(self, job: CronJob, now: int) -> None:
         started = job.state.runningAtMs or now
         job.state.runningAtMs = None
-        entry = self._entry(job, f"interrupted:{job.id}:{started}", now, "schedule")
+        entry = self._entry(job, f"interrupted:{job.id}:{started}", now)
         entry.update(
             status="error",
             completionStatus="failed",
@@ -209,15 +221,14 @@ class CronScheduler:
 
     async def _record_skipped(self, job: CronJob, now: int, missed: _Missed) -> None:
         job.state.nextRunAtMs = next_run_after(job.schedule, job.id, now)
-        entry = self._entry(job, f"missed:{job.id}:{missed.first_slot_ms}", now, "missed")
+        entry = self._entry(job, f"cron:{job.id}:{missed.first_slot_ms}", now)
         entry.update(
             status="skipped",
-            error=f"missed {missed.slots} slot(s) while the gateway was down; skipped "
-            "(cron.skipMissedJobs)",
+            error=missed.describe(),
             runAtMs=missed.first_slot_ms,
             durationMs=0,
             deliveryStatus="not-requested",
-            missed=missed.view(),
+            diagnostics=missed.diagnostics(now),
         )
         if job.state.nextRunAtMs is not None:
             entry["nextRunAtMs"] = job.state.nextRunAtMs
@@ -279,14 +290,13 @@ class CronScheduler:
 
     # --- one firing -------------------------------------------------------------------------
 
-    def _entry(self, job: CronJob, run_id: str, now: int, trigger: str) -> dict[str, Any]:
+    def _entry(self, job: CronJob, run_id: str, now: int) -> dict[str, Any]:
         return {
             "ts": now,
             "jobId": job.id,
             "action": "finished",
             "runId": run_id,
             "jobName": job.name,
-            "trigger": trigger,  # clawlane: schedule | manual | missed
         }
 
     async def _firing(self, job_id: str, run_id: str, trigger: str) -> None:
@@ -315,13 +325,13 @@ class CronScheduler:
     async def _finish(
         self, snapshot: CronJob, run_id: str, trigger: str, outcome: FiringOutcome
     ) -> None:
-        entry = self._entry(snapshot, run_id, outcome.ended_at, trigger)
+        entry = self._entry(snapshot, run_id, outcome.ended_at)
         entry.update(outcome.fields())
         entry["runAtMs"] = outcome.started_at
         entry["durationMs"] = max(0, outcome.ended_at - outcome.started_at)
         missed = self._missed.pop(snapshot.id, None) if trigger == "missed" else None
         if missed is not None:
-            entry["missed"] = missed.view()
+            entry["diagnostics"] = missed.diagnostics(outcome.started_at)
         live = self.jobs.get(snapshot.id)
         state = self._settle_state(live, snapshot, trigger, outcome) if live else None
         if live is not None and live.state.nextRunAtMs is not None:
@@ -413,15 +423,14 @@ class CronScheduler:
         body_fields = {
             k: v
             for k, v in entry.items()
-            if k not in ("ts", "jobName", "trigger", "completionStatus")
+            if k not in ("ts", "jobName", "completionStatus", "diagnostics")
         }
         body = msgspec.json.encode({**body_fields, "job": job_view(job, revision=False)})
-        attempts: list[dict[str, Any]] = []
-        diagnostics: list[dict[str, Any]] = []
-        entry.update(delivered=False, deliveryStatus="unknown", deliveryAttempts=attempts)
+        settings = WebhookSettings.from_config(self.config)
+        diagnostics: list[dict[str, Any]] = list(entry.get("diagnostics", {}).get("entries", []))
+        entry.update(delivered=False, deliveryStatus="unknown")
 
         async def record(attempt: WebhookAttempt) -> None:
-            attempts.append(attempt.view())
             what = f"HTTP {attempt.http_status}" if attempt.http_status else attempt.error
             retry = f"; retry in {attempt.retry_in_ms} ms" if attempt.retry_in_ms else ""
             diagnostics.append(
@@ -429,13 +438,13 @@ class CronScheduler:
                     "ts": attempt.ts,
                     "source": "delivery",
                     "severity": "info" if attempt.ok else "warn",
-                    "message": f"webhook attempt {attempt.attempt}: {what}{retry}",
+                    "message": f"webhook attempt {attempt.attempt}/{settings.max_attempts}: "
+                    f"{what} after {attempt.duration_ms} ms{retry}",
                 }
             )
             entry["diagnostics"] = {"entries": diagnostics}
             await self.store.put_run({**entry, "ts": self.clock()})
 
-        settings = WebhookSettings.from_config(self.config)
         result = await deliver_webhook(
             self._http, url, body, settings, on_attempt=record, now_ms=self.clock
         )

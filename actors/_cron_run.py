@@ -77,8 +77,6 @@ class FiringOutcome:
         ):
             if value is not None:
                 out[name] = value
-        if self.agent_run_id is not None:
-            out["agentRunId"] = self.agent_run_id  # clawlane: the `agent` run behind it
         return out
 
 

@@ -23,7 +23,7 @@ from actors import open_store, open_supervisor
 from actors._cron import CATCH_UP_DELAY_MS, CronScheduler, open_cron
 from actors._cron_store import RunQuery, SqliteCronStore
 from runtime._cron_jobs import job_from_add
-from runtime._cron_schedule import parse_at_ms
+from runtime._cron_schedule import format_iso_ms, parse_at_ms
 from runtime._generation import build_generation
 from runtime._wire_cron import CronAddParams
 from tests.conftest import local_config
@@ -111,7 +111,6 @@ async def test_an_every_job_fires_on_its_grid(tmp_path: Path, autojump_clock: An
             entries = await history(cron, j.id)
             assert slots(entries) == [start + 10 * MIN, start + 20 * MIN, start + 30 * MIN]
             assert {e["status"] for e in entries} == {"ok"}
-            assert {e["trigger"] for e in entries} == {"schedule"}
             assert all(e["summary"] == "You said: tick" for e in entries)
             assert cron.get(j.id).state.nextRunAtMs == start + 40 * MIN
             # each run had a session of its own
@@ -169,7 +168,7 @@ async def test_removing_a_running_job_lets_that_run_finish_and_record(
             await cron.remove(j.id)
             await events.wait(lambda: bool(events.of("finished")))
             [entry] = await history(cron, j.id)
-            assert entry["status"] == "ok" and entry["trigger"] == "manual"
+            assert entry["status"] == "ok" and entry["runId"].startswith("manual:")
             assert entry["durationMs"] >= 4_000
             autojump_clock.jump(3 * 3600)
             await trio.sleep(1)
@@ -190,12 +189,10 @@ async def test_missed_slots_run_once_at_start_and_say_so(
             autojump_clock.jump(CATCH_UP_DELAY_MS / 1000)
             await events.wait(lambda: bool(events.of("finished")))
             [entry] = await history(cron, j.id)
-            assert entry["trigger"] == "missed"
-            assert entry["missed"] == {
-                "policy": "run-once",
-                "slots": 5,
-                "firstSlotAtMs": start + HOUR,
-            }
+            first = format_iso_ms(start + HOUR)
+            said = f"missed 5 slot(s) while the gateway was down (first {first}); ran once at start"
+            assert entry["diagnostics"]["summary"] == said
+            assert entry["diagnostics"]["entries"][0]["source"] == "cron-preflight"
             assert entry["status"] == "ok"
             assert entry["runAtMs"] >= restarted + CATCH_UP_DELAY_MS
             # then the grid again, once per slot
@@ -220,18 +217,18 @@ async def test_with_skip_missed_jobs_missed_slots_are_skipped_and_recorded(
         async with scheduler(tmp_path, events, cron__skipMissedJobs=True) as cron:
             [skipped] = await history(cron, j.id)
             assert skipped["status"] == "skipped"
-            assert skipped["missed"] == {
-                "policy": "skip",
-                "slots": 3,
-                "firstSlotAtMs": start + HOUR,
-            }
-            assert "cron.skipMissedJobs" in skipped["error"]
+            first = format_iso_ms(start + HOUR)
+            assert skipped["error"] == (
+                f"missed 3 slot(s) while the gateway was down (first {first}); "
+                "skipped (cron.skipMissedJobs)"
+            )
+            assert skipped["runAtMs"] == start + HOUR
             assert cron.get(j.id).state.nextRunAtMs == start + 4 * HOUR
             # one-shot jobs catch up either way (OpenClaw), then go (deleteAfterRun)
             autojump_clock.jump(CATCH_UP_DELAY_MS / 1000)
             await events.wait(lambda: bool(events.of("finished", at.id)))
             [ran] = await history(cron, at.id)
-            assert ran["trigger"] == "missed" and ran["status"] == "ok"
+            assert "ran once at start" in ran["diagnostics"]["summary"] and ran["status"] == "ok"
             assert at.id not in cron.jobs
             assert events.of("removed", at.id)
 
