@@ -23,9 +23,17 @@ import attrs
 import trio
 from wsproto.events import Request
 
-from actors import EventHub, RunRegistry, Supervisor, open_store, open_supervisor
-from actors._cron import CronScheduler, open_cron, wall_ms
-from actors._cron_store import SqliteCronStore
+from actors import (
+    CronScheduler,
+    EventHub,
+    RunRegistry,
+    SqliteCronStore,
+    Supervisor,
+    open_cron,
+    open_store,
+    open_supervisor,
+)
+from actors._cron import wall_ms
 from actors._publisher import GENERATION_EVENT, Publisher
 from runtime._config import Config, ConfigError
 from runtime._frames import (

@@ -23,8 +23,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 import trio
 
-from actors._cron import CronNotFound, CronScheduler
-from actors._cron_store import RunQuery
+from actors import CronNotFound, CronScheduler, RunQuery
 from runtime._cron_jobs import (
     CronJob,
     CronJobError,
