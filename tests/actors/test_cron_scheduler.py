@@ -359,3 +359,18 @@ async def test_a_running_job_is_not_started_twice(tmp_path: Path, autojump_clock
                 "ran": False,
                 "reason": "not-due",
             }
+
+
+async def test_cron_enabled_false_stops_automatic_firing(
+    tmp_path: Path, autojump_clock: Any
+) -> None:
+    events = Events()
+    with trio.fail_after(VIRTUAL_LIMIT_S):
+        async with scheduler(tmp_path, events, cron__enabled=False) as cron:
+            j = await cron.add(job())
+            autojump_clock.jump(3 * 3600)
+            await trio.sleep(1)
+            assert events.of("started") == []
+            assert cron.status()["enabled"] is False and "nextWakeAtMs" not in cron.status()
+            await cron.run_now(j.id, "force")  # by hand it still runs
+            await events.wait(lambda: bool(events.of("finished")))
