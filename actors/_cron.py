@@ -332,17 +332,19 @@ class CronScheduler:
         missed = self._missed.pop(snapshot.id, None) if trigger == "missed" else None
         if missed is not None:
             entry["diagnostics"] = missed.diagnostics(outcome.started_at)
-        live = self.jobs.get(snapshot.id)
-        state = self._settle_state(live, snapshot, trigger, outcome) if live else None
-        if live is not None and live.state.nextRunAtMs is not None:
-            entry["nextRunAtMs"] = live.state.nextRunAtMs
         await self._deliver(snapshot, entry, outcome)
         entry["completionStatus"] = _completion(entry)
-        await self.store.put_run(entry)
-        if live is not None and state is not None and self.jobs.get(live.id) is live:
+        # The job as it is now (it may have been updated or removed during the run).
+        live = self.jobs.get(snapshot.id)
+        if live is not None:
+            self._settle_state(live, trigger, outcome)
             live.state.lastDelivered = entry.get("delivered")
             live.state.lastDeliveryStatus = entry.get("deliveryStatus")
             live.state.lastDeliveryError = entry.get("deliveryError")
+            if live.state.nextRunAtMs is not None:
+                entry["nextRunAtMs"] = live.state.nextRunAtMs
+        await self.store.put_run(entry)
+        if live is not None and self.jobs.get(live.id) is live:
             delete = (
                 isinstance(live.schedule, CronAddParamsScheduleAt)
                 and trigger != "manual"
@@ -357,9 +359,7 @@ class CronScheduler:
         view = job_view(live if live is not None else snapshot, revision=False)
         self._emit({"action": "finished", **event, "job": view})
 
-    def _settle_state(
-        self, job: CronJob, snapshot: CronJob, trigger: str, outcome: FiringOutcome
-    ) -> Any:
+    def _settle_state(self, job: CronJob, trigger: str, outcome: FiringOutcome) -> None:
         st = job.state
         st.runningAtMs = None
         st.lastRunAtMs = outcome.started_at
@@ -382,7 +382,6 @@ class CronScheduler:
         elif job.enabled and (st.nextRunAtMs is None or st.nextRunAtMs <= outcome.ended_at):
             st.nextRunAtMs = next_run_after(job.schedule, job.id, outcome.ended_at)
         job.updatedAtMs = outcome.ended_at
-        return st
 
     async def _deliver(self, job: CronJob, entry: dict[str, Any], outcome: FiringOutcome) -> None:
         delivery = job.delivery

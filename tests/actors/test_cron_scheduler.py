@@ -374,3 +374,23 @@ async def test_cron_enabled_false_stops_automatic_firing(
             assert cron.status()["enabled"] is False and "nextWakeAtMs" not in cron.status()
             await cron.run_now(j.id, "force")  # by hand it still runs
             await events.wait(lambda: bool(events.of("finished")))
+
+
+async def test_a_job_updated_mid_run_keeps_the_edit_and_the_runs_result(
+    tmp_path: Path, autojump_clock: Any
+) -> None:
+    from runtime._cron_jobs import apply_patch
+    from runtime._cron_params import CronJobPatch
+
+    events = Events()
+    with trio.fail_after(VIRTUAL_LIMIT_S):
+        async with scheduler(tmp_path, events) as cron:
+            j = await cron.add(job(payload={"kind": "agentTurn", "message": "[[delay:2000]] a b"}))
+            await cron.run_now(j.id, "force")
+            await events.wait(lambda: bool(events.of("started")))
+            patch = msgspec.convert({"name": "renamed"}, CronJobPatch)
+            await cron.replace(apply_patch(cron.get(j.id), patch, now_ms=clock()))
+            await events.wait(lambda: bool(events.of("finished")))
+            now = cron.get(j.id)
+            assert now.name == "renamed"
+            assert now.state.runningAtMs is None and now.state.lastRunStatus == "ok"
