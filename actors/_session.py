@@ -656,7 +656,7 @@ class SessionActor:
                         workspace_dir=str(workspace),
                         tools=tools,
                         hooks=sup.hooks,
-                        idle_timeout=sup.idle_timeout(),
+                        idle_timeout=sup.idle_timeout(cron=req.lane == "cron"),
                         reasoning_level=self.row.reasoningLevel if self.row else None,
                         history_entries=functools.partial(sup.store.load_entries, rec.session_id),
                         fallbacks=agent.fallbacks if not req.model_ref else (),

@@ -178,6 +178,14 @@ class _Delete:
 
 
 @attrs.frozen(eq=False)
+class _Call:
+    """Another module's own statements (`Store.write`), run inside the batch's transaction."""
+
+    fn: Callable[[sqlite3.Connection], object]
+    waiter: _Waiter | None = None
+
+
+@attrs.frozen(eq=False)
 class _Barrier:
     """A flush marker. `low` is the number of operations already processed when the flush
     began: a failed operation at an index at or above it makes the flush fail."""
@@ -186,8 +194,8 @@ class _Barrier:
     waiter: _Waiter
 
 
-_Write = _PutRow | _Append | _Delete
-_Op = _PutRow | _Append | _Delete | _Barrier
+_Write = _PutRow | _Append | _Delete | _Call
+_Op = _PutRow | _Append | _Delete | _Call | _Barrier
 
 
 # --- blocking work, run in worker threads ------------------------------------------------
@@ -319,6 +327,9 @@ def _write_batch(
                     seq += 1
                 next_seq[sid] = seq
                 results.append(None)
+            elif isinstance(op, _Call):
+                flush()
+                results.append(op.fn(conn))
             else:
                 flush()
                 found = conn.execute(
@@ -491,6 +502,22 @@ class Store:
         waiter = await self._barrier()
         if waiter is not None:
             await waiter.wait()
+
+    async def write(self, fn: Callable[[sqlite3.Connection], _T], *, what: str = "write") -> _T:
+        """Run `fn(conn)` in the writer's next transaction (group commit with everything
+        else) and return its result once that transaction has committed: the hook for
+        modules with tables of their own (`actors._cron_store`). `fn` runs in the writer
+        thread and must raise nothing but `sqlite3.Error` (a failure rolls the batch back:
+        `StoreError` here). A checkpoint; cancelled while waiting for the commit, the write
+        still happens."""
+        waiter = _Waiter(message=f"cannot {what}")
+        await self._submit(_Call(fn, waiter))
+        return await waiter.wait()  # type: ignore[return-value]
+
+    async def read(self, fn: Callable[[sqlite3.Connection], _T]) -> _T:
+        """Run `fn(conn)` on a reader connection after the writes enqueued before it have
+        committed (the read twin of `write`). A checkpoint; raises `StoreError`."""
+        return await self._read(lambda conn, _sql, _params: fn(conn), "", ())
 
     # --- reads -------------------------------------------------------------------------
 

@@ -301,8 +301,9 @@ class Supervisor:
         self.lane.total_tokens = generation.config.agents.defaults.maxConcurrent  # main lane
         return old
 
-    def idle_timeout(self) -> float | None:
-        return llm_idle_timeout_seconds(self._generation.config.agents.defaults)
+    def idle_timeout(self, *, cron: bool = False) -> float | None:
+        """The LLM idle window; `cron`: a run on the cron lane (no watchdog by default)."""
+        return llm_idle_timeout_seconds(self._generation.config.agents.defaults, cron=cron)
 
     def turn_settings(self) -> dict[str, Any]:
         """The per-run settings read from the current config (prompt preparation, compaction,

@@ -259,6 +259,28 @@ class LoggingConfig(_Strict, frozen=True):
     maxFileBytes: Annotated[int, msgspec.Meta(gt=0)] | None = None
 
 
+class CronSsrfPolicy(_Strict, frozen=True):
+    """`cron.webhookSsrfPolicy`: webhooks to loopback/private/link-local addresses are
+    refused unless the host is listed here (or private networks are allowed outright)."""
+
+    allowedHostnames: list[str] = []
+    dangerouslyAllowPrivateNetwork: bool = False
+
+
+class CronConfig(_Strict, frozen=True):
+    """`cron.*` (OpenClaw's keys; `webhookSecret`, `webhookMaxAttempts` and
+    `webhookTimeoutSeconds` are clawlane's)."""
+
+    enabled: bool = True
+    maxConcurrentRuns: Annotated[int, msgspec.Meta(ge=1, le=64)] = 1
+    skipMissedJobs: bool = False
+    webhookToken: str | None = None
+    webhookSecret: str | None = None
+    webhookMaxAttempts: Annotated[int, msgspec.Meta(ge=1, le=10)] = 4
+    webhookTimeoutSeconds: Annotated[float, msgspec.Meta(gt=0, le=300)] = 10.0
+    webhookSsrfPolicy: CronSsrfPolicy = CronSsrfPolicy()
+
+
 class Config(_Strict, frozen=True):
     gateway: GatewayConfig = GatewayConfig()
     auth: AuthConfig = AuthConfig()
@@ -268,6 +290,7 @@ class Config(_Strict, frozen=True):
     tools: ToolsConfig = ToolsConfig()
     plugins: PluginsConfig = PluginsConfig()
     logging: LoggingConfig = LoggingConfig()
+    cron: CronConfig = CronConfig()
 
 
 class ConfigError(Exception):

@@ -60,6 +60,30 @@ __all__ = [
     "ConnectParamsClient",
     "ConnectParamsDevice",
     "ConnectParamsWorkerRuns",
+    "CronAddParams",
+    "CronAddParamsDeliveryAnnounce",
+    "CronAddParamsDeliveryAnnounceCompletionDestination",
+    "CronAddParamsDeliveryAnnounceFailureDestination",
+    "CronAddParamsDeliveryNone",
+    "CronAddParamsDeliveryNoneFailureDestination",
+    "CronAddParamsDeliveryWebhook",
+    "CronAddParamsDeliveryWebhookFailureDestination",
+    "CronAddParamsFailureAlert",
+    "CronAddParamsOwner",
+    "CronAddParamsPacing",
+    "CronAddParamsPayloadAgentTurn",
+    "CronAddParamsPayloadCommand",
+    "CronAddParamsPayloadScript",
+    "CronAddParamsPayloadSystemEvent",
+    "CronAddParamsScheduleAt",
+    "CronAddParamsScheduleCron",
+    "CronAddParamsScheduleEvery",
+    "CronAddParamsScheduleOnExit",
+    "CronAddParamsScheduleStream",
+    "CronAddParamsTrigger",
+    "CronListParams",
+    "CronRunsParams",
+    "CronStatusParams",
     "ErrorShape",
     "HelloOk",
     "HelloOkAuth",
@@ -1739,6 +1763,279 @@ class UsersPrefsSetParams(msgspec.Struct, frozen=True, forbid_unknown_fields=Tru
     expectedEntries: Annotated[dict[str, Any], msgspec.Meta(max_length=32)] | msgspec.UnsetType = msgspec.UNSET
 
 
+class CronAddParamsOwner(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+    """`CronAddParams.owner`."""
+
+    agentId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
+    sessionKey: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
+    accountId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
+
+
+class CronAddParamsScheduleAt(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True, tag_field="kind", tag="at"):
+    """`CronAddParams.schedule` when `kind` is "at" (the tag)."""
+
+    at: Annotated[str, msgspec.Meta(min_length=1)]
+
+
+class CronAddParamsScheduleEvery(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True, tag_field="kind", tag="every"):
+    """`CronAddParams.schedule` when `kind` is "every" (the tag)."""
+
+    everyMs: Annotated[int, msgspec.Meta(ge=1, le=8640000000000000)]
+    anchorMs: Annotated[int, msgspec.Meta(ge=0, le=8640000000000000)] | msgspec.UnsetType = msgspec.UNSET
+
+
+class CronAddParamsScheduleCron(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True, tag_field="kind", tag="cron"):
+    """`CronAddParams.schedule` when `kind` is "cron" (the tag)."""
+
+    expr: Annotated[str, msgspec.Meta(min_length=1)]
+    tz: str | msgspec.UnsetType = msgspec.UNSET
+    staggerMs: Annotated[int, msgspec.Meta(ge=0, le=8640000000000000)] | msgspec.UnsetType = msgspec.UNSET
+
+
+class CronAddParamsScheduleOnExit(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True, tag_field="kind", tag="on-exit"):
+    """`CronAddParams.schedule` when `kind` is "on-exit" (the tag)."""
+
+    command: Annotated[str, msgspec.Meta(min_length=1)]
+    cwd: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
+
+
+class CronAddParamsScheduleStream(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True, tag_field="kind", tag="stream"):
+    """`CronAddParams.schedule` when `kind` is "stream" (the tag)."""
+
+    command: Annotated[list[Annotated[str, msgspec.Meta(min_length=1)]], msgspec.Meta(min_length=1)]
+    cwd: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
+    mode: Literal["line", "match"] | msgspec.UnsetType = msgspec.UNSET
+    match: str | msgspec.UnsetType = msgspec.UNSET
+    # Quiet-window milliseconds; clamped to 50-5000
+    batchMs: int | msgspec.UnsetType = msgspec.UNSET
+    # UTF-8 batch byte cap; clamped to 1024-65536
+    maxBatchBytes: int | msgspec.UnsetType = msgspec.UNSET
+
+
+class CronAddParamsPacing(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+    """`CronAddParams.pacing`.
+
+    Dynamic-cadence bounds; at least one of min or max is required
+    """
+
+    min: Annotated[str, msgspec.Meta(min_length=1, pattern="\\S")] | msgspec.UnsetType = msgspec.UNSET
+    max: Annotated[str, msgspec.Meta(min_length=1, pattern="\\S")] | msgspec.UnsetType = msgspec.UNSET
+
+
+class CronAddParamsTrigger(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+    """`CronAddParams.trigger`."""
+
+    script: Annotated[str, msgspec.Meta(min_length=1, max_length=65536)]
+    once: bool | msgspec.UnsetType = msgspec.UNSET
+
+
+class CronAddParamsPayloadSystemEvent(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True, tag_field="kind", tag="systemEvent"):
+    """`CronAddParams.payload` when `kind` is "systemEvent" (the tag)."""
+
+    text: Annotated[str, msgspec.Meta(min_length=1)]
+    toolsAllow: list[str] | msgspec.UnsetType = msgspec.UNSET
+    toolsAllowIsDefault: bool | msgspec.UnsetType = msgspec.UNSET
+
+
+class CronAddParamsPayloadAgentTurn(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True, tag_field="kind", tag="agentTurn"):
+    """`CronAddParams.payload` when `kind` is "agentTurn" (the tag)."""
+
+    message: Annotated[str, msgspec.Meta(min_length=1)]
+    model: str | msgspec.UnsetType = msgspec.UNSET
+    fallbacks: list[str] | msgspec.UnsetType = msgspec.UNSET
+    thinking: str | msgspec.UnsetType = msgspec.UNSET
+    timeoutSeconds: Annotated[float, msgspec.Meta(ge=0)] | msgspec.UnsetType = msgspec.UNSET
+    allowUnsafeExternalContent: bool | msgspec.UnsetType = msgspec.UNSET
+    lightContext: bool | msgspec.UnsetType = msgspec.UNSET
+    toolsAllow: list[str] | msgspec.UnsetType = msgspec.UNSET
+    toolsAllowIsDefault: bool | msgspec.UnsetType = msgspec.UNSET
+
+
+class CronAddParamsPayloadCommand(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True, tag_field="kind", tag="command"):
+    """`CronAddParams.payload` when `kind` is "command" (the tag)."""
+
+    argv: Annotated[list[Annotated[str, msgspec.Meta(min_length=1)]], msgspec.Meta(min_length=1)]
+    cwd: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
+    env: dict[str, str] | msgspec.UnsetType = msgspec.UNSET
+    input: str | msgspec.UnsetType = msgspec.UNSET
+    timeoutSeconds: Annotated[float, msgspec.Meta(ge=0)] | msgspec.UnsetType = msgspec.UNSET
+    noOutputTimeoutSeconds: Annotated[float, msgspec.Meta(ge=0)] | msgspec.UnsetType = msgspec.UNSET
+    outputMaxBytes: Annotated[int, msgspec.Meta(ge=1)] | msgspec.UnsetType = msgspec.UNSET
+    toolsAllow: list[str] | msgspec.UnsetType = msgspec.UNSET
+    toolsAllowIsDefault: bool | msgspec.UnsetType = msgspec.UNSET
+
+
+class CronAddParamsPayloadScript(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True, tag_field="kind", tag="script"):
+    """`CronAddParams.payload` when `kind` is "script" (the tag)."""
+
+    script: Annotated[str, msgspec.Meta(min_length=1, max_length=65536)]
+    timeoutSeconds: Annotated[float, msgspec.Meta(ge=1)] | msgspec.UnsetType = msgspec.UNSET
+    toolBudget: Annotated[int, msgspec.Meta(ge=1)] | msgspec.UnsetType = msgspec.UNSET
+    toolsAllow: list[str] | msgspec.UnsetType = msgspec.UNSET
+    toolsAllowIsDefault: bool | msgspec.UnsetType = msgspec.UNSET
+
+
+class CronAddParamsDeliveryNoneFailureDestination(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+    """`CronAddParams.delivery.failureDestination`."""
+
+    # Any: not representable in msgspec: union with several str types (`Annotated[str,
+    # msgspec.Meta(min_length=1, pattern="\\S")]`, `Literal["last"]`).
+    channel: Any | msgspec.UnsetType = msgspec.UNSET
+    to: Annotated[str, msgspec.Meta(min_length=1, pattern="\\S")] | msgspec.UnsetType = msgspec.UNSET
+    accountId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
+    mode: Literal["announce", "webhook"] | msgspec.UnsetType = msgspec.UNSET
+
+
+class CronAddParamsDeliveryNone(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True, tag_field="mode", tag="none"):
+    """`CronAddParams.delivery` when `mode` is "none" (the tag)."""
+
+    # Any: not representable in msgspec: union with several str types (`Annotated[str,
+    # msgspec.Meta(min_length=1, pattern="\\S")]`, `Literal["last"]`).
+    channel: Any | msgspec.UnsetType = msgspec.UNSET
+    threadId: str | float | msgspec.UnsetType = msgspec.UNSET
+    accountId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
+    bestEffort: bool | msgspec.UnsetType = msgspec.UNSET
+    failureDestination: CronAddParamsDeliveryNoneFailureDestination | msgspec.UnsetType = msgspec.UNSET
+    to: Annotated[str, msgspec.Meta(min_length=1, pattern="\\S")] | msgspec.UnsetType = msgspec.UNSET
+
+
+class CronAddParamsDeliveryAnnounceFailureDestination(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+    """`CronAddParams.delivery.failureDestination`."""
+
+    # Any: not representable in msgspec: union with several str types (`Annotated[str,
+    # msgspec.Meta(min_length=1, pattern="\\S")]`, `Literal["last"]`).
+    channel: Any | msgspec.UnsetType = msgspec.UNSET
+    to: Annotated[str, msgspec.Meta(min_length=1, pattern="\\S")] | msgspec.UnsetType = msgspec.UNSET
+    accountId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
+    mode: Literal["announce", "webhook"] | msgspec.UnsetType = msgspec.UNSET
+
+
+class CronAddParamsDeliveryAnnounceCompletionDestination(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+    """`CronAddParams.delivery.completionDestination`."""
+
+    mode: Literal["webhook"]
+    to: Annotated[str, msgspec.Meta(min_length=1, pattern="\\S")]
+
+
+class CronAddParamsDeliveryAnnounce(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True, tag_field="mode", tag="announce"):
+    """`CronAddParams.delivery` when `mode` is "announce" (the tag)."""
+
+    # Any: not representable in msgspec: union with several str types (`Annotated[str,
+    # msgspec.Meta(min_length=1, pattern="\\S")]`, `Literal["last"]`).
+    channel: Any | msgspec.UnsetType = msgspec.UNSET
+    threadId: str | float | msgspec.UnsetType = msgspec.UNSET
+    accountId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
+    bestEffort: bool | msgspec.UnsetType = msgspec.UNSET
+    failureDestination: CronAddParamsDeliveryAnnounceFailureDestination | msgspec.UnsetType = msgspec.UNSET
+    completionDestination: CronAddParamsDeliveryAnnounceCompletionDestination | msgspec.UnsetType = msgspec.UNSET
+    to: Annotated[str, msgspec.Meta(min_length=1, pattern="\\S")] | msgspec.UnsetType = msgspec.UNSET
+
+
+class CronAddParamsDeliveryWebhookFailureDestination(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+    """`CronAddParams.delivery.failureDestination`."""
+
+    # Any: not representable in msgspec: union with several str types (`Annotated[str,
+    # msgspec.Meta(min_length=1, pattern="\\S")]`, `Literal["last"]`).
+    channel: Any | msgspec.UnsetType = msgspec.UNSET
+    to: Annotated[str, msgspec.Meta(min_length=1, pattern="\\S")] | msgspec.UnsetType = msgspec.UNSET
+    accountId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
+    mode: Literal["announce", "webhook"] | msgspec.UnsetType = msgspec.UNSET
+
+
+class CronAddParamsDeliveryWebhook(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True, tag_field="mode", tag="webhook"):
+    """`CronAddParams.delivery` when `mode` is "webhook" (the tag)."""
+
+    to: Annotated[str, msgspec.Meta(min_length=1, pattern="\\S")]
+    # Any: not representable in msgspec: union with several str types (`Annotated[str,
+    # msgspec.Meta(min_length=1, pattern="\\S")]`, `Literal["last"]`).
+    channel: Any | msgspec.UnsetType = msgspec.UNSET
+    threadId: str | float | msgspec.UnsetType = msgspec.UNSET
+    accountId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
+    bestEffort: bool | msgspec.UnsetType = msgspec.UNSET
+    failureDestination: CronAddParamsDeliveryWebhookFailureDestination | msgspec.UnsetType = msgspec.UNSET
+
+
+class CronAddParamsFailureAlert(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+    """`CronAddParams.failureAlert`."""
+
+    after: Annotated[int, msgspec.Meta(ge=1)] | msgspec.UnsetType = msgspec.UNSET
+    # Any: not representable in msgspec: union with several str types (`Annotated[str,
+    # msgspec.Meta(min_length=1, pattern="\\S")]`, `Literal["last"]`).
+    channel: Any | msgspec.UnsetType = msgspec.UNSET
+    to: Annotated[str, msgspec.Meta(min_length=1, pattern="\\S")] | msgspec.UnsetType = msgspec.UNSET
+    cooldownMs: Annotated[int, msgspec.Meta(ge=0)] | msgspec.UnsetType = msgspec.UNSET
+    includeSkipped: bool | msgspec.UnsetType = msgspec.UNSET
+    mode: Literal["announce", "webhook"] | msgspec.UnsetType = msgspec.UNSET
+    accountId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
+
+
+class CronAddParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+    """`CronAddParams` (`#/definitions/CronAddParams`)."""
+
+    name: Annotated[str, msgspec.Meta(min_length=1)]
+    schedule: CronAddParamsScheduleAt | CronAddParamsScheduleEvery | CronAddParamsScheduleCron | CronAddParamsScheduleOnExit | CronAddParamsScheduleStream
+    # Any: not representable in msgspec: union with several str types (`Annotated[str,
+    # msgspec.Meta(pattern="^session:.+")]`, `Literal["main", "isolated", "current"]`).
+    sessionTarget: Any
+    wakeMode: Literal["next-heartbeat", "now"]
+    payload: CronAddParamsPayloadSystemEvent | CronAddParamsPayloadAgentTurn | CronAddParamsPayloadCommand | CronAddParamsPayloadScript
+    declarationKey: Annotated[str, msgspec.Meta(min_length=1, max_length=200, pattern="\\S")] | msgspec.UnsetType = msgspec.UNSET
+    displayName: Annotated[str, msgspec.Meta(min_length=1, max_length=200, pattern="\\S")] | msgspec.UnsetType = msgspec.UNSET
+    owner: CronAddParamsOwner | msgspec.UnsetType = msgspec.UNSET
+    agentId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType | None = msgspec.UNSET
+    sessionKey: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType | None = msgspec.UNSET
+    description: str | msgspec.UnsetType = msgspec.UNSET
+    enabled: bool | msgspec.UnsetType = msgspec.UNSET
+    deleteAfterRun: bool | msgspec.UnsetType = msgspec.UNSET
+    # Dynamic-cadence bounds; at least one of min or max is required
+    pacing: CronAddParamsPacing | msgspec.UnsetType = msgspec.UNSET
+    trigger: CronAddParamsTrigger | msgspec.UnsetType = msgspec.UNSET
+    delivery: CronAddParamsDeliveryNone | CronAddParamsDeliveryAnnounce | CronAddParamsDeliveryWebhook | msgspec.UnsetType = msgspec.UNSET
+    failureAlert: Literal[False] | CronAddParamsFailureAlert | msgspec.UnsetType = msgspec.UNSET
+
+
+class CronListParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+    """`CronListParams` (`#/definitions/CronListParams`)."""
+
+    sessionKey: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
+    sessionAgentId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
+    includeDisabled: bool | msgspec.UnsetType = msgspec.UNSET
+    limit: Annotated[int, msgspec.Meta(ge=1, le=200)] | msgspec.UnsetType = msgspec.UNSET
+    offset: Annotated[int, msgspec.Meta(ge=0)] | msgspec.UnsetType = msgspec.UNSET
+    query: str | msgspec.UnsetType = msgspec.UNSET
+    enabled: Literal["all", "enabled", "disabled"] | msgspec.UnsetType = msgspec.UNSET
+    scheduleKind: Literal["all", "at", "every", "cron", "on-exit", "stream"] | msgspec.UnsetType = msgspec.UNSET
+    lastRunStatus: Literal["all", "ok", "error", "skipped", "unknown"] | msgspec.UnsetType = msgspec.UNSET
+    trigger: Literal["all", "conditional", "unconditional"] | msgspec.UnsetType = msgspec.UNSET
+    sortBy: Literal["nextRunAtMs", "updatedAtMs", "name"] | msgspec.UnsetType = msgspec.UNSET
+    sortDir: Literal["asc", "desc"] | msgspec.UnsetType = msgspec.UNSET
+    agentId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
+    compact: bool | msgspec.UnsetType = msgspec.UNSET
+    includeDeliveryPreviews: bool | msgspec.UnsetType = msgspec.UNSET
+
+
+class CronRunsParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+    """`CronRunsParams` (`#/definitions/CronRunsParams`)."""
+
+    agentId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
+    scope: Literal["job", "all"] | msgspec.UnsetType = msgspec.UNSET
+    id: Annotated[str, msgspec.Meta(min_length=1, pattern="^[^/\\\\]+\\Z")] | msgspec.UnsetType = msgspec.UNSET
+    jobId: Annotated[str, msgspec.Meta(min_length=1, pattern="^[^/\\\\]+\\Z")] | msgspec.UnsetType = msgspec.UNSET
+    runId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
+    limit: Annotated[int, msgspec.Meta(ge=1, le=200)] | msgspec.UnsetType = msgspec.UNSET
+    offset: Annotated[int, msgspec.Meta(ge=0)] | msgspec.UnsetType = msgspec.UNSET
+    statuses: Annotated[list[Literal["ok", "error", "skipped"]], msgspec.Meta(min_length=1, max_length=3)] | msgspec.UnsetType = msgspec.UNSET
+    status: Literal["all", "ok", "error", "skipped"] | msgspec.UnsetType = msgspec.UNSET
+    deliveryStatuses: Annotated[list[Literal["delivered", "not-delivered", "unknown", "not-requested"]], msgspec.Meta(min_length=1, max_length=4)] | msgspec.UnsetType = msgspec.UNSET
+    deliveryStatus: Literal["delivered", "not-delivered", "unknown", "not-requested"] | msgspec.UnsetType = msgspec.UNSET
+    query: str | msgspec.UnsetType = msgspec.UNSET
+    sortDir: Literal["asc", "desc"] | msgspec.UnsetType = msgspec.UNSET
+
+
+class CronStatusParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+    """`CronStatusParams` (`#/definitions/CronStatusParams`)."""
+
+
 METHOD_SCOPES: Final[dict[str, str]] = {
     "health": "operator.read",
     "diagnostics.stability": "operator.read",
@@ -2196,6 +2493,10 @@ PARAMS_TYPES: Final[dict[str, type[msgspec.Struct]]] = {
     "system.info": SystemInfoParams,
     "users.prefs.get": UsersPrefsGetParams,
     "users.prefs.set": UsersPrefsSetParams,
+    "cron.add": CronAddParams,
+    "cron.list": CronListParams,
+    "cron.runs": CronRunsParams,
+    "cron.status": CronStatusParams,
 }
 """Params type of each method whose params are generated here."""
 

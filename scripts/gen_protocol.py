@@ -119,6 +119,11 @@ OPTIONAL_DEFINITIONS: Final = (
     "SystemInfoParams",
     "UsersPrefsGetParams",
     "UsersPrefsSetParams",
+    # Scheduled runs (issue 15):
+    "CronAddParams",
+    "CronListParams",
+    "CronRunsParams",
+    "CronStatusParams",
 )
 
 _STRUCT_OPTIONS: Final = "frozen=True, forbid_unknown_fields=True, omit_defaults=True"

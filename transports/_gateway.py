@@ -16,7 +16,7 @@ import platform
 import signal
 import socket
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Final
@@ -25,7 +25,17 @@ import attrs
 import trio
 from wsproto.events import Request
 
-from actors import EventHub, RunRegistry, Supervisor, open_store, open_supervisor
+from actors import (
+    CronScheduler,
+    EventHub,
+    RunRegistry,
+    SqliteCronStore,
+    Supervisor,
+    open_cron,
+    open_store,
+    open_supervisor,
+)
+from actors._cron import wall_ms
 from actors._publisher import GENERATION_EVENT, Publisher
 from runtime._config import Config, ConfigError
 from runtime._frames import (
@@ -68,6 +78,7 @@ from ._http_routes import HttpRoutes, load_dashboard
 from ._methods import Methods
 from ._metrics import HttpCounters
 from ._origins import ORIGIN_NOT_ALLOWED_MESSAGE, check_origin
+from ._state_lock import GatewayLockError, state_dir_lock
 from ._ws import CLOSE_GOING_AWAY, CLOSE_POLICY, WebSocketServerConnection
 
 log = logging.getLogger("clawlane.gateway")
@@ -101,6 +112,7 @@ EVENTS: Final = (
     "presence",
     "users.prefs.changed",
     GENERATION_EVENT,  # clawlane-only: "runtime.generation" (publishes and failed builds)
+    "cron",
 )
 
 
@@ -158,6 +170,7 @@ class Gateway:
         self.close_grace_s = 5.0
         self.tick_interval_ms = TICK_INTERVAL_MS
         self.publisher: Publisher | None = None  # set by open_gateway (issue 3)
+        self.cron: CronScheduler | None = None  # set by open_gateway (issue 15)
         self.methods = Methods(self)
         self.connections: dict[str, ClientConnection] = {}
         self._ids = itertools.count(1)
@@ -470,6 +483,12 @@ class Gateway:
         self.accepting = False
         self.hub.broadcast("shutdown", {"reason": reason})
 
+    def emit_cron(self, payload: dict[str, Any]) -> None:
+        """The `cron` event, to every connection with `operator.read` (as OpenClaw)."""
+        targets = [c for c in self.connections.values() if c.has_scope("operator.read")]
+        if targets:
+            self.hub.send_to(targets, "cron", payload)
+
     def close_all(self) -> None:
         for conn in list(self.connections.values()):
             conn.ws.close(CLOSE_GOING_AWAY, "gateway shutting down")
@@ -487,6 +506,35 @@ class GatewayOptions:
     """Unauthenticated sockets per client address (OpenClaw: 32); more get HTTP 503."""
     remote_peer_addresses: frozenset[str] = frozenset()
     """Loopback client addresses to treat as remote (tests of remote pairing and limits)."""
+    cron_clock: Callable[[], int] = wall_ms
+    """Epoch ms for the cron scheduler (tests pass a clock that follows trio's)."""
+
+
+@asynccontextmanager
+async def _own_state_dir(state_dir: Path) -> AsyncIterator[None]:
+    """The state dir's lock (one gateway per state dir); refusal as `GatewayConfigError`."""
+    try:
+        lock = state_dir_lock(state_dir)
+        lock.__enter__()
+    except GatewayLockError as exc:
+        raise GatewayConfigError(str(exc)) from None
+    try:
+        await trio.lowlevel.checkpoint()
+        yield
+    finally:
+        lock.__exit__(None, None, None)
+
+
+async def _run_cron(
+    gateway: Gateway, store: Any, clock: Callable[[], int], *, task_status: trio.TaskStatus[None]
+) -> None:
+    """The cron scheduler (issue 15), for the gateway's lifetime."""
+    async with open_cron(
+        gateway.supervisor, SqliteCronStore(store), emit=gateway.emit_cron, clock=clock
+    ) as cron:
+        gateway.cron = cron
+        task_status.started()
+        await trio.sleep_forever()
 
 
 @asynccontextmanager
@@ -514,6 +562,7 @@ async def open_gateway(config: Config, options: GatewayOptions) -> AsyncIterator
     options.state_dir.mkdir(parents=True, exist_ok=True)
     port = options.port if options.port is not None else config.gateway.port
     async with (
+        _own_state_dir(options.state_dir),  # one gateway per state dir (issue 15)
         open_store(options.state_dir / "clawlane.sqlite") as store,
         open_supervisor(
             generation=generation, store=store, workspace_root=options.state_dir / "workspaces"
@@ -548,6 +597,7 @@ async def open_gateway(config: Config, options: GatewayOptions) -> AsyncIterator
             # --- issue 14: the HTTP routes (the dashboard's files) and the chart sampler ---
             gateway.http_routes = HttpRoutes(gateway, await trio.to_thread.run_sync(load_dashboard))
             nursery.start_soon(gateway.sampler.run)
+            await nursery.start(_run_cron, gateway, store, options.cron_clock)
             listeners = await trio.open_tcp_listeners(port, host=options.host)
             gateway.listeners = listeners
             if hooks.has("gateway_start"):

@@ -29,17 +29,18 @@ from runtime._frames import decode_params as decode_params
 from runtime._generation import GenerationError
 from runtime._wire import (
     METHOD_SCOPES,
-    AgentParams,
     AgentWaitParams,
     ModelsListParams,
     SessionsListParams,
 )
+from runtime._wire_ext import AgentParams
 
 from . import (
     _dashboard,
     _methods_clients,
     _methods_config,
     _methods_controlui,
+    _methods_cron,
     _methods_devices,
     _methods_sessions,
 )
@@ -104,6 +105,7 @@ class Methods:
         _dashboard.register(self)  # clawlane.dashboard/generations/series (issue 14)
         _methods_clients.register(self)  # what OpenClaw's CLI and terminal UI call (issue 17)
         _methods_controlui.register(self)  # what OpenClaw's Control UI calls (issue 17)
+        _methods_cron.register(self)  # cron.* (issue 15)
 
     def add(
         self, name: str, handler: Handler, params: type[Any] | None, *, scope: str | None = None

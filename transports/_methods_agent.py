@@ -45,7 +45,9 @@ from runtime._frames import (
 )
 from runtime._generation import AgentSpec, GenerationError
 from runtime._sessions import SessionKeyError
-from runtime._wire import AgentParams
+from runtime._wire_ext import AgentParams  # the generated one plus `webhook` (issue 15)
+
+from ._agent_webhook import attach_webhook
 
 if TYPE_CHECKING:
     from ._connection import ClientConnection
@@ -218,6 +220,7 @@ def _open_run(
         reset=plan.reset,
         reset_reason=plan.reset_reason,
     )
+    attach_webhook(gw, params, record)  # issue 15: the optional `webhook`
     return record, request
 
 

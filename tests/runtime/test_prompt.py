@@ -473,7 +473,9 @@ async def test_the_coalescer_flushes_after_an_idle_pause(autojump_clock: Any) ->
         for piece in pieces:
             text += piece
             pipeline.on_text(text)
-            await trio.sleep(5)  # virtual time (autojump): the model is silent for 5 s, so the idle timer fires
+            await trio.sleep(
+                5
+            )  # virtual time (autojump): the model is silent for 5 s, so the idle timer fires
         pipeline.finish()
         nursery.cancel_scope.cancel()
     assert delivered == [
