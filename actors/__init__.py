@@ -7,8 +7,14 @@
 - `Store` (`open_store`): the one owner of the SQLite database.
 - `CronScheduler` (`open_cron`), `CronStore`/`SqliteCronStore`, `FiringLease`/`LocalLease`:
   scheduled runs; `deliver_webhook`, `WebhookSettings`: signed webhooks when a run ends.
+- `SubmissionOrder`, `Ticket`: the order of a session's runs, fixed when requests arrive.
+- `AcceptedRun`, `JournalRow`, `accepted_row`: the run journal (accepted runs, durable
+  before their ack); `recover_runs`, `RecoveredRun`, `RecoveryReport`, `replay_terminal`:
+  what a start makes of it.
 
-Errors: `StoreError` (a commit or read failed), `StoreClosedError` (used after close).
+Errors: `StoreError` (a commit or read failed), `StoreClosedError` (used after close);
+`RunRefused` (`Supervisor.accept_run` did not take a run: `RunInFlight`, `ShuttingDown`),
+`LaneFull` (the session's queue is full, drop policy `new`).
 """
 
 from ._chat import ChatFlusher as ChatFlusher
@@ -25,7 +31,17 @@ from ._hub import EventHub as EventHub
 from ._hub import HubStatistics as HubStatistics
 from ._hub import Replay as Replay
 from ._hub import Subscriber as Subscriber
+from ._journal import AcceptedRun as AcceptedRun
+from ._journal import JournalRow as JournalRow
+from ._journal import accepted_row as accepted_row
+from ._lane import LaneFull as LaneFull
+from ._order import SubmissionOrder as SubmissionOrder
+from ._order import Ticket as Ticket
 from ._publisher import Publisher as Publisher
+from ._recovery import RecoveredRun as RecoveredRun
+from ._recovery import RecoveryReport as RecoveryReport
+from ._recovery import recover_runs as recover_runs
+from ._recovery import replay_terminal as replay_terminal
 from ._registry import CachedResponse as CachedResponse
 from ._registry import IdempotencyCache as IdempotencyCache
 from ._registry import RunRecord as RunRecord
@@ -36,6 +52,9 @@ from ._store import Store as Store
 from ._store import StoreClosedError as StoreClosedError
 from ._store import StoreError as StoreError
 from ._store import open_store as open_store
+from ._supervisor import RunInFlight as RunInFlight
+from ._supervisor import RunRefused as RunRefused
+from ._supervisor import ShuttingDown as ShuttingDown
 from ._supervisor import Supervisor as Supervisor
 from ._supervisor import SupervisorStatistics as SupervisorStatistics
 from ._supervisor import open_supervisor as open_supervisor
@@ -43,6 +62,7 @@ from ._webhook import WebhookSettings as WebhookSettings
 from ._webhook import deliver_webhook as deliver_webhook
 
 __all__ = [
+    "AcceptedRun",
     "CachedResponse",
     "ChatFlusher",
     "ChatStream",
@@ -53,24 +73,36 @@ __all__ = [
     "FiringLease",
     "HubStatistics",
     "IdempotencyCache",
+    "JournalRow",
+    "LaneFull",
     "LocalLease",
     "Publisher",
+    "RecoveredRun",
+    "RecoveryReport",
     "Replay",
+    "RunInFlight",
     "RunQuery",
     "RunRecord",
+    "RunRefused",
     "RunRegistry",
     "RunRequest",
     "SessionActor",
+    "ShuttingDown",
     "SqliteCronStore",
     "Store",
     "StoreClosedError",
     "StoreError",
+    "SubmissionOrder",
     "Subscriber",
     "Supervisor",
     "SupervisorStatistics",
+    "Ticket",
     "WebhookSettings",
+    "accepted_row",
     "deliver_webhook",
     "open_cron",
     "open_store",
     "open_supervisor",
+    "recover_runs",
+    "replay_terminal",
 ]

@@ -34,8 +34,10 @@ from runtime._sessions import DEFAULT_MAIN_KEY, SessionKeyError
 from runtime._wire import CronAddParamsPayloadAgentTurn
 from runtime.llm._types import AssistantMessage, TextContent
 
+from ._lane import LaneFull
 from ._registry import RunRecord
 from ._session import RunRequest
+from ._supervisor import RunRefused
 
 if TYPE_CHECKING:
     from ._supervisor import Supervisor
@@ -175,16 +177,11 @@ async def execute(
             accepted_at=now_ms(),
         )
         outcome.agent_run_id = record.run_id
-        sup.registry.add(record)
-        sup.hub.open_run(record.run_id, key, session_id=row.sessionId, agent_id=spec.id)
         request = RunRequest(
             lane="cron", record=record, message=message, timeout_s=timeout_s, model_ref=model_ref
         )
-        try:
-            sup.submit(actor, request, actor.queue_settings("followup"))
-        except Exception:
-            actor.finish_unrun(request, "dropped")
-            raise
+        # One step: registered, streamed and queued, or refused / ended (no phantom run).
+        sup.accept_run(actor, request, actor.queue_settings("followup"))
         try:
             await record.done.wait()
         except BaseException:
@@ -200,7 +197,7 @@ async def execute(
             outcome.error = f"cron: run aborted ({record.abort_reason})"
         else:
             outcome.error = record.error or "agent run failed"
-    except (GenerationError, SessionKeyError) as exc:
+    except (GenerationError, SessionKeyError, LaneFull, RunRefused) as exc:
         outcome.error = str(exc)
     except Exception as exc:  # a bug: this firing fails, the scheduler carries on
         log.exception("cron job %s crashed", job.id)

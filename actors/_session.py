@@ -8,7 +8,9 @@ queue is empty, so an idle session costs one small object.
 Each run: wait for a global lane slot (cancellable: an abort while queued ends the run at
 once), fork stores from the generation current at that moment and keep them to the end,
 emit lifecycle `start`, run the attempt loop, and emit exactly one terminal lifecycle event
-(`end` or `error`) whatever happens: provider error, crash, timeout, abort, shutdown.
+(`end` or `error`) whatever happens: provider error, crash, timeout, abort, shutdown. The
+terminal event waits for the run's writes to commit (`actors._ending`): a turn that could
+not be stored ends with an error saying so.
 """
 
 from __future__ import annotations
@@ -24,9 +26,8 @@ import msgspec
 import trio
 
 from runtime._agent import RunProgress, SteerInbox, now_ms
-from runtime._compaction import MessageTags, compact_session, persist_run
+from runtime._compaction import MessageTags, compact_session
 from runtime._generation import GenerationError, ModelRuntimeGeneration
-from runtime._reply import ToolErrorInfo, build_final_payloads
 from runtime._sessions import (
     MessageEntry,
     SessionRow,
@@ -40,9 +41,10 @@ from runtime._sessions import (
 from runtime._toolrunner import RunTools
 from runtime._turn import TurnResult, TurnSpec, run_turn
 from runtime.llm._tokens import estimate_message_tokens
-from runtime.llm._types import AssistantMessage, Message, ProviderError, TextContent, UserMessage
+from runtime.llm._types import Message, ProviderError, UserMessage
 
-from ._chat import ChatStream, assistant_message
+from ._chat import ChatStream
+from ._ending import CommitWait, EndWrite, RunEnd, finish_run, record_end
 from ._hub import Subscriber
 from ._lane import Lane, QueueMode, QueueSettings, normalize_drop, normalize_mode
 from ._registry import AbortReason, RunRecord
@@ -74,6 +76,10 @@ class RunRequest:
     queued_while_busy: bool = False
     debounce: bool = False
     """Chat messages queued while busy wait out `debounceMs`; `agent` runs do not."""
+    kind: str = "agent"
+    """`agent` or `chat`: the idempotency cache its key lives in (`actors._journal`)."""
+    journaled: bool = False
+    """Its acceptance is in the run journal: its end is written there too."""
 
 
 @attrs.define(eq=False)
@@ -102,6 +108,8 @@ class SessionActor:
     _queue_settings: tuple[tuple[object, ...], QueueSettings] | None = None
     _message_seq: int = 0
     """Messages in the stored transcript (what `session.message` and `chat.history` number)."""
+    end_pending: CommitWait | None = None
+    """The last run's writes, until they commit and its end is announced (`settled`)."""
 
     @property
     def busy(self) -> bool:
@@ -221,31 +229,52 @@ class SessionActor:
         rec.status = "aborted"
         rec.started_at = rec.started_at or t
         rec.ended_at = t
-        sup.hub.emit_agent(rec.run_id, "lifecycle", {"phase": "start", "startedAt": rec.started_at})
-        sup.hub.emit_agent(
-            rec.run_id,
-            "lifecycle",
-            {
-                "phase": "end",
-                "startedAt": rec.started_at,
-                "endedAt": t,
-                "aborted": True,
-                "stopReason": reason,
-            },
-        )
-        sup.hub.emit_chat(rec.run_id, "aborted", stopReason=reason)
         rec.final = {
             "payloads": [],
             "meta": {"durationMs": 0, "aborted": True, "stopReason": reason},
         }
-        sup.registry.finish(rec)
-        sup.hub.close_run(rec.run_id)
+        try:
+            hub = sup.hub
+            hub.open_run(rec.run_id, self.key, session_id=rec.session_id, agent_id=rec.agent_id)
+            hub.emit_agent(rec.run_id, "lifecycle", {"phase": "start", "startedAt": rec.started_at})
+            hub.emit_agent(
+                rec.run_id,
+                "lifecycle",
+                {
+                    "phase": "end",
+                    "startedAt": rec.started_at,
+                    "endedAt": t,
+                    "aborted": True,
+                    "stopReason": reason,
+                },
+            )
+            hub.emit_chat(rec.run_id, "aborted", stopReason=reason)
+        finally:
+            # Whatever failed above, the run has ended: its waiters wake, its stream closes.
+            sup.registry.finish(rec)
+            sup.hub.close_run(rec.run_id)
+            self._journal_end(req)
+
+    def _journal_end(self, req: RunRequest) -> None:
+        """The journal row of a run that ended without writes of its own."""
+        row = self.supervisor.end_row(req)
+        if row is not None:
+            self.supervisor.store_commit(run=row)
+
+    async def settled(self) -> None:
+        """Wait until the last run's writes have committed and its end is announced (so
+        that what comes next sees what was stored). A checkpoint only when it waits."""
+        pending = self.end_pending
+        if pending is not None and not pending.event.is_set():
+            await pending.event.wait()
 
     async def append_messages(
         self, messages: list[Message], tags: list[MessageTags] | None = None
     ) -> list[MessageEntry]:
         """Append messages outside a run (`chat.inject`, a slash command and its reply), each
-        with its `tags`. A checkpoint (loads the transcript)."""
+        with its `tags`, returning once they are stored. A checkpoint. Raises `StoreError`
+        (the session then reloads its transcript)."""
+        await self.settled()
         _, builder = await self._transcript()
         assert self.row is not None and self._history is not None
         tags = tags or []
@@ -258,9 +287,26 @@ class SessionActor:
             for i, m in enumerate(messages)
         ]
         self._extend_history(messages)
-        self.supervisor.store_append(self.row.sessionId, entries)
+        await self._commit_durable(session_id=self.row.sessionId, entries=entries)
         self.announce_messages(entries)
         return entries
+
+    async def _commit_durable(self, **writes: Any) -> None:
+        """Writes of this session outside a run, waited for; a failure makes the session
+        forget its in-memory transcript (the store's is the truth). A checkpoint."""
+        commit = CommitWait()
+        self.supervisor.store_commit(on_commit=commit, **writes)
+        await commit.event.wait()
+        if commit.error is not None:
+            self.forget_transcript()
+            raise commit.error
+
+    def forget_transcript(self) -> None:
+        """Drop the in-memory transcript: the next use loads it from the store (after a
+        write failed, what is in memory is not what is stored). Not a checkpoint."""
+        self._history = None
+        self._history_tokens = None
+        self._builder = None
 
     async def compact(
         self, *, max_kept_messages: int | None, instructions: str | None = None
@@ -275,6 +321,7 @@ class SessionActor:
         assert self.row is not None
         self.draining = True  # hold the lane: runs submitted meanwhile wait for us
         try:
+            await self.settled()
             await sup.store.flush()
             entries = await sup.store.load_entries(self.row.sessionId)
             _, builder = await self._transcript()
@@ -293,7 +340,6 @@ class SessionActor:
             )
             if done is None:
                 return {"compacted": False}
-            sup.store_append(self.row.sessionId, [done.entry])
             self._history = list(done.context)
             self._history_tokens = None
             self.row = msgspec.structs.replace(
@@ -302,7 +348,9 @@ class SessionActor:
                 contextTokens=done.record.tokens_after,
                 updatedAt=now_ms(),
             )
-            sup.store_put_session(self.row)
+            await self._commit_durable(
+                session_id=self.row.sessionId, entries=[done.entry], row=self.row
+            )
             return {
                 "compacted": True,
                 "tokensBefore": done.record.tokens_before,
@@ -385,6 +433,7 @@ class SessionActor:
             rec.final = final
             sup.registry.finish(rec)
             sup.hub.close_run(rec.run_id)
+            self._journal_end(req)
 
     # --- loading --------------------------------------------------------------------------
 
@@ -461,6 +510,9 @@ class SessionActor:
         """Run queued turns in order until the lane is empty. Follow-ups wait out the
         debounce (measured from the last message queued while busy) so bursts coalesce."""
         while self.lane:
+            await self.settled()  # the previous run's end (its writes) first
+            if not self.lane:
+                break
             head = self.lane.items[0]
             if head.queued_while_busy and head.debounce:
                 settings = self.queue_settings(None)
@@ -488,7 +540,7 @@ class SessionActor:
                             req.followers.remove(follower)
                             follower.record.status = "queued"
                             self.lane.items.appendleft(follower)
-                self._finish_followers(req)
+                # The requests merged into the run end with it (`actors._ending`).
 
     async def _execute(self, req: RunRequest) -> None:
         sup = self.supervisor
@@ -502,7 +554,6 @@ class SessionActor:
             scope.cancel()
         error: str | None = None
         error_kind: str | None = None
-        terminal = False
         turn = TurnResult()
         run_tools: RunTools | None = None
 
@@ -512,89 +563,6 @@ class SessionActor:
             hub.emit_agent(rec.run_id, stream, data)
             if stream == "assistant":
                 chat.on_assistant(progress.text)
-
-        def finish_terminal(outer_cancel: bool) -> None:
-            nonlocal terminal
-            if terminal:
-                return
-            terminal = True
-            ended = now_ms()
-            if rec.started_at is None:
-                rec.started_at = ended
-                hub.emit_agent(rec.run_id, "lifecycle", {"phase": "start", "startedAt": ended})
-            rec.ended_at = ended
-            aborted = rec.aborted or scope.cancelled_caught or outer_cancel
-            if error is not None and not aborted:
-                rec.status = "error"
-                rec.error = error
-                rec.error_kind = error_kind
-                hub.emit_agent(
-                    rec.run_id,
-                    "lifecycle",
-                    {
-                        "phase": "error",
-                        "error": error,
-                        "startedAt": rec.started_at,
-                        "endedAt": ended,
-                    },
-                )
-                chat.close("error", errorMessage=error, errorKind=_chat_error_kind(error_kind))
-            elif aborted:
-                if rec.abort_reason is None:
-                    rec.abort_reason = "shutdown" if outer_cancel else "timeout"
-                rec.aborted = True
-                rec.status = "aborted"
-                hub.emit_agent(
-                    rec.run_id,
-                    "lifecycle",
-                    {
-                        "phase": "end",
-                        "startedAt": rec.started_at,
-                        "endedAt": ended,
-                        "aborted": True,
-                        "stopReason": rec.abort_reason,
-                    },
-                )
-                fields: dict[str, Any] = {"stopReason": rec.abort_reason}
-                if chat.text:
-                    fields["message"] = assistant_message(chat.text, ended)
-                chat.close("aborted", **fields)
-            else:
-                rec.status = "ok"
-                hub.emit_agent(
-                    rec.run_id,
-                    "lifecycle",
-                    {
-                        "phase": "end",
-                        "startedAt": rec.started_at,
-                        "endedAt": ended,
-                        "aborted": False,
-                    },
-                )
-                text = chat.final_text()
-                fields = {"stopReason": progress.stop_reason}
-                if text:
-                    fields["message"] = assistant_message(text, ended)
-                chat.close("final", **fields)
-            try:
-                rec.final = self._final_payload(
-                    rec, progress, chat.final_text(), error, run_tools, turn
-                )
-                self._record_end(rec, progress, turn.user_message, turn)
-            finally:
-                # Whatever failed above (it is a crash of this actor, contained by the
-                # supervisor), the run has its terminal event and its waiters wake.
-                sup.registry.finish(rec)
-                hub.close_run(rec.run_id)
-                if hub.has_change_subscribers:
-                    hub.sessions_changed(
-                        {
-                            "sessionKey": self.key,
-                            "phase": "error" if rec.status == "error" else "end",
-                            "runId": rec.run_id,
-                            "ts": rec.ended_at or now_ms(),
-                        }
-                    )
 
         outer_cancel = False
         try:
@@ -677,68 +645,17 @@ class SessionActor:
             log.exception("run %s on %s crashed", rec.run_id, self.key)
             error = f"internal error: {type(exc).__name__}: {exc}"
         finally:
-            finish_terminal(outer_cancel)
-
-    def _final_payload(
-        self,
-        rec: RunRecord,
-        progress: RunProgress,
-        text: str,
-        error: str | None,
-        tools: RunTools | None,
-        turn: TurnResult,
-    ) -> dict[str, Any]:
-        if turn.block_replies and text:
-            # Block streaming already delivered the answer in pieces.
-            delivered = "".join(b.text for b in turn.block_replies if not b.is_reasoning)
-            if delivered.strip() and text.strip().startswith(delivered.strip()):
-                text = text.strip()[len(delivered.strip()) :].strip()
-        shaped = build_final_payloads(
-            assistant_texts=[text] if text else [],
-            reasoning_text=turn.reasoning_text or None,
-            reasoning_mode=turn.reasoning_mode,
-            tool_summaries=[],
-            verbose=False,
-            model_error=error if error is not None and not rec.aborted else None,
-            tool_errors=[
-                ToolErrorInfo(tool_name=name, summary=name, error=err, mutating=mutating)
-                for name, err, mutating in (tools.failures if tools else [])
-            ],
-            messaging_sent_texts=tools.sent_texts if tools else [],
-            messaging_sent_to_origin=bool(tools and tools.sent_texts),
-        )
-        payloads = [msgspec.to_builtins(p) for p in shaped]
-        meta: dict[str, Any] = {
-            "durationMs": (rec.ended_at or 0) - (rec.started_at or rec.ended_at or 0),
-            "agentMeta": {
-                "sessionId": rec.session_id,
-                "agentId": rec.agent_id,
-                "usage": {
-                    "input": progress.usage.input,
-                    "output": progress.usage.output,
-                    "cacheRead": progress.usage.cacheRead,
-                    "cacheWrite": progress.usage.cacheWrite,
-                    "total": progress.usage.totalTokens,
-                },
-            },
-            "generation": rec.generation,
-            "stopReason": rec.abort_reason if rec.aborted else progress.stop_reason,
-        }
-        if rec.aborted:
-            meta["aborted"] = True
-        if error is not None:
-            meta["error"] = {"kind": "provider", "message": error}
-        served = turn.attempts.selected or turn.model
-        if served is not None:
-            meta["agentMeta"]["provider"] = served.provider_id
-            meta["agentMeta"]["model"] = served.model_id
-        if turn.runtime is not None:
-            meta["runtime"] = turn.runtime
-        if turn.attempts.items:
-            meta["attempts"] = turn.attempts.to_meta()
-        if turn.compactions:
-            meta["agentMeta"]["compactionCount"] = len(turn.compactions)
-        return {"payloads": payloads, "meta": meta}
+            end = RunEnd(
+                chat=chat,
+                progress=progress,
+                turn=turn,
+                tools=run_tools,
+                error=error,
+                error_kind=error_kind,
+                cancelled=scope.cancelled_caught or outer_cancel,
+                outer_cancel=outer_cancel,
+            )
+            finish_run(self, req, end)
 
     def _row_tags(self, rec: RunRecord, messages: list[Message]) -> list[MessageTags]:
         """Each row's idempotency key, as OpenClaw writes them: `<runId>:user` for the run's
@@ -771,61 +688,9 @@ class SessionActor:
         progress: RunProgress,
         user: UserMessage | None,
         turn: TurnResult | None = None,
-    ) -> None:
-        """Persist the run's messages, its compactions and the row (enqueued; the store
-        commits in batches). A compaction replaces the in-memory context by its summary and
-        the kept messages; the store keeps everything."""
-        sup = self.supervisor
-        if self.row is None:
-            return
-        messages: list[Message] = []
-        if user is not None:
-            messages.append(user)
-            messages.extend(progress.messages)
-            if (
-                rec.aborted
-                and progress.text
-                and not any(isinstance(m, AssistantMessage) for m in progress.messages)
-            ):
-                messages.append(
-                    AssistantMessage(
-                        content=[TextContent(progress.text)],
-                        timestamp=rec.ended_at or now_ms(),
-                        stopReason="aborted",
-                    )
-                )
-        compactions = turn.compactions if turn is not None and user is not None else []
-        if messages and self._builder is not None and self._history is not None:
-            entries, context = persist_run(
-                self._builder, messages, compactions, tags=self._row_tags(rec, messages)
-            )
-            if context is None:
-                self._extend_history(messages)
-            else:
-                self._history[:] = context
-                self._history_tokens = None
-            sup.store_append(self.row.sessionId, entries)
-            self.announce_messages([e for e in entries if isinstance(e, MessageEntry)])
-        usage = progress.usage
-        self.row = msgspec.structs.replace(
-            self.row,
-            updatedAt=rec.ended_at or now_ms(),
-            status="aborted" if rec.aborted else ("failed" if rec.status == "error" else "done"),
-            startedAt=rec.started_at,
-            endedAt=rec.ended_at,
-            abortedLastRun=rec.aborted,
-            lastRunId=rec.run_id,
-            inputTokens=self.row.inputTokens + usage.input,
-            outputTokens=self.row.outputTokens + usage.output,
-            totalTokens=self.row.totalTokens + usage.totalTokens,
-            compactionCount=self.row.compactionCount + len(compactions),
-            contextTokens=(
-                turn.context_tokens
-                if turn is not None and turn.context_tokens is not None
-                else self.row.contextTokens
-            ),
-        )
-        sup.store_put_session(self.row)
+    ) -> EndWrite | None:
+        """Hand the run's writes to the store (`actors._ending.record_end`)."""
+        return record_end(self, rec, progress, user, turn)
 
 
 class SessionBusy(Exception):
@@ -834,11 +699,3 @@ class SessionBusy(Exception):
 
 class _SessionFailed(Exception):
     pass
-
-
-def _chat_error_kind(kind: str | None) -> str:
-    return {
-        "rate_limit": "rate_limit",
-        "timeout": "timeout",
-        "context_overflow": "context_length",
-    }.get(kind or "", "unknown")

@@ -9,6 +9,13 @@ beside the writer) after the writes enqueued before them have been committed.
 The database runs in WAL mode with `synchronous=NORMAL`: a committed transaction survives
 the process being killed (it may be lost on power failure, never torn).
 
+Beside the session rows and transcripts the store keeps the run journal (`_journal`: one
+row per accepted run, written when it is accepted and again when it ends, in the same group
+commit as the rows and entries that go with it). A write that fails is never silent: its
+waiter or commit callback gets the error, the failure is logged (at most once per
+`FAILURE_LOG_INTERVAL_S`, with the count since) and counted in `statistics()`, and the
+writer goes on with the next batch, so writes resume when the disk does.
+
 Errors in this module:
 - `StoreError`: a commit or a read failed (`sqlite3.Error`, mapped with `raise ... from`),
   or stored bytes do not decode.
@@ -40,6 +47,8 @@ from runtime._sessions import (
     encode_session_row,
 )
 
+from . import _journal
+from ._journal import JournalRow
 from ._metrics import COMMIT_BUCKETS, Histogram
 
 log = logging.getLogger("clawlane.store")
@@ -49,6 +58,9 @@ DEFAULT_BATCH_MAX: Final = 512
 DEFAULT_QUEUE_MAX: Final = 4096
 _MAX_READERS: Final = 4
 _KEYS_PER_QUERY: Final = 500
+FAILURE_LOG_INTERVAL_S: Final = 10.0
+RUNS_KEEP: Final = 1000
+RUNS_TTL_MS: Final = 300_000
 
 _T = TypeVar("_T")
 _U = TypeVar("_U")
@@ -102,7 +114,9 @@ class StoreStatistics:
     committed or failed. `commits`: transactions committed. `rows_written` /
     `entries_written`: session rows upserted and transcript entries appended by them.
     `last_batch_size`: writes in the last committed transaction. `failed_commits`:
-    transactions rolled back.
+    transactions rolled back; `failed_writes`: the writes they held; `last_error`,
+    `last_error_at_ms`: the last failure's message and time; `failing`: the last commit
+    failed (writes have not resumed yet); `runs_written`: run journal rows.
     """
 
     pending: int
@@ -111,6 +125,11 @@ class StoreStatistics:
     entries_written: int
     last_batch_size: int
     failed_commits: int
+    failed_writes: int = 0
+    last_error: str | None = None
+    last_error_at_ms: int | None = None
+    failing: bool = False
+    runs_written: int = 0
 
 
 # --- operations on the write channel ------------------------------------------------------
@@ -118,25 +137,46 @@ class StoreStatistics:
 
 @attrs.define(eq=False)
 class _Waiter:
-    """Woken when the operation it belongs to has been committed (or has failed)."""
+    """Woken when the operation it belongs to has been committed (or has failed).
 
-    event: trio.Event = attrs.field(factory=trio.Event)
-    cause: BaseException | None = None
+    Cheap when nobody waits (a commit callback, at thousands of runs a second): the event
+    is made by the first `wait`, the error message only when there is an error."""
+
     message: str = ""
+    subject: str | None = None
+    """Appended to `message` (quoted) in the error, when given."""
+    cause: BaseException | None = None
     result: object = None
     callback: Callable[[StoreError | None], None] | None = None
     """Called in the writer task once the commit is done (or failed), instead of a task
-    waiting on `event`; it must not block. One that raises is logged."""
+    waiting; it must not block. One that raises is logged."""
+    done: bool = False
+    _event: trio.Event | None = None
 
     def error(self) -> StoreError | None:
         if self.cause is None:
             return None
-        error = StoreError(f"{self.message}: {self.cause}")
+        what = self.message if self.subject is None else f"{self.message} {self.subject!r}"
+        error = StoreError(f"{what}: {self.cause}")
         error.__cause__ = self.cause
         return error
 
+    def set(self) -> None:
+        self.done = True
+        if self._event is not None:
+            self._event.set()
+
+    async def wait_done(self) -> None:
+        """Wait until the commit is done or failed. A checkpoint."""
+        if self.done:
+            await trio.lowlevel.checkpoint()
+            return
+        if self._event is None:
+            self._event = trio.Event()
+        await self._event.wait()
+
     async def wait(self) -> object:
-        await self.event.wait()
+        await self.wait_done()
         error = self.error()
         if error is not None:
             raise error
@@ -171,6 +211,20 @@ class _Append:
 
 
 @attrs.frozen(eq=False)
+class _PutRun:
+    run: JournalRow
+    waiter: _Waiter | None = None
+
+
+@attrs.frozen(eq=False)
+class _Group:
+    """Writes committed together (always in one transaction), with one waiter."""
+
+    writes: tuple[_PutRow | _Append | _PutRun, ...]
+    waiter: _Waiter | None = None
+
+
+@attrs.frozen(eq=False)
 class _Delete:
     key: str
     delete_transcript: bool
@@ -194,8 +248,8 @@ class _Barrier:
     waiter: _Waiter
 
 
-_Write = _PutRow | _Append | _Delete | _Call
-_Op = _PutRow | _Append | _Delete | _Call | _Barrier
+_Write = _PutRow | _Append | _PutRun | _Group | _Delete | _Call
+_Op = _PutRow | _Append | _PutRun | _Group | _Delete | _Call | _Barrier
 
 
 # --- blocking work, run in worker threads ------------------------------------------------
@@ -216,7 +270,7 @@ def _open_writer(path: Path) -> sqlite3.Connection:
             raise StoreError(f"{path}: cannot switch to WAL mode (journal_mode={mode})")
         conn.execute("BEGIN IMMEDIATE")
         try:
-            for statement in _SCHEMA.split(";"):
+            for statement in (_SCHEMA + _journal.SCHEMA).split(";"):
                 if statement.strip():
                     conn.execute(statement)
             found = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
@@ -273,27 +327,70 @@ def _insert_rows(
         size = min(_ROWS_PER_STATEMENT, 1 << ((len(values) - i).bit_length() - 1))
         chunk = values[i : i + size]
         i += size
-        sql = _statements.get((head, size))
-        if sql is None:
-            one = "(" + ", ".join("?" * width) + ")"
-            sql = head + ", ".join([one] * size) + ("\n" + tail if tail else "")
-            _statements[(head, size)] = sql
-        conn.execute(sql, [v for row in chunk for v in row])
+        conn.execute(_statement(head, tail, width, size), [v for row in chunk for v in row])
+
+
+def _insert_flat(conn: sqlite3.Connection, head: str, width: int, flat: list[Any]) -> None:
+    """`_insert_rows` for values laid out flat already (`width` a row): no tuples to make
+    and take apart in the writer thread."""
+    n = len(flat) // width
+    i = 0
+    while i < n:
+        size = min(_ROWS_PER_STATEMENT, 1 << ((n - i).bit_length() - 1))
+        conn.execute(_statement(head, "", width, size), flat[i * width : (i + size) * width])
+        i += size
+
+
+def _statement(head: str, tail: str, width: int, size: int) -> str:
+    sql = _statements.get((head, size))
+    if sql is None:
+        one = "(" + ", ".join("?" * width) + ")"
+        sql = head + ", ".join([one] * size) + ("\n" + tail if tail else "")
+        _statements[(head, size)] = sql
+    return sql
 
 
 def _write_batch(
-    conn: sqlite3.Connection, writes: Sequence[_Write], next_seq: dict[str, int]
+    conn: sqlite3.Connection,
+    writes: Sequence[_Write],
+    next_seq: dict[str, int],
+    prune: tuple[int, int] | None = None,
 ) -> list[object]:
     """Apply `writes` in one transaction; one result per write (delete: whether a row went).
 
-    Row upserts and entry inserts are sent to SQLite in runs (`executemany`) between
-    deletes, so a batch costs a few statements, not a few per write. `next_seq` is the
-    writer's memory of each transcript's next entry number across batches (filled from the
-    table on first use); a rolled back batch empties it.
+    Row upserts, entry inserts and run journal rows are sent to SQLite in runs (multi-row
+    statements) between deletes, so a batch costs a few statements, not a few per write.
+    `next_seq` is the writer's memory of each transcript's next entry number across
+    batches (filled from the table on first use); a rolled back batch empties it.
+    `prune` (`(before_ms, keep)`): also drop ended journal rows older than `before_ms` or
+    beyond the newest `keep`.
     """
     results: list[object] = []
     rows: list[tuple[str, str, str, int, bytes]] = []
     entries: list[tuple[str, int, str, bytes]] = []
+    runs: list[Any] = []  # flat: `_journal.WIDTH` values a row
+
+    def append(op: _Append) -> None:
+        sid = op.session_id
+        seq = next_seq.get(sid)
+        if seq is None:
+            (seq,) = conn.execute(
+                "SELECT COALESCE(MAX(seq) + 1, 0) FROM entries WHERE session_id = ?",
+                (sid,),
+            ).fetchone()
+        for eid, body in op.items:
+            entries.append((sid, seq, eid, body))
+            seq += 1
+        next_seq[sid] = seq
+
+    def put(op: _PutRow | _Append | _PutRun) -> None:
+        if isinstance(op, _PutRow):
+            rows.append((op.key, op.agent_id, op.session_id, op.updated_at, op.body))
+        elif isinstance(op, _Append):
+            append(op)
+        else:
+            run = op.run
+            runs.extend((run.run_id, run.ended_at, run.body))
 
     def flush() -> None:
         if rows:
@@ -305,27 +402,21 @@ def _write_batch(
         if entries:
             _insert_rows(conn, _INSERT_ENTRY_HEAD, "", 4, entries)
             entries.clear()
+        if runs:
+            _insert_flat(conn, _journal.PUT_HEAD, _journal.WIDTH, runs)
+            runs.clear()
 
     if len(next_seq) > _NEXT_SEQ_MAX:
         next_seq.clear()
     conn.execute("BEGIN IMMEDIATE")
     try:
         for op in writes:
-            if isinstance(op, _PutRow):
-                rows.append((op.key, op.agent_id, op.session_id, op.updated_at, op.body))
+            if isinstance(op, _PutRow | _Append | _PutRun):
+                put(op)
                 results.append(None)
-            elif isinstance(op, _Append):
-                sid = op.session_id
-                seq = next_seq.get(sid)
-                if seq is None:
-                    (seq,) = conn.execute(
-                        "SELECT COALESCE(MAX(seq) + 1, 0) FROM entries WHERE session_id = ?",
-                        (sid,),
-                    ).fetchone()
-                for eid, body in op.items:
-                    entries.append((sid, seq, eid, body))
-                    seq += 1
-                next_seq[sid] = seq
+            elif isinstance(op, _Group):
+                for part in op.writes:
+                    put(part)
                 results.append(None)
             elif isinstance(op, _Call):
                 flush()
@@ -341,6 +432,11 @@ def _write_batch(
                 conn.execute("DELETE FROM sessions WHERE key = ?", (op.key,))
                 results.append(found is not None)
         flush()
+        if prune is not None:
+            since, keep = prune
+            (cut,) = conn.execute(_journal.PRUNE_CUT, {"since": since, "keep": keep}).fetchone()
+            if cut is not None:
+                conn.execute(_journal.PRUNE, {"cut": cut})
         conn.execute("COMMIT")
     except BaseException:
         next_seq.clear()
@@ -351,6 +447,12 @@ def _write_batch(
 
 def _fetch_blobs(conn: sqlite3.Connection, sql: str, params: Sequence[object]) -> list[bytes]:
     return [blob for (blob,) in conn.execute(sql, params)]
+
+
+def _fetch_rows(
+    conn: sqlite3.Connection, sql: str, params: Sequence[object]
+) -> list[tuple[Any, ...]]:
+    return conn.execute(sql, params).fetchall()
 
 
 def _fetch_pairs(conn: sqlite3.Connection, sql: str, params: Sequence[object]) -> dict[str, bytes]:
@@ -388,6 +490,8 @@ class Store:
         *,
         batch_max: int,
         queue_max: int,
+        runs_keep: int = RUNS_KEEP,
+        runs_ttl_ms: int = RUNS_TTL_MS,
     ) -> None:
         self._path = path
         self._writer = writer
@@ -407,6 +511,16 @@ class Store:
         self._rows_written = 0
         self._entries_written = 0
         self._last_batch_size = 0
+        self._failed_writes = 0
+        self._last_error: str | None = None
+        self._last_error_at: int | None = None
+        self._failing = False
+        self._runs_written = 0
+        self._failure_logged_at = float("-inf")
+        self._failures_unlogged = 0
+        self._runs_keep = runs_keep
+        self._runs_ttl_ms = runs_ttl_ms
+        self._last_prune = time.monotonic()
         self._next_seq: dict[str, int] = {}  # the writer thread's, between batches
         self._row_batch: _RowBatch | None = None  # what `get_session` callers join
         self.commit_seconds = Histogram(COMMIT_BUCKETS)
@@ -430,6 +544,11 @@ class Store:
             entries_written=self._entries_written,
             last_batch_size=self._last_batch_size,
             failed_commits=self._failed_commits,
+            failed_writes=self._failed_writes,
+            last_error=self._last_error,
+            last_error_at_ms=self._last_error_at,
+            failing=self._failing,
+            runs_written=self._runs_written,
         )
 
     # --- writes ------------------------------------------------------------------------
@@ -452,7 +571,7 @@ class Store:
         write of `put_session_durable` without a task waiting for it."""
         waiter = None
         if on_commit is not None:
-            waiter = _Waiter(message=f"cannot store session {row.key!r}", callback=on_commit)
+            waiter = _Waiter("cannot store session", row.key, callback=on_commit)
         self._submit_nowait(self._put_op(row, waiter))
 
     async def put_session_durable(self, row: SessionRow) -> None:
@@ -461,7 +580,7 @@ class Store:
         A checkpoint. Raises `StoreError` if that commit failed. Cancelled while waiting
         for the commit, the row is still written.
         """
-        waiter = _Waiter(message=f"cannot store session {row.key!r}")
+        waiter = _Waiter("cannot store session", row.key)
         op = self._put_op(row, waiter)
         try:
             self._submit_nowait(op)  # no yield for the enqueue: the commit wait is one
@@ -484,12 +603,102 @@ class Store:
         if entries:
             self._submit_nowait(self._append_op(session_id, entries))
 
+    # --- groups of writes, and the run journal (`_journal`) --------------------------------
+
+    def commit_nowait(
+        self,
+        *,
+        run: JournalRow | None = None,
+        row: SessionRow | None = None,
+        session_id: str | None = None,
+        entries: Sequence[TranscriptEntry] = (),
+        on_commit: Callable[[StoreError | None], None] | None = None,
+    ) -> None:
+        """Enqueue writes that commit together, in one transaction: a run journal row
+        (`run`), a session `row`, transcript `entries` appended to `session_id`.
+        `on_commit` is called from the writer once the transaction has committed (None)
+        or failed (the `StoreError`); it must not block. Never blocks: raises
+        `trio.WouldBlock` when the channel is full."""
+        self._submit_nowait(self._group(run, row, session_id, entries, on_commit))
+
+    async def commit(
+        self,
+        *,
+        run: JournalRow | None = None,
+        row: SessionRow | None = None,
+        session_id: str | None = None,
+        entries: Sequence[TranscriptEntry] = (),
+        on_commit: Callable[[StoreError | None], None] | None = None,
+    ) -> None:
+        """Like `commit_nowait`, but waits for channel space (not for the commit). A
+        checkpoint."""
+        await self._submit(self._group(run, row, session_id, entries, on_commit))
+
+    async def commit_durable(
+        self,
+        *,
+        run: JournalRow | None = None,
+        row: SessionRow | None = None,
+        session_id: str | None = None,
+        entries: Sequence[TranscriptEntry] = (),
+    ) -> None:
+        """Like `commit_nowait`, returning once the transaction has committed. A
+        checkpoint. Raises `StoreError` if the commit failed; cancelled while waiting for
+        the commit, the writes still go ahead."""
+        op = self._group(run, row, session_id, entries, None)
+        assert op.waiter is not None
+        try:
+            self._submit_nowait(op)
+        except trio.WouldBlock:
+            await self._submit(op)
+        await op.waiter.wait()
+
+    async def load_runs(self, *, since_ms: int) -> list[JournalRow]:
+        """Each journaled run's last row: those still `accepted`, and those ended at or
+        after `since_ms`; in the order they were last written. Sees every write enqueued
+        before the call. A checkpoint."""
+        found = await self._read(_fetch_rows, _journal.LOAD, ())
+        last: dict[str, JournalRow] = {}
+        for run_id, ended_at, body in found:
+            try:
+                row = JournalRow.stored(run_id, ended_at, body)
+            except msgspec.DecodeError as exc:
+                log.warning(
+                    "store %s: run %s: unreadable journal row skipped (%s)", self._path, run_id, exc
+                )
+                continue
+            last.pop(row.run_id, None)
+            last[row.run_id] = row
+        return [r for r in last.values() if not r.ended or (r.ended_at or 0) >= since_ms]
+
+    def _group(
+        self,
+        run: JournalRow | None,
+        row: SessionRow | None,
+        session_id: str | None,
+        entries: Sequence[TranscriptEntry],
+        on_commit: Callable[[StoreError | None], None] | None,
+    ) -> _Group:
+        parts: list[_PutRow | _Append | _PutRun] = []
+        if entries:
+            assert session_id is not None
+            parts.append(self._append_op(session_id, entries))
+        if row is not None:
+            parts.append(self._put_op(row, None))
+        if run is not None:
+            parts.append(_PutRun(run))
+            waiter = _Waiter("cannot store run", run.run_id, callback=on_commit)
+        else:
+            subject = session_id or (row.key if row else "")
+            waiter = _Waiter("cannot store session", subject, callback=on_commit)
+        return _Group(tuple(parts), waiter)
+
     async def delete_session(self, key: str, *, delete_transcript: bool = True) -> bool:
         """Delete the row of `key` (and its transcript); True if there was a row.
 
         Returns after the commit. A checkpoint. Raises `StoreError` if the commit failed.
         """
-        waiter = _Waiter(message=f"cannot delete session {key!r}")
+        waiter = _Waiter("cannot delete session", key)
         await self._submit(_Delete(key, delete_transcript, waiter))
         return bool(await waiter.wait())
 
@@ -651,7 +860,7 @@ class Store:
     ) -> _T:
         waiter = await self._barrier()
         if waiter is not None:
-            await waiter.event.wait()  # a failed earlier write is not this read's error
+            await waiter.wait_done()  # a failed earlier write is not this read's error
         async with self._reader_slots:
             self._check_open()
             conn = self._readers.pop() if self._readers else None
@@ -715,23 +924,26 @@ class Store:
         failure: sqlite3.Error | None = None
         if writes:
             t0 = time.perf_counter()
+            prune = self._prune_now()
             try:
                 results = await trio.to_thread.run_sync(
-                    _write_batch, self._writer, writes, self._next_seq
+                    _write_batch, self._writer, writes, self._next_seq, prune
                 )
             except sqlite3.Error as exc:
                 failure = exc
                 self._failed_commits += 1
+                self._failed_writes += len(writes)
                 self._last_failed = first + len(batch) - 1
                 self._last_failure = exc
+                self._report_failure(exc, len(writes))
             else:
                 self.commit_seconds.observe(time.perf_counter() - t0)
                 self._commits += 1
                 self._last_batch_size = len(writes)
-                self._rows_written += sum(isinstance(op, _PutRow) for op in writes)
-                self._entries_written += sum(
-                    len(op.items) for op in writes if isinstance(op, _Append)
-                )
+                self._count_written(writes)
+                if self._failing:
+                    log.warning("store %s: writes resumed", self._path)
+                    self._failing = False
         self._processed += len(batch)
         self._pending -= len(writes)
         result_of = dict(zip(map(id, writes), results, strict=True))
@@ -742,13 +954,53 @@ class Store:
             else:
                 self._wake(op, failure, result_of[id(op)])
 
+    def _count_written(self, writes: Sequence[_Write]) -> None:
+        for op in writes:
+            for part in op.writes if isinstance(op, _Group) else (op,):
+                if isinstance(part, _PutRow):
+                    self._rows_written += 1
+                elif isinstance(part, _Append):
+                    self._entries_written += len(part.items)
+                elif isinstance(part, _PutRun):
+                    self._runs_written += 1
+
+    def _prune_now(self) -> tuple[int, int] | None:
+        """Every `PRUNE_INTERVAL_S`: the journal's ended rows to drop with this batch."""
+        now = time.monotonic()
+        if now - self._last_prune < _journal.PRUNE_INTERVAL_S:
+            return None
+        self._last_prune = now
+        return (int(time.time() * 1000) - self._runs_ttl_ms, self._runs_keep)
+
+    def _report_failure(self, exc: sqlite3.Error, writes: int) -> None:
+        """Log a failed commit: the first at once, then at most one line per interval
+        (with the count since), so a full disk does not flood the log."""
+        self._last_error = f"{type(exc).__name__}: {exc}"
+        self._last_error_at = int(time.time() * 1000)
+        self._failing = True
+        self._failures_unlogged += 1
+        now = time.monotonic()
+        if now - self._failure_logged_at < FAILURE_LOG_INTERVAL_S:
+            return
+        log.error(
+            "store %s: a commit of %d writes failed (%s); %d failed commits since the last "
+            "report, %d in all; the writes are reported to their callers as not stored",
+            self._path,
+            writes,
+            self._last_error,
+            self._failures_unlogged,
+            self._failed_commits,
+        )
+        self._failure_logged_at = now
+        self._failures_unlogged = 0
+
     @staticmethod
     def _wake(op: _Op, cause: BaseException | None, result: object) -> None:
         waiter = op.waiter
         if waiter is not None:
             waiter.cause = cause
             waiter.result = result
-            waiter.event.set()
+            waiter.set()
             if waiter.callback is not None:
                 try:
                     waiter.callback(waiter.error())

@@ -7,9 +7,21 @@ actor that crashes is restarted within its intensity/period (OTP style, default 
 after which that session reports errors for one period instead of looping. One session's
 crash never reaches another.
 
-Persistence is never awaited on a run's path: writes go to the store without blocking
-(`*_nowait`); when the store's channel is full they wait in a backlog that one task feeds
-to the store (counted in `statistics()`).
+Accepting a run is one step, `accept_run`: the run is registered, its event stream opened
+and it is queued on its session's lane, or (when any of that fails) it ends at once with
+its terminal event; nothing in between can leave a record that never ends. The order in
+which runs reach a session's lane is fixed by `order` (`actors._order`) when the requests
+are received.
+
+Persistence is never awaited on a run's way in: writes go to the store without blocking
+(`*_nowait`, with commit callbacks where an answer depends on them); when the store's
+channel is full they wait in a backlog that one task feeds to the store (counted in
+`statistics()`). A run's end waits for its own writes (see `SessionActor`), so what it
+reports is what was stored.
+
+Shutdown (`shutdown_runs`): no run is accepted any more, every run is aborted, and a run
+that has not ended within `SHUTDOWN_GRACE_S` is ended by the supervisor (its terminal
+event, its waiters woken), so nothing holds shutdown.
 """
 
 from __future__ import annotations
@@ -17,7 +29,7 @@ from __future__ import annotations
 import collections
 import logging
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Final
@@ -26,6 +38,7 @@ import attrs
 import msgspec
 import trio
 
+from runtime._agent import now_ms
 from runtime._chunking import BlockStreamingSettings
 from runtime._compaction import CompactionSettings
 from runtime._config import ToolsConfig, llm_idle_timeout_seconds
@@ -48,12 +61,14 @@ from runtime.llm._pacer import Pacer
 from runtime.tools import ToolPolicy, builtin_tools, ensure_workspace
 
 from ._chat import ChatFlusher, ChatStream
-from ._hub import EventHub
-from ._lane import QueueSettings
+from ._hub import EventHub, Subscriber
+from ._journal import JournalRow, RunOutcome, ended_row
+from ._lane import LaneFull, QueueSettings
 from ._metrics import WAIT_BUCKETS, Histogram, HistogramSnapshot
+from ._order import SubmissionOrder
 from ._registry import RunRecord, RunRegistry
 from ._session import RunRequest, SessionActor
-from ._store import Store
+from ._store import Store, StoreError
 
 log = logging.getLogger("clawlane.supervisor")
 
@@ -67,6 +82,23 @@ SUBAGENT_LANE_CAP: Final = 8
 CRON_LANE_CAP: Final = 1
 NESTED_LANE_CAP: Final = 1
 _TOOLSETS_MAX: Final = 256
+JOURNAL_RETRY_MAX: Final = 10_000
+"""Journal rows kept to write again after their run's writes failed (beyond: a restart
+reports those runs interrupted, which is also an error)."""
+SHUTDOWN_GRACE_S: Final = 10.0
+"""How long shutdown waits for aborted runs to end before ending them itself."""
+
+
+class RunRefused(Exception):
+    """`accept_run` did not take the run (nothing was registered)."""
+
+
+class RunInFlight(RunRefused):
+    """A run with this id is still in flight."""
+
+
+class ShuttingDown(RunRefused):
+    """The gateway is shutting down: no new runs."""
 
 
 @attrs.frozen
@@ -225,6 +257,9 @@ class SupervisorStatistics:
     lane_waiting: int
     crashes: int
     persist_backlog: int
+    turns_not_stored: int = 0
+    runs_forced_end: int = 0
+    submissions_waiting: int = 0
 
 
 class MessageCancelled(Exception):
@@ -273,6 +308,13 @@ class Supervisor:
         self._idle_ttl = idle_ttl_s
         self._crashes = 0
         self._backlog: collections.deque[tuple[str, Any]] = collections.deque()
+        self.order = SubmissionOrder()
+        self.closing = False
+        """Set by `shutdown_runs`: `accept_run` refuses new runs."""
+        self.turns_not_stored = 0
+        """Runs whose end could not be written (reported to their callers as errors)."""
+        self._forced = 0
+        self._journal_retry: dict[str, JournalRow] = {}
         self._backlog_wake = trio.Event()
         self.hooks = HookRegistry()
         self.internal_hooks = InternalHooks()
@@ -519,6 +561,117 @@ class Supervisor:
     def sessions(self) -> list[SessionActor]:
         return list(self._sessions.values())
 
+    def accept_run(
+        self,
+        actor: SessionActor,
+        request: RunRequest,
+        settings: QueueSettings,
+        *,
+        owner: Subscriber | None = None,
+    ) -> None:
+        """Register the run of `request` (its record, its event stream, with `owner` as the
+        connection that started it) and place it on its session's lane, as one step.
+
+        Raises, before anything is registered: `ShuttingDown`, `RunInFlight` (a run with
+        this id has not ended), `LaneFull` (the queue is at its cap, drop policy `new`).
+        Anything failing after the record is registered ends the run at once (terminal
+        event, waiters woken) and is raised. Not a checkpoint."""
+        rec = request.record
+        if self.closing:
+            raise ShuttingDown("the gateway is shutting down; the run was not accepted")
+        existing = self.registry.get(rec.run_id)
+        if existing is not None and not existing.ended:
+            raise RunInFlight(f"run {rec.run_id} is already in flight")
+        if actor.would_reject(settings):
+            raise LaneFull(
+                f"the session's queue is full ({settings.cap} pending); message rejected"
+            )
+        try:
+            self.registry.add(rec)
+            self.hub.open_run(
+                rec.run_id,
+                actor.key,
+                owner=owner,
+                session_id=rec.session_id,
+                agent_id=rec.agent_id,
+            )
+            self.submit(actor, request, settings)
+        except BaseException:
+            log.exception("run %s could not be queued on %s", rec.run_id, actor.key)
+            actor.lane.remove(rec.run_id)
+            if self.registry.get(rec.run_id) is rec:
+                actor.finish_unrun(request, "dropped")
+            else:
+                self.journal_refused(request, "the run could not be registered")
+            raise
+
+    def journal_refused(self, request: RunRequest, reason: str) -> None:
+        """A run journaled as accepted that `accept_run` refused (or that was cancelled
+        before it): end its journal row, so that a restart does not report it."""
+        rec = request.record
+        if rec.ended or not request.journaled:
+            return
+        t = now_ms()
+        self.store_commit(
+            run=ended_row(
+                run_id=rec.run_id,
+                kind=request.kind,
+                session_key=rec.session_key,
+                session_id=rec.session_id,
+                agent_id=rec.agent_id,
+                accepted_at=rec.accepted_at,
+                ended_at=t,
+                outcome=RunOutcome(status="error", error=reason),
+            )
+        )
+
+    def journal_later(self, row: JournalRow) -> None:
+        """A run's end row that could not be written (its turn was not stored): write it
+        again once writes succeed (`retry_journal`), so that a restart reports the run as
+        it ended. Not a checkpoint."""
+        if len(self._journal_retry) < JOURNAL_RETRY_MAX:
+            self._journal_retry[row.run_id] = row
+
+    def retry_journal(self) -> None:
+        """Enqueue the end rows `journal_later` kept (a run's writes just committed: the
+        disk is back). Not a checkpoint."""
+        if not self._journal_retry:
+            return
+        rows, self._journal_retry = self._journal_retry, {}
+        for row in rows.values():
+            current = self.registry.get(row.run_id)
+            if current is not None and not current.ended:
+                continue  # the id runs again: its own end row will be written
+
+            def done(error: StoreError | None, row: JournalRow = row) -> None:
+                if error is not None:
+                    self.journal_later(row)
+
+            self.store_commit(run=row, on_commit=done)
+
+    def end_row(self, request: RunRequest) -> JournalRow | None:
+        """The journal row of an ended run (None when the run was not journaled)."""
+        if not request.journaled:
+            return None
+        rec = request.record
+        status = rec.status if rec.status in ("ok", "error", "aborted") else "error"
+        return ended_row(
+            run_id=rec.run_id,
+            kind=request.kind,
+            session_key=rec.session_key,
+            session_id=rec.session_id,
+            agent_id=rec.agent_id,
+            accepted_at=rec.accepted_at,
+            ended_at=rec.ended_at or now_ms(),
+            outcome=RunOutcome(
+                status=status,
+                error=rec.error,
+                abortReason=rec.abort_reason,
+                startedAt=rec.started_at,
+                final=rec.final if request.kind == "agent" else None,
+            ),
+        )
+
     def submit(
         self, actor: SessionActor, request: RunRequest, settings: QueueSettings | None = None
     ) -> None:
@@ -591,6 +744,34 @@ class Supervisor:
             self._backlog.append(("row", row))
             self._backlog_wake.set()
 
+    def store_commit(
+        self,
+        *,
+        run: JournalRow | None = None,
+        row: SessionRow | None = None,
+        session_id: str | None = None,
+        entries: Sequence[TranscriptEntry] = (),
+        on_commit: Callable[[StoreError | None], None] | None = None,
+    ) -> None:
+        """Writes that commit together (`Store.commit_nowait`), through the backlog when
+        the store's channel is full. `on_commit` hears the outcome (at once, with the
+        error, when the store is closed). Not a checkpoint."""
+        if not self._backlog:
+            try:
+                self.store.commit_nowait(
+                    run=run, row=row, session_id=session_id, entries=entries, on_commit=on_commit
+                )
+                return
+            except trio.WouldBlock:
+                self._backlog_wake.set()
+            except StoreError as exc:
+                if on_commit is None:
+                    raise
+                on_commit(exc)
+                return
+        kw = {"run": run, "row": row, "session_id": session_id, "entries": entries}
+        self._backlog.append(("commit", {**kw, "on_commit": on_commit}))
+
     def store_append(self, session_id: str, entries: Sequence[TranscriptEntry]) -> None:
         if self._backlog:
             self._backlog.append(("entries", (session_id, entries)))
@@ -612,6 +793,14 @@ class Supervisor:
             kind, item = self._backlog.popleft()
             if kind == "row":
                 await self.store.put_session(item)
+            elif kind == "commit":
+                try:
+                    await self.store.commit(**item)
+                except StoreError as exc:
+                    callback = item["on_commit"]
+                    if callback is None:
+                        raise
+                    callback(exc)
             else:
                 await self.store.append_entries(*item)
 
@@ -627,16 +816,58 @@ class Supervisor:
             lane_waiting=lane.tasks_waiting,
             crashes=self._crashes,
             persist_backlog=len(self._backlog),
+            turns_not_stored=self.turns_not_stored,
+            runs_forced_end=self._forced,
+            submissions_waiting=self.order.statistics().tickets,
         )
 
-    async def shutdown_runs(self) -> None:
-        """Abort every run (queued or active) with reason `shutdown` and wait for their ends."""
-        records = [r for r in self.registry.active()]
+    async def shutdown_runs(self, *, grace_s: float | None = None) -> None:
+        """Refuse new runs, abort every run (queued or active) with reason `shutdown` and
+        wait for their ends; a run that has not ended after `grace_s` is ended here (its
+        terminal event, its waiters woken: nothing holds shutdown). A checkpoint."""
+        self.closing = True
+        records = self.registry.active()
         for r in records:
             r.abort("shutdown")
-        for r in records:
-            await r.done.wait()
+        with trio.move_on_after(SHUTDOWN_GRACE_S if grace_s is None else grace_s):
+            for r in records:
+                await r.done.wait()
+        for r in self.registry.active():
+            self._force_end(r)
+        self.retry_journal()
         await self.drain_backlog()
+
+    def _force_end(self, rec: RunRecord) -> None:
+        """End a run its session actor did not end (a bug elsewhere; logged)."""
+        log.error("run %s on %s did not end at shutdown; ending it", rec.run_id, rec.session_key)
+        self._forced += 1
+        t = now_ms()
+        rec.aborted = True
+        rec.abort_reason = rec.abort_reason or "shutdown"
+        rec.status = "aborted"
+        rec.started_at = rec.started_at or t
+        rec.ended_at = t
+        rec.final = rec.final or {
+            "payloads": [],
+            "meta": {"aborted": True, "stopReason": "shutdown"},
+        }
+        try:
+            self.hub.open_run(rec.run_id, rec.session_key, session_id=rec.session_id)
+            self.hub.emit_agent(
+                rec.run_id,
+                "lifecycle",
+                {
+                    "phase": "end",
+                    "startedAt": rec.started_at,
+                    "endedAt": t,
+                    "aborted": True,
+                    "stopReason": rec.abort_reason,
+                },
+            )
+            self.hub.emit_chat(rec.run_id, "aborted", stopReason=rec.abort_reason)
+        finally:
+            self.registry.finish(rec)
+            self.hub.close_run(rec.run_id)
 
 
 @asynccontextmanager
@@ -668,6 +899,6 @@ async def open_supervisor(
         try:
             yield sup
         finally:
-            with trio.CancelScope(shield=True), trio.move_on_after(30):
+            with trio.CancelScope(shield=True), trio.move_on_after(SHUTDOWN_GRACE_S + 20):
                 await sup.shutdown_runs()
             nursery.cancel_scope.cancel()

@@ -94,6 +94,9 @@ class GatewayConfig(_Strict, frozen=True):
     auth: GatewayAuthConfig = GatewayAuthConfig()
     controlUi: GatewayControlUiConfig = GatewayControlUiConfig()
     http: GatewayHttpConfig = GatewayHttpConfig()
+    interruptedRuns: Literal["fail", "rerun"] = "fail"
+    """clawlane: what a restart does with runs accepted and not finished before it
+    (`actors._recovery`): report them failed, or run them again (once)."""
 
 
 class AgentRuntimeRef(_Strict, frozen=True):

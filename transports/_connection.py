@@ -17,6 +17,7 @@ import msgspec
 import trio
 from wsproto.events import Request
 
+from actors import Ticket
 from runtime._frames import (
     INVALID_REQUEST,
     MAX_PAYLOAD_BYTES,
@@ -38,6 +39,7 @@ from runtime._wire import ConnectParams
 from ._admission import PreauthSlot
 from ._handshake import Peer, admit_connect
 from ._methods_agent import start_agent
+from ._methods_sessions import ORDERED_METHODS, reserve_ticket
 from ._ws import (
     CLOSE_POLICY,
     CLOSE_PROTOCOL_ERROR,
@@ -292,9 +294,12 @@ class ClientConnection:
                 frame.id, GatewayError(INVALID_REQUEST, f"duplicate request id: {frame.id}")
             )
             return
+        # Runs take their place in their session's order here, as they are received.
+        ticket: Ticket | None = None
         if frame.method == "agent":
             try:
-                if start_agent(self.gateway, self, frame):
+                handled, ticket = start_agent(self.gateway, self, frame)
+                if handled:
                     return
             except Exception as exc:  # a bug: the request fails, the connection lives on
                 log.exception("method agent failed")
@@ -302,15 +307,26 @@ class ClientConnection:
                     frame.id, GatewayError(UNAVAILABLE, f"{type(exc).__name__}: {exc}")
                 )
                 return
+        elif frame.method in ORDERED_METHODS:
+            ticket = reserve_ticket(self.gateway, frame)
         scope = trio.CancelScope()
         self.pending[frame.id] = scope
         assert self.nursery is not None
-        self.nursery.start_soon(self._handle, frame, scope)
+        try:
+            self.nursery.start_soon(self._handle, frame, scope, ticket)
+        except BaseException:
+            if ticket is not None:
+                ticket.release()
+            raise
 
-    async def _handle(self, frame: RequestFrame, scope: trio.CancelScope) -> None:
+    async def _handle(
+        self, frame: RequestFrame, scope: trio.CancelScope, ticket: Ticket | None
+    ) -> None:
         try:
             with scope:
-                await self.gateway.methods.call(self, frame, scope)
+                await self.gateway.methods.call(self, frame, scope, ticket)
         finally:
+            if ticket is not None:
+                ticket.release()
             if self.pending.get(frame.id) is scope:
                 del self.pending[frame.id]

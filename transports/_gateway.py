@@ -28,12 +28,14 @@ from wsproto.events import Request
 from actors import (
     CronScheduler,
     EventHub,
+    RecoveryReport,
     RunRegistry,
     SqliteCronStore,
     Supervisor,
     open_cron,
     open_store,
     open_supervisor,
+    recover_runs,
 )
 from actors._cron import wall_ms
 from actors._publisher import GENERATION_EVENT, Publisher
@@ -76,6 +78,7 @@ from ._http import (
 )
 from ._http_routes import HttpRoutes, load_dashboard
 from ._methods import Methods
+from ._methods_agent import restore_idempotency
 from ._metrics import HttpCounters
 from ._origins import ORIGIN_NOT_ALLOWED_MESSAGE, check_origin
 from ._state_lock import GatewayLockError, state_dir_lock
@@ -171,6 +174,7 @@ class Gateway:
         self.tick_interval_ms = TICK_INTERVAL_MS
         self.publisher: Publisher | None = None  # set by open_gateway (issue 3)
         self.cron: CronScheduler | None = None  # set by open_gateway (issue 15)
+        self.recovery: RecoveryReport | None = None  # set by open_gateway (issue 12)
         self.methods = Methods(self)
         self.connections: dict[str, ClientConnection] = {}
         self._ids = itertools.count(1)
@@ -588,6 +592,11 @@ async def open_gateway(config: Config, options: GatewayOptions) -> AsyncIterator
                 log.error("plugin %s failed to load: %s", loaded.spec, loaded.error)
         hooks = supervisor.hooks
         del generation  # the supervisor holds the serving one; a pinned one never retires
+        # --- issue 12: runs the previous process accepted and did not finish ---
+        gateway.recovery = await recover_runs(
+            supervisor, interrupted=config.gateway.interruptedRuns
+        )
+        restore_idempotency(gateway, gateway.recovery.runs)
         async with trio.open_nursery() as nursery:
             # --- issue 3: the publisher (config watcher + publishes) ---
             gateway.publisher = Publisher(

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import attrs
 import trio
 
+from actors import Ticket
 from runtime._frames import (
     INVALID_REQUEST,
     UNAVAILABLE,
@@ -67,10 +68,27 @@ class Call:
     conn: ClientConnection
     frame: RequestFrame
     scope: trio.CancelScope
+    ticket: Ticket | None = None
+    """The request's place in its session's submission order, taken by the reader
+    (`actors._order`; runs of `agent`, `chat.send`, `sessions.send`); released when the
+    handler returns."""
 
     @property
     def id(self) -> str:
         return self.frame.id
+
+    def ticket_for(self, key: str) -> Ticket:
+        """The request's ticket for session `key`: the reader's, or (when the reader could
+        not tell the key, or it resolves differently now) one taken now."""
+        ticket = self.ticket
+        if ticket is None or ticket.key != key or ticket.released:
+            self.release_ticket()
+            ticket = self.ticket = self.gateway.supervisor.order.reserve(key)
+        return ticket
+
+    def release_ticket(self) -> None:
+        if self.ticket is not None:
+            self.ticket.release()
 
     def respond(self, payload: Any) -> None:
         self.conn.respond(self.frame.id, payload)
@@ -117,10 +135,16 @@ class Methods:
         return sorted(self._table)
 
     async def call(
-        self, conn: ClientConnection, frame: RequestFrame, scope: trio.CancelScope
+        self,
+        conn: ClientConnection,
+        frame: RequestFrame,
+        scope: trio.CancelScope,
+        ticket: Ticket | None = None,
     ) -> None:
-        """Run one request to its response(s). Never raises but Cancelled."""
+        """Run one request to its response(s). Never raises but Cancelled. `ticket` (the
+        request's place in its session's order) is released when the handler returns."""
         method = self._table.get(frame.method)
+        call = Call(self.gateway, conn, frame, scope, ticket)
         try:
             if method is None:
                 raise GatewayError(INVALID_REQUEST, f"unknown method: {frame.method}")
@@ -136,7 +160,7 @@ class Methods:
                 if frame.params is not None and not isinstance(frame.params, dict):
                     raise invalid_request(f"invalid {frame.method} params: expected an object")
                 params = frame.params or {}
-            result = await method.handler(Call(self.gateway, conn, frame, scope), params)
+            result = await method.handler(call, params)
             if result is not None:
                 conn.respond(frame.id, result)
         except GatewayError as exc:
@@ -144,6 +168,8 @@ class Methods:
         except Exception as exc:
             log.exception("method %s failed", frame.method)
             conn.respond_error(frame.id, GatewayError(UNAVAILABLE, f"{type(exc).__name__}: {exc}"))
+        finally:
+            call.release_ticket()
 
 
 async def agent_wait(call: Call, params: AgentWaitParams) -> dict[str, Any]:

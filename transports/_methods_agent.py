@@ -3,35 +3,53 @@
 Two paths with one behaviour:
 
 - `start_agent`, the common case, runs in the connection's reader without a task of its
-  own: it validates and reserves the idempotency key. When the session's row is durable
-  already (it was loaded from the store, or written since) and the request changes
-  nothing of it but `updatedAt` (which goes with the row written at the run's end), it
-  accepts at once: records the run, sends the ack, submits the run. Otherwise it hands
-  the row to the store with a commit callback that does the same once the row is durable.
-  A completion callback on the run record sends the final `res`. No task waits for
-  either, and no cancel scope is entered: at thousands of runs a second those are a large
-  share of a run's cost.
+  own: it validates, takes the request's place in its session's submission order
+  (`actors._order`), reserves the idempotency key, and hands the run's journal row
+  (`actors._journal`; with the session row when that is not durable yet or the request
+  changes its label) to the store with a commit callback. Once that has committed and
+  every earlier request of the session has been placed, the callback accepts the run:
+  registers it, sends the ack, queues it. A completion callback on the run record sends
+  the final `res`. No task waits for either, and no cancel scope is entered: at thousands
+  of runs a second those are a large share of a run's cost.
 - `agent`, the general handler (a task per request, as every other method), takes what the
   fast path leaves to it: a repeated idempotency key (it may have to wait for the first
-  request), a session whose row is not loaded yet, a store queue that is full.
+  request), a session whose row is not loaded yet, a store queue that is full. It keeps
+  the place in the order the reader took for it.
 
 Either way: `runId` is the `idempotencyKey` and a repeat never starts a second run; the
-session's row (its id and label) is durable before the ack; a `cancel` frame for the request aborts the run (a
-cancelled request gets no further `res`), the connection going away does not; a store
-failure is `UNAVAILABLE`.
+run is in the journal as accepted, and the session's row (its id and label) is durable,
+before the ack; runs of a session reach its lane in the order their requests were
+received; a `cancel` frame for the request aborts the run (a cancelled request gets no
+further `res`), the connection going away does not; a store failure is `UNAVAILABLE`;
+nothing that fails between a request and its run leaves a run registered that never ends.
 """
 
 from __future__ import annotations
 
 import logging
 import re
+import time
 from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 import msgspec
 import trio
 
-from actors import CachedResponse, RunRecord, RunRequest, SessionActor, StoreError
+from actors import (
+    AcceptedRun,
+    CachedResponse,
+    JournalRow,
+    LaneFull,
+    RecoveredRun,
+    RunInFlight,
+    RunRecord,
+    RunRequest,
+    SessionActor,
+    ShuttingDown,
+    StoreError,
+    Ticket,
+    accepted_row,
+)
 from runtime._agent import now_ms
 from runtime._config import run_timeout_seconds
 from runtime._frames import (
@@ -81,6 +99,23 @@ def _final_response(record: RunRecord) -> CachedResponse:
         payload={"runId": record.run_id, "status": "ok", "summary": "completed", "result": final},
         terminal=True,
     )
+
+
+def restore_idempotency(gw: Gateway, runs: list[RecoveredRun]) -> None:
+    """At startup: the idempotency cache as it was (`agent:<key>`: the final answer, or the
+    ack of a run queued again; `chat:<key>`: the `started` answer), each entry as old as
+    its run's end, so that it lives out its TTL and a retried key never runs again."""
+    now = time.monotonic()
+    for run in runs:
+        rec = run.record
+        if run.kind == "agent":
+            cached = (
+                _final_response(rec) if rec.ended else CachedResponse(ok=True, payload=_ack(rec))
+            )
+        else:
+            cached = CachedResponse(ok=True, payload={"runId": rec.run_id, "status": "started"})
+        cached.stored = now - run.age_s
+        gw.registry.dedupe.put(f"{run.kind}:{rec.run_id}", cached)
 
 
 def _send_cached(conn: ClientConnection, req_id: str, cached: CachedResponse) -> None:
@@ -179,49 +214,101 @@ def _touch_row(actor: SessionActor, params: AgentParams) -> int:
     return t
 
 
-def _open_run(
+def _check_not_in_flight(gw: Gateway, run_id: str) -> None:
+    existing = gw.registry.get(run_id)
+    if existing is not None and not existing.ended:
+        raise invalid_request(f"run {run_id} is already in flight")
+
+
+def _timeout_s(gw: Gateway, params: AgentParams) -> float | None:
+    timeout = opt(params.timeout)
+    if timeout is None:
+        return run_timeout_seconds(gw.supervisor.generation.config.agents.defaults) or None
+    try:
+        return float(timeout) or None
+    except OverflowError as exc:
+        raise invalid_request("invalid agent params: timeout is out of range") from exc
+
+
+def _build_request(
     gw: Gateway,
     conn: ClientConnection,
     params: AgentParams,
     plan: _Plan,
     actor: SessionActor,
     accepted_at: int,
-) -> tuple[RunRecord, RunRequest]:
-    """Register the run (its record, its event stream) once its row is durable. Raises
-    `GatewayError` when a run with this id is still in flight."""
-    sup = gw.supervisor
+) -> RunRequest:
+    """The run, complete, before anything is registered (whatever raises here leaves
+    nothing behind). Raises `GatewayError`."""
     assert actor.row is not None
-    session_id = actor.row.sessionId
     record = RunRecord(
         run_id=params.idempotencyKey,
         session_key=plan.key,
-        session_id=session_id,
+        session_id=actor.row.sessionId,
         agent_id=plan.spec.id,
         accepted_at=accepted_at,
     )
-    existing = sup.registry.get(record.run_id)
-    if existing is not None and not existing.ended:
-        raise invalid_request(f"run {record.run_id} is already in flight")
-    sup.registry.add(record)
-    gw.hub.open_run(
-        record.run_id, plan.key, owner=conn, session_id=session_id, agent_id=plan.spec.id
-    )
-    timeout = opt(params.timeout)
-    default_timeout = run_timeout_seconds(sup.generation.config.agents.defaults)
-    timeout_s = float(timeout) if timeout is not None else (default_timeout or 0.0)
-    request = RunRequest(
+    return RunRequest(
         lane=plan.lane,
         record=record,
         message=plan.message,
-        timeout_s=timeout_s or None,
+        timeout_s=_timeout_s(gw, params),
         model_ref=plan.model_ref,
         extra_system_prompt=opt(params.extraSystemPrompt),
         owner=conn,
         reset=plan.reset,
         reset_reason=plan.reset_reason,
+        kind="agent",
+        journaled=True,
     )
-    attach_webhook(gw, params, record)  # issue 15: the optional `webhook`
-    return record, request
+
+
+def journal_row(request: RunRequest, ticket: Ticket, queue_mode: str | None) -> JournalRow:
+    """The run's journal row as accepted (`actors._journal`)."""
+    rec = request.record
+    return accepted_row(
+        run_id=rec.run_id,
+        kind=request.kind,
+        session_key=rec.session_key,
+        session_id=rec.session_id,
+        agent_id=rec.agent_id,
+        accepted_at=rec.accepted_at,
+        request=AcceptedRun(
+            message=request.message,
+            order=ticket.seq,
+            lane=request.lane,
+            timeoutS=request.timeout_s,
+            modelRef=request.model_ref,
+            extraSystemPrompt=request.extra_system_prompt,
+            reset=request.reset,
+            resetReason=request.reset_reason,
+            queueMode=queue_mode,
+            debounce=request.debounce,
+        ),
+    )
+
+
+def accept(
+    gw: Gateway,
+    conn: ClientConnection,
+    actor: SessionActor,
+    request: RunRequest,
+    mode: str | None,
+) -> None:
+    """`Supervisor.accept_run`, its refusals as `GatewayError` (a refused run's journal
+    row is ended; one refused because the id is in flight is that run's). Not a
+    checkpoint."""
+    sup = gw.supervisor
+    try:
+        sup.accept_run(actor, request, actor.queue_settings(mode), owner=conn)
+    except RunInFlight as exc:
+        raise invalid_request(str(exc)) from exc
+    except ShuttingDown as exc:
+        sup.journal_refused(request, str(exc))
+        raise GatewayError(UNAVAILABLE, str(exc), retryable=True) from exc
+    except LaneFull as exc:
+        sup.journal_refused(request, str(exc))
+        raise invalid_request(str(exc)) from exc
 
 
 def _ack(record: RunRecord) -> dict[str, Any]:
@@ -253,6 +340,7 @@ async def agent(call: Call, params: AgentParams) -> None:
     dedupe_key = f"agent:{run_id}"
     cached = reg.dedupe.get(dedupe_key)
     if cached is not None:
+        call.release_ticket()  # a repeat starts no run: later requests need not wait
         await cached.ready.wait()
         if cached.payload is None and cached.error is None:
             raise GatewayError(UNAVAILABLE, "the original request did not complete; retry")
@@ -265,35 +353,37 @@ async def agent(call: Call, params: AgentParams) -> None:
         return
     placeholder = CachedResponse.placeholder()
     reg.dedupe.put(dedupe_key, placeholder)
+    request: RunRequest | None = None
+    journaled = attempted = False
     try:
         plan = _plan(gw, conn, params)
+        ticket = call.ticket_for(plan.key)
         actor = sup.peek_session(plan.key)
         if actor is None or actor.row is None:
             actor = await sup.session(plan.key, plan.spec.id)
+        _check_not_in_flight(gw, run_id)
         accepted_at = _touch_row(actor, params)
+        request = _build_request(gw, conn, params, plan, actor, accepted_at)
         assert actor.row is not None
-        await sup.store.put_session_durable(actor.row)
+        await sup.store.commit_durable(run=journal_row(request, ticket, "followup"), row=actor.row)
+        journaled = True
         actor.row_persisted = True
-        record, request = _open_run(gw, conn, params, plan, actor, accepted_at)
+        await ticket.turn()
+        attempted = True
+        accept(gw, conn, actor, request, "followup")
+        attach_webhook(gw, params, request.record)  # issue 15: the optional `webhook`
     except BaseException as exc:
+        if journaled and not attempted and request is not None:
+            sup.journal_refused(request, "the request was cancelled before its run was accepted")
         reg.dedupe.discard(dedupe_key)
         placeholder.abandon(exc if isinstance(exc, GatewayError) else None)
         raise
+    finally:
+        call.release_ticket()
+    record = request.record
     placeholder.settle(_ack(record))
     call.respond(placeholder.payload)
-    _submit(actor, request)
     await _await_final(call, record)
-
-
-def _submit(actor: SessionActor, request: RunRequest) -> None:
-    """Queue the run on its session's lane. `agent` runs queue as follow-ups (OpenClaw:
-    queue modes apply to chat messages). A queue at its cap with drop policy `new` rejects
-    it: the run ends at once (dropped), and the error goes up."""
-    try:
-        actor.supervisor.submit(actor, request, actor.queue_settings("followup"))
-    except Exception:
-        actor.finish_unrun(request, "dropped")
-        raise
 
 
 # --- the common path: no task ---------------------------------------------------------------
@@ -308,10 +398,11 @@ class _AgentCall:
     conn: ClientConnection
     req_id: str
     params: AgentParams
-    plan: _Plan
     actor: SessionActor
-    accepted_at: int
+    request: RunRequest
     placeholder: CachedResponse
+    ticket: Ticket
+    writes_row: bool
     record: RunRecord | None = None
     cancelled: bool = False
 
@@ -343,41 +434,41 @@ class _AgentCall:
             self.conn.respond_error(self.req_id, error)
 
     def committed(self, failure: StoreError | None) -> None:
-        """The session row is durable (or could not be written): accept the run."""
-        if self.cancelled:
-            self._fail(None)
-            return
+        """The journal row (and the session row) is durable, or could not be written:
+        accept the run once the session's earlier requests have been placed."""
+        self.ticket.when_due(lambda: self._accept(failure))
+
+    def _accept(self, failure: StoreError | None) -> None:
         if failure is not None:
             log.error("method agent failed: %s", failure)
-            error = GatewayError(UNAVAILABLE, f"{type(failure).__name__}: {failure}")
-            self._fail(error, cached=False)
-            return
-        self.actor.row_persisted = True
-        gw = self.gateway
-        try:
-            record, request = _open_run(
-                gw, self.conn, self.params, self.plan, self.actor, self.accepted_at
+            self._fail(
+                GatewayError(UNAVAILABLE, f"{type(failure).__name__}: {failure}"), cached=False
             )
+            return
+        if self.writes_row:
+            self.actor.row_persisted = True
+        gw = self.gateway
+        if self.cancelled:
+            gw.supervisor.journal_refused(self.request, "the request was cancelled")
+            self._fail(None)
+            return
+        try:
+            accept(gw, self.conn, self.actor, self.request, "followup")
         except GatewayError as exc:
             self._fail(exc)
             return
-        except Exception as exc:  # a bug: this request fails, nothing else
+        except Exception as exc:  # a bug: this request fails (its run has ended), nothing else
             log.exception("method agent failed")
             self._fail(GatewayError(UNAVAILABLE, f"{type(exc).__name__}: {exc}"), cached=False)
             return
-        self.record = record
+        record = self.record = self.request.record
+        attach_webhook(gw, self.params, record)  # issue 15: the optional `webhook`
         self.placeholder.settle(_ack(record))
         self.conn.respond(self.req_id, self.placeholder.payload)
-        try:
-            _submit(self.actor, request)
-        except Exception as exc:
-            log.exception("method agent failed")
-            self._forget()
-            self.conn.respond_error(
-                self.req_id, GatewayError(UNAVAILABLE, f"{type(exc).__name__}: {exc}")
-            )
-            return
-        record.on_done = [self.finished]  # the run cannot have ended yet: its task starts later
+        if record.ended:  # merged into a run that ended meanwhile cannot happen; be safe
+            self.finished(record)
+        else:
+            record.on_done = [self.finished]
 
     def finished(self, record: RunRecord) -> None:
         """The run ended: the final `res` (not after a `cancel` frame)."""
@@ -387,10 +478,14 @@ class _AgentCall:
         _send_final(self.gateway, self.conn, self.req_id, record)
 
 
-def start_agent(gw: Gateway, conn: ClientConnection, frame: RequestFrame) -> bool:
-    """Handle an `agent` request without a task when it is the common case. Returns False,
-    having changed nothing, when the general path must take it. Never raises; not a
-    checkpoint. The caller has checked the in-flight cap and the request id."""
+def start_agent(
+    gw: Gateway, conn: ClientConnection, frame: RequestFrame
+) -> tuple[bool, Ticket | None]:
+    """Handle an `agent` request without a task when it is the common case. Returns
+    `(True, None)` when it is handled (answered, or on its way); `(False, ticket)` when the
+    general path must take it, with its place in its session's order when one was taken
+    (the caller hands it on). Never raises; not a checkpoint. The caller has checked the
+    in-flight cap and the request id."""
     sup = gw.supervisor
     reg = gw.registry
     try:
@@ -400,32 +495,60 @@ def start_agent(gw: Gateway, conn: ClientConnection, frame: RequestFrame) -> boo
         _authorize(conn, params)
         dedupe_key = f"agent:{params.idempotencyKey}"
         if reg.dedupe.get(dedupe_key) is not None:
-            return False  # a repeat: it may have to wait for the first request
+            return False, None  # a repeat: it may have to wait for the first request
         plan = _plan(gw, conn, params)
     except GatewayError as exc:
         conn.respond_error(frame.id, exc)
-        return True
+        return True, None
+    ticket = sup.order.reserve(plan.key)
+    try:
+        return _start_accepting(gw, conn, frame, params, plan, ticket)
+    except BaseException:
+        ticket.release()  # a bug (the caller answers it): later requests must not wait
+        raise
+
+
+def _start_accepting(
+    gw: Gateway,
+    conn: ClientConnection,
+    frame: RequestFrame,
+    params: AgentParams,
+    plan: _Plan,
+    ticket: Ticket,
+) -> tuple[bool, Ticket | None]:
+    """`start_agent` once the request has its place in its session's order."""
+    sup = gw.supervisor
     actor = sup.peek_session(plan.key)
     if actor is None or actor.row is None:
-        return False
-    placeholder = CachedResponse.placeholder()
-    accepted_at = _touch_row(actor, params)
-    pending = _AgentCall(gw, conn, frame.id, params, plan, actor, accepted_at, placeholder)
-    assert actor.row is not None
-    if actor.row_persisted and not opt(params.label):
-        # The session's row (its id) is durable already; the new `updatedAt` goes with the
-        # row written at the run's end. Nothing to wait for: accept now.
-        reg.dedupe.put(dedupe_key, placeholder)
-        conn.pending[frame.id] = pending
-        pending.committed(None)
-        return True
+        return False, ticket
     try:
-        sup.store.put_session_nowait(actor.row, on_commit=pending.committed)
+        _check_not_in_flight(gw, params.idempotencyKey)
+        accepted_at = _touch_row(actor, params)
+        request = _build_request(gw, conn, params, plan, actor, accepted_at)
+    except GatewayError as exc:
+        ticket.release()
+        conn.respond_error(frame.id, exc)
+        return True, None
+    placeholder = CachedResponse.placeholder()
+    assert actor.row is not None
+    # The session's row (its id) is durable already unless it is new; the new `updatedAt`
+    # goes with the row written at the run's end.
+    writes_row = not actor.row_persisted or bool(opt(params.label))
+    pending = _AgentCall(
+        gw, conn, frame.id, params, actor, request, placeholder, ticket, writes_row
+    )
+    try:
+        sup.store.commit_nowait(
+            run=journal_row(request, ticket, "followup"),
+            row=actor.row if writes_row else None,
+            on_commit=pending.committed,
+        )
     except trio.WouldBlock:
-        return False
+        return False, ticket
     except StoreError as exc:
+        ticket.release()
         conn.respond_error(frame.id, GatewayError(UNAVAILABLE, f"{type(exc).__name__}: {exc}"))
-        return True
-    reg.dedupe.put(dedupe_key, placeholder)
+        return True, None
+    gw.registry.dedupe.put(pending.dedupe_key, placeholder)
     conn.pending[frame.id] = pending
-    return True
+    return True, None

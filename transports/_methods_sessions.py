@@ -16,13 +16,21 @@ from typing import TYPE_CHECKING, Any, Final
 import msgspec
 import trio
 
-from actors import CachedResponse, RunRecord, RunRequest, SessionActor
-from actors._lane import LaneFull, QueueMode, normalize_drop, normalize_mode
+from actors import (
+    CachedResponse,
+    RunInFlight,
+    RunRecord,
+    RunRequest,
+    SessionActor,
+    Ticket,
+    replay_terminal,
+)
+from actors._lane import QueueMode, normalize_drop, normalize_mode
 from actors._session import SessionBusy
 from runtime._agent import now_ms
 from runtime._compaction import context_budget
 from runtime._config import run_timeout_seconds
-from runtime._frames import UNAVAILABLE, GatewayError, invalid_request, opt
+from runtime._frames import UNAVAILABLE, GatewayError, RequestFrame, invalid_request, opt
 from runtime._generation import GenerationError
 from runtime._hooks import InternalHookEvent
 from runtime._prompt import system_prompt_report
@@ -47,10 +55,12 @@ from runtime._wire import (
 )
 from runtime.llm._types import AssistantMessage, ProviderError, TextContent
 
+from ._methods_agent import accept, journal_row
 from ._slash import run_slash_command
 from ._views import defaults_view, session_view
 
 if TYPE_CHECKING:
+    from ._gateway import Gateway
     from ._methods import Call, Methods
 
 STOP_PHRASES: Final = frozenset(
@@ -171,6 +181,31 @@ def _changed(call: Call, key: str, reason: str, actor: SessionActor | None = Non
     hub.sessions_changed(payload)
 
 
+ORDERED_METHODS: Final = {
+    "chat.send": "sessionKey",
+    "sessions.send": "key",
+    "sessions.steer": "key",
+}
+"""Methods that start runs (besides `agent`) and the param naming their session."""
+
+
+def reserve_ticket(gw: Gateway, frame: RequestFrame) -> Ticket | None:
+    """In the reader: the request's place in its session's submission order (None when
+    its params do not name a session plainly: the handler then takes one, or fails).
+    Not a checkpoint; never raises."""
+    params = frame.params
+    if not isinstance(params, dict):
+        return None
+    raw, agent_id = params.get(ORDERED_METHODS[frame.method]), params.get("agentId")
+    if not isinstance(raw, str) or not isinstance(agent_id, str | None):
+        return None
+    try:
+        key = gw.supervisor.resolve_key(raw, agent_id)
+    except SessionKeyError:
+        return None
+    return gw.supervisor.order.reserve(key)
+
+
 async def _submit_message(
     call: Call,
     *,
@@ -182,7 +217,8 @@ async def _submit_message(
     dedupe_prefix: str,
     reset: str | None = None,
 ) -> dict[str, Any]:
-    """Queue a chat-style message on a session; the ack is `{runId, status:"started"}`.
+    """Queue a chat-style message on a session; the ack is `{runId, status:"started"}`,
+    once the run is in the journal and every earlier request of the session is placed.
     `reset` ("new" / "reset"): the run starts the session afresh first (`/new`, `/reset`)."""
     gw = call.gateway
     sup = gw.supervisor
@@ -190,6 +226,7 @@ async def _submit_message(
     dedupe_key = f"{dedupe_prefix}:{run_id}"
     cached = reg.dedupe.get(dedupe_key)
     if cached is not None:
+        call.release_ticket()  # a repeat starts no run: later requests need not wait
         await cached.ready.wait()
         record = reg.get(run_id)
         if record is not None and not record.ended:
@@ -203,31 +240,28 @@ async def _submit_message(
         return {"runId": run_id, "status": "ok"}
     placeholder = CachedResponse.placeholder()
     reg.dedupe.put(dedupe_key, placeholder)
+    request: RunRequest | None = None
+    journaled = attempted = False
     try:
+        ticket = call.ticket_for(key)
         actor = await _actor(call, key)
         settings = actor.queue_settings(mode)
         if actor.would_reject(settings):
             raise invalid_request(
                 f"the session's queue is full ({settings.cap} pending); message rejected"
             )
+        existing = reg.get(run_id)
+        if existing is not None and not existing.ended:
+            raise _InFlight
         assert actor.row is not None
         t = now_ms()
         actor.row = msgspec.structs.replace(actor.row, updatedAt=t)
-        await sup.store.put_session_durable(actor.row)
-        actor.row_persisted = True
         record = RunRecord(
             run_id=run_id,
             session_key=key,
             session_id=actor.row.sessionId,
             agent_id=actor.agent_id,
             accepted_at=t,
-        )
-        existing = reg.get(run_id)
-        if existing is not None and not existing.ended:
-            return {"runId": run_id, "status": "in_flight"}
-        reg.add(record)
-        gw.hub.open_run(
-            run_id, key, owner=call.conn, session_id=actor.row.sessionId, agent_id=actor.agent_id
         )
         default_timeout = run_timeout_seconds(sup.generation.config.agents.defaults)
         timeout_s = timeout_ms / 1000 if timeout_ms is not None else default_timeout
@@ -239,19 +273,39 @@ async def _submit_message(
             debounce=True,
             reset=reset is not None,
             reset_reason=reset or "reset",
+            kind="chat",
+            journaled=True,
         )
+        await sup.store.commit_durable(run=journal_row(request, ticket, mode), row=actor.row)
+        journaled = True
+        actor.row_persisted = True
+        await ticket.turn()
+        attempted = True
         try:
-            sup.submit(actor, request, settings)
-        except LaneFull as exc:
-            reg.finish(record)
-            raise invalid_request(str(exc)) from exc
+            accept(gw, call.conn, actor, request, mode)
+        except GatewayError as exc:
+            if isinstance(exc.__cause__, RunInFlight):
+                raise _InFlight from None
+            raise
+    except _InFlight:
+        reg.dedupe.discard(dedupe_key)
+        placeholder.abandon()
+        return {"runId": run_id, "status": "in_flight"}
     except BaseException as exc:
+        if journaled and not attempted and request is not None:
+            sup.journal_refused(request, "the request was cancelled before its run was accepted")
         reg.dedupe.discard(dedupe_key)
         placeholder.abandon(exc if isinstance(exc, GatewayError) else None)
         raise
+    finally:
+        call.release_ticket()
     placeholder.settle({"runId": run_id, "status": "started"})
     _changed(call, key, "send", actor)
     return {"runId": run_id, "status": "started"}
+
+
+class _InFlight(Exception):
+    """A run with this id is in flight: the answer is `in_flight`."""
 
 
 def _is_stop(message: str) -> bool:
@@ -271,10 +325,15 @@ async def chat_send(call: Call, params: ChatSendParams) -> dict[str, Any]:
     if not opt(params.suppressCommandInterpretation) and not _is_stop(params.message):
         found = find_command(params.message)
         if found is not None:
+            if found[0].name not in ("new", "reset"):  # those queue a run: ordered there
+                await call.ticket_for(key).turn()  # in its place, after earlier messages
             return await run_slash_command(call, params, key, *found)
     if _is_stop(params.message) and not opt(params.suppressCommandInterpretation):
         actor = await _actor(call, key)
+        # A stop takes effect in its place: messages received before it are on the lane.
+        await call.ticket_for(key).turn()
         run_ids = actor.abort(None, "stop")
+        call.release_ticket()
         internal = call.gateway.supervisor.internal_hooks
         if internal.has_listeners("command", "stop"):
             await internal.trigger(
@@ -675,6 +734,10 @@ async def runs_replay(call: Call, params: RunsReplayParams) -> dict[str, Any]:
     hub = call.gateway.hub
     full = call.conn.wants_tool_events
     replay = hub.replay(params.runId, params.afterSeq, full=full)
+    record = call.gateway.registry.get(params.runId)
+    if replay is None and record is not None and record.restored and record.ended:
+        replay_terminal(hub, record)  # a run of the previous process: its terminal event
+        replay = hub.replay(params.runId, params.afterSeq, full=full)
     if replay is None:
         raise GatewayError(
             "AGENT_RESULT_NOT_FOUND", f"unknown run {params.runId} (nothing to replay)"

@@ -191,6 +191,30 @@ def clawlane_status(gw: Gateway) -> dict[str, Any]:
         # For `clawlane loadtest` (RSS/CPU by pid when it runs on the same machine).
         "process": {"pid": os.getpid(), "rssBytes": _proc.memory_info().rss},
         "publisher": gw.publisher.status_view() if gw.publisher is not None else None,
+        "durability": durability_view(gw),
+    }
+
+
+def durability_view(gw: Gateway) -> dict[str, Any]:
+    """clawlane (issue 12): failed writes, turns not stored, what the last start recovered."""
+    store = gw.supervisor.store.statistics()
+    sup = gw.supervisor.statistics()
+    recovery = gw.recovery
+    return {
+        "storeFailedCommits": store.failed_commits,
+        "storeFailedWrites": store.failed_writes,
+        "storeLastError": store.last_error,
+        "storeLastErrorAt": store.last_error_at_ms,
+        "storeFailing": store.failing,
+        "turnsNotStored": sup.turns_not_stored,
+        "journalRowsWritten": store.runs_written,
+        "runsEndedAtShutdown": sup.runs_forced_end,
+        "submissionsWaiting": sup.submissions_waiting,
+        "recovered": {
+            "interrupted": recovery.interrupted if recovery else 0,
+            "rerun": recovery.rerun if recovery else 0,
+            "restored": len(recovery.runs) if recovery else 0,
+        },
     }
 
 

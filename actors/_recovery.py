@@ -1,0 +1,251 @@
+"""Startup: what the run journal (`actors._journal`) says about the previous process.
+
+`recover_runs` runs once, before the gateway listens:
+
+- Runs still `accepted` were acknowledged and had not ended when the process stopped
+  (killed, crashed, power lost). With `interrupted: "fail"` (the default) each is reported
+  failed: its session's transcript gets the request's message and an assistant message
+  saying the run was interrupted, the session row says the last run failed
+  (`status: "failed"`, `abortedLastRun`, `lastRunId`), its journal row ends as `error`,
+  and its record (restored, ended with error `INTERRUPTED`) answers `agent.wait`. With
+  `"rerun"` each is queued again on its session, in the order the requests were received,
+  with no connection attached (`agent.wait`, `runs.replay`, or a retry of its key follow
+  it); a run interrupted `MAX_ATTEMPTS` times is reported failed instead.
+- Runs ended within the idempotency cache's TTL come back as ended records, so that
+  `agent.wait` answers for them and a retried key answers from the cache instead of
+  running again (the transports rebuild the cached responses from `RecoveredRun`).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING, Any, Final, Literal
+
+import attrs
+import msgspec
+
+from runtime._agent import now_ms
+from runtime.llm._types import AssistantMessage, Message, TextContent, UserMessage
+
+from ._hub import EventHub
+from ._journal import INTERRUPTED, AcceptedRun, JournalRow, RunOutcome, accepted_row, ended_row
+from ._lane import LaneFull
+from ._registry import DEDUPE_MAX, DEDUPE_TTL_S, RunRecord
+from ._session import RunRequest
+from ._supervisor import RunRefused
+
+if TYPE_CHECKING:
+    from ._supervisor import Supervisor
+
+log = logging.getLogger("clawlane.recovery")
+
+InterruptedRuns = Literal["fail", "rerun"]
+MAX_ATTEMPTS: Final = 2
+"""A run executes at most this often (the first time, then once more after a restart)."""
+
+
+@attrs.frozen
+class RecoveredRun:
+    """A run the journal knew: `kind` names its idempotency cache; `age_s` is how long ago
+    it ended (0 for one ended or queued again by the recovery)."""
+
+    kind: str
+    record: RunRecord
+    age_s: float
+
+
+@attrs.frozen
+class RecoveryReport:
+    runs: list[RecoveredRun]
+    interrupted: int
+    """Runs accepted and not ended: reported failed."""
+    rerun: int
+    """Runs accepted and not ended: queued again."""
+
+
+def _restored(row: JournalRow, outcome: RunOutcome) -> RunRecord:
+    return RunRecord(
+        run_id=row.run_id,
+        session_key=row.session_key,
+        session_id=row.session_id,
+        agent_id=row.agent_id,
+        accepted_at=row.accepted_at,
+        status=outcome.status,
+        started_at=outcome.startedAt,
+        ended_at=row.ended_at,
+        error=outcome.error,
+        aborted=outcome.status == "aborted",
+        abort_reason=outcome.abortReason,  # type: ignore[arg-type]
+        final=outcome.final,
+        restored=True,
+    )
+
+
+async def recover_runs(
+    sup: Supervisor,
+    *,
+    interrupted: InterruptedRuns = "fail",
+    ttl_s: float = DEDUPE_TTL_S,
+    keep: int = DEDUPE_MAX,
+) -> RecoveryReport:
+    """Report (or queue again) the runs the previous process accepted and did not end;
+    restore the ended ones of the last `ttl_s` (at most `keep`). A checkpoint; call it
+    before serving. Raises `StoreError`."""
+    wall = time.time()
+    rows = await sup.store.load_runs(since_ms=int((wall - ttl_s) * 1000))
+    ended = sorted((r for r in rows if r.ended), key=lambda r: r.ended_at or 0)[-keep:]
+    recovered: list[RecoveredRun] = []
+    for row in ended:
+        try:
+            outcome = row.outcome()
+        except msgspec.DecodeError:
+            outcome = RunOutcome(status="error", error="the run's stored outcome is unreadable")
+        rec = _restored(row, outcome)
+        sup.registry.add(rec)
+        sup.registry.finish(rec)
+        age = max(0.0, wall - (row.ended_at or 0) / 1000)
+        recovered.append(RecoveredRun(row.kind, rec, age))
+    pending = [(r, _accepted(r)) for r in rows if not r.ended]
+    pending.sort(key=lambda pair: pair[1].order)  # the order the requests were received
+    failed = rerun = 0
+    for row, accepted in pending:
+        if interrupted == "rerun" and accepted.attempt < MAX_ATTEMPTS:
+            rec = await _run_again(sup, row, accepted)
+            rerun += 1
+        else:
+            rec = await _report_interrupted(sup, row, accepted)
+            failed += 1
+        recovered.append(RecoveredRun(row.kind, rec, 0.0))
+    await sup.store.flush()
+    if failed or rerun:
+        log.warning(
+            "recovered %d runs the previous process accepted and did not finish: "
+            "%d reported failed (%s), %d queued again",
+            failed + rerun,
+            failed,
+            INTERRUPTED,
+            rerun,
+        )
+    return RecoveryReport(recovered, failed, rerun)
+
+
+def _accepted(row: JournalRow) -> AcceptedRun:
+    try:
+        return row.accepted()
+    except msgspec.DecodeError:
+        return AcceptedRun(message="", attempt=MAX_ATTEMPTS)  # unreadable: report it
+
+
+async def _report_interrupted(sup: Supervisor, row: JournalRow, accepted: AcceptedRun) -> RunRecord:
+    """The run failed: say so in its session (transcript, row), its journal row and its
+    record."""
+    t = now_ms()
+    outcome = RunOutcome(status="error", error=INTERRUPTED)
+    journal = ended_row(
+        run_id=row.run_id,
+        kind=row.kind,
+        session_key=row.session_key,
+        session_id=row.session_id,
+        agent_id=row.agent_id,
+        accepted_at=row.accepted_at,
+        ended_at=t,
+        outcome=outcome,
+    )
+    rec = _restored(journal, outcome)
+    sup.registry.add(rec)
+    sup.registry.finish(rec)
+    if await sup.store.get_session(row.session_key) is None:
+        sup.store_commit(run=journal)  # the session was deleted since: only the journal
+        return rec
+    actor = await sup.session(row.session_key, row.agent_id)
+    assert actor.row is not None
+    _, builder = await actor._transcript()
+    messages: list[Message] = [
+        UserMessage(content=accepted.message, timestamp=row.accepted_at),
+        AssistantMessage(
+            content=[TextContent(f"⚠️ {INTERRUPTED}")],
+            timestamp=t,
+            stopReason="error",
+            errorMessage=INTERRUPTED,
+        ),
+    ]
+    entries = [builder.add_message(m) for m in messages] if accepted.message else []
+    actor.row = msgspec.structs.replace(
+        actor.row,
+        updatedAt=t,
+        status="failed",
+        endedAt=t,
+        abortedLastRun=True,
+        lastRunId=row.run_id,
+    )
+    sup.store_commit(run=journal, row=actor.row, session_id=actor.row.sessionId, entries=entries)
+    actor.forget_transcript()  # the next run reads what was just written
+    return rec
+
+
+def replay_terminal(hub: EventHub, rec: RunRecord) -> None:
+    """Give a restored run an event stream in this process (for `runs.replay`): its
+    lifecycle `start`, then its terminal event. Not a checkpoint."""
+    started = rec.started_at or rec.accepted_at
+    ended = rec.ended_at or started
+    hub.open_run(rec.run_id, rec.session_key, session_id=rec.session_id, agent_id=rec.agent_id)
+    try:
+        hub.emit_agent(rec.run_id, "lifecycle", {"phase": "start", "startedAt": started})
+        data: dict[str, Any] = {"startedAt": started, "endedAt": ended}
+        if rec.status == "error":
+            data.update(phase="error", error=rec.error or "run failed")
+        else:
+            data.update(phase="end", aborted=rec.aborted)
+            if rec.aborted:
+                data["stopReason"] = rec.abort_reason
+        hub.emit_agent(rec.run_id, "lifecycle", data)
+    finally:
+        hub.close_run(rec.run_id)
+
+
+async def _run_again(sup: Supervisor, row: JournalRow, accepted: AcceptedRun) -> RunRecord:
+    """Queue the run again (its journal row counts the attempt first); reported failed
+    when its session is gone or will not take it."""
+    if await sup.store.get_session(row.session_key) is None:
+        return await _report_interrupted(sup, row, accepted)
+    actor = await sup.session(row.session_key, row.agent_id)
+    assert actor.row is not None
+    again = msgspec.structs.replace(accepted, attempt=accepted.attempt + 1)
+    rec = RunRecord(
+        run_id=row.run_id,
+        session_key=row.session_key,
+        session_id=actor.row.sessionId,
+        agent_id=row.agent_id,
+        accepted_at=row.accepted_at,
+    )
+    request = RunRequest(
+        record=rec,
+        message=accepted.message,
+        lane=accepted.lane,
+        timeout_s=accepted.timeoutS,
+        model_ref=accepted.modelRef,
+        extra_system_prompt=accepted.extraSystemPrompt,
+        reset=accepted.reset,
+        reset_reason=accepted.resetReason,
+        debounce=accepted.debounce,
+        kind=row.kind,
+        journaled=True,
+    )
+    await sup.store.commit_durable(
+        run=accepted_row(
+            run_id=row.run_id,
+            kind=row.kind,
+            session_key=row.session_key,
+            session_id=rec.session_id,
+            agent_id=row.agent_id,
+            accepted_at=row.accepted_at,
+            request=again,
+        )
+    )
+    try:
+        sup.accept_run(actor, request, actor.queue_settings(accepted.queueMode))
+    except (RunRefused, LaneFull) as exc:
+        log.warning("run %s could not be queued again (%s): reported failed", row.run_id, exc)
+        return await _report_interrupted(sup, row, accepted)
+    return rec
