@@ -258,7 +258,7 @@ async def test_repeats_of_a_key_get_the_one_run_across_connections(tmp_path: Pat
                 assert (await b.response(again))["payload"]["status"] == "ok"  # the cached final
 
 
-async def test_a_full_queue_rejects_the_run_and_ends_it(tmp_path: Path) -> None:
+async def test_a_full_queue_rejects_the_request_and_registers_nothing(tmp_path: Path) -> None:
     config = local_config(messages__queue__cap=1, messages__queue__drop="new")
     async with running_gateway(tmp_path, config) as gw:
         with trio.fail_after(15):
@@ -275,17 +275,18 @@ async def test_a_full_queue_rejects_the_run_and_ends_it(tmp_path: Path) -> None:
                 rejected = await raw.send(
                     "agent", {"message": "c", "idempotencyKey": "q3", "sessionKey": "q"}
                 )
-                error = await raw.response(rejected, 2)
+                error = await raw.response(rejected, 1)
                 assert not error["ok"] and "queue is full" in error["error"]["message"]
-                record = gw.registry.get("q3")
-                assert record is not None and record.ended and record.abort_reason == "dropped"
+                assert error["error"]["code"] == "INVALID_REQUEST"
+                assert gw.registry.get("q3") is None and raw.lifecycle("q3") == []
                 await trio.testing.wait_all_tasks_blocked()
-                assert len(raw.responses(rejected)) == 2  # the ack, then the error; no final
+                assert len(raw.responses(rejected)) == 1  # the error; no ack, no final
+                assert gw.registry.statistics().active_runs == 2
                 gw.registry.get("q1").abort("rpc")  # type: ignore[union-attr]
                 assert (await raw.response(queued, 2))["payload"]["status"] == "ok"
 
 
-async def test_a_durable_session_is_answered_without_waiting_for_the_store(
+async def test_the_ack_waits_until_the_run_is_in_the_journal(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     async with running_gateway(tmp_path, local_config()) as gw:
@@ -294,16 +295,24 @@ async def test_a_durable_session_is_answered_without_waiting_for_the_store(
                 await warm(raw, "w")
                 store = gw.supervisor.store
                 release = hold_commits(store, monkeypatch)
-                ack, final = await raw.run(
-                    {"message": "[[deltas:2]] now", "idempotencyKey": "w1", "sessionKey": "w"}
-                )  # both while no commit can happen: the row was durable since the warm-up
+                rid = await raw.send(
+                    "agent", {"message": "[[deltas:2]] now", "idempotencyKey": "w1", "sessionKey": "w"}
+                )
+                await trio.testing.wait_all_tasks_blocked()
+                # The request is on its way (no task), but nothing is acknowledged (nor
+                # registered) before its journal row has committed.
+                assert len(fast_calls(gw)) == 1 and raw.responses(rid) == []
+                assert gw.registry.get("w1") is None
+                release.set()
+                ack, final = await raw.response(rid, 1), await raw.response(rid, 2)
                 assert ack["payload"]["status"] == "accepted"
                 assert final["payload"]["status"] == "ok"
-                release.set()
                 await store.flush()
                 row = await store.get_session("agent:main:w")
                 assert row is not None and row.lastRunId == "w1"
                 assert row.updatedAt >= ack["payload"]["acceptedAt"]
+                (journal,) = [r for r in await store.load_runs(since_ms=0) if r.run_id == "w1"]
+                assert journal.state == "ok" and journal.kind == "agent"
 
 
 async def test_a_bug_on_the_fast_path_fails_the_request_not_the_connection(
@@ -320,7 +329,7 @@ async def test_a_bug_on_the_fast_path_fails_the_request_not_the_connection(
                     raise RuntimeError("injected")
 
                 with monkeypatch.context() as m:
-                    m.setattr(agent_module, "_open_run", broken)
+                    m.setattr(agent_module, "_build_request", broken)
                     rid = await raw.send(
                         "agent", {"message": "x", "idempotencyKey": "b1", "sessionKey": "b"}
                     )
