@@ -167,8 +167,8 @@ async def test_kill_9_with_200_runs_accepted_then_every_run_is_reported(tmp_path
 
         async with gateway_process(state, config) as (url, proc), client(url) as (c, frames):
             status = await c.request("status")
-            assert status["durability"]["recovered"]["interrupted"] == 200
-            assert status["runs"]["active"] == 0
+            assert status["clawlane"]["durability"]["recovered"]["interrupted"] == 200
+            assert status["clawlane"]["runs"]["active"] == 0
             for rid in accepted:
                 waited = await c.request("agent.wait", {"runId": rid, "timeoutMs": 1000})
                 assert waited["status"] == "error" and waited["error"] == INTERRUPTED, waited
@@ -242,7 +242,7 @@ async def test_kill_9_with_200_runs_accepted_then_every_run_is_reported(tmp_path
             else:
                 raise AssertionError("an interrupted chat run's key ran again")
             status = await c.request("status")
-            assert status["runs"]["active"] == 0
+            assert status["clawlane"]["runs"]["active"] == 0
             history = await c.request("chat.history", {"sessionKey": sessions[1]})
             assert "again" not in user_texts(history)
             # New work goes on normally on the same sessions.
@@ -286,7 +286,7 @@ async def test_with_rerun_the_interrupted_runs_run_again_in_order_once(tmp_path:
             await kill9(proc)
         async with gateway_process(state, config) as (url, proc), client(url) as (c, _):
             status = await c.request("status")
-            assert status["durability"]["recovered"]["rerun"] == 6
+            assert status["clawlane"]["durability"]["recovered"]["rerun"] == 6
             await c.request("sessions.abort", {"key": key, "runId": "b"})  # the stall, again
             for rid in queued:
                 waited = await c.request("agent.wait", {"runId": rid, "timeoutMs": 10_000})
@@ -301,13 +301,13 @@ async def test_with_rerun_the_interrupted_runs_run_again_in_order_once(tmp_path:
             await kill9(proc)
         async with gateway_process(state, config) as (url, proc), client(url) as (c, _):
             status = await c.request("status")
-            assert status["durability"]["recovered"]["rerun"] == 1  # b2, its second execution
+            assert status["clawlane"]["durability"]["recovered"]["rerun"] == 1  # b2, its second execution
             await kill9(proc)
         # b2 was interrupted twice: reported failed, not run a third time.
         async with gateway_process(state, config) as (url, proc), client(url) as (c, _):
             status = await c.request("status")
-            assert status["durability"]["recovered"]["interrupted"] == 1
-            assert status["durability"]["recovered"]["rerun"] == 0
+            assert status["clawlane"]["durability"]["recovered"]["interrupted"] == 1
+            assert status["clawlane"]["durability"]["recovered"]["rerun"] == 0
             waited = await c.request("agent.wait", {"runId": "b2", "timeoutMs": 1000})
             assert waited["status"] == "error" and waited["error"] == INTERRUPTED
         assert integrity(state / "clawlane.sqlite") == "ok"

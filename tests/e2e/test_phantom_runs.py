@@ -46,7 +46,7 @@ async def assert_nothing_active(gw: Gateway, raw: Raw, key: str) -> None:
     assert gw.supervisor.order.statistics().tickets == 0
     rid = await raw.send("status", {})
     status = (await raw.response(rid))["payload"]
-    assert status["runs"]["active"] == 0
+    assert status["clawlane"]["runs"]["active"] == 0
     rid = await raw.send("sessions.list", {})
     rows = (await raw.response(rid))["payload"]["sessions"]
     assert not any(r["hasActiveRun"] for r in rows)

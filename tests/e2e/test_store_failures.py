@@ -122,7 +122,7 @@ async def test_a_turn_that_cannot_be_stored_is_reported_and_writes_resume(
                     if f["type"] == "event" and f["event"] == "session.message"
                 ]
                 assert announced == []
-                status = (await request(raw, "status", {}))["payload"]["durability"]
+                status = (await request(raw, "status", {}))["payload"]["clawlane"]["durability"]
                 assert status["turnsNotStored"] == 4
                 assert status["storeFailedCommits"] >= 4
                 assert "disk is full" in status["storeLastError"]
@@ -135,7 +135,7 @@ async def test_a_turn_that_cannot_be_stored_is_reported_and_writes_resume(
                 ack, final = await agent(raw, key, "kept", "kept")
                 assert final["ok"] and final["payload"]["status"] == "ok"
                 assert await stored_texts(raw, key) == ["warm", "kept"]
-                status = (await request(raw, "status", {}))["payload"]["durability"]
+                status = (await request(raw, "status", {}))["payload"]["clawlane"]["durability"]
                 assert status["storeFailing"] is False
     async with running_gateway(tmp_path, local_config()) as gw:  # and after a restart
         with trio.fail_after(30):
@@ -250,7 +250,7 @@ async def test_a_full_file_system_never_loses_a_turn_it_reported_stored(tmp_path
                     # Both ways a full disk shows: a run whose end did not fit, requests
                     # whose acceptance did not (else the test tested nothing).
                     assert not_stored >= 1 and refused >= 1, (not_stored, refused)
-                    status = (await request(raw, "status", {}))["payload"]["durability"]
+                    status = (await request(raw, "status", {}))["payload"]["clawlane"]["durability"]
                     assert status["storeFailedCommits"] >= 1 and status["storeLastError"]
                     # Reads keep working on the full disk.
                     assert (await request(raw, "sessions.list", {}))["ok"]
