@@ -63,11 +63,15 @@ DELETE FROM runs WHERE id < :cut AND run_id IN (
 `cut` is `PRUNE_CUT`: the first of the ended rows the idempotency cache would still hold."""
 
 PRUNE_CUT: Final = """
-SELECT MIN(id) FROM (
-    SELECT id FROM runs WHERE ended_at IS NOT NULL AND ended_at >= :since
-    ORDER BY id DESC LIMIT :keep
+SELECT COALESCE(
+    (SELECT MIN(id) FROM (
+        SELECT id FROM runs WHERE ended_at IS NOT NULL AND ended_at >= :since
+        ORDER BY id DESC LIMIT :keep
+    )),
+    (SELECT MAX(id) + 1 FROM runs)
 )
 """
+"""None of the ended rows is recent: every one may go (NULL only for an empty table)."""
 
 LOAD: Final = "SELECT run_id, ended_at, body FROM runs ORDER BY id"
 """Every row, in the order written; the last row of a run id is what it is now."""

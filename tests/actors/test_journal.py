@@ -159,3 +159,21 @@ async def test_a_failed_commit_is_logged_once_per_interval_and_counted_then_writ
             assert not store.statistics().failing
             assert "writes resumed" in caplog.text
             assert [r.run_id for r in await store.load_runs(since_ms=0)] == ["ok"]
+
+
+async def test_when_no_run_ended_recently_every_ended_run_is_pruned(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import actors._journal as journal
+
+    monkeypatch.setattr(journal, "PRUNE_INTERVAL_S", 0.0)
+    now = int(time.time() * 1000)
+    with trio.fail_after(TIMEOUT):
+        async with open_store(tmp_path / "db.sqlite") as store:
+            for i in range(3):
+                await store.commit_durable(run=accepted(f"old{i}"))
+                await store.commit_durable(run=ended(f"old{i}", now - 10_000_000))
+            await store.commit_durable(run=accepted("open"))
+            await store.commit_durable(run=accepted("later"))  # a batch that prunes
+            left = await trio.to_thread.run_sync(run_ids, tmp_path / "db.sqlite")
+    assert sorted(run_id for (run_id,) in left) == ["later", "open"]
