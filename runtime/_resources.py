@@ -11,8 +11,8 @@ A type that is not listed falls back to its conventional folder (`extensions/`, 
 is scanned the way the type's conventional folder is.
 
 - Skills: `SKILL.md` in a folder (searched recursively; a folder with a `SKILL.md` is one skill),
-  or any `*.md` directly in a listed skills folder. Front matter (`---` ... `---`, a small YAML
-  subset parsed here) must give `name` and `description`; requirements come from
+  or any `*.md` directly in a listed skills folder. Front matter (`---` ... `---`, YAML read
+  by `_frontmatter`) must give `name` and `description`; requirements come from
   `requirements`/`requires` (`bins`, `env`) or OpenClaw's `metadata: {"openclaw": {"requires":
   ...}}`.
 - Prompt templates: `*.md` (not recursive in folders); optional front matter `description`,
@@ -32,16 +32,20 @@ every file read, so callers can keep derived state (the skills prompt) while it 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 import shutil
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Final, Literal, NoReturn
+from typing import Annotated, Final, Literal
 
 import attrs
+import json5
 import msgspec
+
+from ._frontmatter import FrontMatterError as FrontMatterError
+from ._frontmatter import FrontMatterValue as FrontMatterValue
+from ._frontmatter import parse_front_matter as parse_front_matter
 
 __all__ = [
     "RESOURCE_TYPES",
@@ -186,185 +190,19 @@ class ResourceSet:
         return next((t.theme for t in self.themes if t.theme.name == name), None)
 
 
-# --- front matter ------------------------------------------------------------------------
-
-FrontMatterValue = str | list["FrontMatterValue"] | dict[str, "FrontMatterValue"]
+# --- front matter: real YAML (`_frontmatter`) ----------------------------------------------
 
 
-class FrontMatterError(ValueError):
-    """Front matter that cannot be parsed; the message names the line."""
-
-
-_KEY_RE: Final = re.compile(r"([A-Za-z0-9_.$'\"-][^:]*?)\s*:(?:\s+(.*)|)$")
-
-
-def parse_front_matter(text: str) -> tuple[dict[str, FrontMatterValue], str]:
-    """Split markdown into (front matter, body). Without front matter: `({}, text)`.
-
-    Supports the YAML subset skills use: `key: value` (plain, quoted, `[inline, list]`,
-    `{"inline": "json"}`, `|`/`>` block scalars), nested mappings by indentation and `- item`
-    lists. Scalars stay strings. Raises `FrontMatterError` for anything else.
-    """
-    lines = text.split("\n")
-    if not lines or lines[0].rstrip() != "---":
-        return {}, text
-    for end in range(1, len(lines)):
-        if lines[end].rstrip() in ("---", "..."):
-            break
-    else:
-        raise FrontMatterError("front matter is not closed by a '---' line")
-    block = [line.rstrip("\r") for line in lines[1:end]]
-    parser = _YamlSubset(block)
-    value = parser.parse_block()
-    if parser.pos < len(block):
-        _fail(parser.pos + 1, "unexpected indentation")
-    if isinstance(value, list):
-        _fail(1, "front matter must be a mapping, not a list")
-    return (value if isinstance(value, dict) else {}), "\n".join(lines[end + 1 :]).lstrip("\n")
-
-
-def _fail(line_number: int, message: str) -> NoReturn:
-    """Raise for line `line_number` of the front matter block (1-based, after the `---`)."""
-    raise FrontMatterError(f"front matter line {line_number}: {message}")
-
-
-def _indent_of(line: str) -> int:
-    return len(line) - len(line.lstrip(" "))
-
-
-def _is_blank(line: str) -> bool:
-    stripped = line.strip()
-    return not stripped or stripped.startswith("#")
-
-
-@attrs.define
-class _YamlSubset:
-    lines: list[str]
-    pos: int = 0
-
-    def _skip_blank(self) -> None:
-        while self.pos < len(self.lines) and _is_blank(self.lines[self.pos]):
-            self.pos += 1
-
-    def parse_block(self) -> FrontMatterValue:
-        """A mapping or list whose indentation is that of its first line; "" when empty."""
-        self._skip_blank()
-        if self.pos >= len(self.lines):
-            return ""
-        line = self.lines[self.pos]
-        if line.startswith("\t"):
-            _fail(self.pos + 1, "tabs are not allowed for indentation")
-        if line.lstrip(" ").startswith("- ") or line.strip() == "-":
-            return self._parse_list(_indent_of(line))
-        return self._parse_mapping(_indent_of(line))
-
-    def _parse_mapping(self, indent: int) -> dict[str, FrontMatterValue]:
-        result: dict[str, FrontMatterValue] = {}
-        while True:
-            self._skip_blank()
-            if self.pos >= len(self.lines):
-                return result
-            line = self.lines[self.pos]
-            current = _indent_of(line)
-            if current < indent:
-                return result
-            if current > indent:
-                _fail(self.pos + 1, "unexpected indentation")
-            match = _KEY_RE.match(line.strip())
-            if match is None:
-                _fail(self.pos + 1, f"expected 'key: value', got {line.strip()!r}")
-            key = _unquote(match[1])
-            raw = (match[2] or "").strip()
-            line_no = self.pos
-            self.pos += 1
-            if raw in ("|", ">", "|-", ">-", "|+", ">+"):
-                result[key] = self._block_scalar(indent, folded=raw.startswith(">"))
-            elif raw:
-                result[key] = _scalar(raw, line_no)
-            else:
-                self._skip_blank()
-                if self.pos < len(self.lines) and self._opens_child(indent):
-                    result[key] = self.parse_block()
-                else:
-                    result[key] = ""
-
-    def _opens_child(self, indent: int) -> bool:
-        """Does the current line start the value of a key at `indent`? (deeper, or a list at
-        the same indentation, as YAML allows)"""
-        line = self.lines[self.pos]
-        current = _indent_of(line)
-        return current > indent or (current == indent and line.lstrip(" ").startswith("- "))
-
-    def _parse_list(self, indent: int) -> list[FrontMatterValue]:
-        result: list[FrontMatterValue] = []
-        while True:
-            self._skip_blank()
-            if self.pos >= len(self.lines):
-                return result
-            line = self.lines[self.pos]
-            stripped = line.lstrip(" ")
-            if _indent_of(line) != indent or not (stripped.startswith("- ") or stripped == "-"):
-                if _indent_of(line) > indent:
-                    _fail(self.pos + 1, "unexpected indentation")
-                return result
-            item = stripped[1:].strip()
-            line_no = self.pos
-            self.pos += 1
-            if not item:
-                result.append(self.parse_block())
-            elif _KEY_RE.match(item) and not item.startswith(("'", '"', "[", "{")):
-                _fail(line_no + 1, "mappings inside lists are not supported")
-            else:
-                result.append(_scalar(item, line_no))
-
-    def _block_scalar(self, indent: int, *, folded: bool) -> str:
-        collected: list[str] = []
-        block_indent: int | None = None
-        while self.pos < len(self.lines):
-            line = self.lines[self.pos]
-            if line.strip():
-                current = _indent_of(line)
-                if current <= indent:
-                    break
-                if block_indent is None:
-                    block_indent = current
-                collected.append(line[min(block_indent, current) :])
-            else:
-                collected.append("")
-            self.pos += 1
-        while collected and not collected[-1]:
-            collected.pop()
-        if not folded:
-            return "\n".join(collected)
-        paragraphs: list[str] = []
-        current_words: list[str] = []
-        for line in collected:
-            if line:
-                current_words.append(line.strip())
-            elif current_words:
-                paragraphs.append(" ".join(current_words))
-                current_words = []
-        if current_words:
-            paragraphs.append(" ".join(current_words))
-        return "\n".join(paragraphs)
-
-
-def _unquote(text: str) -> str:
-    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
-        if text[0] == '"':
-            try:
-                value = json.loads(text)
-            except ValueError:
-                return text[1:-1]
-            return value if isinstance(value, str) else text[1:-1]
-        return text[1:-1].replace("''", "'")
-    return text
-
-
-def _strip_comment(text: str) -> str:
-    """Drop a trailing ` # comment` from a plain scalar."""
-    index = text.find(" #")
-    return text[:index].rstrip() if index >= 0 else text
+def _metadata(meta: Mapping[str, FrontMatterValue]) -> FrontMatterValue | None:
+    """`metadata`, also when it is written as a JSON5 string (OpenClaw accepts both)."""
+    value = meta.get("metadata")
+    if isinstance(value, str) and value.strip().startswith("{"):
+        try:
+            parsed = json5.loads(value)
+        except (ValueError, RecursionError):
+            return None
+        return _from_json(parsed)
+    return value
 
 
 def _from_json(value: object) -> FrontMatterValue:
@@ -377,23 +215,6 @@ def _from_json(value: object) -> FrontMatterValue:
     if value is None:
         return ""
     return str(value)
-
-
-def _scalar(raw: str, line_index: int) -> FrontMatterValue:
-    if raw[0] in "[{":
-        try:
-            return _from_json(json.loads(raw))
-        except ValueError:
-            pass
-        if raw[0] == "[" and raw.endswith("]"):
-            inner = raw[1:-1].strip()
-            return [_unquote(part.strip()) for part in inner.split(",")] if inner else []
-        _fail(line_index + 1, f"cannot parse {raw!r}")
-    if raw[0] in "'\"":
-        if raw[-1] != raw[0] or len(raw) < 2:
-            _fail(line_index + 1, "unterminated quoted string")
-        return _unquote(raw)
-    return _strip_comment(raw)
 
 
 # --- prompt templates --------------------------------------------------------------------
@@ -677,7 +498,7 @@ def _requirements(meta: Mapping[str, FrontMatterValue]) -> SkillRequirements:
     bins: list[str] = []
     env: list[str] = []
     sources: list[FrontMatterValue | None] = [meta.get("requirements"), meta.get("requires")]
-    metadata = meta.get("metadata")
+    metadata = _metadata(meta)
     if isinstance(metadata, dict):
         for owner in ("openclaw", "clawdbot", "clawlane"):
             section = metadata.get(owner)
