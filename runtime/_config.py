@@ -1,4 +1,5 @@
-"""The config file: JSON decoded strictly into typed Structs with OpenClaw's key names.
+"""The config file: JSON5 (`_config_text`) decoded strictly into typed Structs with
+OpenClaw's key names.
 
 Unknown keys and wrong types are errors that name the key path (`ConfigError`). String
 values may reference environment variables as `${VAR}` (for secrets); a missing variable is
@@ -34,6 +35,7 @@ from typing import Annotated, Any, Final, Literal
 import attrs
 import msgspec
 
+from ._config_text import ConfigSyntaxError, decode_config_text
 from .llm._retry import resolve_idle_timeout
 
 DEFAULT_PORT: Final = 18789
@@ -285,6 +287,9 @@ class CronConfig(_Strict, frozen=True):
 
 
 class Config(_Strict, frozen=True):
+    json_schema: str | None = msgspec.field(default=None, name="$schema")
+    """A JSON Schema reference for editors (`clawlane config schema`); ignored, as in
+    OpenClaw (the only root key outside the schema)."""
     gateway: GatewayConfig = GatewayConfig()
     auth: AuthConfig = AuthConfig()
     models: ModelsConfig = ModelsConfig()
@@ -340,6 +345,11 @@ def parse_config(raw: Any, *, env: dict[str, str] | None = None) -> Config:
     try:
         config = msgspec.convert(raw, Config)
     except msgspec.ValidationError as exc:
+        from ._config_check import first_issue  # issue 14: "did you mean" for typos
+
+        issue = first_issue(raw, env={})
+        if issue is not None:
+            raise ConfigError(issue.message, path=issue.path) from exc
         text = str(exc)
         m = _PATH_IN_MSG.search(text)
         path = _dotted(m.group(1)) if m else ""
@@ -459,9 +469,9 @@ def load_config(path: Path, *, env: dict[str, str] | None = None) -> Config:
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc.strerror}") from exc
     try:
-        raw = msgspec.json.decode(data)
-    except msgspec.DecodeError as exc:
-        raise ConfigError(f"{path} is not valid JSON: {exc}") from exc
+        raw = decode_config_text(data)
+    except (ConfigSyntaxError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path} is not valid JSON5: {exc}") from exc
     return parse_config(raw, env=env)
 
 
@@ -615,9 +625,9 @@ def snapshot_from_text(
     if raw is None:
         return ConfigSnapshot(path, False, None, {}, {}, Config(), digest)
     try:
-        parsed = msgspec.json.decode(raw)
-    except msgspec.DecodeError as exc:
-        issue = ConfigIssue("", f"not valid JSON: {exc}")
+        parsed = decode_config_text(raw)
+    except ConfigSyntaxError as exc:
+        issue = ConfigIssue("", f"not valid JSON5: {exc}")
         return ConfigSnapshot(path, True, raw, None, None, None, digest, (issue,))
     resolved: Any = None
     try:

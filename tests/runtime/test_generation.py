@@ -91,7 +91,7 @@ def write_store(state: Path, agent: str, data: dict[str, Any]) -> Path:
             {"models": {"providers": {"acme": {"api": "openai-completions"}}}},
             "models.providers.acme.baseUrl",
         ),
-        ({"surprise": 1}, ""),
+        ({"surprise": 1}, "surprise"),
     ],
 )
 def test_config_errors_name_the_key_path(raw: dict[str, Any], path: str) -> None:
