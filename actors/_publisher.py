@@ -39,7 +39,6 @@ from pathlib import Path
 from typing import Any, Final, TypeVar
 
 import attrs
-import msgspec
 import trio
 
 from runtime._config import (
@@ -54,12 +53,20 @@ from runtime._config import (
     snapshot_from_text,
     write_config_text,
 )
+from runtime._config_text import (
+    ConfigSyntaxError,
+    backup_path,
+    decode_config_text,
+    has_comments,
+    keep_previous,
+)
 from runtime._generation import (
     GenerationBuilder,
     GenerationError,
     GenerationInputs,
     ModelRuntimeGeneration,
 )
+from runtime._oplog import log_event
 from runtime._plugins import PluginRegistry
 
 from ._supervisor import Supervisor
@@ -121,11 +128,12 @@ class PublishResult:
 
 
 def _decode_object(raw: str, not_object: str) -> dict[str, Any]:
-    """JSON text that must be an object; `ConfigError` otherwise."""
+    """JSON5 text that must be an object; `ConfigError` otherwise. Blocking (JSON5 is
+    parsed in pure Python): run it through `_offload`."""
     try:
-        value = msgspec.json.decode(raw)
-    except msgspec.DecodeError as exc:
-        raise ConfigError(f"not valid JSON: {exc}") from exc
+        value = decode_config_text(raw)
+    except ConfigSyntaxError as exc:
+        raise ConfigError(f"not valid JSON5: {exc}") from exc
     if not isinstance(value, dict):
         raise ConfigError(not_object)
     return value
@@ -325,7 +333,7 @@ class Publisher:
         self._watch_config = built.config
         self._published += 1
         self._last_reason = reason
-        self._last_latency_ms = (time.perf_counter() - started) * 1000
+        self._last_latency_ms = build_ms = (time.perf_counter() - started) * 1000
         self.last_error = None
         self._history.append(
             {
@@ -337,7 +345,15 @@ class Publisher:
                 "latencyMs": round(self._last_latency_ms, 3),
             }
         )
-        log.info("published generation %d (%s), replacing %d", built.number, reason, old.number)
+        log_event(
+            log,
+            logging.INFO,
+            "generation published",
+            generation=built.number,
+            previous=old.number,
+            reason=reason,
+            buildMs=round(build_ms, 1),
+        )
         sup.hub.broadcast(
             GENERATION_EVENT,
             {
@@ -375,11 +391,14 @@ class Publisher:
         self._history.append(entry)
         if plugin_version is not None and reason == "plugins":
             self._failed_plugin_version = plugin_version
-        log.error(
-            "generation build failed (%s); generation %d keeps serving: %s",
-            reason,
-            failure.serving,
-            failure.message,
+        log_event(
+            log,
+            logging.ERROR,
+            "generation build failed",
+            reason=reason,
+            serving=failure.serving,
+            path=path,
+            error=failure.message,
         )
         self.supervisor.hub.broadcast(
             GENERATION_EVENT,
@@ -417,7 +436,9 @@ class Publisher:
         check `base_hash`, validate, build, write the file atomically, publish. Values sent
         as `__OPENCLAW_REDACTED__` keep their current secret. Raises `PublishConflict`,
         `ConfigError` or `GenerationError`; on any of them nothing is written."""
-        value = _decode_object(raw, "the config must be a JSON object")
+        value = await self._offload(
+            lambda: _decode_object(raw, "the config must be a JSON object")
+        )
         async with self._lock:
             snapshot = await self._offload(self._read_snapshot_sync)
             self._check_base_hash(snapshot, base_hash)
@@ -434,7 +455,9 @@ class Publisher:
         reason: str = "config.patch",
     ) -> PublishResult:
         """Merge-patch the config file with `raw` (a JSON object), as `config.patch`."""
-        patch = _decode_object(raw, "config.patch raw must be an object")
+        patch = await self._offload(
+            lambda: _decode_object(raw, "config.patch raw must be an object")
+        )
         async with self._lock:
             snapshot = await self._offload(self._read_snapshot_sync)
             self._check_base_hash(snapshot, base_hash)
@@ -460,10 +483,20 @@ class Publisher:
         return PublishResult(generation, changed, new_snapshot)
 
     def _commit_text(self, text: str) -> None:
-        """Write the config (file or memory). Runs in the build thread, after a good build."""
+        """Write the config (file or memory). Runs in the build thread, after a good build.
+        The file's previous text is kept as `<file>.bak` (`runtime._config_text`)."""
         if self.config_path is None:
             self._memory_raw = text
         else:
+            old = keep_previous(self.config_path)
+            if old is not None and has_comments(old) and not has_comments(text):
+                log_event(
+                    log,
+                    logging.WARNING,
+                    "config write drops the file's comments",
+                    path=str(self.config_path),
+                    previous=str(backup_path(self.config_path)),
+                )
             write_config_text(self.config_path, text)
 
     def _remember_files(self) -> None:

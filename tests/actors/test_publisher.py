@@ -228,7 +228,7 @@ async def test_a_broken_edit_keeps_the_old_generation_and_reports_it(
             assert event["error"]["path"] == "gateway.port"
             assert event["generation"]["number"] == 1
             assert publisher.status_view()["lastError"]["path"] == "gateway.port"
-            assert "generation build failed (file); generation 1 keeps serving" in caplog.text
+            assert "generation build failed reason=file serving=1 path=gateway.port" in caplog.text
             # Reported once, not on every poll.
             mock_clock.jump(5)
             await trio.testing.wait_all_tasks_blocked()
