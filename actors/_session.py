@@ -48,6 +48,7 @@ from ._ending import CommitWait, EndWrite, RunEnd, finish_run, record_end
 from ._hub import Subscriber
 from ._lane import Lane, QueueMode, QueueSettings, normalize_drop, normalize_mode
 from ._registry import AbortReason, RunRecord
+from ._runlog import log_run_started
 
 if TYPE_CHECKING:
     from ._supervisor import Supervisor
@@ -631,6 +632,7 @@ class SessionActor:
                         **sup.turn_settings(),
                         on_block=lambda block: sup.deliver_block(rec, chat, block),
                     )
+                    log_run_started(rec, spec.model_ref)  # issue 14: "run started" log line
                     await run_turn(spec, emit, progress, turn)
         except ProviderError as exc:
             error, error_kind = exc.message, exc.kind

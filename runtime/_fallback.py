@@ -31,6 +31,7 @@ Cancellation closes the current candidate's stream and propagates; it is not an 
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from typing import Any, Final, Literal
@@ -40,6 +41,7 @@ import msgspec
 import trio
 
 from ._generation import ResolvedModel
+from ._oplog import log_event
 from .llm._types import ModelDelta, ModelRequest, ProviderError
 
 __all__ = [
@@ -58,6 +60,7 @@ FALLBACK_ERROR_KINDS: Final = frozenset({"auth", "rate_limit", "overloaded", "ti
 """Provider failures that move a turn on to the next candidate (before any output)."""
 
 OpenStream = Callable[[ResolvedModel, ModelRequest], AsyncIterator[ModelDelta]]
+log = logging.getLogger("clawlane.providers")
 
 
 @attrs.frozen
@@ -206,7 +209,25 @@ class FallbackStream:
                 if last:
                     if len(self.candidates) == 1:
                         raise
+                    log_event(
+                        log,
+                        logging.WARNING,
+                        "model fallback exhausted",
+                        tried=len(self.candidates),
+                        kind=exc.kind,
+                        error=exc.message,
+                    )
                     raise FallbackExhaustedError(attempts, exc) from exc
+                following = self.candidates[index + 1]
+                log_event(
+                    log,
+                    logging.WARNING,
+                    "model fallback",
+                    failed=f"{model.provider_id}/{model.model_id}",
+                    next=f"{following.provider_id}/{following.model_id}",
+                    kind=exc.kind,
+                    error=exc.message,
+                )
                 continue
             attempts.selected = model
             attempts.items.append(

@@ -77,6 +77,7 @@ from ._http import (
     read_head,
 )
 from ._http_routes import HttpRoutes, load_dashboard
+from ._connlog import log_connection_closed, log_connection_opened
 from ._methods import Methods
 from ._methods_agent import restore_idempotency
 from ._metrics import HttpCounters
@@ -328,6 +329,7 @@ class Gateway:
         self.hub.attach(conn, scoped=conn.scoped, can_read=conn.has_scope("operator.read"))
         if conn.client_mode in PRESENCE_MODES:
             self._presence_changed()
+        log_connection_opened(conn)
 
     def readiness_failures(self) -> list[str]:
         """What keeps `/readyz` from 200: the store closed, no generation published,
@@ -342,6 +344,7 @@ class Gateway:
         return failing
 
     def detach(self, conn: ClientConnection) -> None:
+        log_connection_closed(conn)
         if conn.ws.close_reason == "slow consumer":
             self.slow_consumer_closes += 1
         known = self.connections.pop(conn.conn_id, None)
@@ -719,20 +722,22 @@ async def serve_gateway(config: Config, options: GatewayOptions) -> None:
         async with open_gateway(config, options) as gateway:
             tune_gc()
             addr = gateway.listeners[0].socket.getsockname()
+            # issue 14: the startup lines are INFO records (stderr), no print
             if gateway.auth.token_file is not None:
                 what = "created a gateway token in" if gateway.auth.created else "gateway token in"
-                print(
-                    f"clawlane: {what} {gateway.auth.token_file.resolve()} "
-                    "(clients on this machine read it from there)",
-                    flush=True,
+                log.info(
+                    "%s %s (clients on this machine read it from there)",
+                    what,
+                    gateway.auth.token_file.resolve(),
                 )
-            log.warning("clawlane gateway listening on ws://%s:%s", addr[0], addr[1])
-            print(
-                f"clawlane gateway listening on ws://{addr[0]}:{addr[1]} (auth: {gateway.auth.mode})",
-                flush=True,
+            log.info(
+                "clawlane gateway listening on ws://%s:%s (auth: %s, state dir: %s)",
+                addr[0],
+                addr[1],
+                gateway.auth.mode,
+                options.state_dir,
             )
             async for signum in signals:
-                print(
-                    f"clawlane: received {signal.Signals(signum).name}, shutting down", flush=True
-                )
+                log.info("received %s, shutting down", signal.Signals(signum).name)
                 break
+    log.info("clawlane gateway stopped")

@@ -20,12 +20,14 @@
 
 from __future__ import annotations
 
+import logging
 import math
 import random
 from collections.abc import AsyncIterator
 
 import trio
 
+from .._oplog import log_event
 from ._types import ModelDelta, ModelProvider, ModelRequest, ProviderError
 
 __all__ = [
@@ -42,6 +44,7 @@ DEFAULT_IDLE_TIMEOUT = 60.0
 ``agents.defaults.timeoutSeconds`` is configured."""
 
 _rng = random.Random()
+log = logging.getLogger("clawlane.providers")
 WATCHDOG_SLACK = 0.02
 """How late (a share of the window, at most `WATCHDOG_SLACK_MAX` s) the caller-held watchdog
 may fire; never early."""
@@ -191,6 +194,18 @@ async def stream_with_retry(
                 if exc.retry_after > max_retry_after:
                     raise
                 delay = max(delay, exc.retry_after)
+            log_event(
+                log,
+                logging.INFO,
+                "provider retry",
+                provider=getattr(provider, "id", None),
+                model=request.model,
+                attempt=attempt + 1,
+                maxAttempts=max_attempts,
+                kind=exc.kind,
+                delayMs=int(delay * 1000),
+                error=exc.message,
+            )
         finally:
             await _aclose(deltas)
         if watchdog is not None:
