@@ -1,14 +1,20 @@
 """The `clawlane` command line.
 
     clawlane gateway [--host H] [--port P] [--config FILE] [--state-dir DIR] [--token T]
+                     [--log-level L] [--log-format text|json]
     clawlane agent -m TEXT [--session-key K] [--json] [--url URL] [--token T] [--timeout S]
     clawlane call METHOD [--params JSON] [--expect-final] [--url URL] [--token T]
-    clawlane sessions list | clawlane models list | clawlane health | clawlane status
+    clawlane status | health | sessions list | models list   [--json]   (tables by default)
     clawlane loadtest ...   (see `clawlane loadtest --help`)
-    clawlane config get | clawlane config apply FILE | clawlane config patch JSON
+    clawlane config get | apply FILE | patch JSON | validate [FILE] | schema
+    clawlane completion [bash|zsh]
+    clawlane --version
 
-Exit codes: 0 ok; 1 the request failed; 2 usage or config error; 3 the gateway could not be
-reached or refused the handshake.
+Exit codes: 0 ok; 1 the request failed (or the gateway stopped on an unexpected error);
+2 usage or config error (a bad flag or value, a config file that is missing or invalid);
+3 the gateway could not be reached or refused the handshake; 4 the gateway cannot start
+here (the port is in use, the state dir cannot be created, read or written). Every failure
+is one line on stderr, `clawlane: ...`.
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ import sys
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import msgspec
 import trio
@@ -35,8 +41,31 @@ from ._client import (
     GatewayRequestError,
     open_gateway_client,
 )
+from ._logging import DEFAULT_LOG_FORMAT, DEFAULT_LOG_LEVEL, LOG_FORMATS, LOG_LEVELS
 
 _pretty = msgspec.json.Encoder()
+log = logging.getLogger("clawlane.cli")
+
+
+class _Parser(argparse.ArgumentParser):
+    """A usage error is one line (`clawlane gateway: argument --log-level: invalid choice:
+    ...`) and exit code 2, not the usage block."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
+class _Version(argparse.Action):
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, help="print the version and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        from runtime._frames import PROTOCOL_VERSION
+
+        from ._gateway import VERSION
+
+        print(f"clawlane {VERSION} (OpenClaw Gateway protocol {PROTOCOL_VERSION})")
+        parser.exit(0)
 
 
 def _print_json(value: Any) -> None:
@@ -49,7 +78,11 @@ def _fail(message: str, code: int) -> int:
 
 
 def _add_client_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--url", default=os.environ.get("CLAWLANE_GATEWAY_URL", DEFAULT_URL))
+    p.add_argument(
+        "--url",
+        default=os.environ.get("CLAWLANE_GATEWAY_URL", DEFAULT_URL),
+        help=f"gateway URL (default: $CLAWLANE_GATEWAY_URL or {DEFAULT_URL})",
+    )
     p.add_argument(
         "--token",
         default=None,
@@ -65,49 +98,79 @@ def _add_client_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for an answer")
 
 
+def _add_view_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="print the answer as JSON (for machines)")
+    _add_client_args(p)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="clawlane", description="clawlane agent runtime gateway")
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = _Parser(prog="clawlane", description="clawlane agent runtime gateway")
+    parser.add_argument("--version", action=_Version)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     gw = sub.add_parser("gateway", help="run the gateway")
     gw.add_argument("--host", default=None, help="bind address (default gateway.bind or 127.0.0.1)")
     gw.add_argument("--port", type=int, default=None, help="port (default gateway.port or 18789)")
     gw.add_argument(
-        "--state-dir", type=Path, default=Path(os.environ.get("CLAWLANE_STATE_DIR", ".clawlane"))
+        "--state-dir",
+        type=Path,
+        default=Path(os.environ.get("CLAWLANE_STATE_DIR", ".clawlane")),
+        help="sessions, transcripts and the default config (default: $CLAWLANE_STATE_DIR or"
+        " .clawlane)",
     )
     gw.add_argument(
-        "--config", type=Path, default=None, help="config file (default <state-dir>/clawlane.json)"
+        "--config",
+        type=Path,
+        default=None,
+        help="config file, JSON5 (default <state-dir>/clawlane.json; named here, it must exist)",
     )
     gw.add_argument(
         "--token",
         default=None,
         help="require this token (or gateway.auth.token / $CLAWLANE_GATEWAY_TOKEN)",
     )
-    gw.add_argument("--log-level", default="WARNING")
+    # --- logging (issue 14): transports/_logging.py ---
+    gw.add_argument(
+        "--log-level",
+        type=str.lower,
+        choices=LOG_LEVELS,
+        default=os.environ.get("CLAWLANE_LOG_LEVEL", DEFAULT_LOG_LEVEL).lower(),
+        help=f"log level (default: $CLAWLANE_LOG_LEVEL or {DEFAULT_LOG_LEVEL})",
+    )
+    gw.add_argument(
+        "--log-format",
+        type=str.lower,
+        choices=LOG_FORMATS,
+        default=os.environ.get("CLAWLANE_LOG_FORMAT", DEFAULT_LOG_FORMAT).lower(),
+        help="log lines as text or one JSON object a line (default: $CLAWLANE_LOG_FORMAT or"
+        f" {DEFAULT_LOG_FORMAT})",
+    )
 
     ag = sub.add_parser("agent", help="run one agent turn and print the reply as it streams")
-    ag.add_argument("-m", "--message", required=True)
-    ag.add_argument("--session-key", default=None)
+    ag.add_argument("-m", "--message", required=True, help="the message to send")
+    ag.add_argument("--session-key", default=None, help="session key (default: the main session)")
     ag.add_argument("--agent", default=None, help="agent id")
     ag.add_argument("--json", action="store_true", help="print the final result as JSON")
     _add_client_args(ag)
 
-    call = sub.add_parser("call", help="call a gateway method")
-    call.add_argument("method")
+    call = sub.add_parser("call", help="call a gateway method and print its answer as JSON")
+    call.add_argument("method", help="the method, e.g. sessions.list")
     call.add_argument("--params", default=None, help="params as JSON")
-    call.add_argument("--expect-final", action="store_true")
+    call.add_argument(
+        "--expect-final", action="store_true", help="wait for the final answer (agent runs)"
+    )
     _add_client_args(call)
 
-    for name, method in (("health", "health"), ("status", "status")):
-        p = sub.add_parser(name, help=f"call {method}")
-        p.set_defaults(method=method, params=None, expect_final=False)
-        _add_client_args(p)
+    for name, what in (("health", "is the gateway well"), ("status", "what the gateway is doing")):
+        p = sub.add_parser(name, help=f"{what} (a table; --json for machines)")
+        p.set_defaults(method=name, params=None, expect_final=False)
+        _add_view_args(p)
     sessions = sub.add_parser("sessions", help="session commands")
-    sessions.add_argument("action", choices=["list"])
-    _add_client_args(sessions)
+    sessions.add_argument("action", choices=["list"], help="list: the sessions, as a table")
+    _add_view_args(sessions)
     models = sub.add_parser("models", help="model commands")
-    models.add_argument("action", choices=["list"])
-    _add_client_args(models)
+    models.add_argument("action", choices=["list"], help="list: the model catalog, as a table")
+    _add_view_args(models)
 
     # --- loadtest (transports/_loadtest.py) ---
     from ._loadtest import add_loadtest_parser
@@ -117,7 +180,18 @@ def build_parser() -> argparse.ArgumentParser:
     from ._dashboard import add_dashboard_parser  # issue 14
 
     add_dashboard_parser(sub)
-    _add_config_parser(sub)  # config get|apply|patch (issue 3)
+    _add_config_parser(sub)  # config get|apply|patch (issue 3), validate|schema (issue 14)
+    # --- completion (issue 14): transports/_completion.py ---
+    from ._completion import SHELLS
+
+    comp = sub.add_parser("completion", help="print a shell completion script")
+    comp.add_argument(
+        "shell",
+        nargs="?",
+        choices=SHELLS,
+        default=None,
+        help="bash or zsh (default: from $SHELL)",
+    )
     return parser
 
 
@@ -131,11 +205,13 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "call":
             return trio.run(_call, args, args.method, args.params, args.expect_final)
         if args.command in ("health", "status"):
-            return trio.run(_call, args, args.method, None, False)
+            return trio.run(_view, args, args.method)
         if args.command == "sessions":
-            return trio.run(_call, args, "sessions.list", None, False)
+            return trio.run(_view, args, "sessions.list")
         if args.command == "models":
-            return trio.run(_call, args, "models.list", None, False)
+            return trio.run(_view, args, "models.list")
+        if args.command == "completion":
+            return _completion(args)
         # --- loadtest (transports/_loadtest.py) ---
         if args.command == "loadtest":
             from ._loadtest import loadtest_main
@@ -143,28 +219,54 @@ def main(argv: list[str] | None = None) -> int:
             return loadtest_main(args)
         # --- end loadtest ---
         if args.command == "config":  # issue 3
-            return trio.run(_config, args)
+            from ._config_cli import run_offline_config
+
+            offline = run_offline_config(args)  # validate, schema (issue 14)
+            return offline if offline is not None else trio.run(_config, args)
         if args.command == "dashboard":  # issue 14
             from ._dashboard import dashboard_main
 
             return dashboard_main(args)
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # the reader went away (`clawlane status | head`): quietly
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
     return _fail(f"unknown command {args.command}", 2)
 
 
 def _gateway(args: argparse.Namespace) -> int:
-    from ._gateway import GatewayConfigError, GatewayOptions, serve_gateway
-
-    logging.basicConfig(
-        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    """Run the gateway; every reason it cannot start is one line and an exit code (see
+    `_startup`)."""
+    from ._gateway import GatewayOptions, serve_gateway
+    from ._logging import configure_logging
+    from ._startup import (
+        EXIT_CONFIG,
+        EXIT_FAILED,
+        StartupError,
+        check_config_file,
+        check_state_dir,
+        explain_failure,
     )
+
+    for flag, value, allowed in (
+        ("CLAWLANE_LOG_LEVEL", args.log_level, LOG_LEVELS),
+        ("CLAWLANE_LOG_FORMAT", args.log_format, LOG_FORMATS),
+    ):
+        if value not in allowed:
+            return _fail(f"{flag}={value} is not one of {', '.join(allowed)}", EXIT_CONFIG)
+    configure_logging(args.log_level, args.log_format)
     state_dir: Path = args.state_dir
     config_path: Path = args.config or state_dir / "clawlane.json"
     try:
+        check_config_file(config_path, explicit=args.config is not None)
+        check_state_dir(state_dir)
         config = load_config(config_path)
+    except StartupError as exc:
+        return _fail(str(exc), exc.exit_code)
     except ConfigError as exc:
-        return _fail(str(exc), 2)
+        return _fail(_config_failure(exc, config_path), EXIT_CONFIG)
     options = GatewayOptions(
         host=args.host or config.gateway.bind,
         port=args.port,
@@ -172,16 +274,58 @@ def _gateway(args: argparse.Namespace) -> int:
         config_path=config_path,
         token=args.token,
     )
+    port = options.port if options.port is not None else config.gateway.port
     try:
         trio.run(serve_gateway, config, options)
-    except (GatewayConfigError, ConfigError) as exc:
-        return _fail(str(exc), 2)
-    except OSError as exc:
+    except Exception as exc:
+        explained = explain_failure(exc, host=options.host, port=port)
+        if explained is not None:
+            return _fail(str(explained), explained.exit_code)
+        log.debug("the gateway stopped", exc_info=exc)
         return _fail(
-            f"cannot listen on {options.host}:{options.port or config.gateway.port}: {exc.strerror or exc}",
-            2,
+            f"the gateway stopped: {_first_leaf(exc)} (--log-level debug logs the traceback)",
+            EXIT_FAILED,
         )
     return 0
+
+
+def _config_failure(exc: ConfigError, path: Path) -> str:
+    """The config error, and how many more problems `config validate` would list."""
+    from ._config_cli import config_error_summary
+
+    more = config_error_summary(path) - 1
+    if more > 0:
+        return f"{exc} (and {more} more: clawlane config validate {path})"
+    return str(exc)
+
+
+def _first_leaf(exc: BaseException) -> str:
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _completion(args: argparse.Namespace) -> int:
+    from ._completion import SHELLS, completion_script
+
+    shell = args.shell or Path(os.environ.get("SHELL", "")).name
+    if shell not in SHELLS:
+        return _fail(f"cannot tell the shell from $SHELL; name it: {' or '.join(SHELLS)}", 2)
+    sys.stdout.write(completion_script(build_parser(), shell))
+    return 0
+
+
+async def _view(args: argparse.Namespace, method: str) -> int:
+    """`status`, `health`, `sessions list`, `models list`: a table, or JSON with `--json`."""
+    from ._tables import render_result
+
+    async def call(client: GatewayClient) -> Any:
+        return await client.request(method, None, timeout=args.timeout)
+
+    def show(result: Any) -> None:
+        print(render_result(method, result))
+
+    return await _with_client(args, method, call, show=_print_json if args.json else show)
 
 
 async def _call(
@@ -225,7 +369,11 @@ def _refused(args: argparse.Namespace, exc: GatewayAuthError, token: str | None)
 
 
 async def _with_client(
-    args: argparse.Namespace, method: str, body: Callable[[GatewayClient], Awaitable[Any]]
+    args: argparse.Namespace,
+    method: str,
+    body: Callable[[GatewayClient], Awaitable[Any]],
+    *,
+    show: Callable[[Any], None] = _print_json,
 ) -> int:
     """Connect, run `body`, print its result as JSON; every failure is one clear line and
     an exit code (1 request failed, 3 gateway unreachable or refused)."""
@@ -241,7 +389,7 @@ async def _with_client(
         return _fail(f"{method} failed: {exc.code}: {exc.message}", 1)
     except trio.TooSlowError:
         return _fail(f"{method} timed out after {args.timeout}s", 1)
-    _print_json(result)
+    show(result)
     return 0
 
 
@@ -305,18 +453,21 @@ async def _agent(args: argparse.Namespace) -> int:
 
 def _add_config_parser(sub: Any) -> None:
     cfg = sub.add_parser("config", help="read or publish the gateway's config")
-    actions = cfg.add_subparsers(dest="action", required=True)
+    actions = cfg.add_subparsers(dest="action", required=True, metavar="ACTION")
     get = actions.add_parser("get", help="print the config snapshot (secrets redacted)")
     _add_client_args(get)
     apply = actions.add_parser("apply", help="replace the config with FILE and publish it")
-    apply.add_argument("file", type=Path)
+    apply.add_argument("file", type=Path, help="the new config file (JSON5)")
     _add_client_args(apply)
     patch = actions.add_parser("patch", help="merge-patch the config with JSON and publish it")
-    patch.add_argument("patch", help="a JSON object (RFC 7396 merge patch)")
+    patch.add_argument("patch", help="a JSON5 object (RFC 7396 merge patch)")
     patch.add_argument(
         "--replace-path", action="append", default=[], help="allow replacing this array path"
     )
     _add_client_args(patch)
+    from ._config_cli import add_offline_config_commands
+
+    add_offline_config_commands(actions)  # validate, schema (issue 14)
 
 
 async def _config(args: argparse.Namespace) -> int:
