@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import base64
 import contextlib
+import functools
 import hashlib
 import itertools
 import json
@@ -57,6 +58,7 @@ import trio
 from runtime._config import parse_config
 
 from ._client import DEFAULT_URL
+from ._loadtest_report import Timeline, progress_line, write_report
 
 SCOPED_CAP: Final = "session-scoped-events"
 GATEWAY_MAX_INFLIGHT: Final = 256  # transports._connection.MAX_INFLIGHT_REQUESTS
@@ -94,6 +96,8 @@ class LoadtestOptions:
     drain_timeout: float = 10.0
     progress: bool = True
     prefix: str | None = None
+    report_dir: Path | None = None  # issue 14: samples.csv, chart.svg, ... (_loadtest_report)
+    sample_interval: float = 1.0
 
 
 @attrs.frozen
@@ -848,33 +852,6 @@ class _Sampler:
             await trio.sleep(interval)
 
 
-async def _progress(lt: _Loadtest, sampler: _Sampler, started: float, total: int | None) -> None:
-    tty = sys.stderr.isatty()
-    interval = 0.5 if tty else 5.0
-    last_events = 0
-    last_t = started
-    try:
-        while True:
-            await trio.sleep(interval)
-            now = time.monotonic()
-            rate = (lt.events - last_events) / max(now - last_t, 1e-9)
-            last_events, last_t = lt.events, now
-            done = lt.runs_ok + lt.runs_failed
-            runs = f"{done:,}/{total:,}" if total is not None else f"{done:,}"
-            rss = f"{sampler.rss / 1048576:,.0f} MiB" if sampler.rss is not None else "n/a"
-            line = (
-                f"[{now - started:6.1f}s] runs {runs}  in flight {lt.in_flight:,}  "
-                f"events {lt.events:,} ({rate:,.0f}/s)  errors {sum(lt.errors.values()):,}  "
-                f"gateway rss {rss}"
-            )
-            sys.stderr.write(("\r" + line + "\x1b[K") if tty else line + "\n")
-            sys.stderr.flush()
-    finally:
-        if tty:
-            sys.stderr.write("\n")
-            sys.stderr.flush()
-
-
 @contextlib.asynccontextmanager
 async def _spawned_in_process(
     options: LoadtestOptions,
@@ -899,12 +876,13 @@ async def _spawned_in_process(
 
 @contextlib.asynccontextmanager
 async def spawn_gateway_process(
-    *, max_concurrent: int, token: str | None = None
+    *, max_concurrent: int, token: str | None = None, spawned_log: Path | None = None
 ) -> AsyncIterator[tuple[str, int, str | None]]:
     """Run `clawlane gateway` in a child process on a free loopback port: (url, pid, the
     token to connect with: `token`, else the one the child created in its state dir).
 
-    On exit the child gets SIGINT (a clean shutdown), then SIGKILL if it lingers.
+    On exit the child gets SIGINT (a clean shutdown), then SIGKILL if it lingers; its log
+    (stdout and stderr) is copied to `spawned_log` when given.
     """
     with tempfile.TemporaryDirectory(prefix="clawlane-loadtest-") as tmp:
         state = Path(tmp) / "state"
@@ -925,10 +903,12 @@ async def spawn_gateway_process(
         ]
         if token:
             argv += ["--token", token]
+        if os.environ.get("CLAWLANE_LOG_LEVEL", "").lower() != "debug":
+            argv += ["--log-level", "info"]  # its startup line says where it listens
         log_path = Path(tmp) / "gateway.log"
         with log_path.open("wb") as log:
             proc = await trio.lowlevel.open_process(
-                argv, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL
+                argv, stdout=log, stderr=log, stdin=subprocess.DEVNULL
             )
             try:
                 url = await _read_listening_url(proc, log_path)
@@ -944,26 +924,28 @@ async def spawn_gateway_process(
                     if proc.returncode is None:
                         proc.kill()
                         await proc.wait()
-                    if proc.stdout is not None:
-                        await proc.stdout.aclose()
+                    if spawned_log is not None:
+                        await trio.to_thread.run_sync(_copy_log, log_path, spawned_log)
+
+
+def _copy_log(source: Path, target: Path) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(source.read_bytes())
 
 
 async def _read_listening_url(proc: trio.Process, log_path: Path) -> str:
-    assert proc.stdout is not None
-    data = b""
+    """Wait (30 s at most) for the gateway's startup log line and return its URL."""
+    text = ""
     with trio.move_on_after(30):
-        while b"\n" not in data or b"listening on" not in data:
-            chunk = await proc.stdout.receive_some(4096)
-            if not chunk:
+        while True:
+            text = await trio.Path(log_path).read_text(errors="replace")
+            for line in text.splitlines():
+                if "listening on ws://" in line:
+                    return line.split("listening on ", 1)[1].split()[0]
+            if proc.poll() is not None:
                 break
-            data += chunk
-        for line in data.decode(errors="replace").splitlines():
-            if "listening on ws://" in line:
-                return line.split("listening on ", 1)[1].split()[0]
-    tail = await trio.Path(log_path).read_text(errors="replace")
-    raise LoadtestError(
-        f"the spawned gateway did not start:\n{data.decode(errors='replace')}{tail[-2000:]}"
-    )
+            await trio.sleep(0.05)
+    raise LoadtestError(f"the spawned gateway did not start:\n{text[-2000:]}")
 
 
 OPEN_PARALLEL: Final = 16
@@ -1012,6 +994,9 @@ async def _run_somewhere(options: LoadtestOptions, token: str | None) -> Loadtes
                 spawn_gateway_process(
                     max_concurrent=options.max_concurrent or max(8, options.sessions),
                     token=options.token,
+                    spawned_log=(
+                        options.report_dir / "gateway.log" if options.report_dir else None
+                    ),
                 )
             )
             where = f"child process (pid {pid})"
@@ -1036,6 +1021,7 @@ async def _run(
     owners_n = min(wanted, options.sessions)
     lane_capacity: int | None = None
     subscriber_mode = "none"
+    timeline = Timeline(options.sample_interval) if options.report_dir is not None else None
     try:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(sampler.run)
@@ -1084,7 +1070,10 @@ async def _run(
             sampler.sample()
             started = time.monotonic()
             if options.progress:
-                nursery.start_soon(_progress, lt, sampler, started, total)
+                nursery.start_soon(progress_line, lt, sampler, started, total, options.duration)
+            if timeline is not None:
+                timeline.start(lt, sampler, started)
+                nursery.start_soon(timeline.run, lt, sampler)
             deadline = (
                 trio.current_time() + options.duration if options.duration is not None else None
             )
@@ -1092,6 +1081,8 @@ async def _run(
                 for i in range(options.sessions):
                     drivers.start_soon(lt.drive, i, lt.owners[i % owners_n], deadline, runs)
             elapsed = time.monotonic() - started
+            if timeline is not None:
+                timeline.take(lt, sampler)
             if lt.subscribers:
                 with trio.move_on_after(options.drain_timeout):
                     await lt.all_seen()
@@ -1107,7 +1098,7 @@ async def _run(
     sampler.finish()
     lost, chat_missing = lt.tally()
     elapsed = max(elapsed, 1e-9)
-    return LoadtestReport(
+    report = LoadtestReport(
         runs=lt.runs_ok,
         runs_expected=total,
         runs_failed=lt.runs_failed,
@@ -1141,6 +1132,17 @@ async def _run(
         gateway_cpu_percent=sampler.cpu_percent,
         lane_capacity=lane_capacity,
     )
+    if timeline is not None and options.report_dir is not None:
+        title = (
+            f"clawlane loadtest: {options.sessions:,} sessions, {options.deltas} deltas"
+            f" {options.delta_delay_ms:g} ms apart; {report.runs:,} runs in {elapsed:.1f} s"
+        )
+        await trio.to_thread.run_sync(
+            functools.partial(
+                write_report, options.report_dir, timeline.samples, report, title=title
+            )
+        )
+    return report
 
 
 async def _subscribe_all(conn: _Conn, prefix: str, sessions: int) -> None:
@@ -1171,7 +1173,11 @@ def add_loadtest_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="drive a gateway with many sessions and report throughput, latency, losses",
         description=__doc__.split("\n\n")[0] if __doc__ else None,
     )
-    p.add_argument("--url", default=os.environ.get("CLAWLANE_GATEWAY_URL", DEFAULT_URL))
+    p.add_argument(
+        "--url",
+        default=os.environ.get("CLAWLANE_GATEWAY_URL", DEFAULT_URL),
+        help=f"gateway URL (default: $CLAWLANE_GATEWAY_URL or {DEFAULT_URL})",
+    )
     p.add_argument("--token", default=None, help="gateway token (default: $CLAWLANE_GATEWAY_TOKEN)")
     p.add_argument("--sessions", type=int, default=100, help="concurrent sessions (default 100)")
     p.add_argument(
@@ -1221,6 +1227,20 @@ def add_loadtest_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     p.add_argument("--run-timeout", type=float, default=300.0, help="seconds per run (default 300)")
     p.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
+    p.add_argument(
+        "--report",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="write samples.csv, chart.svg (throughput and latency over time), report.json,"
+        " report.txt (and the spawned gateway's log) into DIR",
+    )
+    p.add_argument(
+        "--sample-interval",
+        type=float,
+        default=1.0,
+        help="seconds between the --report samples (default 1)",
+    )
     return p
 
 
@@ -1243,7 +1263,12 @@ def loadtest_main(args: argparse.Namespace) -> int:
         max_concurrent=args.max_concurrent,
         run_timeout=args.run_timeout,
         progress=not args.no_progress,
+        report_dir=args.report,
+        sample_interval=args.sample_interval,
     )
+    if options.sample_interval <= 0:
+        print("clawlane: --sample-interval must be above 0", file=sys.stderr)
+        return 2
     if min(options.sessions, options.deltas, options.connections or 1) < 1:
         print(
             "clawlane: --sessions, --connections and --deltas must be at least 1", file=sys.stderr
