@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Final
 
 import attrs
+import msgspec
 
 MAX_RING_BYTES: Final = 4 * 1024 * 1024
 MAX_RING_LINES: Final = 5_000
@@ -46,17 +47,36 @@ _LEVELS: Final = {
 }
 
 
+_line_encoder: Final = msgspec.json.Encoder()
+_names: dict[str, str] = {}
+_stamp_second: list[Any] = [-1, ""]  # the last second formatted, and its text
+
+
+def _stamp(created: float) -> str:
+    """`2026-12-01T22:06:31.871+00:00` (what `isoformat(timespec="milliseconds")` gives in
+    UTC), the seconds formatted once per second: this runs for every record kept."""
+    second = int(created)
+    if second != _stamp_second[0]:
+        when = datetime.datetime.fromtimestamp(second, tz=datetime.UTC)
+        _stamp_second[:] = [second, when.strftime("%Y-%m-%dT%H:%M:%S")]
+    return f"{_stamp_second[1]}.{int((created - second) * 1000):03d}+00:00"
+
+
 def format_record(record: logging.LogRecord, hostname: str) -> str:
-    """One log line in OpenClaw's file-log shape (no newline), at most `MAX_LINE_BYTES`."""
+    """One log line in OpenClaw's file-log shape (no newline), at most `MAX_LINE_BYTES`.
+    Compact JSON, as OpenClaw's `JSON.stringify` writes it (msgspec: the gateway's INFO
+    lines, a run's two among them, pass here)."""
     message = record.getMessage()
     if record.exc_info and record.exc_info[0] is not None:
         message += "\n" + logging.Formatter().formatException(record.exc_info)
     if len(message) > MAX_LINE_BYTES // 2:
         message = message[: MAX_LINE_BYTES // 2] + "…[truncated]"
-    when = datetime.datetime.fromtimestamp(record.created, tz=datetime.UTC)
-    stamp = when.isoformat(timespec="milliseconds")
+    stamp = _stamp(record.created)
     level_id, level_name = _LEVELS.get(record.levelname, (3, record.levelname))
     subsystem = record.name.removeprefix("clawlane.") or "gateway"
+    name = _names.get(subsystem)
+    if name is None:
+        name = _names[subsystem] = json.dumps({"subsystem": subsystem})
     line = {
         "0": message,
         "_meta": {
@@ -65,14 +85,14 @@ def format_record(record: logging.LogRecord, hostname: str) -> str:
             "date": stamp.replace("+00:00", "Z"),
             "logLevelId": level_id,
             "logLevelName": level_name,
-            "name": json.dumps({"subsystem": subsystem}),
+            "name": name,
         },
         "time": stamp,
         "hostname": hostname,
         "subsystem": subsystem,
         "message": message,
     }
-    return json.dumps(line, ensure_ascii=False)
+    return _line_encoder.encode(line).decode()
 
 
 @attrs.frozen
@@ -117,6 +137,8 @@ class LogRing(logging.Handler):
         self._hostname = socket.gethostname()
         self._lines: collections.deque[tuple[int, str]] = collections.deque()
         """(offset of the line in the stream of all lines, the line)."""
+        self._sizes: collections.deque[int] = collections.deque()
+        """Each line's size in the stream (its UTF-8 bytes + the newline), in step."""
         self._bytes = 0
         self.total_bytes = 0
         self.dropped = 0
@@ -137,13 +159,14 @@ class LogRing(logging.Handler):
         size = len(line.encode("utf-8", "replace")) + 1
         with self._ring_lock:
             self._lines.append((self.total_bytes, line))
+            self._sizes.append(size)
             self.total_bytes += size
             self._bytes += size
             while self._lines and (
                 self._bytes > self.max_bytes or len(self._lines) > self.max_lines
             ):
-                _, old = self._lines.popleft()
-                self._bytes -= len(old.encode("utf-8", "replace")) + 1
+                self._lines.popleft()
+                self._bytes -= self._sizes.popleft()
                 self.dropped += 1
             if self.file is not None:
                 self._write_file(line)

@@ -53,17 +53,21 @@ def format_value(value: Any) -> str:
 class LogEvent:
     """A log message: `event` (a short phrase, "run ended") and its `fields`."""
 
-    __slots__ = ("event", "fields")
+    __slots__ = ("_text", "event", "fields")
 
     def __init__(self, event: str, fields: dict[str, Any]) -> None:
         self.event = event
         self.fields = fields
+        self._text: str | None = None
 
     def __str__(self) -> str:
-        fmt = format_value
-        return " ".join(
-            [self.event, *[f"{k}={fmt(v)}" for k, v in self.fields.items() if v is not None]]
-        )
+        """Rendered once (every handler asks: the console, the `logs.tail` ring)."""
+        if self._text is None:
+            fmt = format_value
+            self._text = " ".join(
+                [self.event, *[f"{k}={fmt(v)}" for k, v in self.fields.items() if v is not None]]
+            )
+        return self._text
 
     def __repr__(self) -> str:
         return f"LogEvent({self.event!r}, {self.fields!r})"

@@ -205,7 +205,11 @@ def add_dashboard_parser(sub: Any) -> None:
     p = sub.add_parser(
         "dashboard", help="print (or open) the live dashboard's address, token included"
     )
-    p.add_argument("--url", default=os.environ.get("CLAWLANE_GATEWAY_URL", "ws://127.0.0.1:18789"))
+    p.add_argument(
+        "--url",
+        default=os.environ.get("CLAWLANE_GATEWAY_URL", "ws://127.0.0.1:18789"),
+        help="gateway URL (default: $CLAWLANE_GATEWAY_URL or ws://127.0.0.1:18789)",
+    )
     p.add_argument(
         "--token",
         default=None,

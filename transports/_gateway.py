@@ -67,6 +67,7 @@ from ._auth import AuthConfigError, AuthSettings
 from ._auth import auth_settings as _auth_settings
 from ._auth import is_loopback as is_loopback
 from ._connection import ClientConnection
+from ._connlog import log_connection_closed, log_connection_opened
 from ._dashboard import Sampler
 from ._handshake import Admitted, Peer
 from ._http import (
@@ -77,7 +78,6 @@ from ._http import (
     read_head,
 )
 from ._http_routes import HttpRoutes, load_dashboard
-from ._connlog import log_connection_closed, log_connection_opened
 from ._methods import Methods
 from ._methods_agent import restore_idempotency
 from ._metrics import HttpCounters

@@ -99,7 +99,7 @@ def humanize(key: str, value: Any, *, now_ms: float | None = None) -> str:
         moment = key == "ts" or key.endswith(("At", "Ts"))
         if moment and value > 1e11:  # epoch milliseconds
             return _when(value, now_ms if now_ms is not None else time.time() * 1000)
-        if key.endswith("Ms") or key == "ms":
+        if key.endswith("Ms") or key in ("ms", "age"):
             return _duration(float(value))
         if key.endswith("Bytes") or key == "bytes":
             return _bytes(float(value))
@@ -109,6 +109,8 @@ def humanize(key: str, value: Any, *, now_ms: float | None = None) -> str:
         return f"{value:,.2f}".rstrip("0").rstrip(".")
     if isinstance(value, str):
         return _clip(value) if value else '""'
+    if isinstance(value, dict) and not value:
+        return "(none)"
     if isinstance(value, list) and all(not isinstance(v, dict | list) for v in value):
         return _clip(", ".join(humanize(key, v, now_ms=now_ms) for v in value)) or "(none)"
     return _clip(msgspec.json.encode(value).decode())

@@ -142,29 +142,29 @@ async def test_first_start_creates_a_0600_token_that_the_cli_reads(tmp_path: Pat
         assert again.auth.token == first and not again.auth.created
 
 
-async def test_the_gateway_prints_where_its_token_is(tmp_path: Path) -> None:
+async def test_the_gateway_says_where_its_token_is(tmp_path: Path) -> None:
     state = tmp_path / "state"
     config = tmp_path / "clawlane.json"
     config.write_text("{}")
     argv = [*CLI, "gateway", "--port", "0", "--state-dir", str(state), "--config", str(config)]
     with trio.fail_after(60):
         proc = await trio.lowlevel.open_process(
-            argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL
+            argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL
         )
-        assert proc.stdout is not None
+        assert proc.stderr is not None
         out = b""
         try:
-            while b"listening on" not in out:
-                chunk = await proc.stdout.receive_some(4096)
+            while b"listening on" not in out:  # the startup lines are INFO log records
+                chunk = await proc.stderr.receive_some(4096)
                 assert chunk, out
                 out += chunk
         finally:
             proc.terminate()
             await proc.wait()
-            await proc.stdout.aclose()
+            await proc.stderr.aclose()
     lines = out.decode().splitlines()
-    assert lines[0] == (
-        f"clawlane: created a gateway token in {(state / 'gateway-token').resolve()} "
+    assert lines[0].endswith(
+        f"INFO    clawlane.gateway: created a gateway token in {(state / 'gateway-token').resolve()} "
         "(clients on this machine read it from there)"
     )
 

@@ -22,8 +22,7 @@ from runtime._config import (
 )
 from runtime._config_text import ConfigSyntaxError, decode_config_text, has_comments
 from tests._logwatch import watch_logs
-from tests.conftest import gateway_url, running_gateway
-from transports import open_gateway_client
+from tests.conftest import open_client, running_gateway
 
 # An OpenClaw-style file: what `openclaw configure` and people write by hand.
 OPENCLAW_STYLE = """// ~/.openclaw/openclaw.json
@@ -180,9 +179,7 @@ async def test_a_patch_writes_json_keeps_the_old_file_as_bak_and_warns(tmp_path:
     with watch_logs() as logs, trio.fail_after(20):
         async with (
             running_gateway(tmp_path, load_config(path), config_path=path) as gw,
-            open_gateway_client(
-                gateway_url(gw), client_id="test", mode="test", scopes=ADMIN
-            ) as client,
+            open_client(gw, scopes=ADMIN) as client,
         ):
             snap = await client.request("config.get", {})
             assert snap["valid"] and snap["parsed"]["agents"]["defaults"]["maxConcurrent"] == 2
@@ -209,9 +206,7 @@ async def test_an_apply_of_json5_text_is_written_as_sent(tmp_path: Path) -> None
     with watch_logs(logging.WARNING) as logs, trio.fail_after(20):
         async with (
             running_gateway(tmp_path, load_config(path), config_path=path) as gw,
-            open_gateway_client(
-                gateway_url(gw), client_id="test", mode="test", scopes=ADMIN
-            ) as client,
+            open_client(gw, scopes=ADMIN) as client,
         ):
             snap = await client.request("config.get", {})
             await client.request("config.apply", {"raw": new, "baseHash": snap["hash"]})

@@ -220,7 +220,7 @@ async def test_status_health_sessions_and_models_print_tables_and_json(tmp_path:
     )
     assert json.loads(machine["sessions list"].stdout)["sessions"][0]["key"] == "agent:main:tbl"
     assert json.loads(machine["models list"].stdout)["models"][0]["id"] == "echo"
-    assert "uptimeMs" in json.loads(machine["status"].stdout)
+    assert "uptimeMs" in json.loads(machine["status"].stdout)["clawlane"]
 
 
 async def test_an_unreachable_gateway_is_one_line_and_exit_3() -> None:
@@ -378,7 +378,7 @@ async def test_bash_completion_completes_commands_flags_and_choices(tmp_path: Pa
     lines = ran.stdout.decode().splitlines()
     assert lines[0].split() == [
         "gateway", "agent", "call", "health", "status", "sessions", "models", "loadtest",
-        "config", "completion",
+        "dashboard", "config", "completion",
     ]  # fmt: skip
     assert lines[1].split() == ["--log-level", "--log-format"]
     assert lines[2].split() == ["debug", "info", "warning", "error", "critical"]

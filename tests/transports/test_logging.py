@@ -18,7 +18,7 @@ import trio
 from runtime._config import parse_config
 from runtime._oplog import LogEvent, format_value, log_event
 from tests._logwatch import watch_logs
-from tests.conftest import gateway_url, raw_handshake, running_gateway
+from tests.conftest import gateway_url, open_client, raw_handshake, running_gateway
 from transports import GatewayAuthError, GatewayRequestError, open_gateway_client
 from transports._logging import JsonFormatter, TextFormatter, configure_logging
 
@@ -154,9 +154,7 @@ async def test_connections_and_runs_tell_their_story(tmp_path: Path) -> None:
     with watch_logs() as logs, trio.fail_after(20):
         async with (
             running_gateway(tmp_path) as gw,
-            open_gateway_client(
-                gateway_url(gw), client_id="test", mode="test", scopes=ADMIN
-            ) as client,
+            open_client(gw, scopes=ADMIN) as client,
         ):
             final = await client.request(
                 "agent",
@@ -207,9 +205,7 @@ async def test_provider_retries_and_fallbacks_are_logged(tmp_path: Path) -> None
     with watch_logs() as logs, trio.fail_after(30):
         async with (
             running_gateway(tmp_path, config) as gw,
-            open_gateway_client(
-                gateway_url(gw), client_id="test", mode="test", scopes=ADMIN
-            ) as client,
+            open_client(gw, scopes=ADMIN) as client,
         ):
             fell_back = await client.request(
                 "agent", {"message": "hi", "idempotencyKey": "fb1"}, expect_final=True
@@ -262,11 +258,9 @@ async def test_a_slow_consumer_close_is_a_warning(tmp_path: Path) -> None:
         async with running_gateway(tmp_path, max_buffered_bytes=128 * 1024) as gw:
             gw.close_grace_s = 0.2
             url = gateway_url(gw)
-            async with open_gateway_client(
-                url, client_id="test", mode="test", scopes=ADMIN, caps=["session-scoped-events"]
-            ) as fast:
+            async with open_client(gw, scopes=ADMIN, caps=["session-scoped-events"]) as fast:
                 async with open_websocket(url, message_queue_size=1) as slow:
-                    await raw_handshake(slow)  # and never reads again
+                    await raw_handshake(slow, gw=gw)  # and never reads again
                     for i in range(40):
                         await fast.request(
                             "agent",
@@ -287,26 +281,26 @@ async def test_a_slow_consumer_close_is_a_warning(tmp_path: Path) -> None:
     assert closed and closed[0]["code"] == 1008 and closed[0]["reason"] == "slow consumer"
 
 
-async def test_a_refused_token_is_logged_and_a_port_scan_is_not(tmp_path: Path) -> None:
+async def test_a_refused_connect_is_info_and_a_silent_socket_is_debug(tmp_path: Path) -> None:
+    from transports._client import open_websocket
+
     with watch_logs() as logs, trio.fail_after(20):
-        async with running_gateway(tmp_path, token="right") as gw:
-            url = gateway_url(gw)
+        async with running_gateway(tmp_path) as gw:
             with pytest.raises(GatewayAuthError):
-                async with open_gateway_client(
-                    url, token="wrong", client_id="test", mode="test", scopes=ADMIN
-                ):
+                async with open_client(gw, token="wrong", scopes=ADMIN):
                     pass
-            stream = await trio.open_tcp_stream("127.0.0.1", int(url.rsplit(":", 1)[1]))
-            await stream.aclose()
-            await logs.wait_for(
-                lambda w: (
-                    bool(w.events("connection closed before connect"))
+            gw.handshake_timeout_s = 0.2
+            async with open_websocket(gateway_url(gw)):  # upgrades, never sends connect
+                await logs.wait_for(
+                    lambda w: bool(w.events("connection closed before connect"))
                     and bool(w.events("connection refused"))
                 )
-            )
     [refused] = logs.events("connection refused")
     assert refused["_level"] == "INFO" and "unauthorized" in refused["reason"]
-    assert all(e["_level"] == "DEBUG" for e in logs.events("connection closed before connect"))
+    assert refused["code"] == 1008 and refused["peer"] == "127.0.0.1"
+    [silent] = logs.events("connection closed before connect")
+    assert silent["_level"] == "DEBUG" and silent["reason"] == "handshake timeout"
+    assert not logs.events("connection opened")
 
 
 # --- the real process: --log-format json -------------------------------------------------------
