@@ -62,12 +62,17 @@ class LogEvent:
 
     def __str__(self) -> str:
         """Rendered once (every handler asks: the console, the `logs.tail` ring)."""
-        if self._text is None:
-            fmt = format_value
-            self._text = " ".join(
-                [self.event, *[f"{k}={fmt(v)}" for k, v in self.fields.items() if v is not None]]
-            )
-        return self._text
+        text = self._text
+        if text is None:
+            parts = [self.event]
+            for key, value in self.fields.items():
+                kind = type(value)
+                if kind is int:  # most fields: ids' counts, durations, tokens
+                    parts.append(f"{key}={value}")
+                elif value is not None:
+                    parts.append(f"{key}={format_value(value)}")
+            text = self._text = " ".join(parts)
+        return text
 
     def __repr__(self) -> str:
         return f"LogEvent({self.event!r}, {self.fields!r})"
