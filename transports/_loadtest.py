@@ -911,7 +911,7 @@ async def spawn_gateway_process(
                 argv, stdout=log, stderr=log, stdin=subprocess.DEVNULL
             )
             try:
-                url = await _read_listening_url(proc, log_path)
+                url = await _read_listening_url(proc, log_path, offset=0)
                 from ._auth import read_token_file, token_path
 
                 yield url, proc.pid, token or read_token_file(token_path(state))
@@ -933,12 +933,23 @@ def _copy_log(source: Path, target: Path) -> None:
     target.write_bytes(source.read_bytes())
 
 
-async def _read_listening_url(proc: trio.Process, log_path: Path) -> str:
-    """Wait (30 s at most) for the gateway's startup log line and return its URL."""
+def _read_from(path: Path, offset: int) -> str:
+    with path.open("rb") as f:
+        f.seek(offset)
+        return f.read().decode(errors="replace")
+
+
+async def _read_listening_url(
+    proc: trio.Process, log_path: Path, *, offset: int | None = None
+) -> str:
+    """Wait (30 s at most) for the gateway's startup log line in `log_path` and return its
+    URL. Only what the file gains from `offset` on counts (default: its size now, for a
+    log file another gateway wrote to before)."""
+    start = offset if offset is not None else (await trio.Path(log_path).stat()).st_size
     text = ""
     with trio.move_on_after(30):
         while True:
-            text = await trio.Path(log_path).read_text(errors="replace")
+            text = await trio.to_thread.run_sync(_read_from, log_path, start)
             for line in text.splitlines():
                 if "listening on ws://" in line:
                     return line.split("listening on ", 1)[1].split()[0]
