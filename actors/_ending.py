@@ -34,7 +34,7 @@ import trio
 
 from runtime._agent import RunProgress, now_ms
 from runtime._compaction import persist_run
-from runtime._reply import ToolErrorInfo, build_final_payloads
+from runtime._run import RunOutcome, final_payload
 from runtime._sessions import MessageEntry
 from runtime._toolrunner import RunTools
 from runtime._turn import TurnResult
@@ -58,11 +58,7 @@ class RunEnd:
     progress: RunProgress
     turn: TurnResult
     tools: RunTools | None
-    error: str | None
-    error_kind: str | None
-    cancelled: bool
-    """The run's scope caught a cancellation (abort, timeout) or shutdown cancelled it."""
-    outer_cancel: bool
+    outcome: RunOutcome
 
 
 @attrs.define(eq=False)
@@ -99,26 +95,21 @@ def finish_run(actor: SessionActor, req: RunRequest, end: RunEnd) -> None:
     rec = req.record
     if rec.ended:
         return
-    hub = actor.supervisor.hub
-    ended = now_ms()
     if rec.started_at is None:
-        rec.started_at = ended
-        hub.emit_agent(rec.run_id, "lifecycle", {"phase": "start", "startedAt": ended})
-    rec.ended_at = ended
-    if end.error is not None and not (rec.aborted or end.cancelled):
-        rec.status = "error"
-        rec.error = end.error
-        rec.error_kind = end.error_kind
-    elif rec.aborted or end.cancelled:
-        if rec.abort_reason is None:
-            rec.abort_reason = "shutdown" if end.outer_cancel else "timeout"
-        rec.aborted = True
-        rec.status = "aborted"
-    else:
-        rec.status = "ok"
+        actor.supervisor.hub.emit_agent(rec.run_id, "lifecycle", rec.start(now_ms()))
+    rec.decide(end.outcome, now_ms())
     write: EndWrite | None = None
     try:
-        rec.final = final_payload(rec, end)
+        tools = end.tools
+        rec.final = final_payload(
+            rec,
+            text=end.chat.final_text(),
+            progress=end.progress,
+            turn=end.turn,
+            error=end.outcome.error,
+            tool_failures=tools.failures if tools else (),
+            sent_texts=tools.sent_texts if tools else (),
+        )
         write = actor._record_end(rec, end.progress, end.turn.user_message, end.turn)
     finally:
         # Whatever failed above, the run has its terminal event and its waiters wake.
@@ -159,15 +150,9 @@ def _not_stored(actor: SessionActor, req: RunRequest, failure: StoreError) -> No
     sup.turns_not_stored += 1
     message = f"the turn was not stored: {failure}"
     log.error("run %s on %s: %s", rec.run_id, actor.key, message)
-    rec.status = "error"
-    rec.error = message
-    final = dict(rec.final or {"payloads": [], "meta": {}})
-    final["meta"] = {
-        **final.get("meta", {}),
-        "stored": False,
-        "error": {"kind": "store", "message": message},
-    }
-    rec.final = final
+    rec.fail(message, "store")
+    assert rec.final is not None
+    rec.final["meta"]["stored"] = False
     actor.forget_transcript()
     row = sup.end_row(req)
     if row is not None:
@@ -180,41 +165,23 @@ def _announce_end(actor: SessionActor, rec: RunRecord, end: RunEnd) -> None:
     chat = end.chat
     ended = rec.ended_at or now_ms()
     try:
+        hub.emit_agent(rec.run_id, "lifecycle", rec.terminal_event())
         if rec.status == "error":
-            error = rec.error or "run failed"
-            hub.emit_agent(
-                rec.run_id,
-                "lifecycle",
-                {"phase": "error", "error": error, "startedAt": rec.started_at, "endedAt": ended},
+            chat.close(
+                "error",
+                errorMessage=rec.error or "run failed",
+                errorKind=_chat_error_kind(end.outcome.error_kind),
             )
-            chat.close("error", errorMessage=error, errorKind=_chat_error_kind(end.error_kind))
-        elif rec.status == "aborted":
-            hub.emit_agent(
-                rec.run_id,
-                "lifecycle",
-                {
-                    "phase": "end",
-                    "startedAt": rec.started_at,
-                    "endedAt": ended,
-                    "aborted": True,
-                    "stopReason": rec.abort_reason,
-                },
-            )
-            fields: dict[str, Any] = {"stopReason": rec.abort_reason}
-            if chat.text:
-                fields["message"] = assistant_message(chat.text, ended)
-            chat.close("aborted", **fields)
         else:
-            hub.emit_agent(
-                rec.run_id,
-                "lifecycle",
-                {"phase": "end", "startedAt": rec.started_at, "endedAt": ended, "aborted": False},
-            )
-            text = chat.final_text()
-            fields = {"stopReason": end.progress.stop_reason}
+            text = chat.text if rec.status == "aborted" else chat.final_text()
+            fields: dict[str, Any] = {
+                "stopReason": rec.abort_reason
+                if rec.status == "aborted"
+                else end.progress.stop_reason
+            }
             if text:
                 fields["message"] = assistant_message(text, ended)
-            chat.close("final", **fields)
+            chat.close("final" if rec.status == "ok" else "aborted", **fields)
     finally:
         sup.registry.finish(rec)
         hub.close_run(rec.run_id)
@@ -227,64 +194,6 @@ def _announce_end(actor: SessionActor, rec: RunRecord, end: RunEnd) -> None:
                     "ts": ended,
                 }
             )
-
-
-def final_payload(rec: RunRecord, end: RunEnd) -> dict[str, Any]:
-    """The run's final result: `{payloads, meta}`."""
-    turn, progress, tools = end.turn, end.progress, end.tools
-    error = end.error
-    text = end.chat.final_text()
-    if turn.block_replies and text:
-        # Block streaming already delivered the answer in pieces.
-        delivered = "".join(b.text for b in turn.block_replies if not b.is_reasoning)
-        if delivered.strip() and text.strip().startswith(delivered.strip()):
-            text = text.strip()[len(delivered.strip()) :].strip()
-    shaped = build_final_payloads(
-        assistant_texts=[text] if text else [],
-        reasoning_text=turn.reasoning_text or None,
-        reasoning_mode=turn.reasoning_mode,
-        tool_summaries=[],
-        verbose=False,
-        model_error=error if error is not None and not rec.aborted else None,
-        tool_errors=[
-            ToolErrorInfo(tool_name=name, summary=name, error=err, mutating=mutating)
-            for name, err, mutating in (tools.failures if tools else [])
-        ],
-        messaging_sent_texts=tools.sent_texts if tools else [],
-        messaging_sent_to_origin=bool(tools and tools.sent_texts),
-    )
-    payloads = [msgspec.to_builtins(p) for p in shaped]
-    meta: dict[str, Any] = {
-        "durationMs": (rec.ended_at or 0) - (rec.started_at or rec.ended_at or 0),
-        "agentMeta": {
-            "sessionId": rec.session_id,
-            "agentId": rec.agent_id,
-            "usage": {
-                "input": progress.usage.input,
-                "output": progress.usage.output,
-                "cacheRead": progress.usage.cacheRead,
-                "cacheWrite": progress.usage.cacheWrite,
-                "total": progress.usage.totalTokens,
-            },
-        },
-        "generation": rec.generation,
-        "stopReason": rec.abort_reason if rec.aborted else progress.stop_reason,
-    }
-    if rec.aborted:
-        meta["aborted"] = True
-    if error is not None:
-        meta["error"] = {"kind": "provider", "message": error}
-    served = turn.attempts.selected or turn.model
-    if served is not None:
-        meta["agentMeta"]["provider"] = served.provider_id
-        meta["agentMeta"]["model"] = served.model_id
-    if turn.runtime is not None:
-        meta["runtime"] = turn.runtime
-    if turn.attempts.items:
-        meta["attempts"] = turn.attempts.to_meta()
-    if turn.compactions:
-        meta["agentMeta"]["compactionCount"] = len(turn.compactions)
-    return {"payloads": payloads, "meta": meta}
 
 
 def record_end(

@@ -20,6 +20,8 @@ from typing import Any, Final, Literal
 import attrs
 import trio
 
+from runtime._run import AbortReason, RunState
+
 from ._metrics import RunMetrics
 from ._runlog import log_run_ended
 
@@ -30,31 +32,12 @@ DEDUPE_MAX: Final = 1000
 FINISHED_RUN_TTL_S: Final = 600.0
 FINISHED_RUN_MAX: Final = 10_000
 
-RunStatus = Literal["queued", "running", "ok", "error", "aborted"]
-AbortReason = Literal[
-    "rpc", "stop", "timeout", "interrupt", "shutdown", "disconnect", "dropped", "reset", "deleted"
-]
+@attrs.define(eq=False, kw_only=True)
+class RunRecord(RunState):
+    """One run, from accepted to ended: the run's lifecycle state (`runtime.RunState`) and
+    what the gateway keeps around it. Mutated only by its session actor (and `abort`)."""
 
-
-@attrs.define(eq=False)
-class RunRecord:
-    """One run, from accepted to ended. Mutated only by its session actor (and `abort`)."""
-
-    run_id: str
-    session_key: str
-    session_id: str
-    agent_id: str
     accepted_at: int
-    status: RunStatus = "queued"
-    started_at: int | None = None
-    ended_at: int | None = None
-    error: str | None = None
-    error_kind: str | None = None
-    """The provider error's kind when a provider error ended the run (for `/metrics`)."""
-    aborted: bool = False
-    abort_reason: AbortReason | None = None
-    generation: int | None = None
-    final: dict[str, Any] | None = None
     done: trio.Event = attrs.field(factory=trio.Event)
     cancel_scope: trio.CancelScope | None = None
     finished_mono: float | None = None

@@ -27,7 +27,8 @@ import trio
 
 from runtime._agent import RunProgress, SteerInbox, now_ms
 from runtime._compaction import MessageTags, compact_session
-from runtime._generation import GenerationError, ModelRuntimeGeneration
+from runtime._generation import ModelRuntimeGeneration
+from runtime._run import AbortReason, RunOutcome, RunRefusedError, run_guarded
 from runtime._sessions import (
     MessageEntry,
     SessionRow,
@@ -39,15 +40,15 @@ from runtime._sessions import (
     openclaw_row_meta,
 )
 from runtime._toolrunner import RunTools
-from runtime._turn import TurnResult, TurnSpec, run_turn
+from runtime._turn import TurnResult, run_turn
 from runtime.llm._tokens import estimate_message_tokens
-from runtime.llm._types import Message, ProviderError, UserMessage
+from runtime.llm._types import Message, UserMessage
 
 from ._chat import ChatStream
 from ._ending import CommitWait, EndWrite, RunEnd, finish_run, record_end
 from ._hub import Subscriber
 from ._lane import Lane, QueueMode, QueueSettings, normalize_drop, normalize_mode
-from ._registry import AbortReason, RunRecord
+from ._registry import RunRecord
 from ._runlog import log_run_started
 
 if TYPE_CHECKING:
@@ -544,120 +545,94 @@ class SessionActor:
                 # The requests merged into the run end with it (`actors._ending`).
 
     async def _execute(self, req: RunRequest) -> None:
-        sup = self.supervisor
+        """Run `req`'s turn (`runtime.run_guarded`), then end it (`actors._ending`)."""
         rec = req.record
-        hub = sup.hub
-        chat = ChatStream(hub, rec.run_id, flusher=sup.chat_flusher)
-        progress = RunProgress()
-        scope = trio.CancelScope()
-        rec.cancel_scope = scope
+        chat = ChatStream(self.supervisor.hub, rec.run_id, flusher=self.supervisor.chat_flusher)
+        run = _Run(req=req, chat=chat, scope=trio.CancelScope())
+        rec.cancel_scope = run.scope
         if rec.aborted:
-            scope.cancel()
-        error: str | None = None
-        error_kind: str | None = None
-        turn = TurnResult()
-        run_tools: RunTools | None = None
-
-        def emit(stream: str, data: dict[str, Any]) -> None:
-            if stream == "tool" and data.get("phase") == "start":
-                chat.flush()
-            hub.emit_agent(rec.run_id, stream, data)
-            if stream == "assistant":
-                chat.on_assistant(progress.text)
-
-        outer_cancel = False
+            run.scope.cancel()
         try:
-            lane = sup.lane_for(req.lane)
-            acquired = trio.current_time() >= self.failed_until and lane.try_acquire()
-            if acquired and req.timeout_s:
-                # A free slot: the run starts now, so its scope is made with its deadline.
-                scope = trio.CancelScope(deadline=trio.current_time() + req.timeout_s)
-                rec.cancel_scope = scope
-                if rec.aborted:
-                    scope.cancel()
-            with scope:
-                if trio.current_time() < self.failed_until:
-                    raise _SessionFailed("session is restarting after repeated crashes")
-                async with lane.hold(acquired=acquired):
-                    generation: ModelRuntimeGeneration = sup.generation
-                    stores = generation.fork_stores(self.agent_id)
-                    rec.generation = stores.generation
-                    if req.timeout_s and not acquired:
-                        scope.deadline = trio.current_time() + req.timeout_s
-                    if req.reset:
-                        row = await self.reset_and_announce(req.reset_reason)
-                        rec.session_id = row.sessionId
-                        hub.open_run(rec.run_id, self.key, session_id=rec.session_id)
-                    rec.status = "running"
-                    rec.started_at = now_ms()
-                    hub.emit_agent(
-                        rec.run_id, "lifecycle", {"phase": "start", "startedAt": rec.started_at}
-                    )
-                    if hub.has_change_subscribers:
-                        hub.sessions_changed(
-                            {
-                                "sessionKey": self.key,
-                                "phase": "start",
-                                "runId": rec.run_id,
-                                "ts": rec.started_at,
-                            }
-                        )
-                    history, _ = await self._transcript()
-                    agent = generation.agent(self.agent_id)
-                    workspace = sup.known_workspace(
-                        agent.id, agent.workspace
-                    ) or await sup.workspace_for(agent.id, agent.workspace)
-                    tools = run_tools = sup.run_tools(self, rec, workspace, chat)
-                    req.inbox = SteerInbox()
-                    spec = TurnSpec(
-                        run_id=rec.run_id,
-                        session_key=self.key,
-                        session_id=rec.session_id,
-                        agent_id=agent.id,
-                        message=req.prompt or req.message,
-                        steer_inbox=req.inbox,
-                        history=list(history),
-                        history_tokens=self.history_tokens(),
-                        generation=generation,
-                        stores=stores,
-                        model_ref=req.model_ref or self._model_override() or agent.primary,
-                        extra_system_prompt=req.extra_system_prompt,
-                        workspace_dir=str(workspace),
-                        tools=tools,
-                        hooks=sup.hooks,
-                        idle_timeout=sup.idle_timeout(cron=req.lane == "cron"),
-                        reasoning_level=self.row.reasoningLevel if self.row else None,
-                        history_entries=functools.partial(sup.store.load_entries, rec.session_id),
-                        fallbacks=agent.fallbacks if not req.model_ref else (),
-                        **sup.turn_settings(),
-                        on_block=lambda block: sup.deliver_block(rec, chat, block),
-                    )
-                    log_run_started(rec, spec.model_ref)  # issue 14: "run started" log line
-                    await run_turn(spec, emit, progress, turn)
-        except ProviderError as exc:
-            error, error_kind = exc.message, exc.kind
-        except GenerationError as exc:
-            error = str(exc)
-        except _SessionFailed as exc:
-            error = str(exc)
-        except trio.Cancelled:
-            outer_cancel = True
-            raise
-        except Exception as exc:
-            log.exception("run %s on %s crashed", rec.run_id, self.key)
-            error = f"internal error: {type(exc).__name__}: {exc}"
-        finally:
-            end = RunEnd(
-                chat=chat,
-                progress=progress,
-                turn=turn,
-                tools=run_tools,
-                error=error,
-                error_kind=error_kind,
-                cancelled=scope.cancelled_caught or outer_cancel,
-                outer_cancel=outer_cancel,
+            await run_guarded(
+                run.scope,
+                functools.partial(self._turn, run),
+                run.outcome,
+                what=f"run {rec.run_id} on {self.key}",
             )
-            finish_run(self, req, end)
+        finally:
+            finish_run(self, req, RunEnd(chat, run.progress, run.turn, run.tools, run.outcome))
+
+    async def _turn(self, run: _Run) -> None:
+        """The body of a run: a global lane slot, the generation's stores, lifecycle
+        `start`, the turn. A checkpoint; cancelled by the run's scope."""
+        sup, req = self.supervisor, run.req
+        rec = req.record
+        if trio.current_time() < self.failed_until:
+            raise RunRefusedError("session is restarting after repeated crashes")
+        lane = sup.lane_for(req.lane)
+        acquired = lane.try_acquire()
+        if req.timeout_s and acquired:
+            run.scope.deadline = trio.current_time() + req.timeout_s
+        async with lane.hold(acquired=acquired):
+            generation: ModelRuntimeGeneration = sup.generation
+            stores = generation.fork_stores(self.agent_id)
+            rec.generation = stores.generation
+            if req.timeout_s and not acquired:
+                run.scope.deadline = trio.current_time() + req.timeout_s
+            if req.reset:
+                row = await self.reset_and_announce(req.reset_reason)
+                rec.session_id = row.sessionId
+                sup.hub.open_run(rec.run_id, self.key, session_id=rec.session_id)
+            self._started(rec)
+            history, _ = await self._transcript()
+            agent = generation.agent(self.agent_id)
+            services = sup.services
+            workspace = services.known_workspace(
+                agent.id, agent.workspace
+            ) or await services.workspace_for(agent.id, agent.workspace)
+            chat = run.chat
+            run.tools = services.run_tools(
+                generation,
+                agent_id=self.agent_id,
+                session_key=self.key,
+                session_id=rec.session_id,
+                run_id=rec.run_id,
+                workspace=workspace,
+                send=lambda text, ts: sup.send_message(rec, chat, f"message-{rec.run_id}-{ts}", text),
+            )
+            req.inbox = SteerInbox()
+            spec = services.turn_spec(
+                generation,
+                stores,
+                run_id=rec.run_id,
+                session_key=self.key,
+                session_id=rec.session_id,
+                agent_id=agent.id,
+                message=req.prompt or req.message,
+                steer_inbox=req.inbox,
+                history=list(history),
+                history_tokens=self.history_tokens(),
+                model_ref=req.model_ref or self._model_override() or agent.primary,
+                extra_system_prompt=req.extra_system_prompt,
+                workspace=workspace,
+                tools=run.tools,
+                cron=req.lane == "cron",
+                reasoning_level=self.row.reasoningLevel if self.row else None,
+                history_entries=functools.partial(sup.store.load_entries, rec.session_id),
+                fallbacks=agent.fallbacks if not req.model_ref else (),
+                on_block=lambda block: sup.deliver_block(rec, chat, block),
+            )
+            log_run_started(rec, spec.model_ref)  # issue 14: "run started" log line
+            await run_turn(spec, run.emit, run.progress, run.turn)
+
+    def _started(self, rec: RunRecord) -> None:
+        """Lifecycle `start` (and `sessions.changed` to those who follow sessions)."""
+        hub = self.supervisor.hub
+        hub.emit_agent(rec.run_id, "lifecycle", rec.start(now_ms()))
+        if hub.has_change_subscribers:
+            hub.sessions_changed(
+                {"sessionKey": self.key, "phase": "start", "runId": rec.run_id, "ts": rec.started_at}
+            )
 
     def _row_tags(self, rec: RunRecord, messages: list[Message]) -> list[MessageTags]:
         """Each row's idempotency key, as OpenClaw writes them: `<runId>:user` for the run's
@@ -695,9 +670,27 @@ class SessionActor:
         return record_end(self, rec, progress, user, turn)
 
 
+@attrs.define(eq=False)
+class _Run:
+    """A run in progress: where its events go, what it has produced so far."""
+
+    req: RunRequest
+    chat: ChatStream
+    scope: trio.CancelScope
+    progress: RunProgress = attrs.field(factory=RunProgress)
+    turn: TurnResult = attrs.field(factory=TurnResult)
+    tools: RunTools | None = None
+    outcome: RunOutcome = attrs.field(factory=RunOutcome)
+
+    def emit(self, stream: str, data: dict[str, Any]) -> None:
+        chat = self.chat
+        if stream == "tool" and data.get("phase") == "start":
+            chat.flush()
+        chat.hub.emit_agent(self.req.record.run_id, stream, data)
+        if stream == "assistant":
+            chat.on_assistant(self.progress.text)
+
+
 class SessionBusy(Exception):
     """The session has a run in progress (manual compaction must wait)."""
 
-
-class _SessionFailed(Exception):
-    pass

@@ -35,30 +35,15 @@ from pathlib import Path
 from typing import Any, Final
 
 import attrs
-import msgspec
 import trio
 
 from runtime._agent import now_ms
-from runtime._chunking import BlockStreamingSettings
-from runtime._compaction import CompactionSettings
-from runtime._config import ToolsConfig, llm_idle_timeout_seconds
 from runtime._generation import ModelRuntimeGeneration
-from runtime._hooks import (
-    HookRegistry,
-    InternalHookEvent,
-    InternalHooks,
-    MessageSendingEvent,
-    MessageSentEvent,
-    SessionEndEvent,
-    SessionStartEvent,
-)
-from runtime._plugins import PluginRegistry
-from runtime._prompt import PromptCache
+from runtime._hooks import InternalHookEvent, SessionEndEvent, SessionStartEvent
+from runtime._services import TurnServices
 from runtime._sessions import SessionRow, TranscriptEntry, resolve_session_key
-from runtime._toolrunner import RunTools, ToolSet
-from runtime._turn import BlockFlusher, BlockReply
+from runtime._turn import BlockReply
 from runtime.llm._pacer import Pacer
-from runtime.tools import ToolPolicy, builtin_tools, ensure_workspace
 
 from ._chat import ChatFlusher, ChatStream
 from ._hub import EventHub, Subscriber
@@ -81,7 +66,6 @@ REAP_INTERVAL_S: Final = 30.0
 SUBAGENT_LANE_CAP: Final = 8
 CRON_LANE_CAP: Final = 1
 NESTED_LANE_CAP: Final = 1
-_TOOLSETS_MAX: Final = 256
 JOURNAL_RETRY_MAX: Final = 10_000
 """Journal rows kept to write again after their run's writes failed (beyond: a restart
 reports those runs interrupted, which is also an error)."""
@@ -262,20 +246,6 @@ class SupervisorStatistics:
     submissions_waiting: int = 0
 
 
-class MessageCancelled(Exception):
-    """A `message_sending` hook cancelled a message."""
-
-
-def _policy(tools: ToolsConfig | None) -> ToolPolicy:
-    if tools is None:
-        return ToolPolicy(profile="full")
-    return ToolPolicy(
-        profile=tools.profile or "full",
-        allow=tuple(tools.allow) if tools.allow is not None else None,
-        deny=tuple(tools.deny),
-    )
-
-
 class Supervisor:
     """Create with `open_supervisor`. All methods run in the trio thread."""
 
@@ -316,16 +286,14 @@ class Supervisor:
         self._forced = 0
         self._journal_retry: dict[str, JournalRow] = {}
         self._backlog_wake = trio.Event()
-        self.hooks = HookRegistry()
-        self.internal_hooks = InternalHooks()
-        self.prompt_cache = PromptCache()
-        self.block_flusher = BlockFlusher()
-        self.plugins = PluginRegistry()
+        self.services = TurnServices(workspace_root=workspace_root)
+        """The hooks, plugins, caches and workspaces every run's turn uses."""
+        self.hooks = self.services.hooks
+        self.internal_hooks = self.services.internal_hooks
+        self.prompt_cache = self.services.prompt_cache
+        self.block_flusher = self.services.block_flusher
+        self.plugins = self.services.plugins
         self.workspace_root = workspace_root
-        self._workspaces: dict[str, Path] = {}
-        self._making: dict[str, trio.Event] = {}
-        self._toolsets: dict[tuple[int, int, str], tuple[tuple[Any, ...], ToolPolicy, ToolSet]] = {}
-        self._turn_settings: tuple[int, dict[str, Any]] | None = None
         self.started_at = time.time()
 
     # --- generation -----------------------------------------------------------------------
@@ -345,139 +313,34 @@ class Supervisor:
 
     def idle_timeout(self, *, cron: bool = False) -> float | None:
         """The LLM idle window; `cron`: a run on the cron lane (no watchdog by default)."""
-        return llm_idle_timeout_seconds(self._generation.config.agents.defaults, cron=cron)
+        return self.services.idle_timeout(self._generation, cron=cron)
 
     def turn_settings(self) -> dict[str, Any]:
-        """The per-run settings read from the current config (prompt preparation, compaction,
-        block streaming) and the shared caches and flushers. Built once per generation."""
-        number = self._generation.number
-        cached = self._turn_settings
-        if cached is None or cached[0] != number:
-            cached = self._turn_settings = (number, self._build_turn_settings())
-        return cached[1]
-
-    def _build_turn_settings(self) -> dict[str, Any]:
-        defaults = self._generation.config.agents.defaults
-        raw = msgspec.to_builtins(defaults)
-        settings: dict[str, Any] = {
-            "compaction": CompactionSettings.from_agent_defaults(raw),
-            "block_streaming": BlockStreamingSettings.from_agent_defaults(raw),
-            "prompt_cache": self.prompt_cache,
-            "internal_hooks": self.internal_hooks,
-            "block_flusher": self.block_flusher,
-            "resource_roots": tuple(defaults.resources),
-        }
-        if defaults.bootstrapMaxChars is not None:
-            settings["bootstrap_max_chars"] = defaults.bootstrapMaxChars
-        if defaults.bootstrapTotalMaxChars is not None:
-            settings["bootstrap_total_max_chars"] = defaults.bootstrapTotalMaxChars
-        return settings
+        """The current generation's per-run settings (`TurnServices.turn_settings`)."""
+        return self.services.turn_settings(self._generation)
 
     def deliver_block(self, record: RunRecord, chat: ChatStream, block: BlockReply) -> None:
         """A block reply (block streaming): a chat `final` of its own, like a message."""
+        self.send_message(record, chat, f"block-{record.run_id}-{block.index}", block.text)
+
+    def send_message(self, record: RunRecord, chat: ChatStream, run_id: str, text: str) -> None:
+        """A message of a run (a block reply, the `message` tool): a chat `final` of its
+        own under `run_id`, after the run's buffered delta."""
         chat.flush()
-        ts = int(time.time() * 1000)
         self.hub.emit_chat(
             record.run_id,
             "final",
-            runId=f"block-{record.run_id}-{block.index}",
+            runId=run_id,
             message={
                 "role": "assistant",
-                "content": [{"type": "text", "text": block.text}],
-                "timestamp": ts,
+                "content": [{"type": "text", "text": text}],
+                "timestamp": int(time.time() * 1000),
             },
         )
 
-    def known_workspace(self, agent_id: str, configured: str | None) -> Path | None:
-        """The agent's workspace if `workspace_for` made it already. Not a checkpoint."""
-        return self._workspaces.get(configured or f"{self.workspace_root}/{agent_id}")
-
     async def workspace_for(self, agent_id: str, configured: str | None) -> Path:
-        """The agent's workspace (created when missing). A checkpoint (disk I/O in a thread)."""
-        key = configured or f"{self.workspace_root}/{agent_id}"
-        known = self._workspaces.get(key)
-        if known is not None:
-            await trio.lowlevel.checkpoint()
-            return known
-
-        while (making := self._making.get(key)) is not None:
-            await making.wait()  # another run is creating it: share that (once per agent)
-            known = self._workspaces.get(key)
-            if known is not None:
-                return known
-
-        def make() -> Path:
-            path = Path(configured).expanduser() if configured else self.workspace_root / agent_id
-            return ensure_workspace(path)
-
-        making = self._making[key] = trio.Event()
-        try:
-            resolved = await trio.to_thread.run_sync(make)
-        finally:
-            del self._making[key]
-            making.set()
-        self._workspaces[key] = resolved
-        return resolved
-
-    def tool_policy(self, agent_id: str) -> ToolPolicy:
-        config = self._generation.config
-        base = _policy(config.agents.defaults.tools or config.tools)
-        entry = next((a for a in config.agents.entries if a.id == agent_id), None)
-        return ToolPolicy.merge(base, _policy(entry.tools) if entry and entry.tools else None)
-
-    def run_tools(
-        self, actor: SessionActor, record: RunRecord, workspace: Path, chat: ChatStream
-    ) -> RunTools:
-        """The tools of one run: built-ins and plugin tools, the agent's policy, the hooks."""
-        hub = self.hub
-        hooks = self.hooks
-
-        async def deliver(text: str) -> None:
-            content, cancelled = text, False
-            if hooks.has("message_sending"):
-                content, cancelled = await hooks.run_message_sending(
-                    MessageSendingEvent(to=actor.key, content=text)
-                )
-            if cancelled:
-                raise MessageCancelled("a plugin cancelled this message")
-            chat.flush()
-            ts = int(time.time() * 1000)
-            hub.emit_chat(
-                record.run_id,
-                "final",
-                runId=f"message-{record.run_id}-{ts}",
-                message={
-                    "role": "assistant",
-                    "content": [{"type": "text", "text": content}],
-                    "timestamp": ts,
-                },
-            )
-            if hooks.has("message_sent"):
-                await hooks.fire(
-                    "message_sent", MessageSentEvent(to=actor.key, content=content, success=True)
-                )
-
-        key = (self._generation.number, self.plugins.version, actor.agent_id)
-        shared = self._toolsets.get(key)
-        if shared is None:
-            if len(self._toolsets) >= _TOOLSETS_MAX:
-                self._toolsets.clear()
-            tools = (*builtin_tools(), *self.plugins.tools())
-            policy = self.tool_policy(actor.agent_id)
-            shared = self._toolsets[key] = (tools, policy, ToolSet.of(tools, policy))
-        tools, policy, toolset = shared
-        return RunTools(
-            tools=tools,
-            policy=policy,
-            toolset=toolset,
-            workspace=workspace,
-            agent_id=actor.agent_id,
-            session_key=actor.key,
-            session_id=record.session_id,
-            run_id=record.run_id,
-            deliver_message=deliver,
-            hooks=hooks,
-        )
+        """The agent's workspace (created when missing). A checkpoint."""
+        return await self.services.workspace_for(agent_id, configured)
 
     # --- sessions -------------------------------------------------------------------------
 

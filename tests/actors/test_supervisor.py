@@ -235,7 +235,7 @@ async def test_waiting_for_unknown_runs_leaves_nothing_behind() -> None:
 async def test_runs_that_need_a_new_workspace_at_once_create_it_once(
     tmp_path: Path, monkeypatch
 ) -> None:
-    import actors._supervisor as supervisor_module
+    import runtime._services as services_module
     from runtime.tools import ensure_workspace as original
 
     made: list[Path] = []
@@ -244,7 +244,7 @@ async def test_runs_that_need_a_new_workspace_at_once_create_it_once(
         made.append(path)
         return original(path)
 
-    monkeypatch.setattr(supervisor_module, "ensure_workspace", counting)
+    monkeypatch.setattr(services_module, "ensure_workspace", counting)
     with trio.fail_after(10):
         async with supervisor(tmp_path) as (sup, _sink):
             got: list[Path] = []
@@ -256,4 +256,4 @@ async def test_runs_that_need_a_new_workspace_at_once_create_it_once(
                 for _ in range(50):
                     n.start_soon(ask)
             assert len(made) == 1 and len(set(got)) == 1 and len(got) == 50
-            assert got[0].is_dir() and sup.known_workspace("main", None) == got[0]
+            assert got[0].is_dir() and sup.services.known_workspace("main", None) == got[0]
