@@ -13,7 +13,12 @@ they started and the sessions they watch (`sessions.messages.subscribe`).
 
 Delivery never blocks: `Subscriber.push_event` is synchronous. A subscriber whose outbox is
 over its bound closes itself ("slow consumer"); it never slows a run or another subscriber.
-A bounded replay buffer per run lets a reconnecting client catch up (`replay`).
+A bounded replay buffer per run lets a reconnecting client catch up (`replay`): at most
+`REPLAY_PER_RUN` frames a run, for the active runs and the last `RETAINED_FINISHED_RUNS`
+finished ones, and at most `replay_max_bytes` for the whole gateway (default
+`REPLAY_MAX_BYTES`). Past that byte bound the oldest frames go first: those of the runs that
+finished longest ago, then those of the oldest active runs; a replay that no longer reaches
+back answers `gap=True`.
 """
 
 from __future__ import annotations
@@ -32,6 +37,8 @@ from ._metrics import FIRST_EVENT_BUCKETS, Histogram
 
 REPLAY_PER_RUN: Final = 512
 RETAINED_FINISHED_RUNS: Final = 256
+REPLAY_MAX_BYTES: Final = 64 * 1024 * 1024
+_FRAME_OVERHEAD: Final = 96  # a kept frame's tuple, ints and bytes headers, roughly
 
 
 class Subscriber(Protocol):
@@ -77,6 +84,7 @@ class _RunStream:
     )
     ended: bool = False
     opened_ms: int = 0
+    replay_bytes: int = 0
 
 
 @attrs.frozen
@@ -88,6 +96,8 @@ class HubStatistics:
     events_emitted: int
     frames_delivered: int
     encodes: int
+    replay_bytes: int = 0
+    """What the replay buffers hold, all runs together (bounded by `replay_max_bytes`)."""
 
 
 @attrs.frozen
@@ -106,7 +116,11 @@ _time = time.time
 class EventHub:
     """Owns the run streams and the routing table. Used from one trio thread only."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, replay_max_bytes: int = REPLAY_MAX_BYTES) -> None:
+        self.replay_max_bytes = replay_max_bytes
+        self._replay_bytes = 0
+        self._trimmable: collections.deque[_RunStream] = collections.deque()
+        """Finished runs whose replay buffers hold frames, in the order they finished."""
         self._attached: dict[str, Subscriber] = {}
         self._broadcast: set[Subscriber] = set()
         self._watchers: dict[str, set[Subscriber]] = {}
@@ -219,7 +233,42 @@ class EventHub:
         rs.owners.clear()
         self._finished[run_id] = rs
         while len(self._finished) > RETAINED_FINISHED_RUNS:
-            self._finished.popitem(last=False)
+            _, old = self._finished.popitem(last=False)
+            self._replay_bytes -= old.replay_bytes
+            old.replay_bytes = 0
+            old.replay.clear()
+        if rs.replay:
+            self._trimmable.append(rs)
+        while self._trimmable and not self._trimmable[0].replay:
+            self._trimmable.popleft()
+
+    def _forget_oldest(self, rs: _RunStream) -> None:
+        _, _, full_frame, public_frame = rs.replay.popleft()
+        size = len(full_frame) + _FRAME_OVERHEAD
+        if public_frame is not None and public_frame is not full_frame:
+            size += len(public_frame)
+        rs.replay_bytes -= size
+        self._replay_bytes -= size
+
+    def _trim_replay(self) -> None:
+        """Drop the oldest frames until the buffers fit `replay_max_bytes`: those of the runs
+        that finished longest ago first, then the oldest active runs' (the newest frames of
+        the newest run go last). Not a checkpoint."""
+        limit = self.replay_max_bytes
+        trimmable = self._trimmable
+        while trimmable and self._replay_bytes > limit:
+            rs = trimmable[0]
+            while rs.replay and self._replay_bytes > limit:
+                self._forget_oldest(rs)
+            if not rs.replay:
+                trimmable.popleft()
+        if self._replay_bytes <= limit:
+            return
+        for rs in self._runs.values():
+            while rs.replay and self._replay_bytes > limit:
+                self._forget_oldest(rs)
+            if self._replay_bytes <= limit:
+                return
 
     def last_seq(self, run_id: str) -> int:
         rs = self._runs.get(run_id) or self._finished.get(run_id)
@@ -261,7 +310,16 @@ class EventHub:
         self._encodes += 1 if public_frame is full_frame or public_frame is None else 2
         # The replay buffer holds the frames (bytes and ints: nothing the GC has to walk, at
         # thousands of streaming runs).
+        size = len(full_frame) + _FRAME_OVERHEAD
+        if public_frame is not None and public_frame is not full_frame:
+            size += len(public_frame)
+        if len(rs.replay) == REPLAY_PER_RUN:
+            self._forget_oldest(rs)  # the deque would drop it
         rs.replay.append((rs.seq_all, 0 if is_tool else rs.seq_public, full_frame, public_frame))
+        rs.replay_bytes += size
+        self._replay_bytes += size
+        if self._replay_bytes > self.replay_max_bytes:
+            self._trim_replay()
         self._events += 1
         watchers = self._watchers.get(rs.session_key)
         watch = rs.owners | watchers if watchers else rs.owners
@@ -355,4 +413,5 @@ class EventHub:
             events_emitted=self._events,
             frames_delivered=self._delivered,
             encodes=self._encodes,
+            replay_bytes=self._replay_bytes,
         )

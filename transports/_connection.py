@@ -193,6 +193,8 @@ class ClientConnection:
             except MessageTooBig:
                 self.ws.close(CLOSE_TOO_BIG, "payload too large", drop_pending=True)
                 return
+            if self.ws.closing:
+                return  # closed meanwhile (e.g. a slow consumer): nothing more is served
             self._dispatch(text)
             dispatched += 1
             if dispatched % DISPATCH_ROUND == 0:

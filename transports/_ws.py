@@ -315,7 +315,10 @@ class WebSocketServerConnection:
                     if b0 & 0x80:
                         return self._finish_message()
                 elif opcode == 0x9:
+                    was_closing = self._close_queued
                     self._queue_raw(_control_frame(0x8A, payload))
+                    if self._close_queued and not was_closing:
+                        raise ConnectionClosed("slow consumer")  # its pong was one too many
                 elif opcode == 0x8:
                     self._peer_close(payload)
                 # 0xA (pong): nothing to do
@@ -361,13 +364,37 @@ class WebSocketServerConnection:
         raise ConnectionClosed(f"peer closed ({self.close_code})")
 
     async def wait_peer_close(self) -> None:
-        """After our close frame: read (and drop) until the peer answers or goes. A checkpoint."""
-        self.max_message_bytes = 1 << 62
+        """After our close frame: read (and drop) until the peer answers or goes. A checkpoint.
+
+        The size limit holds meanwhile: from a message over it (e.g. the rest of the one that
+        made us close 1009) on, what arrives is read and dropped, never kept, until the peer
+        goes or the caller's grace ends (so a client still sending gets our close frame, not
+        a reset)."""
         while not self.peer_closed:
             try:
                 await self.receive_message()
             except ConnectionClosed:
                 return
+            except MessageTooBig:
+                await self._discard_until_eof()
+                return
+
+    async def _discard_until_eof(self) -> None:
+        self._in.clear()
+        self._reset_message()
+        while True:
+            try:
+                data = await self._stream.receive_some(RECEIVE_CHUNK)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                return
+            if not data:
+                self.peer_closed = True
+                return
+
+    @property
+    def received_bytes_held(self) -> int:
+        """What is kept of what the peer sent: unparsed bytes and a partial message."""
+        return len(self._in) + self._partial_size
 
     # --- sending --------------------------------------------------------------------------
 
@@ -380,11 +407,15 @@ class WebSocketServerConnection:
         return self._close_queued
 
     def _queue_raw(self, data: bytes) -> None:
+        """Queue a control frame (a pong, our close). It counts against the outbox bound
+        like any frame: a peer that pings and never reads is closed 1008 "slow consumer"."""
         if self._close_queued:
             return
         self._out.append(_Raw(data))
         self._out_bytes += len(data)
         self._wake.set()
+        if self._out_bytes > self.max_buffered_bytes:
+            self.close(CLOSE_POLICY, "slow consumer", drop_pending=True)
 
     def send_text(self, payload: bytes) -> None:
         """Queue a text message (a response) as it is. Never blocks."""

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 import trio
+import trio.testing
 
 from tests.conftest import local_config, running_gateway
 from transports._gateway import Gateway
@@ -238,3 +239,46 @@ async def test_a_declared_length_over_the_limit_closes_1009_before_the_payload(g
             head = bytes((0x81, 0x80 | 127)) + struct.pack("!Q", 1 << 40) + os.urandom(4)
             await sock.send(head)  # a terabyte announced, nothing of it sent
             assert await sock.closed_with() == 1009
+
+
+async def test_the_size_limit_holds_during_the_close_grace(gw: Gateway) -> None:
+    gw.close_grace_s = 30
+    with trio.fail_after(20):
+        async with raw_socket(gw) as sock:
+            (conn,) = gw.connections.values()
+            head = bytes((0x81, 0x80 | 127)) + struct.pack("!Q", 1 << 30) + os.urandom(4)
+            await sock.send(head)  # 1 GiB announced: over the 25 MiB limit
+            assert await sock.closed_with() == 1009
+            chunk = os.urandom(1 << 20)
+            for _ in range(8):  # the client sends on; the gateway reads it and keeps nothing
+                await sock.send(chunk)
+                await trio.testing.wait_all_tasks_blocked()
+                assert conn.ws.received_bytes_held <= 64 * 1024
+
+
+async def test_a_client_that_pings_and_never_reads_is_closed_1008_with_its_outbox_bounded(
+    tmp_path: Path,
+) -> None:
+    bound = 64 * 1024
+    config = local_config(gateway__auth__mode="none")
+    async with running_gateway(tmp_path, config, max_buffered_bytes=bound) as gw:
+        gw.close_grace_s = 30
+        with trio.fail_after(30):
+            async with raw_socket(gw) as sock:
+                (conn,) = gw.connections.values()
+                pings = frame(0x9, b"p" * 125) * 200
+                peak = 0
+                for _ in range(2000):  # at most ~26 MB of pings; the kernel buffers far less
+                    await sock.send(pings)
+                    await trio.testing.wait_all_tasks_blocked()
+                    peak = max(peak, conn.ws.buffered_bytes)
+                    if conn.ws.close_reason is not None:
+                        break
+                assert conn.ws.close_reason == "slow consumer"
+                assert peak <= bound + 200
+                while True:  # the pongs already written, then the close
+                    opcode, payload = await sock.read_frame()
+                    if opcode == 0x8:
+                        break
+                    assert opcode == 0xA
+                assert struct.unpack("!H", payload[:2])[0] == 1008

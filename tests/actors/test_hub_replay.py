@@ -1,0 +1,54 @@
+"""The hub's replay buffers are bounded in bytes for the whole gateway: the oldest frames
+(of the runs that finished longest ago first) go, and a replay that no longer reaches back
+says `gap`."""
+
+from __future__ import annotations
+
+from actors._hub import REPLAY_PER_RUN, EventHub
+
+
+def _run(hub: EventHub, run_id: str, deltas: int, *, piece: str = "x" * 100) -> None:
+    hub.open_run(run_id, f"agent:main:{run_id}")
+    hub.emit_agent(run_id, "lifecycle", {"phase": "start"})
+    text = ""
+    for _ in range(deltas):
+        text += piece
+        hub.emit_agent(run_id, "assistant", {"text": text, "delta": piece})
+    hub.emit_agent(run_id, "lifecycle", {"phase": "end"})
+
+
+def test_replay_bytes_stay_within_the_bound_and_the_oldest_runs_go_first() -> None:
+    hub = EventHub(replay_max_bytes=2_000_000)
+    for i in range(40):
+        _run(hub, f"r{i}", 100)  # cumulative text: ~0.5 MB of frames a run
+        hub.close_run(f"r{i}")
+        assert hub.statistics().replay_bytes <= 2_000_000
+    newest = hub.replay("r39", 0, full=False)
+    assert newest is not None and not newest.gap and len(newest.frames) == 102
+    oldest = hub.replay("r0", 0, full=False)
+    assert oldest is not None and oldest.gap and oldest.frames == [] and oldest.ended
+    assert oldest.last_seq == 102  # the run is still known, its frames are not
+
+
+def test_one_run_larger_than_the_bound_keeps_its_newest_frames() -> None:
+    hub = EventHub(replay_max_bytes=300_000)
+    _run(hub, "big", 200)
+    assert hub.statistics().replay_bytes <= 300_000
+    tail = hub.replay("big", 190, full=False)
+    assert tail is not None and not tail.gap and len(tail.frames) == 12
+    whole = hub.replay("big", 0, full=False)
+    assert whole is not None and whole.gap
+
+
+def test_the_count_bounds_still_apply_and_the_byte_total_follows_them() -> None:
+    hub = EventHub()
+    _run(hub, "long", REPLAY_PER_RUN + 50, piece="y")
+    hub.close_run("long")
+    stats = hub.statistics()
+    assert 0 < stats.replay_bytes < 64 * 1024 * 1024
+    for i in range(300):  # more than RETAINED_FINISHED_RUNS
+        _run(hub, f"s{i}", 1)
+        hub.close_run(f"s{i}")
+    assert hub.replay("long", 0, full=False) is None
+    small = hub.statistics().replay_bytes
+    assert small < stats.replay_bytes  # the forgotten runs' bytes were given back
