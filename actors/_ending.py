@@ -29,16 +29,15 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import attrs
-import msgspec
 import trio
 
 from runtime._agent import RunProgress, now_ms
 from runtime._compaction import persist_run
-from runtime._run import RunOutcome, final_payload
+from runtime._run import RunOutcome, ended_row, final_payload, run_messages
 from runtime._sessions import MessageEntry
 from runtime._toolrunner import RunTools
 from runtime._turn import TurnResult
-from runtime.llm._types import AssistantMessage, Message, TextContent, UserMessage
+from runtime.llm._types import UserMessage
 
 from ._chat import ChatStream, assistant_message
 from ._registry import RunRecord
@@ -210,22 +209,7 @@ def record_end(
     sup = actor.supervisor
     if actor.row is None:
         return None
-    messages: list[Message] = []
-    if user is not None:
-        messages.append(user)
-        messages.extend(progress.messages)
-        if (
-            rec.aborted
-            and progress.text
-            and not any(isinstance(m, AssistantMessage) for m in progress.messages)
-        ):
-            messages.append(
-                AssistantMessage(
-                    content=[TextContent(progress.text)],
-                    timestamp=rec.ended_at or now_ms(),
-                    stopReason="aborted",
-                )
-            )
+    messages = run_messages(rec, progress, user)
     compactions = turn.compactions if turn is not None and user is not None else []
     entries: list[Any] = []
     if messages and actor._builder is not None and actor._history is not None:
@@ -237,25 +221,7 @@ def record_end(
         else:
             actor._history[:] = context
             actor._history_tokens = None
-    usage = progress.usage
-    row = actor.row = msgspec.structs.replace(
-        actor.row,
-        updatedAt=rec.ended_at or now_ms(),
-        status="aborted" if rec.aborted else ("failed" if rec.status == "error" else "done"),
-        startedAt=rec.started_at,
-        endedAt=rec.ended_at,
-        abortedLastRun=rec.aborted,
-        lastRunId=rec.run_id,
-        inputTokens=actor.row.inputTokens + usage.input,
-        outputTokens=actor.row.outputTokens + usage.output,
-        totalTokens=actor.row.totalTokens + usage.totalTokens,
-        compactionCount=actor.row.compactionCount + len(compactions),
-        contextTokens=(
-            turn.context_tokens
-            if turn is not None and turn.context_tokens is not None
-            else actor.row.contextTokens
-        ),
-    )
+    row = actor.row = ended_row(actor.row, rec, progress, turn)
     running = actor.running
     journal = sup.end_row(running) if running is not None and running.record is rec else None
     commit = CommitWait()

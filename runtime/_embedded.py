@@ -9,55 +9,102 @@ publisher uses, so both publish the same generation shape at their activation bo
 `publish(config)` builds the next generation completely and swaps it in whole; a failed build
 raises (`GenerationError`) and the current generation keeps serving.
 
-`run_turn` runs one agent turn in-process: it forks stores from the generation current at its
-start and keeps them to its end, resolves the agent's primary and fallback models, selects
-the harness (`openclaw` runs `run_agent`; a plugin harness runs its own loop), streams with
-model fallback (`FallbackProvider`), and reports the same events the gateway sends as `agent`
-event payloads (`{runId, seq, stream, ts, data, sessionKey, sessionId, agentId}`, `seq` from
-1, lifecycle `start` then exactly one `end` or `error`). Transcripts are kept in memory, one
-per session key; turns of one session run one at a time, in order.
+`run_turn` runs one agent turn in-process, the same turn the gateway runs: the run lifecycle
+of `runtime._run` (lifecycle `start`, exactly one `end` or `error`, the same stop reasons
+and final `{payloads, meta}`) around `run_turn` with the host's `TurnServices` (the agent's
+tools under its tool policy in its workspace, plugin hooks and tools, prompt assembly with
+skills and bootstrap files, compaction, model fallback). Events are reported as the
+gateway's `agent` event payloads (`{runId, seq, stream, ts, data, sessionKey, sessionId,
+agentId}`, `seq` from 1). Turns of one session run one at a time, in order.
+
+Transcripts are kept in memory, or, with `store=`, through the gateway's store interface
+(`SessionStore`: e.g. `actors.open_store` on a SQLite file), so an embedded app can close
+and reopen a session. A turn's writes are committed before its terminal event; a turn that
+could not be stored ends with `error` ("the turn was not stored: ..."), as in the gateway.
 
 Errors: `publish` raises `GenerationError` (and `ConfigError` for a bad auth profile store, as
 a `GenerationError`); `run_turn` never raises for a failed run (the result says `error`), only
-`trio.Cancelled`.
+`ValueError` for a malformed session key and `trio.Cancelled`.
 """
 
 from __future__ import annotations
 
-import time
+import functools
 import uuid
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import attrs
 import trio
 
-from ._agent import AgentRunInput, NoTools, RunProgress, ToolRunner, now_ms
+from ._agent import RunProgress, ToolRunner, now_ms
+from ._compaction import MessageTags, persist_run
 from ._config import Config
-from ._fallback import FallbackAttempts, FallbackProvider
 from ._generation import (
     GenerationBuilder,
-    GenerationError,
     ModelRuntimeGeneration,
     ProviderFactory,
-    ResolvedModel,
     default_provider_factory,
 )
 from ._plugins import PluginRegistry
-from ._sessions import SessionKeyError, new_session_id, parse_session_key, resolve_session_key
-from .llm._retry import resolve_idle_timeout, stream_with_retry
-from .llm._types import Message, ModelDelta, ModelRequest, ProviderError, UserMessage
+from ._reply import SilentStreamFilter
+from ._run import RunOutcome, RunState, ended_row, final_payload, run_guarded, run_messages
+from ._services import TurnServices
+from ._sessions import (
+    SessionKeyError,
+    SessionRow,
+    TranscriptBuilder,
+    TranscriptEntry,
+    build_context,
+    new_session_row,
+    parse_session_key,
+    resolve_session_key,
+)
+from ._turn import TurnResult, run_turn
+from .llm._types import Message
 
-__all__ = ["EmbeddedRuntime", "EmbeddedTurnResult", "EventCallback", "open_embedded_runtime"]
+__all__ = [
+    "EmbeddedRuntime",
+    "EmbeddedTurnResult",
+    "EventCallback",
+    "SessionStore",
+    "open_embedded_runtime",
+]
 
 EventCallback = Callable[[dict[str, Any]], None]
 """Receives each event payload as a dict; synchronous, must not block."""
 
-DEFAULT_SYSTEM_PROMPT = (
-    "You are a helpful assistant running inside clawlane, an OpenClaw-compatible gateway."
-)
+
+class SessionStore(Protocol):
+    """Where an embedded runtime keeps session rows and transcripts: the interface of the
+    gateway's store (`actors.Store`). Each call is a checkpoint; `commit_durable` returns
+    once the writes are committed and raises (any `Exception`) when they could not be."""
+
+    async def get_session(self, key: str) -> SessionRow | None: ...
+
+    async def load_entries(self, session_id: str) -> list[TranscriptEntry]: ...
+
+    async def commit_durable(
+        self,
+        *,
+        row: SessionRow | None = None,
+        session_id: str | None = None,
+        entries: Sequence[TranscriptEntry] = (),
+    ) -> None: ...
+
+
+@attrs.define(eq=False)
+class _Session:
+    """One session of the embedded runtime: its row, its context, its lane."""
+
+    row: SessionRow
+    history: list[Message]
+    builder: TranscriptBuilder
+    lane: trio.Lock = attrs.field(factory=trio.Lock)
+    stale: bool = False
+    """A write failed: what is in memory is not what is stored (reload before the next turn)."""
 
 
 @attrs.frozen
@@ -74,6 +121,8 @@ class EmbeddedTurnResult:
     meta: Mapping[str, Any]
     error: str | None = None
     events: int = 0
+    messages: tuple[str, ...] = ()
+    """What the `message` tool sent during the turn, in order."""
 
     @property
     def generation(self) -> int:
@@ -92,16 +141,18 @@ class EmbeddedRuntime:
         *,
         builder: GenerationBuilder,
         generation: ModelRuntimeGeneration,
-        plugins: PluginRegistry | None = None,
+        services: TurnServices,
+        store: SessionStore | None = None,
         retry_attempts: int = 3,
     ) -> None:
         self._builder = builder
         self._generation = generation
-        self._plugins = plugins
+        self.services = services
+        """The hooks (`services.hooks`), plugins, caches and workspaces of every turn."""
+        self._store = store
         self._retry_attempts = retry_attempts
-        self._transcripts: dict[str, list[Message]] = {}
-        self._session_ids: dict[str, str] = {}
-        self._lanes: dict[str, trio.Lock] = {}
+        self._sessions: dict[str, _Session] = {}
+        self._loading: dict[str, trio.Lock] = {}
         self._retired: list[Any] = []
         self.published: list[Callable[[ModelRuntimeGeneration], None]] = []
 
@@ -122,7 +173,7 @@ class EmbeddedRuntime:
         auth profile stores. Raises `GenerationError`; the current generation keeps serving.
         """
         config = self._generation.config if config is None else config
-        snapshot = self._plugins.snapshot() if self._plugins is not None else None
+        snapshot = self.services.plugins.snapshot()
         generation = self._builder.build_config(config, self._generation.number + 1, snapshot)
         self._generation = generation
         self._retired.extend(self._builder.collect_retired(keep=[generation]))
@@ -130,16 +181,40 @@ class EmbeddedRuntime:
             callback(generation)
         return generation
 
-    # --- turns ----------------------------------------------------------------------------
+    # --- sessions -------------------------------------------------------------------------
 
     def transcript(self, session_key: str) -> list[Message]:
-        """The session's messages so far (a copy)."""
-        return list(self._transcripts.get(self._key(session_key, None), ()))
+        """The session's context messages so far (a copy; empty for a session not used
+        since the runtime opened)."""
+        session = self._sessions.get(self._key(session_key, None))
+        return list(session.history) if session is not None else []
 
     def _key(self, raw: str | None, agent_id: str | None) -> str:
         return resolve_session_key(
             raw, agent_id=agent_id, default_agent=self._generation.default_agent
         )
+
+    async def _session(self, key: str) -> _Session:
+        """The session, loaded from the store on first use (or made). A checkpoint."""
+        session = self._sessions.get(key)
+        if session is not None:
+            return session
+        async with self._loading.setdefault(key, trio.Lock()):
+            session = self._sessions.get(key)
+            if session is None:
+                session = self._sessions[key] = await self._load(key)
+        self._loading.pop(key, None)
+        return session
+
+    async def _load(self, key: str) -> _Session:
+        row = await self._store.get_session(key) if self._store is not None else None
+        if row is None:
+            return _Session(new_session_row(key, now_ms=now_ms()), [], TranscriptBuilder())
+        assert self._store is not None
+        entries = await self._store.load_entries(row.sessionId)
+        return _Session(row, build_context(entries), TranscriptBuilder.from_entries(entries))
+
+    # --- turns ----------------------------------------------------------------------------
 
     async def run_turn(
         self,
@@ -157,221 +232,43 @@ class EmbeddedRuntime:
         """Run one agent turn to its end and return its result.
 
         `session_key` as the gateway takes it (`agent:<id>:<rest>`, or a bare key for the
-        agent's sessions); `model` overrides the agent's models (no fallback then). A
+        agent's sessions); `model` overrides the agent's models (no fallback then); `tools`
+        replaces the agent's tools (built-ins and plugin tools under its policy). A
         checkpoint; waits for the session's previous turn. Cancellation ends the turn with an
-        aborted `end` event and propagates.
+        aborted `end` event (`stopReason: "shutdown"`) and propagates.
         """
         try:
             key = self._key(session_key, agent_id)
         except SessionKeyError as exc:
             raise ValueError(str(exc)) from exc
-        lane = self._lanes.setdefault(key, trio.Lock())
-        async with lane:
+        session = await self._session(key)
+        async with session.lane:
             await self._close_retired()
-            return await self._run(
-                message,
-                key=key,
+            if session.stale:
+                fresh = await self._load(key)
+                session.row, session.history, session.builder = (
+                    fresh.row,
+                    fresh.history,
+                    fresh.builder,
+                )
+                session.stale = False
+            parsed = parse_session_key(key)
+            turn = _Turn(
+                host=self,
+                session=session,
+                state=RunState(
+                    run_id=run_id or str(uuid.uuid4()),
+                    session_key=key,
+                    session_id=session.row.sessionId,
+                    agent_id=agent_id
+                    or (parsed.agent_id if parsed else None)
+                    or self._generation.default_agent,
+                ),
                 on_event=on_event,
-                agent_id=agent_id,
-                model=model,
-                run_id=run_id or str(uuid.uuid4()),
-                timeout_s=timeout_s,
-                tools=tools or NoTools(),
-                system_prompt=system_prompt or DEFAULT_SYSTEM_PROMPT,
             )
-
-    async def _run(
-        self,
-        message: str,
-        *,
-        key: str,
-        on_event: EventCallback | None,
-        agent_id: str | None,
-        model: str | None,
-        run_id: str,
-        timeout_s: float | None,
-        tools: ToolRunner,
-        system_prompt: str,
-    ) -> EmbeddedTurnResult:
-        generation = self._generation  # fixed for the whole turn
-        parsed = parse_session_key(key)
-        aid = agent_id or (parsed.agent_id if parsed is not None else None)
-        session_id = self._session_ids.setdefault(key, new_session_id())
-        seq = 0
-        started_mono = time.monotonic()
-        progress = RunProgress()
-        attempts = FallbackAttempts()
-        error: str | None = None
-        error_kind: str | None = None
-        runtime_id: str | None = None
-        agent_name = aid or generation.default_agent
-        user = UserMessage(content=message, timestamp=now_ms())
-        started = now_ms()
-
-        def emit(stream: str, data: dict[str, Any]) -> None:
-            nonlocal seq
-            seq += 1
-            if on_event is not None:
-                on_event(
-                    {
-                        "runId": run_id,
-                        "seq": seq,
-                        "stream": stream,
-                        "ts": now_ms(),
-                        "data": data,
-                        "sessionKey": key,
-                        "sessionId": session_id,
-                        "agentId": agent_name,
-                    }
-                )
-
-        scope = trio.CancelScope()
-        if timeout_s:
-            scope.deadline = trio.current_time() + timeout_s
-        emit("lifecycle", {"phase": "start", "startedAt": started})
-        outer_cancel = False
-        try:
-            with scope:
-                stores = generation.fork_stores(aid)
-                spec = generation.agent(aid)
-                agent_name = spec.id
-                candidates = self._candidates(generation, spec.id, model)
-                primary = candidates[0]
-                assert primary.harness is not None
-                runtime_id = primary.harness.id
-                idle = resolve_idle_timeout(
-                    generation.config.agents.defaults.llm.idleTimeoutSeconds,
-                    None,
-                )
-                retry_attempts = self._retry_attempts
-
-                def open_stream(
-                    m: ResolvedModel, request: ModelRequest
-                ) -> AsyncIterator[ModelDelta]:
-                    return stream_with_retry(
-                        stores.providers.get(m.provider_id, m.provider),
-                        request,
-                        idle_timeout=idle,
-                        max_attempts=retry_attempts,
-                    )
-
-                provider = FallbackProvider(candidates, attempts=attempts, open_stream=open_stream)
-                inp = AgentRunInput(
-                    run_id=run_id,
-                    provider=provider,
-                    provider_id=primary.provider_id,
-                    model_id=primary.model_id,
-                    api=primary.api,
-                    system_prompt=system_prompt,
-                    history=list(self._transcripts.get(key, ())),
-                    user_message=user,
-                    params=dict(primary.params),
-                    tools=tools,
-                    max_attempts=1,
-                    idle_timeout=None,
-                    session_id=session_id,
-                )
-                await primary.harness.run(inp, emit, progress)
-        except ProviderError as exc:
-            error, error_kind = exc.message, exc.kind
-        except GenerationError as exc:
-            error = str(exc)
-        except trio.Cancelled:
-            outer_cancel = True
-            raise
-        except Exception as exc:
-            error = f"internal error: {type(exc).__name__}: {exc}"
-        finally:
-            ended = now_ms()
-            aborted = scope.cancelled_caught or outer_cancel
-            if error is not None and not aborted:
-                status: Literal["ok", "error", "aborted"] = "error"
-                emit(
-                    "lifecycle",
-                    {"phase": "error", "error": error, "startedAt": started, "endedAt": ended},
-                )
-            elif aborted:
-                status = "aborted"
-                emit(
-                    "lifecycle",
-                    {
-                        "phase": "end",
-                        "startedAt": started,
-                        "endedAt": ended,
-                        "aborted": True,
-                        "stopReason": "shutdown" if outer_cancel else "timeout",
-                    },
-                )
-            else:
-                status = "ok"
-                emit(
-                    "lifecycle",
-                    {"phase": "end", "startedAt": started, "endedAt": ended, "aborted": False},
-                )
-            messages = self._transcripts.setdefault(key, [])
-            if status != "error" or progress.messages:
-                messages.append(user)
-                messages.extend(progress.messages)
-        payloads: list[dict[str, Any]] = []
-        if progress.text:
-            payloads.append({"text": progress.text})
-        if error is not None and status == "error":
-            payloads.append({"text": error, "isError": True})
-        usage = progress.usage
-        meta: dict[str, Any] = {
-            "durationMs": int((time.monotonic() - started_mono) * 1000),
-            "agentMeta": {
-                "sessionId": session_id,
-                "agentId": agent_name,
-                "usage": {
-                    "input": usage.input,
-                    "output": usage.output,
-                    "cacheRead": usage.cacheRead,
-                    "cacheWrite": usage.cacheWrite,
-                    "total": usage.totalTokens,
-                },
-            },
-            "generation": generation.number,
-            "runtime": runtime_id,
-            "attempts": attempts.to_meta(),
-            "stopReason": ("timeout" if status == "aborted" else progress.stop_reason),
-        }
-        if attempts.selected is not None:
-            meta["agentMeta"]["provider"] = attempts.selected.provider_id
-            meta["agentMeta"]["model"] = attempts.selected.model_id
-        if status == "aborted":
-            meta["aborted"] = True
-        if error is not None:
-            meta["error"] = {"kind": error_kind or "runtime", "message": error}
-        return EmbeddedTurnResult(
-            run_id=run_id,
-            session_key=key,
-            session_id=session_id,
-            agent_id=agent_name,
-            status=status,
-            text=progress.text,
-            payloads=tuple(payloads),
-            meta=meta,
-            error=error if status == "error" else None,
-            events=seq,
-        )
-
-    @staticmethod
-    def _candidates(
-        generation: ModelRuntimeGeneration, agent_id: str, model: str | None
-    ) -> list[ResolvedModel]:
-        """The primary (or the override) resolved, then the fallbacks that resolve."""
-        if model is not None:
-            return [generation.resolve(model, agent_id=agent_id)]
-        spec = generation.agent(agent_id)
-        primary = generation.resolve(spec.primary, agent_id=agent_id)
-        out = [primary]
-        for ref in spec.fallbacks:
-            try:
-                out.append(generation.resolve(ref, agent_id=agent_id))
-            except GenerationError:
-                continue  # no auth for it in this generation: reported as a build warning
-        return out
+            return await turn.run(
+                message, model=model, timeout_s=timeout_s, tools=tools, system_prompt=system_prompt
+            )
 
     # --- lifecycle ------------------------------------------------------------------------
 
@@ -406,24 +303,220 @@ class EmbeddedRuntime:
             await self.aclose()
 
 
+@attrs.define(eq=False)
+class _Turn:
+    """One run of the embedded runtime: the host's side of the run lifecycle (where its
+    events go, where its transcript is kept)."""
+
+    host: EmbeddedRuntime
+    session: _Session
+    state: RunState
+    on_event: EventCallback | None
+    seq: int = 0
+    progress: RunProgress = attrs.field(factory=RunProgress)
+    result: TurnResult = attrs.field(factory=TurnResult)
+    outcome: RunOutcome = attrs.field(factory=RunOutcome)
+    tool_runner: ToolRunner | None = None
+    sent: list[str] = attrs.field(factory=list)
+
+    def emit(self, stream: str, data: dict[str, Any]) -> None:
+        self.seq += 1
+        if self.on_event is not None:
+            state = self.state
+            self.on_event(
+                {
+                    "runId": state.run_id,
+                    "seq": self.seq,
+                    "stream": stream,
+                    "ts": now_ms(),
+                    "data": data,
+                    "sessionKey": state.session_key,
+                    "sessionId": state.session_id,
+                    "agentId": state.agent_id,
+                }
+            )
+
+    async def run(
+        self,
+        message: str,
+        *,
+        model: str | None,
+        timeout_s: float | None,
+        tools: ToolRunner | None,
+        system_prompt: str | None,
+    ) -> EmbeddedTurnResult:
+        generation = self.host.generation  # fixed for the whole turn
+        scope = trio.CancelScope()
+        if timeout_s:
+            scope.deadline = trio.current_time() + timeout_s
+        self.emit("lifecycle", self.state.start(now_ms()))
+        body = functools.partial(self._body, generation, message, model, tools, system_prompt)
+        try:
+            await run_guarded(scope, body, self.outcome, what=f"run {self.state.run_id}")
+        finally:
+            with trio.CancelScope(shield=True):
+                await self._end()
+        return self._result()
+
+    async def _body(
+        self,
+        generation: ModelRuntimeGeneration,
+        message: str,
+        model: str | None,
+        tools: ToolRunner | None,
+        system_prompt: str | None,
+    ) -> None:
+        state, services = self.state, self.host.services
+        agent = generation.agent(state.agent_id)
+        state.agent_id = agent.id
+        stores = generation.fork_stores(agent.id)
+        state.generation = stores.generation
+        workspace = await services.workspace_for(agent.id, agent.workspace)
+        if tools is None:
+            tools = services.run_tools(
+                generation,
+                agent_id=agent.id,
+                session_key=state.session_key,
+                session_id=state.session_id,
+                run_id=state.run_id,
+                workspace=workspace,
+                send=self._message,
+            )
+        self.tool_runner = tools
+        spec = services.turn_spec(
+            generation,
+            stores,
+            run_id=state.run_id,
+            session_key=state.session_key,
+            session_id=state.session_id,
+            agent_id=agent.id,
+            message=message,
+            history=list(self.session.history),
+            history_tokens=None,
+            model_ref=model or agent.primary,
+            fallbacks=agent.fallbacks if model is None else (),
+            workspace=workspace,
+            tools=tools,
+            reasoning_level=self.session.row.reasoningLevel,
+            history_entries=self._entries if self.host._store is not None else None,
+            system_prompt=system_prompt,
+        )
+        spec.max_attempts = self.host._retry_attempts
+        await run_turn(spec, self.emit, self.progress, self.result)
+
+    def _message(self, text: str, ts: int) -> None:
+        """A message the `message` tool sent (the gateway sends it as a chat `final` of its
+        own; here it is kept for the result's `messages`)."""
+        self.sent.append(text)
+
+    async def _entries(self) -> Sequence[TranscriptEntry]:
+        assert self.host._store is not None
+        return await self.host._store.load_entries(self.state.session_id)
+
+    async def _end(self) -> None:
+        """Decide the outcome, store the turn, then the one terminal event. A checkpoint."""
+        state, progress, turn = self.state, self.progress, self.result
+        state.decide(self.outcome, now_ms())
+        failures = getattr(self.tool_runner, "failures", ())
+        sent = getattr(self.tool_runner, "sent_texts", ())
+        text = SilentStreamFilter()
+        text.feed(progress.text)
+        state.final = final_payload(
+            state,
+            text=text.finish(),
+            progress=progress,
+            turn=turn,
+            error=self.outcome.error,
+            tool_failures=failures,
+            sent_texts=sent,
+        )
+        try:
+            await self._store_turn()
+        except Exception as exc:
+            state.fail(f"the turn was not stored: {exc}", "store")
+        self.emit("lifecycle", state.terminal_event())
+
+    async def _store_turn(self) -> None:
+        session, state, turn = self.session, self.state, self.result
+        messages = run_messages(state, self.progress, turn.user_message)
+        tags = [
+            MessageTags(
+                idempotency_key=f"{state.run_id}:user" if i == 0 else None, run_id=state.run_id
+            )
+            for i in range(len(messages))
+        ]
+        entries, context = persist_run(
+            session.builder, messages, turn.compactions if messages else (), tags=tags
+        )
+        if context is None:
+            session.history.extend(messages)
+        else:
+            session.history[:] = context
+        session.row = ended_row(session.row, state, self.progress, turn)
+        store = self.host._store
+        if store is None:
+            return
+        try:
+            await store.commit_durable(
+                row=session.row, session_id=session.row.sessionId, entries=entries
+            )
+        except BaseException:
+            session.stale = True  # the next turn continues from what the store holds
+            raise
+
+    def _result(self) -> EmbeddedTurnResult:
+        state = self.state
+        final = state.final or {"payloads": [], "meta": {}}
+        status: Literal["ok", "error", "aborted"] = (
+            "error" if state.status == "error" else "aborted" if state.aborted else "ok"
+        )
+        return EmbeddedTurnResult(
+            run_id=state.run_id,
+            session_key=state.session_key,
+            session_id=state.session_id,
+            agent_id=state.agent_id,
+            status=status,
+            text=self.progress.text,
+            payloads=tuple(final["payloads"]),
+            meta=final["meta"],
+            error=state.error if status == "error" else None,
+            events=self.seq,
+            messages=tuple(self.sent),
+        )
+
+
 def open_embedded_runtime(
     config: Config,
     *,
     state_dir: Path | None = None,
+    store: SessionStore | None = None,
+    workspace_root: Path | None = None,
     plugins: PluginRegistry | None = None,
     provider_factory: ProviderFactory = default_provider_factory,
     retry_attempts: int = 3,
 ) -> EmbeddedRuntime:
     """Open an embedded runtime on `config` with generation 1 published.
 
-    `state_dir` is where per-agent auth profile stores live (`agents/<id>/auth-profiles.json`);
-    `plugins` provides plugin harnesses (republish with `publish()` after it changes).
-    Blocking I/O (auth profile stores). Raises `GenerationError` when generation 1 cannot be
-    built. Use it as `async with` (or call `aclose()`) to release provider connections.
+    `state_dir` is where per-agent auth profile stores live (`agents/<id>/auth-profiles.json`)
+    and, unless `workspace_root` says otherwise, the agents' workspaces (`workspaces/<id>`,
+    as the gateway lays them out; without either, `.clawlane/workspaces` like the gateway's
+    default state dir); an agent's configured
+    `workspace` wins. `store` keeps sessions and transcripts (default: in memory).
+    `plugins` provides plugin harnesses, tools and hooks (republish with `publish()` after
+    it changes). Blocking I/O (auth profile stores). Raises `GenerationError` when
+    generation 1 cannot be built. Use it as `async with` (or call `aclose()`) to release
+    provider connections.
     """
     builder = GenerationBuilder(state_dir=state_dir, provider_factory=provider_factory)
-    snapshot = plugins.snapshot() if plugins is not None else None
-    generation = builder.build_config(config, 1, snapshot)
+    services = TurnServices(
+        workspace_root=workspace_root or (state_dir or Path(".clawlane")) / "workspaces",
+        plugins=plugins,
+    )
+    generation = builder.build_config(config, 1, services.plugins.snapshot())
     return EmbeddedRuntime(
-        builder=builder, generation=generation, plugins=plugins, retry_attempts=retry_attempts
+        builder=builder,
+        generation=generation,
+        services=services,
+        store=store,
+        retry_attempts=retry_attempts,
     )

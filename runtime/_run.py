@@ -29,7 +29,8 @@ import trio
 
 from ._generation import GenerationError
 from ._reply import ToolErrorInfo, build_final_payloads
-from .llm._types import ProviderError
+from ._sessions import SessionRow
+from .llm._types import AssistantMessage, Message, ProviderError, TextContent, UserMessage
 
 if TYPE_CHECKING:
     from ._agent import RunProgress
@@ -41,8 +42,10 @@ __all__ = [
     "RunRefusedError",
     "RunState",
     "RunStatus",
+    "ended_row",
     "final_payload",
     "run_guarded",
+    "run_messages",
 ]
 
 log = logging.getLogger("clawlane.run")
@@ -236,3 +239,51 @@ def final_payload(
     if turn.compactions:
         meta["agentMeta"]["compactionCount"] = len(turn.compactions)
     return {"payloads": [msgspec.to_builtins(p) for p in shaped], "meta": meta}
+
+
+def run_messages(state: RunState, progress: RunProgress, user: UserMessage | None) -> list[Message]:
+    """What a run adds to its session's transcript: its user message, then what the model
+    and the tools said; an aborted run's partial answer is kept as an aborted assistant
+    message. Nothing when the run never got as far as its user message."""
+    if user is None:
+        return []
+    messages: list[Message] = [user, *progress.messages]
+    if (
+        state.aborted
+        and progress.text
+        and not any(isinstance(m, AssistantMessage) for m in progress.messages)
+    ):
+        messages.append(
+            AssistantMessage(
+                content=[TextContent(progress.text)],
+                timestamp=state.ended_at or 0,
+                stopReason="aborted",
+            )
+        )
+    return messages
+
+
+def ended_row(
+    row: SessionRow, state: RunState, progress: RunProgress, turn: TurnResult | None
+) -> SessionRow:
+    """The session's row after the run: its status, times, token counts and compactions."""
+    usage = progress.usage
+    compactions = len(turn.compactions) if turn is not None and turn.user_message else 0
+    return msgspec.structs.replace(
+        row,
+        updatedAt=state.ended_at or row.updatedAt,
+        status="aborted" if state.aborted else ("failed" if state.status == "error" else "done"),
+        startedAt=state.started_at,
+        endedAt=state.ended_at,
+        abortedLastRun=state.aborted,
+        lastRunId=state.run_id,
+        inputTokens=row.inputTokens + usage.input,
+        outputTokens=row.outputTokens + usage.output,
+        totalTokens=row.totalTokens + usage.totalTokens,
+        compactionCount=row.compactionCount + compactions,
+        contextTokens=(
+            turn.context_tokens
+            if turn is not None and turn.context_tokens is not None
+            else row.contextTokens
+        ),
+    )

@@ -199,6 +199,8 @@ class TurnSpec:
     text_chunk_limit: int = DEFAULT_TEXT_CHUNK_LIMIT
     # model fallback: tried in order when the primary fails before any output
     fallbacks: Sequence[str] = ()
+    max_attempts: int = 3
+    """Attempts of one model turn (retries of retryable provider errors)."""
 
 
 @attrs.define
@@ -857,6 +859,7 @@ async def run_turn(
                 hooks=hooks,
                 steer_inbox=spec.steer_inbox,
                 resume=list(progress.messages),
+                max_attempts=spec.max_attempts,
             )
             try:
                 if model.harness is not None:

@@ -3,6 +3,8 @@ published at its activation boundary, a run keeps the generation it started with
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -65,10 +67,12 @@ def gated_factory(gate: trio.Event) -> Any:
     return factory
 
 
-async def test_a_turn_streams_the_gateways_agent_events() -> None:
+async def test_a_turn_streams_the_gateways_agent_events(tmp_path: Path) -> None:
     events: list[dict[str, Any]] = []
     with trio.fail_after(10):
-        async with open_embedded_runtime(parse_config({})) as runtime:
+        async with open_embedded_runtime(
+            workspace_root=tmp_path, config=parse_config({})
+        ) as runtime:
             result = await runtime.run_turn(
                 "hello embedded [[deltas:3]]", session_key="e1", on_event=events.append
             )
@@ -101,11 +105,11 @@ async def test_a_turn_streams_the_gateways_agent_events() -> None:
     assert payload["meta"]["agentMeta"]["usage"]["output"] == 3
 
 
-async def test_a_run_keeps_its_generation_while_a_newer_one_is_published() -> None:
+async def test_a_run_keeps_its_generation_while_a_newer_one_is_published(tmp_path: Path) -> None:
     gate = trio.Event()
     with trio.fail_after(10):
         async with open_embedded_runtime(
-            tagged("g1"), provider_factory=gated_factory(gate)
+            workspace_root=tmp_path, config=tagged("g1"), provider_factory=gated_factory(gate)
         ) as runtime:
             first_delta = trio.Event()
             events: list[dict[str, Any]] = []
@@ -132,9 +136,11 @@ async def test_a_run_keeps_its_generation_while_a_newer_one_is_published() -> No
     assert new.meta["generation"] == 2 and new.text == "[g2][g2][g2]"
 
 
-async def test_a_failed_publish_keeps_the_current_generation_serving() -> None:
+async def test_a_failed_publish_keeps_the_current_generation_serving(tmp_path: Path) -> None:
     with trio.fail_after(10):
-        async with open_embedded_runtime(parse_config({})) as runtime:
+        async with open_embedded_runtime(
+            workspace_root=tmp_path, config=parse_config({})
+        ) as runtime:
             bad = parse_config({"agents": {"defaults": {"model": "local/missing"}}})
             with pytest.raises(GenerationError, match="unknown model 'local/missing'"):
                 runtime.publish(bad)
@@ -143,13 +149,13 @@ async def test_a_failed_publish_keeps_the_current_generation_serving() -> None:
     assert result.status == "ok" and result.meta["generation"] == 1
 
 
-async def test_an_unregistered_runtime_fails_the_turn_closed() -> None:
+async def test_an_unregistered_runtime_fails_the_turn_closed(tmp_path: Path) -> None:
     config = parse_config(
         {"agents": {"defaults": {"models": {"local/echo": {"agentRuntime": {"id": "codex"}}}}}}
     )
     events: list[dict[str, Any]] = []
     with trio.fail_after(10):
-        async with open_embedded_runtime(config) as runtime:
+        async with open_embedded_runtime(workspace_root=tmp_path, config=config) as runtime:
             result = await runtime.run_turn("hi", on_event=events.append)
     assert result.status == "error" and result.error is not None
     assert 'agent runtime "codex"' in result.error and "not registered" in result.error
@@ -157,19 +163,21 @@ async def test_an_unregistered_runtime_fails_the_turn_closed() -> None:
     assert result.payloads[-1]["isError"] is True
 
 
-async def test_a_turn_that_runs_out_of_time_ends_aborted(autojump_clock: Any) -> None:
+async def test_a_turn_that_runs_out_of_time_ends_aborted(tmp_path: Path) -> None:
+    # A real clock: the turn prepares its prompt in worker threads, and a virtual clock
+    # would jump to the run's deadline while one runs.
     events: list[dict[str, Any]] = []
-    with trio.fail_after(60):
-        async with open_embedded_runtime(parse_config({})) as runtime:
+    async with open_embedded_runtime(workspace_root=tmp_path, config=parse_config({})) as runtime:
+        with trio.fail_after(30):
             result = await runtime.run_turn(
-                "[[stall:1]] slow words here", timeout_s=5, on_event=events.append
+                "[[stall:1]] slow words here", timeout_s=1.5, on_event=events.append
             )
     assert result.status == "aborted" and result.meta["aborted"] is True
     assert events[-1]["data"]["phase"] == "end" and events[-1]["data"]["aborted"] is True
     assert result.text == "You "  # one delta, then the stall
 
 
-async def test_turns_of_one_session_run_one_at_a_time_in_order() -> None:
+async def test_turns_of_one_session_run_one_at_a_time_in_order(tmp_path: Path) -> None:
     lifecycle: list[tuple[str, str]] = []
 
     def on_event(e: dict[str, Any]) -> None:
@@ -182,7 +190,9 @@ async def test_turns_of_one_session_run_one_at_a_time_in_order() -> None:
         )
 
     with trio.fail_after(10):
-        async with open_embedded_runtime(parse_config({})) as runtime:
+        async with open_embedded_runtime(
+            workspace_root=tmp_path, config=parse_config({})
+        ) as runtime:
             async with trio.open_nursery() as nursery:
                 for i in range(3):
                     nursery.start_soon(turn, i)
@@ -192,9 +202,9 @@ async def test_turns_of_one_session_run_one_at_a_time_in_order() -> None:
     assert [m.content for m in transcript[::2]] == [f"m{i} [[deltas:2]]" for i in range(3)]
 
 
-async def test_the_session_key_names_the_agent() -> None:
+async def test_the_session_key_names_the_agent(tmp_path: Path) -> None:
     config = parse_config({"agents": {"list": [{"id": "main"}, {"id": "ops"}]}})
     with trio.fail_after(10):
-        async with open_embedded_runtime(config) as runtime:
+        async with open_embedded_runtime(workspace_root=tmp_path, config=config) as runtime:
             result = await runtime.run_turn("hi", session_key="agent:ops:desk")
     assert result.agent_id == "ops" and result.meta["agentMeta"]["agentId"] == "ops"

@@ -3,6 +3,8 @@ says, and fallback end to end against a real loopback provider."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import contextlib
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
@@ -197,7 +199,7 @@ async def test_the_provider_adapter_sticks_to_the_candidate_that_served() -> Non
     ]
 
 
-async def test_fallback_end_to_end_from_a_real_provider_to_the_local_model() -> None:
+async def test_fallback_end_to_end_from_a_real_provider_to_the_local_model(tmp_path: Path) -> None:
     """The primary is a real OpenAI-compatible endpoint on loopback answering 401, then 429:
     the run's answer comes from the fallback and its meta records both attempts."""
     with trio.fail_after(10):
@@ -221,7 +223,9 @@ async def test_fallback_end_to_end_from_a_real_provider_to_the_local_model() -> 
                 json_error(401, {"error": {"message": "bad key", "type": "invalid_api_key"}})
             )
             server.push(json_error(429, {"error": {"message": "slow down"}}))
-            async with open_embedded_runtime(parse_config(raw), retry_attempts=1) as runtime:
+            async with open_embedded_runtime(
+                workspace_root=tmp_path, config=parse_config(raw), retry_attempts=1
+            ) as runtime:
                 first = await runtime.run_turn("hi", session_key="fb")
                 second = await runtime.run_turn("again", session_key="fb")
             assert len(server.requests) == 2

@@ -562,7 +562,9 @@ async def test_a_plugin_harness_registered_through_the_sdk_runs_a_turn(tmp_path:
     plugin_file.write_text(HARNESS_PLUGIN)
     registry = PluginRegistry()
     with trio.fail_after(10):
-        async with open_embedded_runtime(parse_config({}), plugins=registry) as runtime:
+        async with open_embedded_runtime(
+            workspace_root=tmp_path, config=parse_config({}), plugins=registry
+        ) as runtime:
             before = await runtime.run_turn("hi there", session_key="s")
             assert before.meta["runtime"] == "openclaw" and before.text == "You said: hi there"
 
