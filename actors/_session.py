@@ -598,7 +598,9 @@ class SessionActor:
                 session_id=rec.session_id,
                 run_id=rec.run_id,
                 workspace=workspace,
-                send=lambda text, ts: sup.send_message(rec, chat, f"message-{rec.run_id}-{ts}", text),
+                send=lambda text, ts: sup.send_message(
+                    rec, chat, f"message-{rec.run_id}-{ts}", text
+                ),
             )
             req.inbox = SteerInbox()
             spec = services.turn_spec(
@@ -631,7 +633,12 @@ class SessionActor:
         hub.emit_agent(rec.run_id, "lifecycle", rec.start(now_ms()))
         if hub.has_change_subscribers:
             hub.sessions_changed(
-                {"sessionKey": self.key, "phase": "start", "runId": rec.run_id, "ts": rec.started_at}
+                {
+                    "sessionKey": self.key,
+                    "phase": "start",
+                    "runId": rec.run_id,
+                    "ts": rec.started_at,
+                }
             )
 
     def _row_tags(self, rec: RunRecord, messages: list[Message]) -> list[MessageTags]:
@@ -693,4 +700,3 @@ class _Run:
 
 class SessionBusy(Exception):
     """The session has a run in progress (manual compaction must wait)."""
-
