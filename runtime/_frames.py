@@ -11,6 +11,7 @@ Errors in this module:
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Final, TypeVar
 
 import msgspec
@@ -22,6 +23,11 @@ MAX_PREAUTH_PAYLOAD_BYTES: Final = 64 * 1024
 MAX_PAYLOAD_BYTES: Final = 25 * 1024 * 1024
 MAX_BUFFERED_BYTES: Final = 50 * 1024 * 1024
 TICK_INTERVAL_MS: Final = 30_000
+MAX_MESSAGE_BYTES: Final = 4 * 1024 * 1024
+"""A request's `message` (`agent`, `chat.send`, `sessions.send`, `chat.inject`), UTF-8."""
+MAX_IDEMPOTENCY_KEY_BYTES: Final = 256
+MAX_SESSION_KEY_BYTES: Final = 512
+"""`sessionKey` (and `key` of `sessions.*`): OpenClaw's `chat.send` allows 1-512 chars."""
 HANDSHAKE_TIMEOUT_S: Final = 10.0
 
 # Error codes (OpenClaw `error-codes.ts`).
@@ -119,11 +125,48 @@ def opt(value: _T | msgspec.UnsetType) -> _T | None:
 
 
 def decode_params(method: str, raw: Any, type_: type[_T]) -> _T:
-    """Validate a request's params; the error names the field (`INVALID_REQUEST`)."""
+    """Validate a request's params; the error names the field (`INVALID_REQUEST`). The
+    byte bounds (`MAX_MESSAGE_BYTES`, ...) hold for every method whose params have the
+    field, on the fast path and the general one alike."""
     try:
-        return msgspec.convert({} if raw is None else raw, type_)
+        params = msgspec.convert({} if raw is None else raw, type_)
     except msgspec.ValidationError as exc:
         raise invalid_request(f"invalid {method} params: {exc}") from exc
+    _check_sizes(method, params)
+    return params
+
+
+def _bounds(method: str) -> tuple[tuple[str, int], ...]:
+    if method.startswith("sessions."):
+        return _SESSIONS_BOUNDS
+    return _BOUNDS
+
+
+_BOUNDS: Final = (
+    ("message", MAX_MESSAGE_BYTES),
+    ("idempotencyKey", MAX_IDEMPOTENCY_KEY_BYTES),
+    ("sessionKey", MAX_SESSION_KEY_BYTES),
+)
+_SESSIONS_BOUNDS: Final = (*_BOUNDS, ("key", MAX_SESSION_KEY_BYTES))
+
+
+def utf8_len(text: str) -> int:
+    """The UTF-8 size of `text` (a lone surrogate counts as 3 bytes, as it would escape)."""
+    if text.isascii():
+        return len(text)
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def _check_sizes(method: str, params: Any) -> None:
+    for field, limit in _bounds(method):
+        value = getattr(params, field, None)
+        if type(value) is str and len(value) > limit // 4 and utf8_len(value) > limit:
+            raise invalid_request(
+                f"invalid {method} params: {field} is {utf8_len(value)} bytes, over the"
+                f" limit of {limit} bytes",
+                field=field,
+                maxBytes=limit,
+            )
 
 
 def missing_scope(scope: str, required: list[str]) -> GatewayError:
@@ -135,21 +178,57 @@ def missing_scope(scope: str, required: list[str]) -> GatewayError:
 
 
 def decode_inbound(data: bytes | str) -> InboundFrame:
-    """Decode one client frame. Raises `msgspec.DecodeError`/`ValidationError` on bad input."""
-    frame: InboundFrame = _inbound_decoder.decode(data)
+    """Decode one client frame. Raises `msgspec.DecodeError`/`ValidationError` on bad input
+    (nesting deeper than the decoder's recursion limit is a `DecodeError` too)."""
+    try:
+        frame: InboundFrame = _inbound_decoder.decode(data)
+    except RecursionError as exc:
+        raise msgspec.DecodeError("JSON nested too deeply") from exc
+    except msgspec.DecodeError as exc:
+        # msgspec reports an unpaired surrogate escape as truncated input: say what it is.
+        text = data if isinstance(data, str) else data.decode("utf-8", "replace")
+        if str(exc).startswith("Input data was truncated") and _SURROGATE_RE.search(text):
+            raise msgspec.DecodeError("a string holds a lone UTF-16 surrogate") from exc
+        raise
     return frame
 
 
+_SURROGATE_RE: Final = re.compile(r"\\u[dD][89abcdefABCDEF]")
+
+
+_ID_RE: Final = re.compile(r'"id"\s*:\s*("(?:[^"\\]|\\.)*")')
+_STRING_RE: Final = re.compile(r'"(?:[^"\\]|\\.)*"')
+_PEEK_MATCHES: Final = 8
+
+
 def peek_request_id(data: bytes | str) -> str | None:
-    """Best effort: the `id` of a frame that failed to decode, so the error can answer it."""
+    """Best effort: the `id` of a frame that failed to decode, so the error can answer it.
+
+    Also for frames the decoder refuses as a whole (nested too deeply, a lone UTF-16
+    surrogate in some string): the first few `"id": "..."` members are looked at, and the
+    one at the top level of the object is taken. Not a full parse: linear in the frame."""
     try:
         raw = msgspec.json.decode(data)
-    except msgspec.DecodeError:
-        return None
+    except (msgspec.DecodeError, RecursionError):
+        raw = None
     if isinstance(raw, dict):
         rid = raw.get("id")
-        if isinstance(rid, str) and rid:
-            return rid
+        return rid if isinstance(rid, str) and rid else None
+    text = data if isinstance(data, str) else data.decode("utf-8", "replace")
+    if not text.lstrip().startswith("{"):
+        return None
+    for i, match in enumerate(_ID_RE.finditer(text)):
+        if i == _PEEK_MATCHES:
+            break
+        head = _STRING_RE.sub("", text[: match.start()])
+        depth = head.count("{") + head.count("[") - head.count("}") - head.count("]")
+        if depth != 1:
+            continue
+        try:
+            rid = msgspec.json.decode(match.group(1))
+        except msgspec.DecodeError:
+            return None
+        return rid if isinstance(rid, str) and rid else None
     return None
 
 

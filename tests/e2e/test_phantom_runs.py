@@ -279,3 +279,73 @@ async def test_sigterm_exits_promptly_after_bad_requests(tmp_path: Path) -> None
                 await proc.wait()
             assert proc.stdout is not None
             await proc.stdout.aclose()
+
+
+async def test_params_nested_1000_deep_are_invalid_under_the_request_id(tmp_path: Path) -> None:
+    async with running_gateway(tmp_path, local_config()) as gw:
+        with trio.fail_after(20):
+            async with raw_client(gw) as raw:
+                deep = "[" * 1000 + "]" * 1000
+                for rid, method in (("deep1", "agent"), ("deep2", "status")):
+                    await raw.ws.send_message(
+                        f'{{"type":"req","id":"{rid}","method":"{method}",'
+                        f'"params":{{"message":"x","idempotencyKey":"d","extra":{deep}}}}}'
+                    )
+                    res = await raw.response(rid)
+                    assert not res["ok"] and res["error"]["code"] == "INVALID_REQUEST", res
+                await assert_nothing_active(gw, raw, "agent:main:main")  # the connection lives on
+                await still_works(raw, "agent:main:d", "d-ok")
+
+
+async def test_a_lone_surrogate_is_answered_under_the_request_id(tmp_path: Path) -> None:
+    async with running_gateway(tmp_path, local_config()) as gw:
+        with trio.fail_after(20):
+            async with raw_client(gw) as raw:
+                await raw.ws.send_message(
+                    '{"type":"req","id":"sur","method":"agent",'
+                    '"params":{"message":"a\\ud800b","idempotencyKey":"s1","sessionKey":"s"}}'
+                )
+                res = await raw.response("sur")
+                assert res["error"]["code"] == "INVALID_REQUEST", res
+                assert "surrogate" in res["error"]["message"]
+                assert not raw.responses("invalid")
+                assert gw.registry.get("s1") is None
+                await still_works(raw, "agent:main:s", "s-ok")
+
+
+@pytest.mark.parametrize(
+    ("method", "params", "field"),
+    [
+        ("agent", {"message": "x" * (4 * 1024 * 1024 + 1), "idempotencyKey": "m"}, "message"),
+        ("agent", {"message": "é" * (2 * 1024 * 1024 + 1), "idempotencyKey": "m"}, "message"),
+        (
+            "chat.send",
+            {"sessionKey": "k", "message": "x" * (4 << 20 | 1), "idempotencyKey": "m"},
+            "message",
+        ),
+        ("sessions.send", {"key": "k", "message": "x" * (4 << 20 | 1)}, "message"),
+        ("chat.inject", {"sessionKey": "k", "message": "x" * (4 << 20 | 1)}, "message"),
+        ("agent", {"message": "x", "idempotencyKey": "i" * 257}, "idempotencyKey"),
+        (
+            "chat.send",
+            {"sessionKey": "k", "message": "x", "idempotencyKey": "i" * 257},
+            "idempotencyKey",
+        ),
+        ("agent", {"message": "x", "idempotencyKey": "m", "sessionKey": "s" * 513}, "sessionKey"),
+        ("sessions.send", {"key": "s" * 513, "message": "x"}, "key"),
+        ("sessions.delete", {"key": "s" * 513}, "key"),
+    ],
+)
+async def test_oversized_messages_and_keys_are_invalid_naming_the_field(
+    tmp_path: Path, method: str, params: dict[str, Any], field: str
+) -> None:
+    async with running_gateway(tmp_path, local_config()) as gw:
+        with trio.fail_after(20):
+            async with raw_client(gw) as raw:
+                rid = await raw.send(method, params)
+                res = await raw.response(rid)
+                assert not res["ok"] and res["error"]["code"] == "INVALID_REQUEST", res
+                assert res["error"]["details"]["field"] == field
+                assert field in res["error"]["message"]
+                assert gw.registry.active() == []
+                await still_works(raw, "agent:main:ok", "ok")
