@@ -13,10 +13,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+import attrs
 import pytest
 import trio
 
-from tests.conftest import open_client, running_gateway
+from tests.conftest import local_config, open_client, running_gateway
 from transports import GatewayRequestError
 from transports._gateway import Gateway
 
@@ -69,8 +70,46 @@ def keep_screenshot(path: Path) -> None:
         shutil.copy(path, Path(target) / path.name)
 
 
-async def test_the_dashboard_streams_a_reply_and_shows_the_gateway(tmp_path: Path) -> None:
+def answer_history_after_the_run(gw: Gateway, key: str, monkeypatch: Any) -> list[bool]:
+    """The page's first `chat.history` of `key` is answered only once a `chat.send` to it
+    was handled and the run it started has ended: the page has shown the message and the
+    streamed reply meanwhile, and the history holds both. Returns [whether it did] once
+    that history is answered."""
+    sent: list[str] = []
+    was_sent = trio.Event()
+    answered: list[bool] = []
+    send, history = gw.methods._table["chat.send"], gw.methods._table["chat.history"]
+
+    async def chat_send(call: Any, params: Any) -> Any:
+        try:
+            return await send.handler(call, params)
+        finally:
+            sent.append(params.idempotencyKey)
+            was_sent.set()
+
+    async def chat_history(call: Any, params: Any) -> Any:
+        if params.sessionKey != key or answered:
+            return await history.handler(call, params)
+        with trio.move_on_after(20):  # the page sent nothing: answer anyway
+            await was_sent.wait()
+            await gw.registry.wait(sent[0], 20)
+        result = await history.handler(call, params)
+        roles = [m.get("role") for m in result["messages"]]
+        answered.append(roles == ["user", "assistant"])
+        return result
+
+    monkeypatch.setitem(gw.methods._table, "chat.send", attrs.evolve(send, handler=chat_send))
+    monkeypatch.setitem(
+        gw.methods._table, "chat.history", attrs.evolve(history, handler=chat_history)
+    )
+    return answered
+
+
+async def test_the_dashboard_streams_a_reply_and_shows_the_gateway(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     async with running_gateway(tmp_path, token=TOKEN) as gw:
+        history_after_run = answer_history_after_the_run(gw, "agent:main:browser", monkeypatch)
         with trio.fail_after(30):
             async with open_client(gw, token=TOKEN) as client:
                 snap = await client.request("config.get")
@@ -106,6 +145,9 @@ async def test_the_dashboard_streams_a_reply_and_shows_the_gateway(tmp_path: Pat
             seen["partial"] = bubble.inner_text()
             page.wait_for_selector(".msg-assistant[data-done=true]")
             seen["final"] = page.inner_text(".msg-assistant[data-done=true] .text")
+            seen["transcript"] = page.eval_on_selector_all(
+                "#transcript .msg", "nodes => nodes.map(n => n.querySelector('.text').textContent)"
+            )
             page.wait_for_selector("#sessions li[data-key='agent:main:browser']")
             page.wait_for_selector("#generations tr.gen-failed")
             page.wait_for_selector("#connections tr")
@@ -125,6 +167,10 @@ async def test_the_dashboard_streams_a_reply_and_shows_the_gateway(tmp_path: Pat
     assert seen["stored"] == TOKEN
     final = "You said: the reply streams in word by word"
     assert seen["final"] == final
+    # Sent while the session's history loaded, the message and its streamed reply stayed
+    # on screen, each once (the history, when it came, had both).
+    assert history_after_run == [True]
+    assert seen["transcript"] == ["[[delay:120]] the reply streams in word by word", final]
     partial = seen["partial"].removeprefix("ASSISTANT").strip()
     assert partial and final.startswith(partial) and len(partial) < len(final)
     assert "failed" in seen["generations"] and "nowhere/none" in seen["generations"]
@@ -135,6 +181,60 @@ async def test_the_dashboard_streams_a_reply_and_shows_the_gateway(tmp_path: Pat
     # It signed in as a device of its own (WebCrypto ed25519), paired silently on loopback.
     [device] = [d for d in paired if d.clientId == "webchat-ui"]
     assert sorted(device.scopes or []) == ["operator.read", "operator.write"]
+
+
+async def test_sessions_are_searchable_and_queued_runs_and_lanes_show(tmp_path: Path) -> None:
+    config = local_config(
+        agents__defaults__maxConcurrent=1,
+        messages__queue__mode="followup",
+        messages__queue__debounceMs=0,
+    )
+    async with running_gateway(tmp_path, config, token=TOKEN) as gw:
+        with trio.fail_after(60):
+            async with open_client(gw, token=TOKEN) as client:
+                await client.request(
+                    "agent",
+                    {"message": "done", "idempotencyKey": "done", "sessionKey": "finished"},
+                    expect_final=True,
+                )
+                for key, session, message in [
+                    ("held", "held", "[[stall]]"),
+                    ("waits", "other", "next"),
+                    ("queued", "held", "after"),
+                ]:
+                    await client.request(
+                        "agent", {"message": message, "idempotencyKey": key, "sessionKey": session}
+                    )
+
+                def script(page: Any) -> dict[str, Any]:
+                    page.goto(page_url(gw, f"#token={TOKEN}"))
+                    page.wait_for_selector("#conn-state[data-state=online]")
+                    page.wait_for_selector("#runs tr.status-queued")
+                    page.wait_for_selector("#sessions li[data-key='agent:main:held']")
+                    seen: dict[str, Any] = {
+                        "runs": page.inner_text("#runs"),
+                        "runs_count": page.inner_text("#runs-count"),
+                        "main_lane": page.inner_text(".lane[data-lane=main] .lane-num"),
+                    }
+                    page.fill("#session-search", "finish")
+                    page.wait_for_selector(
+                        "#sessions li[data-key='agent:main:held']", state="detached"
+                    )
+                    seen["found"] = page.eval_on_selector_all(
+                        "#sessions li", "items => items.map(li => li.dataset.key)"
+                    )
+                    return seen
+
+                seen = await in_browser(tmp_path, script)
+                await client.request(
+                    "chat.abort", {"sessionKey": "agent:main:held", "runId": "held"}
+                )
+                for run_id in ("waits", "queued"):
+                    await client.request("agent.wait", {"runId": run_id, "timeoutMs": 20_000})
+    assert "held" in seen["runs"] and "queued" in seen["runs"] and "running" in seen["runs"]
+    assert seen["runs_count"] == "3 (2 queued)"
+    assert seen["main_lane"] == "1/1 · 1 waiting"
+    assert seen["found"] == ["agent:main:finished"]
 
 
 async def test_a_wrong_token_asks_for_the_right_one(tmp_path: Path) -> None:

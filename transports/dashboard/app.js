@@ -358,7 +358,8 @@ function niceMax(v) {
 }
 
 function fmt(v) {
-  return v >= 100 ? Math.round(v).toString() : v >= 10 ? v.toFixed(0) : v.toFixed(1);
+  // An axis tick: a quarter of a 1-2-5 maximum (0.25, 1.25, 37.5) is not rounded to 0.3.
+  return v >= 10 ? Math.round(v).toString() : String(Number(v.toFixed(2)));
 }
 
 function line(g, points, color, fill, base) {
@@ -471,10 +472,14 @@ function onEvent(event, payload) {
 
 // --- the live run ----------------------------------------------------------------------------
 
-function bubble(role, text, extra) {
-  const node = el("div", { class: "msg msg-" + role + (extra ? " " + extra : "") },
+function makeBubble(role, text, extra) {
+  return el("div", { class: "msg msg-" + role + (extra ? " " + extra : "") },
     el("span", { class: "who", text: role }),
     el("span", { class: "text", text }));
+}
+
+function bubble(role, text, extra) {
+  const node = makeBubble(role, text, extra);
   const box = $("transcript");
   box.append(node);
   while (box.children.length > MAX_TRANSCRIPT) box.firstChild.remove();
@@ -494,7 +499,7 @@ function onRunEvent(p) {
   if (p.stream === "lifecycle" && data.phase === "start") {
     if (!run) {
       run = { node: bubble("assistant", "", "streaming"), text: "" };
-      run.node.dataset.runId = p.runId;
+      run.node.dataset.shown = "assistant:" + p.runId;
       state.runs.set(p.runId, run);
     }
     setRunStatus("running", "pill-run");
@@ -546,11 +551,21 @@ async function select(key) {
     await gw.request("sessions.messages.subscribe", { key });
     const history = await gw.request("chat.history", { sessionKey: key, limit: 30, maxChars: 4000 });
     if (state.selected !== key) return;
-    $("transcript").replaceChildren();
+    // What was sent or began streaming while the history loaded is already on screen (and
+    // stays there): the history goes before it, without the turns shown twice.
+    const box = $("transcript");
+    const shown = new Set([...box.children].map((n) => n.dataset.shown).filter(Boolean));
+    const older = document.createDocumentFragment();
     for (const m of history.messages || []) {
+      const role = m.role === "user" ? "user" : "assistant";
+      const runId = m.__openclaw?.runId;
+      if (runId && shown.has(role + ":" + runId)) continue;
       const text = messageText(m);
-      if (text) bubble(m.role === "user" ? "user" : "assistant", text);
+      if (text) older.append(makeBubble(role, text));
     }
+    box.prepend(older);
+    while (box.children.length > MAX_TRANSCRIPT) box.firstChild.remove();
+    box.scrollTop = box.scrollHeight;
   } catch (err) {
     $("send-error").textContent = err.message;
   }
@@ -563,10 +578,11 @@ async function send(event) {
   if (!key || !text.trim()) return;
   $("send-error").textContent = "";
   if (key !== state.selected) await select(key);
-  bubble("user", text);
+  const runId = randomId(); // chat.send's idempotency key is its run's id
+  bubble("user", text).dataset.shown = "user:" + runId;
   $("message").value = "";
   try {
-    await gw.request("chat.send", { sessionKey: key, message: text, idempotencyKey: randomId() });
+    await gw.request("chat.send", { sessionKey: key, message: text, idempotencyKey: runId });
     if (!state.runs.size) setRunStatus("queued", "pill-run"); // until its lifecycle start
   } catch (err) {
     $("send-error").textContent = err.message;
