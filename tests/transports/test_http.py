@@ -315,6 +315,23 @@ async def test_readyz_is_503_while_shutting_down(gateway: Gateway) -> None:
     assert json.loads(body)["failing"] == ["shutdown"]
 
 
+async def test_readyz_is_503_without_a_store_or_a_generation(
+    gateway: Gateway, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store whose writer failed is closed; a gateway without its publisher has published
+    no generation. Each is named; /healthz still answers 200 (the process is alive)."""
+    monkeypatch.setattr(gateway.supervisor.store, "_closed", True)
+    with trio.fail_after(10):
+        [(store, store_body)] = parse(await send_raw(gateway, get("/readyz")))
+        monkeypatch.setattr(gateway, "publisher", None)
+        [(both, both_body)] = parse(await send_raw(gateway, get("/ready")))
+        [(live, _)] = parse(await send_raw(gateway, get("/healthz")))
+    assert store.status_code == 503 and json.loads(store_body)["failing"] == ["store"]
+    assert both.status_code == 503
+    assert json.loads(both_body)["failing"] == ["store", "generation"]
+    assert live.status_code == 200
+
+
 async def test_websocket_and_http_share_the_port(gateway: Gateway) -> None:
     with trio.fail_after(10):
         async with open_client(gateway) as client:

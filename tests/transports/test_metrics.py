@@ -12,9 +12,11 @@ from typing import Any
 import httpx
 import pytest
 import trio
+import trio.testing
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import local_config, open_client, running_gateway
+from tests.e2e.test_agent_fast_path import hold_commits
 from transports import GatewayRequestError
 from transports._gateway import Gateway
 
@@ -163,3 +165,70 @@ async def test_label_sets_are_bounded(gw: Gateway) -> None:
     assert values.isdisjoint(forbidden), values & forbidden
     assert not any("agent:" in v for v in values)
     assert len(samples) < 600
+
+
+async def test_lane_occupancy_waits_and_queued_runs_follow_the_gateway(tmp_path: Path) -> None:
+    """One slot in the main lane: a stalled run holds it, a run of another session waits
+    for it, and a second message to the stalled session waits in that session's queue."""
+    config = local_config(
+        agents__defaults__maxConcurrent=1,
+        messages__queue__mode="followup",
+        messages__queue__debounceMs=0,
+    )
+    async with running_gateway(tmp_path, config, token=TOKEN) as gw:
+        with trio.fail_after(30):
+            async with open_client(gw, token=TOKEN) as client:
+                for key, session, message in [
+                    ("held", "a", "[[stall]]"),
+                    ("waits", "b", "next"),
+                    ("queued", "a", "after"),
+                ]:
+                    await client.request(
+                        "agent", {"message": message, "idempotencyKey": key, "sessionKey": session}
+                    )
+                await trio.testing.wait_all_tasks_blocked()
+                busy = await scrape(gw)
+                await client.request("chat.abort", {"sessionKey": "agent:main:a", "runId": "held"})
+                for run_id in ("waits", "queued"):
+                    await client.request("agent.wait", {"runId": run_id, "timeoutMs": 20_000})
+            idle = await scrape(gw)
+    assert value(busy, "clawlane_lane_capacity", lane="main") == 1
+    assert value(busy, "clawlane_lane_in_use", lane="main") == 1
+    assert value(busy, "clawlane_lane_waiting", lane="main") == 1
+    assert value(busy, "clawlane_runs_queued") == 1
+    assert value(busy, "clawlane_runs_active") == 3
+    assert value(busy, "clawlane_sessions_busy") == 2
+    assert value(busy, "clawlane_events_delivered_total") >= 1  # the held run's start
+    assert value(idle, "clawlane_lane_in_use", lane="main") == 0
+    assert value(idle, "clawlane_lane_waiting", lane="main") == 0
+    assert value(idle, "clawlane_runs_queued") == 0
+    # The run of session b waited for the slot: its wait is in a bucket above 0.
+    waits = value(idle, "clawlane_lane_wait_seconds_count", lane="main")
+    at_once = value(idle, "clawlane_lane_wait_seconds_bucket", lane="main", le="0.001")
+    assert waits >= 3 and at_once < waits
+    assert value(idle, "clawlane_events_delivered_total") > value(
+        busy, "clawlane_events_delivered_total"
+    )
+
+
+async def test_store_queue_depth_counts_writes_not_yet_committed(
+    gw: Gateway, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    release = hold_commits(gw.supervisor.store, monkeypatch)
+    with trio.fail_after(20):
+        async with open_client(gw, token=TOKEN) as client, trio.open_nursery() as nursery:
+            # A new session's row is written before the run is accepted: the ack waits.
+            nursery.start_soon(
+                client.request,
+                "agent",
+                {"message": "hi", "idempotencyKey": "held-write", "sessionKey": "fresh"},
+            )
+            await trio.testing.wait_all_tasks_blocked()
+            held = await scrape(gw)
+            release.set()
+        after = await scrape(gw)
+    assert value(held, "clawlane_store_queue_depth") >= 1
+    assert value(after, "clawlane_store_queue_depth") == 0
+    assert value(after, "clawlane_store_commit_seconds_count") > value(
+        held, "clawlane_store_commit_seconds_count"
+    )
