@@ -6,6 +6,7 @@ the store, generations and their failures, slow-consumer closes. Label sets stay
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -218,14 +219,12 @@ async def test_store_queue_depth_counts_writes_not_yet_committed(
     with trio.fail_after(20):
         async with open_client(gw, token=TOKEN) as client, trio.open_nursery() as nursery:
             # A new session's row is written before the run is accepted: the ack waits.
-            nursery.start_soon(
-                client.request,
-                "agent",
-                {"message": "hi", "idempotencyKey": "held-write", "sessionKey": "fresh"},
-            )
+            params = {"message": "hi", "idempotencyKey": "held-write", "sessionKey": "fresh"}
+            nursery.start_soon(partial(client.request, "agent", params, expect_final=True))
             await trio.testing.wait_all_tasks_blocked()
             held = await scrape(gw)
             release.set()
+        await gw.supervisor.store.flush()  # the run's own writes at its end too
         after = await scrape(gw)
     assert value(held, "clawlane_store_queue_depth") >= 1
     assert value(after, "clawlane_store_queue_depth") == 0
