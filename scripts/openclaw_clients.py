@@ -262,7 +262,9 @@ def tui_checks(oc: OpenClaw, restart: object) -> None:
     command = [*oc.argv, "tui", "--url", f"ws://127.0.0.1:{oc.port}", "--token", TOKEN]
     tui = Tmux("clawlane-tui-check", command, oc.env)
     try:
-        screen = tui.wait_for(lambda s: "connected" in s, 30)
+        # A cold start of the package (its plugins, a first device key) can take most of a
+        # minute on a loaded machine; the 30 s once used failed there while the rest passed.
+        screen = tui.wait_for(lambda s: "connected" in s, 90)
         check("connected" in screen, "the TUI connects", screen)
         tui.send("[[delay:250]] one two three four five six seven eight nine ten")
         screen = tui.wait_for(lambda s: "You said: one two" in s, 20)
