@@ -1,4 +1,5 @@
-"""`chat` events derived from a run's `assistant` events.
+"""`chat` events derived from a run's `assistant` events, and those `assistant` events
+coalesced.
 
 Each run has a `ChatStream`: assistant text goes out as `chat` `delta` events with `deltaText`
 (protocol v4) and the cumulative `message`, at most one per 150 ms per run; buffered text is
@@ -6,6 +7,19 @@ flushed before a tool starts and before the terminal chat event (`final`, `abort
 `error`). The `ChatFlusher` task flushes text that has waited its 150 ms when no further delta
 arrives to carry it. A leading silent token (`NO_REPLY`) and its partial lead fragments never
 leak into deltas.
+
+The run's agent `assistant` events carry the cumulative `text` (as OpenClaw's do), so once
+that text is long they are coalesced with OpenClaw's 150 ms delta throttle: while the text
+is at most `AGENT_COALESCE_FROM_CHARS` every model delta is an event of its own (a short
+reply streams piece by piece, as before); past it, text within 150 ms of the last event
+waits and goes out as one event whose `delta` is everything since (`replace: true` with the
+whole text when the text was rewritten). Held text is flushed by the same task, before a
+tool starts, before a chat delta that shows it, and before the run's lifecycle end. So a
+long reply streamed in thousands of small pieces costs one event (one copy of the
+cumulative text) per 150 ms, not per piece: a 2 MiB reply in 4 KiB pieces is no longer
+512 copies of a growing text. `seq` stays gap-free: it counts the events sent. An
+`assistant` event with other fields (`mediaUrls`, ...) goes out as it is, after what
+was waiting.
 """
 
 from __future__ import annotations
@@ -25,6 +39,16 @@ def _mono_ms() -> int:
     return int(time.monotonic() * 1000)
 
 
+AGENT_ASSISTANT_INTERVAL_MS = 150
+"""At most one agent `assistant` event per run per this many milliseconds (as chat deltas)."""
+
+AGENT_COALESCE_FROM_CHARS = 4096
+"""Cumulative text up to this many characters goes out with every delta (each event costs
+at most this much); past it, the 150 ms throttle holds."""
+
+_COALESCED_KEYS = frozenset({"text", "delta", "replace"})
+
+
 def assistant_message(text: str, ts: int) -> dict[str, Any]:
     return {"role": "assistant", "content": [{"type": "text", "text": text}], "timestamp": ts}
 
@@ -40,6 +64,12 @@ class ChatStream:
     _throttle: ChatDeltaThrottle = attrs.field(factory=ChatDeltaThrottle)
     _shown: str = ""
     _closed: bool = False
+    _said: str = ""
+    """The cumulative text of the last agent `assistant` event sent."""
+    _unsaid: str | None = None
+    """Newer cumulative text, waiting for its interval."""
+    _said_ms: int | None = None
+    _agent_done: bool = False
 
     @property
     def text(self) -> str:
@@ -57,9 +87,67 @@ class ChatStream:
         if self._throttle.has_pending() and self.flusher is not None:
             self.flusher.add(self)
 
+    def on_agent_assistant(self, data: dict[str, Any]) -> None:
+        """The run produced an agent `assistant` event: send it now, or hold it for its
+        interval (see the module docstring). Not a checkpoint."""
+        if self._agent_done:
+            return
+        text = data.get("text")
+        if not isinstance(text, str) or not _COALESCED_KEYS.issuperset(data):
+            self._flush_agent()
+            self.hub.emit_agent(self.run_id, "assistant", data)
+            if isinstance(text, str):
+                self._said = text
+            self._said_ms = _mono_ms()
+            return
+        self._unsaid = text
+        now = _mono_ms()
+        if (
+            len(text) > AGENT_COALESCE_FROM_CHARS
+            and self._said_ms is not None
+            and now - self._said_ms < AGENT_ASSISTANT_INTERVAL_MS
+        ):
+            if self.flusher is not None:
+                self.flusher.add(self)
+            return
+        self._flush_agent(now)
+
+    def _flush_agent(self, now: int | None = None) -> None:
+        text = self._unsaid
+        if text is None or self._agent_done:
+            return
+        self._unsaid = None
+        said = self._said
+        if text == said:
+            return
+        if text.startswith(said):
+            data: dict[str, Any] = {"text": text, "delta": text[len(said) :]}
+        else:
+            data = {"text": text, "delta": text, "replace": True}
+        self._said = text
+        self._said_ms = _mono_ms() if now is None else now
+        if self.hub.is_open(self.run_id):
+            self.hub.emit_agent(self.run_id, "assistant", data)
+
+    def flush_agent(self) -> None:
+        """Send the held `assistant` text now (before another stream's event)."""
+        self._flush_agent()
+
+    def end_agent(self) -> None:
+        """Before the run's lifecycle end: send the held `assistant` text, then no more."""
+        self._flush_agent()
+        self._agent_done = True
+        self._unsaid = None
+
     def due_ms(self) -> int | None:
-        """When the buffered delta may go out (None: nothing buffered)."""
-        return None if self._closed else self._throttle.due_ms()
+        """When buffered text may go out (None: nothing buffered)."""
+        if self._closed:
+            return None
+        due = self._throttle.due_ms()
+        if self._unsaid is not None and not self._agent_done:
+            agent_due = (self._said_ms or 0) + AGENT_ASSISTANT_INTERVAL_MS
+            due = agent_due if due is None else min(due, agent_due)
+        return due
 
     def poll(self, now_ms: int) -> None:
         self.flush()
@@ -67,11 +155,13 @@ class ChatStream:
     def flush(self) -> None:
         """Emit buffered text now (before a tool starts, before the end)."""
         if not self._closed:
+            self._flush_agent()
             self._send(self._throttle.flush(_mono_ms()))
 
     def _send(self, emit: DeltaEmit | None) -> None:
         if emit is None:
             return
+        self._flush_agent()  # the chat delta's `seq` is that of the event with its text
         fields: dict[str, Any] = {"deltaText": emit.delta_text}
         if emit.replace:
             fields["replace"] = True

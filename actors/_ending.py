@@ -164,6 +164,7 @@ def _announce_end(actor: SessionActor, rec: RunRecord, end: RunEnd) -> None:
     chat = end.chat
     ended = rec.ended_at or now_ms()
     try:
+        chat.end_agent()  # held `assistant` text goes before the lifecycle end
         hub.emit_agent(rec.run_id, "lifecycle", rec.terminal_event())
         if rec.status == "error":
             chat.close(

@@ -270,6 +270,10 @@ class EventHub:
             if self._replay_bytes <= limit:
                 return
 
+    def is_open(self, run_id: str) -> bool:
+        """Whether the run's stream is open (`emit_agent` may be called)."""
+        return run_id in self._runs
+
     def last_seq(self, run_id: str) -> int:
         rs = self._runs.get(run_id) or self._finished.get(run_id)
         return rs.seq_public if rs else 0

@@ -693,9 +693,12 @@ class _Run:
         chat = self.chat
         if stream == "tool" and data.get("phase") == "start":
             chat.flush()
-        chat.hub.emit_agent(self.req.record.run_id, stream, data)
         if stream == "assistant":
+            chat.on_agent_assistant(data)  # coalesced (`actors._chat`)
             chat.on_assistant(self.progress.text)
+        else:
+            chat.flush_agent()
+            chat.hub.emit_agent(self.req.record.run_id, stream, data)
 
 
 class SessionBusy(Exception):

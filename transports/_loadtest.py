@@ -12,9 +12,11 @@ gateway lists that method, otherwise connections WITHOUT the scoped capability, 
 every run and keep those of this load test (the report says which: `subscriber_mode`).
 
 What is judged, per run and per connection that should see it (the owner and every
-subscriber): the run's agent `seq` must go 1..N+2 (lifecycle start, N assistant deltas,
-lifecycle end) with nothing missing (`lost`), nothing twice (`duplicated`) and nothing
-backwards (`out_of_order`); each connection's frame `seq` must have no gaps. Latency is the
+subscriber): the run's agent `seq` must go 1..M (lifecycle start, the assistant events,
+lifecycle end at M) with nothing missing (`lost`), nothing twice (`duplicated`) and nothing
+backwards (`out_of_order`), M at most N+2: the gateway coalesces the N assistant deltas to
+one event per 150 ms, as OpenClaw throttles them (`actors._chat`), so a run whose deltas come
+faster has fewer events; each connection's frame `seq` must have no gaps. Latency is the
 receipt time minus the event's `ts` (ms epoch, stamped by the gateway's hub).
 
 The load side must not be the bottleneck, so this module speaks WebSocket itself on a trio
@@ -349,9 +351,10 @@ class _Request:
 class _Track:
     """One run as one connection sees it."""
 
-    __slots__ = ("chat_terminal", "mask", "max_seq", "started_ts", "unique")
+    __slots__ = ("chat_terminal", "end_seq", "mask", "max_seq", "started_ts", "unique")
 
     def __init__(self) -> None:
+        self.end_seq = 0  # the lifecycle end's seq, once seen
         self.mask = 0
         self.unique = 0
         self.max_seq = 0
@@ -582,7 +585,7 @@ class _Conn:
                 lt.events += 1
                 if p.ts is not None:
                     lt.latency.add(now_ms - p.ts)
-                self._on_agent(p.runId, p.seq or 0, p.ts)
+                self._on_agent(p.runId, p.seq or 0, p.ts, p.stream == "lifecycle")
             elif event == "chat":
                 lt.chat_events += 1
                 if p.state in ("final", "aborted", "error"):
@@ -626,7 +629,7 @@ class _Conn:
             req.value = err.get("message")
         req.done.set()
 
-    def _on_agent(self, run_id: str, seq: int, ts: int | None) -> None:
+    def _on_agent(self, run_id: str, seq: int, ts: int | None, lifecycle: bool) -> None:
         lt = self.lt
         track = self.runs.get(run_id, lt)
         if track is None:  # already complete: anything more is extra
@@ -651,17 +654,19 @@ class _Conn:
                 if lt.streaming > lt.peak_streaming:
                     lt.peak_streaming = lt.streaming
                 track.started_ts = ts
-            elif seq == lt.expected:
+            elif lifecycle:
                 lt.streaming -= 1
                 if ts is not None and track.started_ts is not None:
                     lt.durations.add(float(ts - track.started_ts))
+        if lifecycle and seq > 1:
+            track.end_seq = seq
         track.mask |= bit
         track.unique += 1
         if seq < track.max_seq:
             lt.out_of_order += 1
         else:
             track.max_seq = seq
-        if track.unique == lt.expected and track.chat_terminal:
+        if track.unique == track.end_seq and track.chat_terminal:
             self.runs[run_id] = None
             lt.folded(self)
 
@@ -678,7 +683,7 @@ class _Conn:
             lt.unexpected += 1
             return
         track.chat_terminal = True
-        if track.unique == lt.expected:
+        if track.unique == track.end_seq:
             self.runs[run_id] = None
             lt.folded(self)
 
@@ -790,7 +795,8 @@ class _Loadtest:
                     lost += self.expected
                     chat_missing += 1
                     continue
-                lost += self.expected - track.unique
+                # without its lifecycle end: that and whatever came before it is missing
+                lost += (track.end_seq or track.max_seq + 1) - track.unique
                 chat_missing += 0 if track.chat_terminal else 1
         return lost, chat_missing
 

@@ -136,7 +136,8 @@ def _server_frame(obj: object) -> bytes:
     return head + payload
 
 
-def _agent(run_id: str, seq: int, conn_seq: int, stream: str = "assistant") -> dict[str, object]:
+def _agent(run_id: str, seq: int, conn_seq: int, stream: str = "") -> dict[str, object]:
+    stream = stream or ("lifecycle" if seq in (1, 4) else "assistant")
     return {
         "type": "event",
         "event": "agent",
@@ -197,12 +198,25 @@ def test_gaps_duplicates_and_reordering_are_counted() -> None:
     ]
     lt = _judge(frames, ["t-a", "t-b"])
     lost, chat_missing = lt.tally()
-    assert lost == 1 + 3  # t-a never got seq 4; t-b got 1 of 4
+    assert lost == 1 + 1  # t-a never got seq 4; t-b never got its end (at least 1 missing)
     assert chat_missing == 1
     assert lt.duplicated == 1
     assert lt.out_of_order == 1
     assert lt.unexpected == 1
     assert lt.conn_seq_gaps == 1
+
+
+def test_a_run_with_coalesced_deltas_ends_at_its_lifecycle_end() -> None:
+    frames = [
+        _agent("t-a", 1, 1),
+        _agent("t-a", 2, 2),  # both deltas in one event
+        _agent("t-a", 3, 3, "lifecycle"),
+        _chat_final("t-a", 4),
+    ]
+    lt = _judge(frames, ["t-a"])
+    assert lt.tally() == (0, 0)
+    assert (lt.duplicated, lt.out_of_order, lt.unexpected, lt.conn_seq_gaps) == (0, 0, 0, 0)
+    assert lt.owners[0].runs["t-a"] is None  # complete and folded
 
 
 def test_an_event_after_a_run_completed_is_a_duplicate() -> None:
