@@ -7,6 +7,13 @@ known is waited for until the timeout (it may be accepted meanwhile).
 `IdempotencyCache` maps `agent:<key>` / `chat:<key>` to the cached response (the accepted
 ack while the run is in flight, the final result after). Entries live 5 minutes; at most
 1000 are kept (oldest evicted first).
+
+Finished runs are kept 10 minutes (at most 10,000), and their finals are bounded in bytes
+too: past `FINISHED_FINALS_MAX_BYTES` of reply text for all of them, the oldest finished
+runs' finals lose their `payloads` (in place: the idempotency cache holds the same final,
+so a repeated key still answers `ok`, once, with `meta.payloadsDropped: true` and no text,
+and never starts a second run). The final has been delivered to whoever waited for it by
+then (`on_done` runs first).
 """
 
 from __future__ import annotations
@@ -31,6 +38,24 @@ DEDUPE_TTL_S: Final = 300.0
 DEDUPE_MAX: Final = 1000
 FINISHED_RUN_TTL_S: Final = 600.0
 FINISHED_RUN_MAX: Final = 10_000
+FINISHED_FINALS_MAX_BYTES: Final = 16 * 1024 * 1024
+
+
+def _final_size(final: dict[str, Any] | None) -> int:
+    """What a final's payloads weigh, roughly (their text and media URLs, in characters)."""
+    if not final:
+        return 0
+    size = 0
+    for p in final.get("payloads") or ():
+        if isinstance(p, dict):
+            size += 64
+            for v in p.values():
+                if isinstance(v, str):
+                    size += len(v)
+                elif isinstance(v, list):
+                    size += sum(len(u) for u in v if isinstance(u, str))
+    return size
+
 
 @attrs.define(eq=False, kw_only=True)
 class RunRecord(RunState):
@@ -78,6 +103,8 @@ class RegistryStatistics:
     active_runs: int
     waiters: int
     dedupe_entries: int
+    final_bytes: int = 0
+    """Reply text the finished runs' finals hold (bounded by `FINISHED_FINALS_MAX_BYTES`)."""
 
 
 def _set_event() -> trio.Event:
@@ -165,6 +192,10 @@ class RunRegistry:
         self._finished: collections.OrderedDict[str, RunRecord] = collections.OrderedDict()
         self._appeared: dict[str, tuple[trio.Event, int]] = {}
         self._waiters = 0
+        self.finals_max_bytes = FINISHED_FINALS_MAX_BYTES
+        self._final_bytes = 0
+        self._bulky: collections.deque[tuple[RunRecord, int]] = collections.deque()
+        """Finished runs whose finals still hold their payloads, oldest first."""
         self.dedupe = IdempotencyCache()
         self.metrics = RunMetrics()
 
@@ -202,6 +233,11 @@ class RunRegistry:
                 log.exception("a completion callback of run %s failed", record.run_id)
         self._finished[record.run_id] = record
         self._finished.move_to_end(record.run_id)
+        size = _final_size(record.final)
+        if size:
+            self._bulky.append((record, size))
+            self._final_bytes += size
+            self._drop_finals()
         now = record.finished_mono
         while self._finished:
             rid, oldest = next(iter(self._finished.items()))
@@ -215,6 +251,24 @@ class RunRegistry:
                     del self._runs[rid]
             else:
                 break
+        while (
+            self._bulky and self._finished.get(self._bulky[0][0].run_id) is not (self._bulky[0][0])
+        ):
+            _, gone = self._bulky.popleft()  # forgotten: its final goes with it
+            self._final_bytes -= gone
+
+    def _drop_finals(self) -> None:
+        """Drop the oldest finished runs' payloads until the rest fit the bound."""
+        bulky = self._bulky
+        while bulky and self._final_bytes > self.finals_max_bytes:
+            record, size = bulky.popleft()
+            self._final_bytes -= size
+            final = record.final
+            if final is not None:
+                final["payloads"] = []
+                meta = final.get("meta")
+                if isinstance(meta, dict):
+                    meta["payloadsDropped"] = True
 
     async def wait(self, run_id: str, timeout_s: float) -> RunRecord | None:
         """Wait for the run's end; None on timeout. A checkpoint; never affects the run."""
@@ -253,4 +307,5 @@ class RunRegistry:
             active_runs=sum(1 for r in self._runs.values() if not r.ended),
             waiters=self._waiters,
             dedupe_entries=len(self.dedupe),
+            final_bytes=self._final_bytes,
         )

@@ -214,3 +214,60 @@ async def test_a_node_role_may_only_ask_for_health(gateway) -> None:
         )
         assert bogus.error == {"code": "INVALID_REQUEST", "message": "invalid role"}
         assert bogus.close_code == 1008
+
+
+async def test_a_long_reply_in_small_deltas_is_coalesced_and_a_short_one_is_not(
+    gateway,
+) -> None:
+    from tests.e2e.test_agent import recorder_events
+
+    events, on_event = recorder_events()
+    words = " ".join(f"w{i:05d}" for i in range(32 * 1024 // 7))  # 32 KiB, 256 deltas
+    with trio.fail_after(30):
+        async with open_client(gateway, on_event=on_event) as client:
+            for rid, message in (("long", f"[[chars:128]] {words}"), ("short", "hi [[deltas:3]]")):
+                await client.request(
+                    "agent", {"message": message, "idempotencyKey": rid}, expect_final=True
+                )
+    for rid in ("long", "short"):
+        stream = [p for (e, p, _s) in events if e == "agent" and p["runId"] == rid]
+        assert [p["seq"] for p in stream] == list(range(1, len(stream) + 1))
+        assert stream[0]["stream"] == stream[-1]["stream"] == "lifecycle"
+        text = [p["data"] for p in stream if p["stream"] == "assistant"]
+        assert "".join(d["delta"] for d in text) == text[-1]["text"]
+        if rid == "short":
+            assert len(text) == 3  # a short reply streams piece by piece
+            continue
+        assert text[-1]["text"] == "You said: " + words
+        # 256 model deltas; the events after the first 4 KiB are at most one per 150 ms
+        assert len(text) < 256 // 4
+        assert sum(len(d["text"]) for d in text) < 32 * len(text[-1]["text"])
+
+
+async def test_finished_runs_finals_are_bounded_in_bytes_and_a_repeat_never_reruns(
+    gateway,
+) -> None:
+    reg = gateway.registry
+    reg.finals_max_bytes = 80 * 1024
+    words = " ".join(f"w{i:05d}" for i in range(32 * 1024 // 7))  # a 32 KiB reply
+    with trio.fail_after(30):
+        async with open_client(gateway, on_event=lambda *a: None) as client:
+            for i in range(6):
+                await client.request(
+                    "agent",
+                    {"message": f"[[chars:4096]] {words}", "idempotencyKey": f"b{i}"},
+                    expect_final=True,
+                )
+                assert reg.statistics().final_bytes <= 80 * 1024
+            started = reg.metrics.started
+            first = await client.request(
+                "agent", {"message": "again", "idempotencyKey": "b0"}, expect_final=True
+            )
+            last = await client.request(
+                "agent", {"message": "again", "idempotencyKey": "b5"}, expect_final=True
+            )
+            assert reg.metrics.started == started  # answered from the cache, not run again
+    assert first["status"] == "ok" and first["result"]["payloads"] == []
+    assert first["result"]["meta"]["payloadsDropped"] is True
+    assert last["result"]["payloads"] == [{"text": "You said: " + words}]
+    assert "payloadsDropped" not in last["result"]["meta"]
