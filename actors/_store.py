@@ -884,14 +884,13 @@ class Store:
         except msgspec.DecodeError as exc:
             raise StoreError(f"corrupt data in {self._path}: {exc}") from exc
 
-    async def _run_writer(self, *, task_status: trio.TaskStatus[None]) -> None:
+    async def _run_writer(self) -> None:
         """The writer task: commit batches until the channel is closed and drained.
 
         Shielded, so cancelling the surrounding scope never drops enqueued writes; it ends
         when `open_store` closes the channel.
         """
         with trio.CancelScope(shield=True):
-            task_status.started()
             batch: list[_Op] = []
             try:
                 async for first in self._receive:
@@ -1028,7 +1027,9 @@ async def open_store(
     store = Store(path, writer, batch_max=batch_max, queue_max=queue_max)
     try:
         async with trio.open_nursery() as nursery:
-            await nursery.start(store._run_writer)
+            # start_soon, not start: `started()` in a scope cancelled meanwhile would leave
+            # the shielded writer in `start`'s own nursery, waiting for the close below.
+            nursery.start_soon(store._run_writer)
             try:
                 yield store
             finally:

@@ -5,6 +5,7 @@ import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
@@ -314,6 +315,7 @@ async def test_a_corrupt_row_is_a_store_error(tmp_path: Path) -> None:
 _CRASH_CHILD = """
 import sys
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import trio
@@ -461,3 +463,32 @@ async def test_a_batch_of_any_size_lands_whole_and_the_last_write_of_a_key_wins(
             for s in range(min(n, 7)):
                 got = texts(await store.load_entries(f"sid-{s}"))
                 assert got == [f"m{i}" for i in range(n) if i % 7 == s]
+
+
+async def test_a_cancel_that_comes_while_the_file_opens_still_ends_open_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The writer always joins `open_store`'s own nursery: a scope cancelled while the file
+    opens in its thread (a deadline, Ctrl-C at startup) ends the block, and what was
+    enqueued lands. (Before: `nursery.start` in a cancelled scope kept the shielded writer
+    in `start`'s nursery, waiting for a close that never came: a hang.)"""
+    import actors._store as store_module
+
+    real_open = store_module._open_writer
+    scope = trio.CancelScope()
+
+    def open_and_get_cancelled(path: Path) -> Any:
+        trio.from_thread.run_sync(scope.cancel)
+        return real_open(path)
+
+    monkeypatch.setattr(store_module, "_open_writer", open_and_get_cancelled)
+    with trio.fail_after(TIMEOUT):
+        with scope:
+            async with open_store(tmp_path / "s.db") as store:
+                store.put_session_nowait(row("agent:main:early", 1))
+                await trio.sleep_forever()
+        assert scope.cancelled_caught
+        monkeypatch.setattr(store_module, "_open_writer", real_open)
+        async with open_store(tmp_path / "s.db") as store:
+            found = await store.get_session("agent:main:early")
+            assert found is not None and found.updatedAt == 1
