@@ -1,14 +1,16 @@
 """The cron scheduler on virtual time: a real store file, a real supervisor and the local
 model; the scheduler's wall clock follows trio's `MockClock`, so hours pass in moments.
 
-The clock jumps once every task has been blocked for 50 ms of real time (not at once: the
-store works in threads, and a jump while a write is in flight would let virtual time run
-ahead of the work). Slot times are read from run ids (`cron:<job>:<slot ms>`), which the
+The clock jumps once every task has been blocked for 50 ms of real time, and never while
+a thread works (the store's reads and writes, opening the file): a task waiting for a thread
+counts as blocked, so on a loaded machine a slow write would otherwise let the clock jump
+to the next deadline, at worst the test's own limit. Slot times are read from run ids (`cron:<job>:<slot ms>`), which the
 schedule arithmetic alone decides."""
 
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -27,6 +29,7 @@ from runtime._cron_schedule import format_iso_ms, parse_at_ms
 from runtime._generation import build_generation
 from runtime._wire import CronAddParams
 from tests.conftest import local_config
+from tests.runtime.test_cron_jobs import validate
 
 BASE = parse_at_ms("2027-03-27T12:00:00Z")  # the day before Europe/Vienna springs forward
 MIN = 60_000
@@ -34,10 +37,30 @@ HOUR = 60 * MIN
 VIRTUAL_LIMIT_S = 10 * 24 * 3600  # fail_after in virtual time: ten days
 
 
+AUTOJUMP_S = 0.05
+
+
 @pytest.fixture
-def autojump_clock() -> trio.testing.MockClock:
-    """Overrides pytest-trio's: jumps after 50 ms of real quiet (see the module docstring)."""
-    return trio.testing.MockClock(autojump_threshold=0.05)
+def autojump_clock(monkeypatch: pytest.MonkeyPatch) -> trio.testing.MockClock:
+    """Overrides pytest-trio's: jumps after 50 ms of real quiet, and not while a
+    `trio.to_thread.run_sync` call is in flight (see the module docstring)."""
+    clock = trio.testing.MockClock(autojump_threshold=AUTOJUMP_S)
+    real_run_sync = trio.to_thread.run_sync
+    in_flight = 0
+
+    async def run_sync(*args: Any, **kwargs: Any) -> Any:
+        nonlocal in_flight
+        in_flight += 1
+        clock.autojump_threshold = math.inf
+        try:
+            return await real_run_sync(*args, **kwargs)
+        finally:
+            in_flight -= 1
+            if in_flight == 0:
+                clock.autojump_threshold = AUTOJUMP_S
+
+    monkeypatch.setattr(trio.to_thread, "run_sync", run_sync)
+    return clock
 
 
 def clock() -> int:
@@ -195,6 +218,7 @@ async def test_missed_slots_run_once_at_start_and_say_so(
             assert entry["diagnostics"]["entries"][0]["source"] == "cron-preflight"
             assert entry["status"] == "ok"
             assert entry["runAtMs"] >= restarted + CATCH_UP_DELAY_MS
+            validate("CronRunLogEntry", entry)
             # then the grid again, once per slot
             assert cron.get(j.id).state.nextRunAtMs == start + 6 * HOUR
             autojump_clock.jump((start + 6 * HOUR - clock()) / 1000)
@@ -223,6 +247,7 @@ async def test_with_skip_missed_jobs_missed_slots_are_skipped_and_recorded(
                 "skipped (cron.skipMissedJobs)"
             )
             assert skipped["runAtMs"] == start + HOUR
+            validate("CronRunLogEntry", skipped)
             assert cron.get(j.id).state.nextRunAtMs == start + 4 * HOUR
             # one-shot jobs catch up either way (OpenClaw), then go (deleteAfterRun)
             autojump_clock.jump(CATCH_UP_DELAY_MS / 1000)
@@ -248,6 +273,7 @@ async def test_a_run_cut_by_a_stop_is_recorded_as_interrupted(
             [entry] = await history(cron, j.id)
             assert entry["status"] == "error"
             assert entry["error"].startswith("interrupted")
+            validate("CronRunLogEntry", entry)
             assert cron.get(j.id).state.runningAtMs is None
 
 
@@ -394,3 +420,43 @@ async def test_a_job_updated_mid_run_keeps_the_edit_and_the_runs_result(
             now = cron.get(j.id)
             assert now.name == "renamed"
             assert now.state.runningAtMs is None and now.state.lastRunStatus == "ok"
+
+
+async def test_the_payloads_timeout_ends_a_run_as_an_error(
+    tmp_path: Path, autojump_clock: Any
+) -> None:
+    events = Events()
+    with trio.fail_after(VIRTUAL_LIMIT_S):
+        async with scheduler(tmp_path, events) as cron:
+            j = await cron.add(
+                job(payload={"kind": "agentTurn", "message": "[[delay:5000]] [[deltas:3]] x",
+                             "timeoutSeconds": 2})
+            )  # fmt: skip
+            await cron.run_now(j.id, "force")
+            await events.wait(lambda: bool(events.of("finished")))
+            [entry] = await history(cron, j.id)
+            assert entry["status"] == "error"
+            assert entry["error"] == "cron: job execution timed out after 2s"
+            assert 2_000 <= entry["durationMs"] < 5_000
+            validate("CronRunLogEntry", entry)
+
+
+async def test_the_payloads_model_and_thinking_are_used(
+    tmp_path: Path, autojump_clock: Any
+) -> None:
+    events = Events()
+    local = {"api": "local", "models": [{"id": "echo"}, {"id": "other"}]}
+    with trio.fail_after(VIRTUAL_LIMIT_S):
+        async with scheduler(tmp_path, events, models__providers={"local": local}) as cron:
+            j = await cron.add(
+                job(payload={"kind": "agentTurn", "message": "hi", "model": "local/other",
+                             "thinking": "high"})
+            )  # fmt: skip
+            await cron.run_now(j.id, "force")
+            await events.wait(lambda: bool(events.of("finished")))
+            [entry] = await history(cron, j.id)
+            assert entry["status"] == "ok"
+            assert (entry["provider"], entry["model"]) == ("local", "other")
+            actor = cron.supervisor.peek_session(entry["sessionKey"])
+            assert actor is not None and actor.row is not None
+            assert actor.row.thinkingLevel == "high"

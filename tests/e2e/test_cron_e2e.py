@@ -113,10 +113,12 @@ async def test_add_list_run_and_history_over_a_socket(tmp_path: Path) -> None:
             assert status["enabled"] is True and status["jobs"] == 1
             got = await client.request("cron.get", {"jobId": job["id"]})
             assert got["state"]["lastRunStatus"] == "ok"
+            validate("CronJob", got)
             edited = await client.request(
                 "cron.update", {"id": job["id"], "patch": {"enabled": False}}
             )
             assert edited["enabled"] is False and "nextRunAtMs" not in edited
+            validate("CronJob", edited)
             assert (await client.request("cron.list", {}))["jobs"] == []
             assert len((await client.request("cron.list", {"includeDisabled": True}))["jobs"]) == 1
             removed = await client.request("cron.remove", {"id": job["id"]})
