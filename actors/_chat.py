@@ -15,8 +15,8 @@ from typing import Any
 
 import attrs
 
-from runtime._flusher import DeadlineFlusher
-from runtime._reply import ChatDeltaThrottle, DeltaEmit, SilentStreamFilter
+from runtime.agent._flusher import DeadlineFlusher
+from runtime.agent._reply import ChatDeltaThrottle, DeltaEmit, SilentStreamFilter
 
 from ._hub import EventHub
 

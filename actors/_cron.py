@@ -42,9 +42,9 @@ import httpx
 import msgspec
 import trio
 
-from runtime._cron_jobs import CronJob, job_view, next_run_after
-from runtime._cron_schedule import error_backoff_ms, format_iso_ms, host_timezone
-from runtime._wire import (
+from runtime.cron._cron_jobs import CronJob, job_view, next_run_after
+from runtime.cron._cron_schedule import error_backoff_ms, format_iso_ms, host_timezone
+from runtime.protocol._wire import (
     CronAddParamsDeliveryAnnounce,
     CronAddParamsDeliveryWebhook,
     CronAddParamsScheduleAt,

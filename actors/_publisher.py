@@ -41,7 +41,8 @@ from typing import Any, Final, TypeVar
 import attrs
 import trio
 
-from runtime._config import (
+from runtime.logs._oplog import log_event
+from runtime.model._config import (
     Config,
     ConfigError,
     ConfigSnapshot,
@@ -53,21 +54,20 @@ from runtime._config import (
     snapshot_from_text,
     write_config_text,
 )
-from runtime._config_text import (
+from runtime.model._config_text import (
     ConfigSyntaxError,
     backup_path,
     decode_config_text,
     has_comments,
     keep_previous,
 )
-from runtime._generation import (
+from runtime.model._generation import (
     GenerationBuilder,
     GenerationError,
     GenerationInputs,
     ModelRuntimeGeneration,
 )
-from runtime._oplog import log_event
-from runtime._plugins import PluginRegistry
+from runtime.model._plugins import PluginRegistry
 
 from ._supervisor import Supervisor
 
@@ -484,7 +484,7 @@ class Publisher:
 
     def _commit_text(self, text: str) -> None:
         """Write the config (file or memory). Runs in the build thread, after a good build.
-        The file's previous text is kept as `<file>.bak` (`runtime._config_text`)."""
+        The file's previous text is kept as `<file>.bak` (`runtime.model._config_text`)."""
         if self.config_path is None:
             self._memory_raw = text
         else:

@@ -20,7 +20,7 @@ from typing import Any, Final, Literal
 import attrs
 import trio
 
-from runtime._run import AbortReason, RunState
+from runtime.agent._run import AbortReason, RunState
 
 from ._metrics import RunMetrics
 from ._runlog import log_run_ended

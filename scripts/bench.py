@@ -57,8 +57,8 @@ from wsproto import ConnectionType, WSConnection
 from wsproto.events import AcceptConnection, Request, TextMessage
 
 from actors import EventHub
-from runtime._config import parse_config
-from runtime._sessions import new_session_row
+from runtime.model._config import parse_config
+from runtime.sessions._sessions import new_session_row
 from transports import GatewayOptions, open_gateway
 from transports._loadtest import LoadtestOptions, LoadtestReport, client_frame, run_loadtest
 from transports._ws import WebSocketServerConnection

@@ -18,7 +18,7 @@ import trio
 from wsproto.events import Request
 
 from actors import Ticket
-from runtime._frames import (
+from runtime.protocol._frames import (
     INVALID_REQUEST,
     MAX_PAYLOAD_BYTES,
     MAX_PREAUTH_PAYLOAD_BYTES,
@@ -33,8 +33,8 @@ from runtime._frames import (
     opt,
     peek_request_id,
 )
-from runtime._scopes import operator_scope_satisfied
-from runtime._wire import ConnectParams
+from runtime.protocol._scopes import operator_scope_satisfied
+from runtime.protocol._wire import ConnectParams
 
 from ._admission import PreauthSlot
 from ._handshake import Peer, admit_connect

@@ -39,21 +39,21 @@ from actors import (
 )
 from actors._cron import wall_ms
 from actors._publisher import GENERATION_EVENT, Publisher
-from runtime._config import Config, ConfigError
-from runtime._frames import (
+from runtime.agent._resources import discover_resources
+from runtime.devices._pairing import PairingStore, PairingStoreError, open_pairing_store
+from runtime.hooks._hooks import GatewayStartEvent, GatewayStopEvent
+from runtime.logs._logring import LogRing, install_log_ring
+from runtime.model._config import Config, ConfigError
+from runtime.model._generation import GenerationBuilder
+from runtime.model._plugins import load_plugins
+from runtime.model._retire import close_all_providers
+from runtime.protocol._frames import (
     MAX_BUFFERED_BYTES,
     MAX_PAYLOAD_BYTES,
     PROTOCOL_VERSION,
     TICK_INTERVAL_MS,
 )
-from runtime._generation import GenerationBuilder
-from runtime._hooks import GatewayStartEvent, GatewayStopEvent
-from runtime._logring import LogRing, install_log_ring
-from runtime._pairing import PairingStore, PairingStoreError, open_pairing_store
-from runtime._plugins import load_plugins
-from runtime._resources import discover_resources
-from runtime._retire import close_all_providers
-from runtime._sessions import DEFAULT_MAIN_KEY
+from runtime.sessions._sessions import DEFAULT_MAIN_KEY
 
 from ._admission import (
     DEFAULT_MAX_PREAUTH_PER_ADDRESS,

@@ -17,7 +17,8 @@ import attrs
 import trio
 
 from actors import Ticket
-from runtime._frames import (
+from runtime.model._generation import GenerationError
+from runtime.protocol._frames import (
     INVALID_REQUEST,
     UNAVAILABLE,
     GatewayError,
@@ -26,15 +27,14 @@ from runtime._frames import (
     missing_scope,
     opt,
 )
-from runtime._frames import decode_params as decode_params
-from runtime._generation import GenerationError
-from runtime._wire import (
+from runtime.protocol._frames import decode_params as decode_params
+from runtime.protocol._wire import (
     METHOD_SCOPES,
     AgentWaitParams,
     ModelsListParams,
     SessionsListParams,
 )
-from runtime._wire_ext import AgentParams
+from runtime.protocol._wire_ext import AgentParams
 
 from . import (
     _dashboard,

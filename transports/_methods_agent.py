@@ -50,9 +50,10 @@ from actors import (
     Ticket,
     accepted_row,
 )
-from runtime._agent import now_ms
-from runtime._config import run_timeout_seconds
-from runtime._frames import (
+from runtime.loop._agent import now_ms
+from runtime.model._config import run_timeout_seconds
+from runtime.model._generation import AgentSpec, GenerationError
+from runtime.protocol._frames import (
     UNAVAILABLE,
     GatewayError,
     RequestFrame,
@@ -61,9 +62,8 @@ from runtime._frames import (
     missing_scope,
     opt,
 )
-from runtime._generation import AgentSpec, GenerationError
-from runtime._sessions import SessionKeyError
-from runtime._wire_ext import AgentParams  # the generated one plus `webhook` (issue 15)
+from runtime.protocol._wire_ext import AgentParams  # the generated one plus `webhook` (issue 15)
+from runtime.sessions._sessions import SessionKeyError
 
 from ._agent_webhook import attach_webhook
 

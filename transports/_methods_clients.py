@@ -17,11 +17,16 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 import trio
 
-from runtime._frames import invalid_request, opt
-from runtime._generation import GenerationError
-from runtime._logring import TAIL_DEFAULT_LIMIT, TAIL_DEFAULT_MAX_BYTES, LogRing, install_log_ring
-from runtime._slash import commands_view
-from runtime._wire import (
+from runtime.agent._slash import commands_view
+from runtime.logs._logring import (
+    TAIL_DEFAULT_LIMIT,
+    TAIL_DEFAULT_MAX_BYTES,
+    LogRing,
+    install_log_ring,
+)
+from runtime.model._generation import GenerationError
+from runtime.protocol._frames import invalid_request, opt
+from runtime.protocol._wire import (
     AgentIdentityParams,
     AgentsListParams,
     CommandsListParams,

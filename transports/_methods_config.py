@@ -27,10 +27,15 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from actors._publisher import PublishConflict, Publisher, PublishResult
-from runtime._config import ConfigError, ConfigSnapshot, config_to_builtins, redact_config
-from runtime._frames import UNAVAILABLE, GatewayError, invalid_request, opt
-from runtime._generation import GenerationError
-from runtime._wire import ConfigApplyParams, ConfigGetParams, ConfigPatchParams, ConfigSetParams
+from runtime.model._config import ConfigError, ConfigSnapshot, config_to_builtins, redact_config
+from runtime.model._generation import GenerationError
+from runtime.protocol._frames import UNAVAILABLE, GatewayError, invalid_request, opt
+from runtime.protocol._wire import (
+    ConfigApplyParams,
+    ConfigGetParams,
+    ConfigPatchParams,
+    ConfigSetParams,
+)
 
 if TYPE_CHECKING:
     from ._methods import Call, Methods

@@ -25,11 +25,10 @@ import msgspec
 import psutil
 import trio
 
-from runtime._frames import invalid_request, opt
-from runtime._generation import GenerationError
-from runtime._sessions import MessageEntry
-from runtime._slash import commands_view
-from runtime._wire import (
+from runtime.agent._slash import commands_view
+from runtime.model._generation import GenerationError
+from runtime.protocol._frames import invalid_request, opt
+from runtime.protocol._wire import (
     ChatHistoryParams,
     ChatMetadataParams,
     ModelsAuthStatusParams,
@@ -46,6 +45,7 @@ from runtime._wire import (
     UsersPrefsGetParams,
     UsersPrefsSetParams,
 )
+from runtime.sessions._sessions import MessageEntry
 
 from . import _methods_sessions as sessions
 from ._views import catalog_view, defaults_view, session_view

@@ -24,7 +24,7 @@ import msgspec
 import trio
 
 from actors import CronNotFound, CronScheduler, RunQuery
-from runtime._cron_jobs import (
+from runtime.cron._cron_jobs import (
     CronJob,
     CronJobError,
     apply_patch,
@@ -32,16 +32,16 @@ from runtime._cron_jobs import (
     job_view,
     webhook_url_problem,
 )
-from runtime._cron_params import (
+from runtime.cron._cron_params import (
     CronGetParams,
     CronRemoveParams,
     CronRunParams,
     CronUpdateParams,
     JobIdError,
 )
-from runtime._frames import UNAVAILABLE, GatewayError, invalid_request, opt
-from runtime._generation import GenerationError
-from runtime._wire import (
+from runtime.model._generation import GenerationError
+from runtime.protocol._frames import UNAVAILABLE, GatewayError, invalid_request, opt
+from runtime.protocol._wire import (
     CronAddParams,
     CronAddParamsDeliveryWebhook,
     CronAddParamsPayloadAgentTurn,

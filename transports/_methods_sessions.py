@@ -27,18 +27,18 @@ from actors import (
 )
 from actors._lane import QueueMode, normalize_drop, normalize_mode
 from actors._session import SessionBusy
-from runtime._agent import now_ms
-from runtime._compaction import context_budget
-from runtime._config import run_timeout_seconds
-from runtime._frames import UNAVAILABLE, GatewayError, RequestFrame, invalid_request, opt
-from runtime._generation import GenerationError
-from runtime._hooks import InternalHookEvent
-from runtime._prompt import system_prompt_report
-from runtime._reply import is_silent_reply
-from runtime._sessions import DEFAULT_MAIN_KEY, MessageEntry, SessionKeyError, openclaw_row_meta
-from runtime._slash import find_command
-from runtime._turn import BASE_SYSTEM_PROMPT
-from runtime._wire import (
+from runtime.agent._compaction import context_budget
+from runtime.agent._prompt import system_prompt_report
+from runtime.agent._reply import is_silent_reply
+from runtime.agent._slash import find_command
+from runtime.agent._turn import BASE_SYSTEM_PROMPT
+from runtime.hooks._hooks import InternalHookEvent
+from runtime.llm._types import AssistantMessage, ProviderError, TextContent
+from runtime.loop._agent import now_ms
+from runtime.model._config import run_timeout_seconds
+from runtime.model._generation import GenerationError
+from runtime.protocol._frames import UNAVAILABLE, GatewayError, RequestFrame, invalid_request, opt
+from runtime.protocol._wire import (
     ChatAbortParams,
     ChatHistoryParams,
     ChatInjectParams,
@@ -53,7 +53,12 @@ from runtime._wire import (
     SessionsResolveParams,
     SessionsSendParams,
 )
-from runtime.llm._types import AssistantMessage, ProviderError, TextContent
+from runtime.sessions._sessions import (
+    DEFAULT_MAIN_KEY,
+    MessageEntry,
+    SessionKeyError,
+    openclaw_row_meta,
+)
 
 from ._methods_agent import accept, journal_row
 from ._slash import run_slash_command

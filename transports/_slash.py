@@ -21,10 +21,8 @@ import trio
 from actors import CachedResponse
 from actors._lane import normalize_drop, normalize_mode
 from actors._session import SessionBusy
-from runtime._agent import now_ms
-from runtime._compaction import MessageTags
-from runtime._generation import GenerationError
-from runtime._slash import (
+from runtime.agent._compaction import MessageTags
+from runtime.agent._slash import (
     QUEUE_MODES,
     REASONING_MODES,
     VERBOSE_LEVELS,
@@ -34,8 +32,10 @@ from runtime._slash import (
     help_text,
     parse_duration_ms,
 )
-from runtime._wire import ChatSendParams
 from runtime.llm._types import AssistantMessage, ProviderError, TextContent, UserMessage
+from runtime.loop._agent import now_ms
+from runtime.model._generation import GenerationError
+from runtime.protocol._wire import ChatSendParams
 
 from . import _methods_sessions as sessions
 from ._views import model_ref, session_view, thinking_levels

@@ -137,7 +137,7 @@ def _parse(message: str) -> _Plan:
 
 
 SUMMARY_MARKER: Final = "You are a context summarization assistant."
-"""How a summarisation request's system prompt starts (`runtime._compaction`'s prompt)."""
+"""How a summarisation request's system prompt starts (`runtime.agent._compaction`'s prompt)."""
 _SUMMARY_ITEMS: Final = 12
 _CONVERSATION: Final = re.compile(r"<conversation>\n(.*?)\n</conversation>", re.DOTALL)
 _PREVIOUS: Final = re.compile(r"<previous-summary>\n(.*?)\n</previous-summary>", re.DOTALL)

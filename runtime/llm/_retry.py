@@ -27,7 +27,7 @@ from collections.abc import AsyncIterator
 
 import trio
 
-from .._oplog import log_event
+from ..logs._oplog import log_event
 from ._types import ModelDelta, ModelProvider, ModelRequest, ProviderError
 
 __all__ = [

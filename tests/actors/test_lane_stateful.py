@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 
 from actors import RunRecord, RunRequest, SessionActor, open_store, open_supervisor
 from actors._lane import LaneFull
-from runtime._generation import build_generation
+from runtime.model._generation import build_generation
 from tests.actors.test_supervisor import Sink
 from tests.conftest import local_config
 

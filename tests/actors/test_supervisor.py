@@ -24,7 +24,7 @@ from actors import (
     open_store,
     open_supervisor,
 )
-from runtime._generation import build_generation
+from runtime.model._generation import build_generation
 from tests.conftest import local_config
 
 
@@ -235,7 +235,7 @@ async def test_waiting_for_unknown_runs_leaves_nothing_behind() -> None:
 async def test_runs_that_need_a_new_workspace_at_once_create_it_once(
     tmp_path: Path, monkeypatch
 ) -> None:
-    import runtime._services as services_module
+    import runtime.agent._services as services_module
     from runtime.tools import ensure_workspace as original
 
     made: list[Path] = []

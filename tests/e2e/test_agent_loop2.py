@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 import trio
 
-from runtime._sessions import CompactionEntry, MessageEntry, build_context
 from runtime.llm._types import UserMessage
+from runtime.sessions._sessions import CompactionEntry, MessageEntry, build_context
 from tests.conftest import local_config, open_client, running_gateway
 from tests.e2e.test_agent import Events, recorder_events, run_events
 

@@ -10,9 +10,9 @@ from typing import Any
 import msgspec
 import pytest
 
-from runtime._cron_jobs import CronJobError, apply_patch, job_from_add, job_view
-from runtime._cron_params import CronGetParams, CronJobPatch, CronRunParams, CronUpdateParams
-from runtime._wire import CronAddParams
+from runtime.cron._cron_jobs import CronJobError, apply_patch, job_from_add, job_view
+from runtime.cron._cron_params import CronGetParams, CronJobPatch, CronRunParams, CronUpdateParams
+from runtime.protocol._wire import CronAddParams
 
 ROOT = Path(__file__).resolve().parents[2]
 CANDIDATES = [ROOT.parent / "shared" / "openclaw-protocol", Path("/work/shared/openclaw-protocol")]
@@ -188,7 +188,7 @@ def test_delivery_patch_switches_to_a_webhook() -> None:
 
 
 def test_job_ref_params_need_exactly_one_id() -> None:
-    from runtime._cron_params import JobIdError
+    from runtime.cron._cron_params import JobIdError
 
     assert msgspec.convert({"jobId": "a"}, CronGetParams).job_id() == "a"
     for raw in ({}, {"id": "a", "jobId": "b"}):

@@ -12,7 +12,7 @@ import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from runtime._hooks import (
+from runtime.hooks._hooks import (
     DEFAULT_HOOK_TIMEOUTS,
     HOOK_NAMES,
     MODIFYING_HOOKS,

@@ -49,8 +49,9 @@ import attrs
 import msgspec
 import trio
 
+from ..hooks._hooks import BootstrapFile, InternalHooks
+from ..llm._types import Message, ToolSpec
 from ._compaction import ContextBudget, estimate_context_tokens, estimate_text_tokens
-from ._hooks import BootstrapFile, InternalHooks
 from ._resources import (
     ExtensionResource,
     PromptTemplate,
@@ -59,7 +60,6 @@ from ._resources import (
     discover_resources,
     skills_prompt,
 )
-from .llm._types import Message, ToolSpec
 
 __all__ = [
     "BOOTSTRAP_FILENAMES",

@@ -42,6 +42,8 @@ from urllib.parse import urlsplit
 import attrs
 import msgspec
 
+from ..llm._types import ModelProvider
+from ..sessions._sessions import DEFAULT_AGENT_ID, normalize_agent_id
 from ._config import (
     LOCAL_MODEL_ID,
     LOCAL_PROVIDER_ID,
@@ -70,8 +72,6 @@ from ._harness import (
     resolve_runtime_policy,
 )
 from ._plugins import PluginSnapshot
-from ._sessions import DEFAULT_AGENT_ID, normalize_agent_id
-from .llm._types import ModelProvider
 
 DEFAULT_LOCAL_PROVIDER: Final = ProviderConfig(
     api="local", models=[ModelDefinition(id=LOCAL_MODEL_ID, name="clawlane local echo model")]
@@ -214,7 +214,7 @@ ProviderFactory = Callable[[str, ProviderConfig], ModelProvider]
 def default_provider_factory(provider_id: str, config: ProviderConfig) -> ModelProvider:
     """Build a provider transport for one `models.providers.<id>` entry."""
     if config.api == "local":
-        from .llm._local import LocalProvider
+        from ..llm._local import LocalProvider
 
         options = config.options or {}
         delay = options.get("deltaDelayMs", 0.0)
@@ -224,7 +224,7 @@ def default_provider_factory(provider_id: str, config: ProviderConfig) -> ModelP
             delta_delay_ms=float(delay) if isinstance(delay, int | float) else 0.0,
             fail_kind=fail if isinstance(fail, str) else None,
         )
-    from .llm._registry import create_provider
+    from ..llm._registry import create_provider
 
     return create_provider(
         provider_id,

@@ -35,7 +35,7 @@ import attrs
 import msgspec
 import trio
 
-from ._scopes import (
+from ..protocol._scopes import (
     merge_scopes,
     missing_requested_scope,
     normalize_device_auth_scopes,

@@ -25,9 +25,9 @@ import attrs
 import msgspec
 import trio
 
-from ._hooks import HookRegistry, HookUsage, LlmInputEvent, LlmOutputEvent
-from .llm._retry import IdleTimeoutError, stream_with_retry, watchdog_deadline
-from .llm._types import (
+from ..hooks._hooks import HookRegistry, HookUsage, LlmInputEvent, LlmOutputEvent
+from ..llm._retry import IdleTimeoutError, stream_with_retry, watchdog_deadline
+from ..llm._types import (
     AssistantContent,
     AssistantMessage,
     Message,

@@ -27,13 +27,13 @@ import attrs
 import msgspec
 import trio
 
-from ._generation import GenerationError
+from ..llm._types import AssistantMessage, Message, ProviderError, TextContent, UserMessage
+from ..model._generation import GenerationError
+from ..sessions._sessions import SessionRow
 from ._reply import ToolErrorInfo, build_final_payloads
-from ._sessions import SessionRow
-from .llm._types import AssistantMessage, Message, ProviderError, TextContent, UserMessage
 
 if TYPE_CHECKING:
-    from ._agent import RunProgress
+    from ..loop._agent import RunProgress
     from ._turn import TurnResult
 
 __all__ = [

@@ -46,7 +46,7 @@ from urllib.parse import urlsplit
 
 import attrs
 
-from ._agent import AgentRunInput, Emit, RunProgress, run_agent
+from ..loop._agent import AgentRunInput, Emit, RunProgress, run_agent
 from ._config import Config, ModelDefinition, ProviderConfig
 from ._plugins import RESERVED_HARNESS_IDS, HarnessSpec, PluginSnapshot
 

@@ -1,7 +1,7 @@
 """Every problem of a config at once, and the config's JSON Schema.
 
 `parse_config` stops at the first problem (msgspec does); `config_issues` walks the whole
-document against the config types (`runtime._config.Config` and what it holds) and reports
+document against the config types (`runtime.model._config.Config` and what it holds) and reports
 each unknown key (with "did you mean" when a known key is close: `gatway` → `gateway`,
 `baseURL` → `baseUrl`), each missing required key, each value of the wrong type or out of
 range, and each `${VAR}` that is not set, with its key path. The checks that need a decoded

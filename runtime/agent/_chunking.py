@@ -23,10 +23,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Annotated, Any, Final, Literal, Self
+from typing import Any, Final, Literal, Self
 
 import attrs
 import msgspec
+
+from ..model._settings import DEFAULT_IDLE_MS as DEFAULT_IDLE_MS
+from ..model._settings import DEFAULT_MAX_CHARS as DEFAULT_MAX_CHARS
+from ..model._settings import DEFAULT_MIN_CHARS as DEFAULT_MIN_CHARS
+from ..model._settings import BlockStreamingChunk as BlockStreamingChunk
+from ..model._settings import BlockStreamingCoalesce as BlockStreamingCoalesce
+from ..model._settings import BreakPreference as BreakPreference
 
 __all__ = [
     "DEFAULT_TEXT_CHUNK_LIMIT",
@@ -42,11 +49,7 @@ __all__ = [
 ]
 
 DEFAULT_TEXT_CHUNK_LIMIT: Final = 4000
-DEFAULT_MIN_CHARS: Final = 800
-DEFAULT_MAX_CHARS: Final = 1200
-DEFAULT_IDLE_MS: Final = 1000
 
-BreakPreference = Literal["paragraph", "newline", "sentence"]
 
 
 # --- fences ------------------------------------------------------------------------------
@@ -427,25 +430,6 @@ class BlockCoalescer:
 
 # --- settings ----------------------------------------------------------------------------
 
-_Positive = Annotated[int, msgspec.Meta(ge=1)]
-_NonNegative = Annotated[int, msgspec.Meta(ge=0)]
-
-
-class BlockStreamingChunk(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """`agents.defaults.blockStreamingChunk`."""
-
-    minChars: _Positive = DEFAULT_MIN_CHARS
-    maxChars: _Positive = DEFAULT_MAX_CHARS
-    breakPreference: BreakPreference = "paragraph"
-
-
-class BlockStreamingCoalesce(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """`agents.defaults.blockStreamingCoalesce`; unset sizes follow the chunk settings and the
-    channel's text limit."""
-
-    minChars: _Positive | None = None
-    maxChars: _Positive | None = None
-    idleMs: _NonNegative = DEFAULT_IDLE_MS
 
 
 class BlockStreamingSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

@@ -22,18 +22,18 @@ from typing import Any, Final
 import msgspec
 import trio
 
-from ._agent import SteerInbox, ToolRunner
+from ..hooks._hooks import HookRegistry, InternalHooks, MessageSendingEvent, MessageSentEvent
+from ..llm._types import Message
+from ..loop._agent import SteerInbox, ToolRunner
+from ..loop._toolrunner import RunTools, ToolSet
+from ..model._config import ToolsConfig, llm_idle_timeout_seconds
+from ..model._generation import ModelRuntimeGeneration, RunStores
+from ..model._plugins import PluginRegistry
+from ..tools import ToolPolicy, builtin_tools, ensure_workspace
 from ._chunking import BlockStreamingSettings
 from ._compaction import CompactionSettings
-from ._config import ToolsConfig, llm_idle_timeout_seconds
-from ._generation import ModelRuntimeGeneration, RunStores
-from ._hooks import HookRegistry, InternalHooks, MessageSendingEvent, MessageSentEvent
-from ._plugins import PluginRegistry
 from ._prompt import PromptCache
-from ._toolrunner import RunTools, ToolSet
 from ._turn import BlockFlusher, BlockSink, HistoryEntries, TurnSpec
-from .llm._types import Message
-from .tools import ToolPolicy, builtin_tools, ensure_workspace
 
 __all__ = ["MessageCancelled", "TurnServices"]
 

@@ -35,8 +35,9 @@ from typing import Annotated, Any, Final, Literal
 import attrs
 import msgspec
 
+from ..llm._retry import resolve_idle_timeout
 from ._config_text import ConfigSyntaxError, decode_config_text
-from .llm._retry import resolve_idle_timeout
+from ._settings import BlockStreamingChunk, BlockStreamingCoalesce, CompactionSettings
 
 DEFAULT_PORT: Final = 18789
 DEFAULT_TIMEOUT_SECONDS: Final = 172_800
@@ -174,13 +175,12 @@ class AgentDefaults(_Strict, frozen=True):
     llm: LlmConfig = LlmConfig()
     workspace: str | None = None
     tools: ToolsConfig | None = None
-    compaction: dict[str, Any] | None = None
-    """`{enabled, reserveTokens, reserveTokensFloor, keepRecentTokens}` (checked by
-    `runtime._compaction.CompactionSettings`)."""
+    compaction: CompactionSettings | None = None
+    """`{enabled, reserveTokens, reserveTokensFloor, keepRecentTokens}`."""
     blockStreamingDefault: Literal["on", "off"] | None = None
     blockStreamingBreak: Literal["text_end", "message_end"] | None = None
-    blockStreamingChunk: dict[str, Any] | None = None
-    blockStreamingCoalesce: dict[str, Any] | None = None
+    blockStreamingChunk: BlockStreamingChunk | None = None
+    blockStreamingCoalesce: BlockStreamingCoalesce | None = None
     bootstrapMaxChars: Annotated[int, msgspec.Meta(gt=0)] | None = None
     bootstrapTotalMaxChars: Annotated[int, msgspec.Meta(gt=0)] | None = None
     resources: list[str] = []
@@ -429,27 +429,6 @@ def _check(config: Config) -> None:
             _check_model_key(ref, f"agents.list[{i}].models")
     for ref in config.agents.defaults.models:
         _check_model_key(ref, "agents.defaults.models")
-    _check_agent_defaults(config.agents.defaults)
-
-
-def _check_agent_defaults(defaults: AgentDefaults) -> None:
-    """The compaction and block streaming keys are decoded by their own modules; check them
-    here so that a bad value stops the gateway with the key's path."""
-    from ._chunking import BlockStreamingSettings
-    from ._compaction import CompactionSettings
-
-    raw = msgspec.to_builtins(defaults)
-    for reader, prefix in (
-        (CompactionSettings.from_agent_defaults, "agents.defaults.compaction"),
-        (BlockStreamingSettings.from_agent_defaults, "agents.defaults"),
-    ):
-        try:
-            reader(raw)
-        except msgspec.ValidationError as exc:
-            text = str(exc)
-            m = _PATH_IN_MSG.search(text)
-            path = prefix + ("." + _dotted(m.group(1)) if m and _dotted(m.group(1)) else "")
-            raise ConfigError(text[: m.start()] if m else text, path=path) from exc
 
 
 def _check_model_key(ref: str, path: str) -> None:

@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from ._wire import (
+from ..protocol._wire import (
     CronAddParamsDeliveryAnnounceCompletionDestination,
     CronAddParamsFailureAlert,
     CronAddParamsPacing,

@@ -2,7 +2,7 @@
 
 Inbound frames (`req`, `cancel`) are decoded with one typed decoder; outbound frames (`res`,
 `event`) are encoded with one module-level encoder. Method params and results live in
-`runtime._wire` (generated from the published schema).
+`runtime.protocol._wire` (generated from the published schema).
 
 Errors in this module:
 - `GatewayError`: a request failed with a wire error `{code, message, details?, retryable?,

@@ -37,36 +37,25 @@ import contextlib
 import re
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Final, Literal, Self
+from typing import Any, Final, Literal
 
 import attrs
 import msgspec
 
-from ._generation import ModelRuntimeGeneration
-from ._hooks import (
+from ..hooks._hooks import (
     AfterCompactionEvent,
     AgentHookContext,
     BeforeCompactionEvent,
     HookRegistry,
 )
-from ._sessions import (
-    COMPACTION_SUMMARY_PREFIX,
-    CompactionEntry,
-    TranscriptBuilder,
-    TranscriptEntry,
-    build_context,
-    compaction_summary_message,
-    context_entries,
-    iso_timestamp,
-)
-from .llm._retry import stream_with_retry
-from .llm._tokens import (
+from ..llm._retry import stream_with_retry
+from ..llm._tokens import (
     estimate_context_tokens,
     estimate_message_tokens,
     estimate_text_tokens,
     estimate_tools_tokens,
 )
-from .llm._types import (
+from ..llm._types import (
     AssistantMessage,
     Message,
     ModelProvider,
@@ -77,6 +66,21 @@ from .llm._types import (
     ToolCallContent,
     ToolResultMessage,
     UserMessage,
+)
+from ..model._generation import ModelRuntimeGeneration
+from ..model._settings import DEFAULT_KEEP_RECENT_TOKENS as DEFAULT_KEEP_RECENT_TOKENS
+from ..model._settings import DEFAULT_RESERVE_TOKENS as DEFAULT_RESERVE_TOKENS
+from ..model._settings import DEFAULT_RESERVE_TOKENS_FLOOR as DEFAULT_RESERVE_TOKENS_FLOOR
+from ..model._settings import CompactionSettings as CompactionSettings
+from ..sessions._sessions import (
+    COMPACTION_SUMMARY_PREFIX,
+    CompactionEntry,
+    TranscriptBuilder,
+    TranscriptEntry,
+    build_context,
+    compaction_summary_message,
+    context_entries,
+    iso_timestamp,
 )
 
 __all__ = [
@@ -109,9 +113,6 @@ __all__ = [
     "summary_of",
 ]
 
-DEFAULT_RESERVE_TOKENS: Final = 16_384
-DEFAULT_RESERVE_TOKENS_FLOOR: Final = 20_000
-DEFAULT_KEEP_RECENT_TOKENS: Final = 20_000
 MAX_OVERFLOW_RETRIES: Final = 3
 """Compact-and-retry attempts after context-overflow errors, per run."""
 SUMMARY_MAX_CHARS: Final = 16_000
@@ -123,22 +124,6 @@ CompactionReason = Literal["auto-threshold", "overflow-retry", "manual"]
 
 
 # --- settings and budget -----------------------------------------------------------------
-
-
-class CompactionSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """`agents.defaults.compaction` (OpenClaw's keys)."""
-
-    enabled: bool = True
-    reserveTokens: int = msgspec.field(default=DEFAULT_RESERVE_TOKENS)
-    reserveTokensFloor: int = msgspec.field(default=DEFAULT_RESERVE_TOKENS_FLOOR)
-    keepRecentTokens: int = msgspec.field(default=DEFAULT_KEEP_RECENT_TOKENS)
-
-    @classmethod
-    def from_agent_defaults(cls, defaults: Mapping[str, Any]) -> Self:
-        """Read `defaults["compaction"]` (absent: the defaults). Raises `msgspec.ValidationError`
-        naming the bad key."""
-        raw = defaults.get("compaction")
-        return cls() if raw is None else msgspec.convert(raw, cls)
 
 
 @attrs.frozen

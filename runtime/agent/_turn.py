@@ -46,7 +46,31 @@ import attrs
 import msgspec
 import trio
 
-from ._agent import (
+from ..hooks._hooks import (
+    AfterCompactionEvent,
+    AgentEndEvent,
+    AgentHookContext,
+    BeforeAgentReplyEvent,
+    BeforeAgentStartEvent,
+    BeforeCompactionEvent,
+    BeforeModelResolveEvent,
+    BeforePromptBuildEvent,
+    HookRegistry,
+    InternalHookEvent,
+    InternalHooks,
+    MessageReceivedEvent,
+)
+from ..llm._types import (
+    AssistantMessage,
+    Message,
+    ModelProvider,
+    ProviderError,
+    TextContent,
+    ThinkingContent,
+    ToolSpec,
+    UserMessage,
+)
+from ..loop._agent import (
     AgentRunInput,
     Emit,
     NoTools,
@@ -56,6 +80,8 @@ from ._agent import (
     now_ms,
     run_agent,
 )
+from ..model._generation import GenerationError, ModelRuntimeGeneration, ResolvedModel, RunStores
+from ..sessions._sessions import TranscriptEntry, build_context
 from ._chunking import (
     DEFAULT_TEXT_CHUNK_LIMIT,
     BlockChunker,
@@ -78,21 +104,6 @@ from ._compaction import (
 )
 from ._fallback import FallbackAttempts, FallbackProvider
 from ._flusher import DeadlineFlusher
-from ._generation import GenerationError, ModelRuntimeGeneration, ResolvedModel, RunStores
-from ._hooks import (
-    AfterCompactionEvent,
-    AgentEndEvent,
-    AgentHookContext,
-    BeforeAgentReplyEvent,
-    BeforeAgentStartEvent,
-    BeforeCompactionEvent,
-    BeforeModelResolveEvent,
-    BeforePromptBuildEvent,
-    HookRegistry,
-    InternalHookEvent,
-    InternalHooks,
-    MessageReceivedEvent,
-)
 from ._prompt import (
     DEFAULT_BOOTSTRAP_MAX_CHARS,
     DEFAULT_BOOTSTRAP_TOTAL_MAX_CHARS,
@@ -103,17 +114,6 @@ from ._prompt import (
     prepare_prompt,
 )
 from ._reply import ReasoningMode, SilentStreamFilter, format_reasoning
-from ._sessions import TranscriptEntry, build_context
-from .llm._types import (
-    AssistantMessage,
-    Message,
-    ModelProvider,
-    ProviderError,
-    TextContent,
-    ThinkingContent,
-    ToolSpec,
-    UserMessage,
-)
 
 __all__ = [
     "BASE_SYSTEM_PROMPT",

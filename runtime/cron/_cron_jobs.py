@@ -23,16 +23,7 @@ from urllib.parse import urlsplit
 
 import msgspec
 
-from ._cron_params import CronJobPatch, CronPatchPayloadAgentTurn, CronPatchPayloadSystemEvent
-from ._cron_schedule import (
-    ScheduleError,
-    default_stagger_ms,
-    format_iso_ms,
-    next_cron_ms,
-    next_every_ms,
-    parse_at_ms,
-)
-from ._wire import (
+from ..protocol._wire import (
     CronAddParams,
     CronAddParamsDeliveryAnnounce,
     CronAddParamsDeliveryNone,
@@ -42,6 +33,15 @@ from ._wire import (
     CronAddParamsScheduleAt,
     CronAddParamsScheduleCron,
     CronAddParamsScheduleEvery,
+)
+from ._cron_params import CronJobPatch, CronPatchPayloadAgentTurn, CronPatchPayloadSystemEvent
+from ._cron_schedule import (
+    ScheduleError,
+    default_stagger_ms,
+    format_iso_ms,
+    next_cron_ms,
+    next_every_ms,
+    parse_at_ms,
 )
 
 __all__ = [

@@ -23,8 +23,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 
+from ..llm._types import ModelProvider
 from ._generation import GenerationBuilder, ModelRuntimeGeneration
-from .llm._types import ModelProvider
 
 __all__ = ["close_all_providers", "close_providers", "generation_providers"]
 

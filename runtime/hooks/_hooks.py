@@ -43,7 +43,7 @@ import attrs
 import msgspec
 import trio
 
-from .llm._types import AssistantMessage, Message
+from ..llm._types import AssistantMessage, Message
 
 __all__ = [
     "DEFAULT_HOOK_TIMEOUTS",

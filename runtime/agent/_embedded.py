@@ -10,7 +10,7 @@ publisher uses, so both publish the same generation shape at their activation bo
 raises (`GenerationError`) and the current generation keeps serving.
 
 `run_turn` runs one agent turn in-process, the same turn the gateway runs: the run lifecycle
-of `runtime._run` (lifecycle `start`, exactly one `end` or `error`, the same stop reasons
+of `runtime.agent._run` (lifecycle `start`, exactly one `end` or `error`, the same stop reasons
 and final `{payloads, meta}`) around `run_turn` with the host's `TurnServices` (the agent's
 tools under its tool policy in its workspace, plugin hooks and tools, prompt assembly with
 skills and bootstrap files, compaction, model fallback). Events are reported as the
@@ -39,20 +39,17 @@ from typing import Any, Literal, Protocol
 import attrs
 import trio
 
-from ._agent import RunProgress, ToolRunner, now_ms
-from ._compaction import MessageTags, persist_run
-from ._config import Config
-from ._generation import (
+from ..llm._types import Message
+from ..loop._agent import RunProgress, ToolRunner, now_ms
+from ..model._config import Config
+from ..model._generation import (
     GenerationBuilder,
     ModelRuntimeGeneration,
     ProviderFactory,
     default_provider_factory,
 )
-from ._plugins import PluginRegistry
-from ._reply import SilentStreamFilter
-from ._run import RunOutcome, RunState, ended_row, final_payload, run_guarded, run_messages
-from ._services import TurnServices
-from ._sessions import (
+from ..model._plugins import PluginRegistry
+from ..sessions._sessions import (
     SessionKeyError,
     SessionRow,
     TranscriptBuilder,
@@ -62,8 +59,11 @@ from ._sessions import (
     parse_session_key,
     resolve_session_key,
 )
+from ._compaction import MessageTags, persist_run
+from ._reply import SilentStreamFilter
+from ._run import RunOutcome, RunState, ended_row, final_payload, run_guarded, run_messages
+from ._services import TurnServices
 from ._turn import TurnResult, run_turn
-from .llm._types import Message
 
 __all__ = [
     "EmbeddedRuntime",

@@ -30,7 +30,7 @@ from typing import Any, Final, Literal
 import attrs
 import msgspec
 
-from .llm._types import Message, TextContent, UserMessage
+from ..llm._types import Message, TextContent, UserMessage
 
 DEFAULT_AGENT_ID: Final = "main"
 DEFAULT_MAIN_KEY: Final = "main"

@@ -19,16 +19,15 @@ from typing import Any
 import attrs
 import msgspec
 
-from ._agent import Emit, ToolOutcome
-from ._hooks import (
+from ..hooks._hooks import (
     AfterToolCallEvent,
     BeforeToolCallEvent,
     HookRegistry,
     ToolHookContext,
     ToolResultPersistEvent,
 )
-from .llm._types import TextContent, ToolCallContent, ToolResultMessage, ToolSpec
-from .tools import (
+from ..llm._types import TextContent, ToolCallContent, ToolResultMessage, ToolSpec
+from ..tools import (
     Tool,
     ToolContext,
     ToolPolicy,
@@ -37,6 +36,7 @@ from .tools import (
     sanitize_result,
     tool_spec,
 )
+from ._agent import Emit, ToolOutcome
 
 _to_builtins = msgspec.to_builtins
 

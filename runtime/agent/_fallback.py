@@ -40,9 +40,9 @@ import attrs
 import msgspec
 import trio
 
-from ._generation import ResolvedModel
-from ._oplog import log_event
-from .llm._types import ModelDelta, ModelRequest, ProviderError
+from ..llm._types import ModelDelta, ModelRequest, ProviderError
+from ..logs._oplog import log_event
+from ..model._generation import ResolvedModel
 
 __all__ = [
     "FALLBACK_ERROR_KINDS",
