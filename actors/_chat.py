@@ -15,8 +15,7 @@ from typing import Any
 
 import attrs
 
-from runtime.agent._flusher import DeadlineFlusher
-from runtime.agent._reply import ChatDeltaThrottle, DeltaEmit, SilentStreamFilter
+from runtime.agent import ChatDeltaThrottle, DeadlineFlusher, DeltaEmit, SilentStreamFilter
 
 from ._hub import EventHub
 

@@ -27,12 +27,12 @@ from typing import TYPE_CHECKING, Any, Final
 import attrs
 import msgspec
 
-from runtime.cron._cron_jobs import CronJob
-from runtime.llm._types import AssistantMessage, TextContent
-from runtime.loop._agent import now_ms
-from runtime.model._generation import GenerationError
-from runtime.protocol._wire import CronAddParamsPayloadAgentTurn
-from runtime.sessions._sessions import DEFAULT_MAIN_KEY, SessionKeyError
+from runtime.cron import CronJob
+from runtime.llm import AssistantMessage, TextContent
+from runtime.loop import now_ms
+from runtime.model import GenerationError
+from runtime.protocol import CronAddParamsPayloadAgentTurn
+from runtime.sessions import DEFAULT_MAIN_KEY, SessionKeyError
 
 from ._lane import LaneFull
 from ._registry import RunRecord

@@ -31,13 +31,17 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import trio
 
-from runtime.agent._compaction import persist_run
-from runtime.agent._run import RunOutcome, ended_row, final_payload, run_messages
-from runtime.agent._turn import TurnResult
-from runtime.llm._types import UserMessage
-from runtime.loop._agent import RunProgress, now_ms
-from runtime.loop._toolrunner import RunTools
-from runtime.sessions._sessions import MessageEntry
+from runtime.agent import (
+    RunOutcome,
+    TurnResult,
+    ended_row,
+    final_payload,
+    persist_run,
+    run_messages,
+)
+from runtime.llm import UserMessage
+from runtime.loop import RunProgress, RunTools, now_ms
+from runtime.sessions import MessageEntry
 
 from ._chat import ChatStream, assistant_message
 from ._registry import RunRecord

@@ -20,7 +20,7 @@ from typing import Any, Final, Literal
 import attrs
 import trio
 
-from runtime.agent._run import AbortReason, RunState
+from runtime.agent import AbortReason, RunState
 
 from ._metrics import RunMetrics
 from ._runlog import log_run_ended
@@ -31,6 +31,7 @@ DEDUPE_TTL_S: Final = 300.0
 DEDUPE_MAX: Final = 1000
 FINISHED_RUN_TTL_S: Final = 600.0
 FINISHED_RUN_MAX: Final = 10_000
+
 
 @attrs.define(eq=False, kw_only=True)
 class RunRecord(RunState):

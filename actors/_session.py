@@ -25,15 +25,20 @@ import attrs
 import msgspec
 import trio
 
-from runtime.agent._compaction import MessageTags, compact_session
-from runtime.agent._run import AbortReason, RunOutcome, RunRefusedError, run_guarded
-from runtime.agent._turn import TurnResult, run_turn
-from runtime.llm._tokens import estimate_message_tokens
-from runtime.llm._types import Message, UserMessage
-from runtime.loop._agent import RunProgress, SteerInbox, now_ms
-from runtime.loop._toolrunner import RunTools
-from runtime.model._generation import ModelRuntimeGeneration
-from runtime.sessions._sessions import (
+from runtime.agent import (
+    AbortReason,
+    MessageTags,
+    RunOutcome,
+    RunRefusedError,
+    TurnResult,
+    compact_session,
+    run_guarded,
+    run_turn,
+)
+from runtime.llm import Message, UserMessage, estimate_message_tokens
+from runtime.loop import RunProgress, RunTools, SteerInbox, now_ms
+from runtime.model import ModelRuntimeGeneration
+from runtime.sessions import (
     MessageEntry,
     SessionRow,
     TranscriptBuilder,

@@ -20,9 +20,13 @@ from typing import Any
 
 import msgspec
 
-from runtime.model._config import ConfigIssue
-from runtime.model._config_check import config_issues, config_schema
-from runtime.model._config_text import ConfigSyntaxError, decode_config_text
+from runtime.model import (
+    ConfigIssue,
+    ConfigSyntaxError,
+    config_issues,
+    config_schema,
+    decode_config_text,
+)
 
 __all__ = ["add_offline_config_commands", "config_error_summary", "run_offline_config"]
 

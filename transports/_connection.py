@@ -18,23 +18,23 @@ import trio
 from wsproto.events import Request
 
 from actors import Ticket
-from runtime.protocol._frames import (
+from runtime.protocol import (
     INVALID_REQUEST,
     MAX_PAYLOAD_BYTES,
     MAX_PREAUTH_PAYLOAD_BYTES,
     PROTOCOL_VERSION,
     UNAVAILABLE,
     CancelFrame,
+    ConnectParams,
     GatewayError,
     RequestFrame,
     decode_inbound,
     encode_event,
     encode_response,
+    operator_scope_satisfied,
     opt,
     peek_request_id,
 )
-from runtime.protocol._scopes import operator_scope_satisfied
-from runtime.protocol._wire import ConnectParams
 
 from ._admission import PreauthSlot
 from ._handshake import Peer, admit_connect

@@ -41,16 +41,26 @@ from typing import TYPE_CHECKING, Any, Final
 import attrs
 import msgspec
 
-from runtime.devices._device_auth import (
+from runtime.devices import (
+    Approved,
     DeviceProof,
     DeviceProofFailure,
+    PairingInput,
+    PairingStoreError,
+    PendingRequest,
     SignedFields,
     verify_device_proof,
 )
-from runtime.devices._pairing import Approved, PairingInput, PairingStoreError, PendingRequest
-from runtime.protocol._frames import INVALID_REQUEST, NOT_PAIRED, UNAVAILABLE, GatewayError
-from runtime.protocol._scopes import role_scopes_allow
-from runtime.protocol._wire import ConnectParams, ConnectParamsAuth, ConnectParamsDevice
+from runtime.protocol import (
+    INVALID_REQUEST,
+    NOT_PAIRED,
+    UNAVAILABLE,
+    ConnectParams,
+    ConnectParamsAuth,
+    ConnectParamsDevice,
+    GatewayError,
+    role_scopes_allow,
+)
 
 from ._admission import SCOPE_DEVICE_TOKEN, SCOPE_SHARED_SECRET, AuthRateLimiter
 from ._origins import ORIGIN_NOT_ALLOWED_MESSAGE, check_origin
@@ -606,7 +616,7 @@ def _resolved(request: PendingRequest, decision: str, now: int) -> dict[str, Any
 
 
 def _metadata_mismatch(paired: Any, platform: str | None, device_family: str | None) -> bool:
-    from runtime.devices._device_auth import normalize_device_metadata as norm
+    from runtime.devices import normalize_device_metadata as norm
 
     pinned_platform = norm(paired.platform)
     pinned_family = norm(paired.deviceFamily)

@@ -25,7 +25,7 @@ from typing import Any, Final, TextIO
 
 import msgspec
 
-from runtime.logs._oplog import LogEvent
+from runtime.logs import LogEvent
 
 __all__ = [
     "DEFAULT_LOG_FORMAT",

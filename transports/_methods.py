@@ -17,24 +17,22 @@ import attrs
 import trio
 
 from actors import Ticket
-from runtime.model._generation import GenerationError
-from runtime.protocol._frames import (
+from runtime.model import GenerationError
+from runtime.protocol import (
     INVALID_REQUEST,
+    METHOD_SCOPES,
     UNAVAILABLE,
+    AgentParams,
+    AgentWaitParams,
     GatewayError,
+    ModelsListParams,
     RequestFrame,
+    SessionsListParams,
     invalid_request,
     missing_scope,
     opt,
 )
-from runtime.protocol._frames import decode_params as decode_params
-from runtime.protocol._wire import (
-    METHOD_SCOPES,
-    AgentWaitParams,
-    ModelsListParams,
-    SessionsListParams,
-)
-from runtime.protocol._wire_ext import AgentParams
+from runtime.protocol import decode_params as decode_params
 
 from . import (
     _dashboard,

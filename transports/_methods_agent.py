@@ -50,11 +50,11 @@ from actors import (
     Ticket,
     accepted_row,
 )
-from runtime.loop._agent import now_ms
-from runtime.model._config import run_timeout_seconds
-from runtime.model._generation import AgentSpec, GenerationError
-from runtime.protocol._frames import (
+from runtime.loop import now_ms
+from runtime.model import AgentSpec, GenerationError, run_timeout_seconds
+from runtime.protocol import (
     UNAVAILABLE,
+    AgentParams,  # the generated one plus `webhook` (issue 15)
     GatewayError,
     RequestFrame,
     decode_params,
@@ -62,8 +62,7 @@ from runtime.protocol._frames import (
     missing_scope,
     opt,
 )
-from runtime.protocol._wire_ext import AgentParams  # the generated one plus `webhook` (issue 15)
-from runtime.sessions._sessions import SessionKeyError
+from runtime.sessions import SessionKeyError
 
 from ._agent_webhook import attach_webhook
 

@@ -17,16 +17,15 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 import trio
 
-from runtime.agent._slash import commands_view
-from runtime.logs._logring import (
+from runtime.agent import commands_view
+from runtime.logs import (
     TAIL_DEFAULT_LIMIT,
     TAIL_DEFAULT_MAX_BYTES,
     LogRing,
     install_log_ring,
 )
-from runtime.model._generation import GenerationError
-from runtime.protocol._frames import invalid_request, opt
-from runtime.protocol._wire import (
+from runtime.model import GenerationError
+from runtime.protocol import (
     AgentIdentityParams,
     AgentsListParams,
     CommandsListParams,
@@ -35,6 +34,8 @@ from runtime.protocol._wire import (
     SessionsCreateParams,
     SessionsDescribeParams,
     TaskSuggestionsListParams,
+    invalid_request,
+    opt,
 )
 
 from . import _methods_sessions as sessions

@@ -26,15 +26,23 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from actors._publisher import PublishConflict, Publisher, PublishResult
-from runtime.model._config import ConfigError, ConfigSnapshot, config_to_builtins, redact_config
-from runtime.model._generation import GenerationError
-from runtime.protocol._frames import UNAVAILABLE, GatewayError, invalid_request, opt
-from runtime.protocol._wire import (
+from actors import PublishConflict, Publisher, PublishResult
+from runtime.model import (
+    ConfigError,
+    ConfigSnapshot,
+    GenerationError,
+    config_to_builtins,
+    redact_config,
+)
+from runtime.protocol import (
+    UNAVAILABLE,
     ConfigApplyParams,
     ConfigGetParams,
     ConfigPatchParams,
     ConfigSetParams,
+    GatewayError,
+    invalid_request,
+    opt,
 )
 
 if TYPE_CHECKING:

@@ -25,10 +25,9 @@ import msgspec
 import psutil
 import trio
 
-from runtime.agent._slash import commands_view
-from runtime.model._generation import GenerationError
-from runtime.protocol._frames import invalid_request, opt
-from runtime.protocol._wire import (
+from runtime.agent import commands_view
+from runtime.model import GenerationError
+from runtime.protocol import (
     ChatHistoryParams,
     ChatMetadataParams,
     ModelsAuthStatusParams,
@@ -44,8 +43,10 @@ from runtime.protocol._wire import (
     UpdateStatusParams,
     UsersPrefsGetParams,
     UsersPrefsSetParams,
+    invalid_request,
+    opt,
 )
-from runtime.sessions._sessions import MessageEntry
+from runtime.sessions import MessageEntry
 
 from . import _methods_sessions as sessions
 from ._views import catalog_view, defaults_view, session_view

@@ -18,31 +18,36 @@ import trio
 
 from actors import (
     CachedResponse,
+    QueueMode,
     RunInFlight,
     RunRecord,
     RunRequest,
     SessionActor,
+    SessionBusy,
     Ticket,
+    normalize_drop,
+    normalize_mode,
     replay_terminal,
 )
-from actors._lane import QueueMode, normalize_drop, normalize_mode
-from actors._session import SessionBusy
-from runtime.agent._compaction import context_budget
-from runtime.agent._prompt import system_prompt_report
-from runtime.agent._reply import is_silent_reply
-from runtime.agent._slash import find_command
-from runtime.agent._turn import BASE_SYSTEM_PROMPT
-from runtime.hooks._hooks import InternalHookEvent
-from runtime.llm._types import AssistantMessage, ProviderError, TextContent
-from runtime.loop._agent import now_ms
-from runtime.model._config import run_timeout_seconds
-from runtime.model._generation import GenerationError
-from runtime.protocol._frames import UNAVAILABLE, GatewayError, RequestFrame, invalid_request, opt
-from runtime.protocol._wire import (
+from runtime.agent import (
+    BASE_SYSTEM_PROMPT,
+    context_budget,
+    find_command,
+    is_silent_reply,
+    system_prompt_report,
+)
+from runtime.hooks import InternalHookEvent
+from runtime.llm import AssistantMessage, ProviderError, TextContent
+from runtime.loop import now_ms
+from runtime.model import GenerationError, run_timeout_seconds
+from runtime.protocol import (
+    UNAVAILABLE,
     ChatAbortParams,
     ChatHistoryParams,
     ChatInjectParams,
     ChatSendParams,
+    GatewayError,
+    RequestFrame,
     SessionsAbortParams,
     SessionsCompactParams,
     SessionsDeleteParams,
@@ -52,8 +57,10 @@ from runtime.protocol._wire import (
     SessionsResetParams,
     SessionsResolveParams,
     SessionsSendParams,
+    invalid_request,
+    opt,
 )
-from runtime.sessions._sessions import (
+from runtime.sessions import (
     DEFAULT_MAIN_KEY,
     MessageEntry,
     SessionKeyError,

@@ -51,7 +51,6 @@ __all__ = [
 DEFAULT_TEXT_CHUNK_LIMIT: Final = 4000
 
 
-
 # --- fences ------------------------------------------------------------------------------
 
 _FENCE_LINE_RE: Final = re.compile(r"( {0,3})(`{3,}|~{3,})(.*)")
@@ -429,7 +428,6 @@ class BlockCoalescer:
 
 
 # --- settings ----------------------------------------------------------------------------
-
 
 
 class BlockStreamingSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

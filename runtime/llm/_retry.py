@@ -95,8 +95,8 @@ def resolve_idle_timeout(
 
 def watchdog_deadline(idle_timeout: float) -> float:
     """An idle watchdog scope's first deadline, to create it armed (`stream_with_retry`)."""
-    return trio.current_time() + idle_timeout + min(
-        idle_timeout * WATCHDOG_SLACK, WATCHDOG_SLACK_MAX
+    return (
+        trio.current_time() + idle_timeout + min(idle_timeout * WATCHDOG_SLACK, WATCHDOG_SLACK_MAX)
     )
 
 

@@ -82,9 +82,7 @@ def decode_config_text(text: str | bytes) -> Any:
         raise ConfigSyntaxError(f"nested too deeply (more than {MAX_DEPTH} levels)") from None
     source = text.decode("utf-8", errors="strict") if isinstance(text, bytes) else text
     try:
-        return _check(
-            json5.loads(source, parse_float=_finite_float, parse_constant=_no_constants)
-        )
+        return _check(json5.loads(source, parse_float=_finite_float, parse_constant=_no_constants))
     except ConfigSyntaxError:
         raise
     except RecursionError:
