@@ -24,12 +24,12 @@ import trio.testing
 
 from actors import RunRecord, Supervisor, open_store, open_supervisor
 from actors._publisher import GENERATION_EVENT, Publisher
-from runtime.hooks._hooks import HookRegistry
+from runtime.hooks._registry import HookRegistry
 from runtime.llm._types import ModelDelta, ModelProvider, ModelRequest, TextDelta
 from runtime.model._config import ProviderConfig, auth_profiles_path, load_config, write_config_text
 from runtime.model._generation import GenerationBuilder, GenerationError, default_provider_factory
 from runtime.model._plugins import load_plugins
-from tests.actors.test_supervisor import submit
+from tests.actors._helpers import submit
 
 
 class Sink:

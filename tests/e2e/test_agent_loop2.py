@@ -15,7 +15,7 @@ import trio
 from runtime.llm._types import UserMessage
 from runtime.sessions._sessions import CompactionEntry, MessageEntry, build_context
 from tests.conftest import local_config, open_client, running_gateway
-from tests.e2e.test_agent import Events, recorder_events, run_events
+from tests.e2e._events import Events, recorder_events, run_events
 
 WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu".split()  # noqa: SIM905
 

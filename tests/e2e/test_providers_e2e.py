@@ -30,7 +30,7 @@ from runtime.model._generation import (
 )
 from runtime.model._retire import close_all_providers, close_providers, generation_providers
 from tests.conftest import open_client, running_gateway
-from tests.e2e.test_agent import Events, recorder_events, run_events, terminal_events
+from tests.e2e._events import Events, recorder_events, run_events, terminal_events
 from tests.runtime.llm._sse_server import (
     Pause,
     RecordedRequest,

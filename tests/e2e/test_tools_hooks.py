@@ -8,9 +8,9 @@ from typing import Any
 
 import trio
 
-from runtime.hooks._hooks import BeforeToolCallResult
+from runtime.hooks._events import BeforeToolCallResult
 from tests.conftest import client_auth, gateway_url, local_config, open_client, running_gateway
-from tests.e2e.test_agent import Events, recorder_events, run_events, terminal_events
+from tests.e2e._events import Events, recorder_events, run_events, terminal_events
 from transports import open_gateway_client
 
 

@@ -3,8 +3,6 @@ wire views (validated against the 2026.9.6 definitions)."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -13,27 +11,9 @@ import pytest
 from runtime.cron._cron_jobs import CronJobError, apply_patch, job_from_add, job_view
 from runtime.cron._cron_params import CronGetParams, CronJobPatch, CronRunParams, CronUpdateParams
 from runtime.protocol._wire import CronAddParams
+from tests._schema import definitions, validate
 
-ROOT = Path(__file__).resolve().parents[2]
-CANDIDATES = [ROOT.parent / "shared" / "openclaw-protocol", Path("/work/shared/openclaw-protocol")]
-PROTOCOL = next((p for p in CANDIDATES if p.exists()), None)
 NOW = 1_796_160_000_000  # 2026-12-01T21:20:00Z
-
-
-def definitions() -> dict[str, Any]:
-    if PROTOCOL is None:
-        pytest.skip("the protocol definitions are not on this machine")
-    data = json.loads((PROTOCOL / "openclaw-2026.9.6-definitions.json").read_text())
-    return dict(data["definitions"])
-
-
-def validate(name: str, value: Any) -> None:
-    import jsonschema
-
-    defs = definitions()
-    validator = jsonschema.Draft7Validator({"$ref": f"#/definitions/{name}", "definitions": defs})
-    errors = [f"{list(e.path)}: {e.message}" for e in validator.iter_errors(value)]
-    assert not errors, errors[:5]
 
 
 def add(**over: Any) -> CronAddParams:

@@ -292,8 +292,10 @@ async def test_a_refused_connect_is_info_and_a_silent_socket_is_debug(tmp_path: 
             gw.handshake_timeout_s = 0.2
             async with open_websocket(gateway_url(gw)):  # upgrades, never sends connect
                 await logs.wait_for(
-                    lambda w: bool(w.events("connection closed before connect"))
-                    and bool(w.events("connection refused"))
+                    lambda w: (
+                        bool(w.events("connection closed before connect"))
+                        and bool(w.events("connection refused"))
+                    )
                 )
     [refused] = logs.events("connection refused")
     assert refused["_level"] == "INFO" and "unauthorized" in refused["reason"]
