@@ -18,7 +18,7 @@ A plugin is a Python module (or package) with a `register` function::
 and return `None`, the hook's result Struct (`BeforeToolCallResult(...)`) or a dict with the
 same (camelCase) keys. Events, results and contexts keep OpenClaw's field names; which hook
 takes which event, and how results of several plugins combine, is described in
-`runtime.hooks._hooks` (OpenClaw's rules: priority descending, `block`/`cancel` true terminal,
+`runtime.hooks._registry` (OpenClaw's rules: priority descending, `block`/`cancel` true terminal,
 false a no-op; `before_tool_call` and `before_install` fail closed).
 
 Tools registered with `api.register_tool` follow `Tool` (name, description, params Struct
@@ -27,53 +27,53 @@ type, mutating, `async run(args, ctx)`); harnesses are described by `HarnessSpec
 
 from __future__ import annotations
 
-from .hooks._hooks import HOOK_NAMES as HOOK_NAMES
-from .hooks._hooks import MODIFYING_HOOKS as MODIFYING_HOOKS
-from .hooks._hooks import OBSERVING_HOOKS as OBSERVING_HOOKS
-from .hooks._hooks import AfterCompactionEvent as AfterCompactionEvent
-from .hooks._hooks import AfterToolCallEvent as AfterToolCallEvent
-from .hooks._hooks import AgentEndEvent as AgentEndEvent
-from .hooks._hooks import AgentHookContext as AgentHookContext
-from .hooks._hooks import BeforeAgentReplyEvent as BeforeAgentReplyEvent
-from .hooks._hooks import BeforeAgentReplyResult as BeforeAgentReplyResult
-from .hooks._hooks import BeforeAgentStartEvent as BeforeAgentStartEvent
-from .hooks._hooks import BeforeAgentStartResult as BeforeAgentStartResult
-from .hooks._hooks import BeforeCompactionEvent as BeforeCompactionEvent
-from .hooks._hooks import BeforeInstallContext as BeforeInstallContext
-from .hooks._hooks import BeforeInstallEvent as BeforeInstallEvent
-from .hooks._hooks import BeforeInstallRequest as BeforeInstallRequest
-from .hooks._hooks import BeforeInstallResult as BeforeInstallResult
-from .hooks._hooks import BeforeMessageWriteEvent as BeforeMessageWriteEvent
-from .hooks._hooks import BeforeMessageWriteResult as BeforeMessageWriteResult
-from .hooks._hooks import BeforeModelResolveEvent as BeforeModelResolveEvent
-from .hooks._hooks import BeforeModelResolveResult as BeforeModelResolveResult
-from .hooks._hooks import BeforePromptBuildEvent as BeforePromptBuildEvent
-from .hooks._hooks import BeforePromptBuildResult as BeforePromptBuildResult
-from .hooks._hooks import BeforeToolCallEvent as BeforeToolCallEvent
-from .hooks._hooks import BeforeToolCallResult as BeforeToolCallResult
-from .hooks._hooks import BuiltinScan as BuiltinScan
-from .hooks._hooks import GatewayHookContext as GatewayHookContext
-from .hooks._hooks import GatewayStartEvent as GatewayStartEvent
-from .hooks._hooks import GatewayStopEvent as GatewayStopEvent
-from .hooks._hooks import HookName as HookName
-from .hooks._hooks import HookUsage as HookUsage
-from .hooks._hooks import InstallFinding as InstallFinding
-from .hooks._hooks import LlmInputEvent as LlmInputEvent
-from .hooks._hooks import LlmOutputEvent as LlmOutputEvent
-from .hooks._hooks import MessageHookContext as MessageHookContext
-from .hooks._hooks import MessageReceivedEvent as MessageReceivedEvent
-from .hooks._hooks import MessageSendingEvent as MessageSendingEvent
-from .hooks._hooks import MessageSendingResult as MessageSendingResult
-from .hooks._hooks import MessageSentEvent as MessageSentEvent
-from .hooks._hooks import MessageWriteContext as MessageWriteContext
-from .hooks._hooks import SessionEndEvent as SessionEndEvent
-from .hooks._hooks import SessionHookContext as SessionHookContext
-from .hooks._hooks import SessionStartEvent as SessionStartEvent
-from .hooks._hooks import ToolApprovalRequest as ToolApprovalRequest
-from .hooks._hooks import ToolHookContext as ToolHookContext
-from .hooks._hooks import ToolResultPersistContext as ToolResultPersistContext
-from .hooks._hooks import ToolResultPersistEvent as ToolResultPersistEvent
-from .hooks._hooks import ToolResultPersistResult as ToolResultPersistResult
+from .hooks._events import HOOK_NAMES as HOOK_NAMES
+from .hooks._events import MODIFYING_HOOKS as MODIFYING_HOOKS
+from .hooks._events import OBSERVING_HOOKS as OBSERVING_HOOKS
+from .hooks._events import AfterCompactionEvent as AfterCompactionEvent
+from .hooks._events import AfterToolCallEvent as AfterToolCallEvent
+from .hooks._events import AgentEndEvent as AgentEndEvent
+from .hooks._events import AgentHookContext as AgentHookContext
+from .hooks._events import BeforeAgentReplyEvent as BeforeAgentReplyEvent
+from .hooks._events import BeforeAgentReplyResult as BeforeAgentReplyResult
+from .hooks._events import BeforeAgentStartEvent as BeforeAgentStartEvent
+from .hooks._events import BeforeAgentStartResult as BeforeAgentStartResult
+from .hooks._events import BeforeCompactionEvent as BeforeCompactionEvent
+from .hooks._events import BeforeInstallContext as BeforeInstallContext
+from .hooks._events import BeforeInstallEvent as BeforeInstallEvent
+from .hooks._events import BeforeInstallRequest as BeforeInstallRequest
+from .hooks._events import BeforeInstallResult as BeforeInstallResult
+from .hooks._events import BeforeMessageWriteEvent as BeforeMessageWriteEvent
+from .hooks._events import BeforeMessageWriteResult as BeforeMessageWriteResult
+from .hooks._events import BeforeModelResolveEvent as BeforeModelResolveEvent
+from .hooks._events import BeforeModelResolveResult as BeforeModelResolveResult
+from .hooks._events import BeforePromptBuildEvent as BeforePromptBuildEvent
+from .hooks._events import BeforePromptBuildResult as BeforePromptBuildResult
+from .hooks._events import BeforeToolCallEvent as BeforeToolCallEvent
+from .hooks._events import BeforeToolCallResult as BeforeToolCallResult
+from .hooks._events import BuiltinScan as BuiltinScan
+from .hooks._events import GatewayHookContext as GatewayHookContext
+from .hooks._events import GatewayStartEvent as GatewayStartEvent
+from .hooks._events import GatewayStopEvent as GatewayStopEvent
+from .hooks._events import HookName as HookName
+from .hooks._events import HookUsage as HookUsage
+from .hooks._events import InstallFinding as InstallFinding
+from .hooks._events import LlmInputEvent as LlmInputEvent
+from .hooks._events import LlmOutputEvent as LlmOutputEvent
+from .hooks._events import MessageHookContext as MessageHookContext
+from .hooks._events import MessageReceivedEvent as MessageReceivedEvent
+from .hooks._events import MessageSendingEvent as MessageSendingEvent
+from .hooks._events import MessageSendingResult as MessageSendingResult
+from .hooks._events import MessageSentEvent as MessageSentEvent
+from .hooks._events import MessageWriteContext as MessageWriteContext
+from .hooks._events import SessionEndEvent as SessionEndEvent
+from .hooks._events import SessionHookContext as SessionHookContext
+from .hooks._events import SessionStartEvent as SessionStartEvent
+from .hooks._events import ToolApprovalRequest as ToolApprovalRequest
+from .hooks._events import ToolHookContext as ToolHookContext
+from .hooks._events import ToolResultPersistContext as ToolResultPersistContext
+from .hooks._events import ToolResultPersistEvent as ToolResultPersistEvent
+from .hooks._events import ToolResultPersistResult as ToolResultPersistResult
 from .llm._types import AssistantMessage as AssistantMessage
 from .llm._types import ImageContent as ImageContent
 from .llm._types import Message as Message

@@ -42,12 +42,8 @@ from typing import Any, Final, Literal
 import attrs
 import msgspec
 
-from ..hooks._hooks import (
-    AfterCompactionEvent,
-    AgentHookContext,
-    BeforeCompactionEvent,
-    HookRegistry,
-)
+from ..hooks._events import AfterCompactionEvent, AgentHookContext, BeforeCompactionEvent
+from ..hooks._registry import HookRegistry
 from ..llm._retry import stream_with_retry
 from ..llm._tokens import (
     estimate_context_tokens,

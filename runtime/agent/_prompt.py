@@ -49,7 +49,7 @@ import attrs
 import msgspec
 import trio
 
-from ..hooks._hooks import BootstrapFile, InternalHooks
+from ..hooks._internal import BootstrapFile, InternalHooks
 from ..llm._types import Message, ToolSpec
 from ._compaction import ContextBudget, estimate_context_tokens, estimate_text_tokens
 from ._resources import (

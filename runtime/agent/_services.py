@@ -22,7 +22,9 @@ from typing import Any, Final
 import msgspec
 import trio
 
-from ..hooks._hooks import HookRegistry, InternalHooks, MessageSendingEvent, MessageSentEvent
+from ..hooks._events import MessageSendingEvent, MessageSentEvent
+from ..hooks._internal import InternalHooks
+from ..hooks._registry import HookRegistry
 from ..llm._types import Message
 from ..loop._agent import SteerInbox, ToolRunner
 from ..loop._toolrunner import RunTools, ToolSet

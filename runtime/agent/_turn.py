@@ -46,7 +46,7 @@ import attrs
 import msgspec
 import trio
 
-from ..hooks._hooks import (
+from ..hooks._events import (
     AfterCompactionEvent,
     AgentEndEvent,
     AgentHookContext,
@@ -55,11 +55,10 @@ from ..hooks._hooks import (
     BeforeCompactionEvent,
     BeforeModelResolveEvent,
     BeforePromptBuildEvent,
-    HookRegistry,
-    InternalHookEvent,
-    InternalHooks,
     MessageReceivedEvent,
 )
+from ..hooks._internal import InternalHookEvent, InternalHooks
+from ..hooks._registry import HookRegistry
 from ..llm._types import (
     AssistantMessage,
     Message,

@@ -1,10 +1,10 @@
 """runtime.hooks"""
 
-from ._hooks import GatewayStartEvent as GatewayStartEvent
-from ._hooks import GatewayStopEvent as GatewayStopEvent
-from ._hooks import InternalHookEvent as InternalHookEvent
-from ._hooks import SessionEndEvent as SessionEndEvent
-from ._hooks import SessionStartEvent as SessionStartEvent
+from ._events import GatewayStartEvent as GatewayStartEvent
+from ._events import GatewayStopEvent as GatewayStopEvent
+from ._events import SessionEndEvent as SessionEndEvent
+from ._events import SessionStartEvent as SessionStartEvent
+from ._internal import InternalHookEvent as InternalHookEvent
 
 __all__ = [
     "GatewayStartEvent",

@@ -25,7 +25,8 @@ import attrs
 import msgspec
 import trio
 
-from ..hooks._hooks import HookRegistry, HookUsage, LlmInputEvent, LlmOutputEvent
+from ..hooks._events import HookUsage, LlmInputEvent, LlmOutputEvent
+from ..hooks._registry import HookRegistry
 from ..llm._retry import IdleTimeoutError, stream_with_retry, watchdog_deadline
 from ..llm._types import (
     AssistantContent,

@@ -19,13 +19,13 @@ from typing import Any
 import attrs
 import msgspec
 
-from ..hooks._hooks import (
+from ..hooks._events import (
     AfterToolCallEvent,
     BeforeToolCallEvent,
-    HookRegistry,
     ToolHookContext,
     ToolResultPersistEvent,
 )
+from ..hooks._registry import HookRegistry
 from ..llm._types import TextContent, ToolCallContent, ToolResultMessage, ToolSpec
 from ..tools import (
     Tool,

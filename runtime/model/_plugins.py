@@ -29,7 +29,7 @@ from typing import Any, Final, Protocol
 
 import attrs
 
-from ..hooks._hooks import HookHandler, HookRegistration, HookRegistry
+from ..hooks._registry import HookHandler, HookRegistration, HookRegistry
 
 __all__ = [
     "RESERVED_HARNESS_IDS",

@@ -30,7 +30,8 @@ from runtime.agent._compaction import (
     summary_of,
 )
 from runtime.agent._turn import BASE_SYSTEM_PROMPT, TurnResult, TurnSpec, run_turn
-from runtime.hooks._hooks import HookRegistry, InternalHookEvent, InternalHooks
+from runtime.hooks._internal import InternalHookEvent, InternalHooks
+from runtime.hooks._registry import HookRegistry
 from runtime.llm._local import SUMMARY_MARKER, LocalProvider, request_tokens
 from runtime.llm._types import (
     AssistantMessage,

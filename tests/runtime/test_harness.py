@@ -12,7 +12,7 @@ import pytest
 import trio
 
 from runtime.agent._embedded import open_embedded_runtime
-from runtime.hooks._hooks import HookRegistry
+from runtime.hooks._registry import HookRegistry
 from runtime.model._config import parse_config
 from runtime.model._generation import GenerationError, build_generation
 from runtime.model._harness import (

@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 import trio
 
-import runtime.hooks._hooks as hooks_module
+import runtime.hooks._events as hooks_module
 import runtime.plugin_sdk as sdk
-from runtime.hooks._hooks import AgentEndEvent, BeforeToolCallEvent, HookRegistry
+from runtime.hooks._events import AgentEndEvent, BeforeToolCallEvent
+from runtime.hooks._registry import HookRegistry
 from runtime.model._plugins import HarnessSpec, PluginApi, PluginRegistry, load_plugins
 
 LIMIT = 10  # seconds; every async test runs under trio.fail_after(LIMIT)

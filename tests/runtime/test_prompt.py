@@ -40,7 +40,8 @@ from runtime.agent._turn import (
     reasoning_mode,
     run_turn,
 )
-from runtime.hooks._hooks import BootstrapFile, HookRegistry, InternalHookEvent, InternalHooks
+from runtime.hooks._internal import BootstrapFile, InternalHookEvent, InternalHooks
+from runtime.hooks._registry import HookRegistry
 from runtime.llm._types import ToolSpec
 from runtime.loop._agent import RunProgress
 from runtime.model._generation import GenerationBuilder, ModelRuntimeGeneration

@@ -1,10 +1,9 @@
-"""Plugin hooks and internal (operator) hooks.
+"""The plugin hook registry: handlers ordered by priority and run by OpenClaw's rules.
 
-Plugin hooks follow OpenClaw's contracts (notes §6): every event and result is a msgspec
-`Struct` with OpenClaw's camelCase field names. A handler is called as `handler(event, ctx)`
-(or `handler(event)` when it takes one argument); it may be sync or async, and may return
-`None` (no decision), the hook's result `Struct`, or a plain dict with the same keys, which
-is converted strictly: an unknown key or a wrong type counts as the handler failing.
+A handler is called as `handler(event, ctx)` (or `handler(event)` when it takes one
+argument); it may be sync or async, and may return `None` (no decision), the hook's result
+`Struct` (`_events`), or a plain dict with the same keys, which is converted strictly: an
+unknown key or a wrong type counts as the handler failing.
 
 Handlers run by `priority`, highest first; equal priorities keep registration order.
 
@@ -19,10 +18,6 @@ Handlers run by `priority`, highest first; equal priorities keep registration or
 A sync handler runs on the trio thread: it must not block. Timeouts only interrupt handlers
 at their checkpoints.
 
-Internal hooks (`InternalHooks`) are the operator hooks keyed `type` or `type:action`
-(`command:new`, `agent:bootstrap`, ...): both keys fire for an event, in that order, one
-handler at a time; errors are logged.
-
 Errors raised here: `ValueError`/`TypeError` at registration (unknown hook name, a handler
 that cannot be called as `(event)` or `(event, ctx)`, an async handler for the synchronous
 `tool_result_persist`); `TypeError` from `fire` for an event of the wrong type.
@@ -34,486 +29,68 @@ import copy
 import inspect
 import logging
 import math
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from datetime import UTC, datetime
+from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import Any, Final, Literal, TypeVar, get_args
+from typing import Any, Final, TypeVar
 
 import attrs
 import msgspec
 import trio
 
-from ..llm._types import AssistantMessage, Message
+from ..llm._types import Message
+from ._events import (
+    DEFAULT_HOOK_TIMEOUTS,
+    EVENT_TYPES,
+    HOOK_NAMES,
+    AfterToolCallEvent,
+    AgentHookContext,
+    BeforeAgentReplyEvent,
+    BeforeAgentReplyResult,
+    BeforeAgentStartEvent,
+    BeforeAgentStartResult,
+    BeforeInstallContext,
+    BeforeInstallEvent,
+    BeforeInstallResult,
+    BeforeMessageWriteEvent,
+    BeforeMessageWriteResult,
+    BeforeModelResolveEvent,
+    BeforeModelResolveResult,
+    BeforePromptBuildEvent,
+    BeforePromptBuildResult,
+    BeforeToolCallEvent,
+    BeforeToolCallResult,
+    GatewayHookContext,
+    InstallFinding,
+    MessageHookContext,
+    MessageSendingEvent,
+    MessageSendingResult,
+    MessageWriteContext,
+    SessionEndEvent,
+    SessionHookContext,
+    SessionStartEvent,
+    ToolApprovalRequest,
+    ToolHookContext,
+    ToolResultPersistContext,
+    ToolResultPersistEvent,
+    ToolResultPersistResult,
+)
 
 __all__ = [
-    "DEFAULT_HOOK_TIMEOUTS",
-    "HOOK_NAMES",
-    "MODIFYING_HOOKS",
-    "OBSERVING_HOOKS",
-    "AfterCompactionEvent",
-    "AfterToolCallEvent",
-    "AgentEndEvent",
-    "AgentHookContext",
     "AgentStartResult",
-    "BeforeAgentReplyEvent",
-    "BeforeAgentReplyResult",
-    "BeforeAgentStartEvent",
-    "BeforeAgentStartResult",
-    "BeforeCompactionEvent",
-    "BeforeInstallContext",
     "BeforeInstallDecision",
-    "BeforeInstallEvent",
-    "BeforeInstallRequest",
-    "BeforeInstallResult",
-    "BeforeMessageWriteEvent",
-    "BeforeMessageWriteResult",
-    "BeforeModelResolveEvent",
-    "BeforeModelResolveResult",
-    "BeforePromptBuildEvent",
-    "BeforePromptBuildResult",
     "BeforeToolCallDecision",
-    "BeforeToolCallEvent",
-    "BeforeToolCallResult",
-    "BootstrapFile",
-    "BuiltinScan",
-    "GatewayHookContext",
-    "GatewayStartEvent",
-    "GatewayStopEvent",
-    "HookName",
+    "HookHandler",
     "HookRegistration",
     "HookRegistry",
     "HookStatistics",
-    "HookUsage",
-    "InstallFinding",
-    "InternalHookEvent",
-    "InternalHooks",
-    "LlmInputEvent",
-    "LlmOutputEvent",
-    "MessageHookContext",
-    "MessageReceivedEvent",
-    "MessageSendingEvent",
-    "MessageSendingResult",
-    "MessageSentEvent",
-    "MessageWriteContext",
     "PromptBuildResult",
     "ReplyClaim",
-    "SessionEndEvent",
-    "SessionHookContext",
-    "SessionStartEvent",
-    "ToolApprovalRequest",
-    "ToolHookContext",
-    "ToolResultPersistContext",
-    "ToolResultPersistEvent",
-    "ToolResultPersistResult",
 ]
 
 log = logging.getLogger("clawlane.hooks")
 
-ModifyingHookName = Literal[
-    "before_model_resolve",
-    "before_prompt_build",
-    "before_agent_start",
-    "before_agent_reply",
-    "before_tool_call",
-    "before_install",
-    "message_sending",
-    "tool_result_persist",
-    "before_message_write",
-]
-ObservingHookName = Literal[
-    "agent_end",
-    "llm_input",
-    "llm_output",
-    "after_tool_call",
-    "message_received",
-    "message_sent",
-    "before_compaction",
-    "after_compaction",
-    "session_start",
-    "session_end",
-    "gateway_start",
-    "gateway_stop",
-]
-HookName = ModifyingHookName | ObservingHookName
-
-MODIFYING_HOOKS: Final[frozenset[str]] = frozenset(get_args(ModifyingHookName))
-OBSERVING_HOOKS: Final[frozenset[str]] = frozenset(get_args(ObservingHookName))
-HOOK_NAMES: Final[frozenset[str]] = MODIFYING_HOOKS | OBSERVING_HOOKS
-
-#: Seconds one handler may take. Observing hooks not listed get 15 s; modifying hooks not
-#: listed get no timeout of their own (the run's timeout bounds them).
-DEFAULT_HOOK_TIMEOUTS: Final[Mapping[str, float]] = MappingProxyType(
-    {
-        "before_tool_call": 15.0,
-        "before_install": 15.0,
-        "before_prompt_build": 15.0,
-        "message_sending": 15.0,
-        **{name: 15.0 for name in OBSERVING_HOOKS},
-        "agent_end": 30.0,
-        "gateway_stop": 5.0,
-    }
-)
-
 _FAIL_CLOSED: Final = frozenset({"before_tool_call", "before_install"})
 _PROMPT_JOIN: Final = "\n\n"
-
-
-# --- contexts ----------------------------------------------------------------------------
-
-
-class _Data(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    pass
-
-
-class AgentHookContext(_Data, frozen=True):
-    """Context of the agent hooks (model/prompt/reply, llm_*, agent_end, compaction)."""
-
-    runId: str | None = None
-    agentId: str | None = None
-    sessionKey: str | None = None
-    sessionId: str | None = None
-    workspaceDir: str | None = None
-    modelProviderId: str | None = None
-    modelId: str | None = None
-    messageProvider: str | None = None
-    trigger: str | None = None
-    channelId: str | None = None
-
-
-class ToolHookContext(_Data, frozen=True):
-    """Context of before_tool_call / after_tool_call."""
-
-    toolName: str
-    agentId: str | None = None
-    sessionKey: str | None = None
-    sessionId: str | None = None
-    runId: str | None = None
-    toolCallId: str | None = None
-
-
-class ToolResultPersistContext(_Data, frozen=True):
-    agentId: str | None = None
-    sessionKey: str | None = None
-    toolName: str | None = None
-    toolCallId: str | None = None
-
-
-class MessageWriteContext(_Data, frozen=True):
-    agentId: str | None = None
-    sessionKey: str | None = None
-
-
-class MessageHookContext(_Data, frozen=True):
-    """Context of the message_* hooks."""
-
-    channelId: str | None = None
-    accountId: str | None = None
-    conversationId: str | None = None
-
-
-class SessionHookContext(_Data, frozen=True):
-    sessionId: str
-    agentId: str | None = None
-    sessionKey: str | None = None
-
-
-class GatewayHookContext(_Data, frozen=True):
-    port: int | None = None
-    workspaceDir: str | None = None
-
-
-class BeforeInstallContext(_Data, frozen=True):
-    targetType: Literal["skill", "plugin"]
-    requestKind: str
-    origin: str | None = None
-
-
-# --- agent hooks -------------------------------------------------------------------------
-
-
-class BeforeModelResolveEvent(_Data, frozen=True):
-    prompt: str
-
-
-class BeforeModelResolveResult(_Data, frozen=True):
-    modelOverride: str | None = None
-    providerOverride: str | None = None
-
-
-class BeforePromptBuildEvent(_Data, frozen=True):
-    prompt: str
-    messages: list[Message] = []
-
-
-class BeforePromptBuildResult(_Data, frozen=True):
-    systemPrompt: str | None = None
-    prependContext: str | None = None
-    prependSystemContext: str | None = None
-    appendSystemContext: str | None = None
-    appendContext: str | None = None
-
-
-class BeforeAgentStartEvent(_Data, frozen=True):
-    """The legacy hook: before_model_resolve and before_prompt_build in one."""
-
-    prompt: str
-    messages: list[Message] | None = None
-
-
-class BeforeAgentStartResult(_Data, frozen=True):
-    modelOverride: str | None = None
-    providerOverride: str | None = None
-    systemPrompt: str | None = None
-    prependContext: str | None = None
-    prependSystemContext: str | None = None
-    appendSystemContext: str | None = None
-    appendContext: str | None = None
-
-
-class BeforeAgentReplyEvent(_Data, frozen=True):
-    cleanedBody: str
-
-
-class BeforeAgentReplyResult(_Data, frozen=True):
-    """`handled: true` claims the turn: `reply` is sent instead of a model reply (none =
-    silence)."""
-
-    handled: bool = False
-    reply: dict[str, Any] | None = None
-    reason: str | None = None
-
-
-class HookUsage(_Data, frozen=True):
-    input: int | None = None
-    output: int | None = None
-    cacheRead: int | None = None
-    cacheWrite: int | None = None
-    total: int | None = None
-
-
-class LlmInputEvent(_Data, frozen=True):
-    runId: str
-    sessionId: str
-    provider: str
-    model: str
-    prompt: str
-    historyMessages: list[Message]
-    imagesCount: int = 0
-    systemPrompt: str | None = None
-
-
-class LlmOutputEvent(_Data, frozen=True):
-    runId: str
-    sessionId: str
-    provider: str
-    model: str
-    assistantTexts: list[str]
-    lastAssistant: AssistantMessage | None = None
-    usage: HookUsage | None = None
-
-
-class AgentEndEvent(_Data, frozen=True):
-    messages: list[Message]
-    success: bool
-    error: str | None = None
-    durationMs: float | None = None
-
-
-class BeforeCompactionEvent(_Data, frozen=True):
-    messageCount: int
-    compactingCount: int | None = None
-    tokenCount: int | None = None
-    messages: list[Message] | None = None
-    sessionFile: str | None = None
-
-
-class AfterCompactionEvent(_Data, frozen=True):
-    messageCount: int
-    compactedCount: int
-    tokenCount: int | None = None
-    sessionFile: str | None = None
-
-
-# --- tool hooks --------------------------------------------------------------------------
-
-
-class BeforeToolCallEvent(_Data, frozen=True):
-    toolName: str
-    params: dict[str, Any]
-    runId: str | None = None
-    toolCallId: str | None = None
-
-
-class ToolApprovalRequest(_Data, frozen=True):
-    """Ask the operator before the tool runs (decisions: allow-once, allow-always, deny,
-    timeout, cancelled). `onResolution` is an optional callable given the decision."""
-
-    title: str
-    description: str
-    severity: Literal["info", "warning", "critical"] | None = None
-    timeoutMs: int | None = None
-    timeoutBehavior: Literal["allow", "deny"] | None = None
-    pluginId: str | None = None
-    onResolution: Any = None
-
-
-class BeforeToolCallResult(_Data, frozen=True):
-    params: dict[str, Any] | None = None
-    block: bool | None = None
-    blockReason: str | None = None
-    requireApproval: ToolApprovalRequest | None = None
-
-
-class AfterToolCallEvent(_Data, frozen=True):
-    toolName: str
-    params: dict[str, Any]
-    runId: str | None = None
-    toolCallId: str | None = None
-    result: Any = None
-    error: str | None = None
-    durationMs: float | None = None
-
-
-class ToolResultPersistEvent(_Data, frozen=True):
-    message: Message
-    toolName: str | None = None
-    toolCallId: str | None = None
-    isSynthetic: bool | None = None
-
-
-class ToolResultPersistResult(_Data, frozen=True):
-    message: Message | None = None
-
-
-class BeforeMessageWriteEvent(_Data, frozen=True):
-    message: Message
-    sessionKey: str | None = None
-    agentId: str | None = None
-
-
-class BeforeMessageWriteResult(_Data, frozen=True):
-    block: bool | None = None
-    message: Message | None = None
-
-
-# --- install hook ------------------------------------------------------------------------
-
-
-class InstallFinding(_Data, frozen=True):
-    ruleId: str
-    severity: Literal["info", "warn", "critical"]
-    file: str
-    line: int
-    message: str
-
-
-class BeforeInstallRequest(_Data, frozen=True):
-    kind: Literal[
-        "skill-install", "plugin-dir", "plugin-archive", "plugin-file", "plugin-npm", "plugin-git"
-    ]
-    mode: Literal["install", "update"]
-    requestedSpecifier: str | None = None
-
-
-class BuiltinScan(_Data, frozen=True):
-    status: Literal["ok", "error"]
-    scannedFiles: int = 0
-    critical: int = 0
-    warn: int = 0
-    info: int = 0
-    findings: list[InstallFinding] = []
-    error: str | None = None
-
-
-class BeforeInstallEvent(_Data, frozen=True):
-    targetType: Literal["skill", "plugin"]
-    targetName: str
-    sourcePath: str
-    sourcePathKind: Literal["file", "directory"]
-    request: BeforeInstallRequest
-    builtinScan: BuiltinScan
-    origin: str | None = None
-    skill: dict[str, Any] | None = None
-    plugin: dict[str, Any] | None = None
-
-
-class BeforeInstallResult(_Data, frozen=True):
-    findings: list[InstallFinding] | None = None
-    block: bool | None = None
-    blockReason: str | None = None
-
-
-# --- message hooks -----------------------------------------------------------------------
-
-
-class MessageReceivedEvent(_Data, frozen=True, rename={"from_": "from"}):
-    from_: str
-    content: str
-    timestamp: int | None = None
-    metadata: dict[str, Any] | None = None
-
-
-class MessageSendingEvent(_Data, frozen=True):
-    to: str
-    content: str
-    metadata: dict[str, Any] | None = None
-
-
-class MessageSendingResult(_Data, frozen=True):
-    content: str | None = None
-    cancel: bool | None = None
-
-
-class MessageSentEvent(_Data, frozen=True):
-    to: str
-    content: str
-    success: bool
-    error: str | None = None
-
-
-# --- session and gateway hooks -----------------------------------------------------------
-
-
-class SessionStartEvent(_Data, frozen=True):
-    sessionId: str
-    sessionKey: str | None = None
-    resumedFrom: str | None = None
-
-
-class SessionEndEvent(_Data, frozen=True):
-    sessionId: str
-    messageCount: int
-    sessionKey: str | None = None
-    durationMs: float | None = None
-    reason: Literal[
-        "new", "reset", "idle", "daily", "compaction", "deleted", "shutdown", "restart", "unknown"
-    ] = "unknown"
-
-
-class GatewayStartEvent(_Data, frozen=True):
-    port: int
-
-
-class GatewayStopEvent(_Data, frozen=True):
-    reason: str | None = None
-
-
-_EVENT_TYPES: Final[Mapping[str, type[_Data]]] = MappingProxyType(
-    {
-        "agent_end": AgentEndEvent,
-        "llm_input": LlmInputEvent,
-        "llm_output": LlmOutputEvent,
-        "after_tool_call": AfterToolCallEvent,
-        "message_received": MessageReceivedEvent,
-        "message_sent": MessageSentEvent,
-        "before_compaction": BeforeCompactionEvent,
-        "after_compaction": AfterCompactionEvent,
-        "session_start": SessionStartEvent,
-        "session_end": SessionEndEvent,
-        "gateway_start": GatewayStartEvent,
-        "gateway_stop": GatewayStopEvent,
-    }
-)
 
 
 # --- decisions ---------------------------------------------------------------------------
@@ -1094,7 +671,7 @@ class HookRegistry:
             ValueError: `hook_name` is not an observing hook.
             TypeError: `event` is not that hook's event type.
         """
-        expected = _EVENT_TYPES.get(hook_name)
+        expected = EVENT_TYPES.get(hook_name)
         if expected is None:
             raise ValueError(f"{hook_name!r} is not an observing hook")
         if not isinstance(event, expected):
@@ -1114,121 +691,3 @@ class HookRegistry:
 
     async def _observe(self, reg: HookRegistration, event: Any, ctx: Any) -> None:
         await self._call(reg, event, ctx, None)
-
-
-# --- internal hooks ----------------------------------------------------------------------
-
-
-@attrs.frozen
-class BootstrapFile:
-    """A workspace file injected into the system prompt (AGENTS.md, SOUL.md, ...).
-    `content` None: the file is missing."""
-
-    name: str
-    path: str
-    content: str | None = None
-
-
-def _now() -> datetime:
-    return datetime.now(UTC)
-
-
-@attrs.define(eq=False)
-class InternalHookEvent:
-    """An operator hook event. Handlers may mutate `context` and append to `messages`
-    (delivered to the user for command:new/reset and compaction notices)."""
-
-    type: str
-    action: str
-    sessionKey: str = ""
-    context: dict[str, Any] = attrs.field(factory=dict)
-    timestamp: datetime = attrs.field(factory=_now)
-    messages: list[str] = attrs.field(factory=list)
-
-    @property
-    def key(self) -> str:
-        return f"{self.type}:{self.action}"
-
-
-InternalHookHandler = Callable[[InternalHookEvent], Awaitable[None] | None]
-
-
-@attrs.define(eq=False)
-class InternalHooks:
-    """Operator hooks keyed by event `type` (`command`) or `type:action` (`command:new`)."""
-
-    _handlers: dict[str, list[InternalHookHandler]] = attrs.field(init=False, factory=dict)
-
-    def register(self, key: str, handler: InternalHookHandler) -> None:
-        """Add a handler for `type` or `type:action`. Not a checkpoint."""
-        if not key or not isinstance(key, str):
-            raise ValueError(f"internal hook key must be 'type' or 'type:action', got {key!r}")
-        if not callable(handler):
-            raise TypeError(f"internal hook handler for {key!r} is not callable")
-        self._handlers.setdefault(key, []).append(handler)
-
-    def unregister(self, key: str, handler: InternalHookHandler) -> bool:
-        handlers = self._handlers.get(key, [])
-        if handler not in handlers:
-            return False
-        handlers.remove(handler)
-        if not handlers:
-            del self._handlers[key]
-        return True
-
-    def has_listeners(self, type: str, action: str) -> bool:
-        return type in self._handlers or f"{type}:{action}" in self._handlers
-
-    async def trigger(self, event: InternalHookEvent) -> None:
-        """Call the `type` handlers, then the `type:action` ones, each in registration
-        order, one at a time. Errors are logged; cancellation propagates."""
-        handlers = [*self._handlers.get(event.type, ()), *self._handlers.get(event.key, ())]
-        for handler in handlers:
-            try:
-                result = handler(event)
-                if inspect.isawaitable(result):
-                    await result
-            except Exception:
-                log.exception("[hooks] internal hook error [%s]", event.key)
-
-    async def run_agent_bootstrap(
-        self,
-        files: Sequence[BootstrapFile],
-        *,
-        workspace_dir: str,
-        session_key: str = "",
-        session_id: str | None = None,
-        agent_id: str | None = None,
-    ) -> list[BootstrapFile]:
-        """Trigger `agent:bootstrap` and return the bootstrap files as the handlers left
-        them (they may add to, remove from or replace `context["bootstrapFiles"]`). Entries
-        that are not `BootstrapFile`s (or mappings with its keys) are dropped and logged."""
-        bootstrap = list(files)
-        if not self.has_listeners("agent", "bootstrap"):
-            return bootstrap
-        event = InternalHookEvent(
-            type="agent",
-            action="bootstrap",
-            sessionKey=session_key,
-            context={
-                "workspaceDir": workspace_dir,
-                "bootstrapFiles": bootstrap,
-                "sessionKey": session_key,
-                "sessionId": session_id,
-                "agentId": agent_id,
-            },
-        )
-        await self.trigger(event)
-        raw = event.context.get("bootstrapFiles")
-        if not isinstance(raw, list):
-            log.error("[hooks] agent:bootstrap left bootstrapFiles as %r; ignoring", type(raw))
-            return list(files)
-        out: list[BootstrapFile] = []
-        for item in raw:
-            if isinstance(item, BootstrapFile):
-                out.append(item)
-            elif isinstance(item, Mapping) and {"name", "path"} <= item.keys():
-                out.append(BootstrapFile(str(item["name"]), str(item["path"]), item.get("content")))
-            else:
-                log.error("[hooks] agent:bootstrap: dropping invalid bootstrap file %r", item)
-        return out
