@@ -11,6 +11,7 @@ credential each provider resolves to, from `auth.profiles`, the agent's
 those credentials, and the projected model catalog (`available` says whether the agent has
 auth for the model's provider). The generation as a whole holds the model registry, aliases,
 the harness registry, its number, when it was built and a hash of its inputs.
+`_auth` builds the auth templates and forks each run's `AuthStore`.
 
 A build fails on: a bad config (`ConfigError` upstream), an unknown model reference, a
 primary model whose provider has no credential for its agent, a plaintext HTTP official
@@ -36,7 +37,7 @@ import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Final, Literal
+from typing import Any, Final
 from urllib.parse import urlsplit
 
 import attrs
@@ -44,20 +45,17 @@ import msgspec
 
 from ..llm._types import ModelProvider
 from ..sessions._sessions import DEFAULT_AGENT_ID, normalize_agent_id
+from ._auth import AuthCredential, AuthStore, AuthTemplate, build_auth_template
 from ._config import (
     LOCAL_MODEL_ID,
     LOCAL_PROVIDER_ID,
     AgentModelConfig,
     AgentModelPolicy,
-    ApiKeyCredential,
-    AuthConfig,
     AuthProfilesFile,
     Config,
     ConfigError,
     ModelDefinition,
-    OAuthCredential,
     ProviderConfig,
-    TokenCredential,
     auth_profiles_path,
     config_hash,
     load_auth_profiles,
@@ -122,65 +120,6 @@ class AgentSpec:
     workspace: str | None
     primary: str
     fallbacks: tuple[str, ...]
-
-
-# --- auth ------------------------------------------------------------------------------------
-
-CredentialKind = Literal["api_key", "token"]
-CredentialSource = Literal["config", "file", "provider"]
-
-
-@attrs.frozen
-class AuthCredential:
-    """The secret a provider is called with, and where it came from."""
-
-    provider: str
-    kind: CredentialKind
-    secret: str = attrs.field(repr=False)
-    profile_id: str | None = None
-    source: CredentialSource = "provider"
-
-
-@attrs.frozen
-class AuthTemplate:
-    """One agent's discovered auth, immutable: usable profiles in order, per provider."""
-
-    agent_id: str
-    profiles: Mapping[str, AuthCredential] = attrs.field(factory=lambda: MappingProxyType({}))
-    order: Mapping[str, tuple[str, ...]] = attrs.field(factory=lambda: MappingProxyType({}))
-    provider_keys: Mapping[str, AuthCredential] = attrs.field(factory=lambda: MappingProxyType({}))
-
-    def credential(self, provider: str) -> AuthCredential | None:
-        """The first usable credential for `provider` (profiles in order, then `apiKey`)."""
-        ids = self.order.get(provider, ())
-        return self.profiles[ids[0]] if ids else self.provider_keys.get(provider)
-
-    def fork(self) -> AuthStore:
-        return AuthStore(self)
-
-
-@attrs.define
-class AuthStore:
-    """A run's own mutable view of its agent's auth: profiles that failed during the run are
-    skipped for the rest of it (the template is never touched)."""
-
-    template: AuthTemplate
-    failed: dict[str, str] = attrs.field(factory=dict)
-
-    def credential(self, provider: str) -> AuthCredential | None:
-        """The first credential for `provider` that has not failed in this run."""
-        for pid in self.template.order.get(provider, ()):
-            if pid not in self.failed:
-                return self.template.profiles[pid]
-        key = self.template.provider_keys.get(provider)
-        return key if key is not None and _key_id(key) not in self.failed else None
-
-    def mark_failed(self, credential: AuthCredential, reason: str) -> None:
-        self.failed[_key_id(credential)] = reason
-
-
-def _key_id(credential: AuthCredential) -> str:
-    return credential.profile_id or f"models.providers.{credential.provider}.apiKey"
 
 
 @attrs.frozen
@@ -483,89 +422,6 @@ def _needs_credential(pconf: ProviderConfig) -> bool:
     return not (pconf.api == "local" or pconf.auth == "none" or _is_loopback_url(pconf.baseUrl))
 
 
-def _usable(cred: Any, now_ms: int) -> tuple[CredentialKind, str] | None:
-    if isinstance(cred, ApiKeyCredential):
-        return ("api_key", cred.key) if cred.key else None
-    if isinstance(cred, TokenCredential):
-        if cred.expires is not None and cred.expires <= now_ms:
-            return None
-        return ("token", cred.token) if cred.token else None
-    if isinstance(cred, OAuthCredential):
-        if cred.expires is not None and cred.expires <= now_ms:
-            return None
-        return ("token", cred.access) if cred.access else None
-    return None
-
-
-def build_auth_template(
-    config: Config, agent_id: str, store: AuthProfilesFile | None, *, now_ms: int
-) -> AuthTemplate:
-    """One agent's auth template.
-
-    Profiles come from `auth.profiles`, the agent's `agents.list[].auth.profiles` and its
-    auth profile store (the store's secret wins for the same id). Order per provider: the
-    store's `order`, else the agent's `auth.order`, else `auth.order`, else the store's
-    `lastGood` first and the rest by id. Expired tokens and profiles without a secret are
-    skipped. `models.providers.<id>.apiKey` comes last.
-    """
-    agent_auth: AuthConfig | None = None
-    for entry in config.agents.entries:
-        if normalize_agent_id(entry.id) == agent_id:
-            agent_auth = entry.auth
-    usable: dict[str, AuthCredential] = {}
-    providers_of: dict[str, str] = {}
-    for layer in (config.auth, agent_auth):
-        if layer is None:
-            continue
-        for pid, prof in layer.profiles.items():
-            providers_of[pid] = prof.provider
-            secret = prof.token if prof.mode != "api_key" else prof.key
-            kind: CredentialKind = "api_key" if prof.mode == "api_key" else "token"
-            if secret:
-                usable[pid] = AuthCredential(prof.provider, kind, secret, pid, "config")
-            else:
-                usable.pop(pid, None)
-    if store is not None:
-        for pid, cred in store.profiles.items():
-            providers_of[pid] = cred.provider
-            got = _usable(cred, now_ms)
-            if got is not None:
-                usable[pid] = AuthCredential(cred.provider, got[0], got[1], pid, "file")
-    order: dict[str, tuple[str, ...]] = {}
-    for provider in sorted(set(providers_of.values())):
-        explicit: list[str] | None = None
-        for source in (
-            store.order if store is not None else {},
-            agent_auth.order if agent_auth is not None else {},
-            config.auth.order,
-        ):
-            if provider in source:
-                explicit = list(source[provider])
-                break
-        if explicit is None:
-            ids = sorted(p for p, prov in providers_of.items() if prov == provider)
-            last_good = store.lastGood.get(provider) if store is not None else None
-            if last_good in ids:
-                ids.remove(last_good)
-                ids.insert(0, last_good)
-            explicit = ids
-        chosen = tuple(
-            p for p in dict.fromkeys(explicit) if p in usable and usable[p].provider == provider
-        )
-        if chosen:
-            order[provider] = chosen
-    keys: dict[str, AuthCredential] = {}
-    for pid, pconf in config.models.providers.items():
-        if pconf.apiKey:
-            keys[pid] = AuthCredential(pid, "api_key", pconf.apiKey, None, "provider")
-    return AuthTemplate(
-        agent_id=agent_id,
-        profiles=MappingProxyType({p: usable[p] for ids in order.values() for p in ids}),
-        order=MappingProxyType(order),
-        provider_keys=MappingProxyType(keys),
-    )
-
-
 def _with_credential(pconf: ProviderConfig, cred: AuthCredential | None) -> ProviderConfig:
     if cred is None:
         return msgspec.structs.replace(pconf, apiKey=None)
@@ -591,48 +447,111 @@ def build_generation(
     auth_files = auth_files or {}
     if pool is None:
         pool = ProviderPool(provider_factory)
-    providers_conf = dict(config.models.providers)
-    if not providers_conf:
-        providers_conf[LOCAL_PROVIDER_ID] = DEFAULT_LOCAL_PROVIDER
-    for pid, pconf in providers_conf.items():
-        try:
-            check_route_transport(pconf.baseUrl, path=f"models.providers.{pid}.baseUrl")
-        except HarnessSelectionError as exc:
-            raise GenerationError(str(exc)) from exc
-    models: dict[tuple[str, str], ModelDefinition] = {}
-    catalog: list[CatalogEntry] = []
-    for pid, pconf in sorted(providers_conf.items()):
-        for m in pconf.models:
-            models[(pid, m.id)] = m
-            catalog.append(
-                CatalogEntry(
-                    provider=pid,
-                    id=m.id,
-                    name=m.name or m.id,
-                    api=m.api or pconf.api,
-                    contextWindow=m.contextWindow,
-                    maxTokens=m.maxTokens,
-                    reasoning=m.reasoning,
-                    input=tuple(m.input),
-                )
-            )
-    aliases = {p.alias: ref for ref, p in config.agents.defaults.models.items() if p.alias}
-    default_model = _model_config(config.agents.defaults.model)
-    if default_model is None or default_model.primary is None:
-        if not catalog:
-            raise GenerationError("no models are configured (models.providers.*.models)")
-        default_model = AgentModelConfig(
-            primary=f"{catalog[0].provider}/{catalog[0].id}",
-            fallbacks=default_model.fallbacks if default_model else [],
+    build = _Build.of(config)
+    agents, spec_paths, default_agent = _agent_specs(build, _default_model(build))
+    try:
+        harnesses = HarnessRegistry.from_snapshot(plugins)
+    except ValueError as exc:
+        raise GenerationError(f"plugins: {exc}") from exc
+    agent_gens: dict[str, AgentGeneration] = {}
+    for aid, spec in agents.items():
+        auth = build_auth_template(config, aid, auth_files.get(aid), now_ms=t_ms)
+        providers = _agent_providers(build, auth, pool)
+        agent_gens[aid] = _agent_generation(
+            build, spec, spec_paths[aid], auth, providers, harnesses
         )
+    default_gen = agent_gens[default_agent]
+    generation = ModelRuntimeGeneration(
+        number=number,
+        built_at_ms=t_ms,
+        inputs_hash=inputs_hash or config_hash(config),
+        config=config,
+        agents=MappingProxyType(agents),
+        default_agent=default_agent,
+        catalog=default_gen.catalog,
+        models=MappingProxyType(build.models),
+        aliases=MappingProxyType(build.aliases),
+        providers=default_gen.providers,
+        agent_generations=MappingProxyType(agent_gens),
+        harnesses=harnesses,
+        plugin_version=plugins.version if plugins is not None else 0,
+        warnings=tuple(w for ag in agent_gens.values() for w in ag.warnings),
+    )
+    pool.track(generation)
+    return generation
 
-    def check_ref(ref: str, path: str) -> tuple[str, str]:
-        target = aliases.get(ref, ref)
+
+@attrs.frozen
+class _Build:
+    """What each step of one `build_generation` reads: the providers (the local one when none
+    is configured), their models, the catalog and the model aliases."""
+
+    config: Config
+    providers: dict[str, ProviderConfig]
+    models: dict[tuple[str, str], ModelDefinition]
+    catalog: tuple[CatalogEntry, ...]
+    aliases: dict[str, str]
+
+    @classmethod
+    def of(cls, config: Config) -> _Build:
+        """Raises `GenerationError` for a provider's plaintext official endpoint."""
+        providers = dict(config.models.providers)
+        if not providers:
+            providers[LOCAL_PROVIDER_ID] = DEFAULT_LOCAL_PROVIDER
+        for pid, pconf in providers.items():
+            try:
+                check_route_transport(pconf.baseUrl, path=f"models.providers.{pid}.baseUrl")
+            except HarnessSelectionError as exc:
+                raise GenerationError(str(exc)) from exc
+        models: dict[tuple[str, str], ModelDefinition] = {}
+        catalog: list[CatalogEntry] = []
+        for pid, pconf in sorted(providers.items()):
+            for m in pconf.models:
+                models[(pid, m.id)] = m
+                catalog.append(
+                    CatalogEntry(
+                        provider=pid,
+                        id=m.id,
+                        name=m.name or m.id,
+                        api=m.api or pconf.api,
+                        contextWindow=m.contextWindow,
+                        maxTokens=m.maxTokens,
+                        reasoning=m.reasoning,
+                        input=tuple(m.input),
+                    )
+                )
+        aliases = {p.alias: ref for ref, p in config.agents.defaults.models.items() if p.alias}
+        return cls(config, providers, models, tuple(catalog), aliases)
+
+    def check_ref(self, ref: str, path: str) -> tuple[str, str]:
+        """(provider, model) of a model reference or alias; `GenerationError` when unknown."""
+        target = self.aliases.get(ref, ref)
         pid, _, mid = target.partition("/")
-        if (pid, mid) not in models:
+        if (pid, mid) not in self.models:
             raise GenerationError(f"{path}: unknown model {ref!r}")
         return pid, mid
 
+
+def _default_model(build: _Build) -> AgentModelConfig:
+    """`agents.defaults.model`, its primary defaulting to the catalog's first model."""
+    default_model = _model_config(build.config.agents.defaults.model)
+    if default_model is None or default_model.primary is None:
+        if not build.catalog:
+            raise GenerationError("no models are configured (models.providers.*.models)")
+        first = build.catalog[0]
+        default_model = AgentModelConfig(
+            primary=f"{first.provider}/{first.id}",
+            fallbacks=default_model.fallbacks if default_model else [],
+        )
+    return default_model
+
+
+def _agent_specs(
+    build: _Build, default_model: AgentModelConfig
+) -> tuple[dict[str, AgentSpec], dict[str, str], str]:
+    """Each agent's spec (its model references checked), the config path of its model and
+    the default agent's id; the default agent alone when `agents.list` is empty."""
+    config = build.config
     agents: dict[str, AgentSpec] = {}
     spec_paths: dict[str, str] = {}
     default_agent = DEFAULT_AGENT_ID
@@ -641,9 +560,9 @@ def build_generation(
         primary = mc.primary or default_model.primary
         assert primary is not None
         path = f"agents.list[{i}].model" if entry.model is not None else "agents.defaults.model"
-        check_ref(primary, path)
+        build.check_ref(primary, path)
         for fb in mc.fallbacks:
-            check_ref(fb, f"{path}.fallbacks")
+            build.check_ref(fb, f"{path}.fallbacks")
         aid = normalize_agent_id(entry.id)
         agents[aid] = AgentSpec(
             id=aid,
@@ -656,9 +575,9 @@ def build_generation(
             default_agent = aid if (entry.default or default_agent not in agents) else default_agent
     if not agents:
         assert default_model.primary is not None
-        check_ref(default_model.primary, "agents.defaults.model.primary")
+        build.check_ref(default_model.primary, "agents.defaults.model.primary")
         for fb in default_model.fallbacks:
-            check_ref(fb, "agents.defaults.model.fallbacks")
+            build.check_ref(fb, "agents.defaults.model.fallbacks")
         agents[DEFAULT_AGENT_ID] = AgentSpec(
             id=DEFAULT_AGENT_ID,
             workspace=config.agents.defaults.workspace,
@@ -666,85 +585,74 @@ def build_generation(
             fallbacks=tuple(default_model.fallbacks),
         )
         spec_paths[DEFAULT_AGENT_ID] = "agents.defaults.model"
+    return agents, spec_paths, default_agent
 
-    try:
-        harnesses = HarnessRegistry.from_snapshot(plugins)
-    except ValueError as exc:
-        raise GenerationError(f"plugins: {exc}") from exc
 
-    agent_gens: dict[str, AgentGeneration] = {}
-    warnings: list[str] = []
-    for aid, spec in agents.items():
-        auth = build_auth_template(config, aid, auth_files.get(aid), now_ms=t_ms)
-        agent_providers: dict[str, ModelProvider] = {}
-        for pid, pconf in sorted(providers_conf.items()):
-            cred = auth.credential(pid)
-            if cred is None and _needs_credential(pconf):
-                continue
-            try:
-                agent_providers[pid] = pool.get(pid, _with_credential(pconf, cred))
-            except (ValueError, ImportError) as exc:
-                raise GenerationError(f"models.providers.{pid}: {exc}") from exc
-        primary_pid, primary_mid = check_ref(spec.primary, spec_paths[aid])
-        if primary_pid not in agent_providers:
-            raise GenerationError(
-                f"{spec_paths[aid]}: primary model {spec.primary!r} of agent {aid!r} has no auth "
-                f"for provider {primary_pid!r} (auth.profiles, "
-                f"agents/{aid}/auth-profiles.json or models.providers.{primary_pid}.apiKey)"
-            )
-        agent_warnings: list[str] = []
-        for fb in spec.fallbacks:
-            fb_pid, _ = check_ref(fb, f"{spec_paths[aid]}.fallbacks")
-            if fb_pid not in agent_providers:
-                agent_warnings.append(f"agent {aid}: fallback {fb!r} has no auth for {fb_pid!r}")
-        runtime_id: str | None = None
-        pconf = providers_conf[primary_pid]
-        definition = models[(primary_pid, primary_mid)]
-        policy = _model_policy(config, f"{primary_pid}/{primary_mid}", aid)
-        route = ProviderRoute.of(
-            primary_pid, definition, pconf, params=policy.params if policy else None
-        )
+def _agent_providers(
+    build: _Build, auth: AuthTemplate, pool: ProviderPool
+) -> dict[str, ModelProvider]:
+    """The transports of the providers an agent has a credential for (or that need none)."""
+    agent_providers: dict[str, ModelProvider] = {}
+    for pid, pconf in sorted(build.providers.items()):
+        cred = auth.credential(pid)
+        if cred is None and _needs_credential(pconf):
+            continue
         try:
-            runtime_id = harnesses.select(
-                resolve_runtime_policy(config, primary_pid, primary_mid, agent_id=aid), route
-            ).id
-        except HarnessPluginError as exc:
-            raise GenerationError(str(exc)) from exc
-        except HarnessSelectionError as exc:
-            # Fails closed when a run resolves the model; the build itself is fine.
-            agent_warnings.append(str(exc))
-        agent_catalog = tuple(
-            attrs.evolve(e, available=e.provider in agent_providers) for e in catalog
-        )
-        agent_gens[aid] = AgentGeneration(
-            spec=spec,
-            auth=auth,
-            providers=MappingProxyType(agent_providers),
-            catalog=agent_catalog,
-            primary_runtime=runtime_id,
-            warnings=tuple(agent_warnings),
-        )
-        warnings.extend(agent_warnings)
+            agent_providers[pid] = pool.get(pid, _with_credential(pconf, cred))
+        except (ValueError, ImportError) as exc:
+            raise GenerationError(f"models.providers.{pid}: {exc}") from exc
+    return agent_providers
 
-    default_gen = agent_gens[default_agent]
-    generation = ModelRuntimeGeneration(
-        number=number,
-        built_at_ms=t_ms,
-        inputs_hash=inputs_hash or config_hash(config),
-        config=config,
-        agents=MappingProxyType(agents),
-        default_agent=default_agent,
-        catalog=default_gen.catalog,
-        models=MappingProxyType(models),
-        aliases=MappingProxyType(aliases),
-        providers=default_gen.providers,
-        agent_generations=MappingProxyType(agent_gens),
-        harnesses=harnesses,
-        plugin_version=plugins.version if plugins is not None else 0,
-        warnings=tuple(warnings),
+
+def _agent_generation(
+    build: _Build,
+    spec: AgentSpec,
+    path: str,
+    auth: AuthTemplate,
+    agent_providers: dict[str, ModelProvider],
+    harnesses: HarnessRegistry,
+) -> AgentGeneration:
+    """One agent's part: its primary model must have auth; a fallback without auth and a
+    primary model no harness may run are warnings (the run fails closed on them)."""
+    aid = spec.id
+    primary_pid, primary_mid = build.check_ref(spec.primary, path)
+    if primary_pid not in agent_providers:
+        raise GenerationError(
+            f"{path}: primary model {spec.primary!r} of agent {aid!r} has no auth "
+            f"for provider {primary_pid!r} (auth.profiles, "
+            f"agents/{aid}/auth-profiles.json or models.providers.{primary_pid}.apiKey)"
+        )
+    agent_warnings: list[str] = []
+    for fb in spec.fallbacks:
+        fb_pid, _ = build.check_ref(fb, f"{path}.fallbacks")
+        if fb_pid not in agent_providers:
+            agent_warnings.append(f"agent {aid}: fallback {fb!r} has no auth for {fb_pid!r}")
+    runtime_id: str | None = None
+    pconf = build.providers[primary_pid]
+    definition = build.models[(primary_pid, primary_mid)]
+    policy = _model_policy(build.config, f"{primary_pid}/{primary_mid}", aid)
+    route = ProviderRoute.of(
+        primary_pid, definition, pconf, params=policy.params if policy else None
     )
-    pool.track(generation)
-    return generation
+    try:
+        runtime_id = harnesses.select(
+            resolve_runtime_policy(build.config, primary_pid, primary_mid, agent_id=aid), route
+        ).id
+    except HarnessPluginError as exc:
+        raise GenerationError(str(exc)) from exc
+    except HarnessSelectionError as exc:
+        # Fails closed when a run resolves the model; the build itself is fine.
+        agent_warnings.append(str(exc))
+    return AgentGeneration(
+        spec=spec,
+        auth=auth,
+        providers=MappingProxyType(agent_providers),
+        catalog=tuple(
+            attrs.evolve(e, available=e.provider in agent_providers) for e in build.catalog
+        ),
+        primary_runtime=runtime_id,
+        warnings=tuple(agent_warnings),
+    )
 
 
 class GenerationBuilder:
