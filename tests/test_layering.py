@@ -47,7 +47,9 @@ FLOORS: Final[dict[str, frozenset[str]]] = {
     "runtime.devices": frozenset({"runtime.protocol"}),
     "runtime.cron": frozenset({"runtime.protocol"}),
 }
-"""Each floor of `runtime/` and the floors it may import (from bottom to top)."""
+"""Each floor of `runtime/` and the floors it may import (from bottom to top); the bottom
+floor, `runtime.protocol` (wire types, frames, errors), imports nothing of runtime and may be
+imported from every floor."""
 
 MAX_MODULE_LINES: Final = 800
 MAX_FUNCTION_LINES: Final = 80
@@ -113,7 +115,7 @@ def test_imports_inside_runtime_only_go_down() -> None:
             continue
         for target in _imports(path, package):
             there = _floor(target)
-            if there != here and there not in FLOORS[here]:
+            if there != here and there != "runtime.protocol" and there not in FLOORS[here]:
                 wrong.append(f"{module} ({here}) imports {target} ({there})")
     assert not wrong, "\n".join(wrong)
 

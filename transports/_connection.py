@@ -31,6 +31,7 @@ from runtime.protocol import (
     decode_inbound,
     encode_event,
     encode_response,
+    internal_error,
     operator_scope_satisfied,
     opt,
     peek_request_id,
@@ -307,7 +308,7 @@ class ClientConnection:
             except Exception as exc:  # a bug: the request fails, the connection lives on
                 log.exception("method agent failed")
                 self.respond_error(
-                    frame.id, GatewayError(UNAVAILABLE, f"{type(exc).__name__}: {exc}")
+                    frame.id, internal_error(exc)
                 )
                 return
         elif frame.method in ORDERED_METHODS:

@@ -21,13 +21,13 @@ from runtime.model import GenerationError
 from runtime.protocol import (
     INVALID_REQUEST,
     METHOD_SCOPES,
-    UNAVAILABLE,
     AgentParams,
     AgentWaitParams,
     GatewayError,
     ModelsListParams,
     RequestFrame,
     SessionsListParams,
+    internal_error,
     invalid_request,
     missing_scope,
     opt,
@@ -165,7 +165,7 @@ class Methods:
             conn.respond_error(frame.id, exc)
         except Exception as exc:
             log.exception("method %s failed", frame.method)
-            conn.respond_error(frame.id, GatewayError(UNAVAILABLE, f"{type(exc).__name__}: {exc}"))
+            conn.respond_error(frame.id, internal_error(exc))
         finally:
             call.release_ticket()
 

@@ -58,6 +58,7 @@ from runtime.protocol import (
     GatewayError,
     RequestFrame,
     decode_params,
+    internal_error,
     invalid_request,
     missing_scope,
     opt,
@@ -458,7 +459,7 @@ class _AgentCall:
             return
         except Exception as exc:  # a bug: this request fails (its run has ended), nothing else
             log.exception("method agent failed")
-            self._fail(GatewayError(UNAVAILABLE, f"{type(exc).__name__}: {exc}"), cached=False)
+            self._fail(internal_error(exc), cached=False)
             return
         record = self.record = self.request.record
         attach_webhook(gw, self.params, record)  # issue 15: the optional `webhook`
@@ -546,7 +547,7 @@ def _start_accepting(
         return False, ticket
     except StoreError as exc:
         ticket.release()
-        conn.respond_error(frame.id, GatewayError(UNAVAILABLE, f"{type(exc).__name__}: {exc}"))
+        conn.respond_error(frame.id, internal_error(exc))
         return True, None
     gw.registry.dedupe.put(pending.dedupe_key, placeholder)
     conn.pending[frame.id] = pending

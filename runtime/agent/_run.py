@@ -29,6 +29,7 @@ import trio
 
 from ..llm._types import AssistantMessage, Message, ProviderError, TextContent, UserMessage
 from ..model._generation import GenerationError
+from ..protocol import describe_exception
 from ..sessions._sessions import SessionRow
 from ._reply import ToolErrorInfo, build_final_payloads
 
@@ -100,7 +101,7 @@ async def run_guarded(
     except Exception as exc:
         log.exception("%s crashed", what)
         outcome.crashed = True
-        outcome.error = f"internal error: {type(exc).__name__}: {exc}"
+        outcome.error = f"internal error: {describe_exception(exc)}"
     finally:
         outcome.cancelled = scope.cancelled_caught or outcome.outer_cancel
 

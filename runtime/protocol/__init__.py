@@ -14,8 +14,10 @@ from ._frames import NonEmpty as NonEmpty
 from ._frames import RequestFrame as RequestFrame
 from ._frames import decode_inbound as decode_inbound
 from ._frames import decode_params as decode_params
+from ._frames import describe_exception as describe_exception
 from ._frames import encode_event as encode_event
 from ._frames import encode_response as encode_response
+from ._frames import internal_error as internal_error
 from ._frames import invalid_request as invalid_request
 from ._frames import missing_scope as missing_scope
 from ._frames import opt as opt
@@ -148,8 +150,10 @@ __all__ = [
     "UsersPrefsSetParams",
     "decode_inbound",
     "decode_params",
+    "describe_exception",
     "encode_event",
     "encode_response",
+    "internal_error",
     "invalid_request",
     "missing_scope",
     "operator_scope_satisfied",

@@ -109,6 +109,17 @@ class GatewayError(Exception):
         )
 
 
+def describe_exception(exc: BaseException) -> str:
+    """How an unexpected exception is told to a client or written in a run's error:
+    `<Type>: <message>` (no traceback: that goes to the log)."""
+    return f"{type(exc).__name__}: {exc}"
+
+
+def internal_error(exc: BaseException) -> GatewayError:
+    """The wire error for an exception a method did not expect (`UNAVAILABLE`)."""
+    return GatewayError(UNAVAILABLE, describe_exception(exc))
+
+
 def invalid_request(message: str, **details: Any) -> GatewayError:
     return GatewayError(INVALID_REQUEST, message, details=details or msgspec.UNSET)
 
