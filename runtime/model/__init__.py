@@ -1,28 +1,28 @@
 """runtime.model"""
 
-from ._config import Config as Config
-from ._config import ConfigError as ConfigError
-from ._config import ConfigIssue as ConfigIssue
 from ._config import ConfigSnapshot as ConfigSnapshot
-from ._config import CronConfig as CronConfig
 from ._config import apply_merge_patch as apply_merge_patch
 from ._config import config_text as config_text
 from ._config import config_to_builtins as config_to_builtins
 from ._config import load_config as load_config
-from ._config import parse_config as parse_config
 from ._config import read_config_snapshot as read_config_snapshot
 from ._config import redact_config as redact_config
 from ._config import restore_redacted as restore_redacted
-from ._config import run_timeout_seconds as run_timeout_seconds
 from ._config import snapshot_from_text as snapshot_from_text
 from ._config import write_config_text as write_config_text
 from ._config_check import config_issues as config_issues
 from ._config_check import config_schema as config_schema
+from ._config_check import parse_config as parse_config
 from ._config_text import ConfigSyntaxError as ConfigSyntaxError
 from ._config_text import backup_path as backup_path
 from ._config_text import decode_config_text as decode_config_text
 from ._config_text import has_comments as has_comments
 from ._config_text import keep_previous as keep_previous
+from ._config_types import Config as Config
+from ._config_types import ConfigError as ConfigError
+from ._config_types import ConfigIssue as ConfigIssue
+from ._config_types import CronConfig as CronConfig
+from ._config_types import run_timeout_seconds as run_timeout_seconds
 from ._generation import AgentSpec as AgentSpec
 from ._generation import CatalogEntry as CatalogEntry
 from ._generation import GenerationBuilder as GenerationBuilder

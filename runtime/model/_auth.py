@@ -16,14 +16,8 @@ from typing import Any, Literal
 import attrs
 
 from ..sessions._sessions import normalize_agent_id
-from ._config import (
-    ApiKeyCredential,
-    AuthConfig,
-    AuthProfilesFile,
-    Config,
-    OAuthCredential,
-    TokenCredential,
-)
+from ._config import ApiKeyCredential, AuthProfilesFile, OAuthCredential, TokenCredential
+from ._config_types import AuthConfig, Config
 
 CredentialKind = Literal["api_key", "token"]
 CredentialSource = Literal["config", "file", "provider"]

@@ -1,5 +1,7 @@
-"""The config file: JSON5 (`_config_text`) decoded strictly into typed Structs with
-OpenClaw's key names.
+"""The config file: JSON5 (`_config_text`) read and decoded strictly (`load_config`,
+`parse_config` from `_config_check`) into the typed Structs of `_config_types`, with
+OpenClaw's key names. This module is where importers get the config's types and
+`parse_config` from (it re-exports the ones they use).
 
 Unknown keys and wrong types are errors that name the key path (`ConfigError`). String
 values may reference environment variables as `${VAR}` (for secrets); a missing variable is
@@ -30,413 +32,20 @@ import re
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Annotated, Any, Final, Literal
+from typing import Annotated, Any, Final
 
 import attrs
 import msgspec
 
-from ..llm._retry import resolve_idle_timeout
+from ._config_check import parse_config as parse_config
+from ._config_check import substitute_env, validation_error_at
 from ._config_text import ConfigSyntaxError, decode_config_text
-from ._settings import BlockStreamingChunk, BlockStreamingCoalesce, CompactionSettings
-
-DEFAULT_PORT: Final = 18789
-DEFAULT_TIMEOUT_SECONDS: Final = 172_800
-DEFAULT_MAX_CONCURRENT: Final = 8
-LOCAL_PROVIDER_ID: Final = "local"
-LOCAL_MODEL_ID: Final = "echo"
-
-Api = Literal["openai-completions", "openai-responses", "anthropic-messages", "local"]
-NonNegInt = Annotated[int, msgspec.Meta(ge=0)]
-
-
-class _Strict(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
-    pass
-
-
-class GatewayAuthRateLimitConfig(_Strict, frozen=True):
-    """`gateway.auth.rateLimit`: failed auth attempts per client address (OpenClaw's keys)."""
-
-    maxAttempts: Annotated[int, msgspec.Meta(ge=1)] = 10
-    windowMs: NonNegInt = 60_000
-    lockoutMs: NonNegInt = 300_000
-    exemptLoopback: bool = True
-
-
-class GatewayAuthConfig(_Strict, frozen=True):
-    mode: Literal["none", "token"] | None = None
-    token: str | None = None
-    rateLimit: GatewayAuthRateLimitConfig = GatewayAuthRateLimitConfig()
-
-
-class GatewayControlUiConfig(_Strict, frozen=True):
-    """`gateway.controlUi`: which browser origins may connect (besides the gateway's own)."""
-
-    allowedOrigins: list[str] = []
-    dangerouslyAllowHostHeaderOriginFallback: bool = False
-
-
-class ChatCompletionsEndpointConfig(_Strict, frozen=True):
-    """`gateway.http.endpoints.chatCompletions`: the OpenAI-compatible `/v1/*` routes."""
-
-    enabled: bool = False
-
-
-class GatewayHttpEndpointsConfig(_Strict, frozen=True):
-    chatCompletions: ChatCompletionsEndpointConfig = ChatCompletionsEndpointConfig()
-
-
-class GatewayHttpConfig(_Strict, frozen=True):
-    """`gateway.http`: plain HTTP on the gateway's port (OpenClaw's keys)."""
-
-    endpoints: GatewayHttpEndpointsConfig = GatewayHttpEndpointsConfig()
-
-
-class GatewayConfig(_Strict, frozen=True):
-    port: Annotated[int, msgspec.Meta(ge=0, le=65535)] = DEFAULT_PORT
-    bind: str = "127.0.0.1"
-    auth: GatewayAuthConfig = GatewayAuthConfig()
-    controlUi: GatewayControlUiConfig = GatewayControlUiConfig()
-    http: GatewayHttpConfig = GatewayHttpConfig()
-    interruptedRuns: Literal["fail", "rerun"] = "fail"
-    """clawlane: what a restart does with runs accepted and not finished before it
-    (`actors._recovery`): report them failed, or run them again (once)."""
-
-
-class AgentRuntimeRef(_Strict, frozen=True):
-    id: str | None = None
-
-
-class ModelCost(_Strict, frozen=True):
-    input: float = 0.0
-    output: float = 0.0
-    cacheRead: float = 0.0
-    cacheWrite: float = 0.0
-
-
-class ModelDefinition(_Strict, frozen=True):
-    id: Annotated[str, msgspec.Meta(min_length=1)]
-    name: str | None = None
-    api: Api | None = None
-    reasoning: bool = False
-    input: list[Literal["text", "image"]] = msgspec.field(default_factory=lambda: ["text"])
-    cost: ModelCost = ModelCost()
-    contextWindow: Annotated[int, msgspec.Meta(gt=0)] = 128_000
-    maxTokens: Annotated[int, msgspec.Meta(gt=0)] = 8_192
-    agentRuntime: AgentRuntimeRef | None = None
-    compat: dict[str, Any] | None = None
-
-
-class ProviderConfig(_Strict, frozen=True):
-    api: Api = "openai-completions"
-    baseUrl: str | None = None
-    apiKey: str | None = None
-    # How the provider authenticates (OpenClaw's `auth`); "none" (clawlane) marks a provider
-    # that needs no credential. Loopback base URLs never need one.
-    auth: Literal["api-key", "token", "oauth", "none"] | None = None
-    headers: dict[str, str] | None = None
-    models: list[ModelDefinition] = []
-    timeoutSeconds: Annotated[float, msgspec.Meta(gt=0)] | None = None
-    agentRuntime: AgentRuntimeRef | None = None
-    options: dict[str, Any] | None = None
-
-
-class ModelsConfig(_Strict, frozen=True):
-    mode: Literal["merge", "replace"] = "merge"
-    providers: dict[str, ProviderConfig] = {}
-
-
-class AgentModelConfig(_Strict, frozen=True):
-    primary: str | None = None
-    fallbacks: list[str] = []
-
-
-class AgentModelPolicy(_Strict, frozen=True):
-    alias: str | None = None
-    params: dict[str, Any] = {}
-    agentRuntime: AgentRuntimeRef | None = None
-
-
-class LlmConfig(_Strict, frozen=True):
-    idleTimeoutSeconds: NonNegInt | None = None
-
-
-class ToolsConfig(_Strict, frozen=True):
-    profile: str | None = None
-    allow: list[str] | None = None
-    deny: list[str] = []
-
-
-class AgentDefaults(_Strict, frozen=True):
-    model: str | AgentModelConfig | None = None
-    models: dict[str, AgentModelPolicy] = {}
-    timeoutSeconds: NonNegInt | None = None
-    """Run timeout; unset means 172,800 s (48 h), 0 means none."""
-    maxConcurrent: Annotated[int, msgspec.Meta(ge=1)] = DEFAULT_MAX_CONCURRENT
-    llm: LlmConfig = LlmConfig()
-    workspace: str | None = None
-    tools: ToolsConfig | None = None
-    compaction: CompactionSettings | None = None
-    """`{enabled, reserveTokens, reserveTokensFloor, keepRecentTokens}`."""
-    blockStreamingDefault: Literal["on", "off"] | None = None
-    blockStreamingBreak: Literal["text_end", "message_end"] | None = None
-    blockStreamingChunk: BlockStreamingChunk | None = None
-    blockStreamingCoalesce: BlockStreamingCoalesce | None = None
-    bootstrapMaxChars: Annotated[int, msgspec.Meta(gt=0)] | None = None
-    bootstrapTotalMaxChars: Annotated[int, msgspec.Meta(gt=0)] | None = None
-    resources: list[str] = []
-    """Resource package roots (skills, prompts, themes, extensions) besides the workspace."""
-
-
-def run_timeout_seconds(defaults: AgentDefaults) -> float | None:
-    """The run timeout in seconds (None: no timeout)."""
-    value = DEFAULT_TIMEOUT_SECONDS if defaults.timeoutSeconds is None else defaults.timeoutSeconds
-    return float(value) or None
-
-
-def llm_idle_timeout_seconds(
-    defaults: AgentDefaults, *, cron: bool = False, provider_timeout_seconds: float | None = None
-) -> float | None:
-    """The LLM idle window: `llm.idleTimeoutSeconds` (0 disables); unset → the configured
-    `timeoutSeconds`, else 60 s; cron runs with neither configured have no watchdog. A
-    provider's `timeoutSeconds` extends the window (`llm._retry.resolve_idle_timeout`)."""
-    return resolve_idle_timeout(
-        defaults.llm.idleTimeoutSeconds,
-        provider_timeout_seconds,
-        run_timeout_seconds=defaults.timeoutSeconds,
-        cron=cron,
-    )
-
-
-class AuthProfileConfig(_Strict, frozen=True):
-    """`auth.profiles.<id>`: OpenClaw keeps only metadata here (`provider`, `mode`, `email`);
-    clawlane also accepts the secret itself (`key` / `token`, usually `${VAR}`)."""
-
-    provider: Annotated[str, msgspec.Meta(min_length=1)]
-    mode: Literal["api_key", "token", "oauth"] = "api_key"
-    email: str | None = None
-    key: str | None = None
-    token: str | None = None
-
-
-class AuthConfig(_Strict, frozen=True):
-    profiles: dict[str, AuthProfileConfig] = {}
-    order: dict[str, list[str]] = {}
-
-
-class AgentEntry(_Strict, frozen=True):
-    id: Annotated[str, msgspec.Meta(min_length=1)]
-    name: str | None = None
-    default: bool = False
-    workspace: str | None = None
-    model: str | AgentModelConfig | None = None
-    models: dict[str, AgentModelPolicy] = {}
-    auth: AuthConfig | None = None
-    tools: ToolsConfig | None = None
-
-
-class AgentsConfig(_Strict, frozen=True):
-    defaults: AgentDefaults = AgentDefaults()
-    entries: list[AgentEntry] = msgspec.field(default_factory=list, name="list")
-
-
-class QueueConfig(_Strict, frozen=True):
-    mode: Literal["steer", "followup", "collect", "interrupt"] | None = None
-    debounceMs: NonNegInt = 500
-    cap: Annotated[int, msgspec.Meta(ge=1)] = 20
-    drop: Literal["summarize", "old", "new"] = "summarize"
-    byChannel: dict[str, Literal["steer", "followup", "collect", "interrupt"]] = {}
-
-
-class MessagesConfig(_Strict, frozen=True):
-    queue: QueueConfig = QueueConfig()
-
-
-class PluginsConfig(_Strict, frozen=True):
-    load: list[str] = []
-
-
-class LoggingConfig(_Strict, frozen=True):
-    """OpenClaw's `logging` keys that clawlane honours: the file `logs.tail` reads (one JSON
-    object a line) and its level; `maxFileBytes` rotates it."""
-
-    level: Literal["trace", "debug", "info", "warn", "error", "fatal", "silent"] | None = None
-    file: str | None = None
-    maxFileBytes: Annotated[int, msgspec.Meta(gt=0)] | None = None
-
-
-class CronSsrfPolicy(_Strict, frozen=True):
-    """`cron.webhookSsrfPolicy`: webhooks to loopback/private/link-local addresses are
-    refused unless the host is listed here (or private networks are allowed outright)."""
-
-    allowedHostnames: list[str] = []
-    dangerouslyAllowPrivateNetwork: bool = False
-
-
-class CronConfig(_Strict, frozen=True):
-    """`cron.*` (OpenClaw's keys; `webhookSecret`, `webhookMaxAttempts` and
-    `webhookTimeoutSeconds` are clawlane's)."""
-
-    enabled: bool = True
-    maxConcurrentRuns: Annotated[int, msgspec.Meta(ge=1, le=64)] = 1
-    skipMissedJobs: bool = False
-    webhookToken: str | None = None
-    webhookSecret: str | None = None
-    webhookMaxAttempts: Annotated[int, msgspec.Meta(ge=1, le=10)] = 4
-    webhookTimeoutSeconds: Annotated[float, msgspec.Meta(gt=0, le=300)] = 10.0
-    webhookSsrfPolicy: CronSsrfPolicy = CronSsrfPolicy()
-
-
-class Config(_Strict, frozen=True):
-    json_schema: str | None = msgspec.field(default=None, name="$schema")
-    """A JSON Schema reference for editors (`clawlane config schema`); ignored, as in
-    OpenClaw (the only root key outside the schema)."""
-    gateway: GatewayConfig = GatewayConfig()
-    auth: AuthConfig = AuthConfig()
-    models: ModelsConfig = ModelsConfig()
-    agents: AgentsConfig = AgentsConfig()
-    messages: MessagesConfig = MessagesConfig()
-    tools: ToolsConfig = ToolsConfig()
-    plugins: PluginsConfig = PluginsConfig()
-    logging: LoggingConfig = LoggingConfig()
-    cron: CronConfig = CronConfig()
-
-
-class ConfigError(Exception):
-    """The config is unusable. `path` is the dotted key path at fault ("" for the file)."""
-
-    def __init__(self, message: str, *, path: str = "") -> None:
-        super().__init__(
-            f"config error at {path}: {message}" if path else f"config error: {message}"
-        )
-        self.path = path
-
-
-_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-_PATH_IN_MSG = re.compile(r" - at `\$(.*)`$")
-
-
-def _substitute(value: Any, path: str, env: dict[str, str]) -> Any:
-    if isinstance(value, str):
-
-        def repl(m: re.Match[str]) -> str:
-            name = m.group(1)
-            if name not in env:
-                raise ConfigError(f"environment variable {name} is not set", path=path)
-            return env[name]
-
-        return _VAR.sub(repl, value)
-    if isinstance(value, dict):
-        return {k: _substitute(v, f"{path}.{k}" if path else k, env) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_substitute(v, f"{path}[{i}]", env) for i, v in enumerate(value)]
-    return value
-
-
-def _dotted(msgspec_path: str) -> str:
-    # "$.gateway.port" -> "gateway.port"; "$.agents.list[0].id" -> "agents.list[0].id"
-    return msgspec_path.lstrip("$").lstrip(".")
-
-
-def parse_config(raw: Any, *, env: dict[str, str] | None = None) -> Config:
-    """Decode a JSON-like value into a `Config`. Raises `ConfigError` naming the key path."""
-    if not isinstance(raw, dict):
-        raise ConfigError("the config must be a JSON object")
-    raw = _substitute(raw, "", dict(os.environ) if env is None else env)
-    try:
-        config = msgspec.convert(raw, Config)
-    except msgspec.ValidationError as exc:
-        from ._config_check import first_issue  # issue 14: "did you mean" for typos
-
-        issue = first_issue(raw, env={})
-        if issue is not None:
-            raise ConfigError(issue.message, path=issue.path) from exc
-        text = str(exc)
-        m = _PATH_IN_MSG.search(text)
-        path = _dotted(m.group(1)) if m else ""
-        message = text[: m.start()] if m else text
-        if "[...]" in path:
-            path = _name_dict_keys(raw, path, message, Config)
-        raise ConfigError(message, path=path) from exc
-    _check(config)
-    return config
-
-
-_SEGMENT: Final = re.compile(r"\.?([^.\[]+)|\[(\d+|\.\.\.)\]")
-
-
-def _name_dict_keys(raw: dict[str, Any], path: str, message: str, type_: type[Any]) -> str:
-    """msgspec writes a dict value's key as `[...]`; find the key whose value fails with the
-    same message (errors only, so trying each entry is fine)."""
-    segments = [(m.group(1), m.group(2)) for m in _SEGMENT.finditer(path)]
-    named: list[str] = []
-    for i, (key, index) in enumerate(segments):
-        if index != "...":
-            named.append(key if key is not None else f"[{index}]")
-            continue
-        container = _walk(raw, segments[:i])
-        found = None
-        if isinstance(container, dict):
-            for k in container:
-                trial = _with_only(raw, segments[:i], k)
-                try:
-                    msgspec.convert(trial, type_)
-                except msgspec.ValidationError as exc:
-                    if str(exc).startswith(message):
-                        found = k
-                        break
-        if found is None:
-            return path
-        named.append(f"[{found}]" if "." in found or "/" in found else found)
-        segments[i] = (found, None)
-    out = ""
-    for part in named:
-        out += part if part.startswith("[") or not out else f".{part}"
-    return out
-
-
-def _walk(raw: Any, segments: list[tuple[str | None, str | None]]) -> Any:
-    node = raw
-    for key, index in segments:
-        if key is not None:
-            node = node.get(key) if isinstance(node, dict) else None
-        elif index is not None and index.isdigit():
-            node = node[int(index)] if isinstance(node, list) and int(index) < len(node) else None
-    return node
-
-
-def _with_only(raw: Any, segments: list[tuple[str | None, str | None]], keep: str) -> Any:
-    if not segments:
-        return {keep: raw[keep]} if isinstance(raw, dict) else raw
-    (key, index), rest = segments[0], segments[1:]
-    if key is not None and isinstance(raw, dict):
-        return {**raw, key: _with_only(raw.get(key), rest, keep)}
-    if index is not None and index.isdigit() and isinstance(raw, list):
-        i = int(index)
-        return [*raw[:i], _with_only(raw[i], rest, keep), *raw[i + 1 :]]
-    return raw
-
-
-def _check(config: Config) -> None:
-    for pid, provider in config.models.providers.items():
-        if provider.api != "local" and not provider.baseUrl:
-            raise ConfigError("baseUrl is required", path=f"models.providers.{pid}.baseUrl")
-    seen: set[str] = set()
-    for i, agent in enumerate(config.agents.entries):
-        if agent.id in seen:
-            raise ConfigError(f"duplicate agent id {agent.id!r}", path=f"agents.list[{i}].id")
-        seen.add(agent.id)
-        for ref in agent.models:
-            _check_model_key(ref, f"agents.list[{i}].models")
-    for ref in config.agents.defaults.models:
-        _check_model_key(ref, "agents.defaults.models")
-
-
-def _check_model_key(ref: str, path: str) -> None:
-    provider, sep, model = ref.partition("/")
-    if not sep or not provider or not model:
-        raise ConfigError(
-            f'model keys are "provider/model" or "provider/*", got {ref!r}', path=path
-        )
+from ._config_types import Config as Config
+from ._config_types import ConfigError as ConfigError
+from ._config_types import ConfigIssue as ConfigIssue
+from ._config_types import ProviderConfig as ProviderConfig
+from ._config_types import ToolsConfig as ToolsConfig
+from ._config_types import llm_idle_timeout_seconds as llm_idle_timeout_seconds
 
 
 def load_config(path: Path, *, env: dict[str, str] | None = None) -> Config:
@@ -524,12 +133,7 @@ def parse_auth_profiles(data: bytes, *, source: str) -> AuthProfilesFile:
     try:
         return msgspec.convert(raw, AuthProfilesFile)
     except msgspec.ValidationError as exc:
-        text = str(exc)
-        m = _PATH_IN_MSG.search(text)
-        key = _dotted(m.group(1)) if m else ""
-        message = text[: m.start()] if m else text
-        if "[...]" in key and isinstance(raw, dict):
-            key = _name_dict_keys(raw, key, message, AuthProfilesFile)
+        key, message = validation_error_at(raw, exc, AuthProfilesFile)
         raise ConfigError(message, path=f"{source}:{key}" if key else source) from exc
 
 
@@ -556,15 +160,6 @@ def hash_config_raw(raw: str | None) -> str:
     if raw is None:
         return MISSING_FILE_HASH
     return hashlib.sha256(raw.encode()).hexdigest()
-
-
-@attrs.frozen
-class ConfigIssue:
-    path: str
-    message: str
-
-    def to_json(self) -> dict[str, str]:
-        return {"path": self.path, "message": self.message}
 
 
 @attrs.frozen
@@ -611,7 +206,7 @@ def snapshot_from_text(
     resolved: Any = None
     try:
         if isinstance(parsed, dict):
-            resolved = _substitute(parsed, "", dict(os.environ) if env is None else env)
+            resolved = substitute_env(parsed, "", dict(os.environ) if env is None else env)
         config = parse_config(parsed, env=env)
     except ConfigError as exc:
         message = str(exc).split(": ", 1)[1] if exc.path and ": " in str(exc) else str(exc)

@@ -46,19 +46,16 @@ import msgspec
 from ..llm._types import ModelProvider
 from ..sessions._sessions import DEFAULT_AGENT_ID, normalize_agent_id
 from ._auth import AuthCredential, AuthStore, AuthTemplate, build_auth_template
-from ._config import (
+from ._config import AuthProfilesFile, auth_profiles_path, config_hash, load_auth_profiles
+from ._config_types import (
     LOCAL_MODEL_ID,
     LOCAL_PROVIDER_ID,
     AgentModelConfig,
     AgentModelPolicy,
-    AuthProfilesFile,
     Config,
     ConfigError,
     ModelDefinition,
     ProviderConfig,
-    auth_profiles_path,
-    config_hash,
-    load_auth_profiles,
 )
 from ._harness import (
     HarnessPluginError,

@@ -47,7 +47,7 @@ from urllib.parse import urlsplit
 import attrs
 
 from ..loop._agent import AgentRunInput, Emit, RunProgress, run_agent
-from ._config import Config, ModelDefinition, ProviderConfig
+from ._config_types import Config, ModelDefinition, ProviderConfig
 from ._plugins import RESERVED_HARNESS_IDS, HarnessSpec, PluginSnapshot
 
 __all__ = [
