@@ -14,8 +14,8 @@ published), `SessionKeyError` (malformed key), `GatewayError` (a wire error shap
 """
 
 from .agent._embedded import open_embedded_runtime as open_embedded_runtime
-from .agent._turn import TurnSpec as TurnSpec
 from .agent._turn import run_turn as run_turn
+from .agent._turnspec import TurnSpec as TurnSpec
 from .devices._device_auth import DeviceIdentity as DeviceIdentity
 from .devices._pairing import PairingStoreError as PairingStoreError
 from .loop._agent import AgentRunInput as AgentRunInput

@@ -1,5 +1,6 @@
 """runtime.agent"""
 
+from ._blocks import BlockReply as BlockReply
 from ._compaction import MessageTags as MessageTags
 from ._compaction import compact_session as compact_session
 from ._compaction import context_budget as context_budget
@@ -30,10 +31,9 @@ from ._slash import find_command as find_command
 from ._slash import format_tokens as format_tokens
 from ._slash import help_text as help_text
 from ._slash import parse_duration_ms as parse_duration_ms
-from ._turn import BASE_SYSTEM_PROMPT as BASE_SYSTEM_PROMPT
-from ._turn import BlockReply as BlockReply
-from ._turn import TurnResult as TurnResult
 from ._turn import run_turn as run_turn
+from ._turnspec import BASE_SYSTEM_PROMPT as BASE_SYSTEM_PROMPT
+from ._turnspec import TurnResult as TurnResult
 
 __all__ = [
     "BASE_SYSTEM_PROMPT",

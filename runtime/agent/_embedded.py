@@ -63,7 +63,8 @@ from ._compaction import MessageTags, persist_run
 from ._reply import SilentStreamFilter
 from ._run import RunOutcome, RunState, ended_row, final_payload, run_guarded, run_messages
 from ._services import TurnServices
-from ._turn import TurnResult, run_turn
+from ._turn import run_turn
+from ._turnspec import TurnResult
 
 __all__ = [
     "EmbeddedRuntime",

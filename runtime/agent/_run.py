@@ -35,7 +35,7 @@ from ._reply import ToolErrorInfo, build_final_payloads
 
 if TYPE_CHECKING:
     from ..loop._agent import RunProgress
-    from ._turn import TurnResult
+    from ._turnspec import TurnResult
 
 __all__ = [
     "AbortReason",

@@ -32,10 +32,11 @@ from ..model._config import ToolsConfig, llm_idle_timeout_seconds
 from ..model._generation import ModelRuntimeGeneration, RunStores
 from ..model._plugins import PluginRegistry
 from ..tools import ToolPolicy, builtin_tools, ensure_workspace
+from ._blocks import BlockFlusher, BlockSink
 from ._chunking import BlockStreamingSettings
 from ._compaction import CompactionSettings
 from ._prompt import PromptCache
-from ._turn import BlockFlusher, BlockSink, HistoryEntries, TurnSpec
+from ._turnspec import HistoryEntries, TurnSpec
 
 __all__ = ["MessageCancelled", "TurnServices"]
 

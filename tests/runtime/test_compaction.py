@@ -29,7 +29,8 @@ from runtime.agent._compaction import (
     summarize,
     summary_of,
 )
-from runtime.agent._turn import BASE_SYSTEM_PROMPT, TurnResult, TurnSpec, run_turn
+from runtime.agent._turn import run_turn
+from runtime.agent._turnspec import BASE_SYSTEM_PROMPT, TurnResult, TurnSpec
 from runtime.hooks._internal import InternalHookEvent, InternalHooks
 from runtime.hooks._registry import HookRegistry
 from runtime.llm._local import SUMMARY_MARKER, LocalProvider, request_tokens

@@ -13,6 +13,7 @@ import msgspec
 import pytest
 import trio
 
+from runtime.agent._blocks import BlockFlusher, BlockPipeline, BlockReply
 from runtime.agent._chunking import (
     BlockStreamingChunk,
     BlockStreamingCoalesce,
@@ -30,16 +31,8 @@ from runtime.agent._prompt import (
     system_prompt_report,
     truncate_bootstrap,
 )
-from runtime.agent._turn import (
-    BASE_SYSTEM_PROMPT,
-    BlockFlusher,
-    BlockPipeline,
-    BlockReply,
-    TurnResult,
-    TurnSpec,
-    reasoning_mode,
-    run_turn,
-)
+from runtime.agent._turn import reasoning_mode, run_turn
+from runtime.agent._turnspec import BASE_SYSTEM_PROMPT, TurnResult, TurnSpec
 from runtime.hooks._internal import BootstrapFile, InternalHookEvent, InternalHooks
 from runtime.hooks._registry import HookRegistry
 from runtime.llm._types import ToolSpec
