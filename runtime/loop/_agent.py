@@ -255,102 +255,14 @@ async def run_agent(inp: AgentRunInput, emit: Emit, progress: RunProgress) -> Ru
             tools=specs,
             params=inp.params,
         )
-        turn_text: list[str] = []
-        thinking: list[str] = []
-        calls: list[ToolCallContent] = []
-        stop: StopReason = "stop"
         if hooks is not None and hooks.has("llm_input"):
-            await hooks.fire(
-                "llm_input",
-                LlmInputEvent(
-                    runId=inp.run_id,
-                    sessionId=inp.session_id,
-                    provider=inp.provider_id,
-                    model=inp.model_id,
-                    prompt=_user_text(inp.user_message),
-                    historyMessages=list(transcript[:-1]),
-                    systemPrompt=inp.system_prompt,
-                ),
-            )
-        window = inp.idle_timeout if inp.idle_timeout is not None and inp.idle_timeout > 0 else None
-        # One watchdog scope per model turn, its deadline pushed per delta (see
-        # `stream_with_retry`): the loop body below must stay free of awaits.
-        watchdog = trio.CancelScope(
-            deadline=watchdog_deadline(window) if window is not None else math.inf
-        )
-        stream = stream_with_retry(
-            inp.provider,
-            request,
-            idle_timeout=window,
-            max_attempts=inp.max_attempts,
-            watchdog=watchdog if window is not None else None,
-        )
-        with watchdog:
-            async with contextlib.aclosing(stream) as deltas:  # type: ignore[type-var]
-                async for delta in deltas:
-                    if isinstance(delta, TextDelta):
-                        if not delta.text:
-                            continue
-                        piece = delta.text
-                        if not turn_text and progress.text and not progress.text.endswith("\n\n"):
-                            # A later model turn (after a tool or a steered message) starts a
-                            # new paragraph of the run's text, as OpenClaw joins them.
-                            piece = "\n\n" + piece
-                        turn_text.append(delta.text)
-                        progress.text += piece
-                        progress.streamed_output = True
-                        emit("assistant", {"text": progress.text, "delta": piece})
-                    elif isinstance(delta, ThinkingDelta):
-                        thinking.append(delta.text)
-                        if inp.emit_thinking:
-                            emit("thinking", {"text": "".join(thinking), "delta": delta.text})
-                    elif isinstance(delta, ToolCallEnd):
-                        calls.append(
-                            ToolCallContent(
-                                id=delta.id, name=delta.name, arguments=_parse_args(delta.arguments)
-                            )
-                        )
-                    elif isinstance(delta, UsageDelta):
-                        progress.usage = _add_usage(progress.usage, delta.usage)
-                    elif isinstance(delta, StopDelta):
-                        stop = delta.reason
-        if watchdog.cancelled_caught:
-            assert window is not None
-            raise IdleTimeoutError(window)
-        content: list[AssistantContent] = []
-        if thinking:
-            content.append(ThinkingContent("".join(thinking)))
-        if turn_text:
-            content.append(TextContent("".join(turn_text)))
-        content.extend(calls)
-        assistant = AssistantMessage(
-            content=content,
-            timestamp=now_ms(),
-            api=inp.api,
-            provider=inp.provider_id,
-            model=inp.model_id,
-            usage=progress.usage,
-            stopReason="toolUse" if calls else stop,
-        )
+            await _fire_llm_input(hooks, inp, transcript)
+        turn_text, thinking, calls, stop = await _model_turn(inp, request, emit, progress)
+        assistant = _assistant_message(inp, turn_text, thinking, calls, stop, progress.usage)
         transcript.append(assistant)
         progress.messages.append(assistant)
         if hooks is not None and hooks.has("llm_output"):
-            await hooks.fire(
-                "llm_output",
-                LlmOutputEvent(
-                    runId=inp.run_id,
-                    sessionId=inp.session_id,
-                    provider=inp.provider_id,
-                    model=inp.model_id,
-                    assistantTexts=["".join(turn_text)] if turn_text else [],
-                    lastAssistant=assistant,
-                    usage=HookUsage(
-                        input=progress.usage.input,
-                        output=progress.usage.output,
-                        total=progress.usage.totalTokens,
-                    ),
-                ),
-            )
+            await _fire_llm_output(hooks, inp, turn_text, assistant, progress.usage)
         progress.stop_reason = assistant.stopReason
         if not calls:
             steered = _take_steered(inp)
@@ -361,48 +273,175 @@ async def run_agent(inp: AgentRunInput, emit: Emit, progress: RunProgress) -> Ru
                 progress.stop_reason = "length"
                 return progress
             continue
-        for i, call in enumerate(calls):
-            if inp.steer_inbox is not None and inp.steer_inbox.pending():
-                # A steering message arrived: the rest of this turn's tool calls are skipped.
-                for skipped in calls[i:]:
-                    message = ToolResultMessage(
-                        toolCallId=skipped.id,
-                        toolName=skipped.name,
-                        content=[TextContent("skipped: the user sent a new message")],
-                        isError=True,
-                        timestamp=now_ms(),
-                    )
-                    transcript.append(message)
-                    progress.messages.append(message)
-                break
-            emit(
-                "tool",
-                {
-                    "phase": "start",
-                    "name": call.name,
-                    "toolCallId": call.id,
-                    "args": call.arguments,
-                },
-            )
-            outcome = await inp.tools.call(call, emit)
-            data: dict[str, Any] = {
-                "phase": "result",
-                "name": call.name,
-                "toolCallId": call.id,
-                "isError": outcome.message.isError,
-                "result": outcome.result,
-            }
-            if outcome.meta is not None:
-                data["meta"] = outcome.meta
-            emit("tool", data)
-            transcript.append(outcome.message)
-            progress.messages.append(outcome.message)
+        await _run_tool_calls(inp, calls, emit, transcript, progress)
         steered = _take_steered(inp)
         if steered:
             _append_steered(steered, transcript, progress)
         if progress.turns >= inp.max_iterations:
             progress.stop_reason = "length"
             return progress
+
+
+async def _model_turn(
+    inp: AgentRunInput, request: ModelRequest, emit: Emit, progress: RunProgress
+) -> tuple[list[str], list[str], list[ToolCallContent], StopReason]:
+    """Stream one model turn out as events: (its text pieces, its thinking pieces, its tool
+    calls, its stop reason). Raises `IdleTimeoutError` when the watchdog fired."""
+    turn_text: list[str] = []
+    thinking: list[str] = []
+    calls: list[ToolCallContent] = []
+    stop: StopReason = "stop"
+    window = inp.idle_timeout if inp.idle_timeout is not None and inp.idle_timeout > 0 else None
+    # One watchdog scope per model turn, its deadline pushed per delta (see
+    # `stream_with_retry`): the loop body below must stay free of awaits.
+    watchdog = trio.CancelScope(
+        deadline=watchdog_deadline(window) if window is not None else math.inf
+    )
+    stream = stream_with_retry(
+        inp.provider,
+        request,
+        idle_timeout=window,
+        max_attempts=inp.max_attempts,
+        watchdog=watchdog if window is not None else None,
+    )
+    with watchdog:
+        async with contextlib.aclosing(stream) as deltas:  # type: ignore[type-var]
+            async for delta in deltas:
+                if isinstance(delta, TextDelta):
+                    if not delta.text:
+                        continue
+                    piece = delta.text
+                    if not turn_text and progress.text and not progress.text.endswith("\n\n"):
+                        # A later model turn (after a tool or a steered message) starts a
+                        # new paragraph of the run's text, as OpenClaw joins them.
+                        piece = "\n\n" + piece
+                    turn_text.append(delta.text)
+                    progress.text += piece
+                    progress.streamed_output = True
+                    emit("assistant", {"text": progress.text, "delta": piece})
+                elif isinstance(delta, ThinkingDelta):
+                    thinking.append(delta.text)
+                    if inp.emit_thinking:
+                        emit("thinking", {"text": "".join(thinking), "delta": delta.text})
+                elif isinstance(delta, ToolCallEnd):
+                    calls.append(
+                        ToolCallContent(
+                            id=delta.id, name=delta.name, arguments=_parse_args(delta.arguments)
+                        )
+                    )
+                elif isinstance(delta, UsageDelta):
+                    progress.usage = _add_usage(progress.usage, delta.usage)
+                elif isinstance(delta, StopDelta):
+                    stop = delta.reason
+    if watchdog.cancelled_caught:
+        assert window is not None
+        raise IdleTimeoutError(window)
+    return turn_text, thinking, calls, stop
+
+
+def _assistant_message(
+    inp: AgentRunInput,
+    turn_text: list[str],
+    thinking: list[str],
+    calls: list[ToolCallContent],
+    stop: StopReason,
+    usage: Usage,
+) -> AssistantMessage:
+    content: list[AssistantContent] = []
+    if thinking:
+        content.append(ThinkingContent("".join(thinking)))
+    if turn_text:
+        content.append(TextContent("".join(turn_text)))
+    content.extend(calls)
+    return AssistantMessage(
+        content=content,
+        timestamp=now_ms(),
+        api=inp.api,
+        provider=inp.provider_id,
+        model=inp.model_id,
+        usage=usage,
+        stopReason="toolUse" if calls else stop,
+    )
+
+
+async def _fire_llm_input(
+    hooks: HookRegistry, inp: AgentRunInput, transcript: list[Message]
+) -> None:
+    await hooks.fire(
+        "llm_input",
+        LlmInputEvent(
+            runId=inp.run_id,
+            sessionId=inp.session_id,
+            provider=inp.provider_id,
+            model=inp.model_id,
+            prompt=_user_text(inp.user_message),
+            historyMessages=list(transcript[:-1]),
+            systemPrompt=inp.system_prompt,
+        ),
+    )
+
+
+async def _fire_llm_output(
+    hooks: HookRegistry,
+    inp: AgentRunInput,
+    turn_text: list[str],
+    assistant: AssistantMessage,
+    usage: Usage,
+) -> None:
+    await hooks.fire(
+        "llm_output",
+        LlmOutputEvent(
+            runId=inp.run_id,
+            sessionId=inp.session_id,
+            provider=inp.provider_id,
+            model=inp.model_id,
+            assistantTexts=["".join(turn_text)] if turn_text else [],
+            lastAssistant=assistant,
+            usage=HookUsage(input=usage.input, output=usage.output, total=usage.totalTokens),
+        ),
+    )
+
+
+async def _run_tool_calls(
+    inp: AgentRunInput,
+    calls: list[ToolCallContent],
+    emit: Emit,
+    transcript: list[Message],
+    progress: RunProgress,
+) -> None:
+    """Run a turn's tool calls in order, each with its `start` and `result` events; a message
+    steered in meanwhile skips the rest (each gets an error result)."""
+    for i, call in enumerate(calls):
+        if inp.steer_inbox is not None and inp.steer_inbox.pending():
+            # A steering message arrived: the rest of this turn's tool calls are skipped.
+            for skipped in calls[i:]:
+                message = ToolResultMessage(
+                    toolCallId=skipped.id,
+                    toolName=skipped.name,
+                    content=[TextContent("skipped: the user sent a new message")],
+                    isError=True,
+                    timestamp=now_ms(),
+                )
+                transcript.append(message)
+                progress.messages.append(message)
+            return
+        emit(
+            "tool",
+            {"phase": "start", "name": call.name, "toolCallId": call.id, "args": call.arguments},
+        )
+        outcome = await inp.tools.call(call, emit)
+        data: dict[str, Any] = {
+            "phase": "result",
+            "name": call.name,
+            "toolCallId": call.id,
+            "isError": outcome.message.isError,
+            "result": outcome.result,
+        }
+        if outcome.meta is not None:
+            data["meta"] = outcome.meta
+        emit("tool", data)
+        transcript.append(outcome.message)
+        progress.messages.append(outcome.message)
 
 
 __all__ = [

@@ -132,6 +132,37 @@ class RunTools:
                 reason = decision.block_reason or "blocked by a plugin"
                 return self._error(call, f"tool call blocked: {reason}")
             params = dict(decision.params)
+        started = time.monotonic()
+        result = await invoke_tool(tool, params, self._context(call, emit))
+        duration_ms = (time.monotonic() - started) * 1000
+        if result.is_error:
+            text = " ".join(c.text for c in result.content if isinstance(c, TextContent))
+            self.failures.append((call.name, text, bool(getattr(tool, "mutating", False))))
+        shown = _to_builtins(sanitize_result(result))
+        if hooks is not None and hooks.has("after_tool_call"):
+            event = AfterToolCallEvent(
+                toolName=call.name,
+                params=params,
+                runId=self.run_id,
+                toolCallId=call.id,
+                result=shown,
+                error=None if not result.is_error else "tool failed",
+                durationMs=duration_ms,
+            )
+            await hooks.fire("after_tool_call", event, ctx_hook)
+        message = ToolResultMessage(
+            toolCallId=call.id,
+            toolName=call.name,
+            content=list(result.content),
+            isError=result.is_error,
+            timestamp=_now_ms(),
+        )
+        if hooks is not None and hooks.has("tool_result_persist"):
+            message = _persisted(hooks, message, call)
+        return ToolOutcome(message=message, result=shown, meta=_summary(call.name, params))
+
+    def _context(self, call: ToolCallContent, emit: Emit) -> ToolContext:
+        """What the tool sees of its run; its partial results go out as `update` events."""
 
         def on_update(partial: Any) -> None:
             if isinstance(partial, ToolResult):
@@ -146,7 +177,7 @@ class RunTools:
                 },
             )
 
-        ctx = ToolContext(
+        return ToolContext(
             workspace=self.workspace,
             agent_id=self.agent_id,
             session_key=self.session_key,
@@ -156,42 +187,16 @@ class RunTools:
             send_message=self._send,
             env=self.env,
         )
-        started = time.monotonic()
-        result = await invoke_tool(tool, params, ctx)
-        duration_ms = (time.monotonic() - started) * 1000
-        if result.is_error:
-            text = " ".join(c.text for c in result.content if isinstance(c, TextContent))
-            self.failures.append((call.name, text, bool(getattr(tool, "mutating", False))))
-        shown = _to_builtins(sanitize_result(result))
-        if hooks is not None and hooks.has("after_tool_call"):
-            await hooks.fire(
-                "after_tool_call",
-                AfterToolCallEvent(
-                    toolName=call.name,
-                    params=params,
-                    runId=self.run_id,
-                    toolCallId=call.id,
-                    result=shown,
-                    error=None if not result.is_error else "tool failed",
-                    durationMs=duration_ms,
-                ),
-                ctx_hook,
-            )
-        message = ToolResultMessage(
-            toolCallId=call.id,
-            toolName=call.name,
-            content=list(result.content),
-            isError=result.is_error,
-            timestamp=_now_ms(),
-        )
-        if hooks is not None and hooks.has("tool_result_persist"):
-            persisted = hooks.run_tool_result_persist(
-                ToolResultPersistEvent(message=message, toolName=call.name, toolCallId=call.id)
-            )
-            if isinstance(persisted, ToolResultMessage):
-                message = persisted
-        meta = _summary(call.name, params)
-        return ToolOutcome(message=message, result=shown, meta=meta)
+
+
+def _persisted(
+    hooks: HookRegistry, message: ToolResultMessage, call: ToolCallContent
+) -> ToolResultMessage:
+    """The tool result as `tool_result_persist` hooks shape it for the transcript."""
+    persisted = hooks.run_tool_result_persist(
+        ToolResultPersistEvent(message=message, toolName=call.name, toolCallId=call.id)
+    )
+    return persisted if isinstance(persisted, ToolResultMessage) else message
 
 
 def _summary(name: str, params: dict[str, Any]) -> str:
