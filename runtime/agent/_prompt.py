@@ -9,7 +9,8 @@ The system prompt of a run, in order:
 3. the project context: the workspace's bootstrap files (`AGENTS.md`, `SOUL.md`, `TOOLS.md`,
    `IDENTITY.md`, `USER.md`, `HEARTBEAT.md`, `BOOTSTRAP.md`, `MEMORY.md`), after the
    `agent:bootstrap` internal hooks had their say (they may add, drop or rewrite files), each
-   cut to `bootstrapMaxChars` (head 70 %, tail 20 %) and all together to the total cap;
+   cut to `bootstrapMaxChars` (head 70 %, tail 20 %) and all together to the total cap
+   (`_bootstrap`);
 4. the per-run `extraSystemPrompt`;
 
 and around it the `before_prompt_build` contributions, merged by `run_turn`:
@@ -24,12 +25,14 @@ object back while the files and the eligibility of every skill are unchanged
 runs. Extensions found in the manifests are plugins: the snapshot lists their paths for the
 plugin loader, nothing here imports them.
 
-`SystemPromptReport` (`system_prompt_report`, `PreparedPrompt.report`) lists the sections of a
-system prompt with their sizes and token estimates, the injected files, the skills, the tool
-schemas, and the budget: what `/context` shows.
+`SystemPromptReport` (`_prompt_report`; built by `system_prompt_report` and
+`PreparedPrompt.report`) lists the sections of a system prompt with their sizes and token
+estimates, the injected files, the skills, the tool schemas, and the budget: what `/context`
+shows.
 
-Blocking file I/O (`load_bootstrap_files`, `load_skills_snapshot`) runs in worker threads from
-the async entry points (`prepare_prompt`, `PromptCache.skills`), which are checkpoints.
+Blocking file I/O (`_bootstrap.load_bootstrap_files`, `load_skills_snapshot`) runs in worker
+threads from the async entry points (`prepare_prompt`, `PromptCache.skills`), which are
+checkpoints.
 Nothing here raises for missing or unreadable files: they are reported instead.
 """
 
@@ -46,12 +49,29 @@ from pathlib import Path
 from typing import Final, Literal
 
 import attrs
-import msgspec
 import trio
 
 from ..hooks._internal import BootstrapFile, InternalHooks
 from ..llm._types import Message, ToolSpec
+from ._bootstrap import (
+    DEFAULT_BOOTSTRAP_MAX_CHARS,
+    DEFAULT_BOOTSTRAP_TOTAL_MAX_CHARS,
+    InjectedFile,
+    load_bootstrap_files,
+    render_project_context,
+)
 from ._compaction import ContextBudget, estimate_context_tokens, estimate_text_tokens
+from ._prompt_report import (
+    ReportBudget,
+    ReportFile,
+    ReportProblem,
+    ReportSection,
+    ReportSkill,
+    ReportSkills,
+    SystemPromptReport,
+    skill_block_chars,
+    tools_report,
+)
 from ._resources import (
     ExtensionResource,
     PromptTemplate,
@@ -62,152 +82,19 @@ from ._resources import (
 )
 
 __all__ = [
-    "BOOTSTRAP_FILENAMES",
-    "DEFAULT_BOOTSTRAP_MAX_CHARS",
-    "DEFAULT_BOOTSTRAP_TOTAL_MAX_CHARS",
-    "InjectedFile",
     "PreparedPrompt",
     "PromptCache",
     "PromptCacheStatistics",
     "PromptSection",
-    "ReportBudget",
-    "ReportFile",
-    "ReportProblem",
-    "ReportSection",
-    "ReportSkill",
-    "ReportSkills",
-    "ReportTool",
-    "ReportTools",
     "SkillsSnapshot",
-    "SystemPromptReport",
     "assemble_system_prompt",
     "join_sections",
-    "load_bootstrap_files",
     "load_skills_snapshot",
     "prepare_prompt",
-    "render_project_context",
     "system_prompt_report",
-    "truncate_bootstrap",
 ]
 
-BOOTSTRAP_FILENAMES: Final = (
-    "AGENTS.md",
-    "SOUL.md",
-    "TOOLS.md",
-    "IDENTITY.md",
-    "USER.md",
-    "HEARTBEAT.md",
-    "BOOTSTRAP.md",
-    "MEMORY.md",
-)
-DEFAULT_BOOTSTRAP_MAX_CHARS: Final = 20_000
-DEFAULT_BOOTSTRAP_TOTAL_MAX_CHARS: Final = 150_000
-_READ_LIMIT: Final = 2 * 1024 * 1024  # bytes read of one bootstrap file at most
-_MIN_FILE_CHARS: Final = 64  # below this a file is left out rather than cut to nothing
 WAKE_ROUND: Final = 64  # runs woken per scheduler round when a shared load is done
-
-
-# --- bootstrap files ---------------------------------------------------------------------
-
-
-def _read_workspace_file(workspace: Path, path: Path) -> str | None:
-    """`workspace` is already resolved (real path)."""
-    if not os.path.lexists(path):  # the common case, and the cheap check
-        return None
-    try:
-        real = path.resolve()
-        if not real.is_relative_to(workspace) or not real.is_file():
-            return None
-        with real.open("rb") as f:
-            data = f.read(_READ_LIMIT)
-    except OSError:
-        return None
-    return data.decode("utf-8", errors="replace").removeprefix("\ufeff")
-
-
-def load_bootstrap_files(
-    workspace: Path, names: Sequence[str] = BOOTSTRAP_FILENAMES
-) -> list[BootstrapFile]:
-    """The workspace's bootstrap files, in `names` order; `content` None when a file is
-    missing, unreadable, not a regular file, or a symlink out of the workspace.
-    `MEMORY.md` falls back to `memory.md`. Blocking file I/O."""
-    files: list[BootstrapFile] = []
-    try:
-        workspace = workspace.resolve()
-    except OSError:
-        return [
-            BootstrapFile(name=name, path=str(workspace / name), content=None) for name in names
-        ]
-    for name in names:
-        path = workspace / name
-        content = _read_workspace_file(workspace, path)
-        if content is None and name == "MEMORY.md":
-            alternative = workspace / "memory.md"
-            alt = _read_workspace_file(workspace, alternative)
-            if alt is not None:
-                path, content = alternative, alt
-        files.append(BootstrapFile(name=name, path=str(path), content=content))
-    return files
-
-
-def truncate_bootstrap(content: str, max_chars: int, *, name: str = "file") -> tuple[str, bool]:
-    """`content` cut to at most `max_chars`: its head and tail (70:20) around a marker saying
-    that it was cut. Returns (text, truncated)."""
-    if len(content) <= max_chars:
-        return content, False
-    marker = (
-        f"\n\n[... {len(content)} characters of {name}, cut; read the file for all of it ...]\n\n"
-    )
-    room = max_chars - len(marker)
-    if room < 10:
-        return content[: max(0, max_chars)], True
-    head = room * 7 // 9  # 70 % head, 20 % tail of the room the marker leaves
-    tail = room * 2 // 9
-    return content[:head] + marker + (content[-tail:] if tail else ""), True
-
-
-@attrs.frozen
-class InjectedFile:
-    """One bootstrap file as the prompt got it."""
-
-    name: str
-    path: str
-    missing: bool
-    raw_chars: int
-    injected_chars: int
-    truncated: bool
-
-
-def render_project_context(
-    files: Sequence[BootstrapFile],
-    *,
-    max_chars: int = DEFAULT_BOOTSTRAP_MAX_CHARS,
-    total_max_chars: int = DEFAULT_BOOTSTRAP_TOTAL_MAX_CHARS,
-) -> tuple[str, list[InjectedFile]]:
-    """The project context section and what each file contributed. Missing files are left
-    out (and reported); once the total cap is spent, later files are left out too."""
-    blocks: list[str] = []
-    report: list[InjectedFile] = []
-    remaining = max(0, total_max_chars)
-    for f in files:
-        if f.content is None:
-            report.append(InjectedFile(f.name, f.path, True, 0, 0, False))
-            continue
-        raw = f.content.strip("\n")
-        budget = min(max_chars, remaining)
-        if not raw.strip() or budget < _MIN_FILE_CHARS:
-            report.append(InjectedFile(f.name, f.path, False, len(raw), 0, bool(raw.strip())))
-            continue
-        text, truncated = truncate_bootstrap(raw, budget, name=f.name)
-        remaining -= len(text)
-        blocks.append(f"## {f.name}\n\n{text}")
-        report.append(InjectedFile(f.name, f.path, False, len(raw), len(text), truncated))
-    if not blocks:
-        return "", report
-    intro = ["# Project Context", "", "The following workspace files were loaded:"]
-    if any(r.name.upper() == "SOUL.MD" and r.injected_chars for r in report):
-        intro += ["", "SOUL.md is present: embody the persona and tone it describes."]
-    return "\n".join(intro) + "\n\n" + "\n\n".join(blocks), report
 
 
 # --- skills ------------------------------------------------------------------------------
@@ -492,117 +379,6 @@ def join_sections(sections: Iterable[PromptSection]) -> str:
     return "\n\n".join(s.text for s in sections if s.text)
 
 
-# --- the report --------------------------------------------------------------------------
-
-
-class _Report(msgspec.Struct, frozen=True, omit_defaults=True):
-    pass
-
-
-class ReportSection(_Report, frozen=True):
-    name: str
-    chars: int
-    tokens: int
-
-
-class ReportFile(_Report, frozen=True):
-    name: str
-    path: str
-    missing: bool
-    rawChars: int
-    injectedChars: int
-    truncated: bool
-
-
-class ReportSkill(_Report, frozen=True):
-    name: str
-    path: str
-    eligible: bool
-    blockChars: int = 0
-    unmetBins: list[str] = []
-    unmetEnv: list[str] = []
-
-
-class ReportSkills(_Report, frozen=True):
-    snapshotHash: str
-    promptChars: int
-    promptTokens: int
-    entries: list[ReportSkill]
-
-
-class ReportTool(_Report, frozen=True):
-    name: str
-    schemaChars: int
-    schemaTokens: int
-
-
-class ReportTools(_Report, frozen=True):
-    schemaChars: int
-    schemaTokens: int
-    entries: list[ReportTool]
-
-
-class ReportProblem(_Report, frozen=True):
-    path: str
-    message: str
-
-
-class ReportBudget(_Report, frozen=True):
-    contextWindow: int
-    reserveTokens: int
-    promptBudget: int
-    keepRecentTokens: int
-
-
-class SystemPromptReport(_Report, frozen=True):
-    """What a run's system prompt is made of (`/context`, `sessions.systemPromptReport`).
-
-    `source` is "run" for the prompt of a run that happened, "estimate" for one assembled on
-    request (no `before_prompt_build` hooks run then). `contextTokens` estimates a request
-    made now: system prompt + history + tool schemas.
-    """
-
-    source: Literal["run", "estimate"]
-    generatedAt: int
-    sessionKey: str
-    sessionId: str
-    agentId: str
-    systemPromptChars: int
-    systemPromptTokens: int
-    sections: list[ReportSection]
-    injectedWorkspaceFiles: list[ReportFile]
-    bootstrapMaxChars: int
-    bootstrapTotalMaxChars: int
-    skills: ReportSkills
-    tools: ReportTools
-    budget: ReportBudget
-    extensions: list[str] = []
-    problems: list[ReportProblem] = []
-    provider: str | None = None
-    model: str | None = None
-    workspaceDir: str | None = None
-    historyMessages: int = 0
-    historyTokens: int = 0
-    contextTokens: int = 0
-
-
-_encoder: Final = msgspec.json.Encoder()
-
-
-def _tools_report(tools: Sequence[ToolSpec]) -> ReportTools:
-    entries = []
-    for spec in tools:
-        chars = len(_encoder.encode(spec))
-        entries.append(ReportTool(spec.name, chars, (chars + 3) // 4))
-    total = len(_encoder.encode(list(tools))) if tools else 0
-    return ReportTools(schemaChars=total, schemaTokens=(total + 3) // 4, entries=entries)
-
-
-def _skill_block_chars(skill: Skill) -> int:
-    """What one skill adds to the skills prompt (its `<skill>` element)."""
-    return len(skills_prompt([skill, skill])) - len(skills_prompt([skill]))
-
-
 # --- preparation -------------------------------------------------------------------------
 
 
@@ -688,7 +464,7 @@ class PreparedPrompt:
                     name=skill.name,
                     path=str(skill.path),
                     eligible=skill.name in eligible,
-                    blockChars=_skill_block_chars(skill) if skill.name in eligible else 0,
+                    blockChars=skill_block_chars(skill) if skill.name in eligible else 0,
                     unmetBins=list(unmet.bins),
                     unmetEnv=list(unmet.env),
                 )
@@ -727,7 +503,7 @@ class PreparedPrompt:
                 promptTokens=estimate_text_tokens(self.skills.prompt),
                 entries=skill_entries,
             ),
-            tools=_tools_report(tools),
+            tools=tools_report(tools),
             budget=ReportBudget(
                 contextWindow=self.budget.context_window,
                 reserveTokens=self.budget.reserve_tokens,

@@ -77,10 +77,10 @@ from ._prompt import (
     PreparedPrompt,
     PromptSection,
     SkillsSnapshot,
-    SystemPromptReport,
     join_sections,
     prepare_prompt,
 )
+from ._prompt_report import SystemPromptReport
 from ._reply import ReasoningMode
 from ._turnspec import TurnResult, TurnSpec
 

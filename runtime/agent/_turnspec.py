@@ -17,15 +17,12 @@ from ..loop._agent import NoTools, SteerInbox, ToolRunner
 from ..model._generation import ModelRuntimeGeneration, ResolvedModel, RunStores
 from ..sessions._sessions import TranscriptEntry
 from ._blocks import BlockFlusher, BlockReply, BlockSink
+from ._bootstrap import DEFAULT_BOOTSTRAP_MAX_CHARS, DEFAULT_BOOTSTRAP_TOTAL_MAX_CHARS
 from ._chunking import DEFAULT_TEXT_CHUNK_LIMIT, BlockStreamingSettings
 from ._compaction import CompactionRecord, CompactionSettings
 from ._fallback import FallbackAttempts
-from ._prompt import (
-    DEFAULT_BOOTSTRAP_MAX_CHARS,
-    DEFAULT_BOOTSTRAP_TOTAL_MAX_CHARS,
-    PromptCache,
-    SystemPromptReport,
-)
+from ._prompt import PromptCache
+from ._prompt_report import SystemPromptReport
 from ._reply import ReasoningMode
 
 __all__ = ["BASE_SYSTEM_PROMPT", "HistoryEntries", "TurnResult", "TurnSpec"]

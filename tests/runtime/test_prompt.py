@@ -14,6 +14,11 @@ import pytest
 import trio
 
 from runtime.agent._blocks import BlockFlusher, BlockPipeline, BlockReply
+from runtime.agent._bootstrap import (
+    load_bootstrap_files,
+    render_project_context,
+    truncate_bootstrap,
+)
 from runtime.agent._chunking import (
     BlockStreamingChunk,
     BlockStreamingCoalesce,
@@ -24,12 +29,9 @@ from runtime.agent._compaction import CompactionSettings, context_budget
 from runtime.agent._prompt import (
     PromptCache,
     assemble_system_prompt,
-    load_bootstrap_files,
     load_skills_snapshot,
     prepare_prompt,
-    render_project_context,
     system_prompt_report,
-    truncate_bootstrap,
 )
 from runtime.agent._turn import reasoning_mode, run_turn
 from runtime.agent._turnspec import BASE_SYSTEM_PROMPT, TurnResult, TurnSpec
