@@ -602,6 +602,30 @@ async def compact_history(
     )
     if not summary:
         return None
+    done = _chain_compaction(builder, history, ids, plan, summary, now_ms)
+    if hooks is not None and hooks.has("after_compaction"):
+        await hooks.fire(
+            "after_compaction",
+            AfterCompactionEvent(
+                messageCount=len(done.context),
+                compactedCount=done.record.summarized,
+                tokenCount=done.record.tokens_after,
+            ),
+            ctx,
+        )
+    return done
+
+
+def _chain_compaction(
+    builder: TranscriptBuilder,
+    history: Sequence[Message],
+    ids: Sequence[str | None],
+    plan: CompactionPlan,
+    summary: str,
+    now_ms: int,
+) -> ManualCompaction:
+    """The compaction entry of `summary` chained onto `builder`'s leaf, and the context after
+    it (the summary, then the history from the plan's cut on). Not a checkpoint."""
     first_kept = ids[plan.cut]
     assert first_kept is not None
     kept = tuple(history[plan.cut :])
@@ -621,14 +645,6 @@ async def compact_history(
     )
     entry = msgspec.structs.replace(entry, details=record.details())
     context = [compaction_summary_message(entry), *kept]
-    if hooks is not None and hooks.has("after_compaction"):
-        await hooks.fire(
-            "after_compaction",
-            AfterCompactionEvent(
-                messageCount=len(context), compactedCount=record.summarized, tokenCount=after
-            ),
-            ctx,
-        )
     return ManualCompaction(entry=entry, context=context, record=record)
 
 
