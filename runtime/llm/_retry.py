@@ -20,6 +20,7 @@
 
 from __future__ import annotations
 
+import itertools
 import logging
 import math
 import random
@@ -138,12 +139,11 @@ async def stream_with_retry(
     Raises:
         ProviderError: the last attempt's error, an error after output, or the idle timeout.
     """
-    retries = _Retries(max_attempts, base_delay, max_delay, max_retry_after, rng)
+    if max_attempts < 1:
+        raise ValueError("max_attempts must be at least 1")
     window = idle_timeout if idle_timeout is not None and idle_timeout > 0 else None
     slack = min(window * WATCHDOG_SLACK, WATCHDOG_SLACK_MAX) if window is not None else 0.0
-    attempt = 0
-    while True:
-        attempt += 1
+    for attempt in itertools.count(1):
         produced = False
         deltas = provider.stream(request)
         try:
@@ -179,6 +179,7 @@ async def stream_with_retry(
                 produced = True
                 yield delta
         except ProviderError as exc:
+            retries = _Retries(max_attempts, base_delay, max_delay, max_retry_after, rng)
             delay = retries.delay_after(exc, produced=produced, attempt=attempt)
             if delay is None:
                 raise
@@ -201,18 +202,13 @@ def _arm(watchdog: trio.CancelScope, due: float, slack: float) -> float:
 
 @attrs.frozen
 class _Retries:
-    """The retry policy of one `stream_with_retry` call."""
+    """The retry policy of one `stream_with_retry` call (made when an attempt fails)."""
 
-    max_attempts: int = attrs.field()
+    max_attempts: int
     base_delay: float
     max_delay: float
     max_retry_after: float
     rng: random.Random | None
-
-    @max_attempts.validator
-    def _at_least_one(self, _attribute: object, value: int) -> None:
-        if value < 1:
-            raise ValueError("max_attempts must be at least 1")
 
     def delay_after(self, exc: ProviderError, *, produced: bool, attempt: int) -> float | None:
         """Seconds to wait before retrying after `exc`, or None when it is final: the idle
