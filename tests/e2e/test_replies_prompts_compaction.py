@@ -1,4 +1,4 @@
-"""The agent loop, part 2, end to end over real sockets with the `local` model: silent
+"""Replies, prompts and compaction, end to end over real sockets with the `local` model: silent
 replies in every position, messaging-tool dedupe, the tool-error fallback reply, the workspace's
 bootstrap files and skills in the prompt, reasoning per session level, and a long conversation
 that compacts, survives a context overflow and keeps answering."""

@@ -224,8 +224,8 @@ def test_each_agent_gets_its_own_auth_providers_and_catalog(tmp_path: Path) -> N
 
 
 def test_auth_order_store_over_config_last_good_and_expiry() -> None:
-    from runtime.model._config import AuthProfilesFile, parse_auth_profiles
     from runtime.model._auth import build_auth_template
+    from runtime.model._config import AuthProfilesFile, parse_auth_profiles
 
     config = cfg(
         auth={
