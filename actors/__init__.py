@@ -24,6 +24,7 @@ from ._cron import CronScheduler as CronScheduler
 from ._cron import FiringLease as FiringLease
 from ._cron import LocalLease as LocalLease
 from ._cron import open_cron as open_cron
+from ._cron import wall_ms as wall_ms
 from ._cron_store import CronStore as CronStore
 from ._cron_store import RunQuery as RunQuery
 from ._cron_store import SqliteCronStore as SqliteCronStore
@@ -35,9 +36,19 @@ from ._journal import AcceptedRun as AcceptedRun
 from ._journal import JournalRow as JournalRow
 from ._journal import accepted_row as accepted_row
 from ._lane import LaneFull as LaneFull
+from ._lane import QueueMode as QueueMode
+from ._lane import normalize_drop as normalize_drop
+from ._lane import normalize_mode as normalize_mode
+from ._metrics import ABORT_REASONS as ABORT_REASONS
+from ._metrics import PROVIDER_ERROR_KINDS as PROVIDER_ERROR_KINDS
+from ._metrics import RUN_STATUSES as RUN_STATUSES
+from ._metrics import HistogramSnapshot as HistogramSnapshot
 from ._order import SubmissionOrder as SubmissionOrder
 from ._order import Ticket as Ticket
+from ._publisher import GENERATION_EVENT as GENERATION_EVENT
+from ._publisher import PublishConflict as PublishConflict
 from ._publisher import Publisher as Publisher
+from ._publisher import PublishResult as PublishResult
 from ._recovery import RecoveredRun as RecoveredRun
 from ._recovery import RecoveryReport as RecoveryReport
 from ._recovery import recover_runs as recover_runs
@@ -48,6 +59,7 @@ from ._registry import RunRecord as RunRecord
 from ._registry import RunRegistry as RunRegistry
 from ._session import RunRequest as RunRequest
 from ._session import SessionActor as SessionActor
+from ._session import SessionBusy as SessionBusy
 from ._store import Store as Store
 from ._store import StoreClosedError as StoreClosedError
 from ._store import StoreError as StoreError
@@ -62,6 +74,10 @@ from ._webhook import WebhookSettings as WebhookSettings
 from ._webhook import deliver_webhook as deliver_webhook
 
 __all__ = [
+    "ABORT_REASONS",
+    "GENERATION_EVENT",
+    "PROVIDER_ERROR_KINDS",
+    "RUN_STATUSES",
     "AcceptedRun",
     "CachedResponse",
     "ChatFlusher",
@@ -71,12 +87,16 @@ __all__ = [
     "CronStore",
     "EventHub",
     "FiringLease",
+    "HistogramSnapshot",
     "HubStatistics",
     "IdempotencyCache",
     "JournalRow",
     "LaneFull",
     "LocalLease",
+    "PublishConflict",
+    "PublishResult",
     "Publisher",
+    "QueueMode",
     "RecoveredRun",
     "RecoveryReport",
     "Replay",
@@ -87,6 +107,7 @@ __all__ = [
     "RunRegistry",
     "RunRequest",
     "SessionActor",
+    "SessionBusy",
     "ShuttingDown",
     "SqliteCronStore",
     "Store",
@@ -100,9 +121,12 @@ __all__ = [
     "WebhookSettings",
     "accepted_row",
     "deliver_webhook",
+    "normalize_drop",
+    "normalize_mode",
     "open_cron",
     "open_store",
     "open_supervisor",
     "recover_runs",
     "replay_terminal",
+    "wall_ms",
 ]

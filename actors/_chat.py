@@ -29,8 +29,7 @@ from typing import Any
 
 import attrs
 
-from runtime._flusher import DeadlineFlusher
-from runtime._reply import ChatDeltaThrottle, DeltaEmit, SilentStreamFilter
+from runtime.agent import ChatDeltaThrottle, DeadlineFlusher, DeltaEmit, SilentStreamFilter
 
 from ._hub import EventHub
 

@@ -42,9 +42,15 @@ import httpx
 import msgspec
 import trio
 
-from runtime._cron_jobs import CronJob, job_view, next_run_after
-from runtime._cron_schedule import error_backoff_ms, format_iso_ms, host_timezone
-from runtime._wire import (
+from runtime.cron import (
+    CronJob,
+    error_backoff_ms,
+    format_iso_ms,
+    host_timezone,
+    job_view,
+    next_run_after,
+)
+from runtime.protocol import (
     CronAddParamsDeliveryAnnounce,
     CronAddParamsDeliveryWebhook,
     CronAddParamsScheduleAt,

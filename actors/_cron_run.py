@@ -27,12 +27,12 @@ from typing import TYPE_CHECKING, Any, Final
 import attrs
 import msgspec
 
-from runtime._agent import now_ms
-from runtime._cron_jobs import CronJob
-from runtime._generation import GenerationError
-from runtime._sessions import DEFAULT_MAIN_KEY, SessionKeyError
-from runtime._wire import CronAddParamsPayloadAgentTurn
-from runtime.llm._types import AssistantMessage, TextContent
+from runtime.cron import CronJob
+from runtime.llm import AssistantMessage, TextContent
+from runtime.loop import now_ms
+from runtime.model import GenerationError
+from runtime.protocol import CronAddParamsPayloadAgentTurn, describe_exception
+from runtime.sessions import DEFAULT_MAIN_KEY, SessionKeyError
 
 from ._lane import LaneFull
 from ._registry import RunRecord
@@ -201,7 +201,7 @@ async def execute(
         outcome.error = str(exc)
     except Exception as exc:  # a bug: this firing fails, the scheduler carries on
         log.exception("cron job %s crashed", job.id)
-        outcome.error = f"internal error: {type(exc).__name__}: {exc}"
+        outcome.error = f"internal error: {describe_exception(exc)}"
     finally:
         outcome.ended_at = clock()
     return outcome

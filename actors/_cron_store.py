@@ -22,7 +22,7 @@ from typing import Any, Final, Protocol
 import attrs
 import msgspec
 
-from runtime._cron_jobs import CronJob, decode_job, encode_job
+from runtime.cron import CronJob, decode_job, encode_job
 
 from ._store import Store, StoreError
 

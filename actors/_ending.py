@@ -31,13 +31,17 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import trio
 
-from runtime._agent import RunProgress, now_ms
-from runtime._compaction import persist_run
-from runtime._run import RunOutcome, ended_row, final_payload, run_messages
-from runtime._sessions import MessageEntry
-from runtime._toolrunner import RunTools
-from runtime._turn import TurnResult
-from runtime.llm._types import UserMessage
+from runtime.agent import (
+    RunOutcome,
+    TurnResult,
+    ended_row,
+    final_payload,
+    persist_run,
+    run_messages,
+)
+from runtime.llm import UserMessage
+from runtime.loop import RunProgress, RunTools, now_ms
+from runtime.sessions import MessageEntry
 
 from ._chat import ChatStream, assistant_message
 from ._registry import RunRecord

@@ -31,7 +31,7 @@ from typing import Any, Final, Protocol
 import attrs
 import msgspec
 
-from runtime._frames import encode_event
+from runtime.protocol import encode_event
 
 from ._metrics import FIRST_EVENT_BUCKETS, Histogram
 

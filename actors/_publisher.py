@@ -41,33 +41,29 @@ from typing import Any, Final, TypeVar
 import attrs
 import trio
 
-from runtime._config import (
+from runtime.logs import log_event
+from runtime.model import (
     Config,
     ConfigError,
     ConfigSnapshot,
+    ConfigSyntaxError,
+    GenerationBuilder,
+    GenerationError,
+    GenerationInputs,
+    ModelRuntimeGeneration,
+    PluginRegistry,
     apply_merge_patch,
+    backup_path,
     config_text,
     config_to_builtins,
+    decode_config_text,
+    has_comments,
+    keep_previous,
     read_config_snapshot,
     restore_redacted,
     snapshot_from_text,
     write_config_text,
 )
-from runtime._config_text import (
-    ConfigSyntaxError,
-    backup_path,
-    decode_config_text,
-    has_comments,
-    keep_previous,
-)
-from runtime._generation import (
-    GenerationBuilder,
-    GenerationError,
-    GenerationInputs,
-    ModelRuntimeGeneration,
-)
-from runtime._oplog import log_event
-from runtime._plugins import PluginRegistry
 
 from ._supervisor import Supervisor
 
@@ -436,9 +432,7 @@ class Publisher:
         check `base_hash`, validate, build, write the file atomically, publish. Values sent
         as `__OPENCLAW_REDACTED__` keep their current secret. Raises `PublishConflict`,
         `ConfigError` or `GenerationError`; on any of them nothing is written."""
-        value = await self._offload(
-            lambda: _decode_object(raw, "the config must be a JSON object")
-        )
+        value = await self._offload(lambda: _decode_object(raw, "the config must be a JSON object"))
         async with self._lock:
             snapshot = await self._offload(self._read_snapshot_sync)
             self._check_base_hash(snapshot, base_hash)
@@ -484,7 +478,7 @@ class Publisher:
 
     def _commit_text(self, text: str) -> None:
         """Write the config (file or memory). Runs in the build thread, after a good build.
-        The file's previous text is kept as `<file>.bak` (`runtime._config_text`)."""
+        The file's previous text is kept as `<file>.bak` (`runtime.model._config_text`)."""
         if self.config_path is None:
             self._memory_raw = text
         else:

@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 import attrs
 import msgspec
 
-from runtime._agent import now_ms
-from runtime.llm._types import AssistantMessage, Message, TextContent, UserMessage
+from runtime.llm import AssistantMessage, Message, TextContent, UserMessage
+from runtime.loop import now_ms
 
 from ._hub import EventHub
 from ._journal import INTERRUPTED, AcceptedRun, JournalRow, RunOutcome, accepted_row, ended_row

@@ -27,7 +27,7 @@ from typing import Any, Final, Literal
 import attrs
 import trio
 
-from runtime._run import AbortReason, RunState
+from runtime.agent import AbortReason, RunState
 
 from ._metrics import RunMetrics
 from ._runlog import log_run_ended
@@ -55,6 +55,7 @@ def _final_size(final: dict[str, Any] | None) -> int:
                 elif isinstance(v, list):
                     size += sum(len(u) for u in v if isinstance(u, str))
     return size
+
 
 
 @attrs.define(eq=False, kw_only=True)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any, Final
 
-from runtime._oplog import LogEvent
+from runtime.logs import LogEvent
 
 if TYPE_CHECKING:
     from ._registry import RunRecord

@@ -25,11 +25,20 @@ import attrs
 import msgspec
 import trio
 
-from runtime._agent import RunProgress, SteerInbox, now_ms
-from runtime._compaction import MessageTags, compact_session
-from runtime._generation import ModelRuntimeGeneration
-from runtime._run import AbortReason, RunOutcome, RunRefusedError, run_guarded
-from runtime._sessions import (
+from runtime.agent import (
+    AbortReason,
+    MessageTags,
+    RunOutcome,
+    RunRefusedError,
+    TurnResult,
+    compact_session,
+    run_guarded,
+    run_turn,
+)
+from runtime.llm import Message, UserMessage, estimate_message_tokens
+from runtime.loop import RunProgress, RunTools, SteerInbox, now_ms
+from runtime.model import ModelRuntimeGeneration
+from runtime.sessions import (
     MessageEntry,
     SessionRow,
     TranscriptBuilder,
@@ -39,10 +48,6 @@ from runtime._sessions import (
     new_session_row,
     openclaw_row_meta,
 )
-from runtime._toolrunner import RunTools
-from runtime._turn import TurnResult, run_turn
-from runtime.llm._tokens import estimate_message_tokens
-from runtime.llm._types import Message, UserMessage
 
 from ._chat import ChatStream
 from ._ending import CommitWait, EndWrite, RunEnd, finish_run, record_end

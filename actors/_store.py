@@ -37,7 +37,7 @@ import attrs
 import msgspec
 import trio
 
-from runtime._sessions import (
+from runtime.sessions import (
     SessionRow,
     TranscriptEntry,
     decode_entries,

@@ -37,13 +37,12 @@ from typing import Any, Final
 import attrs
 import trio
 
-from runtime._agent import now_ms
-from runtime._generation import ModelRuntimeGeneration
-from runtime._hooks import InternalHookEvent, SessionEndEvent, SessionStartEvent
-from runtime._services import TurnServices
-from runtime._sessions import SessionRow, TranscriptEntry, resolve_session_key
-from runtime._turn import BlockReply
-from runtime.llm._pacer import Pacer
+from runtime.agent import BlockReply, TurnServices
+from runtime.hooks import InternalHookEvent, SessionEndEvent, SessionStartEvent
+from runtime.llm import Pacer
+from runtime.loop import now_ms
+from runtime.model import ModelRuntimeGeneration
+from runtime.sessions import SessionRow, TranscriptEntry, resolve_session_key
 
 from ._chat import ChatFlusher, ChatStream
 from ._hub import EventHub, Subscriber

@@ -38,7 +38,7 @@ import attrs
 import httpx
 import trio
 
-from runtime._config import CronConfig
+from runtime.model import CronConfig
 
 __all__ = [
     "WebhookAttempt",

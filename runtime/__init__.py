@@ -13,26 +13,26 @@ published), `SessionKeyError` (malformed key), `GatewayError` (a wire error shap
 `runtime.llm.ProviderError`, `PairingStoreError` (the device pairing file is unusable).
 """
 
-from ._agent import AgentRunInput as AgentRunInput
-from ._agent import RunProgress as RunProgress
-from ._agent import run_agent as run_agent
-from ._config import Config as Config
-from ._config import ConfigError as ConfigError
-from ._config import load_config as load_config
-from ._config import parse_config as parse_config
-from ._device_auth import DeviceIdentity as DeviceIdentity
-from ._embedded import open_embedded_runtime as open_embedded_runtime
-from ._frames import GatewayError as GatewayError
-from ._generation import GenerationBuilder as GenerationBuilder
-from ._generation import GenerationError as GenerationError
-from ._generation import ModelRuntimeGeneration as ModelRuntimeGeneration
-from ._generation import build_generation as build_generation
-from ._pairing import PairingStoreError as PairingStoreError
-from ._sessions import SessionKeyError as SessionKeyError
-from ._sessions import SessionRow as SessionRow
-from ._sessions import resolve_session_key as resolve_session_key
-from ._turn import TurnSpec as TurnSpec
-from ._turn import run_turn as run_turn
+from .agent._embedded import open_embedded_runtime as open_embedded_runtime
+from .agent._turn import run_turn as run_turn
+from .agent._turnspec import TurnSpec as TurnSpec
+from .devices._device_auth import DeviceIdentity as DeviceIdentity
+from .devices._pairing import PairingStoreError as PairingStoreError
+from .loop._agent import AgentRunInput as AgentRunInput
+from .loop._agent import RunProgress as RunProgress
+from .loop._agent import run_agent as run_agent
+from .model._config import Config as Config
+from .model._config import ConfigError as ConfigError
+from .model._config import load_config as load_config
+from .model._config import parse_config as parse_config
+from .model._generation import GenerationBuilder as GenerationBuilder
+from .model._generation import GenerationError as GenerationError
+from .model._generation import ModelRuntimeGeneration as ModelRuntimeGeneration
+from .model._generation import build_generation as build_generation
+from .protocol._frames import GatewayError as GatewayError
+from .sessions._sessions import SessionKeyError as SessionKeyError
+from .sessions._sessions import SessionRow as SessionRow
+from .sessions._sessions import resolve_session_key as resolve_session_key
 
 __all__ = [
     "AgentRunInput",

@@ -18,7 +18,7 @@ A plugin is a Python module (or package) with a `register` function::
 and return `None`, the hook's result Struct (`BeforeToolCallResult(...)`) or a dict with the
 same (camelCase) keys. Events, results and contexts keep OpenClaw's field names; which hook
 takes which event, and how results of several plugins combine, is described in
-`runtime._hooks` (OpenClaw's rules: priority descending, `block`/`cancel` true terminal,
+`runtime.hooks._registry` (OpenClaw's rules: priority descending, `block`/`cancel` true terminal,
 false a no-op; `before_tool_call` and `before_install` fail closed).
 
 Tools registered with `api.register_tool` follow `Tool` (name, description, params Struct
@@ -27,60 +27,53 @@ type, mutating, `async run(args, ctx)`); harnesses are described by `HarnessSpec
 
 from __future__ import annotations
 
-from ._agent import AgentRunInput as AgentRunInput
-from ._agent import RunProgress as RunProgress
-from ._agent import run_agent as run_agent
-from ._harness import ProviderRoute as ProviderRoute
-from ._hooks import HOOK_NAMES as HOOK_NAMES
-from ._hooks import MODIFYING_HOOKS as MODIFYING_HOOKS
-from ._hooks import OBSERVING_HOOKS as OBSERVING_HOOKS
-from ._hooks import AfterCompactionEvent as AfterCompactionEvent
-from ._hooks import AfterToolCallEvent as AfterToolCallEvent
-from ._hooks import AgentEndEvent as AgentEndEvent
-from ._hooks import AgentHookContext as AgentHookContext
-from ._hooks import BeforeAgentReplyEvent as BeforeAgentReplyEvent
-from ._hooks import BeforeAgentReplyResult as BeforeAgentReplyResult
-from ._hooks import BeforeAgentStartEvent as BeforeAgentStartEvent
-from ._hooks import BeforeAgentStartResult as BeforeAgentStartResult
-from ._hooks import BeforeCompactionEvent as BeforeCompactionEvent
-from ._hooks import BeforeInstallContext as BeforeInstallContext
-from ._hooks import BeforeInstallEvent as BeforeInstallEvent
-from ._hooks import BeforeInstallRequest as BeforeInstallRequest
-from ._hooks import BeforeInstallResult as BeforeInstallResult
-from ._hooks import BeforeMessageWriteEvent as BeforeMessageWriteEvent
-from ._hooks import BeforeMessageWriteResult as BeforeMessageWriteResult
-from ._hooks import BeforeModelResolveEvent as BeforeModelResolveEvent
-from ._hooks import BeforeModelResolveResult as BeforeModelResolveResult
-from ._hooks import BeforePromptBuildEvent as BeforePromptBuildEvent
-from ._hooks import BeforePromptBuildResult as BeforePromptBuildResult
-from ._hooks import BeforeToolCallEvent as BeforeToolCallEvent
-from ._hooks import BeforeToolCallResult as BeforeToolCallResult
-from ._hooks import BuiltinScan as BuiltinScan
-from ._hooks import GatewayHookContext as GatewayHookContext
-from ._hooks import GatewayStartEvent as GatewayStartEvent
-from ._hooks import GatewayStopEvent as GatewayStopEvent
-from ._hooks import HookName as HookName
-from ._hooks import HookUsage as HookUsage
-from ._hooks import InstallFinding as InstallFinding
-from ._hooks import LlmInputEvent as LlmInputEvent
-from ._hooks import LlmOutputEvent as LlmOutputEvent
-from ._hooks import MessageHookContext as MessageHookContext
-from ._hooks import MessageReceivedEvent as MessageReceivedEvent
-from ._hooks import MessageSendingEvent as MessageSendingEvent
-from ._hooks import MessageSendingResult as MessageSendingResult
-from ._hooks import MessageSentEvent as MessageSentEvent
-from ._hooks import MessageWriteContext as MessageWriteContext
-from ._hooks import SessionEndEvent as SessionEndEvent
-from ._hooks import SessionHookContext as SessionHookContext
-from ._hooks import SessionStartEvent as SessionStartEvent
-from ._hooks import ToolApprovalRequest as ToolApprovalRequest
-from ._hooks import ToolHookContext as ToolHookContext
-from ._hooks import ToolResultPersistContext as ToolResultPersistContext
-from ._hooks import ToolResultPersistEvent as ToolResultPersistEvent
-from ._hooks import ToolResultPersistResult as ToolResultPersistResult
-from ._plugins import HarnessSpec as HarnessSpec
-from ._plugins import PluginApi as PluginApi
-from ._plugins import PluginTool as PluginTool
+from .hooks._events import HOOK_NAMES as HOOK_NAMES
+from .hooks._events import MODIFYING_HOOKS as MODIFYING_HOOKS
+from .hooks._events import OBSERVING_HOOKS as OBSERVING_HOOKS
+from .hooks._events import AfterCompactionEvent as AfterCompactionEvent
+from .hooks._events import AfterToolCallEvent as AfterToolCallEvent
+from .hooks._events import AgentEndEvent as AgentEndEvent
+from .hooks._events import AgentHookContext as AgentHookContext
+from .hooks._events import BeforeAgentReplyEvent as BeforeAgentReplyEvent
+from .hooks._events import BeforeAgentReplyResult as BeforeAgentReplyResult
+from .hooks._events import BeforeAgentStartEvent as BeforeAgentStartEvent
+from .hooks._events import BeforeAgentStartResult as BeforeAgentStartResult
+from .hooks._events import BeforeCompactionEvent as BeforeCompactionEvent
+from .hooks._events import BeforeInstallContext as BeforeInstallContext
+from .hooks._events import BeforeInstallEvent as BeforeInstallEvent
+from .hooks._events import BeforeInstallRequest as BeforeInstallRequest
+from .hooks._events import BeforeInstallResult as BeforeInstallResult
+from .hooks._events import BeforeMessageWriteEvent as BeforeMessageWriteEvent
+from .hooks._events import BeforeMessageWriteResult as BeforeMessageWriteResult
+from .hooks._events import BeforeModelResolveEvent as BeforeModelResolveEvent
+from .hooks._events import BeforeModelResolveResult as BeforeModelResolveResult
+from .hooks._events import BeforePromptBuildEvent as BeforePromptBuildEvent
+from .hooks._events import BeforePromptBuildResult as BeforePromptBuildResult
+from .hooks._events import BeforeToolCallEvent as BeforeToolCallEvent
+from .hooks._events import BeforeToolCallResult as BeforeToolCallResult
+from .hooks._events import BuiltinScan as BuiltinScan
+from .hooks._events import GatewayHookContext as GatewayHookContext
+from .hooks._events import GatewayStartEvent as GatewayStartEvent
+from .hooks._events import GatewayStopEvent as GatewayStopEvent
+from .hooks._events import HookName as HookName
+from .hooks._events import HookUsage as HookUsage
+from .hooks._events import InstallFinding as InstallFinding
+from .hooks._events import LlmInputEvent as LlmInputEvent
+from .hooks._events import LlmOutputEvent as LlmOutputEvent
+from .hooks._events import MessageHookContext as MessageHookContext
+from .hooks._events import MessageReceivedEvent as MessageReceivedEvent
+from .hooks._events import MessageSendingEvent as MessageSendingEvent
+from .hooks._events import MessageSendingResult as MessageSendingResult
+from .hooks._events import MessageSentEvent as MessageSentEvent
+from .hooks._events import MessageWriteContext as MessageWriteContext
+from .hooks._events import SessionEndEvent as SessionEndEvent
+from .hooks._events import SessionHookContext as SessionHookContext
+from .hooks._events import SessionStartEvent as SessionStartEvent
+from .hooks._events import ToolApprovalRequest as ToolApprovalRequest
+from .hooks._events import ToolHookContext as ToolHookContext
+from .hooks._events import ToolResultPersistContext as ToolResultPersistContext
+from .hooks._events import ToolResultPersistEvent as ToolResultPersistEvent
+from .hooks._events import ToolResultPersistResult as ToolResultPersistResult
 from .llm._types import AssistantMessage as AssistantMessage
 from .llm._types import ImageContent as ImageContent
 from .llm._types import Message as Message
@@ -94,6 +87,13 @@ from .llm._types import ToolCallContent as ToolCallContent
 from .llm._types import ToolCallEnd as ToolCallEnd
 from .llm._types import ToolResultMessage as ToolResultMessage
 from .llm._types import UserMessage as UserMessage
+from .loop._agent import AgentRunInput as AgentRunInput
+from .loop._agent import RunProgress as RunProgress
+from .loop._agent import run_agent as run_agent
+from .model._harness import ProviderRoute as ProviderRoute
+from .model._plugins import HarnessSpec as HarnessSpec
+from .model._plugins import PluginApi as PluginApi
+from .model._plugins import PluginTool as PluginTool
 from .tools._tool import Tool as Tool
 from .tools._tool import ToolContext as ToolContext
 from .tools._tool import ToolResult as ToolResult

@@ -57,11 +57,17 @@ from wsproto import ConnectionType, WSConnection
 from wsproto.events import AcceptConnection, Request, TextMessage
 
 from actors import EventHub
-from runtime._config import parse_config
-from runtime._sessions import new_session_row
-from transports import GatewayOptions, open_gateway
-from transports._loadtest import LoadtestOptions, LoadtestReport, client_frame, run_loadtest
-from transports._ws import WebSocketServerConnection
+from runtime.model import parse_config
+from runtime.sessions import new_session_row
+from transports import (
+    GatewayOptions,
+    LoadtestOptions,
+    LoadtestReport,
+    WebSocketServerConnection,
+    client_frame,
+    open_gateway,
+    run_loadtest,
+)
 
 END = b"__bench_end__"
 _UPGRADE = (

@@ -32,7 +32,7 @@ from typing import Any
 
 import trio
 
-from runtime._config import load_config, write_config_text
+from runtime.model import load_config, write_config_text
 from transports import GatewayClient, GatewayOptions, open_gateway, open_gateway_client
 
 

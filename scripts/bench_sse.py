@@ -29,9 +29,14 @@ import httpx
 import msgspec
 import trio
 
-from runtime.llm._registry import create_provider
-from runtime.llm._retry import stream_with_retry
-from runtime.llm._types import ModelProvider, ModelRequest, TextDelta, UserMessage
+from runtime.llm import (
+    ModelProvider,
+    ModelRequest,
+    TextDelta,
+    UserMessage,
+    create_provider,
+    stream_with_retry,
+)
 
 APIS = {
     "openai-completions": "/v1/chat/completions",

@@ -1,4 +1,4 @@
-"""Generate `runtime/_wire.py` from OpenClaw's Gateway protocol v4 JSON schemas.
+"""Generate `runtime/protocol/_wire.py` from OpenClaw's Gateway protocol v4 JSON schemas.
 
 The project must not read `../shared` at runtime, so the wire types are generated once and
 committed. The output is a pure function of the schemas: same schemas, same bytes.
@@ -14,7 +14,7 @@ Usage:
 
 `SCHEMA` defaults to `../shared/openclaw-protocol/protocol.schema.json`, `DEFS` to
 `../shared/openclaw-protocol/openclaw-2026.9.6-definitions.json` (`--newer ''` for none) and
-`OUTPUT` to `runtime/_wire.py`, relative to the repository root. With `--check` nothing is
+`OUTPUT` to `runtime/protocol/_wire.py`, relative to the repository root. With `--check` nothing is
 written and the exit status is 1 when `OUTPUT` differs from what would be generated.
 
 Mapping (JSON schema draft-07 to msgspec):
@@ -50,7 +50,7 @@ SHARED_DIR: Final = Path(os.environ.get("CLAWLANE_SHARED_DIR") or REPO_ROOT.pare
 """`../shared` beside the checkout (`CLAWLANE_SHARED_DIR` overrides it, e.g. in a worktree)."""
 DEFAULT_SCHEMA: Final = SHARED_DIR / "openclaw-protocol" / "protocol.schema.json"
 DEFAULT_NEWER: Final = DEFAULT_SCHEMA.with_name("openclaw-2026.9.6-definitions.json")
-DEFAULT_OUTPUT: Final = REPO_ROOT / "runtime" / "_wire.py"
+DEFAULT_OUTPUT: Final = REPO_ROOT / "runtime" / "protocol" / "_wire.py"
 PROTOCOL_VERSION: Final = 4
 
 #: Definitions to generate, in output order.
@@ -179,7 +179,7 @@ class Field:
 
 @dataclass
 class Generator:
-    """Turns schema definitions into the source of `runtime/_wire.py`.
+    """Turns schema definitions into the source of `runtime/protocol/_wire.py`.
 
     Attributes:
         schema: The whole schema document.
@@ -749,7 +749,7 @@ def render(
     names: Sequence[str] | None = None,
     newer: Mapping[str, Any] | None = None,
 ) -> str:
-    """The full source text of `runtime/_wire.py` for `schema` (and `newer`, laid over it).
+    """The full source text of `runtime/protocol/_wire.py` for `schema` (and `newer`, laid over it).
 
     Args:
         schema: The parsed published schema document.

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 
-from transports._cli import main
+from transports import main
 
 if __name__ == "__main__":
     sys.exit(main(["loadtest", *sys.argv[1:]]))

@@ -33,8 +33,8 @@ import trio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from runtime._config import parse_config
-from runtime._device_auth import DeviceIdentity
+from runtime.devices import DeviceIdentity
+from runtime.model import parse_config
 from transports import (
     GatewayAuthError,
     GatewayOptions,

@@ -46,8 +46,13 @@ import attrs
 import psutil
 import trio
 
-from transports import GatewayClientError, GatewayRequestError, open_gateway_client
-from transports._loadtest import LoadtestError, spawn_gateway_process
+from transports import (
+    GatewayClientError,
+    GatewayRequestError,
+    LoadtestError,
+    open_gateway_client,
+    spawn_gateway_process,
+)
 
 MIB: Final = 1024 * 1024
 DEFAULT_SECONDS: Final = 600.0

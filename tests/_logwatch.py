@@ -9,7 +9,7 @@ from typing import Any
 
 import trio
 
-from runtime._oplog import LogEvent
+from runtime.logs._oplog import LogEvent
 
 
 class LogWatch(logging.Handler):

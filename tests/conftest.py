@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 import trio
 
-from runtime._config import Config, parse_config
-from runtime._device_auth import DeviceIdentity, SignedFields
+from runtime.devices._device_auth import DeviceIdentity, SignedFields
+from runtime.model._config import Config, parse_config
 from transports import GatewayClient, GatewayOptions, open_gateway, open_gateway_client
 from transports._client import DEFAULT_SCOPES
 from transports._gateway import Gateway

@@ -20,6 +20,13 @@ from ._gateway import GatewayConfigError as GatewayConfigError
 from ._gateway import GatewayOptions as GatewayOptions
 from ._gateway import open_gateway as open_gateway
 from ._gateway import serve_gateway as serve_gateway
+from ._loadtest import LoadtestError as LoadtestError
+from ._loadtest import LoadtestOptions as LoadtestOptions
+from ._loadtest import LoadtestReport as LoadtestReport
+from ._loadtest import client_frame as client_frame
+from ._loadtest import run_loadtest as run_loadtest
+from ._loadtest import spawn_gateway_process as spawn_gateway_process
+from ._ws import WebSocketServerConnection as WebSocketServerConnection
 
 __all__ = [
     "Gateway",
@@ -29,8 +36,15 @@ __all__ = [
     "GatewayConfigError",
     "GatewayOptions",
     "GatewayRequestError",
+    "LoadtestError",
+    "LoadtestOptions",
+    "LoadtestReport",
+    "WebSocketServerConnection",
+    "client_frame",
     "main",
     "open_gateway",
     "open_gateway_client",
+    "run_loadtest",
     "serve_gateway",
+    "spawn_gateway_process",
 ]

@@ -12,7 +12,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from actors import RunRecord
-from runtime._wire_ext import AgentParams
+from runtime.protocol import AgentParams
 
 if TYPE_CHECKING:
     from ._gateway import Gateway

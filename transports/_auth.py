@@ -23,7 +23,7 @@ from typing import Final
 
 import attrs
 
-from runtime._config import Config
+from runtime.model import Config
 
 log = logging.getLogger("clawlane.auth")
 

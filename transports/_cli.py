@@ -31,7 +31,7 @@ from typing import Any, NoReturn
 import msgspec
 import trio
 
-from runtime._config import ConfigError, load_config
+from runtime.model import ConfigError, load_config
 
 from ._client import (
     DEFAULT_URL,
@@ -60,7 +60,7 @@ class _Version(argparse.Action):
         super().__init__(option_strings, dest, nargs=0, help="print the version and exit")
 
     def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
-        from runtime._frames import PROTOCOL_VERSION
+        from runtime.protocol import PROTOCOL_VERSION
 
         from ._gateway import VERSION
 

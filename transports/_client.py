@@ -28,7 +28,7 @@ import msgspec
 import trio
 import trio_websocket
 
-from runtime._device_auth import DeviceIdentity, SignedFields
+from runtime.devices import DeviceIdentity, SignedFields
 
 DEFAULT_URL: Final = "ws://127.0.0.1:18789"
 DEFAULT_SCOPES: Final = ("operator.admin", "operator.read", "operator.write")

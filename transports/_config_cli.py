@@ -1,7 +1,7 @@
 """`clawlane config validate [FILE]` and `clawlane config schema`: offline, no gateway.
 
 `validate` reads the file as the gateway would (JSON5, `${VAR}` from this environment) and
-lists every problem at once (`runtime._config_check.config_issues`), one `path: message` line
+lists every problem at once (`runtime.model._config_check.config_issues`), one `path: message` line
 each; exit 0 when it is valid, 2 when it is not or cannot be read. `--json` prints
 `{"valid", "path", "exists", "issues": [{"path", "message"}]}` instead (the exit code is the
 same). Without FILE it checks `<state-dir>/clawlane.json`, where a missing file is valid (the
@@ -20,9 +20,13 @@ from typing import Any
 
 import msgspec
 
-from runtime._config import ConfigIssue
-from runtime._config_check import config_issues, config_schema
-from runtime._config_text import ConfigSyntaxError, decode_config_text
+from runtime.model import (
+    ConfigIssue,
+    ConfigSyntaxError,
+    config_issues,
+    config_schema,
+    decode_config_text,
+)
 
 __all__ = ["add_offline_config_commands", "config_error_summary", "run_offline_config"]
 

@@ -18,23 +18,24 @@ import trio
 from wsproto.events import Request
 
 from actors import Ticket
-from runtime._frames import (
+from runtime.protocol import (
     INVALID_REQUEST,
     MAX_PAYLOAD_BYTES,
     MAX_PREAUTH_PAYLOAD_BYTES,
     PROTOCOL_VERSION,
     UNAVAILABLE,
     CancelFrame,
+    ConnectParams,
     GatewayError,
     RequestFrame,
     decode_inbound,
     encode_event,
     encode_response,
+    internal_error,
+    operator_scope_satisfied,
     opt,
     peek_request_id,
 )
-from runtime._scopes import operator_scope_satisfied
-from runtime._wire import ConnectParams
 
 from ._admission import PreauthSlot
 from ._handshake import Peer, admit_connect
@@ -307,7 +308,7 @@ class ClientConnection:
             except Exception as exc:  # a bug: the request fails, the connection lives on
                 log.exception("method agent failed")
                 self.respond_error(
-                    frame.id, GatewayError(UNAVAILABLE, f"{type(exc).__name__}: {exc}")
+                    frame.id, internal_error(exc)
                 )
                 return
         elif frame.method in ORDERED_METHODS:

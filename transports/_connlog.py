@@ -17,7 +17,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, Final
 
-from runtime._oplog import log_event
+from runtime.logs import log_event
 
 if TYPE_CHECKING:
     from ._connection import ClientConnection

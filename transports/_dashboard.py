@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Final
 import msgspec
 import trio
 
-from runtime._frames import opt
+from runtime.protocol import opt
 
 if TYPE_CHECKING:
     from ._gateway import Gateway

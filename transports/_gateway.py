@@ -26,8 +26,10 @@ import trio
 from wsproto.events import Request
 
 from actors import (
+    GENERATION_EVENT,
     CronScheduler,
     EventHub,
+    Publisher,
     RecoveryReport,
     RunRegistry,
     SqliteCronStore,
@@ -36,24 +38,20 @@ from actors import (
     open_store,
     open_supervisor,
     recover_runs,
+    wall_ms,
 )
-from actors._cron import wall_ms
-from actors._publisher import GENERATION_EVENT, Publisher
-from runtime._config import Config, ConfigError
-from runtime._frames import (
+from runtime.agent import discover_resources
+from runtime.devices import PairingStore, PairingStoreError, open_pairing_store
+from runtime.hooks import GatewayStartEvent, GatewayStopEvent
+from runtime.logs import LogRing, install_log_ring
+from runtime.model import Config, ConfigError, GenerationBuilder, close_all_providers, load_plugins
+from runtime.protocol import (
     MAX_BUFFERED_BYTES,
     MAX_PAYLOAD_BYTES,
     PROTOCOL_VERSION,
     TICK_INTERVAL_MS,
 )
-from runtime._generation import GenerationBuilder
-from runtime._hooks import GatewayStartEvent, GatewayStopEvent
-from runtime._logring import LogRing, install_log_ring
-from runtime._pairing import PairingStore, PairingStoreError, open_pairing_store
-from runtime._plugins import load_plugins
-from runtime._resources import discover_resources
-from runtime._retire import close_all_providers
-from runtime._sessions import DEFAULT_MAIN_KEY
+from runtime.sessions import DEFAULT_MAIN_KEY
 
 from ._admission import (
     DEFAULT_MAX_PREAUTH_PER_ADDRESS,

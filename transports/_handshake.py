@@ -18,7 +18,7 @@ gateway does (`connect-admission.ts`, `connect-auth.ts`, `connect-device-pairing
    paths). Without a token and without a device: `NOT_PAIRED DEVICE_IDENTITY_REQUIRED`.
    clawlane's one departure: with `auth.mode: "none"` (explicit, loopback only) a
    device-less operator keeps its requested scopes (OpenClaw asks it for a device).
-5. **device proof** (`runtime._device_auth`): id, signedAt window, nonce, signature.
+5. **device proof** (`runtime.devices._device_auth`): id, signedAt window, nonce, signature.
 6. **device token** as the credential (`auth.deviceToken`, or `auth.token` when it is not the
    shared token): `AUTH_DEVICE_TOKEN_MISMATCH` / `AUTH_SCOPE_MISMATCH`.
 7. **pairing**: an unknown device, a new role or wider scopes need approval. On direct
@@ -41,11 +41,26 @@ from typing import TYPE_CHECKING, Any, Final
 import attrs
 import msgspec
 
-from runtime._device_auth import DeviceProof, DeviceProofFailure, SignedFields, verify_device_proof
-from runtime._frames import INVALID_REQUEST, NOT_PAIRED, UNAVAILABLE, GatewayError
-from runtime._pairing import Approved, PairingInput, PairingStoreError, PendingRequest
-from runtime._scopes import role_scopes_allow
-from runtime._wire import ConnectParams, ConnectParamsAuth, ConnectParamsDevice
+from runtime.devices import (
+    Approved,
+    DeviceProof,
+    DeviceProofFailure,
+    PairingInput,
+    PairingStoreError,
+    PendingRequest,
+    SignedFields,
+    verify_device_proof,
+)
+from runtime.protocol import (
+    INVALID_REQUEST,
+    NOT_PAIRED,
+    UNAVAILABLE,
+    ConnectParams,
+    ConnectParamsAuth,
+    ConnectParamsDevice,
+    GatewayError,
+    role_scopes_allow,
+)
 
 from ._admission import SCOPE_DEVICE_TOKEN, SCOPE_SHARED_SECRET, AuthRateLimiter
 from ._origins import ORIGIN_NOT_ALLOWED_MESSAGE, check_origin
@@ -601,7 +616,7 @@ def _resolved(request: PendingRequest, decision: str, now: int) -> dict[str, Any
 
 
 def _metadata_mismatch(paired: Any, platform: str | None, device_family: str | None) -> bool:
-    from runtime._device_auth import normalize_device_metadata as norm
+    from runtime.devices import normalize_device_metadata as norm
 
     pinned_platform = norm(paired.platform)
     pinned_family = norm(paired.deviceFamily)

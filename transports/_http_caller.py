@@ -23,7 +23,7 @@ import attrs
 import msgspec
 import trio
 
-from runtime._frames import GatewayError, RequestFrame
+from runtime.protocol import GatewayError, RequestFrame
 
 if TYPE_CHECKING:
     from ._connection import ClientConnection

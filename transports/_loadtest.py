@@ -57,7 +57,7 @@ import msgspec
 import psutil
 import trio
 
-from runtime._config import parse_config
+from runtime.model import parse_config
 
 from ._client import DEFAULT_URL
 from ._loadtest_report import Timeline, progress_line, write_report

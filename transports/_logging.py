@@ -6,7 +6,7 @@ WARNING, unless the level is `debug`.
 
 - `text`: `2026-12-01T21:40:00.123Z INFO  clawlane.runs: run ended runId=r1 status=ok ...`
 - `json`: one object a line: `{"ts": "...Z", "level": "info", "logger": "clawlane.runs",
-  "msg": "run ended", "runId": "r1", "status": "ok", ...}`; a `runtime._oplog.LogEvent`'s
+  "msg": "run ended", "runId": "r1", "status": "ok", ...}`; a `runtime.logs._oplog.LogEvent`'s
   fields become keys (a field named like a reserved key gets a `_` suffix), a traceback is
   `exc`.
 
@@ -25,7 +25,7 @@ from typing import Any, Final, TextIO
 
 import msgspec
 
-from runtime._oplog import LogEvent
+from runtime.logs import LogEvent
 
 __all__ = [
     "DEFAULT_LOG_FORMAT",

@@ -17,24 +17,22 @@ import attrs
 import trio
 
 from actors import Ticket
-from runtime._frames import (
+from runtime.model import GenerationError
+from runtime.protocol import (
     INVALID_REQUEST,
-    UNAVAILABLE,
+    METHOD_SCOPES,
+    AgentParams,
+    AgentWaitParams,
     GatewayError,
+    ModelsListParams,
     RequestFrame,
+    SessionsListParams,
+    internal_error,
     invalid_request,
     missing_scope,
     opt,
 )
-from runtime._frames import decode_params as decode_params
-from runtime._generation import GenerationError
-from runtime._wire import (
-    METHOD_SCOPES,
-    AgentWaitParams,
-    ModelsListParams,
-    SessionsListParams,
-)
-from runtime._wire_ext import AgentParams
+from runtime.protocol import decode_params as decode_params
 
 from . import (
     _dashboard,
@@ -167,7 +165,7 @@ class Methods:
             conn.respond_error(frame.id, exc)
         except Exception as exc:
             log.exception("method %s failed", frame.method)
-            conn.respond_error(frame.id, GatewayError(UNAVAILABLE, f"{type(exc).__name__}: {exc}"))
+            conn.respond_error(frame.id, internal_error(exc))
         finally:
             call.release_ticket()
 

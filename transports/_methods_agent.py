@@ -50,20 +50,20 @@ from actors import (
     Ticket,
     accepted_row,
 )
-from runtime._agent import now_ms
-from runtime._config import run_timeout_seconds
-from runtime._frames import (
+from runtime.loop import now_ms
+from runtime.model import AgentSpec, GenerationError, run_timeout_seconds
+from runtime.protocol import (
     UNAVAILABLE,
+    AgentParams,  # the generated one plus `webhook` (issue 15)
     GatewayError,
     RequestFrame,
     decode_params,
+    internal_error,
     invalid_request,
     missing_scope,
     opt,
 )
-from runtime._generation import AgentSpec, GenerationError
-from runtime._sessions import SessionKeyError
-from runtime._wire_ext import AgentParams  # the generated one plus `webhook` (issue 15)
+from runtime.sessions import SessionKeyError
 
 from ._agent_webhook import attach_webhook
 
@@ -459,7 +459,7 @@ class _AgentCall:
             return
         except Exception as exc:  # a bug: this request fails (its run has ended), nothing else
             log.exception("method agent failed")
-            self._fail(GatewayError(UNAVAILABLE, f"{type(exc).__name__}: {exc}"), cached=False)
+            self._fail(internal_error(exc), cached=False)
             return
         record = self.record = self.request.record
         attach_webhook(gw, self.params, record)  # issue 15: the optional `webhook`
@@ -547,7 +547,7 @@ def _start_accepting(
         return False, ticket
     except StoreError as exc:
         ticket.release()
-        conn.respond_error(frame.id, GatewayError(UNAVAILABLE, f"{type(exc).__name__}: {exc}"))
+        conn.respond_error(frame.id, internal_error(exc))
         return True, None
     gw.registry.dedupe.put(pending.dedupe_key, placeholder)
     conn.pending[frame.id] = pending

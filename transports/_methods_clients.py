@@ -17,11 +17,15 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 import trio
 
-from runtime._frames import invalid_request, opt
-from runtime._generation import GenerationError
-from runtime._logring import TAIL_DEFAULT_LIMIT, TAIL_DEFAULT_MAX_BYTES, LogRing, install_log_ring
-from runtime._slash import commands_view
-from runtime._wire import (
+from runtime.agent import commands_view
+from runtime.logs import (
+    TAIL_DEFAULT_LIMIT,
+    TAIL_DEFAULT_MAX_BYTES,
+    LogRing,
+    install_log_ring,
+)
+from runtime.model import GenerationError
+from runtime.protocol import (
     AgentIdentityParams,
     AgentsListParams,
     CommandsListParams,
@@ -30,6 +34,8 @@ from runtime._wire import (
     SessionsCreateParams,
     SessionsDescribeParams,
     TaskSuggestionsListParams,
+    invalid_request,
+    opt,
 )
 
 from . import _methods_sessions as sessions

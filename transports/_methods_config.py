@@ -26,11 +26,24 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from actors._publisher import PublishConflict, Publisher, PublishResult
-from runtime._config import ConfigError, ConfigSnapshot, config_to_builtins, redact_config
-from runtime._frames import UNAVAILABLE, GatewayError, invalid_request, opt
-from runtime._generation import GenerationError
-from runtime._wire import ConfigApplyParams, ConfigGetParams, ConfigPatchParams, ConfigSetParams
+from actors import PublishConflict, Publisher, PublishResult
+from runtime.model import (
+    ConfigError,
+    ConfigSnapshot,
+    GenerationError,
+    config_to_builtins,
+    redact_config,
+)
+from runtime.protocol import (
+    UNAVAILABLE,
+    ConfigApplyParams,
+    ConfigGetParams,
+    ConfigPatchParams,
+    ConfigSetParams,
+    GatewayError,
+    invalid_request,
+    opt,
+)
 
 if TYPE_CHECKING:
     from ._methods import Call, Methods

@@ -25,11 +25,9 @@ import msgspec
 import psutil
 import trio
 
-from runtime._frames import invalid_request, opt
-from runtime._generation import GenerationError
-from runtime._sessions import MessageEntry
-from runtime._slash import commands_view
-from runtime._wire import (
+from runtime.agent import commands_view
+from runtime.model import GenerationError
+from runtime.protocol import (
     ChatHistoryParams,
     ChatMetadataParams,
     ModelsAuthStatusParams,
@@ -45,7 +43,10 @@ from runtime._wire import (
     UpdateStatusParams,
     UsersPrefsGetParams,
     UsersPrefsSetParams,
+    invalid_request,
+    opt,
 )
+from runtime.sessions import MessageEntry
 
 from . import _methods_sessions as sessions
 from ._views import catalog_view, defaults_view, session_view

@@ -24,30 +24,31 @@ import msgspec
 import trio
 
 from actors import CronNotFound, CronScheduler, RunQuery
-from runtime._cron_jobs import (
+from runtime.cron import (
+    CronGetParams,
     CronJob,
     CronJobError,
+    CronRemoveParams,
+    CronRunParams,
+    CronUpdateParams,
+    JobIdError,
     apply_patch,
     job_from_add,
     job_view,
     webhook_url_problem,
 )
-from runtime._cron_params import (
-    CronGetParams,
-    CronRemoveParams,
-    CronRunParams,
-    CronUpdateParams,
-    JobIdError,
-)
-from runtime._frames import UNAVAILABLE, GatewayError, invalid_request, opt
-from runtime._generation import GenerationError
-from runtime._wire import (
+from runtime.model import GenerationError
+from runtime.protocol import (
+    UNAVAILABLE,
     CronAddParams,
     CronAddParamsDeliveryWebhook,
     CronAddParamsPayloadAgentTurn,
     CronListParams,
     CronRunsParams,
     CronStatusParams,
+    GatewayError,
+    invalid_request,
+    opt,
 )
 
 if TYPE_CHECKING:

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any, Final
 import attrs
 import msgspec
 
-from runtime._frames import INVALID_REQUEST, GatewayError, NonEmpty, opt
-from runtime._pairing import Approved, DeviceToken, PairingStoreError, TokenRefused
+from runtime.devices import Approved, DeviceToken, PairingStoreError, TokenRefused
+from runtime.protocol import INVALID_REQUEST, GatewayError, NonEmpty, opt
 
 if TYPE_CHECKING:
     from ._methods import Call, Methods

@@ -18,31 +18,36 @@ import trio
 
 from actors import (
     CachedResponse,
+    QueueMode,
     RunInFlight,
     RunRecord,
     RunRequest,
     SessionActor,
+    SessionBusy,
     Ticket,
+    normalize_drop,
+    normalize_mode,
     replay_terminal,
 )
-from actors._lane import QueueMode, normalize_drop, normalize_mode
-from actors._session import SessionBusy
-from runtime._agent import now_ms
-from runtime._compaction import context_budget
-from runtime._config import run_timeout_seconds
-from runtime._frames import UNAVAILABLE, GatewayError, RequestFrame, invalid_request, opt
-from runtime._generation import GenerationError
-from runtime._hooks import InternalHookEvent
-from runtime._prompt import system_prompt_report
-from runtime._reply import is_silent_reply
-from runtime._sessions import DEFAULT_MAIN_KEY, MessageEntry, SessionKeyError, openclaw_row_meta
-from runtime._slash import find_command
-from runtime._turn import BASE_SYSTEM_PROMPT
-from runtime._wire import (
+from runtime.agent import (
+    BASE_SYSTEM_PROMPT,
+    context_budget,
+    find_command,
+    is_silent_reply,
+    system_prompt_report,
+)
+from runtime.hooks import InternalHookEvent
+from runtime.llm import AssistantMessage, ProviderError, TextContent
+from runtime.loop import now_ms
+from runtime.model import GenerationError, run_timeout_seconds
+from runtime.protocol import (
+    UNAVAILABLE,
     ChatAbortParams,
     ChatHistoryParams,
     ChatInjectParams,
     ChatSendParams,
+    GatewayError,
+    RequestFrame,
     SessionsAbortParams,
     SessionsCompactParams,
     SessionsDeleteParams,
@@ -52,8 +57,15 @@ from runtime._wire import (
     SessionsResetParams,
     SessionsResolveParams,
     SessionsSendParams,
+    invalid_request,
+    opt,
 )
-from runtime.llm._types import AssistantMessage, ProviderError, TextContent
+from runtime.sessions import (
+    DEFAULT_MAIN_KEY,
+    MessageEntry,
+    SessionKeyError,
+    openclaw_row_meta,
+)
 
 from ._methods_agent import accept, journal_row
 from ._slash import run_slash_command

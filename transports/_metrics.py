@@ -29,7 +29,7 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector
 
-from actors._metrics import ABORT_REASONS, PROVIDER_ERROR_KINDS, RUN_STATUSES, HistogramSnapshot
+from actors import ABORT_REASONS, PROVIDER_ERROR_KINDS, RUN_STATUSES, HistogramSnapshot
 
 if TYPE_CHECKING:
     from ._gateway import Gateway

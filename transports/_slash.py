@@ -18,24 +18,22 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 import trio
 
-from actors import CachedResponse
-from actors._lane import normalize_drop, normalize_mode
-from actors._session import SessionBusy
-from runtime._agent import now_ms
-from runtime._compaction import MessageTags
-from runtime._generation import GenerationError
-from runtime._slash import (
+from actors import CachedResponse, SessionBusy, normalize_drop, normalize_mode
+from runtime.agent import (
     QUEUE_MODES,
     REASONING_MODES,
     VERBOSE_LEVELS,
+    MessageTags,
     SlashCommand,
     commands_text,
     format_tokens,
     help_text,
     parse_duration_ms,
 )
-from runtime._wire import ChatSendParams
-from runtime.llm._types import AssistantMessage, ProviderError, TextContent, UserMessage
+from runtime.llm import AssistantMessage, ProviderError, TextContent, UserMessage
+from runtime.loop import now_ms
+from runtime.model import GenerationError
+from runtime.protocol import ChatSendParams
 
 from . import _methods_sessions as sessions
 from ._views import model_ref, session_view, thinking_levels

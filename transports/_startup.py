@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Final
 
 from actors import StoreError
-from runtime._config import ConfigError
+from runtime.model import ConfigError
 
 __all__ = [
     "EXIT_CONFIG",

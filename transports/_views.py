@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
-from runtime._generation import CatalogEntry, GenerationError, ModelRuntimeGeneration
-from runtime._sessions import DEFAULT_MAIN_KEY, SessionRow, parse_session_key, session_kind
+from runtime.model import CatalogEntry, GenerationError, ModelRuntimeGeneration
+from runtime.sessions import DEFAULT_MAIN_KEY, SessionRow, parse_session_key, session_kind
 
 if TYPE_CHECKING:
     from ._gateway import Gateway

@@ -137,7 +137,7 @@ def _parse(message: str) -> _Plan:
 
 
 SUMMARY_MARKER: Final = "You are a context summarization assistant."
-"""How a summarisation request's system prompt starts (`runtime._compaction`'s prompt)."""
+"""How a summarisation request's system prompt starts (`runtime.agent._compaction`'s prompt)."""
 _SUMMARY_ITEMS: Final = 12
 _CONVERSATION: Final = re.compile(r"<conversation>\n(.*?)\n</conversation>", re.DOTALL)
 _PREVIOUS: Final = re.compile(r"<previous-summary>\n(.*?)\n</previous-summary>", re.DOTALL)
@@ -218,58 +218,23 @@ class LocalProvider:
         return self._stream(request)
 
     async def _stream(self, request: ModelRequest) -> AsyncIterator[ModelDelta]:
-        last_user = next(
-            (m for m in reversed(request.messages) if isinstance(m, UserMessage)), None
-        )
-        user_text = ""
-        if last_user is not None:
-            content = last_user.content
-            user_text = (
-                content
-                if isinstance(content, str)
-                else " ".join(c.text for c in content if isinstance(c, TextContent))
-            )
+        user_text = _last_user_text(request)
         if request.system_prompt.startswith(SUMMARY_MARKER):
             await trio.lowlevel.checkpoint()
-            summary = _summary_reply(user_text)
-            for piece in _words(summary, None):
-                yield TextDelta(piece)
-            yield UsageDelta(Usage(input=request_tokens(request), output=len(summary) // 4))
-            yield StopDelta("stop")
+            for summary_delta in _summary_deltas(request, user_text):
+                yield summary_delta
             return
         plan = _parse(user_text)
         delay = (plan.delay_ms if plan.delay_ms is not None else self.delta_delay_ms) / 1000.0
-        # Tool results since the last user message: this is the turn after the tools ran.
-        results: list[ToolResultMessage] = []
-        for m in reversed(request.messages):
-            if isinstance(m, UserMessage):
-                break
-            if isinstance(m, ToolResultMessage):
-                results.append(m)
-
-        fail = plan.fail
-        if fail is None and self.fail_kind is not None:
-            fail = (
-                self.fail_kind,
-                f"local provider {self.id} is configured to fail ({self.fail_kind})",
-            )
+        results = _tool_results(request)
+        fail = self._failure(plan)
         if fail is not None:
             await trio.lowlevel.checkpoint()
-            raise ProviderError(cast(ProviderErrorKind, fail[0]), fail[1])
-        overflow: ProviderError | None = None
-        overflow_after = 0
-        if plan.overflow is not None:
-            size = request_tokens(request)
-            if size > plan.overflow[0]:
-                overflow_after = plan.overflow[1] or 0
-                overflow = ProviderError(
-                    "context_overflow",
-                    f"context length exceeded: {size} tokens > {plan.overflow[0]}",
-                    status=400,
-                )
-                if overflow_after == 0:
-                    await trio.lowlevel.checkpoint()
-                    raise overflow
+            raise fail
+        overflow, overflow_after = _overflow(plan, request)
+        if overflow is not None and overflow_after == 0:
+            await trio.lowlevel.checkpoint()
+            raise overflow
 
         input_tokens = request_tokens(request)
         sent = 0
@@ -294,38 +259,12 @@ class LocalProvider:
         if len(results) < len(plan.tools):
             # One tool call per turn, in order: a message with N tool directives makes a loop
             # of N tool turns and a final answer.
-            index = len(results)
-            name, args = plan.tools[index]
-            call_id = f"call_{index + 1}"
             await pace()
-            yield ToolCallStart(index=0, id=call_id, name=name)
-            yield ToolCallArgsDelta(index=0, delta=args)
-            yield ToolCallEnd(index=0, id=call_id, name=name, arguments=args)
-            yield UsageDelta(
-                Usage(
-                    input=input_tokens,
-                    output=len(plan.tools),
-                    totalTokens=input_tokens + len(plan.tools),
-                )
-            )
-            yield StopDelta("toolUse")
+            for tool_delta in _tool_turn(plan, len(results), input_tokens):
+                yield tool_delta
             return
 
-        if results and plan.reply is not None:
-            reply = plan.reply
-        elif results:
-            summary = "; ".join(
-                f"{r.toolName}{' failed' if r.isError else ''}: "
-                + " ".join(c.text for c in r.content if isinstance(c, TextContent))[:200]
-                for r in reversed(results)
-            )
-            reply = f"Tool results: {summary}"
-        elif plan.reply is not None:
-            reply = plan.reply
-        else:
-            reply = f"You said: {plan.text}" if plan.text else "Hello from the local model."
-
-        pieces = _split(reply, plan.deltas, plan.chars)
+        pieces = _split(_reply(plan, results), plan.deltas, plan.chars)
         for piece in pieces:
             if plan.stall_after is not None and sent >= plan.stall_after:
                 await trio.sleep_forever()
@@ -340,3 +279,93 @@ class LocalProvider:
             await trio.sleep_forever()
         yield UsageDelta(Usage(input=input_tokens, output=sent, totalTokens=input_tokens + sent))
         yield StopDelta("stop")
+
+    def _failure(self, plan: _Plan) -> ProviderError | None:
+        """The error to fail with before any output: `[[fail]]`, else the `failKind` option."""
+        fail = plan.fail
+        if fail is None and self.fail_kind is not None:
+            fail = (
+                self.fail_kind,
+                f"local provider {self.id} is configured to fail ({self.fail_kind})",
+            )
+        if fail is None:
+            return None
+        return ProviderError(cast(ProviderErrorKind, fail[0]), fail[1])
+
+
+def _last_user_text(request: ModelRequest) -> str:
+    """The text of the latest user message (its directives steer the reply)."""
+    last_user = next((m for m in reversed(request.messages) if isinstance(m, UserMessage)), None)
+    if last_user is None:
+        return ""
+    content = last_user.content
+    if isinstance(content, str):
+        return content
+    return " ".join(c.text for c in content if isinstance(c, TextContent))
+
+
+def _summary_deltas(request: ModelRequest, prompt: str) -> list[ModelDelta]:
+    """A summarisation request's whole answer (raises `ProviderError` for `[[summary-fail]]`)."""
+    summary = _summary_reply(prompt)
+    deltas: list[ModelDelta] = [TextDelta(piece) for piece in _words(summary, None)]
+    deltas.append(UsageDelta(Usage(input=request_tokens(request), output=len(summary) // 4)))
+    deltas.append(StopDelta("stop"))
+    return deltas
+
+
+def _tool_results(request: ModelRequest) -> list[ToolResultMessage]:
+    """Tool results since the last user message, latest first: this is the turn after the
+    tools ran."""
+    results: list[ToolResultMessage] = []
+    for m in reversed(request.messages):
+        if isinstance(m, UserMessage):
+            break
+        if isinstance(m, ToolResultMessage):
+            results.append(m)
+    return results
+
+
+def _overflow(plan: _Plan, request: ModelRequest) -> tuple[ProviderError | None, int]:
+    """The `[[overflow:N:K]]` error when the request is over N tokens, and after how many
+    deltas it is raised (0: before any output)."""
+    if plan.overflow is None:
+        return None, 0
+    size = request_tokens(request)
+    if size <= plan.overflow[0]:
+        return None, 0
+    error = ProviderError(
+        "context_overflow",
+        f"context length exceeded: {size} tokens > {plan.overflow[0]}",
+        status=400,
+    )
+    return error, plan.overflow[1] or 0
+
+
+def _tool_turn(plan: _Plan, index: int, input_tokens: int) -> tuple[ModelDelta, ...]:
+    """The deltas of the turn that calls the plan's tool number `index`."""
+    name, args = plan.tools[index]
+    call_id = f"call_{index + 1}"
+    output = len(plan.tools)
+    return (
+        ToolCallStart(index=0, id=call_id, name=name),
+        ToolCallArgsDelta(index=0, delta=args),
+        ToolCallEnd(index=0, id=call_id, name=name, arguments=args),
+        UsageDelta(Usage(input=input_tokens, output=output, totalTokens=input_tokens + output)),
+        StopDelta("toolUse"),
+    )
+
+
+def _reply(plan: _Plan, results: list[ToolResultMessage]) -> str:
+    """The text of a final answer: `[[reply:...]]`, a summary of the tool results, or an echo."""
+    if results and plan.reply is not None:
+        return plan.reply
+    if results:
+        summary = "; ".join(
+            f"{r.toolName}{' failed' if r.isError else ''}: "
+            + " ".join(c.text for c in r.content if isinstance(c, TextContent))[:200]
+            for r in reversed(results)
+        )
+        return f"Tool results: {summary}"
+    if plan.reply is not None:
+        return plan.reply
+    return f"You said: {plan.text}" if plan.text else "Hello from the local model."

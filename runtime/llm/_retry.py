@@ -20,14 +20,16 @@
 
 from __future__ import annotations
 
+import itertools
 import logging
 import math
 import random
 from collections.abc import AsyncIterator
 
+import attrs
 import trio
 
-from .._oplog import log_event
+from ..logs._oplog import log_event
 from ._types import ModelDelta, ModelProvider, ModelRequest, ProviderError
 
 __all__ = [
@@ -95,8 +97,8 @@ def resolve_idle_timeout(
 
 def watchdog_deadline(idle_timeout: float) -> float:
     """An idle watchdog scope's first deadline, to create it armed (`stream_with_retry`)."""
-    return trio.current_time() + idle_timeout + min(
-        idle_timeout * WATCHDOG_SLACK, WATCHDOG_SLACK_MAX
+    return (
+        trio.current_time() + idle_timeout + min(idle_timeout * WATCHDOG_SLACK, WATCHDOG_SLACK_MAX)
     )
 
 
@@ -128,11 +130,11 @@ async def stream_with_retry(
     ``idle_timeout`` of ``None`` (or <= 0) disables the watchdog.
 
     ``watchdog``: a cancel scope the caller holds around its whole iteration (whose loop
-    body must not await); the caller may create it armed with ``watchdog_deadline``. Its deadline is pushed forward as deltas arrive instead of
-    entering a scope per delta (and only when it would otherwise fall within the window, so
-    a burst of deltas moves it once); it fires after ``idle_timeout`` to ``idle_timeout`` ×
-    1.02 (at most +0.5 s) of silence. The caller's scope catches the cancellation and the
-    caller raises `IdleTimeoutError`.
+    body must not await); the caller may create it armed with ``watchdog_deadline``. Its
+    deadline is pushed forward as deltas arrive instead of entering a scope per delta (and
+    only when it would otherwise fall within the window, so a burst of deltas moves it once);
+    it fires after ``idle_timeout`` to ``idle_timeout`` × 1.02 (at most +0.5 s) of silence.
+    The caller's scope catches the cancellation and the caller raises `IdleTimeoutError`.
 
     Raises:
         ProviderError: the last attempt's error, an error after output, or the idle timeout.
@@ -141,9 +143,7 @@ async def stream_with_retry(
         raise ValueError("max_attempts must be at least 1")
     window = idle_timeout if idle_timeout is not None and idle_timeout > 0 else None
     slack = min(window * WATCHDOG_SLACK, WATCHDOG_SLACK_MAX) if window is not None else 0.0
-    attempt = 0
-    while True:
-        attempt += 1
+    for attempt in itertools.count(1):
         produced = False
         deltas = provider.stream(request)
         try:
@@ -158,10 +158,7 @@ async def stream_with_retry(
                 # watchdog fires after `window` to `window + slack` of silence. The window
                 # restarts when the consumer asks for the next delta, not while it works.
                 clock = trio.lowlevel.current_clock()
-                armed = watchdog.deadline  # the caller may have armed it (saves a move)
-                due = clock.current_time() + window
-                if not due <= armed < math.inf:
-                    armed = watchdog.deadline = due + slack
+                armed = _arm(watchdog, clock.current_time() + window, slack)
                 async for delta in deltas:
                     produced = True
                     yield delta
@@ -182,35 +179,74 @@ async def stream_with_retry(
                 produced = True
                 yield delta
         except ProviderError as exc:
-            if (
-                isinstance(exc, IdleTimeoutError)
-                or produced
-                or not exc.retryable
-                or attempt >= max_attempts
-            ):
+            retries = _Retries(max_attempts, base_delay, max_delay, max_retry_after, rng)
+            delay = retries.delay_after(exc, produced=produced, attempt=attempt)
+            if delay is None:
                 raise
-            delay = backoff_delay(attempt, base_delay=base_delay, max_delay=max_delay, rng=rng)
-            if exc.retry_after is not None:
-                if exc.retry_after > max_retry_after:
-                    raise
-                delay = max(delay, exc.retry_after)
-            log_event(
-                log,
-                logging.INFO,
-                "provider retry",
-                provider=getattr(provider, "id", None),
-                model=request.model,
-                attempt=attempt + 1,
-                maxAttempts=max_attempts,
-                kind=exc.kind,
-                delayMs=int(delay * 1000),
-                error=exc.message,
-            )
+            retries.log(provider, request, exc, attempt, delay)
         finally:
             await _aclose(deltas)
         if watchdog is not None:
             watchdog.deadline = math.inf  # a backoff is not the model being silent
         await trio.sleep(delay)
+
+
+def _arm(watchdog: trio.CancelScope, due: float, slack: float) -> float:
+    """The watchdog's deadline for an attempt's first delta, `due` (plus `slack`) unless the
+    caller armed it already within the window (saves a move)."""
+    armed = watchdog.deadline
+    if not due <= armed < math.inf:
+        armed = watchdog.deadline = due + slack
+    return armed
+
+
+@attrs.frozen
+class _Retries:
+    """The retry policy of one `stream_with_retry` call (made when an attempt fails)."""
+
+    max_attempts: int
+    base_delay: float
+    max_delay: float
+    max_retry_after: float
+    rng: random.Random | None
+
+    def delay_after(self, exc: ProviderError, *, produced: bool, attempt: int) -> float | None:
+        """Seconds to wait before retrying after `exc`, or None when it is final: the idle
+        timeout, an error after output, one not retryable, the last attempt's, or one whose
+        Retry-After is longer than `max_retry_after`."""
+        if isinstance(exc, IdleTimeoutError) or produced or not exc.retryable:
+            return None
+        if attempt >= self.max_attempts:
+            return None
+        delay = backoff_delay(
+            attempt, base_delay=self.base_delay, max_delay=self.max_delay, rng=self.rng
+        )
+        if exc.retry_after is not None:
+            if exc.retry_after > self.max_retry_after:
+                return None
+            delay = max(delay, exc.retry_after)
+        return delay
+
+    def log(
+        self,
+        provider: ModelProvider,
+        request: ModelRequest,
+        exc: ProviderError,
+        attempt: int,
+        delay: float,
+    ) -> None:
+        log_event(
+            log,
+            logging.INFO,
+            "provider retry",
+            provider=getattr(provider, "id", None),
+            model=request.model,
+            attempt=attempt + 1,
+            maxAttempts=self.max_attempts,
+            kind=exc.kind,
+            delayMs=int(delay * 1000),
+            error=exc.message,
+        )
 
 
 async def _aclose(deltas: AsyncIterator[ModelDelta]) -> None:

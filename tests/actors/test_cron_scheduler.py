@@ -24,10 +24,10 @@ import trio.testing
 from actors import open_store, open_supervisor
 from actors._cron import CATCH_UP_DELAY_MS, CronScheduler, open_cron
 from actors._cron_store import RunQuery, SqliteCronStore
-from runtime._cron_jobs import job_from_add
-from runtime._cron_schedule import format_iso_ms, parse_at_ms
-from runtime._generation import build_generation
-from runtime._wire import CronAddParams
+from runtime.cron._cron_jobs import job_from_add
+from runtime.cron._cron_schedule import format_iso_ms, parse_at_ms
+from runtime.model._generation import build_generation
+from runtime.protocol._wire import CronAddParams
 from tests.conftest import local_config
 from tests.runtime.test_cron_jobs import validate
 
@@ -405,8 +405,8 @@ async def test_cron_enabled_false_stops_automatic_firing(
 async def test_a_job_updated_mid_run_keeps_the_edit_and_the_runs_result(
     tmp_path: Path, autojump_clock: Any
 ) -> None:
-    from runtime._cron_jobs import apply_patch
-    from runtime._cron_params import CronJobPatch
+    from runtime.cron._cron_jobs import apply_patch
+    from runtime.cron._cron_params import CronJobPatch
 
     events = Events()
     with trio.fail_after(VIRTUAL_LIMIT_S):

@@ -15,8 +15,8 @@ import trio
 
 from actors._journal import AcceptedRun, JournalRow, RunOutcome, accepted_row, ended_row
 from actors._store import StoreError, open_store
-from runtime._sessions import TranscriptBuilder, new_session_row
 from runtime.llm._types import UserMessage
+from runtime.sessions._sessions import TranscriptBuilder, new_session_row
 
 TIMEOUT = 30
 

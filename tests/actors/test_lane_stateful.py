@@ -18,8 +18,8 @@ from hypothesis import HealthCheck, given, settings
 
 from actors import RunRecord, RunRequest, SessionActor, open_store, open_supervisor
 from actors._lane import LaneFull
-from runtime._generation import build_generation
-from tests.actors.test_supervisor import Sink
+from runtime.model._generation import build_generation
+from tests.actors._helpers import Sink
 from tests.conftest import local_config
 
 MODES = ["steer", "followup", "collect", "interrupt"]

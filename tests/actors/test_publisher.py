@@ -24,12 +24,12 @@ import trio.testing
 
 from actors import RunRecord, Supervisor, open_store, open_supervisor
 from actors._publisher import GENERATION_EVENT, Publisher
-from runtime._config import ProviderConfig, auth_profiles_path, load_config, write_config_text
-from runtime._generation import GenerationBuilder, GenerationError, default_provider_factory
-from runtime._hooks import HookRegistry
-from runtime._plugins import load_plugins
+from runtime.hooks._registry import HookRegistry
 from runtime.llm._types import ModelDelta, ModelProvider, ModelRequest, TextDelta
-from tests.actors.test_supervisor import submit
+from runtime.model._config import ProviderConfig, auth_profiles_path, load_config, write_config_text
+from runtime.model._generation import GenerationBuilder, GenerationError, default_provider_factory
+from runtime.model._plugins import load_plugins
+from tests.actors._helpers import submit
 
 
 class Sink:
@@ -411,7 +411,7 @@ def is_closed(provider: Tagged) -> bool:
 
 
 def load_config_from(raw: dict[str, Any]) -> Any:
-    from runtime._config import parse_config
+    from runtime.model._config import parse_config
 
     return parse_config(raw)
 

@@ -13,7 +13,8 @@ import trio
 import trio.testing
 
 from actors._store import Store, StoreClosedError, StoreError, open_store
-from runtime._sessions import (
+from runtime.llm._types import UserMessage
+from runtime.sessions._sessions import (
     MessageEntry,
     SessionRow,
     TranscriptBuilder,
@@ -21,7 +22,6 @@ from runtime._sessions import (
     decode_session_row,
     new_session_row,
 )
-from runtime.llm._types import UserMessage
 
 REPO = Path(__file__).resolve().parents[2]
 TIMEOUT = 30
@@ -321,7 +321,7 @@ import msgspec
 import trio
 
 from actors._store import open_store
-from runtime._sessions import TranscriptBuilder, new_session_row
+from runtime.sessions._sessions import TranscriptBuilder, new_session_row
 from runtime.llm._types import UserMessage
 
 

@@ -11,48 +11,20 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-import msgspec
 import pytest
 import trio
 
 from actors import (
     EventHub,
     RunRecord,
-    RunRequest,
     SessionActor,
     Supervisor,
     open_store,
     open_supervisor,
 )
-from runtime._generation import build_generation
+from runtime.model._generation import build_generation
+from tests.actors._helpers import Sink, submit
 from tests.conftest import local_config
-
-
-class Sink:
-    """A hub subscriber that decodes what it gets."""
-
-    def __init__(self, conn_id: str = "sink", tools: bool = False) -> None:
-        self._id = conn_id
-        self._tools = tools
-        self.frames: list[dict[str, Any]] = []
-
-    @property
-    def conn_id(self) -> str:
-        return self._id
-
-    @property
-    def wants_tool_events(self) -> bool:
-        return self._tools
-
-    def push_event(self, frame: bytes) -> None:
-        self.frames.append(msgspec.json.decode(frame))
-
-    def agent(self, run_id: str) -> list[dict[str, Any]]:
-        return [
-            f["payload"]
-            for f in self.frames
-            if f["event"] == "agent" and f["payload"]["runId"] == run_id
-        ]
 
 
 @asynccontextmanager
@@ -65,22 +37,6 @@ async def supervisor(tmp_path: Path, **config: Any) -> AsyncIterator[tuple[Super
         sink = Sink()
         sup.hub.attach(sink, scoped=False, can_read=True)
         yield sup, sink
-
-
-async def submit(sup: Supervisor, key: str, run_id: str, message: str, **kw: Any) -> RunRecord:
-    actor = await sup.session(f"agent:main:{key}", "main")
-    assert actor.row is not None
-    record = RunRecord(
-        run_id=run_id,
-        session_key=actor.key,
-        session_id=actor.row.sessionId,
-        agent_id="main",
-        accepted_at=0,
-    )
-    sup.registry.add(record)
-    sup.hub.open_run(run_id, actor.key, session_id=actor.row.sessionId, agent_id="main")
-    sup.submit(actor, RunRequest(record=record, message=message, **kw))
-    return record
 
 
 async def test_a_crashing_actor_is_contained_and_others_finish(
@@ -235,7 +191,7 @@ async def test_waiting_for_unknown_runs_leaves_nothing_behind() -> None:
 async def test_runs_that_need_a_new_workspace_at_once_create_it_once(
     tmp_path: Path, monkeypatch
 ) -> None:
-    import runtime._services as services_module
+    import runtime.agent._services as services_module
     from runtime.tools import ensure_workspace as original
 
     made: list[Path] = []

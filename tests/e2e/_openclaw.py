@@ -16,7 +16,7 @@ from typing import Any
 
 import trio
 
-from runtime._device_auth import SignedFields
+from runtime.devices._device_auth import SignedFields
 from tests.conftest import TEST_DEVICE, frame_checker, gateway_url
 from transports._client import open_websocket
 from transports._gateway import Gateway

@@ -17,32 +17,8 @@ from tests.conftest import (
     raw_handshake,
     running_gateway,
 )
+from tests.e2e._events import Events, recorder_events, run_events, terminal_events
 from transports import GatewayRequestError, open_gateway_client
-
-Events = list[tuple[str, Any, int | None]]
-
-
-def recorder_events() -> tuple[Events, Any]:
-    events: Events = []
-
-    def on_event(event: str, payload: Any, seq: int | None) -> None:
-        events.append((event, payload, seq))
-
-    return events, on_event
-
-
-def run_events(events: Events, run_id: str, stream: str | None = None) -> list[dict[str, Any]]:
-    return [
-        p
-        for (e, p, _s) in events
-        if e == "agent" and p["runId"] == run_id and (stream is None or p["stream"] == stream)
-    ]
-
-
-def terminal_events(events: Events, run_id: str) -> list[dict[str, Any]]:
-    return [
-        p for p in run_events(events, run_id, "lifecycle") if p["data"]["phase"] in ("end", "error")
-    ]
 
 
 async def test_agent_acks_then_answers_on_one_request_id(connect) -> None:

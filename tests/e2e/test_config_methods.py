@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import trio
 
-from runtime._config import load_config, write_config_text
+from runtime.model._config import load_config, write_config_text
 from tests.conftest import client_auth, frame_checker, gateway_url, running_gateway
 from transports import GatewayClient, GatewayRequestError, open_gateway_client
 from transports._cli import main as cli_main

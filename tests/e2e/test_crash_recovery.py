@@ -301,7 +301,9 @@ async def test_with_rerun_the_interrupted_runs_run_again_in_order_once(tmp_path:
             await kill9(proc)
         async with gateway_process(state, config) as (url, proc), client(url) as (c, _):
             status = await c.request("status")
-            assert status["clawlane"]["durability"]["recovered"]["rerun"] == 1  # b2, its second execution
+            assert (
+                status["clawlane"]["durability"]["recovered"]["rerun"] == 1
+            )  # b2, its second execution
             await kill9(proc)
         # b2 was interrupted twice: reported failed, not run a third time.
         async with gateway_process(state, config) as (url, proc), client(url) as (c, _):

@@ -16,10 +16,10 @@ import pytest
 import trio
 
 from actors._webhook import sign
-from runtime._config import Config
+from runtime.model._config import Config
+from tests._schema import validate
 from tests.conftest import local_config, open_client, running_gateway
 from tests.e2e._webhook_server import webhook_server
-from tests.runtime.test_cron_jobs import validate
 from transports import GatewayConfigError, GatewayRequestError
 
 ADMIN = ["operator.admin", "operator.read", "operator.write"]

@@ -13,9 +13,9 @@ import trio
 
 from actors import open_store
 from runtime import open_embedded_runtime, parse_config
-from runtime._config import Config
-from runtime._plugins import load_plugins
-from runtime._sessions import CompactionEntry, MessageEntry, TranscriptEntry
+from runtime.model._config import Config
+from runtime.model._plugins import load_plugins
+from runtime.sessions._sessions import CompactionEntry, MessageEntry, TranscriptEntry
 from tests.conftest import open_client, running_gateway
 
 PLUGIN = """

@@ -31,7 +31,7 @@ from actors import (
     Supervisor,
 )
 from tests.conftest import local_config, running_gateway
-from tests.e2e.test_agent_fast_path import Raw, hold_commits, raw_client, warm
+from tests.e2e._raw import Raw, hold_commits, raw_client, warm
 from transports._gateway import Gateway
 
 

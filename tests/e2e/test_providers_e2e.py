@@ -20,17 +20,17 @@ import attrs
 import pytest
 import trio
 
-from runtime._config import Config, parse_config
-from runtime._generation import (
+from runtime.llm._http import HttpProvider
+from runtime.llm._types import ModelProvider
+from runtime.model._config import Config, parse_config
+from runtime.model._generation import (
     ModelRuntimeGeneration,
     build_generation,
     default_provider_factory,
 )
-from runtime._retire import close_all_providers, close_providers, generation_providers
-from runtime.llm._http import HttpProvider
-from runtime.llm._types import ModelProvider
+from runtime.model._retire import close_all_providers, close_providers, generation_providers
 from tests.conftest import open_client, running_gateway
-from tests.e2e.test_agent import Events, recorder_events, run_events, terminal_events
+from tests.e2e._events import Events, recorder_events, run_events, terminal_events
 from tests.runtime.llm._sse_server import (
     Pause,
     RecordedRequest,

@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 
 from actors import SessionActor
 from tests.conftest import local_config, running_gateway
-from tests.e2e.test_agent_fast_path import Raw, raw_client, warm
+from tests.e2e._raw import Raw, raw_client, warm
 from transports._connection import ClientConnection
 from transports._gateway import Gateway
 

@@ -9,7 +9,7 @@ import pytest
 import trio
 
 from tests.conftest import local_config, open_client, running_gateway
-from tests.e2e.test_agent import Events, run_events, terminal_events
+from tests.e2e._events import Events, run_events, terminal_events
 from transports import GatewayRequestError
 
 

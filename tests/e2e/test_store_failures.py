@@ -26,7 +26,7 @@ import trio.testing
 
 import actors._store as store_module
 from tests.conftest import local_config, running_gateway
-from tests.e2e.test_agent_fast_path import Raw, raw_client, warm
+from tests.e2e._raw import Raw, raw_client, warm
 
 
 class Disk:

@@ -8,9 +8,9 @@ from typing import Any
 
 import trio
 
-from runtime._hooks import BeforeToolCallResult
+from runtime.hooks._events import BeforeToolCallResult
 from tests.conftest import client_auth, gateway_url, local_config, open_client, running_gateway
-from tests.e2e.test_agent import Events, recorder_events, run_events, terminal_events
+from tests.e2e._events import Events, recorder_events, run_events, terminal_events
 from transports import open_gateway_client
 
 
@@ -209,7 +209,7 @@ async def test_the_message_tool_sends_a_chat_message_and_dedupes_the_reply(tmp_p
 
 
 async def test_model_fallback_records_its_attempts(tmp_path: Path) -> None:
-    from runtime._config import parse_config
+    from runtime.model._config import parse_config
 
     config = parse_config(
         {

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import trio
 
-from runtime._device_auth import DeviceIdentity
+from runtime.devices._device_auth import DeviceIdentity
 from tests.conftest import (
     TEST_DEVICE,
     connect_params,
@@ -114,7 +114,7 @@ async def test_signatures_cover_scopes_and_v2_is_accepted(gateway) -> None:
 
         answer = await connect_once(gateway, widened)
         assert answer.detail_code == "DEVICE_AUTH_SIGNATURE_INVALID"
-        from runtime._device_auth import SignedFields
+        from runtime.devices._device_auth import SignedFields
 
         def v2(ch: dict[str, Any]) -> dict[str, Any]:
             p = connect_params(gateway, ch, device=None, scopes=["operator.read"])

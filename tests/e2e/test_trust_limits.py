@@ -181,7 +181,7 @@ async def test_device_less_clients_get_scopes_only_on_openclaws_local_paths(tmp_
 
 
 async def test_a_node_role_may_only_ask_for_health(gateway) -> None:
-    from runtime._device_auth import DeviceIdentity
+    from runtime.devices._device_auth import DeviceIdentity
 
     async def probe(ws: Any) -> None:
         assert (await request(ws, "health"))["ok"] is True

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from runtime._chunking import (
+from runtime.agent._chunking import (
     BlockChunk,
     BlockChunker,
     BlockCoalescer,

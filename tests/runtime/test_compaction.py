@@ -12,8 +12,7 @@ import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from runtime._agent import RunProgress
-from runtime._compaction import (
+from runtime.agent._compaction import (
     SUMMARY_SYSTEM_PROMPT,
     CompactionRecord,
     CompactionSettings,
@@ -30,16 +29,10 @@ from runtime._compaction import (
     summarize,
     summary_of,
 )
-from runtime._generation import GenerationBuilder, GenerationError, ModelRuntimeGeneration
-from runtime._hooks import HookRegistry, InternalHookEvent, InternalHooks
-from runtime._sessions import (
-    CompactionEntry,
-    MessageEntry,
-    TranscriptBuilder,
-    TranscriptEntry,
-    build_context,
-)
-from runtime._turn import BASE_SYSTEM_PROMPT, TurnResult, TurnSpec, run_turn
+from runtime.agent._turn import run_turn
+from runtime.agent._turnspec import BASE_SYSTEM_PROMPT, TurnResult, TurnSpec
+from runtime.hooks._internal import InternalHookEvent, InternalHooks
+from runtime.hooks._registry import HookRegistry
 from runtime.llm._local import SUMMARY_MARKER, LocalProvider, request_tokens
 from runtime.llm._types import (
     AssistantMessage,
@@ -51,6 +44,15 @@ from runtime.llm._types import (
     ToolResultMessage,
     ToolSpec,
     UserMessage,
+)
+from runtime.loop._agent import RunProgress
+from runtime.model._generation import GenerationBuilder, GenerationError, ModelRuntimeGeneration
+from runtime.sessions._sessions import (
+    CompactionEntry,
+    MessageEntry,
+    TranscriptBuilder,
+    TranscriptEntry,
+    build_context,
 )
 from tests.conftest import local_config
 

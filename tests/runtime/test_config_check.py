@@ -8,8 +8,8 @@ from typing import Any
 import jsonschema
 import pytest
 
-from runtime._config import ConfigError, parse_config
-from runtime._config_check import config_issues, config_schema, did_you_mean
+from runtime.model._config import ConfigError, parse_config
+from runtime.model._config_check import config_issues, config_schema, did_you_mean
 
 
 def issues(raw: Any, env: dict[str, str] | None = None) -> list[tuple[str, str]]:

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import trio
 
-from runtime._config import (
+from runtime.model._config import (
     ConfigError,
     load_config,
     parse_config,
@@ -20,7 +20,7 @@ from runtime._config import (
     snapshot_from_text,
     write_config_text,
 )
-from runtime._config_text import ConfigSyntaxError, decode_config_text, has_comments
+from runtime.model._config_text import ConfigSyntaxError, decode_config_text, has_comments
 from tests._logwatch import watch_logs
 from tests.conftest import open_client, running_gateway
 

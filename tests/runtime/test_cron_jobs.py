@@ -3,37 +3,17 @@ wire views (validated against the 2026.9.6 definitions)."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 import msgspec
 import pytest
 
-from runtime._cron_jobs import CronJobError, apply_patch, job_from_add, job_view
-from runtime._cron_params import CronGetParams, CronJobPatch, CronRunParams, CronUpdateParams
-from runtime._wire import CronAddParams
+from runtime.cron._cron_jobs import CronJobError, apply_patch, job_from_add, job_view
+from runtime.cron._cron_params import CronGetParams, CronJobPatch, CronRunParams, CronUpdateParams
+from runtime.protocol._wire import CronAddParams
+from tests._schema import definitions, validate
 
-ROOT = Path(__file__).resolve().parents[2]
-CANDIDATES = [ROOT.parent / "shared" / "openclaw-protocol", Path("/work/shared/openclaw-protocol")]
-PROTOCOL = next((p for p in CANDIDATES if p.exists()), None)
 NOW = 1_796_160_000_000  # 2026-12-01T21:20:00Z
-
-
-def definitions() -> dict[str, Any]:
-    if PROTOCOL is None:
-        pytest.skip("the protocol definitions are not on this machine")
-    data = json.loads((PROTOCOL / "openclaw-2026.9.6-definitions.json").read_text())
-    return dict(data["definitions"])
-
-
-def validate(name: str, value: Any) -> None:
-    import jsonschema
-
-    defs = definitions()
-    validator = jsonschema.Draft7Validator({"$ref": f"#/definitions/{name}", "definitions": defs})
-    errors = [f"{list(e.path)}: {e.message}" for e in validator.iter_errors(value)]
-    assert not errors, errors[:5]
 
 
 def add(**over: Any) -> CronAddParams:
@@ -188,7 +168,7 @@ def test_delivery_patch_switches_to_a_webhook() -> None:
 
 
 def test_job_ref_params_need_exactly_one_id() -> None:
-    from runtime._cron_params import JobIdError
+    from runtime.cron._cron_params import JobIdError
 
     assert msgspec.convert({"jobId": "a"}, CronGetParams).job_id() == "a"
     for raw in ({}, {"id": "a", "jobId": "b"}):

@@ -7,7 +7,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from runtime._cron_schedule import (
+from runtime.cron._cron_schedule import (
     CronExpr,
     ScheduleError,
     default_stagger_ms,

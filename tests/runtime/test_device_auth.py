@@ -10,7 +10,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from runtime._device_auth import (
+from runtime.devices._device_auth import (
     DEVICE_SIGNATURE_SKEW_MS,
     DeviceIdentity,
     DeviceProof,

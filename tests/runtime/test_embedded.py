@@ -3,19 +3,18 @@ published at its activation boundary, a run keeps the generation it started with
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
 import trio.testing
 
-from runtime._config import ProviderConfig, parse_config
-from runtime._embedded import open_embedded_runtime
-from runtime._generation import GenerationError, default_provider_factory
+from runtime.agent._embedded import open_embedded_runtime
 from runtime.llm._types import ModelDelta, ModelProvider, ModelRequest, TextDelta
+from runtime.model._config import ProviderConfig, parse_config
+from runtime.model._generation import GenerationError, default_provider_factory
 from tests.conftest import frame_checker
 
 

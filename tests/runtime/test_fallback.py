@@ -3,26 +3,23 @@ says, and fallback end to end against a real loopback provider."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import contextlib
 from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import msgspec
 import pytest
 import trio
 
-from runtime._config import parse_config
-from runtime._embedded import open_embedded_runtime
-from runtime._fallback import (
+from runtime.agent._embedded import open_embedded_runtime
+from runtime.agent._fallback import (
     FALLBACK_ERROR_KINDS,
     FallbackAttempts,
     FallbackExhaustedError,
     FallbackProvider,
     stream_turn_with_fallback,
 )
-from runtime._generation import ResolvedModel, build_generation
 from runtime.llm._types import (
     ModelDelta,
     ModelRequest,
@@ -30,6 +27,8 @@ from runtime.llm._types import (
     TextDelta,
     UserMessage,
 )
+from runtime.model._config import parse_config
+from runtime.model._generation import ResolvedModel, build_generation
 from tests.runtime.llm._sse_server import json_error, open_sse_server
 
 

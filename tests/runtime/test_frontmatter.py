@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from runtime._frontmatter import (
+from runtime.agent._frontmatter import (
     MAX_DEPTH,
     MAX_FRONT_MATTER_BYTES,
     MAX_NODES,
     FrontMatterError,
     parse_front_matter,
 )
-from runtime._resources import discover_resources
+from runtime.agent._resources import discover_resources
 
 # skills/gh-issues/SKILL.md: a multi-line flow mapping with trailing commas, a boolean key.
 GH_ISSUES = """---

@@ -12,7 +12,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from runtime._config import (
+from runtime.model._config import (
     MISSING_FILE_HASH,
     REDACTED_SENTINEL,
     ConfigError,
@@ -28,14 +28,14 @@ from runtime._config import (
     snapshot_from_text,
     write_config_text,
 )
-from runtime._generation import (
+from runtime.model._generation import (
     GenerationBuilder,
     GenerationError,
     ProviderPool,
     build_generation,
     default_provider_factory,
 )
-from runtime._plugins import PluginSnapshot
+from runtime.model._plugins import PluginSnapshot
 
 NOW = 1_800_000_000_000
 
@@ -224,8 +224,8 @@ def test_each_agent_gets_its_own_auth_providers_and_catalog(tmp_path: Path) -> N
 
 
 def test_auth_order_store_over_config_last_good_and_expiry() -> None:
-    from runtime._config import AuthProfilesFile, parse_auth_profiles
-    from runtime._generation import build_auth_template
+    from runtime.model._auth import build_auth_template
+    from runtime.model._config import AuthProfilesFile, parse_auth_profiles
 
     config = cfg(
         auth={

@@ -11,10 +11,11 @@ import attrs
 import pytest
 import trio
 
-from runtime._config import parse_config
-from runtime._embedded import open_embedded_runtime
-from runtime._generation import GenerationError, build_generation
-from runtime._harness import (
+from runtime.agent._embedded import open_embedded_runtime
+from runtime.hooks._registry import HookRegistry
+from runtime.model._config import parse_config
+from runtime.model._generation import GenerationError, build_generation
+from runtime.model._harness import (
     AUTO,
     BUILTIN_HARNESS_ID,
     HarnessRegistry,
@@ -25,8 +26,7 @@ from runtime._harness import (
     normalize_runtime_id,
     resolve_runtime_policy,
 )
-from runtime._hooks import HookRegistry
-from runtime._plugins import HarnessSpec, PluginRegistry, PluginSnapshot, load_plugins
+from runtime.model._plugins import HarnessSpec, PluginRegistry, PluginSnapshot, load_plugins
 
 OFFICIAL = "https://api.openai.com/v1"
 

@@ -12,7 +12,7 @@ import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from runtime._hooks import (
+from runtime.hooks._events import (
     DEFAULT_HOOK_TIMEOUTS,
     HOOK_NAMES,
     MODIFYING_HOOKS,
@@ -27,14 +27,10 @@ from runtime._hooks import (
     BeforePromptBuildEvent,
     BeforeToolCallEvent,
     BeforeToolCallResult,
-    BootstrapFile,
     BuiltinScan,
     GatewayStartEvent,
     GatewayStopEvent,
-    HookRegistry,
     InstallFinding,
-    InternalHookEvent,
-    InternalHooks,
     LlmInputEvent,
     MessageReceivedEvent,
     MessageSendingEvent,
@@ -46,6 +42,8 @@ from runtime._hooks import (
     ToolHookContext,
     ToolResultPersistEvent,
 )
+from runtime.hooks._internal import BootstrapFile, InternalHookEvent, InternalHooks
+from runtime.hooks._registry import HookRegistry
 from runtime.llm._types import TextContent, ToolResultMessage, UserMessage
 
 LIMIT = 10  # seconds; every test runs under trio.fail_after(LIMIT)

@@ -6,7 +6,7 @@ import json
 import logging
 from pathlib import Path
 
-from runtime._logring import MAX_LINE_BYTES, LogRing, format_record, read_file_tail
+from runtime.logs._logring import MAX_LINE_BYTES, LogRing, format_record, read_file_tail
 
 
 def record(

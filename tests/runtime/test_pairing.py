@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from runtime._pairing import (
+from runtime.devices._pairing import (
     PENDING_TTL_MS,
     Approved,
     Forbidden,

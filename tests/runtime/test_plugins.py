@@ -11,10 +11,11 @@ from typing import Any
 import pytest
 import trio
 
-import runtime._hooks as hooks_module
+import runtime.hooks._events as hooks_module
 import runtime.plugin_sdk as sdk
-from runtime._hooks import AgentEndEvent, BeforeToolCallEvent, HookRegistry
-from runtime._plugins import HarnessSpec, PluginApi, PluginRegistry, load_plugins
+from runtime.hooks._events import AgentEndEvent, BeforeToolCallEvent
+from runtime.hooks._registry import HookRegistry
+from runtime.model._plugins import HarnessSpec, PluginApi, PluginRegistry, load_plugins
 
 LIMIT = 10  # seconds; every async test runs under trio.fail_after(LIMIT)
 FIXTURES = Path(__file__).parent / "plugins_fixture"

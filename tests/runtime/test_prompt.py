@@ -13,37 +13,33 @@ import msgspec
 import pytest
 import trio
 
-from runtime._agent import RunProgress
-from runtime._chunking import (
+from runtime.agent._blocks import BlockFlusher, BlockPipeline, BlockReply
+from runtime.agent._bootstrap import (
+    load_bootstrap_files,
+    render_project_context,
+    truncate_bootstrap,
+)
+from runtime.agent._chunking import (
     BlockStreamingChunk,
     BlockStreamingCoalesce,
     BlockStreamingSettings,
     parse_fence_spans,
 )
-from runtime._compaction import CompactionSettings, context_budget
-from runtime._generation import GenerationBuilder, ModelRuntimeGeneration
-from runtime._hooks import BootstrapFile, HookRegistry, InternalHookEvent, InternalHooks
-from runtime._prompt import (
+from runtime.agent._compaction import CompactionSettings, context_budget
+from runtime.agent._prompt import (
     PromptCache,
     assemble_system_prompt,
-    load_bootstrap_files,
     load_skills_snapshot,
     prepare_prompt,
-    render_project_context,
     system_prompt_report,
-    truncate_bootstrap,
 )
-from runtime._turn import (
-    BASE_SYSTEM_PROMPT,
-    BlockFlusher,
-    BlockPipeline,
-    BlockReply,
-    TurnResult,
-    TurnSpec,
-    reasoning_mode,
-    run_turn,
-)
+from runtime.agent._turn import reasoning_mode, run_turn
+from runtime.agent._turnspec import BASE_SYSTEM_PROMPT, TurnResult, TurnSpec
+from runtime.hooks._internal import BootstrapFile, InternalHookEvent, InternalHooks
+from runtime.hooks._registry import HookRegistry
 from runtime.llm._types import ToolSpec
+from runtime.loop._agent import RunProgress
+from runtime.model._generation import GenerationBuilder, ModelRuntimeGeneration
 from tests.conftest import local_config
 
 BUDGET = context_budget(128_000, CompactionSettings())
@@ -495,8 +491,8 @@ async def test_blocks_buffered_by_a_failed_attempt_are_dropped_on_retry() -> Non
         ),
         1,
     )
-    from runtime._sessions import TranscriptBuilder, build_context
     from runtime.llm._types import AssistantMessage, Message, TextContent, UserMessage
+    from runtime.sessions._sessions import TranscriptBuilder, build_context
 
     builder = TranscriptBuilder()
     history: list[Message] = []
@@ -536,7 +532,7 @@ async def test_blocks_buffered_by_a_failed_attempt_are_dropped_on_retry() -> Non
 async def test_runs_waiting_on_one_load_are_woken_in_rounds_and_a_cancelled_one_is_skipped() -> (
     None
 ):
-    from runtime._prompt import WAKE_ROUND, _Load
+    from runtime.agent._prompt import WAKE_ROUND, _Load
 
     load = _Load()
     log: list[str] = []

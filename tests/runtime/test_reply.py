@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from runtime._reply import (
+from runtime.agent._reply import (
     CHAT_DELTA_INTERVAL_MS,
     SILENT_TOKEN,
     ChatDeltaThrottle,

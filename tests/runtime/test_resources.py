@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from runtime._resources import (
+from runtime.agent._resources import (
     ExtensionResource,
     FrontMatterError,
     ResourceSet,

@@ -1,4 +1,4 @@
-"""Closing provider transports: `runtime._retire` over real generations built with a
+"""Closing provider transports: `runtime.model._retire` over real generations built with a
 counting provider factory."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 import trio
 
-from runtime._config import Config, ProviderConfig, parse_config
-from runtime._generation import GenerationBuilder
-from runtime._retire import close_all_providers, close_providers, generation_providers
 from runtime.llm._types import ModelDelta, ModelProvider, ModelRequest
+from runtime.model._config import Config, ProviderConfig, parse_config
+from runtime.model._generation import GenerationBuilder
+from runtime.model._retire import close_all_providers, close_providers, generation_providers
 
 
 class CountingProvider:

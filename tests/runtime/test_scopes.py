@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from runtime._scopes import (
+from runtime.protocol._scopes import (
     merge_scopes,
     missing_requested_scope,
     normalize_device_auth_scopes,

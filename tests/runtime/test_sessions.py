@@ -9,7 +9,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from runtime._sessions import (
+from runtime.llm._types import (
+    AssistantMessage,
+    TextContent,
+    ToolCallContent,
+    ToolResultMessage,
+    UserMessage,
+)
+from runtime.sessions._sessions import (
     COMPACTION_SUMMARY_PREFIX,
     CompactionEntry,
     CustomEntry,
@@ -41,13 +48,6 @@ from runtime._sessions import (
     parse_session_key,
     resolve_session_key,
     session_kind,
-)
-from runtime.llm._types import (
-    AssistantMessage,
-    TextContent,
-    ToolCallContent,
-    ToolResultMessage,
-    UserMessage,
 )
 
 _AGENT_ID = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")

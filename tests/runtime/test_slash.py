@@ -1,8 +1,8 @@
-"""Which chat messages are slash commands (`runtime._slash`)."""
+"""Which chat messages are slash commands (`runtime.agent._slash`)."""
 
 from __future__ import annotations
 
-from runtime._slash import COMMANDS, commands_view, find_command, parse_duration_ms
+from runtime.agent._slash import COMMANDS, commands_view, find_command, parse_duration_ms
 
 
 def test_known_commands_and_aliases_are_found_with_their_arguments() -> None:

@@ -1,4 +1,4 @@
-"""Tests for the generated protocol v4 wire types (`runtime._wire`) and their generator."""
+"""Tests for the generated protocol v4 wire types (`runtime.protocol._wire`) and their generator."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from runtime import _wire
-from runtime._wire import (
+from runtime.protocol import _wire
+from runtime.protocol._wire import (
     METHOD_SCOPES,
     PARAMS_TYPES,
     AgentEvent,
@@ -150,7 +150,7 @@ def test_generated_module_is_up_to_date_with_the_schema(
     out = tmp_path / "_wire.py"
     assert gen.main([str(SCHEMA), "--newer", str(NEWER), "-o", str(out)]) == 0
     assert out.read_text(encoding="utf-8") == WIRE.read_text(encoding="utf-8"), (
-        "runtime/_wire.py is stale: run `.venv/bin/python scripts/gen_protocol.py`"
+        "runtime/protocol/_wire.py is stale: run `.venv/bin/python scripts/gen_protocol.py`"
     )
 
 
@@ -446,6 +446,6 @@ _json_payloads = st.recursive(
 
 @given(event=st.text(min_size=1, max_size=12), payload=_json_payloads)
 def test_an_event_frame_encodes_to_the_bytes_of_the_whole_struct(event: str, payload: Any) -> None:
-    from runtime._frames import EventFrame, encode, encode_event
+    from runtime.protocol._frames import EventFrame, encode, encode_event
 
     assert encode_event(event, payload) == encode(EventFrame(event=event, payload=payload))

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 import trio
 
-from runtime._config import parse_config
-from runtime._oplog import LogEvent, format_value, log_event
+from runtime.logs._oplog import LogEvent, format_value, log_event
+from runtime.model._config import parse_config
 from tests._logwatch import watch_logs
 from tests.conftest import gateway_url, open_client, raw_handshake, running_gateway
 from transports import GatewayAuthError, GatewayRequestError, open_gateway_client
@@ -227,7 +227,7 @@ async def test_provider_retries_and_fallbacks_are_logged(tmp_path: Path) -> None
 
 
 async def test_generation_publishes_and_failures_are_logged(tmp_path: Path) -> None:
-    from runtime._config import ConfigError
+    from runtime.model._config import ConfigError
 
     with watch_logs() as logs, trio.fail_after(20):
         async with running_gateway(tmp_path) as gw:
@@ -292,8 +292,10 @@ async def test_a_refused_connect_is_info_and_a_silent_socket_is_debug(tmp_path: 
             gw.handshake_timeout_s = 0.2
             async with open_websocket(gateway_url(gw)):  # upgrades, never sends connect
                 await logs.wait_for(
-                    lambda w: bool(w.events("connection closed before connect"))
-                    and bool(w.events("connection refused"))
+                    lambda w: (
+                        bool(w.events("connection closed before connect"))
+                        and bool(w.events("connection refused"))
+                    )
                 )
     [refused] = logs.events("connection refused")
     assert refused["_level"] == "INFO" and "unauthorized" in refused["reason"]

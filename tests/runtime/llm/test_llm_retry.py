@@ -15,7 +15,6 @@ import pytest
 import trio
 import trio.testing
 
-from runtime._config import llm_idle_timeout_seconds, parse_config
 from runtime.llm._retry import (
     IdleTimeoutError,
     backoff_delay,
@@ -31,6 +30,7 @@ from runtime.llm._types import (
     TextDelta,
     UserMessage,
 )
+from runtime.model._config import llm_idle_timeout_seconds, parse_config
 
 from ._sse_server import Pause, Script, SSEServer, json_error, sse
 from ._streams import (

@@ -17,30 +17,7 @@ import trio
 
 from runtime.llm._types import TextContent
 from runtime.tools._exec import ExecTool
-from runtime.tools._sandbox import ensure_workspace
 from runtime.tools._tool import ToolContext, ToolResult, invoke_tool
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    return ensure_workspace(tmp_path / "ws")
-
-
-@pytest.fixture
-def ctx(workspace: Path) -> ToolContext:
-    async def send_message(text: str) -> None:
-        raise AssertionError(f"unexpected message {text!r}")
-
-    return ToolContext(
-        workspace=workspace,
-        agent_id="main",
-        session_key="agent:main:main",
-        session_id="s-1",
-        run_id="run-1",
-        on_update=lambda partial: None,
-        send_message=send_message,
-    )
-
 
 # Starts two background sleeps, records every pid (the shell's last), then waits for them.
 _SPAWN_AND_WAIT = (

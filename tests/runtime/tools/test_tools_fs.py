@@ -11,29 +11,7 @@ import trio
 
 from runtime.llm._types import ImageContent, TextContent
 from runtime.tools._fs import READ_MAX_BYTES, EditTool, ReadTool, WriteTool
-from runtime.tools._sandbox import ensure_workspace
 from runtime.tools._tool import ToolContext, ToolResult, invoke_tool
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    return ensure_workspace(tmp_path / "ws")
-
-
-@pytest.fixture
-def ctx(workspace: Path) -> ToolContext:
-    async def send_message(text: str) -> None:
-        raise AssertionError(f"unexpected message {text!r}")
-
-    return ToolContext(
-        workspace=workspace,
-        agent_id="main",
-        session_key="agent:main:main",
-        session_id="s-1",
-        run_id="run-1",
-        on_update=lambda partial: None,
-        send_message=send_message,
-    )
 
 
 def _text(result: ToolResult) -> str:

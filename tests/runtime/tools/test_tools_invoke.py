@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import logging
-from pathlib import Path
 from typing import Annotated, Any
 
 import attrs
@@ -16,7 +15,6 @@ import trio
 from runtime.llm._types import ImageContent, TextContent, ToolSpec
 from runtime.tools._builtins import MessageTool, builtin_tools
 from runtime.tools._fs import ReadTool
-from runtime.tools._sandbox import ensure_workspace
 from runtime.tools._tool import (
     Tool,
     ToolContext,
@@ -26,27 +24,6 @@ from runtime.tools._tool import (
     text_result,
     tool_spec,
 )
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    return ensure_workspace(tmp_path / "ws")
-
-
-@pytest.fixture
-def ctx(workspace: Path) -> ToolContext:
-    async def send_message(text: str) -> None:
-        raise AssertionError(f"unexpected message {text!r}")
-
-    return ToolContext(
-        workspace=workspace,
-        agent_id="main",
-        session_key="agent:main:main",
-        session_id="s-1",
-        run_id="run-1",
-        on_update=lambda partial: None,
-        send_message=send_message,
-    )
 
 
 class _NoParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

@@ -16,12 +16,6 @@ import trio
 from runtime.tools._errors import SandboxError
 from runtime.tools._sandbox import ensure_workspace, resolve_in_workspace
 
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    return ensure_workspace(tmp_path / "ws")
-
-
 Setup = Callable[[Path, Path], str]
 
 

@@ -1,0 +1,73 @@
+"""runtime.agent"""
+
+from ._blocks import BlockReply as BlockReply
+from ._compaction import MessageTags as MessageTags
+from ._compaction import compact_session as compact_session
+from ._compaction import context_budget as context_budget
+from ._compaction import persist_run as persist_run
+from ._flusher import DeadlineFlusher as DeadlineFlusher
+from ._prompt import system_prompt_report as system_prompt_report
+from ._reply import ChatDeltaThrottle as ChatDeltaThrottle
+from ._reply import DeltaEmit as DeltaEmit
+from ._reply import SilentStreamFilter as SilentStreamFilter
+from ._reply import is_silent_reply as is_silent_reply
+from ._resources import discover_resources as discover_resources
+from ._run import AbortReason as AbortReason
+from ._run import RunOutcome as RunOutcome
+from ._run import RunRefusedError as RunRefusedError
+from ._run import RunState as RunState
+from ._run import ended_row as ended_row
+from ._run import final_payload as final_payload
+from ._run import run_guarded as run_guarded
+from ._run import run_messages as run_messages
+from ._services import TurnServices as TurnServices
+from ._slash import QUEUE_MODES as QUEUE_MODES
+from ._slash import REASONING_MODES as REASONING_MODES
+from ._slash import VERBOSE_LEVELS as VERBOSE_LEVELS
+from ._slash import SlashCommand as SlashCommand
+from ._slash import commands_text as commands_text
+from ._slash import commands_view as commands_view
+from ._slash import find_command as find_command
+from ._slash import format_tokens as format_tokens
+from ._slash import help_text as help_text
+from ._slash import parse_duration_ms as parse_duration_ms
+from ._turn import run_turn as run_turn
+from ._turnspec import BASE_SYSTEM_PROMPT as BASE_SYSTEM_PROMPT
+from ._turnspec import TurnResult as TurnResult
+
+__all__ = [
+    "BASE_SYSTEM_PROMPT",
+    "QUEUE_MODES",
+    "REASONING_MODES",
+    "VERBOSE_LEVELS",
+    "AbortReason",
+    "BlockReply",
+    "ChatDeltaThrottle",
+    "DeadlineFlusher",
+    "DeltaEmit",
+    "MessageTags",
+    "RunOutcome",
+    "RunRefusedError",
+    "RunState",
+    "SilentStreamFilter",
+    "SlashCommand",
+    "TurnResult",
+    "TurnServices",
+    "commands_text",
+    "commands_view",
+    "compact_session",
+    "context_budget",
+    "discover_resources",
+    "ended_row",
+    "final_payload",
+    "find_command",
+    "format_tokens",
+    "help_text",
+    "is_silent_reply",
+    "parse_duration_ms",
+    "persist_run",
+    "run_guarded",
+    "run_messages",
+    "run_turn",
+    "system_prompt_report",
+]

@@ -1,0 +1,231 @@
+"""Compaction inside a turn (`TurnCompactor`): before the first attempt when the context is
+already over the budget, after a context-overflow error (then the attempt is retried), and
+after a successful run whose context passed the budget.
+
+Each compaction emits `compaction` `{phase:"start"}` then `{phase:"end", willRetry,
+completed}`, fires `before_compaction` and (when not retrying) `after_compaction`, and the
+internal `session:compact:before/after` hooks; `TurnResult.compactions` carries what the
+session persists (`_compaction.persist_run`). `compact` is a checkpoint (the summary is a model
+call); cancelling it closes the phase (`completed: false`) and propagates.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import attrs
+
+from ..hooks._events import AfterCompactionEvent, AgentHookContext, BeforeCompactionEvent
+from ..hooks._internal import InternalHookEvent
+from ..hooks._registry import HookRegistry
+from ..llm._types import Message, ProviderError, ToolSpec, UserMessage
+from ..loop._agent import Emit, RunProgress, now_ms
+from ..model._generation import ResolvedModel
+from ..sessions._sessions import build_context
+from ._compaction import (
+    CompactionReason,
+    CompactionRecord,
+    ContextBudget,
+    context_entry_ids,
+    estimate_context_tokens,
+    estimate_message_tokens,
+    plan_compaction,
+    summarize,
+    summary_message,
+)
+from ._turnspec import TurnResult, TurnSpec
+
+__all__ = ["TurnCompactor"]
+
+log = logging.getLogger("clawlane.turn")
+
+
+@attrs.define(eq=False)
+class TurnCompactor:
+    """The compaction state of one turn: the history the attempts start from (it shrinks
+    when compacted) and the entry ids of its messages (loaded when first needed)."""
+
+    spec: TurnSpec
+    model: ResolvedModel
+    budget: ContextBudget
+    emit: Emit
+    progress: RunProgress
+    result: TurnResult
+    user: UserMessage
+    system_prompt: str
+    tools: list[ToolSpec]
+    hooks: HookRegistry | None
+    ctx: AgentHookContext
+    history: list[Message]
+    history_tokens: int | None = None
+    _ids: list[str | None] | None = None
+    _fixed_tokens: int | None = None
+    """System prompt, tool schemas, history and the user message: what does not change
+    while the attempts run (until a compaction replaces the history)."""
+
+    def items(self) -> list[Message]:
+        return [*self.history, self.user, *self.progress.messages]
+
+    def tokens(self) -> int:
+        fixed = self._fixed_tokens
+        if fixed is None:
+            if self.history_tokens is None:
+                self.history_tokens = sum(estimate_message_tokens(m) for m in self.history)
+            fixed = self._fixed_tokens = self.history_tokens + estimate_context_tokens(
+                self.system_prompt, [self.user], self.tools
+            )
+        return fixed + sum(estimate_message_tokens(m) for m in self.progress.messages)
+
+    def over_budget(self) -> bool:
+        return self.spec.compaction.enabled and self.tokens() > self.budget.prompt_budget
+
+    async def _history_ids(self) -> list[str | None]:
+        if self._ids is None:
+            ids: list[str | None] = [None] * len(self.history)
+            loader = self.spec.history_entries
+            if loader is not None:
+                entries = await loader()
+                if build_context(entries) == list(self.history):
+                    ids = context_entry_ids(entries)
+                else:
+                    log.warning(
+                        "compaction: the stored transcript of %s does not match the context;"
+                        " keeping from the current message",
+                        self.spec.session_key,
+                    )
+            self._ids = ids
+        return self._ids
+
+    async def compact(
+        self, reason: CompactionReason, *, will_retry: bool, whole_run: bool, attempt: int = 0
+    ) -> bool:
+        """Compact the context; True when it completed. `whole_run`: the cut may fall inside
+        this run's messages (after the run); else this run's messages are all kept."""
+        ids = await self._history_ids()
+        items = self.items()
+        n_history = len(self.history)
+        last = len(items) - 1 if whole_run else n_history
+
+        def allowed(i: int) -> bool:
+            return i <= last and (i >= n_history or ids[i] is not None)
+
+        keep = self.budget.keep_recent_tokens >> max(0, attempt - 1)
+        tokens_before = estimate_context_tokens(self.system_prompt, items, self.tools)
+        plan = plan_compaction(
+            items,
+            keep_recent_tokens=keep,
+            allowed=allowed,
+            force=reason == "overflow-retry",
+            tokens_before=tokens_before,
+        )
+        if plan is None:
+            return False
+        self.emit("compaction", {"phase": "start"})
+        await self._fire_before(len(items), plan.cut - plan.start, tokens_before)
+        summary = ""
+        try:
+            summary = await summarize(
+                self.model.provider,
+                self.model.model_id,
+                plan.to_summarize(items),
+                previous_summary=plan.previous_summary,
+                params=self.model.params,
+                idle_timeout=self.spec.idle_timeout,
+                now_ms=now_ms(),
+            )
+        except ProviderError as exc:
+            log.warning("compaction of %s failed: %s", self.spec.session_key, exc.message)
+        except BaseException:
+            # Cancelled (abort, timeout, shutdown): close the phase for whoever watches it.
+            self.emit("compaction", {"phase": "end", "willRetry": False, "completed": False})
+            raise
+        completed = bool(summary)
+        context: list[Message] = []
+        if completed:
+            context = self._apply(items, plan.cut, plan.start, summary, reason, tokens_before, ids)
+        self.emit(
+            "compaction",
+            {"phase": "end", "willRetry": will_retry and completed, "completed": completed},
+        )
+        if completed and not will_retry:
+            await self._fire_after(len(context), plan.cut - plan.start)
+        return completed
+
+    def _apply(
+        self,
+        items: list[Message],
+        cut: int,
+        start: int,
+        summary: str,
+        reason: CompactionReason,
+        tokens_before: int,
+        ids: list[str | None],
+    ) -> list[Message]:
+        """Record the compaction and shrink the history; returns the context after it.
+
+        A cut inside this run (after it) leaves the history as just the summary: the run is
+        over, and the session continues from what `persist_run` rebuilds."""
+        n_history = len(self.history)
+        position = 1 + len(self.progress.messages)
+        head = summary_message(summary, now_ms=now_ms())
+        if cut < n_history:
+            kept = tuple(self.history[cut:])
+            record_kw: dict[str, Any] = {"first_kept_entry_id": ids[cut], "kept_history": kept}
+            self.history = [head, *kept]
+            self._ids = [None, *ids[cut:]]
+        else:
+            record_kw = {"first_kept_run_index": cut - n_history}
+            self.history = [head]
+            self._ids = [None]
+        self._fixed_tokens = self.history_tokens = None
+        after_items = [head, *items[cut:]]
+        tokens_after = estimate_context_tokens(self.system_prompt, after_items, self.tools)
+        self.result.compactions.append(
+            CompactionRecord(
+                summary=summary,
+                reason=reason,
+                tokens_before=tokens_before,
+                tokens_after=tokens_after,
+                summarized=cut - start,
+                position=position,
+                **record_kw,
+            )
+        )
+        self.result.context_tokens = tokens_after
+        return after_items
+
+    async def _fire_before(self, count: int, compacting: int, tokens: int) -> None:
+        if self.hooks is not None and self.hooks.has("before_compaction"):
+            await self.hooks.fire(
+                "before_compaction",
+                BeforeCompactionEvent(
+                    messageCount=count, compactingCount=compacting, tokenCount=tokens
+                ),
+                self.ctx,
+            )
+        await self._internal("compact:before", {"messageCount": count, "tokenCount": tokens})
+
+    async def _fire_after(self, count: int, compacted: int) -> None:
+        tokens = self.result.context_tokens
+        if self.hooks is not None and self.hooks.has("after_compaction"):
+            await self.hooks.fire(
+                "after_compaction",
+                AfterCompactionEvent(
+                    messageCount=count, compactedCount=compacted, tokenCount=tokens
+                ),
+                self.ctx,
+            )
+        await self._internal("compact:after", {"compactedCount": compacted, "tokenCount": tokens})
+
+    async def _internal(self, action: str, context: dict[str, Any]) -> None:
+        internal = self.spec.internal_hooks
+        if internal is not None and internal.has_listeners("session", action):
+            await internal.trigger(
+                InternalHookEvent(
+                    type="session",
+                    action=action,
+                    sessionKey=self.spec.session_key,
+                    context={"sessionId": self.spec.session_id, **context},
+                )
+            )

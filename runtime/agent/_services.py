@@ -1,0 +1,257 @@
+"""What a run's turn needs besides its session: one `TurnServices` per host.
+
+The gateway's supervisor and the embedded runtime each own one, so a turn runs the same way
+in both: the plugin hooks and the internal hooks, the plugins' tools, the prompt cache
+(skills snapshots, bootstrap files), the block-streaming flusher, the agents' workspaces,
+and the per-generation settings read from the config (compaction, block streaming, prompt
+limits, the LLM idle window, the tool policy). `turn_spec` builds the `TurnSpec` of one run
+from them.
+
+All methods run in the trio thread; only `workspace_for` is a checkpoint (it may create the
+workspace, in a worker thread). The block flusher needs a task (`block_flusher.run`) that
+the host starts; without it block replies are still delivered at the end of each model turn.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+import msgspec
+import trio
+
+from ..hooks._events import MessageSendingEvent, MessageSentEvent
+from ..hooks._internal import InternalHooks
+from ..hooks._registry import HookRegistry
+from ..llm._types import Message
+from ..loop._agent import SteerInbox, ToolRunner
+from ..loop._toolrunner import RunTools, ToolSet
+from ..model._config import ToolsConfig, llm_idle_timeout_seconds
+from ..model._generation import ModelRuntimeGeneration, RunStores
+from ..model._plugins import PluginRegistry
+from ..tools import ToolPolicy, builtin_tools, ensure_workspace
+from ._blocks import BlockFlusher, BlockSink
+from ._chunking import BlockStreamingSettings
+from ._compaction import CompactionSettings
+from ._prompt import PromptCache
+from ._turnspec import HistoryEntries, TurnSpec
+
+__all__ = ["MessageCancelled", "TurnServices"]
+
+_TOOLSETS_MAX: Final = 256
+
+
+class MessageCancelled(Exception):
+    """A plugin's `message_sending` hook cancelled a message the `message` tool sent."""
+
+
+def _policy(tools: ToolsConfig | None) -> ToolPolicy:
+    if tools is None:
+        return ToolPolicy(profile="full")
+    return ToolPolicy(
+        profile=tools.profile or "full",
+        allow=tuple(tools.allow) if tools.allow is not None else None,
+        deny=tuple(tools.deny),
+    )
+
+
+SendMessage = Callable[[str, int], None]
+"""Delivers a message the `message` tool sends (its text and timestamp in ms)."""
+
+
+class TurnServices:
+    """The shared pieces of a host's turns (see the module docstring)."""
+
+    def __init__(self, *, workspace_root: Path, plugins: PluginRegistry | None = None) -> None:
+        self.hooks = HookRegistry()
+        self.internal_hooks = InternalHooks()
+        self.prompt_cache = PromptCache()
+        self.block_flusher = BlockFlusher()
+        self.plugins = plugins if plugins is not None else PluginRegistry()
+        self.workspace_root = workspace_root
+        self._workspaces: dict[str, Path] = {}
+        self._making: dict[str, trio.Event] = {}
+        self._toolsets: dict[tuple[int, int, str], tuple[tuple[Any, ...], ToolPolicy, ToolSet]] = {}
+        self._turn_settings: tuple[int, dict[str, Any]] | None = None
+
+    # --- settings from the generation -----------------------------------------------------
+
+    @staticmethod
+    def idle_timeout(generation: ModelRuntimeGeneration, *, cron: bool = False) -> float | None:
+        """The LLM idle window; `cron`: a run on the cron lane (no watchdog by default)."""
+        return llm_idle_timeout_seconds(generation.config.agents.defaults, cron=cron)
+
+    def turn_settings(self, generation: ModelRuntimeGeneration) -> dict[str, Any]:
+        """The per-run settings read from the config (prompt preparation, compaction, block
+        streaming) and the shared caches and flushers. Built once per generation."""
+        cached = self._turn_settings
+        if cached is None or cached[0] != generation.number:
+            cached = self._turn_settings = (generation.number, self._settings(generation))
+        return cached[1]
+
+    def _settings(self, generation: ModelRuntimeGeneration) -> dict[str, Any]:
+        defaults = generation.config.agents.defaults
+        raw = msgspec.to_builtins(defaults)
+        settings: dict[str, Any] = {
+            "compaction": CompactionSettings.from_agent_defaults(raw),
+            "block_streaming": BlockStreamingSettings.from_agent_defaults(raw),
+            "prompt_cache": self.prompt_cache,
+            "internal_hooks": self.internal_hooks,
+            "block_flusher": self.block_flusher,
+            "resource_roots": tuple(defaults.resources),
+        }
+        if defaults.bootstrapMaxChars is not None:
+            settings["bootstrap_max_chars"] = defaults.bootstrapMaxChars
+        if defaults.bootstrapTotalMaxChars is not None:
+            settings["bootstrap_total_max_chars"] = defaults.bootstrapTotalMaxChars
+        return settings
+
+    @staticmethod
+    def tool_policy(generation: ModelRuntimeGeneration, agent_id: str) -> ToolPolicy:
+        """The agent's tool policy: the defaults' (or the global) merged with its own."""
+        config = generation.config
+        base = _policy(config.agents.defaults.tools or config.tools)
+        entry = next((a for a in config.agents.entries if a.id == agent_id), None)
+        return ToolPolicy.merge(base, _policy(entry.tools) if entry and entry.tools else None)
+
+    # --- workspaces -----------------------------------------------------------------------
+
+    def known_workspace(self, agent_id: str, configured: str | None) -> Path | None:
+        """The agent's workspace if `workspace_for` made it already. Not a checkpoint."""
+        return self._workspaces.get(configured or f"{self.workspace_root}/{agent_id}")
+
+    async def workspace_for(self, agent_id: str, configured: str | None) -> Path:
+        """The agent's workspace (created when missing). A checkpoint (disk I/O in a thread)."""
+        key = configured or f"{self.workspace_root}/{agent_id}"
+        known = self._workspaces.get(key)
+        if known is not None:
+            await trio.lowlevel.checkpoint()
+            return known
+
+        while (making := self._making.get(key)) is not None:
+            await making.wait()  # another run is creating it: share that (once per agent)
+            known = self._workspaces.get(key)
+            if known is not None:
+                return known
+
+        def make() -> Path:
+            path = Path(configured).expanduser() if configured else self.workspace_root / agent_id
+            return ensure_workspace(path)
+
+        making = self._making[key] = trio.Event()
+        try:
+            resolved = await trio.to_thread.run_sync(make)
+        finally:
+            del self._making[key]
+            making.set()
+        self._workspaces[key] = resolved
+        return resolved
+
+    # --- one run --------------------------------------------------------------------------
+
+    def run_tools(
+        self,
+        generation: ModelRuntimeGeneration,
+        *,
+        agent_id: str,
+        session_key: str,
+        session_id: str,
+        run_id: str,
+        workspace: Path,
+        send: SendMessage,
+    ) -> RunTools:
+        """The tools of one run: built-ins and plugin tools, the agent's policy, the hooks;
+        a message the `message` tool sends passes `message_sending` / `message_sent` and
+        goes to `send`."""
+        hooks = self.hooks
+
+        async def deliver(text: str) -> None:
+            content, cancelled = text, False
+            if hooks.has("message_sending"):
+                content, cancelled = await hooks.run_message_sending(
+                    MessageSendingEvent(to=session_key, content=text)
+                )
+            if cancelled:
+                raise MessageCancelled("a plugin cancelled this message")
+            send(content, int(time.time() * 1000))
+            if hooks.has("message_sent"):
+                await hooks.fire(
+                    "message_sent",
+                    MessageSentEvent(to=session_key, content=content, success=True),
+                )
+
+        key = (generation.number, self.plugins.version, agent_id)
+        shared = self._toolsets.get(key)
+        if shared is None:
+            if len(self._toolsets) >= _TOOLSETS_MAX:
+                self._toolsets.clear()
+            tools = (*builtin_tools(), *self.plugins.tools())
+            policy = self.tool_policy(generation, agent_id)
+            shared = self._toolsets[key] = (tools, policy, ToolSet.of(tools, policy))
+        tools, policy, toolset = shared
+        return RunTools(
+            tools=tools,
+            policy=policy,
+            toolset=toolset,
+            workspace=workspace,
+            agent_id=agent_id,
+            session_key=session_key,
+            session_id=session_id,
+            run_id=run_id,
+            deliver_message=deliver,
+            hooks=hooks,
+        )
+
+    def turn_spec(
+        self,
+        generation: ModelRuntimeGeneration,
+        stores: RunStores,
+        *,
+        run_id: str,
+        session_key: str,
+        session_id: str,
+        agent_id: str,
+        message: str,
+        history: Sequence[Message],
+        history_tokens: int | None,
+        model_ref: str,
+        fallbacks: Sequence[str],
+        workspace: Path,
+        tools: ToolRunner,
+        steer_inbox: SteerInbox | None = None,
+        extra_system_prompt: str | None = None,
+        reasoning_level: str | None = None,
+        history_entries: HistoryEntries | None = None,
+        on_block: BlockSink | None = None,
+        cron: bool = False,
+        system_prompt: str | None = None,
+    ) -> TurnSpec:
+        """One run's `TurnSpec` with this host's hooks, caches and the generation's
+        settings. Not a checkpoint."""
+        extra: dict[str, Any] = {} if system_prompt is None else {"system_prompt": system_prompt}
+        return TurnSpec(
+            run_id=run_id,
+            session_key=session_key,
+            session_id=session_id,
+            agent_id=agent_id,
+            message=message,
+            steer_inbox=steer_inbox,
+            history=history,
+            history_tokens=history_tokens,
+            generation=generation,
+            stores=stores,
+            model_ref=model_ref,
+            extra_system_prompt=extra_system_prompt,
+            workspace_dir=str(workspace),
+            tools=tools,
+            hooks=self.hooks,
+            idle_timeout=self.idle_timeout(generation, cron=cron),
+            reasoning_level=reasoning_level,
+            history_entries=history_entries,
+            fallbacks=fallbacks,
+            on_block=on_block,
+            **self.turn_settings(generation),
+            **extra,
+        )

@@ -1,0 +1,209 @@
+"""The tools of one run: policy applied, hooks around every call, events out.
+
+`RunTools` implements the agent loop's `ToolRunner`: it offers only what the policy permits,
+refuses (with an error result the model sees) a call to anything else, runs the
+`before_tool_call` hooks (a block is terminal and fails closed), invokes the tool with its
+arguments validated, streams partial output as `tool` `update` events, sanitises the result
+for events, fires `after_tool_call`, and lets `tool_result_persist` shape what is stored.
+It also records what the `message` tool sent, for reply dedupe.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import attrs
+import msgspec
+
+from ..hooks._events import (
+    AfterToolCallEvent,
+    BeforeToolCallEvent,
+    ToolHookContext,
+    ToolResultPersistEvent,
+)
+from ..hooks._registry import HookRegistry
+from ..llm._types import TextContent, ToolCallContent, ToolResultMessage, ToolSpec
+from ..tools import (
+    Tool,
+    ToolContext,
+    ToolPolicy,
+    ToolResult,
+    invoke_tool,
+    sanitize_result,
+    tool_spec,
+)
+from ._agent import Emit, ToolOutcome
+
+_to_builtins = msgspec.to_builtins
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@attrs.frozen(eq=False)
+class ToolSet:
+    """The tools a policy permits, by name, and their specs: the same for every run of an
+    agent under one generation and plugin registry, so callers build it once and share it."""
+
+    by_name: Mapping[str, Tool]
+    specs: tuple[ToolSpec, ...]
+
+    @classmethod
+    def of(cls, tools: Sequence[Tool], policy: ToolPolicy) -> ToolSet:
+        by_name = {t.name: t for t in tools if policy.permits(t.name)}
+        return cls(MappingProxyType(by_name), tuple(tool_spec(t) for t in by_name.values()))
+
+
+@attrs.define(eq=False)
+class RunTools:
+    """Per-run tool runner. Not shared between runs. `toolset` (when given) is the
+    precomputed `ToolSet.of(tools, policy)`."""
+
+    tools: Sequence[Tool]
+    policy: ToolPolicy
+    workspace: Path
+    agent_id: str
+    session_key: str
+    session_id: str
+    run_id: str
+    deliver_message: Callable[[str], Awaitable[None]]
+    hooks: HookRegistry | None = None
+    mutating_failed: list[str] = attrs.field(factory=list)
+    sent_texts: list[str] = attrs.field(factory=list)
+    failures: list[tuple[str, str, bool]] = attrs.field(factory=list)
+    env: dict[str, str] = attrs.field(factory=dict)
+    """The run's environment for commands (filled from the skills snapshot by `run_turn`)."""
+    toolset: ToolSet | None = None
+    _by_name: Mapping[str, Tool] = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        if self.toolset is None:
+            self.toolset = ToolSet.of(self.tools, self.policy)
+        self._by_name = self.toolset.by_name
+
+    def specs(self) -> list[ToolSpec]:
+        assert self.toolset is not None
+        return list(self.toolset.specs)
+
+    def _error(self, call: ToolCallContent, text: str) -> ToolOutcome:
+        message = ToolResultMessage(
+            toolCallId=call.id,
+            toolName=call.name,
+            content=[TextContent(text)],
+            isError=True,
+            timestamp=_now_ms(),
+        )
+        self.failures.append((call.name, text, False))
+        return ToolOutcome(
+            message=message, result={"content": [{"type": "text", "text": text}], "isError": True}
+        )
+
+    async def _send(self, text: str) -> None:
+        await self.deliver_message(text)
+        self.sent_texts.append(text)
+
+    async def call(self, call: ToolCallContent, emit: Emit) -> ToolOutcome:
+        tool = self._by_name.get(call.name)
+        if tool is None:
+            return self._error(call, f"tool {call.name!r} is not available to this agent")
+        params: dict[str, Any] = dict(call.arguments)
+        hooks = self.hooks
+        ctx_hook = ToolHookContext(
+            toolName=call.name,
+            agentId=self.agent_id,
+            sessionKey=self.session_key,
+            sessionId=self.session_id,
+            runId=self.run_id,
+            toolCallId=call.id,
+        )
+        if hooks is not None and hooks.has("before_tool_call"):
+            decision = await hooks.run_before_tool_call(
+                BeforeToolCallEvent(
+                    toolName=call.name, params=params, runId=self.run_id, toolCallId=call.id
+                ),
+                ctx_hook,
+            )
+            if decision.block:
+                reason = decision.block_reason or "blocked by a plugin"
+                return self._error(call, f"tool call blocked: {reason}")
+            params = dict(decision.params)
+        started = time.monotonic()
+        result = await invoke_tool(tool, params, self._context(call, emit))
+        duration_ms = (time.monotonic() - started) * 1000
+        if result.is_error:
+            text = " ".join(c.text for c in result.content if isinstance(c, TextContent))
+            self.failures.append((call.name, text, bool(getattr(tool, "mutating", False))))
+        shown = _to_builtins(sanitize_result(result))
+        if hooks is not None and hooks.has("after_tool_call"):
+            event = AfterToolCallEvent(
+                toolName=call.name,
+                params=params,
+                runId=self.run_id,
+                toolCallId=call.id,
+                result=shown,
+                error=None if not result.is_error else "tool failed",
+                durationMs=duration_ms,
+            )
+            await hooks.fire("after_tool_call", event, ctx_hook)
+        message = ToolResultMessage(
+            toolCallId=call.id,
+            toolName=call.name,
+            content=list(result.content),
+            isError=result.is_error,
+            timestamp=_now_ms(),
+        )
+        if hooks is not None and hooks.has("tool_result_persist"):
+            message = _persisted(hooks, message, call)
+        return ToolOutcome(message=message, result=shown, meta=_summary(call.name, params))
+
+    def _context(self, call: ToolCallContent, emit: Emit) -> ToolContext:
+        """What the tool sees of its run; its partial results go out as `update` events."""
+
+        def on_update(partial: Any) -> None:
+            if isinstance(partial, ToolResult):
+                partial = _to_builtins(sanitize_result(partial))
+            emit(
+                "tool",
+                {
+                    "phase": "update",
+                    "name": call.name,
+                    "toolCallId": call.id,
+                    "partialResult": partial,
+                },
+            )
+
+        return ToolContext(
+            workspace=self.workspace,
+            agent_id=self.agent_id,
+            session_key=self.session_key,
+            session_id=self.session_id,
+            run_id=self.run_id,
+            on_update=on_update,
+            send_message=self._send,
+            env=self.env,
+        )
+
+
+def _persisted(
+    hooks: HookRegistry, message: ToolResultMessage, call: ToolCallContent
+) -> ToolResultMessage:
+    """The tool result as `tool_result_persist` hooks shape it for the transcript."""
+    persisted = hooks.run_tool_result_persist(
+        ToolResultPersistEvent(message=message, toolName=call.name, toolCallId=call.id)
+    )
+    return persisted if isinstance(persisted, ToolResultMessage) else message
+
+
+def _summary(name: str, params: dict[str, Any]) -> str:
+    for key in ("path", "command", "text"):
+        value = params.get(key)
+        if isinstance(value, str):
+            return f"{name} {value[:80]}"
+        if isinstance(value, list):
+            return f"{name} {' '.join(map(str, value))[:80]}"
+    return name

@@ -1,0 +1,298 @@
+"""The config file's types: frozen Structs with OpenClaw's key names (unknown keys are errors),
+their defaults, and the two ways a problem names its key path (`ConfigError`, raised;
+`ConfigIssue`, reported). `_config_check` decodes and checks documents against them;
+`_config` reads, snapshots and writes the file.
+
+Errors in this module:
+- `ConfigError`: the config is unusable; `path` names the offending key.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Final, Literal
+
+import attrs
+import msgspec
+
+from ..llm._retry import resolve_idle_timeout
+from ._settings import BlockStreamingChunk, BlockStreamingCoalesce, CompactionSettings
+
+DEFAULT_PORT: Final = 18789
+DEFAULT_TIMEOUT_SECONDS: Final = 172_800
+DEFAULT_MAX_CONCURRENT: Final = 8
+LOCAL_PROVIDER_ID: Final = "local"
+LOCAL_MODEL_ID: Final = "echo"
+
+Api = Literal["openai-completions", "openai-responses", "anthropic-messages", "local"]
+NonNegInt = Annotated[int, msgspec.Meta(ge=0)]
+
+
+class _Strict(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+    pass
+
+
+class GatewayAuthRateLimitConfig(_Strict, frozen=True):
+    """`gateway.auth.rateLimit`: failed auth attempts per client address (OpenClaw's keys)."""
+
+    maxAttempts: Annotated[int, msgspec.Meta(ge=1)] = 10
+    windowMs: NonNegInt = 60_000
+    lockoutMs: NonNegInt = 300_000
+    exemptLoopback: bool = True
+
+
+class GatewayAuthConfig(_Strict, frozen=True):
+    mode: Literal["none", "token"] | None = None
+    token: str | None = None
+    rateLimit: GatewayAuthRateLimitConfig = GatewayAuthRateLimitConfig()
+
+
+class GatewayControlUiConfig(_Strict, frozen=True):
+    """`gateway.controlUi`: which browser origins may connect (besides the gateway's own)."""
+
+    allowedOrigins: list[str] = []
+    dangerouslyAllowHostHeaderOriginFallback: bool = False
+
+
+class ChatCompletionsEndpointConfig(_Strict, frozen=True):
+    """`gateway.http.endpoints.chatCompletions`: the OpenAI-compatible `/v1/*` routes."""
+
+    enabled: bool = False
+
+
+class GatewayHttpEndpointsConfig(_Strict, frozen=True):
+    chatCompletions: ChatCompletionsEndpointConfig = ChatCompletionsEndpointConfig()
+
+
+class GatewayHttpConfig(_Strict, frozen=True):
+    """`gateway.http`: plain HTTP on the gateway's port (OpenClaw's keys)."""
+
+    endpoints: GatewayHttpEndpointsConfig = GatewayHttpEndpointsConfig()
+
+
+class GatewayConfig(_Strict, frozen=True):
+    port: Annotated[int, msgspec.Meta(ge=0, le=65535)] = DEFAULT_PORT
+    bind: str = "127.0.0.1"
+    auth: GatewayAuthConfig = GatewayAuthConfig()
+    controlUi: GatewayControlUiConfig = GatewayControlUiConfig()
+    http: GatewayHttpConfig = GatewayHttpConfig()
+    interruptedRuns: Literal["fail", "rerun"] = "fail"
+    """clawlane: what a restart does with runs accepted and not finished before it
+    (`actors._recovery`): report them failed, or run them again (once)."""
+
+
+class AgentRuntimeRef(_Strict, frozen=True):
+    id: str | None = None
+
+
+class ModelCost(_Strict, frozen=True):
+    input: float = 0.0
+    output: float = 0.0
+    cacheRead: float = 0.0
+    cacheWrite: float = 0.0
+
+
+class ModelDefinition(_Strict, frozen=True):
+    id: Annotated[str, msgspec.Meta(min_length=1)]
+    name: str | None = None
+    api: Api | None = None
+    reasoning: bool = False
+    input: list[Literal["text", "image"]] = msgspec.field(default_factory=lambda: ["text"])
+    cost: ModelCost = ModelCost()
+    contextWindow: Annotated[int, msgspec.Meta(gt=0)] = 128_000
+    maxTokens: Annotated[int, msgspec.Meta(gt=0)] = 8_192
+    agentRuntime: AgentRuntimeRef | None = None
+    compat: dict[str, Any] | None = None
+
+
+class ProviderConfig(_Strict, frozen=True):
+    api: Api = "openai-completions"
+    baseUrl: str | None = None
+    apiKey: str | None = None
+    # How the provider authenticates (OpenClaw's `auth`); "none" (clawlane) marks a provider
+    # that needs no credential. Loopback base URLs never need one.
+    auth: Literal["api-key", "token", "oauth", "none"] | None = None
+    headers: dict[str, str] | None = None
+    models: list[ModelDefinition] = []
+    timeoutSeconds: Annotated[float, msgspec.Meta(gt=0)] | None = None
+    agentRuntime: AgentRuntimeRef | None = None
+    options: dict[str, Any] | None = None
+
+
+class ModelsConfig(_Strict, frozen=True):
+    mode: Literal["merge", "replace"] = "merge"
+    providers: dict[str, ProviderConfig] = {}
+
+
+class AgentModelConfig(_Strict, frozen=True):
+    primary: str | None = None
+    fallbacks: list[str] = []
+
+
+class AgentModelPolicy(_Strict, frozen=True):
+    alias: str | None = None
+    params: dict[str, Any] = {}
+    agentRuntime: AgentRuntimeRef | None = None
+
+
+class LlmConfig(_Strict, frozen=True):
+    idleTimeoutSeconds: NonNegInt | None = None
+
+
+class ToolsConfig(_Strict, frozen=True):
+    profile: str | None = None
+    allow: list[str] | None = None
+    deny: list[str] = []
+
+
+class AgentDefaults(_Strict, frozen=True):
+    model: str | AgentModelConfig | None = None
+    models: dict[str, AgentModelPolicy] = {}
+    timeoutSeconds: NonNegInt | None = None
+    """Run timeout; unset means 172,800 s (48 h), 0 means none."""
+    maxConcurrent: Annotated[int, msgspec.Meta(ge=1)] = DEFAULT_MAX_CONCURRENT
+    llm: LlmConfig = LlmConfig()
+    workspace: str | None = None
+    tools: ToolsConfig | None = None
+    compaction: CompactionSettings | None = None
+    """`{enabled, reserveTokens, reserveTokensFloor, keepRecentTokens}`."""
+    blockStreamingDefault: Literal["on", "off"] | None = None
+    blockStreamingBreak: Literal["text_end", "message_end"] | None = None
+    blockStreamingChunk: BlockStreamingChunk | None = None
+    blockStreamingCoalesce: BlockStreamingCoalesce | None = None
+    bootstrapMaxChars: Annotated[int, msgspec.Meta(gt=0)] | None = None
+    bootstrapTotalMaxChars: Annotated[int, msgspec.Meta(gt=0)] | None = None
+    resources: list[str] = []
+    """Resource package roots (skills, prompts, themes, extensions) besides the workspace."""
+
+
+def run_timeout_seconds(defaults: AgentDefaults) -> float | None:
+    """The run timeout in seconds (None: no timeout)."""
+    value = DEFAULT_TIMEOUT_SECONDS if defaults.timeoutSeconds is None else defaults.timeoutSeconds
+    return float(value) or None
+
+
+def llm_idle_timeout_seconds(
+    defaults: AgentDefaults, *, cron: bool = False, provider_timeout_seconds: float | None = None
+) -> float | None:
+    """The LLM idle window: `llm.idleTimeoutSeconds` (0 disables); unset → the configured
+    `timeoutSeconds`, else 60 s; cron runs with neither configured have no watchdog. A
+    provider's `timeoutSeconds` extends the window (`llm._retry.resolve_idle_timeout`)."""
+    return resolve_idle_timeout(
+        defaults.llm.idleTimeoutSeconds,
+        provider_timeout_seconds,
+        run_timeout_seconds=defaults.timeoutSeconds,
+        cron=cron,
+    )
+
+
+class AuthProfileConfig(_Strict, frozen=True):
+    """`auth.profiles.<id>`: OpenClaw keeps only metadata here (`provider`, `mode`, `email`);
+    clawlane also accepts the secret itself (`key` / `token`, usually `${VAR}`)."""
+
+    provider: Annotated[str, msgspec.Meta(min_length=1)]
+    mode: Literal["api_key", "token", "oauth"] = "api_key"
+    email: str | None = None
+    key: str | None = None
+    token: str | None = None
+
+
+class AuthConfig(_Strict, frozen=True):
+    profiles: dict[str, AuthProfileConfig] = {}
+    order: dict[str, list[str]] = {}
+
+
+class AgentEntry(_Strict, frozen=True):
+    id: Annotated[str, msgspec.Meta(min_length=1)]
+    name: str | None = None
+    default: bool = False
+    workspace: str | None = None
+    model: str | AgentModelConfig | None = None
+    models: dict[str, AgentModelPolicy] = {}
+    auth: AuthConfig | None = None
+    tools: ToolsConfig | None = None
+
+
+class AgentsConfig(_Strict, frozen=True):
+    defaults: AgentDefaults = AgentDefaults()
+    entries: list[AgentEntry] = msgspec.field(default_factory=list, name="list")
+
+
+class QueueConfig(_Strict, frozen=True):
+    mode: Literal["steer", "followup", "collect", "interrupt"] | None = None
+    debounceMs: NonNegInt = 500
+    cap: Annotated[int, msgspec.Meta(ge=1)] = 20
+    drop: Literal["summarize", "old", "new"] = "summarize"
+    byChannel: dict[str, Literal["steer", "followup", "collect", "interrupt"]] = {}
+
+
+class MessagesConfig(_Strict, frozen=True):
+    queue: QueueConfig = QueueConfig()
+
+
+class PluginsConfig(_Strict, frozen=True):
+    load: list[str] = []
+
+
+class LoggingConfig(_Strict, frozen=True):
+    """OpenClaw's `logging` keys that clawlane honours: the file `logs.tail` reads (one JSON
+    object a line) and its level; `maxFileBytes` rotates it."""
+
+    level: Literal["trace", "debug", "info", "warn", "error", "fatal", "silent"] | None = None
+    file: str | None = None
+    maxFileBytes: Annotated[int, msgspec.Meta(gt=0)] | None = None
+
+
+class CronSsrfPolicy(_Strict, frozen=True):
+    """`cron.webhookSsrfPolicy`: webhooks to loopback/private/link-local addresses are
+    refused unless the host is listed here (or private networks are allowed outright)."""
+
+    allowedHostnames: list[str] = []
+    dangerouslyAllowPrivateNetwork: bool = False
+
+
+class CronConfig(_Strict, frozen=True):
+    """`cron.*` (OpenClaw's keys; `webhookSecret`, `webhookMaxAttempts` and
+    `webhookTimeoutSeconds` are clawlane's)."""
+
+    enabled: bool = True
+    maxConcurrentRuns: Annotated[int, msgspec.Meta(ge=1, le=64)] = 1
+    skipMissedJobs: bool = False
+    webhookToken: str | None = None
+    webhookSecret: str | None = None
+    webhookMaxAttempts: Annotated[int, msgspec.Meta(ge=1, le=10)] = 4
+    webhookTimeoutSeconds: Annotated[float, msgspec.Meta(gt=0, le=300)] = 10.0
+    webhookSsrfPolicy: CronSsrfPolicy = CronSsrfPolicy()
+
+
+class Config(_Strict, frozen=True):
+    json_schema: str | None = msgspec.field(default=None, name="$schema")
+    """A JSON Schema reference for editors (`clawlane config schema`); ignored, as in
+    OpenClaw (the only root key outside the schema)."""
+    gateway: GatewayConfig = GatewayConfig()
+    auth: AuthConfig = AuthConfig()
+    models: ModelsConfig = ModelsConfig()
+    agents: AgentsConfig = AgentsConfig()
+    messages: MessagesConfig = MessagesConfig()
+    tools: ToolsConfig = ToolsConfig()
+    plugins: PluginsConfig = PluginsConfig()
+    logging: LoggingConfig = LoggingConfig()
+    cron: CronConfig = CronConfig()
+
+
+class ConfigError(Exception):
+    """The config is unusable. `path` is the dotted key path at fault ("" for the file)."""
+
+    def __init__(self, message: str, *, path: str = "") -> None:
+        super().__init__(
+            f"config error at {path}: {message}" if path else f"config error: {message}"
+        )
+        self.path = path
+
+
+@attrs.frozen
+class ConfigIssue:
+    path: str
+    message: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"path": self.path, "message": self.message}

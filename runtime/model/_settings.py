@@ -1,0 +1,70 @@
+"""The typed settings of `agents.defaults` that the agent loop reads: compaction and block
+streaming (OpenClaw's keys). Decoded once, with the rest of the config (`runtime.model.
+_config`), so a bad value stops the gateway with the key's path; the agent floor adds the
+behaviour (`runtime.agent._compaction`, `runtime.agent._chunking`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Annotated, Any, Final, Literal, Self
+
+import msgspec
+
+__all__ = [
+    "DEFAULT_IDLE_MS",
+    "DEFAULT_KEEP_RECENT_TOKENS",
+    "DEFAULT_MAX_CHARS",
+    "DEFAULT_MIN_CHARS",
+    "DEFAULT_RESERVE_TOKENS",
+    "DEFAULT_RESERVE_TOKENS_FLOOR",
+    "BlockStreamingChunk",
+    "BlockStreamingCoalesce",
+    "BreakPreference",
+    "CompactionSettings",
+]
+
+DEFAULT_RESERVE_TOKENS: Final = 16_384
+DEFAULT_RESERVE_TOKENS_FLOOR: Final = 20_000
+DEFAULT_KEEP_RECENT_TOKENS: Final = 20_000
+
+DEFAULT_MIN_CHARS: Final = 800
+DEFAULT_MAX_CHARS: Final = 1200
+DEFAULT_IDLE_MS: Final = 1000
+
+BreakPreference = Literal["paragraph", "newline", "sentence"]
+
+_Positive = Annotated[int, msgspec.Meta(ge=1)]
+_NonNegative = Annotated[int, msgspec.Meta(ge=0)]
+
+
+class CompactionSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """`agents.defaults.compaction` (OpenClaw's keys)."""
+
+    enabled: bool = True
+    reserveTokens: int = msgspec.field(default=DEFAULT_RESERVE_TOKENS)
+    reserveTokensFloor: int = msgspec.field(default=DEFAULT_RESERVE_TOKENS_FLOOR)
+    keepRecentTokens: int = msgspec.field(default=DEFAULT_KEEP_RECENT_TOKENS)
+
+    @classmethod
+    def from_agent_defaults(cls, defaults: Mapping[str, Any]) -> Self:
+        """Read `defaults["compaction"]` (absent: the defaults). Raises `msgspec.ValidationError`
+        naming the bad key."""
+        raw = defaults.get("compaction")
+        return cls() if raw is None else msgspec.convert(raw, cls)
+
+
+class BlockStreamingChunk(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """`agents.defaults.blockStreamingChunk`."""
+
+    minChars: _Positive = DEFAULT_MIN_CHARS
+    maxChars: _Positive = DEFAULT_MAX_CHARS
+    breakPreference: BreakPreference = "paragraph"
+
+
+class BlockStreamingCoalesce(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """`agents.defaults.blockStreamingCoalesce`; unset sizes follow the chunk settings and the
+    channel's text limit."""
+
+    minChars: _Positive | None = None
+    maxChars: _Positive | None = None
+    idleMs: _NonNegative = DEFAULT_IDLE_MS

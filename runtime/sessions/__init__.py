@@ -1,0 +1,41 @@
+"""runtime.sessions"""
+
+from ._sessions import DEFAULT_MAIN_KEY as DEFAULT_MAIN_KEY
+from ._sessions import MessageEntry as MessageEntry
+from ._sessions import SessionKeyError as SessionKeyError
+from ._sessions import SessionRow as SessionRow
+from ._sessions import TranscriptBuilder as TranscriptBuilder
+from ._sessions import TranscriptEntry as TranscriptEntry
+from ._sessions import build_context as build_context
+from ._sessions import decode_entries as decode_entries
+from ._sessions import decode_session_row as decode_session_row
+from ._sessions import decode_session_rows as decode_session_rows
+from ._sessions import encode_entry as encode_entry
+from ._sessions import encode_session_row as encode_session_row
+from ._sessions import new_session_id as new_session_id
+from ._sessions import new_session_row as new_session_row
+from ._sessions import openclaw_row_meta as openclaw_row_meta
+from ._sessions import parse_session_key as parse_session_key
+from ._sessions import resolve_session_key as resolve_session_key
+from ._sessions import session_kind as session_kind
+
+__all__ = [
+    "DEFAULT_MAIN_KEY",
+    "MessageEntry",
+    "SessionKeyError",
+    "SessionRow",
+    "TranscriptBuilder",
+    "TranscriptEntry",
+    "build_context",
+    "decode_entries",
+    "decode_session_row",
+    "decode_session_rows",
+    "encode_entry",
+    "encode_session_row",
+    "new_session_id",
+    "new_session_row",
+    "openclaw_row_meta",
+    "parse_session_key",
+    "resolve_session_key",
+    "session_kind",
+]

@@ -1,0 +1,219 @@
+"""The house rules a reader relies on, checked on the source tree (issue 13):
+
+- imports point one way: `transports -> actors -> runtime`, and inside `runtime` from a
+  floor only to the floors below it (`FLOORS`: each floor and what it may import);
+- code crossing packages imports from faces (`runtime`, `runtime.<floor>`, `actors`,
+  `transports`), never from another package's private modules;
+- no import circles between modules anywhere in the three packages (imports made only
+  for type checking count too: they are dependencies all the same);
+- modules stay under `MAX_MODULE_LINES` (the generated wire types aside) and functions
+  under `MAX_FUNCTION_LINES`.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Final
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES: Final = ("runtime", "actors", "transports")
+
+FLOORS: Final[dict[str, frozenset[str]]] = {
+    "runtime.protocol": frozenset(),
+    "runtime.logs": frozenset(),
+    "runtime.llm": frozenset({"runtime.logs"}),
+    "runtime.sessions": frozenset({"runtime.llm"}),
+    "runtime.hooks": frozenset({"runtime.llm"}),
+    "runtime.tools": frozenset({"runtime.llm"}),
+    "runtime.loop": frozenset({"runtime.llm", "runtime.hooks", "runtime.tools"}),
+    "runtime.model": frozenset(
+        {"runtime.logs", "runtime.llm", "runtime.sessions", "runtime.hooks", "runtime.loop"}
+    ),
+    "runtime.agent": frozenset(
+        {
+            "runtime.logs",
+            "runtime.llm",
+            "runtime.sessions",
+            "runtime.hooks",
+            "runtime.tools",
+            "runtime.loop",
+            "runtime.model",
+        }
+    ),
+    "runtime.devices": frozenset({"runtime.protocol"}),
+    "runtime.cron": frozenset({"runtime.protocol"}),
+}
+"""Each floor of `runtime/` and the floors it may import (from bottom to top); the bottom
+floor, `runtime.protocol` (wire types, frames, errors), imports nothing of runtime and may be
+imported from every floor."""
+
+MAX_MODULE_LINES: Final = 800
+MAX_FUNCTION_LINES: Final = 80
+GENERATED: Final = {"runtime/protocol/_wire.py"}
+
+
+def _sources() -> Iterator[tuple[Path, str, str]]:
+    """(path, module, package) of every source file of the three packages."""
+    for top in PACKAGES:
+        for path in sorted((ROOT / top).rglob("*.py")):
+            parts = list(path.relative_to(ROOT).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                module = ".".join(parts[:-1])
+                yield path, module, module
+            else:
+                yield path, ".".join(parts), ".".join(parts[:-1])
+
+
+def _imports(path: Path, package: str) -> Iterator[str]:
+    """Every module `path` imports from the three packages (absolute names); `from X import
+    name` also yields `X.name` when that is a module."""
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] in PACKAGES:
+                    yield alias.name
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if target.split(".")[0] not in PACKAGES:
+                continue
+            yield target
+            for alias in node.names:
+                sub = Path(ROOT, *target.split("."), alias.name)
+                if sub.with_suffix(".py").exists() or (sub / "__init__.py").exists():
+                    yield f"{target}.{alias.name}"
+
+
+def _floor(module: str) -> str:
+    """The floor of a runtime module (`runtime` itself: its faces), else the package."""
+    parts = module.split(".")
+    if parts[0] == "runtime" and len(parts) > 1 and f"runtime.{parts[1]}" in FLOORS:
+        return f"runtime.{parts[1]}"
+    return parts[0]
+
+
+def _graph() -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {}
+    for path, module, package in _sources():
+        graph[module] = {t for t in _imports(path, package) if t != module}
+    return graph
+
+
+def test_imports_inside_runtime_only_go_down() -> None:
+    wrong = []
+    for path, module, package in _sources():
+        here = _floor(module)
+        if here not in FLOORS:
+            continue
+        for target in _imports(path, package):
+            there = _floor(target)
+            if there != here and there != "runtime.protocol" and there not in FLOORS[here]:
+                wrong.append(f"{module} ({here}) imports {target} ({there})")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_packages_import_one_way() -> None:
+    order = {"runtime": 0, "actors": 1, "transports": 2}
+    wrong = [
+        f"{module} imports {target}"
+        for path, module, package in _sources()
+        for target in _imports(path, package)
+        if order[target.split(".")[0]] > order[module.split(".")[0]]
+    ]
+    assert not wrong, "\n".join(wrong)
+
+
+def _is_face(module: str) -> bool:
+    return not any(part.startswith("_") for part in module.split("."))
+
+
+def test_code_crossing_packages_imports_from_faces() -> None:
+    wrong = []
+    for top in (*PACKAGES, "scripts"):
+        for path in sorted((ROOT / top).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                    target = node.module
+                    if (
+                        target.split(".")[0] in PACKAGES
+                        and target.split(".")[0] != top
+                        and not _is_face(target)
+                    ):
+                        wrong.append(f"{path.relative_to(ROOT)}:{node.lineno} {target}")
+    assert not wrong, "\n".join(wrong)
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph.get(v, ()):
+            if w not in graph:
+                continue
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_import_circles() -> None:
+    graph = _graph()
+    # A package's face imports its own modules: that is how a face works, not a circle.
+    for module, targets in graph.items():
+        graph[module] = {
+            t for t in targets if not (_is_face(t) and module.startswith(t + ".") and t != module)
+        }
+    assert _cycles(graph) == []
+
+
+def test_cycle_finder_sees_a_circle() -> None:
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+@pytest.mark.parametrize("path", [p for p, _, _ in _sources()], ids=lambda p: str(p.name))
+def test_modules_and_functions_stay_small(path: Path) -> None:
+    rel = str(path.relative_to(ROOT))
+    if rel in GENERATED:
+        return
+    text = path.read_text()
+    assert text.count("\n") <= MAX_MODULE_LINES, f"{rel} has more than {MAX_MODULE_LINES} lines"
+    long = [
+        f"{node.name} ({node.end_lineno - node.lineno + 1} lines)"
+        for node in ast.walk(ast.parse(text))
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.end_lineno is not None
+        and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES
+    ]
+    assert not long, f"{rel}: functions over {MAX_FUNCTION_LINES} lines: {', '.join(long)}"
