@@ -28,8 +28,8 @@ from runtime.cron._cron_jobs import job_from_add
 from runtime.cron._cron_schedule import format_iso_ms, parse_at_ms
 from runtime.model._generation import build_generation
 from runtime.protocol._wire import CronAddParams
+from tests._schema import validate
 from tests.conftest import local_config
-from tests.runtime.test_cron_jobs import validate
 
 BASE = parse_at_ms("2027-03-27T12:00:00Z")  # the day before Europe/Vienna springs forward
 MIN = 60_000

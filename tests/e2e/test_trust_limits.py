@@ -219,7 +219,7 @@ async def test_a_node_role_may_only_ask_for_health(gateway) -> None:
 async def test_a_long_reply_in_small_deltas_is_coalesced_and_a_short_one_is_not(
     gateway,
 ) -> None:
-    from tests.e2e.test_agent import recorder_events
+    from tests.e2e._events import recorder_events
 
     events, on_event = recorder_events()
     words = " ".join(f"w{i:05d}" for i in range(32 * 1024 // 7))  # 32 KiB, 256 deltas

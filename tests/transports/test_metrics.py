@@ -17,7 +17,7 @@ import trio.testing
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import local_config, open_client, running_gateway
-from tests.e2e.test_agent_fast_path import hold_commits
+from tests.e2e._raw import hold_commits
 from transports import GatewayRequestError
 from transports._gateway import Gateway
 
