@@ -12,9 +12,15 @@
   before their ack); `recover_runs`, `RecoveredRun`, `RecoveryReport`, `replay_terminal`:
   what a start makes of it.
 
-Errors: `StoreError` (a commit or read failed), `StoreClosedError` (used after close);
-`RunRefused` (`Supervisor.accept_run` did not take a run: `RunInFlight`, `ShuttingDown`),
-`LaneFull` (the session's queue is full, drop policy `new`).
+Errors, one tree rooted at `ActorError` (itself a `runtime.protocol.ClawlaneError`):
+
+    ActorError
+    ├── StoreError (a commit or read failed) ── StoreClosedError (used after close)
+    ├── RunRefused (`Supervisor.accept_run` did not take a run) ── RunInFlight, ShuttingDown
+    ├── LaneFull (the session's queue is full, drop policy `new`)
+    ├── SessionBusy (a manual compaction while a run is active)
+    ├── PublishConflict (a config write lost to a newer one)
+    └── CronNotFound (no such job; also a `LookupError`)
 """
 
 from ._chat import ChatFlusher as ChatFlusher
@@ -28,6 +34,7 @@ from ._cron import wall_ms as wall_ms
 from ._cron_store import CronStore as CronStore
 from ._cron_store import RunQuery as RunQuery
 from ._cron_store import SqliteCronStore as SqliteCronStore
+from ._errors import ActorError as ActorError
 from ._hub import EventHub as EventHub
 from ._hub import HubStatistics as HubStatistics
 from ._hub import Replay as Replay
@@ -79,6 +86,7 @@ __all__ = [
     "PROVIDER_ERROR_KINDS",
     "RUN_STATUSES",
     "AcceptedRun",
+    "ActorError",
     "CachedResponse",
     "ChatFlusher",
     "ChatStream",

@@ -58,6 +58,7 @@ from runtime.protocol import (
 
 from ._cron_run import FiringOutcome, execute
 from ._cron_store import CronStore, RunQuery
+from ._errors import ActorError
 from ._store import StoreError
 from ._webhook import WebhookAttempt, WebhookSettings, deliver_webhook
 
@@ -128,7 +129,7 @@ class _Missed:
         return {"summary": self.describe(), "entries": [entry]}
 
 
-class CronNotFound(LookupError):
+class CronNotFound(ActorError, LookupError):
     """No job with that id."""
 
 

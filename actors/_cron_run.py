@@ -25,7 +25,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
 import attrs
-import msgspec
 
 from runtime.cron import CronJob
 from runtime.llm import AssistantMessage, TextContent
@@ -146,13 +145,11 @@ async def execute(
             message = f"System: {payload.text}"
         actor = await sup.session(key, spec.id)
         assert actor.row is not None
-        row = msgspec.structs.replace(actor.row, updatedAt=now_ms())
         thinking = getattr(payload, "thinking", None)
-        if isinstance(thinking, str) and thinking.strip():
-            row = msgspec.structs.replace(row, thinkingLevel=thinking.strip())
-        actor.row = row
-        await sup.store.put_session_durable(row)
-        actor.row_persisted = True
+        level = thinking.strip() if isinstance(thinking, str) and thinking.strip() else None
+        row = await actor.save_row(
+            updatedAt=now_ms(), **({"thinkingLevel": level} if level else {})
+        )
         outcome.session_id = row.sessionId
         if not isinstance(payload, CronAddParamsPayloadAgentTurn) and job.wakeMode != "now":
             text = payload.text

@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Final, Literal
 
 import attrs
 
+from ._errors import ActorError
+
 if TYPE_CHECKING:
     from ._session import RunRequest
 
@@ -54,7 +56,7 @@ class QueueSettings:
     drop: DropPolicy = "summarize"
 
 
-class LaneFull(Exception):
+class LaneFull(ActorError):
     """The queue is at its cap and the drop policy is `new`: the message is rejected."""
 
 

@@ -65,6 +65,7 @@ from runtime.model import (
     write_config_text,
 )
 
+from ._errors import ActorError
 from ._supervisor import Supervisor
 
 __all__ = [
@@ -88,7 +89,7 @@ DEBOUNCE_S: Final = 0.3
 _T = TypeVar("_T")
 
 
-class PublishConflict(Exception):
+class PublishConflict(ActorError):
     """A config write's `baseHash` is missing or no longer the file's hash."""
 
 

@@ -171,15 +171,14 @@ async def _report_interrupted(sup: Supervisor, row: JournalRow, accepted: Accept
         ),
     ]
     entries = [builder.add_message(m) for m in messages] if accepted.message else []
-    actor.row = msgspec.structs.replace(
-        actor.row,
+    stored = actor.change_row(
         updatedAt=t,
         status="failed",
         endedAt=t,
         abortedLastRun=True,
         lastRunId=row.run_id,
     )
-    sup.store_commit(run=journal, row=actor.row, session_id=actor.row.sessionId, entries=entries)
+    sup.store_commit(run=journal, row=stored, session_id=stored.sessionId, entries=entries)
     actor.forget_transcript()  # the next run reads what was just written
     return rec
 

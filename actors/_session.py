@@ -51,6 +51,7 @@ from runtime.sessions import (
 
 from ._chat import ChatStream
 from ._ending import CommitWait, EndWrite, RunEnd, finish_run, record_end
+from ._errors import ActorError
 from ._hub import Subscriber
 from ._lane import Lane, QueueMode, QueueSettings, normalize_drop, normalize_mode
 from ._registry import RunRecord
@@ -125,6 +126,27 @@ class SessionActor:
     @property
     def queue(self) -> collections.deque[RunRequest]:
         return self.lane.items
+
+    # --- the row --------------------------------------------------------------------------
+
+    def change_row(self, **changes: Any) -> SessionRow:
+        """Change the session's row in memory and return it; whoever writes it to the store
+        says so with `row_stored` once that write has committed. Not a checkpoint."""
+        assert self.row is not None
+        self.row = msgspec.structs.replace(self.row, **changes)
+        return self.row
+
+    def row_stored(self) -> None:
+        """A committed write held the current row: accepting a run needs no write before its
+        ack. Not a checkpoint."""
+        self.row_persisted = True
+
+    async def save_row(self, **changes: Any) -> SessionRow:
+        """Change the row and store it durably. A checkpoint. Raises `StoreError`."""
+        row = self.change_row(**changes)
+        await self.supervisor.store.put_session_durable(row)
+        self.row_persisted = True
+        return row
 
     # --- queue modes ----------------------------------------------------------------------
 
@@ -706,5 +728,5 @@ class _Run:
             chat.hub.emit_agent(self.req.record.run_id, stream, data)
 
 
-class SessionBusy(Exception):
+class SessionBusy(ActorError):
     """The session has a run in progress (manual compaction must wait)."""

@@ -48,6 +48,7 @@ from runtime.sessions import (
 )
 
 from . import _journal
+from ._errors import ActorError
 from ._journal import JournalRow
 from ._metrics import COMMIT_BUCKETS, Histogram
 
@@ -98,7 +99,7 @@ ON CONFLICT(key) DO UPDATE SET
 """
 
 
-class StoreError(Exception):
+class StoreError(ActorError):
     """A commit or read failed, or stored bytes do not decode."""
 
 

@@ -45,6 +45,7 @@ from runtime.model import ModelRuntimeGeneration
 from runtime.sessions import SessionRow, TranscriptEntry, resolve_session_key
 
 from ._chat import ChatFlusher, ChatStream
+from ._errors import ActorError
 from ._hub import EventHub, Subscriber
 from ._journal import JournalRow, RunOutcome, ended_row
 from ._lane import LaneFull, QueueSettings
@@ -72,7 +73,7 @@ SHUTDOWN_GRACE_S: Final = 10.0
 """How long shutdown waits for aborted runs to end before ending them itself."""
 
 
-class RunRefused(Exception):
+class RunRefused(ActorError):
     """`accept_run` did not take the run (nothing was registered)."""
 
 

@@ -8,9 +8,23 @@
 - Devices: `DeviceIdentity` (an ed25519 key that signs `connect`, as OpenClaw's clients do).
 - Plugins import only `runtime.plugin_sdk`.
 
-Errors: `ConfigError` (names the key path), `GenerationError` (a build failed; nothing is
-published), `SessionKeyError` (malformed key), `GatewayError` (a wire error shape), and
-`runtime.llm.ProviderError`, `PairingStoreError` (the device pairing file is unusable).
+Errors, one tree (`ClawlaneError`, from `runtime.protocol`, is its root and the root of
+`actors.ActorError` and `transports.TransportError` too):
+
+    ClawlaneError
+    ├── ConfigError (names the key path); ConfigSyntaxError (the file is not JSON5)
+    ├── GenerationError (a build failed; nothing is published); HarnessSelectionError
+    ├── SessionKeyError (malformed key); TranscriptFormatError
+    ├── ProviderError (a model call failed; `kind` says how) ── IdleTimeoutError,
+    │   FallbackExhaustedError
+    ├── ToolError ── SandboxError, ToolPolicyError
+    ├── GatewayError (a wire error shape: code, message, details)
+    ├── PairingStoreError (the device pairing file is unusable)
+    ├── RunRefusedError (a host cannot run a turn); MessageCancelled (a hook said no)
+    └── CronJobError, ScheduleError, JobIdError, FrontMatterError, SSEDecodeError
+        (bad input of their kind; also `ValueError`s)
+
+`runtime.protocol.internal_error` maps any other exception to the wire (`UNAVAILABLE`).
 """
 
 from .agent._embedded import open_embedded_runtime as open_embedded_runtime
@@ -29,6 +43,7 @@ from .model._generation import GenerationBuilder as GenerationBuilder
 from .model._generation import GenerationError as GenerationError
 from .model._generation import ModelRuntimeGeneration as ModelRuntimeGeneration
 from .model._generation import build_generation as build_generation
+from .protocol import ClawlaneError as ClawlaneError
 from .protocol._frames import GatewayError as GatewayError
 from .sessions._sessions import SessionKeyError as SessionKeyError
 from .sessions._sessions import SessionRow as SessionRow
@@ -36,6 +51,7 @@ from .sessions._sessions import resolve_session_key as resolve_session_key
 
 __all__ = [
     "AgentRunInput",
+    "ClawlaneError",
     "Config",
     "ConfigError",
     "DeviceIdentity",

@@ -4,9 +4,17 @@
 - The Python gateway client (`open_gateway_client`, `GatewayClient`).
 - The CLI (`main`).
 
-Errors: `GatewayConfigError` (the gateway refuses to start), `GatewayClientError` (cannot reach
-the gateway / connection broke), `GatewayAuthError` (handshake refused), `GatewayRequestError`
-(a request answered `ok:false`).
+Errors, one tree rooted at `TransportError` (itself a `runtime.protocol.ClawlaneError`):
+
+    TransportError
+    ├── GatewayConfigError (the gateway refuses to start), AuthConfigError, StartupError,
+    │   GatewayLockError (another gateway holds the state dir)
+    ├── GatewayClientError (cannot reach the gateway / the connection broke)
+    │   └── GatewayAuthError (handshake refused)
+    ├── GatewayRequestError (a request answered `ok:false`)
+    ├── ConnectionClosed, MessageTooBig, HttpClosed (a peer's connection, inside the server)
+    ├── InvalidRequest (an OpenAI-compatible request that cannot be served)
+    └── LoadtestError (a load test could not run)
 """
 
 from ._cli import main as main
@@ -15,6 +23,7 @@ from ._client import GatewayClient as GatewayClient
 from ._client import GatewayClientError as GatewayClientError
 from ._client import GatewayRequestError as GatewayRequestError
 from ._client import open_gateway_client as open_gateway_client
+from ._errors import TransportError as TransportError
 from ._gateway import Gateway as Gateway
 from ._gateway import GatewayConfigError as GatewayConfigError
 from ._gateway import GatewayOptions as GatewayOptions
@@ -39,6 +48,7 @@ __all__ = [
     "LoadtestError",
     "LoadtestOptions",
     "LoadtestReport",
+    "TransportError",
     "WebSocketServerConnection",
     "client_frame",
     "main",

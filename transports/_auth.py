@@ -25,6 +25,8 @@ import attrs
 
 from runtime.model import Config
 
+from ._errors import TransportError
+
 log = logging.getLogger("clawlane.auth")
 
 TOKEN_FILENAME: Final = "gateway-token"
@@ -36,7 +38,7 @@ _NON_LOOPBACK: Final = (
 )
 
 
-class AuthConfigError(Exception):
+class AuthConfigError(TransportError):
     """Auth settings that must not start (re-raised as `GatewayConfigError`)."""
 
 

@@ -30,6 +30,8 @@ import trio_websocket
 
 from runtime.devices import DeviceIdentity, SignedFields
 
+from ._errors import TransportError
+
 DEFAULT_URL: Final = "ws://127.0.0.1:18789"
 DEFAULT_SCOPES: Final = ("operator.admin", "operator.read", "operator.write")
 """What this client asks for unless told otherwise (always sent explicitly: a connect
@@ -38,7 +40,7 @@ _decoder: Final = msgspec.json.Decoder()
 _encoder: Final = msgspec.json.Encoder()
 
 
-class GatewayClientError(Exception):
+class GatewayClientError(TransportError):
     """Could not reach the gateway, or the connection broke."""
 
 
@@ -51,7 +53,7 @@ class GatewayAuthError(GatewayClientError):
         self.details = details
 
 
-class GatewayRequestError(Exception):
+class GatewayRequestError(TransportError):
     """A request was answered with `ok:false`."""
 
     def __init__(

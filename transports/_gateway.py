@@ -67,6 +67,7 @@ from ._auth import is_loopback as is_loopback
 from ._connection import ClientConnection
 from ._connlog import log_connection_closed, log_connection_opened
 from ._dashboard import Sampler
+from ._errors import TransportError
 from ._handshake import Admitted, Peer
 from ._http import (
     MAX_HEAD_BYTES,
@@ -130,7 +131,7 @@ def extension_specs(roots: list[str]) -> list[str | Path]:
     return specs
 
 
-class GatewayConfigError(Exception):
+class GatewayConfigError(TransportError):
     """The gateway refuses to start (e.g. a non-loopback bind without a token)."""
 
 

@@ -33,6 +33,8 @@ import attrs
 import h11
 import trio
 
+from ._errors import TransportError
+
 log = logging.getLogger("clawlane.http")
 
 MAX_HEAD_BYTES: Final = 16_384
@@ -51,7 +53,7 @@ SECURITY_HEADERS: Final = (
 _UPGRADE_WEBSOCKET: Final = re.compile(rb"\r\nupgrade:[ \t]*[^\r\n]*\bwebsocket\b", re.IGNORECASE)
 
 
-class HttpClosed(Exception):
+class HttpClosed(TransportError):
     """The client went away, or did not take our bytes in time."""
 
 

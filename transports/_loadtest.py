@@ -60,6 +60,7 @@ import trio
 from runtime.model import parse_config
 
 from ._client import DEFAULT_URL
+from ._errors import TransportError
 from ._loadtest_report import Timeline, progress_line, write_report
 
 SCOPED_CAP: Final = "session-scoped-events"
@@ -70,7 +71,7 @@ _WS_GUID: Final = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 _encoder: Final = msgspec.json.Encoder()
 
 
-class LoadtestError(Exception):
+class LoadtestError(TransportError):
     """The load test could not run (gateway unreachable, handshake refused, bad options)."""
 
 

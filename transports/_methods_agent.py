@@ -32,7 +32,6 @@ import time
 from typing import TYPE_CHECKING, Any, Final
 
 import attrs
-import msgspec
 import trio
 
 from actors import (
@@ -205,12 +204,9 @@ def _plan(gw: Gateway, conn: ClientConnection, params: AgentParams) -> _Plan:
 
 def _touch_row(actor: SessionActor, params: AgentParams) -> int:
     """Stamp the session row (and its label) for this request; returns the time."""
-    assert actor.row is not None
     t = now_ms()
-    row = msgspec.structs.replace(actor.row, updatedAt=t)
-    if opt(params.label):
-        row = msgspec.structs.replace(row, label=params.label)
-    actor.row = row
+    label = opt(params.label)
+    actor.change_row(updatedAt=t, **({"label": label} if label else {}))
     return t
 
 
@@ -367,7 +363,7 @@ async def agent(call: Call, params: AgentParams) -> None:
         assert actor.row is not None
         await sup.store.commit_durable(run=journal_row(request, ticket, "followup"), row=actor.row)
         journaled = True
-        actor.row_persisted = True
+        actor.row_stored()
         await ticket.turn()
         attempted = True
         accept(gw, conn, actor, request, "followup")
@@ -446,7 +442,7 @@ class _AgentCall:
             )
             return
         if self.writes_row:
-            self.actor.row_persisted = True
+            self.actor.row_stored()
         gw = self.gateway
         if self.cancelled:
             gw.supervisor.journal_refused(self.request, "the request was cancelled")

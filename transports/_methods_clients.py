@@ -109,10 +109,7 @@ async def sessions_create(call: Call, params: SessionsCreateParams) -> dict[str,
         except GenerationError as exc:
             raise invalid_request(f"invalid sessions.create params: {exc}") from exc
         changes.update(modelOverride=resolved.model_id, providerOverride=resolved.provider_id)
-    if changes:
-        actor.row = msgspec.structs.replace(actor.row, **changes)
-    await sup.store.put_session_durable(actor.row)
-    actor.row_persisted = True
+    await actor.save_row(**changes)
     sessions._changed(call, key, "create", actor)
     result: dict[str, Any] = {
         "ok": True,

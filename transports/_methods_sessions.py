@@ -267,7 +267,7 @@ async def _submit_message(
             raise _InFlight
         assert actor.row is not None
         t = now_ms()
-        actor.row = msgspec.structs.replace(actor.row, updatedAt=t)
+        actor.change_row(updatedAt=t)
         record = RunRecord(
             run_id=run_id,
             session_key=key,
@@ -290,7 +290,7 @@ async def _submit_message(
         )
         await sup.store.commit_durable(run=journal_row(request, ticket, mode), row=actor.row)
         journaled = True
-        actor.row_persisted = True
+        actor.row_stored()
         await ticket.turn()
         attempted = True
         try:
@@ -569,9 +569,7 @@ async def sessions_patch(call: Call, params: SessionsPatchParamsX) -> dict[str, 
             if value is not None and value < (1 if name == "queueCap" else 0):
                 raise invalid_request(f"invalid sessions.patch params: {name} is out of range")
             changes[name] = value
-    actor.row = msgspec.structs.replace(actor.row, updatedAt=now_ms(), **changes)
-    await sup.store.put_session_durable(actor.row)
-    actor.row_persisted = True
+    await actor.save_row(updatedAt=now_ms(), **changes)
     _changed(call, key, "patch", actor)
     gen = sup.generation
     spec = gen.agent(actor.agent_id)

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, Final
 import msgspec
 import trio
 
+from ._errors import TransportError
 from ._http import Exchange, Request, Response, Route
 from ._http_caller import Answer, Caller
 
@@ -55,7 +56,7 @@ _AGENT_MODEL: Final = re.compile(
 _json: Final = msgspec.json.Encoder()
 
 
-class InvalidRequest(Exception):
+class InvalidRequest(TransportError):
     """A 400 `invalid_request_error` with this message."""
 
 

@@ -113,10 +113,7 @@ async def _answer(call: Call, actor: SessionActor, run_id: str, line: str, reply
 
 
 async def _patch(call: Call, actor: SessionActor, **changes: Any) -> None:
-    assert actor.row is not None
-    actor.row = msgspec.structs.replace(actor.row, updatedAt=now_ms(), **changes)
-    await call.gateway.supervisor.store.put_session_durable(actor.row)
-    actor.row_persisted = True
+    await actor.save_row(updatedAt=now_ms(), **changes)
     sessions._changed(call, actor.key, "patch", actor)
 
 

@@ -29,6 +29,8 @@ from typing import Final
 from actors import StoreError
 from runtime.model import ConfigError
 
+from ._errors import TransportError
+
 __all__ = [
     "EXIT_CONFIG",
     "EXIT_ENVIRONMENT",
@@ -45,7 +47,7 @@ EXIT_ENVIRONMENT: Final = 4
 STORE_FILENAME: Final = "clawlane.sqlite"
 
 
-class StartupError(Exception):
+class StartupError(TransportError):
     """The gateway cannot start; `str()` is the one line to print, `exit_code` the code."""
 
     def __init__(self, message: str, exit_code: int) -> None:

@@ -20,12 +20,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Final
 
+from ._errors import TransportError
+
 __all__ = ["LOCK_NAME", "GatewayLockError", "state_dir_lock"]
 
 LOCK_NAME: Final = "gateway.lock"
 
 
-class GatewayLockError(Exception):
+class GatewayLockError(TransportError):
     """Another gateway owns the state dir."""
 
 

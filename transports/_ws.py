@@ -41,6 +41,8 @@ from wsproto.events import (
 )
 from wsproto.utilities import RemoteProtocolError
 
+from ._errors import TransportError
+
 log = logging.getLogger("clawlane.ws")
 
 RECEIVE_CHUNK: Final = 65_536
@@ -65,11 +67,11 @@ Admit = Callable[[Request], "tuple[int, str] | None"]
 """Decides an upgrade request before it is accepted: None, or the HTTP `(status, body)`."""
 
 
-class ConnectionClosed(Exception):
+class ConnectionClosed(TransportError):
     """The connection is closed (by the peer, or by us)."""
 
 
-class MessageTooBig(Exception):
+class MessageTooBig(TransportError):
     """A client message is over the current size limit."""
 
 

@@ -23,6 +23,8 @@ from typing import Any, Final
 
 import yaml
 
+from ..protocol import ClawlaneError
+
 __all__ = [
     "MAX_DEPTH",
     "MAX_FRONT_MATTER_BYTES",
@@ -42,7 +44,7 @@ _CLOSE: Final = re.compile(r"(?:^|\n)(?:---|\.\.\.)[^\S\n]*(?:\n|$)")
 _FREEFORM: Final = re.compile(r"^(description):[ \t]+(.*\S)[ \t]*$", re.MULTILINE)
 
 
-class FrontMatterError(ValueError):
+class FrontMatterError(ClawlaneError, ValueError):
     """Front matter that cannot be parsed; the message names the line when it can."""
 
 

@@ -29,7 +29,7 @@ import trio
 
 from ..llm._types import AssistantMessage, Message, ProviderError, TextContent, UserMessage
 from ..model._generation import GenerationError
-from ..protocol import describe_exception
+from ..protocol import ClawlaneError, describe_exception
 from ..sessions._sessions import SessionRow
 from ._reply import ToolErrorInfo, build_final_payloads
 
@@ -57,7 +57,7 @@ AbortReason = Literal[
 ]
 
 
-class RunRefusedError(Exception):
+class RunRefusedError(ClawlaneError):
     """The host cannot run the turn (a session restarting after repeated crashes): the run
     ends with this message as its error."""
 

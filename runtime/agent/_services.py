@@ -31,6 +31,7 @@ from ..loop._toolrunner import RunTools, ToolSet
 from ..model._config import ToolsConfig, llm_idle_timeout_seconds
 from ..model._generation import ModelRuntimeGeneration, RunStores
 from ..model._plugins import PluginRegistry
+from ..protocol import ClawlaneError
 from ..tools import ToolPolicy, builtin_tools, ensure_workspace
 from ._blocks import BlockFlusher, BlockSink
 from ._chunking import BlockStreamingSettings
@@ -43,7 +44,7 @@ __all__ = ["MessageCancelled", "TurnServices"]
 _TOOLSETS_MAX: Final = 256
 
 
-class MessageCancelled(Exception):
+class MessageCancelled(ClawlaneError):
     """A plugin's `message_sending` hook cancelled a message the `message` tool sent."""
 
 

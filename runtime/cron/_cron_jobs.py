@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 
 import msgspec
 
+from ..protocol import ClawlaneError
 from ..protocol._wire import (
     CronAddParams,
     CronAddParamsDeliveryAnnounce,
@@ -77,7 +78,7 @@ _MIRRORED: Final = (
 )
 
 
-class CronJobError(ValueError):
+class CronJobError(ClawlaneError, ValueError):
     """A job definition clawlane cannot run; the message names the field."""
 
 

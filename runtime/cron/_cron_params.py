@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
+from ..protocol import ClawlaneError
 from ..protocol._wire import (
     CronAddParamsDeliveryAnnounceCompletionDestination,
     CronAddParamsFailureAlert,
@@ -53,7 +54,7 @@ Schedule = (
 )
 
 
-class JobIdError(ValueError):
+class JobIdError(ClawlaneError, ValueError):
     """Neither or both of `id` and `jobId`."""
 
 

@@ -35,6 +35,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import cronsim
 
+from ..protocol import ClawlaneError
+
 __all__ = [
     "DEFAULT_TOP_OF_HOUR_STAGGER_MS",
     "ERROR_BACKOFF_MS",
@@ -71,7 +73,7 @@ _ISO: Final = re.compile(
 )
 
 
-class ScheduleError(ValueError):
+class ScheduleError(ClawlaneError, ValueError):
     """A schedule that cannot be used; the message names the field."""
 
 

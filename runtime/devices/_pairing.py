@@ -35,6 +35,7 @@ import attrs
 import msgspec
 import trio
 
+from ..protocol import ClawlaneError
 from ..protocol._scopes import (
     merge_scopes,
     missing_requested_scope,
@@ -48,7 +49,7 @@ PRUNE_RECENT_APPROVAL_GRACE_MS: Final = 60_000
 STORE_RELATIVE_PATH: Final = Path("devices") / "pairing.json"
 
 
-class PairingStoreError(Exception):
+class PairingStoreError(ClawlaneError):
     """The pairing file is unusable (unreadable, not a store, or not writable)."""
 
 

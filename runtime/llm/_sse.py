@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import msgspec
 
+from ..protocol import ClawlaneError
+
 __all__ = ["DEFAULT_MAX_EVENT_BYTES", "SSEDecodeError", "SSEDecoder", "SSEEvent"]
 
 DEFAULT_MAX_EVENT_BYTES = 16 * 1024 * 1024
@@ -23,7 +25,7 @@ DEFAULT_MAX_EVENT_BYTES = 16 * 1024 * 1024
 _BOM = b"\xef\xbb\xbf"
 
 
-class SSEDecodeError(ValueError):
+class SSEDecodeError(ClawlaneError, ValueError):
     """The stream broke a limit of the decoder (a line or an event too large)."""
 
 

@@ -12,6 +12,8 @@ from typing import Any, Literal, Protocol
 
 import msgspec
 
+from ..protocol import ClawlaneError
+
 # --- message content (pi-ai) -------------------------------------------------------------
 
 
@@ -173,7 +175,7 @@ ProviderErrorKind = Literal[
 _RETRYABLE: frozenset[str] = frozenset({"rate_limit", "overloaded", "timeout", "network", "server"})
 
 
-class ProviderError(Exception):
+class ProviderError(ClawlaneError):
     """A model turn failed. `kind` classifies it; `retryable` says whether a retry may help.
 
     Raised by `ModelProvider.stream` (possibly after some deltas were yielded). Lower-level

@@ -25,6 +25,8 @@ from typing import Any, Final
 import json5
 import msgspec
 
+from ..protocol import ClawlaneError
+
 __all__ = [
     "ConfigSyntaxError",
     "backup_path",
@@ -37,7 +39,7 @@ MAX_DEPTH: Final = 64
 _JSON5_ERROR: Final = re.compile(r"^<string>:(\d+) (.*?)(?: at column (\d+))?$")
 
 
-class ConfigSyntaxError(ValueError):
+class ConfigSyntaxError(ClawlaneError, ValueError):
     """Text that is not JSON5; the message gives the line and column."""
 
 

@@ -15,6 +15,7 @@ import attrs
 import msgspec
 
 from ..llm._retry import resolve_idle_timeout
+from ..protocol import ClawlaneError
 from ._settings import BlockStreamingChunk, BlockStreamingCoalesce, CompactionSettings
 
 DEFAULT_PORT: Final = 18789
@@ -279,7 +280,7 @@ class Config(_Strict, frozen=True):
     cron: CronConfig = CronConfig()
 
 
-class ConfigError(Exception):
+class ConfigError(ClawlaneError):
     """The config is unusable. `path` is the dotted key path at fault ("" for the file)."""
 
     def __init__(self, message: str, *, path: str = "") -> None:

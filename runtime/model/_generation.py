@@ -44,6 +44,7 @@ import attrs
 import msgspec
 
 from ..llm._types import ModelProvider
+from ..protocol import ClawlaneError
 from ..sessions._sessions import DEFAULT_AGENT_ID, normalize_agent_id
 from ._auth import AuthCredential, AuthStore, AuthTemplate, build_auth_template
 from ._config import AuthProfilesFile, auth_profiles_path, config_hash, load_auth_profiles
@@ -73,7 +74,7 @@ DEFAULT_LOCAL_PROVIDER: Final = ProviderConfig(
 )
 
 
-class GenerationError(Exception):
+class GenerationError(ClawlaneError):
     """A generation could not be built; the previous one keeps serving."""
 
 

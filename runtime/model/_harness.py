@@ -47,6 +47,7 @@ from urllib.parse import urlsplit
 import attrs
 
 from ..loop._agent import AgentRunInput, Emit, RunProgress, run_agent
+from ..protocol import ClawlaneError
 from ._config_types import Config, ModelDefinition, ProviderConfig
 from ._plugins import RESERVED_HARNESS_IDS, HarnessSpec, PluginSnapshot
 
@@ -91,7 +92,7 @@ SelectionReason = Literal[
 ]
 
 
-class HarnessSelectionError(Exception):
+class HarnessSelectionError(ClawlaneError):
     """No harness may run this route under this policy (fail closed)."""
 
 

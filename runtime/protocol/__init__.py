@@ -9,6 +9,7 @@ from ._frames import PROTOCOL_VERSION as PROTOCOL_VERSION
 from ._frames import TICK_INTERVAL_MS as TICK_INTERVAL_MS
 from ._frames import UNAVAILABLE as UNAVAILABLE
 from ._frames import CancelFrame as CancelFrame
+from ._frames import ClawlaneError as ClawlaneError
 from ._frames import GatewayError as GatewayError
 from ._frames import NonEmpty as NonEmpty
 from ._frames import RequestFrame as RequestFrame
@@ -100,6 +101,7 @@ __all__ = [
     "ChatInjectParams",
     "ChatMetadataParams",
     "ChatSendParams",
+    "ClawlaneError",
     "CommandsListParams",
     "ConfigApplyParams",
     "ConfigGetParams",

@@ -86,7 +86,12 @@ _inbound_decoder: Final = msgspec.json.Decoder(InboundFrame)
 _encoder: Final = msgspec.json.Encoder()
 
 
-class GatewayError(Exception):
+class ClawlaneError(Exception):
+    """The root of clawlane's errors. `runtime`'s errors derive from it directly;
+    `actors.ActorError` and `transports.TransportError` root the other two packages' trees."""
+
+
+class GatewayError(ClawlaneError):
     """A request failed; carries the wire error shape."""
 
     def __init__(

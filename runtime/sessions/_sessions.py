@@ -31,6 +31,7 @@ import attrs
 import msgspec
 
 from ..llm._types import Message, TextContent, UserMessage
+from ..protocol import ClawlaneError
 
 DEFAULT_AGENT_ID: Final = "main"
 DEFAULT_MAIN_KEY: Final = "main"
@@ -46,11 +47,11 @@ SessionKind = Literal["direct", "group", "global", "unknown"]
 RunStatus = Literal["running", "done", "failed", "aborted"]
 
 
-class SessionKeyError(ValueError):
+class SessionKeyError(ClawlaneError, ValueError):
     """A session key is malformed, or names a different agent than the request."""
 
 
-class TranscriptFormatError(ValueError):
+class TranscriptFormatError(ClawlaneError, ValueError):
     """A JSONL transcript is not a valid pi v3 transcript. `line` is 1-based."""
 
     def __init__(self, line: int, reason: str) -> None:

@@ -13,8 +13,10 @@ A tool that fails at run time does not raise to its caller: `invoke_tool` return
 
 from __future__ import annotations
 
+from ..protocol import ClawlaneError
 
-class ToolError(Exception):
+
+class ToolError(ClawlaneError):
     """Base class of the errors raised by `runtime.tools`."""
 
 

@@ -1,0 +1,12 @@
+"""The root of the actors' errors (the tree is in the package's face)."""
+
+from __future__ import annotations
+
+from runtime.protocol import ClawlaneError
+
+__all__ = ["ActorError"]
+
+
+class ActorError(ClawlaneError):
+    """An actor could not do what it was asked: a store that cannot write, a lane that is
+    full, a run refused, a session busy, a publish that lost a race, an unknown job."""

@@ -1,0 +1,12 @@
+"""The root of the transports' errors (the tree is in the package's face)."""
+
+from __future__ import annotations
+
+from runtime.protocol import ClawlaneError
+
+__all__ = ["TransportError"]
+
+
+class TransportError(ClawlaneError):
+    """Something at the edges failed: the gateway cannot start, a connection broke, a
+    client's request failed, a load test could not run."""
