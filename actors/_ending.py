@@ -75,9 +75,10 @@ class CommitWait:
 
     def __call__(self, error: StoreError | None) -> None:
         self.error = error
+        then, self.then = self.then, None  # it holds the run's actor: no cycle left behind
         try:
-            if self.then is not None:
-                self.then(error)
+            if then is not None:
+                then(error)
         finally:
             self.event.set()
 
@@ -134,6 +135,8 @@ def _ended(
     write: EndWrite | None,
 ) -> None:
     """The run's writes committed (`failure` None) or failed: announce its end."""
+    if write is not None and actor.end_pending is write.commit:
+        actor.end_pending = None  # settled: nothing to wait for, nothing kept alive
     try:
         if failure is not None:
             _not_stored(actor, req, failure)
