@@ -177,7 +177,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_loadtest_parser(sub)
     # --- end loadtest ---
-    from ._dashboard import add_dashboard_parser  # issue 14
+    from ._dashboard_cli import add_dashboard_parser  # issue 14
 
     add_dashboard_parser(sub)
     _add_config_parser(sub)  # config get|apply|patch (issue 3), validate|schema (issue 14)
@@ -224,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
             offline = run_offline_config(args)  # validate, schema (issue 14)
             return offline if offline is not None else trio.run(_config, args)
         if args.command == "dashboard":  # issue 14
-            from ._dashboard import dashboard_main
+            from ._dashboard_cli import dashboard_main
 
             return dashboard_main(args)
     except KeyboardInterrupt:

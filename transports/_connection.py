@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import secrets
 import time
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from typing import Any, Final, Protocol
 
 import msgspec
 import trio
@@ -38,9 +38,7 @@ from runtime.protocol import (
 )
 
 from ._admission import PreauthSlot
-from ._handshake import Peer, admit_connect
-from ._methods_agent import start_agent
-from ._methods_sessions import ORDERED_METHODS, reserve_ticket
+from ._handshake import Admitted, HandshakeHost, Peer, admit_connect
 from ._ws import (
     CLOSE_POLICY,
     CLOSE_PROTOCOL_ERROR,
@@ -49,18 +47,19 @@ from ._ws import (
     MessageTooBig,
     WebSocketServerConnection,
 )
-
-if TYPE_CHECKING:
-    from ._gateway import Gateway
+from .methods import (
+    ORDERED_METHODS,
+    Cancellable,
+    Host,
+    Methods,
+    reserve_ticket,
+    start_agent,
+)
 
 log = logging.getLogger("clawlane.connection")
 
 MAX_INFLIGHT_REQUESTS: Final = 256
 DISPATCH_ROUND: Final = 32
-
-
-class Cancellable(Protocol):
-    def cancel(self) -> None: ...
 
 
 _connect_decoder: Final = msgspec.json.Decoder(ConnectParams)
@@ -70,12 +69,36 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
+class ConnectionHost(HandshakeHost, Host, Protocol):
+    """The gateway as a connection sees it: what the methods and the handshake see, the
+    method table, the handshake's timing, and where connections are listed."""
+
+    @property
+    def methods(self) -> Methods: ...
+    @property
+    def handshake_timeout_s(self) -> float: ...
+    @property
+    def close_grace_s(self) -> float: ...
+
+    def peer_of(self, address: str, request: Request) -> Peer: ...
+
+    def refuse_origin(self, peer: Peer) -> tuple[int, str] | None: ...
+
+    def hello_ok(
+        self, conn: ClientConnection, admitted: Admitted | None = None
+    ) -> dict[str, Any]: ...
+
+    def attach(self, conn: ClientConnection) -> None: ...
+
+    def detach(self, conn: ClientConnection) -> None: ...
+
+
 class ClientConnection:
     """A connected client: the hub's `Subscriber`, and the place requests come from."""
 
     def __init__(
         self,
-        gateway: Gateway,
+        gateway: ConnectionHost,
         ws: WebSocketServerConnection,
         conn_id: str,
         *,
@@ -307,9 +330,7 @@ class ClientConnection:
                     return
             except Exception as exc:  # a bug: the request fails, the connection lives on
                 log.exception("method agent failed")
-                self.respond_error(
-                    frame.id, internal_error(exc)
-                )
+                self.respond_error(frame.id, internal_error(exc))
                 return
         elif frame.method in ORDERED_METHODS:
             ticket = reserve_ticket(self.gateway, frame)

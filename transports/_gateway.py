@@ -66,7 +66,6 @@ from ._auth import auth_settings as _auth_settings
 from ._auth import is_loopback as is_loopback
 from ._connection import ClientConnection
 from ._connlog import log_connection_closed, log_connection_opened
-from ._dashboard import Sampler
 from ._errors import TransportError
 from ._handshake import Admitted, Peer
 from ._http import (
@@ -77,12 +76,11 @@ from ._http import (
     read_head,
 )
 from ._http_routes import HttpRoutes, load_dashboard
-from ._methods import Methods
-from ._methods_agent import restore_idempotency
 from ._metrics import HttpCounters
 from ._origins import ORIGIN_NOT_ALLOWED_MESSAGE, check_origin
 from ._state_lock import GatewayLockError, state_dir_lock
 from ._ws import CLOSE_GOING_AWAY, CLOSE_POLICY, WebSocketServerConnection
+from .methods import Methods, Sampler, health_view, restore_idempotency
 
 log = logging.getLogger("clawlane.gateway")
 
@@ -478,8 +476,6 @@ class Gateway:
             if ticks * self.tick_interval_ms >= HEALTH_INTERVAL_MS and self.hub.has_readers():
                 # As OpenClaw: a `health` event every minute (the snapshot's health shape).
                 ticks = 0
-                from ._status import health_view
-
                 health = await health_view(self, extras=False)
                 self.health_version += 1
                 self.hub.broadcast("health", health, readers_only=True)

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import hmac
 import logging
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final, Protocol
 
 import attrs
 import msgspec
@@ -65,10 +65,7 @@ from runtime.protocol import (
 from ._admission import SCOPE_DEVICE_TOKEN, SCOPE_SHARED_SECRET, AuthRateLimiter
 from ._origins import ORIGIN_NOT_ALLOWED_MESSAGE, check_origin
 from ._ws import CLOSE_POLICY
-
-if TYPE_CHECKING:
-    from ._connection import ClientConnection
-    from ._gateway import Gateway
+from .methods import Connected, Host
 
 log = logging.getLogger("clawlane.handshake")
 
@@ -141,6 +138,17 @@ class Admitted:
     device_token_issued_at: int | None = None
 
 
+class HandshakeHost(Host, Protocol):
+    """The gateway as `admit_connect` sees it: what the methods see, and its rate limits."""
+
+    @property
+    def rate_limiter(self) -> AuthRateLimiter: ...
+    @property
+    def browser_rate_limiter(self) -> AuthRateLimiter: ...
+
+    def browser_rate_key(self, peer: Peer) -> str: ...
+
+
 @attrs.define
 class _AuthResult:
     ok: bool
@@ -172,8 +180,8 @@ class _Admission:
 
     def __init__(
         self,
-        gw: Gateway,
-        conn: ClientConnection,
+        gw: HandshakeHost,
+        conn: Connected,
         req_id: str,
         params: ConnectParams,
         nonce: str,
@@ -627,8 +635,8 @@ def _metadata_mismatch(paired: Any, platform: str | None, device_family: str | N
 
 
 async def admit_connect(
-    gw: Gateway,
-    conn: ClientConnection,
+    gw: HandshakeHost,
+    conn: Connected,
     req_id: str,
     params: ConnectParams,
     nonce: str,

@@ -17,17 +17,28 @@ from __future__ import annotations
 import collections
 import itertools
 import os
-from typing import TYPE_CHECKING, Any, Final, cast
+from typing import Any, Final, Protocol
 
 import attrs
 import msgspec
 import trio
 
+from actors import EventHub
 from runtime.protocol import GatewayError, RequestFrame
 
-if TYPE_CHECKING:
-    from ._connection import ClientConnection
-    from ._gateway import Gateway
+from .methods import Cancellable, Methods
+
+
+class CallerHost(Protocol):
+    """The gateway as an in-process caller sees it."""
+
+    @property
+    def hub(self) -> EventHub: ...
+    @property
+    def methods(self) -> Methods: ...
+    @property
+    def max_buffered_bytes(self) -> int: ...
+
 
 HTTP_SCOPES: Final = frozenset({"operator.admin", "operator.read", "operator.write"})
 """What a shared-secret (Bearer) HTTP caller gets, as OpenClaw grants it."""
@@ -50,7 +61,7 @@ class Caller:
 
     def __init__(
         self,
-        gateway: Gateway,
+        gateway: CallerHost,
         *,
         scopes: frozenset[str] = HTTP_SCOPES,
         label: str = "http",
@@ -60,12 +71,16 @@ class Caller:
         self._conn_id = f"{label}{next(_ids)}-{os.urandom(3).hex()}"
         self.role = "operator"
         self.scopes = scopes
+        self.granted_scopes = sorted(scopes)
+        self.auth_method = "token"
+        self.device_id: str | None = None
+        self.viewed_sessions: set[str] = set()
         self.caps: frozenset[str] = frozenset()
         self.scoped = True
         self.client_id = label
         self.client_mode = label
         self.connected = True
-        self.pending: dict[str, Any] = {}
+        self.pending: dict[str, Cancellable] = {}
         self.nursery: trio.Nursery | None = None
         self.max_buffered_bytes = gateway.max_buffered_bytes
         """As for a WebSocket connection's outbox (`gateway.max_buffered_bytes`)."""
@@ -112,17 +127,12 @@ class Caller:
 
     # --- what the route uses --------------------------------------------------------------
 
-    def as_connection(self) -> ClientConnection:
-        """For `Methods.call`, which is typed for WebSocket connections: a Caller has what
-        the methods it is used with (`agent`) read of one."""
-        return cast("ClientConnection", self)
-
     async def call(self, method: str, params: dict[str, Any], scope: trio.CancelScope) -> None:
         """Run one request to its end (its answers queue here). A checkpoint; cancelling
         `scope` cancels the request as a `cancel` frame would (an `agent` run is aborted)."""
         frame = RequestFrame(id=f"{self._conn_id}:{method}", method=method, params=params)
         with scope:
-            await self.gateway.methods.call(self.as_connection(), frame, scope)
+            await self.gateway.methods.call(self, frame, scope)
 
     def take(self) -> tuple[list[Answer], list[dict[str, Any]]]:
         """What arrived since the last call: answers, and event frames decoded."""

@@ -28,7 +28,7 @@ from __future__ import annotations
 import hmac
 import importlib.resources
 import time
-from typing import TYPE_CHECKING, Final
+from typing import Final, Protocol
 
 import msgspec
 
@@ -36,11 +36,23 @@ from ._admission import SCOPE_SHARED_SECRET, AuthRateLimiter, browser_origin_key
 from ._handshake import Peer
 from ._http import Exchange, Request, Response, Route
 from ._metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
-from ._metrics import open_registry, render
-from ._openai_http import OpenAiRoutes, error_response
+from ._metrics import MetricsHost, open_registry, render
+from ._openai_http import OpenAiHost, OpenAiRoutes, error_response
 
-if TYPE_CHECKING:
-    from ._gateway import Gateway
+
+class RoutesHost(MetricsHost, OpenAiHost, Protocol):
+    """The gateway as its HTTP routes see it: what a scrape and the OpenAI routes read,
+    and what decides who may ask (peers, origins, the token, rate limits)."""
+
+    @property
+    def rate_limiter(self) -> AuthRateLimiter: ...
+    @property
+    def browser_rate_limiter(self) -> AuthRateLimiter: ...
+
+    def is_local_address(self, address: str) -> bool: ...
+
+    def refuse_origin(self, peer: Peer) -> tuple[int, str] | None: ...
+
 
 FORWARDING_HEADERS: Final = ("forwarded", "x-forwarded-for", "x-real-ip")
 PROBES: Final = {"/health": "live", "/healthz": "live", "/ready": "ready", "/readyz": "ready"}
@@ -82,7 +94,7 @@ def load_dashboard() -> dict[str, bytes]:
 class HttpRoutes:
     """The router of one gateway (`_http.Router`)."""
 
-    def __init__(self, gateway: Gateway, dashboard: dict[str, bytes]) -> None:
+    def __init__(self, gateway: RoutesHost, dashboard: dict[str, bytes]) -> None:
         self.gw = gateway
         self.openai = OpenAiRoutes(gateway)
         self.registry = open_registry(gateway)

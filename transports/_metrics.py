@@ -18,7 +18,7 @@ from __future__ import annotations
 import collections
 import time
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Final
+from typing import Final, Protocol
 
 from prometheus_client import CollectorRegistry, GCCollector, ProcessCollector, generate_latest
 from prometheus_client.core import (
@@ -31,8 +31,7 @@ from prometheus_client.registry import Collector
 
 from actors import ABORT_REASONS, PROVIDER_ERROR_KINDS, RUN_STATUSES, HistogramSnapshot
 
-if TYPE_CHECKING:
-    from ._gateway import Gateway
+from .methods import Host
 
 CONTENT_TYPE: Final = "text/plain; version=0.0.4; charset=utf-8"
 HTTP_ROUTES: Final = (
@@ -59,6 +58,22 @@ class HttpCounters:
         self.answered[(route, f"{min(max(status // 100, 1), 5)}xx")] += 1
 
 
+class MetricsHost(Host, Protocol):
+    """The gateway as a scrape reads it: what the methods see, its sockets and counters,
+    and its readiness."""
+
+    @property
+    def websocket_sockets(self) -> int: ...
+    @property
+    def http_sockets(self) -> int: ...
+    @property
+    def http_counters(self) -> HttpCounters: ...
+
+    slow_consumer_closes: int
+
+    def readiness_failures(self) -> list[str]: ...
+
+
 def _histogram(
     name: str, doc: str, snapshots: dict[tuple[str, ...], HistogramSnapshot], labels: list[str]
 ) -> HistogramMetricFamily:
@@ -72,7 +87,7 @@ class GatewayCollector(Collector):
     """Reads one gateway's state at scrape time. Runs in the trio thread (the scrape
     handler calls `generate_latest` there): everything it reads is consistent."""
 
-    def __init__(self, gateway: Gateway) -> None:
+    def __init__(self, gateway: MetricsHost) -> None:
         self._gw = gateway
 
     def collect(self) -> Iterator[Metric]:
@@ -267,7 +282,7 @@ class GatewayCollector(Collector):
         )
 
 
-def open_registry(gateway: Gateway) -> CollectorRegistry:
+def open_registry(gateway: MetricsHost) -> CollectorRegistry:
     """The registry `/metrics` renders: ours, plus the process and GC collectors."""
     registry = CollectorRegistry(auto_describe=False)
     registry.register(GatewayCollector(gateway))

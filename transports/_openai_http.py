@@ -33,17 +33,27 @@ import math
 import re
 import time
 import uuid
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final, Protocol
 
 import msgspec
 import trio
 
+from actors import Supervisor
+
 from ._errors import TransportError
 from ._http import Exchange, Request, Response, Route
-from ._http_caller import Answer, Caller
+from ._http_caller import Answer, Caller, CallerHost
 
-if TYPE_CHECKING:
-    from ._gateway import Gateway
+
+class OpenAiHost(CallerHost, Protocol):
+    """The gateway as the OpenAI-compatible routes see it."""
+
+    @property
+    def supervisor(self) -> Supervisor: ...
+
+    slow_consumer_closes: int
+    """Counted here too: an SSE stream closed for a slow consumer."""
+
 
 MAX_BODY_BYTES: Final = 4 * 1024 * 1024
 SSE_WRITE_TIMEOUT_S: Final = 30.0
@@ -90,7 +100,7 @@ def agent_for_model(model: str | None, default_agent: str) -> str | None:
     return m.group("agent").lower() if m else None
 
 
-def model_ids(gw: Gateway) -> list[str]:
+def model_ids(gw: OpenAiHost) -> list[str]:
     gen = gw.supervisor.generation
     ids = ["openclaw", "openclaw/default"]
     ids.extend(
@@ -214,7 +224,9 @@ def session_key_for(req: Request, agent_id: str, user: str | None) -> str:
     return f"agent:{agent_id}:{main}"
 
 
-def agent_params(gw: Gateway, req: Request, payload: dict[str, Any], run_id: str) -> dict[str, Any]:
+def agent_params(
+    gw: OpenAiHost, req: Request, payload: dict[str, Any], run_id: str
+) -> dict[str, Any]:
     """The `agent` request for a completion. Raises `InvalidRequest`."""
     model = payload.get("model", "openclaw")
     if not isinstance(model, str):
@@ -295,7 +307,7 @@ def _finish_reason(final: Any) -> str:
 class OpenAiRoutes:
     """The `/v1/*` routes of one gateway."""
 
-    def __init__(self, gateway: Gateway) -> None:
+    def __init__(self, gateway: OpenAiHost) -> None:
         self.gw = gateway
 
     def route(self, req: Request) -> Route | Response:
@@ -469,7 +481,7 @@ class _TextStream:
 
 
 async def _stream_completion(
-    gw: Gateway,
+    gw: OpenAiHost,
     caller: Caller,
     exchange: Exchange,
     identity: dict[str, Any],

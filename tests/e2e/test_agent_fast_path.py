@@ -1,4 +1,4 @@
-"""`agent` on the task-free path (`transports._methods_agent.start_agent`), over real sockets.
+"""`agent` on the task-free path (`transports.methods.start_agent`), over real sockets.
 
 The path is taken once a session's row is loaded: each test warms its session with one run
 first, then checks that the request really went that way (an `_AgentCall` in the
@@ -17,7 +17,7 @@ import trio
 from tests.conftest import local_config, running_gateway
 from tests.e2e._raw import hold_commits, raw_client, warm
 from transports._gateway import Gateway
-from transports._methods_agent import _AgentCall
+from transports.methods._agent import _AgentCall
 
 
 def fast_calls(gw: Gateway) -> list[_AgentCall]:
@@ -229,7 +229,7 @@ async def test_the_ack_waits_until_the_run_is_in_the_journal(
 async def test_a_bug_on_the_fast_path_fails_the_request_not_the_connection(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import transports._methods_agent as agent_module
+    import transports.methods._agent as agent_module
 
     async with running_gateway(tmp_path, local_config()) as gw:
         with trio.fail_after(15):

@@ -29,7 +29,7 @@ from __future__ import annotations
 import logging
 import re
 import time
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 import attrs
 import trio
@@ -65,11 +65,7 @@ from runtime.protocol import (
 from runtime.sessions import SessionKeyError
 
 from ._agent_webhook import attach_webhook
-
-if TYPE_CHECKING:
-    from ._connection import ClientConnection
-    from ._gateway import Gateway
-    from ._methods import Call
+from ._context import Call, Client, Host
 
 log = logging.getLogger("clawlane.methods")
 
@@ -100,7 +96,7 @@ def _final_response(record: RunRecord) -> CachedResponse:
     )
 
 
-def restore_idempotency(gw: Gateway, runs: list[RecoveredRun]) -> None:
+def restore_idempotency(gw: Host, runs: list[RecoveredRun]) -> None:
     """At startup: the idempotency cache as it was (`agent:<key>`: the final answer, or the
     ack of a run queued again; `chat:<key>`: the `started` answer), each entry as old as
     its run's end, so that it lives out its TTL and a retried key never runs again."""
@@ -117,7 +113,7 @@ def restore_idempotency(gw: Gateway, runs: list[RecoveredRun]) -> None:
         gw.registry.dedupe.put(f"{run.kind}:{rec.run_id}", cached)
 
 
-def _send_cached(conn: ClientConnection, req_id: str, cached: CachedResponse) -> None:
+def _send_cached(conn: Client, req_id: str, cached: CachedResponse) -> None:
     if cached.ok:
         conn.respond(req_id, cached.payload)
     else:
@@ -125,7 +121,7 @@ def _send_cached(conn: ClientConnection, req_id: str, cached: CachedResponse) ->
         conn.respond_error(req_id, cached.error, payload=cached.payload)
 
 
-def _send_final(gw: Gateway, conn: ClientConnection, req_id: str, record: RunRecord) -> None:
+def _send_final(gw: Host, conn: Client, req_id: str, record: RunRecord) -> None:
     """The final `res` (cached under the key, unless a terminal answer is there already)."""
     dedupe_key = f"agent:{record.run_id}"
     cached = gw.registry.dedupe.get(dedupe_key)
@@ -151,12 +147,12 @@ class _Plan:
     model_ref: str | None
 
 
-def _authorize(conn: ClientConnection, params: AgentParams) -> None:
+def _authorize(conn: Client, params: AgentParams) -> None:
     if (opt(params.provider) or opt(params.model)) and not conn.has_scope("operator.admin"):
         raise invalid_request("provider/model overrides are not authorized for this caller.")
 
 
-def _plan(gw: Gateway, conn: ClientConnection, params: AgentParams) -> _Plan:
+def _plan(gw: Host, conn: Client, params: AgentParams) -> _Plan:
     """Check the request against the current generation. Raises `GatewayError`."""
     sup = gw.supervisor
     gen = sup.generation
@@ -210,13 +206,13 @@ def _touch_row(actor: SessionActor, params: AgentParams) -> int:
     return t
 
 
-def _check_not_in_flight(gw: Gateway, run_id: str) -> None:
+def _check_not_in_flight(gw: Host, run_id: str) -> None:
     existing = gw.registry.get(run_id)
     if existing is not None and not existing.ended:
         raise invalid_request(f"run {run_id} is already in flight")
 
 
-def _timeout_s(gw: Gateway, params: AgentParams) -> float | None:
+def _timeout_s(gw: Host, params: AgentParams) -> float | None:
     timeout = opt(params.timeout)
     if timeout is None:
         return run_timeout_seconds(gw.supervisor.generation.config.agents.defaults) or None
@@ -227,8 +223,8 @@ def _timeout_s(gw: Gateway, params: AgentParams) -> float | None:
 
 
 def _build_request(
-    gw: Gateway,
-    conn: ClientConnection,
+    gw: Host,
+    conn: Client,
     params: AgentParams,
     plan: _Plan,
     actor: SessionActor,
@@ -285,8 +281,8 @@ def journal_row(request: RunRequest, ticket: Ticket, queue_mode: str | None) -> 
 
 
 def accept(
-    gw: Gateway,
-    conn: ClientConnection,
+    gw: Host,
+    conn: Client,
     actor: SessionActor,
     request: RunRequest,
     mode: str | None,
@@ -390,8 +386,8 @@ class _AgentCall:
     """An `agent` request on the fast path, in its connection's `pending` table until its
     final `res` (so the in-flight cap, duplicate ids and `cancel` frames apply to it)."""
 
-    gateway: Gateway
-    conn: ClientConnection
+    gateway: Host
+    conn: Client
     req_id: str
     params: AgentParams
     actor: SessionActor
@@ -474,9 +470,7 @@ class _AgentCall:
         _send_final(self.gateway, self.conn, self.req_id, record)
 
 
-def start_agent(
-    gw: Gateway, conn: ClientConnection, frame: RequestFrame
-) -> tuple[bool, Ticket | None]:
+def start_agent(gw: Host, conn: Client, frame: RequestFrame) -> tuple[bool, Ticket | None]:
     """Handle an `agent` request without a task when it is the common case. Returns
     `(True, None)` when it is handled (answered, or on its way); `(False, ticket)` when the
     general path must take it, with its place in its session's order when one was taken
@@ -505,8 +499,8 @@ def start_agent(
 
 
 def _start_accepting(
-    gw: Gateway,
-    conn: ClientConnection,
+    gw: Host,
+    conn: Client,
     frame: RequestFrame,
     params: AgentParams,
     plan: _Plan,

@@ -9,13 +9,12 @@ Each attempt is logged (`clawlane.webhook`); the run itself is unaffected by the
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from actors import RunRecord
 from runtime.protocol import AgentParams
 
-if TYPE_CHECKING:
-    from ._gateway import Gateway
+from ._context import Host
 
 __all__ = ["attach_webhook", "run_result"]
 
@@ -44,7 +43,7 @@ def run_result(record: RunRecord) -> dict[str, Any]:
     return body
 
 
-def attach_webhook(gw: Gateway, params: AgentParams, record: RunRecord) -> None:
+def attach_webhook(gw: Host, params: AgentParams, record: RunRecord) -> None:
     """If the request names a `webhook`, deliver the run's result there when it ends.
     Never raises; not a checkpoint."""
     url = params.webhook if isinstance(params.webhook, str) else None

@@ -12,7 +12,7 @@ Shapes follow the schema's `*Result` definitions and what OpenClaw's gateway ans
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import msgspec
 import trio
@@ -38,18 +38,16 @@ from runtime.protocol import (
     opt,
 )
 
-from . import _methods_sessions as sessions
+from ._context import Call, MethodTable
+from ._submit import changed, key_of, session_actor, submit_message
 from ._views import agents_view, session_view
-
-if TYPE_CHECKING:
-    from ._methods import Call, Methods
 
 
 class EmptyParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     pass
 
 
-def register(methods: Methods) -> None:
+def register(methods: MethodTable) -> None:
     methods.add("agents.list", agents_list, AgentsListParams)
     methods.add("agent.identity.get", agent_identity, AgentIdentityParams)
     methods.add("sessions.create", sessions_create, SessionsCreateParams, scope="operator.write")
@@ -94,8 +92,8 @@ async def sessions_create(call: Call, params: SessionsCreateParams) -> dict[str,
     sup = call.gateway.supervisor
     agent_id = opt(params.agentId)
     raw = opt(params.key) or f"session-{uuid.uuid4()}"
-    key = sessions._key(call, raw, agent_id)
-    actor = await sessions._actor(call, key)
+    key = key_of(call, raw, agent_id)
+    actor = await session_actor(call, key)
     assert actor.row is not None
     changes: dict[str, Any] = {}
     for name in ("label", "displayName", "thinkingLevel"):
@@ -110,7 +108,7 @@ async def sessions_create(call: Call, params: SessionsCreateParams) -> dict[str,
             raise invalid_request(f"invalid sessions.create params: {exc}") from exc
         changes.update(modelOverride=resolved.model_id, providerOverride=resolved.provider_id)
     await actor.save_row(**changes)
-    sessions._changed(call, key, "create", actor)
+    changed(call, key, "create", actor)
     result: dict[str, Any] = {
         "ok": True,
         "key": key,
@@ -120,7 +118,7 @@ async def sessions_create(call: Call, params: SessionsCreateParams) -> dict[str,
     message = opt(params.message) or opt(params.task)
     if message:
         run_id = opt(params.idempotencyKey) or str(uuid.uuid4())
-        await sessions._submit_message(
+        await submit_message(
             call,
             key=key,
             message=message,
@@ -134,8 +132,8 @@ async def sessions_create(call: Call, params: SessionsCreateParams) -> dict[str,
 
 
 async def sessions_describe(call: Call, params: SessionsDescribeParams) -> dict[str, Any]:
-    key = sessions._key(call, params.key, opt(params.agentId))
-    actor = await sessions._actor(call, key)
+    key = key_of(call, params.key, opt(params.agentId))
+    actor = await session_actor(call, key)
     assert actor.row is not None
     view = session_view(call.gateway, actor.row)
     view["key"] = key

@@ -22,7 +22,7 @@ Errors: `INVALID_REQUEST` for a bad or conflicting write (the message names the 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import msgspec
 
@@ -45,11 +45,10 @@ from runtime.protocol import (
     opt,
 )
 
-if TYPE_CHECKING:
-    from ._methods import Call, Methods
+from ._context import Call, MethodTable
 
 
-def register(methods: Methods) -> None:
+def register(methods: MethodTable) -> None:
     """Add the config methods to a gateway's method table."""
     methods.add("config.get", config_get, ConfigGetParams)
     methods.add("config.set", config_set, ConfigSetParams, scope="operator.admin")

@@ -19,7 +19,7 @@ import os
 import platform
 import socket
 import time
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 import msgspec
 import psutil
@@ -48,11 +48,10 @@ from runtime.protocol import (
 )
 from runtime.sessions import MessageEntry
 
-from . import _methods_sessions as sessions
+from . import _sessions as sessions
+from ._context import Call, MethodTable
+from ._submit import key_of, session_actor
 from ._views import catalog_view, defaults_view, session_view
-
-if TYPE_CHECKING:
-    from ._methods import Call, Methods
 
 MAX_VIEWED_SESSIONS: Final = 64
 MAX_PREF_BYTES: Final = 64 * 1024
@@ -71,7 +70,7 @@ class OpenParams(msgspec.Struct, frozen=True):
     """Params of UI-only methods with no definition in either schema (extra keys allowed)."""
 
 
-def register(methods: Methods) -> None:
+def register(methods: MethodTable) -> None:
     read = "operator.read"
     methods.add("chat.startup", chat_startup, None, scope=read)
     methods.add("chat.metadata", chat_metadata, ChatMetadataParams)
@@ -113,7 +112,7 @@ async def chat_startup(call: Call, params: dict[str, Any]) -> dict[str, Any]:
         raise invalid_request(f"invalid chat.startup params: {exc}") from exc
     history = await sessions.chat_history(call, history_params)
     key = history["sessionKey"]
-    actor = await sessions._actor(call, key)
+    actor = await session_actor(call, key)
     assert actor.row is not None
     gen = call.gateway.supervisor.generation
     info = session_view(call.gateway, actor.row)
@@ -145,7 +144,7 @@ def _metadata(call: Call, agent_id: str | None) -> dict[str, Any]:
 def _agent_of(call: Call, agent_id: str | None, session_key: str | None) -> str:
     gen = call.gateway.supervisor.generation
     if agent_id is None and session_key:
-        key = sessions._key(call, session_key)
+        key = key_of(call, session_key)
         agent_id = key.split(":")[1] if key.startswith("agent:") else None
     try:
         return gen.agent(agent_id).id
@@ -195,8 +194,8 @@ async def models_auth_status(call: Call, params: ModelsAuthStatusParams) -> dict
 
 async def branches_list(call: Call, params: SessionsBranchesListParams) -> dict[str, Any]:
     """One branch: clawlane's transcripts are linear (the leaf is the last entry)."""
-    key = sessions._key(call, params.sessionKey, opt(params.agentId))
-    actor = await sessions._actor(call, key)
+    key = key_of(call, params.sessionKey, opt(params.agentId))
+    actor = await session_actor(call, key)
     assert actor.row is not None
     entries = await call.gateway.supervisor.store.load_entries(actor.row.sessionId)
     messages = [e for e in entries if isinstance(e, MessageEntry)]
@@ -225,7 +224,7 @@ def _text_of(message: Any) -> str:
 
 
 async def companion_state(call: Call, params: SessionsCompanionStateParams) -> dict[str, Any]:
-    sessions._key(call, params.sessionKey, opt(params.agentId))
+    key_of(call, params.sessionKey, opt(params.agentId))
     await trio.lowlevel.checkpoint()
     return {"exchanges": []}
 
@@ -244,7 +243,7 @@ async def viewers_set(call: Call, params: SessionKeysParams) -> dict[str, Any]:
         raise invalid_request(
             f"invalid sessions.viewers.set params: at most {MAX_VIEWED_SESSIONS} sessionKeys"
         )
-    keys = [sessions._key(call, raw) for raw in params.sessionKeys]
+    keys = [key_of(call, raw) for raw in params.sessionKeys]
     hub = call.gateway.hub
     for old in call.conn.viewed_sessions - set(keys):
         hub.unwatch_session(call.conn, old)
@@ -271,7 +270,7 @@ async def groups_defaults(call: Call, params: OpenParams) -> dict[str, Any]:
 
 
 async def progress_card(call: Call, params: ProgressCardGetParams) -> dict[str, Any]:
-    sessions._key(call, params.sessionKey, opt(params.agentId))
+    key_of(call, params.sessionKey, opt(params.agentId))
     await trio.lowlevel.checkpoint()
     return {"card": None}
 
@@ -401,7 +400,7 @@ def _empty(name: str, answer: dict[str, Any]) -> Any:
             key = raw.get("sessionKey")
             if not isinstance(key, str) or not key:
                 raise invalid_request(f"invalid {name} params: sessionKey is required")
-            out["sessionKey"] = sessions._key(call, key)
+            out["sessionKey"] = key_of(call, key)
         if name == "mentions.list":
             out["gatewayInstanceId"] = call.gateway.boot_id
         await trio.lowlevel.checkpoint()

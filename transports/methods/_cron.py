@@ -18,7 +18,7 @@ import base64
 import hashlib
 import uuid
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import msgspec
 import trio
@@ -51,13 +51,12 @@ from runtime.protocol import (
     opt,
 )
 
-if TYPE_CHECKING:
-    from ._methods import Call, Methods
+from ._context import Call, MethodTable
 
 __all__ = ["register"]
 
 
-def register(methods: Methods) -> None:
+def register(methods: MethodTable) -> None:
     methods.add("cron.status", cron_status, CronStatusParams)
     methods.add("cron.list", cron_list, CronListParams)
     methods.add("cron.get", cron_get, CronGetParams)

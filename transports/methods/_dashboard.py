@@ -16,20 +16,15 @@ The sampler is one task reading counters the actors keep anyway, once a second.
 from __future__ import annotations
 
 import collections
-import os
 import time
-import urllib.parse
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 import msgspec
 import trio
 
 from runtime.protocol import opt
 
-if TYPE_CHECKING:
-    from ._gateway import Gateway
-    from ._methods import Call, Methods
+from ._context import Call, Host, MethodTable
 
 SERIES_SECONDS: Final = 600
 RUNS_MAX: Final = 200
@@ -53,7 +48,7 @@ _Counters = tuple[float, int, int, int, float, int]
 class Sampler:
     """Samples the gateway's counters once a second into a bounded ring."""
 
-    def __init__(self, gateway: Gateway) -> None:
+    def __init__(self, gateway: Host) -> None:
         self._gw = gateway
         self.samples: collections.deque[dict[str, Any]] = collections.deque(maxlen=SERIES_SECONDS)
         self._last: _Counters | None = None
@@ -182,59 +177,7 @@ async def series(call: Call, params: SeriesParams) -> dict[str, Any]:
     return {"intervalMs": int(SAMPLE_INTERVAL_S * 1000), "samples": samples}
 
 
-def register(methods: Methods) -> None:
+def register(methods: MethodTable) -> None:
     methods.add("clawlane.dashboard", dashboard, EmptyParams, scope=READ_SCOPE)
     methods.add("clawlane.generations", generations, EmptyParams, scope=READ_SCOPE)
     methods.add("clawlane.series", series, SeriesParams, scope=READ_SCOPE)
-
-
-# --- `clawlane dashboard`: the page's address, with the token handed over safely -------------
-
-
-def dashboard_url(ws_url: str, token: str | None) -> str:
-    """The dashboard's address for a gateway at `ws_url`, with the token in the fragment
-    (`#token=`): browsers never send a fragment to the server (nor in a Referer), and the
-    page stores the token for its own origin and removes it from the address bar."""
-    parts = urllib.parse.urlsplit(ws_url)
-    scheme = "https" if parts.scheme == "wss" else "http"
-    fragment = urllib.parse.urlencode({"token": token}) if token else ""
-    return urllib.parse.urlunsplit((scheme, parts.netloc, "/", "", fragment))
-
-
-def add_dashboard_parser(sub: Any) -> None:
-    p = sub.add_parser(
-        "dashboard", help="print (or open) the live dashboard's address, token included"
-    )
-    p.add_argument(
-        "--url",
-        default=os.environ.get("CLAWLANE_GATEWAY_URL", "ws://127.0.0.1:18789"),
-        help="gateway URL (default: $CLAWLANE_GATEWAY_URL or ws://127.0.0.1:18789)",
-    )
-    p.add_argument(
-        "--token",
-        default=None,
-        help="gateway token (default: $CLAWLANE_GATEWAY_TOKEN, else for a loopback URL the "
-        "token file in the state dir)",
-    )
-    p.add_argument(
-        "--state-dir",
-        type=Path,
-        default=None,
-        help="where a local gateway keeps its token (default $CLAWLANE_STATE_DIR or .clawlane)",
-    )
-    p.add_argument("--open", action="store_true", help="open it in the default browser")
-
-
-def dashboard_main(args: Any) -> int:
-    from ._auth import TOKEN_ENV, local_client_token
-
-    token = args.token or os.environ.get(TOKEN_ENV) or None
-    if token is None:
-        token = local_client_token(args.url, args.state_dir)
-    url = dashboard_url(args.url, token)
-    print(url)
-    if args.open:
-        import webbrowser
-
-        webbrowser.open(url)
-    return 0

@@ -13,7 +13,7 @@ Every change is on disk before it is answered.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 import attrs
 import msgspec
@@ -21,8 +21,7 @@ import msgspec
 from runtime.devices import Approved, DeviceToken, PairingStoreError, TokenRefused
 from runtime.protocol import INVALID_REQUEST, GatewayError, NonEmpty, opt
 
-if TYPE_CHECKING:
-    from ._methods import Call, Methods
+from ._context import Call, MethodTable
 
 PAIRING_SCOPE: Final = "operator.pairing"
 
@@ -230,7 +229,7 @@ async def token_revoke(call: Call, params: DeviceTokenRevokeParams) -> None:
     gw.disconnect_device(device_id, "device-token-revoked", role=result.role)
 
 
-def register(methods: Methods) -> None:
+def register(methods: MethodTable) -> None:
     methods.add("device.pair.list", pair_list, DevicePairListParams, scope=PAIRING_SCOPE)
     methods.add("device.pair.approve", pair_approve, DevicePairApproveParams, scope=PAIRING_SCOPE)
     methods.add("device.pair.reject", pair_reject, DevicePairRejectParams, scope=PAIRING_SCOPE)

@@ -11,20 +11,15 @@ from __future__ import annotations
 
 import re
 import uuid
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 import msgspec
 import trio
 
 from actors import (
-    CachedResponse,
     QueueMode,
-    RunInFlight,
-    RunRecord,
-    RunRequest,
     SessionActor,
     SessionBusy,
-    Ticket,
     normalize_drop,
     normalize_mode,
     replay_terminal,
@@ -39,7 +34,7 @@ from runtime.agent import (
 from runtime.hooks import InternalHookEvent
 from runtime.llm import AssistantMessage, ProviderError, TextContent
 from runtime.loop import now_ms
-from runtime.model import GenerationError, run_timeout_seconds
+from runtime.model import GenerationError
 from runtime.protocol import (
     UNAVAILABLE,
     ChatAbortParams,
@@ -47,7 +42,6 @@ from runtime.protocol import (
     ChatInjectParams,
     ChatSendParams,
     GatewayError,
-    RequestFrame,
     SessionsAbortParams,
     SessionsCompactParams,
     SessionsDeleteParams,
@@ -63,17 +57,19 @@ from runtime.protocol import (
 from runtime.sessions import (
     DEFAULT_MAIN_KEY,
     MessageEntry,
-    SessionKeyError,
     openclaw_row_meta,
 )
 
-from ._methods_agent import accept, journal_row
+from ._context import Call, MethodTable
 from ._slash import run_slash_command
+from ._submit import (
+    changed,
+    key_of,
+    row_payload,
+    session_actor,
+    submit_message,
+)
 from ._views import defaults_view, session_view
-
-if TYPE_CHECKING:
-    from ._gateway import Gateway
-    from ._methods import Call, Methods
 
 STOP_PHRASES: Final = frozenset(
     {
@@ -123,7 +119,7 @@ class RunsReplayParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     afterSeq: int = 0
 
 
-def register(methods: Methods) -> None:
+def register(methods: MethodTable) -> None:
     methods.add("chat.send", chat_send, ChatSendParams)
     methods.add("chat.history", chat_history, ChatHistoryParams)
     methods.add("chat.abort", chat_abort, ChatAbortParams)
@@ -149,177 +145,6 @@ def register(methods: Methods) -> None:
     )
 
 
-# --- helpers --------------------------------------------------------------------------------
-
-
-def _key(call: Call, raw: str, agent_id: str | None = None) -> str:
-    try:
-        return call.gateway.supervisor.resolve_key(raw, agent_id)
-    except SessionKeyError as exc:
-        raise invalid_request(str(exc)) from exc
-
-
-async def _actor(call: Call, key: str) -> SessionActor:
-    sup = call.gateway.supervisor
-    agent_id = key.split(":")[1] if key.startswith("agent:") else sup.generation.default_agent
-    try:
-        sup.generation.agent(agent_id)
-    except GenerationError as exc:
-        raise invalid_request(str(exc)) from exc
-    return await sup.session(key, agent_id)
-
-
-def _row_payload(actor: SessionActor) -> dict[str, Any]:
-    data = msgspec.to_builtins(actor.row)
-    assert isinstance(data, dict)
-    return data
-
-
-def _changed(call: Call, key: str, reason: str, actor: SessionActor | None = None) -> None:
-    hub = call.gateway.hub
-    if not hub.has_change_subscribers:
-        return  # nobody listens: build nothing
-    payload: dict[str, Any] = {"sessionKey": key, "reason": reason, "ts": now_ms()}
-    if actor is not None and actor.row is not None:
-        payload.update(_row_payload(actor))
-        payload["sessionKey"] = key
-        payload["agentId"] = actor.agent_id
-        running = [actor.running.record.run_id] if actor.running is not None else []
-        # As OpenClaw: the session as `sessions.describe` shows it (the Control UI's list).
-        payload["session"] = {
-            **session_view(call.gateway, actor.row, active_run_ids=running),
-            "key": key,
-        }
-    hub.sessions_changed(payload)
-
-
-ORDERED_METHODS: Final = {
-    "chat.send": "sessionKey",
-    "sessions.send": "key",
-    "sessions.steer": "key",
-}
-"""Methods that start runs (besides `agent`) and the param naming their session."""
-
-
-def reserve_ticket(gw: Gateway, frame: RequestFrame) -> Ticket | None:
-    """In the reader: the request's place in its session's submission order (None when
-    its params do not name a session plainly: the handler then takes one, or fails).
-    Not a checkpoint; never raises."""
-    params = frame.params
-    if not isinstance(params, dict):
-        return None
-    raw, agent_id = params.get(ORDERED_METHODS[frame.method]), params.get("agentId")
-    if not isinstance(raw, str) or not isinstance(agent_id, str | None):
-        return None
-    try:
-        key = gw.supervisor.resolve_key(raw, agent_id)
-    except SessionKeyError:
-        return None
-    return gw.supervisor.order.reserve(key)
-
-
-async def _submit_message(
-    call: Call,
-    *,
-    key: str,
-    message: str,
-    run_id: str,
-    timeout_ms: int | None,
-    mode: str | None,
-    dedupe_prefix: str,
-    reset: str | None = None,
-) -> dict[str, Any]:
-    """Queue a chat-style message on a session; the ack is `{runId, status:"started"}`,
-    once the run is in the journal and every earlier request of the session is placed.
-    `reset` ("new" / "reset"): the run starts the session afresh first (`/new`, `/reset`)."""
-    gw = call.gateway
-    sup = gw.supervisor
-    reg = gw.registry
-    dedupe_key = f"{dedupe_prefix}:{run_id}"
-    cached = reg.dedupe.get(dedupe_key)
-    if cached is not None:
-        call.release_ticket()  # a repeat starts no run: later requests need not wait
-        await cached.ready.wait()
-        record = reg.get(run_id)
-        if record is not None and not record.ended:
-            return {"runId": run_id, "status": "in_flight"}
-        if record is not None and record.ended:
-            if record.status == "error":
-                raise GatewayError(UNAVAILABLE, record.error or "run failed")
-            return {"runId": run_id, "status": "ok"}
-        if not cached.ok and isinstance(cached.error, GatewayError):
-            raise cached.error
-        return {"runId": run_id, "status": "ok"}
-    placeholder = CachedResponse.placeholder()
-    reg.dedupe.put(dedupe_key, placeholder)
-    request: RunRequest | None = None
-    journaled = attempted = False
-    try:
-        ticket = call.ticket_for(key)
-        actor = await _actor(call, key)
-        settings = actor.queue_settings(mode)
-        if actor.would_reject(settings):
-            raise invalid_request(
-                f"the session's queue is full ({settings.cap} pending); message rejected"
-            )
-        existing = reg.get(run_id)
-        if existing is not None and not existing.ended:
-            raise _InFlight
-        assert actor.row is not None
-        t = now_ms()
-        actor.change_row(updatedAt=t)
-        record = RunRecord(
-            run_id=run_id,
-            session_key=key,
-            session_id=actor.row.sessionId,
-            agent_id=actor.agent_id,
-            accepted_at=t,
-        )
-        default_timeout = run_timeout_seconds(sup.generation.config.agents.defaults)
-        timeout_s = timeout_ms / 1000 if timeout_ms is not None else default_timeout
-        request = RunRequest(
-            record=record,
-            message=message,
-            timeout_s=timeout_s or None,
-            owner=call.conn,
-            debounce=True,
-            reset=reset is not None,
-            reset_reason=reset or "reset",
-            kind="chat",
-            journaled=True,
-        )
-        await sup.store.commit_durable(run=journal_row(request, ticket, mode), row=actor.row)
-        journaled = True
-        actor.row_stored()
-        await ticket.turn()
-        attempted = True
-        try:
-            accept(gw, call.conn, actor, request, mode)
-        except GatewayError as exc:
-            if isinstance(exc.__cause__, RunInFlight):
-                raise _InFlight from None
-            raise
-    except _InFlight:
-        reg.dedupe.discard(dedupe_key)
-        placeholder.abandon()
-        return {"runId": run_id, "status": "in_flight"}
-    except BaseException as exc:
-        if journaled and not attempted and request is not None:
-            sup.journal_refused(request, "the request was cancelled before its run was accepted")
-        reg.dedupe.discard(dedupe_key)
-        placeholder.abandon(exc if isinstance(exc, GatewayError) else None)
-        raise
-    finally:
-        call.release_ticket()
-    placeholder.settle({"runId": run_id, "status": "started"})
-    _changed(call, key, "send", actor)
-    return {"runId": run_id, "status": "started"}
-
-
-class _InFlight(Exception):
-    """A run with this id is in flight: the answer is `in_flight`."""
-
-
 def _is_stop(message: str) -> bool:
     return message.strip().lower().rstrip("!.") in STOP_PHRASES
 
@@ -333,7 +158,7 @@ async def chat_send(call: Call, params: ChatSendParams) -> dict[str, Any]:
     attachments = opt(params.attachments) or []
     if not params.message.strip() and not attachments:
         raise invalid_request("invalid chat.send params: message or attachment required")
-    key = _key(call, params.sessionKey, opt(params.agentId))
+    key = key_of(call, params.sessionKey, opt(params.agentId))
     if not opt(params.suppressCommandInterpretation) and not _is_stop(params.message):
         found = find_command(params.message)
         if found is not None:
@@ -341,7 +166,7 @@ async def chat_send(call: Call, params: ChatSendParams) -> dict[str, Any]:
                 await call.ticket_for(key).turn()  # in its place, after earlier messages
             return await run_slash_command(call, params, key, *found)
     if _is_stop(params.message) and not opt(params.suppressCommandInterpretation):
-        actor = await _actor(call, key)
+        actor = await session_actor(call, key)
         # A stop takes effect in its place: messages received before it are on the lane.
         await call.ticket_for(key).turn()
         run_ids = actor.abort(None, "stop")
@@ -355,7 +180,7 @@ async def chat_send(call: Call, params: ChatSendParams) -> dict[str, Any]:
             )
         await trio.lowlevel.checkpoint()
         return {"ok": True, "aborted": bool(run_ids), "runIds": run_ids}
-    return await _submit_message(
+    return await submit_message(
         call,
         key=key,
         message=params.message,
@@ -390,8 +215,8 @@ def _display(message: Any, max_chars: int | None) -> dict[str, Any] | None:
 
 
 async def chat_history(call: Call, params: ChatHistoryParams) -> dict[str, Any]:
-    key = _key(call, params.sessionKey, opt(params.agentId))
-    actor = await _actor(call, key)
+    key = key_of(call, params.sessionKey, opt(params.agentId))
+    actor = await session_actor(call, key)
     assert actor.row is not None
     limit = opt(params.limit) or 200
     if not 1 <= limit <= 1000:
@@ -448,13 +273,13 @@ async def chat_history(call: Call, params: ChatHistoryParams) -> dict[str, Any]:
 
 
 async def chat_abort(call: Call, params: ChatAbortParams) -> dict[str, Any]:
-    key = _key(call, params.sessionKey, opt(params.agentId))
+    key = key_of(call, params.sessionKey, opt(params.agentId))
     run_id = opt(params.runId)
     if run_id is not None:
         record = call.gateway.registry.get(run_id)
         if record is not None and record.session_key != key:
             raise invalid_request("runId does not match sessionKey")
-    actor = await _actor(call, key)
+    actor = await session_actor(call, key)
     run_ids = actor.abort(run_id, "rpc")
     return {"ok": True, "aborted": bool(run_ids), "runIds": run_ids}
 
@@ -463,8 +288,8 @@ async def chat_inject(call: Call, params: ChatInjectParams) -> dict[str, Any]:
     label = opt(params.label)
     if label is not None and len(label) > 100:
         raise invalid_request("invalid chat.inject params: label must be at most 100 characters")
-    key = _key(call, params.sessionKey, opt(params.agentId))
-    actor = await _actor(call, key)
+    key = key_of(call, params.sessionKey, opt(params.agentId))
+    actor = await session_actor(call, key)
     message = AssistantMessage(
         content=[TextContent(params.message)], timestamp=now_ms(), stopReason="stop"
     )
@@ -495,8 +320,8 @@ async def chat_inject(call: Call, params: ChatInjectParams) -> dict[str, Any]:
 
 
 async def sessions_get(call: Call, params: SessionsKeyParams) -> dict[str, Any]:
-    key = _key(call, params.key, params.agentId)
-    actor = await _actor(call, key)
+    key = key_of(call, params.key, params.agentId)
+    actor = await session_actor(call, key)
     assert actor.row is not None
     entries = await call.gateway.supervisor.store.load_entries(actor.row.sessionId)
     messages = [msgspec.to_builtins(e.message) for e in entries if hasattr(e, "message")]
@@ -505,7 +330,7 @@ async def sessions_get(call: Call, params: SessionsKeyParams) -> dict[str, Any]:
     return {
         "key": key,
         "sessionId": actor.row.sessionId,
-        "entry": _row_payload(actor),
+        "entry": row_payload(actor),
         "messages": messages,
     }
 
@@ -514,7 +339,7 @@ async def sessions_resolve(call: Call, params: SessionsResolveParams) -> dict[st
     sup = call.gateway.supervisor
     key = opt(params.key)
     if key:
-        return {"ok": True, "key": _key(call, key, opt(params.agentId))}
+        return {"ok": True, "key": key_of(call, key, opt(params.agentId))}
     rows = await sup.store.list_sessions(agent_id=opt(params.agentId))
     session_id, label = opt(params.sessionId), opt(params.label)
     for row in rows:
@@ -530,8 +355,8 @@ _PATCH_FIELDS: Final = ("label", "thinkingLevel", "verboseLevel", "reasoningLeve
 
 async def sessions_patch(call: Call, params: SessionsPatchParamsX) -> dict[str, Any]:
     sup = call.gateway.supervisor
-    key = _key(call, params.key, opt(params.agentId))
-    actor = await _actor(call, key)
+    key = key_of(call, params.key, opt(params.agentId))
+    actor = await session_actor(call, key)
     assert actor.row is not None
     changes: dict[str, Any] = {}
     for name in _PATCH_FIELDS:
@@ -570,7 +395,7 @@ async def sessions_patch(call: Call, params: SessionsPatchParamsX) -> dict[str, 
                 raise invalid_request(f"invalid sessions.patch params: {name} is out of range")
             changes[name] = value
     await actor.save_row(updatedAt=now_ms(), **changes)
-    _changed(call, key, "patch", actor)
+    changed(call, key, "patch", actor)
     gen = sup.generation
     spec = gen.agent(actor.agent_id)
     ref = actor._model_override() or spec.primary
@@ -579,32 +404,32 @@ async def sessions_patch(call: Call, params: SessionsPatchParamsX) -> dict[str, 
         "ok": True,
         "path": str(call.gateway.state_dir / "clawlane.sqlite"),
         "key": key,
-        "entry": _row_payload(actor),
+        "entry": row_payload(actor),
         "resolved": {"modelProvider": provider, "model": model},
     }
 
 
 async def _stop_everything(actor: SessionActor, reason: Any) -> None:
     for run_id in actor.abort(None, reason):
-        record = actor.supervisor.registry.get(run_id)
+        record = actor.services.registry.get(run_id)
         if record is not None:
             await record.done.wait()
     await trio.lowlevel.checkpoint()
 
 
 async def sessions_reset(call: Call, params: SessionsResetParams) -> dict[str, Any]:
-    key = _key(call, params.key, opt(params.agentId))
-    actor = await _actor(call, key)
+    key = key_of(call, params.key, opt(params.agentId))
+    actor = await session_actor(call, key)
     with trio.fail_after(30):
         await _stop_everything(actor, "reset")
     await actor.reset_and_announce(opt(params.reason) or "reset")
-    _changed(call, key, "reset", actor)
-    return {"ok": True, "key": key, "entry": _row_payload(actor)}
+    changed(call, key, "reset", actor)
+    return {"ok": True, "key": key, "entry": row_payload(actor)}
 
 
 async def sessions_delete(call: Call, params: SessionsDeleteParams) -> dict[str, Any]:
     sup = call.gateway.supervisor
-    key = _key(call, params.key, opt(params.agentId))
+    key = key_of(call, params.key, opt(params.agentId))
     agent = key.split(":")[1] if key.startswith("agent:") else sup.generation.default_agent
     if key in (f"agent:{agent}:{DEFAULT_MAIN_KEY}", "global"):
         raise invalid_request(f"cannot delete the main session ({key})")
@@ -614,7 +439,7 @@ async def sessions_delete(call: Call, params: SessionsDeleteParams) -> dict[str,
             await _stop_everything(actor, "deleted")
     delete_transcript = opt(params.deleteTranscript)
     deleted = await sup.forget_session(key, delete_transcript=delete_transcript is not False)
-    _changed(call, key, "delete")
+    changed(call, key, "delete")
     return {"ok": True, "key": key, "deleted": deleted, "archived": False}
 
 
@@ -628,8 +453,8 @@ async def sessions_abort(call: Call, params: SessionsAbortParams) -> dict[str, A
         if record is None:
             return {"ok": True, "aborted": False, "runIds": []}
         raw_key = record.session_key
-    key = _key(call, raw_key, opt(params.agentId))
-    actor = await _actor(call, key)
+    key = key_of(call, raw_key, opt(params.agentId))
+    actor = await session_actor(call, key)
     run_ids = actor.abort(run_id, "rpc")
     return {"ok": True, "aborted": bool(run_ids), "runIds": run_ids}
 
@@ -638,8 +463,8 @@ async def _send_to_session(call: Call, params: SessionsSendParams, mode: str) ->
     if not params.message.strip() and not opt(params.attachments):
         method = "sessions.steer" if mode == "steer" else "sessions.send"
         raise invalid_request(f"invalid {method} params: message or attachment required")
-    key = _key(call, params.key, opt(params.agentId))
-    return await _submit_message(
+    key = key_of(call, params.key, opt(params.agentId))
+    return await submit_message(
         call,
         key=key,
         message=params.message,
@@ -673,7 +498,7 @@ async def sessions_unsubscribe(call: Call, params: EmptyParams) -> dict[str, Any
 
 
 async def messages_subscribe(call: Call, params: SessionsMessagesSubscribeParams) -> dict[str, Any]:
-    key = _key(call, params.key, opt(params.agentId))
+    key = key_of(call, params.key, opt(params.agentId))
     call.gateway.hub.watch_session(call.conn, key)
     await trio.lowlevel.checkpoint()
     return {"subscribed": True, "key": key}
@@ -682,15 +507,15 @@ async def messages_subscribe(call: Call, params: SessionsMessagesSubscribeParams
 async def messages_unsubscribe(
     call: Call, params: SessionsMessagesUnsubscribeParams
 ) -> dict[str, Any]:
-    key = _key(call, params.key, opt(params.agentId))
+    key = key_of(call, params.key, opt(params.agentId))
     call.gateway.hub.unwatch_session(call.conn, key)
     await trio.lowlevel.checkpoint()
     return {"subscribed": False, "key": key}
 
 
 async def sessions_compact(call: Call, params: SessionsCompactParams) -> dict[str, Any]:
-    key = _key(call, params.key, opt(params.agentId))
-    actor = await _actor(call, key)
+    key = key_of(call, params.key, opt(params.agentId))
+    actor = await session_actor(call, key)
     max_lines = opt(params.maxLines)
     try:
         result = await actor.compact(max_kept_messages=max_lines)
@@ -700,7 +525,7 @@ async def sessions_compact(call: Call, params: SessionsCompactParams) -> dict[st
         raise invalid_request(str(exc)) from exc
     except ProviderError as exc:
         raise GatewayError(UNAVAILABLE, f"compaction failed: {exc.message}") from exc
-    _changed(call, key, "compact", actor)
+    changed(call, key, "compact", actor)
     return {"ok": True, "key": key, **result}
 
 
@@ -708,8 +533,8 @@ async def sessions_system_prompt(call: Call, params: SessionsKeyParams) -> dict[
     """clawlane: the system prompt report (sections and token estimates) a run of this
     session would get now (admins only)."""
     sup = call.gateway.supervisor
-    key = _key(call, params.key, params.agentId)
-    actor = await _actor(call, key)
+    key = key_of(call, params.key, params.agentId)
+    actor = await session_actor(call, key)
     assert actor.row is not None
     gen = sup.generation
     agent = gen.agent(actor.agent_id)

@@ -35,13 +35,12 @@ from runtime.loop import now_ms
 from runtime.model import GenerationError
 from runtime.protocol import ChatSendParams
 
-from . import _methods_sessions as sessions
+from ._context import Call
+from ._submit import changed, session_actor, submit_message
 from ._views import model_ref, session_view, thinking_levels
 
 if TYPE_CHECKING:
     from actors import SessionActor
-
-    from ._methods import Call
 
 RESET_GREETING = (
     "A new session was started. Greet the user briefly and ask what they would like to do."
@@ -54,7 +53,7 @@ async def run_slash_command(
     """Carry out `command` for `chat.send` on session `key`. A checkpoint."""
     run_id = params.idempotencyKey
     if command.name in ("new", "reset"):
-        return await sessions._submit_message(
+        return await submit_message(
             call,
             key=key,
             message=args or RESET_GREETING,
@@ -72,7 +71,7 @@ async def run_slash_command(
     placeholder = CachedResponse.placeholder()
     reg.dedupe.put(dedupe_key, placeholder)
     try:
-        actor = await sessions._actor(call, key)
+        actor = await session_actor(call, key)
         handler = _HANDLERS[command.name]
         reply = await handler(call, actor, args)
         await _answer(call, actor, run_id, params.message, reply)
@@ -114,7 +113,7 @@ async def _answer(call: Call, actor: SessionActor, run_id: str, line: str, reply
 
 async def _patch(call: Call, actor: SessionActor, **changes: Any) -> None:
     await actor.save_row(updatedAt=now_ms(), **changes)
-    sessions._changed(call, actor.key, "patch", actor)
+    changed(call, actor.key, "patch", actor)
 
 
 # --- the commands --------------------------------------------------------------------------
@@ -131,8 +130,6 @@ async def _commands(call: Call, actor: SessionActor, args: str) -> str:
 
 
 async def _status(call: Call, actor: SessionActor, args: str) -> str:
-    from ._gateway import VERSION
-
     gw = call.gateway
     assert actor.row is not None
     view = session_view(gw, actor.row)
@@ -143,7 +140,7 @@ async def _status(call: Call, actor: SessionActor, args: str) -> str:
     await trio.lowlevel.checkpoint()
     return "\n".join(
         [
-            f"🦞 clawlane {VERSION}",
+            f"🦞 clawlane {gw.version}",
             f"⏱️ Uptime: gateway {_duration(uptime_s)}",
             "",
             f"🧠 Model: {view['modelProvider']}/{view['model']}",

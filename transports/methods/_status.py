@@ -14,14 +14,13 @@ from __future__ import annotations
 import os
 import platform
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import psutil
 import trio
 import trio.lowlevel
 
-if TYPE_CHECKING:
-    from ._gateway import Gateway
+from ._context import Host
 
 _proc = psutil.Process()
 _last_sample: list[float] = []
@@ -70,7 +69,7 @@ def _heartbeat(agent_id: str) -> dict[str, Any]:
     }
 
 
-async def _session_counts(gw: Gateway) -> tuple[dict[str, int], dict[str, list[dict[str, Any]]]]:
+async def _session_counts(gw: Host) -> tuple[dict[str, int], dict[str, list[dict[str, Any]]]]:
     """Sessions per agent and each agent's most recent ones (at most 5)."""
     rows = await gw.supervisor.store.list_sessions(limit=None)
     counts: dict[str, int] = {}
@@ -88,7 +87,7 @@ async def _session_counts(gw: Gateway) -> tuple[dict[str, int], dict[str, list[d
     return counts, recent
 
 
-async def health_view(gw: Gateway, *, extras: bool = True) -> dict[str, Any]:
+async def health_view(gw: Host, *, extras: bool = True) -> dict[str, Any]:
     """The `health` result (with `extras`, clawlane's block too). A checkpoint."""
     started = time.perf_counter()
     gen = gw.supervisor.generation
@@ -137,7 +136,7 @@ async def health_view(gw: Gateway, *, extras: bool = True) -> dict[str, Any]:
     if extras:
         sup = gw.supervisor.statistics()
         view["clawlane"] = {
-            "version": _version(),
+            "version": gw.version,
             "uptimeMs": int((time.time() - gw.started) * 1000),
             "generation": sup.generation,
             "sessions": {"active": sup.sessions, "busy": sup.busy_sessions},
@@ -146,13 +145,7 @@ async def health_view(gw: Gateway, *, extras: bool = True) -> dict[str, Any]:
     return view
 
 
-def _version() -> str:
-    from ._gateway import VERSION
-
-    return VERSION
-
-
-def clawlane_status(gw: Gateway) -> dict[str, Any]:
+def clawlane_status(gw: Host) -> dict[str, Any]:
     """clawlane's own figures (what `status` answered before it took OpenClaw's shape)."""
     sup = gw.supervisor
     gen = sup.generation
@@ -161,7 +154,7 @@ def clawlane_status(gw: Gateway) -> dict[str, Any]:
     reg = gw.registry.statistics()
     store = sup.store.statistics()
     return {
-        "version": _version(),
+        "version": gw.version,
         "uptimeMs": int((time.time() - gw.started) * 1000),
         "authMode": gw.auth.mode,
         "generation": {
@@ -195,7 +188,7 @@ def clawlane_status(gw: Gateway) -> dict[str, Any]:
     }
 
 
-def durability_view(gw: Gateway) -> dict[str, Any]:
+def durability_view(gw: Host) -> dict[str, Any]:
     """clawlane (issue 12): failed writes, turns not stored, what the last start recovered."""
     store = gw.supervisor.store.statistics()
     sup = gw.supervisor.statistics()
@@ -218,7 +211,7 @@ def durability_view(gw: Gateway) -> dict[str, Any]:
     }
 
 
-async def status_view(gw: Gateway, *, cli_projection: bool = False) -> dict[str, Any]:
+async def status_view(gw: Host, *, cli_projection: bool = False) -> dict[str, Any]:
     """The `status` result. A checkpoint."""
     gen = gw.supervisor.generation
     counts, recent = await _session_counts(gw)
@@ -231,7 +224,7 @@ async def status_view(gw: Gateway, *, cli_projection: bool = False) -> dict[str,
     memory = _proc.memory_info()
     active = gw.registry.statistics().active_runs
     view: dict[str, Any] = {
-        "runtimeVersion": _version(),
+        "runtimeVersion": gw.version,
         "heartbeat": {
             "defaultAgentId": gen.default_agent,
             "agents": [

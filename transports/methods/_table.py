@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import attrs
 import trio
@@ -35,21 +34,18 @@ from runtime.protocol import (
 from runtime.protocol import decode_params as decode_params
 
 from . import (
+    _clients,
+    _config,
+    _controlui,
+    _cron,
     _dashboard,
-    _methods_clients,
-    _methods_config,
-    _methods_controlui,
-    _methods_cron,
-    _methods_devices,
-    _methods_sessions,
+    _devices,
+    _sessions,
 )
-from ._methods_agent import agent
+from ._agent import agent
+from ._context import Call, Client, Handler, Host
 from ._status import health_view, status_view
 from ._views import catalog_view, defaults_view, session_view
-
-if TYPE_CHECKING:
-    from ._connection import ClientConnection
-    from ._gateway import Gateway
 
 log = logging.getLogger("clawlane.methods")
 
@@ -58,41 +54,6 @@ _T = TypeVar("_T")
 
 def now_ms() -> int:
     return int(time.time() * 1000)
-
-
-@attrs.define(eq=False)
-class Call:
-    gateway: Gateway
-    conn: ClientConnection
-    frame: RequestFrame
-    scope: trio.CancelScope
-    ticket: Ticket | None = None
-    """The request's place in its session's submission order, taken by the reader
-    (`actors._order`; runs of `agent`, `chat.send`, `sessions.send`); released when the
-    handler returns."""
-
-    @property
-    def id(self) -> str:
-        return self.frame.id
-
-    def ticket_for(self, key: str) -> Ticket:
-        """The request's ticket for session `key`: the reader's, or (when the reader could
-        not tell the key, or it resolves differently now) one taken now."""
-        ticket = self.ticket
-        if ticket is None or ticket.key != key or ticket.released:
-            self.release_ticket()
-            ticket = self.ticket = self.gateway.supervisor.order.reserve(key)
-        return ticket
-
-    def release_ticket(self) -> None:
-        if self.ticket is not None:
-            self.ticket.release()
-
-    def respond(self, payload: Any) -> None:
-        self.conn.respond(self.frame.id, payload)
-
-
-Handler = Callable[[Call, Any], Awaitable[Any]]
 
 
 @attrs.frozen
@@ -106,7 +67,7 @@ class _Method:
 class Methods:
     """The method table of one gateway."""
 
-    def __init__(self, gateway: Gateway) -> None:
+    def __init__(self, gateway: Host) -> None:
         self.gateway = gateway
         self._table: dict[str, _Method] = {}
         self.add("agent", agent, AgentParams, scope="operator.write")
@@ -115,13 +76,13 @@ class Methods:
         self.add("status", status, None)
         self.add("sessions.list", sessions_list, SessionsListParams)
         self.add("models.list", models_list, ModelsListParams)
-        _methods_config.register(self)  # config.get/set/patch/apply (issue 3)
-        _methods_sessions.register(self)  # chat.* and sessions.* (issue 6)
-        _methods_devices.register(self)  # device.pair.* and device.token.* (issue 12)
+        _config.register(self)  # config.get/set/patch/apply (issue 3)
+        _sessions.register(self)  # chat.* and sessions.* (issue 6)
+        _devices.register(self)  # device.pair.* and device.token.* (issue 12)
         _dashboard.register(self)  # clawlane.dashboard/generations/series (issue 14)
-        _methods_clients.register(self)  # what OpenClaw's CLI and terminal UI call (issue 17)
-        _methods_controlui.register(self)  # what OpenClaw's Control UI calls (issue 17)
-        _methods_cron.register(self)  # cron.* (issue 15)
+        _clients.register(self)  # what OpenClaw's CLI and terminal UI call (issue 17)
+        _controlui.register(self)  # what OpenClaw's Control UI calls (issue 17)
+        _cron.register(self)  # cron.* (issue 15)
 
     def add(
         self, name: str, handler: Handler, params: type[Any] | None, *, scope: str | None = None
@@ -134,7 +95,7 @@ class Methods:
 
     async def call(
         self,
-        conn: ClientConnection,
+        conn: Client,
         frame: RequestFrame,
         scope: trio.CancelScope,
         ticket: Ticket | None = None,
@@ -197,7 +158,7 @@ async def status(call: Call, params: dict[str, Any]) -> dict[str, Any]:
     return await status_view(call.gateway, cli_projection=bool(params.get("includeCliProjection")))
 
 
-def _row_view(gw: Gateway, row: Any, active: list[str], cache: dict[str, Any]) -> dict[str, Any]:
+def _row_view(gw: Host, row: Any, active: list[str], cache: dict[str, Any]) -> dict[str, Any]:
     return session_view(gw, row, active_run_ids=active, cache=cache)
 
 

@@ -8,15 +8,14 @@ the session defaults. Pure functions of the generation and the row: no I/O.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 import msgspec
 
 from runtime.model import CatalogEntry, GenerationError, ModelRuntimeGeneration
 from runtime.sessions import DEFAULT_MAIN_KEY, SessionRow, parse_session_key, session_kind
 
-if TYPE_CHECKING:
-    from ._gateway import Gateway
+from ._context import Host
 
 REASONING_LEVELS: Final = ("off", "minimal", "low", "medium", "high")
 AGENT_RUNTIME: Final = {
@@ -134,7 +133,7 @@ def agent_view(gen: ModelRuntimeGeneration, agent_id: str) -> dict[str, Any]:
     return view
 
 
-def agents_view(gw: Gateway) -> dict[str, Any]:
+def agents_view(gw: Host) -> dict[str, Any]:
     """`agents.list`: the generation's agents."""
     gen = gw.supervisor.generation
     agents = [agent_view(gen, agent_id) for agent_id in gen.agents]
@@ -151,7 +150,7 @@ def agents_view(gw: Gateway) -> dict[str, Any]:
 
 
 def session_view(
-    gw: Gateway,
+    gw: Host,
     row: SessionRow,
     *,
     active_run_ids: list[str] | None = None,

@@ -1,0 +1,209 @@
+"""What the RPC methods see of the gateway and of the connection calling them.
+
+The methods sit below the connection and the gateway: they never import `Host` or
+`Client`, only these two views, which those classes (and the in-process HTTP
+caller, `transports._http_caller.Caller`) satisfy as they are. A handler reaches them
+through its `Call` (`call.gateway`, `call.conn`).
+
+- `Client`: the calling connection: who it is (role, scopes, device), where its answers go
+  (`respond`, `respond_error`), and, as the hub's `Subscriber`, where its events go; its
+  requests in flight (`pending`) and the sessions its UI has open (`viewed_sessions`).
+- `Connected`: a connection the gateway lists (`Host.connections`): a `Client` with its
+  client's name and mode and its outbox.
+- `Host`: the gateway: the actors (supervisor, hub, registry, cron, publisher), trust
+  (pairing, auth), where its state lives, and the few things only it can do (presence,
+  `device.pair.*` events, closing a device's connections).
+- `Call`: one request as its handler sees it: the two above, the frame, its cancel scope
+  and its place in its session's submission order; `MethodTable`: where a method module
+  adds its handlers (`_table.Methods`).
+
+Everything here is read in the trio thread; nothing is a checkpoint.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+import attrs
+import msgspec
+import trio
+
+from actors import (
+    CronScheduler,
+    EventHub,
+    Publisher,
+    RecoveryReport,
+    RunRegistry,
+    Subscriber,
+    Supervisor,
+    Ticket,
+)
+from runtime.devices import PairingStore
+from runtime.protocol import GatewayError, RequestFrame
+
+from .._auth import AuthSettings
+from .._ws import WebSocketServerConnection
+
+__all__ = [
+    "Call",
+    "Cancellable",
+    "Client",
+    "Connected",
+    "Handler",
+    "Host",
+    "MethodTable",
+    "Samples",
+]
+
+
+class Cancellable(Protocol):
+    """A request in flight: a handler task's cancel scope, or an `agent` request on the
+    task-free path (`_agent`)."""
+
+    def cancel(self) -> None: ...
+
+
+class Client(Subscriber, Protocol):
+    """The connection a request came from (see the module docstring)."""
+
+    role: str
+    scopes: frozenset[str]
+    """Exactly the scopes granted (`has_scope` applies what each one satisfies)."""
+    granted_scopes: list[str]
+    auth_method: str
+    device_id: str | None
+    viewed_sessions: set[str]
+    """Sessions the Control UI has open (`sessions.viewers.set`)."""
+    scoped: bool
+    """Whether it asked for session-scoped events only."""
+    pending: dict[str, Cancellable]
+    """Requests in flight by id."""
+
+    def has_scope(self, scope: str) -> bool: ...
+
+    def respond(self, req_id: str, payload: Any = None) -> None: ...
+
+    def respond_error(
+        self, req_id: str, error: GatewayError, payload: Any = msgspec.UNSET
+    ) -> None: ...
+
+
+class Connected(Client, Protocol):
+    """A WebSocket connection the gateway lists."""
+
+    client_id: str
+    client_mode: str
+    ws: WebSocketServerConnection
+
+
+class Samples(Protocol):
+    """The dashboard chart's samples (`_dashboard.Sampler`)."""
+
+    @property
+    def samples(self) -> Iterable[dict[str, Any]]: ...
+
+
+class Host(Protocol):
+    """The gateway as the methods see it (see the module docstring)."""
+
+    @property
+    def supervisor(self) -> Supervisor: ...
+    @property
+    def hub(self) -> EventHub: ...
+    @property
+    def registry(self) -> RunRegistry: ...
+    @property
+    def cron(self) -> CronScheduler | None: ...
+    @property
+    def publisher(self) -> Publisher | None: ...
+    @property
+    def recovery(self) -> RecoveryReport | None: ...
+    @property
+    def pairing(self) -> PairingStore: ...
+    @property
+    def auth(self) -> AuthSettings: ...
+    @property
+    def state_dir(self) -> Path: ...
+    @property
+    def config_path(self) -> Path | None: ...
+    @property
+    def version(self) -> str: ...
+    @property
+    def boot_id(self) -> str: ...
+    @property
+    def started(self) -> float:
+        """When the gateway started (epoch seconds)."""
+        ...
+
+    @property
+    def listeners(self) -> Sequence[trio.SocketListener]: ...
+    @property
+    def connections(self) -> Mapping[str, Connected]: ...
+    @property
+    def user_prefs(self) -> dict[str, Any]:
+        """The Control UI's `users.prefs.*` (in memory)."""
+        ...
+
+    @property
+    def sampler(self) -> Samples: ...
+
+    def now_ms(self) -> int: ...
+
+    def presence(self) -> list[dict[str, Any]]: ...
+
+    def pairing_event(self, event: str, payload: dict[str, Any]) -> None:
+        """`device.pair.*` to the operators holding `operator.pairing`."""
+        ...
+
+    def connected_device_ids(self) -> set[str]: ...
+
+    def disconnect_device(self, device_id: str, reason: str, *, role: str | None = None) -> None:
+        """Close the connections of a device whose pairing or token went away."""
+        ...
+
+
+@attrs.define(eq=False)
+class Call:
+    """One request as its handler sees it (`_table.Methods.call` makes it)."""
+
+    gateway: Host
+    conn: Client
+    frame: RequestFrame
+    scope: trio.CancelScope
+    ticket: Ticket | None = None
+    """The request's place in its session's submission order, taken by the reader
+    (`actors._order`; runs of `agent`, `chat.send`, `sessions.send`); released when the
+    handler returns."""
+
+    @property
+    def id(self) -> str:
+        return self.frame.id
+
+    def ticket_for(self, key: str) -> Ticket:
+        """The request's ticket for session `key`: the reader's, or (when the reader could
+        not tell the key, or it resolves differently now) one taken now."""
+        ticket = self.ticket
+        if ticket is None or ticket.key != key or ticket.released:
+            self.release_ticket()
+            ticket = self.ticket = self.gateway.supervisor.order.reserve(key)
+        return ticket
+
+    def release_ticket(self) -> None:
+        if self.ticket is not None:
+            self.ticket.release()
+
+    def respond(self, payload: Any) -> None:
+        self.conn.respond(self.frame.id, payload)
+
+
+Handler = Callable[[Call, Any], Awaitable[Any]]
+
+
+class MethodTable(Protocol):
+    """Where a method module's `register` adds its handlers."""
+
+    def add(
+        self, name: str, handler: Handler, params: type[Any] | None, *, scope: str | None = None
+    ) -> None: ...

@@ -1,0 +1,251 @@
+"""A chat-style message submitted to a session, and the session helpers the chat, session,
+client and slash-command methods share.
+
+`submit_message` is how `chat.send`, `sessions.send`, `sessions.steer`, `sessions.create`
+(with a first message) and the slash commands that start a run queue one: a repeated
+idempotency key answers from the cache (`ok` or `in_flight`); otherwise the run is written
+to the journal with the session's row, waits until every earlier request of the session is
+placed, and is accepted on the session's lane (`_agent.accept`). The ack,
+`{runId, status:"started"}`, comes only after that. `reserve_ticket` takes the request's
+place in its session's order in the reader, before a handler task exists.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import attrs
+import msgspec
+
+from actors import (
+    CachedResponse,
+    RunInFlight,
+    RunRecord,
+    RunRequest,
+    SessionActor,
+    Ticket,
+)
+from runtime.loop import now_ms
+from runtime.model import GenerationError, run_timeout_seconds
+from runtime.protocol import UNAVAILABLE, GatewayError, RequestFrame, invalid_request
+from runtime.sessions import SessionKeyError
+
+from ._agent import accept, journal_row
+from ._context import Call, Host
+from ._views import session_view
+
+__all__ = [
+    "ORDERED_METHODS",
+    "changed",
+    "key_of",
+    "reserve_ticket",
+    "row_payload",
+    "session_actor",
+    "submit_message",
+]
+
+ORDERED_METHODS: Final = {
+    "chat.send": "sessionKey",
+    "sessions.send": "key",
+    "sessions.steer": "key",
+}
+"""Methods that start runs (besides `agent`) and the param naming their session."""
+
+
+def key_of(call: Call, raw: str, agent_id: str | None = None) -> str:
+    try:
+        return call.gateway.supervisor.resolve_key(raw, agent_id)
+    except SessionKeyError as exc:
+        raise invalid_request(str(exc)) from exc
+
+
+async def session_actor(call: Call, key: str) -> SessionActor:
+    sup = call.gateway.supervisor
+    agent_id = key.split(":")[1] if key.startswith("agent:") else sup.generation.default_agent
+    try:
+        sup.generation.agent(agent_id)
+    except GenerationError as exc:
+        raise invalid_request(str(exc)) from exc
+    return await sup.session(key, agent_id)
+
+
+def row_payload(actor: SessionActor) -> dict[str, Any]:
+    data = msgspec.to_builtins(actor.row)
+    assert isinstance(data, dict)
+    return data
+
+
+def changed(call: Call, key: str, reason: str, actor: SessionActor | None = None) -> None:
+    hub = call.gateway.hub
+    if not hub.has_change_subscribers:
+        return  # nobody listens: build nothing
+    payload: dict[str, Any] = {"sessionKey": key, "reason": reason, "ts": now_ms()}
+    if actor is not None and actor.row is not None:
+        payload.update(row_payload(actor))
+        payload["sessionKey"] = key
+        payload["agentId"] = actor.agent_id
+        running = [actor.running.record.run_id] if actor.running is not None else []
+        # As OpenClaw: the session as `sessions.describe` shows it (the Control UI's list).
+        payload["session"] = {
+            **session_view(call.gateway, actor.row, active_run_ids=running),
+            "key": key,
+        }
+    hub.sessions_changed(payload)
+
+
+def reserve_ticket(gw: Host, frame: RequestFrame) -> Ticket | None:
+    """In the reader: the request's place in its session's submission order (None when
+    its params do not name a session plainly: the handler then takes one, or fails).
+    Not a checkpoint; never raises."""
+    params = frame.params
+    if not isinstance(params, dict):
+        return None
+    raw, agent_id = params.get(ORDERED_METHODS[frame.method]), params.get("agentId")
+    if not isinstance(raw, str) or not isinstance(agent_id, str | None):
+        return None
+    try:
+        key = gw.supervisor.resolve_key(raw, agent_id)
+    except SessionKeyError:
+        return None
+    return gw.supervisor.order.reserve(key)
+
+
+class _InFlight(Exception):
+    """A run with this id is in flight: the answer is `in_flight`."""
+
+
+async def submit_message(
+    call: Call,
+    *,
+    key: str,
+    message: str,
+    run_id: str,
+    timeout_ms: int | None,
+    mode: str | None,
+    dedupe_prefix: str,
+    reset: str | None = None,
+) -> dict[str, Any]:
+    """Queue a chat-style message on a session; the ack is `{runId, status:"started"}`,
+    once the run is in the journal and every earlier request of the session is placed.
+    `reset` ("new" / "reset"): the run starts the session afresh first (`/new`, `/reset`).
+    A checkpoint; cancelled before its run is accepted, the run is journaled as refused."""
+    reg = call.gateway.registry
+    dedupe_key = f"{dedupe_prefix}:{run_id}"
+    cached = reg.dedupe.get(dedupe_key)
+    if cached is not None:
+        call.release_ticket()  # a repeat starts no run: later requests need not wait
+        return await _answer_repeat(call, run_id, cached)
+    placeholder = CachedResponse.placeholder()
+    reg.dedupe.put(dedupe_key, placeholder)
+    submission = _Submission(call, key, message, run_id, timeout_ms, mode, reset)
+    try:
+        actor = await submission.place()
+    except _InFlight:
+        reg.dedupe.discard(dedupe_key)
+        placeholder.abandon()
+        return {"runId": run_id, "status": "in_flight"}
+    except BaseException as exc:
+        submission.refused()
+        reg.dedupe.discard(dedupe_key)
+        placeholder.abandon(exc if isinstance(exc, GatewayError) else None)
+        raise
+    finally:
+        call.release_ticket()
+    placeholder.settle({"runId": run_id, "status": "started"})
+    changed(call, key, "send", actor)
+    return {"runId": run_id, "status": "started"}
+
+
+async def _answer_repeat(call: Call, run_id: str, cached: CachedResponse) -> dict[str, Any]:
+    """The answer to a repeated idempotency key, once the first request has its own."""
+    await cached.ready.wait()
+    record = call.gateway.registry.get(run_id)
+    if record is not None and not record.ended:
+        return {"runId": run_id, "status": "in_flight"}
+    if record is not None and record.ended:
+        if record.status == "error":
+            raise GatewayError(UNAVAILABLE, record.error or "run failed")
+        return {"runId": run_id, "status": "ok"}
+    if not cached.ok and isinstance(cached.error, GatewayError):
+        raise cached.error
+    return {"runId": run_id, "status": "ok"}
+
+
+@attrs.define
+class _Submission:
+    """One message on its way to its session's lane, and how far it got."""
+
+    call: Call
+    key: str
+    message: str
+    run_id: str
+    timeout_ms: int | None
+    mode: str | None
+    reset: str | None
+    request: RunRequest | None = None
+    journaled: bool = False
+    attempted: bool = False
+
+    async def place(self) -> SessionActor:
+        """Journal the run with the session's row, wait for the session's earlier
+        requests, and accept it. Raises `_InFlight` when a run with this id is in flight."""
+        call = self.call
+        ticket = call.ticket_for(self.key)
+        actor = await session_actor(call, self.key)
+        settings = actor.queue_settings(self.mode)
+        if actor.would_reject(settings):
+            raise invalid_request(
+                f"the session's queue is full ({settings.cap} pending); message rejected"
+            )
+        existing = call.gateway.registry.get(self.run_id)
+        if existing is not None and not existing.ended:
+            raise _InFlight
+        request = self.request = self._run_request(actor)
+        assert actor.row is not None
+        store = call.gateway.supervisor.store
+        await store.commit_durable(run=journal_row(request, ticket, self.mode), row=actor.row)
+        self.journaled = True
+        actor.row_stored()
+        await ticket.turn()
+        self.attempted = True
+        try:
+            accept(call.gateway, call.conn, actor, request, self.mode)
+        except GatewayError as exc:
+            if isinstance(exc.__cause__, RunInFlight):
+                raise _InFlight from None
+            raise
+        return actor
+
+    def _run_request(self, actor: SessionActor) -> RunRequest:
+        assert actor.row is not None
+        t = now_ms()
+        actor.change_row(updatedAt=t)
+        record = RunRecord(
+            run_id=self.run_id,
+            session_key=self.key,
+            session_id=actor.row.sessionId,
+            agent_id=actor.agent_id,
+            accepted_at=t,
+        )
+        sup = self.call.gateway.supervisor
+        default_timeout = run_timeout_seconds(sup.generation.config.agents.defaults)
+        timeout_s = self.timeout_ms / 1000 if self.timeout_ms is not None else default_timeout
+        return RunRequest(
+            record=record,
+            message=self.message,
+            timeout_s=timeout_s or None,
+            owner=self.call.conn,
+            debounce=True,
+            reset=self.reset is not None,
+            reset_reason=self.reset or "reset",
+            kind="chat",
+            journaled=True,
+        )
+
+    def refused(self) -> None:
+        """The submission failed (or was cancelled): a run journaled as accepted but never
+        handed to its lane is journaled as ended."""
+        if self.journaled and not self.attempted and self.request is not None:
+            self.call.gateway.supervisor.journal_refused(
+                self.request, "the request was cancelled before its run was accepted"
+            )
