@@ -43,7 +43,6 @@ from ._journal import AcceptedRun as AcceptedRun
 from ._journal import JournalRow as JournalRow
 from ._journal import accepted_row as accepted_row
 from ._lane import LaneFull as LaneFull
-from ._lane import QueueMode as QueueMode
 from ._lane import normalize_drop as normalize_drop
 from ._lane import normalize_mode as normalize_mode
 from ._metrics import ABORT_REASONS as ABORT_REASONS
@@ -56,15 +55,16 @@ from ._publisher import GENERATION_EVENT as GENERATION_EVENT
 from ._publisher import PublishConflict as PublishConflict
 from ._publisher import Publisher as Publisher
 from ._publisher import PublishResult as PublishResult
+from ._record import RunRecord as RunRecord
 from ._recovery import RecoveredRun as RecoveredRun
 from ._recovery import RecoveryReport as RecoveryReport
 from ._recovery import recover_runs as recover_runs
 from ._recovery import replay_terminal as replay_terminal
 from ._registry import CachedResponse as CachedResponse
 from ._registry import IdempotencyCache as IdempotencyCache
-from ._registry import RunRecord as RunRecord
 from ._registry import RunRegistry as RunRegistry
-from ._session import RunRequest as RunRequest
+from ._request import QueueMode as QueueMode
+from ._request import RunRequest as RunRequest
 from ._session import SessionActor as SessionActor
 from ._session import SessionBusy as SessionBusy
 from ._store import Store as Store

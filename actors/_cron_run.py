@@ -34,8 +34,8 @@ from runtime.protocol import CronAddParamsPayloadAgentTurn, describe_exception
 from runtime.sessions import DEFAULT_MAIN_KEY, SessionKeyError
 
 from ._lane import LaneFull
-from ._registry import RunRecord
-from ._session import RunRequest
+from ._record import RunRecord
+from ._request import RunRequest
 from ._supervisor import RunRefused
 
 if TYPE_CHECKING:

@@ -19,6 +19,11 @@ that message, `agent.wait` answers `error`; the failure is logged and counted
 next run continues from what the store holds. The session's next run starts only after
 that, so it sees the stored state. Whatever fails in steps 1-2 (a crash of the actor,
 contained by the supervisor), step 3 happens.
+
+The requests that end with a run without running (steered or coalesced into it:
+`finish_followers`) and those that never ran (dropped, cleared, aborted while queued:
+`end_unrun`) end here too. The session actor is seen through `RunHost`: what ending a run
+needs of it, and no more.
 """
 
 from __future__ import annotations
@@ -26,29 +31,21 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import attrs
 import trio
 
-from runtime.agent import (
-    RunOutcome,
-    TurnResult,
-    ended_row,
-    final_payload,
-    persist_run,
-    run_messages,
-)
+from runtime.agent import AbortReason, RunOutcome, TurnResult, final_payload
 from runtime.llm import UserMessage
 from runtime.loop import RunProgress, RunTools, now_ms
 from runtime.sessions import MessageEntry
 
 from ._chat import ChatStream, assistant_message
-from ._registry import RunRecord
+from ._record import RunRecord
+from ._request import RunRequest
+from ._session_services import SessionServices
 from ._store import StoreError
-
-if TYPE_CHECKING:
-    from ._session import RunRequest, SessionActor
 
 log = logging.getLogger("clawlane.session")
 
@@ -92,7 +89,33 @@ class EndWrite:
     messages: list[MessageEntry]
 
 
-def finish_run(actor: SessionActor, req: RunRequest, end: RunEnd) -> None:
+class RunHost(Protocol):
+    """What ending a run needs of the session actor that ran it (`SessionActor`)."""
+
+    end_pending: CommitWait | None
+
+    @property
+    def key(self) -> str: ...
+
+    @property
+    def services(self) -> SessionServices[Any]: ...
+
+    def record_end(
+        self,
+        rec: RunRecord,
+        progress: RunProgress,
+        user: UserMessage | None,
+        turn: TurnResult | None = None,
+    ) -> EndWrite | None:
+        """Hand the run's writes to the store; what to wait for (None: no row)."""
+        ...
+
+    def announce_messages(self, entries: list[MessageEntry]) -> None: ...
+
+    def forget_transcript(self) -> None: ...
+
+
+def finish_run(actor: RunHost, req: RunRequest, end: RunEnd) -> None:
     """End `req`'s run (see the module docstring): decide, write, and announce once the
     writes have committed. Not a checkpoint. A run already ended (by shutdown, after its
     grace) is left as it is."""
@@ -100,7 +123,7 @@ def finish_run(actor: SessionActor, req: RunRequest, end: RunEnd) -> None:
     if rec.ended:
         return
     if rec.started_at is None:
-        actor.supervisor.hub.emit_agent(rec.run_id, "lifecycle", rec.start(now_ms()))
+        actor.services.hub.emit_agent(rec.run_id, "lifecycle", rec.start(now_ms()))
     rec.decide(end.outcome, now_ms())
     write: EndWrite | None = None
     try:
@@ -114,7 +137,7 @@ def finish_run(actor: SessionActor, req: RunRequest, end: RunEnd) -> None:
             tool_failures=tools.failures if tools else (),
             sent_texts=tools.sent_texts if tools else (),
         )
-        write = actor._record_end(rec, end.progress, end.turn.user_message, end.turn)
+        write = actor.record_end(rec, end.progress, end.turn.user_message, end.turn)
     finally:
         # Whatever failed above, the run has its terminal event and its waiters wake.
         if write is None:
@@ -128,7 +151,7 @@ def finish_run(actor: SessionActor, req: RunRequest, end: RunEnd) -> None:
 
 
 def _ended(
-    actor: SessionActor,
+    actor: RunHost,
     req: RunRequest,
     end: RunEnd,
     failure: StoreError | None,
@@ -137,37 +160,37 @@ def _ended(
     """The run's writes committed (`failure` None) or failed: announce its end."""
     if write is not None and actor.end_pending is write.commit:
         actor.end_pending = None  # settled: nothing to wait for, nothing kept alive
+    services = actor.services
     try:
         if failure is not None:
             _not_stored(actor, req, failure)
         elif write is not None:
             actor.announce_messages(write.messages)
-            actor.supervisor.retry_journal()
+            services.retry_journal()
     finally:
         try:
-            _announce_end(actor, req.record, end)
+            _announce_end(services, actor.key, req.record, end)
         finally:
-            actor._finish_followers(req)
+            finish_followers(services, req)
 
 
-def _not_stored(actor: SessionActor, req: RunRequest, failure: StoreError) -> None:
-    sup = actor.supervisor
+def _not_stored(actor: RunHost, req: RunRequest, failure: StoreError) -> None:
+    services = actor.services
     rec = req.record
-    sup.turns_not_stored += 1
+    services.counters.turns_not_stored += 1
     message = f"the turn was not stored: {failure}"
     log.error("run %s on %s: %s", rec.run_id, actor.key, message)
     rec.fail(message, "store")
     assert rec.final is not None
     rec.final["meta"]["stored"] = False
     actor.forget_transcript()
-    row = sup.end_row(req)
+    row = req.end_row()
     if row is not None:
-        sup.journal_later(row)  # the journal says so too, once the disk is back
+        services.journal_later(row)  # the journal says so too, once the disk is back
 
 
-def _announce_end(actor: SessionActor, rec: RunRecord, end: RunEnd) -> None:
-    sup = actor.supervisor
-    hub = sup.hub
+def _announce_end(services: SessionServices[Any], key: str, rec: RunRecord, end: RunEnd) -> None:
+    hub = services.hub
     chat = end.chat
     ended = rec.ended_at or now_ms()
     try:
@@ -190,12 +213,12 @@ def _announce_end(actor: SessionActor, rec: RunRecord, end: RunEnd) -> None:
                 fields["message"] = assistant_message(text, ended)
             chat.close("final" if rec.status == "ok" else "aborted", **fields)
     finally:
-        sup.registry.finish(rec)
+        services.registry.finish(rec)
         hub.close_run(rec.run_id)
         if hub.has_change_subscribers:
             hub.sessions_changed(
                 {
-                    "sessionKey": actor.key,
+                    "sessionKey": key,
                     "phase": "error" if rec.status == "error" else "end",
                     "runId": rec.run_id,
                     "ts": ended,
@@ -203,40 +226,91 @@ def _announce_end(actor: SessionActor, rec: RunRecord, end: RunEnd) -> None:
             )
 
 
-def record_end(
-    actor: SessionActor,
-    rec: RunRecord,
-    progress: RunProgress,
-    user: UserMessage | None,
-    turn: TurnResult | None = None,
-) -> EndWrite | None:
-    """Hand the run's messages, its compactions, the row and its journal row to the store
-    as one transaction (`SessionActor._record_end`). A compaction replaces the in-memory
-    context by its summary and the kept messages; the store keeps everything. Returns what
-    to wait for (None when the session has no row)."""
-    sup = actor.supervisor
-    if actor.row is None:
-        return None
-    messages = run_messages(rec, progress, user)
-    compactions = turn.compactions if turn is not None and user is not None else []
-    entries: list[Any] = []
-    if messages and actor._builder is not None and actor._history is not None:
-        entries, context = persist_run(
-            actor._builder, messages, compactions, tags=actor._row_tags(rec, messages)
+def end_unrun(
+    services: SessionServices[Any], key: str, req: RunRequest, reason: AbortReason
+) -> None:
+    """End a request that never ran (dropped, cleared, aborted while queued) on session
+    `key`: its start and aborted end, its waiters woken, its journal row. Not a
+    checkpoint."""
+    rec = req.record
+    if rec.ended:
+        return
+    t = now_ms()
+    rec.aborted = True
+    rec.abort_reason = reason
+    rec.status = "aborted"
+    rec.started_at = rec.started_at or t
+    rec.ended_at = t
+    rec.final = {
+        "payloads": [],
+        "meta": {"durationMs": 0, "aborted": True, "stopReason": reason},
+    }
+    hub = services.hub
+    try:
+        hub.open_run(rec.run_id, key, session_id=rec.session_id, agent_id=rec.agent_id)
+        hub.emit_agent(rec.run_id, "lifecycle", {"phase": "start", "startedAt": rec.started_at})
+        hub.emit_agent(
+            rec.run_id,
+            "lifecycle",
+            {
+                "phase": "end",
+                "startedAt": rec.started_at,
+                "endedAt": t,
+                "aborted": True,
+                "stopReason": reason,
+            },
         )
-        if context is None:
-            actor._extend_history(messages)
+        hub.emit_chat(rec.run_id, "aborted", stopReason=reason)
+    finally:
+        # Whatever failed above, the run has ended: its waiters wake, its stream closes.
+        services.registry.finish(rec)
+        hub.close_run(rec.run_id)
+        _journal_end(services, req)
+
+
+def finish_followers(services: SessionServices[Any], host: RunRequest) -> None:
+    """Requests steered or coalesced into `host` end with it. Not a checkpoint."""
+    hub = services.hub
+    h = host.record
+    for req in host.followers:
+        rec = req.record
+        if rec.ended:
+            continue
+        rec.started_at = rec.started_at or h.started_at or now_ms()
+        rec.ended_at = h.ended_at or now_ms()
+        rec.status = h.status
+        rec.aborted = h.aborted
+        rec.abort_reason = h.abort_reason
+        rec.error = h.error
+        rec.generation = h.generation
+        hub.emit_agent(rec.run_id, "lifecycle", {"phase": "start", "startedAt": rec.started_at})
+        if h.status == "error":
+            data: dict[str, Any] = {"phase": "error", "error": h.error or "run failed"}
+            hub.emit_chat(rec.run_id, "error", errorMessage=h.error or "run failed")
         else:
-            actor._history[:] = context
-            actor._history_tokens = None
-    row = actor.row = ended_row(actor.row, rec, progress, turn)
-    running = actor.running
-    journal = sup.end_row(running) if running is not None and running.record is rec else None
-    commit = CommitWait()
-    sup.store_commit(
-        run=journal, row=row, session_id=row.sessionId, entries=entries, on_commit=commit
-    )
-    return EndWrite(commit, [e for e in entries if isinstance(e, MessageEntry)])
+            data = {"phase": "end", "aborted": h.aborted}
+            if h.aborted:
+                data["stopReason"] = h.abort_reason
+            hub.emit_chat(
+                rec.run_id,
+                "aborted" if h.aborted else "final",
+                **({"stopReason": h.abort_reason} if h.aborted else {}),
+            )
+        data.update(startedAt=rec.started_at, endedAt=rec.ended_at, mergedInto=h.run_id)
+        hub.emit_agent(rec.run_id, "lifecycle", data)
+        final = dict(h.final or {"payloads": [], "meta": {}})
+        final["meta"] = {**final.get("meta", {}), "mergedInto": h.run_id}
+        rec.final = final
+        services.registry.finish(rec)
+        hub.close_run(rec.run_id)
+        _journal_end(services, req)
+
+
+def _journal_end(services: SessionServices[Any], req: RunRequest) -> None:
+    """The journal row of a run that ended without writes of its own."""
+    row = req.end_row()
+    if row is not None:
+        services.store_commit(run=row)
 
 
 def _chat_error_kind(kind: str | None) -> str:

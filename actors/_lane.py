@@ -17,16 +17,13 @@ message with `LaneFull`).
 from __future__ import annotations
 
 import collections
-from typing import TYPE_CHECKING, Final, Literal
+from typing import Final, Literal
 
 import attrs
 
 from ._errors import ActorError
+from ._request import QueueMode, RunRequest
 
-if TYPE_CHECKING:
-    from ._session import RunRequest
-
-QueueMode = Literal["steer", "followup", "collect", "interrupt"]
 DropPolicy = Literal["summarize", "old", "new"]
 QUEUE_MODES: Final = ("steer", "followup", "collect", "interrupt")
 MODE_ALIASES: Final = {"abort": "interrupt", "queue": "steer", "steer-backlog": "steer"}

@@ -31,8 +31,9 @@ from runtime.loop import now_ms
 from ._hub import EventHub
 from ._journal import INTERRUPTED, AcceptedRun, JournalRow, RunOutcome, accepted_row, ended_row
 from ._lane import LaneFull
-from ._registry import DEDUPE_MAX, DEDUPE_TTL_S, RunRecord
-from ._session import RunRequest
+from ._record import RunRecord
+from ._registry import DEDUPE_MAX, DEDUPE_TTL_S
+from ._request import RunRequest
 from ._supervisor import RunRefused
 
 if TYPE_CHECKING:

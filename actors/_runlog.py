@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Final
 from runtime.logs import LogEvent
 
 if TYPE_CHECKING:
-    from ._registry import RunRecord
+    from ._record import RunRecord
 
 __all__ = ["log_run_ended", "log_run_started", "run_log"]
 

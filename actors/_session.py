@@ -19,7 +19,7 @@ import collections
 import functools
 import logging
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 import msgspec
@@ -27,12 +27,16 @@ import trio
 
 from runtime.agent import (
     AbortReason,
+    BlockReply,
     MessageTags,
     RunOutcome,
     RunRefusedError,
     TurnResult,
     compact_session,
+    ended_row,
+    persist_run,
     run_guarded,
+    run_messages,
     run_turn,
 )
 from runtime.llm import Message, UserMessage, estimate_message_tokens
@@ -50,51 +54,24 @@ from runtime.sessions import (
 )
 
 from ._chat import ChatStream
-from ._ending import CommitWait, EndWrite, RunEnd, finish_run, record_end
+from ._ending import CommitWait, EndWrite, RunEnd, end_unrun, finish_run
 from ._errors import ActorError
-from ._hub import Subscriber
-from ._lane import Lane, QueueMode, QueueSettings, normalize_drop, normalize_mode
-from ._registry import RunRecord
+from ._lane import Lane, QueueSettings, normalize_drop, normalize_mode
+from ._record import RunRecord
+from ._request import RunRequest
 from ._runlog import log_run_started
-
-if TYPE_CHECKING:
-    from ._supervisor import Supervisor
+from ._session_services import SessionServices
 
 log = logging.getLogger("clawlane.session")
 
 
 @attrs.define(eq=False)
-class RunRequest:
-    """A run waiting in a session's lane."""
-
-    record: RunRecord
-    message: str
-    timeout_s: float | None = None
-    model_ref: str | None = None
-    extra_system_prompt: str | None = None
-    owner: Subscriber | None = None
-    reset: bool = False
-    reset_reason: str = "reset"
-    queue_mode: QueueMode = "followup"
-    origin: str = "webchat"
-    lane: str = "main"
-    prompt: str | None = None
-    followers: list[RunRequest] = attrs.field(factory=list)
-    inbox: SteerInbox | None = None
-    queued_while_busy: bool = False
-    debounce: bool = False
-    """Chat messages queued while busy wait out `debounceMs`; `agent` runs do not."""
-    kind: str = "agent"
-    """`agent` or `chat`: the idempotency cache its key lives in (`actors._journal`)."""
-    journaled: bool = False
-    """Its acceptance is in the run journal: its end is written there too."""
-
-
-@attrs.define(eq=False)
 class SessionActor:
+    """One session's actor; spawned by the supervisor with its `services`."""
+
     key: str
     agent_id: str
-    supervisor: Supervisor
+    services: SessionServices[SessionActor]
     row: SessionRow | None = None
     loaded: trio.Event = attrs.field(factory=trio.Event)
     lane: Lane = attrs.field(factory=Lane)
@@ -144,7 +121,7 @@ class SessionActor:
     async def save_row(self, **changes: Any) -> SessionRow:
         """Change the row and store it durably. A checkpoint. Raises `StoreError`."""
         row = self.change_row(**changes)
-        await self.supervisor.store.put_session_durable(row)
+        await self.services.store.put_session_durable(row)
         self.row_persisted = True
         return row
 
@@ -152,7 +129,7 @@ class SessionActor:
 
     def queue_settings(self, requested: str | None = None) -> QueueSettings:
         """Mode: per-request > session setting > byChannel > messages.queue.mode > steer."""
-        gen = self.supervisor.generation
+        gen = self.services.generation()
         row = self.row
         key = (
             gen.number,
@@ -170,7 +147,7 @@ class SessionActor:
         return settings
 
     def _resolve_queue_settings(self, requested: str | None) -> QueueSettings:
-        conf = self.supervisor.generation.config.messages.queue
+        conf = self.services.generation().config.messages.queue
         row = self.row
         mode = (
             normalize_mode(requested)
@@ -248,47 +225,7 @@ class SessionActor:
 
     def finish_unrun(self, req: RunRequest, reason: AbortReason) -> None:
         """End a request that never ran (dropped, cleared, aborted while queued)."""
-        sup = self.supervisor
-        rec = req.record
-        if rec.ended:
-            return
-        t = now_ms()
-        rec.aborted = True
-        rec.abort_reason = reason
-        rec.status = "aborted"
-        rec.started_at = rec.started_at or t
-        rec.ended_at = t
-        rec.final = {
-            "payloads": [],
-            "meta": {"durationMs": 0, "aborted": True, "stopReason": reason},
-        }
-        try:
-            hub = sup.hub
-            hub.open_run(rec.run_id, self.key, session_id=rec.session_id, agent_id=rec.agent_id)
-            hub.emit_agent(rec.run_id, "lifecycle", {"phase": "start", "startedAt": rec.started_at})
-            hub.emit_agent(
-                rec.run_id,
-                "lifecycle",
-                {
-                    "phase": "end",
-                    "startedAt": rec.started_at,
-                    "endedAt": t,
-                    "aborted": True,
-                    "stopReason": reason,
-                },
-            )
-            hub.emit_chat(rec.run_id, "aborted", stopReason=reason)
-        finally:
-            # Whatever failed above, the run has ended: its waiters wake, its stream closes.
-            sup.registry.finish(rec)
-            sup.hub.close_run(rec.run_id)
-            self._journal_end(req)
-
-    def _journal_end(self, req: RunRequest) -> None:
-        """The journal row of a run that ended without writes of its own."""
-        row = self.supervisor.end_row(req)
-        if row is not None:
-            self.supervisor.store_commit(run=row)
+        end_unrun(self.services, self.key, req, reason)
 
     async def settled(self) -> None:
         """Wait until the last run's writes have committed and its end is announced (so
@@ -324,7 +261,7 @@ class SessionActor:
         """Writes of this session outside a run, waited for; a failure makes the session
         forget its in-memory transcript (the store's is the truth). A checkpoint."""
         commit = CommitWait()
-        self.supervisor.store_commit(on_commit=commit, **writes)
+        self.services.store_commit(on_commit=commit, **writes)
         await commit.event.wait()
         if commit.error is not None:
             self.forget_transcript()
@@ -346,26 +283,27 @@ class SessionActor:
         Raises `SessionBusy`, `GenerationError`, `ProviderError`."""
         if self.busy:
             raise SessionBusy("the session has a run in progress; compact it when the run ends")
-        sup = self.supervisor
+        services = self.services
         assert self.row is not None
         self.draining = True  # hold the lane: runs submitted meanwhile wait for us
         try:
             await self.settled()
-            await sup.store.flush()
-            entries = await sup.store.load_entries(self.row.sessionId)
+            await services.store.flush()
+            entries = await services.store.load_entries(self.row.sessionId)
             _, builder = await self._transcript()
-            agent = sup.generation.agent(self.agent_id)
+            generation, turn = services.generation(), services.turn
+            agent = generation.agent(self.agent_id)
             done = await compact_session(
                 entries=entries,
                 builder=builder,
-                generation=sup.generation,
+                generation=generation,
                 model_ref=self._model_override() or agent.primary,
                 agent_id=agent.id,
-                settings=sup.turn_settings()["compaction"],
+                settings=turn.turn_settings(generation)["compaction"],
                 instructions=instructions,
                 max_kept_messages=max_kept_messages,
-                idle_timeout=sup.idle_timeout(),
-                hooks=sup.hooks,
+                idle_timeout=turn.idle_timeout(generation),
+                hooks=turn.hooks,
             )
             if done is None:
                 return {"compacted": False}
@@ -389,22 +327,22 @@ class SessionActor:
         finally:
             self.draining = False
             if self.lane:
-                sup.restart_drain(self)
+                services.restart_drain(self)
 
     async def reset_and_announce(self, reason: str) -> SessionRow:
         """`sessions.reset` / `/new` / `/reset`: a fresh session id, with the hooks around it.
         A checkpoint (hooks, durable row write)."""
-        sup = self.supervisor
+        services = self.services
         old = self.row
         row = self.reset_session()
-        await sup.store.put_session_durable(row)
+        await services.store.put_session_durable(row)
         self.row_persisted = True
-        await sup.session_lifecycle(self, old, reason)
+        await services.session_lifecycle(self, old, reason)
         return row
 
     def announce_messages(self, entries: list[MessageEntry]) -> None:
         """`session.message` for each new transcript message, to the session's watchers."""
-        hub = self.supervisor.hub
+        hub = self.services.hub
         base = self._message_seq
         self._message_seq += len(entries)
         if not hub.session_watchers(self.key):
@@ -425,51 +363,12 @@ class SessionActor:
                 },
             )
 
-    def _finish_followers(self, host: RunRequest) -> None:
-        """Requests steered or coalesced into `host` end with it."""
-        sup = self.supervisor
-        h = host.record
-        for req in host.followers:
-            rec = req.record
-            if rec.ended:
-                continue
-            rec.started_at = rec.started_at or h.started_at or now_ms()
-            rec.ended_at = h.ended_at or now_ms()
-            rec.status = h.status
-            rec.aborted = h.aborted
-            rec.abort_reason = h.abort_reason
-            rec.error = h.error
-            rec.generation = h.generation
-            sup.hub.emit_agent(
-                rec.run_id, "lifecycle", {"phase": "start", "startedAt": rec.started_at}
-            )
-            if h.status == "error":
-                data: dict[str, Any] = {"phase": "error", "error": h.error or "run failed"}
-                sup.hub.emit_chat(rec.run_id, "error", errorMessage=h.error or "run failed")
-            else:
-                data = {"phase": "end", "aborted": h.aborted}
-                if h.aborted:
-                    data["stopReason"] = h.abort_reason
-                sup.hub.emit_chat(
-                    rec.run_id,
-                    "aborted" if h.aborted else "final",
-                    **({"stopReason": h.abort_reason} if h.aborted else {}),
-                )
-            data.update(startedAt=rec.started_at, endedAt=rec.ended_at, mergedInto=h.run_id)
-            sup.hub.emit_agent(rec.run_id, "lifecycle", data)
-            final = dict(h.final or {"payloads": [], "meta": {}})
-            final["meta"] = {**final.get("meta", {}), "mergedInto": h.run_id}
-            rec.final = final
-            sup.registry.finish(rec)
-            sup.hub.close_run(rec.run_id)
-            self._journal_end(req)
-
     # --- loading --------------------------------------------------------------------------
 
     async def load(self) -> None:
         """Load the persisted row, or create one. Called once by the supervisor."""
         try:
-            row = await self.supervisor.store.get_session(self.key)
+            row = await self.services.store.get_session(self.key)
             if row is None:
                 self.created = True
                 row = new_session_row(self.key, now_ms=now_ms())
@@ -487,7 +386,7 @@ class SessionActor:
     async def _transcript(self) -> tuple[list[Message], TranscriptBuilder]:
         if self._history is None or self._builder is None:
             assert self.row is not None
-            entries: list[TranscriptEntry] = await self.supervisor.store.load_entries(
+            entries: list[TranscriptEntry] = await self.services.store.load_entries(
                 self.row.sessionId
             )
             self._history = build_context(entries)
@@ -574,7 +473,8 @@ class SessionActor:
     async def _execute(self, req: RunRequest) -> None:
         """Run `req`'s turn (`runtime.run_guarded`), then end it (`actors._ending`)."""
         rec = req.record
-        chat = ChatStream(self.supervisor.hub, rec.run_id, flusher=self.supervisor.chat_flusher)
+        services = self.services
+        chat = ChatStream(services.hub, rec.run_id, flusher=services.chat_flusher)
         run = _Run(req=req, chat=chat, scope=trio.CancelScope())
         rec.cancel_scope = run.scope
         if rec.aborted:
@@ -592,16 +492,16 @@ class SessionActor:
     async def _turn(self, run: _Run) -> None:
         """The body of a run: a global lane slot, the generation's stores, lifecycle
         `start`, the turn. A checkpoint; cancelled by the run's scope."""
-        sup, req = self.supervisor, run.req
+        services, req = self.services, run.req
         rec = req.record
         if trio.current_time() < self.failed_until:
             raise RunRefusedError("session is restarting after repeated crashes")
-        lane = sup.lane_for(req.lane)
+        lane = services.lane_for(req.lane)
         acquired = lane.try_acquire()
         if req.timeout_s and acquired:
             run.scope.deadline = trio.current_time() + req.timeout_s
         async with lane.hold(acquired=acquired):
-            generation: ModelRuntimeGeneration = sup.generation
+            generation: ModelRuntimeGeneration = services.generation()
             stores = generation.fork_stores(self.agent_id)
             rec.generation = stores.generation
             if req.timeout_s and not acquired:
@@ -609,28 +509,25 @@ class SessionActor:
             if req.reset:
                 row = await self.reset_and_announce(req.reset_reason)
                 rec.session_id = row.sessionId
-                sup.hub.open_run(rec.run_id, self.key, session_id=rec.session_id)
+                services.hub.open_run(rec.run_id, self.key, session_id=rec.session_id)
             self._started(rec)
             history, _ = await self._transcript()
             agent = generation.agent(self.agent_id)
-            services = sup.services
-            workspace = services.known_workspace(
+            turn = services.turn
+            workspace = turn.known_workspace(agent.id, agent.workspace) or await turn.workspace_for(
                 agent.id, agent.workspace
-            ) or await services.workspace_for(agent.id, agent.workspace)
-            chat = run.chat
-            run.tools = services.run_tools(
+            )
+            run.tools = turn.run_tools(
                 generation,
                 agent_id=self.agent_id,
                 session_key=self.key,
                 session_id=rec.session_id,
                 run_id=rec.run_id,
                 workspace=workspace,
-                send=lambda text, ts: sup.send_message(
-                    rec, chat, f"message-{rec.run_id}-{ts}", text
-                ),
+                send=lambda text, ts: run.send(f"message-{rec.run_id}-{ts}", text),
             )
             req.inbox = SteerInbox()
-            spec = services.turn_spec(
+            spec = turn.turn_spec(
                 generation,
                 stores,
                 run_id=rec.run_id,
@@ -647,16 +544,16 @@ class SessionActor:
                 tools=run.tools,
                 cron=req.lane == "cron",
                 reasoning_level=self.row.reasoningLevel if self.row else None,
-                history_entries=functools.partial(sup.store.load_entries, rec.session_id),
+                history_entries=functools.partial(services.store.load_entries, rec.session_id),
                 fallbacks=agent.fallbacks if not req.model_ref else (),
-                on_block=lambda block: sup.deliver_block(rec, chat, block),
+                on_block=run.deliver_block,
             )
             log_run_started(rec, spec.model_ref)  # issue 14: "run started" log line
             await run_turn(spec, run.emit, run.progress, run.turn)
 
     def _started(self, rec: RunRecord) -> None:
         """Lifecycle `start` (and `sessions.changed` to those who follow sessions)."""
-        hub = self.supervisor.hub
+        hub = self.services.hub
         hub.emit_agent(rec.run_id, "lifecycle", rec.start(now_ms()))
         if hub.has_change_subscribers:
             hub.sessions_changed(
@@ -693,15 +590,40 @@ class SessionActor:
                 tags.append(MessageTags(run_id=rec.run_id))
         return tags
 
-    def _record_end(
+    def record_end(
         self,
         rec: RunRecord,
         progress: RunProgress,
         user: UserMessage | None,
         turn: TurnResult | None = None,
     ) -> EndWrite | None:
-        """Hand the run's writes to the store (`actors._ending.record_end`)."""
-        return record_end(self, rec, progress, user, turn)
+        """Hand the run's messages, its compactions, the row and its journal row to the
+        store as one transaction (for `actors._ending.finish_run`). A compaction replaces
+        the in-memory context by its summary and the kept messages; the store keeps
+        everything. Returns what to wait for (None when the session has no row). Not a
+        checkpoint."""
+        if self.row is None:
+            return None
+        messages = run_messages(rec, progress, user)
+        compactions = turn.compactions if turn is not None and user is not None else []
+        entries: list[Any] = []
+        if messages and self._builder is not None and self._history is not None:
+            entries, context = persist_run(
+                self._builder, messages, compactions, tags=self._row_tags(rec, messages)
+            )
+            if context is None:
+                self._extend_history(messages)
+            else:
+                self._history[:] = context
+                self._history_tokens = None
+        row = self.row = ended_row(self.row, rec, progress, turn)
+        running = self.running
+        journal = running.end_row() if running is not None and running.record is rec else None
+        commit = CommitWait()
+        self.services.store_commit(
+            run=journal, row=row, session_id=row.sessionId, entries=entries, on_commit=commit
+        )
+        return EndWrite(commit, [e for e in entries if isinstance(e, MessageEntry)])
 
 
 @attrs.define(eq=False)
@@ -715,6 +637,26 @@ class _Run:
     turn: TurnResult = attrs.field(factory=TurnResult)
     tools: RunTools | None = None
     outcome: RunOutcome = attrs.field(factory=RunOutcome)
+
+    def send(self, run_id: str, text: str) -> None:
+        """A message of the run (a block reply, the `message` tool): a chat `final` of its
+        own under `run_id`, after the run's buffered delta. Not a checkpoint."""
+        chat = self.chat
+        chat.flush()
+        chat.hub.emit_chat(
+            self.req.record.run_id,
+            "final",
+            runId=run_id,
+            message={
+                "role": "assistant",
+                "content": [{"type": "text", "text": text}],
+                "timestamp": int(time.time() * 1000),
+            },
+        )
+
+    def deliver_block(self, block: BlockReply) -> None:
+        """A block reply (block streaming): a chat `final` of its own, like a message."""
+        self.send(f"block-{self.req.record.run_id}-{block.index}", block.text)
 
     def emit(self, stream: str, data: dict[str, Any]) -> None:
         chat = self.chat

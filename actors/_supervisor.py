@@ -37,22 +37,25 @@ from typing import Any, Final
 import attrs
 import trio
 
-from runtime.agent import BlockReply, TurnServices
+from runtime.agent import TurnServices
 from runtime.hooks import InternalHookEvent, SessionEndEvent, SessionStartEvent
 from runtime.llm import Pacer
 from runtime.loop import now_ms
 from runtime.model import ModelRuntimeGeneration
 from runtime.sessions import SessionRow, TranscriptEntry, resolve_session_key
 
-from ._chat import ChatFlusher, ChatStream
+from ._chat import ChatFlusher
 from ._errors import ActorError
+from ._global_lane import GlobalLane
 from ._hub import EventHub, Subscriber
 from ._journal import JournalRow, RunOutcome, ended_row
 from ._lane import LaneFull, QueueSettings
-from ._metrics import WAIT_BUCKETS, Histogram, HistogramSnapshot
 from ._order import SubmissionOrder
-from ._registry import RunRecord, RunRegistry
-from ._session import RunRequest, SessionActor
+from ._record import RunRecord
+from ._registry import RunRegistry
+from ._request import RunRequest
+from ._session import SessionActor
+from ._session_services import SessionCounters, SessionServices
 from ._store import Store, StoreError
 
 log = logging.getLogger("clawlane.supervisor")
@@ -83,151 +86,6 @@ class RunInFlight(RunRefused):
 
 class ShuttingDown(RunRefused):
     """The gateway is shutting down: no new runs."""
-
-
-@attrs.frozen
-class LaneStatistics:
-    name: str
-    capacity: int
-    in_use: int
-    waiting: int
-    acquired: int
-    wait_total_ms: float
-    wait_max_ms: float
-
-
-@attrs.frozen
-class SlotStatistics:
-    """As `trio.CapacityLimiter.statistics()` names them."""
-
-    borrowed_tokens: int
-    total_tokens: int
-    tasks_waiting: int
-
-
-class Slots:
-    """A counting limiter: at most `total_tokens` holders, waiters served first come first
-    served (a released slot is handed to the oldest waiter). Like `trio.CapacityLimiter`
-    without the per-task bookkeeping a run does not need; a free slot is taken without a
-    yield. Use from the trio thread."""
-
-    def __init__(self, capacity: int) -> None:
-        self._capacity = capacity
-        self._in_use = 0
-        self._lot = trio.lowlevel.ParkingLot()
-
-    @property
-    def total_tokens(self) -> int:
-        return self._capacity
-
-    @total_tokens.setter
-    def total_tokens(self, capacity: int) -> None:
-        """A new capacity: waiters get the slots it adds at once; slots it removes go away
-        as their holders release them."""
-        self._capacity = capacity
-        while self._lot and self._in_use < capacity:
-            self._in_use += 1
-            self._lot.unpark()
-
-    def acquire_nowait(self) -> None:
-        """Take a slot, or raise `trio.WouldBlock`. Not a checkpoint."""
-        if self._in_use >= self._capacity or self._lot:
-            raise trio.WouldBlock
-        self._in_use += 1
-
-    async def acquire(self) -> None:
-        """Take a slot, waiting for one. A checkpoint; cancellable while waiting."""
-        await trio.lowlevel.checkpoint_if_cancelled()
-        try:
-            self.acquire_nowait()
-        except trio.WouldBlock:
-            await self._lot.park()  # the releaser hands its slot over
-        else:
-            await trio.lowlevel.cancel_shielded_checkpoint()  # a taken slot is not lost
-
-    def release(self) -> None:
-        """Give a slot back (to the oldest waiter, when there is room). Not a checkpoint."""
-        if self._lot and self._in_use <= self._capacity:
-            self._lot.unpark()
-        else:
-            self._in_use -= 1
-
-    def statistics(self) -> SlotStatistics:
-        return SlotStatistics(self._in_use, self._capacity, len(self._lot))
-
-
-class _Hold:
-    """`GlobalLane.hold()`: wait for a slot (unless given one) and give it back at the end."""
-
-    __slots__ = ("_acquired", "_lane")
-
-    def __init__(self, lane: GlobalLane, acquired: bool) -> None:
-        self._lane = lane
-        self._acquired = acquired
-
-    async def __aenter__(self) -> None:
-        if not self._acquired:
-            await self._lane.wait_for_slot()
-            self._acquired = True
-
-    async def __aexit__(self, *exc: object) -> None:
-        self._lane.slots.release()
-
-
-class GlobalLane:
-    """A global lane: its slots plus how long runs waited for them."""
-
-    def __init__(self, name: str, capacity: int) -> None:
-        self.name = name
-        self.slots = Slots(capacity)
-        self._acquired = 0
-        self._wait_total = 0.0
-        self._wait_max = 0.0
-        self._waited = Histogram(WAIT_BUCKETS)  # only the waits (a free slot is not observed)
-
-    def try_acquire(self) -> bool:
-        """Take a free slot now (for `hold(acquired=True)`). Not a checkpoint."""
-        try:
-            self.slots.acquire_nowait()
-        except trio.WouldBlock:
-            return False
-        self._acquired += 1
-        return True
-
-    async def wait_for_slot(self) -> None:
-        """Take a slot, waiting as long as it takes (a checkpoint only when it waits;
-        cancellable). The wait is counted in `statistics`."""
-        if self.try_acquire():
-            return
-        t0 = trio.current_time()
-        await self.slots.acquire()
-        waited = trio.current_time() - t0
-        self._acquired += 1
-        self._wait_total += waited
-        self._wait_max = max(self._wait_max, waited)
-        self._waited.observe(waited)
-
-    def hold(self, *, acquired: bool = False) -> _Hold:
-        """`async with lane.hold():` wait for a slot and hold it; always released.
-        `acquired`: the caller already took one with `try_acquire`."""
-        return _Hold(self, acquired)
-
-    def wait_histogram(self) -> HistogramSnapshot:
-        """Every acquisition's wait: the slots taken at once count as waits of 0."""
-        waited = self._waited.snapshot()
-        return self._waited.snapshot(extra_zeros=self._acquired - waited.count)
-
-    def statistics(self) -> LaneStatistics:
-        s = self.slots.statistics()
-        return LaneStatistics(
-            name=self.name,
-            capacity=s.total_tokens,
-            in_use=s.borrowed_tokens,
-            waiting=s.tasks_waiting,
-            acquired=self._acquired,
-            wait_total_ms=self._wait_total * 1000,
-            wait_max_ms=self._wait_max * 1000,
-        )
 
 
 @attrs.frozen
@@ -281,8 +139,7 @@ class Supervisor:
         self.order = SubmissionOrder()
         self.closing = False
         """Set by `shutdown_runs`: `accept_run` refuses new runs."""
-        self.turns_not_stored = 0
-        """Runs whose end could not be written (reported to their callers as errors)."""
+        self.counters = SessionCounters()
         self._forced = 0
         self._journal_retry: dict[str, JournalRow] = {}
         self._backlog_wake = trio.Event()
@@ -295,6 +152,27 @@ class Supervisor:
         self.plugins = self.services.plugins
         self.workspace_root = workspace_root
         self.started_at = time.time()
+        self.session_services: SessionServices[SessionActor] = SessionServices(
+            hub=hub,
+            registry=registry,
+            store=store,
+            chat_flusher=self.chat_flusher,
+            turn=self.services,
+            generation=lambda: self._generation,
+            lane_for=self.lane_for,
+            store_commit=self.store_commit,
+            journal_later=self.journal_later,
+            retry_journal=self.retry_journal,
+            restart_drain=self.restart_drain,
+            session_lifecycle=self.session_lifecycle,
+            counters=self.counters,
+        )
+        """What each session actor gets at spawn (instead of the supervisor)."""
+
+    @property
+    def turns_not_stored(self) -> int:
+        """Runs whose end could not be written (reported to their callers as errors)."""
+        return self.counters.turns_not_stored
 
     # --- generation -----------------------------------------------------------------------
 
@@ -319,25 +197,6 @@ class Supervisor:
         """The current generation's per-run settings (`TurnServices.turn_settings`)."""
         return self.services.turn_settings(self._generation)
 
-    def deliver_block(self, record: RunRecord, chat: ChatStream, block: BlockReply) -> None:
-        """A block reply (block streaming): a chat `final` of its own, like a message."""
-        self.send_message(record, chat, f"block-{record.run_id}-{block.index}", block.text)
-
-    def send_message(self, record: RunRecord, chat: ChatStream, run_id: str, text: str) -> None:
-        """A message of a run (a block reply, the `message` tool): a chat `final` of its
-        own under `run_id`, after the run's buffered delta."""
-        chat.flush()
-        self.hub.emit_chat(
-            record.run_id,
-            "final",
-            runId=run_id,
-            message={
-                "role": "assistant",
-                "content": [{"type": "text", "text": text}],
-                "timestamp": int(time.time() * 1000),
-            },
-        )
-
     async def workspace_for(self, agent_id: str, configured: str | None) -> Path:
         """The agent's workspace (created when missing). A checkpoint."""
         return await self.services.workspace_for(agent_id, configured)
@@ -354,7 +213,7 @@ class Supervisor:
         """The actor for `key`, loading its row on first use. A checkpoint."""
         actor = self._sessions.get(key)
         if actor is None:
-            actor = SessionActor(key=key, agent_id=agent_id, supervisor=self)
+            actor = SessionActor(key=key, agent_id=agent_id, services=self.session_services)
             self._sessions[key] = actor
             await actor.load()
             if actor.created and actor.row is not None and self.hooks.has("session_start"):
@@ -511,29 +370,6 @@ class Supervisor:
                     self.journal_later(row)
 
             self.store_commit(run=row, on_commit=done)
-
-    def end_row(self, request: RunRequest) -> JournalRow | None:
-        """The journal row of an ended run (None when the run was not journaled)."""
-        if not request.journaled:
-            return None
-        rec = request.record
-        status = rec.status if rec.status in ("ok", "error", "aborted") else "error"
-        return ended_row(
-            run_id=rec.run_id,
-            kind=request.kind,
-            session_key=rec.session_key,
-            session_id=rec.session_id,
-            agent_id=rec.agent_id,
-            accepted_at=rec.accepted_at,
-            ended_at=rec.ended_at or now_ms(),
-            outcome=RunOutcome(
-                status=status,
-                error=rec.error,
-                abortReason=rec.abort_reason,
-                startedAt=rec.started_at,
-                final=rec.final if request.kind == "agent" else None,
-            ),
-        )
 
     def submit(
         self, actor: SessionActor, request: RunRequest, settings: QueueSettings | None = None

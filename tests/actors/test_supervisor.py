@@ -42,14 +42,14 @@ async def supervisor(tmp_path: Path, **config: Any) -> AsyncIterator[tuple[Super
 async def test_a_crashing_actor_is_contained_and_others_finish(
     tmp_path: Path, monkeypatch, caplog
 ) -> None:
-    original = SessionActor._record_end
+    original = SessionActor.record_end
 
     def crash(self: SessionActor, *args: Any) -> None:
         if self.key.endswith(":crashy"):
             raise RuntimeError("injected crash")
         original(self, *args)
 
-    monkeypatch.setattr(SessionActor, "_record_end", crash)
+    monkeypatch.setattr(SessionActor, "record_end", crash)
     caplog.set_level(logging.ERROR)
     with trio.fail_after(10):
         async with supervisor(tmp_path) as (sup, sink):
@@ -70,13 +70,13 @@ async def test_a_crashing_actor_is_contained_and_others_finish(
 async def test_restart_intensity_then_errors_until_the_period_passes(
     tmp_path: Path, monkeypatch, mock_clock
 ) -> None:
-    original = SessionActor._record_end
+    original = SessionActor.record_end
 
     def crash(self: SessionActor, *args: Any) -> None:
         original(self, *args)
         raise RuntimeError("injected crash")
 
-    monkeypatch.setattr(SessionActor, "_record_end", crash)
+    monkeypatch.setattr(SessionActor, "record_end", crash)
     with trio.fail_after(60):
         async with supervisor(tmp_path) as (sup, _sink):
             records = [await submit(sup, "loop", f"r{i}", "x") for i in range(4)]
@@ -86,7 +86,7 @@ async def test_restart_intensity_then_errors_until_the_period_passes(
             failed = await submit(sup, "loop", "r4", "x")
             await failed.done.wait()
             assert failed.status == "error" and "repeated crashes" in (failed.error or "")
-            monkeypatch.setattr(SessionActor, "_record_end", original)
+            monkeypatch.setattr(SessionActor, "record_end", original)
             mock_clock.jump(6)  # virtual time: the restart period passes
             recovered = await submit(sup, "loop", "r5", "x")
             await recovered.done.wait()
