@@ -13,6 +13,7 @@ Errors, one tree rooted at `TransportError` (itself a `runtime.protocol.Clawlane
     │   └── GatewayAuthError (handshake refused)
     ├── GatewayRequestError (a request answered `ok:false`)
     ├── ConnectionClosed, MessageTooBig, HttpClosed (a peer's connection, inside the server)
+    ├── FrameError (a peer broke RFC 6455: `_wscodec`, the frame codec of both ends)
     ├── InvalidRequest (an OpenAI-compatible request that cannot be served)
     └── LoadtestError (a load test could not run)
 """
@@ -29,13 +30,13 @@ from ._gateway import GatewayConfigError as GatewayConfigError
 from ._gateway import GatewayOptions as GatewayOptions
 from ._gateway import open_gateway as open_gateway
 from ._gateway import serve_gateway as serve_gateway
-from ._loadtest import LoadtestError as LoadtestError
-from ._loadtest import LoadtestOptions as LoadtestOptions
-from ._loadtest import LoadtestReport as LoadtestReport
-from ._loadtest import client_frame as client_frame
 from ._loadtest import run_loadtest as run_loadtest
-from ._loadtest import spawn_gateway_process as spawn_gateway_process
+from ._loadtest_conn import LoadtestError as LoadtestError
+from ._loadtest_conn import LoadtestOptions as LoadtestOptions
+from ._loadtest_gateway import spawn_gateway_process as spawn_gateway_process
+from ._loadtest_report import LoadtestReport as LoadtestReport
 from ._ws import WebSocketServerConnection as WebSocketServerConnection
+from ._wscodec import client_frame as client_frame
 
 __all__ = [
     "Gateway",

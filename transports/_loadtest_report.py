@@ -25,16 +25,24 @@ import time
 from collections.abc import Sequence
 from html import escape
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 import attrs
 import trio
 
-if TYPE_CHECKING:
-    from ._loadtest import LoadtestReport, _Histogram, _Loadtest, _Sampler
+from ._loadtest_conn import (
+    _FINE_BUCKETS,
+    _FINE_MS,
+    GATEWAY_MAX_INFLIGHT,
+    LatencySummary,
+    _Histogram,
+    _Loadtest,
+)
+from ._loadtest_gateway import _Sampler
 
 __all__ = [
     "SAMPLE_COLUMNS",
+    "LoadtestReport",
     "Sample",
     "Timeline",
     "interval_quantiles",
@@ -61,6 +69,122 @@ SAMPLE_COLUMNS: Final = (
 
 
 @attrs.frozen
+class LoadtestReport:
+    runs: int
+    runs_expected: int | None
+    runs_failed: int
+    elapsed_s: float
+    runs_per_s: float
+    events: int
+    events_per_s: float
+    chat_events: int
+    chat_events_per_s: float
+    latency_ms: LatencySummary
+    run_duration_ms: LatencySummary
+    lost: int
+    duplicated: int
+    out_of_order: int
+    unexpected: int
+    chat_terminal_missing: int
+    conn_seq_gaps: int
+    peak_streaming_runs: int
+    errors: dict[str, int]
+    sessions: int
+    connections: int
+    subscribers: int
+    subscriber_mode: str
+    deltas: int
+    delta_delay_ms: float
+    gateway: str
+    gateway_pid: int | None
+    gateway_start_rss_bytes: int | None
+    gateway_peak_rss_bytes: int | None
+    gateway_end_rss_bytes: int | None
+    gateway_cpu_percent: float | None
+    lane_capacity: int | None
+
+    @property
+    def clean(self) -> bool:
+        """Nothing lost, duplicated, reordered or failed."""
+        return not (
+            self.lost
+            or self.duplicated
+            or self.out_of_order
+            or self.unexpected
+            or self.chat_terminal_missing
+            or self.conn_seq_gaps
+            or self.errors
+            or self.runs_failed
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = attrs.asdict(self)
+        data["clean"] = self.clean
+        return data
+
+    def table(self) -> str:
+        def mib(n: int | None) -> str:
+            return "n/a" if n is None else f"{n / 1048576:,.1f} MiB"
+
+        lat = self.latency_ms
+        dur = self.run_duration_ms
+        expected = f" / {self.runs_expected:,}" if self.runs_expected is not None else ""
+        errors = ", ".join(f"{k} {v:,}" for k, v in sorted(self.errors.items())) or "none"
+        cpu = "n/a" if self.gateway_cpu_percent is None else f"{self.gateway_cpu_percent:.0f} %"
+        if self.gateway.startswith("in-process"):
+            cpu += " (includes the load side: same process)"
+        rows = [
+            ("runs completed", f"{self.runs:,}{expected} in {self.elapsed_s:.2f} s"),
+            ("runs failed", f"{self.runs_failed:,}"),
+            ("runs streaming at once (peak)", f"{self.peak_streaming_runs:,}"),
+            ("runs/s", f"{self.runs_per_s:,.0f}"),
+            ("agent events/s", f"{self.events_per_s:,.0f}  ({self.events:,} delivered)"),
+            ("chat events/s", f"{self.chat_events_per_s:,.0f}  ({self.chat_events:,} delivered)"),
+            (
+                "latency p50/p95/p99/max",
+                f"{lat.p50:.1f} / {lat.p95:.1f} / {lat.p99:.1f} / {lat.max:.1f} ms",
+            ),
+            (
+                "run duration p50/p99/max",
+                f"{dur.p50:,.0f} / {dur.p99:,.0f} / {dur.max:,.0f} ms (lifecycle start to end;"
+                f" unloaded {self.deltas * self.delta_delay_ms:,.0f} ms)",
+            ),
+            (
+                "lost / duplicated / out-of-order",
+                f"{self.lost:,} / {self.duplicated:,} / {self.out_of_order:,}",
+            ),
+            (
+                "unexpected / chat terminal missing / frame seq gaps",
+                f"{self.unexpected:,} / {self.chat_terminal_missing:,} / {self.conn_seq_gaps:,}",
+            ),
+            ("errors", errors),
+            (
+                "gateway peak RSS",
+                f"{mib(self.gateway_peak_rss_bytes)} (at start {mib(self.gateway_start_rss_bytes)})",
+            ),
+            ("gateway CPU", cpu),
+        ]
+        width = max(len(k) for k, _ in rows)
+        head = (
+            f"clawlane loadtest: {self.sessions:,} sessions on {self.connections} connections"
+            f" (+{self.subscribers} subscribers, {self.subscriber_mode}), {self.deltas} deltas"
+            f" {self.delta_delay_ms:g} ms apart; gateway {self.gateway}"
+        )
+        if self.lane_capacity is not None and self.lane_capacity < self.sessions:
+            head += f"\n  note: the gateway's lane admits {self.lane_capacity} runs at once"
+        if -(-self.sessions // self.connections) > GATEWAY_MAX_INFLIGHT:
+            head += (
+                f"\n  note: over {GATEWAY_MAX_INFLIGHT} sessions per connection: the gateway"
+                " refuses requests past that many in flight (UNAVAILABLE); add --connections"
+            )
+        lines = [head, ""]
+        lines += [f"  {k.ljust(width)}  {v}" for k, v in rows]
+        lines.append("")
+        lines.append("  result: " + ("CLEAN" if self.clean else "PROBLEMS (see above)"))
+        return "\n".join(lines)
+
+
+@attrs.frozen
 class Sample:
     t_s: float
     runs_done: int
@@ -82,7 +206,6 @@ class Sample:
 
 
 def _bucket_upper(i: int) -> float:
-    from ._loadtest import _FINE_BUCKETS, _FINE_MS
 
     return (i + 1) / 20.0 if i < _FINE_BUCKETS else _FINE_MS + (i - _FINE_BUCKETS + 1)
 

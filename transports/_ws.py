@@ -1,9 +1,10 @@
 """The server side of a WebSocket connection: wsproto for the HTTP upgrade; frames parsed by
-hand (RFC 6455 section 5) for what the client sends; a hand-built frame header and one
-coalesced `send_all` for what we send.
+hand (RFC 6455 section 5, `_wscodec.FrameParser`) for what the client sends; a hand-built
+frame header and one coalesced `send_all` for what we send.
 
 Why parse by hand: wsproto's event machinery costs ~20 µs per received frame, a tenth of a
-whole run at thousands of runs a second; the parser here (`_next_message`) does the same
+whole run at thousands of runs a second; the parser (`_wscodec`, shared with the load
+tool's client) does the same
 checks (masking, reserved bits and opcodes, control frame rules, fragmentation, UTF-8 of
 text and of close reasons, close codes, the size limit before the payload arrives) in a
 few. A protocol error closes with 1002 (1007 for bad UTF-8), as wsproto would.
@@ -20,6 +21,7 @@ monotonic `seq` as it drains, so every event the client sees is numbered without
 
 Errors in this module:
 - `ConnectionClosed`: the peer went away or the connection was closed by us.
+- `MessageTooBig` (`_wscodec`'s): a client message passed `max_message_bytes`.
 """
 
 from __future__ import annotations
@@ -27,7 +29,6 @@ from __future__ import annotations
 import collections
 import http
 import logging
-import struct
 from collections.abc import Callable
 from typing import Final
 
@@ -41,7 +42,24 @@ from wsproto.events import (
 )
 from wsproto.utilities import RemoteProtocolError
 
+from . import _wscodec
 from ._errors import TransportError
+from ._wscodec import (
+    CLOSE,
+    PING,
+    SMALL_HEADERS,
+    Control,
+    FrameError,
+    FrameParser,
+    close_frame,
+    close_payload,
+    control_frame,
+    pack_h16,
+    text_frame_header,
+)
+from ._wscodec import (
+    MessageTooBig as MessageTooBig,
+)
 
 log = logging.getLogger("clawlane.ws")
 
@@ -51,16 +69,12 @@ COALESCE_ROUNDS: Final = 0
 
 CLOSE_NORMAL: Final = 1000
 CLOSE_GOING_AWAY: Final = 1001
-CLOSE_PROTOCOL_ERROR: Final = 1002
+CLOSE_PROTOCOL_ERROR: Final = _wscodec.CLOSE_PROTOCOL_ERROR
+CLOSE_INVALID_DATA: Final = _wscodec.CLOSE_INVALID_DATA
 CLOSE_POLICY: Final = 1008
-CLOSE_INVALID_DATA: Final = 1007
 CLOSE_TOO_BIG: Final = 1009
 NO_STATUS: Final = 1005
 MAX_HANDSHAKE_BYTES: Final = 16_384
-_LOCAL_ONLY_CODES: Final = frozenset({1005, 1006, 1015})
-_DEFINED_CODES: Final = frozenset(
-    {1000, 1001, 1002, 1003, 1007, 1008, 1009, 1010, 1011, 1012, 1013, 1014}
-)
 
 
 Admit = Callable[[Request], "tuple[int, str] | None"]
@@ -69,53 +83,6 @@ Admit = Callable[[Request], "tuple[int, str] | None"]
 
 class ConnectionClosed(TransportError):
     """The connection is closed (by the peer, or by us)."""
-
-
-class MessageTooBig(TransportError):
-    """A client message is over the current size limit."""
-
-
-_SMALL_HEADERS: Final = tuple(bytes((0x81, n)) for n in range(126))
-_pack_h16: Final = struct.Struct("!BBH").pack
-_pack_h64: Final = struct.Struct("!BBQ").pack
-
-
-def text_frame_header(length: int) -> bytes:
-    """A server (unmasked) FIN text frame header for a payload of `length` bytes."""
-    if length < 126:
-        return _SMALL_HEADERS[length]
-    if length < 65_536:
-        return _pack_h16(0x81, 126, length)
-    return _pack_h64(0x81, 127, length)
-
-
-def _unmask(data: bytes | bytearray, mask: bytes | bytearray) -> bytes:
-    """XOR `data` with the 4-byte `mask` repeated (one big-integer XOR, in C)."""
-    n = len(data)
-    if not n:
-        return b""
-    key = bytes(mask) * (n // 4 + 1)
-    return (int.from_bytes(data, "big") ^ int.from_bytes(key[:n], "big")).to_bytes(n, "big")
-
-
-def _control_frame(first: int, payload: bytes) -> bytes:
-    return bytes((first, len(payload))) + payload
-
-
-def _close_frame(code: int | None, reason: str) -> bytes:
-    """A server close frame: `code` (None: none, as for a peer's 1005) and `reason` cut to
-    fit 125 bytes without splitting a character."""
-    if code is None or code in _LOCAL_ONLY_CODES:
-        return _control_frame(0x88, b"" if code is None else (1000).to_bytes(2, "big"))
-    data = reason.encode("utf-8")[:123].decode("utf-8", "ignore").encode("utf-8")
-    return _control_frame(0x88, code.to_bytes(2, "big") + data)
-
-
-def _valid_close_code(code: int) -> bool:
-    """RFC 6455 section 7.4: the codes a peer may send."""
-    if code in _LOCAL_ONLY_CODES or code < 1000 or code > 4999:
-        return False
-    return code >= 3000 or code in _DEFINED_CODES
 
 
 class _Raw:
@@ -140,7 +107,6 @@ class WebSocketServerConnection:
         self._wake = trio.Event()
         self._seq = 0
         self.max_buffered_bytes = max_buffered_bytes
-        self.max_message_bytes = 64 * 1024
         self.close_code: int | None = None
         self.close_reason: str | None = None
         self._close_queued = False
@@ -150,10 +116,11 @@ class WebSocketServerConnection:
         self.batches_sent = 0
         self.coalesce_rounds = COALESCE_ROUNDS
         self._accepted = False
-        self._in = bytearray(received)  # what the gateway read to see an upgrade
-        self._partial: list[bytes] = []
-        self._partial_size = 0
-        self._message_opcode = 0  # of the message being received in fragments (0: none)
+        # `received`: what the gateway read to see an upgrade.
+        self._parser = FrameParser(
+            masked=True, text=True, max_message_bytes=64 * 1024, received=received
+        )
+        self._in = self._parser.buffer  # the parser's: the handshake reads it first
 
     # --- handshake ------------------------------------------------------------------------
 
@@ -259,111 +226,49 @@ class WebSocketServerConnection:
         return ConnectionClosed(f"protocol error: {reason}")
 
     def _next_message(self) -> str | None:
-        """Parse frames from what was received (RFC 6455 section 5, client to server) until
-        a message completes; None when more bytes are needed. Not a checkpoint."""
-        buf = self._in
-        pos = 0
-        try:
-            while True:
-                have = len(buf) - pos
-                if have < 2:
-                    return None
-                b0 = buf[pos]
-                b1 = buf[pos + 1]
-                opcode = b0 & 0x0F
-                length = b1 & 0x7F
-                head = 2
-                if b0 & 0x70:
-                    raise self._fail(CLOSE_PROTOCOL_ERROR, "reserved bits set")
-                if not b1 & 0x80:
-                    raise self._fail(CLOSE_PROTOCOL_ERROR, "client frames must be masked")
-                if length == 126:
-                    if have < 4:
-                        return None
-                    length = int.from_bytes(buf[pos + 2 : pos + 4], "big")
-                    head = 4
-                elif length == 127:
-                    if have < 10:
-                        return None
-                    length = int.from_bytes(buf[pos + 2 : pos + 10], "big")
-                    head = 10
-                    if length >> 63:
-                        raise self._fail(CLOSE_PROTOCOL_ERROR, "frame length out of range")
-                if opcode >= 8:
-                    if not b0 & 0x80 or length > 125:
-                        raise self._fail(CLOSE_PROTOCOL_ERROR, "invalid control frame")
-                    if opcode > 10:
-                        raise self._fail(CLOSE_PROTOCOL_ERROR, f"unknown opcode {opcode}")
-                elif opcode > 2:
-                    raise self._fail(CLOSE_PROTOCOL_ERROR, f"unknown opcode {opcode}")
-                elif self._partial_size + length > self.max_message_bytes:
-                    self._reset_message()
-                    raise MessageTooBig()
-                end = pos + head + 4 + length
-                if len(buf) < end:
-                    return None
-                payload = _unmask(buf[pos + head + 4 : end], buf[pos + head : pos + head + 4])
-                pos = end
-                if opcode == 0x1 or opcode == 0x2 or opcode == 0x0:
-                    if opcode == 0x0:
-                        if not self._message_opcode:
-                            raise self._fail(CLOSE_PROTOCOL_ERROR, "continuation without a start")
-                    elif self._message_opcode:
-                        raise self._fail(CLOSE_PROTOCOL_ERROR, "expected a continuation frame")
-                    else:
-                        self._message_opcode = opcode
-                    self._partial.append(payload)
-                    self._partial_size += length
-                    if b0 & 0x80:
-                        return self._finish_message()
-                elif opcode == 0x9:
-                    was_closing = self._close_queued
-                    self._queue_raw(_control_frame(0x8A, payload))
-                    if self._close_queued and not was_closing:
-                        raise ConnectionClosed("slow consumer")  # its pong was one too many
-                elif opcode == 0x8:
-                    self._peer_close(payload)
-                # 0xA (pong): nothing to do
-        finally:
-            if pos:
-                del buf[:pos]
-
-    def _finish_message(self) -> str:
-        data = b"".join(self._partial)
-        opcode = self._message_opcode
-        self._reset_message()
-        if opcode == 0x2:
-            return data.decode("utf-8", "replace")
-        try:
-            return data.decode("utf-8")
-        except UnicodeDecodeError:
-            raise self._fail(CLOSE_INVALID_DATA, "text message is not valid UTF-8") from None
-
-    def _reset_message(self) -> None:
-        self._partial.clear()
-        self._partial_size = 0
-        self._message_opcode = 0
+        """Parse frames from what was received (`_wscodec.FrameParser`) until a message
+        completes; None when more bytes are needed. Answers a ping; a close or a protocol
+        error raises `ConnectionClosed`. Not a checkpoint."""
+        parser = self._parser
+        while True:
+            try:
+                message = parser.next_message()
+            except FrameError as exc:
+                raise self._fail(exc.code, exc.reason) from None
+            if message is None or type(message) is str:
+                return message
+            assert isinstance(message, Control)
+            if message.opcode == PING:
+                was_closing = self._close_queued
+                self._queue_raw(control_frame(0x8A, message.payload))
+                if self._close_queued and not was_closing:
+                    raise ConnectionClosed("slow consumer")  # its pong was one too many
+            elif message.opcode == CLOSE:
+                self._peer_close(message.payload)
 
     def _peer_close(self, payload: bytes) -> None:
         """The peer's close frame: answer it (echoing its code) and end. Always raises."""
-        code: int | None = None
-        reason = ""
-        if len(payload) == 1:
-            raise self._fail(CLOSE_PROTOCOL_ERROR, "close frame with a 1-byte payload")
-        if payload:
-            code = int.from_bytes(payload[:2], "big")
-            if not _valid_close_code(code):
-                raise self._fail(CLOSE_PROTOCOL_ERROR, f"close frame with invalid code {code}")
-            try:
-                reason = payload[2:].decode("utf-8")
-            except UnicodeDecodeError:
-                raise self._fail(CLOSE_INVALID_DATA, "close reason is not valid UTF-8") from None
+        try:
+            code, reason = close_payload(payload)
+        except FrameError as exc:
+            raise self._fail(exc.code, exc.reason) from None
         self.peer_closed = True
         if not self._close_queued:
             self.close_code = code if code is not None else NO_STATUS
-            self._queue_raw(_close_frame(code, reason))
+            self._queue_raw(close_frame(code, reason))
             self._close_queued = True
         raise ConnectionClosed(f"peer closed ({self.close_code})")
+
+    @property
+    def max_message_bytes(self) -> int:
+        """The size limit of a message from the peer (`MessageTooBig` past it)."""
+        limit = self._parser.max_message_bytes
+        assert limit is not None
+        return limit
+
+    @max_message_bytes.setter
+    def max_message_bytes(self, limit: int) -> None:
+        self._parser.max_message_bytes = limit
 
     async def wait_peer_close(self) -> None:
         """After our close frame: read (and drop) until the peer answers or goes. A checkpoint.
@@ -383,7 +288,7 @@ class WebSocketServerConnection:
 
     async def _discard_until_eof(self) -> None:
         self._in.clear()
-        self._reset_message()
+        self._parser.reset_message()
         while True:
             try:
                 data = await self._stream.receive_some(RECEIVE_CHUNK)
@@ -396,7 +301,7 @@ class WebSocketServerConnection:
     @property
     def received_bytes_held(self) -> int:
         """What is kept of what the peer sent: unparsed bytes and a partial message."""
-        return len(self._in) + self._partial_size
+        return self._parser.held
 
     # --- sending --------------------------------------------------------------------------
 
@@ -449,7 +354,7 @@ class WebSocketServerConnection:
             self._out_bytes = 0
         self.close_code = code
         self.close_reason = reason
-        data = _close_frame(code, reason) if self._accepted else b""  # no frames before 101
+        data = close_frame(code, reason) if self._accepted else b""  # no frames before 101
         self._close_queued = True
         if data:
             self._out.append(_Raw(data))
@@ -467,8 +372,8 @@ class WebSocketServerConnection:
         already), and +2 ms p50 / +15 ms p99 latency under load; hence 0.
         """
         out = self._out
-        small = _SMALL_HEADERS
-        h16 = _pack_h16
+        small = SMALL_HEADERS
+        h16 = pack_h16
         try:
             while True:
                 if not out:

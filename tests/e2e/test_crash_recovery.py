@@ -22,7 +22,7 @@ import trio
 
 from actors._journal import INTERRUPTED
 from transports._client import GatewayClient, GatewayRequestError, open_gateway_client
-from transports._loadtest import _read_listening_url
+from transports._loadtest_gateway import _read_listening_url
 
 CLI = [sys.executable, "-c", "import sys; from transports._cli import main; sys.exit(main())"]
 

@@ -245,7 +245,7 @@ async def test_sigterm_exits_promptly_after_bad_requests(tmp_path: Path) -> None
         "--config",
         str(config),
     ]
-    from transports._loadtest import _read_listening_url
+    from transports._loadtest_gateway import _read_listening_url
 
     log_path = tmp_path / "gateway.log"
     with trio.fail_after(60), log_path.open("wb") as log:

@@ -14,15 +14,9 @@ import trio
 from tests.conftest import gateway_url
 from transports._cli import main as cli_main
 from transports._gateway import Gateway
-from transports._loadtest import (
-    LoadtestError,
-    LoadtestOptions,
-    _Conn,
-    _Loadtest,
-    _Track,
-    client_frame,
-    run_loadtest,
-)
+from transports._loadtest import run_loadtest
+from transports._loadtest_conn import LoadtestError, LoadtestOptions, _Conn, _Loadtest, _Track
+from transports._wscodec import client_frame
 
 _enc = msgspec.json.Encoder()
 

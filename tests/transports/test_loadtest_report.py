@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 import trio
 
-from transports._loadtest import LoadtestOptions, _Histogram, run_loadtest
+from transports._loadtest import run_loadtest
+from transports._loadtest_conn import LoadtestOptions, _Histogram
 from transports._loadtest_report import (
     SAMPLE_COLUMNS,
     Sample,
