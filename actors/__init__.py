@@ -35,6 +35,8 @@ from ._cron_store import CronStore as CronStore
 from ._cron_store import RunQuery as RunQuery
 from ._cron_store import SqliteCronStore as SqliteCronStore
 from ._errors import ActorError as ActorError
+from ._errors import StoreClosedError as StoreClosedError
+from ._errors import StoreError as StoreError
 from ._hub import EventHub as EventHub
 from ._hub import HubStatistics as HubStatistics
 from ._hub import Replay as Replay
@@ -68,8 +70,6 @@ from ._request import RunRequest as RunRequest
 from ._session import SessionActor as SessionActor
 from ._session import SessionBusy as SessionBusy
 from ._store import Store as Store
-from ._store import StoreClosedError as StoreClosedError
-from ._store import StoreError as StoreError
 from ._store import open_store as open_store
 from ._supervisor import RunInFlight as RunInFlight
 from ._supervisor import RunRefused as RunRefused

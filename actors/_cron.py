@@ -58,8 +58,7 @@ from runtime.protocol import (
 
 from ._cron_run import FiringOutcome, execute
 from ._cron_store import CronStore, RunQuery
-from ._errors import ActorError
-from ._store import StoreError
+from ._errors import ActorError, StoreError
 from ._webhook import WebhookAttempt, WebhookSettings, deliver_webhook
 
 __all__ = [

@@ -24,7 +24,8 @@ import msgspec
 
 from runtime.cron import CronJob, decode_job, encode_job
 
-from ._store import Store, StoreError
+from ._errors import StoreError
+from ._store import Store
 
 __all__ = ["RUNS_PER_JOB", "CronStore", "RunQuery", "SqliteCronStore"]
 

@@ -42,10 +42,10 @@ from runtime.loop import RunProgress, RunTools, now_ms
 from runtime.sessions import MessageEntry
 
 from ._chat import ChatStream, assistant_message
+from ._errors import StoreError
 from ._record import RunRecord
 from ._request import RunRequest
 from ._session_services import SessionServices
-from ._store import StoreError
 
 log = logging.getLogger("clawlane.session")
 

@@ -22,11 +22,12 @@ from runtime.model import ModelRuntimeGeneration
 from runtime.sessions import SessionRow, TranscriptEntry
 
 from ._chat import ChatFlusher
+from ._errors import StoreError
 from ._global_lane import GlobalLane
 from ._hub import EventHub
 from ._journal import JournalRow
 from ._registry import RunRegistry
-from ._store import Store, StoreError
+from ._store import Store
 
 __all__ = ["SessionCounters", "SessionServices", "StoreCommit"]
 

@@ -16,7 +16,10 @@ waiter or commit callback gets the error, the failure is logged (at most once pe
 `FAILURE_LOG_INTERVAL_S`, with the count since) and counted in `statistics()`, and the
 writer goes on with the next batch, so writes resume when the disk does.
 
-Errors in this module:
+The SQLite side (the schema, the operations on the write channel, the batch writer and
+the reads, all run in worker threads) is `actors._sqlite`.
+
+Errors (`actors._errors`):
 - `StoreError`: a commit or a read failed (`sqlite3.Error`, mapped with `raise ... from`),
   or stored bytes do not decode.
 - `StoreClosedError` (a `StoreError`): the store was used after its context closed.
@@ -31,7 +34,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, Final, TypeVar
+from typing import Final, TypeVar
 
 import attrs
 import msgspec
@@ -47,14 +50,29 @@ from runtime.sessions import (
     encode_session_row,
 )
 
-from . import _journal
-from ._errors import ActorError
+from . import _journal, _sqlite
+from ._errors import StoreClosedError, StoreError
 from ._journal import JournalRow
 from ._metrics import COMMIT_BUCKETS, Histogram
+from ._sqlite import (
+    Append,
+    Barrier,
+    Call,
+    Delete,
+    Group,
+    Op,
+    PutRow,
+    PutRun,
+    Waiter,
+    Write,
+    close_all,
+    fetch_blobs,
+    fetch_pairs,
+    fetch_rows,
+    open_reader,
+)
 
 log = logging.getLogger("clawlane.store")
-
-SCHEMA_VERSION: Final = 1
 DEFAULT_BATCH_MAX: Final = 512
 DEFAULT_QUEUE_MAX: Final = 4096
 _MAX_READERS: Final = 4
@@ -65,46 +83,6 @@ RUNS_TTL_MS: Final = 300_000
 
 _T = TypeVar("_T")
 _U = TypeVar("_U")
-
-_SCHEMA: Final = """
-CREATE TABLE IF NOT EXISTS meta(
-    key TEXT PRIMARY KEY,
-    value TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS sessions(
-    key TEXT PRIMARY KEY,
-    agent_id TEXT NOT NULL,
-    session_id TEXT NOT NULL,
-    updated_at INTEGER NOT NULL,
-    row BLOB NOT NULL
-);
-CREATE INDEX IF NOT EXISTS sessions_updated_at ON sessions(updated_at);
-CREATE INDEX IF NOT EXISTS sessions_agent_updated_at ON sessions(agent_id, updated_at);
-CREATE TABLE IF NOT EXISTS entries(
-    session_id TEXT NOT NULL,
-    seq INTEGER NOT NULL,
-    entry_id TEXT NOT NULL,
-    body BLOB NOT NULL,
-    PRIMARY KEY(session_id, seq)
-) WITHOUT ROWID;
-"""
-
-_UPSERT_SESSION: Final = """
-INSERT INTO sessions(key, agent_id, session_id, updated_at, row) VALUES (?, ?, ?, ?, ?)
-ON CONFLICT(key) DO UPDATE SET
-    agent_id = excluded.agent_id,
-    session_id = excluded.session_id,
-    updated_at = excluded.updated_at,
-    row = excluded.row
-"""
-
-
-class StoreError(ActorError):
-    """A commit or read failed, or stored bytes do not decode."""
-
-
-class StoreClosedError(StoreError):
-    """The store was used after its context closed."""
 
 
 @attrs.frozen
@@ -133,57 +111,6 @@ class StoreStatistics:
     runs_written: int = 0
 
 
-# --- operations on the write channel ------------------------------------------------------
-
-
-@attrs.define(eq=False)
-class _Waiter:
-    """Woken when the operation it belongs to has been committed (or has failed).
-
-    Cheap when nobody waits (a commit callback, at thousands of runs a second): the event
-    is made by the first `wait`, the error message only when there is an error."""
-
-    message: str = ""
-    subject: str | None = None
-    """Appended to `message` (quoted) in the error, when given."""
-    cause: BaseException | None = None
-    result: object = None
-    callback: Callable[[StoreError | None], None] | None = None
-    """Called in the writer task once the commit is done (or failed), instead of a task
-    waiting; it must not block. One that raises is logged."""
-    done: bool = False
-    _event: trio.Event | None = None
-
-    def error(self) -> StoreError | None:
-        if self.cause is None:
-            return None
-        what = self.message if self.subject is None else f"{self.message} {self.subject!r}"
-        error = StoreError(f"{what}: {self.cause}")
-        error.__cause__ = self.cause
-        return error
-
-    def set(self) -> None:
-        self.done = True
-        if self._event is not None:
-            self._event.set()
-
-    async def wait_done(self) -> None:
-        """Wait until the commit is done or failed. A checkpoint."""
-        if self.done:
-            await trio.lowlevel.checkpoint()
-            return
-        if self._event is None:
-            self._event = trio.Event()
-        await self._event.wait()
-
-    async def wait(self) -> object:
-        await self.wait_done()
-        error = self.error()
-        if error is not None:
-            raise error
-        return self.result
-
-
 @attrs.define(eq=False)
 class _RowBatch:
     """Session rows read together (`Store.get_session`): the keys, then what was found."""
@@ -192,280 +119,6 @@ class _RowBatch:
     done: trio.Event = attrs.field(factory=trio.Event)
     found: dict[str, bytes] = attrs.field(factory=dict)
     failure: StoreError | None = None
-
-
-@attrs.frozen(eq=False)
-class _PutRow:
-    key: str
-    agent_id: str
-    session_id: str
-    updated_at: int
-    body: bytes
-    waiter: _Waiter | None = None
-
-
-@attrs.frozen(eq=False)
-class _Append:
-    session_id: str
-    items: tuple[tuple[str, bytes], ...]
-    waiter: _Waiter | None = None
-
-
-@attrs.frozen(eq=False)
-class _PutRun:
-    run: JournalRow
-    waiter: _Waiter | None = None
-
-
-@attrs.frozen(eq=False)
-class _Group:
-    """Writes committed together (always in one transaction), with one waiter."""
-
-    writes: tuple[_PutRow | _Append | _PutRun, ...]
-    waiter: _Waiter | None = None
-
-
-@attrs.frozen(eq=False)
-class _Delete:
-    key: str
-    delete_transcript: bool
-    waiter: _Waiter | None = None
-
-
-@attrs.frozen(eq=False)
-class _Call:
-    """Another module's own statements (`Store.write`), run inside the batch's transaction."""
-
-    fn: Callable[[sqlite3.Connection], object]
-    waiter: _Waiter | None = None
-
-
-@attrs.frozen(eq=False)
-class _Barrier:
-    """A flush marker. `low` is the number of operations already processed when the flush
-    began: a failed operation at an index at or above it makes the flush fail."""
-
-    low: int
-    waiter: _Waiter
-
-
-_Write = _PutRow | _Append | _PutRun | _Group | _Delete | _Call
-_Op = _PutRow | _Append | _PutRun | _Group | _Delete | _Call | _Barrier
-
-
-# --- blocking work, run in worker threads ------------------------------------------------
-
-
-def _connect(path: Path) -> sqlite3.Connection:
-    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=10.0)
-    conn.execute("PRAGMA synchronous=NORMAL")
-    return conn
-
-
-def _open_writer(path: Path) -> sqlite3.Connection:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    conn = _connect(path)
-    try:
-        (mode,) = conn.execute("PRAGMA journal_mode=WAL").fetchone()
-        if str(mode).lower() != "wal":
-            raise StoreError(f"{path}: cannot switch to WAL mode (journal_mode={mode})")
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            for statement in (_SCHEMA + _journal.SCHEMA).split(";"):
-                if statement.strip():
-                    conn.execute(statement)
-            found = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-            if found is None:
-                conn.execute(
-                    "INSERT INTO meta(key, value) VALUES ('schema_version', ?)",
-                    (str(SCHEMA_VERSION),),
-                )
-            elif found[0] != str(SCHEMA_VERSION):
-                raise StoreError(f"{path}: unsupported schema version {found[0]}")
-            conn.execute("COMMIT")
-        except BaseException:
-            _rollback(conn)
-            raise
-    except BaseException:
-        conn.close()
-        raise
-    return conn
-
-
-def _open_reader(path: Path) -> sqlite3.Connection:
-    conn = _connect(path)
-    conn.execute("PRAGMA query_only=ON")
-    return conn
-
-
-def _rollback(conn: sqlite3.Connection) -> None:
-    if conn.in_transaction:
-        try:
-            conn.execute("ROLLBACK")
-        except sqlite3.Error:
-            pass  # the error that got us here is the one worth reporting
-
-
-_INSERT_ENTRY_HEAD: Final = "INSERT INTO entries(session_id, seq, entry_id, body) VALUES "
-_UPSERT_HEAD: Final = "INSERT INTO sessions(key, agent_id, session_id, updated_at, row) VALUES "
-_UPSERT_TAIL: Final = _UPSERT_SESSION[_UPSERT_SESSION.index("ON CONFLICT") :]
-_NEXT_SEQ_MAX: Final = 200_000
-_ROWS_PER_STATEMENT: Final = 256
-_statements: dict[tuple[str, int], str] = {}
-
-
-def _insert_rows(
-    conn: sqlite3.Connection, head: str, tail: str, width: int, values: Sequence[tuple[Any, ...]]
-) -> None:
-    """Insert `values` with multi-row `INSERT ... VALUES (...), (...)` statements of up to
-    `_ROWS_PER_STATEMENT` rows: one SQLite step per statement, so the writer thread takes
-    the GIL back once per statement, not once per row (each of those hand-overs costs the
-    event loop thread a switch: ~10 % of a gateway's CPU at 3,000 runs a second).
-    Statements come in power-of-two sizes, so the few there are stay prepared.
-    """
-    i = 0
-    while i < len(values):
-        size = min(_ROWS_PER_STATEMENT, 1 << ((len(values) - i).bit_length() - 1))
-        chunk = values[i : i + size]
-        i += size
-        conn.execute(_statement(head, tail, width, size), [v for row in chunk for v in row])
-
-
-def _insert_flat(conn: sqlite3.Connection, head: str, width: int, flat: list[Any]) -> None:
-    """`_insert_rows` for values laid out flat already (`width` a row): no tuples to make
-    and take apart in the writer thread."""
-    n = len(flat) // width
-    i = 0
-    while i < n:
-        size = min(_ROWS_PER_STATEMENT, 1 << ((n - i).bit_length() - 1))
-        conn.execute(_statement(head, "", width, size), flat[i * width : (i + size) * width])
-        i += size
-
-
-def _statement(head: str, tail: str, width: int, size: int) -> str:
-    sql = _statements.get((head, size))
-    if sql is None:
-        one = "(" + ", ".join("?" * width) + ")"
-        sql = head + ", ".join([one] * size) + ("\n" + tail if tail else "")
-        _statements[(head, size)] = sql
-    return sql
-
-
-def _write_batch(
-    conn: sqlite3.Connection,
-    writes: Sequence[_Write],
-    next_seq: dict[str, int],
-    prune: tuple[int, int] | None = None,
-) -> list[object]:
-    """Apply `writes` in one transaction; one result per write (delete: whether a row went).
-
-    Row upserts, entry inserts and run journal rows are sent to SQLite in runs (multi-row
-    statements) between deletes, so a batch costs a few statements, not a few per write.
-    `next_seq` is the writer's memory of each transcript's next entry number across
-    batches (filled from the table on first use); a rolled back batch empties it.
-    `prune` (`(before_ms, keep)`): also drop ended journal rows older than `before_ms` or
-    beyond the newest `keep`.
-    """
-    results: list[object] = []
-    rows: list[tuple[str, str, str, int, bytes]] = []
-    entries: list[tuple[str, int, str, bytes]] = []
-    runs: list[Any] = []  # flat: `_journal.WIDTH` values a row
-
-    def append(op: _Append) -> None:
-        sid = op.session_id
-        seq = next_seq.get(sid)
-        if seq is None:
-            (seq,) = conn.execute(
-                "SELECT COALESCE(MAX(seq) + 1, 0) FROM entries WHERE session_id = ?",
-                (sid,),
-            ).fetchone()
-        for eid, body in op.items:
-            entries.append((sid, seq, eid, body))
-            seq += 1
-        next_seq[sid] = seq
-
-    def put(op: _PutRow | _Append | _PutRun) -> None:
-        if isinstance(op, _PutRow):
-            rows.append((op.key, op.agent_id, op.session_id, op.updated_at, op.body))
-        elif isinstance(op, _Append):
-            append(op)
-        else:
-            run = op.run
-            runs.extend((run.run_id, run.ended_at, run.body))
-
-    def flush() -> None:
-        if rows:
-            # The last write of a key in a run wins (an upsert of it twice in one statement
-            # would be refused); the order of different keys does not matter.
-            latest = {row[0]: row for row in rows}
-            _insert_rows(conn, _UPSERT_HEAD, _UPSERT_TAIL, 5, list(latest.values()))
-            rows.clear()
-        if entries:
-            _insert_rows(conn, _INSERT_ENTRY_HEAD, "", 4, entries)
-            entries.clear()
-        if runs:
-            _insert_flat(conn, _journal.PUT_HEAD, _journal.WIDTH, runs)
-            runs.clear()
-
-    if len(next_seq) > _NEXT_SEQ_MAX:
-        next_seq.clear()
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        for op in writes:
-            if isinstance(op, _PutRow | _Append | _PutRun):
-                put(op)
-                results.append(None)
-            elif isinstance(op, _Group):
-                for part in op.writes:
-                    put(part)
-                results.append(None)
-            elif isinstance(op, _Call):
-                flush()
-                results.append(op.fn(conn))
-            else:
-                flush()
-                found = conn.execute(
-                    "SELECT session_id FROM sessions WHERE key = ?", (op.key,)
-                ).fetchone()
-                if found is not None and op.delete_transcript:
-                    conn.execute("DELETE FROM entries WHERE session_id = ?", (found[0],))
-                    next_seq.pop(found[0], None)
-                conn.execute("DELETE FROM sessions WHERE key = ?", (op.key,))
-                results.append(found is not None)
-        flush()
-        if prune is not None:
-            since, keep = prune
-            (cut,) = conn.execute(_journal.PRUNE_CUT, {"since": since, "keep": keep}).fetchone()
-            if cut is not None:
-                conn.execute(_journal.PRUNE, {"cut": cut})
-        conn.execute("COMMIT")
-    except BaseException:
-        next_seq.clear()
-        _rollback(conn)
-        raise
-    return results
-
-
-def _fetch_blobs(conn: sqlite3.Connection, sql: str, params: Sequence[object]) -> list[bytes]:
-    return [blob for (blob,) in conn.execute(sql, params)]
-
-
-def _fetch_rows(
-    conn: sqlite3.Connection, sql: str, params: Sequence[object]
-) -> list[tuple[Any, ...]]:
-    return conn.execute(sql, params).fetchall()
-
-
-def _fetch_pairs(conn: sqlite3.Connection, sql: str, params: Sequence[object]) -> dict[str, bytes]:
-    return dict(conn.execute(sql, params).fetchall())
-
-
-def _close_all(conns: Sequence[sqlite3.Connection]) -> None:
-    for conn in conns:
-        try:
-            conn.close()
-        except sqlite3.Error:
-            pass  # closing is best effort; every commit has already completed
 
 
 # --- the actor ---------------------------------------------------------------------------
@@ -497,7 +150,7 @@ class Store:
         self._path = path
         self._writer = writer
         self._batch_max = batch_max
-        self._send, self._receive = trio.open_memory_channel[_Op](queue_max)
+        self._send, self._receive = trio.open_memory_channel[Op](queue_max)
         self._closed = False
         self._readers: list[sqlite3.Connection] = []
         self._reader_slots = trio.Semaphore(_MAX_READERS)
@@ -572,7 +225,7 @@ class Store:
         write of `put_session_durable` without a task waiting for it."""
         waiter = None
         if on_commit is not None:
-            waiter = _Waiter("cannot store session", row.key, callback=on_commit)
+            waiter = Waiter("cannot store session", row.key, callback=on_commit)
         self._submit_nowait(self._put_op(row, waiter))
 
     async def put_session_durable(self, row: SessionRow) -> None:
@@ -581,7 +234,7 @@ class Store:
         A checkpoint. Raises `StoreError` if that commit failed. Cancelled while waiting
         for the commit, the row is still written.
         """
-        waiter = _Waiter("cannot store session", row.key)
+        waiter = Waiter("cannot store session", row.key)
         op = self._put_op(row, waiter)
         try:
             self._submit_nowait(op)  # no yield for the enqueue: the commit wait is one
@@ -658,7 +311,7 @@ class Store:
         """Each journaled run's last row: those still `accepted`, and those ended at or
         after `since_ms`; in the order they were last written. Sees every write enqueued
         before the call. A checkpoint."""
-        found = await self._read(_fetch_rows, _journal.LOAD, ())
+        found = await self._read(fetch_rows, _journal.LOAD, ())
         last: dict[str, JournalRow] = {}
         for run_id, ended_at, body in found:
             try:
@@ -679,28 +332,28 @@ class Store:
         session_id: str | None,
         entries: Sequence[TranscriptEntry],
         on_commit: Callable[[StoreError | None], None] | None,
-    ) -> _Group:
-        parts: list[_PutRow | _Append | _PutRun] = []
+    ) -> Group:
+        parts: list[PutRow | Append | PutRun] = []
         if entries:
             assert session_id is not None
             parts.append(self._append_op(session_id, entries))
         if row is not None:
             parts.append(self._put_op(row, None))
         if run is not None:
-            parts.append(_PutRun(run))
-            waiter = _Waiter("cannot store run", run.run_id, callback=on_commit)
+            parts.append(PutRun(run))
+            waiter = Waiter("cannot store run", run.run_id, callback=on_commit)
         else:
             subject = session_id or (row.key if row else "")
-            waiter = _Waiter("cannot store session", subject, callback=on_commit)
-        return _Group(tuple(parts), waiter)
+            waiter = Waiter("cannot store session", subject, callback=on_commit)
+        return Group(tuple(parts), waiter)
 
     async def delete_session(self, key: str, *, delete_transcript: bool = True) -> bool:
         """Delete the row of `key` (and its transcript); True if there was a row.
 
         Returns after the commit. A checkpoint. Raises `StoreError` if the commit failed.
         """
-        waiter = _Waiter("cannot delete session", key)
-        await self._submit(_Delete(key, delete_transcript, waiter))
+        waiter = Waiter("cannot delete session", key)
+        await self._submit(Delete(key, delete_transcript, waiter))
         return bool(await waiter.wait())
 
     async def flush(self) -> None:
@@ -720,8 +373,8 @@ class Store:
         thread and must raise nothing but `sqlite3.Error` (a failure rolls the batch back:
         `StoreError` here). A checkpoint; cancelled while waiting for the commit, the write
         still happens."""
-        waiter = _Waiter(message=f"cannot {what}")
-        await self._submit(_Call(fn, waiter))
+        waiter = Waiter(message=f"cannot {what}")
+        await self._submit(Call(fn, waiter))
         return await waiter.wait()  # type: ignore[return-value]
 
     async def read(self, fn: Callable[[sqlite3.Connection], _T]) -> _T:
@@ -760,7 +413,7 @@ class Store:
             for i in range(0, len(keys), _KEYS_PER_QUERY):
                 chunk = keys[i : i + _KEYS_PER_QUERY]
                 sql = f"SELECT key, row FROM sessions WHERE key IN ({','.join('?' * len(chunk))})"
-                batch.found.update(await self._read(_fetch_pairs, sql, chunk))
+                batch.found.update(await self._read(fetch_pairs, sql, chunk))
         except StoreError as exc:
             batch.failure = exc
         batch.done.set()
@@ -791,7 +444,7 @@ class Store:
         if limit is not None:
             sql += " LIMIT ?"
             params.append(max(limit, 0))
-        blobs = await self._read(_fetch_blobs, sql, params)
+        blobs = await self._read(fetch_blobs, sql, params)
         return self._decode(decode_session_rows, blobs)
 
     async def load_entries(self, session_id: str) -> list[TranscriptEntry]:
@@ -799,7 +452,7 @@ class Store:
         the call. A checkpoint.
         """
         blobs = await self._read(
-            _fetch_blobs,
+            fetch_blobs,
             "SELECT body FROM entries WHERE session_id = ? ORDER BY seq",
             (session_id,),
         )
@@ -807,17 +460,17 @@ class Store:
 
     # --- internals ---------------------------------------------------------------------
 
-    def _put_op(self, row: SessionRow, waiter: _Waiter | None) -> _PutRow:
-        return _PutRow(
+    def _put_op(self, row: SessionRow, waiter: Waiter | None) -> PutRow:
+        return PutRow(
             row.key, row.agentId, row.sessionId, row.updatedAt, encode_session_row(row), waiter
         )
 
-    def _append_op(self, session_id: str, entries: Sequence[TranscriptEntry]) -> _Append:
-        return _Append(session_id, tuple((e.id, encode_entry(e)) for e in entries))
+    def _append_op(self, session_id: str, entries: Sequence[TranscriptEntry]) -> Append:
+        return Append(session_id, tuple((e.id, encode_entry(e)) for e in entries))
 
-    async def _submit(self, op: _Op) -> None:
+    async def _submit(self, op: Op) -> None:
         self._check_open()
-        counted = 0 if isinstance(op, _Barrier) else 1
+        counted = 0 if isinstance(op, Barrier) else 1
         self._pending += counted
         try:
             await self._send.send(op)
@@ -827,7 +480,7 @@ class Store:
                 raise StoreClosedError(f"store {self._path} is closed") from exc
             raise
 
-    def _submit_nowait(self, op: _Write) -> None:
+    def _submit_nowait(self, op: Write) -> None:
         self._check_open()
         try:
             self._send.send_nowait(op)
@@ -839,7 +492,7 @@ class Store:
         if self._closed:
             raise StoreClosedError(f"store {self._path} is closed")
 
-    async def _barrier(self) -> _Waiter | None:
+    async def _barrier(self) -> Waiter | None:
         """Enqueue a flush marker; None (after a checkpoint) if nothing is pending.
 
         The writer parked in `receive` holds nothing and has processed everything taken,
@@ -849,8 +502,8 @@ class Store:
         if self._receive.statistics().tasks_waiting_receive:
             await trio.lowlevel.checkpoint()
             return None
-        waiter = _Waiter(message="a write enqueued before this flush failed to commit")
-        await self._submit(_Barrier(self._processed, waiter))
+        waiter = Waiter(message="a write enqueued before this flush failed to commit")
+        await self._submit(Barrier(self._processed, waiter))
         return waiter
 
     async def _read(
@@ -867,7 +520,7 @@ class Store:
             conn = self._readers.pop() if self._readers else None
             try:
                 if conn is None:
-                    conn = await trio.to_thread.run_sync(_open_reader, self._path)
+                    conn = await trio.to_thread.run_sync(open_reader, self._path)
                 return await trio.to_thread.run_sync(query, conn, sql, params)
             except sqlite3.Error as exc:
                 raise StoreError(f"read from {self._path} failed: {exc}") from exc
@@ -875,7 +528,7 @@ class Store:
                 if conn is not None:
                     if self._closed:
                         with trio.CancelScope(shield=True):
-                            await trio.to_thread.run_sync(_close_all, [conn])
+                            await trio.to_thread.run_sync(close_all, [conn])
                     else:
                         self._readers.append(conn)
 
@@ -892,7 +545,7 @@ class Store:
         when `open_store` closes the channel.
         """
         with trio.CancelScope(shield=True):
-            batch: list[_Op] = []
+            batch: list[Op] = []
             try:
                 async for first in self._receive:
                     batch = [first]
@@ -916,10 +569,10 @@ class Store:
                     self._wake(op, exc, None)
                 raise
 
-    async def _commit(self, batch: list[_Op]) -> None:
+    async def _commit(self, batch: list[Op]) -> None:
         first = self._taken
         self._taken += len(batch)
-        writes = [op for op in batch if not isinstance(op, _Barrier)]
+        writes = [op for op in batch if not isinstance(op, Barrier)]
         results: list[object] = [None] * len(writes)
         failure: sqlite3.Error | None = None
         if writes:
@@ -927,7 +580,7 @@ class Store:
             prune = self._prune_now()
             try:
                 results = await trio.to_thread.run_sync(
-                    _write_batch, self._writer, writes, self._next_seq, prune
+                    _sqlite.write_batch, self._writer, writes, self._next_seq, prune
                 )
             except sqlite3.Error as exc:
                 failure = exc
@@ -948,20 +601,20 @@ class Store:
         self._pending -= len(writes)
         result_of = dict(zip(map(id, writes), results, strict=True))
         for op in batch:
-            if isinstance(op, _Barrier):
+            if isinstance(op, Barrier):
                 late = self._last_failed >= op.low
                 self._wake(op, failure or (self._last_failure if late else None), None)
             else:
                 self._wake(op, failure, result_of[id(op)])
 
-    def _count_written(self, writes: Sequence[_Write]) -> None:
+    def _count_written(self, writes: Sequence[Write]) -> None:
         for op in writes:
-            for part in op.writes if isinstance(op, _Group) else (op,):
-                if isinstance(part, _PutRow):
+            for part in op.writes if isinstance(op, Group) else (op,):
+                if isinstance(part, PutRow):
                     self._rows_written += 1
-                elif isinstance(part, _Append):
+                elif isinstance(part, Append):
                     self._entries_written += len(part.items)
-                elif isinstance(part, _PutRun):
+                elif isinstance(part, PutRun):
                     self._runs_written += 1
 
     def _prune_now(self) -> tuple[int, int] | None:
@@ -995,7 +648,7 @@ class Store:
         self._failures_unlogged = 0
 
     @staticmethod
-    def _wake(op: _Op, cause: BaseException | None, result: object) -> None:
+    def _wake(op: Op, cause: BaseException | None, result: object) -> None:
         waiter = op.waiter
         if waiter is not None:
             waiter.cause = cause
@@ -1022,7 +675,7 @@ async def open_store(
     if batch_max < 1 or queue_max < 0:
         raise ValueError("batch_max must be >= 1 and queue_max >= 0")
     try:
-        writer = await trio.to_thread.run_sync(_open_writer, path)
+        writer = await trio.to_thread.run_sync(_sqlite.open_writer, path)
     except (sqlite3.Error, OSError) as exc:
         raise StoreError(f"cannot open store {path}: {exc}") from exc
     store = Store(path, writer, batch_max=batch_max, queue_max=queue_max)
@@ -1041,4 +694,4 @@ async def open_store(
         conns = [*store._readers, writer]
         store._readers.clear()
         with trio.CancelScope(shield=True):
-            await trio.to_thread.run_sync(_close_all, conns)
+            await trio.to_thread.run_sync(close_all, conns)

@@ -45,7 +45,7 @@ from runtime.model import ModelRuntimeGeneration
 from runtime.sessions import SessionRow, TranscriptEntry, resolve_session_key
 
 from ._chat import ChatFlusher
-from ._errors import ActorError
+from ._errors import ActorError, StoreError
 from ._global_lane import GlobalLane
 from ._hub import EventHub, Subscriber
 from ._journal import JournalRow, RunOutcome, ended_row
@@ -56,7 +56,7 @@ from ._registry import RunRegistry
 from ._request import RunRequest
 from ._session import SessionActor
 from ._session_services import SessionCounters, SessionServices
-from ._store import Store, StoreError
+from ._store import Store
 
 log = logging.getLogger("clawlane.supervisor")
 

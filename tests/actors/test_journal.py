@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import trio
 
+from actors import StoreError, open_store
 from actors._journal import AcceptedRun, JournalRow, RunOutcome, accepted_row, ended_row
-from actors._store import StoreError, open_store
 from runtime.llm._types import UserMessage
 from runtime.sessions._sessions import TranscriptBuilder, new_session_row
 
@@ -133,18 +133,18 @@ async def test_ended_rows_are_pruned_beyond_the_cache_and_accepted_ones_never(
 async def test_a_failed_commit_is_logged_once_per_interval_and_counted_then_writes_resume(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    import actors._store as store_module
+    import actors._sqlite as sqlite_module
 
     caplog.set_level(logging.WARNING)
     full = [True]
-    original = store_module._write_batch
+    original = sqlite_module.write_batch
 
     def write_batch(*args: object) -> list[object]:
         if full[0]:
             raise sqlite3.OperationalError("database or disk is full")
         return original(*args)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(store_module, "_write_batch", write_batch)
+    monkeypatch.setattr(sqlite_module, "write_batch", write_batch)
     with trio.fail_after(TIMEOUT):
         async with open_store(tmp_path / "db.sqlite") as store:
             for i in range(5):

@@ -12,7 +12,7 @@ import pytest
 import trio
 import trio.testing
 
-from actors._store import Store, StoreClosedError, StoreError, open_store
+from actors import Store, StoreClosedError, StoreError, open_store
 from runtime.llm._types import UserMessage
 from runtime.sessions._sessions import (
     MessageEntry,
@@ -472,23 +472,23 @@ async def test_a_cancel_that_comes_while_the_file_opens_still_ends_open_store(
     opens in its thread (a deadline, Ctrl-C at startup) ends the block, and what was
     enqueued lands. (Before: `nursery.start` in a cancelled scope kept the shielded writer
     in `start`'s nursery, waiting for a close that never came: a hang.)"""
-    import actors._store as store_module
+    import actors._sqlite as sqlite_module
 
-    real_open = store_module._open_writer
+    real_open = sqlite_module.open_writer
     scope = trio.CancelScope()
 
     def open_and_get_cancelled(path: Path) -> Any:
         trio.from_thread.run_sync(scope.cancel)
         return real_open(path)
 
-    monkeypatch.setattr(store_module, "_open_writer", open_and_get_cancelled)
+    monkeypatch.setattr(sqlite_module, "open_writer", open_and_get_cancelled)
     with trio.fail_after(TIMEOUT):
         with scope:
             async with open_store(tmp_path / "s.db") as store:
                 store.put_session_nowait(row("agent:main:early", 1))
                 await trio.sleep_forever()
         assert scope.cancelled_caught
-        monkeypatch.setattr(store_module, "_open_writer", real_open)
+        monkeypatch.setattr(sqlite_module, "open_writer", real_open)
         async with open_store(tmp_path / "s.db") as store:
             found = await store.get_session("agent:main:early")
             assert found is not None and found.updatedAt == 1

@@ -24,7 +24,7 @@ import pytest
 import trio
 import trio.testing
 
-import actors._store as store_module
+import actors._sqlite as sqlite_module
 from tests.conftest import local_config, running_gateway
 from tests.e2e._raw import Raw, raw_client, warm
 
@@ -36,19 +36,19 @@ class Disk:
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.full = False
         self.only_turns = False
-        original = store_module._write_batch
+        original = sqlite_module.write_batch
 
         def write_batch(conn: sqlite3.Connection, writes: Any, *args: Any) -> list[object]:
             has_entries = any(
-                isinstance(part, store_module._Append)
+                isinstance(part, sqlite_module.Append)
                 for op in writes
-                for part in (op.writes if isinstance(op, store_module._Group) else (op,))
+                for part in (op.writes if isinstance(op, sqlite_module.Group) else (op,))
             )
             if self.full and (has_entries or not self.only_turns):
                 raise sqlite3.OperationalError("database or disk is full")
             return original(conn, writes, *args)
 
-        monkeypatch.setattr(store_module, "_write_batch", write_batch)
+        monkeypatch.setattr(sqlite_module, "write_batch", write_batch)
 
 
 async def request(raw: Raw, method: str, params: dict[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,423 @@
+"""The store's SQLite side: the schema, the operations on the write channel, and the
+blocking work the store runs in worker threads (opening connections, `write_batch`, reads).
+
+`write_batch` applies a batch of operations in one transaction (the group commit of
+`actors._store`): session row upserts, transcript entries and run journal rows go to SQLite
+in multi-row statements, one SQLite step per statement rather than per row. Nothing here
+touches trio; the store hands these functions to `trio.to_thread.run_sync`.
+
+Errors: `sqlite3.Error` from the blocking functions (the store maps them to `StoreError`);
+`open_writer` raises `StoreError` itself for a database it cannot use (not WAL, an
+unsupported schema version). An operation's `Waiter` reports a failure as a `StoreError`.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+import attrs
+import trio
+
+from . import _journal
+from ._errors import StoreError
+from ._journal import JournalRow
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "Append",
+    "Barrier",
+    "Call",
+    "Delete",
+    "Group",
+    "Op",
+    "PutRow",
+    "PutRun",
+    "Waiter",
+    "Write",
+    "close_all",
+    "fetch_blobs",
+    "fetch_pairs",
+    "fetch_rows",
+    "open_reader",
+    "open_writer",
+    "write_batch",
+]
+
+SCHEMA_VERSION: Final = 1
+
+_SCHEMA: Final = """
+CREATE TABLE IF NOT EXISTS meta(
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS sessions(
+    key TEXT PRIMARY KEY,
+    agent_id TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    updated_at INTEGER NOT NULL,
+    row BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS sessions_updated_at ON sessions(updated_at);
+CREATE INDEX IF NOT EXISTS sessions_agent_updated_at ON sessions(agent_id, updated_at);
+CREATE TABLE IF NOT EXISTS entries(
+    session_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    entry_id TEXT NOT NULL,
+    body BLOB NOT NULL,
+    PRIMARY KEY(session_id, seq)
+) WITHOUT ROWID;
+"""
+
+_UPSERT_SESSION: Final = """
+INSERT INTO sessions(key, agent_id, session_id, updated_at, row) VALUES (?, ?, ?, ?, ?)
+ON CONFLICT(key) DO UPDATE SET
+    agent_id = excluded.agent_id,
+    session_id = excluded.session_id,
+    updated_at = excluded.updated_at,
+    row = excluded.row
+"""
+
+
+# --- operations on the write channel ------------------------------------------------------
+
+
+@attrs.define(eq=False)
+class Waiter:
+    """Woken when the operation it belongs to has been committed (or has failed).
+
+    Cheap when nobody waits (a commit callback, at thousands of runs a second): the event
+    is made by the first `wait`, the error message only when there is an error."""
+
+    message: str = ""
+    subject: str | None = None
+    """Appended to `message` (quoted) in the error, when given."""
+    cause: BaseException | None = None
+    result: object = None
+    callback: Callable[[StoreError | None], None] | None = None
+    """Called in the writer task once the commit is done (or failed), instead of a task
+    waiting; it must not block. One that raises is logged."""
+    done: bool = False
+    _event: trio.Event | None = None
+
+    def error(self) -> StoreError | None:
+        if self.cause is None:
+            return None
+        what = self.message if self.subject is None else f"{self.message} {self.subject!r}"
+        error = StoreError(f"{what}: {self.cause}")
+        error.__cause__ = self.cause
+        return error
+
+    def set(self) -> None:
+        self.done = True
+        if self._event is not None:
+            self._event.set()
+
+    async def wait_done(self) -> None:
+        """Wait until the commit is done or failed. A checkpoint."""
+        if self.done:
+            await trio.lowlevel.checkpoint()
+            return
+        if self._event is None:
+            self._event = trio.Event()
+        await self._event.wait()
+
+    async def wait(self) -> object:
+        await self.wait_done()
+        error = self.error()
+        if error is not None:
+            raise error
+        return self.result
+
+
+@attrs.frozen(eq=False)
+class PutRow:
+    key: str
+    agent_id: str
+    session_id: str
+    updated_at: int
+    body: bytes
+    waiter: Waiter | None = None
+
+
+@attrs.frozen(eq=False)
+class Append:
+    session_id: str
+    items: tuple[tuple[str, bytes], ...]
+    waiter: Waiter | None = None
+
+
+@attrs.frozen(eq=False)
+class PutRun:
+    run: JournalRow
+    waiter: Waiter | None = None
+
+
+@attrs.frozen(eq=False)
+class Group:
+    """Writes committed together (always in one transaction), with one waiter."""
+
+    writes: tuple[PutRow | Append | PutRun, ...]
+    waiter: Waiter | None = None
+
+
+@attrs.frozen(eq=False)
+class Delete:
+    key: str
+    delete_transcript: bool
+    waiter: Waiter | None = None
+
+
+@attrs.frozen(eq=False)
+class Call:
+    """Another module's own statements (`Store.write`), run inside the batch's transaction."""
+
+    fn: Callable[[sqlite3.Connection], object]
+    waiter: Waiter | None = None
+
+
+@attrs.frozen(eq=False)
+class Barrier:
+    """A flush marker. `low` is the number of operations already processed when the flush
+    began: a failed operation at an index at or above it makes the flush fail."""
+
+    low: int
+    waiter: Waiter
+
+
+Write = PutRow | Append | PutRun | Group | Delete | Call
+Op = PutRow | Append | PutRun | Group | Delete | Call | Barrier
+
+
+# --- blocking work, run in worker threads ------------------------------------------------
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=10.0)
+    conn.execute("PRAGMA synchronous=NORMAL")
+    return conn
+
+
+def open_writer(path: Path) -> sqlite3.Connection:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = _connect(path)
+    try:
+        (mode,) = conn.execute("PRAGMA journal_mode=WAL").fetchone()
+        if str(mode).lower() != "wal":
+            raise StoreError(f"{path}: cannot switch to WAL mode (journal_mode={mode})")
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for statement in (_SCHEMA + _journal.SCHEMA).split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+            found = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+            if found is None:
+                conn.execute(
+                    "INSERT INTO meta(key, value) VALUES ('schema_version', ?)",
+                    (str(SCHEMA_VERSION),),
+                )
+            elif found[0] != str(SCHEMA_VERSION):
+                raise StoreError(f"{path}: unsupported schema version {found[0]}")
+            conn.execute("COMMIT")
+        except BaseException:
+            _rollback(conn)
+            raise
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def open_reader(path: Path) -> sqlite3.Connection:
+    conn = _connect(path)
+    conn.execute("PRAGMA query_only=ON")
+    return conn
+
+
+def _rollback(conn: sqlite3.Connection) -> None:
+    if conn.in_transaction:
+        try:
+            conn.execute("ROLLBACK")
+        except sqlite3.Error:
+            pass  # the error that got us here is the one worth reporting
+
+
+_INSERT_ENTRY_HEAD: Final = "INSERT INTO entries(session_id, seq, entry_id, body) VALUES "
+_UPSERT_HEAD: Final = "INSERT INTO sessions(key, agent_id, session_id, updated_at, row) VALUES "
+_UPSERT_TAIL: Final = _UPSERT_SESSION[_UPSERT_SESSION.index("ON CONFLICT") :]
+_NEXT_SEQ_MAX: Final = 200_000
+_ROWS_PER_STATEMENT: Final = 256
+_statements: dict[tuple[str, int], str] = {}
+
+
+def _insert_rows(
+    conn: sqlite3.Connection, head: str, tail: str, width: int, values: Sequence[tuple[Any, ...]]
+) -> None:
+    """Insert `values` with multi-row `INSERT ... VALUES (...), (...)` statements of up to
+    `_ROWS_PER_STATEMENT` rows: one SQLite step per statement, so the writer thread takes
+    the GIL back once per statement, not once per row (each of those hand-overs costs the
+    event loop thread a switch: ~10 % of a gateway's CPU at 3,000 runs a second).
+    Statements come in power-of-two sizes, so the few there are stay prepared.
+    """
+    i = 0
+    while i < len(values):
+        size = min(_ROWS_PER_STATEMENT, 1 << ((len(values) - i).bit_length() - 1))
+        chunk = values[i : i + size]
+        i += size
+        conn.execute(_statement(head, tail, width, size), [v for row in chunk for v in row])
+
+
+def _insert_flat(conn: sqlite3.Connection, head: str, width: int, flat: list[Any]) -> None:
+    """`_insert_rows` for values laid out flat already (`width` a row): no tuples to make
+    and take apart in the writer thread."""
+    n = len(flat) // width
+    i = 0
+    while i < n:
+        size = min(_ROWS_PER_STATEMENT, 1 << ((n - i).bit_length() - 1))
+        conn.execute(_statement(head, "", width, size), flat[i * width : (i + size) * width])
+        i += size
+
+
+def _statement(head: str, tail: str, width: int, size: int) -> str:
+    sql = _statements.get((head, size))
+    if sql is None:
+        one = "(" + ", ".join("?" * width) + ")"
+        sql = head + ", ".join([one] * size) + ("\n" + tail if tail else "")
+        _statements[(head, size)] = sql
+    return sql
+
+
+class _Runs:
+    """The writes of a batch gathered into runs of one kind, until something that must
+    see them in the table (a delete, another module's statements, the commit) flushes them
+    as multi-row statements."""
+
+    __slots__ = ("conn", "entries", "next_seq", "rows", "runs")
+
+    def __init__(self, conn: sqlite3.Connection, next_seq: dict[str, int]) -> None:
+        self.conn = conn
+        self.next_seq = next_seq
+        self.rows: list[tuple[str, str, str, int, bytes]] = []
+        self.entries: list[tuple[str, int, str, bytes]] = []
+        self.runs: list[Any] = []  # flat: `_journal.WIDTH` values a row
+
+    def put(self, op: PutRow | Append | PutRun) -> None:
+        if isinstance(op, PutRow):
+            self.rows.append((op.key, op.agent_id, op.session_id, op.updated_at, op.body))
+        elif isinstance(op, Append):
+            self.append(op)
+        else:
+            run = op.run
+            self.runs.extend((run.run_id, run.ended_at, run.body))
+
+    def append(self, op: Append) -> None:
+        sid = op.session_id
+        seq = self.next_seq.get(sid)
+        if seq is None:
+            (seq,) = self.conn.execute(
+                "SELECT COALESCE(MAX(seq) + 1, 0) FROM entries WHERE session_id = ?",
+                (sid,),
+            ).fetchone()
+        entries = self.entries
+        for eid, body in op.items:
+            entries.append((sid, seq, eid, body))
+            seq += 1
+        self.next_seq[sid] = seq
+
+    def flush(self) -> None:
+        conn, rows, entries, runs = self.conn, self.rows, self.entries, self.runs
+        if rows:
+            # The last write of a key in a run wins (an upsert of it twice in one statement
+            # would be refused); the order of different keys does not matter.
+            latest = {row[0]: row for row in rows}
+            _insert_rows(conn, _UPSERT_HEAD, _UPSERT_TAIL, 5, list(latest.values()))
+            rows.clear()
+        if entries:
+            _insert_rows(conn, _INSERT_ENTRY_HEAD, "", 4, entries)
+            entries.clear()
+        if runs:
+            _insert_flat(conn, _journal.PUT_HEAD, _journal.WIDTH, runs)
+            runs.clear()
+
+
+def write_batch(
+    conn: sqlite3.Connection,
+    writes: Sequence[Write],
+    next_seq: dict[str, int],
+    prune: tuple[int, int] | None = None,
+) -> list[object]:
+    """Apply `writes` in one transaction; one result per write (delete: whether a row went).
+
+    Row upserts, entry inserts and run journal rows are sent to SQLite in runs (multi-row
+    statements) between deletes, so a batch costs a few statements, not a few per write.
+    `next_seq` is the writer's memory of each transcript's next entry number across
+    batches (filled from the table on first use); a rolled back batch empties it.
+    `prune` (`(before_ms, keep)`): also drop ended journal rows older than `before_ms` or
+    beyond the newest `keep`. Runs in the writer thread.
+    """
+    results: list[object] = []
+    pending = _Runs(conn, next_seq)
+    if len(next_seq) > _NEXT_SEQ_MAX:
+        next_seq.clear()
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        for op in writes:
+            if isinstance(op, PutRow | Append | PutRun):
+                pending.put(op)
+                results.append(None)
+            elif isinstance(op, Group):
+                for part in op.writes:
+                    pending.put(part)
+                results.append(None)
+            elif isinstance(op, Call):
+                pending.flush()
+                results.append(op.fn(conn))
+            else:
+                pending.flush()
+                results.append(_delete(conn, op, next_seq))
+        pending.flush()
+        if prune is not None:
+            since, keep = prune
+            (cut,) = conn.execute(_journal.PRUNE_CUT, {"since": since, "keep": keep}).fetchone()
+            if cut is not None:
+                conn.execute(_journal.PRUNE, {"cut": cut})
+        conn.execute("COMMIT")
+    except BaseException:
+        next_seq.clear()
+        _rollback(conn)
+        raise
+    return results
+
+
+def _delete(conn: sqlite3.Connection, op: Delete, next_seq: dict[str, int]) -> bool:
+    """A session's row (and its transcript, when asked); whether there was a row."""
+    found = conn.execute("SELECT session_id FROM sessions WHERE key = ?", (op.key,)).fetchone()
+    if found is not None and op.delete_transcript:
+        conn.execute("DELETE FROM entries WHERE session_id = ?", (found[0],))
+        next_seq.pop(found[0], None)
+    conn.execute("DELETE FROM sessions WHERE key = ?", (op.key,))
+    return found is not None
+
+
+def fetch_blobs(conn: sqlite3.Connection, sql: str, params: Sequence[object]) -> list[bytes]:
+    return [blob for (blob,) in conn.execute(sql, params)]
+
+
+def fetch_rows(
+    conn: sqlite3.Connection, sql: str, params: Sequence[object]
+) -> list[tuple[Any, ...]]:
+    return conn.execute(sql, params).fetchall()
+
+
+def fetch_pairs(conn: sqlite3.Connection, sql: str, params: Sequence[object]) -> dict[str, bytes]:
+    return dict(conn.execute(sql, params).fetchall())
+
+
+def close_all(conns: Sequence[sqlite3.Connection]) -> None:
+    for conn in conns:
+        try:
+            conn.close()
+        except sqlite3.Error:
+            pass  # closing is best effort; every commit has already completed
