@@ -107,7 +107,33 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="clawlane", description="clawlane agent runtime gateway")
     parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _add_gateway_parser(sub)
+    _add_client_parsers(sub)
+    # --- loadtest (transports/_loadtest.py) ---
+    from ._loadtest import add_loadtest_parser
 
+    add_loadtest_parser(sub)
+    # --- end loadtest ---
+    from ._dashboard_cli import add_dashboard_parser  # issue 14
+
+    add_dashboard_parser(sub)
+    _add_config_parser(sub)  # config get|apply|patch (issue 3), validate|schema (issue 14)
+    # --- completion (issue 14): transports/_completion.py ---
+    from ._completion import SHELLS
+
+    comp = sub.add_parser("completion", help="print a shell completion script")
+    comp.add_argument(
+        "shell",
+        nargs="?",
+        choices=SHELLS,
+        default=None,
+        help="bash or zsh (default: from $SHELL)",
+    )
+    return parser
+
+
+def _add_gateway_parser(sub: Any) -> None:
+    """`clawlane gateway`: where it listens, its state dir and config, its log lines."""
     gw = sub.add_parser("gateway", help="run the gateway")
     gw.add_argument("--host", default=None, help="bind address (default gateway.bind or 127.0.0.1)")
     gw.add_argument("--port", type=int, default=None, help="port (default gateway.port or 18789)")
@@ -146,6 +172,10 @@ def build_parser() -> argparse.ArgumentParser:
         f" {DEFAULT_LOG_FORMAT})",
     )
 
+
+def _add_client_parsers(sub: Any) -> None:
+    """The commands that talk to a running gateway: agent, call, health, status, sessions,
+    models."""
     ag = sub.add_parser("agent", help="run one agent turn and print the reply as it streams")
     ag.add_argument("-m", "--message", required=True, help="the message to send")
     ag.add_argument("--session-key", default=None, help="session key (default: the main session)")
@@ -171,28 +201,6 @@ def build_parser() -> argparse.ArgumentParser:
     models = sub.add_parser("models", help="model commands")
     models.add_argument("action", choices=["list"], help="list: the model catalog, as a table")
     _add_view_args(models)
-
-    # --- loadtest (transports/_loadtest.py) ---
-    from ._loadtest import add_loadtest_parser
-
-    add_loadtest_parser(sub)
-    # --- end loadtest ---
-    from ._dashboard_cli import add_dashboard_parser  # issue 14
-
-    add_dashboard_parser(sub)
-    _add_config_parser(sub)  # config get|apply|patch (issue 3), validate|schema (issue 14)
-    # --- completion (issue 14): transports/_completion.py ---
-    from ._completion import SHELLS
-
-    comp = sub.add_parser("completion", help="print a shell completion script")
-    comp.add_argument(
-        "shell",
-        nargs="?",
-        choices=SHELLS,
-        default=None,
-        help="bash or zsh (default: from $SHELL)",
-    )
-    return parser
 
 
 def main(argv: list[str] | None = None) -> int:

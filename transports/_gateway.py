@@ -44,7 +44,14 @@ from runtime.agent import discover_resources
 from runtime.devices import PairingStore, PairingStoreError, open_pairing_store
 from runtime.hooks import GatewayStartEvent, GatewayStopEvent
 from runtime.logs import LogRing, install_log_ring
-from runtime.model import Config, ConfigError, GenerationBuilder, close_all_providers, load_plugins
+from runtime.model import (
+    Config,
+    ConfigError,
+    GenerationBuilder,
+    ModelRuntimeGeneration,
+    close_all_providers,
+    load_plugins,
+)
 from runtime.protocol import (
     MAX_BUFFERED_BYTES,
     MAX_PAYLOAD_BYTES,
@@ -546,6 +553,43 @@ async def open_gateway(config: Config, options: GatewayOptions) -> AsyncIterator
     The bound port is `gateway.listeners[0].socket.getsockname()[1]` (port 0 picks one).
     Raises `GatewayConfigError` before binding anything when the settings are unsafe.
     """
+    auth, pairing, builder, generation = await _prepare(config, options)
+    port = options.port if options.port is not None else config.gateway.port
+    async with (
+        _own_state_dir(options.state_dir),  # one gateway per state dir (issue 15)
+        open_store(options.state_dir / "clawlane.sqlite") as store,
+        open_supervisor(
+            generation=generation, store=store, workspace_root=options.state_dir / "workspaces"
+        ) as supervisor,
+    ):
+        del generation  # the supervisor holds the serving one; a pinned one never retires
+        gateway = await _make_gateway(config, options, supervisor, auth, pairing)
+        hooks = supervisor.hooks
+        async with trio.open_nursery() as nursery:
+            await _start_services(gateway, nursery, builder, store, options)
+            listeners = await trio.open_tcp_listeners(port, host=options.host)
+            gateway.listeners = listeners
+            if hooks.has("gateway_start"):
+                await hooks.fire(
+                    "gateway_start", GatewayStartEvent(port=listeners[0].socket.getsockname()[1])
+                )
+            accepting = trio.CancelScope()
+            accept_done = trio.Event()
+            nursery.start_soon(_accept, gateway, nursery, accepting, accept_done)
+            nursery.start_soon(gateway.run_ticks)
+            try:
+                yield gateway
+            finally:
+                with trio.CancelScope(shield=True):
+                    await _shut_down(gateway, builder, accepting, accept_done)
+                nursery.cancel_scope.cancel()
+
+
+async def _prepare(
+    config: Config, options: GatewayOptions
+) -> tuple[AuthSettings, PairingStore, GenerationBuilder, ModelRuntimeGeneration]:
+    """What is checked and built before anything binds or opens: the auth settings, the
+    pairing store, the first generation. Raises `GatewayConfigError`, `ConfigError`."""
     auth = await trio.to_thread.run_sync(
         lambda: auth_settings(
             config, token_override=options.token, host=options.host, state_dir=options.state_dir
@@ -562,92 +606,97 @@ async def open_gateway(config: Config, options: GatewayOptions) -> AsyncIterator
     except Exception as exc:
         raise ConfigError(str(exc)) from exc
     options.state_dir.mkdir(parents=True, exist_ok=True)
-    port = options.port if options.port is not None else config.gateway.port
-    async with (
-        _own_state_dir(options.state_dir),  # one gateway per state dir (issue 15)
-        open_store(options.state_dir / "clawlane.sqlite") as store,
-        open_supervisor(
-            generation=generation, store=store, workspace_root=options.state_dir / "workspaces"
-        ) as supervisor,
-    ):
-        gateway = Gateway(
-            config=config,
-            supervisor=supervisor,
-            auth=auth,
-            state_dir=options.state_dir,
-            config_path=options.config_path,
-            max_buffered_bytes=options.max_buffered_bytes,
-            pairing=pairing,
-            max_preauth_per_address=options.max_preauth_per_address,
-            remote_peer_addresses=options.remote_peer_addresses,
-        )
-        specs: list[str | Path] = list(config.plugins.load)
-        specs.extend(
-            await trio.to_thread.run_sync(extension_specs, config.agents.defaults.resources)
-        )
-        for loaded in await load_plugins(specs, supervisor.hooks, supervisor.plugins):
-            if not loaded.ok:
-                log.error("plugin %s failed to load: %s", loaded.spec, loaded.error)
-        hooks = supervisor.hooks
-        del generation  # the supervisor holds the serving one; a pinned one never retires
-        # --- issue 12: runs the previous process accepted and did not finish ---
-        gateway.recovery = await recover_runs(
-            supervisor, interrupted=config.gateway.interruptedRuns
-        )
-        restore_idempotency(gateway, gateway.recovery.runs)
-        async with trio.open_nursery() as nursery:
-            # --- issue 3: the publisher (config watcher + publishes) ---
-            gateway.publisher = Publisher(
-                supervisor, builder=builder, config_path=options.config_path
+    return auth, pairing, builder, generation
+
+
+async def _make_gateway(
+    config: Config,
+    options: GatewayOptions,
+    supervisor: Supervisor,
+    auth: AuthSettings,
+    pairing: PairingStore,
+) -> Gateway:
+    """The gateway's state, its plugins loaded, and the runs the previous process accepted
+    and did not finish recovered (issue 12)."""
+    gateway = Gateway(
+        config=config,
+        supervisor=supervisor,
+        auth=auth,
+        state_dir=options.state_dir,
+        config_path=options.config_path,
+        max_buffered_bytes=options.max_buffered_bytes,
+        pairing=pairing,
+        max_preauth_per_address=options.max_preauth_per_address,
+        remote_peer_addresses=options.remote_peer_addresses,
+    )
+    specs: list[str | Path] = list(config.plugins.load)
+    specs.extend(await trio.to_thread.run_sync(extension_specs, config.agents.defaults.resources))
+    for loaded in await load_plugins(specs, supervisor.hooks, supervisor.plugins):
+        if not loaded.ok:
+            log.error("plugin %s failed to load: %s", loaded.spec, loaded.error)
+    gateway.recovery = await recover_runs(supervisor, interrupted=config.gateway.interruptedRuns)
+    restore_idempotency(gateway, gateway.recovery.runs)
+    return gateway
+
+
+async def _start_services(
+    gateway: Gateway,
+    nursery: trio.Nursery,
+    builder: GenerationBuilder,
+    store: Any,
+    options: GatewayOptions,
+) -> None:
+    """The publisher (issue 3), the HTTP routes and the chart sampler (issue 14), the cron
+    scheduler (issue 15), each a task of `nursery`."""
+    gateway.publisher = Publisher(
+        gateway.supervisor, builder=builder, config_path=options.config_path
+    )
+    await nursery.start(gateway.publisher.run)
+    gateway.http_routes = HttpRoutes(gateway, await trio.to_thread.run_sync(load_dashboard))
+    nursery.start_soon(gateway.sampler.run)
+    await nursery.start(_run_cron, gateway, store, options.cron_clock)
+
+
+async def _accept(
+    gateway: Gateway, nursery: trio.Nursery, accepting: trio.CancelScope, done: trio.Event
+) -> None:
+    """Serve the listeners (connections in `nursery`) until `accepting` is cancelled."""
+    try:
+        with accepting:
+            await trio.serve_listeners(
+                gateway.handle_stream, gateway.listeners, handler_nursery=nursery
             )
-            await nursery.start(gateway.publisher.run)
-            # --- issue 14: the HTTP routes (the dashboard's files) and the chart sampler ---
-            gateway.http_routes = HttpRoutes(gateway, await trio.to_thread.run_sync(load_dashboard))
-            nursery.start_soon(gateway.sampler.run)
-            await nursery.start(_run_cron, gateway, store, options.cron_clock)
-            listeners = await trio.open_tcp_listeners(port, host=options.host)
-            gateway.listeners = listeners
-            if hooks.has("gateway_start"):
-                await hooks.fire(
-                    "gateway_start", GatewayStartEvent(port=listeners[0].socket.getsockname()[1])
-                )
-            accepting = trio.CancelScope()
-            accept_done = trio.Event()
+    finally:
+        done.set()
 
-            async def accept() -> None:
-                try:
-                    with accepting:
-                        await trio.serve_listeners(
-                            gateway.handle_stream, listeners, handler_nursery=nursery
-                        )
-                finally:
-                    accept_done.set()
 
-            nursery.start_soon(accept)
-            nursery.start_soon(gateway.run_ticks)
-            try:
-                yield gateway
-            finally:
-                with trio.CancelScope(shield=True):
-                    gateway.begin_shutdown("gateway stopping")
-                    if hooks.has("gateway_stop"):
-                        await hooks.fire("gateway_stop", GatewayStopEvent(reason="shutdown"))
-                    accepting.cancel()
-                    await accept_done.wait()
-                    for listener in listeners:
-                        await listener.aclose()
-                    with trio.move_on_after(30):
-                        await supervisor.shutdown_runs()
-                    await close_all_providers(builder, supervisor.generation)
-                    gateway.close_all()
-                    with trio.move_on_after(2):
-                        await gateway.wait_all_closed()
-                    with trio.move_on_after(5):
-                        try:
-                            await gateway.pairing.flush(include_metadata=True)
-                        except PairingStoreError as exc:
-                            log.error("%s", exc)
-                nursery.cancel_scope.cancel()
+async def _shut_down(
+    gateway: Gateway,
+    builder: GenerationBuilder,
+    accepting: trio.CancelScope,
+    accept_done: trio.Event,
+) -> None:
+    """Stop accepting, tell every client, end every run, close the providers and the
+    connections, flush the pairing store. Run shielded."""
+    supervisor = gateway.supervisor
+    gateway.begin_shutdown("gateway stopping")
+    if supervisor.hooks.has("gateway_stop"):
+        await supervisor.hooks.fire("gateway_stop", GatewayStopEvent(reason="shutdown"))
+    accepting.cancel()
+    await accept_done.wait()
+    for listener in gateway.listeners:
+        await listener.aclose()
+    with trio.move_on_after(30):
+        await supervisor.shutdown_runs()
+    await close_all_providers(builder, supervisor.generation)
+    gateway.close_all()
+    with trio.move_on_after(2):
+        await gateway.wait_all_closed()
+    with trio.move_on_after(5):
+        try:
+            await gateway.pairing.flush(include_metadata=True)
+        except PairingStoreError as exc:
+            log.error("%s", exc)
 
 
 _FORWARDED_HEADERS: Final = (b"forwarded", b"x-real-ip")

@@ -45,6 +45,7 @@ from typing import Any, Final
 
 import trio
 
+from ._auth import is_loopback
 from ._client import DEFAULT_URL
 from ._loadtest_conn import (
     GATEWAY_MAX_INFLIGHT,
@@ -130,54 +131,12 @@ async def _run(
     total = options.sessions * runs if runs is not None else None
     wanted = options.connections if options.connections is not None else -(-options.sessions // 100)
     owners_n = min(wanted, options.sessions)
-    lane_capacity: int | None = None
-    subscriber_mode = "none"
     timeline = Timeline(options.sample_interval) if options.report_dir is not None else None
     try:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(sampler.run)
-            lt.owners = [_Conn(lt, i, subscriber=False) for i in range(owners_n)]
-            # At most OPEN_PARALLEL handshakes at once: a gateway admits 32 unauthenticated
-            # sockets per address (more are answered 503), as OpenClaw's does.
-            opening_slots = trio.CapacityLimiter(OPEN_PARALLEL)
-            async with trio.open_nursery() as opening:
-                for conn in lt.owners:
-                    opening.start_soon(
-                        _open_bounded, opening_slots, conn, url, nursery, [SCOPED_CAP]
-                    )
-            methods = set(lt.owners[0].hello.get("features", {}).get("methods", []))
-            if options.subscribers_per_run:
-                subscribe = SUBSCRIBE_METHOD in methods
-                subscriber_mode = "subscribe" if subscribe else "unscoped+filter"
-                caps = [SCOPED_CAP] if subscribe else []
-                lt.subscribers = [
-                    _Conn(lt, owners_n + i, subscriber=True)
-                    for i in range(options.subscribers_per_run)
-                ]
-                async with trio.open_nursery() as opening:
-                    for conn in lt.subscribers:
-                        opening.start_soon(_open_bounded, opening_slots, conn, url, nursery, caps)
-                if subscribe:
-                    for conn in lt.subscribers:
-                        await _subscribe_all(conn, lt.prefix, options.sessions)
-            status = await lt.owners[0].request("status", None, timeout=10)
-            if status.ok and isinstance(status.value, dict):
-                # clawlane's own figures live under `clawlane` (OpenClaw's shape around them).
-                ours = status.value.get("clawlane")
-                ours = ours if isinstance(ours, dict) else status.value
-                with contextlib.suppress(KeyError, TypeError, ValueError):
-                    lane_capacity = int(ours["lanes"]["main"]["capacity"])
-                # A gateway on this machine that says its pid: watch it without --gateway-pid.
-                from ._gateway import is_loopback
-
-                reported = ours.get("process", {})
-                if (
-                    sampler.proc is None
-                    and isinstance(reported, dict)
-                    and isinstance(reported.get("pid"), int)
-                    and is_loopback(_split_url(url)[0])
-                ):
-                    sampler.attach(reported["pid"])
+            subscriber_mode = await _open_connections(lt, url, nursery, owners_n)
+            lane_capacity = await _ask_status(lt, sampler, url)
             sampler.sample()
             started = time.monotonic()
             if options.progress:
@@ -185,12 +144,7 @@ async def _run(
             if timeline is not None:
                 timeline.start(lt, sampler, started)
                 nursery.start_soon(timeline.run, lt, sampler)
-            deadline = (
-                trio.current_time() + options.duration if options.duration is not None else None
-            )
-            async with trio.open_nursery() as drivers:
-                for i in range(options.sessions):
-                    drivers.start_soon(lt.drive, i, lt.owners[i % owners_n], deadline, runs)
+            await _drive_sessions(lt, owners_n, runs)
             elapsed = time.monotonic() - started
             if timeline is not None:
                 timeline.take(lt, sampler)
@@ -207,9 +161,105 @@ async def _run(
             for conn in [*lt.owners, *lt.subscribers]:
                 await conn.aclose()
     sampler.finish()
+    report = _report(
+        lt,
+        sampler,
+        max(elapsed, 1e-9),
+        total=total,
+        connections=owners_n,
+        subscriber_mode=subscriber_mode,
+        where=where,
+        pid=sampler.pid if sampler.pid is not None else pid,
+        lane_capacity=lane_capacity,
+    )
+    if timeline is not None and options.report_dir is not None:
+        title = (
+            f"clawlane loadtest: {options.sessions:,} sessions, {options.deltas} deltas"
+            f" {options.delta_delay_ms:g} ms apart; {report.runs:,} runs in {elapsed:.1f} s"
+        )
+        await trio.to_thread.run_sync(
+            functools.partial(
+                write_report, options.report_dir, timeline.samples, report, title=title
+            )
+        )
+    return report
+
+
+async def _open_connections(lt: _Loadtest, url: str, nursery: trio.Nursery, owners_n: int) -> str:
+    """Open the owners' connections and the subscribers' (their tasks in `nursery`);
+    the subscriber mode (`none`, `subscribe`, `unscoped+filter`). A checkpoint."""
+    options = lt.options
+    lt.owners = [_Conn(lt, i, subscriber=False) for i in range(owners_n)]
+    # At most OPEN_PARALLEL handshakes at once: a gateway admits 32 unauthenticated
+    # sockets per address (more are answered 503), as OpenClaw's does.
+    opening_slots = trio.CapacityLimiter(OPEN_PARALLEL)
+    async with trio.open_nursery() as opening:
+        for conn in lt.owners:
+            opening.start_soon(_open_bounded, opening_slots, conn, url, nursery, [SCOPED_CAP])
+    if not options.subscribers_per_run:
+        return "none"
+    methods = set(lt.owners[0].hello.get("features", {}).get("methods", []))
+    subscribe = SUBSCRIBE_METHOD in methods
+    caps = [SCOPED_CAP] if subscribe else []
+    lt.subscribers = [
+        _Conn(lt, owners_n + i, subscriber=True) for i in range(options.subscribers_per_run)
+    ]
+    async with trio.open_nursery() as opening:
+        for conn in lt.subscribers:
+            opening.start_soon(_open_bounded, opening_slots, conn, url, nursery, caps)
+    if subscribe:
+        for conn in lt.subscribers:
+            await _subscribe_all(conn, lt.prefix, options.sessions)
+    return "subscribe" if subscribe else "unscoped+filter"
+
+
+async def _ask_status(lt: _Loadtest, sampler: _Sampler, url: str) -> int | None:
+    """The gateway's `status`: its main lane's capacity (None: not said); a gateway on
+    this machine that says its pid is watched without `--gateway-pid`. A checkpoint."""
+    status = await lt.owners[0].request("status", None, timeout=10)
+    if not status.ok or not isinstance(status.value, dict):
+        return None
+    lane_capacity: int | None = None
+    # clawlane's own figures live under `clawlane` (OpenClaw's shape around them).
+    ours = status.value.get("clawlane")
+    ours = ours if isinstance(ours, dict) else status.value
+    with contextlib.suppress(KeyError, TypeError, ValueError):
+        lane_capacity = int(ours["lanes"]["main"]["capacity"])
+    reported = ours.get("process", {})
+    if (
+        sampler.proc is None
+        and isinstance(reported, dict)
+        and isinstance(reported.get("pid"), int)
+        and is_loopback(_split_url(url)[0])
+    ):
+        sampler.attach(reported["pid"])
+    return lane_capacity
+
+
+async def _drive_sessions(lt: _Loadtest, owners_n: int, runs: int | None) -> None:
+    """Every session's driver, to the end (its runs done, or the duration over)."""
+    options = lt.options
+    deadline = trio.current_time() + options.duration if options.duration is not None else None
+    async with trio.open_nursery() as drivers:
+        for i in range(options.sessions):
+            drivers.start_soon(lt.drive, i, lt.owners[i % owners_n], deadline, runs)
+
+
+def _report(
+    lt: _Loadtest,
+    sampler: _Sampler,
+    elapsed: float,
+    *,
+    total: int | None,
+    connections: int,
+    subscriber_mode: str,
+    where: str,
+    pid: int | None,
+    lane_capacity: int | None,
+) -> LoadtestReport:
+    options = lt.options
     lost, chat_missing = lt.tally()
-    elapsed = max(elapsed, 1e-9)
-    report = LoadtestReport(
+    return LoadtestReport(
         runs=lt.runs_ok,
         runs_expected=total,
         runs_failed=lt.runs_failed,
@@ -230,30 +280,19 @@ async def _run(
         peak_streaming_runs=lt.peak_streaming,
         errors=dict(lt.errors),
         sessions=options.sessions,
-        connections=owners_n,
+        connections=connections,
         subscribers=len(lt.subscribers),
         subscriber_mode=subscriber_mode,
         deltas=options.deltas,
         delta_delay_ms=options.delta_delay_ms,
         gateway=where,
-        gateway_pid=sampler.pid if sampler.pid is not None else pid,
+        gateway_pid=pid,
         gateway_start_rss_bytes=sampler.start_rss,
         gateway_peak_rss_bytes=sampler.peak_rss,
         gateway_end_rss_bytes=sampler.rss,
         gateway_cpu_percent=sampler.cpu_percent,
         lane_capacity=lane_capacity,
     )
-    if timeline is not None and options.report_dir is not None:
-        title = (
-            f"clawlane loadtest: {options.sessions:,} sessions, {options.deltas} deltas"
-            f" {options.delta_delay_ms:g} ms apart; {report.runs:,} runs in {elapsed:.1f} s"
-        )
-        await trio.to_thread.run_sync(
-            functools.partial(
-                write_report, options.report_dir, timeline.samples, report, title=title
-            )
-        )
-    return report
 
 
 async def _subscribe_all(conn: _Conn, prefix: str, sessions: int) -> None:
