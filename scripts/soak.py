@@ -5,7 +5,7 @@
     scripts/soak --seconds 300 --bound 2 --json
 
 A `clawlane gateway` runs in a child process on a free loopback port
-(`transports._loadtest.spawn_gateway_process`); clients of `transports.open_gateway_client`
+(`transports.spawn_gateway_process`); clients of `transports.open_gateway_client`
 drive a mix of load for the whole run:
 
 - long replies: the `local` model streams a 32 KiB reply in 256 deltas

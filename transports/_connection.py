@@ -128,7 +128,7 @@ class ClientConnection:
         self.connected = False
         self.pending: dict[str, Cancellable] = {}
         """Requests in flight by id: a handler task's cancel scope, or an `agent` request
-        on the fast path (`_methods_agent`)."""
+        on the fast path (`methods._agent`)."""
         self.nursery: trio.Nursery | None = None
         self.handshake_deadline: float | None = None
         """When the handshake must be done (from the socket's accept); None: the

@@ -1,5 +1,5 @@
 """Slash commands sent as chat messages (`/status`, `/new`, `/think high`, ...): the table
-`commands.list` advertises, and the parsing. Sans-IO; `transports._slash` carries them out.
+`commands.list` advertises, and the parsing. Sans-IO; `transports.methods._slash` carries them out.
 
 As OpenClaw: a message is a command when its first word is `/` plus a known name or alias
 (case-insensitive), followed by nothing or by whitespace and the arguments. Any other

@@ -1,6 +1,6 @@
 """The `agent` method's optional `webhook`: POST the run's result when it ends.
 
-One hook in `_methods_agent` (both of its paths, once the run is accepted) hands the run to the
+One hook in `_agent` (both of its paths, once the run is accepted) hands the run to the
 cron scheduler's nursery, which waits for the run's end and delivers with the cron webhook
 machinery (`actors._webhook`: HMAC signature, bounded retries with backoff, SSRF policy).
 Each attempt is logged (`clawlane.webhook`); the run itself is unaffected by the outcome.
