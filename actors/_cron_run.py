@@ -29,7 +29,7 @@ import attrs
 from runtime.cron import CronJob
 from runtime.llm import AssistantMessage, TextContent
 from runtime.loop import now_ms
-from runtime.model import GenerationError
+from runtime.model import GenerationError, ModelRuntimeGeneration
 from runtime.protocol import CronAddParamsPayloadAgentTurn, describe_exception
 from runtime.sessions import DEFAULT_MAIN_KEY, SessionKeyError
 
@@ -116,6 +116,41 @@ def _agent_meta(outcome: FiringOutcome, final: dict[str, Any] | None) -> None:
         }
 
 
+def _turn_options(
+    gen: ModelRuntimeGeneration, job: CronJob, agent_id: str
+) -> tuple[str, str | None, float | None]:
+    """The turn's message, model and timeout from the job's payload. Raises
+    `GenerationError` (an unknown `payload.model`)."""
+    payload = job.payload
+    if not isinstance(payload, CronAddParamsPayloadAgentTurn):
+        return f"System: {payload.text}", None, SCHEDULER_WATCHDOG_S
+    model_ref: str | None = None
+    timeout_s: float | None = SCHEDULER_WATCHDOG_S
+    if isinstance(payload.model, str) and payload.model.strip():
+        model_ref = payload.model.strip()
+        try:
+            gen.resolve(model_ref, agent_id=agent_id)
+        except GenerationError as exc:
+            raise GenerationError(f"payload.model: {exc}") from exc
+    if isinstance(payload.timeoutSeconds, float | int):
+        timeout_s = float(payload.timeoutSeconds) or None
+    return payload.message, model_ref, timeout_s
+
+
+def _run_outcome(outcome: FiringOutcome, record: RunRecord, timeout_s: float | None) -> None:
+    """What the ended run of a firing says: its status or error, summary and usage."""
+    _agent_meta(outcome, record.final)
+    outcome.summary = _summary(record.final)
+    if record.status == "ok":
+        outcome.status = "ok"
+    elif record.aborted and record.abort_reason == "timeout":
+        outcome.error = f"cron: job execution timed out after {timeout_s:g}s"
+    elif record.aborted:
+        outcome.error = f"cron: run aborted ({record.abort_reason})"
+    else:
+        outcome.error = record.error or "agent run failed"
+
+
 async def execute(
     sup: Supervisor, job: CronJob, clock: Callable[[], int] = now_ms
 ) -> FiringOutcome:
@@ -129,20 +164,7 @@ async def execute(
         key = _session_key(sup, job, spec.id)
         outcome.session_key = key
         payload = job.payload
-        model_ref: str | None = None
-        timeout_s: float | None = SCHEDULER_WATCHDOG_S
-        if isinstance(payload, CronAddParamsPayloadAgentTurn):
-            message = payload.message
-            if isinstance(payload.model, str) and payload.model.strip():
-                model_ref = payload.model.strip()
-                try:
-                    gen.resolve(model_ref, agent_id=spec.id)
-                except GenerationError as exc:
-                    raise GenerationError(f"payload.model: {exc}") from exc
-            if isinstance(payload.timeoutSeconds, float | int):
-                timeout_s = float(payload.timeoutSeconds) or None
-        else:
-            message = f"System: {payload.text}"
+        message, model_ref, timeout_s = _turn_options(gen, job, spec.id)
         actor = await sup.session(key, spec.id)
         assert actor.row is not None
         thinking = getattr(payload, "thinking", None)
@@ -184,16 +206,7 @@ async def execute(
         except BaseException:
             record.abort("shutdown")
             raise
-        _agent_meta(outcome, record.final)
-        outcome.summary = _summary(record.final)
-        if record.status == "ok":
-            outcome.status = "ok"
-        elif record.aborted and record.abort_reason == "timeout":
-            outcome.error = f"cron: job execution timed out after {timeout_s:g}s"
-        elif record.aborted:
-            outcome.error = f"cron: run aborted ({record.abort_reason})"
-        else:
-            outcome.error = record.error or "agent run failed"
+        _run_outcome(outcome, record, timeout_s)
     except (GenerationError, SessionKeyError, LaneFull, RunRefused) as exc:
         outcome.error = str(exc)
     except Exception as exc:  # a bug: this firing fails, the scheduler carries on
