@@ -11,6 +11,11 @@ emit lifecycle `start`, run the attempt loop, and emit exactly one terminal life
 (`end` or `error`) whatever happens: provider error, crash, timeout, abort, shutdown. The
 terminal event waits for the run's writes to commit (`actors._ending`): a turn that could
 not be stored ends with an error saying so.
+
+An actor never sees the supervisor: it is spawned with `SessionServices`
+(`actors._session_services`), the hub, registry, store and turn services plus the few
+callables it needs of the supervisor (the current generation, the global lanes, the write
+backlog, journal retries, restarting its drain task, the reset hooks).
 """
 
 from __future__ import annotations
