@@ -213,11 +213,21 @@ class WebSocketServerConnection:
         queueing a close frame: 1002 for a protocol error, 1007 for text that is not
         UTF-8).
         """
+        parser = self._parser
         while True:
-            text = self._next_message()
-            if text is not None:
-                return text
-            await self._receive()
+            # Frames are parsed by `_wscodec.FrameParser` (not a checkpoint); a message
+            # costs this one call, as when the parser lived here.
+            try:
+                message = parser.next_message()
+            except FrameError as exc:
+                raise self._fail(exc.code, exc.reason) from None
+            if type(message) is str:
+                return message
+            if message is None:
+                await self._receive()
+            else:
+                assert isinstance(message, Control)
+                self._control(message)
 
     def _fail(self, code: int, reason: str) -> ConnectionClosed:
         """A protocol error by the peer: close with `code` (after what is pending)."""
@@ -225,26 +235,15 @@ class WebSocketServerConnection:
         self.peer_closed = True  # we do not wait for the peer's answer to this
         return ConnectionClosed(f"protocol error: {reason}")
 
-    def _next_message(self) -> str | None:
-        """Parse frames from what was received (`_wscodec.FrameParser`) until a message
-        completes; None when more bytes are needed. Answers a ping; a close or a protocol
-        error raises `ConnectionClosed`. Not a checkpoint."""
-        parser = self._parser
-        while True:
-            try:
-                message = parser.next_message()
-            except FrameError as exc:
-                raise self._fail(exc.code, exc.reason) from None
-            if message is None or type(message) is str:
-                return message
-            assert isinstance(message, Control)
-            if message.opcode == PING:
-                was_closing = self._close_queued
-                self._queue_raw(control_frame(0x8A, message.payload))
-                if self._close_queued and not was_closing:
-                    raise ConnectionClosed("slow consumer")  # its pong was one too many
-            elif message.opcode == CLOSE:
-                self._peer_close(message.payload)
+    def _control(self, frame: Control) -> None:
+        """A ping (answered) or a close (answered; raises `ConnectionClosed`)."""
+        if frame.opcode == PING:
+            was_closing = self._close_queued
+            self._queue_raw(control_frame(0x8A, frame.payload))
+            if self._close_queued and not was_closing:
+                raise ConnectionClosed("slow consumer")  # its pong was one too many
+        elif frame.opcode == CLOSE:
+            self._peer_close(frame.payload)
 
     def _peer_close(self, payload: bytes) -> None:
         """The peer's close frame: answer it (echoing its code) and end. Always raises."""
