@@ -265,6 +265,24 @@ class CronConfig(_Strict, frozen=True):
     webhookSsrfPolicy: CronSsrfPolicy = CronSsrfPolicy()
 
 
+class ClusterRedisConfig(_Strict, frozen=True):
+    """`cluster.redis` (clawlane): the Redis that several gateway nodes coordinate through.
+    `url` is `redis://[user:password@]host:port/db` (`rediss://` for TLS); a password belongs
+    in `${VAR}` (the key is not redacted as a secret). Unset: one process, nothing shared."""
+
+    url: str | None = None
+    keyPrefix: Annotated[str, msgspec.Meta(min_length=1)] = "clawlane:"
+
+
+class ClusterConfig(_Strict, frozen=True):
+    """`cluster.*` (clawlane): leases, idempotency claims, run streams and generations shared
+    between nodes (`actors._cluster`; not yet used by the gateway). `leaseTtlMs` bounds how
+    long a dead node's sessions and jobs stay owned."""
+
+    redis: ClusterRedisConfig = ClusterRedisConfig()
+    leaseTtlMs: Annotated[int, msgspec.Meta(ge=100, le=600_000)] = 5_000
+
+
 class Config(_Strict, frozen=True):
     json_schema: str | None = msgspec.field(default=None, name="$schema")
     """A JSON Schema reference for editors (`clawlane config schema`); ignored, as in
@@ -278,6 +296,7 @@ class Config(_Strict, frozen=True):
     plugins: PluginsConfig = PluginsConfig()
     logging: LoggingConfig = LoggingConfig()
     cron: CronConfig = CronConfig()
+    cluster: ClusterConfig = ClusterConfig()
 
 
 class ConfigError(ClawlaneError):
