@@ -1,10 +1,11 @@
 """Durable cron jobs and their run history, behind a small interface (`CronStore`).
 
-`SqliteCronStore` keeps two tables in the gateway's SQLite file and goes through the
-store actor's writer (`Store.write`: the same group commit, the same worker thread) and
-readers (`Store.read`). The SQL is portable (no SQLite-only syntax; `?` placeholders, which
-a PostgreSQL backend turns into `%s`): when the scale-out issue brings PostgreSQL, a
-`PostgresCronStore` implements the same five methods.
+`SqliteCronStore` keeps two tables in the gateway's store and goes through the store
+actor's writer (`Store.write`: the same group commit, the same worker thread) and readers
+(`Store.read`). The SQL is portable (no SQLite-only syntax; `?` placeholders, which the
+PostgreSQL backend turns into `%s`), so despite its name it works on either backend
+(`actors._sqlite`, `actors._pg`): with `storage.backend: "postgres"` the jobs live in
+PostgreSQL beside the sessions.
 
 - `cron_jobs(id, updated_at, body)`: one row per job, `body` the job as JSON.
 - `cron_runs(job_id, run_id, ts, status, delivery_status, body)`: one row per run (upserted:
@@ -16,7 +17,6 @@ Every method is a checkpoint and raises `StoreError` when the database fails.
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any, Final, Protocol
 
 import attrs
@@ -26,6 +26,7 @@ from runtime.cron import CronJob, decode_job, encode_job
 
 from ._errors import StoreError
 from ._store import Store
+from ._store_ops import SqlConnection
 
 __all__ = ["RUNS_PER_JOB", "CronStore", "RunQuery", "SqliteCronStore"]
 
@@ -82,7 +83,7 @@ class CronStore(Protocol):
     async def list_runs(self, query: RunQuery) -> tuple[list[dict[str, Any]], int]: ...
 
 
-def _create(conn: sqlite3.Connection) -> None:
+def _create(conn: SqlConnection) -> None:
     for statement in _SCHEMA:
         conn.execute(statement)
 
@@ -119,7 +120,7 @@ class SqliteCronStore:
     async def delete_job(self, job_id: str) -> bool:
         """Delete the job (its run history stays, as OpenClaw keeps it)."""
 
-        def delete(c: sqlite3.Connection) -> bool:
+        def delete(c: SqlConnection) -> bool:
             return c.execute("DELETE FROM cron_jobs WHERE id = ?", (job_id,)).rowcount > 0
 
         return await self._store.write(delete, what=f"delete cron job {job_id!r}")
@@ -129,7 +130,7 @@ class SqliteCronStore:
         body = msgspec.json.encode(entry).decode()
         row = (job_id, run_id, int(entry["ts"]), entry.get("status"), entry.get("deliveryStatus"))
 
-        def put(c: sqlite3.Connection) -> None:
+        def put(c: SqlConnection) -> None:
             c.execute(_UPSERT_RUN, (*row, body))
             c.execute(_PRUNE_RUNS, (job_id, job_id, RUNS_PER_JOB))
 
@@ -159,7 +160,7 @@ class SqliteCronStore:
         order = "DESC" if query.descending else "ASC"
         page_sql = f"SELECT body FROM cron_runs{where} ORDER BY ts {order}, run_id LIMIT ? OFFSET ?"
 
-        def read(c: sqlite3.Connection) -> tuple[list[str], int]:
+        def read(c: SqlConnection) -> tuple[list[str], int]:
             (total,) = c.execute(f"SELECT COUNT(*) FROM cron_runs{where}", params).fetchone()
             bodies = [b for (b,) in c.execute(page_sql, [*params, query.limit, query.offset])]
             return bodies, int(total)

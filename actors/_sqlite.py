@@ -9,6 +9,9 @@ touches trio; the store hands these functions to `trio.to_thread.run_sync`.
 Errors: `sqlite3.Error` from the blocking functions (the store maps them to `StoreError`);
 `open_writer` raises `StoreError` itself for a database it cannot use (not WAL, an
 unsupported schema version). An operation's `Waiter` reports a failure as a `StoreError`.
+
+`SqliteBackend` puts these together behind the store's backend seam (`actors._store_ops.
+StoreBackend`); the operations themselves live in `actors._store_ops` (re-exported here).
 """
 
 from __future__ import annotations
@@ -16,14 +19,23 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Final
-
-import attrs
-import trio
+from typing import Any, Final, TypeVar
 
 from . import _journal
 from ._errors import StoreError
-from ._journal import JournalRow
+from ._store_ops import (
+    Append,
+    Barrier,
+    Call,
+    Delete,
+    Group,
+    Op,
+    PutRow,
+    PutRun,
+    SqlConnection,
+    Waiter,
+    Write,
+)
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -35,6 +47,7 @@ __all__ = [
     "Op",
     "PutRow",
     "PutRun",
+    "SqliteBackend",
     "Waiter",
     "Write",
     "close_all",
@@ -46,6 +59,7 @@ __all__ = [
     "write_batch",
 ]
 
+_T = TypeVar("_T")
 SCHEMA_VERSION: Final = 1
 
 _SCHEMA: Final = """
@@ -79,116 +93,6 @@ ON CONFLICT(key) DO UPDATE SET
     updated_at = excluded.updated_at,
     row = excluded.row
 """
-
-
-# --- operations on the write channel ------------------------------------------------------
-
-
-@attrs.define(eq=False)
-class Waiter:
-    """Woken when the operation it belongs to has been committed (or has failed).
-
-    Cheap when nobody waits (a commit callback, at thousands of runs a second): the event
-    is made by the first `wait`, the error message only when there is an error."""
-
-    message: str = ""
-    subject: str | None = None
-    """Appended to `message` (quoted) in the error, when given."""
-    cause: BaseException | None = None
-    result: object = None
-    callback: Callable[[StoreError | None], None] | None = None
-    """Called in the writer task once the commit is done (or failed), instead of a task
-    waiting; it must not block. One that raises is logged."""
-    done: bool = False
-    _event: trio.Event | None = None
-
-    def error(self) -> StoreError | None:
-        if self.cause is None:
-            return None
-        what = self.message if self.subject is None else f"{self.message} {self.subject!r}"
-        error = StoreError(f"{what}: {self.cause}")
-        error.__cause__ = self.cause
-        return error
-
-    def set(self) -> None:
-        self.done = True
-        if self._event is not None:
-            self._event.set()
-
-    async def wait_done(self) -> None:
-        """Wait until the commit is done or failed. A checkpoint."""
-        if self.done:
-            await trio.lowlevel.checkpoint()
-            return
-        if self._event is None:
-            self._event = trio.Event()
-        await self._event.wait()
-
-    async def wait(self) -> object:
-        await self.wait_done()
-        error = self.error()
-        if error is not None:
-            raise error
-        return self.result
-
-
-@attrs.frozen(eq=False)
-class PutRow:
-    key: str
-    agent_id: str
-    session_id: str
-    updated_at: int
-    body: bytes
-    waiter: Waiter | None = None
-
-
-@attrs.frozen(eq=False)
-class Append:
-    session_id: str
-    items: tuple[tuple[str, bytes], ...]
-    waiter: Waiter | None = None
-
-
-@attrs.frozen(eq=False)
-class PutRun:
-    run: JournalRow
-    waiter: Waiter | None = None
-
-
-@attrs.frozen(eq=False)
-class Group:
-    """Writes committed together (always in one transaction), with one waiter."""
-
-    writes: tuple[PutRow | Append | PutRun, ...]
-    waiter: Waiter | None = None
-
-
-@attrs.frozen(eq=False)
-class Delete:
-    key: str
-    delete_transcript: bool
-    waiter: Waiter | None = None
-
-
-@attrs.frozen(eq=False)
-class Call:
-    """Another module's own statements (`Store.write`), run inside the batch's transaction."""
-
-    fn: Callable[[sqlite3.Connection], object]
-    waiter: Waiter | None = None
-
-
-@attrs.frozen(eq=False)
-class Barrier:
-    """A flush marker. `low` is the number of operations already processed when the flush
-    began: a failed operation at an index at or above it makes the flush fail."""
-
-    low: int
-    waiter: Waiter
-
-
-Write = PutRow | Append | PutRun | Group | Delete | Call
-Op = PutRow | Append | PutRun | Group | Delete | Call | Barrier
 
 
 # --- blocking work, run in worker threads ------------------------------------------------
@@ -373,7 +277,7 @@ def write_batch(
                 results.append(None)
             elif isinstance(op, Call):
                 pending.flush()
-                results.append(op.fn(conn))
+                results.append(op.fn(conn))  # a sqlite3.Connection is an SqlConnection
             else:
                 pending.flush()
                 results.append(_delete(conn, op, next_seq))
@@ -421,3 +325,94 @@ def close_all(conns: Sequence[sqlite3.Connection]) -> None:
             conn.close()
         except sqlite3.Error:
             pass  # closing is best effort; every commit has already completed
+
+
+_READ_ROWS_HEAD: Final = "SELECT key, row FROM sessions WHERE key IN "
+
+
+class SqliteBackend:
+    """The store's backend on one SQLite file (`StoreBackend`): a writer connection in WAL
+    mode and reader connections beside it."""
+
+    errors: Final = (sqlite3.Error,)
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._writer: sqlite3.Connection | None = None
+
+    @property
+    def location(self) -> str:
+        return str(self._path)
+
+    @property
+    def path(self) -> Path:
+        return self._path
+
+    def open(self) -> None:
+        self._writer = open_writer(self._path)
+
+    def write_batch(
+        self, writes: Sequence[Write], next_seq: dict[str, int], prune: tuple[int, int] | None
+    ) -> list[object]:
+        assert self._writer is not None, "write_batch before open"
+        return write_batch(self._writer, writes, next_seq, prune)
+
+    def open_reader(self) -> sqlite3.Connection:
+        return open_reader(self._path)
+
+    def reader_ok(self, reader: sqlite3.Connection) -> bool:
+        return True
+
+    def close_reader(self, reader: sqlite3.Connection) -> None:
+        close_all([reader])
+
+    def close(self, readers: Sequence[sqlite3.Connection]) -> None:
+        close_all([*readers, *([self._writer] if self._writer is not None else [])])
+        self._writer = None
+
+    def get_rows(self, reader: sqlite3.Connection, keys: Sequence[str]) -> dict[str, bytes]:
+        sql = f"{_READ_ROWS_HEAD}({','.join('?' * len(keys))})"
+        return fetch_pairs(reader, sql, keys)
+
+    def list_rows(
+        self,
+        reader: sqlite3.Connection,
+        agent_id: str | None,
+        updated_after_ms: int | None,
+        limit: int | None,
+    ) -> list[bytes]:
+        sql, params = list_query(agent_id, updated_after_ms, limit, "?")
+        return fetch_blobs(reader, sql, params)
+
+    def load_entries(self, reader: sqlite3.Connection, session_id: str) -> list[bytes]:
+        sql = "SELECT body FROM entries WHERE session_id = ? ORDER BY seq"
+        return fetch_blobs(reader, sql, (session_id,))
+
+    def load_runs(self, reader: sqlite3.Connection) -> list[tuple[str, int | None, bytes]]:
+        return fetch_rows(reader, _journal.LOAD, ())
+
+    def call(self, reader: sqlite3.Connection, fn: Callable[[SqlConnection], _T]) -> _T:
+        return fn(reader)
+
+
+def list_query(
+    agent_id: str | None, updated_after_ms: int | None, limit: int | None, mark: str
+) -> tuple[str, list[object]]:
+    """`Store.list_sessions`' query with `mark` for a placeholder (`?`, `%s`): served by
+    the `updated_at` index (or the `(agent_id, updated_at)` one), newest first."""
+    clauses: list[str] = []
+    params: list[object] = []
+    if agent_id is not None:
+        clauses.append(f"agent_id = {mark}")
+        params.append(agent_id)
+    if updated_after_ms is not None:
+        clauses.append(f"updated_at > {mark}")
+        params.append(updated_after_ms)
+    sql = "SELECT row FROM sessions"
+    if clauses:
+        sql += " WHERE " + " AND ".join(clauses)
+    sql += " ORDER BY updated_at DESC"
+    if limit is not None:
+        sql += f" LIMIT {mark}"
+        params.append(max(limit, 0))
+    return sql, params

@@ -1,4 +1,4 @@
-"""The Store actor: the one owner of the SQLite database (session rows and transcripts).
+"""The Store actor: the one owner of the database (session rows and transcripts).
 
 Writes travel over a bounded trio memory channel to a single writer task. The writer takes
 everything pending (up to `batch_max` operations) and commits it as one transaction in a
@@ -16,25 +16,29 @@ waiter or commit callback gets the error, the failure is logged (at most once pe
 `FAILURE_LOG_INTERVAL_S`, with the count since) and counted in `statistics()`, and the
 writer goes on with the next batch, so writes resume when the disk does.
 
-The SQLite side (the schema, the operations on the write channel, the batch writer and
-the reads, all run in worker threads) is `actors._sqlite`.
+The SQL side (the schema, the batch writer and the reads, all run in worker threads) is
+a backend behind one interface (`actors._store_ops.StoreBackend`, beside the operations on
+the write channel): `actors._sqlite` (one file, the default: `open_store(path)`) or
+`actors._pg` (a PostgreSQL server: `open_store(backend=PostgresBackend(url))`, or
+`actors._store_config.open_store_backend` from the config). The actor does not know which.
 
 Errors (`actors._errors`):
-- `StoreError`: a commit or a read failed (`sqlite3.Error`, mapped with `raise ... from`),
-  or stored bytes do not decode.
+- `StoreError`: a commit or a read failed (the backend's driver error, `sqlite3.Error` or
+  `psycopg.Error`, mapped with `raise ... from`), or stored bytes do not decode, or the
+  database cannot be opened (a file it cannot use, a server it cannot reach).
 - `StoreClosedError` (a `StoreError`): the store was used after its context closed.
 - `trio.WouldBlock` from the `*_nowait` methods when the write channel is full.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
-import sqlite3
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Final, TypeVar
+from typing import Any, Final, TypeVar
 
 import attrs
 import msgspec
@@ -50,11 +54,12 @@ from runtime.sessions import (
     encode_session_row,
 )
 
-from . import _journal, _sqlite
+from . import _journal
 from ._errors import StoreClosedError, StoreError
 from ._journal import JournalRow
 from ._metrics import COMMIT_BUCKETS, Histogram
-from ._sqlite import (
+from ._sqlite import SqliteBackend
+from ._store_ops import (
     Append,
     Barrier,
     Call,
@@ -63,13 +68,10 @@ from ._sqlite import (
     Op,
     PutRow,
     PutRun,
+    SqlConnection,
+    StoreBackend,
     Waiter,
     Write,
-    close_all,
-    fetch_blobs,
-    fetch_pairs,
-    fetch_rows,
-    open_reader,
 )
 
 log = logging.getLogger("clawlane.store")
@@ -125,7 +127,7 @@ class _RowBatch:
 
 
 class Store:
-    """Session rows and transcripts in one SQLite file. Made by `open_store`.
+    """Session rows and transcripts in one database (a `StoreBackend`). Made by `open_store`.
 
     Backpressure: the write channel holds `queue_max` operations. When it is full,
     `put_session`, `append_entries`, `delete_session`, `flush` and reads that have to wait
@@ -139,20 +141,20 @@ class Store:
 
     def __init__(
         self,
-        path: Path,
-        writer: sqlite3.Connection,
+        backend: StoreBackend,
         *,
         batch_max: int,
         queue_max: int,
         runs_keep: int = RUNS_KEEP,
         runs_ttl_ms: int = RUNS_TTL_MS,
     ) -> None:
-        self._path = path
-        self._writer = writer
+        self._backend = backend
+        self._path = backend.location
+        self._errors = backend.errors
         self._batch_max = batch_max
         self._send, self._receive = trio.open_memory_channel[Op](queue_max)
         self._closed = False
-        self._readers: list[sqlite3.Connection] = []
+        self._readers: list[Any] = []
         self._reader_slots = trio.Semaphore(_MAX_READERS)
         # writer bookkeeping: operations are numbered in the order the writer takes them
         self._taken = 0
@@ -181,8 +183,13 @@ class Store:
         """Each committed batch: its transaction and the worker-thread hand-over."""
 
     @property
-    def path(self) -> Path:
-        return self._path
+    def path(self) -> Path | str:
+        """The SQLite file, or the PostgreSQL server (`host:port/dbname`, no password)."""
+        return self._backend.path  # type: ignore[no-any-return]
+
+    @property
+    def backend(self) -> StoreBackend:
+        return self._backend
 
     @property
     def closed(self) -> bool:
@@ -311,7 +318,7 @@ class Store:
         """Each journaled run's last row: those still `accepted`, and those ended at or
         after `since_ms`; in the order they were last written. Sees every write enqueued
         before the call. A checkpoint."""
-        found = await self._read(fetch_rows, _journal.LOAD, ())
+        found = await self._read(self._backend.load_runs)
         last: dict[str, JournalRow] = {}
         for run_id, ended_at, body in found:
             try:
@@ -366,21 +373,22 @@ class Store:
         if waiter is not None:
             await waiter.wait()
 
-    async def write(self, fn: Callable[[sqlite3.Connection], _T], *, what: str = "write") -> _T:
+    async def write(self, fn: Callable[[SqlConnection], _T], *, what: str = "write") -> _T:
         """Run `fn(conn)` in the writer's next transaction (group commit with everything
         else) and return its result once that transaction has committed: the hook for
-        modules with tables of their own (`actors._cron_store`). `fn` runs in the writer
-        thread and must raise nothing but `sqlite3.Error` (a failure rolls the batch back:
-        `StoreError` here). A checkpoint; cancelled while waiting for the commit, the write
-        still happens."""
+        modules with tables of their own (`actors._cron_store`). `conn.execute` takes `?`
+        placeholders on either backend. `fn` runs in the writer thread and must raise
+        nothing but the backend's errors (a failure rolls the batch back: `StoreError`
+        here). A checkpoint; cancelled while waiting for the commit, the write still
+        happens."""
         waiter = Waiter(message=f"cannot {what}")
         await self._submit(Call(fn, waiter))
         return await waiter.wait()  # type: ignore[return-value]
 
-    async def read(self, fn: Callable[[sqlite3.Connection], _T]) -> _T:
+    async def read(self, fn: Callable[[SqlConnection], _T]) -> _T:
         """Run `fn(conn)` on a reader connection after the writes enqueued before it have
         committed (the read twin of `write`). A checkpoint; raises `StoreError`."""
-        return await self._read(lambda conn, _sql, _params: fn(conn), "", ())
+        return await self._read(lambda reader: self._backend.call(reader, fn))
 
     # --- reads -------------------------------------------------------------------------
 
@@ -409,11 +417,11 @@ class Store:
 
     async def _read_rows(self, batch: _RowBatch) -> None:
         keys = list(batch.keys)
+        get_rows = self._backend.get_rows
         try:
             for i in range(0, len(keys), _KEYS_PER_QUERY):
                 chunk = keys[i : i + _KEYS_PER_QUERY]
-                sql = f"SELECT key, row FROM sessions WHERE key IN ({','.join('?' * len(chunk))})"
-                batch.found.update(await self._read(fetch_pairs, sql, chunk))
+                batch.found.update(await self._read(functools.partial(get_rows, keys=chunk)))
         except StoreError as exc:
             batch.failure = exc
         batch.done.set()
@@ -429,33 +437,16 @@ class Store:
         `updatedAt > updated_after_ms`, at most `limit`. Sees every write enqueued before
         the call. A checkpoint.
         """
-        clauses: list[str] = []
-        params: list[object] = []
-        if agent_id is not None:
-            clauses.append("agent_id = ?")
-            params.append(agent_id)
-        if updated_after_ms is not None:
-            clauses.append("updated_at > ?")
-            params.append(updated_after_ms)
-        sql = "SELECT row FROM sessions"
-        if clauses:
-            sql += " WHERE " + " AND ".join(clauses)
-        sql += " ORDER BY updated_at DESC"
-        if limit is not None:
-            sql += " LIMIT ?"
-            params.append(max(limit, 0))
-        blobs = await self._read(fetch_blobs, sql, params)
+        list_rows = self._backend.list_rows
+        blobs = await self._read(lambda r: list_rows(r, agent_id, updated_after_ms, limit))
         return self._decode(decode_session_rows, blobs)
 
     async def load_entries(self, session_id: str) -> list[TranscriptEntry]:
         """The transcript of `session_id` in append order. Sees every write enqueued before
         the call. A checkpoint.
         """
-        blobs = await self._read(
-            fetch_blobs,
-            "SELECT body FROM entries WHERE session_id = ? ORDER BY seq",
-            (session_id,),
-        )
+        load = self._backend.load_entries
+        blobs = await self._read(lambda r: load(r, session_id))
         return self._decode(decode_entries, blobs)
 
     # --- internals ---------------------------------------------------------------------
@@ -506,29 +497,30 @@ class Store:
         await self._submit(Barrier(self._processed, waiter))
         return waiter
 
-    async def _read(
-        self,
-        query: Callable[[sqlite3.Connection, str, Sequence[object]], _T],
-        sql: str,
-        params: Sequence[object],
-    ) -> _T:
+    async def _read(self, query: Callable[[Any], _T]) -> _T:
+        """`query(reader)` in a worker thread on a reader of the backend's, once the writes
+        enqueued before it are done. A reader that failed and is no longer usable (a
+        PostgreSQL connection that was cut) is closed, not kept."""
         waiter = await self._barrier()
         if waiter is not None:
             await waiter.wait_done()  # a failed earlier write is not this read's error
+        backend = self._backend
         async with self._reader_slots:
             self._check_open()
             conn = self._readers.pop() if self._readers else None
+            keep = True
             try:
                 if conn is None:
-                    conn = await trio.to_thread.run_sync(open_reader, self._path)
-                return await trio.to_thread.run_sync(query, conn, sql, params)
-            except sqlite3.Error as exc:
+                    conn = await trio.to_thread.run_sync(backend.open_reader)
+                return await trio.to_thread.run_sync(query, conn)
+            except self._errors as exc:
+                keep = conn is not None and backend.reader_ok(conn)
                 raise StoreError(f"read from {self._path} failed: {exc}") from exc
             finally:
                 if conn is not None:
-                    if self._closed:
+                    if self._closed or not keep:
                         with trio.CancelScope(shield=True):
-                            await trio.to_thread.run_sync(close_all, [conn])
+                            await trio.to_thread.run_sync(backend.close_reader, conn)
                     else:
                         self._readers.append(conn)
 
@@ -574,15 +566,15 @@ class Store:
         self._taken += len(batch)
         writes = [op for op in batch if not isinstance(op, Barrier)]
         results: list[object] = [None] * len(writes)
-        failure: sqlite3.Error | None = None
+        failure: Exception | None = None
         if writes:
             t0 = time.perf_counter()
             prune = self._prune_now()
             try:
                 results = await trio.to_thread.run_sync(
-                    _sqlite.write_batch, self._writer, writes, self._next_seq, prune
+                    self._backend.write_batch, writes, self._next_seq, prune
                 )
-            except sqlite3.Error as exc:
+            except self._errors as exc:
                 failure = exc
                 self._failed_commits += 1
                 self._failed_writes += len(writes)
@@ -625,7 +617,7 @@ class Store:
         self._last_prune = now
         return (int(time.time() * 1000) - self._runs_ttl_ms, self._runs_keep)
 
-    def _report_failure(self, exc: sqlite3.Error, writes: int) -> None:
+    def _report_failure(self, exc: Exception, writes: int) -> None:
         """Log a failed commit: the first at once, then at most one line per interval
         (with the count since), so a full disk does not flood the log."""
         self._last_error = f"{type(exc).__name__}: {exc}"
@@ -663,22 +655,36 @@ class Store:
 
 @asynccontextmanager
 async def open_store(
-    path: Path, *, batch_max: int = DEFAULT_BATCH_MAX, queue_max: int = DEFAULT_QUEUE_MAX
+    path: Path | None = None,
+    *,
+    backend: StoreBackend | None = None,
+    batch_max: int = DEFAULT_BATCH_MAX,
+    queue_max: int = DEFAULT_QUEUE_MAX,
 ) -> AsyncIterator[Store]:
-    """Open (creating if needed) the database at `path` and run its writer task.
+    """Open the database and run its writer task: the SQLite file at `path` (created if
+    needed), or `backend` (e.g. `actors._pg.PostgresBackend`); exactly one of the two.
 
     `batch_max` caps the operations committed in one transaction; `queue_max` is the write
     channel's capacity (see `Store` on backpressure). Leaving the block, even by
     cancellation, commits everything enqueued, then closes the database; a `StoreError`
-    raised here means the file could not be opened or has an unsupported schema.
+    raised here means the database could not be opened (a file it cannot use, a server it
+    cannot reach) or has an unsupported schema.
     """
     if batch_max < 1 or queue_max < 0:
         raise ValueError("batch_max must be >= 1 and queue_max >= 0")
+    if (path is None) == (backend is None):
+        raise ValueError("open_store takes a path or a backend")
+    if backend is None:
+        assert path is not None
+        backend = SqliteBackend(path)
     try:
-        writer = await trio.to_thread.run_sync(_sqlite.open_writer, path)
-    except (sqlite3.Error, OSError) as exc:
-        raise StoreError(f"cannot open store {path}: {exc}") from exc
-    store = Store(path, writer, batch_max=batch_max, queue_max=queue_max)
+        await trio.to_thread.run_sync(backend.open)
+    except BaseException as exc:
+        backend.close([])  # nothing to close but what `open` left half made: no wait
+        if isinstance(exc, (*backend.errors, OSError)):
+            raise StoreError(f"cannot open store {backend.location}: {exc}") from exc
+        raise
+    store = Store(backend, batch_max=batch_max, queue_max=queue_max)
     try:
         async with trio.open_nursery() as nursery:
             # start_soon, not start: `started()` in a scope cancelled meanwhile would leave
@@ -691,7 +697,7 @@ async def open_store(
                 store._send.close()  # the writer drains what is left, then ends
     finally:
         store._closed = True
-        conns = [*store._readers, writer]
+        readers = list(store._readers)
         store._readers.clear()
         with trio.CancelScope(shield=True):
-            await trio.to_thread.run_sync(close_all, conns)
+            await trio.to_thread.run_sync(backend.close, readers)
