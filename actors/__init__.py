@@ -4,7 +4,8 @@
 - `SessionActor`, `RunRequest`: one serialized run lane per session key.
 - `RunRegistry`, `RunRecord`, `IdempotencyCache`, `CachedResponse`: run states and dedupe.
 - `EventHub`, `Subscriber`: per-run seq, encode once, bounded fan-out.
-- `Store` (`open_store`): the one owner of the SQLite database.
+- `Store` (`open_store`, `open_store_backend`): the one owner of the database, on a
+  `StoreBackend`: `SqliteBackend` (the default) or `PostgresBackend` (`storage.backend`).
 - `CronScheduler` (`open_cron`), `CronStore`/`SqliteCronStore`, `FiringLease`/`LocalLease`:
   scheduled runs; `deliver_webhook`, `WebhookSettings`: signed webhooks when a run ends.
 - `SubmissionOrder`, `Ticket`: the order of a session's runs, fixed when requests arrive.
@@ -53,6 +54,7 @@ from ._metrics import RUN_STATUSES as RUN_STATUSES
 from ._metrics import HistogramSnapshot as HistogramSnapshot
 from ._order import SubmissionOrder as SubmissionOrder
 from ._order import Ticket as Ticket
+from ._pg import PostgresBackend as PostgresBackend
 from ._publisher import GENERATION_EVENT as GENERATION_EVENT
 from ._publisher import PublishConflict as PublishConflict
 from ._publisher import Publisher as Publisher
@@ -69,8 +71,12 @@ from ._request import QueueMode as QueueMode
 from ._request import RunRequest as RunRequest
 from ._session import SessionActor as SessionActor
 from ._session import SessionBusy as SessionBusy
+from ._sqlite import SqliteBackend as SqliteBackend
 from ._store import Store as Store
 from ._store import open_store as open_store
+from ._store_config import open_store_backend as open_store_backend
+from ._store_config import store_backend as store_backend
+from ._store_ops import StoreBackend as StoreBackend
 from ._supervisor import RunInFlight as RunInFlight
 from ._supervisor import RunRefused as RunRefused
 from ._supervisor import ShuttingDown as ShuttingDown
@@ -101,6 +107,7 @@ __all__ = [
     "JournalRow",
     "LaneFull",
     "LocalLease",
+    "PostgresBackend",
     "PublishConflict",
     "PublishResult",
     "Publisher",
@@ -117,8 +124,10 @@ __all__ = [
     "SessionActor",
     "SessionBusy",
     "ShuttingDown",
+    "SqliteBackend",
     "SqliteCronStore",
     "Store",
+    "StoreBackend",
     "StoreClosedError",
     "StoreError",
     "SubmissionOrder",
@@ -133,8 +142,10 @@ __all__ = [
     "normalize_mode",
     "open_cron",
     "open_store",
+    "open_store_backend",
     "open_supervisor",
     "recover_runs",
     "replay_terminal",
+    "store_backend",
     "wall_ms",
 ]

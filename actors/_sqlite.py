@@ -35,6 +35,7 @@ from ._store_ops import (
     SqlConnection,
     Waiter,
     Write,
+    list_query,
 )
 
 __all__ = [
@@ -393,26 +394,3 @@ class SqliteBackend:
 
     def call(self, reader: sqlite3.Connection, fn: Callable[[SqlConnection], _T]) -> _T:
         return fn(reader)
-
-
-def list_query(
-    agent_id: str | None, updated_after_ms: int | None, limit: int | None, mark: str
-) -> tuple[str, list[object]]:
-    """`Store.list_sessions`' query with `mark` for a placeholder (`?`, `%s`): served by
-    the `updated_at` index (or the `(agent_id, updated_at)` one), newest first."""
-    clauses: list[str] = []
-    params: list[object] = []
-    if agent_id is not None:
-        clauses.append(f"agent_id = {mark}")
-        params.append(agent_id)
-    if updated_after_ms is not None:
-        clauses.append(f"updated_at > {mark}")
-        params.append(updated_after_ms)
-    sql = "SELECT row FROM sessions"
-    if clauses:
-        sql += " WHERE " + " AND ".join(clauses)
-    sql += " ORDER BY updated_at DESC"
-    if limit is not None:
-        sql += f" LIMIT {mark}"
-        params.append(max(limit, 0))
-    return sql, params

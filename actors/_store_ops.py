@@ -36,6 +36,7 @@ __all__ = [
     "StoreBackend",
     "Waiter",
     "Write",
+    "list_query",
 ]
 
 _T = TypeVar("_T")
@@ -213,3 +214,26 @@ class StoreBackend(Protocol):
     def load_entries(self, reader: Any, session_id: str) -> list[bytes]: ...
     def load_runs(self, reader: Any) -> list[tuple[str, int | None, bytes]]: ...
     def call(self, reader: Any, fn: Callable[[SqlConnection], _T]) -> _T: ...
+
+
+def list_query(
+    agent_id: str | None, updated_after_ms: int | None, limit: int | None, mark: str
+) -> tuple[str, list[object]]:
+    """`Store.list_sessions`' query with `mark` for a placeholder (`?`, `%s`): served by
+    the `updated_at` index (or the `(agent_id, updated_at)` one), newest first."""
+    clauses: list[str] = []
+    params: list[object] = []
+    if agent_id is not None:
+        clauses.append(f"agent_id = {mark}")
+        params.append(agent_id)
+    if updated_after_ms is not None:
+        clauses.append(f"updated_at > {mark}")
+        params.append(updated_after_ms)
+    sql = "SELECT row FROM sessions"
+    if clauses:
+        sql += " WHERE " + " AND ".join(clauses)
+    sql += " ORDER BY updated_at DESC"
+    if limit is not None:
+        sql += f" LIMIT {mark}"
+        params.append(max(limit, 0))
+    return sql, params

@@ -22,6 +22,7 @@ from ._config_types import Config as Config
 from ._config_types import ConfigError as ConfigError
 from ._config_types import ConfigIssue as ConfigIssue
 from ._config_types import CronConfig as CronConfig
+from ._config_types import StorageConfig as StorageConfig
 from ._config_types import run_timeout_seconds as run_timeout_seconds
 from ._generation import AgentSpec as AgentSpec
 from ._generation import CatalogEntry as CatalogEntry
@@ -47,6 +48,7 @@ __all__ = [
     "GenerationInputs",
     "ModelRuntimeGeneration",
     "PluginRegistry",
+    "StorageConfig",
     "apply_merge_patch",
     "backup_path",
     "close_all_providers",

@@ -164,6 +164,8 @@ def _check(config: Config) -> None:
             _check_model_key(ref, f"agents.list[{i}].models")
     for ref in config.agents.defaults.models:
         _check_model_key(ref, "agents.defaults.models")
+    if config.storage.backend == "postgres" and not config.storage.postgres.url:
+        raise ConfigError('required with storage.backend "postgres"', path="storage.postgres.url")
 
 
 def _check_model_key(ref: str, path: str) -> None:

@@ -283,6 +283,23 @@ class ClusterConfig(_Strict, frozen=True):
     leaseTtlMs: Annotated[int, msgspec.Meta(ge=100, le=600_000)] = 5_000
 
 
+class PostgresStorageConfig(_Strict, frozen=True):
+    """`storage.postgres`: the server of `storage.backend: "postgres"`."""
+
+    url: str | None = None
+    """A libpq URL or conninfo (`postgresql://user@host:5432/db`), `${VAR}` allowed; a
+    password is better left to libpq (`PGPASSWORD`, `~/.pgpass`) than written here."""
+
+
+class StorageConfig(_Strict, frozen=True):
+    """`storage.*` (clawlane's): where session rows, transcripts, the run journal and cron
+    jobs live: `sqlite` (the state dir's `clawlane.sqlite`, the default) or `postgres`
+    (`storage.postgres.url`, a server several gateway processes share). Read at start."""
+
+    backend: Literal["sqlite", "postgres"] = "sqlite"
+    postgres: PostgresStorageConfig = PostgresStorageConfig()
+
+
 class Config(_Strict, frozen=True):
     json_schema: str | None = msgspec.field(default=None, name="$schema")
     """A JSON Schema reference for editors (`clawlane config schema`); ignored, as in
@@ -297,6 +314,7 @@ class Config(_Strict, frozen=True):
     logging: LoggingConfig = LoggingConfig()
     cron: CronConfig = CronConfig()
     cluster: ClusterConfig = ClusterConfig()
+    storage: StorageConfig = StorageConfig()
 
 
 class ConfigError(ClawlaneError):

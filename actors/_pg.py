@@ -1,0 +1,343 @@
+"""The store's PostgreSQL backend (`PostgresBackend`): the same tables, rows and group
+commit as the SQLite one (`actors._sqlite`), on a server several gateway processes share.
+
+psycopg 3, blocking, in the store's worker threads (as `sqlite3` is): one writer connection
+takes each batch in one transaction, readers run beside it on connections of their own
+(each statement its own snapshot, in autocommit). A batch costs a few statements whatever
+its size: the rows, entries and journal rows of a run of writes go in as arrays
+(`INSERT ... SELECT * FROM unnest(...)`), one statement per table, one round trip each.
+
+Schema: `schema_version(version)` records the migrations applied; `open` applies the
+missing ones in one transaction under an advisory lock (nodes starting together do not
+race), and refuses a database migrated by a newer clawlane. Session rows, transcript
+entries and journal rows hold the same bytes as in SQLite (`bytea`), so the shapes read
+back are the same.
+
+A connection that breaks (the server restarted, the connection terminated) fails the
+batch or read in progress with `psycopg.Error` (the store's `StoreError`); the writer
+connects again at its next batch and a broken reader is dropped, so writes and reads
+resume when the server is back. A commit cut off mid-way has an unknown outcome (the
+caller is told it failed; it may have committed).
+
+Errors: `psycopg.Error` from the blocking calls (the store maps it to `StoreError`);
+`open` raises `StoreError` itself, in one line, for a server it cannot reach and for an
+unsupported schema version.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Final, TypeVar
+
+import psycopg
+from psycopg.conninfo import conninfo_to_dict
+
+from ._errors import StoreError
+from ._store_ops import (
+    Append,
+    Call,
+    Group,
+    PutRow,
+    PutRun,
+    SqlConnection,
+    SqlCursor,
+    Write,
+    list_query,
+)
+
+__all__ = ["SCHEMA_VERSION", "PostgresBackend"]
+
+_T = TypeVar("_T")
+
+SCHEMA_VERSION: Final = 1
+_MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
+    (  # 1: the SQLite store's tables (`actors._sqlite`, `actors._journal`)
+        """CREATE TABLE sessions(
+            key TEXT PRIMARY KEY,
+            agent_id TEXT NOT NULL,
+            session_id TEXT NOT NULL,
+            updated_at BIGINT NOT NULL,
+            row BYTEA NOT NULL
+        )""",
+        # `sessions.list`: newest first, all or one agent's (100,000 rows: index order)
+        "CREATE INDEX sessions_updated_at ON sessions(updated_at)",
+        "CREATE INDEX sessions_agent_updated_at ON sessions(agent_id, updated_at)",
+        """CREATE TABLE entries(
+            session_id TEXT NOT NULL,
+            seq INTEGER NOT NULL,
+            entry_id TEXT NOT NULL,
+            body BYTEA NOT NULL,
+            PRIMARY KEY(session_id, seq)
+        )""",
+        """CREATE TABLE runs(
+            id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            run_id TEXT NOT NULL,
+            ended_at BIGINT,
+            body BYTEA NOT NULL
+        )""",
+    ),
+)
+_LOCK_KEY: Final = 0x636C61776C616E65  # "clawlane": one migration at a time per database
+
+_UPSERT_SESSIONS: Final = """
+INSERT INTO sessions(key, agent_id, session_id, updated_at, row)
+SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::bigint[], %s::bytea[])
+ON CONFLICT(key) DO UPDATE SET
+    agent_id = excluded.agent_id,
+    session_id = excluded.session_id,
+    updated_at = excluded.updated_at,
+    row = excluded.row
+"""
+_INSERT_ENTRIES: Final = """
+INSERT INTO entries(session_id, seq, entry_id, body)
+SELECT * FROM unnest(%s::text[], %s::int[], %s::text[], %s::bytea[])
+"""
+_INSERT_RUNS: Final = """
+INSERT INTO runs(run_id, ended_at, body)
+SELECT r, e, b FROM unnest(%s::text[], %s::bigint[], %s::bytea[]) WITH ORDINALITY AS t(r, e, b, n)
+ORDER BY n
+"""
+_NEXT_SEQ: Final = "SELECT COALESCE(MAX(seq) + 1, 0) FROM entries WHERE session_id = %s"
+# `actors._journal.PRUNE_CUT` and `PRUNE`, in PostgreSQL's placeholders
+_PRUNE_CUT: Final = """
+SELECT COALESCE(
+    (SELECT MIN(id) FROM (
+        SELECT id FROM runs WHERE ended_at IS NOT NULL AND ended_at >= %(since)s
+        ORDER BY id DESC LIMIT %(keep)s
+    ) AS recent),
+    (SELECT MAX(id) + 1 FROM runs)
+)
+"""
+_PRUNE: Final = """
+DELETE FROM runs WHERE id < %(cut)s AND run_id IN (
+    SELECT run_id FROM runs WHERE ended_at IS NOT NULL AND id < %(cut)s
+)
+"""
+_NEXT_SEQ_MAX: Final = 200_000
+_CONNECT_TIMEOUT_S: Final = 5
+
+
+class _Qmark:
+    """A psycopg connection as an `SqlConnection`: `?` placeholders become `%s` (the cron
+    store's portable SQL has no `%` and no `?` of its own)."""
+
+    __slots__ = ("_conn",)
+
+    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+        self._conn = conn
+
+    def execute(self, sql: str, parameters: Any = (), /) -> SqlCursor:
+        return self._conn.execute(sql.replace("?", "%s"), parameters)
+
+
+def _one_line(exc: BaseException) -> str:
+    return "; ".join(part.strip() for part in str(exc).splitlines() if part.strip())
+
+
+class PostgresBackend:
+    """The store's backend on a PostgreSQL server (`StoreBackend`), given a libpq URL or
+    conninfo string (`postgresql://user@host:5432/db`; `options=-csearch_path=...` picks a
+    schema). No I/O until `open`."""
+
+    errors: Final = (psycopg.Error,)
+
+    def __init__(self, url: str) -> None:
+        self._url = url
+        try:
+            info = conninfo_to_dict(url)
+        except psycopg.Error as exc:
+            raise StoreError(f"storage.postgres.url is not a PostgreSQL URL: {exc}") from exc
+        host = info.get("host") or "localhost"
+        port = info.get("port") or "5432"
+        self._location = f"postgresql://{host}:{port}/{info.get('dbname') or ''}"
+        self._writer: psycopg.Connection[Any] | None = None
+
+    @property
+    def location(self) -> str:
+        return self._location
+
+    @property
+    def path(self) -> str:
+        return self._location
+
+    def _connect(self) -> psycopg.Connection[Any]:
+        return psycopg.connect(self._url, autocommit=True, connect_timeout=_CONNECT_TIMEOUT_S)
+
+    def open(self) -> None:
+        try:
+            self._writer = self._connect()
+        except psycopg.OperationalError as exc:
+            raise StoreError(
+                f"cannot reach PostgreSQL at {self._location}: {_one_line(exc)}"
+            ) from exc
+        with self._writer.transaction():
+            self._writer.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
+            self._writer.execute(
+                "CREATE TABLE IF NOT EXISTS schema_version(version INTEGER PRIMARY KEY)"
+            )
+            found = self._writer.execute("SELECT MAX(version) FROM schema_version").fetchone()
+            current = (found[0] if found else None) or 0
+            if current > SCHEMA_VERSION:
+                raise StoreError(f"{self._location}: unsupported schema version {current}")
+            for version in range(current + 1, SCHEMA_VERSION + 1):
+                for statement in _MIGRATIONS[version - 1]:
+                    self._writer.execute(statement)
+                self._writer.execute("INSERT INTO schema_version(version) VALUES (%s)", (version,))
+
+    def write_batch(
+        self, writes: Sequence[Write], next_seq: dict[str, int], prune: tuple[int, int] | None
+    ) -> list[object]:
+        """Apply `writes` in one transaction (see `StoreBackend`); connects again first if
+        the writer's connection was lost."""
+        conn = self._writer
+        if conn is None or conn.closed:
+            self._writer = None
+            next_seq.clear()
+            conn = self._writer = self._connect()
+        if len(next_seq) > _NEXT_SEQ_MAX:
+            next_seq.clear()
+        results: list[object] = []
+        pending = _Gathered(conn, next_seq)
+        try:
+            with conn.transaction():
+                for op in writes:
+                    if isinstance(op, PutRow | Append | PutRun):
+                        pending.put(op)
+                        results.append(None)
+                    elif isinstance(op, Group):
+                        for part in op.writes:
+                            pending.put(part)
+                        results.append(None)
+                    else:
+                        pending.flush()
+                        results.append(self._other(conn, op, next_seq))
+                pending.flush()
+                if prune is not None:
+                    self._prune(conn, *prune)
+        except BaseException:
+            next_seq.clear()
+            raise
+        return results
+
+    @staticmethod
+    def _other(conn: psycopg.Connection[Any], op: Write, next_seq: dict[str, int]) -> object:
+        """A `Call` (another module's statements) or a `Delete` (whether a row went)."""
+        if isinstance(op, Call):
+            return op.fn(_Qmark(conn))
+        assert not isinstance(op, PutRow | Append | PutRun | Group)
+        found = conn.execute("SELECT session_id FROM sessions WHERE key = %s", (op.key,)).fetchone()
+        if found is not None and op.delete_transcript:
+            conn.execute("DELETE FROM entries WHERE session_id = %s", (found[0],))
+            next_seq.pop(found[0], None)
+        conn.execute("DELETE FROM sessions WHERE key = %s", (op.key,))
+        return found is not None
+
+    @staticmethod
+    def _prune(conn: psycopg.Connection[Any], since: int, keep: int) -> None:
+        found = conn.execute(_PRUNE_CUT, {"since": since, "keep": keep}).fetchone()
+        if found is not None and found[0] is not None:
+            conn.execute(_PRUNE, {"cut": found[0]})
+
+    def open_reader(self) -> psycopg.Connection[Any]:
+        return self._connect()
+
+    def reader_ok(self, reader: psycopg.Connection[Any]) -> bool:
+        return not reader.closed and not reader.broken
+
+    def close_reader(self, reader: psycopg.Connection[Any]) -> None:
+        try:
+            reader.close()
+        except psycopg.Error:
+            pass  # best effort: nothing is pending on a reader
+
+    def close(self, readers: Sequence[psycopg.Connection[Any]]) -> None:
+        for conn in [*readers, *([self._writer] if self._writer is not None else [])]:
+            self.close_reader(conn)
+        self._writer = None
+
+    def get_rows(self, reader: psycopg.Connection[Any], keys: Sequence[str]) -> dict[str, bytes]:
+        sql = "SELECT key, row FROM sessions WHERE key = ANY(%s)"
+        return dict(reader.execute(sql, (list(keys),), binary=True).fetchall())
+
+    def list_rows(
+        self,
+        reader: psycopg.Connection[Any],
+        agent_id: str | None,
+        updated_after_ms: int | None,
+        limit: int | None,
+    ) -> list[bytes]:
+        sql, params = list_query(agent_id, updated_after_ms, limit, "%s")
+        return [blob for (blob,) in reader.execute(sql, params, binary=True).fetchall()]
+
+    def load_entries(self, reader: psycopg.Connection[Any], session_id: str) -> list[bytes]:
+        sql = "SELECT body FROM entries WHERE session_id = %s ORDER BY seq"
+        return [blob for (blob,) in reader.execute(sql, (session_id,), binary=True).fetchall()]
+
+    def load_runs(self, reader: psycopg.Connection[Any]) -> list[tuple[str, int | None, bytes]]:
+        sql = "SELECT run_id, ended_at, body FROM runs ORDER BY id"
+        return reader.execute(sql, binary=True).fetchall()
+
+    def call(self, reader: psycopg.Connection[Any], fn: Callable[[SqlConnection], _T]) -> _T:
+        return fn(_Qmark(reader))
+
+
+class _Gathered:
+    """The writes of a batch gathered by table until something that must see them (a
+    delete, another module's statements, the commit) flushes them: one statement per table.
+    """
+
+    __slots__ = ("conn", "entries", "next_seq", "rows", "runs")
+
+    def __init__(self, conn: psycopg.Connection[Any], next_seq: dict[str, int]) -> None:
+        self.conn = conn
+        self.next_seq = next_seq
+        self.rows: dict[str, PutRow] = {}  # the last write of a key wins
+        self.entries: tuple[list[str], list[int], list[str], list[bytes]] = ([], [], [], [])
+        self.runs: tuple[list[str], list[int | None], list[bytes]] = ([], [], [])
+
+    def put(self, op: PutRow | Append | PutRun) -> None:
+        if isinstance(op, PutRow):
+            self.rows.pop(op.key, None)
+            self.rows[op.key] = op
+        elif isinstance(op, Append):
+            self.append(op)
+        else:
+            run_ids, ended, bodies = self.runs
+            run_ids.append(op.run.run_id)
+            ended.append(op.run.ended_at)
+            bodies.append(op.run.body)
+
+    def append(self, op: Append) -> None:
+        sid = op.session_id
+        seq = self.next_seq.get(sid)
+        if seq is None:
+            found = self.conn.execute(_NEXT_SEQ, (sid,)).fetchone()
+            seq = int(found[0]) if found else 0
+        sids, seqs, ids, bodies = self.entries
+        for eid, body in op.items:
+            sids.append(sid)
+            seqs.append(seq)
+            ids.append(eid)
+            bodies.append(body)
+            seq += 1
+        self.next_seq[sid] = seq
+
+    def flush(self) -> None:
+        conn = self.conn
+        if self.rows:
+            rows = list(self.rows.values())
+            self.rows.clear()
+            columns = (
+                [r.key for r in rows],
+                [r.agent_id for r in rows],
+                [r.session_id for r in rows],
+                [r.updated_at for r in rows],
+                [r.body for r in rows],
+            )
+            conn.execute(_UPSERT_SESSIONS, columns)
+        if self.entries[0]:
+            conn.execute(_INSERT_ENTRIES, self.entries)
+            self.entries = ([], [], [], [])
+        if self.runs[0]:
+            conn.execute(_INSERT_RUNS, self.runs)
+            self.runs = ([], [], [])
