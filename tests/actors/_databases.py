@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Final
 
 import psycopg
+import psycopg.conninfo
 import pytest
 
 from actors import PostgresBackend, SqliteBackend, StoreBackend
@@ -55,6 +56,19 @@ class Db:
             return cur.fetchall() if cur.description else []
 
 
+def terminate_connections(url: str) -> int:
+    """Cut every server connection opened with `url` (its `application_name`), as a
+    PostgreSQL restart would; how many were cut. Blocking."""
+    name = psycopg.conninfo.conninfo_to_dict(url)["application_name"]
+    with psycopg.connect(PG_URL, autocommit=True) as admin:
+        found = admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE application_name = %s AND pid <> pg_backend_pid()",
+            (name,),
+        ).fetchall()
+    return len(found)
+
+
 def _one_line(exc: BaseException) -> str:
     return "; ".join(p.strip() for p in str(exc).splitlines() if p.strip())
 
@@ -71,7 +85,7 @@ def pg_url() -> Iterator[str]:
         admin.execute(f'CREATE SCHEMA "{schema}"')
         sep = "&" if "?" in PG_URL else "?"
         try:
-            yield f"{PG_URL}{sep}options=-csearch_path%3D{schema}"
+            yield f"{PG_URL}{sep}options=-csearch_path%3D{schema}&application_name={schema}"
         finally:
             admin.execute(f'DROP SCHEMA "{schema}" CASCADE')
 

@@ -130,7 +130,7 @@ async def test_durable_put_is_visible_to_a_fresh_connection_when_it_returns(db: 
                 db.query, "SELECT row FROM sessions WHERE key = ?", ("agent:main:durable",)
             )
             count = await trio.to_thread.run_sync(db.query, "SELECT COUNT(*) FROM sessions")
-            assert decode_session_row(found[0][0]) == durable  # type: ignore[arg-type]
+            assert decode_session_row(found[0][0]) == durable
             assert count == [(101,)]
 
 

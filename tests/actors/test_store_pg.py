@@ -1,0 +1,156 @@
+"""The store on PostgreSQL where it differs from SQLite (the shared contract is in
+`test_store.py`, run on both): reaching the server, the schema's version, a refused commit,
+connections cut under load (a restart), the run journal and the cron tables, the config."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import msgspec
+import psycopg
+import pytest
+import trio
+
+from actors import (
+    AcceptedRun,
+    PostgresBackend,
+    RunQuery,
+    SqliteBackend,
+    SqliteCronStore,
+    StoreError,
+    accepted_row,
+    open_store,
+    open_store_backend,
+)
+from runtime.model import ConfigError, parse_config
+from runtime.sessions._sessions import SessionRow, new_session_row
+from tests.actors._databases import Db, pg_url, terminate_connections
+
+__all__ = ["pg_url"]  # the fixture, used by name
+
+TIMEOUT = 30
+
+
+def row(key: str, updated: int = 1, **fields: object) -> SessionRow:
+    base = new_session_row(key, now_ms=updated, session_id=f"sid-{key}")
+    return msgspec.structs.replace(base, **fields)
+
+
+async def test_a_server_that_cannot_be_reached_is_one_line_naming_it() -> None:
+    with trio.fail_after(TIMEOUT):
+        with pytest.raises(StoreError) as info:
+            async with open_store(backend=PostgresBackend("postgresql://nobody@127.0.0.1:1/x")):
+                pass
+    message = str(info.value)
+    assert "\n" not in message
+    assert message.startswith("cannot reach PostgreSQL at postgresql://127.0.0.1:1/x: ")
+    assert isinstance(info.value.__cause__, psycopg.OperationalError)
+
+
+async def test_the_schema_is_migrated_once_and_a_newer_one_is_refused(pg_url: str) -> None:
+    db = Db("postgres", url=pg_url)
+    with trio.fail_after(TIMEOUT):
+        async with trio.open_nursery() as nursery:  # nodes starting together: one migrates
+            for _ in range(3):
+                nursery.start_soon(_open_and_close, pg_url)
+        assert await trio.to_thread.run_sync(db.query, "SELECT version FROM schema_version") == [
+            (1,)
+        ]
+        await trio.to_thread.run_sync(db.query, "INSERT INTO schema_version VALUES (99)")
+        with pytest.raises(StoreError, match="unsupported schema version 99"):
+            await _open_and_close(pg_url)
+
+
+async def _open_and_close(url: str) -> None:
+    async with open_store(backend=PostgresBackend(url)):
+        pass
+
+
+async def test_a_refused_commit_fails_its_batch_and_the_store_keeps_working(pg_url: str) -> None:
+    db = Db("postgres", url=pg_url)
+    with trio.fail_after(TIMEOUT):
+        async with open_store(backend=db.backend()) as store:
+            await trio.to_thread.run_sync(
+                db.query,
+                "ALTER TABLE sessions ADD CONSTRAINT refuse CHECK (key <> 'agent:main:bad')",
+            )
+            with pytest.raises(StoreError, match="refuse") as info:
+                await store.put_session_durable(row("agent:main:bad"))
+            assert isinstance(info.value.__cause__, psycopg.errors.CheckViolation)
+            store.put_session_nowait(row("agent:main:innocent"))
+            with pytest.raises(StoreError):
+                await store.put_session_durable(row("agent:main:bad"))
+            assert await store.get_session("agent:main:innocent") is None  # rolled back together
+            await store.put_session_durable(row("agent:main:good"))
+            assert await store.get_session("agent:main:good") is not None
+            assert store.statistics().failed_commits == 2
+
+
+async def test_cut_connections_fail_writes_with_store_error_and_writes_resume(
+    pg_url: str,
+) -> None:
+    """What a PostgreSQL restart does to a running store: the writer's and the readers'
+    connections are cut; the batch in flight fails (`StoreError`, never silence), the next
+    one connects again, reads come back, and nothing committed is lost."""
+    with trio.fail_after(TIMEOUT):
+        async with open_store(backend=PostgresBackend(pg_url)) as store:
+            for i in range(100):
+                await store.put_session_durable(row(f"agent:main:{i}", i))
+            assert len(await store.list_sessions()) == 100  # a reader is open too
+            cut = await trio.to_thread.run_sync(terminate_connections, pg_url)
+            assert cut == 2
+            with pytest.raises(StoreError):
+                await store.put_session_durable(row("agent:main:during", 1000))
+            stats = store.statistics()
+            assert stats.failing and stats.failed_commits == 1
+            with pytest.raises(StoreError, match="read from"):
+                await store.list_sessions()
+            await store.put_session_durable(row("agent:main:after", 1001))
+            assert not store.statistics().failing
+            keys = {r.key for r in await store.list_sessions()}
+            assert len(keys) == 101 and "agent:main:after" in keys
+
+
+async def test_the_run_journal_and_cron_tables_work_on_postgres(pg_url: str) -> None:
+    with trio.fail_after(TIMEOUT):
+        async with open_store(backend=PostgresBackend(pg_url)) as store:
+            run = accepted_row(
+                run_id="run-1",
+                kind="agent",
+                session_key="agent:main:a",
+                session_id="sid-agent:main:a",
+                agent_id="main",
+                accepted_at=5,
+                request=AcceptedRun(message="hello"),
+            )
+            await store.commit_durable(run=run, row=row("agent:main:a"))
+            runs = await store.load_runs(since_ms=0)
+            assert [(r.run_id, r.state, r.accepted().message) for r in runs] == [
+                ("run-1", "accepted", "hello")
+            ]
+            cron = SqliteCronStore(store)  # portable SQL: the same class on PostgreSQL
+            await cron.open()
+            await cron.put_run({"jobId": "j", "runId": "r1", "ts": 3, "status": "ok"})
+            await cron.put_run({"jobId": "j", "runId": "r2", "ts": 4, "status": "error"})
+            entries, total = await cron.list_runs(RunQuery(statuses=("ok",)))
+            assert total == 1 and entries[0]["runId"] == "r1"
+            assert await cron.delete_job("nope") is False
+            assert await cron.load_jobs() == []
+
+
+async def test_the_config_chooses_the_backend(tmp_path: Path, pg_url: str) -> None:
+    with pytest.raises(ConfigError, match=r"at storage\.backend:"):
+        parse_config({"storage": {"backend": "mysql"}})
+    with pytest.raises(ConfigError, match=r"at storage\.postgres\.url:"):
+        parse_config({"storage": {"backend": "postgres"}})
+    with trio.fail_after(TIMEOUT):
+        async with open_store_backend(parse_config({}), tmp_path) as store:
+            assert isinstance(store.backend, SqliteBackend)
+            assert store.path == tmp_path / "clawlane.sqlite"
+        config = parse_config(
+            {"storage": {"backend": "postgres", "postgres": {"url": "${PG}"}}}, env={"PG": pg_url}
+        )
+        async with open_store_backend(config, tmp_path) as store:
+            assert isinstance(store.backend, PostgresBackend)
+            assert str(store.path) == "postgresql://127.0.0.1:5432/test"
+            await store.put_session_durable(row("agent:main:a"))
