@@ -12,6 +12,11 @@
 - `AcceptedRun`, `JournalRow`, `accepted_row`: the run journal (accepted runs, durable
   before their ack); `recover_runs`, `RecoveredRun`, `RecoveryReport`, `replay_terminal`:
   what a start makes of it.
+- Cluster primitives (not wired into the gateway yet): `Leases` (`Lease`, `HeldLease`,
+  fencing tokens), `Claims` (`Claim`), `RunStreams` (`StreamEntry`, `StreamRead`),
+  `Generations` (`Version`), `run_single_owner`; bundled per node as a `Cluster` by
+  `open_cluster` (Redis with `cluster.redis.url`, else `open_local_cluster`) or
+  `open_redis_cluster`.
 
 Errors, one tree rooted at `ActorError` (itself a `runtime.protocol.ClawlaneError`):
 
@@ -21,11 +26,33 @@ Errors, one tree rooted at `ActorError` (itself a `runtime.protocol.ClawlaneErro
     ├── LaneFull (the session's queue is full, drop policy `new`)
     ├── SessionBusy (a manual compaction while a run is active)
     ├── PublishConflict (a config write lost to a newer one)
-    └── CronNotFound (no such job; also a `LookupError`)
+    ├── CronNotFound (no such job; also a `LookupError`)
+    └── ClusterError (a cluster primitive failed)
+        ├── ClusterUnavailable (Redis cannot be reached or did not answer: retryable)
+        ├── LeaseBusy, LeaseLost (`Leases.hold`: held elsewhere / lost while held)
+        └── StreamGap (`RunStreams.follow`: the stream no longer reaches back)
 """
 
 from ._chat import ChatFlusher as ChatFlusher
 from ._chat import ChatStream as ChatStream
+from ._cluster import Claim as Claim
+from ._cluster import Claims as Claims
+from ._cluster import ClusterError as ClusterError
+from ._cluster import ClusterUnavailable as ClusterUnavailable
+from ._cluster import Generations as Generations
+from ._cluster import HeldLease as HeldLease
+from ._cluster import Lease as Lease
+from ._cluster import LeaseBusy as LeaseBusy
+from ._cluster import LeaseLost as LeaseLost
+from ._cluster import Leases as Leases
+from ._cluster import RunStreams as RunStreams
+from ._cluster import StreamEntry as StreamEntry
+from ._cluster import StreamGap as StreamGap
+from ._cluster import StreamRead as StreamRead
+from ._cluster import Version as Version
+from ._cluster import run_single_owner as run_single_owner
+from ._cluster_local import Cluster as Cluster
+from ._cluster_local import open_local_cluster as open_local_cluster
 from ._cron import CronNotFound as CronNotFound
 from ._cron import CronScheduler as CronScheduler
 from ._cron import FiringLease as FiringLease
@@ -64,6 +91,8 @@ from ._recovery import RecoveredRun as RecoveredRun
 from ._recovery import RecoveryReport as RecoveryReport
 from ._recovery import recover_runs as recover_runs
 from ._recovery import replay_terminal as replay_terminal
+from ._redis import open_cluster as open_cluster
+from ._redis import open_redis_cluster as open_redis_cluster
 from ._registry import CachedResponse as CachedResponse
 from ._registry import IdempotencyCache as IdempotencyCache
 from ._registry import RunRegistry as RunRegistry
@@ -96,16 +125,27 @@ __all__ = [
     "CachedResponse",
     "ChatFlusher",
     "ChatStream",
+    "Claim",
+    "Claims",
+    "Cluster",
+    "ClusterError",
+    "ClusterUnavailable",
     "CronNotFound",
     "CronScheduler",
     "CronStore",
     "EventHub",
     "FiringLease",
+    "Generations",
+    "HeldLease",
     "HistogramSnapshot",
     "HubStatistics",
     "IdempotencyCache",
     "JournalRow",
     "LaneFull",
+    "Lease",
+    "LeaseBusy",
+    "LeaseLost",
+    "Leases",
     "LocalLease",
     "PostgresBackend",
     "PublishConflict",
@@ -121,6 +161,7 @@ __all__ = [
     "RunRefused",
     "RunRegistry",
     "RunRequest",
+    "RunStreams",
     "SessionActor",
     "SessionBusy",
     "ShuttingDown",
@@ -130,22 +171,30 @@ __all__ = [
     "StoreBackend",
     "StoreClosedError",
     "StoreError",
+    "StreamEntry",
+    "StreamGap",
+    "StreamRead",
     "SubmissionOrder",
     "Subscriber",
     "Supervisor",
     "SupervisorStatistics",
     "Ticket",
+    "Version",
     "WebhookSettings",
     "accepted_row",
     "deliver_webhook",
     "normalize_drop",
     "normalize_mode",
+    "open_cluster",
     "open_cron",
+    "open_local_cluster",
+    "open_redis_cluster",
     "open_store",
     "open_store_backend",
     "open_supervisor",
     "recover_runs",
     "replay_terminal",
+    "run_single_owner",
     "store_backend",
     "wall_ms",
 ]

@@ -1,0 +1,398 @@
+"""The cluster primitives of `actors._cluster` on Redis (7+), through coredis, which runs
+natively under trio (it is built on anyio). One client per node; every call is one round
+trip (the compound steps are Lua scripts, so each is atomic).
+
+Keys, under the configured prefix `P` (`cluster.redis.keyPrefix`):
+- `P lease:<key>` = `<token>|<owner>` with a PX expiry; `P fence:<key>` the last token
+  (never expires: tokens of a key only grow).
+- `P idem:<key>` a hash {a: ack, f: final} with a PX expiry.
+- `P run:<run id>` a stream, entry id `<seq>-0`, fields {f: frame, t: 1 if terminal};
+  trimmed with `MAXLEN ~`; expires `ended_ttl_s` after its terminal frame (and
+  `idle_ttl_s` after any frame, for runs whose node died).
+- `P generation` = `<number>:<data>`, announced on the pub/sub channel `P generation`.
+
+Errors: a connection that cannot be made or a reply that does not come is
+`ClusterUnavailable` (the client reconnects by itself on the next call: a dropped connection
+or a restarted Redis is retried once transparently, a Redis that is down fails each call
+fast); any other Redis error is `ClusterError`. `open_redis_cluster` fails with one line
+naming the URL (without its password) when Redis cannot be reached at start.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import urllib.parse
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from typing import Any, Final
+
+import coredis
+import coredis.exceptions
+import trio
+
+from runtime.model import Config
+
+from ._cluster import (
+    DEFAULT_LEASE_TTL_S,
+    Claim,
+    Claims,
+    ClusterError,
+    ClusterUnavailable,
+    Generations,
+    Lease,
+    Leases,
+    RunStreams,
+    StreamEntry,
+    StreamGap,
+    StreamRead,
+    Version,
+)
+from ._cluster_local import Cluster, open_local_cluster
+
+__all__ = [
+    "RedisClaims",
+    "RedisGenerations",
+    "RedisLeases",
+    "RedisRunStreams",
+    "RedisSubscription",
+    "open_cluster",
+    "open_redis_cluster",
+    "redact_url",
+]
+
+log = logging.getLogger("clawlane.cluster")
+
+Client = coredis.Redis[bytes]
+
+CONNECT_TIMEOUT_S: Final = 2.0
+REPLY_TIMEOUT_S: Final = 10.0
+FOLLOW_BLOCK_MS: Final = 2_000
+GENERATION_POLL_S: Final = 5.0
+"""A subscriber also reads the version key this often: a publish sent while its pub/sub
+connection was being re-made is not lost."""
+
+_UNAVAILABLE: Final = (
+    coredis.exceptions.ConnectionError,
+    coredis.exceptions.BusyLoadingError,
+    TimeoutError,
+    OSError,
+)
+
+_ACQUIRE: Final = """
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+local t = redis.call('TIME')
+local token = tonumber(redis.call('GET', KEYS[2]) or '0') + 1
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+if now > token then token = now end
+local text = string.format('%d', token)
+redis.call('SET', KEYS[2], text)
+redis.call('SET', KEYS[1], text .. '|' .. ARGV[1], 'PX', ARGV[2])
+return token
+"""
+_RENEW: Final = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return 1
+"""
+_RELEASE: Final = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('DEL', KEYS[1])
+return 1
+"""
+_CLAIM: Final = """
+if redis.call('EXISTS', KEYS[1]) == 1 then return redis.call('HMGET', KEYS[1], 'a', 'f') end
+redis.call('HSET', KEYS[1], 'a', ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return 1
+"""
+_FINISH: Final = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('HSET', KEYS[1], 'f', ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return 1
+"""
+_APPEND: Final = """
+local id = redis.pcall('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], ARGV[2] .. '-0',
+  'f', ARGV[3], 't', ARGV[4])
+if type(id) == 'table' and id.err then
+  if string.find(id.err, 'equal or smaller', 1, true) then return 0 end
+  return id
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[5])
+return 1
+"""
+_PUBLISH: Final = """
+local cur = redis.call('GET', KEYS[1])
+local n = 0
+if cur then n = tonumber(string.match(cur, '^(%d+):')) end
+if ARGV[2] ~= '' and tonumber(ARGV[2]) ~= n then return false end
+local value = tostring(n + 1) .. ':' .. ARGV[1]
+redis.call('SET', KEYS[1], value)
+redis.call('PUBLISH', ARGV[3], value)
+return n + 1
+"""
+
+
+@contextmanager
+def _mapped(what: str) -> Iterator[None]:
+    """Redis's errors as the cluster's, naming the operation."""
+    try:
+        yield
+    except _UNAVAILABLE as exc:
+        raise ClusterUnavailable(
+            f"Redis unavailable ({what}): {exc or type(exc).__name__}"
+        ) from exc
+    except coredis.exceptions.RedisError as exc:
+        raise ClusterError(f"Redis error ({what}): {exc}") from exc
+
+
+@asynccontextmanager
+async def _unwrapped(group_owner: Any) -> AsyncIterator[Any]:
+    """coredis's client and pub/sub contexts run a task group, which wraps what the body
+    raises in an ExceptionGroup; a single exception is given back as itself."""
+    try:
+        async with group_owner as value:
+            yield value
+    except BaseExceptionGroup as group:
+        if len(group.exceptions) == 1:
+            raise group.exceptions[0] from None
+        raise
+
+
+def redact_url(url: str) -> str:
+    """`url` without its password (for messages)."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = re.sub(r":[^:@]*@", ":***@", parts.netloc, count=1)
+    return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
+
+
+class RedisLeases(Leases):
+    def __init__(
+        self, client: Client, *, prefix: str, owner: str, ttl_s: float = DEFAULT_LEASE_TTL_S
+    ) -> None:
+        super().__init__(owner=owner, ttl_s=ttl_s)
+        self._client = client
+        self._prefix = prefix
+        self._acquire = client.register_script(_ACQUIRE)
+        self._renew = client.register_script(_RENEW)
+        self._release = client.register_script(_RELEASE)
+
+    def _key(self, key: str) -> str:
+        return f"{self._prefix}lease:{key}"
+
+    @staticmethod
+    def _value(lease: Lease) -> str:
+        return f"{lease.token}|{lease.owner}"
+
+    async def acquire(self, key: str) -> Lease | None:
+        keys = [self._key(key), f"{self._prefix}fence:{key}"]
+        with _mapped("lease acquire"):
+            token: Any = await self._acquire(keys=keys, args=(self.owner, int(self.ttl_s * 1000)))
+        assert isinstance(token, int)
+        return Lease(key, token, self.owner) if token else None
+
+    async def renew(self, lease: Lease) -> bool:
+        args: tuple[str, int] = (self._value(lease), int(self.ttl_s * 1000))
+        with _mapped("lease renew"):
+            return bool(await self._renew(keys=[self._key(lease.key)], args=args))
+
+    async def release(self, lease: Lease) -> bool:
+        with _mapped("lease release"):
+            return bool(await self._release(keys=[self._key(lease.key)], args=[self._value(lease)]))
+
+    async def fence(self, key: str) -> int | None:
+        with _mapped("lease fence"):
+            value = await self._client.get(self._key(key))
+        return None if value is None else int(value.split(b"|", 1)[0])
+
+
+class RedisClaims(Claims):
+    def __init__(self, client: Client, *, prefix: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._client = client
+        self._prefix = prefix
+        self._claim = client.register_script(_CLAIM)
+        self._finish = client.register_script(_FINISH)
+
+    def _key(self, key: str) -> str:
+        return f"{self._prefix}idem:{key}"
+
+    async def claim(self, key: str, ack: bytes) -> Claim:
+        with _mapped("idempotency claim"):
+            reply: Any = await self._claim(
+                keys=[self._key(key)], args=(ack, int(self.ttl_s * 1000))
+            )
+        if reply == 1:
+            return Claim(True, ack)
+        assert isinstance(reply, list | tuple)
+        return Claim(False, bytes(reply[0] or b""), None if reply[1] is None else bytes(reply[1]))
+
+    async def finish(self, key: str, final: bytes) -> bool:
+        args: tuple[bytes, int] = (final, int(self.ttl_s * 1000))
+        with _mapped("idempotency finish"):
+            return bool(await self._finish(keys=[self._key(key)], args=args))
+
+    async def get(self, key: str) -> Claim | None:
+        with _mapped("idempotency get"):
+            ack, final = await self._client.hmget(self._key(key), ["a", "f"])
+        return None if ack is None else Claim(False, ack, final)
+
+
+def _entry(entry: Any) -> StreamEntry:
+    fields = entry.field_values
+    seq = int(entry.identifier.split(b"-", 1)[0])
+    return StreamEntry(seq, bytes(fields[b"f"]), fields.get(b"t") == b"1")
+
+
+class RedisRunStreams(RunStreams):
+    def __init__(self, client: Client, *, prefix: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._client = client
+        self._prefix = prefix
+        self._append = client.register_script(_APPEND)
+
+    def _key(self, run_id: str) -> str:
+        return f"{self._prefix}run:{run_id}"
+
+    async def append(self, run_id: str, seq: int, frame: bytes, *, terminal: bool = False) -> bool:
+        if seq < 1:
+            raise ValueError("seq starts at 1")
+        ttl = self.ended_ttl_s if terminal else self.idle_ttl_s
+        args: list[int | bytes] = [self.maxlen, seq, frame, int(terminal), int(ttl * 1000)]
+        with _mapped("stream append"):
+            return bool(await self._append(keys=[self._key(run_id)], args=args))
+
+    async def read(self, run_id: str, after_seq: int = 0, *, limit: int = 1_000) -> StreamRead:
+        with _mapped("stream read"):
+            raw = await self._client.xrange(self._key(run_id), f"{after_seq + 1}-0", "+", limit)
+        entries = tuple(_entry(e) for e in raw)
+        gap = bool(entries) and entries[0].seq != after_seq + 1
+        return StreamRead(entries, gap=gap, ended=bool(entries) and entries[-1].terminal)
+
+    async def follow(self, run_id: str, after_seq: int = 0) -> AsyncGenerator[StreamEntry, None]:
+        key = self._key(run_id)
+        last = after_seq
+        while True:
+            with _mapped("stream follow"):
+                reply: Any = await self._client.xread(
+                    {key: f"{last}-0"}, count=1_000, block=FOLLOW_BLOCK_MS
+                )
+            for raw in (reply or {}).get(key.encode(), ()):
+                entry = _entry(raw)
+                if entry.seq != last + 1:
+                    raise StreamGap(f"run {run_id!r} stream no longer has seq {last + 1}")
+                yield entry
+                last = entry.seq
+                if entry.terminal:
+                    return
+
+
+def _version(raw: bytes) -> Version:
+    number, _, data = raw.partition(b":")
+    return Version(int(number), data)
+
+
+class RedisSubscription:
+    """The versions a `RedisGenerations.subscribe` block receives: the current one first,
+    then each newer one (`__anext__` waits; `ClusterUnavailable` while Redis is away,
+    after which iterating again resumes)."""
+
+    def __init__(self, generations: RedisGenerations, pubsub: Any) -> None:
+        self._generations = generations
+        self._pubsub = pubsub
+        self.seen = 0
+
+    def __aiter__(self) -> RedisSubscription:
+        return self
+
+    async def __anext__(self) -> Version:
+        while True:
+            current = await self._generations.current()
+            if current is not None and current.number > self.seen:
+                self.seen = current.number
+                return current
+            message = await self._pubsub.get_message(True, GENERATION_POLL_S)
+            if message is not None and message.get("type") == "message":
+                version = _version(message["data"])
+                if version.number > self.seen:
+                    self.seen = version.number
+                    return version
+
+
+class RedisGenerations(Generations):
+    def __init__(self, client: Client, *, prefix: str) -> None:
+        self._client = client
+        self._key = f"{prefix}generation"
+        self._publish = client.register_script(_PUBLISH)
+
+    async def current(self) -> Version | None:
+        with _mapped("generation read"):
+            raw = await self._client.get(self._key)
+        return None if raw is None else _version(raw)
+
+    async def publish(self, data: bytes, *, after: int | None = None) -> Version | None:
+        args: list[str | bytes | int] = [data, "" if after is None else after, self._key]
+        with _mapped("generation publish"):
+            number: Any = await self._publish(keys=[self._key], args=args)
+        return None if number is None else Version(int(number), data)
+
+    @asynccontextmanager
+    async def subscribe(self) -> AsyncIterator[AsyncIterator[Version]]:
+        pubsub = self._client.pubsub(channels=[self._key], ignore_subscribe_messages=True)
+        with _mapped("generation subscribe"):
+            async with _unwrapped(pubsub) as subscribed:
+                yield RedisSubscription(self, subscribed)
+
+
+@asynccontextmanager
+async def open_redis_cluster(
+    url: str,
+    *,
+    node_id: str,
+    prefix: str = "clawlane:",
+    lease_ttl_s: float = DEFAULT_LEASE_TTL_S,
+    connect_timeout_s: float = CONNECT_TIMEOUT_S,
+) -> AsyncIterator[Cluster]:
+    """A client on `url` and the four primitives over it; closed on exit. Raises
+    `ClusterUnavailable` with one line naming the URL when Redis cannot be reached (or does
+    not answer PING within `connect_timeout_s`)."""
+    client: Client = coredis.Redis.from_url(
+        url,
+        decode_responses=False,
+        connect_timeout=connect_timeout_s,
+        stream_timeout=REPLY_TIMEOUT_S,
+        client_name=f"clawlane:{node_id}",
+    )
+    async with _unwrapped(client):
+        try:
+            with trio.fail_after(connect_timeout_s):
+                await client.ping()
+        except (*_UNAVAILABLE, coredis.exceptions.RedisError, trio.TooSlowError) as exc:
+            reason = str(exc) or type(exc).__name__
+            raise ClusterUnavailable(f"cannot reach Redis at {redact_url(url)}: {reason}") from None
+        yield Cluster(
+            node_id=node_id,
+            leases=RedisLeases(client, prefix=prefix, owner=node_id, ttl_s=lease_ttl_s),
+            claims=RedisClaims(client, prefix=prefix),
+            streams=RedisRunStreams(client, prefix=prefix),
+            generations=RedisGenerations(client, prefix=prefix),
+            backend="redis",
+        )
+
+
+@asynccontextmanager
+async def open_cluster(config: Config, *, node_id: str) -> AsyncIterator[Cluster]:
+    """The backend `config` asks for: Redis with `cluster.redis.url`, in-process without."""
+    cluster = config.cluster
+    ttl = cluster.leaseTtlMs / 1000
+    if cluster.redis.url is None:
+        async with open_local_cluster(node_id=node_id, lease_ttl_s=ttl) as local:
+            yield local
+        return
+    async with open_redis_cluster(
+        cluster.redis.url, node_id=node_id, prefix=cluster.redis.keyPrefix, lease_ttl_s=ttl
+    ) as remote:
+        yield remote

@@ -1,0 +1,295 @@
+"""The cluster primitives' contract, the same tests against the in-process implementation
+and the real Redis (skipped, with the reason, only when Redis cannot be reached): leases
+and their fencing tokens, holding and losing a lease, single-owner jobs, idempotency claims
+across nodes, run streams, generation publication."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import aclosing
+
+import pytest
+import trio
+
+from actors._cluster import Lease, LeaseBusy, LeaseLost, StreamEntry, StreamGap, run_single_owner
+from actors._cluster_local import Cluster
+from tests.actors._cluster_nodes import Nodes, open_nodes
+
+pytestmark = pytest.mark.parametrize("backend", ["local", "redis"])
+
+
+@pytest.fixture
+async def nodes(backend: str) -> AsyncIterator[Nodes]:
+    async with open_nodes(backend) as opened:
+        yield opened
+
+
+async def poll(condition_met: Callable[[], Awaitable[bool]], *, every: float = 0.01) -> None:
+    """Wait (bounded by the caller's fail_after) until `condition_met()` is true: for state
+    kept in Redis, which no trio event can announce."""
+    while True:
+        if await condition_met():
+            return
+        await trio.sleep(every)
+
+
+async def test_a_lease_has_one_holder_at_a_time(nodes: Nodes) -> None:
+    with trio.fail_after(10):
+        a, b = nodes.all[:2]
+        lease = await a.leases.acquire("session:main")
+        assert lease is not None and lease.owner == a.node_id
+        assert await b.leases.acquire("session:main") is None
+        assert await a.leases.acquire("session:main") is None
+        assert await b.leases.fence("session:main") == lease.token
+        assert await a.leases.release(lease) is True
+        assert await b.leases.fence("session:main") is None
+        assert await b.leases.acquire("session:other") is not None
+
+
+async def test_release_only_removes_the_same_acquisition(nodes: Nodes) -> None:
+    with trio.fail_after(10):
+        a, b = nodes.all[:2]
+        first = await a.leases.acquire("k")
+        assert first is not None
+        await nodes.steal(first)
+        second = await b.leases.acquire("k")
+        assert second is not None
+        assert await a.leases.release(first) is False
+        assert await a.leases.renew(first) is False
+        assert await b.leases.fence("k") == second.token
+        assert await b.leases.release(second) is True
+
+
+async def test_an_expired_lease_is_taken_over_with_a_higher_token(nodes: Nodes) -> None:
+    with trio.fail_after(10):
+        a, b = nodes.all[:2]
+        first = await a.leases.acquire("session:x")
+        assert first is not None
+        assert await b.leases.acquire("session:x") is None
+        taken = None
+        while taken is None:
+            await trio.sleep(0.02)
+            taken = await b.leases.acquire("session:x")
+        assert taken.token > first.token
+        assert taken.owner == b.node_id
+        assert await a.leases.renew(first) is False
+        assert await a.leases.fence("session:x") == taken.token
+
+
+async def test_a_held_lease_is_renewed_past_its_ttl(nodes: Nodes) -> None:
+    with trio.fail_after(10):
+        a, b = nodes.all[:2]
+        async with trio.open_nursery() as nursery, a.leases.hold(nursery, "session:h") as held:
+            await poll(lambda: _after(held.renewals >= 4))  # 4 renewals > 1 TTL
+            assert not held.lost.is_set()
+            assert await b.leases.acquire("session:h") is None
+            assert await b.leases.fence("session:h") == held.token
+        assert await b.leases.fence("session:h") is None
+        assert await b.leases.acquire("session:h") is not None
+        async with trio.open_nursery() as nursery:
+            with pytest.raises(LeaseBusy):
+                async with a.leases.hold(nursery, "session:h"):
+                    pass  # pragma: no cover
+
+
+async def test_a_lost_lease_is_noticed_and_cancels_the_holder(nodes: Nodes) -> None:
+    with trio.fail_after(10):
+        a, b = nodes.all[:2]
+        taken: Lease | None = None
+        async with trio.open_nursery() as nursery:
+            with pytest.raises(LeaseLost):
+                async with a.leases.hold(nursery, "session:l") as held:
+                    await nodes.steal(held.lease)
+                    taken = await b.leases.acquire("session:l")
+                    assert taken is not None and taken.token > held.token
+                    await trio.sleep_forever()
+        assert held.lost.is_set() and taken is not None
+        assert await b.leases.fence("session:l") == taken.token
+
+
+async def test_without_cancel_on_loss_the_holder_is_told_by_an_event(nodes: Nodes) -> None:
+    with trio.fail_after(10):
+        a, b = nodes.all[:2]
+        async with (
+            trio.open_nursery() as nursery,
+            a.leases.hold(nursery, "session:e", cancel_on_loss=False) as held,
+        ):
+            await nodes.steal(held.lease)
+            assert await b.leases.acquire("session:e") is not None
+            await held.lost.wait()
+
+
+async def test_a_single_owner_job_runs_on_one_node_and_moves_when_it_stops(nodes: Nodes) -> None:
+    with trio.fail_after(15):
+        a, b = nodes.all[:2]
+        running: list[str] = []
+        started = {a.node_id: trio.Event(), b.node_id: trio.Event()}
+
+        def job(node_id: str) -> Callable[[], Awaitable[None]]:
+            async def run() -> None:
+                running.append(node_id)
+                started[node_id].set()
+                await trio.sleep_forever()
+
+            return run
+
+        async with trio.open_nursery() as nursery:
+            a_scope = trio.CancelScope()
+
+            async def run_a() -> None:
+                with a_scope:
+                    await run_single_owner(a.leases, "reaper", job(a.node_id), retry_s=0.02)
+
+            nursery.start_soon(run_a)
+            await started[a.node_id].wait()
+            nursery.start_soon(
+                functools.partial(
+                    run_single_owner, b.leases, "reaper", job(b.node_id), retry_s=0.02
+                )
+            )
+            with trio.move_on_after(3 * nodes.lease_ttl_s):
+                await started[b.node_id].wait()
+            assert running == [a.node_id]
+            a_scope.cancel()
+            await started[b.node_id].wait()
+            assert running == [a.node_id, b.node_id]
+            nursery.cancel_scope.cancel()
+
+
+async def test_an_idempotency_key_is_claimed_once_across_nodes(nodes: Nodes) -> None:
+    with trio.fail_after(10):
+        a, b = nodes.all[:2]
+        claims = {}
+
+        async def claim(node_id: str, node: Cluster) -> None:
+            claims[node_id] = await node.claims.claim("idem:1", node_id.encode())
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(claim, "a", a)
+            nursery.start_soon(claim, "b", b)
+        firsts = [name for name, c in claims.items() if c.first]
+        assert len(firsts) == 1
+        winner = firsts[0]
+        loser = "b" if winner == "a" else "a"
+        assert claims[loser].ack == winner.encode() and claims[loser].final is None
+        assert await (a if winner == "b" else b).claims.finish("idem:1", b"final") is True
+        again = await a.claims.claim("idem:1", b"other")
+        assert (again.first, again.ack, again.final) == (False, winner.encode(), b"final")
+        assert await b.claims.get("idem:1") == again
+        assert await b.claims.get("idem:none") is None
+        assert await b.claims.finish("idem:none", b"x") is False
+
+
+async def test_a_claim_expires_after_its_ttl(nodes: Nodes) -> None:
+    with trio.fail_after(10):
+        a, b = nodes.all[:2]
+        a.claims.ttl_s = b.claims.ttl_s = 0.1
+        assert (await a.claims.claim("idem:t", b"one")).first
+        await poll(lambda: _is_none(b.claims.get("idem:t")))
+        assert (await b.claims.claim("idem:t", b"two")).first
+
+
+async def test_a_run_stream_replays_from_a_seq_and_follows_to_its_end(nodes: Nodes) -> None:
+    with trio.fail_after(10):
+        writer, reader = nodes.all[:2]
+        for seq in range(1, 4):
+            assert await writer.streams.append("run-1", seq, b"frame %d" % seq)
+        assert await writer.streams.append("run-1", 2, b"again") is False
+        replay = await reader.streams.read("run-1", after_seq=1)
+        assert [(e.seq, e.frame) for e in replay.entries] == [(2, b"frame 2"), (3, b"frame 3")]
+        assert not replay.gap and not replay.ended and replay.last_seq == 3
+        assert (await reader.streams.read("run-1", 3)).entries == ()
+        assert (await reader.streams.read("run-none")).entries == ()
+        followed: list[StreamEntry] = []
+        caught_up = trio.Event()
+
+        async def follow() -> None:
+            async with aclosing(reader.streams.follow("run-1", 1)) as entries:
+                async for entry in entries:
+                    followed.append(entry)
+                    if entry.seq == 3:
+                        caught_up.set()
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(follow)
+            await caught_up.wait()
+            await writer.streams.append("run-1", 4, b"frame 4")
+            await writer.streams.append("run-1", 5, b"done", terminal=True)
+        assert [e.seq for e in followed] == [2, 3, 4, 5]
+        assert followed[-1].terminal and not followed[0].terminal
+        ended = await reader.streams.read("run-1", 3)
+        assert ended.ended and ended.last_seq == 5
+
+
+async def test_a_run_stream_is_bounded_and_says_when_it_no_longer_reaches_back(
+    nodes: Nodes,
+) -> None:
+    with trio.fail_after(20):
+        writer, reader = nodes.all[:2]
+        writer.streams.maxlen = 100
+        for seq in range(1, 1001):
+            await writer.streams.append("run-big", seq, b"x")
+        kept = await reader.streams.read("run-big", 0, limit=10_000)
+        assert kept.gap and kept.last_seq == 1000
+        # Redis trims whole macro-nodes (`MAXLEN ~`): up to one node (100 entries) more.
+        assert 100 <= len(kept.entries) <= 200
+        first = kept.entries[0].seq
+        assert not (await reader.streams.read("run-big", first - 1)).gap
+        with pytest.raises(StreamGap):
+            async with aclosing(reader.streams.follow("run-big", 0)) as entries:
+                async for _ in entries:
+                    pass  # pragma: no cover
+
+
+async def test_an_ended_stream_expires_after_its_ttl(nodes: Nodes) -> None:
+    with trio.fail_after(10):
+        writer, reader = nodes.all[:2]
+        writer.streams.ended_ttl_s = 0.1
+        await writer.streams.append("run-e", 1, b"a")
+        await writer.streams.append("run-e", 2, b"end", terminal=True)
+        assert (await reader.streams.read("run-e")).ended
+        await poll(lambda: _after_read_empty(reader, "run-e"))
+
+
+async def test_a_publish_is_heard_by_every_subscriber(nodes: Nodes) -> None:
+    with trio.fail_after(10):
+        a, b, c = nodes.all
+        assert await a.generations.current() is None
+        first = await a.generations.publish(b"hash-1")
+        assert first is not None and first.number == 1
+        heard: dict[str, list[tuple[int, bytes]]] = {b.node_id: [], c.node_id: []}
+        ready = trio.Semaphore(0)
+
+        async def subscribe(node_id: str, node: Cluster) -> None:
+            async with node.generations.subscribe() as versions:
+                async for version in versions:
+                    heard[node_id].append((version.number, version.data))
+                    ready.release()
+                    if version.number == 2:
+                        return
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(subscribe, b.node_id, b)
+            nursery.start_soon(subscribe, c.node_id, c)
+            await ready.acquire()
+            await ready.acquire()  # both have read version 1 and are subscribed
+            assert await a.generations.publish(b"stale", after=0) is None
+            second = await a.generations.publish(b"hash-2", after=1)
+            assert second is not None and second.number == 2
+        assert heard == {n: [(1, b"hash-1"), (2, b"hash-2")] for n in heard}
+        assert await c.generations.current() == second
+
+
+async def _after(value: bool) -> bool:
+    await trio.lowlevel.checkpoint()
+    return value
+
+
+async def _is_none(value: Awaitable[object]) -> bool:
+    return await value is None
+
+
+async def _after_read_empty(node: Cluster, run_id: str) -> bool:
+    read = await node.streams.read(run_id)
+    return read.entries == ()
