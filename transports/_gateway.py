@@ -35,7 +35,7 @@ from actors import (
     SqliteCronStore,
     Supervisor,
     open_cron,
-    open_store,
+    open_store_backend,
     open_supervisor,
     recover_runs,
     wall_ms,
@@ -557,7 +557,7 @@ async def open_gateway(config: Config, options: GatewayOptions) -> AsyncIterator
     port = options.port if options.port is not None else config.gateway.port
     async with (
         _own_state_dir(options.state_dir),  # one gateway per state dir (issue 15)
-        open_store(options.state_dir / "clawlane.sqlite") as store,
+        open_store_backend(config, options.state_dir) as store,  # SQLite or PostgreSQL
         open_supervisor(
             generation=generation, store=store, workspace_root=options.state_dir / "workspaces"
         ) as supervisor,
