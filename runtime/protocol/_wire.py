@@ -189,67 +189,32 @@ __all__ = [
 PROTOCOL_VERSION: Final = 4
 
 
-class ConnectParamsClient(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class ConnectParamsClient(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`ConnectParams.client`."""
 
-    id: Literal[
-        "webchat-ui",
-        "openclaw-control-ui",
-        "openclaw-browser-copilot",
-        "openclaw-tui",
-        "webchat",
-        "cli",
-        "gateway-client",
-        "openclaw-macos",
-        "openclaw-linux",
-        "openclaw-ios",
-        "openclaw-watchos",
-        "openclaw-android",
-        "node-host",
-        "openclaw-worker",
-        "test",
-        "fingerprint",
-        "openclaw-probe",
-    ]
+    id: Literal["webchat-ui", "openclaw-control-ui", "openclaw-browser-copilot", "openclaw-tui", "webchat", "cli", "gateway-client", "openclaw-macos", "openclaw-linux", "openclaw-ios", "openclaw-watchos", "openclaw-android", "node-host", "openclaw-worker", "test", "fingerprint", "openclaw-probe"]
     version: Annotated[str, msgspec.Meta(min_length=1)]
     platform: Annotated[str, msgspec.Meta(min_length=1)]
     mode: Literal["webchat", "cli", "ui", "backend", "node", "worker", "probe", "test"]
     displayName: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
-    buildId: Annotated[str, msgspec.Meta(min_length=1, max_length=96)] | msgspec.UnsetType = (
-        msgspec.UNSET
-    )
+    buildId: Annotated[str, msgspec.Meta(min_length=1, max_length=96)] | msgspec.UnsetType = msgspec.UNSET
     deviceFamily: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
     modelIdentifier: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
-    timeZone: Annotated[str, msgspec.Meta(min_length=1, max_length=64)] | msgspec.UnsetType = (
-        msgspec.UNSET
-    )
+    timeZone: Annotated[str, msgspec.Meta(min_length=1, max_length=64)] | msgspec.UnsetType = msgspec.UNSET
     instanceId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
 
 
-class ConnectParamsWorkerRuns(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class ConnectParamsWorkerRuns(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`ConnectParams.workerRuns`."""
 
-    bundleHash: Annotated[
-        str, msgspec.Meta(min_length=64, max_length=64, pattern="^[a-f0-9]{64}\\Z")
-    ]
+    bundleHash: Annotated[str, msgspec.Meta(min_length=64, max_length=64, pattern="^[a-f0-9]{64}\\Z")]
     openclawVersion: Annotated[str, msgspec.Meta(min_length=1, max_length=128)]
     # Not enforced: `uniqueItems`.
-    protocolFeatures: Annotated[
-        list[Annotated[str, msgspec.Meta(min_length=1, max_length=128)]],
-        msgspec.Meta(max_length=64),
-    ]
-    bundlePrewarm: Annotated[int, msgspec.Meta(ge=1, le=9007199254740991)] | msgspec.UnsetType = (
-        msgspec.UNSET
-    )
+    protocolFeatures: Annotated[list[Annotated[str, msgspec.Meta(min_length=1, max_length=128)]], msgspec.Meta(max_length=64)]
+    bundlePrewarm: Annotated[int, msgspec.Meta(ge=1, le=9007199254740991)] | msgspec.UnsetType = msgspec.UNSET
 
 
-class ConnectParamsDevice(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class ConnectParamsDevice(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`ConnectParams.device`."""
 
     id: Annotated[str, msgspec.Meta(min_length=1)]
@@ -259,9 +224,7 @@ class ConnectParamsDevice(
     nonce: Annotated[str, msgspec.Meta(min_length=1)]
 
 
-class ConnectParamsAuth(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class ConnectParamsAuth(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`ConnectParams.auth`."""
 
     token: str | msgspec.UnsetType = msgspec.UNSET
@@ -299,12 +262,8 @@ class HelloOkServer(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omi
 
     version: Annotated[str, msgspec.Meta(min_length=1)]
     connId: Annotated[str, msgspec.Meta(min_length=1)]
-    buildId: Annotated[str, msgspec.Meta(min_length=1, max_length=96)] | msgspec.UnsetType = (
-        msgspec.UNSET
-    )
-    bootId: Annotated[str, msgspec.Meta(min_length=1, max_length=96)] | msgspec.UnsetType = (
-        msgspec.UNSET
-    )
+    buildId: Annotated[str, msgspec.Meta(min_length=1, max_length=96)] | msgspec.UnsetType = msgspec.UNSET
+    bootId: Annotated[str, msgspec.Meta(min_length=1, max_length=96)] | msgspec.UnsetType = msgspec.UNSET
     controlUiBuildSource: Literal["bundled", "configured"] | msgspec.UnsetType = msgspec.UNSET
 
 
@@ -313,31 +272,23 @@ class HelloOkFeatures(msgspec.Struct, frozen=True, forbid_unknown_fields=True, o
 
     methods: list[Annotated[str, msgspec.Meta(min_length=1)]]
     events: list[Annotated[str, msgspec.Meta(min_length=1)]]
-    capabilities: list[Annotated[str, msgspec.Meta(min_length=1)]] | msgspec.UnsetType = (
-        msgspec.UNSET
-    )
+    capabilities: list[Annotated[str, msgspec.Meta(min_length=1)]] | msgspec.UnsetType = msgspec.UNSET
 
 
-class HelloOkSnapshotSuspension(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class HelloOkSnapshotSuspension(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`HelloOk.snapshot.suspension`."""
 
     phase: Literal["accepting", "preparing", "draining", "prepared"]
 
 
-class HelloOkSnapshotPresenceUserIdentity(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class HelloOkSnapshotPresenceUserIdentity(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`HelloOk.snapshot.presence[].user.identity`."""
 
     type: Literal["profile"]
     id: Annotated[str, msgspec.Meta(min_length=1)]
 
 
-class HelloOkSnapshotPresenceUser(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class HelloOkSnapshotPresenceUser(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`HelloOk.snapshot.presence[].user`."""
 
     id: Annotated[str, msgspec.Meta(min_length=1)]
@@ -347,9 +298,7 @@ class HelloOkSnapshotPresenceUser(
     avatarUrl: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
 
 
-class HelloOkSnapshotPresence(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class HelloOkSnapshotPresence(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`HelloOk.snapshot.presence[]`."""
 
     ts: Annotated[int, msgspec.Meta(ge=0)]
@@ -373,14 +322,10 @@ class HelloOkSnapshotPresence(
     scopes: list[Annotated[str, msgspec.Meta(min_length=1)]] | msgspec.UnsetType = msgspec.UNSET
     instanceId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
     user: HelloOkSnapshotPresenceUser | msgspec.UnsetType = msgspec.UNSET
-    watchedSessions: list[Annotated[str, msgspec.Meta(min_length=1)]] | msgspec.UnsetType = (
-        msgspec.UNSET
-    )
+    watchedSessions: list[Annotated[str, msgspec.Meta(min_length=1)]] | msgspec.UnsetType = msgspec.UNSET
 
 
-class HelloOkSnapshotHealthEventLoopCpuBreakdown(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class HelloOkSnapshotHealthEventLoopCpuBreakdown(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`HelloOk.snapshot.health.eventLoop.cpuBreakdown`."""
 
     mainThreadCoreRatio: Annotated[float, msgspec.Meta(ge=0)] | msgspec.UnsetType = msgspec.UNSET
@@ -390,9 +335,7 @@ class HelloOkSnapshotHealthEventLoopCpuBreakdown(
     hostCpuCount: Annotated[int, msgspec.Meta(ge=1)] | msgspec.UnsetType = msgspec.UNSET
 
 
-class HelloOkSnapshotHealthEventLoop(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class HelloOkSnapshotHealthEventLoop(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`HelloOk.snapshot.health.eventLoop`."""
 
     degraded: bool
@@ -406,9 +349,7 @@ class HelloOkSnapshotHealthEventLoop(
     cpuBreakdown: HelloOkSnapshotHealthEventLoopCpuBreakdown | msgspec.UnsetType = msgspec.UNSET
 
 
-class HelloOkSnapshotHealthPluginsErrors(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class HelloOkSnapshotHealthPluginsErrors(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`HelloOk.snapshot.health.plugins.errors[]`."""
 
     id: str
@@ -420,9 +361,7 @@ class HelloOkSnapshotHealthPluginsErrors(
     failurePhase: str | msgspec.UnsetType = msgspec.UNSET
 
 
-class HelloOkSnapshotHealthPluginsUnavailableDiagnostic(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class HelloOkSnapshotHealthPluginsUnavailableDiagnostic(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`HelloOk.snapshot.health.plugins.unavailable[].diagnostic`."""
 
     kind: Literal["plugin-verification"]
@@ -430,9 +369,7 @@ class HelloOkSnapshotHealthPluginsUnavailableDiagnostic(
     detail: str
 
 
-class HelloOkSnapshotHealthPluginsUnavailable(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class HelloOkSnapshotHealthPluginsUnavailable(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`HelloOk.snapshot.health.plugins.unavailable[]`."""
 
     id: str
@@ -440,9 +377,7 @@ class HelloOkSnapshotHealthPluginsUnavailable(
     diagnostic: HelloOkSnapshotHealthPluginsUnavailableDiagnostic
 
 
-class HelloOkSnapshotHealthPlugins(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class HelloOkSnapshotHealthPlugins(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`HelloOk.snapshot.health.plugins`."""
 
     loaded: list[str]
@@ -450,9 +385,7 @@ class HelloOkSnapshotHealthPlugins(
     unavailable: list[HelloOkSnapshotHealthPluginsUnavailable] | msgspec.UnsetType = msgspec.UNSET
 
 
-class HelloOkSnapshotHealthContextEnginesQuarantined(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class HelloOkSnapshotHealthContextEnginesQuarantined(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`HelloOk.snapshot.health.contextEngines.quarantined[]`."""
 
     engineId: str
@@ -462,17 +395,13 @@ class HelloOkSnapshotHealthContextEnginesQuarantined(
     owner: str | msgspec.UnsetType = msgspec.UNSET
 
 
-class HelloOkSnapshotHealthContextEngines(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class HelloOkSnapshotHealthContextEngines(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`HelloOk.snapshot.health.contextEngines`."""
 
     quarantined: list[HelloOkSnapshotHealthContextEnginesQuarantined]
 
 
-class HelloOkSnapshotHealthDeliveryQueuesFailed(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class HelloOkSnapshotHealthDeliveryQueuesFailed(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`HelloOk.snapshot.health.deliveryQueues.failed[]`."""
 
     queueName: str
@@ -480,9 +409,7 @@ class HelloOkSnapshotHealthDeliveryQueuesFailed(
     oldestFailedAt: Annotated[int, msgspec.Meta(ge=0)] | msgspec.UnsetType = msgspec.UNSET
 
 
-class HelloOkSnapshotHealthDeliveryQueuesIngressFailed(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class HelloOkSnapshotHealthDeliveryQueuesIngressFailed(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`HelloOk.snapshot.health.deliveryQueues.ingressFailed[]`."""
 
     channelId: str
@@ -491,9 +418,7 @@ class HelloOkSnapshotHealthDeliveryQueuesIngressFailed(
     oldestFailedAt: Annotated[int, msgspec.Meta(ge=0)] | msgspec.UnsetType = msgspec.UNSET
 
 
-class HelloOkSnapshotHealthDeliveryQueuesIngressPressure(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class HelloOkSnapshotHealthDeliveryQueuesIngressPressure(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`HelloOk.snapshot.health.deliveryQueues.ingressPressure[]`."""
 
     channelId: str
@@ -505,23 +430,15 @@ class HelloOkSnapshotHealthDeliveryQueuesIngressPressure(
     oldestReceivedAt: Annotated[int, msgspec.Meta(ge=0)]
 
 
-class HelloOkSnapshotHealthDeliveryQueues(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class HelloOkSnapshotHealthDeliveryQueues(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`HelloOk.snapshot.health.deliveryQueues`."""
 
     failed: list[HelloOkSnapshotHealthDeliveryQueuesFailed]
-    ingressFailed: list[HelloOkSnapshotHealthDeliveryQueuesIngressFailed] | msgspec.UnsetType = (
-        msgspec.UNSET
-    )
-    ingressPressure: (
-        list[HelloOkSnapshotHealthDeliveryQueuesIngressPressure] | msgspec.UnsetType
-    ) = msgspec.UNSET
+    ingressFailed: list[HelloOkSnapshotHealthDeliveryQueuesIngressFailed] | msgspec.UnsetType = msgspec.UNSET
+    ingressPressure: list[HelloOkSnapshotHealthDeliveryQueuesIngressPressure] | msgspec.UnsetType = msgspec.UNSET
 
 
-class HelloOkSnapshotHealthModelPricingSources(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class HelloOkSnapshotHealthModelPricingSources(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`HelloOk.snapshot.health.modelPricing.sources[]`."""
 
     source: Literal["openrouter", "litellm", "bootstrap", "refresh"]
@@ -530,9 +447,7 @@ class HelloOkSnapshotHealthModelPricingSources(
     detail: str | msgspec.UnsetType = msgspec.UNSET
 
 
-class HelloOkSnapshotHealthModelPricing(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class HelloOkSnapshotHealthModelPricing(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`HelloOk.snapshot.health.modelPricing`."""
 
     state: Literal["ok", "degraded", "disabled"]
@@ -541,17 +456,13 @@ class HelloOkSnapshotHealthModelPricing(
     detail: str | msgspec.UnsetType = msgspec.UNSET
 
 
-class HelloOkSnapshotHealthConfigReload(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class HelloOkSnapshotHealthConfigReload(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`HelloOk.snapshot.health.configReload`."""
 
     hotReloadStatus: Literal["active", "disabled"]
 
 
-class HelloOkSnapshotHealthAgentsHeartbeat(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class HelloOkSnapshotHealthAgentsHeartbeat(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`HelloOk.snapshot.health.agents[].heartbeat`."""
 
     enabled: bool
@@ -564,9 +475,7 @@ class HelloOkSnapshotHealthAgentsHeartbeat(
     session: str | msgspec.UnsetType = msgspec.UNSET
 
 
-class HelloOkSnapshotHealthAgentsSessionsRecent(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class HelloOkSnapshotHealthAgentsSessionsRecent(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`HelloOk.snapshot.health.agents[].sessions.recent[]`."""
 
     key: str
@@ -574,9 +483,7 @@ class HelloOkSnapshotHealthAgentsSessionsRecent(
     age: Annotated[int, msgspec.Meta(ge=0)] | None
 
 
-class HelloOkSnapshotHealthAgentsSessions(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class HelloOkSnapshotHealthAgentsSessions(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`HelloOk.snapshot.health.agents[].sessions`."""
 
     path: str
@@ -584,9 +491,7 @@ class HelloOkSnapshotHealthAgentsSessions(
     recent: list[HelloOkSnapshotHealthAgentsSessionsRecent]
 
 
-class HelloOkSnapshotHealthAgents(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class HelloOkSnapshotHealthAgents(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`HelloOk.snapshot.health.agents[]`."""
 
     agentId: str
@@ -596,9 +501,7 @@ class HelloOkSnapshotHealthAgents(
     name: str | msgspec.UnsetType = msgspec.UNSET
 
 
-class HelloOkSnapshotHealthSessionsRecent(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class HelloOkSnapshotHealthSessionsRecent(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`HelloOk.snapshot.health.sessions.recent[]`."""
 
     key: str
@@ -606,9 +509,7 @@ class HelloOkSnapshotHealthSessionsRecent(
     age: Annotated[int, msgspec.Meta(ge=0)] | None
 
 
-class HelloOkSnapshotHealthSessions(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class HelloOkSnapshotHealthSessions(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`HelloOk.snapshot.health.sessions`."""
 
     path: str
@@ -616,9 +517,7 @@ class HelloOkSnapshotHealthSessions(
     recent: list[HelloOkSnapshotHealthSessionsRecent]
 
 
-class HelloOkSnapshotHealth(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class HelloOkSnapshotHealth(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`HelloOk.snapshot.health`."""
 
     ok: Literal[True] | msgspec.UnsetType = msgspec.UNSET
@@ -639,18 +538,14 @@ class HelloOkSnapshotHealth(
     sessions: HelloOkSnapshotHealthSessions | msgspec.UnsetType = msgspec.UNSET
 
 
-class HelloOkSnapshotStateVersion(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class HelloOkSnapshotStateVersion(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`HelloOk.snapshot.stateVersion`."""
 
     presence: Annotated[int, msgspec.Meta(ge=0)]
     health: Annotated[int, msgspec.Meta(ge=0)]
 
 
-class HelloOkSnapshotSessionDefaults(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class HelloOkSnapshotSessionDefaults(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`HelloOk.snapshot.sessionDefaults`."""
 
     defaultAgentId: Annotated[str, msgspec.Meta(min_length=1)]
@@ -662,18 +557,14 @@ class HelloOkSnapshotSessionDefaults(
     scope: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
 
 
-class HelloOkSnapshotUpdateAvailableCommits(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class HelloOkSnapshotUpdateAvailableCommits(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`HelloOk.snapshot.updateAvailable.commits[]`."""
 
     sha: Annotated[str, msgspec.Meta(min_length=1)]
     subject: Annotated[str, msgspec.Meta(max_length=120)]
 
 
-class HelloOkSnapshotUpdateAvailable(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class HelloOkSnapshotUpdateAvailable(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`HelloOk.snapshot.updateAvailable`."""
 
     currentVersion: Annotated[str, msgspec.Meta(min_length=1)]
@@ -684,20 +575,10 @@ class HelloOkSnapshotUpdateAvailable(
     upstreamSha: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
     repositoryUrl: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
     commitsBehind: Annotated[int, msgspec.Meta(ge=0)] | msgspec.UnsetType = msgspec.UNSET
-    commits: (
-        Annotated[list[HelloOkSnapshotUpdateAvailableCommits], msgspec.Meta(max_length=5)]
-        | msgspec.UnsetType
-    ) = msgspec.UNSET
+    commits: Annotated[list[HelloOkSnapshotUpdateAvailableCommits], msgspec.Meta(max_length=5)] | msgspec.UnsetType = msgspec.UNSET
 
 
-class HelloOkSnapshotUpdateScheduleInstallGitCurrent(
-    msgspec.Struct,
-    frozen=True,
-    forbid_unknown_fields=True,
-    omit_defaults=True,
-    tag_field="status",
-    tag="current",
-):
+class HelloOkSnapshotUpdateScheduleInstallGitCurrent(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True, tag_field="status", tag="current"):
     """`HelloOk.snapshot.updateSchedule.install.git` when `status` is "current" (the tag)."""
 
     currentSha: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
@@ -705,14 +586,7 @@ class HelloOkSnapshotUpdateScheduleInstallGitCurrent(
     installedAtMs: Annotated[int, msgspec.Meta(ge=0)] | msgspec.UnsetType = msgspec.UNSET
 
 
-class HelloOkSnapshotUpdateScheduleInstallGitBehind(
-    msgspec.Struct,
-    frozen=True,
-    forbid_unknown_fields=True,
-    omit_defaults=True,
-    tag_field="status",
-    tag="behind",
-):
+class HelloOkSnapshotUpdateScheduleInstallGitBehind(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True, tag_field="status", tag="behind"):
     """`HelloOk.snapshot.updateSchedule.install.git` when `status` is "behind" (the tag)."""
 
     commitsBehind: Annotated[int, msgspec.Meta(ge=1)]
@@ -721,14 +595,7 @@ class HelloOkSnapshotUpdateScheduleInstallGitBehind(
     installedAtMs: Annotated[int, msgspec.Meta(ge=0)] | msgspec.UnsetType = msgspec.UNSET
 
 
-class HelloOkSnapshotUpdateScheduleInstallGitAhead(
-    msgspec.Struct,
-    frozen=True,
-    forbid_unknown_fields=True,
-    omit_defaults=True,
-    tag_field="status",
-    tag="ahead",
-):
+class HelloOkSnapshotUpdateScheduleInstallGitAhead(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True, tag_field="status", tag="ahead"):
     """`HelloOk.snapshot.updateSchedule.install.git` when `status` is "ahead" (the tag)."""
 
     commitsAhead: Annotated[int, msgspec.Meta(ge=1)]
@@ -737,14 +604,7 @@ class HelloOkSnapshotUpdateScheduleInstallGitAhead(
     installedAtMs: Annotated[int, msgspec.Meta(ge=0)] | msgspec.UnsetType = msgspec.UNSET
 
 
-class HelloOkSnapshotUpdateScheduleInstallGitDiverged(
-    msgspec.Struct,
-    frozen=True,
-    forbid_unknown_fields=True,
-    omit_defaults=True,
-    tag_field="status",
-    tag="diverged",
-):
+class HelloOkSnapshotUpdateScheduleInstallGitDiverged(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True, tag_field="status", tag="diverged"):
     """`HelloOk.snapshot.updateSchedule.install.git` when `status` is "diverged" (the tag)."""
 
     commitsAhead: Annotated[int, msgspec.Meta(ge=1)]
@@ -754,61 +614,29 @@ class HelloOkSnapshotUpdateScheduleInstallGitDiverged(
     installedAtMs: Annotated[int, msgspec.Meta(ge=0)] | msgspec.UnsetType = msgspec.UNSET
 
 
-class HelloOkSnapshotUpdateScheduleInstallGitUnavailable(
-    msgspec.Struct,
-    frozen=True,
-    forbid_unknown_fields=True,
-    omit_defaults=True,
-    tag_field="status",
-    tag="unavailable",
-):
+class HelloOkSnapshotUpdateScheduleInstallGitUnavailable(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True, tag_field="status", tag="unavailable"):
     """`HelloOk.snapshot.updateSchedule.install.git` when `status` is "unavailable" (the tag)."""
 
-    reason: Literal[
-        "fetch-failed", "no-upstream", "no-upstream-sha", "comparison-failed", "git-unavailable"
-    ]
+    reason: Literal["fetch-failed", "no-upstream", "no-upstream-sha", "comparison-failed", "git-unavailable"]
     currentSha: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
     commitAtMs: Annotated[int, msgspec.Meta(ge=0)] | msgspec.UnsetType = msgspec.UNSET
     installedAtMs: Annotated[int, msgspec.Meta(ge=0)] | msgspec.UnsetType = msgspec.UNSET
 
 
-class HelloOkSnapshotUpdateScheduleInstall(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class HelloOkSnapshotUpdateScheduleInstall(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`HelloOk.snapshot.updateSchedule.install`."""
 
     kind: Literal["package", "git", "unknown"]
-    git: (
-        HelloOkSnapshotUpdateScheduleInstallGitCurrent
-        | HelloOkSnapshotUpdateScheduleInstallGitBehind
-        | HelloOkSnapshotUpdateScheduleInstallGitAhead
-        | HelloOkSnapshotUpdateScheduleInstallGitDiverged
-        | HelloOkSnapshotUpdateScheduleInstallGitUnavailable
-        | msgspec.UnsetType
-    ) = msgspec.UNSET
+    git: HelloOkSnapshotUpdateScheduleInstallGitCurrent | HelloOkSnapshotUpdateScheduleInstallGitBehind | HelloOkSnapshotUpdateScheduleInstallGitAhead | HelloOkSnapshotUpdateScheduleInstallGitDiverged | HelloOkSnapshotUpdateScheduleInstallGitUnavailable | msgspec.UnsetType = msgspec.UNSET
 
 
-class HelloOkSnapshotUpdateScheduleTargetPackage(
-    msgspec.Struct,
-    frozen=True,
-    forbid_unknown_fields=True,
-    omit_defaults=True,
-    tag_field="kind",
-    tag="package",
-):
+class HelloOkSnapshotUpdateScheduleTargetPackage(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True, tag_field="kind", tag="package"):
     """`HelloOk.snapshot.updateSchedule.target` when `kind` is "package" (the tag)."""
 
     version: Annotated[str, msgspec.Meta(min_length=1)]
 
 
-class HelloOkSnapshotUpdateScheduleTargetGit(
-    msgspec.Struct,
-    frozen=True,
-    forbid_unknown_fields=True,
-    omit_defaults=True,
-    tag_field="kind",
-    tag="git",
-):
+class HelloOkSnapshotUpdateScheduleTargetGit(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True, tag_field="kind", tag="git"):
     """`HelloOk.snapshot.updateSchedule.target` when `kind` is "git" (the tag)."""
 
     upstreamRef: Annotated[str, msgspec.Meta(min_length=1)]
@@ -816,9 +644,7 @@ class HelloOkSnapshotUpdateScheduleTargetGit(
     commitsBehind: Annotated[int, msgspec.Meta(ge=0)]
 
 
-class HelloOkSnapshotUpdateScheduleCampaign(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class HelloOkSnapshotUpdateScheduleCampaign(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`HelloOk.snapshot.updateSchedule.campaign`."""
 
     id: Annotated[str, msgspec.Meta(min_length=1)]
@@ -830,19 +656,13 @@ class HelloOkSnapshotUpdateScheduleCampaign(
     holdUntilMs: Annotated[int, msgspec.Meta(ge=0)] | msgspec.UnsetType = msgspec.UNSET
 
 
-class HelloOkSnapshotUpdateSchedule(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class HelloOkSnapshotUpdateSchedule(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`HelloOk.snapshot.updateSchedule`."""
 
     channel: Annotated[str, msgspec.Meta(min_length=1)]
     autoEnabled: bool
     install: HelloOkSnapshotUpdateScheduleInstall | msgspec.UnsetType = msgspec.UNSET
-    target: (
-        HelloOkSnapshotUpdateScheduleTargetPackage
-        | HelloOkSnapshotUpdateScheduleTargetGit
-        | msgspec.UnsetType
-    ) = msgspec.UNSET
+    target: HelloOkSnapshotUpdateScheduleTargetPackage | HelloOkSnapshotUpdateScheduleTargetGit | msgspec.UnsetType = msgspec.UNSET
     campaign: HelloOkSnapshotUpdateScheduleCampaign | msgspec.UnsetType = msgspec.UNSET
 
 
@@ -854,25 +674,17 @@ class HelloOkSnapshot(msgspec.Struct, frozen=True, forbid_unknown_fields=True, o
     stateVersion: HelloOkSnapshotStateVersion
     uptimeMs: Annotated[int, msgspec.Meta(ge=0)]
     suspension: HelloOkSnapshotSuspension | msgspec.UnsetType = msgspec.UNSET
-    appliedConfigHash: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType | None = (
-        msgspec.UNSET
-    )
+    appliedConfigHash: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType | None = msgspec.UNSET
     configPath: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
     stateDir: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
     sessionDefaults: HelloOkSnapshotSessionDefaults | msgspec.UnsetType = msgspec.UNSET
-    controlUiIdentityUrl: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = (
-        msgspec.UNSET
-    )
-    authMode: Literal["none", "token", "password", "trusted-proxy"] | msgspec.UnsetType = (
-        msgspec.UNSET
-    )
+    controlUiIdentityUrl: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
+    authMode: Literal["none", "token", "password", "trusted-proxy"] | msgspec.UnsetType = msgspec.UNSET
     updateAvailable: HelloOkSnapshotUpdateAvailable | msgspec.UnsetType = msgspec.UNSET
     updateSchedule: HelloOkSnapshotUpdateSchedule | msgspec.UnsetType = msgspec.UNSET
 
 
-class HelloOkControlUiTabs(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class HelloOkControlUiTabs(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`HelloOk.controlUiTabs[]`."""
 
     pluginId: Annotated[str, msgspec.Meta(min_length=1)]
@@ -882,18 +694,13 @@ class HelloOkControlUiTabs(
     icon: str | msgspec.UnsetType = msgspec.UNSET
     path: str | msgspec.UnsetType = msgspec.UNSET
     placement: str | msgspec.UnsetType = msgspec.UNSET
-    slug: (
-        Annotated[str, msgspec.Meta(max_length=64, pattern="^[a-z0-9]+(?:-[a-z0-9]+)*\\Z")]
-        | msgspec.UnsetType
-    ) = msgspec.UNSET
+    slug: Annotated[str, msgspec.Meta(max_length=64, pattern="^[a-z0-9]+(?:-[a-z0-9]+)*\\Z")] | msgspec.UnsetType = msgspec.UNSET
     requiresGatewayAuth: bool | msgspec.UnsetType = msgspec.UNSET
     group: Literal["control", "agent"] | msgspec.UnsetType = msgspec.UNSET
     order: float | msgspec.UnsetType = msgspec.UNSET
 
 
-class HelloOkControlUiWidgetKinds(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class HelloOkControlUiWidgetKinds(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`HelloOk.controlUiWidgetKinds[]`."""
 
     pluginId: Annotated[str, msgspec.Meta(min_length=1)]
@@ -901,28 +708,17 @@ class HelloOkControlUiWidgetKinds(
     label: Annotated[str, msgspec.Meta(min_length=1)]
 
 
-class HelloOkControlUiLinkReadersLinkReader(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class HelloOkControlUiLinkReadersLinkReader(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`HelloOk.controlUiLinkReaders[].linkReader`."""
 
-    hosts: Annotated[
-        list[Annotated[str, msgspec.Meta(min_length=1, max_length=253)]],
-        msgspec.Meta(min_length=1, max_length=16),
-    ]
+    hosts: Annotated[list[Annotated[str, msgspec.Meta(min_length=1, max_length=253)]], msgspec.Meta(min_length=1, max_length=16)]
     pathPattern: Annotated[str, msgspec.Meta(min_length=2, max_length=1024)]
     detailMethod: Annotated[str, msgspec.Meta(min_length=1, max_length=128)]
-    previewMethod: (
-        Annotated[str, msgspec.Meta(min_length=1, max_length=128)] | msgspec.UnsetType
-    ) = msgspec.UNSET
-    imageMethod: Annotated[str, msgspec.Meta(min_length=1, max_length=128)] | msgspec.UnsetType = (
-        msgspec.UNSET
-    )
+    previewMethod: Annotated[str, msgspec.Meta(min_length=1, max_length=128)] | msgspec.UnsetType = msgspec.UNSET
+    imageMethod: Annotated[str, msgspec.Meta(min_length=1, max_length=128)] | msgspec.UnsetType = msgspec.UNSET
 
 
-class HelloOkControlUiLinkReaders(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class HelloOkControlUiLinkReaders(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`HelloOk.controlUiLinkReaders[]`."""
 
     pluginId: Annotated[str, msgspec.Meta(min_length=1)]
@@ -932,9 +728,7 @@ class HelloOkControlUiLinkReaders(
     icon: str | msgspec.UnsetType = msgspec.UNSET
 
 
-class HelloOkAuthDeviceTokens(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class HelloOkAuthDeviceTokens(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`HelloOk.auth.deviceTokens[]`."""
 
     deviceToken: Annotated[str, msgspec.Meta(min_length=1)]
@@ -948,18 +742,7 @@ class HelloOkAuth(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_
 
     role: Annotated[str, msgspec.Meta(min_length=1)]
     scopes: list[Annotated[str, msgspec.Meta(min_length=1)]]
-    method: (
-        Literal[
-            "none",
-            "token",
-            "password",
-            "tailscale",
-            "device-token",
-            "bootstrap-token",
-            "trusted-proxy",
-        ]
-        | msgspec.UnsetType
-    ) = msgspec.UNSET
+    method: Literal["none", "token", "password", "tailscale", "device-token", "bootstrap-token", "trusted-proxy"] | msgspec.UnsetType = msgspec.UNSET
     deviceToken: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
     recoveryMigrationAllowed: Literal[True] | msgspec.UnsetType = msgspec.UNSET
     recoveryScope: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
@@ -967,9 +750,7 @@ class HelloOkAuth(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_
     deviceTokens: list[HelloOkAuthDeviceTokens] | msgspec.UnsetType = msgspec.UNSET
 
 
-class HelloOkPolicyAttachments(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class HelloOkPolicyAttachments(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`HelloOk.policy.attachments`."""
 
     maxBytes: Annotated[int, msgspec.Meta(ge=1)]
@@ -983,9 +764,7 @@ class HelloOkPolicy(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omi
     maxBufferedBytes: Annotated[int, msgspec.Meta(ge=1)]
     tickIntervalMs: Annotated[int, msgspec.Meta(ge=1)]
     attachments: HelloOkPolicyAttachments | msgspec.UnsetType = msgspec.UNSET
-    allowedSessionVisibilities: (
-        list[Literal["shared", "read-only", "suggest", "draft"]] | msgspec.UnsetType
-    ) = msgspec.UNSET
+    allowedSessionVisibilities: list[Literal["shared", "read-only", "suggest", "draft"]] | msgspec.UnsetType = msgspec.UNSET
     hasMultipleSessionSharingIdentities: bool | msgspec.UnsetType = msgspec.UNSET
 
 
@@ -1003,9 +782,7 @@ class HelloOk(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defa
     controlUiTabs: list[HelloOkControlUiTabs] | msgspec.UnsetType = msgspec.UNSET
     controlUiWidgetKinds: list[HelloOkControlUiWidgetKinds] | msgspec.UnsetType = msgspec.UNSET
     controlUiLinkReaders: list[HelloOkControlUiLinkReaders] | msgspec.UnsetType = msgspec.UNSET
-    pluginSurfaceUrls: dict[str, Annotated[str, msgspec.Meta(min_length=1)]] | msgspec.UnsetType = (
-        msgspec.UNSET
-    )
+    pluginSurfaceUrls: dict[str, Annotated[str, msgspec.Meta(min_length=1)]] | msgspec.UnsetType = msgspec.UNSET
 
 
 class ErrorShape(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
@@ -1018,9 +795,7 @@ class ErrorShape(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_d
     retryAfterMs: Annotated[int, msgspec.Meta(ge=0)] | msgspec.UnsetType = msgspec.UNSET
 
 
-class AgentParamsInternalEventsAttachments(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class AgentParamsInternalEventsAttachments(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`AgentParams.internalEvents[].attachments[]`."""
 
     type: Literal["image", "audio", "video", "file"] | msgspec.UnsetType = msgspec.UNSET
@@ -1036,9 +811,7 @@ class AgentParamsInternalEventsAttachments(
     height: float | msgspec.UnsetType = msgspec.UNSET
 
 
-class AgentParamsInternalEvents(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class AgentParamsInternalEvents(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`AgentParams.internalEvents[]`."""
 
     type: Literal["task_completion"]
@@ -1058,9 +831,7 @@ class AgentParamsInternalEvents(
     statsLine: str | msgspec.UnsetType = msgspec.UNSET
 
 
-class AgentParamsInputProvenance(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class AgentParamsInputProvenance(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`AgentParams.inputProvenance`."""
 
     kind: Literal["external_user", "inter_session", "internal_system"]
@@ -1086,9 +857,7 @@ class AgentParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_
     replyTo: str | msgspec.UnsetType = msgspec.UNSET
     sessionId: str | msgspec.UnsetType = msgspec.UNSET
     sessionKey: str | msgspec.UnsetType = msgspec.UNSET
-    expectedExistingSessionId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = (
-        msgspec.UNSET
-    )
+    expectedExistingSessionId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
     thinking: str | msgspec.UnsetType = msgspec.UNSET
     deliver: bool | msgspec.UnsetType = msgspec.UNSET
     attachments: list[Any] | msgspec.UnsetType = msgspec.UNSET
@@ -1109,36 +878,24 @@ class AgentParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_
     promptMode: Literal["full", "minimal", "none"] | msgspec.UnsetType = msgspec.UNSET
     extraSystemPrompt: str | msgspec.UnsetType = msgspec.UNSET
     bootstrapContextMode: Literal["full", "lightweight"] | msgspec.UnsetType = msgspec.UNSET
-    bootstrapContextRunKind: Literal["default", "heartbeat", "cron"] | msgspec.UnsetType = (
-        msgspec.UNSET
-    )
+    bootstrapContextRunKind: Literal["default", "heartbeat", "cron"] | msgspec.UnsetType = msgspec.UNSET
     acpTurnSource: Literal["manual_spawn"] | msgspec.UnsetType = msgspec.UNSET
-    internalRuntimeHandoffId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = (
-        msgspec.UNSET
-    )
+    internalRuntimeHandoffId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
     internalExecutionIdentityRetry: bool | msgspec.UnsetType = msgspec.UNSET
-    internalExecutionIdentityRecoveryAttempt: (
-        Annotated[int, msgspec.Meta(ge=1)] | msgspec.UnsetType
-    ) = msgspec.UNSET
-    execApprovalFollowupExpectedSessionId: (
-        Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType
-    ) = msgspec.UNSET
+    internalExecutionIdentityRecoveryAttempt: Annotated[int, msgspec.Meta(ge=1)] | msgspec.UnsetType = msgspec.UNSET
+    execApprovalFollowupExpectedSessionId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
     internalEvents: list[AgentParamsInternalEvents] | msgspec.UnsetType = msgspec.UNSET
     inputProvenance: AgentParamsInputProvenance | msgspec.UnsetType = msgspec.UNSET
     suppressPromptPersistence: bool | msgspec.UnsetType = msgspec.UNSET
     sessionEffects: Literal["visible", "internal"] | msgspec.UnsetType = msgspec.UNSET
-    sourceReplyDeliveryMode: Literal["automatic", "message_tool_only"] | msgspec.UnsetType = (
-        msgspec.UNSET
-    )
+    sourceReplyDeliveryMode: Literal["automatic", "message_tool_only"] | msgspec.UnsetType = msgspec.UNSET
     disableMessageTool: bool | msgspec.UnsetType = msgspec.UNSET
     swarmCollector: bool | msgspec.UnsetType = msgspec.UNSET
     swarmOutputSchema: dict[str, Any] | msgspec.UnsetType = msgspec.UNSET
     forceRestartSafeTools: bool | msgspec.UnsetType = msgspec.UNSET
     forceCodeModeTools: bool | msgspec.UnsetType = msgspec.UNSET
     voiceWakeTrigger: str | msgspec.UnsetType = msgspec.UNSET
-    label: Annotated[str, msgspec.Meta(min_length=1, max_length=512)] | msgspec.UnsetType = (
-        msgspec.UNSET
-    )
+    label: Annotated[str, msgspec.Meta(min_length=1, max_length=512)] | msgspec.UnsetType = msgspec.UNSET
 
 
 class AgentWaitParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
@@ -1160,9 +917,7 @@ class AgentEvent(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_d
     isHeartbeat: bool | msgspec.UnsetType = msgspec.UNSET
 
 
-class ChatSendParamsMentions(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class ChatSendParamsMentions(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`ChatSendParams.mentions[]`."""
 
     profileId: Annotated[str, msgspec.Meta(min_length=1, max_length=256)]
@@ -1170,9 +925,7 @@ class ChatSendParamsMentions(
     end: Annotated[int, msgspec.Meta(ge=1, le=9007199254740991)]
 
 
-class ChatSendParamsWorkContext(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class ChatSendParamsWorkContext(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`ChatSendParams.workContext`."""
 
     page: Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
@@ -1185,9 +938,7 @@ class ChatSendParamsWorkContext(
     selection: Annotated[str, msgspec.Meta(max_length=640)] | msgspec.UnsetType = msgspec.UNSET
 
 
-class ChatSendParamsIntent(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class ChatSendParamsIntent(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`ChatSendParams.intent`."""
 
     kind: Literal["session-goal-start"]
@@ -1195,9 +946,7 @@ class ChatSendParamsIntent(
     issuedAtMs: Annotated[int, msgspec.Meta(ge=0)]
 
 
-class ChatSendParamsSystemInputProvenance(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class ChatSendParamsSystemInputProvenance(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`ChatSendParams.systemInputProvenance`."""
 
     kind: Literal["external_user", "inter_session", "internal_system"]
@@ -1211,15 +960,11 @@ class ChatSendParamsSystemInputProvenance(
     runId: str | msgspec.UnsetType = msgspec.UNSET
 
 
-class ChatSendParamsExpectedToolOverrides(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class ChatSendParamsExpectedToolOverrides(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`ChatSendParams.expectedToolOverrides`."""
 
     mcpServers: dict[str, bool] | msgspec.UnsetType = msgspec.UNSET
-    mcpToolsDeny: (
-        dict[str, list[Annotated[str, msgspec.Meta(min_length=1)]]] | msgspec.UnsetType
-    ) = msgspec.UNSET
+    mcpToolsDeny: dict[str, list[Annotated[str, msgspec.Meta(min_length=1)]]] | msgspec.UnsetType = msgspec.UNSET
     skills: dict[str, bool] | msgspec.UnsetType = msgspec.UNSET
     webSearch: bool | msgspec.UnsetType = msgspec.UNSET
 
@@ -1232,17 +977,13 @@ class ChatSendParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, om
     idempotencyKey: Annotated[str, msgspec.Meta(min_length=1)]
     agentId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
     sessionId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
-    mentions: (
-        Annotated[list[ChatSendParamsMentions], msgspec.Meta(max_length=10)] | msgspec.UnsetType
-    ) = msgspec.UNSET
+    mentions: Annotated[list[ChatSendParamsMentions], msgspec.Meta(max_length=10)] | msgspec.UnsetType = msgspec.UNSET
     workContext: ChatSendParamsWorkContext | msgspec.UnsetType = msgspec.UNSET
     intent: ChatSendParamsIntent | msgspec.UnsetType = msgspec.UNSET
     thinking: str | msgspec.UnsetType = msgspec.UNSET
     fastMode: bool | Literal["auto"] | msgspec.UnsetType = msgspec.UNSET
     fastAutoOnSeconds: Annotated[int, msgspec.Meta(ge=1)] | msgspec.UnsetType = msgspec.UNSET
-    queueMode: Literal["steer", "followup", "collect", "interrupt"] | msgspec.UnsetType = (
-        msgspec.UNSET
-    )
+    queueMode: Literal["steer", "followup", "collect", "interrupt"] | msgspec.UnsetType = msgspec.UNSET
     deliver: bool | msgspec.UnsetType = msgspec.UNSET
     originatingChannel: str | msgspec.UnsetType = msgspec.UNSET
     originatingTo: str | msgspec.UnsetType = msgspec.UNSET
@@ -1252,30 +993,18 @@ class ChatSendParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, om
     # Open object (extra keys allowed); known keys: `type`, `mimeType`, `fileName`, `origin`,
     # `content`, `sizeBytes`, `durationMs`, `width`, `height`.
     attachments: list[dict[str, Any]] | msgspec.UnsetType = msgspec.UNSET
-    toolBindings: Annotated[dict[str, Any], msgspec.Meta(max_length=16)] | msgspec.UnsetType = (
-        msgspec.UNSET
-    )
+    toolBindings: Annotated[dict[str, Any], msgspec.Meta(max_length=16)] | msgspec.UnsetType = msgspec.UNSET
     timeoutMs: Annotated[int, msgspec.Meta(ge=0)] | msgspec.UnsetType = msgspec.UNSET
     systemInputProvenance: ChatSendParamsSystemInputProvenance | msgspec.UnsetType = msgspec.UNSET
     systemProvenanceReceipt: str | msgspec.UnsetType = msgspec.UNSET
     suppressCommandInterpretation: bool | msgspec.UnsetType = msgspec.UNSET
-    expectedLeafEntryId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType | None = (
-        msgspec.UNSET
-    )
-    expectedSessionRoutingContract: (
-        Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType
-    ) = msgspec.UNSET
-    expectedPermissionMode: (
-        Literal["read-only", "guarded", "workspace", "full"] | msgspec.UnsetType | None
-    ) = msgspec.UNSET
-    expectedToolOverrides: ChatSendParamsExpectedToolOverrides | msgspec.UnsetType | None = (
-        msgspec.UNSET
-    )
+    expectedLeafEntryId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType | None = msgspec.UNSET
+    expectedSessionRoutingContract: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
+    expectedPermissionMode: Literal["read-only", "guarded", "workspace", "full"] | msgspec.UnsetType | None = msgspec.UNSET
+    expectedToolOverrides: ChatSendParamsExpectedToolOverrides | msgspec.UnsetType | None = msgspec.UNSET
 
 
-class ChatHistoryParams(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class ChatHistoryParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`ChatHistoryParams` (`#/definitions/ChatHistoryParams`)."""
 
     sessionKey: Annotated[str, msgspec.Meta(min_length=1)]
@@ -1286,13 +1015,7 @@ class ChatHistoryParams(
     offset: Annotated[int, msgspec.Meta(ge=0)] | msgspec.UnsetType = msgspec.UNSET
     pendingBefore: Annotated[int, msgspec.Meta(ge=1)] | msgspec.UnsetType = msgspec.UNSET
     # Not enforced: `uniqueItems`.
-    inputRunIds: (
-        Annotated[
-            list[Annotated[str, msgspec.Meta(min_length=1, max_length=256)]],
-            msgspec.Meta(min_length=1, max_length=50),
-        ]
-        | msgspec.UnsetType
-    ) = msgspec.UNSET
+    inputRunIds: Annotated[list[Annotated[str, msgspec.Meta(min_length=1, max_length=256)]], msgspec.Meta(min_length=1, max_length=50)] | msgspec.UnsetType = msgspec.UNSET
     messageId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
     sessionId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
     maxChars: Annotated[int, msgspec.Meta(ge=1, le=500000)] | msgspec.UnsetType = msgspec.UNSET
@@ -1360,24 +1083,16 @@ class ChatAbortedEvent(msgspec.Struct, frozen=True, forbid_unknown_fields=True, 
     stopReason: str | msgspec.UnsetType = msgspec.UNSET
 
 
-class ChatErrorEventErrorDetail(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class ChatErrorEventErrorDetail(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`ChatErrorEvent.errorDetail`."""
 
     provider: Annotated[str, msgspec.Meta(max_length=300)] | msgspec.UnsetType = msgspec.UNSET
     model: Annotated[str, msgspec.Meta(max_length=300)] | msgspec.UnsetType = msgspec.UNSET
     failoverReason: Annotated[str, msgspec.Meta(max_length=300)] | msgspec.UnsetType = msgspec.UNSET
-    providerRuntimeFailureKind: Annotated[str, msgspec.Meta(max_length=300)] | msgspec.UnsetType = (
-        msgspec.UNSET
-    )
-    providerErrorType: Annotated[str, msgspec.Meta(max_length=300)] | msgspec.UnsetType = (
-        msgspec.UNSET
-    )
+    providerRuntimeFailureKind: Annotated[str, msgspec.Meta(max_length=300)] | msgspec.UnsetType = msgspec.UNSET
+    providerErrorType: Annotated[str, msgspec.Meta(max_length=300)] | msgspec.UnsetType = msgspec.UNSET
     httpStatus: Annotated[int, msgspec.Meta(ge=100, le=599)] | msgspec.UnsetType = msgspec.UNSET
-    providerErrorMessagePreview: (
-        Annotated[str, msgspec.Meta(max_length=300)] | msgspec.UnsetType
-    ) = msgspec.UNSET
+    providerErrorMessagePreview: Annotated[str, msgspec.Meta(max_length=300)] | msgspec.UnsetType = msgspec.UNSET
 
 
 class ChatErrorEvent(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
@@ -1391,26 +1106,20 @@ class ChatErrorEvent(msgspec.Struct, frozen=True, forbid_unknown_fields=True, om
     spawnedBy: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
     message: Any | msgspec.UnsetType = msgspec.UNSET
     errorMessage: str | msgspec.UnsetType = msgspec.UNSET
-    errorKind: (
-        Literal["refusal", "timeout", "rate_limit", "context_length", "unknown"] | msgspec.UnsetType
-    ) = msgspec.UNSET
+    errorKind: Literal["refusal", "timeout", "rate_limit", "context_length", "unknown"] | msgspec.UnsetType = msgspec.UNSET
     errorDetail: ChatErrorEventErrorDetail | msgspec.UnsetType = msgspec.UNSET
     usage: Any | msgspec.UnsetType = msgspec.UNSET
     stopReason: str | msgspec.UnsetType = msgspec.UNSET
 
 
-class SessionsListParamsProfileRelation(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class SessionsListParamsProfileRelation(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`SessionsListParams.profileRelation`."""
 
     profileId: Annotated[str, msgspec.Meta(min_length=1)]
     relationship: Literal["owned", "created", "involving"]
 
 
-class SessionsListParams(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class SessionsListParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`SessionsListParams` (`#/definitions/SessionsListParams`)."""
 
     limit: Annotated[int, msgspec.Meta(ge=1)] | msgspec.UnsetType = msgspec.UNSET
@@ -1418,9 +1127,7 @@ class SessionsListParams(
     activeMinutes: Annotated[int, msgspec.Meta(ge=1)] | msgspec.UnsetType = msgspec.UNSET
     activeOnly: bool | msgspec.UnsetType = msgspec.UNSET
     requireLastInteraction: bool | msgspec.UnsetType = msgspec.UNSET
-    sortBy: Literal["updatedAt", "lastInteractionAt", "activity"] | msgspec.UnsetType = (
-        msgspec.UNSET
-    )
+    sortBy: Literal["updatedAt", "lastInteractionAt", "activity"] | msgspec.UnsetType = msgspec.UNSET
     includeGlobal: bool | msgspec.UnsetType = msgspec.UNSET
     includeUnknown: bool | msgspec.UnsetType = msgspec.UNSET
     excludeSubagents: bool | msgspec.UnsetType = msgspec.UNSET
@@ -1430,9 +1137,7 @@ class SessionsListParams(
     includeDerivedTitles: bool | msgspec.UnsetType = msgspec.UNSET
     includeLastMessage: bool | msgspec.UnsetType = msgspec.UNSET
     includeActivitySummary: bool | msgspec.UnsetType = msgspec.UNSET
-    label: Annotated[str, msgspec.Meta(min_length=1, max_length=512)] | msgspec.UnsetType = (
-        msgspec.UNSET
-    )
+    label: Annotated[str, msgspec.Meta(min_length=1, max_length=512)] | msgspec.UnsetType = msgspec.UNSET
     projectId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
     workspaceDir: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
     group: str | msgspec.UnsetType = msgspec.UNSET
@@ -1444,9 +1149,7 @@ class SessionsListParams(
     ownerFirst: bool | msgspec.UnsetType = msgspec.UNSET
     involvingMe: bool | msgspec.UnsetType = msgspec.UNSET
     profileRelation: SessionsListParamsProfileRelation | msgspec.UnsetType = msgspec.UNSET
-    involvingProfileId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = (
-        msgspec.UNSET
-    )
+    involvingProfileId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
     includePeople: bool | msgspec.UnsetType = msgspec.UNSET
     spawnedBy: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
     agentId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
@@ -1454,16 +1157,12 @@ class SessionsListParams(
     archived: bool | Literal["all"] | msgspec.UnsetType = msgspec.UNSET
 
 
-class SessionsResolveParams(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class SessionsResolveParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`SessionsResolveParams` (`#/definitions/SessionsResolveParams`)."""
 
     key: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
     sessionId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
-    label: Annotated[str, msgspec.Meta(min_length=1, max_length=512)] | msgspec.UnsetType = (
-        msgspec.UNSET
-    )
+    label: Annotated[str, msgspec.Meta(min_length=1, max_length=512)] | msgspec.UnsetType = msgspec.UNSET
     shortId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
     slugHint: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
     agentId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
@@ -1473,176 +1172,104 @@ class SessionsResolveParams(
     allowMissing: bool | msgspec.UnsetType = msgspec.UNSET
 
 
-class SessionsPatchParamsExpectedToolOverrides(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class SessionsPatchParamsExpectedToolOverrides(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`SessionsPatchParams.expectedToolOverrides`."""
 
     mcpServers: dict[str, bool] | msgspec.UnsetType = msgspec.UNSET
-    mcpToolsDeny: (
-        dict[str, list[Annotated[str, msgspec.Meta(min_length=1)]]] | msgspec.UnsetType
-    ) = msgspec.UNSET
+    mcpToolsDeny: dict[str, list[Annotated[str, msgspec.Meta(min_length=1)]]] | msgspec.UnsetType = msgspec.UNSET
     skills: dict[str, bool] | msgspec.UnsetType = msgspec.UNSET
     webSearch: bool | msgspec.UnsetType = msgspec.UNSET
 
 
-class SessionsPatchParamsToolOverrides(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class SessionsPatchParamsToolOverrides(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`SessionsPatchParams.toolOverrides`."""
 
     mcpServers: dict[str, bool] | msgspec.UnsetType = msgspec.UNSET
-    mcpToolsDeny: (
-        dict[str, list[Annotated[str, msgspec.Meta(min_length=1)]]] | msgspec.UnsetType
-    ) = msgspec.UNSET
+    mcpToolsDeny: dict[str, list[Annotated[str, msgspec.Meta(min_length=1)]]] | msgspec.UnsetType = msgspec.UNSET
     skills: dict[str, bool] | msgspec.UnsetType = msgspec.UNSET
     webSearch: bool | msgspec.UnsetType = msgspec.UNSET
 
 
-class SessionsPatchParams(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class SessionsPatchParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`SessionsPatchParams` (`#/definitions/SessionsPatchParams`)."""
 
     key: Annotated[str, msgspec.Meta(min_length=1)]
     agentId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
-    expectedSessionId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = (
-        msgspec.UNSET
-    )
-    expectedLifecycleRevision: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = (
-        msgspec.UNSET
-    )
-    expectedPermissionMode: (
-        Literal["read-only", "guarded", "workspace", "full"] | msgspec.UnsetType | None
-    ) = msgspec.UNSET
+    expectedSessionId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
+    expectedLifecycleRevision: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
+    expectedPermissionMode: Literal["read-only", "guarded", "workspace", "full"] | msgspec.UnsetType | None = msgspec.UNSET
     expectedSandboxMode: Literal["off"] | msgspec.UnsetType | None = msgspec.UNSET
-    expectedNativeRuntimeConsent: (
-        Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType | None
-    ) = msgspec.UNSET
+    expectedNativeRuntimeConsent: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType | None = msgspec.UNSET
     # Replace toolOverrides only when the current sparse overlay still matches this value; null
     # asserts no overlay.
-    expectedToolOverrides: SessionsPatchParamsExpectedToolOverrides | msgspec.UnsetType | None = (
-        msgspec.UNSET
-    )
+    expectedToolOverrides: SessionsPatchParamsExpectedToolOverrides | msgspec.UnsetType | None = msgspec.UNSET
     # Apply an automatic unread=false acknowledgement only if the explicit unread marker still
     # matches; null asserts no marker.
-    expectedMarkedUnreadAt: Annotated[float, msgspec.Meta(ge=0)] | msgspec.UnsetType | None = (
-        msgspec.UNSET
-    )
-    label: Annotated[str, msgspec.Meta(min_length=1, max_length=512)] | msgspec.UnsetType | None = (
-        msgspec.UNSET
-    )
-    autoLabel: (
-        Annotated[str, msgspec.Meta(min_length=1, max_length=512)] | msgspec.UnsetType | None
-    ) = msgspec.UNSET
+    expectedMarkedUnreadAt: Annotated[float, msgspec.Meta(ge=0)] | msgspec.UnsetType | None = msgspec.UNSET
+    label: Annotated[str, msgspec.Meta(min_length=1, max_length=512)] | msgspec.UnsetType | None = msgspec.UNSET
+    autoLabel: Annotated[str, msgspec.Meta(min_length=1, max_length=512)] | msgspec.UnsetType | None = msgspec.UNSET
     icon: str | msgspec.UnsetType | None = msgspec.UNSET
     color: str | msgspec.UnsetType | None = msgspec.UNSET
-    category: (
-        Annotated[str, msgspec.Meta(min_length=1, max_length=512)] | msgspec.UnsetType | None
-    ) = msgspec.UNSET
+    category: Annotated[str, msgspec.Meta(min_length=1, max_length=512)] | msgspec.UnsetType | None = msgspec.UNSET
     boardFace: Literal["chat", "dashboard"] | msgspec.UnsetType = msgspec.UNSET
     boardPresentation: Literal["split", "expanded"] | msgspec.UnsetType | None = msgspec.UNSET
     # Short expiring sidebar status note; null clears it and any declared attention.
-    statusNote: Annotated[str, msgspec.Meta(max_length=120)] | msgspec.UnsetType | None = (
-        msgspec.UNSET
-    )
-    attention: (
-        Literal["hand", "key", "alert", "flag", "lock", "hourglass"] | msgspec.UnsetType | None
-    ) = msgspec.UNSET
+    statusNote: Annotated[str, msgspec.Meta(max_length=120)] | msgspec.UnsetType | None = msgspec.UNSET
+    attention: Literal["hand", "key", "alert", "flag", "lock", "hourglass"] | msgspec.UnsetType | None = msgspec.UNSET
     ttlMinutes: Annotated[int, msgspec.Meta(ge=1, le=120)] | msgspec.UnsetType = msgspec.UNSET
     archived: bool | msgspec.UnsetType = msgspec.UNSET
     pinned: bool | msgspec.UnsetType = msgspec.UNSET
     # Set true to mark unread; false records the session as read.
     unread: bool | msgspec.UnsetType = msgspec.UNSET
-    contextWindow: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType | None = (
-        msgspec.UNSET
-    )
-    thinkingLevel: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType | None = (
-        msgspec.UNSET
-    )
+    contextWindow: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType | None = msgspec.UNSET
+    thinkingLevel: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType | None = msgspec.UNSET
     fastMode: bool | Literal["auto"] | msgspec.UnsetType | None = msgspec.UNSET
     toolOverrides: SessionsPatchParamsToolOverrides | msgspec.UnsetType | None = msgspec.UNSET
-    verboseLevel: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType | None = (
-        msgspec.UNSET
-    )
-    traceLevel: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType | None = (
-        msgspec.UNSET
-    )
-    reasoningLevel: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType | None = (
-        msgspec.UNSET
-    )
+    verboseLevel: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType | None = msgspec.UNSET
+    traceLevel: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType | None = msgspec.UNSET
+    reasoningLevel: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType | None = msgspec.UNSET
     responseUsage: Literal["off", "tokens", "full", "on"] | msgspec.UnsetType | None = msgspec.UNSET
-    elevatedLevel: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType | None = (
-        msgspec.UNSET
-    )
+    elevatedLevel: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType | None = msgspec.UNSET
     execHost: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType | None = msgspec.UNSET
-    execSecurity: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType | None = (
-        msgspec.UNSET
-    )
+    execSecurity: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType | None = msgspec.UNSET
     execAsk: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType | None = msgspec.UNSET
     execNode: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType | None = msgspec.UNSET
-    permissionMode: (
-        Literal["read-only", "guarded", "workspace", "full"] | msgspec.UnsetType | None
-    ) = msgspec.UNSET
+    permissionMode: Literal["read-only", "guarded", "workspace", "full"] | msgspec.UnsetType | None = msgspec.UNSET
     sandboxMode: Literal["off"] | msgspec.UnsetType | None = msgspec.UNSET
-    nativeRuntimeConsent: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType | None = (
-        msgspec.UNSET
-    )
+    nativeRuntimeConsent: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType | None = msgspec.UNSET
     model: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType | None = msgspec.UNSET
-    agentRuntime: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType | None = (
-        msgspec.UNSET
-    )
-    completionOwnerSessionKey: (
-        Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType | None
-    ) = msgspec.UNSET
+    agentRuntime: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType | None = msgspec.UNSET
+    completionOwnerSessionKey: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType | None = msgspec.UNSET
     inheritedToolPolicyVersion: Literal[1] | msgspec.UnsetType | None = msgspec.UNSET
-    inheritedToolAllow: (
-        list[Annotated[str, msgspec.Meta(min_length=1)]] | msgspec.UnsetType | None
-    ) = msgspec.UNSET
-    inheritedToolDeny: (
-        list[Annotated[str, msgspec.Meta(min_length=1)]] | msgspec.UnsetType | None
-    ) = msgspec.UNSET
+    inheritedToolAllow: list[Annotated[str, msgspec.Meta(min_length=1)]] | msgspec.UnsetType | None = msgspec.UNSET
+    inheritedToolDeny: list[Annotated[str, msgspec.Meta(min_length=1)]] | msgspec.UnsetType | None = msgspec.UNSET
     sendPolicy: Literal["allow", "deny"] | msgspec.UnsetType | None = msgspec.UNSET
     groupActivation: Literal["mention", "always"] | msgspec.UnsetType | None = msgspec.UNSET
 
 
-class SessionsResetParams(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class SessionsResetParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`SessionsResetParams` (`#/definitions/SessionsResetParams`)."""
 
     key: Annotated[str, msgspec.Meta(min_length=1)]
     agentId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
     reason: Literal["new", "reset"] | msgspec.UnsetType = msgspec.UNSET
-    expectedSessionId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = (
-        msgspec.UNSET
-    )
+    expectedSessionId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
 
 
-class SessionsDeleteParams(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class SessionsDeleteParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`SessionsDeleteParams` (`#/definitions/SessionsDeleteParams`)."""
 
     key: Annotated[str, msgspec.Meta(min_length=1)]
     agentId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
     deleteTranscript: bool | msgspec.UnsetType = msgspec.UNSET
-    expectedSessionId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = (
-        msgspec.UNSET
-    )
-    expectedLifecycleRevision: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = (
-        msgspec.UNSET
-    )
-    expectedSessionUpdatedAt: Annotated[float, msgspec.Meta(ge=0)] | msgspec.UnsetType = (
-        msgspec.UNSET
-    )
+    expectedSessionId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
+    expectedLifecycleRevision: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
+    expectedSessionUpdatedAt: Annotated[float, msgspec.Meta(ge=0)] | msgspec.UnsetType = msgspec.UNSET
     emitLifecycleHooks: bool | msgspec.UnsetType = msgspec.UNSET
     archivedOnly: bool | msgspec.UnsetType = msgspec.UNSET
 
 
-class SessionsSendParamsMentions(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class SessionsSendParamsMentions(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`SessionsSendParams.mentions[]`."""
 
     profileId: Annotated[str, msgspec.Meta(min_length=1, max_length=256)]
@@ -1650,17 +1277,13 @@ class SessionsSendParamsMentions(
     end: Annotated[int, msgspec.Meta(ge=1, le=9007199254740991)]
 
 
-class SessionsSendParams(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class SessionsSendParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`SessionsSendParams` (`#/definitions/SessionsSendParams`)."""
 
     key: Annotated[str, msgspec.Meta(min_length=1)]
     message: str
     agentId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
-    mentions: (
-        Annotated[list[SessionsSendParamsMentions], msgspec.Meta(max_length=10)] | msgspec.UnsetType
-    ) = msgspec.UNSET
+    mentions: Annotated[list[SessionsSendParamsMentions], msgspec.Meta(max_length=10)] | msgspec.UnsetType = msgspec.UNSET
     thinking: str | msgspec.UnsetType = msgspec.UNSET
     # Open object (extra keys allowed); known keys: `type`, `mimeType`, `fileName`, `origin`,
     # `content`, `sizeBytes`, `durationMs`, `width`, `height`.
@@ -1669,9 +1292,7 @@ class SessionsSendParams(
     idempotencyKey: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
 
 
-class SessionsAbortParams(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class SessionsAbortParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`SessionsAbortParams` (`#/definitions/SessionsAbortParams`)."""
 
     key: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
@@ -1680,9 +1301,7 @@ class SessionsAbortParams(
     clearQueued: bool | msgspec.UnsetType = msgspec.UNSET
 
 
-class SessionsCompactParams(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class SessionsCompactParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`SessionsCompactParams` (`#/definitions/SessionsCompactParams`)."""
 
     key: Annotated[str, msgspec.Meta(min_length=1)]
@@ -1690,9 +1309,7 @@ class SessionsCompactParams(
     maxLines: Annotated[int, msgspec.Meta(ge=1)] | msgspec.UnsetType = msgspec.UNSET
 
 
-class SessionsMessagesSubscribeParams(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class SessionsMessagesSubscribeParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`SessionsMessagesSubscribeParams` (`#/definitions/SessionsMessagesSubscribeParams`)."""
 
     key: Annotated[str, msgspec.Meta(min_length=1)]
@@ -1700,40 +1317,29 @@ class SessionsMessagesSubscribeParams(
     includeApprovals: Literal[True] | msgspec.UnsetType = msgspec.UNSET
 
 
-class SessionsMessagesUnsubscribeParams(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class SessionsMessagesUnsubscribeParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`SessionsMessagesUnsubscribeParams` (`#/definitions/SessionsMessagesUnsubscribeParams`)."""
 
     key: Annotated[str, msgspec.Meta(min_length=1)]
     agentId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
 
 
-class SessionsUsageParams(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class SessionsUsageParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`SessionsUsageParams` (`#/definitions/SessionsUsageParams`)."""
 
     key: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
     agentId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
     agentScope: Literal["all"] | msgspec.UnsetType = msgspec.UNSET
     creatorKey: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
-    startDate: (
-        Annotated[str, msgspec.Meta(pattern="^\\d{4}-\\d{2}-\\d{2}\\Z")] | msgspec.UnsetType
-    ) = msgspec.UNSET
-    endDate: (
-        Annotated[str, msgspec.Meta(pattern="^\\d{4}-\\d{2}-\\d{2}\\Z")] | msgspec.UnsetType
-    ) = msgspec.UNSET
+    startDate: Annotated[str, msgspec.Meta(pattern="^\\d{4}-\\d{2}-\\d{2}\\Z")] | msgspec.UnsetType = msgspec.UNSET
+    endDate: Annotated[str, msgspec.Meta(pattern="^\\d{4}-\\d{2}-\\d{2}\\Z")] | msgspec.UnsetType = msgspec.UNSET
     mode: Literal["utc", "gateway", "specific"] | msgspec.UnsetType = msgspec.UNSET
     range: Literal["7d", "30d", "90d", "1y", "all"] | msgspec.UnsetType = msgspec.UNSET
     groupBy: Literal["instance", "family"] | msgspec.UnsetType = msgspec.UNSET
     # Deprecated alias for groupBy: family.
     includeHistorical: bool | msgspec.UnsetType = msgspec.UNSET
     # Deprecated compatibility fallback; use timeZone.
-    utcOffset: (
-        Annotated[str, msgspec.Meta(pattern="^UTC[+-]\\d{1,2}(?::[0-5]\\d)?\\Z")]
-        | msgspec.UnsetType
-    ) = msgspec.UNSET
+    utcOffset: Annotated[str, msgspec.Meta(pattern="^UTC[+-]\\d{1,2}(?::[0-5]\\d)?\\Z")] | msgspec.UnsetType = msgspec.UNSET
     timeZone: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
     limit: Annotated[int, msgspec.Meta(ge=1)] | msgspec.UnsetType = msgspec.UNSET
     includeContextWeight: bool | msgspec.UnsetType = msgspec.UNSET
@@ -1744,32 +1350,24 @@ class ModelsListParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, 
 
     agentId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
     sessionKey: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
-    authProfileId: (
-        Annotated[str, msgspec.Meta(min_length=1, max_length=256)] | msgspec.UnsetType
-    ) = msgspec.UNSET
+    authProfileId: Annotated[str, msgspec.Meta(min_length=1, max_length=256)] | msgspec.UnsetType = msgspec.UNSET
     provider: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
     includeDetails: bool | msgspec.UnsetType = msgspec.UNSET
     includeProviderCapabilities: bool | msgspec.UnsetType = msgspec.UNSET
     includeDefaultModels: bool | msgspec.UnsetType = msgspec.UNSET
     preparedOnly: bool | msgspec.UnsetType = msgspec.UNSET
     refresh: bool | msgspec.UnsetType = msgspec.UNSET
-    view: Literal["default", "configured", "provider-config", "all"] | msgspec.UnsetType = (
-        msgspec.UNSET
-    )
+    view: Literal["default", "configured", "provider-config", "all"] | msgspec.UnsetType = msgspec.UNSET
 
     def __post_init__(self) -> None:
         """Enforce the schema's `not`s: cannot combine `preparedOnly` = true with `refresh` = true; cannot combine `sessionKey` with `authProfileId`."""
         if self.preparedOnly is True and self.refresh is True:
             raise ValueError("cannot combine `preparedOnly` = true with `refresh` = true")
-        if not isinstance(self.sessionKey, msgspec.UnsetType) and not isinstance(
-            self.authProfileId, msgspec.UnsetType
-        ):
+        if not isinstance(self.sessionKey, msgspec.UnsetType) and not isinstance(self.authProfileId, msgspec.UnsetType):
             raise ValueError("cannot combine `sessionKey` with `authProfileId`")
 
 
-class ModelsListResultModelsContextWindows(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class ModelsListResultModelsContextWindows(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`ModelsListResult.models[].contextWindows[]`."""
 
     id: Annotated[str, msgspec.Meta(min_length=1)]
@@ -1777,51 +1375,34 @@ class ModelsListResultModelsContextWindows(
     contextWindow: Annotated[int, msgspec.Meta(ge=1)]
 
 
-class ModelsListResultModelsThinkingLevels(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class ModelsListResultModelsThinkingLevels(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`ModelsListResult.models[].thinkingLevels[]`."""
 
     id: Annotated[str, msgspec.Meta(min_length=1)]
     label: Annotated[str, msgspec.Meta(min_length=1)]
 
 
-class ModelsListResultModelsAgentRuntimeDevicePlacement(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class ModelsListResultModelsAgentRuntimeDevicePlacement(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`ModelsListResult.models[].agentRuntime.devicePlacement`."""
 
     # Not enforced: `uniqueItems`.
-    requiredNodeCommands: Annotated[
-        list[Annotated[str, msgspec.Meta(min_length=1, max_length=128)]],
-        msgspec.Meta(max_length=32),
-    ]
+    requiredNodeCommands: Annotated[list[Annotated[str, msgspec.Meta(min_length=1, max_length=128)]], msgspec.Meta(max_length=32)]
     consumesWorkerSlot: bool
 
 
-class ModelsListResultModelsAgentRuntime(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class ModelsListResultModelsAgentRuntime(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`ModelsListResult.models[].agentRuntime`."""
 
     id: Annotated[str, msgspec.Meta(min_length=1)]
-    source: Literal[
-        "env", "agent", "defaults", "model", "provider", "implicit", "session", "session-key"
-    ]
+    source: Literal["env", "agent", "defaults", "model", "provider", "implicit", "session", "session-key"]
     fallback: Literal["openclaw", "none"] | msgspec.UnsetType = msgspec.UNSET
     cloudPlacementSupported: bool | msgspec.UnsetType = msgspec.UNSET
-    cloudPlacementExecutionMode: Literal["worker-turn", "remote-exec"] | msgspec.UnsetType = (
-        msgspec.UNSET
-    )
-    devicePlacement: ModelsListResultModelsAgentRuntimeDevicePlacement | msgspec.UnsetType = (
-        msgspec.UNSET
-    )
+    cloudPlacementExecutionMode: Literal["worker-turn", "remote-exec"] | msgspec.UnsetType = msgspec.UNSET
+    devicePlacement: ModelsListResultModelsAgentRuntimeDevicePlacement | msgspec.UnsetType = msgspec.UNSET
     devicePlacementSupported: bool | msgspec.UnsetType = msgspec.UNSET
 
 
-class ModelsListResultModels(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class ModelsListResultModels(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`ModelsListResult.models[]`."""
 
     id: Annotated[str, msgspec.Meta(min_length=1)]
@@ -1830,15 +1411,11 @@ class ModelsListResultModels(
     alias: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
     tags: list[Annotated[str, msgspec.Meta(min_length=1)]] | msgspec.UnsetType = msgspec.UNSET
     available: bool | msgspec.UnsetType = msgspec.UNSET
-    unavailableReason: Literal["missing-auth", "auth-failed", "cooldown"] | msgspec.UnsetType = (
-        msgspec.UNSET
-    )
+    unavailableReason: Literal["missing-auth", "auth-failed", "cooldown"] | msgspec.UnsetType = msgspec.UNSET
     unavailableUntil: Annotated[int, msgspec.Meta(ge=0)] | msgspec.UnsetType = msgspec.UNSET
     contextWindow: Annotated[int, msgspec.Meta(ge=1)] | msgspec.UnsetType = msgspec.UNSET
     contextWindows: list[ModelsListResultModelsContextWindows] | msgspec.UnsetType = msgspec.UNSET
-    contextWindowDefault: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = (
-        msgspec.UNSET
-    )
+    contextWindowDefault: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
     reasoning: bool | msgspec.UnsetType = msgspec.UNSET
     thinkingLevels: list[ModelsListResultModelsThinkingLevels] | msgspec.UnsetType = msgspec.UNSET
     thinkingDefault: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
@@ -1846,14 +1423,10 @@ class ModelsListResultModels(
     supportsTools: bool | msgspec.UnsetType = msgspec.UNSET
     agentRuntime: ModelsListResultModelsAgentRuntime | msgspec.UnsetType = msgspec.UNSET
     apiKeySupported: bool | msgspec.UnsetType = msgspec.UNSET
-    input: list[Literal["text", "image", "audio", "video", "document"]] | msgspec.UnsetType = (
-        msgspec.UNSET
-    )
+    input: list[Literal["text", "image", "audio", "video", "document"]] | msgspec.UnsetType = msgspec.UNSET
 
 
-class ModelsListResultProviderOutcomes(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class ModelsListResultProviderOutcomes(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`ModelsListResult.providerOutcomes[]`."""
 
     provider: Annotated[str, msgspec.Meta(min_length=1)]
@@ -1879,9 +1452,7 @@ class ConfigSetParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, o
     baseHash: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
 
 
-class ConfigApplyParamsDeliveryContext(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class ConfigApplyParamsDeliveryContext(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`ConfigApplyParams.deliveryContext`."""
 
     channel: str | msgspec.UnsetType = msgspec.UNSET
@@ -1890,9 +1461,7 @@ class ConfigApplyParamsDeliveryContext(
     threadId: str | float | msgspec.UnsetType = msgspec.UNSET
 
 
-class ConfigApplyParams(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class ConfigApplyParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`ConfigApplyParams` (`#/definitions/ConfigApplyParams`)."""
 
     raw: Annotated[str, msgspec.Meta(min_length=1)]
@@ -1903,9 +1472,7 @@ class ConfigApplyParams(
     restartDelayMs: Annotated[int, msgspec.Meta(ge=0)] | msgspec.UnsetType = msgspec.UNSET
 
 
-class ConfigPatchParamsDeliveryContext(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class ConfigPatchParamsDeliveryContext(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`ConfigPatchParams.deliveryContext`."""
 
     channel: str | msgspec.UnsetType = msgspec.UNSET
@@ -1914,9 +1481,7 @@ class ConfigPatchParamsDeliveryContext(
     threadId: str | float | msgspec.UnsetType = msgspec.UNSET
 
 
-class ConfigPatchParams(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class ConfigPatchParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`ConfigPatchParams` (`#/definitions/ConfigPatchParams`)."""
 
     raw: Annotated[str, msgspec.Meta(min_length=1)]
@@ -1925,10 +1490,7 @@ class ConfigPatchParams(
     deliveryContext: ConfigPatchParamsDeliveryContext | msgspec.UnsetType = msgspec.UNSET
     note: str | msgspec.UnsetType = msgspec.UNSET
     restartDelayMs: Annotated[int, msgspec.Meta(ge=0)] | msgspec.UnsetType = msgspec.UNSET
-    replacePaths: (
-        Annotated[list[Annotated[str, msgspec.Meta(min_length=1)]], msgspec.Meta(max_length=256)]
-        | msgspec.UnsetType
-    ) = msgspec.UNSET
+    replacePaths: Annotated[list[Annotated[str, msgspec.Meta(min_length=1)]], msgspec.Meta(max_length=256)] | msgspec.UnsetType = msgspec.UNSET
 
 
 class TickEvent(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
@@ -1948,31 +1510,23 @@ class AgentsListParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, 
     """`AgentsListParams` (`#/definitions/AgentsListParams`)."""
 
 
-class AgentIdentityParams(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class AgentIdentityParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`AgentIdentityParams` (`#/definitions/AgentIdentityParams`)."""
 
     agentId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
     sessionKey: str | msgspec.UnsetType = msgspec.UNSET
 
 
-class SessionsCreateParamsToolOverrides(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class SessionsCreateParamsToolOverrides(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`SessionsCreateParams.toolOverrides`."""
 
     mcpServers: dict[str, bool] | msgspec.UnsetType = msgspec.UNSET
-    mcpToolsDeny: (
-        dict[str, list[Annotated[str, msgspec.Meta(min_length=1)]]] | msgspec.UnsetType
-    ) = msgspec.UNSET
+    mcpToolsDeny: dict[str, list[Annotated[str, msgspec.Meta(min_length=1)]]] | msgspec.UnsetType = msgspec.UNSET
     skills: dict[str, bool] | msgspec.UnsetType = msgspec.UNSET
     webSearch: bool | msgspec.UnsetType = msgspec.UNSET
 
 
-class SessionsCreateParamsMentions(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class SessionsCreateParamsMentions(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`SessionsCreateParams.mentions[]`."""
 
     profileId: Annotated[str, msgspec.Meta(min_length=1, max_length=256)]
@@ -1980,52 +1534,36 @@ class SessionsCreateParamsMentions(
     end: Annotated[int, msgspec.Meta(ge=1, le=9007199254740991)]
 
 
-class SessionsCreateParamsRepository(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class SessionsCreateParamsRepository(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`SessionsCreateParams.repository`."""
 
     url: Annotated[str, msgspec.Meta(min_length=1, max_length=2048)]
-    ref: Annotated[str, msgspec.Meta(min_length=1, max_length=1024)] | msgspec.UnsetType = (
-        msgspec.UNSET
-    )
+    ref: Annotated[str, msgspec.Meta(min_length=1, max_length=1024)] | msgspec.UnsetType = msgspec.UNSET
 
 
-class SessionsCreateParams(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class SessionsCreateParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`SessionsCreateParams` (`#/definitions/SessionsCreateParams`)."""
 
     key: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
     idempotencyKey: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
     agentId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
-    label: Annotated[str, msgspec.Meta(min_length=1, max_length=512)] | msgspec.UnsetType = (
-        msgspec.UNSET
-    )
+    label: Annotated[str, msgspec.Meta(min_length=1, max_length=512)] | msgspec.UnsetType = msgspec.UNSET
     # Prepared presentation title for a newly created session. Unlike label it is not unique and
     # never claims a label; ignored when adopting an existing key.
-    displayName: Annotated[str, msgspec.Meta(min_length=1, max_length=500)] | msgspec.UnsetType = (
-        msgspec.UNSET
-    )
+    displayName: Annotated[str, msgspec.Meta(min_length=1, max_length=500)] | msgspec.UnsetType = msgspec.UNSET
     # Submitted topic for background naming when the first turn is sent separately. Does not start
     # a turn; ignored when adopting an existing session.
     titleSource: Annotated[str, msgspec.Meta(max_length=1000)] | msgspec.UnsetType = msgspec.UNSET
-    category: Annotated[str, msgspec.Meta(min_length=1, max_length=512)] | msgspec.UnsetType = (
-        msgspec.UNSET
-    )
+    category: Annotated[str, msgspec.Meta(min_length=1, max_length=512)] | msgspec.UnsetType = msgspec.UNSET
     model: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
     agentRuntime: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
     contextWindow: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
     thinkingLevel: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
     fastMode: bool | Literal["auto"] | msgspec.UnsetType = msgspec.UNSET
-    permissionMode: Literal["read-only", "guarded", "workspace", "full"] | msgspec.UnsetType = (
-        msgspec.UNSET
-    )
+    permissionMode: Literal["read-only", "guarded", "workspace", "full"] | msgspec.UnsetType = msgspec.UNSET
     toolOverrides: SessionsCreateParamsToolOverrides | msgspec.UnsetType = msgspec.UNSET
     incognito: bool | msgspec.UnsetType = msgspec.UNSET
-    visibility: Literal["shared", "read-only", "suggest", "draft"] | msgspec.UnsetType = (
-        msgspec.UNSET
-    )
+    visibility: Literal["shared", "read-only", "suggest", "draft"] | msgspec.UnsetType = msgspec.UNSET
     catalogId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
     parentSessionKey: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
     # Spawn-lineage depth for spawn-owned creations (visible subagent sessions); requires
@@ -2043,19 +1581,14 @@ class SessionsCreateParams(
     timeoutMs: Annotated[int, msgspec.Meta(ge=0)] | msgspec.UnsetType = msgspec.UNSET
     task: str | msgspec.UnsetType = msgspec.UNSET
     message: str | msgspec.UnsetType = msgspec.UNSET
-    mentions: (
-        Annotated[list[SessionsCreateParamsMentions], msgspec.Meta(max_length=10)]
-        | msgspec.UnsetType
-    ) = msgspec.UNSET
+    mentions: Annotated[list[SessionsCreateParamsMentions], msgspec.Meta(max_length=10)] | msgspec.UnsetType = msgspec.UNSET
     # Open object (extra keys allowed); known keys: `type`, `mimeType`, `fileName`, `origin`,
     # `content`, `sizeBytes`, `durationMs`, `width`, `height`.
     attachments: list[dict[str, Any]] | msgspec.UnsetType = msgspec.UNSET
     # Start in a registered project; operator.write.
     projectId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
     # Prepare a remote project before the initial agent turn; operator.write.
-    projectGitUrl: (
-        Annotated[str, msgspec.Meta(min_length=1, max_length=2048)] | msgspec.UnsetType
-    ) = msgspec.UNSET
+    projectGitUrl: Annotated[str, msgspec.Meta(min_length=1, max_length=2048)] | msgspec.UnsetType = msgspec.UNSET
     repository: SessionsCreateParamsRepository | msgspec.UnsetType = msgspec.UNSET
     worktree: bool | msgspec.UnsetType = msgspec.UNSET
     # Start a fresh isolated workspace without copying a repository or agent workspace. Requires
@@ -2065,9 +1598,7 @@ class SessionsCreateParams(
     # Base ref for the new managed worktree branch. Requires worktree=true.
     worktreeBaseRef: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
     # Managed worktree name; becomes branch openclaw/<name>. Requires worktree=true.
-    worktreeName: (
-        Annotated[str, msgspec.Meta(pattern="^[a-z0-9][a-z0-9-]{0,63}\\Z")] | msgspec.UnsetType
-    ) = msgspec.UNSET
+    worktreeName: Annotated[str, msgspec.Meta(pattern="^[a-z0-9][a-z0-9-]{0,63}\\Z")] | msgspec.UnsetType = msgspec.UNSET
     # Bind session exec to host=node with this node id/name. Requires operator.admin.
     execNode: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
     # Absolute Gateway working directory, managed-worktree source directory, or working directory
@@ -2076,9 +1607,7 @@ class SessionsCreateParams(
     cwd: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
 
 
-class SessionsDescribeParams(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class SessionsDescribeParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`SessionsDescribeParams` (`#/definitions/SessionsDescribeParams`)."""
 
     key: Annotated[str, msgspec.Meta(min_length=1)]
@@ -2087,9 +1616,7 @@ class SessionsDescribeParams(
     includeLastMessage: bool | msgspec.UnsetType = msgspec.UNSET
 
 
-class CommandsListParams(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class CommandsListParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`CommandsListParams` (`#/definitions/CommandsListParams`)."""
 
     sessionKey: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
@@ -2099,23 +1626,15 @@ class CommandsListParams(
     includeArgs: bool | msgspec.UnsetType = msgspec.UNSET
 
 
-class QuestionListParams(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class QuestionListParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`QuestionListParams` (`#/definitions/QuestionListParams`)."""
 
 
-class TaskSuggestionsListParams(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class TaskSuggestionsListParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`TaskSuggestionsListParams` (`#/definitions/TaskSuggestionsListParams`)."""
 
-    sessionKey: Annotated[str, msgspec.Meta(min_length=1, max_length=512)] | msgspec.UnsetType = (
-        msgspec.UNSET
-    )
-    agentId: Annotated[str, msgspec.Meta(min_length=1, max_length=128)] | msgspec.UnsetType = (
-        msgspec.UNSET
-    )
+    sessionKey: Annotated[str, msgspec.Meta(min_length=1, max_length=512)] | msgspec.UnsetType = msgspec.UNSET
+    agentId: Annotated[str, msgspec.Meta(min_length=1, max_length=128)] | msgspec.UnsetType = msgspec.UNSET
 
 
 class LogsTailParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
@@ -2131,84 +1650,64 @@ ChatStartupParams: TypeAlias = Any
 """`#/definitions/ChatStartupParams`."""
 
 
-class ChatMetadataParams(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class ChatMetadataParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`ChatMetadataParams` (`#/definitions/ChatMetadataParams`)."""
 
     agentId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
     # Preview your own saved model account for a new chat without changing defaults. Cannot be
     # combined with sessionKey.
-    authProfileId: (
-        Annotated[str, msgspec.Meta(min_length=1, max_length=256)] | msgspec.UnsetType
-    ) = msgspec.UNSET
+    authProfileId: Annotated[str, msgspec.Meta(min_length=1, max_length=256)] | msgspec.UnsetType = msgspec.UNSET
     # Read the authorized session's persisted auth-profile selection instead of neutral agent
     # metadata.
     sessionKey: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
 
     def __post_init__(self) -> None:
         """Enforce the schema's `not`: cannot combine `sessionKey` with `authProfileId`."""
-        if not isinstance(self.sessionKey, msgspec.UnsetType) and not isinstance(
-            self.authProfileId, msgspec.UnsetType
-        ):
+        if not isinstance(self.sessionKey, msgspec.UnsetType) and not isinstance(self.authProfileId, msgspec.UnsetType):
             raise ValueError("cannot combine `sessionKey` with `authProfileId`")
 
 
-class SessionsBranchesListParams(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class SessionsBranchesListParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`SessionsBranchesListParams` (`#/definitions/SessionsBranchesListParams`)."""
 
     sessionKey: Annotated[str, msgspec.Meta(min_length=1)]
     agentId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
 
 
-class SessionsCompanionStateParams(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class SessionsCompanionStateParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`SessionsCompanionStateParams` (`#/definitions/SessionsCompanionStateParams`)."""
 
     sessionKey: Annotated[str, msgspec.Meta(min_length=1)]
     agentId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
 
 
-class SessionsObserverVisibilityParams(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class SessionsObserverVisibilityParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`SessionsObserverVisibilityParams` (`#/definitions/SessionsObserverVisibilityParams`)."""
 
     visible: bool
 
 
-class ModelsAuthStatusParams(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class ModelsAuthStatusParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`ModelsAuthStatusParams` (`#/definitions/ModelsAuthStatusParams`)."""
 
     refresh: bool | msgspec.UnsetType = msgspec.UNSET
     agentId: str | msgspec.UnsetType = msgspec.UNSET
 
 
-class UpdateStatusParams(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class UpdateStatusParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`UpdateStatusParams` (`#/definitions/UpdateStatusParams`)."""
 
     refreshCheckout: bool | msgspec.UnsetType = msgspec.UNSET
 
 
-class ProgressCardGetParams(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class ProgressCardGetParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`ProgressCardGetParams` (`#/definitions/ProgressCardGetParams`)."""
 
     sessionKey: Annotated[str, msgspec.Meta(min_length=1)]
     agentId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
 
 
-class TalkCatalogParams(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class TalkCatalogParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`TalkCatalogParams` (`#/definitions/TalkCatalogParams`)."""
 
     provider: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
@@ -2218,11 +1717,7 @@ class TalkCatalogParams(
 class TasksListParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`TasksListParams` (`#/definitions/TasksListParams`)."""
 
-    status: (
-        Literal["queued", "running", "completed", "failed", "cancelled", "timed_out"]
-        | list[Literal["queued", "running", "completed", "failed", "cancelled", "timed_out"]]
-        | msgspec.UnsetType
-    ) = msgspec.UNSET
+    status: Literal["queued", "running", "completed", "failed", "cancelled", "timed_out"] | list[Literal["queued", "running", "completed", "failed", "cancelled", "timed_out"]] | msgspec.UnsetType = msgspec.UNSET
     agentId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
     sessionKey: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
     limit: Annotated[int, msgspec.Meta(ge=1, le=500)] | msgspec.UnsetType = msgspec.UNSET
@@ -2230,27 +1725,21 @@ class TasksListParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, o
     sortBy: Literal["updatedAt", "endedAt"] | msgspec.UnsetType = msgspec.UNSET
 
 
-class SessionsCatalogListParams(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class SessionsCatalogListParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`SessionsCatalogListParams` (`#/definitions/SessionsCatalogListParams`)."""
 
     catalogId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
     metadataOnly: bool | msgspec.UnsetType = msgspec.UNSET
     cursors: dict[str, str] | msgspec.UnsetType = msgspec.UNSET
     agentId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
-    progressId: Annotated[str, msgspec.Meta(min_length=1, max_length=128)] | msgspec.UnsetType = (
-        msgspec.UNSET
-    )
+    progressId: Annotated[str, msgspec.Meta(min_length=1, max_length=128)] | msgspec.UnsetType = msgspec.UNSET
     allowPartialResults: bool | msgspec.UnsetType = msgspec.UNSET
     search: str | msgspec.UnsetType = msgspec.UNSET
     limitPerHost: Annotated[int, msgspec.Meta(ge=1)] | msgspec.UnsetType = msgspec.UNSET
     hostIds: list[Annotated[str, msgspec.Meta(min_length=1)]] | msgspec.UnsetType = msgspec.UNSET
 
 
-class SessionsGroupsListParams(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class SessionsGroupsListParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`SessionsGroupsListParams` (`#/definitions/SessionsGroupsListParams`)."""
 
 
@@ -2258,36 +1747,23 @@ class SystemInfoParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, 
     """`SystemInfoParams` (`#/definitions/SystemInfoParams`)."""
 
 
-class UsersPrefsGetParams(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class UsersPrefsGetParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`UsersPrefsGetParams` (`#/definitions/UsersPrefsGetParams`)."""
 
     # Not enforced: `uniqueItems`.
-    keys: (
-        Annotated[
-            list[Annotated[str, msgspec.Meta(pattern="^.{1,256}\\Z")]], msgspec.Meta(max_length=32)
-        ]
-        | msgspec.UnsetType
-    ) = msgspec.UNSET
+    keys: Annotated[list[Annotated[str, msgspec.Meta(pattern="^.{1,256}\\Z")]], msgspec.Meta(max_length=32)] | msgspec.UnsetType = msgspec.UNSET
 
 
-class UsersPrefsSetParams(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class UsersPrefsSetParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`UsersPrefsSetParams` (`#/definitions/UsersPrefsSetParams`)."""
 
     # Any: not representable in msgspec: `patternProperties` ["^.{1,256}$"].
     entries: Annotated[dict[str, Any], msgspec.Meta(max_length=32)]
     # Any: not representable in msgspec: `patternProperties` ["^.{1,256}$"].
-    expectedEntries: Annotated[dict[str, Any], msgspec.Meta(max_length=32)] | msgspec.UnsetType = (
-        msgspec.UNSET
-    )
+    expectedEntries: Annotated[dict[str, Any], msgspec.Meta(max_length=32)] | msgspec.UnsetType = msgspec.UNSET
 
 
-class CronAddParamsOwner(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class CronAddParamsOwner(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`CronAddParams.owner`."""
 
     agentId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
@@ -2295,74 +1771,35 @@ class CronAddParamsOwner(
     accountId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
 
 
-class CronAddParamsScheduleAt(
-    msgspec.Struct,
-    frozen=True,
-    forbid_unknown_fields=True,
-    omit_defaults=True,
-    tag_field="kind",
-    tag="at",
-):
+class CronAddParamsScheduleAt(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True, tag_field="kind", tag="at"):
     """`CronAddParams.schedule` when `kind` is "at" (the tag)."""
 
     at: Annotated[str, msgspec.Meta(min_length=1)]
 
 
-class CronAddParamsScheduleEvery(
-    msgspec.Struct,
-    frozen=True,
-    forbid_unknown_fields=True,
-    omit_defaults=True,
-    tag_field="kind",
-    tag="every",
-):
+class CronAddParamsScheduleEvery(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True, tag_field="kind", tag="every"):
     """`CronAddParams.schedule` when `kind` is "every" (the tag)."""
 
     everyMs: Annotated[int, msgspec.Meta(ge=1, le=8640000000000000)]
-    anchorMs: Annotated[int, msgspec.Meta(ge=0, le=8640000000000000)] | msgspec.UnsetType = (
-        msgspec.UNSET
-    )
+    anchorMs: Annotated[int, msgspec.Meta(ge=0, le=8640000000000000)] | msgspec.UnsetType = msgspec.UNSET
 
 
-class CronAddParamsScheduleCron(
-    msgspec.Struct,
-    frozen=True,
-    forbid_unknown_fields=True,
-    omit_defaults=True,
-    tag_field="kind",
-    tag="cron",
-):
+class CronAddParamsScheduleCron(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True, tag_field="kind", tag="cron"):
     """`CronAddParams.schedule` when `kind` is "cron" (the tag)."""
 
     expr: Annotated[str, msgspec.Meta(min_length=1)]
     tz: str | msgspec.UnsetType = msgspec.UNSET
-    staggerMs: Annotated[int, msgspec.Meta(ge=0, le=8640000000000000)] | msgspec.UnsetType = (
-        msgspec.UNSET
-    )
+    staggerMs: Annotated[int, msgspec.Meta(ge=0, le=8640000000000000)] | msgspec.UnsetType = msgspec.UNSET
 
 
-class CronAddParamsScheduleOnExit(
-    msgspec.Struct,
-    frozen=True,
-    forbid_unknown_fields=True,
-    omit_defaults=True,
-    tag_field="kind",
-    tag="on-exit",
-):
+class CronAddParamsScheduleOnExit(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True, tag_field="kind", tag="on-exit"):
     """`CronAddParams.schedule` when `kind` is "on-exit" (the tag)."""
 
     command: Annotated[str, msgspec.Meta(min_length=1)]
     cwd: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
 
 
-class CronAddParamsScheduleStream(
-    msgspec.Struct,
-    frozen=True,
-    forbid_unknown_fields=True,
-    omit_defaults=True,
-    tag_field="kind",
-    tag="stream",
-):
+class CronAddParamsScheduleStream(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True, tag_field="kind", tag="stream"):
     """`CronAddParams.schedule` when `kind` is "stream" (the tag)."""
 
     command: Annotated[list[Annotated[str, msgspec.Meta(min_length=1)]], msgspec.Meta(min_length=1)]
@@ -2375,39 +1812,24 @@ class CronAddParamsScheduleStream(
     maxBatchBytes: int | msgspec.UnsetType = msgspec.UNSET
 
 
-class CronAddParamsPacing(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class CronAddParamsPacing(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`CronAddParams.pacing`.
 
     Dynamic-cadence bounds; at least one of min or max is required
     """
 
-    min: Annotated[str, msgspec.Meta(min_length=1, pattern="\\S")] | msgspec.UnsetType = (
-        msgspec.UNSET
-    )
-    max: Annotated[str, msgspec.Meta(min_length=1, pattern="\\S")] | msgspec.UnsetType = (
-        msgspec.UNSET
-    )
+    min: Annotated[str, msgspec.Meta(min_length=1, pattern="\\S")] | msgspec.UnsetType = msgspec.UNSET
+    max: Annotated[str, msgspec.Meta(min_length=1, pattern="\\S")] | msgspec.UnsetType = msgspec.UNSET
 
 
-class CronAddParamsTrigger(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class CronAddParamsTrigger(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`CronAddParams.trigger`."""
 
     script: Annotated[str, msgspec.Meta(min_length=1, max_length=65536)]
     once: bool | msgspec.UnsetType = msgspec.UNSET
 
 
-class CronAddParamsPayloadSystemEvent(
-    msgspec.Struct,
-    frozen=True,
-    forbid_unknown_fields=True,
-    omit_defaults=True,
-    tag_field="kind",
-    tag="systemEvent",
-):
+class CronAddParamsPayloadSystemEvent(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True, tag_field="kind", tag="systemEvent"):
     """`CronAddParams.payload` when `kind` is "systemEvent" (the tag)."""
 
     text: Annotated[str, msgspec.Meta(min_length=1)]
@@ -2415,14 +1837,7 @@ class CronAddParamsPayloadSystemEvent(
     toolsAllowIsDefault: bool | msgspec.UnsetType = msgspec.UNSET
 
 
-class CronAddParamsPayloadAgentTurn(
-    msgspec.Struct,
-    frozen=True,
-    forbid_unknown_fields=True,
-    omit_defaults=True,
-    tag_field="kind",
-    tag="agentTurn",
-):
+class CronAddParamsPayloadAgentTurn(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True, tag_field="kind", tag="agentTurn"):
     """`CronAddParams.payload` when `kind` is "agentTurn" (the tag)."""
 
     message: Annotated[str, msgspec.Meta(min_length=1)]
@@ -2436,14 +1851,7 @@ class CronAddParamsPayloadAgentTurn(
     toolsAllowIsDefault: bool | msgspec.UnsetType = msgspec.UNSET
 
 
-class CronAddParamsPayloadCommand(
-    msgspec.Struct,
-    frozen=True,
-    forbid_unknown_fields=True,
-    omit_defaults=True,
-    tag_field="kind",
-    tag="command",
-):
+class CronAddParamsPayloadCommand(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True, tag_field="kind", tag="command"):
     """`CronAddParams.payload` when `kind` is "command" (the tag)."""
 
     argv: Annotated[list[Annotated[str, msgspec.Meta(min_length=1)]], msgspec.Meta(min_length=1)]
@@ -2457,14 +1865,7 @@ class CronAddParamsPayloadCommand(
     toolsAllowIsDefault: bool | msgspec.UnsetType = msgspec.UNSET
 
 
-class CronAddParamsPayloadScript(
-    msgspec.Struct,
-    frozen=True,
-    forbid_unknown_fields=True,
-    omit_defaults=True,
-    tag_field="kind",
-    tag="script",
-):
+class CronAddParamsPayloadScript(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True, tag_field="kind", tag="script"):
     """`CronAddParams.payload` when `kind` is "script" (the tag)."""
 
     script: Annotated[str, msgspec.Meta(min_length=1, max_length=65536)]
@@ -2474,29 +1875,18 @@ class CronAddParamsPayloadScript(
     toolsAllowIsDefault: bool | msgspec.UnsetType = msgspec.UNSET
 
 
-class CronAddParamsDeliveryNoneFailureDestination(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class CronAddParamsDeliveryNoneFailureDestination(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`CronAddParams.delivery.failureDestination`."""
 
     # Any: not representable in msgspec: union with several str types (`Annotated[str,
     # msgspec.Meta(min_length=1, pattern="\\S")]`, `Literal["last"]`).
     channel: Any | msgspec.UnsetType = msgspec.UNSET
-    to: Annotated[str, msgspec.Meta(min_length=1, pattern="\\S")] | msgspec.UnsetType = (
-        msgspec.UNSET
-    )
+    to: Annotated[str, msgspec.Meta(min_length=1, pattern="\\S")] | msgspec.UnsetType = msgspec.UNSET
     accountId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
     mode: Literal["announce", "webhook"] | msgspec.UnsetType = msgspec.UNSET
 
 
-class CronAddParamsDeliveryNone(
-    msgspec.Struct,
-    frozen=True,
-    forbid_unknown_fields=True,
-    omit_defaults=True,
-    tag_field="mode",
-    tag="none",
-):
+class CronAddParamsDeliveryNone(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True, tag_field="mode", tag="none"):
     """`CronAddParams.delivery` when `mode` is "none" (the tag)."""
 
     # Any: not representable in msgspec: union with several str types (`Annotated[str,
@@ -2505,46 +1895,29 @@ class CronAddParamsDeliveryNone(
     threadId: str | float | msgspec.UnsetType = msgspec.UNSET
     accountId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
     bestEffort: bool | msgspec.UnsetType = msgspec.UNSET
-    failureDestination: CronAddParamsDeliveryNoneFailureDestination | msgspec.UnsetType = (
-        msgspec.UNSET
-    )
-    to: Annotated[str, msgspec.Meta(min_length=1, pattern="\\S")] | msgspec.UnsetType = (
-        msgspec.UNSET
-    )
+    failureDestination: CronAddParamsDeliveryNoneFailureDestination | msgspec.UnsetType = msgspec.UNSET
+    to: Annotated[str, msgspec.Meta(min_length=1, pattern="\\S")] | msgspec.UnsetType = msgspec.UNSET
 
 
-class CronAddParamsDeliveryAnnounceFailureDestination(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class CronAddParamsDeliveryAnnounceFailureDestination(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`CronAddParams.delivery.failureDestination`."""
 
     # Any: not representable in msgspec: union with several str types (`Annotated[str,
     # msgspec.Meta(min_length=1, pattern="\\S")]`, `Literal["last"]`).
     channel: Any | msgspec.UnsetType = msgspec.UNSET
-    to: Annotated[str, msgspec.Meta(min_length=1, pattern="\\S")] | msgspec.UnsetType = (
-        msgspec.UNSET
-    )
+    to: Annotated[str, msgspec.Meta(min_length=1, pattern="\\S")] | msgspec.UnsetType = msgspec.UNSET
     accountId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
     mode: Literal["announce", "webhook"] | msgspec.UnsetType = msgspec.UNSET
 
 
-class CronAddParamsDeliveryAnnounceCompletionDestination(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class CronAddParamsDeliveryAnnounceCompletionDestination(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`CronAddParams.delivery.completionDestination`."""
 
     mode: Literal["webhook"]
     to: Annotated[str, msgspec.Meta(min_length=1, pattern="\\S")]
 
 
-class CronAddParamsDeliveryAnnounce(
-    msgspec.Struct,
-    frozen=True,
-    forbid_unknown_fields=True,
-    omit_defaults=True,
-    tag_field="mode",
-    tag="announce",
-):
+class CronAddParamsDeliveryAnnounce(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True, tag_field="mode", tag="announce"):
     """`CronAddParams.delivery` when `mode` is "announce" (the tag)."""
 
     # Any: not representable in msgspec: union with several str types (`Annotated[str,
@@ -2553,40 +1926,23 @@ class CronAddParamsDeliveryAnnounce(
     threadId: str | float | msgspec.UnsetType = msgspec.UNSET
     accountId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
     bestEffort: bool | msgspec.UnsetType = msgspec.UNSET
-    failureDestination: CronAddParamsDeliveryAnnounceFailureDestination | msgspec.UnsetType = (
-        msgspec.UNSET
-    )
-    completionDestination: (
-        CronAddParamsDeliveryAnnounceCompletionDestination | msgspec.UnsetType
-    ) = msgspec.UNSET
-    to: Annotated[str, msgspec.Meta(min_length=1, pattern="\\S")] | msgspec.UnsetType = (
-        msgspec.UNSET
-    )
+    failureDestination: CronAddParamsDeliveryAnnounceFailureDestination | msgspec.UnsetType = msgspec.UNSET
+    completionDestination: CronAddParamsDeliveryAnnounceCompletionDestination | msgspec.UnsetType = msgspec.UNSET
+    to: Annotated[str, msgspec.Meta(min_length=1, pattern="\\S")] | msgspec.UnsetType = msgspec.UNSET
 
 
-class CronAddParamsDeliveryWebhookFailureDestination(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class CronAddParamsDeliveryWebhookFailureDestination(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`CronAddParams.delivery.failureDestination`."""
 
     # Any: not representable in msgspec: union with several str types (`Annotated[str,
     # msgspec.Meta(min_length=1, pattern="\\S")]`, `Literal["last"]`).
     channel: Any | msgspec.UnsetType = msgspec.UNSET
-    to: Annotated[str, msgspec.Meta(min_length=1, pattern="\\S")] | msgspec.UnsetType = (
-        msgspec.UNSET
-    )
+    to: Annotated[str, msgspec.Meta(min_length=1, pattern="\\S")] | msgspec.UnsetType = msgspec.UNSET
     accountId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
     mode: Literal["announce", "webhook"] | msgspec.UnsetType = msgspec.UNSET
 
 
-class CronAddParamsDeliveryWebhook(
-    msgspec.Struct,
-    frozen=True,
-    forbid_unknown_fields=True,
-    omit_defaults=True,
-    tag_field="mode",
-    tag="webhook",
-):
+class CronAddParamsDeliveryWebhook(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True, tag_field="mode", tag="webhook"):
     """`CronAddParams.delivery` when `mode` is "webhook" (the tag)."""
 
     to: Annotated[str, msgspec.Meta(min_length=1, pattern="\\S")]
@@ -2596,23 +1952,17 @@ class CronAddParamsDeliveryWebhook(
     threadId: str | float | msgspec.UnsetType = msgspec.UNSET
     accountId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
     bestEffort: bool | msgspec.UnsetType = msgspec.UNSET
-    failureDestination: CronAddParamsDeliveryWebhookFailureDestination | msgspec.UnsetType = (
-        msgspec.UNSET
-    )
+    failureDestination: CronAddParamsDeliveryWebhookFailureDestination | msgspec.UnsetType = msgspec.UNSET
 
 
-class CronAddParamsFailureAlert(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
-):
+class CronAddParamsFailureAlert(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`CronAddParams.failureAlert`."""
 
     after: Annotated[int, msgspec.Meta(ge=1)] | msgspec.UnsetType = msgspec.UNSET
     # Any: not representable in msgspec: union with several str types (`Annotated[str,
     # msgspec.Meta(min_length=1, pattern="\\S")]`, `Literal["last"]`).
     channel: Any | msgspec.UnsetType = msgspec.UNSET
-    to: Annotated[str, msgspec.Meta(min_length=1, pattern="\\S")] | msgspec.UnsetType = (
-        msgspec.UNSET
-    )
+    to: Annotated[str, msgspec.Meta(min_length=1, pattern="\\S")] | msgspec.UnsetType = msgspec.UNSET
     cooldownMs: Annotated[int, msgspec.Meta(ge=0)] | msgspec.UnsetType = msgspec.UNSET
     includeSkipped: bool | msgspec.UnsetType = msgspec.UNSET
     mode: Literal["announce", "webhook"] | msgspec.UnsetType = msgspec.UNSET
@@ -2623,48 +1973,24 @@ class CronAddParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omi
     """`CronAddParams` (`#/definitions/CronAddParams`)."""
 
     name: Annotated[str, msgspec.Meta(min_length=1)]
-    schedule: (
-        CronAddParamsScheduleAt
-        | CronAddParamsScheduleEvery
-        | CronAddParamsScheduleCron
-        | CronAddParamsScheduleOnExit
-        | CronAddParamsScheduleStream
-    )
+    schedule: CronAddParamsScheduleAt | CronAddParamsScheduleEvery | CronAddParamsScheduleCron | CronAddParamsScheduleOnExit | CronAddParamsScheduleStream
     # Any: not representable in msgspec: union with several str types (`Annotated[str,
     # msgspec.Meta(pattern="^session:.+")]`, `Literal["main", "isolated", "current"]`).
     sessionTarget: Any
     wakeMode: Literal["next-heartbeat", "now"]
-    payload: (
-        CronAddParamsPayloadSystemEvent
-        | CronAddParamsPayloadAgentTurn
-        | CronAddParamsPayloadCommand
-        | CronAddParamsPayloadScript
-    )
-    declarationKey: (
-        Annotated[str, msgspec.Meta(min_length=1, max_length=200, pattern="\\S")]
-        | msgspec.UnsetType
-    ) = msgspec.UNSET
-    displayName: (
-        Annotated[str, msgspec.Meta(min_length=1, max_length=200, pattern="\\S")]
-        | msgspec.UnsetType
-    ) = msgspec.UNSET
+    payload: CronAddParamsPayloadSystemEvent | CronAddParamsPayloadAgentTurn | CronAddParamsPayloadCommand | CronAddParamsPayloadScript
+    declarationKey: Annotated[str, msgspec.Meta(min_length=1, max_length=200, pattern="\\S")] | msgspec.UnsetType = msgspec.UNSET
+    displayName: Annotated[str, msgspec.Meta(min_length=1, max_length=200, pattern="\\S")] | msgspec.UnsetType = msgspec.UNSET
     owner: CronAddParamsOwner | msgspec.UnsetType = msgspec.UNSET
     agentId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType | None = msgspec.UNSET
-    sessionKey: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType | None = (
-        msgspec.UNSET
-    )
+    sessionKey: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType | None = msgspec.UNSET
     description: str | msgspec.UnsetType = msgspec.UNSET
     enabled: bool | msgspec.UnsetType = msgspec.UNSET
     deleteAfterRun: bool | msgspec.UnsetType = msgspec.UNSET
     # Dynamic-cadence bounds; at least one of min or max is required
     pacing: CronAddParamsPacing | msgspec.UnsetType = msgspec.UNSET
     trigger: CronAddParamsTrigger | msgspec.UnsetType = msgspec.UNSET
-    delivery: (
-        CronAddParamsDeliveryNone
-        | CronAddParamsDeliveryAnnounce
-        | CronAddParamsDeliveryWebhook
-        | msgspec.UnsetType
-    ) = msgspec.UNSET
+    delivery: CronAddParamsDeliveryNone | CronAddParamsDeliveryAnnounce | CronAddParamsDeliveryWebhook | msgspec.UnsetType = msgspec.UNSET
     failureAlert: Literal[False] | CronAddParamsFailureAlert | msgspec.UnsetType = msgspec.UNSET
 
 
@@ -2678,12 +2004,8 @@ class CronListParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, om
     offset: Annotated[int, msgspec.Meta(ge=0)] | msgspec.UnsetType = msgspec.UNSET
     query: str | msgspec.UnsetType = msgspec.UNSET
     enabled: Literal["all", "enabled", "disabled"] | msgspec.UnsetType = msgspec.UNSET
-    scheduleKind: Literal["all", "at", "every", "cron", "on-exit", "stream"] | msgspec.UnsetType = (
-        msgspec.UNSET
-    )
-    lastRunStatus: Literal["all", "ok", "error", "skipped", "unknown"] | msgspec.UnsetType = (
-        msgspec.UNSET
-    )
+    scheduleKind: Literal["all", "at", "every", "cron", "on-exit", "stream"] | msgspec.UnsetType = msgspec.UNSET
+    lastRunStatus: Literal["all", "ok", "error", "skipped", "unknown"] | msgspec.UnsetType = msgspec.UNSET
     trigger: Literal["all", "conditional", "unconditional"] | msgspec.UnsetType = msgspec.UNSET
     sortBy: Literal["nextRunAtMs", "updatedAtMs", "name"] | msgspec.UnsetType = msgspec.UNSET
     sortDir: Literal["asc", "desc"] | msgspec.UnsetType = msgspec.UNSET
@@ -2697,30 +2019,15 @@ class CronRunsParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, om
 
     agentId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
     scope: Literal["job", "all"] | msgspec.UnsetType = msgspec.UNSET
-    id: Annotated[str, msgspec.Meta(min_length=1, pattern="^[^/\\\\]+\\Z")] | msgspec.UnsetType = (
-        msgspec.UNSET
-    )
-    jobId: (
-        Annotated[str, msgspec.Meta(min_length=1, pattern="^[^/\\\\]+\\Z")] | msgspec.UnsetType
-    ) = msgspec.UNSET
+    id: Annotated[str, msgspec.Meta(min_length=1, pattern="^[^/\\\\]+\\Z")] | msgspec.UnsetType = msgspec.UNSET
+    jobId: Annotated[str, msgspec.Meta(min_length=1, pattern="^[^/\\\\]+\\Z")] | msgspec.UnsetType = msgspec.UNSET
     runId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
     limit: Annotated[int, msgspec.Meta(ge=1, le=200)] | msgspec.UnsetType = msgspec.UNSET
     offset: Annotated[int, msgspec.Meta(ge=0)] | msgspec.UnsetType = msgspec.UNSET
-    statuses: (
-        Annotated[list[Literal["ok", "error", "skipped"]], msgspec.Meta(min_length=1, max_length=3)]
-        | msgspec.UnsetType
-    ) = msgspec.UNSET
+    statuses: Annotated[list[Literal["ok", "error", "skipped"]], msgspec.Meta(min_length=1, max_length=3)] | msgspec.UnsetType = msgspec.UNSET
     status: Literal["all", "ok", "error", "skipped"] | msgspec.UnsetType = msgspec.UNSET
-    deliveryStatuses: (
-        Annotated[
-            list[Literal["delivered", "not-delivered", "unknown", "not-requested"]],
-            msgspec.Meta(min_length=1, max_length=4),
-        ]
-        | msgspec.UnsetType
-    ) = msgspec.UNSET
-    deliveryStatus: (
-        Literal["delivered", "not-delivered", "unknown", "not-requested"] | msgspec.UnsetType
-    ) = msgspec.UNSET
+    deliveryStatuses: Annotated[list[Literal["delivered", "not-delivered", "unknown", "not-requested"]], msgspec.Meta(min_length=1, max_length=4)] | msgspec.UnsetType = msgspec.UNSET
+    deliveryStatus: Literal["delivered", "not-delivered", "unknown", "not-requested"] | msgspec.UnsetType = msgspec.UNSET
     query: str | msgspec.UnsetType = msgspec.UNSET
     sortDir: Literal["asc", "desc"] | msgspec.UnsetType = msgspec.UNSET
 

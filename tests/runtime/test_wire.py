@@ -35,7 +35,7 @@ from runtime.protocol._wire import (
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 GENERATOR = REPO_ROOT / "scripts" / "gen_protocol.py"
-WIRE = REPO_ROOT / "runtime" / "_wire.py"
+WIRE = REPO_ROOT / "runtime" / "protocol" / "_wire.py"
 SHARED = Path(os.environ.get("CLAWLANE_SHARED_DIR") or REPO_ROOT.parent / "shared")
 SCHEMA = SHARED / "openclaw-protocol" / "protocol.schema.json"
 NEWER = SCHEMA.with_name("openclaw-2026.9.6-definitions.json")
