@@ -12,7 +12,8 @@
 - `AcceptedRun`, `JournalRow`, `accepted_row`: the run journal (accepted runs, durable
   before their ack); `recover_runs`, `RecoveredRun`, `RecoveryReport`, `replay_terminal`:
   what a start makes of it.
-- Cluster primitives (not wired into the gateway yet): `Leases` (`Lease`, `HeldLease`,
+- Cluster primitives (the gateway uses `NodeRecords` and `run_single_owner`; the rest is not
+  wired yet): `Leases` (`Lease`, `HeldLease`,
   fencing tokens), `Claims` (`Claim`), `RunStreams` (`StreamEntry`, `StreamRead`),
   `Generations` (`Version`), `run_single_owner`; bundled per node as a `Cluster` by
   `open_cluster` (Redis with `cluster.redis.url`, else `open_local_cluster`) or
@@ -45,6 +46,7 @@ from ._cluster import Lease as Lease
 from ._cluster import LeaseBusy as LeaseBusy
 from ._cluster import LeaseLost as LeaseLost
 from ._cluster import Leases as Leases
+from ._cluster import NodeRecords as NodeRecords
 from ._cluster import RunStreams as RunStreams
 from ._cluster import StreamEntry as StreamEntry
 from ._cluster import StreamGap as StreamGap
@@ -147,6 +149,7 @@ __all__ = [
     "LeaseLost",
     "Leases",
     "LocalLease",
+    "NodeRecords",
     "PostgresBackend",
     "PublishConflict",
     "PublishResult",

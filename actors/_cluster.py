@@ -11,6 +11,8 @@
 - `RunStreams`: a run's event frames in order of their per-run `seq` (from 1, no gaps),
   bounded, readable from a seq by any node and followed until the terminal frame.
 - `Generations`: a config version number and its payload, published to every subscriber.
+- `NodeRecords`: each node's heartbeat record (its id, when it started, its load), kept
+  with an expiry and renewed while the node lives; a node that stops renewing drops out.
 
 Two implementations: `actors._cluster_local` (one process, the default: what a single
 gateway uses) and `actors._redis` (Redis, several nodes). The contract tests in
@@ -53,6 +55,7 @@ __all__ = [
     "LeaseBusy",
     "LeaseLost",
     "Leases",
+    "NodeRecords",
     "RunStreams",
     "StreamEntry",
     "StreamGap",
@@ -346,3 +349,22 @@ class Generations(abc.ABC):
         the current version (if any), then each newer one. A slow subscriber skips to the
         newest (versions are replaced whole, never merged). Subscribed when the block is
         entered: no publish after that is missed."""
+
+
+class NodeRecords(abc.ABC):
+    """The nodes' heartbeat records. Checkpoints; `ClusterUnavailable`."""
+
+    def __init__(self, *, node_id: str) -> None:
+        self.node_id = node_id
+
+    @abc.abstractmethod
+    async def beat(self, record: bytes, *, ttl_s: float) -> None:
+        """Store this node's `record`, expiring `ttl_s` from now unless beaten again."""
+
+    @abc.abstractmethod
+    async def forget(self) -> None:
+        """Remove this node's record (a node leaving cleanly)."""
+
+    @abc.abstractmethod
+    async def all(self) -> dict[str, bytes]:
+        """Every live node's record, by node id."""

@@ -26,6 +26,7 @@ from ._cluster import (
     Generations,
     Lease,
     Leases,
+    NodeRecords,
     RunStreams,
     StreamEntry,
     StreamGap,
@@ -38,6 +39,7 @@ __all__ = [
     "LocalClaims",
     "LocalGenerations",
     "LocalLeases",
+    "LocalNodeRecords",
     "LocalRunStreams",
     "next_token",
     "open_local_cluster",
@@ -59,6 +61,7 @@ class Cluster:
     claims: Claims
     streams: RunStreams
     generations: Generations
+    nodes: NodeRecords
     backend: str
 
 
@@ -272,6 +275,34 @@ class _LocalSubscription:
             await self._generations._changed.wait()
 
 
+class LocalNodeRecords(NodeRecords):
+    """In-process records; `view` gives another node's handle on the same table."""
+
+    def __init__(self, *, node_id: str) -> None:
+        super().__init__(node_id=node_id)
+        self._records: dict[str, tuple[bytes, float]] = {}
+
+    def view(self, node_id: str) -> LocalNodeRecords:
+        other = LocalNodeRecords(node_id=node_id)
+        other._records = self._records
+        return other
+
+    async def beat(self, record: bytes, *, ttl_s: float) -> None:
+        await trio.lowlevel.checkpoint()
+        self._records[self.node_id] = (record, trio.current_time() + ttl_s)
+
+    async def forget(self) -> None:
+        await trio.lowlevel.checkpoint()
+        self._records.pop(self.node_id, None)
+
+    async def all(self) -> dict[str, bytes]:
+        await trio.lowlevel.checkpoint()
+        now = trio.current_time()
+        for node_id in [n for n, (_, until) in self._records.items() if until <= now]:
+            del self._records[node_id]
+        return {node_id: record for node_id, (record, _) in self._records.items()}
+
+
 @asynccontextmanager
 async def open_local_cluster(
     *, node_id: str = "local", lease_ttl_s: float = DEFAULT_LEASE_TTL_S
@@ -285,5 +316,6 @@ async def open_local_cluster(
         claims=LocalClaims(),
         streams=LocalRunStreams(),
         generations=LocalGenerations(),
+        nodes=LocalNodeRecords(node_id=node_id),
         backend="local",
     )

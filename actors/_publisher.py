@@ -184,6 +184,9 @@ class Publisher:
         self.poll_interval_s = poll_interval_s
         self.debounce_s = debounce_s
         self.build_in_thread = build_in_thread
+        self.watch_files = True
+        """False: `poll_once` leaves the files alone (in a cluster, another node watches
+        them: `own_file_watch`)."""
         self.on_publish: list[Callable[[ModelRuntimeGeneration], None]] = []
         self.last_error: PublishFailure | None = None
         self._lock = trio.Lock()
@@ -520,6 +523,17 @@ class Publisher:
             self._wake = trio.Event()
             await self.poll_once()
 
+    async def own_file_watch(self) -> None:
+        """Watch the files until cancelled (in a cluster: while this node holds the watch's
+        lease); a change made while another node watched them is seen at once. Without
+        this task and with `watch_files` False the files are not watched."""
+        self.watch_files = True
+        self.trigger()
+        try:
+            await trio.sleep_forever()
+        finally:
+            self.watch_files = False
+
     async def prime(self) -> None:
         """Take the baseline of the watched files, and publish them if they no longer match
         the serving generation (reason `startup`). A checkpoint."""
@@ -531,7 +545,7 @@ class Publisher:
     async def poll_once(self) -> None:
         """One watcher step: files changed → wait until quiet for `debounce_s` → reload;
         plugin registry changed → republish; then `sweep`. A checkpoint."""
-        if self._files_changed():
+        if self.watch_files and self._files_changed():
             while True:
                 await trio.sleep(self.debounce_s)
                 if not self._files_changed():
@@ -597,4 +611,5 @@ class Publisher:
             "lastError": s.last_error.to_json() if s.last_error else None,
             "configPath": str(self.config_path) if self.config_path else None,
             "watching": list(s.watching),
+            "watchingFiles": self.watch_files,
         }

@@ -10,6 +10,8 @@ Keys, under the configured prefix `P` (`cluster.redis.keyPrefix`):
   trimmed with `MAXLEN ~`; expires `ended_ttl_s` after its terminal frame (and
   `idle_ttl_s` after any frame, for runs whose node died).
 - `P generation` = `<number>:<data>`, announced on the pub/sub channel `P generation`.
+- `P node:<id>` a node's heartbeat record with a PX expiry; `P nodes` the set of node ids
+  (an id whose record has expired is removed when the records are read).
 
 Errors: a connection that cannot be made or a reply that does not come is
 `ClusterUnavailable` (the client reconnects by itself on the next call: a dropped connection
@@ -42,6 +44,7 @@ from ._cluster import (
     Generations,
     Lease,
     Leases,
+    NodeRecords,
     RunStreams,
     StreamEntry,
     StreamGap,
@@ -54,6 +57,7 @@ __all__ = [
     "RedisClaims",
     "RedisGenerations",
     "RedisLeases",
+    "RedisNodeRecords",
     "RedisRunStreams",
     "RedisSubscription",
     "open_cluster",
@@ -131,6 +135,19 @@ local value = tostring(n + 1) .. ':' .. ARGV[1]
 redis.call('SET', KEYS[1], value)
 redis.call('PUBLISH', ARGV[3], value)
 return n + 1
+"""
+_NODES: Final = """
+local out = {}
+for _, id in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+  local record = redis.call('GET', ARGV[1] .. id)
+  if record then
+    table.insert(out, id)
+    table.insert(out, record)
+  else
+    redis.call('SREM', KEYS[1], id)
+  end
+end
+return out
 """
 
 
@@ -347,6 +364,33 @@ class RedisGenerations(Generations):
                 yield RedisSubscription(self, subscribed)
 
 
+class RedisNodeRecords(NodeRecords):
+    def __init__(self, client: Client, *, prefix: str, node_id: str) -> None:
+        super().__init__(node_id=node_id)
+        self._client = client
+        self._prefix = prefix
+        self._nodes = client.register_script(_NODES)
+
+    async def beat(self, record: bytes, *, ttl_s: float) -> None:
+        key = f"{self._prefix}node:{self.node_id}"
+        with _mapped("node heartbeat"):
+            await self._client.set(key, record, px=max(1, int(ttl_s * 1000)))
+            await self._client.sadd(f"{self._prefix}nodes", [self.node_id])
+
+    async def forget(self) -> None:
+        with _mapped("node forget"):
+            await self._client.delete([f"{self._prefix}node:{self.node_id}"])
+            await self._client.srem(f"{self._prefix}nodes", [self.node_id])
+
+    async def all(self) -> dict[str, bytes]:
+        with _mapped("node records"):
+            reply: Any = await self._nodes(
+                keys=[f"{self._prefix}nodes"], args=[f"{self._prefix}node:"]
+            )
+        flat = [bytes(item) for item in reply]
+        return {flat[i].decode(): flat[i + 1] for i in range(0, len(flat), 2)}
+
+
 @asynccontextmanager
 async def open_redis_cluster(
     url: str,
@@ -379,6 +423,7 @@ async def open_redis_cluster(
             claims=RedisClaims(client, prefix=prefix),
             streams=RedisRunStreams(client, prefix=prefix),
             generations=RedisGenerations(client, prefix=prefix),
+            nodes=RedisNodeRecords(client, prefix=prefix, node_id=node_id),
             backend="redis",
         )
 

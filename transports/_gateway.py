@@ -71,6 +71,7 @@ from ._admission import (
 from ._auth import AuthConfigError, AuthSettings
 from ._auth import auth_settings as _auth_settings
 from ._auth import is_loopback as is_loopback
+from ._cluster_node import ClusterNode, open_node, start_node
 from ._connection import ClientConnection
 from ._connlog import log_connection_closed, log_connection_opened
 from ._errors import TransportError
@@ -180,6 +181,7 @@ class Gateway:
         self.publisher: Publisher | None = None  # set by open_gateway (issue 3)
         self.cron: CronScheduler | None = None  # set by open_gateway (issue 15)
         self.recovery: RecoveryReport | None = None  # set by open_gateway (issue 12)
+        self.node: ClusterNode | None = None  # with cluster.redis.url (issue 16)
         self.methods = Methods(self)
         self.connections: dict[str, ClientConnection] = {}
         self._ids = itertools.count(1)
@@ -334,6 +336,9 @@ class Gateway:
         if conn.client_mode in PRESENCE_MODES:
             self._presence_changed()
         log_connection_opened(conn)
+
+    async def cluster_view(self) -> dict[str, Any] | None:  # the nodes (issue 16)
+        return await self.node.view() if self.node is not None else None
 
     def readiness_failures(self) -> list[str]:
         """What keeps `/readyz` from 200: the store closed, no generation published,
@@ -537,7 +542,7 @@ async def _own_state_dir(state_dir: Path) -> AsyncIterator[None]:
 async def _run_cron(
     gateway: Gateway, store: Any, clock: Callable[[], int], *, task_status: trio.TaskStatus[None]
 ) -> None:
-    """The cron scheduler (issue 15), for the gateway's lifetime."""
+    """The cron scheduler (issue 15), for the gateway's lifetime (or the node's lease)."""
     async with open_cron(
         gateway.supervisor, SqliteCronStore(store), emit=gateway.emit_cron, clock=clock
     ) as cron:
@@ -557,6 +562,7 @@ async def open_gateway(config: Config, options: GatewayOptions) -> AsyncIterator
     port = options.port if options.port is not None else config.gateway.port
     async with (
         _own_state_dir(options.state_dir),  # one gateway per state dir (issue 15)
+        open_node(config) as node,  # with cluster.redis.url: this node (issue 16)
         open_store_backend(config, options.state_dir) as store,  # SQLite or PostgreSQL
         open_supervisor(
             generation=generation, store=store, workspace_root=options.state_dir / "workspaces"
@@ -564,6 +570,7 @@ async def open_gateway(config: Config, options: GatewayOptions) -> AsyncIterator
     ):
         del generation  # the supervisor holds the serving one; a pinned one never retires
         gateway = await _make_gateway(config, options, supervisor, auth, pairing)
+        gateway.node = node
         hooks = supervisor.hooks
         async with trio.open_nursery() as nursery:
             await _start_services(gateway, nursery, builder, store, options)
@@ -647,14 +654,19 @@ async def _start_services(
     options: GatewayOptions,
 ) -> None:
     """The publisher (issue 3), the HTTP routes and the chart sampler (issue 14), the cron
-    scheduler (issue 15), each a task of `nursery`."""
-    gateway.publisher = Publisher(
+    scheduler (issue 15), each a task of `nursery`; a cluster node's (issue 16) too."""
+    publisher = gateway.publisher = Publisher(
         gateway.supervisor, builder=builder, config_path=options.config_path
     )
-    await nursery.start(gateway.publisher.run)
+    if gateway.node is not None:
+        ignored = trio.TASK_STATUS_IGNORED
+        cron = lambda: _run_cron(gateway, store, options.cron_clock, task_status=ignored)  # noqa: E731
+        await start_node(gateway.node, nursery, gateway, publisher=publisher, cron=cron)
+    await nursery.start(publisher.run)
     gateway.http_routes = HttpRoutes(gateway, await trio.to_thread.run_sync(load_dashboard))
     nursery.start_soon(gateway.sampler.run)
-    await nursery.start(_run_cron, gateway, store, options.cron_clock)
+    if gateway.node is None:
+        await nursery.start(_run_cron, gateway, store, options.cron_clock)
 
 
 async def _accept(

@@ -7,7 +7,7 @@ Exit codes of `clawlane gateway` (the whole CLI's table is in `_cli`'s doc):
   that does not exist or does not decode, an unsafe auth setting);
 - 4 `EXIT_ENVIRONMENT`: the gateway cannot run here (the port is in use or the address is
   not available, the state dir cannot be created, read or written, the store cannot be
-  opened);
+  opened, the cluster's Redis cannot be reached);
 - 1: the gateway stopped on an unexpected error (the line says which; `--log-level debug`
   logs the traceback).
 
@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Final
 
-from actors import StoreError
+from actors import ClusterUnavailable, StoreError
 from runtime.model import ConfigError
 
 from ._errors import TransportError
@@ -136,6 +136,8 @@ def explain_failure(exc: BaseException, *, host: str, port: int) -> StartupError
             )
         if isinstance(leaf, OSError) and leaf.filename:
             return StartupError(f"cannot use {leaf.filename}: {_reason(leaf)}", EXIT_ENVIRONMENT)
+        if isinstance(leaf, ClusterUnavailable):
+            return StartupError(str(leaf), EXIT_ENVIRONMENT)
         if isinstance(leaf, sqlite3.Error | StoreError):
             return StartupError(f"cannot open the store: {leaf}", EXIT_ENVIRONMENT)
         if isinstance(leaf, OSError) and leaf.errno is not None:

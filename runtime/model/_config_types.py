@@ -276,11 +276,14 @@ class ClusterRedisConfig(_Strict, frozen=True):
 
 class ClusterConfig(_Strict, frozen=True):
     """`cluster.*` (clawlane): leases, idempotency claims, run streams and generations shared
-    between nodes (`actors._cluster`; not yet used by the gateway). `leaseTtlMs` bounds how
-    long a dead node's sessions and jobs stay owned."""
+    between nodes (`actors._cluster`). With `redis.url` the gateway is a node: it keeps a
+    heartbeat record (listed by `status` and `health`) and runs cron and the config file
+    watch on one node at a time. `leaseTtlMs` bounds how long a dead node's jobs stay owned
+    (and its record listed). `nodeId`: this node's id (default: hostname-pid-random)."""
 
     redis: ClusterRedisConfig = ClusterRedisConfig()
     leaseTtlMs: Annotated[int, msgspec.Meta(ge=100, le=600_000)] = 5_000
+    nodeId: Annotated[str, msgspec.Meta(min_length=1, max_length=200)] | None = None
 
 
 class PostgresStorageConfig(_Strict, frozen=True):

@@ -18,7 +18,7 @@ import pytest
 import trio
 
 from actors._cluster import ClusterUnavailable, Lease
-from actors._cluster_local import Cluster, LocalLeases, open_local_cluster
+from actors._cluster_local import Cluster, LocalLeases, LocalNodeRecords, open_local_cluster
 from actors._redis import open_redis_cluster
 
 REDIS_URL = os.environ.get("CLAWLANE_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
@@ -61,12 +61,14 @@ class Nodes:
         else:
             first = self._nodes[0]
             assert isinstance(first.leases, LocalLeases)
+            assert isinstance(first.nodes, LocalNodeRecords)
             node = Cluster(
                 node_id=node_id,
                 leases=first.leases.view(node_id),
                 claims=first.claims,
                 streams=first.streams,
                 generations=first.generations,
+                nodes=first.nodes.view(node_id),
                 backend="local",
             )
         self._nodes.append(node)

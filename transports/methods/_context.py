@@ -151,6 +151,10 @@ class Host(Protocol):
 
     def now_ms(self) -> int: ...
 
+    async def cluster_view(self) -> dict[str, Any] | None:
+        """The cluster's nodes (issue 16), None without `cluster.redis.url`."""
+        ...
+
     def presence(self) -> list[dict[str, Any]]: ...
 
     def pairing_event(self, event: str, payload: dict[str, Any]) -> None:

@@ -142,7 +142,15 @@ async def health_view(gw: Host, *, extras: bool = True) -> dict[str, Any]:
             "sessions": {"active": sup.sessions, "busy": sup.busy_sessions},
             "runs": {"active": gw.registry.statistics().active_runs},
         }
+        await add_cluster(gw, view["clawlane"])
     return view
+
+
+async def add_cluster(gw: Host, block: dict[str, Any]) -> None:
+    """The cluster's nodes (issue 16) under clawlane's block, with `cluster.redis.url`."""
+    cluster = await gw.cluster_view()
+    if cluster is not None:
+        block["cluster"] = cluster
 
 
 def clawlane_status(gw: Host) -> dict[str, Any]:
@@ -278,6 +286,7 @@ async def status_view(gw: Host, *, cli_projection: bool = False) -> dict[str, An
         },
         "clawlane": clawlane_status(gw),
     }
+    await add_cluster(gw, view["clawlane"])
     if cli_projection:
         view["cliProjection"] = {
             "agents": {

@@ -1,0 +1,230 @@
+"""Gateways as cluster nodes (issue 16 items 1 and 8): two gateways in this process, each
+with its own state dir, sharing one PostgreSQL schema and one Redis (under a random key
+prefix): both list each other in `status` and `health`; cron and the config file watch run
+on exactly one of them, and the other takes over when that one closes; a Redis that cannot
+be reached at start is one line and exit 4. Skipped, saying why, only when Redis or
+PostgreSQL cannot be reached."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import socket
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from actors import CronScheduler
+from runtime.model._config import Config
+from tests.actors._cluster_nodes import REDIS_URL, drop_prefix, redis_or_skip
+from tests.actors._databases import pg_url
+from tests.conftest import local_config, open_client, running_gateway
+from transports import Gateway, GatewayRequestError
+
+__all__ = ["pg_url"]  # the fixture, used by name
+
+ADMIN = ["operator.admin", "operator.read", "operator.write"]
+TTL_MS = 1_000
+CLI = [sys.executable, "-c", "import sys; from transports._cli import main; sys.exit(main())"]
+
+
+def node_config(pg: str, prefix: str, node_id: str) -> Config:
+    return local_config(
+        gateway__auth={"mode": "none"},
+        storage={"backend": "postgres", "postgres": {"url": pg}},
+        cluster={
+            "redis": {"url": REDIS_URL, "keyPrefix": prefix},
+            "leaseTtlMs": TTL_MS,
+            "nodeId": node_id,
+        },
+    )
+
+
+class Node:
+    """A gateway running in a task of its own, so that either can be closed first."""
+
+    def __init__(self, gw: Gateway, stop: trio.Event, stopped: trio.Event) -> None:
+        self.gw = gw
+        self._stop = stop
+        self.stopped = stopped
+
+    async def close(self) -> None:
+        self._stop.set()
+        await self.stopped.wait()
+
+
+async def _serve(
+    tmp: Path, config: Config, stop: trio.Event, stopped: trio.Event, *, task_status: Any
+) -> None:
+    try:
+        async with running_gateway(tmp, config) as gw:
+            task_status.started(gw)
+            await stop.wait()
+    finally:
+        stopped.set()
+
+
+@asynccontextmanager
+async def two_nodes(tmp_path: Path, pg: str) -> AsyncIterator[list[Node]]:
+    await redis_or_skip()
+    prefix = f"clawlane-test:{secrets.token_hex(6)}:"
+    try:
+        async with trio.open_nursery() as nursery:
+            nodes = []
+            for name in ("node-a", "node-b"):
+                stop, stopped = trio.Event(), trio.Event()
+                config = node_config(pg, prefix, name)
+                gw = await nursery.start(_serve, tmp_path / name, config, stop, stopped)
+                nodes.append(Node(gw, stop, stopped))
+            try:
+                yield nodes
+            finally:
+                for node in nodes:
+                    await node.close()
+    finally:
+        await drop_prefix(prefix)
+
+
+async def wait_for(predicate: Any, what: str, *, timeout_s: float) -> None:
+    """Poll `predicate` every 50 ms for at most `timeout_s` (what it reads changes in other
+    nodes' tasks and in Redis, which no trio event announces)."""
+    deadline = trio.current_time() + timeout_s
+    while True:
+        if predicate() or trio.current_time() >= deadline:
+            break
+        await trio.sleep(0.05)
+    assert predicate(), f"not within {timeout_s} s: {what}"
+
+
+def holders(nodes: list[Node], job: str) -> list[Node]:
+    return [n for n in nodes if n.gw.node is not None and job in n.gw.node.jobs]
+
+
+async def test_both_nodes_appear_in_status_and_health(tmp_path: Path, pg_url: str) -> None:
+    with trio.fail_after(60):
+        async with two_nodes(tmp_path, pg_url) as nodes:
+            for node in nodes:
+                async with open_client(node.gw, scopes=ADMIN) as client:
+                    status = await client.request("status", {})
+                    health = await client.request("health", {})
+                for view in (status["clawlane"]["cluster"], health["clawlane"]["cluster"]):
+                    assert view["backend"] == "redis" and view["leaseTtlMs"] == TTL_MS
+                    assert view["nodeId"] == node.gw.node.node_id  # type: ignore[union-attr]
+                    listed = {n["nodeId"]: n for n in view["nodes"]}
+                    assert set(listed) == {"node-a", "node-b"}
+                    for record in listed.values():
+                        assert record["pid"] > 0 and record["startedAtMs"] > 0
+                        assert set(record["load"]) == {"activeRuns", "connections"}
+            # single-owner work: one node watches the config file, one runs cron
+            await wait_for(
+                lambda: len(holders(nodes, "config-watch")) == 1, "a watcher", timeout_s=5
+            )
+            await wait_for(lambda: len(holders(nodes, "cron")) == 1, "a cron owner", timeout_s=5)
+            watching = [n.gw.publisher.watch_files for n in nodes]  # type: ignore[union-attr]
+            assert sorted(watching) == [False, True]
+            assert sum(n.gw.cron is not None for n in nodes) == 1
+            # the idle reaper (and everything else) still runs on each node
+            closing = nodes[0]
+            await closing.close()
+            async with open_client(nodes[1].gw, scopes=ADMIN) as client:
+                for _ in range(100):
+                    view = (await client.request("status", {}))["clawlane"]["cluster"]
+                    if [n["nodeId"] for n in view["nodes"]] == ["node-b"]:
+                        break
+                    await trio.sleep(0.05)
+                assert [n["nodeId"] for n in view["nodes"]] == ["node-b"]
+
+
+def agent_job(every_ms: int) -> dict[str, Any]:
+    return {
+        "name": "tick",
+        "enabled": True,
+        "schedule": {"kind": "every", "everyMs": every_ms},
+        "sessionTarget": "isolated",
+        "wakeMode": "now",
+        "payload": {"kind": "agentTurn", "message": "Tick."},
+        "delivery": {"mode": "none"},
+    }
+
+
+def cron_of(gw: Gateway) -> CronScheduler | None:
+    return gw.cron
+
+
+async def runs_of(gw: Gateway, job_id: str) -> list[dict[str, Any]]:
+    async with open_client(gw, scopes=ADMIN) as client:
+        page = await client.request("cron.runs", {"id": job_id, "limit": 200})
+    return list(page["entries"])
+
+
+async def test_cron_fires_on_one_node_and_moves_when_it_closes(tmp_path: Path, pg_url: str) -> None:
+    with trio.fail_after(90):
+        async with two_nodes(tmp_path, pg_url) as nodes:
+            await wait_for(lambda: len(holders(nodes, "cron")) == 1, "a cron owner", timeout_s=5)
+            [owner] = holders(nodes, "cron")
+            [other] = [n for n in nodes if n is not owner]
+            assert other.gw.cron is None
+            async with open_client(other.gw, scopes=ADMIN) as client:
+                with pytest.raises(GatewayRequestError) as refused:
+                    await client.request("cron.list", {})
+                assert refused.value.code == "UNAVAILABLE"
+            async with open_client(owner.gw, scopes=ADMIN) as client:
+                job = await client.request("cron.add", agent_job(1_500))
+            assert owner.gw.cron is not None
+            cron = owner.gw.cron
+            await wait_for(lambda: cron.statistics().fired >= 2, "two firings", timeout_s=20)
+            await wait_for(lambda: not cron.statistics().running, "the firing ends", timeout_s=10)
+            fired = cron.statistics().fired
+            entries = await runs_of(owner.gw, job["id"])
+            ids = [e["runId"] for e in entries if e.get("action", "finished") == "finished"]
+            assert len(ids) == len(set(ids)) == fired  # each slot fired once, by one node
+            assert other.gw.cron is None
+            # the owner closes: the other node takes the lease within the TTL and fires
+            closed_at = trio.current_time()
+            await owner.close()
+            await wait_for(
+                lambda: other.gw.cron is not None, "the takeover", timeout_s=TTL_MS / 1000 * 2
+            )
+            assert trio.current_time() - closed_at < TTL_MS / 1000 * 2
+            took_over = cron_of(other.gw)
+            assert took_over is not None and job["id"] in took_over.jobs
+            await wait_for(
+                lambda: took_over.statistics().fired >= 1, "a firing there", timeout_s=20
+            )
+            await wait_for(lambda: not took_over.statistics().running, "its end", timeout_s=10)
+            after = await runs_of(other.gw, job["id"])
+            run_ids = [e["runId"] for e in after]
+            assert len(run_ids) == len(set(run_ids)) == fired + took_over.statistics().fired
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def test_an_unreachable_redis_is_one_line_and_exit_4(tmp_path: Path) -> None:
+    port = _closed_port()
+    state = tmp_path / "state"
+    state.mkdir()
+    url = f"redis://:hunter2@127.0.0.1:{port}/0"
+    config = {"gateway": {"auth": {"mode": "none"}}, "cluster": {"redis": {"url": url}}}
+    (state / "clawlane.json").write_text(json.dumps(config))
+    with trio.fail_after(60):
+        result: subprocess.CompletedProcess[bytes] = await trio.run_process(
+            [*CLI, "gateway", "--port", "0", "--state-dir", str(state)],
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+        )
+    lines = result.stderr.decode().splitlines()
+    assert result.returncode == 4, result.stderr.decode()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith(f"clawlane: cannot reach Redis at redis://:***@127.0.0.1:{port}/0")
+    assert "hunter2" not in lines[0]
