@@ -293,3 +293,20 @@ async def _is_none(value: Awaitable[object]) -> bool:
 async def _after_read_empty(node: Cluster, run_id: str) -> bool:
     read = await node.streams.read(run_id)
     return read.entries == ()
+
+
+async def test_node_records_are_listed_until_forgotten_or_expired(nodes: Nodes) -> None:
+    a, b = nodes.all[:2]
+    with trio.fail_after(5):
+        await a.nodes.beat(b"a1", ttl_s=0.3)
+        await b.nodes.beat(b"b1", ttl_s=30)
+        assert await b.nodes.all() == {a.node_id: b"a1", b.node_id: b"b1"}
+        await a.nodes.beat(b"a2", ttl_s=0.3)
+        assert (await a.nodes.all())[a.node_id] == b"a2"
+        await b.nodes.forget()
+        assert await a.nodes.all() == {a.node_id: b"a2"}
+
+        async def a_expired() -> bool:
+            return await b.nodes.all() == {}
+
+        await poll(a_expired)
