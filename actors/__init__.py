@@ -12,8 +12,8 @@
 - `AcceptedRun`, `JournalRow`, `accepted_row`: the run journal (accepted runs, durable
   before their ack); `recover_runs`, `RecoveredRun`, `RecoveryReport`, `replay_terminal`:
   what a start makes of it.
-- Cluster primitives (the gateway uses `NodeRecords` and `run_single_owner`; the rest is not
-  wired yet): `Leases` (`Lease`, `HeldLease`,
+- Cluster primitives (the gateway uses `NodeRecords`, `run_single_owner` and `Generations`;
+  the rest is not wired yet): `Leases` (`Lease`, `HeldLease`,
   fencing tokens), `Claims` (`Claim`), `RunStreams` (`StreamEntry`, `StreamRead`),
   `Generations` (`Version`), `run_single_owner`; bundled per node as a `Cluster` by
   `open_cluster` (Redis with `cluster.redis.url`, else `open_local_cluster`) or

@@ -4,6 +4,10 @@ with one line naming it), and the node keeps a heartbeat record in Redis (its id
 started, its load, the single-owner jobs it holds) renewed every third of `cluster.leaseTtlMs`
 and expiring after it, so `status` and `health` list the live nodes. `single_owner` runs a
 job (cron, the config file watch) on one node at a time (`actors.run_single_owner`).
+`GenerationSync` (item 5): a config this node publishes is announced through `Generations`
+(the effective config as JSON: it holds what `${VAR}` expanded to); the other nodes build
+it and swap, and one whose build fails keeps serving its generation and says so in its
+`cluster.generation` block.
 Without `cluster.redis.url` there is no node: `open_node` yields None and nothing changes.
 """
 
@@ -22,13 +26,32 @@ from typing import Any, Final, Protocol
 import attrs
 import trio
 
-from actors import Cluster, ClusterError, Publisher, RunRegistry, open_cluster, run_single_owner
-from runtime.model import Config
+from actors import (
+    Cluster,
+    ClusterError,
+    Publisher,
+    RunRegistry,
+    Version,
+    open_cluster,
+    run_single_owner,
+)
+from runtime.model import (
+    Config,
+    ConfigError,
+    GenerationError,
+    ModelRuntimeGeneration,
+    config_to_builtins,
+    parse_config,
+)
 
-__all__ = ["ClusterNode", "node_id_for", "open_node", "start_node"]
+__all__ = ["ClusterNode", "GenerationSync", "node_id_for", "open_node", "start_node"]
 
 log = logging.getLogger("clawlane.cluster")
 
+RETRY_S: Final = 1.0
+"""A failed announcement or a lost subscription is tried again after this long."""
+LOCAL_REASONS: Final = frozenset({"startup", "cluster"})
+"""Publishes not announced: each node's own start, and what came from another node."""
 VIEW_TIMEOUT_S: Final = 2.0
 """`status` / `health` wait at most this long for the node records."""
 
@@ -57,6 +80,7 @@ class ClusterNode:
     ttl_s: float
     started_ms: int = attrs.field(factory=lambda: int(time.time() * 1000))
     jobs: set[str] = attrs.field(factory=set)
+    sync: GenerationSync | None = None
     beats: int = 0
     last_beat_error: str | None = None
 
@@ -119,6 +143,7 @@ class ClusterNode:
             "leaseTtlMs": int(self.ttl_s * 1000),
             "jobs": sorted(self.jobs),
             "heartbeatError": self.last_beat_error,
+            "generation": self.sync.view() if self.sync is not None else None,
         }
         records: dict[str, bytes] | None = None
         with trio.move_on_after(VIEW_TIMEOUT_S):
@@ -138,6 +163,99 @@ class ClusterNode:
                 nodes.append({"nodeId": node_id, "error": "unreadable record"})
         view["nodes"] = nodes
         return view
+
+
+@attrs.define(eq=False)
+class GenerationSync:
+    """Announces this node's publishes and applies the other nodes' (issue 16 item 5)."""
+
+    node: ClusterNode
+    publisher: Publisher
+    version: int | None = None
+    """The cluster version this node serves (announced or applied), None before any."""
+    failed: dict[str, Any] | None = None
+    """The last version this node could not build: {version, origin, error, atMs}."""
+    _pending: bytes | None = None
+    _wake: trio.Event = attrs.field(factory=trio.Event)
+
+    def on_publish(self, generation: ModelRuntimeGeneration) -> None:
+        """`Publisher.on_publish`: queue an announcement (not for starts and applied ones)."""
+        if self.publisher.statistics().last_reason in LOCAL_REASONS:
+            return
+        config = config_to_builtins(generation.config)
+        payload = {"origin": self.node.node_id, "config": config}
+        self._pending = json.dumps(payload, separators=(",", ":")).encode()
+        self._wake.set()
+
+    async def run_announcer(self) -> None:
+        """Announce the latest queued publish (retried while Redis is away) until cancelled."""
+        while True:
+            await self._wake.wait()
+            self._wake = trio.Event()
+            data = self._pending
+            if data is None:
+                continue
+            try:
+                version = await self.node.cluster.generations.publish(data)
+            except ClusterError as exc:
+                log.warning(
+                    "node %s: generation not announced, retrying: %s", self.node.node_id, exc
+                )
+                await trio.sleep(RETRY_S)
+                self._wake.set()
+                continue
+            if self._pending is data:
+                self._pending = None
+            if version is not None:
+                self.version = version.number
+
+    async def run_follower(self) -> None:
+        """Apply every version another node announces, until cancelled."""
+        while True:
+            try:
+                async with self.node.cluster.generations.subscribe() as versions:
+                    async for version in versions:
+                        await self.apply(version)
+            except ClusterError as exc:
+                log.warning(
+                    "node %s: generations not followed, retrying: %s", self.node.node_id, exc
+                )
+            await trio.sleep(RETRY_S)
+
+    async def apply(self, version: Version) -> None:
+        """Build the announced config and swap to it; a failure keeps the serving one."""
+        if self.version is not None and version.number <= self.version:
+            return
+        try:
+            payload = json.loads(version.data)
+            origin = str(payload["origin"])
+            if origin == self.node.node_id:
+                self.version = version.number
+                return
+            config = parse_config(payload["config"])
+            await self.publisher.publish_config(config, reason="cluster")
+        except (ValueError, KeyError, TypeError, ConfigError, GenerationError) as exc:
+            log.error(
+                "node %s: cluster generation %d not applied: %s",
+                self.node.node_id,
+                version.number,
+                exc,
+            )
+            self.failed = {
+                "version": version.number,
+                "error": str(exc),
+                "atMs": int(time.time() * 1000),
+            }
+            return
+        self.version = version.number
+        self.failed = None
+
+    def view(self) -> dict[str, Any]:
+        return {
+            "version": self.version,
+            "serving": self.publisher.supervisor.generation.number,
+            "failed": self.failed,
+        }
 
 
 @asynccontextmanager
@@ -182,6 +300,10 @@ async def start_node(
     nursery.start_soon(node.run_heartbeat, lambda: _load(gateway))
     publisher.watch_files = False
     nursery.start_soon(node.single_owner, "config-watch", publisher.own_file_watch)
+    node.sync = sync = GenerationSync(node, publisher)
+    publisher.on_publish.append(sync.on_publish)
+    nursery.start_soon(sync.run_announcer)
+    nursery.start_soon(sync.run_follower)
 
     async def cron_here() -> None:
         try:

@@ -1,8 +1,9 @@
 """Gateways as cluster nodes (issue 16 items 1 and 8): two gateways in this process, each
 with its own state dir, sharing one PostgreSQL schema and one Redis (under a random key
 prefix): both list each other in `status` and `health`; cron and the config file watch run
-on exactly one of them, and the other takes over when that one closes; a Redis that cannot
-be reached at start is one line and exit 4. Skipped, saying why, only when Redis or
+on exactly one of them, and the other takes over when that one closes; a config published
+on one is built and served by the other, which keeps its generation and says so when that
+build fails; a Redis that cannot be reached at start is one line and exit 4. Skipped, saying why, only when Redis or
 PostgreSQL cannot be reached."""
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import pytest
 import trio
 
 from actors import CronScheduler
+from runtime.model import GenerationError, config_to_builtins, parse_config
 from runtime.model._config import Config
 from tests.actors._cluster_nodes import REDIS_URL, drop_prefix, redis_or_skip
 from tests.actors._databases import pg_url
@@ -201,6 +203,55 @@ async def test_cron_fires_on_one_node_and_moves_when_it_closes(tmp_path: Path, p
             after = await runs_of(other.gw, job["id"])
             run_ids = [e["runId"] for e in after]
             assert len(run_ids) == len(set(run_ids)) == fired + took_over.statistics().fired
+
+
+def max_concurrent(gw: Gateway) -> int:
+    return gw.supervisor.generation.config.agents.defaults.maxConcurrent
+
+
+async def publish_max_concurrent(gw: Gateway, value: int) -> None:
+    raw = config_to_builtins(gw.supervisor.generation.config)
+    raw["agents"]["defaults"]["maxConcurrent"] = value
+    assert gw.publisher is not None
+    await gw.publisher.publish_config(parse_config(raw), reason="test")
+
+
+async def cluster_generation(gw: Gateway) -> dict[str, Any]:
+    async with open_client(gw, scopes=ADMIN) as client:
+        status = await client.request("status", {})
+    return dict(status["clawlane"]["cluster"]["generation"])
+
+
+async def test_a_publish_on_one_node_is_built_by_the_other(
+    tmp_path: Path, pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with trio.fail_after(60):
+        async with two_nodes(tmp_path, pg_url) as nodes:
+            a, b = nodes[0].gw, nodes[1].gw
+            assert max_concurrent(a) == max_concurrent(b) == 8
+            await publish_max_concurrent(a, 5)
+            await wait_for(lambda: max_concurrent(b) == 5, "node b swaps", timeout_s=5)
+            seen_a, seen_b = await cluster_generation(a), await cluster_generation(b)
+            assert seen_a["version"] == seen_b["version"] is not None
+            assert seen_a["failed"] is None and seen_b["failed"] is None
+            assert b.publisher is not None and b.publisher.history()[-1]["reason"] == "cluster"
+            # a node whose build fails keeps its generation and says so
+            serving = b.supervisor.generation.number
+
+            def fail(*args: Any, **kwargs: Any) -> Any:
+                raise GenerationError("no provider for this test")
+
+            monkeypatch.setattr(b.publisher.builder, "build", fail)
+            await publish_max_concurrent(a, 6)
+            assert max_concurrent(a) == 6
+            sync = b.node.sync if b.node is not None else None
+            assert sync is not None
+            await wait_for(lambda: sync.failed is not None, "node b's failure", timeout_s=5)
+            assert max_concurrent(b) == 5 and b.supervisor.generation.number == serving
+            view = await cluster_generation(b)
+            assert view["version"] == seen_b["version"] and view["serving"] == serving
+            assert view["failed"]["version"] == seen_b["version"] + 1
+            assert "no provider for this test" in view["failed"]["error"]
 
 
 def _closed_port() -> int:
