@@ -42,6 +42,8 @@ from runtime.model import (
     ModelRuntimeGeneration,
     config_to_builtins,
     parse_config,
+    redact_config,
+    restore_redacted,
 )
 
 __all__ = ["ClusterNode", "GenerationSync", "node_id_for", "open_node", "start_node"]
@@ -182,7 +184,8 @@ class GenerationSync:
         """`Publisher.on_publish`: queue an announcement (not for starts and applied ones)."""
         if self.publisher.statistics().last_reason in LOCAL_REASONS:
             return
-        config = config_to_builtins(generation.config)
+        # Secrets never go to Redis: each node puts back its own (as `config.apply` does).
+        config = redact_config(config_to_builtins(generation.config))
         payload = {"origin": self.node.node_id, "config": config}
         self._pending = json.dumps(payload, separators=(",", ":")).encode()
         self._wake.set()
@@ -232,7 +235,8 @@ class GenerationSync:
             if origin == self.node.node_id:
                 self.version = version.number
                 return
-            config = parse_config(payload["config"])
+            own = config_to_builtins(self.publisher.supervisor.generation.config)
+            config = parse_config(restore_redacted(payload["config"], own))
             await self.publisher.publish_config(config, reason="cluster")
         except (ValueError, KeyError, TypeError, ConfigError, GenerationError) as exc:
             log.error(

@@ -36,9 +36,14 @@ TTL_MS = 1_000
 CLI = [sys.executable, "-c", "import sys; from transports._cli import main; sys.exit(main())"]
 
 
+SECRET = "sk-cluster-test-secret"
+"""A provider key both nodes are configured with (it must never reach Redis)."""
+
+
 def node_config(pg: str, prefix: str, node_id: str) -> Config:
     return local_config(
         gateway__auth={"mode": "none"},
+        models__providers__local={"api": "local", "apiKey": SECRET, "models": [{"id": "echo"}]},
         storage={"backend": "postgres", "postgres": {"url": pg}},
         cluster={
             "redis": {"url": REDIS_URL, "keyPrefix": prefix},
@@ -231,6 +236,11 @@ async def test_a_publish_on_one_node_is_built_by_the_other(
             assert max_concurrent(a) == max_concurrent(b) == 8
             await publish_max_concurrent(a, 5)
             await wait_for(lambda: max_concurrent(b) == 5, "node b swaps", timeout_s=5)
+            # secrets never go to Redis: each node puts back its own
+            assert a.node is not None
+            announced = await a.node.cluster.generations.current()
+            assert announced is not None and SECRET.encode() not in announced.data
+            assert b.supervisor.generation.config.models.providers["local"].apiKey == SECRET
             seen_a, seen_b = await cluster_generation(a), await cluster_generation(b)
             assert seen_a["version"] == seen_b["version"] is not None
             assert seen_a["failed"] is None and seen_b["failed"] is None
