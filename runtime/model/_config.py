@@ -33,6 +33,7 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Any, Final
+from urllib.parse import urlsplit
 
 import attrs
 import msgspec
@@ -332,13 +333,28 @@ def is_sensitive_key(key: str) -> bool:
     return bool(_SENSITIVE_KEY.search(key))
 
 
+def _has_password(value: str) -> bool:
+    """A URL that carries a password (`postgresql://user:secret@host/db`)."""
+    if "://" not in value or "@" not in value:
+        return False
+    try:
+        return urlsplit(value).password is not None
+    except ValueError:
+        return False
+
+
 def redact_config(value: Any) -> Any:
-    """A copy with every secret string replaced by `REDACTED_SENTINEL` (`${VAR}` references
-    are kept: they are not secrets)."""
+    """A copy with every secret string replaced by `REDACTED_SENTINEL`: the values of secret
+    keys, and URLs that carry a password (`storage.postgres.url`, `cluster.redis.url`);
+    `${VAR}` references are kept: they are not secrets."""
     if isinstance(value, dict):
         out: dict[str, Any] = {}
         for k, v in value.items():
-            if isinstance(v, str) and is_sensitive_key(str(k)) and not _PLACEHOLDER.match(v):
+            if (
+                isinstance(v, str)
+                and (is_sensitive_key(str(k)) or _has_password(v))
+                and not _PLACEHOLDER.match(v)
+            ):
                 out[k] = REDACTED_SENTINEL
             else:
                 out[k] = redact_config(v)

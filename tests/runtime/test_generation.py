@@ -173,11 +173,14 @@ def test_redaction_hides_secrets_and_restores_them_on_write() -> None:
             }
         },
         "auth": {"profiles": {"p": {"provider": "acme", "key": "${ACME_KEY}"}}},
+        "storage": {"postgres": {"url": "postgresql://app:pgpass@db:5432/clawlane"}},
+        "cluster": {"redis": {"url": "redis://127.0.0.1:6379/0"}},
     }
     redacted = redact_config(value)
     text = json.dumps(redacted)
-    for secret in ("t0p", "sk-1", '"h"'):
+    for secret in ("t0p", "sk-1", '"h"', "pgpass"):
         assert secret not in text
+    assert redacted["cluster"]["redis"]["url"] == "redis://127.0.0.1:6379/0"  # no password
     assert redacted["auth"]["profiles"]["p"]["key"] == "${ACME_KEY}"  # a reference, not a secret
     assert redacted["models"]["providers"]["acme"]["models"][0]["maxTokens"] == 5
     assert redacted["gateway"]["auth"]["mode"] == "token"
