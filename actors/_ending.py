@@ -238,9 +238,8 @@ def end_unrun(
     t = now_ms()
     rec.aborted = True
     rec.abort_reason = reason
-    rec.status = "aborted"
-    rec.started_at = rec.started_at or t
-    rec.ended_at = t
+    start = rec.start(rec.started_at or t)
+    rec.decide(RunOutcome(cancelled=True), t)
     rec.final = {
         "payloads": [],
         "meta": {"durationMs": 0, "aborted": True, "stopReason": reason},
@@ -248,18 +247,8 @@ def end_unrun(
     hub = services.hub
     try:
         hub.open_run(rec.run_id, key, session_id=rec.session_id, agent_id=rec.agent_id)
-        hub.emit_agent(rec.run_id, "lifecycle", {"phase": "start", "startedAt": rec.started_at})
-        hub.emit_agent(
-            rec.run_id,
-            "lifecycle",
-            {
-                "phase": "end",
-                "startedAt": rec.started_at,
-                "endedAt": t,
-                "aborted": True,
-                "stopReason": reason,
-            },
-        )
+        hub.emit_agent(rec.run_id, "lifecycle", start)
+        hub.emit_agent(rec.run_id, "lifecycle", rec.terminal_event())
         hub.emit_chat(rec.run_id, "aborted", stopReason=reason)
     finally:
         # Whatever failed above, the run has ended: its waiters wake, its stream closes.
@@ -276,28 +265,23 @@ def finish_followers(services: SessionServices[Any], host: RunRequest) -> None:
         rec = req.record
         if rec.ended:
             continue
-        rec.started_at = rec.started_at or h.started_at or now_ms()
+        start = rec.start(rec.started_at or h.started_at or now_ms())
         rec.ended_at = h.ended_at or now_ms()
         rec.status = h.status
         rec.aborted = h.aborted
         rec.abort_reason = h.abort_reason
         rec.error = h.error
         rec.generation = h.generation
-        hub.emit_agent(rec.run_id, "lifecycle", {"phase": "start", "startedAt": rec.started_at})
+        hub.emit_agent(rec.run_id, "lifecycle", start)
         if h.status == "error":
-            data: dict[str, Any] = {"phase": "error", "error": h.error or "run failed"}
             hub.emit_chat(rec.run_id, "error", errorMessage=h.error or "run failed")
         else:
-            data = {"phase": "end", "aborted": h.aborted}
-            if h.aborted:
-                data["stopReason"] = h.abort_reason
             hub.emit_chat(
                 rec.run_id,
                 "aborted" if h.aborted else "final",
                 **({"stopReason": h.abort_reason} if h.aborted else {}),
             )
-        data.update(startedAt=rec.started_at, endedAt=rec.ended_at, mergedInto=h.run_id)
-        hub.emit_agent(rec.run_id, "lifecycle", data)
+        hub.emit_agent(rec.run_id, "lifecycle", {**rec.terminal_event(), "mergedInto": h.run_id})
         final = dict(h.final or {"payloads": [], "meta": {}})
         final["meta"] = {**final.get("meta", {}), "mergedInto": h.run_id}
         rec.final = final

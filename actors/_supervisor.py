@@ -150,7 +150,6 @@ class Supervisor:
         self.prompt_cache = self.services.prompt_cache
         self.block_flusher = self.services.block_flusher
         self.plugins = self.services.plugins
-        self.workspace_root = workspace_root
         self.started_at = time.time()
         self.session_services: SessionServices[SessionActor] = SessionServices(
             hub=hub,
