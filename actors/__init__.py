@@ -5,7 +5,8 @@
 - `RunRegistry`, `RunRecord`, `IdempotencyCache`, `CachedResponse`: run states and dedupe.
 - `EventHub`, `Subscriber`: per-run seq, encode once, bounded fan-out.
 - `Store` (`open_store`, `open_store_backend`): the one owner of the database, on a
-  `StoreBackend`: `SqliteBackend` (the default) or `PostgresBackend` (`storage.backend`).
+  `StoreBackend`: `SqliteBackend` (the default) or `PostgresBackend` (`storage.backend`);
+  `Fence`: a session key and its lease's fencing token, carried by durable writes.
 - `CronScheduler` (`open_cron`), `CronStore`/`SqliteCronStore`, `FiringLease`/`LocalLease`:
   scheduled runs; `deliver_webhook`, `WebhookSettings`: signed webhooks when a run ends.
 - `SubmissionOrder`, `Ticket`: the order of a session's runs, fixed when requests arrive.
@@ -22,7 +23,9 @@
 Errors, one tree rooted at `ActorError` (itself a `runtime.protocol.ClawlaneError`):
 
     ActorError
-    ├── StoreError (a commit or read failed) ── StoreClosedError (used after close)
+    ├── StoreError (a commit or read failed)
+    │   ├── StoreClosedError (used after close)
+    │   └── FencedOut (a session's write carried a fencing token older than the store's)
     ├── RunRefused (`Supervisor.accept_run` did not take a run) ── RunInFlight, ShuttingDown
     ├── LaneFull (the session's queue is full, drop policy `new`)
     ├── SessionBusy (a manual compaction while a run is active)
@@ -36,6 +39,8 @@ Errors, one tree rooted at `ActorError` (itself a `runtime.protocol.ClawlaneErro
 
 from ._chat import ChatFlusher as ChatFlusher
 from ._chat import ChatStream as ChatStream
+from ._cluster import ChannelMessage as ChannelMessage
+from ._cluster import Channels as Channels
 from ._cluster import Claim as Claim
 from ._cluster import Claims as Claims
 from ._cluster import ClusterError as ClusterError
@@ -65,6 +70,7 @@ from ._cron_store import CronStore as CronStore
 from ._cron_store import RunQuery as RunQuery
 from ._cron_store import SqliteCronStore as SqliteCronStore
 from ._errors import ActorError as ActorError
+from ._errors import FencedOut as FencedOut
 from ._errors import StoreClosedError as StoreClosedError
 from ._errors import StoreError as StoreError
 from ._hub import EventHub as EventHub
@@ -107,6 +113,7 @@ from ._store import Store as Store
 from ._store import open_store as open_store
 from ._store_config import open_store_backend as open_store_backend
 from ._store_config import store_backend as store_backend
+from ._store_ops import Fence as Fence
 from ._store_ops import StoreBackend as StoreBackend
 from ._supervisor import RunInFlight as RunInFlight
 from ._supervisor import RunRefused as RunRefused
@@ -136,6 +143,8 @@ __all__ = [
     "CronScheduler",
     "CronStore",
     "EventHub",
+    "Fence",
+    "FencedOut",
     "FiringLease",
     "Generations",
     "HeldLease",

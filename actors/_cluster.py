@@ -13,10 +13,14 @@
 - `Generations`: a config version number and its payload, published to every subscriber.
 - `NodeRecords`: each node's heartbeat record (its id, when it started, its load), kept
   with an expiry and renewed while the node lives; a node that stops renewing drops out.
+- `Channels`: bounded append-only channels of opaque messages between nodes: each node's
+  inbox (requests forwarded to it, answers to its own) and each node's event feed (its
+  runs' frames, for the clients of the other nodes). Readers follow them from a cursor.
 
 Two implementations: `actors._cluster_local` (one process, the default: what a single
 gateway uses) and `actors._redis` (Redis, several nodes). The contract tests in
-`tests/actors/test_cluster.py` run against both. None of this is wired into the gateway yet.
+`tests/actors/test_cluster.py` run against both. The gateway's cluster layer
+(`transports._cluster_route`) is what uses them.
 
 Errors (under `ActorError`):
 
@@ -31,7 +35,7 @@ from __future__ import annotations
 
 import abc
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Final
 
@@ -45,6 +49,8 @@ __all__ = [
     "DEFAULT_LEASE_TTL_S",
     "DEFAULT_STREAM_MAXLEN",
     "DEFAULT_STREAM_TTL_S",
+    "ChannelMessage",
+    "Channels",
     "Claim",
     "Claims",
     "ClusterError",
@@ -75,6 +81,10 @@ DEFAULT_STREAM_TTL_S: Final = 600.0
 """How long a run's stream stays after its terminal frame (and after its last frame, for
 runs whose node died before the end: `DEFAULT_STREAM_IDLE_TTL_S`)."""
 DEFAULT_STREAM_IDLE_TTL_S: Final = 86_400.0
+DEFAULT_CHANNEL_MAXLEN: Final = 100_000
+"""Messages kept per channel (approximately, as for run streams)."""
+DEFAULT_CHANNEL_TTL_S: Final = 86_400.0
+"""A channel nobody sends to for this long goes away (a node id not used again)."""
 RENEW_FRACTION: Final = 3
 """A held lease is renewed every `ttl / RENEW_FRACTION`."""
 SAFETY_FRACTION: Final = 10
@@ -198,6 +208,14 @@ class Leases(abc.ABC):
     async def fence(self, key: str) -> int | None:
         """The fencing token of the current holder of `key`, None when nobody holds it."""
 
+    @abc.abstractmethod
+    async def holder(self, key: str) -> Lease | None:
+        """The current acquisition of `key` (its token and owner), None when nobody holds it."""
+
+    async def renew_many(self, leases: Sequence[Lease]) -> list[bool]:
+        """`renew` for each of `leases` (a backend does it in one round trip)."""
+        return [await self.renew(lease) for lease in leases]
+
     @asynccontextmanager
     async def hold(
         self, nursery: trio.Nursery, key: str, *, cancel_on_loss: bool = True
@@ -286,13 +304,19 @@ class Claims(abc.ABC):
         self.ttl_s = ttl_s
 
     @abc.abstractmethod
-    async def claim(self, key: str, ack: bytes) -> Claim:
-        """Claim `key` storing `ack`, or get what the first claimer stored."""
+    async def claim(self, key: str, ack: bytes, *, owner: str | None = None) -> Claim:
+        """Claim `key` storing `ack`, or get what the first claimer stored. With `owner`
+        (a node id), a first claim is also listed under that owner until it is finished
+        (`unfinished`): what another node reports failed when the owner dies."""
 
     @abc.abstractmethod
-    async def finish(self, key: str, final: bytes) -> bool:
-        """Store the final for a claimed key (its TTL starts again); False if the claim has
-        expired (nothing is stored)."""
+    async def finish(self, key: str, final: bytes, *, owner: str | None = None) -> bool:
+        """Store the final for a claimed key (its TTL starts again) and take it off
+        `owner`'s list; False if the claim has expired (nothing is stored)."""
+
+    @abc.abstractmethod
+    async def unfinished(self) -> dict[str, list[str]]:
+        """The keys claimed with an owner and not finished yet, by owner."""
 
     @abc.abstractmethod
     async def get(self, key: str) -> Claim | None:
@@ -368,3 +392,44 @@ class NodeRecords(abc.ABC):
     @abc.abstractmethod
     async def all(self) -> dict[str, bytes]:
         """Every live node's record, by node id."""
+
+
+@attrs.frozen
+class ChannelMessage:
+    """One message of a channel; `cursor` is where a reader resumes after it."""
+
+    channel: str
+    cursor: str
+    data: bytes
+
+
+class Channels(abc.ABC):
+    """Bounded append-only channels of opaque messages (Redis streams). Nothing is
+    acknowledged or removed but by trimming (about `maxlen` kept a channel) and expiry
+    (`ttl_s` after the last send): a reader follows a channel from a cursor, and a reader
+    that falls further behind than `maxlen` misses what was trimmed. Messages of one
+    `send` stay together and in order. Checkpoints; `ClusterUnavailable`."""
+
+    START: Final = "0-0"
+    """The cursor before the first message."""
+
+    def __init__(
+        self, *, maxlen: int = DEFAULT_CHANNEL_MAXLEN, ttl_s: float = DEFAULT_CHANNEL_TTL_S
+    ) -> None:
+        self.maxlen = maxlen
+        self.ttl_s = ttl_s
+
+    @abc.abstractmethod
+    async def send(self, channel: str, messages: Sequence[bytes]) -> None:
+        """Append `messages` to `channel` in one step."""
+
+    @abc.abstractmethod
+    async def tail(self, channel: str) -> str:
+        """A cursor after the channel's newest message (`START` when it has none)."""
+
+    @abc.abstractmethod
+    async def receive(
+        self, cursors: Mapping[str, str], *, timeout_s: float, limit: int = 1_000
+    ) -> list[ChannelMessage]:
+        """Messages after each channel's cursor (at most `limit` a channel), in order per
+        channel, waiting up to `timeout_s` for the first one ([] when none came)."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import collections
 import time
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -21,6 +21,8 @@ import trio
 
 from ._cluster import (
     DEFAULT_LEASE_TTL_S,
+    ChannelMessage,
+    Channels,
     Claim,
     Claims,
     Generations,
@@ -36,6 +38,7 @@ from ._cluster import (
 
 __all__ = [
     "Cluster",
+    "LocalChannels",
     "LocalClaims",
     "LocalGenerations",
     "LocalLeases",
@@ -62,6 +65,7 @@ class Cluster:
     streams: RunStreams
     generations: Generations
     nodes: NodeRecords
+    channels: Channels
     backend: str
 
 
@@ -115,6 +119,10 @@ class LocalLeases(Leases):
         lease = self._current(key)
         return None if lease is None else lease.token
 
+    async def holder(self, key: str) -> Lease | None:
+        await trio.lowlevel.checkpoint()
+        return self._current(key)
+
     def expire_now(self, key: str) -> None:
         """Tests: forget the holder of `key` (what a Redis key expiring does)."""
         self._held.pop(key, None)
@@ -124,6 +132,7 @@ class LocalClaims(Claims):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._entries: dict[str, tuple[bytes, bytes | None, float]] = {}
+        self._owned: dict[str, set[str]] = {}
 
     def _live(self, key: str) -> tuple[bytes, bytes | None, float] | None:
         entry = self._entries.get(key)
@@ -132,22 +141,33 @@ class LocalClaims(Claims):
             return None
         return entry
 
-    async def claim(self, key: str, ack: bytes) -> Claim:
+    async def claim(self, key: str, ack: bytes, *, owner: str | None = None) -> Claim:
         await trio.lowlevel.checkpoint()
         entry = self._live(key)
         if entry is not None:
             return Claim(False, entry[0], entry[1])
         self._sweep()
         self._entries[key] = (ack, None, trio.current_time() + self.ttl_s)
+        if owner is not None:
+            self._owned.setdefault(owner, set()).add(key)
         return Claim(True, ack)
 
-    async def finish(self, key: str, final: bytes) -> bool:
+    async def finish(self, key: str, final: bytes, *, owner: str | None = None) -> bool:
         await trio.lowlevel.checkpoint()
+        if owner is not None:
+            owned = self._owned.get(owner, set())
+            owned.discard(key)
+            if not owned:
+                self._owned.pop(owner, None)
         entry = self._live(key)
         if entry is None:
             return False
         self._entries[key] = (entry[0], final, trio.current_time() + self.ttl_s)
         return True
+
+    async def unfinished(self) -> dict[str, list[str]]:
+        await trio.lowlevel.checkpoint()
+        return {owner: sorted(keys) for owner, keys in self._owned.items() if keys}
 
     async def get(self, key: str) -> Claim | None:
         await trio.lowlevel.checkpoint()
@@ -303,6 +323,48 @@ class LocalNodeRecords(NodeRecords):
         return {node_id: record for node_id, (record, _) in self._records.items()}
 
 
+class LocalChannels(Channels):
+    """In-process channels: a deque each, cursors are message numbers."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._channels: dict[str, collections.deque[tuple[int, bytes]]] = {}
+        self._next = 0
+        self._changed = trio.Event()
+
+    async def send(self, channel: str, messages: Sequence[bytes]) -> None:
+        await trio.lowlevel.checkpoint()
+        queue = self._channels.setdefault(channel, collections.deque(maxlen=self.maxlen))
+        for data in messages:
+            self._next += 1
+            queue.append((self._next, data))
+        self._changed.set()
+        self._changed = trio.Event()
+
+    async def tail(self, channel: str) -> str:
+        await trio.lowlevel.checkpoint()
+        queue = self._channels.get(channel)
+        return f"{queue[-1][0]}-0" if queue else self.START
+
+    def _after(self, cursors: Mapping[str, str], limit: int) -> list[ChannelMessage]:
+        out: list[ChannelMessage] = []
+        for channel, cursor in cursors.items():
+            after = int(cursor.split("-", 1)[0])
+            picked = [m for m in self._channels.get(channel, ()) if m[0] > after][:limit]
+            out.extend(ChannelMessage(channel, f"{n}-0", data) for n, data in picked)
+        return out
+
+    async def receive(
+        self, cursors: Mapping[str, str], *, timeout_s: float, limit: int = 1_000
+    ) -> list[ChannelMessage]:
+        await trio.lowlevel.checkpoint()
+        with trio.move_on_after(timeout_s):
+            while not (found := self._after(cursors, limit)):
+                await self._changed.wait()
+            return found
+        return []
+
+
 @asynccontextmanager
 async def open_local_cluster(
     *, node_id: str = "local", lease_ttl_s: float = DEFAULT_LEASE_TTL_S
@@ -317,5 +379,6 @@ async def open_local_cluster(
         streams=LocalRunStreams(),
         generations=LocalGenerations(),
         nodes=LocalNodeRecords(node_id=node_id),
+        channels=LocalChannels(),
         backend="local",
     )

@@ -12,6 +12,10 @@ Keys, under the configured prefix `P` (`cluster.redis.keyPrefix`):
 - `P generation` = `<number>:<data>`, announced on the pub/sub channel `P generation`.
 - `P node:<id>` a node's heartbeat record with a PX expiry; `P nodes` the set of node ids
   (an id whose record has expired is removed when the records are read).
+- `P owned:<node>` the set of idempotency keys a node claimed and has not finished;
+  `P owners` the set of node ids that have such a set.
+- `P chan:<name>` a channel (a stream, entry ids chosen by Redis, one field `d`), trimmed
+  with `MAXLEN ~`, expiring `ttl_s` after its last send.
 
 Errors: a connection that cannot be made or a reply that does not come is
 `ClusterUnavailable` (the client reconnects by itself on the next call: a dropped connection
@@ -25,7 +29,7 @@ from __future__ import annotations
 import logging
 import re
 import urllib.parse
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any, Final
 
@@ -37,6 +41,8 @@ from runtime.model import Config
 
 from ._cluster import (
     DEFAULT_LEASE_TTL_S,
+    ChannelMessage,
+    Channels,
     Claim,
     Claims,
     ClusterError,
@@ -54,6 +60,7 @@ from ._cluster import (
 from ._cluster_local import Cluster, open_local_cluster
 
 __all__ = [
+    "RedisChannels",
     "RedisClaims",
     "RedisGenerations",
     "RedisLeases",
@@ -108,9 +115,14 @@ _CLAIM: Final = """
 if redis.call('EXISTS', KEYS[1]) == 1 then return redis.call('HMGET', KEYS[1], 'a', 'f') end
 redis.call('HSET', KEYS[1], 'a', ARGV[1])
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
+if ARGV[3] ~= '' then
+  redis.call('SADD', KEYS[2], ARGV[4])
+  redis.call('SADD', KEYS[3], ARGV[3])
+end
 return 1
 """
 _FINISH: Final = """
+if ARGV[3] ~= '' then redis.call('SREM', KEYS[2], ARGV[4]) end
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 redis.call('HSET', KEYS[1], 'f', ARGV[1])
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
@@ -135,6 +147,38 @@ local value = tostring(n + 1) .. ':' .. ARGV[1]
 redis.call('SET', KEYS[1], value)
 redis.call('PUBLISH', ARGV[3], value)
 return n + 1
+"""
+_RENEW_MANY: Final = """
+local out = {}
+for i, key in ipairs(KEYS) do
+  if redis.call('GET', key) == ARGV[i + 1] then
+    redis.call('PEXPIRE', key, ARGV[1])
+    out[i] = 1
+  else
+    out[i] = 0
+  end
+end
+return out
+"""
+_UNFINISHED: Final = """
+local out = {}
+for _, owner in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+  local keys = redis.call('SMEMBERS', ARGV[1] .. owner)
+  if #keys == 0 then
+    redis.call('SREM', KEYS[1], owner)
+  else
+    table.insert(out, owner)
+    table.insert(out, keys)
+  end
+end
+return out
+"""
+_SEND: Final = """
+for i = 3, #ARGV do
+  redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', 'd', ARGV[i])
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return #ARGV - 2
 """
 _NODES: Final = """
 local out = {}
@@ -196,6 +240,7 @@ class RedisLeases(Leases):
         self._acquire = client.register_script(_ACQUIRE)
         self._renew = client.register_script(_RENEW)
         self._release = client.register_script(_RELEASE)
+        self._renew_many = client.register_script(_RENEW_MANY)
 
     def _key(self, key: str) -> str:
         return f"{self._prefix}lease:{key}"
@@ -221,9 +266,25 @@ class RedisLeases(Leases):
             return bool(await self._release(keys=[self._key(lease.key)], args=[self._value(lease)]))
 
     async def fence(self, key: str) -> int | None:
-        with _mapped("lease fence"):
+        lease = await self.holder(key)
+        return None if lease is None else lease.token
+
+    async def holder(self, key: str) -> Lease | None:
+        with _mapped("lease holder"):
             value = await self._client.get(self._key(key))
-        return None if value is None else int(value.split(b"|", 1)[0])
+        if value is None:
+            return None
+        token, owner = value.decode().split("|", 1)
+        return Lease(key, int(token), owner)
+
+    async def renew_many(self, leases: Sequence[Lease]) -> list[bool]:
+        if not leases:
+            return []
+        keys = [self._key(lease.key) for lease in leases]
+        args: list[int | str] = [int(self.ttl_s * 1000), *(self._value(x) for x in leases)]
+        with _mapped("lease renew"):
+            reply: Any = await self._renew_many(keys=keys, args=args)
+        return [bool(x) for x in reply]
 
 
 class RedisClaims(Claims):
@@ -233,24 +294,39 @@ class RedisClaims(Claims):
         self._prefix = prefix
         self._claim = client.register_script(_CLAIM)
         self._finish = client.register_script(_FINISH)
+        self._unfinished = client.register_script(_UNFINISHED)
 
     def _key(self, key: str) -> str:
         return f"{self._prefix}idem:{key}"
 
-    async def claim(self, key: str, ack: bytes) -> Claim:
+    def _owner_keys(self, key: str, owner: str | None) -> list[str]:
+        owned = f"{self._prefix}owned:{owner or ''}"
+        return [self._key(key), owned, f"{self._prefix}owners"]
+
+    async def claim(self, key: str, ack: bytes, *, owner: str | None = None) -> Claim:
+        args: tuple[bytes, int, str, str] = (ack, int(self.ttl_s * 1000), owner or "", key)
         with _mapped("idempotency claim"):
-            reply: Any = await self._claim(
-                keys=[self._key(key)], args=(ack, int(self.ttl_s * 1000))
-            )
+            reply: Any = await self._claim(keys=self._owner_keys(key, owner), args=args)
         if reply == 1:
             return Claim(True, ack)
         assert isinstance(reply, list | tuple)
         return Claim(False, bytes(reply[0] or b""), None if reply[1] is None else bytes(reply[1]))
 
-    async def finish(self, key: str, final: bytes) -> bool:
-        args: tuple[bytes, int] = (final, int(self.ttl_s * 1000))
+    async def finish(self, key: str, final: bytes, *, owner: str | None = None) -> bool:
+        args: tuple[bytes, int, str, str] = (final, int(self.ttl_s * 1000), owner or "", key)
         with _mapped("idempotency finish"):
-            return bool(await self._finish(keys=[self._key(key)], args=args))
+            return bool(await self._finish(keys=self._owner_keys(key, owner), args=args))
+
+    async def unfinished(self) -> dict[str, list[str]]:
+        with _mapped("idempotency owners"):
+            reply: Any = await self._unfinished(
+                keys=[f"{self._prefix}owners"], args=[f"{self._prefix}owned:"]
+            )
+        flat = list(reply)
+        return {
+            bytes(flat[i]).decode(): sorted(bytes(k).decode() for k in flat[i + 1])
+            for i in range(0, len(flat), 2)
+        }
 
     async def get(self, key: str) -> Claim | None:
         with _mapped("idempotency get"):
@@ -305,6 +381,51 @@ class RedisRunStreams(RunStreams):
                 last = entry.seq
                 if entry.terminal:
                     return
+
+
+class RedisChannels(Channels):
+    def __init__(self, client: Client, *, prefix: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._client = client
+        self._prefix = prefix
+        self._send = client.register_script(_SEND)
+
+    def _key(self, channel: str) -> str:
+        return f"{self._prefix}chan:{channel}"
+
+    async def send(self, channel: str, messages: Sequence[bytes]) -> None:
+        if not messages:
+            return
+        args: list[int | bytes] = [self.maxlen, int(self.ttl_s * 1000), *messages]
+        with _mapped("channel send"):
+            await self._send(keys=[self._key(channel)], args=args)
+
+    async def tail(self, channel: str) -> str:
+        with _mapped("channel tail"):
+            newest = await self._client.xrevrange(self._key(channel), "+", "-", 1)
+        if not newest:
+            return self.START
+        ident: Any = newest[0].identifier
+        return ident.decode() if isinstance(ident, bytes) else str(ident)
+
+    async def receive(
+        self, cursors: Mapping[str, str], *, timeout_s: float, limit: int = 1_000
+    ) -> list[ChannelMessage]:
+        if not cursors:
+            await trio.sleep(timeout_s)
+            return []
+        streams = {self._key(name): cursor for name, cursor in cursors.items()}
+        block = max(1, int(timeout_s * 1000)) if timeout_s > 0 else None
+        with _mapped("channel receive"):
+            reply: Any = await self._client.xread(streams, count=limit, block=block)
+        cut = len(self._prefix) + len("chan:")
+        out: list[ChannelMessage] = []
+        for key, entries in (reply or {}).items():
+            name = bytes(key).decode()[cut:]
+            for entry in entries:
+                cursor = bytes(entry.identifier).decode()
+                out.append(ChannelMessage(name, cursor, bytes(entry.field_values[b"d"])))
+        return out
 
 
 def _version(raw: bytes) -> Version:
@@ -424,6 +545,7 @@ async def open_redis_cluster(
             streams=RedisRunStreams(client, prefix=prefix),
             generations=RedisGenerations(client, prefix=prefix),
             nodes=RedisNodeRecords(client, prefix=prefix, node_id=node_id),
+            channels=RedisChannels(client, prefix=prefix),
             backend="redis",
         )
 

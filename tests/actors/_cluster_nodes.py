@@ -69,6 +69,7 @@ class Nodes:
                 streams=first.streams,
                 generations=first.generations,
                 nodes=first.nodes.view(node_id),
+                channels=first.channels,
                 backend="local",
             )
         self._nodes.append(node)

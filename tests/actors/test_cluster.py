@@ -310,3 +310,56 @@ async def test_node_records_are_listed_until_forgotten_or_expired(nodes: Nodes) 
             return await b.nodes.all() == {}
 
         await poll(a_expired)
+
+
+async def test_holder_and_renew_many(nodes: Nodes) -> None:
+    with trio.fail_after(10):
+        a, b = nodes.all[:2]
+        one, two = await a.leases.acquire("s:1"), await a.leases.acquire("s:2")
+        assert one is not None and two is not None
+        assert await b.leases.holder("s:1") == one
+        assert await b.leases.holder("s:none") is None
+        await nodes.steal(two)
+        assert await a.leases.renew_many([one, two]) == [True, False]
+        assert await a.leases.renew_many([]) == []
+
+
+async def test_unfinished_claims_are_listed_by_owner_until_finished(nodes: Nodes) -> None:
+    with trio.fail_after(10):
+        a, b = nodes.all[:2]
+        assert (await a.claims.claim("run:1", b"ack", owner=a.node_id)).first
+        assert (await a.claims.claim("run:2", b"ack", owner=a.node_id)).first
+        assert not (await b.claims.claim("run:1", b"ack", owner=b.node_id)).first
+        assert (await b.claims.claim("run:3", b"ack")).first  # no owner: not listed
+        assert await b.claims.unfinished() == {a.node_id: ["run:1", "run:2"]}
+        assert await b.claims.finish("run:1", b"final", owner=a.node_id)
+        assert await a.claims.unfinished() == {a.node_id: ["run:2"]}
+        await a.claims.finish("run:2", b"final", owner=a.node_id)
+        assert await a.claims.unfinished() == {}
+
+
+async def test_channels_carry_messages_in_order_from_a_cursor(nodes: Nodes) -> None:
+    with trio.fail_after(10):
+        a, b = nodes.all[:2]
+        start = await b.channels.tail("inbox:b")
+        assert start == b.channels.START
+        assert await b.channels.receive({"inbox:b": start}, timeout_s=0.05) == []
+        await a.channels.send("inbox:b", [b"one", b"two"])
+        await a.channels.send("events:a", [b"e1"])
+        got = await b.channels.receive({"inbox:b": start, "events:a": start}, timeout_s=1)
+        assert sorted((m.channel, m.data) for m in got) == [
+            ("events:a", b"e1"),
+            ("inbox:b", b"one"),
+            ("inbox:b", b"two"),
+        ]
+        cursor = next(m.cursor for m in got if m.data == b"two")
+        assert await b.channels.tail("inbox:b") == cursor
+
+        async def later() -> None:
+            await trio.sleep(0.05)
+            await a.channels.send("inbox:b", [b"three"])
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(later)
+            got = await b.channels.receive({"inbox:b": cursor}, timeout_s=5)
+        assert [m.data for m in got] == [b"three"]
