@@ -87,6 +87,7 @@ from ._http_routes import HttpRoutes, load_dashboard
 from ._metrics import HttpCounters
 from ._origins import ORIGIN_NOT_ALLOWED_MESSAGE, check_origin
 from ._state_lock import GatewayLockError, state_dir_lock
+from ._workers import open_listeners
 from ._ws import CLOSE_GOING_AWAY, CLOSE_POLICY, WebSocketServerConnection
 from .methods import Methods, Sampler, health_view, restore_idempotency
 
@@ -522,13 +523,14 @@ class GatewayOptions:
     """Loopback client addresses to treat as remote (tests of remote pairing and limits)."""
     cron_clock: Callable[[], int] = wall_ms
     """Epoch ms for the cron scheduler (tests pass a clock that follows trio's)."""
+    worker_index: int | None = None  # of `gateway --workers N`: SO_REUSEPORT (`_workers`)
 
 
 @asynccontextmanager
-async def _own_state_dir(state_dir: Path) -> AsyncIterator[None]:
+async def _own_state_dir(options: GatewayOptions) -> AsyncIterator[None]:
     """The state dir's lock (one gateway per state dir); refusal as `GatewayConfigError`."""
     try:
-        lock = state_dir_lock(state_dir)
+        lock = state_dir_lock(options.state_dir, worker=options.worker_index)
         lock.__enter__()
     except GatewayLockError as exc:
         raise GatewayConfigError(str(exc)) from None
@@ -559,9 +561,8 @@ async def open_gateway(config: Config, options: GatewayOptions) -> AsyncIterator
     Raises `GatewayConfigError` before binding anything when the settings are unsafe.
     """
     auth, pairing, builder, generation = await _prepare(config, options)
-    port = options.port if options.port is not None else config.gateway.port
     async with (
-        _own_state_dir(options.state_dir),  # one gateway per state dir (issue 15)
+        _own_state_dir(options),  # one gateway per state dir (issue 15)
         open_node(config) as node,  # with cluster.redis.url: this node (issue 16)
         open_store_backend(config, options.state_dir) as store,  # SQLite or PostgreSQL
         open_supervisor(
@@ -574,7 +575,7 @@ async def open_gateway(config: Config, options: GatewayOptions) -> AsyncIterator
         hooks = supervisor.hooks
         async with trio.open_nursery() as nursery:
             await _start_services(gateway, nursery, builder, store, options)
-            listeners = await trio.open_tcp_listeners(port, host=options.host)
+            listeners = await open_listeners(config, options)
             gateway.listeners = listeners
             if hooks.has("gateway_start"):
                 await hooks.fire(
