@@ -20,6 +20,11 @@ next run continues from what the store holds. The session's next run starts only
 that, so it sees the stored state. Whatever fails in steps 1-2 (a crash of the actor,
 contained by the supervisor), step 3 happens.
 
+In cluster mode the session's writes carry its lease's fencing token (`SessionActor.
+store_commit`, which ending writes through): a run whose writes were refused because
+another node took the lease (`FencedOut`) ends `error` the same way, its message saying
+that the session's lease moved to another node.
+
 The requests that end with a run without running (steered or coalesced into it:
 `finish_followers`) and those that never ran (dropped, cleared, aborted while queued:
 `end_unrun`) end here too. The session actor is seen through `RunHost`: what ending a run
@@ -30,7 +35,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 import attrs
@@ -39,13 +44,14 @@ import trio
 from runtime.agent import AbortReason, RunOutcome, TurnResult, final_payload
 from runtime.llm import UserMessage
 from runtime.loop import RunProgress, RunTools, now_ms
-from runtime.sessions import MessageEntry
+from runtime.sessions import MessageEntry, SessionRow, TranscriptEntry
 
 from ._chat import ChatStream, assistant_message
 from ._errors import StoreError
+from ._journal import JournalRow
 from ._record import RunRecord
 from ._request import RunRequest
-from ._session_services import SessionServices
+from ._session_services import SessionCommit, SessionServices
 
 log = logging.getLogger("clawlane.session")
 
@@ -114,6 +120,18 @@ class RunHost(Protocol):
 
     def forget_transcript(self) -> None: ...
 
+    def store_commit(
+        self,
+        *,
+        run: JournalRow | None = None,
+        row: SessionRow | None = None,
+        session_id: str | None = None,
+        entries: Sequence[TranscriptEntry] = (),
+        on_commit: Callable[[StoreError | None], None] | None = None,
+    ) -> None:
+        """The session's writes, with its fence (`SessionActor.store_commit`)."""
+        ...
+
 
 def finish_run(actor: RunHost, req: RunRequest, end: RunEnd) -> None:
     """End `req`'s run (see the module docstring): decide, write, and announce once the
@@ -171,7 +189,7 @@ def _ended(
         try:
             _announce_end(services, actor.key, req.record, end)
         finally:
-            finish_followers(services, req)
+            finish_followers(services, req, commit=actor.store_commit)
 
 
 def _not_stored(actor: RunHost, req: RunRequest, failure: StoreError) -> None:
@@ -227,10 +245,16 @@ def _announce_end(services: SessionServices[Any], key: str, rec: RunRecord, end:
 
 
 def end_unrun(
-    services: SessionServices[Any], key: str, req: RunRequest, reason: AbortReason
+    services: SessionServices[Any],
+    key: str,
+    req: RunRequest,
+    reason: AbortReason,
+    *,
+    commit: SessionCommit | None = None,
 ) -> None:
     """End a request that never ran (dropped, cleared, aborted while queued) on session
-    `key`: its start and aborted end, its waiters woken, its journal row. Not a
+    `key`: its start and aborted end, its waiters woken, its journal row (written with
+    `commit`, the session's `store_commit`; by default the supervisor's). Not a
     checkpoint."""
     rec = req.record
     if rec.ended:
@@ -254,11 +278,14 @@ def end_unrun(
         # Whatever failed above, the run has ended: its waiters wake, its stream closes.
         services.registry.finish(rec)
         hub.close_run(rec.run_id)
-        _journal_end(services, req)
+        _journal_end(commit or services.store_commit, req)
 
 
-def finish_followers(services: SessionServices[Any], host: RunRequest) -> None:
-    """Requests steered or coalesced into `host` end with it. Not a checkpoint."""
+def finish_followers(
+    services: SessionServices[Any], host: RunRequest, *, commit: SessionCommit | None = None
+) -> None:
+    """Requests steered or coalesced into `host` end with it (their journal rows written
+    with `commit`, as in `end_unrun`). Not a checkpoint."""
     hub = services.hub
     h = host.record
     for req in host.followers:
@@ -287,14 +314,14 @@ def finish_followers(services: SessionServices[Any], host: RunRequest) -> None:
         rec.final = final
         services.registry.finish(rec)
         hub.close_run(rec.run_id)
-        _journal_end(services, req)
+        _journal_end(commit or services.store_commit, req)
 
 
-def _journal_end(services: SessionServices[Any], req: RunRequest) -> None:
+def _journal_end(commit: SessionCommit, req: RunRequest) -> None:
     """The journal row of a run that ended without writes of its own."""
     row = req.end_row()
     if row is not None:
-        services.store_commit(run=row)
+        commit(run=row)
 
 
 def _chat_error_kind(kind: str | None) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from runtime.protocol import ClawlaneError
 
-__all__ = ["ActorError", "StoreClosedError", "StoreError"]
+__all__ = ["ActorError", "FencedOut", "StoreClosedError", "StoreError"]
 
 
 class ActorError(ClawlaneError):
@@ -19,3 +19,18 @@ class StoreError(ActorError):
 
 class StoreClosedError(StoreError):
     """The store was used after its context closed."""
+
+
+class FencedOut(StoreError):
+    """A durable write of a session was refused: it carried a fencing token older than the
+    one the store holds for that session (another node took the session's lease since).
+    `key`: the session key; `token`: the write's token; `current`: the store's."""
+
+    def __init__(self, key: str, token: int, current: int) -> None:
+        super().__init__(
+            f"session {key!r}: a write with fencing token {token} was refused, the store holds "
+            f"token {current}: the session's lease moved to another node"
+        )
+        self.key = key
+        self.token = token
+        self.current = current

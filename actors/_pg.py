@@ -13,6 +13,13 @@ race), and refuses a database migrated by a newer clawlane. Session rows, transc
 entries and journal rows hold the same bytes as in SQLite (`bytea`), so the shapes read
 back are the same.
 
+Fencing: a batch with fenced writes first makes sure each of their sessions has a
+`session_fences` row (inserting the first write's token where there is none), then reads
+and locks those rows (`SELECT ... FOR UPDATE`, in key order: two nodes writing the same
+sessions wait for each other instead of both passing the check), checks each fenced write
+against them (`actors._store_ops.Fences`) and writes the raised tokens back, all in the
+batch's transaction.
+
 A connection that breaks (the server restarted, the connection terminated) fails the
 batch or read in progress with `psycopg.Error` (the store's `StoreError`); the writer
 connects again at its next batch and a broken reader is dropped, so writes and reads
@@ -36,12 +43,14 @@ from ._errors import StoreError
 from ._store_ops import (
     Append,
     Call,
+    Fences,
     Group,
     PutRow,
     PutRun,
     SqlConnection,
     SqlCursor,
     Write,
+    fenced_keys,
     list_query,
 )
 
@@ -49,7 +58,7 @@ __all__ = ["SCHEMA_VERSION", "PostgresBackend"]
 
 _T = TypeVar("_T")
 
-SCHEMA_VERSION: Final = 1
+SCHEMA_VERSION: Final = 2
 _MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
     (  # 1: the SQLite store's tables (`actors._sqlite`, `actors._journal`)
         """CREATE TABLE sessions(
@@ -76,6 +85,12 @@ _MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
             body BYTEA NOT NULL
         )""",
     ),
+    (  # 2: the fencing tokens of the sessions' leases (cluster mode)
+        """CREATE TABLE session_fences(
+            session_key TEXT PRIMARY KEY,
+            token BIGINT NOT NULL
+        )""",
+    ),
 )
 _LOCK_KEY: Final = 0x636C61776C616E65  # "clawlane": one migration at a time per database
 
@@ -96,6 +111,18 @@ _INSERT_RUNS: Final = """
 INSERT INTO runs(run_id, ended_at, body)
 SELECT r, e, b FROM unnest(%s::text[], %s::bigint[], %s::bytea[]) WITH ORDINALITY AS t(r, e, b, n)
 ORDER BY n
+"""
+_ENSURE_FENCES: Final = """
+INSERT INTO session_fences(session_key, token)
+SELECT * FROM unnest(%s::text[], %s::bigint[]) ON CONFLICT(session_key) DO NOTHING
+"""
+_LOCK_FENCES: Final = """
+SELECT session_key, token FROM session_fences WHERE session_key = ANY(%s)
+ORDER BY session_key FOR UPDATE
+"""
+_RAISE_FENCES: Final = """
+UPDATE session_fences SET token = t.token
+FROM unnest(%s::text[], %s::bigint[]) AS t(key, token) WHERE session_key = t.key
 """
 _NEXT_SEQ: Final = "SELECT COALESCE(MAX(seq) + 1, 0) FROM entries WHERE session_id = %s"
 # `actors._journal.PRUNE_CUT` and `PRUNE`, in PostgreSQL's placeholders
@@ -198,26 +225,45 @@ class PostgresBackend:
             next_seq.clear()
         results: list[object] = []
         pending = _Gathered(conn, next_seq)
+        keys = fenced_keys(writes)
         try:
             with conn.transaction():
+                fences = self._lock_fences(conn, keys) if keys else None
                 for op in writes:
-                    if isinstance(op, PutRow | Append | PutRun):
-                        pending.put(op)
-                        results.append(None)
-                    elif isinstance(op, Group):
-                        for part in op.writes:
-                            pending.put(part)
+                    if isinstance(op, PutRow | Append | PutRun | Group):
+                        if op.fence is not None:
+                            assert fences is not None
+                            refused = fences.refuse(op.fence)
+                            if refused is not None:
+                                results.append(refused)  # not applied; the rest goes on
+                                continue
+                        if isinstance(op, Group):
+                            for part in op.writes:
+                                pending.put(part)
+                        else:
+                            pending.put(op)
                         results.append(None)
                     else:
                         pending.flush()
                         results.append(self._other(conn, op, next_seq))
                 pending.flush()
+                if fences is not None and fences.raised:
+                    raised = fences.raised
+                    conn.execute(_RAISE_FENCES, (list(raised), list(raised.values())))
                 if prune is not None:
                     self._prune(conn, *prune)
         except BaseException:
             next_seq.clear()
             raise
         return results
+
+    @staticmethod
+    def _lock_fences(conn: psycopg.Connection[Any], keys: dict[str, int]) -> Fences:
+        """Lock the `session_fences` rows of `keys` (made with the first write's token
+        where missing) for the batch's fencing check; two statements whatever the count."""
+        names = sorted(keys)
+        conn.execute(_ENSURE_FENCES, (names, [keys[k] for k in names]))
+        return Fences(dict(conn.execute(_LOCK_FENCES, (names,)).fetchall()))
 
     @staticmethod
     def _other(conn: psycopg.Connection[Any], op: Write, next_seq: dict[str, int]) -> object:

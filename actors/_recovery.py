@@ -14,6 +14,9 @@
 - Runs ended within the idempotency cache's TTL come back as ended records, so that
   `agent.wait` answers for them and a retried key answers from the cache instead of
   running again (the transports rebuild the cached responses from `RecoveredRun`).
+
+The writes made for a session's runs carry its actor's fence (`SessionActor.fence`, in
+cluster mode), as the actor's own do.
 """
 
 from __future__ import annotations
@@ -179,7 +182,7 @@ async def _report_interrupted(sup: Supervisor, row: JournalRow, accepted: Accept
         abortedLastRun=True,
         lastRunId=row.run_id,
     )
-    sup.store_commit(run=journal, row=stored, session_id=stored.sessionId, entries=entries)
+    actor.store_commit(run=journal, row=stored, session_id=stored.sessionId, entries=entries)
     actor.forget_transcript()  # the next run reads what was just written
     return rec
 
@@ -241,7 +244,8 @@ async def _run_again(sup: Supervisor, row: JournalRow, accepted: AcceptedRun) ->
             agent_id=row.agent_id,
             accepted_at=row.accepted_at,
             request=again,
-        )
+        ),
+        fence=actor.fence,
     )
     try:
         sup.accept_run(actor, request, actor.queue_settings(accepted.queueMode))

@@ -12,6 +12,13 @@ emit lifecycle `start`, run the attempt loop, and emit exactly one terminal life
 terminal event waits for the run's writes to commit (`actors._ending`): a turn that could
 not be stored ends with an error saying so.
 
+Fencing (cluster mode): `fence` is set by the cluster layer while this node holds the
+session's lease (its key and the lease's token); every durable write of the actor carries
+it (`store_commit`, `put_row_durable`). When the store refuses one (`FencedOut`: another
+node took the lease since), the actor logs it once and attempts no further write with that
+fence: each answers `FencedOut` at once, so its runs end `error` ("the session's lease
+moved to another node"); a new fence (the lease taken again) lets writes resume.
+
 An actor never sees the supervisor: it is spawned with `SessionServices`
 (`actors._session_services`), the hub, registry, store and turn services plus the few
 callables it needs of the supervisor (the current generation, the global lanes, the write
@@ -24,6 +31,7 @@ import collections
 import functools
 import logging
 import time
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
@@ -60,12 +68,14 @@ from runtime.sessions import (
 
 from ._chat import ChatStream
 from ._ending import CommitWait, EndWrite, RunEnd, end_unrun, finish_run
-from ._errors import ActorError
+from ._errors import ActorError, FencedOut, StoreError
+from ._journal import JournalRow
 from ._lane import Lane, QueueSettings, normalize_drop, normalize_mode
 from ._record import RunRecord
 from ._request import RunRequest
 from ._runlog import log_run_started
 from ._session_services import SessionServices
+from ._store_ops import Fence
 
 log = logging.getLogger("clawlane.session")
 
@@ -100,6 +110,11 @@ class SessionActor:
     """Messages in the stored transcript (what `session.message` and `chat.history` number)."""
     end_pending: CommitWait | None = None
     """The last run's writes, until they commit and its end is announced (`settled`)."""
+    fence: Fence | None = None
+    """The session's lease token while this node holds it (cluster mode; set by the cluster
+    layer): carried by every durable write. None: unfenced (one process)."""
+    _refused: FencedOut | None = None
+    """The store refused a write carrying `fence` (with the key and tokens it named)."""
 
     @property
     def busy(self) -> bool:
@@ -126,9 +141,87 @@ class SessionActor:
     async def save_row(self, **changes: Any) -> SessionRow:
         """Change the row and store it durably. A checkpoint. Raises `StoreError`."""
         row = self.change_row(**changes)
-        await self.services.store.put_session_durable(row)
+        await self.put_row_durable(row)
         self.row_persisted = True
         return row
+
+    # --- durable writes, with the session's fence ------------------------------------------
+
+    def store_commit(
+        self,
+        *,
+        run: JournalRow | None = None,
+        row: SessionRow | None = None,
+        session_id: str | None = None,
+        entries: Sequence[TranscriptEntry] = (),
+        on_commit: Callable[[StoreError | None], None] | None = None,
+    ) -> None:
+        """This session's writes that commit together (`SessionServices.store_commit`),
+        carrying `fence`; once a write with this fence was refused, none is attempted and
+        `on_commit` hears `FencedOut` at once. Not a checkpoint."""
+        fence = self.fence
+        if fence is not None:
+            refused = self.fenced_out()
+            if refused is not None:
+                if on_commit is not None:
+                    on_commit(refused)
+                return
+            on_commit = functools.partial(self._heard, fence, on_commit)
+        self.services.store_commit(
+            run=run,
+            row=row,
+            session_id=session_id,
+            entries=entries,
+            on_commit=on_commit,
+            fence=fence,
+        )
+
+    async def put_row_durable(self, row: SessionRow) -> None:
+        """`Store.put_session_durable` with `fence` (see `store_commit`). A checkpoint.
+        Raises `StoreError` (`FencedOut`)."""
+        fence = self.fence
+        refused = self.fenced_out()
+        if refused is not None:
+            await trio.lowlevel.checkpoint()
+            raise refused
+        try:
+            await self.services.store.put_session_durable(row, fence=fence)
+        except FencedOut as exc:
+            if fence is not None:
+                self._heard(fence, None, exc)
+            raise
+
+    def fenced_out(self) -> FencedOut | None:
+        """The refusal of the current `fence` (a fresh error each call), or None: writes
+        may be attempted. Not a checkpoint."""
+        refused, fence = self._refused, self.fence
+        if refused is None or fence is None or fence.token != refused.token:
+            return None
+        return FencedOut(refused.key, refused.token, refused.current)
+
+    def _heard(
+        self,
+        fence: Fence,
+        then: Callable[[StoreError | None], None] | None,
+        error: StoreError | None,
+    ) -> None:
+        """A fenced write's outcome: a refusal stops the actor's writes with that fence
+        (logged once), then `then` hears it."""
+        try:
+            known = self._refused
+            if isinstance(error, FencedOut) and (known is None or known.token != error.token):
+                log.warning(
+                    "session %s: its writes with fencing token %d are refused, the store holds "
+                    "token %d: the session's lease moved to another node; no further write "
+                    "is attempted with that token",
+                    self.key,
+                    fence.token,
+                    error.current,
+                )
+                self._refused = error
+        finally:
+            if then is not None:
+                then(error)
 
     # --- queue modes ----------------------------------------------------------------------
 
@@ -230,7 +323,7 @@ class SessionActor:
 
     def finish_unrun(self, req: RunRequest, reason: AbortReason) -> None:
         """End a request that never ran (dropped, cleared, aborted while queued)."""
-        end_unrun(self.services, self.key, req, reason)
+        end_unrun(self.services, self.key, req, reason, commit=self.store_commit)
 
     async def settled(self) -> None:
         """Wait until the last run's writes have committed and its end is announced (so
@@ -266,7 +359,7 @@ class SessionActor:
         """Writes of this session outside a run, waited for; a failure makes the session
         forget its in-memory transcript (the store's is the truth). A checkpoint."""
         commit = CommitWait()
-        self.services.store_commit(on_commit=commit, **writes)
+        self.store_commit(on_commit=commit, **writes)
         await commit.event.wait()
         if commit.error is not None:
             self.forget_transcript()
@@ -340,7 +433,7 @@ class SessionActor:
         services = self.services
         old = self.row
         row = self.reset_session()
-        await services.store.put_session_durable(row)
+        await self.put_row_durable(row)
         self.row_persisted = True
         await services.session_lifecycle(self, old, reason)
         return row
@@ -501,6 +594,9 @@ class SessionActor:
         rec = req.record
         if trio.current_time() < self.failed_until:
             raise RunRefusedError("session is restarting after repeated crashes")
+        refused = self.fenced_out()
+        if refused is not None:  # its end could not be stored: do not run the model
+            raise RunRefusedError(str(refused))
         lane = services.lane_for(req.lane)
         acquired = lane.try_acquire()
         if req.timeout_s and acquired:
@@ -625,7 +721,7 @@ class SessionActor:
         running = self.running
         journal = running.end_row() if running is not None and running.record is rec else None
         commit = CommitWait()
-        self.services.store_commit(
+        self.store_commit(
             run=journal, row=row, session_id=row.sessionId, entries=entries, on_commit=commit
         )
         return EndWrite(commit, [e for e in entries if isinstance(e, MessageEntry)])

@@ -28,15 +28,33 @@ from ._hub import EventHub
 from ._journal import JournalRow
 from ._registry import RunRegistry
 from ._store import Store
+from ._store_ops import Fence
 
-__all__ = ["SessionCounters", "SessionServices", "StoreCommit"]
+__all__ = ["SessionCommit", "SessionCounters", "SessionServices", "StoreCommit"]
 
 A = TypeVar("A")
 
 
 class StoreCommit(Protocol):
     """`Supervisor.store_commit`: writes that commit together, through the backlog when the
-    store's channel is full; `on_commit` hears the outcome. Not a checkpoint."""
+    store's channel is full; `on_commit` hears the outcome (`FencedOut` when `fence`, the
+    session's lease token, is refused). Not a checkpoint."""
+
+    def __call__(
+        self,
+        *,
+        run: JournalRow | None = None,
+        row: SessionRow | None = None,
+        session_id: str | None = None,
+        entries: Sequence[TranscriptEntry] = (),
+        on_commit: Callable[[StoreError | None], None] | None = None,
+        fence: Fence | None = None,
+    ) -> None: ...
+
+
+class SessionCommit(Protocol):
+    """`SessionActor.store_commit`: a session's writes that commit together, carrying its
+    fence (a `StoreCommit` is one too, unfenced). Not a checkpoint."""
 
     def __call__(
         self,

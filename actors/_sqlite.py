@@ -6,6 +6,11 @@ blocking work the store runs in worker threads (opening connections, `write_batc
 in multi-row statements, one SQLite step per statement rather than per row. Nothing here
 touches trio; the store hands these functions to `trio.to_thread.run_sync`.
 
+Fencing: a batch with fenced writes reads the stored tokens of their sessions once
+(`session_fences`), checks each fenced write against them (`actors._store_ops.Fences`),
+and writes the raised tokens back in the same transaction; `BEGIN IMMEDIATE` already
+holds the database's write lock, so nobody writes between the check and the commit.
+
 Errors: `sqlite3.Error` from the blocking functions (the store maps them to `StoreError`);
 `open_writer` raises `StoreError` itself for a database it cannot use (not WAL, an
 unsupported schema version). An operation's `Waiter` reports a failure as a `StoreError`.
@@ -28,6 +33,7 @@ from ._store_ops import (
     Barrier,
     Call,
     Delete,
+    Fences,
     Group,
     Op,
     PutRow,
@@ -35,6 +41,7 @@ from ._store_ops import (
     SqlConnection,
     Waiter,
     Write,
+    fenced_keys,
     list_query,
 )
 
@@ -61,7 +68,11 @@ __all__ = [
 ]
 
 _T = TypeVar("_T")
-SCHEMA_VERSION: Final = 1
+SCHEMA_VERSION: Final = 2
+"""1: sessions, entries, the run journal; 2: `session_fences` (made by `_SCHEMA`'s
+`IF NOT EXISTS`, so a version 1 file only has its number raised)."""
+_MIGRATES: Final = frozenset({"1"})
+"""Schema versions `open_writer` brings up to `SCHEMA_VERSION`."""
 
 _SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS meta(
@@ -84,6 +95,10 @@ CREATE TABLE IF NOT EXISTS entries(
     body BLOB NOT NULL,
     PRIMARY KEY(session_id, seq)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS session_fences(
+    session_key TEXT PRIMARY KEY,
+    token BIGINT NOT NULL
+);
 """
 
 _UPSERT_SESSION: Final = """
@@ -121,6 +136,11 @@ def open_writer(path: Path) -> sqlite3.Connection:
             if found is None:
                 conn.execute(
                     "INSERT INTO meta(key, value) VALUES ('schema_version', ?)",
+                    (str(SCHEMA_VERSION),),
+                )
+            elif found[0] in _MIGRATES:
+                conn.execute(
+                    "UPDATE meta SET value = ? WHERE key = 'schema_version'",
                     (str(SCHEMA_VERSION),),
                 )
             elif found[0] != str(SCHEMA_VERSION):
@@ -266,15 +286,23 @@ def write_batch(
     pending = _Runs(conn, next_seq)
     if len(next_seq) > _NEXT_SEQ_MAX:
         next_seq.clear()
+    keys = fenced_keys(writes)
     conn.execute("BEGIN IMMEDIATE")
     try:
+        fences = _read_fences(conn, keys) if keys else None
         for op in writes:
-            if isinstance(op, PutRow | Append | PutRun):
-                pending.put(op)
-                results.append(None)
-            elif isinstance(op, Group):
-                for part in op.writes:
-                    pending.put(part)
+            if isinstance(op, PutRow | Append | PutRun | Group):
+                if op.fence is not None:
+                    assert fences is not None
+                    refused = fences.refuse(op.fence)
+                    if refused is not None:
+                        results.append(refused)  # not applied; the rest goes on
+                        continue
+                if isinstance(op, Group):
+                    for part in op.writes:
+                        pending.put(part)
+                else:
+                    pending.put(op)
                 results.append(None)
             elif isinstance(op, Call):
                 pending.flush()
@@ -283,6 +311,8 @@ def write_batch(
                 pending.flush()
                 results.append(_delete(conn, op, next_seq))
         pending.flush()
+        if fences is not None and fences.raised:
+            conn.executemany(_UPSERT_FENCE, list(fences.raised.items()))
         if prune is not None:
             since, keep = prune
             (cut,) = conn.execute(_journal.PRUNE_CUT, {"since": since, "keep": keep}).fetchone()
@@ -294,6 +324,25 @@ def write_batch(
         _rollback(conn)
         raise
     return results
+
+
+_UPSERT_FENCE: Final = """
+INSERT INTO session_fences(session_key, token) VALUES (?, ?)
+ON CONFLICT(session_key) DO UPDATE SET token = excluded.token
+"""
+_READ_FENCES_HEAD: Final = "SELECT session_key, token FROM session_fences WHERE session_key IN "
+_KEYS_PER_QUERY: Final = 500
+
+
+def _read_fences(conn: sqlite3.Connection, keys: dict[str, int]) -> Fences:
+    """The stored tokens of `keys` (those that have one), for the batch's fencing check."""
+    names = list(keys)
+    current: dict[str, int] = {}
+    for i in range(0, len(names), _KEYS_PER_QUERY):
+        chunk = names[i : i + _KEYS_PER_QUERY]
+        sql = f"{_READ_FENCES_HEAD}({','.join('?' * len(chunk))})"
+        current.update(conn.execute(sql, chunk).fetchall())
+    return Fences(current)
 
 
 def _delete(conn: sqlite3.Connection, op: Delete, next_seq: dict[str, int]) -> bool:

@@ -22,11 +22,21 @@ the write channel): `actors._sqlite` (one file, the default: `open_store(path)`)
 `actors._pg` (a PostgreSQL server: `open_store(backend=PostgresBackend(url))`, or
 `actors._store_config.open_store_backend` from the config). The actor does not know which.
 
+Fencing (cluster mode): the writes of a session may carry a `Fence` (its key and the
+fencing token of its node's lease). The backends keep the newest token of each key and
+refuse, in the batch's transaction, a fenced write with an older one: it is not applied,
+its waiter or commit callback gets `FencedOut`, and the rest of the batch commits (a
+refused write is not a failure of the store: nothing is rolled back, `failing` stays as
+it was; `statistics().fenced_out` counts them). `advance_fence` records a new owner's
+token before it writes anything. Unfenced writes (the single-process default) are never
+checked and cost nothing more.
+
 Errors (`actors._errors`):
 - `StoreError`: a commit or a read failed (the backend's driver error, `sqlite3.Error` or
   `psycopg.Error`, mapped with `raise ... from`), or stored bytes do not decode, or the
   database cannot be opened (a file it cannot use, a server it cannot reach).
 - `StoreClosedError` (a `StoreError`): the store was used after its context closed.
+- `FencedOut` (a `StoreError`): a fenced write was refused (see Fencing above).
 - `trio.WouldBlock` from the `*_nowait` methods when the write channel is full.
 """
 
@@ -55,7 +65,7 @@ from runtime.sessions import (
 )
 
 from . import _journal
-from ._errors import StoreClosedError, StoreError
+from ._errors import FencedOut, StoreClosedError, StoreError
 from ._journal import JournalRow
 from ._metrics import COMMIT_BUCKETS, Histogram
 from ._sqlite import SqliteBackend
@@ -64,6 +74,7 @@ from ._store_ops import (
     Barrier,
     Call,
     Delete,
+    Fence,
     Group,
     Op,
     PutRow,
@@ -97,7 +108,8 @@ class StoreStatistics:
     `last_batch_size`: writes in the last committed transaction. `failed_commits`:
     transactions rolled back; `failed_writes`: the writes they held; `last_error`,
     `last_error_at_ms`: the last failure's message and time; `failing`: the last commit
-    failed (writes have not resumed yet); `runs_written`: run journal rows.
+    failed (writes have not resumed yet); `runs_written`: run journal rows;
+    `fenced_out`: fenced writes refused (`FencedOut`), not counted as written.
     """
 
     pending: int
@@ -111,6 +123,7 @@ class StoreStatistics:
     last_error_at_ms: int | None = None
     failing: bool = False
     runs_written: int = 0
+    fenced_out: int = 0
 
 
 @attrs.define(eq=False)
@@ -172,6 +185,8 @@ class Store:
         self._last_error_at: int | None = None
         self._failing = False
         self._runs_written = 0
+        self._fenced_out = 0
+        self._fenced_logged_at = float("-inf")
         self._failure_logged_at = float("-inf")
         self._failures_unlogged = 0
         self._runs_keep = runs_keep
@@ -210,46 +225,59 @@ class Store:
             last_error_at_ms=self._last_error_at,
             failing=self._failing,
             runs_written=self._runs_written,
+            fenced_out=self._fenced_out,
         )
 
     # --- writes ------------------------------------------------------------------------
 
-    async def put_session(self, row: SessionRow) -> None:
+    async def put_session(self, row: SessionRow, *, fence: Fence | None = None) -> None:
         """Enqueue an upsert of `row` (by `row.key`); return once it is enqueued.
 
         A checkpoint; blocks while the channel is full. A commit failure is not reported
-        here: see `flush` and `statistics().failed_commits`.
+        here: see `flush` and `statistics().failed_commits`. `fence` (this and every
+        write method): the write is refused if the store holds a newer token for its key.
         """
-        await self._submit(self._put_op(row, None))
+        await self._submit(self._put_op(row, None, fence))
 
     def put_session_nowait(
-        self, row: SessionRow, *, on_commit: Callable[[StoreError | None], None] | None = None
+        self,
+        row: SessionRow,
+        *,
+        on_commit: Callable[[StoreError | None], None] | None = None,
+        fence: Fence | None = None,
     ) -> None:
         """Like `put_session`, but never blocks: raises `trio.WouldBlock` when full.
 
         `on_commit` (optional) is called from the writer task once the transaction holding
-        the row has committed (with None) or failed (with the `StoreError`): the durable
-        write of `put_session_durable` without a task waiting for it."""
+        the row has committed (with None) or failed (with the `StoreError`; `FencedOut`
+        when refused): the durable write of `put_session_durable` without a task waiting
+        for it."""
         waiter = None
         if on_commit is not None:
             waiter = Waiter("cannot store session", row.key, callback=on_commit)
-        self._submit_nowait(self._put_op(row, waiter))
+        self._submit_nowait(self._put_op(row, waiter, fence))
 
-    async def put_session_durable(self, row: SessionRow) -> None:
+    async def put_session_durable(self, row: SessionRow, *, fence: Fence | None = None) -> None:
         """Upsert `row` and return after the transaction holding it has committed.
 
-        A checkpoint. Raises `StoreError` if that commit failed. Cancelled while waiting
-        for the commit, the row is still written.
+        A checkpoint. Raises `StoreError` if that commit failed (`FencedOut` if `fence`
+        was refused). Cancelled while waiting for the commit, the row is still written.
         """
         waiter = Waiter("cannot store session", row.key)
-        op = self._put_op(row, waiter)
+        op = self._put_op(row, waiter, fence)
         try:
             self._submit_nowait(op)  # no yield for the enqueue: the commit wait is one
         except trio.WouldBlock:
             await self._submit(op)
         await waiter.wait()
 
-    async def append_entries(self, session_id: str, entries: Sequence[TranscriptEntry]) -> None:
+    async def append_entries(
+        self,
+        session_id: str,
+        entries: Sequence[TranscriptEntry],
+        *,
+        fence: Fence | None = None,
+    ) -> None:
         """Enqueue `entries` to be appended, in order, to the transcript of `session_id`.
 
         A checkpoint; blocks while the channel is full; all entries commit together.
@@ -257,12 +285,28 @@ class Store:
         if not entries:
             await trio.lowlevel.checkpoint()
             return
-        await self._submit(self._append_op(session_id, entries))
+        await self._submit(self._append_op(session_id, entries, fence))
 
-    def append_entries_nowait(self, session_id: str, entries: Sequence[TranscriptEntry]) -> None:
+    def append_entries_nowait(
+        self,
+        session_id: str,
+        entries: Sequence[TranscriptEntry],
+        *,
+        fence: Fence | None = None,
+    ) -> None:
         """Like `append_entries`, but never blocks: raises `trio.WouldBlock` when full."""
         if entries:
-            self._submit_nowait(self._append_op(session_id, entries))
+            self._submit_nowait(self._append_op(session_id, entries, fence))
+
+    async def advance_fence(self, fence: Fence) -> None:
+        """Record `fence.token` as the current token of `fence.key` (a node calls it right
+        after taking the session's lease): from then on writes with an older token are
+        refused, before this node has written anything. Returns once committed. A
+        checkpoint. Raises `FencedOut` if the store already holds a newer token (this
+        node's lease is itself stale), `StoreError` if the commit failed."""
+        waiter = Waiter("cannot record the fencing token of session", fence.key)
+        await self._submit(Group((), waiter, fence))
+        await waiter.wait()
 
     # --- groups of writes, and the run journal (`_journal`) --------------------------------
 
@@ -274,13 +318,15 @@ class Store:
         session_id: str | None = None,
         entries: Sequence[TranscriptEntry] = (),
         on_commit: Callable[[StoreError | None], None] | None = None,
+        fence: Fence | None = None,
     ) -> None:
         """Enqueue writes that commit together, in one transaction: a run journal row
         (`run`), a session `row`, transcript `entries` appended to `session_id`.
         `on_commit` is called from the writer once the transaction has committed (None)
-        or failed (the `StoreError`); it must not block. Never blocks: raises
-        `trio.WouldBlock` when the channel is full."""
-        self._submit_nowait(self._group(run, row, session_id, entries, on_commit))
+        or failed (the `StoreError`); it must not block. With `fence`, the writes are
+        refused together (`FencedOut`) when the store holds a newer token. Never blocks:
+        raises `trio.WouldBlock` when the channel is full."""
+        self._submit_nowait(self._group(run, row, session_id, entries, on_commit, fence))
 
     async def commit(
         self,
@@ -290,10 +336,11 @@ class Store:
         session_id: str | None = None,
         entries: Sequence[TranscriptEntry] = (),
         on_commit: Callable[[StoreError | None], None] | None = None,
+        fence: Fence | None = None,
     ) -> None:
         """Like `commit_nowait`, but waits for channel space (not for the commit). A
         checkpoint."""
-        await self._submit(self._group(run, row, session_id, entries, on_commit))
+        await self._submit(self._group(run, row, session_id, entries, on_commit, fence))
 
     async def commit_durable(
         self,
@@ -302,11 +349,12 @@ class Store:
         row: SessionRow | None = None,
         session_id: str | None = None,
         entries: Sequence[TranscriptEntry] = (),
+        fence: Fence | None = None,
     ) -> None:
         """Like `commit_nowait`, returning once the transaction has committed. A
-        checkpoint. Raises `StoreError` if the commit failed; cancelled while waiting for
-        the commit, the writes still go ahead."""
-        op = self._group(run, row, session_id, entries, None)
+        checkpoint. Raises `StoreError` if the commit failed (`FencedOut` if refused);
+        cancelled while waiting for the commit, the writes still go ahead."""
+        op = self._group(run, row, session_id, entries, None, fence)
         assert op.waiter is not None
         try:
             self._submit_nowait(op)
@@ -339,20 +387,21 @@ class Store:
         session_id: str | None,
         entries: Sequence[TranscriptEntry],
         on_commit: Callable[[StoreError | None], None] | None,
+        fence: Fence | None,
     ) -> Group:
         parts: list[PutRow | Append | PutRun] = []
         if entries:
             assert session_id is not None
-            parts.append(self._append_op(session_id, entries))
+            parts.append(self._append_op(session_id, entries, None))
         if row is not None:
-            parts.append(self._put_op(row, None))
+            parts.append(self._put_op(row, None, None))
         if run is not None:
             parts.append(PutRun(run))
             waiter = Waiter("cannot store run", run.run_id, callback=on_commit)
         else:
             subject = session_id or (row.key if row else "")
             waiter = Waiter("cannot store session", subject, callback=on_commit)
-        return Group(tuple(parts), waiter)
+        return Group(tuple(parts), waiter, fence)
 
     async def delete_session(self, key: str, *, delete_transcript: bool = True) -> bool:
         """Delete the row of `key` (and its transcript); True if there was a row.
@@ -451,13 +500,14 @@ class Store:
 
     # --- internals ---------------------------------------------------------------------
 
-    def _put_op(self, row: SessionRow, waiter: Waiter | None) -> PutRow:
-        return PutRow(
-            row.key, row.agentId, row.sessionId, row.updatedAt, encode_session_row(row), waiter
-        )
+    def _put_op(self, row: SessionRow, waiter: Waiter | None, fence: Fence | None) -> PutRow:
+        body = encode_session_row(row)
+        return PutRow(row.key, row.agentId, row.sessionId, row.updatedAt, body, waiter, fence)
 
-    def _append_op(self, session_id: str, entries: Sequence[TranscriptEntry]) -> Append:
-        return Append(session_id, tuple((e.id, encode_entry(e)) for e in entries))
+    def _append_op(
+        self, session_id: str, entries: Sequence[TranscriptEntry], fence: Fence | None
+    ) -> Append:
+        return Append(session_id, tuple((e.id, encode_entry(e)) for e in entries), None, fence)
 
     async def _submit(self, op: Op) -> None:
         self._check_open()
@@ -585,7 +635,7 @@ class Store:
                 self.commit_seconds.observe(time.perf_counter() - t0)
                 self._commits += 1
                 self._last_batch_size = len(writes)
-                self._count_written(writes)
+                self._count_written(writes, results)
                 if self._failing:
                     log.warning("store %s: writes resumed", self._path)
                     self._failing = False
@@ -597,10 +647,19 @@ class Store:
                 late = self._last_failed >= op.low
                 self._wake(op, failure or (self._last_failure if late else None), None)
             else:
-                self._wake(op, failure, result_of[id(op)])
+                result = result_of[id(op)]
+                if isinstance(result, FencedOut):  # refused alone: not the store's failure
+                    self._wake(op, result, None)
+                else:
+                    self._wake(op, failure, result)
 
-    def _count_written(self, writes: Sequence[Write]) -> None:
-        for op in writes:
+    def _count_written(self, writes: Sequence[Write], results: Sequence[object]) -> None:
+        for op, result in zip(writes, results, strict=True):
+            if isinstance(result, FencedOut):
+                self._fenced_out += 1
+                if op.waiter is None:
+                    self._report_fenced(result)
+                continue
             for part in op.writes if isinstance(op, Group) else (op,):
                 if isinstance(part, PutRow):
                     self._rows_written += 1
@@ -616,6 +675,14 @@ class Store:
             return None
         self._last_prune = now
         return (int(time.time() * 1000) - self._runs_ttl_ms, self._runs_keep)
+
+    def _report_fenced(self, refused: FencedOut) -> None:
+        """Log a refused write nobody hears of (no waiter, no callback), at most one line
+        per `FAILURE_LOG_INTERVAL_S`."""
+        now = time.monotonic()
+        if now - self._fenced_logged_at >= FAILURE_LOG_INTERVAL_S:
+            self._fenced_logged_at = now
+            log.warning("store %s: %s (%d refused in all)", self._path, refused, self._fenced_out)
 
     def _report_failure(self, exc: Exception, writes: int) -> None:
         """Log a failed commit: the first at once, then at most one line per interval

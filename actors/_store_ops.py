@@ -6,9 +6,16 @@ Two backends implement it: `actors._sqlite.SqliteBackend` (one file, the embedde
 and `actors._pg.PostgresBackend` (a PostgreSQL server, for several gateway processes). The
 store actor (channel, group commit, waiters, statistics) is the same for both.
 
+Fencing (cluster mode): a session's writes may carry a `Fence`, the session key and the
+fencing token of the lease its node holds (`actors._cluster.Leases`). Each backend keeps
+the highest token it has seen per key (`session_fences`) and, inside the batch's
+transaction, refuses a fenced write whose token is lower (its result is a `FencedOut`, the
+rest of the batch commits); `Fences` is that check, shared by the backends. A batch with no
+fenced write costs no query.
+
 Errors: a backend's blocking calls raise its driver's errors (`StoreBackend.errors`: the
 store maps them to `StoreError`) or `StoreError` itself; an operation's `Waiter` reports
-a failure as a `StoreError`.
+a failure as a `StoreError` (a refused fenced write: `FencedOut`).
 """
 
 from __future__ import annotations
@@ -19,7 +26,7 @@ from typing import Any, Protocol, TypeVar
 import attrs
 import trio
 
-from ._errors import StoreError
+from ._errors import FencedOut, StoreError
 from ._journal import JournalRow
 
 __all__ = [
@@ -27,6 +34,8 @@ __all__ = [
     "Barrier",
     "Call",
     "Delete",
+    "Fence",
+    "Fences",
     "Group",
     "Op",
     "PutRow",
@@ -36,6 +45,7 @@ __all__ = [
     "StoreBackend",
     "Waiter",
     "Write",
+    "fenced_keys",
     "list_query",
 ]
 
@@ -81,8 +91,11 @@ class Waiter:
     _event: trio.Event | None = None
 
     def error(self) -> StoreError | None:
-        if self.cause is None:
+        cause = self.cause
+        if cause is None:
             return None
+        if isinstance(cause, FencedOut):  # its own message names the session and tokens
+            return FencedOut(cause.key, cause.token, cause.current)
         what = self.message if self.subject is None else f"{self.message} {self.subject!r}"
         error = StoreError(f"{what}: {self.cause}")
         error.__cause__ = self.cause
@@ -110,6 +123,16 @@ class Waiter:
         return self.result
 
 
+@attrs.frozen
+class Fence:
+    """What a durable write of session `key` carries in cluster mode: the fencing `token`
+    of the lease its node holds on the session (`actors._cluster.Lease.token`). The store
+    refuses a write whose token is older than the newest it has seen for `key`."""
+
+    key: str
+    token: int
+
+
 @attrs.frozen(eq=False)
 class PutRow:
     key: str
@@ -118,6 +141,7 @@ class PutRow:
     updated_at: int
     body: bytes
     waiter: Waiter | None = None
+    fence: Fence | None = None
 
 
 @attrs.frozen(eq=False)
@@ -125,20 +149,25 @@ class Append:
     session_id: str
     items: tuple[tuple[str, bytes], ...]
     waiter: Waiter | None = None
+    fence: Fence | None = None
 
 
 @attrs.frozen(eq=False)
 class PutRun:
     run: JournalRow
     waiter: Waiter | None = None
+    fence: Fence | None = None
 
 
 @attrs.frozen(eq=False)
 class Group:
-    """Writes committed together (always in one transaction), with one waiter."""
+    """Writes committed together (always in one transaction), with one waiter. A fenced
+    group is refused whole (its parts' own fences are not looked at). A fenced group with
+    no writes only advances its key's token (`Store.advance_fence`)."""
 
     writes: tuple[PutRow | Append | PutRun, ...]
     waiter: Waiter | None = None
+    fence: Fence | None = None
 
 
 @attrs.frozen(eq=False)
@@ -214,6 +243,41 @@ class StoreBackend(Protocol):
     def load_entries(self, reader: Any, session_id: str) -> list[bytes]: ...
     def load_runs(self, reader: Any) -> list[tuple[str, int | None, bytes]]: ...
     def call(self, reader: Any, fn: Callable[[SqlConnection], _T]) -> _T: ...
+
+
+def fenced_keys(writes: Sequence[Write]) -> dict[str, int]:
+    """The session keys the fenced writes of a batch name, each with the token of its first
+    fenced write, in the order they come (empty: nothing to check, no query to make)."""
+    found: dict[str, int] = {}
+    for op in writes:
+        if not isinstance(op, Delete | Call) and op.fence is not None:
+            found.setdefault(op.fence.key, op.fence.token)
+    return found
+
+
+class Fences:
+    """The fencing check of one batch (`write_batch`, in its transaction): `current` holds
+    the token the store holds for each fenced key of the batch (read once, up front); each
+    fenced write is checked in batch order by `refuse`, which keeps the highest token seen;
+    `raised` is what to write back to `session_fences` before the commit."""
+
+    __slots__ = ("current", "raised")
+
+    def __init__(self, current: dict[str, int]) -> None:
+        self.current = current
+        self.raised: dict[str, int] = {}
+
+    def refuse(self, fence: Fence) -> FencedOut | None:
+        """The error of a write carrying `fence` if its token is older than the key's
+        current one (it must not be applied), else None (the token is now the current)."""
+        key, token = fence.key, fence.token
+        current = self.current.get(key)
+        if current is not None and token < current:
+            return FencedOut(key, token, current)
+        if current is None or token > current:
+            self.current[key] = token
+            self.raised[key] = token
+        return None
 
 
 def list_query(

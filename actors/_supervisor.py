@@ -17,7 +17,8 @@ Persistence is never awaited on a run's way in: writes go to the store without b
 (`*_nowait`, with commit callbacks where an answer depends on them); when the store's
 channel is full they wait in a backlog that one task feeds to the store (counted in
 `statistics()`). A run's end waits for its own writes (see `SessionActor`), so what it
-reports is what was stored.
+reports is what was stored. A write's `fence` (cluster mode: its session's lease token)
+travels with it through the backlog.
 
 Shutdown (`shutdown_runs`): no run is accepted any more, every run is aborted, and a run
 that has not ended within `SHUTDOWN_GRACE_S` is ended by the supervisor (its terminal
@@ -57,6 +58,7 @@ from ._request import RunRequest
 from ._session import SessionActor
 from ._session_services import SessionCounters, SessionServices
 from ._store import Store
+from ._store_ops import Fence
 
 log = logging.getLogger("clawlane.supervisor")
 
@@ -432,14 +434,16 @@ class Supervisor:
 
     # --- persistence without blocking runs -----------------------------------------------
 
-    def store_put_session(self, row: SessionRow) -> None:
+    def store_put_session(self, row: SessionRow, *, fence: Fence | None = None) -> None:
+        """Upsert `row` (`Store.put_session_nowait`), through the backlog when the store's
+        channel is full. Not a checkpoint."""
         if self._backlog:
-            self._backlog.append(("row", row))
+            self._backlog.append(("row", (row, fence)))
             return
         try:
-            self.store.put_session_nowait(row)
+            self.store.put_session_nowait(row, fence=fence)
         except trio.WouldBlock:
-            self._backlog.append(("row", row))
+            self._backlog.append(("row", (row, fence)))
             self._backlog_wake.set()
 
     def store_commit(
@@ -450,14 +454,21 @@ class Supervisor:
         session_id: str | None = None,
         entries: Sequence[TranscriptEntry] = (),
         on_commit: Callable[[StoreError | None], None] | None = None,
+        fence: Fence | None = None,
     ) -> None:
         """Writes that commit together (`Store.commit_nowait`), through the backlog when
         the store's channel is full. `on_commit` hears the outcome (at once, with the
-        error, when the store is closed). Not a checkpoint."""
+        error, when the store is closed; `FencedOut` when `fence` is refused). Not a
+        checkpoint."""
         if not self._backlog:
             try:
                 self.store.commit_nowait(
-                    run=run, row=row, session_id=session_id, entries=entries, on_commit=on_commit
+                    run=run,
+                    row=row,
+                    session_id=session_id,
+                    entries=entries,
+                    on_commit=on_commit,
+                    fence=fence,
                 )
                 return
             except trio.WouldBlock:
@@ -468,16 +479,24 @@ class Supervisor:
                 on_commit(exc)
                 return
         kw = {"run": run, "row": row, "session_id": session_id, "entries": entries}
-        self._backlog.append(("commit", {**kw, "on_commit": on_commit}))
+        self._backlog.append(("commit", {**kw, "on_commit": on_commit, "fence": fence}))
 
-    def store_append(self, session_id: str, entries: Sequence[TranscriptEntry]) -> None:
+    def store_append(
+        self,
+        session_id: str,
+        entries: Sequence[TranscriptEntry],
+        *,
+        fence: Fence | None = None,
+    ) -> None:
+        """Append `entries` (`Store.append_entries_nowait`), through the backlog when the
+        store's channel is full. Not a checkpoint."""
         if self._backlog:
-            self._backlog.append(("entries", (session_id, entries)))
+            self._backlog.append(("entries", (session_id, entries, fence)))
             return
         try:
-            self.store.append_entries_nowait(session_id, entries)
+            self.store.append_entries_nowait(session_id, entries, fence=fence)
         except trio.WouldBlock:
-            self._backlog.append(("entries", (session_id, entries)))
+            self._backlog.append(("entries", (session_id, entries, fence)))
             self._backlog_wake.set()
 
     async def _feed_backlog(self) -> None:
@@ -490,7 +509,8 @@ class Supervisor:
         while self._backlog:
             kind, item = self._backlog.popleft()
             if kind == "row":
-                await self.store.put_session(item)
+                row, fence = item
+                await self.store.put_session(row, fence=fence)
             elif kind == "commit":
                 try:
                     await self.store.commit(**item)
@@ -500,7 +520,8 @@ class Supervisor:
                         raise
                     callback(exc)
             else:
-                await self.store.append_entries(*item)
+                session_id, entries, fence = item
+                await self.store.append_entries(session_id, entries, fence=fence)
 
     def statistics(self) -> SupervisorStatistics:
         lane = self.lane.statistics()
