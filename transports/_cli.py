@@ -1,7 +1,7 @@
 """The `clawlane` command line.
 
     clawlane gateway [--host H] [--port P] [--config FILE] [--state-dir DIR] [--token T]
-                     [--log-level L] [--log-format text|json]
+                     [--log-level L] [--log-format text|json] [--workers N]
     clawlane agent -m TEXT [--session-key K] [--json] [--url URL] [--token T] [--timeout S]
     clawlane call METHOD [--params JSON] [--expect-final] [--url URL] [--token T]
     clawlane status | health | sessions list | models list   [--json]   (tables by default)
@@ -155,6 +155,15 @@ def _add_gateway_parser(sub: Any) -> None:
         default=None,
         help="require this token (or gateway.auth.token / $CLAWLANE_GATEWAY_TOKEN)",
     )
+    gw.add_argument(  # issue 16 item 1: transports/_workers.py
+        "--workers",
+        type=int,
+        default=1,
+        metavar="N",
+        help="run N gateway processes on the one port (SO_REUSEPORT; the kernel spreads the "
+        'connections); N > 1 needs cluster.redis.url and storage.backend "postgres" '
+        "(default 1)",
+    )
     # --- logging (issue 14): transports/_logging.py ---
     gw.add_argument(
         "--log-level",
@@ -251,12 +260,12 @@ def _gateway(args: argparse.Namespace) -> int:
     from ._logging import configure_logging
     from ._startup import (
         EXIT_CONFIG,
-        EXIT_FAILED,
         StartupError,
         check_config_file,
         check_state_dir,
-        explain_failure,
+        describe_failure,
     )
+    from ._workers import gateway_workers
 
     for flag, value, allowed in (
         ("CLAWLANE_LOG_LEVEL", args.log_level, LOG_LEVELS),
@@ -282,18 +291,16 @@ def _gateway(args: argparse.Namespace) -> int:
         config_path=config_path,
         token=args.token,
     )
+    log_args = (args.log_level, args.log_format)
+    workers = gateway_workers(config, options, args.workers, log_args=log_args)
+    if workers is not None:  # a worker, or the parent of --workers N (N > 1)
+        return workers
     port = options.port if options.port is not None else config.gateway.port
     try:
         trio.run(serve_gateway, config, options)
     except Exception as exc:
-        explained = explain_failure(exc, host=options.host, port=port)
-        if explained is not None:
-            return _fail(str(explained), explained.exit_code)
-        log.debug("the gateway stopped", exc_info=exc)
-        return _fail(
-            f"the gateway stopped: {_first_leaf(exc)} (--log-level debug logs the traceback)",
-            EXIT_FAILED,
-        )
+        failure = describe_failure(exc, host=options.host, port=port)
+        return _fail(str(failure), failure.exit_code)
     return 0
 
 
@@ -305,12 +312,6 @@ def _config_failure(exc: ConfigError, path: Path) -> str:
     if more > 0:
         return f"{exc} (and {more} more: clawlane config validate {path})"
     return str(exc)
-
-
-def _first_leaf(exc: BaseException) -> str:
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
-    return f"{type(exc).__name__}: {exc}"
 
 
 def _completion(args: argparse.Namespace) -> int:

@@ -86,8 +86,7 @@ from ._http import (
 from ._http_routes import HttpRoutes, load_dashboard
 from ._metrics import HttpCounters
 from ._origins import ORIGIN_NOT_ALLOWED_MESSAGE, check_origin
-from ._state_lock import GatewayLockError, state_dir_lock
-from ._workers import open_listeners
+from ._state_lock import GatewayLockError, open_listeners, state_dir_lock
 from ._ws import CLOSE_GOING_AWAY, CLOSE_POLICY, WebSocketServerConnection
 from .methods import Methods, Sampler, health_view, restore_idempotency
 

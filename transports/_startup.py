@@ -13,12 +13,14 @@ Exit codes of `clawlane gateway` (the whole CLI's table is in `_cli`'s doc):
 
 `check_state_dir` and `check_config_file` raise `StartupError` before anything starts;
 `explain_failure` maps an exception (possibly an exception group from trio's nurseries) to a
-`StartupError`, or returns None when it is not one of the known causes.
+`StartupError`, or returns None when it is not one of the known causes; `describe_failure`
+always gives one (an unknown cause is `EXIT_FAILED`, its traceback logged at debug level).
 """
 
 from __future__ import annotations
 
 import errno
+import logging
 import os
 import sqlite3
 import tempfile
@@ -38,8 +40,11 @@ __all__ = [
     "StartupError",
     "check_config_file",
     "check_state_dir",
+    "describe_failure",
     "explain_failure",
 ]
+
+log = logging.getLogger("clawlane.cli")
 
 EXIT_FAILED: Final = 1
 EXIT_CONFIG: Final = 2
@@ -143,3 +148,18 @@ def explain_failure(exc: BaseException, *, host: str, port: int) -> StartupError
         if isinstance(leaf, OSError) and leaf.errno is not None:
             return StartupError(f"cannot start: {_reason(leaf)}", EXIT_ENVIRONMENT)
     return None
+
+
+def describe_failure(exc: BaseException, *, host: str, port: int) -> StartupError:
+    """`explain_failure`, else `the gateway stopped: <the first error>` (`EXIT_FAILED`;
+    `--log-level debug` logs the traceback)."""
+    explained = explain_failure(exc, host=host, port=port)
+    if explained is not None:
+        return explained
+    log.debug("the gateway stopped", exc_info=exc)
+    leaf = next(_leaves(exc), exc)
+    return StartupError(
+        f"the gateway stopped: {type(leaf).__name__}: {leaf} "
+        "(--log-level debug logs the traceback)",
+        EXIT_FAILED,
+    )
