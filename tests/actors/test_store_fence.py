@@ -233,3 +233,50 @@ async def test_a_run_of_an_actor_fenced_out_ends_error_and_its_writes_stop(
     warned = [r.getMessage() for r in caplog.records if "no further write" in r.getMessage()]
     assert len(warned) == 1  # once for the session, naming its key and both tokens
     assert key in warned[0] and "token 1" in warned[0] and "token 2" in warned[0]
+
+
+async def test_the_supervisors_backlog_keeps_each_writes_fence(tmp_path: Path) -> None:
+    gen = build_generation(local_config(), 1)
+    key = "agent:main:q"
+    builder = TranscriptBuilder()
+    with trio.fail_after(TIMEOUT):
+        async with (
+            open_store(tmp_path / "db.sqlite", queue_max=0) as store,
+            open_supervisor(generation=gen, store=store, workspace_root=tmp_path / "ws") as sup,
+        ):
+            await store.advance_fence(Fence(key, 2))
+            await trio.testing.wait_all_tasks_blocked()
+            heard = [Heard() for _ in range(3)]
+            # The first write goes to the waiting writer; the others find the channel full
+            # and wait in the backlog, each with its fence.
+            for i in range(3):
+                sup.store_commit(row=row(key, i), on_commit=heard[i], fence=Fence(key, 1))
+            sup.store_put_session(row(key, 9, label="stale"), fence=Fence(key, 1))
+            sup.store_append("sid-q", messages(builder, "stale"), fence=Fence(key, 1))
+            sup.store_commit(row=row("agent:main:other", 1), fence=None)
+            assert sup.statistics().persist_backlog == 5
+            await sup.drain_backlog()
+            await store.flush()
+            assert all(isinstance(h.errors[0], FencedOut) for h in heard)
+            assert store.statistics().fenced_out == 5
+            assert await store.get_session(key) is None
+            assert await store.load_entries("sid-q") == []
+            assert await store.get_session("agent:main:other") is not None
+
+
+async def test_two_nodes_on_one_postgres_schema_the_older_owner_is_refused(pg_url: str) -> None:
+    db = Db("postgres", url=pg_url)
+    key = "agent:main:n"
+    with trio.fail_after(TIMEOUT):
+        async with (
+            open_store(backend=db.backend()) as old,
+            open_store(backend=db.backend()) as new,
+        ):
+            await old.advance_fence(Fence(key, 5))
+            await old.put_session_durable(row(key, 1, label="old"), fence=Fence(key, 5))
+            await new.advance_fence(Fence(key, 6))  # the lease moved: nothing written yet
+            with pytest.raises(FencedOut):
+                await old.put_session_durable(row(key, 2, label="late"), fence=Fence(key, 5))
+            await new.put_session_durable(row(key, 3, label="new"), fence=Fence(key, 6))
+            got = await old.get_session(key)
+            assert got is not None and got.label == "new"
