@@ -99,6 +99,7 @@ from ._recovery import RecoveredRun as RecoveredRun
 from ._recovery import RecoveryReport as RecoveryReport
 from ._recovery import recover_runs as recover_runs
 from ._recovery import replay_terminal as replay_terminal
+from ._recovery import report_lost as report_lost
 from ._redis import open_cluster as open_cluster
 from ._redis import open_redis_cluster as open_redis_cluster
 from ._registry import CachedResponse as CachedResponse

@@ -13,6 +13,12 @@ they started and the sessions they watch (`sessions.messages.subscribe`).
 
 Delivery never blocks: `Subscriber.push_event` is synchronous. A subscriber whose outbox is
 over its bound closes itself ("slow consumer"); it never slows a run or another subscriber.
+In a cluster (issue 16) the hub also hands each frame of its own runs to `relay` (the
+node's event feed, read by the other nodes), and `deliver_remote` routes the frames of
+other nodes' runs to this node's connections as if the runs were local: same bytes, the
+owner's per-run `seq`, the per-connection `seq` spliced in here. `expect_remote` names the
+connection that started a run another node executes (its owner on this node).
+
 A bounded replay buffer per run lets a reconnecting client catch up (`replay`): at most
 `REPLAY_PER_RUN` frames a run, for the active runs and the last `RETAINED_FINISHED_RUNS`
 finished ones, and at most `replay_max_bytes` for the whole gateway (default
@@ -25,7 +31,7 @@ from __future__ import annotations
 
 import collections
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, Final, Protocol
 
 import attrs
@@ -65,6 +71,16 @@ class AgentEventPayload(msgspec.Struct, frozen=True, omit_defaults=True):
     sessionId: str | None = None
     agentId: str | None = None
 
+
+RELAY_AGENT: Final = 0
+RELAY_CHAT: Final = 1
+RELAY_CLOSE: Final = 2
+RELAY_SESSION_MESSAGE: Final = 3
+MAX_REMOTE_RUNS: Final = 100_000
+"""Remote runs with an owner here, at most (the oldest go first if their ends never come)."""
+
+Relay = Callable[[int, str, str, bytes, "bytes | None"], None]
+"""`(kind, run id, session key, frame, public frame or None)`: one frame for other nodes."""
 
 _Frames = tuple[int, int, bytes, bytes | None]
 """A replayable event: (seq, public seq or 0 for a tool event, frame, public frame or None)."""
@@ -132,6 +148,9 @@ class EventHub:
         self._encodes = 0
         self.first_event = Histogram(FIRST_EVENT_BUCKETS)
         """Acceptance to first output event, per run (`/metrics`)."""
+        self.relay: Relay | None = None
+        """Where this node's frames go for the other nodes (cluster mode), else None."""
+        self._remote: dict[str, set[Subscriber]] = {}
 
     # --- connections ----------------------------------------------------------------------
 
@@ -153,6 +172,8 @@ class EventHub:
                 del self._watchers[key]
         for rs in self._runs.values():
             rs.owners.discard(sub)
+        for owners in self._remote.values():
+            owners.discard(sub)
 
     def watch_session(self, sub: Subscriber, session_key: str) -> None:
         self._watchers.setdefault(session_key, set()).add(sub)
@@ -192,8 +213,16 @@ class EventHub:
     def session_message(self, session_key: str, payload: dict[str, Any]) -> None:
         """Deliver one `session.message` event to the session's watchers."""
         watchers = self._watchers.get(session_key)
+        if not watchers and self.relay is None:
+            return
+        frame = encode_event("session.message", payload)
+        self._encodes += 1
         if watchers:
-            self.send_to(list(watchers), "session.message", payload)
+            for sub in list(watchers):
+                sub.push_event(frame)
+            self._delivered += len(watchers)
+        if self.relay is not None:
+            self.relay(RELAY_SESSION_MESSAGE, "", session_key, frame, None)
 
     # --- runs -----------------------------------------------------------------------------
 
@@ -229,6 +258,8 @@ class EventHub:
         rs = self._runs.pop(run_id, None)
         if rs is None:
             return
+        if self.relay is not None:
+            self.relay(RELAY_CLOSE, run_id, rs.session_key, b"", None)
         rs.ended = True
         rs.owners.clear()
         self._finished[run_id] = rs
@@ -325,23 +356,57 @@ class EventHub:
         if self._replay_bytes > self.replay_max_bytes:
             self._trim_replay()
         self._events += 1
-        watchers = self._watchers.get(rs.session_key)
-        watch = rs.owners | watchers if watchers else rs.owners
+        if self.relay is not None:
+            self.relay(RELAY_AGENT, run_id, rs.session_key, full_frame, public_frame)
+        self._fan_out(rs.owners, rs.session_key, full_frame, public_frame)
+        return rs.seq_all
+
+    def _fan_out(
+        self, owners: set[Subscriber], session_key: str, full: bytes, public: bytes | None
+    ) -> None:
+        """One agent frame (`public` None: a tool event) to the run's owners, the session's
+        watchers (the full frame to those receiving tool events) and the readers."""
+        watchers = self._watchers.get(session_key)
+        watch = owners | watchers if watchers else owners
         delivered = 0
         for sub in watch:
-            if public_frame is full_frame or sub.wants_tool_events:
-                sub.push_event(full_frame)
+            if public is full or sub.wants_tool_events:
+                sub.push_event(full)
                 delivered += 1
-            elif public_frame is not None:
-                sub.push_event(public_frame)
+            elif public is not None:
+                sub.push_event(public)
                 delivered += 1
-        if public_frame is not None:
+        if public is not None:
             for sub in self._broadcast:
                 if sub not in watch:
-                    sub.push_event(public_frame)
+                    sub.push_event(public)
                     delivered += 1
         self._delivered += delivered
-        return rs.seq_all
+
+    # --- runs of other nodes (cluster mode) -----------------------------------------------
+
+    def expect_remote(self, run_id: str, owner: Subscriber) -> None:
+        """`owner` (a connection of this node) started run `run_id`, which another node
+        executes: it receives the run's frames as its owner."""
+        self._remote.setdefault(run_id, set()).add(owner)
+        while len(self._remote) > MAX_REMOTE_RUNS:
+            del self._remote[next(iter(self._remote))]
+
+    def deliver_remote(
+        self, kind: int, run_id: str, session_key: str, frame: bytes, public: bytes | None
+    ) -> None:
+        """A frame another node's hub relayed: delivered here as that hub delivers it."""
+        if kind == RELAY_AGENT:
+            self._events += 1
+            self._fan_out(self._remote.get(run_id, set()), session_key, frame, public)
+        elif kind == RELAY_CHAT:
+            self._fan_out(self._remote.get(run_id, set()), session_key, frame, frame)
+        elif kind == RELAY_CLOSE:
+            self._remote.pop(run_id, None)
+        elif kind == RELAY_SESSION_MESSAGE:
+            watchers = self._watchers.get(session_key)
+            for sub in list(watchers or ()):
+                sub.push_event(frame)
 
     def emit_chat(self, run_id: str, state: str, **fields: Any) -> None:
         """Deliver one `chat` event; its `seq` is the run's current public seq."""
@@ -359,6 +424,8 @@ class EventHub:
         payload.update(fields)
         frame = encode_event("chat", payload)
         self._encodes += 1
+        if self.relay is not None:
+            self.relay(RELAY_CHAT, run_id, rs.session_key, frame, frame)
         watch, broadcast = self._targets(rs)
         n = 0
         for sub in watch:

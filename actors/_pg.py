@@ -161,6 +161,10 @@ def _one_line(exc: BaseException) -> str:
     return "; ".join(part.strip() for part in str(exc).splitlines() if part.strip())
 
 
+def _adopts(op: Write) -> bool:
+    return isinstance(op, Group) and not op.writes and op.fence is not None
+
+
 class PostgresBackend:
     """The store's backend on a PostgreSQL server (`StoreBackend`), given a libpq URL or
     conninfo string (`postgresql://user@host:5432/db`; `options=-csearch_path=...` picks a
@@ -221,7 +225,9 @@ class PostgresBackend:
             self._writer = None
             next_seq.clear()
             conn = self._writer = self._connect()
-        if len(next_seq) > _NEXT_SEQ_MAX:
+        if len(next_seq) > _NEXT_SEQ_MAX or any(_adopts(op) for op in writes):
+            # A session taken over (`Store.advance_fence`): its transcript may have grown
+            # on the node that had it, so the next entry numbers are read again.
             next_seq.clear()
         results: list[object] = []
         pending = _Gathered(conn, next_seq)

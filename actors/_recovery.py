@@ -92,10 +92,13 @@ async def recover_runs(
     interrupted: InterruptedRuns = "fail",
     ttl_s: float = DEDUPE_TTL_S,
     keep: int = DEDUPE_MAX,
+    pending_too: bool = True,
 ) -> RecoveryReport:
     """Report (or queue again) the runs the previous process accepted and did not end;
     restore the ended ones of the last `ttl_s` (at most `keep`). A checkpoint; call it
-    before serving. Raises `StoreError`."""
+    before serving. Raises `StoreError`. `pending_too=False` (a cluster node: the journal
+    is shared, and runs not ended may be another live node's) leaves the runs not ended
+    alone: the cluster reports those of a lost node (`report_lost`)."""
     wall = time.time()
     rows = await sup.store.load_runs(since_ms=int((wall - ttl_s) * 1000))
     ended = sorted((r for r in rows if r.ended), key=lambda r: r.ended_at or 0)[-keep:]
@@ -110,7 +113,7 @@ async def recover_runs(
         sup.registry.finish(rec)
         age = max(0.0, wall - (row.ended_at or 0) / 1000)
         recovered.append(RecoveredRun(row.kind, rec, age))
-    pending = [(r, _accepted(r)) for r in rows if not r.ended]
+    pending = [(r, _accepted(r)) for r in rows if not r.ended and pending_too]
     pending.sort(key=lambda pair: pair[1].order)  # the order the requests were received
     failed = rerun = 0
     for row, accepted in pending:
@@ -132,6 +135,20 @@ async def recover_runs(
             rerun,
         )
     return RecoveryReport(recovered, failed, rerun)
+
+
+async def report_lost(sup: Supervisor, run_id: str, *, since_ms: int) -> bool:
+    """A run accepted by a node that was lost: if the journal still has it not ended
+    (accepted after `since_ms`), report it failed as a restart would (its session's
+    transcript and row, its journal row, its record). The caller owns the session. Returns
+    whether it did. A checkpoint; raises `StoreError`."""
+    rows = await sup.store.load_runs(since_ms=since_ms)
+    for row in rows:
+        if row.run_id == run_id and not row.ended:
+            await _report_interrupted(sup, row, _accepted(row))
+            await sup.store.flush()
+            return True
+    return False
 
 
 def _accepted(row: JournalRow) -> AcceptedRun:

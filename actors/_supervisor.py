@@ -281,6 +281,11 @@ class Supervisor:
     def peek_session(self, key: str) -> SessionActor | None:
         return self._sessions.get(key)
 
+    def drop_session(self, key: str) -> SessionActor | None:
+        """Forget the actor of `key` without touching what is stored (its node lost the
+        session's lease: another node serves it now). The caller aborts its runs."""
+        return self._sessions.pop(key, None)
+
     def sessions(self) -> list[SessionActor]:
         return list(self._sessions.values())
 

@@ -46,6 +46,8 @@ from runtime.model import (
     restore_redacted,
 )
 
+from ._cluster_route import Router, RouterHost
+
 __all__ = ["ClusterNode", "GenerationSync", "node_id_for", "open_node", "start_node"]
 
 log = logging.getLogger("clawlane.cluster")
@@ -58,8 +60,9 @@ VIEW_TIMEOUT_S: Final = 2.0
 """`status` / `health` wait at most this long for the node records."""
 
 
-class _Loaded(Protocol):
+class _Loaded(RouterHost, Protocol):
     cron: Any
+    router: Router | None
 
     @property
     def registry(self) -> RunRegistry: ...
@@ -83,6 +86,7 @@ class ClusterNode:
     started_ms: int = attrs.field(factory=lambda: int(time.time() * 1000))
     jobs: set[str] = attrs.field(factory=set)
     sync: GenerationSync | None = None
+    router: Router | None = None
     beats: int = 0
     last_beat_error: str | None = None
 
@@ -146,6 +150,7 @@ class ClusterNode:
             "jobs": sorted(self.jobs),
             "heartbeatError": self.last_beat_error,
             "generation": self.sync.view() if self.sync is not None else None,
+            "sessions": self.router.view() if self.router is not None else None,
         }
         records: dict[str, bytes] | None = None
         with trio.move_on_after(VIEW_TIMEOUT_S):
@@ -316,3 +321,7 @@ async def start_node(
             gateway.cron = None  # cron.* answers UNAVAILABLE on the nodes not running it
 
     nursery.start_soon(node.single_owner, "cron", cron_here)
+    router = gateway.router = Router(gateway, node.cluster, ttl_s=node.ttl_s)
+    node.router = router
+    await router.start(nursery)
+    nursery.start_soon(node.single_owner, "reaper", router.run_reaper)

@@ -38,6 +38,7 @@ from runtime.protocol import (
 )
 
 from ._admission import PreauthSlot
+from ._cluster_route import Router, Target
 from ._handshake import Admitted, HandshakeHost, Peer, admit_connect
 from ._ws import (
     CLOSE_POLICY,
@@ -75,6 +76,11 @@ class ConnectionHost(HandshakeHost, Host, Protocol):
 
     @property
     def methods(self) -> Methods: ...
+    @property
+    def router(self) -> Router | None:
+        """Sessions across nodes (issue 16), None for one process."""
+        ...
+
     @property
     def handshake_timeout_s(self) -> float: ...
     @property
@@ -323,7 +329,12 @@ class ClientConnection:
             return
         # Runs take their place in their session's order here, as they are received.
         ticket: Ticket | None = None
-        if frame.method == "agent":
+        router = self.gateway.router
+        target = router.target(frame) if router is not None else None
+        if target is not None:
+            assert router is not None
+            ticket = router.reserve(target, frame.method)
+        elif frame.method == "agent":
             try:
                 handled, ticket = start_agent(self.gateway, self, frame)
                 if handled:
@@ -338,18 +349,26 @@ class ClientConnection:
         self.pending[frame.id] = scope
         assert self.nursery is not None
         try:
-            self.nursery.start_soon(self._handle, frame, scope, ticket)
+            self.nursery.start_soon(self._handle, frame, scope, ticket, target)
         except BaseException:
             if ticket is not None:
                 ticket.release()
             raise
 
     async def _handle(
-        self, frame: RequestFrame, scope: trio.CancelScope, ticket: Ticket | None
+        self,
+        frame: RequestFrame,
+        scope: trio.CancelScope,
+        ticket: Ticket | None,
+        target: Target | None = None,
     ) -> None:
         try:
             with scope:
-                await self.gateway.methods.call(self, frame, scope, ticket)
+                router = self.gateway.router
+                if target is not None and router is not None:
+                    await router.handle(self, frame, scope, ticket, target)
+                else:
+                    await self.gateway.methods.call(self, frame, scope, ticket)
         finally:
             if ticket is not None:
                 ticket.release()

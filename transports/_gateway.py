@@ -72,6 +72,7 @@ from ._auth import AuthConfigError, AuthSettings
 from ._auth import auth_settings as _auth_settings
 from ._auth import is_loopback as is_loopback
 from ._cluster_node import ClusterNode, open_node, start_node
+from ._cluster_route import Router
 from ._connection import ClientConnection
 from ._connlog import log_connection_closed, log_connection_opened
 from ._errors import TransportError
@@ -182,6 +183,7 @@ class Gateway:
         self.cron: CronScheduler | None = None  # set by open_gateway (issue 15)
         self.recovery: RecoveryReport | None = None  # set by open_gateway (issue 12)
         self.node: ClusterNode | None = None  # with cluster.redis.url (issue 16)
+        self.router: Router | None = None  # sessions across nodes (issue 16)
         self.methods = Methods(self)
         self.connections: dict[str, ClientConnection] = {}
         self._ids = itertools.count(1)
@@ -641,7 +643,9 @@ async def _make_gateway(
     for loaded in await load_plugins(specs, supervisor.hooks, supervisor.plugins):
         if not loaded.ok:
             log.error("plugin %s failed to load: %s", loaded.spec, loaded.error)
-    gateway.recovery = await recover_runs(supervisor, interrupted=config.gateway.interruptedRuns)
+    alone = config.cluster.redis.url is None  # a cluster's unended runs are the reaper's
+    mode = config.gateway.interruptedRuns
+    gateway.recovery = await recover_runs(supervisor, interrupted=mode, pending_too=alone)
     restore_idempotency(gateway, gateway.recovery.runs)
     return gateway
 

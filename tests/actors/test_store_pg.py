@@ -54,7 +54,8 @@ async def test_the_schema_is_migrated_once_and_a_newer_one_is_refused(pg_url: st
             for _ in range(3):
                 nursery.start_soon(_open_and_close, pg_url)
         assert await trio.to_thread.run_sync(db.query, "SELECT version FROM schema_version") == [
-            (1,)
+            (1,),
+            (2,),
         ]
         await trio.to_thread.run_sync(db.query, "INSERT INTO schema_version VALUES (99)")
         with pytest.raises(StoreError, match="unsupported schema version 99"):

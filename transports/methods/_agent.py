@@ -357,7 +357,9 @@ async def agent(call: Call, params: AgentParams) -> None:
         accepted_at = _touch_row(actor, params)
         request = _build_request(gw, conn, params, plan, actor, accepted_at)
         assert actor.row is not None
-        await sup.store.commit_durable(run=journal_row(request, ticket, "followup"), row=actor.row)
+        await sup.store.commit_durable(
+            run=journal_row(request, ticket, "followup"), row=actor.row, fence=actor.fence
+        )
         journaled = True
         actor.row_stored()
         await ticket.turn()
@@ -532,6 +534,7 @@ def _start_accepting(
             run=journal_row(request, ticket, "followup"),
             row=actor.row if writes_row else None,
             on_commit=pending.committed,
+            fence=actor.fence,
         )
     except trio.WouldBlock:
         return False, ticket

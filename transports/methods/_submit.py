@@ -203,7 +203,9 @@ class _Submission:
         request = self.request = self._run_request(actor)
         assert actor.row is not None
         store = call.gateway.supervisor.store
-        await store.commit_durable(run=journal_row(request, ticket, self.mode), row=actor.row)
+        await store.commit_durable(
+            run=journal_row(request, ticket, self.mode), row=actor.row, fence=actor.fence
+        )
         self.journaled = True
         actor.row_stored()
         await ticket.turn()

@@ -1,0 +1,150 @@
+"""Sessions across nodes (issue 16 items 2-4): two gateways on one PostgreSQL schema and
+one Redis. A session belongs to one node (its lease); a request reaching the other node is
+forwarded, and its client gets the answers and the run's events as if local (per-run
+`seq` without gaps); `agent.wait` and `runs.replay` work from either node; a repeated
+idempotency key on the other node starts no second run; `chat.abort` reaches the run's
+node; an unscoped reader on either node sees every node's runs. Skipped, saying why, only
+when Redis or PostgreSQL cannot be reached."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from tests.actors._databases import pg_url
+from tests.conftest import open_client
+from tests.e2e._events import recorder_events, run_events, terminal_events
+from tests.e2e.test_cluster_nodes import ADMIN, Node, two_nodes, wait_for
+
+__all__ = ["pg_url"]  # the fixture, used by name
+
+SCOPED = ["session-scoped-events"]
+
+
+def owner_of(nodes: list[Node], key: str) -> Node:
+    owners = [n for n in nodes if n.gw.router is not None and key in n.gw.router.held]
+    assert len(owners) == 1, f"{key} is held by {len(owners)} nodes"
+    return owners[0]
+
+
+def both_know(nodes: list[Node]) -> bool:
+    return all(n.gw.router is not None and len(n.gw.router.alive) == 2 for n in nodes)
+
+
+def assert_gap_free(events: list[dict[str, Any]]) -> None:
+    seqs = [e["seq"] for e in events]
+    assert seqs == list(range(1, len(seqs) + 1)), seqs
+
+
+async def test_a_request_on_the_other_node_is_forwarded_to_the_owner(
+    tmp_path: Path, pg_url: str
+) -> None:
+    with trio.fail_after(60):
+        async with two_nodes(tmp_path, pg_url) as nodes:
+            a, b = nodes
+            events, on_event = recorder_events()
+            async with (
+                open_client(a.gw, scopes=ADMIN, caps=SCOPED) as ca,
+                open_client(b.gw, scopes=ADMIN, caps=SCOPED, on_event=on_event) as cb,
+            ):
+                first = await ca.request(
+                    "agent",
+                    {"message": "one [[deltas:3]]", "idempotencyKey": "c1"},
+                    expect_final=True,
+                )
+                assert first["status"] == "ok"
+                assert owner_of(nodes, "agent:main:main") is a
+                second = await cb.request(
+                    "agent",
+                    {"message": "two [[deltas:4]]", "idempotencyKey": "c2"},
+                    expect_final=True,
+                )
+                assert second["status"] == "ok"
+                assert second["result"]["payloads"]
+                await wait_for(lambda: terminal_events(events, "c2"), "c2's end", timeout_s=5)
+            assert a.gw.router is not None and a.gw.router.served >= 1
+            assert b.gw.router is not None and b.gw.router.forwarded >= 1
+            assert a.gw.registry.get("c2") is not None  # it ran on the owner
+            assert b.gw.registry.get("c2") is None
+            got = run_events(events, "c2")
+            assert_gap_free(got)
+            assert [e["data"]["phase"] for e in got if e["stream"] == "lifecycle"] == [
+                "start",
+                "end",
+            ]
+            assert sum(1 for e in got if e["stream"] == "assistant") >= 4
+            chats = [p for (e, p, _s) in events if e == "chat" and p["runId"] == "c2"]
+            assert chats and chats[-1]["state"] == "final"
+            # per-connection seq without gaps too
+            conn_seqs = [s for (_e, _p, s) in events if s is not None]
+            assert conn_seqs == list(range(conn_seqs[0], conn_seqs[0] + len(conn_seqs)))
+
+
+async def test_wait_replay_and_duplicates_from_the_other_node(tmp_path: Path, pg_url: str) -> None:
+    with trio.fail_after(60):
+        async with two_nodes(tmp_path, pg_url) as nodes:
+            a, b = nodes
+            async with (
+                open_client(a.gw, scopes=ADMIN, caps=SCOPED) as ca,
+                open_client(b.gw, scopes=ADMIN, caps=SCOPED) as cb,
+            ):
+                params = {"message": "hi [[deltas:3]]", "idempotencyKey": "w1", "sessionKey": "s1"}
+                done = await ca.request("agent", params, expect_final=True)
+                assert done["status"] == "ok"
+                waited = await cb.request("agent.wait", {"runId": "w1", "timeoutMs": 5_000})
+                assert waited["status"] == "ok" and waited["runId"] == "w1"
+                replay = await cb.request("runs.replay", {"runId": "w1", "afterSeq": 0})
+                assert replay["ended"] and replay["replayed"] >= 3 and not replay["gap"]
+                # the same key on the other node, for a session that node owns: no second run
+                other = {**params, "sessionKey": "s2"}
+                again = await cb.request("agent", other, expect_final=True)
+                assert again["status"] == "ok" and again["runId"] == "w1"
+                assert b.gw.registry.get("w1") is None
+                history = await cb.request("chat.history", {"sessionKey": "s2"})
+                assert history["messages"] == []
+            assert owner_of(nodes, "agent:main:s1") is a
+            assert owner_of(nodes, "agent:main:s2") is b
+
+
+async def test_abort_reaches_the_node_running_the_session(tmp_path: Path, pg_url: str) -> None:
+    with trio.fail_after(60):
+        async with two_nodes(tmp_path, pg_url) as nodes:
+            a, b = nodes
+            async with (
+                open_client(a.gw, scopes=ADMIN, caps=SCOPED) as ca,
+                open_client(b.gw, scopes=ADMIN, caps=SCOPED) as cb,
+            ):
+                slow = "slow [[deltas:200]] [[delay:50]]"
+                await ca.request(
+                    "chat.send", {"sessionKey": "x", "message": slow, "idempotencyKey": "slow"}
+                )
+                await wait_for(
+                    lambda: a.gw.registry.get("slow") is not None, "accepted", timeout_s=5
+                )
+                aborted = await cb.request("chat.abort", {"sessionKey": "x"})
+                assert aborted["aborted"] is True and aborted["runIds"] == ["slow"]
+                waited = await cb.request("agent.wait", {"runId": "slow", "timeoutMs": 5_000})
+                assert waited["status"] == "timeout"  # an aborted run reports timeout
+                record = a.gw.registry.get("slow")
+                assert record is not None and record.aborted
+
+
+async def test_an_unscoped_reader_sees_runs_of_every_node(tmp_path: Path, pg_url: str) -> None:
+    with trio.fail_after(60):
+        async with two_nodes(tmp_path, pg_url) as nodes:
+            a, b = nodes
+            events, on_event = recorder_events()
+            async with (
+                open_client(a.gw, scopes=ADMIN, caps=SCOPED) as ca,
+                open_client(b.gw, scopes=ADMIN, on_event=on_event),
+            ):
+                await wait_for(lambda: both_know(nodes), "a and b know each other", timeout_s=5)
+                await ca.request(
+                    "agent",
+                    {"message": "seen [[deltas:3]]", "idempotencyKey": "u1"},
+                    expect_final=True,
+                )
+                await wait_for(lambda: terminal_events(events, "u1"), "u1 on b", timeout_s=5)
+            assert_gap_free(run_events(events, "u1"))

@@ -1,0 +1,708 @@
+"""Sessions across nodes (issue 16): one owner per session, requests forwarded to it,
+events delivered from anywhere.
+
+With `cluster.redis.url` the gateway has a `Router`. Every request that concerns a session
+(`agent`, `chat.send`, `sessions.send`/`steer`, `chat.abort`, `sessions.abort`/`reset`/
+`patch`/`compact`/`delete`) or a run another node may hold (`agent.wait`, `runs.replay`)
+goes through `Router.handle` instead of straight to the method table:
+
+- **One owner per session.** A session's lane belongs to the node holding the lease
+  `session:<key>` (`actors.Leases`). The first request for a session takes the lease if it
+  is free; the node keeps it renewed (all its leases in one round trip, every third of the
+  TTL) while it has the session's actor, and gives it up when the actor is reaped idle, so
+  the session can move. The session actor carries the lease's fencing token (`Fence`): the
+  store refuses its durable writes once a newer owner took the lease over. A node whose
+  lease is lost (not renewable before it could expire) aborts that session's runs and
+  forgets the actor.
+- **Forwarding.** A request for a session another node owns is sent to that node's inbox
+  (`_cluster_wire`) after every earlier request of the session received here was placed
+  (the reader's ticket, as for local runs), and the next one waits for its first answer:
+  runs of a session execute in the order requests were received, across the cluster. The
+  owner runs it with a `ForwardedClient` standing for the connection (its role, scopes and
+  capabilities) and sends every answer back; a `cancel` goes along. A request forwarded to a
+  node that no longer owns the session is forwarded again (at most `MAX_HOPS` times).
+- **Idempotency across nodes.** Before accepting a run the owner claims `run:<runId>`
+  (`actors.Claims`, listed under its node id until the run ends, when the claim gets the
+  final). A key already claimed elsewhere never starts a second run: the request goes to
+  the node that holds it (whose cache answers, `in_flight` or the final), or is answered
+  from the claim's final, or, the node being gone, as interrupted.
+- **Events from anywhere.** Each node's hub hands the frames of its runs to its event feed;
+  every node follows the others' feeds and delivers those frames to its connections as if
+  the runs were local (`EventHub.deliver_remote`): the owner's per-run `seq`, this node's
+  per-connection `seq`. A connection that started a run on another node is that run's
+  owner here (`EventHub.expect_remote`).
+- **Losing a node.** A node whose heartbeat record expired is gone: requests waiting on it
+  are answered (`UNAVAILABLE`, or `agent.wait` `error`, naming the node), its session
+  leases expire and other nodes take the sessions, and the reaper (one node at a time)
+  finishes its unfinished claims as interrupted, so `agent.wait` and a retried key answer
+  `error` and nothing runs twice.
+
+Redis failing answers `UNAVAILABLE` (retryable) for what needs it; the router recovers by
+itself when Redis is back.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import uuid
+from collections.abc import Iterable
+from typing import Any, Final
+
+import msgspec
+import trio
+
+from actors import (
+    Cluster,
+    ClusterError,
+    ClusterUnavailable,
+    Fence,
+    Lease,
+    Ticket,
+)
+from runtime.model import GenerationError
+from runtime.protocol import (
+    UNAVAILABLE,
+    GatewayError,
+    RequestFrame,
+)
+from runtime.sessions import SessionKeyError
+
+from ._cluster_wire import (
+    Caller,
+    ClaimFinal,
+    ClaimNote,
+    ConnInfo,
+    Forward,
+    ForwardedClient,
+    Outbox,
+    RouterHost,
+    conn_info,
+    decode_batch,
+    decode_message,
+    error_from,
+    events_channel,
+    inbox_channel,
+    lost_reason,
+    unavailable,
+)
+
+__all__ = ["MAX_HOPS", "Router", "RouterHost", "Target"]
+
+log = logging.getLogger("clawlane.cluster")
+
+SESSION_METHODS: Final = {
+    "agent": "sessionKey",
+    "chat.send": "sessionKey",
+    "sessions.send": "key",
+    "sessions.steer": "key",
+    "chat.abort": "sessionKey",
+    "sessions.abort": "key",
+    "sessions.reset": "key",
+    "sessions.patch": "key",
+    "sessions.compact": "key",
+    "sessions.delete": "key",
+}
+"""Methods that act on a session, and the param naming it."""
+STARTS_RUN: Final = frozenset({"agent", "chat.send", "sessions.send", "sessions.steer"})
+RUN_METHODS: Final = frozenset({"agent.wait", "runs.replay", "sessions.abort"})
+"""Methods that act on a run (`sessions.abort` when it names only `runId`)."""
+MAX_HOPS: Final = 3
+FEED_BLOCK_S: Final = 1.0
+RETRY_S: Final = 0.5
+REFUSED: Final = b"refused"
+"""A claim's final when its run was not accepted: the key may be tried again."""
+
+Target = tuple[str, str]
+"""`("session", key)` or `("run", run id)`."""
+
+_note_decoder = msgspec.json.Decoder(ClaimNote)
+_final_decoder = msgspec.json.Decoder(ClaimFinal)
+
+
+class Router:
+    """This node's part in the cluster's sessions (see the module docstring). `start`
+    runs its tasks; `handle` serves a routed request."""
+
+    def __init__(self, gateway: RouterHost, cluster: Cluster, *, ttl_s: float) -> None:
+        self.gateway = gateway
+        self.cluster = cluster
+        self.node_id = cluster.node_id
+        self.ttl_s = ttl_s
+        self.outbox = Outbox(cluster.channels)
+        self.held: dict[str, Lease] = {}
+        """Sessions this node owns: their leases."""
+        self.alive: set[str] = {cluster.node_id}
+        self.forwarded = 0
+        self.served = 0
+        self.leases_lost = 0
+        self.reaped = 0
+        self._forwards: dict[str, Forward] = {}
+        self._serving: dict[str, trio.CancelScope] = {}
+        self._fids = itertools.count(1)
+        self._suspects: set[str] = set()
+        self._nursery: trio.Nursery | None = None
+        self._cursors: dict[str, str] = {}
+        self._renewed_at = 0.0
+
+    # --- where a request goes (in the reader: not a checkpoint) ---------------------------
+
+    def target(self, frame: RequestFrame) -> Target | None:
+        """What the request concerns, when the router must take it; None otherwise (its
+        params are not what the method takes: the method table answers that)."""
+        params = frame.params
+        if not isinstance(params, dict):
+            return None
+        name = SESSION_METHODS.get(frame.method)
+        raw = params.get(name) if name else None
+        if isinstance(raw, str) or (name == "sessionKey" and frame.method == "agent"):
+            agent_id = params.get("agentId")
+            if raw is not None and not isinstance(raw, str):
+                return None
+            if not isinstance(agent_id, str | None):
+                return None
+            try:
+                key = self.gateway.supervisor.resolve_key(raw, agent_id)
+            except SessionKeyError:
+                return None
+            return ("session", key)
+        if frame.method in RUN_METHODS:
+            run_id = params.get("runId")
+            if isinstance(run_id, str) and run_id:
+                return ("run", run_id)
+        return None
+
+    def reserve(self, target: Target | None, method: str) -> Ticket | None:
+        """The request's place in its session's order (runs of the session only)."""
+        if target is None or target[0] != "session" or method not in STARTS_RUN:
+            return None
+        return self.gateway.supervisor.order.reserve(target[1])
+
+    # --- serving a routed request -----------------------------------------------------------
+
+    async def handle(
+        self,
+        conn: Caller,
+        frame: RequestFrame,
+        scope: trio.CancelScope,
+        ticket: Ticket | None,
+        target: Target,
+        hops: int = 0,
+    ) -> None:
+        """Serve `frame` here or on the node that owns what it concerns. Never raises but
+        `Cancelled`; `ticket` is released by the caller."""
+        try:
+            if target[0] == "session":
+                await self._session_request(conn, frame, scope, ticket, target[1], hops)
+            else:
+                await self._run_request(conn, frame, scope, target[1], hops)
+        except ClusterError as exc:
+            conn.respond_error(frame.id, unavailable(f"the cluster cannot serve this now: {exc}"))
+        except GatewayError as exc:
+            conn.respond_error(frame.id, exc)
+
+    async def _local(
+        self, conn: Caller, frame: RequestFrame, scope: trio.CancelScope, ticket: Ticket | None
+    ) -> None:
+        await self.gateway.methods.call(conn, frame, scope, ticket)
+
+    async def _session_request(
+        self,
+        conn: Caller,
+        frame: RequestFrame,
+        scope: trio.CancelScope,
+        ticket: Ticket | None,
+        key: str,
+        hops: int,
+    ) -> None:
+        owner = await self.owner(key)
+        if owner != self.node_id:
+            await self._forward(conn, frame, scope, ticket, owner, hops)
+            return
+        await self._own_actor(key)
+        run_id = self._run_id(frame)
+        if run_id is not None:
+            elsewhere = await self._claim(conn, frame, scope, ticket, run_id, key, hops)
+            if elsewhere:
+                return
+        await self._local(conn, frame, scope, ticket)
+        if run_id is not None and self._nursery is not None:
+            self._nursery.start_soon(self._finish_claim, run_id)
+
+    def _run_id(self, frame: RequestFrame) -> str | None:
+        if frame.method not in STARTS_RUN:
+            return None
+        assert isinstance(frame.params, dict)
+        run_id = frame.params.get("idempotencyKey")
+        return run_id if isinstance(run_id, str) and run_id else None
+
+    async def _claim(
+        self,
+        conn: Caller,
+        frame: RequestFrame,
+        scope: trio.CancelScope,
+        ticket: Ticket | None,
+        run_id: str,
+        key: str,
+        hops: int,
+    ) -> bool:
+        """Claim the run's key for this node. True when the request was served elsewhere
+        (another node holds the key) or answered from the claim."""
+        note = ClaimNote(node=self.node_id, sessionKey=key, method=frame.method)
+        claim = await self.cluster.claims.claim(
+            f"run:{run_id}", msgspec.json.encode(note), owner=self.node_id
+        )
+        if claim.first or claim.final == REFUSED:
+            return False
+        first = _note_decoder.decode(claim.ack)
+        if first.node == self.node_id:
+            return False  # ours: the local cache answers the repeat
+        if claim.final is not None:
+            self._answer_from_final(conn, frame, run_id, _final_decoder.decode(claim.final))
+        elif first.node in self.alive:
+            await self._forward(conn, frame, scope, ticket, first.node, hops)
+        else:
+            conn.respond_error(frame.id, unavailable(lost_reason(run_id, first.node)))
+        return True
+
+    async def _finish_claim(self, run_id: str) -> None:
+        """Store how the claimed run ended (`REFUSED` when it was not accepted)."""
+        record = self.gateway.registry.get(run_id)
+        if record is None:
+            final = REFUSED
+        else:
+            await record.done.wait()
+            final = msgspec.json.encode(
+                ClaimFinal(
+                    wait=record.wait_status(),
+                    error=record.error if record.status == "error" else None,
+                    startedAt=record.started_at,
+                    endedAt=record.ended_at,
+                    result=record.final if record.status != "error" else None,
+                )
+            )
+        for _ in range(20):
+            try:
+                await self.cluster.claims.finish(f"run:{run_id}", final, owner=self.node_id)
+                return
+            except ClusterError as exc:
+                log.warning("run %s: final not stored in the cluster yet: %s", run_id, exc)
+                await trio.sleep(RETRY_S)
+
+    def _answer_from_final(
+        self, conn: Caller, frame: RequestFrame, run_id: str, final: ClaimFinal
+    ) -> None:
+        """A repeated key whose run ended on another node: its answer from the claim."""
+        if frame.method == "agent.wait":
+            result: dict[str, Any] = {"runId": run_id, "status": final.wait}
+            for name in ("startedAt", "endedAt", "error"):
+                if getattr(final, name) is not None:
+                    result[name] = getattr(final, name)
+            conn.respond(frame.id, result)
+        elif final.wait == "error":
+            message = final.error or "run failed"
+            payload: dict[str, Any] = {"runId": run_id, "status": "error", "summary": message}
+            conn.respond_error(frame.id, GatewayError(UNAVAILABLE, message), payload=payload)
+        elif frame.method == "agent":
+            result = final.result or {"payloads": [], "meta": {}}
+            payload = {"runId": run_id, "status": "ok", "summary": "completed", "result": result}
+            conn.respond(frame.id, payload)
+        else:
+            conn.respond(frame.id, {"runId": run_id, "status": "ok"})
+
+    async def _run_request(
+        self,
+        conn: Caller,
+        frame: RequestFrame,
+        scope: trio.CancelScope,
+        run_id: str,
+        hops: int,
+    ) -> None:
+        gw = self.gateway
+        if gw.registry.get(run_id) is not None or gw.hub.is_open(run_id):
+            await self._local(conn, frame, scope, None)
+            return
+        claim = await self.cluster.claims.get(f"run:{run_id}")
+        note = None if claim is None else _note_decoder.decode(claim.ack)
+        if claim is None or note is None or note.node == self.node_id:
+            await self._local(conn, frame, scope, None)
+            return
+        final = claim.final
+        if frame.method == "agent.wait" and final is not None and final != REFUSED:
+            self._answer_from_final(conn, frame, run_id, _final_decoder.decode(final))
+        elif note.node in self.alive:
+            await self._forward(conn, frame, scope, None, note.node, hops)
+        elif frame.method == "agent.wait":
+            error = lost_reason(run_id, note.node)
+            conn.respond(frame.id, {"runId": run_id, "status": "error", "error": error})
+        else:
+            await self._local(conn, frame, scope, None)
+
+    # --- ownership --------------------------------------------------------------------------
+
+    async def owner(self, key: str) -> str:
+        """The node that owns session `key`: this one if it holds the lease or takes it
+        now. A lease still held by a node that is gone is waited out (its TTL)."""
+        if key in self.held:
+            return self.node_id
+        leases = self.cluster.leases
+        with trio.move_on_after(self.ttl_s * 2):
+            while True:
+                lease = await leases.acquire(f"session:{key}")
+                if lease is not None:
+                    await self._adopt(key, lease)
+                    return self.node_id
+                holder = await leases.holder(f"session:{key}")
+                if holder is None:
+                    continue
+                if holder.owner == self.node_id:
+                    await self._adopt(key, holder)
+                    return self.node_id
+                if holder.owner in self.alive:
+                    return holder.owner
+                await trio.sleep(self.ttl_s / 10)  # a gone node's lease: until it expires
+        raise ClusterUnavailable(f"session {key!r} has no reachable owner")
+
+    async def _adopt(self, key: str, lease: Lease) -> None:
+        known = self.held.get(key)
+        if known is not None and known.token >= lease.token:
+            return
+        self.held[key] = lease
+        fence = Fence(key, lease.token)
+        await self.gateway.supervisor.store.advance_fence(fence)
+        actor = self.gateway.supervisor.peek_session(key)
+        if actor is not None:
+            actor.fence = fence
+
+    async def _own_actor(self, key: str) -> None:
+        """The session's actor here, carrying this node's fencing token (for a known agent:
+        the handler answers an unknown one)."""
+        sup = self.gateway.supervisor
+        lease = self.held.get(key)
+        if lease is None:
+            return
+        agent_id = key.split(":")[1] if key.startswith("agent:") else None
+        agent_id = agent_id or sup.generation.default_agent
+        try:
+            sup.generation.agent(agent_id)
+        except GenerationError:
+            return
+        actor = await sup.session(key, agent_id)
+        actor.fence = Fence(key, lease.token)
+
+    async def run_leases(self) -> None:
+        """Renew every held lease each third of the TTL; give up those of sessions gone
+        idle here; treat as lost those refused, or all when Redis could not renew them
+        before they could expire. Until cancelled."""
+        self._renewed_at = trio.current_time()
+        while True:
+            await trio.sleep(self.ttl_s / 3)
+            await self._release_idle()
+            leases = list(self.held.values())
+            sent = trio.current_time()
+            try:
+                results = await self.cluster.leases.renew_many(leases)
+            except ClusterError as exc:
+                log.warning("node %s: session leases not renewed: %s", self.node_id, exc)
+                if trio.current_time() - self._renewed_at > self.ttl_s * 0.9:
+                    self._lose(list(self.held))
+                continue
+            self._renewed_at = sent
+            self._lose(
+                [
+                    lease.key[len("session:") :]
+                    for lease, ok in zip(leases, results, strict=True)
+                    if not ok
+                ]
+            )
+
+    async def _release_idle(self) -> None:
+        sup = self.gateway.supervisor
+        for key in [k for k in self.held if sup.peek_session(k) is None]:
+            if sup.order.outstanding(key):
+                continue
+            lease = self.held.pop(key)
+            try:
+                await self.cluster.leases.release(lease)
+            except ClusterError as exc:
+                log.info("session %s: lease not released (it expires): %s", key, exc)
+
+    def _lose(self, keys: Iterable[str]) -> None:
+        sup = self.gateway.supervisor
+        for key in keys:
+            if self.held.pop(key, None) is None:
+                continue
+            self.leases_lost += 1
+            log.warning("node %s: lost the lease of session %s", self.node_id, key)
+            actor = sup.drop_session(key)
+            if actor is not None:
+                actor.abort(None, "interrupt")
+
+    # --- forwarding ---------------------------------------------------------------------------
+
+    def send(self, node: str, message: dict[str, Any]) -> None:
+        if not self.outbox.put(inbox_channel(node), message):
+            log.warning("node %s: outbox full, a message to %s is dropped", self.node_id, node)
+
+    async def _forward(
+        self,
+        conn: Caller,
+        frame: RequestFrame,
+        scope: trio.CancelScope,
+        ticket: Ticket | None,
+        node: str,
+        hops: int,
+    ) -> None:
+        if hops >= MAX_HOPS:
+            raise unavailable(f"no node took the request after {hops} forwards; retry")
+        if ticket is not None:
+            await ticket.turn()
+        params = frame.params
+        if frame.method in STARTS_RUN and isinstance(params, dict):
+            if not params.get("idempotencyKey") and frame.method.startswith("sessions."):
+                params = {**params, "idempotencyKey": str(uuid.uuid4())}
+            run_id = params.get("idempotencyKey")
+            if isinstance(run_id, str):
+                self.gateway.hub.expect_remote(run_id, conn)
+        fid = f"{self.node_id}:{next(self._fids)}"
+        fwd = Forward(conn, frame.id, frame.method, node)
+        message: dict[str, Any] = {
+            "t": "req",
+            "fid": fid,
+            "from": self.node_id,
+            "hops": hops + 1,
+            "conn": conn_info(conn),
+            "id": frame.id,
+            "method": frame.method,
+            "params": params,
+        }
+        if not self.outbox.put(inbox_channel(node), message):
+            raise unavailable("this node's outbox to the cluster is full; retry")
+        self._forwards[fid] = fwd
+        self.forwarded += 1
+        try:
+            await self._await_forward(fwd, ticket)
+        except trio.Cancelled:
+            if scope.cancel_called and not fwd.done:
+                self.send(node, {"t": "cancel", "fid": fid})
+            raise
+        finally:
+            self._forwards.pop(fid, None)
+
+    async def _await_forward(self, fwd: Forward, ticket: Ticket | None) -> None:
+        while not fwd.done:
+            with trio.move_on_after(self.ttl_s):
+                await fwd.changed.wait()
+            if fwd.answers and ticket is not None:
+                ticket.release()  # placed on the owner's lane: the next request may go
+            if not fwd.done and fwd.node not in self.alive:
+                self._answer_gone(fwd)
+                return
+
+    def _answer_gone(self, fwd: Forward) -> None:
+        reason = f"node {fwd.node} was lost before the request ended"
+        if fwd.method == "agent.wait":
+            run_id = "unknown"
+            fwd.conn.respond(fwd.req_id, {"runId": run_id, "status": "error", "error": reason})
+        elif fwd.method == "agent" and fwd.answers:
+            fwd.conn.respond_error(
+                fwd.req_id, GatewayError(UNAVAILABLE, f"run interrupted: {reason}")
+            )
+        elif not fwd.answers:
+            fwd.conn.respond_error(fwd.req_id, unavailable(reason))
+
+    # --- messages from other nodes --------------------------------------------------------
+
+    def _on_inbox(self, data: bytes) -> None:
+        try:
+            message = decode_message(data)
+            kind = message["t"]
+            if kind == "req":
+                self._on_request(message)
+                return
+            if kind == "hello":
+                self.alive.add(str(message["from"]))  # a new node: relay to it from now on
+                return
+            fwd = self._forwards.get(str(message.get("fid")))
+            if kind == "cancel":
+                scope = self._serving.get(str(message["fid"]))
+                if scope is not None:
+                    scope.cancel()
+            elif fwd is not None:
+                self._on_answer(fwd, kind, message)
+        except (ValueError, KeyError, TypeError, msgspec.ValidationError) as exc:
+            log.warning("node %s: unreadable node message dropped: %s", self.node_id, exc)
+
+    def _on_answer(self, fwd: Forward, kind: str, message: dict[str, Any]) -> None:
+        if kind == "res":
+            fwd.answers += 1
+            if message["ok"]:
+                fwd.conn.respond(fwd.req_id, message.get("payload"))
+            else:
+                payload = message.get("payload", msgspec.UNSET)
+                fwd.conn.respond_error(fwd.req_id, error_from(message["error"]), payload=payload)
+        elif kind == "ev":
+            for frame in message["frames"]:
+                fwd.conn.push_event(frame)
+        elif kind == "end":
+            fwd.done = True
+        fwd.poke()
+
+    def _on_request(self, message: dict[str, Any]) -> None:
+        src, fid = str(message["from"]), str(message["fid"])
+        if src not in self.alive:
+            self.alive.add(src)  # it lives: relay this node's events from now on
+        frame = RequestFrame(
+            id=str(message["id"]), method=str(message["method"]), params=message["params"]
+        )
+        proxy = ForwardedClient(self.send, src, fid, msgspec.convert(message["conn"], ConnInfo))
+        proxy.relay_events = frame.method == "runs.replay"
+        target = self.target(frame)
+        ticket = self.reserve(target, frame.method)
+        scope = trio.CancelScope()
+        self._serving[fid] = scope
+        assert self._nursery is not None
+        self.served += 1
+        self._nursery.start_soon(
+            self._serve, proxy, frame, scope, ticket, target, int(message.get("hops", 1))
+        )
+
+    async def _serve(
+        self,
+        proxy: ForwardedClient,
+        frame: RequestFrame,
+        scope: trio.CancelScope,
+        ticket: Ticket | None,
+        target: Target | None,
+        hops: int,
+    ) -> None:
+        try:
+            with scope:
+                if target is None:
+                    await self._local(proxy, frame, scope, ticket)
+                else:
+                    await self.handle(proxy, frame, scope, ticket, target, hops)
+                if proxy.relay_events and target is not None:
+                    record = self.gateway.registry.get(target[1])
+                    if record is not None:
+                        await record.done.wait()  # the live frames go on until the end
+        finally:
+            if ticket is not None:
+                ticket.release()
+            self._serving.pop(proxy.fid, None)
+            self.send(proxy.node, {"t": "end", "fid": proxy.fid})
+
+    def _on_events(self, data: bytes) -> None:
+        hub = self.gateway.hub
+        try:
+            batch = decode_batch(data)
+        except (ValueError, msgspec.ValidationError) as exc:
+            log.warning("node %s: unreadable event batch dropped: %s", self.node_id, exc)
+            return
+        for kind, run_id, key, frame, public in batch:
+            hub.deliver_remote(kind, run_id, key, frame, public)
+
+    # --- the node's tasks -----------------------------------------------------------------------
+
+    async def start(self, nursery: trio.Nursery) -> None:
+        """Read where this node's inbox ends (nothing sent after is missed), learn the live
+        nodes, and start the tasks: the outbox, the feeds, the leases, the reaper's turn."""
+        self._nursery = nursery
+        inbox = inbox_channel(self.node_id)
+        self._cursors[inbox] = await self.cluster.channels.tail(inbox)
+        await self._refresh_nodes()
+        for node in self.alive - {self.node_id}:
+            self.send(node, {"t": "hello", "from": self.node_id})
+        self.gateway.hub.relay = self._relay
+        nursery.start_soon(self.outbox.run)
+        nursery.start_soon(self._run_feeds)
+        nursery.start_soon(self.run_leases)
+
+    def _relay(self, kind: int, run_id: str, key: str, frame: bytes, public: bytes | None) -> None:
+        if len(self.alive) > 1:  # alone, nobody reads the feed
+            self.outbox.frame(events_channel(self.node_id), kind, run_id, key, frame, public)
+
+    async def _refresh_nodes(self) -> None:
+        records = await self.cluster.nodes.all()
+        alive = set(records) | {self.node_id}
+        for node in alive - self.alive:
+            log.info("node %s: node %s joined", self.node_id, node)
+        for node in self.alive - alive:
+            log.warning("node %s: node %s is gone", self.node_id, node)
+        self.alive = alive
+        for node in alive - {self.node_id}:
+            channel = events_channel(node)
+            if channel not in self._cursors:
+                self._cursors[channel] = await self.cluster.channels.tail(channel)
+        for channel in [c for c in self._cursors if c.startswith("events:")]:
+            if channel[len("events:") :] not in alive:
+                del self._cursors[channel]
+        for fwd in list(self._forwards.values()):
+            if fwd.node not in alive:
+                fwd.poke()
+
+    async def _run_feeds(self) -> None:
+        """Follow this node's inbox and the other nodes' event feeds until cancelled."""
+        inbox = inbox_channel(self.node_id)
+        refresh_at = trio.current_time() + self.ttl_s / 3
+        while True:
+            try:
+                if trio.current_time() >= refresh_at:
+                    refresh_at = trio.current_time() + self.ttl_s / 3
+                    await self._refresh_nodes()
+                messages = await self.cluster.channels.receive(
+                    self._cursors, timeout_s=min(FEED_BLOCK_S, self.ttl_s / 3)
+                )
+            except ClusterError as exc:
+                log.warning("node %s: cluster feeds not read, retrying: %s", self.node_id, exc)
+                await trio.sleep(RETRY_S)
+                continue
+            for message in messages:
+                self._cursors[message.channel] = message.cursor
+                if message.channel == inbox:
+                    self._on_inbox(message.data)
+                else:
+                    self._on_events(message.data)
+
+    async def run_reaper(self) -> None:
+        """(One node at a time.) Finish the claims of nodes that are gone as interrupted,
+        so that nothing waits for them and nothing runs again. Until cancelled."""
+        while True:
+            await trio.sleep(self.ttl_s)
+            try:
+                await self.reap()
+            except ClusterError as exc:
+                log.warning("node %s: reaper: %s", self.node_id, exc)
+
+    async def reap(self) -> int:
+        """One pass: a node seen gone twice in a row has its unfinished claims finished
+        as interrupted. Returns how many."""
+        unfinished = await self.cluster.claims.unfinished()
+        gone = {node for node in unfinished if node not in self.alive}
+        suspects, self._suspects = self._suspects, gone
+        count = 0
+        for node in gone & suspects:
+            for key in unfinished[node]:
+                run_id = key[len("run:") :]
+                final = ClaimFinal(wait="error", error=lost_reason(run_id, node))
+                await self.cluster.claims.finish(key, msgspec.json.encode(final), owner=node)
+                log.warning(
+                    "node %s: run %s of node %s reported interrupted", self.node_id, run_id, node
+                )
+                count += 1
+        self.reaped += count
+        return count
+
+    def view(self) -> dict[str, Any]:
+        """The router's part of the `cluster` block in `status`."""
+        return {
+            "sessionsOwned": len(self.held),
+            "forwarded": self.forwarded,
+            "served": self.served,
+            "forwardsInFlight": len(self._forwards),
+            "leasesLost": self.leases_lost,
+            "runsReaped": self.reaped,
+            "outboxBytes": self.outbox.queued_bytes,
+            "eventFramesDropped": self.outbox.dropped_frames,
+            "liveNodes": sorted(self.alive),
+        }
