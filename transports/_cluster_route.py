@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import time
 import uuid
 from collections.abc import Iterable
 from typing import Any, Final
@@ -58,7 +59,9 @@ from actors import (
     ClusterUnavailable,
     Fence,
     Lease,
+    StoreError,
     Ticket,
+    report_lost,
 )
 from runtime.model import GenerationError
 from runtime.protocol import (
@@ -110,6 +113,8 @@ RUN_METHODS: Final = frozenset({"agent.wait", "runs.replay", "sessions.abort"})
 MAX_HOPS: Final = 3
 FEED_BLOCK_S: Final = 1.0
 RETRY_S: Final = 0.5
+LOST_RUN_HORIZON_MS: Final = 86_400_000
+"""A lost run accepted longer ago than this is not looked for in the journal."""
 REFUSED: Final = b"refused"
 """A claim's final when its run was not accepted: the key may be tried again."""
 
@@ -617,6 +622,18 @@ class Router:
         nursery.start_soon(self.outbox.run)
         nursery.start_soon(self._run_feeds)
         nursery.start_soon(self.run_leases)
+        # Runs this node id claimed in a former life (a worker started again, a node
+        # restarted with its `cluster.nodeId`) are not running here: interrupted. Listed
+        # now, before this node claims anything; reported in the background.
+        former = (await self.cluster.claims.unfinished()).get(self.node_id, [])
+        if former:
+            nursery.start_soon(self._reap_former_self, former)
+
+    async def _reap_former_self(self, keys: list[str]) -> None:
+        try:
+            self.reaped += await self._finish_lost(self.node_id, keys)
+        except ClusterError as exc:
+            log.warning("node %s: its former runs not reported: %s", self.node_id, exc)
 
     def _relay(self, kind: int, run_id: str, key: str, frame: bytes, public: bytes | None) -> None:
         if len(self.alive) > 1:  # alone, nobody reads the feed
@@ -682,16 +699,37 @@ class Router:
         suspects, self._suspects = self._suspects, gone
         count = 0
         for node in gone & suspects:
-            for key in unfinished[node]:
-                run_id = key[len("run:") :]
-                final = ClaimFinal(wait="error", error=lost_reason(run_id, node))
-                await self.cluster.claims.finish(key, msgspec.json.encode(final), owner=node)
-                log.warning(
-                    "node %s: run %s of node %s reported interrupted", self.node_id, run_id, node
-                )
-                count += 1
+            count += await self._finish_lost(node, unfinished[node])
         self.reaped += count
         return count
+
+    async def _finish_lost(self, node: str, keys: list[str]) -> int:
+        for key in keys:
+            run_id = key[len("run:") :]
+            await self._report_in_session(key, run_id)
+            final = ClaimFinal(wait="error", error=lost_reason(run_id, node))
+            await self.cluster.claims.finish(key, msgspec.json.encode(final), owner=node)
+            log.warning(
+                "node %s: run %s of node %s reported interrupted", self.node_id, run_id, node
+            )
+        return len(keys)
+
+    async def _report_in_session(self, key: str, run_id: str) -> None:
+        """The lost run in its session (transcript, row, journal), as a restart reports an
+        interrupted run, by the session's new owner: this node, when it can take it."""
+        claim = await self.cluster.claims.get(key)
+        if claim is None:
+            return
+        session = _note_decoder.decode(claim.ack).sessionKey
+        if await self.owner(session) != self.node_id:
+            log.warning("run %s: its session %s is served elsewhere now", run_id, session)
+            return
+        await self._own_actor(session)
+        since = int(time.time() * 1000) - LOST_RUN_HORIZON_MS
+        try:
+            await report_lost(self.gateway.supervisor, run_id, since_ms=since)
+        except StoreError as exc:
+            log.warning("run %s: not reported in its session: %s", run_id, exc)
 
     def view(self) -> dict[str, Any]:
         """The router's part of the `cluster` block in `status`."""
