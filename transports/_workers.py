@@ -32,7 +32,8 @@ and exits with the worker's code. Supervision (as OTP's one-for-one with an inte
 SIGINT and SIGTERM are forwarded to the workers (they run in their own process group, so a
 terminal's ^C reaches the parent only) and the parent waits for them (`STOP_GRACE_S`, then
 SIGKILL); a worker that dies later is started again, at most `MAX_RESTARTS` times within
-`RESTART_WINDOW_S` (then the parent stops the others and exits 1 saying so). A worker
+`RESTART_WINDOW_S` (then the parent stops the others and exits 1 saying so; a restart that
+fails to start counts as one more death, not as a failed start). A worker
 whose parent dies (even by SIGKILL) sees its stdin, a pipe from the parent, close, and
 shuts down as on SIGTERM. `--workers 1` runs none of this.
 """
@@ -306,7 +307,8 @@ class _Workers:
         return proc, read_fd
 
     async def _settle(self, index: int, proc: trio.Process, answer: str | None) -> None:
-        """Act on worker `index`'s start line (None: it said nothing in time)."""
+        """Act on worker `index`'s start line (None: it said nothing in time). A failed
+        first start fails the gateway; a failed restart is logged (`keep` counts it)."""
         if answer is not None and answer.startswith("ready "):
             self.node_ids[index] = node_id = answer.removeprefix("ready ")
             log.info("worker %d listening (node %s, pid %d)", index, node_id, proc.pid)
@@ -317,13 +319,11 @@ class _Workers:
             return  # it was told to stop while it started
         if answer is None:
             proc.kill()
-            self.fail(f"worker {index} did not start in {STARTUP_TIMEOUT_S:.0f} s", EXIT_FAILED)
-        elif answer.startswith("error "):
-            told, _, reason = answer.removeprefix("error ").partition(" ")
-            self.fail(f"worker {index}: {reason}", int(told) if told.isdigit() else EXIT_FAILED)
+        message, code = _start_failure(index, answer, await proc.wait())
+        if self.settled.is_set():
+            log.warning("%s", message)
         else:
-            code = await proc.wait()
-            self.fail(f"worker {index} exited (code {code}) before it listened", EXIT_FAILED)
+            self.fail(message, code)
 
     def _may_restart(self, index: int, code: int) -> bool:
         now = trio.current_time()
@@ -366,6 +366,16 @@ class _Workers:
             if proc.returncode is None:
                 log.warning("worker %d did not stop in %.0f s: killing it", index, STOP_GRACE_S)
                 proc.kill()
+
+
+def _start_failure(index: int, answer: str | None, exit_code: int) -> tuple[str, int]:
+    """Why worker `index` did not start, and the gateway's exit code for it."""
+    if answer is None:
+        return f"worker {index} did not start in {STARTUP_TIMEOUT_S:.0f} s", EXIT_FAILED
+    if answer.startswith("error "):
+        told, _, reason = answer.removeprefix("error ").partition(" ")
+        return f"worker {index}: {reason}", int(told) if told.isdigit() else EXIT_FAILED
+    return f"worker {index} exited (code {exit_code}) before it listened", EXIT_FAILED
 
 
 async def _read_answer(fd: int) -> str | None:

@@ -1,7 +1,8 @@
 """`clawlane gateway --workers N` (issue 16 item 1), as a user runs it: a real parent
 process whose workers share one port (SO_REUSEPORT), one PostgreSQL schema and one Redis
 (under a random key prefix). Both workers are nodes in `status`, connections to the one
-port reach both, an agent run completes through it; a worker killed is started again;
+port reach both, an agent run completes through it; a worker killed is started again, but
+not more than 3 times a minute;
 SIGTERM to the parent stops every worker; a config that cannot be shared, a bad `--workers`
 and a worker that cannot start are each one line and a non-zero exit. Skipped, saying why,
 only when Redis or PostgreSQL cannot be reached (the config checks need neither)."""
@@ -27,6 +28,7 @@ from tests.actors._databases import pg_url
 from transports._auth import read_token_file, token_path
 from transports._client import GatewayClientError, open_gateway_client
 from transports._loadtest_gateway import _read_listening_url
+from transports._workers import MAX_RESTARTS
 
 __all__ = ["pg_url"]  # the fixture, used by name
 
@@ -174,6 +176,26 @@ async def test_a_worker_that_dies_is_started_again(tmp_path: Path, pg_url: str) 
             )
             assert after["wk-w0"] == before["wk-w0"] and not alive(before["wk-w1"])
             assert workers.proc.returncode is None
+
+
+async def test_a_worker_dying_too_often_stops_the_gateway(tmp_path: Path, pg_url: str) -> None:
+    with trio.fail_after(120):
+        async with run_workers(tmp_path, pg_url) as workers:
+            pid = (await workers.nodes())["wk-w1"]
+            for _ in range(MAX_RESTARTS):
+                os.kill(pid, signal.SIGKILL)
+                nodes = await until_nodes(
+                    workers, lambda n, old=pid: n.get("wk-w1") not in (None, old), timeout_s=30
+                )
+                pid = nodes["wk-w1"]
+            os.kill(pid, signal.SIGKILL)  # one more within the minute: the parent gives up
+            assert await workers.proc.wait() == 1
+    log = (tmp_path / "gateway.log").read_text()
+    assert (
+        f"clawlane: worker 1 exited (code -9) after {MAX_RESTARTS} restarts within 60 s; "
+        "giving up (stopped the others)"
+    ) in log
+    assert "worker 0 stopped" in log
 
 
 async def test_sigterm_to_the_parent_stops_every_worker(tmp_path: Path, pg_url: str) -> None:
