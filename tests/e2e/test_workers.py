@@ -2,9 +2,9 @@
 process whose workers share one port (SO_REUSEPORT), one PostgreSQL schema and one Redis
 (under a random key prefix). Both workers are nodes in `status`, connections to the one
 port reach both, an agent run completes through it; a worker killed is started again, but
-not more than 3 times a minute;
-SIGTERM to the parent stops every worker; a config that cannot be shared, a bad `--workers`
-and a worker that cannot start are each one line and a non-zero exit. Skipped, saying why,
+not more than 3 times a minute; SIGTERM to the parent stops every worker; a config that
+cannot be shared, a bad `--workers` and a worker that cannot start are each one line and a
+non-zero exit. Skipped, saying why,
 only when Redis or PostgreSQL cannot be reached (the config checks need neither)."""
 
 from __future__ import annotations
