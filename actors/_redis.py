@@ -197,15 +197,30 @@ return out
 
 @contextmanager
 def _mapped(what: str) -> Iterator[None]:
-    """Redis's errors as the cluster's, naming the operation."""
+    """Redis's errors as the cluster's, naming the operation. The driver's exception is
+    stripped of its traceback and chain first: its frames hold coredis's half-made
+    connections, which a logged or kept error would otherwise keep alive."""
     try:
         yield
     except _UNAVAILABLE as exc:
+        _strip(exc)
         raise ClusterUnavailable(
             f"Redis unavailable ({what}): {exc or type(exc).__name__}"
-        ) from exc
+        ) from None
     except coredis.exceptions.RedisError as exc:
-        raise ClusterError(f"Redis error ({what}): {exc}") from exc
+        _strip(exc)
+        raise ClusterError(f"Redis error ({what}): {exc}") from None
+
+
+def _strip(exc: BaseException) -> None:
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        following = current.__cause__ or current.__context__
+        current.__traceback__ = None
+        current.__cause__ = current.__context__ = None
+        current = following
 
 
 @asynccontextmanager

@@ -31,6 +31,7 @@ from actors import (
     ClusterError,
     Publisher,
     RunRegistry,
+    StoreError,
     Version,
     open_cluster,
     run_single_owner,
@@ -316,7 +317,17 @@ async def start_node(
 
     async def cron_here() -> None:
         try:
-            await cron()
+            while True:
+                failed: BaseException | None = None
+                try:
+                    await cron()
+                except* StoreError as group:  # the database is away: cron starts once it is back
+                    failed = group.exceptions[0]
+                if failed is None:
+                    return
+                log.warning("node %s: cron not started, retrying: %s", node.node_id, failed)
+                gateway.cron = None
+                await trio.sleep(RETRY_S)
         finally:
             gateway.cron = None  # cron.* answers UNAVAILABLE on the nodes not running it
 

@@ -45,6 +45,7 @@ from actors import (
     RunRequest,
     SessionActor,
     ShuttingDown,
+    Store,
     StoreError,
     Ticket,
     accepted_row,
@@ -255,6 +256,22 @@ def _build_request(
     )
 
 
+async def commit_journal(
+    store: Store, request: RunRequest, ticket: Ticket, mode: str | None, actor: SessionActor
+) -> None:
+    """The run's journal row with the session's row, durable (before the ack). A store
+    that cannot take it (down, or the session's lease moved: `FencedOut`) is `UNAVAILABLE`
+    (retryable). A checkpoint."""
+    try:
+        await store.commit_durable(
+            run=journal_row(request, ticket, mode), row=actor.row, fence=actor.fence
+        )
+    except StoreError as exc:
+        raise GatewayError(
+            UNAVAILABLE, f"the run could not be recorded: {exc}", retryable=True
+        ) from exc
+
+
 def journal_row(request: RunRequest, ticket: Ticket, queue_mode: str | None) -> JournalRow:
     """The run's journal row as accepted (`actors._journal`)."""
     rec = request.record
@@ -357,9 +374,7 @@ async def agent(call: Call, params: AgentParams) -> None:
         accepted_at = _touch_row(actor, params)
         request = _build_request(gw, conn, params, plan, actor, accepted_at)
         assert actor.row is not None
-        await sup.store.commit_durable(
-            run=journal_row(request, ticket, "followup"), row=actor.row, fence=actor.fence
-        )
+        await commit_journal(sup.store, request, ticket, "followup", actor)
         journaled = True
         actor.row_stored()
         await ticket.turn()

@@ -30,7 +30,7 @@ from runtime.model import GenerationError, run_timeout_seconds
 from runtime.protocol import UNAVAILABLE, GatewayError, RequestFrame, invalid_request
 from runtime.sessions import SessionKeyError
 
-from ._agent import accept, journal_row
+from ._agent import accept, commit_journal
 from ._context import Call, Host
 from ._views import session_view
 
@@ -202,10 +202,7 @@ class _Submission:
             raise _InFlight
         request = self.request = self._run_request(actor)
         assert actor.row is not None
-        store = call.gateway.supervisor.store
-        await store.commit_durable(
-            run=journal_row(request, ticket, self.mode), row=actor.row, fence=actor.fence
-        )
+        await commit_journal(call.gateway.supervisor.store, request, ticket, self.mode, actor)
         self.journaled = True
         actor.row_stored()
         await ticket.turn()
