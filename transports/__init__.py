@@ -24,9 +24,9 @@ from ._client import GatewayClient as GatewayClient
 from ._client import GatewayClientError as GatewayClientError
 from ._client import GatewayRequestError as GatewayRequestError
 from ._client import open_gateway_client as open_gateway_client
+from ._errors import GatewayConfigError as GatewayConfigError
 from ._errors import TransportError as TransportError
 from ._gateway import Gateway as Gateway
-from ._gateway import GatewayConfigError as GatewayConfigError
 from ._gateway import GatewayOptions as GatewayOptions
 from ._gateway import open_gateway as open_gateway
 from ._gateway import serve_gateway as serve_gateway

@@ -8,7 +8,6 @@ lifecycle event, flush the store, close the connections.
 
 from __future__ import annotations
 
-import gc
 import itertools
 import logging
 import os
@@ -75,7 +74,7 @@ from ._cluster_node import ClusterNode, open_node, start_node
 from ._cluster_route import Router
 from ._connection import ClientConnection
 from ._connlog import log_connection_closed, log_connection_opened
-from ._errors import TransportError
+from ._errors import GatewayConfigError
 from ._handshake import Admitted, Peer
 from ._http import (
     MAX_HEAD_BYTES,
@@ -87,6 +86,7 @@ from ._http import (
 from ._http_routes import HttpRoutes, load_dashboard
 from ._metrics import HttpCounters
 from ._origins import ORIGIN_NOT_ALLOWED_MESSAGE, check_origin
+from ._startup import tune_gc
 from ._state_lock import GatewayLockError, open_listeners, state_dir_lock
 from ._ws import CLOSE_GOING_AWAY, CLOSE_POLICY, WebSocketServerConnection
 from .methods import Methods, Sampler, health_view, restore_idempotency
@@ -136,10 +136,6 @@ def extension_specs(roots: list[str]) -> list[str | Path]:
             log.warning("resource package %s: %s: %s", root, problem.path, problem.message)
         specs.extend(ext.path for ext in found.extensions)
     return specs
-
-
-class GatewayConfigError(TransportError):
-    """The gateway refuses to start (e.g. a non-loopback bind without a token)."""
 
 
 def auth_settings(
@@ -755,25 +751,6 @@ def _hello_auth(conn: ClientConnection, admitted: Admitted | None) -> dict[str, 
         if admitted.device_token_issued_at is not None:
             auth["issuedAtMs"] = admitted.device_token_issued_at
     return auth
-
-
-GC_THRESHOLDS: Final = (100_000, 20, 100)
-"""The gateway process's garbage collector thresholds (CPython's: 700, 10, 10). The young
-generation's count is allocations minus frees of tracked objects: what a run keeps for a
-while (its record for `agent.wait`, its replay buffer, the cached final, the session's
-context) grows it by ~80 per run. With the defaults a young collection, walking all of
-that, ran every ~10 runs; at 1,000 busy sessions that was ~15 % of the CPU, and still ~5 %
-at 20,000. At 100,000 one runs every ~1,000 runs and takes ~12 ms (well inside the latency
-budget). Almost everything is freed by reference count; the collector is only for cycles,
-and a larger young generation finds them as well."""
-
-
-def tune_gc() -> None:
-    """For a long-running gateway process: move what startup built (modules, the config,
-    the first generation) out of the collector's sight and collect less often."""
-    gc.collect()
-    gc.freeze()
-    gc.set_threshold(*GC_THRESHOLDS)
 
 
 async def serve_gateway(config: Config, options: GatewayOptions) -> None:

@@ -482,7 +482,8 @@ def run_worker(config: Config, options: GatewayOptionsLike, slot: WorkerSlot) ->
 async def serve_worker(config: Config, options: GatewayOptionsLike, slot: WorkerSlot) -> None:
     """`serve_gateway` for a worker: the gateway on the shared port, its start line to the
     parent, then until SIGINT/SIGTERM or the parent's end."""
-    from ._gateway import GatewayOptions, open_gateway, tune_gc
+    from ._gateway import GatewayOptions, open_gateway
+    from ._startup import tune_gc
 
     assert isinstance(options, GatewayOptions)
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:

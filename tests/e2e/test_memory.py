@@ -1,6 +1,6 @@
 """Memory that must come back: a session's actor, its transcript and its runs' writes are
 freed by reference counting when the session is deleted, not left for the cycle collector
-(which the gateway runs rarely: see `transports._gateway.tune_gc`)."""
+(which the gateway runs rarely: see `transports._startup.tune_gc`)."""
 
 from __future__ import annotations
 
