@@ -289,9 +289,11 @@ async def open_node(config: Config) -> AsyncIterator[ClusterNode | None]:
 
 def _load(gateway: _Loaded) -> dict[str, Any]:
     connections: Sized = gateway.connections
+    router = gateway.router
     return {
         "activeRuns": gateway.registry.statistics().active_runs,
         "connections": len(connections),
+        "sessionsOwned": len(router.held) if router is not None else 0,  # their leases
     }
 
 

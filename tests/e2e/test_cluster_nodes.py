@@ -127,7 +127,11 @@ async def test_both_nodes_appear_in_status_and_health(tmp_path: Path, pg_url: st
                     assert set(listed) == {"node-a", "node-b"}
                     for record in listed.values():
                         assert record["pid"] > 0 and record["startedAtMs"] > 0
-                        assert set(record["load"]) == {"activeRuns", "connections"}
+                        assert set(record["load"]) == {
+                            "activeRuns",
+                            "connections",
+                            "sessionsOwned",
+                        }
             # single-owner work: one node watches the config file, one runs cron
             await wait_for(
                 lambda: len(holders(nodes, "config-watch")) == 1, "a watcher", timeout_s=5

@@ -8,6 +8,7 @@ when Redis or PostgreSQL cannot be reached."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -148,3 +149,39 @@ async def test_an_unscoped_reader_sees_runs_of_every_node(tmp_path: Path, pg_url
                 )
                 await wait_for(lambda: terminal_events(events, "u1"), "u1 on b", timeout_s=5)
             assert_gap_free(run_events(events, "u1"))
+
+
+async def test_runs_sent_to_the_other_node_keep_their_order(tmp_path: Path, pg_url: str) -> None:
+    """Five messages sent back to back through the node that does not own the session run
+    in the order they were sent, one at a time, on the owner."""
+    with trio.fail_after(60):
+        async with two_nodes(tmp_path, pg_url) as nodes:
+            a, b = nodes
+            async with (
+                open_client(a.gw, scopes=ADMIN, caps=SCOPED) as ca,
+                open_client(b.gw, scopes=ADMIN, caps=SCOPED) as cb,
+            ):
+                first = {"message": "own it", "idempotencyKey": "o0", "sessionKey": "ord"}
+                await ca.request("agent", first, expect_final=True)
+                for i in range(1, 6):  # back to back, without waiting for answers
+                    params = {
+                        "key": "ord",
+                        "message": f"m{i} [[deltas:3]] [[delay:5]]",
+                        "idempotencyKey": f"o{i}",
+                    }  # each its own turn (`followup`)
+                    frame = {"type": "req", "id": f"send-{i}", "method": "sessions.send"}
+                    await cb.send_raw(json.dumps({**frame, "params": params}))
+                await wait_for(
+                    lambda: all(
+                        (r := a.gw.registry.get(f"o{i}")) is not None and r.ended
+                        for i in range(1, 6)
+                    ),
+                    "the five runs",
+                    timeout_s=20,
+                )
+            records = [a.gw.registry.get(f"o{i}") for i in range(1, 6)]
+            spans = [(r.started_at, r.ended_at) for r in records if r is not None]
+            assert len(spans) == 5 and all(s is not None and e is not None for s, e in spans)
+            flat = [t for span in spans for t in span]
+            assert flat == sorted(flat)  # in order, one at a time
+            assert owner_of(nodes, "agent:main:ord") is a
