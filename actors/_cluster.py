@@ -212,6 +212,12 @@ class Leases(abc.ABC):
     async def holder(self, key: str) -> Lease | None:
         """The current acquisition of `key` (its token and owner), None when nobody holds it."""
 
+    @abc.abstractmethod
+    async def reacquire(self, lease: Lease) -> Lease | None:
+        """Take `lease`'s key again, with a new token, if its lease expired and nobody
+        acquired it since (its fencing token is still `lease`'s): what a holder whose
+        renewal came too late does, keeping what it holds in memory. None otherwise."""
+
     async def renew_many(self, leases: Sequence[Lease]) -> list[bool]:
         """`renew` for each of `leases` (a backend does it in one round trip)."""
         return [await self.renew(lease) for lease in leases]

@@ -123,6 +123,16 @@ class LocalLeases(Leases):
         await trio.lowlevel.checkpoint()
         return self._current(key)
 
+    async def reacquire(self, lease: Lease) -> Lease | None:
+        await trio.lowlevel.checkpoint()
+        if self._current(lease.key) is not None or self._fences.get(lease.key) != lease.token:
+            return None
+        token = next_token(lease.token)
+        self._fences[lease.key] = token
+        again = Lease(lease.key, token, self.owner)
+        self._held[lease.key] = (again, trio.current_time() + self.ttl_s)
+        return again
+
     def expire_now(self, key: str) -> None:
         """Tests: forget the holder of `key` (what a Redis key expiring does)."""
         self._held.pop(key, None)

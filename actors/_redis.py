@@ -79,6 +79,8 @@ Client = coredis.Redis[bytes]
 CONNECT_TIMEOUT_S: Final = 2.0
 REPLY_TIMEOUT_S: Final = 10.0
 FOLLOW_BLOCK_MS: Final = 2_000
+CONTROL_CONNECTIONS: Final = 8
+"""Connections of the client the leases and the heartbeat use."""
 GENERATION_POLL_S: Final = 5.0
 """A subscriber also reads the version key this often: a publish sent while its pub/sub
 connection was being re-made is not lost."""
@@ -105,6 +107,18 @@ _RENEW: Final = """
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return 1
+"""
+_REACQUIRE: Final = """
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+if redis.call('GET', KEYS[2]) ~= ARGV[3] then return 0 end
+local t = redis.call('TIME')
+local token = tonumber(ARGV[3]) + 1
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+if now > token then token = now end
+local text = string.format('%d', token)
+redis.call('SET', KEYS[2], text)
+redis.call('SET', KEYS[1], text .. '|' .. ARGV[1], 'PX', ARGV[2])
+return token
 """
 _RELEASE: Final = """
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
@@ -256,6 +270,7 @@ class RedisLeases(Leases):
         self._renew = client.register_script(_RENEW)
         self._release = client.register_script(_RELEASE)
         self._renew_many = client.register_script(_RENEW_MANY)
+        self._reacquire = client.register_script(_REACQUIRE)
 
     def _key(self, key: str) -> str:
         return f"{self._prefix}lease:{key}"
@@ -270,6 +285,13 @@ class RedisLeases(Leases):
             token: Any = await self._acquire(keys=keys, args=(self.owner, int(self.ttl_s * 1000)))
         assert isinstance(token, int)
         return Lease(key, token, self.owner) if token else None
+
+    async def reacquire(self, lease: Lease) -> Lease | None:
+        keys = [self._key(lease.key), f"{self._prefix}fence:{lease.key}"]
+        args = (self.owner, int(self.ttl_s * 1000), str(lease.token))
+        with _mapped("lease reacquire"):
+            token: Any = await self._reacquire(keys=keys, args=args)
+        return Lease(lease.key, int(token), self.owner) if token else None
 
     async def renew(self, lease: Lease) -> bool:
         args: tuple[str, int] = (self._value(lease), int(self.ttl_s * 1000))
@@ -536,17 +558,26 @@ async def open_redis_cluster(
     lease_ttl_s: float = DEFAULT_LEASE_TTL_S,
     connect_timeout_s: float = CONNECT_TIMEOUT_S,
 ) -> AsyncIterator[Cluster]:
-    """A client on `url` and the four primitives over it; closed on exit. Raises
-    `ClusterUnavailable` with one line naming the URL when Redis cannot be reached (or does
-    not answer PING within `connect_timeout_s`)."""
-    client: Client = coredis.Redis.from_url(
-        url,
-        decode_responses=False,
-        connect_timeout=connect_timeout_s,
-        stream_timeout=REPLY_TIMEOUT_S,
-        client_name=f"clawlane:{node_id}",
-    )
-    async with _unwrapped(client):
+    """Two clients on `url` and the primitives over them; closed on exit. The leases and
+    the heartbeat have a client of their own (`CONTROL_CONNECTIONS` connections), so that
+    their renewals never wait behind a burst of claims and channel traffic for one of the
+    main client's connections. Raises `ClusterUnavailable` with one line naming the URL
+    when Redis cannot be reached (or does not answer PING within `connect_timeout_s`)."""
+
+    def client_for(role: str, **kwargs: Any) -> Client:
+        made: Client = coredis.Redis.from_url(
+            url,
+            decode_responses=False,
+            connect_timeout=connect_timeout_s,
+            stream_timeout=REPLY_TIMEOUT_S,
+            client_name=f"clawlane:{node_id}:{role}",
+            **kwargs,
+        )
+        return made
+
+    client = client_for("main")
+    control = client_for("control", max_connections=CONTROL_CONNECTIONS)
+    async with _unwrapped(client), _unwrapped(control):
         try:
             with trio.fail_after(connect_timeout_s):
                 await client.ping()
@@ -555,11 +586,11 @@ async def open_redis_cluster(
             raise ClusterUnavailable(f"cannot reach Redis at {redact_url(url)}: {reason}") from None
         yield Cluster(
             node_id=node_id,
-            leases=RedisLeases(client, prefix=prefix, owner=node_id, ttl_s=lease_ttl_s),
+            leases=RedisLeases(control, prefix=prefix, owner=node_id, ttl_s=lease_ttl_s),
             claims=RedisClaims(client, prefix=prefix),
             streams=RedisRunStreams(client, prefix=prefix),
             generations=RedisGenerations(client, prefix=prefix),
-            nodes=RedisNodeRecords(client, prefix=prefix, node_id=node_id),
+            nodes=RedisNodeRecords(control, prefix=prefix, node_id=node_id),
             channels=RedisChannels(client, prefix=prefix),
             backend="redis",
         )

@@ -141,6 +141,7 @@ class Router:
         self.forwarded = 0
         self.served = 0
         self.leases_lost = 0
+        self.leases_late = 0
         self.reaped = 0
         self._forwards: dict[str, Forward] = {}
         self._serving: dict[str, trio.CancelScope] = {}
@@ -396,30 +397,49 @@ class Router:
         actor.fence = Fence(key, lease.token)
 
     async def run_leases(self) -> None:
-        """Renew every held lease each third of the TTL; give up those of sessions gone
-        idle here; treat as lost those refused, or all when Redis could not renew them
-        before they could expire. Until cancelled."""
+        """Renew every held lease each third of the TTL, then give up those of sessions
+        gone idle here. Until cancelled."""
         self._renewed_at = trio.current_time()
         while True:
             await trio.sleep(self.ttl_s / 3)
+            await self._renew_all()
             await self._release_idle()
-            leases = list(self.held.values())
-            sent = trio.current_time()
-            try:
-                results = await self.cluster.leases.renew_many(leases)
-            except ClusterError as exc:
-                log.warning("node %s: session leases not renewed: %s", self.node_id, exc)
-                if trio.current_time() - self._renewed_at > self.ttl_s * 0.9:
-                    self._lose(list(self.held))
-                continue
-            self._renewed_at = sent
-            self._lose(
-                [
-                    lease.key[len("session:") :]
-                    for lease, ok in zip(leases, results, strict=True)
-                    if not ok
-                ]
-            )
+
+    async def _renew_all(self) -> None:
+        """One renewal of every held lease (one round trip). A lease that expired before
+        its renewal came (an overloaded node, a slow Redis) is taken again if nobody took
+        it since; one another node took, or all of them when Redis could not renew them
+        before they could expire, are lost."""
+        leases = list(self.held.values())
+        sent = trio.current_time()
+        try:
+            results = await self.cluster.leases.renew_many(leases)
+        except ClusterError as exc:
+            log.warning("node %s: session leases not renewed: %s", self.node_id, exc)
+            if trio.current_time() - self._renewed_at > self.ttl_s * 0.9:
+                self._lose(list(self.held))
+            return
+        self._renewed_at = sent
+        for lease, ok in zip(leases, results, strict=True):
+            if not ok:
+                await self._renew_late(lease)
+
+    async def _renew_late(self, lease: Lease) -> None:
+        key = lease.key[len("session:") :]
+        if self.held.get(key) is not lease:
+            return  # released or taken again meanwhile
+        try:
+            again = await self.cluster.leases.reacquire(lease)
+        except ClusterError:
+            again = None
+        if again is None:
+            self._lose([key])
+            return
+        self.held[key] = again
+        self.leases_late += 1
+        actor = self.gateway.supervisor.peek_session(key)
+        if actor is not None:
+            actor.fence = Fence(key, again.token)
 
     async def _release_idle(self) -> None:
         sup = self.gateway.supervisor
@@ -739,6 +759,7 @@ class Router:
             "served": self.served,
             "forwardsInFlight": len(self._forwards),
             "leasesLost": self.leases_lost,
+            "leasesRenewedLate": self.leases_late,
             "runsReaped": self.reaped,
             "outboxBytes": self.outbox.queued_bytes,
             "eventFramesDropped": self.outbox.dropped_frames,

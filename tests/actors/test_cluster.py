@@ -363,3 +363,20 @@ async def test_channels_carry_messages_in_order_from_a_cursor(nodes: Nodes) -> N
             nursery.start_soon(later)
             got = await b.channels.receive({"inbox:b": cursor}, timeout_s=5)
         assert [m.data for m in got] == [b"three"]
+
+
+async def test_a_lapsed_lease_is_taken_again_only_if_nobody_took_it(nodes: Nodes) -> None:
+    with trio.fail_after(10):
+        a, b = nodes.all[:2]
+        first = await a.leases.acquire("s:late")
+        assert first is not None
+        assert await a.leases.reacquire(first) is None  # still held: nothing to take again
+        await nodes.steal(first)  # it lapsed
+        again = await a.leases.reacquire(first)
+        assert again is not None and again.token > first.token and again.owner == a.node_id
+        assert await b.leases.holder("s:late") == again
+        await nodes.steal(again)
+        other = await b.leases.acquire("s:late")  # another node took it meanwhile ...
+        assert other is not None
+        assert await b.leases.release(other)  # ... and let it go
+        assert await a.leases.reacquire(again) is None  # what `a` holds in memory is stale

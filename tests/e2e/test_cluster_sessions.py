@@ -14,6 +14,7 @@ from typing import Any
 
 import trio
 
+from tests.actors._cluster_nodes import raw_client
 from tests.actors._databases import pg_url
 from tests.conftest import open_client
 from tests.e2e._events import recorder_events, run_events, terminal_events
@@ -185,3 +186,37 @@ async def test_runs_sent_to_the_other_node_keep_their_order(tmp_path: Path, pg_u
             flat = [t for span in spans for t in span]
             assert flat == sorted(flat)  # in order, one at a time
             assert owner_of(nodes, "agent:main:ord") is a
+
+
+async def test_a_renewal_that_comes_too_late_keeps_the_session_if_nobody_took_it(
+    tmp_path: Path, pg_url: str
+) -> None:
+    """An overloaded node renews after its lease lapsed: it takes the session again (a
+    newer token on its actor) unless another node took it meanwhile; then it lets the
+    session go (the actor is forgotten)."""
+    with trio.fail_after(60):
+        async with two_nodes(tmp_path, pg_url) as nodes:
+            a, b = nodes
+            ra, rb = a.gw.router, b.gw.router
+            assert ra is not None and rb is not None
+            async with open_client(a.gw, scopes=ADMIN) as ca:
+                params = {"message": "x", "idempotencyKey": "late1", "sessionKey": "late"}
+                await ca.request("agent", params, expect_final=True)
+            key = "agent:main:late"
+            prefix = a.gw.supervisor.generation.config.cluster.redis.keyPrefix
+            lease = ra.held[key]
+            async with raw_client() as redis:
+                await redis.delete([f"{prefix}lease:session:{key}"])  # it lapsed
+            await ra._renew_all()
+            again = ra.held[key]
+            assert again.token > lease.token and ra.leases_late == 1
+            actor = a.gw.supervisor.peek_session(key)
+            assert actor is not None and actor.fence is not None
+            assert actor.fence.token == again.token
+            async with raw_client() as redis:
+                await redis.delete([f"{prefix}lease:session:{key}"])
+            taken = await rb.cluster.leases.acquire(f"session:{key}")  # b took it meanwhile
+            assert taken is not None
+            await ra._renew_all()
+            assert key not in ra.held and ra.leases_lost == 1
+            assert a.gw.supervisor.peek_session(key) is None
