@@ -79,11 +79,12 @@ async def nodes() -> object:
 
 
 async def _kill_connections_of(node_id: str) -> int:
-    """CLIENT KILL every connection the node's client has open (found by its name)."""
+    """CLIENT KILL every connection the node's clients have open (found by their names,
+    `clawlane:<node>:<role>`)."""
     killed = 0
     async with raw_client() as admin:
         for client in await admin.client_list():
-            if client.get("name") == f"clawlane:{node_id}":
+            if str(client.get("name", "")).startswith(f"clawlane:{node_id}:"):
                 killed += int(await admin.client_kill(identifier=int(client["id"])))
     return killed
 
