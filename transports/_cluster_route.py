@@ -223,6 +223,12 @@ class Router:
     ) -> None:
         owner = await self.owner(key)
         if owner != self.node_id:
+            if hops and ticket is not None:
+                # Forwarded here, and the session moved on: pass it on without waiting for
+                # this node's order (an earlier request here may be waiting for the node
+                # it goes to: waiting would deadlock the two).
+                ticket.release()
+                ticket = None
             await self._forward(conn, frame, scope, ticket, owner, hops)
             return
         await self._own_actor(key)
@@ -266,7 +272,7 @@ class Router:
         if claim.final is not None:
             self._answer_from_final(conn, frame, run_id, _final_decoder.decode(claim.final))
         elif first.node in self.alive:
-            await self._forward(conn, frame, scope, ticket, first.node, hops)
+            await self._forward(conn, frame, scope, ticket, first.node, hops, direct=True)
         else:
             conn.respond_error(frame.id, unavailable(lost_reason(run_id, first.node)))
         return True
@@ -337,7 +343,7 @@ class Router:
         if frame.method == "agent.wait" and final is not None and final != REFUSED:
             self._answer_from_final(conn, frame, run_id, _final_decoder.decode(final))
         elif note.node in self.alive:
-            await self._forward(conn, frame, scope, None, note.node, hops)
+            await self._forward(conn, frame, scope, None, note.node, hops, direct=True)
         elif frame.method == "agent.wait":
             error = lost_reason(run_id, note.node)
             conn.respond(frame.id, {"runId": run_id, "status": "error", "error": error})
@@ -477,7 +483,12 @@ class Router:
         ticket: Ticket | None,
         node: str,
         hops: int,
+        *,
+        direct: bool = False,
     ) -> None:
+        """Send the request to `node` and relay its answers. `direct`: `node` holds the run
+        it concerns (its claim): it serves the request itself, whichever node owns the
+        session now (its idempotency cache answers a repeat)."""
         if hops >= MAX_HOPS:
             raise unavailable(f"no node took the request after {hops} forwards; retry")
         if ticket is not None:
@@ -496,6 +507,7 @@ class Router:
             "fid": fid,
             "from": self.node_id,
             "hops": hops + 1,
+            "direct": direct,
             "conn": conn_info(conn),
             "id": frame.id,
             "method": frame.method,
@@ -582,7 +594,7 @@ class Router:
         )
         proxy = ForwardedClient(self.send, src, fid, msgspec.convert(message["conn"], ConnInfo))
         proxy.relay_events = frame.method == "runs.replay"
-        target = self.target(frame)
+        target = None if message.get("direct") else self.target(frame)
         ticket = self.reserve(target, frame.method)
         scope = trio.CancelScope()
         self._serving[fid] = scope
@@ -607,8 +619,10 @@ class Router:
                     await self._local(proxy, frame, scope, ticket)
                 else:
                     await self.handle(proxy, frame, scope, ticket, target, hops)
-                if proxy.relay_events and target is not None:
-                    record = self.gateway.registry.get(target[1])
+                params = frame.params if isinstance(frame.params, dict) else {}
+                run_id = params.get("runId")
+                if proxy.relay_events and isinstance(run_id, str):
+                    record = self.gateway.registry.get(run_id)
                     if record is not None:
                         await record.done.wait()  # the live frames go on until the end
         finally:

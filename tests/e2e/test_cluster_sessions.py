@@ -220,3 +220,62 @@ async def test_a_renewal_that_comes_too_late_keeps_the_session_if_nobody_took_it
             await ra._renew_all()
             assert key not in ra.held and ra.leases_lost == 1
             assert a.gw.supervisor.peek_session(key) is None
+
+
+async def test_a_run_in_flight_is_waited_for_and_never_started_twice_from_the_other_node(
+    tmp_path: Path, pg_url: str
+) -> None:
+    with trio.fail_after(60):
+        async with two_nodes(tmp_path, pg_url) as nodes:
+            a, b = nodes
+            async with (
+                open_client(a.gw, scopes=ADMIN, caps=SCOPED) as ca,
+                open_client(b.gw, scopes=ADMIN, caps=SCOPED) as cb,
+            ):
+                slow = {
+                    "message": "slow [[deltas:20]] [[delay:20]]",
+                    "idempotencyKey": "f1",
+                    "sessionKey": "fa",
+                }
+                ack = await ca.request("agent", slow)
+                assert ack["status"] == "accepted"
+                # the same key for a session of b's own, while the run is in flight on a
+                await cb.request(
+                    "agent",
+                    {"message": "own", "idempotencyKey": "fb0", "sessionKey": "fb"},
+                    expect_final=True,
+                )
+                again = await cb.request("agent", {**slow, "sessionKey": "fb"}, expect_final=True)
+                assert again["runId"] == "f1" and again["status"] == "ok"
+                waited = await cb.request("agent.wait", {"runId": "f1", "timeoutMs": 10_000})
+                assert waited["status"] == "ok"
+            assert b.gw.registry.get("f1") is None  # it ran once, on a
+            record = a.gw.registry.get("f1")
+            assert record is not None and record.status == "ok"
+            assert owner_of(nodes, "agent:main:fb") is b
+
+
+async def test_replay_from_the_other_node_follows_the_run_to_its_end(
+    tmp_path: Path, pg_url: str
+) -> None:
+    with trio.fail_after(60):
+        async with two_nodes(tmp_path, pg_url) as nodes:
+            a, b = nodes
+            events, on_event = recorder_events()
+            async with (
+                open_client(a.gw, scopes=ADMIN, caps=SCOPED) as ca,
+                open_client(b.gw, scopes=ADMIN, caps=SCOPED, on_event=on_event) as cb,
+            ):
+                slow = {
+                    "message": "slow [[deltas:30]] [[delay:20]]",
+                    "idempotencyKey": "rp1",
+                    "sessionKey": "rp",
+                }
+                await ca.request("agent", slow)
+                await wait_for(lambda: a.gw.hub.last_seq("rp1") >= 3, "a few events", timeout_s=10)
+                replay = await cb.request("runs.replay", {"runId": "rp1", "afterSeq": 0})
+                assert replay["replayed"] >= 3 and not replay["gap"]
+                await wait_for(lambda: terminal_events(events, "rp1"), "the end", timeout_s=10)
+            got = run_events(events, "rp1")
+            assert_gap_free(got)
+            assert got[-1]["stream"] == "lifecycle" and got[-1]["data"]["phase"] == "end"
