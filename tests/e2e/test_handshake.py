@@ -19,9 +19,9 @@ from tests.conftest import (
     open_client,
     running_gateway,
 )
-from transports import GatewayAuthError, open_gateway_client
+from transports import GatewayAuthError, GatewayConfigError, open_gateway_client
 from transports._client import open_websocket
-from transports._gateway import GatewayConfigError, auth_settings
+from transports._gateway import auth_settings
 
 CONNECT: dict[str, Any] = {
     "minProtocol": 4,
