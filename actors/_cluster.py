@@ -324,6 +324,18 @@ class Claims(abc.ABC):
     async def unfinished(self) -> dict[str, list[str]]:
         """The keys claimed with an owner and not finished yet, by owner."""
 
+    async def claim_many(
+        self, items: Sequence[tuple[str, bytes]], *, owner: str | None = None
+    ) -> list[Claim]:
+        """`claim` for each `(key, ack)`, in order (a backend does it in one round trip)."""
+        return [await self.claim(key, ack, owner=owner) for key, ack in items]
+
+    async def finish_many(
+        self, items: Sequence[tuple[str, bytes]], *, owner: str | None = None
+    ) -> list[bool]:
+        """`finish` for each `(key, final)`, in order (one round trip on a backend)."""
+        return [await self.finish(key, final, owner=owner) for key, final in items]
+
     @abc.abstractmethod
     async def get(self, key: str) -> Claim | None:
         """What is stored for `key` (as a non-first `Claim`), None when nothing is."""

@@ -162,6 +162,41 @@ redis.call('SET', KEYS[1], value)
 redis.call('PUBLISH', ARGV[3], value)
 return n + 1
 """
+_CLAIM_MANY: Final = """
+local n = (#ARGV - 2) / 2
+local out = {}
+for i = 1, n do
+  local key = KEYS[i + 2]
+  if redis.call('EXISTS', key) == 1 then
+    out[i] = redis.call('HMGET', key, 'a', 'f')
+  else
+    redis.call('HSET', key, 'a', ARGV[i + 2])
+    redis.call('PEXPIRE', key, ARGV[1])
+    if ARGV[2] ~= '' then
+      redis.call('SADD', KEYS[1], ARGV[n + i + 2])
+      redis.call('SADD', KEYS[2], ARGV[2])
+    end
+    out[i] = 1
+  end
+end
+return out
+"""
+_FINISH_MANY: Final = """
+local n = (#ARGV - 2) / 2
+local out = {}
+for i = 1, n do
+  local key = KEYS[i + 1]
+  if ARGV[2] ~= '' then redis.call('SREM', KEYS[1], ARGV[n + i + 2]) end
+  if redis.call('EXISTS', key) == 0 then
+    out[i] = 0
+  else
+    redis.call('HSET', key, 'f', ARGV[i + 2])
+    redis.call('PEXPIRE', key, ARGV[1])
+    out[i] = 1
+  end
+end
+return out
+"""
 _RENEW_MANY: Final = """
 local out = {}
 for i, key in ipairs(KEYS) do
@@ -332,6 +367,8 @@ class RedisClaims(Claims):
         self._claim = client.register_script(_CLAIM)
         self._finish = client.register_script(_FINISH)
         self._unfinished = client.register_script(_UNFINISHED)
+        self._claim_many = client.register_script(_CLAIM_MANY)
+        self._finish_many = client.register_script(_FINISH_MANY)
 
     def _key(self, key: str) -> str:
         return f"{self._prefix}idem:{key}"
@@ -353,6 +390,37 @@ class RedisClaims(Claims):
         args: tuple[bytes, int, str, str] = (final, int(self.ttl_s * 1000), owner or "", key)
         with _mapped("idempotency finish"):
             return bool(await self._finish(keys=self._owner_keys(key, owner), args=args))
+
+    async def claim_many(
+        self, items: Sequence[tuple[str, bytes]], *, owner: str | None = None
+    ) -> list[Claim]:
+        if not items:
+            return []
+        keys = [*self._owner_keys("", owner)[1:], *(self._key(k) for k, _ in items)]
+        args: list[int | str | bytes] = [int(self.ttl_s * 1000), owner or ""]
+        args += [ack for _, ack in items] + [key for key, _ in items]
+        with _mapped("idempotency claim"):
+            reply: Any = await self._claim_many(keys=keys, args=args)
+        claims = []
+        for (_key, ack), got in zip(items, reply, strict=True):
+            if got == 1:
+                claims.append(Claim(True, ack))
+            else:
+                final = None if got[1] is None else bytes(got[1])
+                claims.append(Claim(False, bytes(got[0] or b""), final))
+        return claims
+
+    async def finish_many(
+        self, items: Sequence[tuple[str, bytes]], *, owner: str | None = None
+    ) -> list[bool]:
+        if not items:
+            return []
+        keys = [self._owner_keys("", owner)[1], *(self._key(k) for k, _ in items)]
+        args: list[int | str | bytes] = [int(self.ttl_s * 1000), owner or ""]
+        args += [final for _, final in items] + [key for key, _ in items]
+        with _mapped("idempotency finish"):
+            reply: Any = await self._finish_many(keys=keys, args=args)
+        return [bool(x) for x in reply]
 
     async def unfinished(self) -> dict[str, list[str]]:
         with _mapped("idempotency owners"):

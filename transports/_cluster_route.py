@@ -59,6 +59,7 @@ from actors import (
     ClusterUnavailable,
     Fence,
     Lease,
+    RunRecord,
     StoreError,
     Ticket,
     report_lost,
@@ -73,6 +74,7 @@ from runtime.sessions import SessionKeyError
 
 from ._cluster_wire import (
     Caller,
+    ClaimBatch,
     ClaimFinal,
     ClaimNote,
     ConnInfo,
@@ -135,6 +137,7 @@ class Router:
         self.node_id = cluster.node_id
         self.ttl_s = ttl_s
         self.outbox = Outbox(cluster.channels)
+        self.batch = ClaimBatch(cluster.claims, cluster.node_id, REFUSED)
         self.held: dict[str, Lease] = {}
         """Sessions this node owns: their leases."""
         self.alive: set[str] = {cluster.node_id}
@@ -233,13 +236,15 @@ class Router:
             return
         await self._own_actor(key)
         run_id = self._run_id(frame)
+        first = False
         if run_id is not None:
-            elsewhere = await self._claim(conn, frame, scope, ticket, run_id, key, hops)
-            if elsewhere:
-                return
+            claimed = await self._claim(conn, frame, scope, ticket, run_id, key, hops)
+            if claimed is None:
+                return  # served elsewhere, or answered from the claim
+            first = claimed
         await self._local(conn, frame, scope, ticket)
-        if run_id is not None and self._nursery is not None:
-            self._nursery.start_soon(self._finish_claim, run_id)
+        if first and run_id is not None:
+            self._finish_claim(run_id)
 
     def _run_id(self, frame: RequestFrame) -> str | None:
         if frame.method not in STARTS_RUN:
@@ -257,15 +262,15 @@ class Router:
         run_id: str,
         key: str,
         hops: int,
-    ) -> bool:
-        """Claim the run's key for this node. True when the request was served elsewhere
-        (another node holds the key) or answered from the claim."""
+    ) -> bool | None:
+        """Claim the run's key for this node: True when this request is its first claim
+        (its final is this node's to store), False for a repeat of a run of this node's
+        (its cache answers), None when the request was served elsewhere (another node
+        holds the key) or answered from the claim."""
         note = ClaimNote(node=self.node_id, sessionKey=key, method=frame.method)
-        claim = await self.cluster.claims.claim(
-            f"run:{run_id}", msgspec.json.encode(note), owner=self.node_id
-        )
+        claim = await self.batch.claim(f"run:{run_id}", msgspec.json.encode(note))
         if claim.first or claim.final == REFUSED:
-            return False
+            return True
         first = _note_decoder.decode(claim.ack)
         if first.node == self.node_id:
             return False  # ours: the local cache answers the repeat
@@ -275,31 +280,28 @@ class Router:
             await self._forward(conn, frame, scope, ticket, first.node, hops, direct=True)
         else:
             conn.respond_error(frame.id, unavailable(lost_reason(run_id, first.node)))
-        return True
+        return None
 
-    async def _finish_claim(self, run_id: str) -> None:
-        """Store how the claimed run ended (`REFUSED` when it was not accepted)."""
+    def _finish_claim(self, run_id: str) -> None:
+        """Store how the claimed run ends, when it ends (`REFUSED` when it was not
+        accepted), with the next batch. Not a checkpoint."""
         record = self.gateway.registry.get(run_id)
         if record is None:
-            final = REFUSED
+            self.batch.finish(f"run:{run_id}", REFUSED)
+        elif record.ended:
+            self._store_final(record)
         else:
-            await record.done.wait()
-            final = msgspec.json.encode(
-                ClaimFinal(
-                    wait=record.wait_status(),
-                    error=record.error if record.status == "error" else None,
-                    startedAt=record.started_at,
-                    endedAt=record.ended_at,
-                    result=record.final if record.status != "error" else None,
-                )
-            )
-        for _ in range(20):
-            try:
-                await self.cluster.claims.finish(f"run:{run_id}", final, owner=self.node_id)
-                return
-            except ClusterError as exc:
-                log.warning("run %s: final not stored in the cluster yet: %s", run_id, exc)
-                await trio.sleep(RETRY_S)
+            record.on_done = [*(record.on_done or []), self._store_final]
+
+    def _store_final(self, record: RunRecord) -> None:
+        final = ClaimFinal(
+            wait=record.wait_status(),
+            error=record.error if record.status == "error" else None,
+            startedAt=record.started_at,
+            endedAt=record.ended_at,
+            result=record.final if record.status != "error" else None,
+        )
+        self.batch.finish(f"run:{record.run_id}", msgspec.json.encode(final))
 
     def _answer_from_final(
         self, conn: Caller, frame: RequestFrame, run_id: str, final: ClaimFinal
@@ -654,6 +656,7 @@ class Router:
             self.send(node, {"t": "hello", "from": self.node_id})
         self.gateway.hub.relay = self._relay
         nursery.start_soon(self.outbox.run)
+        nursery.start_soon(self.batch.run)
         nursery.start_soon(self._run_feeds)
         nursery.start_soon(self.run_leases)
         # Runs this node id claimed in a former life (a worker started again, a node

@@ -12,7 +12,15 @@ from contextlib import aclosing
 import pytest
 import trio
 
-from actors._cluster import Lease, LeaseBusy, LeaseLost, StreamEntry, StreamGap, run_single_owner
+from actors._cluster import (
+    Claim,
+    Lease,
+    LeaseBusy,
+    LeaseLost,
+    StreamEntry,
+    StreamGap,
+    run_single_owner,
+)
 from actors._cluster_local import Cluster
 from tests.actors._cluster_nodes import Nodes, open_nodes
 
@@ -380,3 +388,20 @@ async def test_a_lapsed_lease_is_taken_again_only_if_nobody_took_it(nodes: Nodes
         assert other is not None
         assert await b.leases.release(other)  # ... and let it go
         assert await a.leases.reacquire(again) is None  # what `a` holds in memory is stale
+
+
+async def test_claims_and_finals_in_one_step(nodes: Nodes) -> None:
+    with trio.fail_after(10):
+        a, b = nodes.all[:2]
+        assert await a.claims.claim_many([]) == []
+        assert (await b.claims.claim("run:m2", b"b-ack", owner=b.node_id)).first
+        got = await a.claims.claim_many(
+            [("run:m1", b"a1"), ("run:m2", b"a2"), ("run:m1", b"again")], owner=a.node_id
+        )
+        assert [c.first for c in got] == [True, False, False]
+        assert got[1].ack == b"b-ack" and got[2].ack == b"a1" and got[2].final is None
+        assert await b.claims.unfinished() == {a.node_id: ["run:m1"], b.node_id: ["run:m2"]}
+        done = await a.claims.finish_many([("run:m1", b"f1"), ("run:none", b"f")], owner=a.node_id)
+        assert done == [True, False]
+        assert await b.claims.get("run:m1") == Claim(False, b"a1", b"f1")
+        assert await b.claims.unfinished() == {b.node_id: ["run:m2"]}

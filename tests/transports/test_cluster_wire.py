@@ -1,18 +1,20 @@
 """What nodes say to each other (`transports._cluster_wire`): the outbox keeps its byte
 bound (event frames give way first, messages are refused past it), sends in order per
 channel, retries while the channels are away; event batches round-trip with their public
-frames as the hub gave them."""
+frames as the hub gave them; claims waiting together go in one round trip, a claim whose
+caller left is finished as refused, a failed batch fails each of its claims."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import trio
 import trio.testing
 
 from actors import ChannelMessage, ClusterUnavailable
-from actors._cluster_local import LocalChannels
-from transports._cluster_wire import Outbox, decode_batch, decode_message
+from actors._cluster_local import LocalChannels, LocalClaims
+from transports._cluster_wire import ClaimBatch, Outbox, decode_batch, decode_message
 
 
 class Flaky(LocalChannels):
@@ -81,3 +83,64 @@ async def test_the_outbox_retries_while_the_channels_are_away(
         nursery.cancel_scope.cancel()
     assert [decode_message(m.data)["fid"] for m in got] == ["1"]
     assert outbox.send_errors == 3 and outbox.queued_bytes == 0
+
+
+async def test_claims_waiting_together_go_in_one_round_trip() -> None:
+    claims = LocalClaims()
+    batch = ClaimBatch(claims, "me", b"refused")
+    got: dict[str, bool] = {}
+
+    async def claim(key: str) -> None:
+        got[key] = (await batch.claim(key, b"ack")).first
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(batch.run)
+        async with trio.open_nursery() as claimers:
+            for key in ("k1", "k2", "k1"):
+                claimers.start_soon(claim, key)
+        assert batch.round_trips == 1
+        assert sorted(got) == ["k1", "k2"]
+        batch.finish("k1", b"final")
+        await trio.testing.wait_all_tasks_blocked()
+        nursery.cancel_scope.cancel()
+    assert await claims.unfinished() == {"me": ["k2"]}
+    stored = await claims.get("k1")
+    assert stored is not None and stored.final == b"final"
+
+
+async def test_a_claim_whose_caller_left_is_finished_as_refused() -> None:
+    claims = LocalClaims()
+    batch = ClaimBatch(claims, "me", b"refused")
+    async with trio.open_nursery() as nursery:
+        with trio.CancelScope() as scope:
+            nursery.start_soon(batch.run)
+            scope.cancel()  # the caller goes away before the batch is sent
+            await batch.claim("gone", b"ack")
+        await trio.testing.wait_all_tasks_blocked()
+        nursery.cancel_scope.cancel()
+    stored = await claims.get("gone")
+    assert stored is not None and stored.final == b"refused"
+    assert await claims.unfinished() == {}
+
+
+async def test_a_failed_batch_fails_each_claim() -> None:
+    class Down(LocalClaims):
+        async def claim_many(self, items: Any, *, owner: str | None = None) -> Any:
+            raise ClusterUnavailable("Redis unavailable (test)")
+
+    batch = ClaimBatch(Down(), "me", b"refused")
+    errors: list[str] = []
+
+    async def claim(key: str) -> None:
+        try:
+            await batch.claim(key, b"ack")
+        except ClusterUnavailable as exc:
+            errors.append(str(exc))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(batch.run)
+        async with trio.open_nursery() as claimers:
+            claimers.start_soon(claim, "a")
+            claimers.start_soon(claim, "b")
+        nursery.cancel_scope.cancel()
+    assert errors == ["Redis unavailable (test)"] * 2
