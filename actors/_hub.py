@@ -76,6 +76,7 @@ RELAY_AGENT: Final = 0
 RELAY_CHAT: Final = 1
 RELAY_CLOSE: Final = 2
 RELAY_SESSION_MESSAGE: Final = 3
+RELAY_SESSIONS_CHANGED: Final = 4
 MAX_REMOTE_RUNS: Final = 100_000
 """Remote runs with an owner here, at most (the oldest go first if their ends never come)."""
 
@@ -190,6 +191,11 @@ class EventHub:
     def session_watchers(self, session_key: str) -> set[Subscriber]:
         return self._watchers.get(session_key, set())
 
+    def may_be_watched(self, session_key: str) -> bool:
+        """Whether `session.message` for the session may reach anyone: a watcher here,
+        or, in a cluster, on another node (build the payload only then)."""
+        return self.relay is not None or session_key in self._watchers
+
     def subscribe_changes(self, sub: Subscriber) -> None:
         """`sessions.subscribe`: receive `sessions.changed`."""
         self._changes.add(sub)
@@ -202,13 +208,22 @@ class EventHub:
 
     @property
     def has_change_subscribers(self) -> bool:
-        """Whether anyone receives `sessions.changed` (build the payload only then)."""
-        return bool(self._changes)
+        """Whether anyone may receive `sessions.changed` (build the payload only then): a
+        subscriber here, or, in a cluster, on another node."""
+        return bool(self._changes) or self.relay is not None
 
     def sessions_changed(self, payload: dict[str, Any]) -> None:
-        """Deliver one `sessions.changed` event to its subscribers (encoded once)."""
-        if self._changes:
-            self.send_to(list(self._changes), "sessions.changed", payload)
+        """Deliver one `sessions.changed` event to its subscribers (encoded once), and to
+        the other nodes' in a cluster."""
+        if not self._changes and self.relay is None:
+            return
+        frame = encode_event("sessions.changed", payload)
+        self._encodes += 1
+        for sub in list(self._changes):
+            sub.push_event(frame)
+        self._delivered += len(self._changes)
+        if self.relay is not None:
+            self.relay(RELAY_SESSIONS_CHANGED, "", "", frame, None)
 
     def session_message(self, session_key: str, payload: dict[str, Any]) -> None:
         """Deliver one `session.message` event to the session's watchers."""
@@ -406,6 +421,9 @@ class EventHub:
         elif kind == RELAY_SESSION_MESSAGE:
             watchers = self._watchers.get(session_key)
             for sub in list(watchers or ()):
+                sub.push_event(frame)
+        elif kind == RELAY_SESSIONS_CHANGED:
+            for sub in list(self._changes):
                 sub.push_event(frame)
 
     def emit_chat(self, run_id: str, state: str, **fields: Any) -> None:

@@ -443,7 +443,7 @@ class SessionActor:
         hub = self.services.hub
         base = self._message_seq
         self._message_seq += len(entries)
-        if not hub.session_watchers(self.key):
+        if not hub.may_be_watched(self.key):
             return
         for i, entry in enumerate(entries, 1):
             message = msgspec.to_builtins(entry.message)

@@ -279,3 +279,38 @@ async def test_replay_from_the_other_node_follows_the_run_to_its_end(
             got = run_events(events, "rp1")
             assert_gap_free(got)
             assert got[-1]["stream"] == "lifecycle" and got[-1]["data"]["phase"] == "end"
+
+
+async def test_watchers_and_session_list_subscribers_on_the_other_node(
+    tmp_path: Path, pg_url: str
+) -> None:
+    """A connection on one node that watches a session (`sessions.messages.subscribe`) or
+    the session list (`sessions.subscribe`) hears what happens on the other node."""
+    with trio.fail_after(60):
+        async with two_nodes(tmp_path, pg_url) as nodes:
+            a, b = nodes
+            events, on_event = recorder_events()
+            async with (
+                open_client(a.gw, scopes=ADMIN, caps=SCOPED) as ca,
+                open_client(b.gw, scopes=ADMIN, caps=SCOPED, on_event=on_event) as cb,
+            ):
+                await wait_for(lambda: both_know(nodes), "a and b know each other", timeout_s=5)
+                first = {"message": "own", "idempotencyKey": "w0", "sessionKey": "watched"}
+                await ca.request("agent", first, expect_final=True)
+                await cb.request("sessions.messages.subscribe", {"key": "watched"})
+                await cb.request("sessions.subscribe", {})
+                params = {"sessionKey": "watched", "message": "hi [[deltas:2]]"}
+                await ca.request("chat.send", {**params, "idempotencyKey": "w1"})
+                await wait_for(lambda: terminal_events(events, "w1"), "w1 on b", timeout_s=5)
+                await wait_for(
+                    lambda: any(e == "session.message" for e, _p, _s in events),
+                    "a session.message on b",
+                    timeout_s=5,
+                )
+                await wait_for(
+                    lambda: any(e == "sessions.changed" for e, _p, _s in events),
+                    "a sessions.changed on b",
+                    timeout_s=5,
+                )
+            assert owner_of(nodes, "agent:main:watched") is a
+            assert_gap_free(run_events(events, "w1"))
