@@ -73,6 +73,7 @@ from ._errors import ActorError as ActorError
 from ._errors import FencedOut as FencedOut
 from ._errors import StoreClosedError as StoreClosedError
 from ._errors import StoreError as StoreError
+from ._hub import RELAY_CLOSE as RELAY_CLOSE
 from ._hub import EventHub as EventHub
 from ._hub import HubStatistics as HubStatistics
 from ._hub import Replay as Replay
@@ -129,6 +130,7 @@ __all__ = [
     "ABORT_REASONS",
     "GENERATION_EVENT",
     "PROVIDER_ERROR_KINDS",
+    "RELAY_CLOSE",
     "RUN_STATUSES",
     "AcceptedRun",
     "ActorError",

@@ -151,6 +151,12 @@ class EventHub:
         """Acceptance to first output event, per run (`/metrics`)."""
         self.relay: Relay | None = None
         """Where this node's frames go for the other nodes (cluster mode), else None."""
+        self.remote_watch = False
+        """Whether another node has readers, watchers or session-list subscribers (cluster
+        mode, kept by the router): build `session.message` / `sessions.changed` for them."""
+        self.on_interest: Callable[[], None] | None = None
+        """Called when a connection here starts reading every run, watching a session or
+        the session list (the router tells the other nodes)."""
         self._remote: dict[str, set[Subscriber]] = {}
 
     # --- connections ----------------------------------------------------------------------
@@ -160,6 +166,17 @@ class EventHub:
         self._attached[sub.conn_id] = sub
         if can_read and not scoped:
             self._broadcast.add(sub)
+            self._interest()
+
+    @property
+    def wants_remote(self) -> bool:
+        """Whether a connection here reads every run, watches a session or the session
+        list: what it needs of other nodes' runs goes beyond the runs it started."""
+        return bool(self._broadcast or self._watchers or self._changes)
+
+    def _interest(self) -> None:
+        if self.on_interest is not None:
+            self.on_interest()
 
     def detach(self, sub: Subscriber) -> None:
         """Forget a connection everywhere (its subscriptions end with it)."""
@@ -178,6 +195,7 @@ class EventHub:
 
     def watch_session(self, sub: Subscriber, session_key: str) -> None:
         self._watchers.setdefault(session_key, set()).add(sub)
+        self._interest()
 
     def unwatch_session(self, sub: Subscriber, session_key: str) -> bool:
         subs = self._watchers.get(session_key)
@@ -194,11 +212,12 @@ class EventHub:
     def may_be_watched(self, session_key: str) -> bool:
         """Whether `session.message` for the session may reach anyone: a watcher here,
         or, in a cluster, on another node (build the payload only then)."""
-        return self.relay is not None or session_key in self._watchers
+        return self.remote_watch or session_key in self._watchers
 
     def subscribe_changes(self, sub: Subscriber) -> None:
         """`sessions.subscribe`: receive `sessions.changed`."""
         self._changes.add(sub)
+        self._interest()
 
     def unsubscribe_changes(self, sub: Subscriber) -> bool:
         if sub in self._changes:
@@ -210,7 +229,7 @@ class EventHub:
     def has_change_subscribers(self) -> bool:
         """Whether anyone may receive `sessions.changed` (build the payload only then): a
         subscriber here, or, in a cluster, on another node."""
-        return bool(self._changes) or self.relay is not None
+        return bool(self._changes) or self.remote_watch
 
     def sessions_changed(self, payload: dict[str, Any]) -> None:
         """Deliver one `sessions.changed` event to its subscribers (encoded once), and to

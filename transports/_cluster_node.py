@@ -337,4 +337,4 @@ async def start_node(
     router = gateway.router = Router(gateway, node.cluster, ttl_s=node.ttl_s)
     node.router = router
     await router.start(nursery)
-    nursery.start_soon(node.single_owner, "reaper", router.run_reaper)
+    nursery.start_soon(node.single_owner, "reaper", router.reaper.run)

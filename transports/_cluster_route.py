@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import itertools
 import logging
-import time
 import uuid
 from collections.abc import Iterable
 from typing import Any, Final
@@ -54,15 +53,14 @@ import msgspec
 import trio
 
 from actors import (
+    RELAY_CLOSE,
     Cluster,
     ClusterError,
     ClusterUnavailable,
     Fence,
     Lease,
     RunRecord,
-    StoreError,
     Ticket,
-    report_lost,
 )
 from runtime.model import GenerationError
 from runtime.protocol import (
@@ -72,9 +70,9 @@ from runtime.protocol import (
 )
 from runtime.sessions import SessionKeyError
 
+from ._cluster_claims import ClaimBatch, Reaper
 from ._cluster_wire import (
     Caller,
-    ClaimBatch,
     ClaimFinal,
     ClaimNote,
     ConnInfo,
@@ -115,8 +113,7 @@ RUN_METHODS: Final = frozenset({"agent.wait", "runs.replay", "sessions.abort"})
 MAX_HOPS: Final = 3
 FEED_BLOCK_S: Final = 1.0
 RETRY_S: Final = 0.5
-LOST_RUN_HORIZON_MS: Final = 86_400_000
-"""A lost run accepted longer ago than this is not looked for in the journal."""
+MAX_RELAYED_RUNS: Final = 100_000
 REFUSED: Final = b"refused"
 """A claim's final when its run was not accepted: the key may be tried again."""
 
@@ -138,6 +135,7 @@ class Router:
         self.ttl_s = ttl_s
         self.outbox = Outbox(cluster.channels)
         self.batch = ClaimBatch(cluster.claims, cluster.node_id, REFUSED)
+        self.reaper = Reaper(self)
         self.held: dict[str, Lease] = {}
         """Sessions this node owns: their leases."""
         self.alive: set[str] = {cluster.node_id}
@@ -145,14 +143,19 @@ class Router:
         self.served = 0
         self.leases_lost = 0
         self.leases_late = 0
-        self.reaped = 0
         self._forwards: dict[str, Forward] = {}
         self._serving: dict[str, trio.CancelScope] = {}
         self._fids = itertools.count(1)
-        self._suspects: set[str] = set()
         self._nursery: trio.Nursery | None = None
         self._cursors: dict[str, str] = {}
+        self.wanting: set[str] = set()
+        """Nodes that need every run's frames (readers, watchers, session-list subscribers)."""
+        self._told = False
+        self._relayed: dict[str, None] = {}
+        """Runs here started from another node (in order, bounded)."""
         self._renewed_at = 0.0
+        self._feed_ok_at = 0.0
+        """When this node last read the feeds (Redis answered)."""
 
     # --- where a request goes (in the reader: not a checkpoint) ---------------------------
 
@@ -234,7 +237,7 @@ class Router:
                 ticket = None
             await self._forward(conn, frame, scope, ticket, owner, hops)
             return
-        await self._own_actor(key)
+        await self.own_actor(key)
         run_id = self._run_id(frame)
         first = False
         if run_id is not None:
@@ -388,7 +391,7 @@ class Router:
         if actor is not None:
             actor.fence = fence
 
-    async def _own_actor(self, key: str) -> None:
+    async def own_actor(self, key: str) -> None:
         """The session's actor here, carrying this node's fencing token (for a known agent:
         the handler answers an unknown one)."""
         sup = self.gateway.supervisor
@@ -504,6 +507,8 @@ class Router:
                 self.gateway.hub.expect_remote(run_id, conn)
         fid = f"{self.node_id}:{next(self._fids)}"
         fwd = Forward(conn, frame.id, frame.method, node)
+        if isinstance(params, dict) and isinstance(params.get("runId"), str):
+            fwd.run_id = params["runId"]
         message: dict[str, Any] = {
             "t": "req",
             "fid": fid,
@@ -529,19 +534,27 @@ class Router:
             self._forwards.pop(fid, None)
 
     async def _await_forward(self, fwd: Forward, ticket: Ticket | None) -> None:
-        while not fwd.done:
+        """Until the request's `end`: release its ticket at the first answer; answer it
+        here when its node is gone or cannot be reached."""
+        while True:
             with trio.move_on_after(self.ttl_s):
                 await fwd.changed.wait()
             if fwd.answers and ticket is not None:
                 ticket.release()  # placed on the owner's lane: the next request may go
-            if not fwd.done and fwd.node not in self.alive:
-                self._answer_gone(fwd)
+            if fwd.done:
+                return
+            if fwd.node not in self.alive:
+                self._answer_gone(fwd, f"node {fwd.node} was lost before the request ended")
+                return
+            if trio.current_time() - self._feed_ok_at > self.ttl_s:
+                self._answer_gone(fwd, f"node {fwd.node} cannot be reached: Redis is unreachable")
                 return
 
-    def _answer_gone(self, fwd: Forward) -> None:
-        reason = f"node {fwd.node} was lost before the request ended"
+    def _answer_gone(self, fwd: Forward, reason: str) -> None:
+        """The request's node cannot answer: an answer here instead (retryable; a repeat of
+        its idempotency key never runs it twice)."""
         if fwd.method == "agent.wait":
-            run_id = "unknown"
+            run_id = fwd.run_id or ""
             fwd.conn.respond(fwd.req_id, {"runId": run_id, "status": "error", "error": reason})
         elif fwd.method == "agent" and fwd.answers:
             fwd.conn.respond_error(
@@ -559,8 +572,8 @@ class Router:
             if kind == "req":
                 self._on_request(message)
                 return
-            if kind == "hello":
-                self.alive.add(str(message["from"]))  # a new node: relay to it from now on
+            if kind in ("hello", "want"):
+                self._on_want(str(message["from"]), bool(message.get("on")), kind == "hello")
                 return
             fwd = self._forwards.get(str(message.get("fid")))
             if kind == "cancel":
@@ -596,6 +609,11 @@ class Router:
         )
         proxy = ForwardedClient(self.send, src, fid, msgspec.convert(message["conn"], ConnInfo))
         proxy.relay_events = frame.method == "runs.replay"
+        run_id = self._run_id(frame)
+        if run_id is not None:  # its starter is on `src`: this run's frames go to the feed
+            self._relayed[run_id] = None
+            while len(self._relayed) > MAX_RELAYED_RUNS:
+                del self._relayed[next(iter(self._relayed))]
         target = None if message.get("direct") else self.target(frame)
         ticket = self.reserve(target, frame.method)
         scope = trio.CancelScope()
@@ -651,10 +669,14 @@ class Router:
         self._nursery = nursery
         inbox = inbox_channel(self.node_id)
         self._cursors[inbox] = await self.cluster.channels.tail(inbox)
+        self._feed_ok_at = trio.current_time()
         await self._refresh_nodes()
+        hub = self.gateway.hub
+        self._told = hub.wants_remote
         for node in self.alive - {self.node_id}:
-            self.send(node, {"t": "hello", "from": self.node_id})
-        self.gateway.hub.relay = self._relay
+            self.send(node, {"t": "hello", "from": self.node_id, "on": self._told})
+        hub.relay = self._relay
+        hub.on_interest = self._tell_interest
         nursery.start_soon(self.outbox.run)
         nursery.start_soon(self.batch.run)
         nursery.start_soon(self._run_feeds)
@@ -664,17 +686,41 @@ class Router:
         # now, before this node claims anything; reported in the background.
         former = (await self.cluster.claims.unfinished()).get(self.node_id, [])
         if former:
-            nursery.start_soon(self._reap_former_self, former)
-
-    async def _reap_former_self(self, keys: list[str]) -> None:
-        try:
-            self.reaped += await self._finish_lost(self.node_id, keys)
-        except ClusterError as exc:
-            log.warning("node %s: its former runs not reported: %s", self.node_id, exc)
+            nursery.start_soon(self.reaper.former_self, former)
 
     def _relay(self, kind: int, run_id: str, key: str, frame: bytes, public: bytes | None) -> None:
-        if len(self.alive) > 1:  # alone, nobody reads the feed
+        """A frame of this node's for the feed: when another node reads every run (its
+        `wanting`), or the run was started from another node."""
+        if kind == RELAY_CLOSE:
+            wanted = self._relayed.pop(run_id, 0) is None or bool(self.wanting)
+        else:
+            wanted = bool(self.wanting) or run_id in self._relayed
+        if wanted:
             self.outbox.frame(events_channel(self.node_id), kind, run_id, key, frame, public)
+
+    # --- what the other nodes need of this node's runs ----------------------------------------
+
+    def _on_want(self, node: str, on: bool, hello: bool) -> None:
+        self.alive.add(node)
+        if on:
+            self.wanting.add(node)
+        else:
+            self.wanting.discard(node)
+        self.gateway.hub.remote_watch = bool(self.wanting)
+        if hello:  # a new node: tell it what this one needs
+            self.send(node, {"t": "want", "from": self.node_id, "on": self._told})
+
+    def _tell_interest(self) -> None:
+        """(The hub, when a connection here starts reading more.) Tell the other nodes at
+        once if this node now needs every run's frames; a drop is told at the next
+        refresh."""
+        if not self._told and self.gateway.hub.wants_remote:
+            self._tell(True)
+
+    def _tell(self, on: bool) -> None:
+        self._told = on
+        for node in self.alive - {self.node_id}:
+            self.send(node, {"t": "want", "from": self.node_id, "on": on})
 
     async def _refresh_nodes(self) -> None:
         records = await self.cluster.nodes.all()
@@ -694,6 +740,10 @@ class Router:
         for fwd in list(self._forwards.values()):
             if fwd.node not in alive:
                 fwd.poke()
+        self.wanting &= alive
+        self.gateway.hub.remote_watch = bool(self.wanting)
+        if self._told != self.gateway.hub.wants_remote:
+            self._tell(not self._told)
 
     async def _run_feeds(self) -> None:
         """Follow this node's inbox and the other nodes' event feeds until cancelled."""
@@ -707,6 +757,7 @@ class Router:
                 messages = await self.cluster.channels.receive(
                     self._cursors, timeout_s=min(FEED_BLOCK_S, self.ttl_s / 3)
                 )
+                self._feed_ok_at = trio.current_time()
             except ClusterError as exc:
                 log.warning("node %s: cluster feeds not read, retrying: %s", self.node_id, exc)
                 await trio.sleep(RETRY_S)
@@ -718,56 +769,6 @@ class Router:
                 else:
                     self._on_events(message.data)
 
-    async def run_reaper(self) -> None:
-        """(One node at a time.) Finish the claims of nodes that are gone as interrupted,
-        so that nothing waits for them and nothing runs again. Until cancelled."""
-        while True:
-            await trio.sleep(self.ttl_s)
-            try:
-                await self.reap()
-            except ClusterError as exc:
-                log.warning("node %s: reaper: %s", self.node_id, exc)
-
-    async def reap(self) -> int:
-        """One pass: a node seen gone twice in a row has its unfinished claims finished
-        as interrupted. Returns how many."""
-        unfinished = await self.cluster.claims.unfinished()
-        gone = {node for node in unfinished if node not in self.alive}
-        suspects, self._suspects = self._suspects, gone
-        count = 0
-        for node in gone & suspects:
-            count += await self._finish_lost(node, unfinished[node])
-        self.reaped += count
-        return count
-
-    async def _finish_lost(self, node: str, keys: list[str]) -> int:
-        for key in keys:
-            run_id = key[len("run:") :]
-            await self._report_in_session(key, run_id)
-            final = ClaimFinal(wait="error", error=lost_reason(run_id, node))
-            await self.cluster.claims.finish(key, msgspec.json.encode(final), owner=node)
-            log.warning(
-                "node %s: run %s of node %s reported interrupted", self.node_id, run_id, node
-            )
-        return len(keys)
-
-    async def _report_in_session(self, key: str, run_id: str) -> None:
-        """The lost run in its session (transcript, row, journal), as a restart reports an
-        interrupted run, by the session's new owner: this node, when it can take it."""
-        claim = await self.cluster.claims.get(key)
-        if claim is None:
-            return
-        session = _note_decoder.decode(claim.ack).sessionKey
-        if await self.owner(session) != self.node_id:
-            log.warning("run %s: its session %s is served elsewhere now", run_id, session)
-            return
-        await self._own_actor(session)
-        since = int(time.time() * 1000) - LOST_RUN_HORIZON_MS
-        try:
-            await report_lost(self.gateway.supervisor, run_id, since_ms=since)
-        except StoreError as exc:
-            log.warning("run %s: not reported in its session: %s", run_id, exc)
-
     def view(self) -> dict[str, Any]:
         """The router's part of the `cluster` block in `status`."""
         return {
@@ -777,8 +778,9 @@ class Router:
             "forwardsInFlight": len(self._forwards),
             "leasesLost": self.leases_lost,
             "leasesRenewedLate": self.leases_late,
-            "runsReaped": self.reaped,
+            "runsReaped": self.reaper.reaped,
             "outboxBytes": self.outbox.queued_bytes,
             "eventFramesDropped": self.outbox.dropped_frames,
             "liveNodes": sorted(self.alive),
+            "nodesReadingAll": sorted(self.wanting),
         }

@@ -40,8 +40,6 @@ import trio
 
 from actors import (
     Channels,
-    Claim,
-    Claims,
     ClusterError,
     EventHub,
     RunRegistry,
@@ -52,9 +50,7 @@ from runtime.protocol import UNAVAILABLE, GatewayError, RequestFrame, operator_s
 
 __all__ = [
     "MAX_OUTBOX_BYTES",
-    "MAX_PENDING_FINALS",
     "Caller",
-    "ClaimBatch",
     "ClaimFinal",
     "ClaimNote",
     "ConnInfo",
@@ -78,7 +74,6 @@ __all__ = [
 log = logging.getLogger("clawlane.cluster")
 
 MAX_OUTBOX_BYTES: Final = 64 * 1024 * 1024
-MAX_PENDING_FINALS: Final = 100_000
 RETRY_S: Final = 0.5
 
 _encoder = msgspec.msgpack.Encoder()
@@ -291,6 +286,8 @@ class Forward:
     req_id: str
     method: str
     node: str
+    run_id: str | None = None
+    """The run an `agent.wait` asks for."""
     answers: int = 0
     done: bool = False
     changed: trio.Event = attrs.field(factory=trio.Event)
@@ -368,86 +365,3 @@ def conn_info(conn: Caller) -> dict[str, Any]:
 
 def lost_reason(run_id: str, node: str) -> str:
     return f"run {run_id} was interrupted: node {node} was lost"
-
-
-@attrs.define(eq=False)
-class _Slot:
-    done: trio.Event = attrs.field(factory=trio.Event)
-    claim: Claim | None = None
-    error: ClusterError | None = None
-    abandoned: bool = False
-
-
-@attrs.define(eq=False)
-class ClaimBatch:
-    """This node's idempotency claims and finals, sent together by `run`: every claim
-    waiting when it wakes goes in one round trip, and so do the finals. A Redis command
-    costs coredis ~250 µs of CPU, more than a whole run of the `local` model: one claim
-    and one final per run, each on its own, halved the runs a node completes. Finals are
-    kept and retried while Redis is away (at most `MAX_PENDING_FINALS`; past that the
-    oldest are dropped, and their claims end at their TTL)."""
-
-    claims: Claims
-    owner: str
-    refused: bytes
-    """The final given to a claim whose caller went away before it was answered."""
-    _pending: list[tuple[str, bytes, _Slot]] = attrs.field(factory=list)
-    _finals: list[tuple[str, bytes]] = attrs.field(factory=list)
-    _wake: trio.Event = attrs.field(factory=trio.Event)
-    round_trips: int = 0
-
-    async def claim(self, key: str, ack: bytes) -> Claim:
-        """`Claims.claim` (with this node as owner), batched. Raises `ClusterError`."""
-        slot = _Slot()
-        self._pending.append((key, ack, slot))
-        self._wake.set()
-        try:
-            await slot.done.wait()
-        except trio.Cancelled:
-            slot.abandoned = True  # a first claim made for nobody is finished as refused
-            raise
-        if slot.error is not None:
-            raise slot.error
-        assert slot.claim is not None
-        return slot.claim
-
-    def finish(self, key: str, final: bytes) -> None:
-        """Queue the final of a claimed key (sent with the next batch)."""
-        self._finals.append((key, final))
-        del self._finals[:-MAX_PENDING_FINALS]
-        self._wake.set()
-
-    async def run(self) -> None:
-        """Send what is queued, until cancelled."""
-        while True:
-            await self._wake.wait()
-            self._wake = trio.Event()
-            pending, self._pending = self._pending, []
-            if pending:
-                await self._claim(pending)
-            finals, self._finals = self._finals, []
-            if finals:
-                try:
-                    await self.claims.finish_many(finals, owner=self.owner)
-                    self.round_trips += 1
-                except ClusterError as exc:
-                    log.warning("%d finals not stored yet, retrying: %s", len(finals), exc)
-                    self._finals[:0] = finals
-                    del self._finals[:-MAX_PENDING_FINALS]
-                    await trio.sleep(RETRY_S)
-                    self._wake.set()
-
-    async def _claim(self, pending: list[tuple[str, bytes, _Slot]]) -> None:
-        try:
-            got = await self.claims.claim_many([(k, a) for k, a, _ in pending], owner=self.owner)
-            self.round_trips += 1
-        except ClusterError as exc:
-            for _key, _ack, slot in pending:
-                slot.error = type(exc)(str(exc))
-                slot.done.set()
-            return
-        for (key, _ack, slot), claim in zip(pending, got, strict=True):
-            slot.claim = claim
-            slot.done.set()
-            if slot.abandoned and claim.first:
-                self.finish(key, self.refused)

@@ -35,6 +35,13 @@ def both_know(nodes: list[Node]) -> bool:
     return all(n.gw.router is not None and len(n.gw.router.alive) == 2 for n in nodes)
 
 
+def reads_all(node: Node, reader: Node) -> bool:
+    """`node` knows that `reader` needs every run's frames (an unscoped reader, a
+    watcher or a session-list subscriber connected there)."""
+    assert node.gw.router is not None and reader.gw.node is not None
+    return reader.gw.node.node_id in node.gw.router.wanting
+
+
 def assert_gap_free(events: list[dict[str, Any]]) -> None:
     seqs = [e["seq"] for e in events]
     assert seqs == list(range(1, len(seqs) + 1)), seqs
@@ -142,7 +149,7 @@ async def test_an_unscoped_reader_sees_runs_of_every_node(tmp_path: Path, pg_url
                 open_client(a.gw, scopes=ADMIN, caps=SCOPED) as ca,
                 open_client(b.gw, scopes=ADMIN, on_event=on_event),
             ):
-                await wait_for(lambda: both_know(nodes), "a and b know each other", timeout_s=5)
+                await wait_for(lambda: reads_all(a, b), "a knows b reads all", timeout_s=5)
                 await ca.request(
                     "agent",
                     {"message": "seen [[deltas:3]]", "idempotencyKey": "u1"},
@@ -299,6 +306,7 @@ async def test_watchers_and_session_list_subscribers_on_the_other_node(
                 await ca.request("agent", first, expect_final=True)
                 await cb.request("sessions.messages.subscribe", {"key": "watched"})
                 await cb.request("sessions.subscribe", {})
+                await wait_for(lambda: reads_all(a, b), "a knows b watches", timeout_s=5)
                 params = {"sessionKey": "watched", "message": "hi [[deltas:2]]"}
                 await ca.request("chat.send", {**params, "idempotencyKey": "w1"})
                 await wait_for(lambda: terminal_events(events, "w1"), "w1 on b", timeout_s=5)

@@ -14,7 +14,8 @@ import trio.testing
 
 from actors import ChannelMessage, ClusterUnavailable
 from actors._cluster_local import LocalChannels, LocalClaims
-from transports._cluster_wire import ClaimBatch, Outbox, decode_batch, decode_message
+from transports._cluster_claims import ClaimBatch
+from transports._cluster_wire import Outbox, decode_batch, decode_message
 
 
 class Flaky(LocalChannels):
