@@ -43,6 +43,7 @@ from ._store_ops import (
     Write,
     fenced_keys,
     list_query,
+    put_checked,
 )
 
 __all__ = [
@@ -292,18 +293,7 @@ def write_batch(
         fences = _read_fences(conn, keys) if keys else None
         for op in writes:
             if isinstance(op, PutRow | Append | PutRun | Group):
-                if op.fence is not None:
-                    assert fences is not None
-                    refused = fences.refuse(op.fence)
-                    if refused is not None:
-                        results.append(refused)  # not applied; the rest goes on
-                        continue
-                if isinstance(op, Group):
-                    for part in op.writes:
-                        pending.put(part)
-                else:
-                    pending.put(op)
-                results.append(None)
+                results.append(put_checked(op, fences, pending.put))
             elif isinstance(op, Call):
                 pending.flush()
                 results.append(op.fn(conn))  # a sqlite3.Connection is an SqlConnection

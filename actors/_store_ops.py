@@ -47,6 +47,7 @@ __all__ = [
     "Write",
     "fenced_keys",
     "list_query",
+    "put_checked",
 ]
 
 _T = TypeVar("_T")
@@ -278,6 +279,27 @@ class Fences:
             self.current[key] = token
             self.raised[key] = token
         return None
+
+
+def put_checked(
+    op: PutRow | Append | PutRun | Group,
+    fences: Fences | None,
+    put: Callable[[PutRow | Append | PutRun], None],
+) -> FencedOut | None:
+    """A row, entries or journal write of a batch (a `Group`'s writes together) handed to
+    the backend's `put`, unless its fence is refused: then the refusal, and nothing is
+    applied (the rest of the batch goes on). Both backends' `write_batch` use it."""
+    if op.fence is not None:
+        assert fences is not None
+        refused = fences.refuse(op.fence)
+        if refused is not None:
+            return refused
+    if isinstance(op, Group):
+        for part in op.writes:
+            put(part)
+    else:
+        put(op)
+    return None
 
 
 def list_query(

@@ -40,13 +40,13 @@ SECRET = "sk-cluster-test-secret"
 """A provider key both nodes are configured with (it must never reach Redis)."""
 
 
-def node_config(pg: str, prefix: str, node_id: str) -> Config:
+def node_config(pg: str, prefix: str, node_id: str, redis_url: str = REDIS_URL) -> Config:
     return local_config(
         gateway__auth={"mode": "none"},
         models__providers__local={"api": "local", "apiKey": SECRET, "models": [{"id": "echo"}]},
         storage={"backend": "postgres", "postgres": {"url": pg}},
         cluster={
-            "redis": {"url": REDIS_URL, "keyPrefix": prefix},
+            "redis": {"url": redis_url, "keyPrefix": prefix},
             "leaseTtlMs": TTL_MS,
             "nodeId": node_id,
         },
@@ -78,7 +78,9 @@ async def _serve(
 
 
 @asynccontextmanager
-async def two_nodes(tmp_path: Path, pg: str) -> AsyncIterator[list[Node]]:
+async def two_nodes(
+    tmp_path: Path, pg: str, redis_url: str = REDIS_URL
+) -> AsyncIterator[list[Node]]:
     await redis_or_skip()
     prefix = f"clawlane-test:{secrets.token_hex(6)}:"
     try:
@@ -86,7 +88,7 @@ async def two_nodes(tmp_path: Path, pg: str) -> AsyncIterator[list[Node]]:
             nodes = []
             for name in ("node-a", "node-b"):
                 stop, stopped = trio.Event(), trio.Event()
-                config = node_config(pg, prefix, name)
+                config = node_config(pg, prefix, name, redis_url)
                 gw = await nursery.start(_serve, tmp_path / name, config, stop, stopped)
                 nodes.append(Node(gw, stop, stopped))
             try:

@@ -15,21 +15,18 @@ from __future__ import annotations
 
 import collections
 import gc
-import secrets
 import urllib.parse
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import msgspec
 import pytest
 import trio
 
 from tests.actors._cluster_nodes import REDIS_URL, OwnRedis, redis_or_skip
 from tests.actors._databases import pg_url
 from tests.conftest import open_client
-from tests.e2e.test_cluster_nodes import ADMIN, Node, _serve, node_config, wait_for
+from tests.e2e.test_cluster_nodes import ADMIN, Node, two_nodes, wait_for
 from transports import GatewayRequestError
 
 __all__ = ["pg_url"]  # the fixture, used by name
@@ -43,26 +40,6 @@ tests/actors/test_cluster_redis.py): ignored, and collected after each test."""
 def _collect_failed_connections() -> Iterator[None]:
     yield
     gc.collect()
-
-
-@asynccontextmanager
-async def nodes_on(tmp_path: Path, pg: str, redis_url: str) -> AsyncIterator[list[Node]]:
-    prefix = f"clawlane-test:{secrets.token_hex(6)}:"
-    async with trio.open_nursery() as nursery:
-        nodes = []
-        for name in ("node-a", "node-b"):
-            config = node_config(pg, prefix, name)
-            redis = msgspec.structs.replace(config.cluster.redis, url=redis_url)
-            cluster = msgspec.structs.replace(config.cluster, redis=redis)
-            config = msgspec.structs.replace(config, cluster=cluster)
-            stop, stopped = trio.Event(), trio.Event()
-            gw = await nursery.start(_serve, tmp_path / name, config, stop, stopped)
-            nodes.append(Node(gw, stop, stopped))
-        try:
-            yield nodes
-        finally:
-            for node in nodes:
-                await node.close()
 
 
 class Load:
@@ -120,7 +97,7 @@ async def test_redis_restarted_under_load(tmp_path: Path, pg_url: str) -> None:
         async with trio.open_nursery() as services:
             redis = OwnRedis(services)
             await redis.start()
-            async with nodes_on(tmp_path, pg_url, redis.url) as nodes:
+            async with two_nodes(tmp_path, pg_url, redis.url) as nodes:
                 load, stop = Load(), trio.Event()
                 async with trio.open_nursery() as nursery:
                     nursery.start_soon(_drive, load, nodes, stop)
@@ -212,7 +189,7 @@ async def test_postgres_briefly_unavailable(tmp_path: Path, pg_url: str) -> None
         async with trio.open_nursery() as services:
             proxy = Proxy(port)
             proxy_port = await services.start(proxy.serve)
-            async with nodes_on(tmp_path, through(pg_url, proxy_port), REDIS_URL) as nodes:
+            async with two_nodes(tmp_path, through(pg_url, proxy_port), REDIS_URL) as nodes:
                 load, stop = Load(), trio.Event()
                 async with trio.open_nursery() as nursery:
                     nursery.start_soon(_drive, load, nodes, stop)
