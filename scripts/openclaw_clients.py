@@ -11,6 +11,13 @@ TUI: connect, a streamed reply, the footer's model and tokens, a follow-up while
 streams (each user line once), `/status`, `/new`, and the history after a gateway restart.
 
     .venv/bin/python scripts/openclaw_clients.py [--openclaw-dir DIR] [--node PATH]
+        [--workers N]
+
+`--workers N` (N > 1) runs the gateway as a cluster of N processes on the one port
+(`clawlane gateway --workers N`, on PostgreSQL at `$CLAWLANE_PG_URL`, default the local
+`test` database, in a schema of its own, and Redis at `$CLAWLANE_REDIS_URL` under a key
+prefix of its own): the clients' connections land on either worker and their sessions are
+served across them.
 
 Needs Node 24 (`--node`, default `~/.cache/node24/bin/node`), the package (`--openclaw-dir`,
 default `~/.cache/openclaw-peer/node_modules/openclaw`) and tmux. Exit status 0 when every
@@ -53,12 +60,51 @@ def free_port() -> int:
         return port
 
 
+PG_URL = os.environ.get("CLAWLANE_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
+REDIS_URL = os.environ.get("CLAWLANE_REDIS_URL", "redis://127.0.0.1:6379/0")
+
+
 @contextlib.contextmanager
-def gateway(work: Path, port: int) -> Iterator[None]:
+def cluster_config(workers: int) -> Iterator[dict[str, object]]:
+    """The config keys of a cluster of `workers` (none for one process): a PostgreSQL
+    schema and a Redis key prefix of this run's own, removed afterwards."""
+    if workers <= 1:
+        yield {}
+        return
+    import psycopg
+
+    name = f"openclaw_check_{os.getpid()}"
+    with psycopg.connect(PG_URL, autocommit=True) as admin:
+        admin.execute(f'CREATE SCHEMA "{name}"')
+    sep = "&" if "?" in PG_URL else "?"
+    try:
+        yield {
+            "storage": {
+                "backend": "postgres",
+                "postgres": {"url": f"{PG_URL}{sep}options=-csearch_path%3D{name}"},
+            },
+            "cluster": {"redis": {"url": REDIS_URL, "keyPrefix": f"{name}:"}, "nodeId": name},
+        }
+    finally:
+        with psycopg.connect(PG_URL, autocommit=True) as admin:
+            admin.execute(f'DROP SCHEMA "{name}" CASCADE')
+        if shutil.which("redis-cli"):
+            keys = subprocess.run(
+                ["redis-cli", "-u", REDIS_URL, "--scan", "--pattern", f"{name}:*"],
+                capture_output=True,
+                text=True,
+            ).stdout.split()
+            for chunk in range(0, len(keys), 500):
+                subprocess.run(["redis-cli", "-u", REDIS_URL, "del", *keys[chunk : chunk + 500]])
+
+
+@contextlib.contextmanager
+def gateway(work: Path, port: int, extra: dict[str, object], workers: int) -> Iterator[None]:
     config = work / "clawlane.json"
     config.write_text(
         json.dumps(
             {
+                **extra,
                 "gateway": {"auth": {"mode": "token", "token": TOKEN}},
                 "logging": {"file": str(work / "logs" / "clawlane.log")},
                 "models": {
@@ -84,6 +130,8 @@ def gateway(work: Path, port: int) -> Iterator[None]:
             str(config),
             "--state-dir",
             str(work / "state"),
+            "--workers",
+            str(workers),
         ],
         stdout=log,
         stderr=subprocess.STDOUT,
@@ -319,6 +367,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--node", type=Path, default=HOME_CACHE / "node24" / "bin" / "node")
     parser.add_argument("--keep", action="store_true", help="keep the work dir (printed)")
+    parser.add_argument(
+        "--workers", type=int, default=1, help="gateway processes (> 1: a cluster; see above)"
+    )
     args = parser.parse_args(argv)
     if not (args.openclaw_dir / "openclaw.mjs").exists() or not args.node.exists():
         print("needs Node 24 (--node) and openclaw@2026.9.6 (--openclaw-dir)", file=sys.stderr)
@@ -329,18 +380,21 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="clawlane-openclaw-"))
     port = free_port()
     oc = OpenClaw(args.node, args.openclaw_dir, work, port)
+    outer = contextlib.ExitStack()
+    extra = outer.enter_context(cluster_config(args.workers))
     stack = contextlib.ExitStack()
-    stack.enter_context(gateway(work, port))
+    stack.enter_context(gateway(work, port, extra, args.workers))
 
     def restart() -> None:
         stack.close()
-        stack.enter_context(gateway(work, port))
+        stack.enter_context(gateway(work, port, extra, args.workers))
 
     try:
         cli_checks(oc)
         tui_checks(oc, restart)
     finally:
         stack.close()
+        outer.close()
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
         else:

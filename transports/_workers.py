@@ -54,6 +54,7 @@ import attrs
 import msgspec
 import trio
 
+from runtime.logs import install_log_ring
 from runtime.model import Config
 
 from ._startup import (
@@ -134,6 +135,13 @@ def gateway_workers(
         return _fail(str(exc), exc.exit_code)
     if slot is not None:
         return run_worker(config, options, slot)
+    # The parent's lines (listening, a worker started again or lost) go to the gateway's
+    # log file as well, as one gateway's do (`logging.file`; `openclaw logs` reads it).
+    install_log_ring(
+        file=Path(config.logging.file).expanduser() if config.logging.file else None,
+        max_file_bytes=config.logging.maxFileBytes,
+        level=config.logging.level,
+    )
     return run_workers(config, options, count, log_args=log_args)
 
 
