@@ -11,6 +11,7 @@ from contextlib import aclosing
 
 import pytest
 import trio
+import trio.testing
 
 from actors._cluster import (
     Claim,
@@ -364,7 +365,7 @@ async def test_channels_carry_messages_in_order_from_a_cursor(nodes: Nodes) -> N
         assert await b.channels.tail("inbox:b") == cursor
 
         async def later() -> None:
-            await trio.sleep(0.05)
+            await trio.testing.wait_all_tasks_blocked()  # the receiver is waiting
             await a.channels.send("inbox:b", [b"three"])
 
         async with trio.open_nursery() as nursery:
