@@ -245,9 +245,11 @@ class Router:
             if claimed is None:
                 return  # served elsewhere, or answered from the claim
             first = claimed
-        await self._local(conn, frame, scope, ticket)
-        if first and run_id is not None:
-            self._finish_claim(run_id)
+        try:
+            await self._local(conn, frame, scope, ticket)
+        finally:  # also when the request is cancelled: the claim must end with its run
+            if first and run_id is not None:
+                self._finish_claim(run_id)
 
     def _run_id(self, frame: RequestFrame) -> str | None:
         if frame.method not in STARTS_RUN:

@@ -322,3 +322,36 @@ async def test_watchers_and_session_list_subscribers_on_the_other_node(
                 )
             assert owner_of(nodes, "agent:main:watched") is a
             assert_gap_free(run_events(events, "w1"))
+
+
+async def test_a_cancelled_request_still_ends_its_claim(tmp_path: Path, pg_url: str) -> None:
+    """`cancel` for an `agent` request aborts its run; the run's claim gets its final all
+    the same (a claim left open would be reported interrupted if the node died later)."""
+    with trio.fail_after(60):
+        async with two_nodes(tmp_path, pg_url) as nodes:
+            a = nodes[0]
+            router = a.gw.router
+            assert router is not None
+            async with open_client(a.gw, scopes=ADMIN, caps=SCOPED) as ca:
+                params = {"message": "slow [[deltas:200]] [[delay:50]]", "idempotencyKey": "cx"}
+                frame = {"type": "req", "id": "agent-cx", "method": "agent", "params": params}
+                await ca.send_raw(json.dumps(frame))
+                await wait_for(
+                    lambda: (r := a.gw.registry.get("cx")) is not None and r.started_at is not None,
+                    "the run started",
+                    timeout_s=10,
+                )
+                await ca.cancel("agent-cx")
+                await wait_for(
+                    lambda: (r := a.gw.registry.get("cx")) is not None and r.ended,
+                    "the run ended",
+                    timeout_s=10,
+                )
+            for _ in range(100):
+                claim = await router.cluster.claims.get("run:cx")
+                if claim is not None and claim.final is not None:
+                    break
+                await trio.sleep(0.05)  # the final goes to Redis with the next batch
+            assert claim is not None and claim.final is not None
+            unfinished = await router.cluster.claims.unfinished()
+            assert "run:cx" not in unfinished.get(router.node_id, [])
