@@ -276,12 +276,14 @@ class Router:
         claim = await self.batch.claim(f"run:{run_id}", msgspec.json.encode(note))
         if claim.first or claim.final == REFUSED:
             return True
+        if claim.final is not None:  # it ended (here or elsewhere): answered from the claim,
+            # which outlives this node's bounded idempotency cache
+            self._answer_from_final(conn, frame, run_id, _final_decoder.decode(claim.final))
+            return None
         first = _note_decoder.decode(claim.ack)
         if first.node == self.node_id:
-            return False  # ours: the local cache answers the repeat
-        if claim.final is not None:
-            self._answer_from_final(conn, frame, run_id, _final_decoder.decode(claim.final))
-        elif first.node in self.alive:
+            return False  # in flight here: the local cache answers the repeat
+        if first.node in self.alive:
             await self._forward(conn, frame, scope, ticket, first.node, hops, direct=True)
         else:
             conn.respond_error(frame.id, unavailable(lost_reason(run_id, first.node)))

@@ -355,3 +355,29 @@ async def test_a_cancelled_request_still_ends_its_claim(tmp_path: Path, pg_url: 
             assert claim is not None and claim.final is not None
             unfinished = await router.cluster.claims.unfinished()
             assert "run:cx" not in unfinished.get(router.node_id, [])
+
+
+async def test_a_repeat_after_the_cache_forgot_the_run_runs_nothing(
+    tmp_path: Path, pg_url: str
+) -> None:
+    """The idempotency cache is bounded; the claim outlives it: a repeated key answers
+    from the claim's final on the node that ran it, and runs nothing again."""
+    with trio.fail_after(60):
+        async with two_nodes(tmp_path, pg_url) as nodes:
+            a = nodes[0]
+            router = a.gw.router
+            assert router is not None
+            async with open_client(a.gw, scopes=ADMIN, caps=SCOPED) as ca:
+                params = {"message": "once [[deltas:2]]", "idempotencyKey": "rk"}
+                first = await ca.request("agent", params, expect_final=True)
+                for _ in range(100):  # the final goes to Redis with the next batch
+                    claim = await router.cluster.claims.get("run:rk")
+                    if claim is not None and claim.final is not None:
+                        break
+                    await trio.sleep(0.05)
+                a.gw.registry.dedupe.discard("agent:rk")  # evicted from the bounded cache
+                again = await ca.request("agent", params, expect_final=True)
+                history = await ca.request("chat.history", {"sessionKey": "main"})
+            assert again["status"] == "ok" and again["result"] == first["result"]
+            users = [m for m in history["messages"] if m.get("role") == "user"]
+            assert len(users) == 1
