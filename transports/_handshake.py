@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import hmac
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any, Final, Protocol
 
 import attrs
@@ -304,6 +305,8 @@ class _Admission:
         self.scopes = list(_opt(params.scopes) or [])
         self._check_origin()
         auth = await self._shared_auth()
+        if self.device is not None:
+            await self._refresh_pairing()  # another worker may have paired it
         deferred_failure = self.device is not None and auth.reason == "token_mismatch"
         try:
             self._missing_device(auth)
@@ -505,9 +508,17 @@ class _Admission:
             return None
         return token.token, token.rotatedAtMs or token.createdAtMs
 
+    async def _refresh_pairing(self) -> None:
+        await self._pairing_io(self.gw.pairing.refresh)
+
     async def _flush(self) -> None:
+        await self._pairing_io(self.gw.pairing.flush)
+
+    async def _pairing_io(self, io: Callable[[], Awaitable[None]]) -> None:
+        """The pairing file read or written; when it cannot be, the connect is refused as
+        `UNAVAILABLE` (retryable)."""
         try:
-            await self.gw.pairing.flush()
+            await io()
         except PairingStoreError as exc:
             log.error("%s", exc)
             raise self._refuse(

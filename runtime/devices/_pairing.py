@@ -13,6 +13,8 @@ device's approved scope baseline; a revoked token keeps its row (`revokedAtMs`).
 
 Every operation is synchronous and in memory (so it is atomic for trio); `flush()` writes
 the file (write to a temporary file, fsync, rename, fsync the folder) in a worker thread.
+Processes sharing the file (`--workers N`) sync with it under a file lock: `refresh()`
+takes in what the others wrote, `flush()` does too before it writes (`_sharing`).
 Callers flush before they acknowledge what they changed. Metadata refreshes (`lastSeenAtMs`,
 `lastUsedAtMs`) do not force a write of their own: they go out with the next write and at
 `close()`.
@@ -43,6 +45,7 @@ from ..protocol._scopes import (
     role_scopes_allow,
     role_token_scopes,
 )
+from ._sharing import FileLock, Stamp, merge, stamp
 
 PENDING_TTL_MS: Final = 300_000
 PRUNE_RECENT_APPROVAL_GRACE_MS: Final = 60_000
@@ -247,6 +250,9 @@ class PairingStore:
         self.path = path
         self._pending: dict[str, PendingRequest] = dict(data.pending)
         self._paired: dict[str, PairedDevice] = dict(data.paired)
+        self._base = _File(pending=dict(data.pending), paired=dict(data.paired))
+        """The records as of the last sync with the file (what `merge` compares with)."""
+        self._stamp: Stamp = None
         self._dirty = False
         self._soft_dirty = False
         self._lock = trio.Lock()
@@ -267,9 +273,11 @@ class PairingStore:
         except OSError as exc:
             raise PairingStoreError(f"cannot read the pairing store {path}: {exc}") from exc
         try:
-            return cls(path, _decoder.decode(raw))
+            store = cls(path, _decoder.decode(raw))
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
             raise PairingStoreError(f"{path} is not a device pairing store: {exc}") from exc
+        store._stamp = stamp(path)
+        return store
 
     # --- persistence -----------------------------------------------------------------------
 
@@ -302,16 +310,19 @@ class PairingStore:
 
     async def flush(self, *, include_metadata: bool = False) -> None:
         """Write the file if something changed (metadata-only changes with
-        `include_metadata`). A checkpoint; cancellation leaves the store dirty (the next
-        flush writes). Raises `PairingStoreError` when the write fails (still dirty)."""
+        `include_metadata`), with what other processes wrote since taken in first. A
+        checkpoint; cancellation leaves the store dirty (the next flush writes). Raises
+        `PairingStoreError` when the write fails (still dirty)."""
         async with self._lock:
             if not (self._dirty or (include_metadata and self._soft_dirty)):
                 await trio.lowlevel.checkpoint()
                 return
-            data = self._snapshot()
+            lock = FileLock(self.path)
             self._dirty = self._soft_dirty = False
             try:
-                await trio.to_thread.run_sync(self._write, data)
+                await self._take_in(lock)
+                data = self._snapshot()
+                await trio.to_thread.run_sync(self._write_and_stamp, data)
             except BaseException as exc:
                 self._dirty = True
                 if isinstance(exc, OSError):
@@ -319,7 +330,53 @@ class PairingStore:
                         f"cannot write the pairing store {self.path}: {exc}"
                     ) from exc
                 raise
+            finally:
+                lock.release()
+            self._base = _File(pending=dict(self._pending), paired=dict(self._paired))
             self.writes += 1
+
+    async def refresh(self) -> None:
+        """Take in what other processes sharing the file wrote since this one last synced
+        (`--workers`): one `stat` when nothing changed. A checkpoint. Raises
+        `PairingStoreError` when the file cannot be read."""
+        async with self._lock:
+            if await trio.to_thread.run_sync(stamp, self.path) == self._stamp:
+                return
+            lock = FileLock(self.path)
+            try:
+                await self._take_in(lock)
+            except OSError as exc:
+                raise PairingStoreError(
+                    f"cannot read the pairing store {self.path}: {exc}"
+                ) from exc
+            finally:
+                lock.release()
+
+    async def _take_in(self, lock: FileLock) -> None:
+        """Under `lock` (taken here, released by the caller): merge the file's records when
+        it changed since the last sync. The merge runs in the trio thread (the records are
+        only ever changed there)."""
+        disk, seen = await trio.to_thread.run_sync(self._lock_and_read, lock)
+        if disk is None:
+            return
+        self._pending = merge(disk.pending, self._base.pending, self._pending)
+        self._paired = merge(disk.paired, self._base.paired, self._paired)
+        self._base = disk
+        self._stamp = seen
+
+    def _lock_and_read(self, lock: FileLock) -> tuple[_File | None, Stamp]:
+        lock.acquire()
+        seen = stamp(self.path)
+        if seen == self._stamp or seen is None:
+            return None, seen
+        try:
+            return _decoder.decode(self.path.read_bytes()), seen
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            raise PairingStoreError(f"{self.path} is not a device pairing store: {exc}") from exc
+
+    def _write_and_stamp(self, data: bytes) -> None:
+        self._write(data)
+        self._stamp = stamp(self.path)
 
     # --- reads -----------------------------------------------------------------------------
 

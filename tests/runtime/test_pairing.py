@@ -149,7 +149,8 @@ async def test_the_file_is_written_atomically_0600_and_read_back(tmp_path: Path)
     path = tmp_path / "devices" / "pairing.json"
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
-    assert list(path.parent.iterdir()) == [path]  # no temporary file left
+    # no temporary file left (the lock file of the processes sharing it stays)
+    assert sorted(p.name for p in path.parent.iterdir()) == ["pairing.json", "pairing.json.lock"]
     again = PairingStore.load(path)
     assert again.paired("d1") == store.paired("d1")
     writes = store.writes
@@ -176,3 +177,33 @@ async def test_a_failed_write_is_reported_and_retried(tmp_path: Path) -> None:
         blocker.unlink()
         await store.flush()
     assert store.writes == 1 and (blocker / "pairing.json").exists()
+
+
+async def test_processes_sharing_the_file_see_and_keep_each_others_changes(
+    tmp_path: Path,
+) -> None:
+    """`--workers N`: two stores on one file (two workers). A device paired through one is
+    known to the other after `refresh`; changes made on both before either flushes all
+    survive (each flush takes in what the other wrote); a removal on one stays removed."""
+    with trio.fail_after(10):
+        path = tmp_path / "devices" / "pairing.json"
+        one, two = PairingStore.load(path), PairingStore.load(path)
+        approve(one, ask(one, ["operator.read"], device="d1").request.requestId, ["operator.read"])
+        await one.flush()
+        assert two.paired("d1") is None
+        await two.refresh()
+        assert two.paired("d1") == one.paired("d1")
+        writes = two.writes
+        await two.refresh()  # nothing changed: nothing read, nothing written
+        assert two.writes == writes
+        # both change the records before either writes
+        approve(one, ask(one, ["operator.read"], device="d2").request.requestId, ["operator.read"])
+        approve(two, ask(two, ["operator.read"], device="d3").request.requestId, ["operator.read"])
+        assert two.remove("d1") is not None
+        await two.flush()
+        await one.flush()
+        on_disk = PairingStore.load(path)
+        assert sorted(d.deviceId for d in on_disk.records(now=NOW)[1]) == ["d2", "d3"]
+        await two.refresh()
+        assert two.paired("d2") is not None and two.paired("d1") is None
+        assert one.paired("d3") is not None and one.paired("d1") is None

@@ -90,11 +90,20 @@ async def _flush(call: Call) -> None:
         raise GatewayError("UNAVAILABLE", str(exc), retryable=True) from exc
 
 
+async def _refresh(call: Call) -> None:
+    """What the other processes sharing the pairing file (`--workers`) wrote, first."""
+    try:
+        await call.gateway.pairing.refresh()
+    except PairingStoreError as exc:
+        raise GatewayError("UNAVAILABLE", str(exc), retryable=True) from exc
+
+
 def _resolved(request_id: str, device_id: str, decision: str, now: int) -> dict[str, Any]:
     return {"requestId": request_id, "deviceId": device_id, "decision": decision, "ts": now}
 
 
 async def pair_list(call: Call, params: DevicePairListParams) -> dict[str, Any]:
+    await _refresh(call)
     gw = call.gateway
     pending, paired = gw.pairing.records(now=gw.now_ms())
     authz = _authz(call)
@@ -110,6 +119,7 @@ async def pair_list(call: Call, params: DevicePairListParams) -> dict[str, Any]:
 
 
 async def pair_approve(call: Call, params: DevicePairApproveParams) -> dict[str, Any]:
+    await _refresh(call)
     gw = call.gateway
     store = gw.pairing
     now = gw.now_ms()
@@ -138,6 +148,7 @@ async def pair_approve(call: Call, params: DevicePairApproveParams) -> dict[str,
 
 
 async def pair_reject(call: Call, params: DevicePairRejectParams) -> dict[str, Any]:
+    await _refresh(call)
     gw = call.gateway
     store = gw.pairing
     now = gw.now_ms()
@@ -158,6 +169,7 @@ async def pair_reject(call: Call, params: DevicePairRejectParams) -> dict[str, A
 
 
 async def pair_remove(call: Call, params: DevicePairRemoveParams) -> None:
+    await _refresh(call)
     gw = call.gateway
     authz = _authz(call)
     target = params.deviceId.strip()
@@ -176,6 +188,7 @@ async def pair_remove(call: Call, params: DevicePairRemoveParams) -> None:
 
 
 async def token_rotate(call: Call, params: DeviceTokenRotateParams) -> None:
+    await _refresh(call)
     gw = call.gateway
     authz = _authz(call)
     role = params.role.strip()
@@ -207,6 +220,7 @@ def _rotated(device_id: str, entry: DeviceToken, in_band: bool) -> dict[str, Any
 
 
 async def token_revoke(call: Call, params: DeviceTokenRevokeParams) -> None:
+    await _refresh(call)
     gw = call.gateway
     authz = _authz(call)
     role = params.role.strip()
