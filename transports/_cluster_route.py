@@ -613,12 +613,13 @@ class Router:
         )
         proxy = ForwardedClient(self.send, src, fid, msgspec.convert(message["conn"], ConnInfo))
         proxy.relay_events = frame.method == "runs.replay"
-        run_id = self._run_id(frame)
+        admissible = self.gateway.methods.admissible(proxy, frame)
+        run_id = self._run_id(frame) if admissible else None
         if run_id is not None:  # its starter is on `src`: this run's frames go to the feed
             self._relayed[run_id] = None
             while len(self._relayed) > MAX_RELAYED_RUNS:
                 del self._relayed[next(iter(self._relayed))]
-        target = None if message.get("direct") else self.target(frame)
+        target = None if message.get("direct") or not admissible else self.target(frame)
         ticket = self.reserve(target, frame.method)
         scope = trio.CancelScope()
         self._serving[fid] = scope

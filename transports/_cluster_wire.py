@@ -239,6 +239,8 @@ class MethodCaller(Protocol):
         ticket: Ticket | None = None,
     ) -> None: ...
 
+    def admissible(self, conn: Any, frame: RequestFrame) -> bool: ...
+
 
 class RouterHost(Protocol):
     """The gateway as the router sees it."""

@@ -330,7 +330,9 @@ class ClientConnection:
         # Runs take their place in their session's order here, as they are received.
         ticket: Ticket | None = None
         router = self.gateway.router
-        target = router.target(frame) if router is not None else None
+        target = None
+        if router is not None and self.gateway.methods.admissible(self, frame):
+            target = router.target(frame)  # a bad request is answered here, routed nowhere
         if target is not None:
             assert router is not None
             ticket = router.reserve(target, frame.method)

@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 import trio
 
 from tests.actors._cluster_nodes import raw_client
@@ -19,6 +20,7 @@ from tests.actors._databases import pg_url
 from tests.conftest import open_client
 from tests.e2e._events import recorder_events, run_events, terminal_events
 from tests.e2e.test_cluster_nodes import ADMIN, Node, two_nodes, wait_for
+from transports import GatewayRequestError
 
 __all__ = ["pg_url"]  # the fixture, used by name
 
@@ -381,3 +383,34 @@ async def test_a_repeat_after_the_cache_forgot_the_run_runs_nothing(
             assert again["status"] == "ok" and again["result"] == first["result"]
             users = [m for m in history["messages"] if m.get("role") == "user"]
             assert len(users) == 1
+
+
+async def test_a_request_that_may_not_run_touches_no_session(tmp_path: Path, pg_url: str) -> None:
+    """A caller without the method's scope, or with bad params, gets its error before the
+    router does anything: no lease taken, no claim, no session row."""
+    with trio.fail_after(60):
+        async with two_nodes(tmp_path, pg_url) as nodes:
+            a = nodes[0]
+            router = a.gw.router
+            assert router is not None
+            async with (
+                open_client(a.gw, scopes=["operator.read"]) as reader,
+                open_client(a.gw, scopes=ADMIN) as admin,
+            ):
+                with pytest.raises(GatewayRequestError) as denied:
+                    await reader.request(
+                        "chat.send",
+                        {"sessionKey": "nope", "message": "x", "idempotencyKey": "d1"},
+                    )
+                assert "scope" in str(denied.value).lower()
+                with pytest.raises(GatewayRequestError) as bad:
+                    await admin.request(
+                        "chat.send", {"sessionKey": "nope2", "idempotencyKey": "d2"}
+                    )
+                assert bad.value.code == "INVALID_REQUEST" and "message" in str(bad.value)
+                listed = await admin.request("sessions.list", {})
+            keys = {s["key"] for s in listed["sessions"]}
+            assert not {"agent:main:nope", "agent:main:nope2"} & keys
+            assert not {"agent:main:nope", "agent:main:nope2"} & set(router.held)
+            assert await router.cluster.claims.get("run:d1") is None
+            assert await router.cluster.claims.get("run:d2") is None

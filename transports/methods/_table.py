@@ -93,6 +93,34 @@ class Methods:
     def names(self) -> list[str]:
         return sorted(self._table)
 
+    def _admit(self, conn: Client, frame: RequestFrame) -> tuple[_Method, Any]:
+        """The method and its decoded params, once the caller may call it. Raises
+        `GatewayError` (unknown method, role, scope, `INVALID_REQUEST` naming the field)."""
+        method = self._table.get(frame.method)
+        if method is None:
+            raise GatewayError(INVALID_REQUEST, f"unknown method: {frame.method}")
+        if frame.method == "health":
+            pass  # any connection may ask (as OpenClaw's gateway allows)
+        elif conn.role != "operator":
+            raise GatewayError(INVALID_REQUEST, f"unauthorized role: {conn.role}")
+        elif method.scope.startswith("operator.") and not conn.has_scope(method.scope):
+            raise missing_scope(method.scope, [method.scope])
+        if method.params is not None:
+            return method, decode_params(frame.method, frame.params, method.params)
+        if frame.params is not None and not isinstance(frame.params, dict):
+            raise invalid_request(f"invalid {frame.method} params: expected an object")
+        return method, frame.params or {}
+
+    def admissible(self, conn: Client, frame: RequestFrame) -> bool:
+        """Whether `call` would get past the role, scope and params checks: the cluster's
+        router acts on a request (a lease, a claim, a session row) only then. Not a
+        checkpoint."""
+        try:
+            self._admit(conn, frame)
+        except GatewayError:
+            return False
+        return True
+
     async def call(
         self,
         conn: Client,
@@ -102,23 +130,9 @@ class Methods:
     ) -> None:
         """Run one request to its response(s). Never raises but Cancelled. `ticket` (the
         request's place in its session's order) is released when the handler returns."""
-        method = self._table.get(frame.method)
         call = Call(self.gateway, conn, frame, scope, ticket)
         try:
-            if method is None:
-                raise GatewayError(INVALID_REQUEST, f"unknown method: {frame.method}")
-            if frame.method == "health":
-                pass  # any connection may ask (as OpenClaw's gateway allows)
-            elif conn.role != "operator":
-                raise GatewayError(INVALID_REQUEST, f"unauthorized role: {conn.role}")
-            elif method.scope.startswith("operator.") and not conn.has_scope(method.scope):
-                raise missing_scope(method.scope, [method.scope])
-            if method.params is not None:
-                params = decode_params(frame.method, frame.params, method.params)
-            else:
-                if frame.params is not None and not isinstance(frame.params, dict):
-                    raise invalid_request(f"invalid {frame.method} params: expected an object")
-                params = frame.params or {}
+            method, params = self._admit(conn, frame)
             result = await method.handler(call, params)
             if result is not None:
                 conn.respond(frame.id, result)
