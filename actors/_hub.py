@@ -343,11 +343,6 @@ class EventHub:
         rs = self._runs.get(run_id) or self._finished.get(run_id)
         return rs.seq_public if rs else 0
 
-    def _targets(self, rs: _RunStream) -> tuple[set[Subscriber], Iterable[Subscriber]]:
-        watchers = self._watchers.get(rs.session_key)
-        watch = rs.owners | watchers if watchers else rs.owners
-        return watch, self._broadcast
-
     def emit_agent(self, run_id: str, stream: str, data: dict[str, Any]) -> int:
         """Stamp, encode once per seq space and deliver one `agent` event. Returns its seq."""
         rs = self._runs[run_id]
@@ -463,16 +458,7 @@ class EventHub:
         self._encodes += 1
         if self.relay is not None:
             self.relay(RELAY_CHAT, run_id, rs.session_key, frame, frame)
-        watch, broadcast = self._targets(rs)
-        n = 0
-        for sub in watch:
-            sub.push_event(frame)
-            n += 1
-        for sub in broadcast:
-            if sub not in watch:
-                sub.push_event(frame)
-                n += 1
-        self._delivered += n
+        self._fan_out(rs.owners, rs.session_key, frame, frame)
 
     def has_readers(self) -> bool:
         """Whether any connection receives every run's events (unscoped readers)."""

@@ -125,23 +125,6 @@ if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 redis.call('DEL', KEYS[1])
 return 1
 """
-_CLAIM: Final = """
-if redis.call('EXISTS', KEYS[1]) == 1 then return redis.call('HMGET', KEYS[1], 'a', 'f') end
-redis.call('HSET', KEYS[1], 'a', ARGV[1])
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
-if ARGV[3] ~= '' then
-  redis.call('SADD', KEYS[2], ARGV[4])
-  redis.call('SADD', KEYS[3], ARGV[3])
-end
-return 1
-"""
-_FINISH: Final = """
-if ARGV[3] ~= '' then redis.call('SREM', KEYS[2], ARGV[4]) end
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-redis.call('HSET', KEYS[1], 'f', ARGV[1])
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
-return 1
-"""
 _APPEND: Final = """
 local id = redis.pcall('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], ARGV[2] .. '-0',
   'f', ARGV[3], 't', ARGV[4])
@@ -364,8 +347,6 @@ class RedisClaims(Claims):
         super().__init__(**kwargs)
         self._client = client
         self._prefix = prefix
-        self._claim = client.register_script(_CLAIM)
-        self._finish = client.register_script(_FINISH)
         self._unfinished = client.register_script(_UNFINISHED)
         self._claim_many = client.register_script(_CLAIM_MANY)
         self._finish_many = client.register_script(_FINISH_MANY)
@@ -373,30 +354,24 @@ class RedisClaims(Claims):
     def _key(self, key: str) -> str:
         return f"{self._prefix}idem:{key}"
 
-    def _owner_keys(self, key: str, owner: str | None) -> list[str]:
-        owned = f"{self._prefix}owned:{owner or ''}"
-        return [self._key(key), owned, f"{self._prefix}owners"]
+    def _owned(self, owner: str | None) -> str:
+        return f"{self._prefix}owned:{owner or ''}"
 
     async def claim(self, key: str, ack: bytes, *, owner: str | None = None) -> Claim:
-        args: tuple[bytes, int, str, str] = (ack, int(self.ttl_s * 1000), owner or "", key)
-        with _mapped("idempotency claim"):
-            reply: Any = await self._claim(keys=self._owner_keys(key, owner), args=args)
-        if reply == 1:
-            return Claim(True, ack)
-        assert isinstance(reply, list | tuple)
-        return Claim(False, bytes(reply[0] or b""), None if reply[1] is None else bytes(reply[1]))
+        [claim] = await self.claim_many([(key, ack)], owner=owner)
+        return claim
 
     async def finish(self, key: str, final: bytes, *, owner: str | None = None) -> bool:
-        args: tuple[bytes, int, str, str] = (final, int(self.ttl_s * 1000), owner or "", key)
-        with _mapped("idempotency finish"):
-            return bool(await self._finish(keys=self._owner_keys(key, owner), args=args))
+        [done] = await self.finish_many([(key, final)], owner=owner)
+        return done
 
     async def claim_many(
         self, items: Sequence[tuple[str, bytes]], *, owner: str | None = None
     ) -> list[Claim]:
         if not items:
             return []
-        keys = [*self._owner_keys("", owner)[1:], *(self._key(k) for k, _ in items)]
+        owners = f"{self._prefix}owners"
+        keys = [self._owned(owner), owners, *(self._key(k) for k, _ in items)]
         args: list[int | str | bytes] = [int(self.ttl_s * 1000), owner or ""]
         args += [ack for _, ack in items] + [key for key, _ in items]
         with _mapped("idempotency claim"):
@@ -415,7 +390,7 @@ class RedisClaims(Claims):
     ) -> list[bool]:
         if not items:
             return []
-        keys = [self._owner_keys("", owner)[1], *(self._key(k) for k, _ in items)]
+        keys = [self._owned(owner), *(self._key(k) for k, _ in items)]
         args: list[int | str | bytes] = [int(self.ttl_s * 1000), owner or ""]
         args += [final for _, final in items] + [key for key, _ in items]
         with _mapped("idempotency finish"):

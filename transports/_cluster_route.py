@@ -389,11 +389,15 @@ class Router:
         if known is not None and known.token >= lease.token:
             return
         self.held[key] = lease
-        fence = Fence(key, lease.token)
-        await self.gateway.supervisor.store.advance_fence(fence)
+        await self.gateway.supervisor.store.advance_fence(Fence(key, lease.token))
+        self._fence_actor(key)
+
+    def _fence_actor(self, key: str) -> None:
+        """The session's actor here (if any) writes with the token of the lease held now."""
+        lease = self.held.get(key)
         actor = self.gateway.supervisor.peek_session(key)
-        if actor is not None:
-            actor.fence = fence
+        if lease is not None and actor is not None:
+            actor.fence = Fence(key, lease.token)
 
     async def own_actor(self, key: str) -> None:
         """The session's actor here, carrying this node's fencing token (for a known agent:
@@ -408,8 +412,8 @@ class Router:
             sup.generation.agent(agent_id)
         except GenerationError:
             return
-        actor = await sup.session(key, agent_id)
-        actor.fence = Fence(key, lease.token)
+        await sup.session(key, agent_id)
+        self._fence_actor(key)
 
     async def run_leases(self) -> None:
         """Renew every held lease each third of the TTL, then give up those of sessions
@@ -452,9 +456,7 @@ class Router:
             return
         self.held[key] = again
         self.leases_late += 1
-        actor = self.gateway.supervisor.peek_session(key)
-        if actor is not None:
-            actor.fence = Fence(key, again.token)
+        self._fence_actor(key)
 
     async def _release_idle(self) -> None:
         sup = self.gateway.supervisor

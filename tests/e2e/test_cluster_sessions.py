@@ -9,6 +9,8 @@ when Redis or PostgreSQL cannot be reached."""
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -20,11 +22,37 @@ from tests.actors._databases import pg_url
 from tests.conftest import open_client
 from tests.e2e._events import recorder_events, run_events, terminal_events
 from tests.e2e.test_cluster_nodes import ADMIN, Node, two_nodes, wait_for
-from transports import GatewayRequestError
+from transports import GatewayClient, GatewayRequestError
+from transports._cluster_route import Router
 
 __all__ = ["pg_url"]  # the fixture, used by name
 
 SCOPED = ["session-scoped-events"]
+
+
+@asynccontextmanager
+async def scoped_pair(
+    nodes: list[Node], on_event: Any = None
+) -> AsyncIterator[tuple[GatewayClient, GatewayClient]]:
+    """An admin client with session-scoped events on each of the two nodes (`on_event`
+    records what the second one receives)."""
+    a, b = nodes
+    async with (
+        open_client(a.gw, scopes=ADMIN, caps=SCOPED) as ca,
+        open_client(b.gw, scopes=ADMIN, caps=SCOPED, on_event=on_event) as cb,
+    ):
+        yield ca, cb
+
+
+async def stored_final(router: Router, key: str) -> bytes | None:
+    """The final of the claim `key` once Redis has it (it goes with the node's next batch
+    of finals, which no event here announces: asked again every 50 ms, 5 s at most)."""
+    for _ in range(100):
+        claim = await router.cluster.claims.get(key)
+        if claim is not None and claim.final is not None:
+            return claim.final
+        await trio.sleep(0.05)
+    return None
 
 
 def owner_of(nodes: list[Node], key: str) -> Node:
@@ -56,10 +84,7 @@ async def test_a_request_on_the_other_node_is_forwarded_to_the_owner(
         async with two_nodes(tmp_path, pg_url) as nodes:
             a, b = nodes
             events, on_event = recorder_events()
-            async with (
-                open_client(a.gw, scopes=ADMIN, caps=SCOPED) as ca,
-                open_client(b.gw, scopes=ADMIN, caps=SCOPED, on_event=on_event) as cb,
-            ):
+            async with scoped_pair(nodes, on_event) as (ca, cb):
                 first = await ca.request(
                     "agent",
                     {"message": "one [[deltas:3]]", "idempotencyKey": "c1"},
@@ -97,10 +122,7 @@ async def test_wait_replay_and_duplicates_from_the_other_node(tmp_path: Path, pg
     with trio.fail_after(60):
         async with two_nodes(tmp_path, pg_url) as nodes:
             a, b = nodes
-            async with (
-                open_client(a.gw, scopes=ADMIN, caps=SCOPED) as ca,
-                open_client(b.gw, scopes=ADMIN, caps=SCOPED) as cb,
-            ):
+            async with scoped_pair(nodes) as (ca, cb):
                 params = {"message": "hi [[deltas:3]]", "idempotencyKey": "w1", "sessionKey": "s1"}
                 done = await ca.request("agent", params, expect_final=True)
                 assert done["status"] == "ok"
@@ -122,11 +144,8 @@ async def test_wait_replay_and_duplicates_from_the_other_node(tmp_path: Path, pg
 async def test_abort_reaches_the_node_running_the_session(tmp_path: Path, pg_url: str) -> None:
     with trio.fail_after(60):
         async with two_nodes(tmp_path, pg_url) as nodes:
-            a, b = nodes
-            async with (
-                open_client(a.gw, scopes=ADMIN, caps=SCOPED) as ca,
-                open_client(b.gw, scopes=ADMIN, caps=SCOPED) as cb,
-            ):
+            a = nodes[0]
+            async with scoped_pair(nodes) as (ca, cb):
                 slow = "slow [[deltas:200]] [[delay:50]]"
                 await ca.request(
                     "chat.send", {"sessionKey": "x", "message": slow, "idempotencyKey": "slow"}
@@ -166,11 +185,8 @@ async def test_runs_sent_to_the_other_node_keep_their_order(tmp_path: Path, pg_u
     in the order they were sent, one at a time, on the owner."""
     with trio.fail_after(60):
         async with two_nodes(tmp_path, pg_url) as nodes:
-            a, b = nodes
-            async with (
-                open_client(a.gw, scopes=ADMIN, caps=SCOPED) as ca,
-                open_client(b.gw, scopes=ADMIN, caps=SCOPED) as cb,
-            ):
+            a = nodes[0]
+            async with scoped_pair(nodes) as (ca, cb):
                 first = {"message": "own it", "idempotencyKey": "o0", "sessionKey": "ord"}
                 await ca.request("agent", first, expect_final=True)
                 for i in range(1, 6):  # back to back, without waiting for answers
@@ -237,10 +253,7 @@ async def test_a_run_in_flight_is_waited_for_and_never_started_twice_from_the_ot
     with trio.fail_after(60):
         async with two_nodes(tmp_path, pg_url) as nodes:
             a, b = nodes
-            async with (
-                open_client(a.gw, scopes=ADMIN, caps=SCOPED) as ca,
-                open_client(b.gw, scopes=ADMIN, caps=SCOPED) as cb,
-            ):
+            async with scoped_pair(nodes) as (ca, cb):
                 slow = {
                     "message": "slow [[deltas:20]] [[delay:20]]",
                     "idempotencyKey": "f1",
@@ -269,12 +282,9 @@ async def test_replay_from_the_other_node_follows_the_run_to_its_end(
 ) -> None:
     with trio.fail_after(60):
         async with two_nodes(tmp_path, pg_url) as nodes:
-            a, b = nodes
+            a = nodes[0]
             events, on_event = recorder_events()
-            async with (
-                open_client(a.gw, scopes=ADMIN, caps=SCOPED) as ca,
-                open_client(b.gw, scopes=ADMIN, caps=SCOPED, on_event=on_event) as cb,
-            ):
+            async with scoped_pair(nodes, on_event) as (ca, cb):
                 slow = {
                     "message": "slow [[deltas:30]] [[delay:20]]",
                     "idempotencyKey": "rp1",
@@ -299,10 +309,7 @@ async def test_watchers_and_session_list_subscribers_on_the_other_node(
         async with two_nodes(tmp_path, pg_url) as nodes:
             a, b = nodes
             events, on_event = recorder_events()
-            async with (
-                open_client(a.gw, scopes=ADMIN, caps=SCOPED) as ca,
-                open_client(b.gw, scopes=ADMIN, caps=SCOPED, on_event=on_event) as cb,
-            ):
+            async with scoped_pair(nodes, on_event) as (ca, cb):
                 await wait_for(lambda: both_know(nodes), "a and b know each other", timeout_s=5)
                 first = {"message": "own", "idempotencyKey": "w0", "sessionKey": "watched"}
                 await ca.request("agent", first, expect_final=True)
@@ -349,12 +356,7 @@ async def test_a_cancelled_request_still_ends_its_claim(tmp_path: Path, pg_url: 
                     "the run ended",
                     timeout_s=10,
                 )
-            for _ in range(100):
-                claim = await router.cluster.claims.get("run:cx")
-                if claim is not None and claim.final is not None:
-                    break
-                await trio.sleep(0.05)  # the final goes to Redis with the next batch
-            assert claim is not None and claim.final is not None
+            assert await stored_final(router, "run:cx") is not None
             unfinished = await router.cluster.claims.unfinished()
             assert "run:cx" not in unfinished.get(router.node_id, [])
 
@@ -372,11 +374,7 @@ async def test_a_repeat_after_the_cache_forgot_the_run_runs_nothing(
             async with open_client(a.gw, scopes=ADMIN, caps=SCOPED) as ca:
                 params = {"message": "once [[deltas:2]]", "idempotencyKey": "rk"}
                 first = await ca.request("agent", params, expect_final=True)
-                for _ in range(100):  # the final goes to Redis with the next batch
-                    claim = await router.cluster.claims.get("run:rk")
-                    if claim is not None and claim.final is not None:
-                        break
-                    await trio.sleep(0.05)
+                await stored_final(router, "run:rk")
                 a.gw.registry.dedupe.discard("agent:rk")  # evicted from the bounded cache
                 again = await ca.request("agent", params, expect_final=True)
                 history = await ca.request("chat.history", {"sessionKey": "main"})

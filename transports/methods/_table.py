@@ -99,12 +99,11 @@ class Methods:
         method = self._table.get(frame.method)
         if method is None:
             raise GatewayError(INVALID_REQUEST, f"unknown method: {frame.method}")
-        if frame.method == "health":
-            pass  # any connection may ask (as OpenClaw's gateway allows)
-        elif conn.role != "operator":
-            raise GatewayError(INVALID_REQUEST, f"unauthorized role: {conn.role}")
-        elif method.scope.startswith("operator.") and not conn.has_scope(method.scope):
-            raise missing_scope(method.scope, [method.scope])
+        if frame.method != "health":  # any connection may ask that (as OpenClaw's gateway)
+            if conn.role != "operator":
+                raise GatewayError(INVALID_REQUEST, f"unauthorized role: {conn.role}")
+            if method.scope.startswith("operator.") and not conn.has_scope(method.scope):
+                raise missing_scope(method.scope, [method.scope])
         if method.params is not None:
             return method, decode_params(frame.method, frame.params, method.params)
         if frame.params is not None and not isinstance(frame.params, dict):
