@@ -6,6 +6,9 @@ takes each batch in one transaction, readers run beside it on connections of the
 (each statement its own snapshot, in autocommit). A batch costs a few statements whatever
 its size: the rows, entries and journal rows of a run of writes go in as arrays
 (`INSERT ... SELECT * FROM unnest(...)`), one statement per table, one round trip each.
+The arrays go in PostgreSQL's binary format (`%b`): psycopg builds a text array literal in
+Python, about 20 µs of the gateway's CPU per row with a `bytea` in it, against about 2 µs
+for the binary one (and the server parses it for less).
 
 Schema: `schema_version(version)` records the migrations applied; `open` applies the
 missing ones in one transaction under an advisory lock (nodes starting together do not
@@ -97,7 +100,7 @@ _LOCK_KEY: Final = 0x636C61776C616E65  # "clawlane": one migration at a time per
 
 _UPSERT_SESSIONS: Final = """
 INSERT INTO sessions(key, agent_id, session_id, updated_at, row)
-SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::bigint[], %s::bytea[])
+SELECT * FROM unnest(%b::text[], %b::text[], %b::text[], %b::bigint[], %b::bytea[])
 ON CONFLICT(key) DO UPDATE SET
     agent_id = excluded.agent_id,
     session_id = excluded.session_id,
@@ -106,16 +109,16 @@ ON CONFLICT(key) DO UPDATE SET
 """
 _INSERT_ENTRIES: Final = """
 INSERT INTO entries(session_id, seq, entry_id, body)
-SELECT * FROM unnest(%s::text[], %s::int[], %s::text[], %s::bytea[])
+SELECT * FROM unnest(%b::text[], %b::int[], %b::text[], %b::bytea[])
 """
 _INSERT_RUNS: Final = """
 INSERT INTO runs(run_id, ended_at, body)
-SELECT r, e, b FROM unnest(%s::text[], %s::bigint[], %s::bytea[]) WITH ORDINALITY AS t(r, e, b, n)
+SELECT r, e, b FROM unnest(%b::text[], %b::bigint[], %b::bytea[]) WITH ORDINALITY AS t(r, e, b, n)
 ORDER BY n
 """
 _ENSURE_FENCES: Final = """
 INSERT INTO session_fences(session_key, token)
-SELECT * FROM unnest(%s::text[], %s::bigint[]) ON CONFLICT(session_key) DO NOTHING
+SELECT * FROM unnest(%b::text[], %b::bigint[]) ON CONFLICT(session_key) DO NOTHING
 """
 _LOCK_FENCES: Final = """
 SELECT session_key, token FROM session_fences WHERE session_key = ANY(%s)
@@ -123,7 +126,7 @@ ORDER BY session_key FOR UPDATE
 """
 _RAISE_FENCES: Final = """
 UPDATE session_fences SET token = t.token
-FROM unnest(%s::text[], %s::bigint[]) AS t(key, token) WHERE session_key = t.key
+FROM unnest(%b::text[], %b::bigint[]) AS t(key, token) WHERE session_key = t.key
 """
 _NEXT_SEQ: Final = "SELECT COALESCE(MAX(seq) + 1, 0) FROM entries WHERE session_id = %s"
 # `actors._journal.PRUNE_CUT` and `PRUNE`, in PostgreSQL's placeholders
