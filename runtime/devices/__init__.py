@@ -14,6 +14,9 @@ from ._pairing import PairingStoreError as PairingStoreError
 from ._pairing import PendingRequest as PendingRequest
 from ._pairing import TokenRefused as TokenRefused
 from ._pairing import open_pairing_store as open_pairing_store
+from ._sharing import DocumentVersion as DocumentVersion
+from ._sharing import FileDocument as FileDocument
+from ._sharing import SharedDocument as SharedDocument
 
 __all__ = [
     "Approved",
@@ -21,10 +24,13 @@ __all__ = [
     "DeviceProof",
     "DeviceProofFailure",
     "DeviceToken",
+    "DocumentVersion",
+    "FileDocument",
     "PairingInput",
     "PairingStore",
     "PairingStoreError",
     "PendingRequest",
+    "SharedDocument",
     "SignedFields",
     "TokenRefused",
     "normalize_device_metadata",

@@ -1,8 +1,9 @@
 """The device pairing store: pending pairing requests, paired devices, their role tokens.
 
-One JSON file in the state dir, `devices/pairing.json` (mode 0600, in a 0700 folder),
-`{"version": 1, "pending": {requestId: request}, "paired": {deviceId: device}}`, in
-OpenClaw's record shapes (`DevicePairRequestedEvent` for a request; a paired device with
+One JSON document, `{"version": 1, "pending": {requestId: request}, "paired": {deviceId:
+device}}`: the state dir's `devices/pairing.json` (mode 0600, in a 0700 folder), or with
+`storage.backend: "postgres"` a row of the cluster's database (`actors.PostgresDocument`),
+in OpenClaw's record shapes (`DevicePairRequestedEvent` for a request; a paired device with
 `roles`, `scopes`, `approvedScopes`, `tokens{role: {token, role, scopes, createdAtMs,
 rotatedAtMs?, revokedAtMs?, lastUsedAtMs?}}`, `approvedVia`, ...). The rules are OpenClaw's
 (`device-pairing-*.kernel.ts`): a request for a device with one compatible pending request
@@ -12,22 +13,23 @@ token; a caller approving an operator grant must hold its scopes; tokens stay wi
 device's approved scope baseline; a revoked token keeps its row (`revokedAtMs`).
 
 Every operation is synchronous and in memory (so it is atomic for trio); `flush()` writes
-the file (write to a temporary file, fsync, rename, fsync the folder) in a worker thread.
-Processes sharing the file (`--workers N`) sync with it under a file lock: `refresh()`
-takes in what the others wrote, `flush()` does too before it writes (`_sharing`).
-Callers flush before they acknowledge what they changed. Metadata refreshes (`lastSeenAtMs`,
-`lastUsedAtMs`) do not force a write of their own: they go out with the next write and at
-`close()`.
+the document in a worker thread (the file: a temporary file, fsync, rename, fsync the
+folder). Processes sharing it (the nodes of a cluster, the workers of `--workers N` among
+them, share the PostgreSQL row; processes on one state dir share the file) sync with it
+under its lock: `refresh()` takes in what the others wrote, `flush()` does too before it
+writes (`_sharing`). Callers flush before they acknowledge what they changed. Metadata
+refreshes (`lastSeenAtMs`, `lastUsedAtMs`) do not force a write of their own: they go out
+with the next write and at `close()`.
 
 Errors in this module:
-- `PairingStoreError`: the file exists but is not a pairing store (the gateway refuses to
-  start and names it), or it cannot be written (`OSError` chained).
+- `PairingStoreError`: the document exists but is not a pairing store (the gateway refuses
+  to start and names it), or it cannot be read or written (the document's error chained:
+  `OSError`, `psycopg.Error`), in one line.
 """
 
 from __future__ import annotations
 
 import hmac
-import os
 import secrets
 from collections.abc import Iterable
 from pathlib import Path
@@ -45,7 +47,7 @@ from ..protocol._scopes import (
     role_scopes_allow,
     role_token_scopes,
 )
-from ._sharing import FileLock, Stamp, merge, stamp
+from ._sharing import DocumentVersion, FileDocument, SharedDocument, merge
 
 PENDING_TTL_MS: Final = 300_000
 PRUNE_RECENT_APPROVAL_GRACE_MS: Final = 60_000
@@ -53,7 +55,7 @@ STORE_RELATIVE_PATH: Final = Path("devices") / "pairing.json"
 
 
 class PairingStoreError(ClawlaneError):
-    """The pairing file is unusable (unreadable, not a store, or not writable)."""
+    """The pairing document is unusable (unreadable, not a store, or not writable)."""
 
 
 class _Record(msgspec.Struct, frozen=True, omit_defaults=True, forbid_unknown_fields=False):
@@ -171,6 +173,28 @@ _decoder: Final = msgspec.json.Decoder(_File)
 _encoder: Final = msgspec.json.Encoder()
 
 
+def _one_line(exc: BaseException) -> str:
+    return "; ".join(part.strip() for part in str(exc).splitlines() if part.strip())
+
+
+def _decode(body: bytes, where: str) -> _File:
+    try:
+        return _decoder.decode(body)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise PairingStoreError(f"{where} is not a device pairing store: {exc}") from exc
+
+
+def _read_file(path: Path) -> _File | None:
+    """A pairing file's records (None when it does not exist). Blocking."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise PairingStoreError(f"cannot read the pairing store {path}: {exc}") from exc
+    return _decode(raw, str(path))
+
+
 def _merge_roles(*items: list[str] | str | None) -> list[str]:
     seen: dict[str, None] = {}
     for item in items:
@@ -244,15 +268,19 @@ class TokenRefused:
 
 
 class PairingStore:
-    """The pairing records of one gateway. Use `open_pairing_store` (or `load`)."""
+    """The pairing records of one gateway, synced with a `SharedDocument` (the state dir's
+    file, or the cluster's PostgreSQL). Use `open_pairing_store` (or `load`, `open`)."""
 
-    def __init__(self, path: Path, data: _File) -> None:
-        self.path = path
+    def __init__(
+        self, document: SharedDocument, data: _File, version: DocumentVersion = None
+    ) -> None:
+        self.document = document
         self._pending: dict[str, PendingRequest] = dict(data.pending)
         self._paired: dict[str, PairedDevice] = dict(data.paired)
         self._base = _File(pending=dict(data.pending), paired=dict(data.paired))
-        """The records as of the last sync with the file (what `merge` compares with)."""
-        self._stamp: Stamp = None
+        """The records as of the last sync with the document (what `merge` compares with)."""
+        self._version = version
+        """The document's version as of the last sync (None: read it whole next time)."""
         self._dirty = False
         self._soft_dirty = False
         self._lock = trio.Lock()
@@ -261,23 +289,39 @@ class PairingStore:
     @classmethod
     def empty(cls, state_dir: Path) -> PairingStore:
         """A store with no records (written to `state_dir` on its first change)."""
-        return cls(state_dir / STORE_RELATIVE_PATH, _File())
+        return cls(FileDocument(state_dir / STORE_RELATIVE_PATH), _File())
 
     @classmethod
     def load(cls, path: Path) -> PairingStore:
         """Read the store at `path` (absent: empty). Blocking. Raises `PairingStoreError`."""
+        return cls.open(FileDocument(path))
+
+    @classmethod
+    def open(cls, document: SharedDocument, *, seed: Path | None = None) -> PairingStore:
+        """The store synced with `document`, its records read (none when it does not
+        exist). With `seed`, a document that does not exist yet is first written, under its
+        lock, with the records of that pairing file (when it exists): the first process to
+        open it seeds it, the others read it (their files are not read). Blocking. Raises
+        `PairingStoreError`."""
+        where = document.where
+        initial: _File | None = None
         try:
-            raw = path.read_bytes()
-        except FileNotFoundError:
-            return cls(path, _File())
-        except OSError as exc:
-            raise PairingStoreError(f"cannot read the pairing store {path}: {exc}") from exc
-        try:
-            store = cls(path, _decoder.decode(raw))
-        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-            raise PairingStoreError(f"{path} is not a device pairing store: {exc}") from exc
-        store._stamp = stamp(path)
-        return store
+            try:
+                if document.current() is None:
+                    initial = _read_file(seed) if seed is not None else None
+                    if initial is None:
+                        return cls(document, _File())
+                body, version = document.lock_and_read(None)
+                if body is None and initial is not None:
+                    body = _encoder.encode(initial)
+                    version = document.write_locked(body)
+            finally:
+                document.release()
+        except document.errors as exc:
+            raise PairingStoreError(
+                f"cannot read the pairing store {where}: {_one_line(exc)}"
+            ) from exc
+        return cls(document, _decode(body, where) if body is not None else _File(), version)
 
     # --- persistence -----------------------------------------------------------------------
 
@@ -285,31 +329,8 @@ class PairingStore:
     def dirty(self) -> bool:
         return self._dirty
 
-    def _snapshot(self) -> bytes:
-        return _encoder.encode(_File(pending=dict(self._pending), paired=dict(self._paired)))
-
-    def _write(self, data: bytes) -> None:
-        folder = self.path.parent
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        tmp = folder / f".{self.path.name}.{os.getpid()}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, self.path)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
-        dir_fd = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
-
     async def flush(self, *, include_metadata: bool = False) -> None:
-        """Write the file if something changed (metadata-only changes with
+        """Write the document if something changed (metadata-only changes with
         `include_metadata`), with what other processes wrote since taken in first. A
         checkpoint; cancellation leaves the store dirty (the next flush writes). Raises
         `PairingStoreError` when the write fails (still dirty)."""
@@ -317,66 +338,57 @@ class PairingStore:
             if not (self._dirty or (include_metadata and self._soft_dirty)):
                 await trio.lowlevel.checkpoint()
                 return
-            lock = FileLock(self.path)
             self._dirty = self._soft_dirty = False
             try:
-                await self._take_in(lock)
-                data = self._snapshot()
-                await trio.to_thread.run_sync(self._write_and_stamp, data)
+                await self._sync(write=True)
             except BaseException as exc:
                 self._dirty = True
-                if isinstance(exc, OSError):
+                self._version = None  # a write cut off may have happened: read it next time
+                if isinstance(exc, self.document.errors):
                     raise PairingStoreError(
-                        f"cannot write the pairing store {self.path}: {exc}"
+                        f"cannot write the pairing store {self.document.where}: {_one_line(exc)}"
                     ) from exc
                 raise
-            finally:
-                lock.release()
-            self._base = _File(pending=dict(self._pending), paired=dict(self._paired))
             self.writes += 1
 
     async def refresh(self) -> None:
-        """Take in what other processes sharing the file wrote since this one last synced
-        (`--workers`): one `stat` when nothing changed. A checkpoint. Raises
-        `PairingStoreError` when the file cannot be read."""
+        """Take in what other processes sharing the document wrote since this one last
+        synced: one cheap check (a `stat`, a one-row query) when nothing changed. A
+        checkpoint. Raises `PairingStoreError` when the document cannot be read."""
         async with self._lock:
-            if await trio.to_thread.run_sync(stamp, self.path) == self._stamp:
-                return
-            lock = FileLock(self.path)
+            document = self.document
             try:
-                await self._take_in(lock)
-            except OSError as exc:
+                if await trio.to_thread.run_sync(document.current) == self._version:
+                    return
+                await self._sync(write=False)
+            except document.errors as exc:
                 raise PairingStoreError(
-                    f"cannot read the pairing store {self.path}: {exc}"
+                    f"cannot read the pairing store {document.where}: {_one_line(exc)}"
                 ) from exc
-            finally:
-                lock.release()
 
-    async def _take_in(self, lock: FileLock) -> None:
-        """Under `lock` (taken here, released by the caller): merge the file's records when
-        it changed since the last sync. The merge runs in the trio thread (the records are
-        only ever changed there)."""
-        disk, seen = await trio.to_thread.run_sync(self._lock_and_read, lock)
-        if disk is None:
-            return
-        self._pending = merge(disk.pending, self._base.pending, self._pending)
-        self._paired = merge(disk.paired, self._base.paired, self._paired)
-        self._base = disk
-        self._stamp = seen
-
-    def _lock_and_read(self, lock: FileLock) -> tuple[_File | None, Stamp]:
-        lock.acquire()
-        seen = stamp(self.path)
-        if seen == self._stamp or seen is None:
-            return None, seen
+    async def _sync(self, *, write: bool) -> None:
+        """Under the document's lock (taken and released here, released also when
+        cancelled): merge its records when it changed since the last sync, then, with
+        `write`, write the records. The merge runs in the trio thread (the records are only
+        ever changed there); the base becomes what was written, not what the trio thread
+        changed meanwhile (that is dirty again, and goes with the next flush)."""
+        document = self.document
         try:
-            return _decoder.decode(self.path.read_bytes()), seen
-        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-            raise PairingStoreError(f"{self.path} is not a device pairing store: {exc}") from exc
-
-    def _write_and_stamp(self, data: bytes) -> None:
-        self._write(data)
-        self._stamp = stamp(self.path)
+            body, seen = await trio.to_thread.run_sync(document.lock_and_read, self._version)
+            if body is not None:
+                disk = _decode(body, document.where)
+                self._pending = merge(disk.pending, self._base.pending, self._pending)
+                self._paired = merge(disk.paired, self._base.paired, self._paired)
+                self._base, self._version = disk, seen
+            if write:
+                records = _File(pending=dict(self._pending), paired=dict(self._paired))
+                data = _encoder.encode(records)
+                written = await trio.to_thread.run_sync(document.write_locked, data)
+        finally:
+            with trio.CancelScope(shield=True):
+                await trio.to_thread.run_sync(document.release)
+        if write:
+            self._base, self._version = records, written
 
     # --- reads -----------------------------------------------------------------------------
 
@@ -752,7 +764,13 @@ def _cluster_key(device: PairedDevice) -> str | None:
     return "\0".join(parts) if any(parts) else None
 
 
-async def open_pairing_store(state_dir: Path) -> PairingStore:
-    """Load `<state-dir>/devices/pairing.json` (in a worker thread). Raises `PairingStoreError`."""
+async def open_pairing_store(
+    state_dir: Path, document: SharedDocument | None = None
+) -> PairingStore:
+    """Load `<state-dir>/devices/pairing.json`, or the store synced with `document` (the
+    cluster's), which that file seeds when the document does not exist yet (`PairingStore.
+    open`). In a worker thread; a checkpoint. Raises `PairingStoreError`."""
     path = state_dir / STORE_RELATIVE_PATH
-    return await trio.to_thread.run_sync(PairingStore.load, path)
+    if document is None:
+        return await trio.to_thread.run_sync(PairingStore.load, path)
+    return await trio.to_thread.run_sync(lambda: PairingStore.open(document, seed=path))
