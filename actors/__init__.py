@@ -6,6 +6,8 @@
 - `EventHub`, `Subscriber`: per-run seq, encode once, bounded fan-out.
 - `Store` (`open_store`, `open_store_backend`): the one owner of the database, on a
   `StoreBackend`: `SqliteBackend` (the default) or `PostgresBackend` (`storage.backend`);
+  `open_pairing`: the device pairing store beside it (the state dir's file, or with
+  PostgreSQL the cluster's `PostgresDocument`, a `runtime.devices.SharedDocument`);
   `Fence`: a session key and its lease's fencing token, carried by durable writes.
 - `CronScheduler` (`open_cron`), `CronStore`/`SqliteCronStore`, `FiringLease`/`LocalLease`:
   scheduled runs; `deliver_webhook`, `WebhookSettings`: signed webhooks when a run ends.
@@ -91,6 +93,7 @@ from ._metrics import HistogramSnapshot as HistogramSnapshot
 from ._order import SubmissionOrder as SubmissionOrder
 from ._order import Ticket as Ticket
 from ._pg import PostgresBackend as PostgresBackend
+from ._pg_docs import PostgresDocument as PostgresDocument
 from ._publisher import GENERATION_EVENT as GENERATION_EVENT
 from ._publisher import PublishConflict as PublishConflict
 from ._publisher import Publisher as Publisher
@@ -113,6 +116,7 @@ from ._session import SessionBusy as SessionBusy
 from ._sqlite import SqliteBackend as SqliteBackend
 from ._store import Store as Store
 from ._store import open_store as open_store
+from ._store_config import open_pairing as open_pairing
 from ._store_config import open_store_backend as open_store_backend
 from ._store_config import store_backend as store_backend
 from ._store_ops import Fence as Fence
@@ -163,6 +167,7 @@ __all__ = [
     "LocalLease",
     "NodeRecords",
     "PostgresBackend",
+    "PostgresDocument",
     "PublishConflict",
     "PublishResult",
     "Publisher",
@@ -203,6 +208,7 @@ __all__ = [
     "open_cluster",
     "open_cron",
     "open_local_cluster",
+    "open_pairing",
     "open_redis_cluster",
     "open_store",
     "open_store_backend",

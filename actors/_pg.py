@@ -58,11 +58,11 @@ from ._store_ops import (
     put_checked,
 )
 
-__all__ = ["SCHEMA_VERSION", "PostgresBackend"]
+__all__ = ["SCHEMA_VERSION", "PostgresBackend", "server_location"]
 
 _T = TypeVar("_T")
 
-SCHEMA_VERSION: Final = 2
+SCHEMA_VERSION: Final = 3
 _MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
     (  # 1: the SQLite store's tables (`actors._sqlite`, `actors._journal`)
         """CREATE TABLE sessions(
@@ -93,6 +93,13 @@ _MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
         """CREATE TABLE session_fences(
             session_key TEXT PRIMARY KEY,
             token BIGINT NOT NULL
+        )""",
+    ),
+    (  # 3: documents the nodes share whole, the device pairing store (`actors._pg_docs`)
+        """CREATE TABLE shared_documents(
+            name TEXT PRIMARY KEY,
+            version BIGINT NOT NULL,
+            body BYTEA NOT NULL
         )""",
     ),
 )
@@ -161,6 +168,18 @@ class _Qmark:
         return self._conn.execute(sql.replace("?", "%s"), parameters)
 
 
+def server_location(url: str) -> str:
+    """`postgresql://host:port/dbname` of a libpq URL or conninfo string, for messages (no
+    user, no password). Raises `StoreError` when it is not one."""
+    try:
+        info = conninfo_to_dict(url)
+    except psycopg.Error as exc:
+        raise StoreError(f"storage.postgres.url is not a PostgreSQL URL: {exc}") from exc
+    host = info.get("host") or "localhost"
+    port = info.get("port") or "5432"
+    return f"postgresql://{host}:{port}/{info.get('dbname') or ''}"
+
+
 def _one_line(exc: BaseException) -> str:
     return "; ".join(part.strip() for part in str(exc).splitlines() if part.strip())
 
@@ -178,13 +197,7 @@ class PostgresBackend:
 
     def __init__(self, url: str) -> None:
         self._url = url
-        try:
-            info = conninfo_to_dict(url)
-        except psycopg.Error as exc:
-            raise StoreError(f"storage.postgres.url is not a PostgreSQL URL: {exc}") from exc
-        host = info.get("host") or "localhost"
-        port = info.get("port") or "5432"
-        self._location = f"postgresql://{host}:{port}/{info.get('dbname') or ''}"
+        self._location = server_location(url)
         self._writer: psycopg.Connection[Any] | None = None
 
     @property

@@ -78,7 +78,7 @@ async def test_rows_and_entries_survive_close_and_reopen(db: Db) -> None:
             assert texts(await store.load_entries("sid-agent:main:a"))[-1] == "four"
     if db.path is None:
         versions = await trio.to_thread.run_sync(db.query, "SELECT version FROM schema_version")
-        assert versions == [(1,), (2,)]
+        assert versions == [(1,), (2,), (3,)]
         return
     path = db.path
     mode, version = await trio.to_thread.run_sync(

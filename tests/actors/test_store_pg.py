@@ -56,6 +56,7 @@ async def test_the_schema_is_migrated_once_and_a_newer_one_is_refused(pg_url: st
         assert await trio.to_thread.run_sync(db.query, "SELECT version FROM schema_version") == [
             (1,),
             (2,),
+            (3,),
         ]
         await trio.to_thread.run_sync(db.query, "INSERT INTO schema_version VALUES (99)")
         with pytest.raises(StoreError, match="unsupported schema version 99"):
