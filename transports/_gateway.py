@@ -40,7 +40,7 @@ from actors import (
     wall_ms,
 )
 from runtime.agent import discover_resources
-from runtime.devices import PairingStore, PairingStoreError, open_pairing_store
+from runtime.devices import PairingStore, PairingStoreError
 from runtime.hooks import GatewayStartEvent, GatewayStopEvent
 from runtime.logs import LogRing, install_log_ring
 from runtime.model import (
@@ -86,7 +86,7 @@ from ._http import (
 from ._http_routes import HttpRoutes, load_dashboard
 from ._metrics import HttpCounters
 from ._origins import ORIGIN_NOT_ALLOWED_MESSAGE, check_origin
-from ._startup import tune_gc
+from ._startup import open_gateway_pairing, tune_gc
 from ._state_lock import GatewayLockError, open_listeners, state_dir_lock
 from ._ws import CLOSE_GOING_AWAY, CLOSE_POLICY, WebSocketServerConnection
 from .methods import Methods, Sampler, health_view, restore_idempotency
@@ -557,11 +557,12 @@ async def open_gateway(config: Config, options: GatewayOptions) -> AsyncIterator
     The bound port is `gateway.listeners[0].socket.getsockname()[1]` (port 0 picks one).
     Raises `GatewayConfigError` before binding anything when the settings are unsafe.
     """
-    auth, pairing, builder, generation = await _prepare(config, options)
+    auth, builder, generation = await _prepare(config, options)
     async with (
         _own_state_dir(options),  # one gateway per state dir (issue 15)
         open_node(config) as node,  # with cluster.redis.url: this node (issue 16)
         open_store_backend(config, options.state_dir) as store,  # SQLite or PostgreSQL
+        open_gateway_pairing(config, options.state_dir) as pairing,  # the file, or the PG's
         open_supervisor(
             generation=generation, store=store, workspace_root=options.state_dir / "workspaces"
         ) as supervisor,
@@ -592,18 +593,14 @@ async def open_gateway(config: Config, options: GatewayOptions) -> AsyncIterator
 
 async def _prepare(
     config: Config, options: GatewayOptions
-) -> tuple[AuthSettings, PairingStore, GenerationBuilder, ModelRuntimeGeneration]:
+) -> tuple[AuthSettings, GenerationBuilder, ModelRuntimeGeneration]:
     """What is checked and built before anything binds or opens: the auth settings, the
-    pairing store, the first generation. Raises `GatewayConfigError`, `ConfigError`."""
+    first generation. Raises `GatewayConfigError`, `ConfigError`."""
     auth = await trio.to_thread.run_sync(
         lambda: auth_settings(
             config, token_override=options.token, host=options.host, state_dir=options.state_dir
         )
     )
-    try:
-        pairing = await open_pairing_store(options.state_dir)
-    except PairingStoreError as exc:
-        raise GatewayConfigError(str(exc)) from exc
     # --- model runtime generations (issue 3): one builder for startup and every publish ---
     builder = GenerationBuilder(state_dir=options.state_dir)
     try:
@@ -611,7 +608,7 @@ async def _prepare(
     except Exception as exc:
         raise ConfigError(str(exc)) from exc
     options.state_dir.mkdir(parents=True, exist_ok=True)
-    return auth, pairing, builder, generation
+    return auth, builder, generation
 
 
 async def _make_gateway(

@@ -12,6 +12,8 @@ Exit codes of `clawlane gateway` (the whole CLI's table is in `_cli`'s doc):
   logs the traceback).
 
 `check_state_dir` and `check_config_file` raise `StartupError` before anything starts;
+`open_gateway_pairing` opens the pairing store, a store it cannot read being a
+`GatewayConfigError` (the gateway refuses to start and names the file or document);
 `explain_failure` maps an exception (possibly an exception group from trio's nurseries) to a
 `StartupError`, or returns None when it is not one of the known causes; `describe_failure`
 always gives one (an unknown cause is `EXIT_FAILED`, its traceback logged at debug level).
@@ -25,12 +27,14 @@ import logging
 import os
 import sqlite3
 import tempfile
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Final
 
-from actors import ClusterUnavailable, StoreError
-from runtime.model import ConfigError
+from actors import ClusterUnavailable, StoreError, open_pairing
+from runtime.devices import PairingStore, PairingStoreError
+from runtime.model import Config, ConfigError
 
 from ._errors import GatewayConfigError, TransportError
 
@@ -43,6 +47,7 @@ __all__ = [
     "check_state_dir",
     "describe_failure",
     "explain_failure",
+    "open_gateway_pairing",
     "tune_gc",
 ]
 
@@ -111,6 +116,18 @@ def check_config_file(path: Path, *, explicit: bool) -> None:
         raise StartupError(f"config file {path} does not exist", EXIT_CONFIG)
     if path.exists() and path.is_dir():
         raise StartupError(f"config file {path} is a directory", EXIT_CONFIG)
+
+
+@asynccontextmanager
+async def open_gateway_pairing(config: Config, state_dir: Path) -> AsyncIterator[PairingStore]:
+    """`actors.open_pairing` (the state dir's file, or the cluster's PostgreSQL document),
+    a store it cannot open raised as `GatewayConfigError` (errors from the body pass)."""
+    async with AsyncExitStack() as stack:
+        try:
+            pairing = await stack.enter_async_context(open_pairing(config, state_dir))
+        except PairingStoreError as exc:
+            raise GatewayConfigError(str(exc)) from exc
+        yield pairing
 
 
 def _leaves(exc: BaseException) -> Iterator[BaseException]:

@@ -18,11 +18,10 @@ The state dir's lock: the parent holds `gateway.lock` for as long as it runs, so
 gateway on the dir (one process or a `--workers` one) is refused as before; worker i holds
 `gateway-w<i>.lock` (two copies of one worker never run, and the kernel releases it when
 the worker dies, so a restart finds it free). The workers share the rest of the dir: the
-token file (read only), the workspaces, and the device pairing file, which each worker
-loads at start: pairing is per worker for now (a device paired through one is not seen by
-the others until they restart, and their writes are last-writer-wins); the token is the
-way in that works on all of them. A connection the kernel had queued for a worker that
-dies is lost unless `net.ipv4.tcp_migrate_req` is on (Linux 5.14+).
+token file (read only) and the workspaces; the device pairing they share as every node of
+the cluster does, through the PostgreSQL document (`actors.open_pairing`, seeded from the
+state dir's pairing file by the first to start). A connection the kernel had queued for a
+worker that dies is lost unless `net.ipv4.tcp_migrate_req` is on (Linux 5.14+).
 
 Start: each worker writes one line on the pipe `<fd>`: `ready <node id>` once it listens,
 or `error <exit code> <reason>` when it cannot start. The parent logs the `listening on
