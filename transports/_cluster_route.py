@@ -37,8 +37,9 @@ goes through `Router.handle` instead of straight to the method table:
   finishes its unfinished claims as interrupted, so `agent.wait` and a retried key answer
   `error` and nothing runs twice.
 
-Redis failing answers `UNAVAILABLE` (retryable) for what needs it; the router recovers by
-itself when Redis is back.
+What concerns every node's connections (a device's pairing events, its removal or revoked
+token closing its connections) goes to every node as a notice (`tell_all`). Redis failing
+answers `UNAVAILABLE` (retryable) for what needs it; the router recovers by itself.
 """
 
 from __future__ import annotations
@@ -63,11 +64,7 @@ from actors import (
     Ticket,
 )
 from runtime.model import GenerationError
-from runtime.protocol import (
-    UNAVAILABLE,
-    GatewayError,
-    RequestFrame,
-)
+from runtime.protocol import UNAVAILABLE, GatewayError, RequestFrame
 from runtime.sessions import SessionKeyError
 
 from ._cluster_claims import ClaimBatch, Reaper
@@ -581,6 +578,9 @@ class Router:
             if kind in ("hello", "want"):
                 self._on_want(str(message["from"]), bool(message.get("on")), kind == "hello")
                 return
+            if kind == "note":
+                self.gateway.on_note(message)
+                return
             fwd = self._forwards.get(str(message.get("fid")))
             if kind == "cancel":
                 scope = self._serving.get(str(message["fid"]))
@@ -680,8 +680,7 @@ class Router:
         await self._refresh_nodes()
         hub = self.gateway.hub
         self._told = hub.wants_remote
-        for node in self.alive - {self.node_id}:
-            self.send(node, {"t": "hello", "from": self.node_id, "on": self._told})
+        self._to_all({"t": "hello", "from": self.node_id, "on": self._told})
         hub.relay = self._relay
         hub.on_interest = self._tell_interest
         nursery.start_soon(self.outbox.run)
@@ -726,8 +725,16 @@ class Router:
 
     def _tell(self, on: bool) -> None:
         self._told = on
+        self._to_all({"t": "want", "from": self.node_id, "on": on})
+
+    def tell_all(self, note: dict[str, Any]) -> None:
+        """Send every other node a notice (`RouterHost.on_note` there): what happened here
+        that their connections must see (a device's pairing events, its removal)."""
+        self._to_all({**note, "t": "note", "from": self.node_id})
+
+    def _to_all(self, message: dict[str, Any]) -> None:
         for node in self.alive - {self.node_id}:
-            self.send(node, {"t": "want", "from": self.node_id, "on": on})
+            self.send(node, message)
 
     async def _refresh_nodes(self) -> None:
         records = await self.cluster.nodes.all()

@@ -253,6 +253,8 @@ class RouterHost(Protocol):
     def registry(self) -> RunRegistry: ...
     @property
     def methods(self) -> MethodCaller: ...
+    def on_note(self, note: dict[str, Any]) -> None:
+        """A notice another node sent every node (`Router.tell_all`)."""
 
 
 class Caller(Protocol):

@@ -270,8 +270,9 @@ class Gateway:
     def now_ms() -> int:
         return int(time.time() * 1000)
 
-    def pairing_event(self, event: str, payload: dict[str, Any]) -> None:
-        """`device.pair.*` go to operators holding `operator.pairing` only."""
+    def pairing_event(self, event: str, payload: dict[str, Any], *, here: bool = False) -> None:
+        """`device.pair.*` go to operators holding `operator.pairing` only, on every node
+        (the records are the cluster's; `here`: on this node only)."""
         targets = [
             c
             for c in self.connections.values()
@@ -279,15 +280,32 @@ class Gateway:
         ]
         if targets:
             self.hub.send_to(targets, event, payload)
+        if self.router is not None and not here:
+            self.router.tell_all({"pairing": event, "payload": payload})
 
     def connected_device_ids(self) -> set[str]:
         return {c.device_id for c in self.connections.values() if c.device_id}
 
-    def disconnect_device(self, device_id: str, reason: str, *, role: str | None = None) -> None:
-        """Close the connections of a device whose pairing or token went away."""
+    def disconnect_device(
+        self, device_id: str, reason: str, *, role: str | None = None, here: bool = False
+    ) -> None:
+        """Close the connections of a device whose pairing or token went away, on every
+        node (`here`: on this node only)."""
         for conn in list(self.connections.values()):
             if conn.device_id == device_id and (role is None or conn.role == role):
                 conn.ws.close(CLOSE_POLICY, reason)
+        if self.router is not None and not here:
+            self.router.tell_all({"disconnect": device_id, "reason": reason, "role": role})
+
+    def on_note(self, note: dict[str, Any]) -> None:
+        """(The router.) What another node did that this node's connections must see."""
+        if "pairing" in note:
+            self.pairing_event(str(note["pairing"]), dict(note["payload"]), here=True)
+        elif "disconnect" in note:
+            role = note.get("role")
+            self.disconnect_device(
+                str(note["disconnect"]), str(note["reason"]), role=role and str(role), here=True
+            )
 
     # --- hello ---------------------------------------------------------------------------
 

@@ -99,3 +99,37 @@ async def test_a_device_approved_through_one_node_connects_to_another(
                 assert node.pairing.paired(device.device_id) is not None
             # the cluster's records are in PostgreSQL: no node wrote a pairing file
             assert not (tmp_path / "a" / "state" / "devices" / "pairing.json").exists()
+
+
+async def _next_event(client: GatewayClient, name: str) -> dict[str, object]:
+    async for event, payload, _seq in client.events:
+        if event == name:
+            return dict(payload)
+    raise AssertionError(f"connection closed before {name}")
+
+
+async def test_pairing_events_and_a_removal_reach_every_node(tmp_path: Path, pg_url: str) -> None:
+    """An operator on node B sees the pairing events of a device asking on node A, and
+    removing the device through B closes its connection on A (the connections of a device
+    whose pairing went away close on every node, as on one)."""
+    device = DeviceIdentity.generate()
+    with trio.fail_after(60):
+        async with two_nodes(tmp_path, pg_url) as (a, b), open_client(b) as admin:
+            with pytest.raises(GatewayAuthError) as asked:
+                async with remote_device(a, device):
+                    pass
+            request_id = asked.value.details["requestId"]
+            requested = await _next_event(admin, "device.pair.requested")
+            assert requested["requestId"] == request_id
+            assert requested["deviceId"] == device.device_id
+            async with open_client(a) as admin_a:
+                await admin_a.request("device.pair.approve", {"requestId": request_id})
+            resolved = await _next_event(admin, "device.pair.resolved")
+            assert resolved["requestId"] == request_id and resolved["decision"] == "approved"
+            async with remote_device(a, device) as paired:
+                removed = await admin.request("device.pair.remove", {"deviceId": device.device_id})
+                assert removed["deviceId"] == device.device_id
+                async for _ in paired.events:  # until node A closes the connection
+                    pass
+                assert paired.closed is not None and paired.closed.code == 1008
+                assert paired.closed.reason == "device-pair-removed"
