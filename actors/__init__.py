@@ -127,8 +127,10 @@ from ._supervisor import ShuttingDown as ShuttingDown
 from ._supervisor import Supervisor as Supervisor
 from ._supervisor import SupervisorStatistics as SupervisorStatistics
 from ._supervisor import open_supervisor as open_supervisor
+from ._webhook import RunWebhooks as RunWebhooks
 from ._webhook import WebhookSettings as WebhookSettings
 from ._webhook import deliver_webhook as deliver_webhook
+from ._webhook import serve_run_webhooks as serve_run_webhooks
 
 __all__ = [
     "ABORT_REASONS",
@@ -182,6 +184,7 @@ __all__ = [
     "RunRegistry",
     "RunRequest",
     "RunStreams",
+    "RunWebhooks",
     "SessionActor",
     "SessionBusy",
     "ShuttingDown",
@@ -216,6 +219,7 @@ __all__ = [
     "recover_runs",
     "replay_terminal",
     "run_single_owner",
+    "serve_run_webhooks",
     "store_backend",
     "wall_ms",
 ]

@@ -578,28 +578,6 @@ class CronScheduler:
             next_wake_at_ms=self.next_wake_ms(),
         )
 
-    def watch_run_webhook(
-        self, record: Any, url: str, result: Callable[[], dict[str, Any]]
-    ) -> None:
-        """After the `agent` run `record` ends, POST `result()` to `url` (signed, retried as
-        cron webhooks are; attempts logged). Not a checkpoint."""
-        self._nursery.start_soon(self._agent_webhook, record, url, result, name="agent-webhook")
-
-    async def _agent_webhook(
-        self, record: Any, url: str, result: Callable[[], dict[str, Any]]
-    ) -> None:
-        await record.done.wait()
-        body = msgspec.json.encode(result())
-        outcome = await deliver_webhook(
-            self._http, url, body, WebhookSettings.from_config(self.config)
-        )
-        log.info(
-            "agent run %s webhook: %s after %d attempt(s)",
-            record.run_id,
-            "delivered" if outcome.ok else f"failed ({outcome.error})",
-            len(outcome.attempts),
-        )
-
 
 def _completion(entry: dict[str, Any]) -> str:
     if entry.get("status") != "ok":

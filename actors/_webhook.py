@@ -36,15 +36,18 @@ from urllib.parse import urlsplit
 
 import attrs
 import httpx
+import msgspec
 import trio
 
 from runtime.model import CronConfig
 
 __all__ = [
+    "RunWebhooks",
     "WebhookAttempt",
     "WebhookResult",
     "WebhookSettings",
     "deliver_webhook",
+    "serve_run_webhooks",
     "sign",
 ]
 
@@ -238,3 +241,46 @@ async def deliver_webhook(
             break
         await trio.sleep(delay_s)
     return WebhookResult(False, tuple(attempts), error, delivery_id)
+
+
+class RunWebhooks:
+    """The `agent` method's `webhook`: once the run ends, its result is POSTed as cron's
+    webhooks are (signed, retried; the generation's `cron` settings), each attempt logged.
+    Every gateway process has its own (`serve_run_webhooks`): in a cluster, cron runs on
+    one node, and a run's webhook is watched by the node running it."""
+
+    def __init__(
+        self, nursery: trio.Nursery, http: httpx.AsyncClient, settings: Callable[[], CronConfig]
+    ) -> None:
+        self._nursery = nursery
+        self._http = http
+        self._settings = settings
+
+    def watch(self, record: Any, url: str, result: Callable[[], dict[str, Any]]) -> None:
+        """After the run `record` ends, POST `result()` to `url`. Not a checkpoint."""
+        self._nursery.start_soon(self._deliver, record, url, result, name="agent-webhook")
+
+    async def _deliver(self, record: Any, url: str, result: Callable[[], dict[str, Any]]) -> None:
+        await record.done.wait()
+        body = msgspec.json.encode(result())
+        settings = WebhookSettings.from_config(self._settings())
+        outcome = await deliver_webhook(self._http, url, body, settings)
+        log.info(
+            "agent run %s webhook: %s after %d attempt(s)",
+            record.run_id,
+            "delivered" if outcome.ok else f"failed ({outcome.error})",
+            len(outcome.attempts),
+        )
+
+
+async def serve_run_webhooks(
+    settings: Callable[[], CronConfig], *, task_status: trio.TaskStatus[RunWebhooks]
+) -> None:
+    """`RunWebhooks` (handed to `task_status.started`) until cancelled; deliveries still
+    waiting are cancelled with it."""
+    async with (
+        httpx.AsyncClient(follow_redirects=False, trust_env=False) as http,
+        trio.open_nursery() as nursery,
+    ):
+        task_status.started(RunWebhooks(nursery, http, settings))
+        await trio.sleep_forever()

@@ -77,6 +77,7 @@ from ._cluster_wire import (
     ForwardedClient,
     Outbox,
     RouterHost,
+    answer_from_final,
     conn_info,
     decode_batch,
     decode_message,
@@ -115,10 +116,9 @@ REFUSED: Final = b"refused"
 """A claim's final when its run was not accepted: the key may be tried again."""
 
 Target = tuple[str, str]
-"""`("session", key)` or `("run", run id)`."""
+"""`("session", key)`, `("run", run id)` or `("job", "cron")` (the `cron.*` methods)."""
 
 _note_decoder = msgspec.json.Decoder(ClaimNote)
-_final_decoder = msgspec.json.Decoder(ClaimFinal)
 
 
 class Router:
@@ -179,7 +179,7 @@ class Router:
             run_id = params.get("runId")
             if isinstance(run_id, str) and run_id:
                 return ("run", run_id)
-        return None
+        return ("job", "cron") if frame.method.startswith("cron.") else None
 
     def reserve(self, target: Target | None, method: str) -> Ticket | None:
         """The request's place in its session's order (runs of the session only)."""
@@ -203,6 +203,8 @@ class Router:
         try:
             if target[0] == "session":
                 await self._session_request(conn, frame, scope, ticket, target[1], hops)
+            elif target[0] == "job":
+                await self._job_request(conn, frame, scope, target[1], hops)
             else:
                 await self._run_request(conn, frame, scope, target[1], hops)
         except ClusterError as exc:
@@ -275,7 +277,7 @@ class Router:
             return True
         if claim.final is not None:  # it ended (here or elsewhere): answered from the claim,
             # which outlives this node's bounded idempotency cache
-            self._answer_from_final(conn, frame, run_id, _final_decoder.decode(claim.final))
+            answer_from_final(conn, frame, run_id, claim.final)
             return None
         first = _note_decoder.decode(claim.ack)
         if first.node == self.node_id:
@@ -307,26 +309,18 @@ class Router:
         )
         self.batch.finish(f"run:{record.run_id}", msgspec.json.encode(final))
 
-    def _answer_from_final(
-        self, conn: Caller, frame: RequestFrame, run_id: str, final: ClaimFinal
+    async def _job_request(
+        self, conn: Caller, frame: RequestFrame, scope: trio.CancelScope, job: str, hops: int
     ) -> None:
-        """A repeated key whose run ended on another node: its answer from the claim."""
-        if frame.method == "agent.wait":
-            result: dict[str, Any] = {"runId": run_id, "status": final.wait}
-            for name in ("startedAt", "endedAt", "error"):
-                if getattr(final, name) is not None:
-                    result[name] = getattr(final, name)
-            conn.respond(frame.id, result)
-        elif final.wait == "error":
-            message = final.error or "run failed"
-            payload: dict[str, Any] = {"runId": run_id, "status": "error", "summary": message}
-            conn.respond_error(frame.id, GatewayError(UNAVAILABLE, message), payload=payload)
-        elif frame.method == "agent":
-            result = final.result or {"payloads": [], "meta": {}}
-            payload = {"runId": run_id, "status": "ok", "summary": "completed", "result": result}
-            conn.respond(frame.id, payload)
+        """`cron.*`: served by the node running the job (holding the lease `job:<job>`),
+        else here (where the method answers `UNAVAILABLE` when nobody runs it)."""
+        holder = None
+        if not hops and self.gateway.cron is None:
+            holder = await self.cluster.leases.holder(f"job:{job}")
+        if holder is None or holder.owner == self.node_id or holder.owner not in self.alive:
+            await self._local(conn, frame, scope, None)
         else:
-            conn.respond(frame.id, {"runId": run_id, "status": "ok"})
+            await self._forward(conn, frame, scope, None, holder.owner, hops, direct=True)
 
     async def _run_request(
         self,
@@ -347,7 +341,7 @@ class Router:
             return
         final = claim.final
         if frame.method == "agent.wait" and final is not None and final != REFUSED:
-            self._answer_from_final(conn, frame, run_id, _final_decoder.decode(final))
+            answer_from_final(conn, frame, run_id, final)
         elif note.node in self.alive:
             await self._forward(conn, frame, scope, None, note.node, hops, direct=True)
         elif frame.method == "agent.wait":

@@ -59,6 +59,7 @@ __all__ = [
     "MethodCaller",
     "Outbox",
     "RouterHost",
+    "answer_from_final",
     "conn_info",
     "decode_batch",
     "decode_message",
@@ -253,6 +254,10 @@ class RouterHost(Protocol):
     def registry(self) -> RunRegistry: ...
     @property
     def methods(self) -> MethodCaller: ...
+    @property
+    def cron(self) -> object | None:
+        """This node's cron scheduler while it runs cron, else None."""
+
     def on_note(self, note: dict[str, Any]) -> None:
         """A notice another node sent every node (`Router.tell_all`)."""
 
@@ -369,3 +374,27 @@ def conn_info(conn: Caller) -> dict[str, Any]:
 
 def lost_reason(run_id: str, node: str) -> str:
     return f"run {run_id} was interrupted: node {node} was lost"
+
+
+_final_decoder: Final = msgspec.json.Decoder(ClaimFinal)
+
+
+def answer_from_final(conn: Caller, frame: RequestFrame, run_id: str, final: bytes) -> None:
+    """A repeated key whose run ended on another node: its answer from the claim's final."""
+    claim = _final_decoder.decode(final)
+    if frame.method == "agent.wait":
+        result: dict[str, Any] = {"runId": run_id, "status": claim.wait}
+        for name in ("startedAt", "endedAt", "error"):
+            if getattr(claim, name) is not None:
+                result[name] = getattr(claim, name)
+        conn.respond(frame.id, result)
+    elif claim.wait == "error":
+        message = claim.error or "run failed"
+        payload: dict[str, Any] = {"runId": run_id, "status": "error", "summary": message}
+        conn.respond_error(frame.id, GatewayError(UNAVAILABLE, message), payload=payload)
+    elif frame.method == "agent":
+        result = claim.result or {"payloads": [], "meta": {}}
+        payload = {"runId": run_id, "status": "ok", "summary": "completed", "result": result}
+        conn.respond(frame.id, payload)
+    else:
+        conn.respond(frame.id, {"runId": run_id, "status": "ok"})

@@ -31,12 +31,14 @@ from actors import (
     Publisher,
     RecoveryReport,
     RunRegistry,
+    RunWebhooks,
     SqliteCronStore,
     Supervisor,
     open_cron,
     open_store_backend,
     open_supervisor,
     recover_runs,
+    serve_run_webhooks,
     wall_ms,
 )
 from runtime.agent import discover_resources
@@ -87,7 +89,7 @@ from ._http_routes import HttpRoutes, load_dashboard
 from ._metrics import HttpCounters
 from ._origins import ORIGIN_NOT_ALLOWED_MESSAGE, check_origin
 from ._startup import open_gateway_pairing, tune_gc
-from ._state_lock import GatewayLockError, open_listeners, state_dir_lock
+from ._state_lock import open_listeners, own_state_dir
 from ._ws import CLOSE_GOING_AWAY, CLOSE_POLICY, WebSocketServerConnection
 from .methods import Methods, Sampler, health_view, restore_idempotency
 
@@ -177,6 +179,7 @@ class Gateway:
         self.tick_interval_ms = TICK_INTERVAL_MS
         self.publisher: Publisher | None = None  # set by open_gateway (issue 3)
         self.cron: CronScheduler | None = None  # set by open_gateway (issue 15)
+        self.webhooks: RunWebhooks | None = None  # the `agent` runs' webhooks, every node
         self.recovery: RecoveryReport | None = None  # set by open_gateway (issue 12)
         self.node: ClusterNode | None = None  # with cluster.redis.url (issue 16)
         self.router: Router | None = None  # sessions across nodes (issue 16)
@@ -299,7 +302,9 @@ class Gateway:
 
     def on_note(self, note: dict[str, Any]) -> None:
         """(The router.) What another node did that this node's connections must see."""
-        if "pairing" in note:
+        if "cron" in note:
+            self.emit_cron(dict(note["cron"]), here=True)
+        elif "pairing" in note:
             self.pairing_event(str(note["pairing"]), dict(note["payload"]), here=True)
         elif "disconnect" in note:
             role = note.get("role")
@@ -513,11 +518,14 @@ class Gateway:
         self.accepting = False
         self.hub.broadcast("shutdown", {"reason": reason})
 
-    def emit_cron(self, payload: dict[str, Any]) -> None:
-        """The `cron` event, to every connection with `operator.read` (as OpenClaw)."""
+    def emit_cron(self, payload: dict[str, Any], *, here: bool = False) -> None:
+        """The `cron` event, to every connection with `operator.read` (as OpenClaw), on
+        every node (`here`: this node's only)."""
         targets = [c for c in self.connections.values() if c.has_scope("operator.read")]
         if targets:
             self.hub.send_to(targets, "cron", payload)
+        if self.router is not None and not here:
+            self.router.tell_all({"cron": payload})
 
     def close_all(self) -> None:
         for conn in list(self.connections.values()):
@@ -541,21 +549,6 @@ class GatewayOptions:
     worker_index: int | None = None  # of `gateway --workers N`: SO_REUSEPORT (`_workers`)
 
 
-@asynccontextmanager
-async def _own_state_dir(options: GatewayOptions) -> AsyncIterator[None]:
-    """The state dir's lock (one gateway per state dir); refusal as `GatewayConfigError`."""
-    try:
-        lock = state_dir_lock(options.state_dir, worker=options.worker_index)
-        lock.__enter__()
-    except GatewayLockError as exc:
-        raise GatewayConfigError(str(exc)) from None
-    try:
-        await trio.lowlevel.checkpoint()
-        yield
-    finally:
-        lock.__exit__(None, None, None)
-
-
 async def _run_cron(
     gateway: Gateway, store: Any, clock: Callable[[], int], *, task_status: trio.TaskStatus[None]
 ) -> None:
@@ -577,7 +570,7 @@ async def open_gateway(config: Config, options: GatewayOptions) -> AsyncIterator
     """
     auth, builder, generation = await _prepare(config, options)
     async with (
-        _own_state_dir(options),  # one gateway per state dir (issue 15)
+        own_state_dir(options.state_dir, options.worker_index),  # one gateway per state dir
         open_node(config) as node,  # with cluster.redis.url: this node (issue 16)
         open_store_backend(config, options.state_dir) as store,  # SQLite or PostgreSQL
         open_gateway_pairing(config, options.state_dir) as pairing,  # the file, or the PG's
@@ -673,6 +666,8 @@ async def _start_services(
     publisher = gateway.publisher = Publisher(
         gateway.supervisor, builder=builder, config_path=options.config_path
     )
+    cron_config = lambda: gateway.supervisor.generation.config.cron  # noqa: E731
+    gateway.webhooks = await nursery.start(serve_run_webhooks, cron_config)
     if gateway.node is not None:
         ignored = trio.TASK_STATUS_IGNORED
         cron = lambda: _run_cron(gateway, store, options.cron_clock, task_status=ignored)  # noqa: E731

@@ -1,6 +1,7 @@
 """An in-process gateway caller: HTTP routes call RPC methods exactly as a WebSocket
 client would (`Methods.call`), so an HTTP agent run takes the same path as `agent` over the
-wire: params validation, scopes, idempotency, the session's lane, the final result.
+wire: params validation, scopes, idempotency, the session's lane, the final result; in a
+cluster, through the router to the node that owns the session (as a connection's would).
 
 A `Caller` stands where a `ClientConnection` does for the methods: it has scopes, takes
 the `res` frames (`respond`, `respond_error`) and, as the hub's `Subscriber`, the event
@@ -26,6 +27,7 @@ import trio
 from actors import EventHub
 from runtime.protocol import GatewayError, RequestFrame
 
+from ._cluster_route import Router
 from .methods import Cancellable, Methods
 
 
@@ -38,6 +40,8 @@ class CallerHost(Protocol):
     def methods(self) -> Methods: ...
     @property
     def max_buffered_bytes(self) -> int: ...
+    @property
+    def router(self) -> Router | None: ...
 
 
 HTTP_SCOPES: Final = frozenset({"operator.admin", "operator.read", "operator.write"})
@@ -131,8 +135,19 @@ class Caller:
         """Run one request to its end (its answers queue here). A checkpoint; cancelling
         `scope` cancels the request as a `cancel` frame would (an `agent` run is aborted)."""
         frame = RequestFrame(id=f"{self._conn_id}:{method}", method=method, params=params)
+        router, target = self.gateway.router, None
+        if router is not None and self.gateway.methods.admissible(self, frame):
+            target = router.target(frame)  # in a cluster: on the session's node
         with scope:
-            await self.gateway.methods.call(self, frame, scope)
+            if router is None or target is None:
+                await self.gateway.methods.call(self, frame, scope)
+                return
+            ticket = router.reserve(target, method)
+            try:
+                await router.handle(self, frame, scope, ticket, target)
+            finally:
+                if ticket is not None:
+                    ticket.release()
 
     def take(self) -> tuple[list[Answer], list[dict[str, Any]]]:
         """What arrived since the last call: answers, and event frames decoded."""

@@ -26,8 +26,8 @@ from __future__ import annotations
 import fcntl
 import os
 import socket
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Final, Protocol
 
@@ -35,13 +35,14 @@ import trio
 
 from runtime.model import Config
 
-from ._errors import TransportError
+from ._errors import GatewayConfigError, TransportError
 
 __all__ = [
     "LOCK_NAME",
     "GatewayLockError",
     "ListenOptions",
     "open_listeners",
+    "own_state_dir",
     "reuse_port_sockets",
     "state_dir_lock",
     "worker_lock_name",
@@ -84,6 +85,22 @@ def state_dir_lock(state_dir: Path, *, worker: int | None = None) -> Iterator[Pa
             os.ftruncate(fd, 0)
     finally:
         os.close(fd)  # releases the lock
+
+
+@asynccontextmanager
+async def own_state_dir(state_dir: Path, worker: int | None) -> AsyncIterator[None]:
+    """`state_dir_lock` for a gateway's lifetime (one gateway per state dir, issue 15); a
+    refusal is `GatewayConfigError`. A checkpoint."""
+    try:
+        lock = state_dir_lock(state_dir, worker=worker)
+        lock.__enter__()
+    except GatewayLockError as exc:
+        raise GatewayConfigError(str(exc)) from None
+    try:
+        await trio.lowlevel.checkpoint()
+        yield
+    finally:
+        lock.__exit__(None, None, None)
 
 
 # --- the port: a worker shares it with its siblings (SO_REUSEPORT) --------------------------

@@ -1,8 +1,8 @@
 """The `agent` method's optional `webhook`: POST the run's result when it ends.
 
 One hook in `_agent` (both of its paths, once the run is accepted) hands the run to the
-cron scheduler's nursery, which waits for the run's end and delivers with the cron webhook
-machinery (`actors._webhook`: HMAC signature, bounded retries with backoff, SSRF policy).
+gateway's `actors.RunWebhooks` (every node has its own; cron runs on one node of a
+cluster), which waits for the run's end and delivers with the cron webhook machinery (`actors._webhook`: HMAC signature, bounded retries with backoff, SSRF policy).
 Each attempt is logged (`clawlane.webhook`); the run itself is unaffected by the outcome.
 """
 
@@ -49,7 +49,7 @@ def attach_webhook(gw: Host, params: AgentParams, record: RunRecord) -> None:
     url = params.webhook if isinstance(params.webhook, str) else None
     if url is None:
         return
-    if gw.cron is None:
-        log.warning("run %s: webhook %s not delivered: no scheduler", record.run_id, url)
+    if gw.webhooks is None:
+        log.warning("run %s: webhook %s not delivered: the gateway is stopping", record.run_id, url)
         return
-    gw.cron.watch_run_webhook(record, url, lambda: run_result(record))
+    gw.webhooks.watch(record, url, lambda: run_result(record))

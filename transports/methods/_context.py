@@ -36,6 +36,7 @@ from actors import (
     Publisher,
     RecoveryReport,
     RunRegistry,
+    RunWebhooks,
     Subscriber,
     Supervisor,
     Ticket,
@@ -116,6 +117,8 @@ class Host(Protocol):
     def registry(self) -> RunRegistry: ...
     @property
     def cron(self) -> CronScheduler | None: ...
+    @property
+    def webhooks(self) -> RunWebhooks | None: ...
     @property
     def publisher(self) -> Publisher | None: ...
     @property

@@ -1,0 +1,123 @@
+"""What every node of a cluster serves though one node does the work (issue 16): the
+`cron.*` methods and `cron` events (cron runs on one node), an `agent` run's webhook (cron
+used to deliver it), and the OpenAI HTTP API's runs (they go to the session's node, as a
+WebSocket request does). Two gateways in this process, one PostgreSQL schema, one Redis;
+skipped, saying why, only when Redis or PostgreSQL cannot be reached."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import httpx
+import trio
+
+from tests.actors._databases import pg_url
+from tests.conftest import open_client
+from tests.e2e._webhook_server import webhook_server
+from tests.e2e.test_cluster_nodes import ADMIN, Node, agent_job, holders, two_nodes, wait_for
+from transports import GatewayClient
+
+__all__ = ["pg_url"]  # the fixture, used by name
+
+CRON = {
+    "webhookMaxAttempts": 2,
+    "webhookSsrfPolicy": {"allowedHostnames": ["127.0.0.1"]},
+}
+HTTP = {"enabled": True}
+
+
+async def _cron_nodes(nodes: list[Node]) -> tuple[Node, Node]:
+    """(the node running cron, the other one)."""
+    await wait_for(lambda: len(holders(nodes, "cron")) == 1, "a cron owner", timeout_s=5)
+    [owner] = holders(nodes, "cron")
+    [other] = [n for n in nodes if n is not owner]
+    return owner, other
+
+
+async def _event(client: GatewayClient, name: str) -> dict[str, Any]:
+    async for event, payload, _seq in client.events:
+        if event == name:
+            return dict(payload)
+    raise AssertionError(f"connection closed before {name}")
+
+
+def _text(content: Any) -> str:
+    return content if isinstance(content, str) else str(content[0]["text"])
+
+
+def _port(node: Node) -> int:
+    return int(node.gw.listeners[0].socket.getsockname()[1])
+
+
+async def test_cron_methods_and_events_on_the_node_not_running_cron(
+    tmp_path: Path, pg_url: str
+) -> None:
+    with trio.fail_after(60):
+        async with two_nodes(tmp_path, pg_url, cron=CRON) as nodes:
+            owner, other = await _cron_nodes(nodes)
+            assert other.gw.cron is None
+            async with open_client(other.gw, scopes=ADMIN) as client:
+                assert (await client.request("cron.list", {}))["jobs"] == []
+                job = await client.request("cron.add", agent_job(3_600_000))
+                added = await _event(client, "cron")  # emitted by the owner, seen here
+                assert added["action"] == "added" and added["jobId"] == job["id"]
+                assert owner.gw.cron is not None and job["id"] in owner.gw.cron.jobs
+                listed = await client.request("cron.list", {})
+                assert [j["id"] for j in listed["jobs"]] == [job["id"]]
+                await client.request("cron.run", {"id": job["id"], "mode": "force"})
+                while (await _event(client, "cron")).get("action") != "finished":
+                    pass
+                runs = await client.request("cron.runs", {"id": job["id"]})
+                assert [e["status"] for e in runs["entries"]] == ["ok"]
+            assert owner.gw.router is not None and owner.gw.router.served >= 4
+
+
+async def test_an_agent_webhook_is_delivered_by_a_node_not_running_cron(
+    tmp_path: Path, pg_url: str
+) -> None:
+    with trio.fail_after(60):
+        async with (
+            webhook_server() as server,
+            two_nodes(tmp_path, pg_url, cron=CRON) as nodes,
+        ):
+            _owner, other = await _cron_nodes(nodes)
+            async with open_client(other.gw, scopes=ADMIN) as client:
+                params = {"message": "ping", "idempotencyKey": "hooked", "webhook": server.url}
+                final = await client.request("agent", params, expect_final=True)
+                assert final["status"] == "ok"
+            await server.wait_for(1)
+            body = json.loads(server.received[0].body)
+            assert body["runId"] == "hooked" and body["status"] == "ok"
+            assert body["result"]["payloads"][0]["text"] == "You said: ping"
+
+
+async def test_an_openai_http_run_goes_to_the_sessions_node(tmp_path: Path, pg_url: str) -> None:
+    key = "agent:main:http-app"
+    with trio.fail_after(60):
+        async with two_nodes(
+            tmp_path, pg_url, gateway__http__endpoints__chatCompletions=HTTP
+        ) as nodes:
+            a, b = nodes
+            async with open_client(a.gw, scopes=ADMIN) as client:  # node A takes the session
+                first = await client.request(
+                    "agent",
+                    {"message": "one", "sessionKey": key, "idempotencyKey": "h1"},
+                    expect_final=True,
+                )
+                assert first["status"] == "ok"
+            assert a.gw.router is not None and key in a.gw.router.held
+            body = {"model": "openclaw", "messages": [{"role": "user", "content": "two"}]}
+            async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{_port(b)}") as http:
+                res = await http.post(
+                    "/v1/chat/completions", json=body, headers={"x-openclaw-session-key": key}
+                )
+            assert res.status_code == 200, res.text
+            assert res.json()["choices"][0]["message"]["content"] == "You said: two"
+            assert b.gw.router is not None and key not in b.gw.router.held
+            assert b.gw.supervisor.peek_session(key) is None  # it ran on A only
+            async with open_client(a.gw, scopes=ADMIN) as client:
+                history = await client.request("chat.history", {"sessionKey": key})
+            texts = [_text(m["content"]) for m in history["messages"]]
+            assert texts == ["one", "You said: one", "two", "You said: two"]
