@@ -31,11 +31,8 @@ goes through `Router.handle` instead of straight to the method table:
   the runs were local (`EventHub.deliver_remote`): the owner's per-run `seq`, this node's
   per-connection `seq`. A connection that started a run on another node is that run's
   owner here (`EventHub.expect_remote`).
-- **Losing a node.** A node whose heartbeat record expired is gone: requests waiting on it
-  are answered (`UNAVAILABLE`, or `agent.wait` `error`, naming the node), its session
-  leases expire and other nodes take the sessions, and the reaper (one node at a time)
-  finishes its unfinished claims as interrupted, so `agent.wait` and a retried key answer
-  `error` and nothing runs twice.
+- **Losing a node.** Requests waiting on a node gone are answered (`UNAVAILABLE`, or
+  `agent.wait` `error`); its leases expire; its runs are the reaper's (`_cluster_claims`).
 
 What concerns every node's connections (a device's pairing events, its removal or revoked
 token closing its connections) goes to every node as a notice (`tell_all`). Redis failing
@@ -93,18 +90,15 @@ __all__ = ["MAX_HOPS", "Router", "RouterHost", "Target"]
 log = logging.getLogger("clawlane.cluster")
 
 SESSION_METHODS: Final = {
-    "agent": "sessionKey",
-    "chat.send": "sessionKey",
-    "sessions.send": "key",
-    "sessions.steer": "key",
-    "chat.abort": "sessionKey",
-    "sessions.abort": "key",
-    "sessions.reset": "key",
-    "sessions.patch": "key",
-    "sessions.compact": "key",
-    "sessions.delete": "key",
+    **dict.fromkeys(("agent", "chat.send", "chat.abort", "chat.inject"), "sessionKey"),
+    **dict.fromkeys(("chat.history", "chat.startup", "sessions.branches.list"), "sessionKey"),
+    **dict.fromkeys(("sessions.send", "sessions.steer", "sessions.abort"), "key"),
+    **dict.fromkeys(("sessions.reset", "sessions.patch", "sessions.compact"), "key"),
+    **dict.fromkeys(("sessions.delete", "sessions.create"), "key"),
+    **dict.fromkeys(("sessions.get", "sessions.describe", "sessions.systemPrompt"), "key"),
 }
-"""Methods that act on a session, and the param naming it."""
+"""Methods that act on a session, and the param naming it (reads too: the owner's
+actor is the fresh one, a copy on another node would go stale)."""
 STARTS_RUN: Final = frozenset({"agent", "chat.send", "sessions.send", "sessions.steer"})
 RUN_METHODS: Final = frozenset({"agent.wait", "runs.replay", "sessions.abort"})
 """Methods that act on a run (`sessions.abort` when it names only `runId`)."""
@@ -163,6 +157,8 @@ class Router:
         if not isinstance(params, dict):
             return None
         name = SESSION_METHODS.get(frame.method)
+        if frame.method == "sessions.create" and params.get("key") is None:
+            params["key"] = f"session-{uuid.uuid4()}"  # as the method would name it: routed
         raw = params.get(name) if name else None
         if isinstance(raw, str) or (name == "sessionKey" and frame.method == "agent"):
             agent_id = params.get("agentId")

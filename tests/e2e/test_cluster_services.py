@@ -121,3 +121,32 @@ async def test_an_openai_http_run_goes_to_the_sessions_node(tmp_path: Path, pg_u
                 history = await client.request("chat.history", {"sessionKey": key})
             texts = [_text(m["content"]) for m in history["messages"]]
             assert texts == ["one", "You said: one", "two", "You said: two"]
+
+
+async def test_a_sessions_reads_and_writes_from_the_other_node_are_the_owners(
+    tmp_path: Path, pg_url: str
+) -> None:
+    """Reads went to a copy of the session on the node asked, which then went stale (its
+    row, and after a reset its transcript); chat.inject and sessions.create wrote beside
+    the owner's lane."""
+    key = "agent:main:shared"
+    with trio.fail_after(60):
+        async with two_nodes(tmp_path, pg_url) as nodes:
+            a, b = nodes
+            async with open_client(a.gw, scopes=ADMIN) as ca, open_client(b.gw, scopes=ADMIN) as cb:
+                for n in (1, 2):
+                    params = {"message": f"m{n}", "sessionKey": key, "idempotencyKey": f"r{n}"}
+                    await ca.request("agent", params, expect_final=True)
+                    got = await cb.request("sessions.get", {"key": key})
+                    assert got["entry"]["lastRunId"] == f"r{n}"
+                injected = await cb.request("chat.inject", {"sessionKey": key, "message": "note"})
+                assert injected["ok"] is True
+                history = await ca.request("chat.history", {"sessionKey": key})
+                assert _text(history["messages"][-1]["content"]) == "note"
+                reset = await ca.request("sessions.reset", {"key": key})
+                assert (await cb.request("chat.history", {"sessionKey": key}))["messages"] == []
+                described = await cb.request("sessions.describe", {"key": key})
+                assert described["session"]["sessionId"] == reset["entry"]["sessionId"]
+                created = await cb.request("sessions.create", {"message": "hello"})
+                assert b.gw.router is not None and created["key"] in b.gw.router.held
+            assert b.gw.supervisor.peek_session(key) is None  # only the owner has it
