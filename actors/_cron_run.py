@@ -33,6 +33,7 @@ from runtime.model import GenerationError, ModelRuntimeGeneration
 from runtime.protocol import CronAddParamsPayloadAgentTurn, describe_exception
 from runtime.sessions import DEFAULT_MAIN_KEY, SessionKeyError
 
+from ._cluster import ClusterError
 from ._lane import LaneFull
 from ._record import RunRecord
 from ._request import RunRequest
@@ -165,6 +166,8 @@ async def execute(
         outcome.session_key = key
         payload = job.payload
         message, model_ref, timeout_s = _turn_options(gen, job, spec.id)
+        if sup.session_gate is not None:
+            await sup.session_gate(key)  # in a cluster: the session moves to this node
         actor = await sup.session(key, spec.id)
         assert actor.row is not None
         thinking = getattr(payload, "thinking", None)
@@ -207,7 +210,7 @@ async def execute(
             record.abort("shutdown")
             raise
         _run_outcome(outcome, record, timeout_s)
-    except (GenerationError, SessionKeyError, LaneFull, RunRefused) as exc:
+    except (GenerationError, SessionKeyError, LaneFull, RunRefused, ClusterError) as exc:
         outcome.error = str(exc)
     except Exception as exc:  # a bug: this firing fails, the scheduler carries on
         log.exception("cron job %s crashed", job.id)

@@ -30,7 +30,7 @@ from __future__ import annotations
 import collections
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Final
@@ -139,6 +139,9 @@ class Supervisor:
         self._crashes = 0
         self._backlog: collections.deque[tuple[str, Any]] = collections.deque()
         self.order = SubmissionOrder()
+        self.session_gate: Callable[[str], Awaitable[None]] | None = None
+        """In a cluster (the router's `take_session`): awaited before a run that no request
+        brought (a cron firing) uses a session, so that this node owns it."""
         self.closing = False
         """Set by `shutdown_runs`: `accept_run` refuses new runs."""
         self.counters = SessionCounters()

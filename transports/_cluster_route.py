@@ -2,12 +2,12 @@
 events delivered from anywhere.
 
 With `cluster.redis.url` the gateway has a `Router`. Every request that concerns a session
-(`agent`, `chat.send`, `sessions.send`/`steer`, `chat.abort`, `sessions.abort`/`reset`/
-`patch`/`compact`/`delete`) or a run another node may hold (`agent.wait`, `runs.replay`)
-goes through `Router.handle` instead of straight to the method table:
+(`SESSION_METHODS`: its runs, its other writes and its reads), a run another node may
+hold (`agent.wait`, `runs.replay`) or cron (`cron.*`, served by the node running it) goes
+through `Router.handle` instead of straight to the method table:
 
-- **One owner per session.** A session's lane belongs to the node holding the lease
-  `session:<key>` (`actors.Leases`). The first request for a session takes the lease if it
+- **One owner per session** (`_cluster_leases`). A session's lane belongs to the node
+  holding the lease `session:<key>` (`actors.Leases`). The first request for a session takes the lease if it
   is free; the node keeps it renewed (all its leases in one round trip, every third of the
   TTL) while it has the session's actor, and gives it up when the actor is reaped idle, so
   the session can move. The session actor carries the lease's fencing token (`Fence`): the
@@ -44,7 +44,6 @@ from __future__ import annotations
 import itertools
 import logging
 import uuid
-from collections.abc import Iterable
 from typing import Any, Final
 
 import msgspec
@@ -54,17 +53,14 @@ from actors import (
     RELAY_CLOSE,
     Cluster,
     ClusterError,
-    ClusterUnavailable,
-    Fence,
-    Lease,
     RunRecord,
     Ticket,
 )
-from runtime.model import GenerationError
 from runtime.protocol import UNAVAILABLE, GatewayError, RequestFrame
 from runtime.sessions import SessionKeyError
 
 from ._cluster_claims import ClaimBatch, Reaper
+from ._cluster_leases import SessionLeases
 from ._cluster_wire import (
     Caller,
     ClaimFinal,
@@ -115,25 +111,17 @@ Target = tuple[str, str]
 _note_decoder = msgspec.json.Decoder(ClaimNote)
 
 
-class Router:
+class Router(SessionLeases):
     """This node's part in the cluster's sessions (see the module docstring). `start`
     runs its tasks; `handle` serves a routed request."""
 
     def __init__(self, gateway: RouterHost, cluster: Cluster, *, ttl_s: float) -> None:
-        self.gateway = gateway
-        self.cluster = cluster
-        self.node_id = cluster.node_id
-        self.ttl_s = ttl_s
+        super().__init__(gateway, cluster, ttl_s=ttl_s)
         self.outbox = Outbox(cluster.channels)
         self.batch = ClaimBatch(cluster.claims, cluster.node_id, REFUSED)
         self.reaper = Reaper(self)
-        self.held: dict[str, Lease] = {}
-        """Sessions this node owns: their leases."""
-        self.alive: set[str] = {cluster.node_id}
         self.forwarded = 0
         self.served = 0
-        self.leases_lost = 0
-        self.leases_late = 0
         self._forwards: dict[str, Forward] = {}
         self._serving: dict[str, trio.CancelScope] = {}
         self._fids = itertools.count(1)
@@ -144,7 +132,6 @@ class Router:
         self._told = False
         self._relayed: dict[str, None] = {}
         """Runs here started from another node (in order, bounded)."""
-        self._renewed_at = 0.0
         self._feed_ok_at = 0.0
         """When this node last read the feeds (Redis answered)."""
 
@@ -346,127 +333,6 @@ class Router:
         else:
             await self._local(conn, frame, scope, None)
 
-    # --- ownership --------------------------------------------------------------------------
-
-    async def owner(self, key: str) -> str:
-        """The node that owns session `key`: this one if it holds the lease or takes it
-        now. A lease still held by a node that is gone is waited out (its TTL)."""
-        if key in self.held:
-            return self.node_id
-        leases = self.cluster.leases
-        with trio.move_on_after(self.ttl_s * 2):
-            while True:
-                lease = await leases.acquire(f"session:{key}")
-                if lease is not None:
-                    await self._adopt(key, lease)
-                    return self.node_id
-                holder = await leases.holder(f"session:{key}")
-                if holder is None:
-                    continue
-                if holder.owner == self.node_id:
-                    await self._adopt(key, holder)
-                    return self.node_id
-                if holder.owner in self.alive:
-                    return holder.owner
-                await trio.sleep(self.ttl_s / 10)  # a gone node's lease: until it expires
-        raise ClusterUnavailable(f"session {key!r} has no reachable owner")
-
-    async def _adopt(self, key: str, lease: Lease) -> None:
-        known = self.held.get(key)
-        if known is not None and known.token >= lease.token:
-            return
-        self.held[key] = lease
-        await self.gateway.supervisor.store.advance_fence(Fence(key, lease.token))
-        self._fence_actor(key)
-
-    def _fence_actor(self, key: str) -> None:
-        """The session's actor here (if any) writes with the token of the lease held now."""
-        lease = self.held.get(key)
-        actor = self.gateway.supervisor.peek_session(key)
-        if lease is not None and actor is not None:
-            actor.fence = Fence(key, lease.token)
-
-    async def own_actor(self, key: str) -> None:
-        """The session's actor here, carrying this node's fencing token (for a known agent:
-        the handler answers an unknown one)."""
-        sup = self.gateway.supervisor
-        lease = self.held.get(key)
-        if lease is None:
-            return
-        agent_id = key.split(":")[1] if key.startswith("agent:") else None
-        agent_id = agent_id or sup.generation.default_agent
-        try:
-            sup.generation.agent(agent_id)
-        except GenerationError:
-            return
-        await sup.session(key, agent_id)
-        self._fence_actor(key)
-
-    async def run_leases(self) -> None:
-        """Renew every held lease each third of the TTL, then give up those of sessions
-        gone idle here. Until cancelled."""
-        self._renewed_at = trio.current_time()
-        while True:
-            await trio.sleep(self.ttl_s / 3)
-            await self._renew_all()
-            await self._release_idle()
-
-    async def _renew_all(self) -> None:
-        """One renewal of every held lease (one round trip). A lease that expired before
-        its renewal came (an overloaded node, a slow Redis) is taken again if nobody took
-        it since; one another node took, or all of them when Redis could not renew them
-        before they could expire, are lost."""
-        leases = list(self.held.values())
-        sent = trio.current_time()
-        try:
-            results = await self.cluster.leases.renew_many(leases)
-        except ClusterError as exc:
-            log.warning("node %s: session leases not renewed: %s", self.node_id, exc)
-            if trio.current_time() - self._renewed_at > self.ttl_s * 0.9:
-                self._lose(list(self.held))
-            return
-        self._renewed_at = sent
-        for lease, ok in zip(leases, results, strict=True):
-            if not ok:
-                await self._renew_late(lease)
-
-    async def _renew_late(self, lease: Lease) -> None:
-        key = lease.key[len("session:") :]
-        if self.held.get(key) is not lease:
-            return  # released or taken again meanwhile
-        try:
-            again = await self.cluster.leases.reacquire(lease)
-        except ClusterError:
-            again = None
-        if again is None:
-            self._lose([key])
-            return
-        self.held[key] = again
-        self.leases_late += 1
-        self._fence_actor(key)
-
-    async def _release_idle(self) -> None:
-        sup = self.gateway.supervisor
-        for key in [k for k in self.held if sup.peek_session(k) is None]:
-            if sup.order.outstanding(key):
-                continue
-            lease = self.held.pop(key)
-            try:
-                await self.cluster.leases.release(lease)
-            except ClusterError as exc:
-                log.info("session %s: lease not released (it expires): %s", key, exc)
-
-    def _lose(self, keys: Iterable[str]) -> None:
-        sup = self.gateway.supervisor
-        for key in keys:
-            if self.held.pop(key, None) is None:
-                continue
-            self.leases_lost += 1
-            log.warning("node %s: lost the lease of session %s", self.node_id, key)
-            actor = sup.drop_session(key)
-            if actor is not None:
-                actor.abort(None, "interrupt")
-
     # --- forwarding ---------------------------------------------------------------------------
 
     def send(self, node: str, message: dict[str, Any]) -> None:
@@ -569,7 +435,11 @@ class Router:
                 self._on_want(str(message["from"]), bool(message.get("on")), kind == "hello")
                 return
             if kind == "note":
-                self.gateway.on_note(message)
+                if "release" in message:  # a session another node must run (cron's)
+                    assert self._nursery is not None
+                    self._nursery.start_soon(self.let_go, str(message["release"]))
+                else:
+                    self.gateway.on_note(message)
                 return
             fwd = self._forwards.get(str(message.get("fid")))
             if kind == "cancel":
@@ -673,6 +543,7 @@ class Router:
         self._to_all({"t": "hello", "from": self.node_id, "on": self._told})
         hub.relay = self._relay
         hub.on_interest = self._tell_interest
+        self.gateway.supervisor.session_gate = self.take_session
         nursery.start_soon(self.outbox.run)
         nursery.start_soon(self.batch.run)
         nursery.start_soon(self._run_feeds)

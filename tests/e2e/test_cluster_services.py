@@ -150,3 +150,29 @@ async def test_a_sessions_reads_and_writes_from_the_other_node_are_the_owners(
                 created = await cb.request("sessions.create", {"message": "hello"})
                 assert b.gw.router is not None and created["key"] in b.gw.router.held
             assert b.gw.supervisor.peek_session(key) is None  # only the owner has it
+
+
+async def test_a_cron_run_in_a_session_another_node_owns_moves_the_session(
+    tmp_path: Path, pg_url: str
+) -> None:
+    """The node running cron ran the firing's turn in its own copy of the session, beside
+    the owner's lane (two writers of one transcript); now the session moves to it first."""
+    key = "agent:main:cron-shared"
+    with trio.fail_after(60):
+        async with two_nodes(tmp_path, pg_url, cron=CRON) as nodes:
+            cron_node, other = await _cron_nodes(nodes)
+            assert cron_node.gw.router is not None and other.gw.router is not None
+            async with open_client(other.gw, scopes=ADMIN) as client:
+                params = {"message": "before", "sessionKey": key, "idempotencyKey": "b1"}
+                await client.request("agent", params, expect_final=True)
+                assert key in other.gw.router.held
+                job = agent_job(3_600_000) | {"sessionTarget": "session:cron-shared"}
+                added = await client.request("cron.add", job)
+                await client.request("cron.run", {"id": added["id"], "mode": "force"})
+                while (finished := await _event(client, "cron")).get("action") != "finished":
+                    pass
+                assert finished["status"] == "ok", finished
+                assert key in cron_node.gw.router.held and key not in other.gw.router.held
+                history = await client.request("chat.history", {"sessionKey": key})
+            texts = [_text(m["content"]) for m in history["messages"]]
+            assert texts == ["before", "You said: before", "Tick.", "You said: Tick."]
