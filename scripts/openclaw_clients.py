@@ -276,7 +276,21 @@ def cli_checks(oc: OpenClaw) -> None:
         "openclaw logs",
         r.stdout + r.stderr,
     )
+    cron_checks(oc)
     follow_checks(oc)
+
+
+def cron_checks(oc: OpenClaw) -> None:
+    """`openclaw cron create` then `cron list` four times: with `--workers N` each command
+    is a new connection, landing on any worker (cron runs on one of them)."""
+    r = oc.run("cron", "create", "0 7 * * *", "Summarize the day.", "--name", "Morning brief")
+    check(r.returncode == 0, "openclaw cron create", r.stdout + r.stderr)
+    outs = [oc.run("cron", "list") for _ in range(4)]
+    check(
+        all(o.returncode == 0 and "Morning brief" in o.stdout for o in outs),
+        "openclaw cron list (x4) shows the job",
+        "\n".join(o.stdout + o.stderr for o in outs),
+    )
 
 
 def follow_checks(oc: OpenClaw) -> None:
