@@ -136,6 +136,10 @@ UPDATE session_fences SET token = t.token
 FROM unnest(%b::text[], %b::bigint[]) AS t(key, token) WHERE session_key = t.key
 """
 _NEXT_SEQ: Final = "SELECT COALESCE(MAX(seq) + 1, 0) FROM entries WHERE session_id = %s"
+_NEXT_SEQS: Final = """
+SELECT s, (SELECT COALESCE(MAX(seq) + 1, 0) FROM entries WHERE session_id = s)
+FROM unnest(%b::text[]) AS s
+"""
 # `actors._journal.PRUNE_CUT` and `PRUNE`, in PostgreSQL's placeholders
 _PRUNE_CUT: Final = """
 SELECT COALESCE(
@@ -252,6 +256,7 @@ class PostgresBackend:
         try:
             with conn.transaction():
                 fences = self._lock_fences(conn, keys) if keys else None
+                self._read_next_seqs(conn, writes, next_seq)
                 for op in writes:
                     if isinstance(op, PutRow | Append | PutRun | Group):
                         results.append(put_checked(op, fences, pending.put))
@@ -276,6 +281,23 @@ class PostgresBackend:
         names = sorted(keys)
         conn.execute(_ENSURE_FENCES, (names, [keys[k] for k in names]))
         return Fences(dict(conn.execute(_LOCK_FENCES, (names,)).fetchall()))
+
+    @staticmethod
+    def _read_next_seqs(
+        conn: psycopg.Connection[Any], writes: Sequence[Write], next_seq: dict[str, int]
+    ) -> None:
+        """The next entry numbers of the transcripts the batch appends to and this writer
+        does not know yet, in one statement (a batch of first runs in as many sessions
+        made one round trip each)."""
+        wanted = {
+            part.session_id
+            for op in writes
+            for part in (op.writes if isinstance(op, Group) else (op,))
+            if isinstance(part, Append) and part.session_id not in next_seq
+        }
+        if wanted:
+            rows = conn.execute(_NEXT_SEQS, (sorted(wanted),)).fetchall()
+            next_seq.update((str(sid), int(seq)) for sid, seq in rows)
 
     @staticmethod
     def _other(conn: psycopg.Connection[Any], op: Write, next_seq: dict[str, int]) -> object:
