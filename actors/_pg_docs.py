@@ -24,6 +24,7 @@ it as `PairingStoreError`, in one line naming the document).
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any, Final
 
 import psycopg
@@ -146,7 +147,5 @@ class PostgresDocument:
         """Close the connection (the next call opens another). Blocking."""
         conn, self._conn, self._held = self._conn, None, None
         if conn is not None:
-            try:
+            with contextlib.suppress(psycopg.Error):  # nothing of ours is pending on it
                 conn.close()
-            except psycopg.Error:
-                pass  # best effort: nothing of ours is pending on it

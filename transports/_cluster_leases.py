@@ -20,6 +20,7 @@ Errors: `ClusterError` (Redis failing), `ClusterUnavailable` (no reachable owner
 
 from __future__ import annotations
 
+import abc
 import logging
 from collections.abc import Iterable
 from typing import Any, Final
@@ -39,7 +40,7 @@ HANDOFF_WAIT_S: Final = 30.0
 HANDOFF_RETRY_S: Final = 0.25
 
 
-class SessionLeases:
+class SessionLeases(abc.ABC):
     """This node's session leases (see the module docstring). The `Router` is one."""
 
     def __init__(self, gateway: RouterHost, cluster: Cluster, *, ttl_s: float) -> None:
@@ -55,9 +56,9 @@ class SessionLeases:
         self._renewed_at = 0.0
         self._releasing: dict[str, trio.Event] = {}
 
+    @abc.abstractmethod
     def send(self, node: str, message: dict[str, Any]) -> None:
-        """Send `node` a message (its inbox). The router's."""
-        raise NotImplementedError
+        """Send `node` a message (its inbox): the router's."""
 
     async def owner(self, key: str) -> str:
         """The node that owns session `key`: this one if it holds the lease or takes it
