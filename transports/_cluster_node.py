@@ -334,7 +334,9 @@ async def start_node(
             gateway.cron = None  # cron.* answers UNAVAILABLE on the nodes not running it
 
     nursery.start_soon(node.single_owner, "cron", cron_here)
-    router = gateway.router = Router(gateway, node.cluster, ttl_s=node.ttl_s)
+    router = gateway.router = Router(
+        gateway, node.cluster, ttl_s=node.ttl_s, started_ms=node.started_ms
+    )
     node.router = router
     await router.start(nursery)
     nursery.start_soon(node.single_owner, "reaper", router.reaper.run)

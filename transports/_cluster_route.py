@@ -115,8 +115,13 @@ class Router(SessionLeases):
     """This node's part in the cluster's sessions (see the module docstring). `start`
     runs its tasks; `handle` serves a routed request."""
 
-    def __init__(self, gateway: RouterHost, cluster: Cluster, *, ttl_s: float) -> None:
+    def __init__(
+        self, gateway: RouterHost, cluster: Cluster, *, ttl_s: float, started_ms: int = 0
+    ) -> None:
         super().__init__(gateway, cluster, ttl_s=ttl_s)
+        self.started_ms = started_ms
+        """When this node's process started (its record's `startedAtMs`): every message it
+        sends carries it (`inc`), so other nodes tell its processes apart."""
         self.outbox = Outbox(cluster.channels)
         self.batch = ClaimBatch(cluster.claims, cluster.node_id, REFUSED)
         self.reaper = Reaper(self)
@@ -134,6 +139,8 @@ class Router(SessionLeases):
         """Runs here started from another node (in order, bounded)."""
         self._feed_ok_at = 0.0
         """When this node last read the feeds (Redis answered)."""
+        self._started: dict[str, int | None] = {}
+        """When each live node's process started (its record's `startedAtMs`)."""
 
     # --- where a request goes (in the reader: not a checkpoint) ---------------------------
 
@@ -336,6 +343,7 @@ class Router(SessionLeases):
     # --- forwarding ---------------------------------------------------------------------------
 
     def send(self, node: str, message: dict[str, Any]) -> None:
+        message["inc"] = self.started_ms
         if not self.outbox.put(inbox_channel(node), message):
             log.warning("node %s: outbox full, a message to %s is dropped", self.node_id, node)
 
@@ -365,7 +373,7 @@ class Router(SessionLeases):
             if isinstance(run_id, str):
                 self.gateway.hub.expect_remote(run_id, conn)
         fid = f"{self.node_id}:{next(self._fids)}"
-        fwd = Forward(conn, frame.id, frame.method, node)
+        fwd = Forward(conn, frame.id, frame.method, node, incarnation=self._started.get(node))
         if isinstance(params, dict) and isinstance(params.get("runId"), str):
             fwd.run_id = params["runId"]
         message: dict[str, Any] = {
@@ -405,6 +413,9 @@ class Router(SessionLeases):
             if fwd.node not in self.alive:
                 self._answer_gone(fwd, f"node {fwd.node} was lost before the request ended")
                 return
+            if fwd.incarnation not in (None, self._started.get(fwd.node)):
+                self._answer_gone(fwd, f"node {fwd.node} restarted before the request ended")
+                return
             if trio.current_time() - self._feed_ok_at > self.ttl_s:
                 self._answer_gone(fwd, f"node {fwd.node} cannot be reached: Redis is unreachable")
                 return
@@ -432,6 +443,7 @@ class Router(SessionLeases):
                 self._on_request(message)
                 return
             if kind in ("hello", "want"):
+                self._incarnation(str(message["from"]), message.get("inc"))
                 self._on_want(str(message["from"]), bool(message.get("on")), kind == "hello")
                 return
             if kind == "note":
@@ -451,7 +463,18 @@ class Router(SessionLeases):
         except (ValueError, KeyError, TypeError, msgspec.ValidationError) as exc:
             log.warning("node %s: unreadable node message dropped: %s", self.node_id, exc)
 
+    def _incarnation(self, node: str, started: object) -> None:
+        """`node`'s process is the one that started at `started` (a message from it, or
+        its record): forwards sent to a former process of `node` are answered here."""
+        if isinstance(started, int) and self._started.get(node) != started:
+            self._started[node] = started
+            for fwd in list(self._forwards.values()):
+                if fwd.node == node:
+                    fwd.poke()
+
     def _on_answer(self, fwd: Forward, kind: str, message: dict[str, Any]) -> None:
+        if fwd.incarnation is None and isinstance(message.get("inc"), int):
+            fwd.incarnation = message["inc"]  # sent before this node knew its process
         if kind == "res":
             fwd.answers += 1
             if message["ok"]:
@@ -468,6 +491,7 @@ class Router(SessionLeases):
 
     def _on_request(self, message: dict[str, Any]) -> None:
         src, fid = str(message["from"]), str(message["fid"])
+        self._incarnation(src, message.get("inc"))
         if src not in self.alive:
             self.alive.add(src)  # it lives: relay this node's events from now on
         frame = RequestFrame(
@@ -600,6 +624,8 @@ class Router(SessionLeases):
     async def _refresh_nodes(self) -> None:
         records = await self.cluster.nodes.all()
         alive = set(records) | {self.node_id}
+        for node, record in records.items():
+            self._incarnation(node, _started_ms(record))
         for node in alive - self.alive:
             log.info("node %s: node %s joined", self.node_id, node)
         for node in self.alive - alive:
@@ -659,3 +685,12 @@ class Router(SessionLeases):
             "liveNodes": sorted(self.alive),
             "nodesReadingAll": sorted(self.wanting),
         }
+
+
+def _started_ms(record: bytes) -> int | None:
+    """A node record's `startedAtMs` (`_cluster_node`), None if it has none."""
+    try:
+        value = msgspec.json.decode(record).get("startedAtMs")
+    except (msgspec.DecodeError, AttributeError):
+        return None
+    return value if isinstance(value, int) else None

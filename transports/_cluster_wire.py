@@ -297,6 +297,9 @@ class Forward:
     node: str
     run_id: str | None = None
     """The run an `agent.wait` asks for."""
+    incarnation: int | None = None
+    """When `node` started, as its record said when the request was sent (a node started
+    again under its id never answers what its former process was sent)."""
     answers: int = 0
     done: bool = False
     changed: trio.Event = attrs.field(factory=trio.Event)

@@ -31,21 +31,24 @@ SLOW = "a long answer [[deltas:400]] [[delay:50]]"
 
 
 @asynccontextmanager
-async def node(tmp_path: Path, pg: str, prefix: str, name: str) -> AsyncIterator[Any]:
+async def node(
+    tmp_path: Path, pg: str, prefix: str, name: str, *, ttl_ms: int = 1_000
+) -> AsyncIterator[Any]:
     """One gateway process named `name` (no auth, a port of its own)."""
     config = shared_config(pg, prefix)
-    config["cluster"]["nodeId"] = name
+    config["cluster"].update(nodeId=name, leaseTtlMs=ttl_ms)
     config["gateway"] = {"auth": {"mode": "none"}}
     state = tmp_path / name
     path = write_config(state, **config)
     log_path = tmp_path / f"{name}.log"
     argv = [*CLI, "gateway", "--port", "0", "--state-dir", str(state), "--config", str(path)]
     with log_path.open("ab") as log:
+        offset = log.tell()
         proc = await trio.lowlevel.open_process(
             argv, stdout=log, stderr=log, stdin=subprocess.DEVNULL
         )
         try:
-            proc.url = await _read_listening_url(proc, log_path, offset=0)  # type: ignore[attr-defined]
+            proc.url = await _read_listening_url(proc, log_path, offset=offset)  # type: ignore[attr-defined]
             yield proc
         finally:
             with trio.CancelScope(shield=True):
@@ -139,3 +142,47 @@ def _text(message: dict[str, Any]) -> str:
     if isinstance(content, str):
         return content
     return " ".join(str(part.get("text", "")) for part in content or [] if isinstance(part, dict))
+
+
+async def test_a_request_forwarded_to_a_node_that_restarts_is_answered(
+    tmp_path: Path, pg_url: str
+) -> None:
+    """node-a is killed mid-run and started again under its id before its record expires
+    (a `--workers` worker restarted): node-b, whose client's run node-a was running, never
+    sees node-a gone, and the new process never heard of the request. It is answered all
+    the same (it waited for ever), once node-b hears from node-a's new process."""
+    await redis_or_skip()
+    prefix = f"clawlane-test:{secrets.token_hex(6)}:"
+    ttl = 20_000  # node-a's record outlives its first process by far
+    try:
+        with trio.fail_after(60):
+            await _restart_mid_run(tmp_path, pg_url, prefix, ttl)
+    finally:
+        await drop_prefix(prefix)
+
+
+async def _restart_mid_run(tmp_path: Path, pg: str, prefix: str, ttl: int) -> None:
+    async with (
+        node(tmp_path, pg, prefix, "node-b", ttl_ms=ttl) as b,
+        node(tmp_path, pg, prefix, "node-a", ttl_ms=ttl) as a,
+    ):
+        async with open_gateway_client(a.url) as ca:  # node-a owns the session
+            params = {"message": "one", "idempotencyKey": "r1", "sessionKey": "k"}
+            await ca.request("agent", params, expect_final=True)
+        async with open_gateway_client(b.url) as cb, trio.open_nursery() as nursery:
+
+            async def restart_a() -> None:
+                async for event, payload, _seq in cb.events:  # node-a streams the run
+                    if event == "agent" and payload.get("runId") == "r2":
+                        break
+                a.kill()
+                await a.wait()
+                async with node(tmp_path, pg, prefix, "node-a", ttl_ms=ttl):
+                    await trio.sleep_forever()
+
+            nursery.start_soon(restart_a)
+            params = {"sessionKey": "k", "message": SLOW, "idempotencyKey": "r2"}
+            with pytest.raises(GatewayRequestError) as info:
+                await cb.request("agent", params, expect_final=True)
+            nursery.cancel_scope.cancel()
+    assert info.value.code == "UNAVAILABLE" and "restarted" in str(info.value)
