@@ -75,7 +75,10 @@ from ._errors import ActorError as ActorError
 from ._errors import FencedOut as FencedOut
 from ._errors import StoreClosedError as StoreClosedError
 from ._errors import StoreError as StoreError
+from ._hub import READS_CHANGES as READS_CHANGES
+from ._hub import READS_RUNS as READS_RUNS
 from ._hub import RELAY_CLOSE as RELAY_CLOSE
+from ._hub import RELAY_SESSIONS_CHANGED as RELAY_SESSIONS_CHANGED
 from ._hub import EventHub as EventHub
 from ._hub import HubStatistics as HubStatistics
 from ._hub import Replay as Replay
@@ -136,7 +139,10 @@ __all__ = [
     "ABORT_REASONS",
     "GENERATION_EVENT",
     "PROVIDER_ERROR_KINDS",
+    "READS_CHANGES",
+    "READS_RUNS",
     "RELAY_CLOSE",
+    "RELAY_SESSIONS_CHANGED",
     "RUN_STATUSES",
     "AcceptedRun",
     "ActorError",

@@ -77,6 +77,10 @@ RELAY_CHAT: Final = 1
 RELAY_CLOSE: Final = 2
 RELAY_SESSION_MESSAGE: Final = 3
 RELAY_SESSIONS_CHANGED: Final = 4
+READS_CHANGES: Final = 1
+"""`EventHub.interest`: the session list's changes only."""
+READS_RUNS: Final = 2
+"""`EventHub.interest`: every run's frames and every session's messages."""
 MAX_REMOTE_RUNS: Final = 100_000
 """Remote runs with an owner here, at most (the oldest go first if their ends never come)."""
 
@@ -151,9 +155,10 @@ class EventHub:
         """Acceptance to first output event, per run (`/metrics`)."""
         self.relay: Relay | None = None
         """Where this node's frames go for the other nodes (cluster mode), else None."""
-        self.remote_watch = False
-        """Whether another node has readers, watchers or session-list subscribers (cluster
-        mode, kept by the router): build `session.message` / `sessions.changed` for them."""
+        self.remote_interest = 0
+        """What the other nodes need (cluster mode, kept by the router; the highest of
+        their `interest`): build `session.message` (`READS_RUNS`) and `sessions.changed`
+        (`READS_CHANGES` or more) for them."""
         self.on_interest: Callable[[], None] | None = None
         """Called when a connection here starts reading every run, watching a session or
         the session list (the router tells the other nodes)."""
@@ -169,10 +174,14 @@ class EventHub:
             self._interest()
 
     @property
-    def wants_remote(self) -> bool:
-        """Whether a connection here reads every run, watches a session or the session
-        list: what it needs of other nodes' runs goes beyond the runs it started."""
-        return bool(self._broadcast or self._watchers or self._changes)
+    def interest(self) -> int:
+        """What the connections here need of other nodes beyond the runs they started:
+        `READS_RUNS` (a connection reads every run or watches a session: the runs' frames
+        and `session.message`), `READS_CHANGES` (only `sessions.changed`: a session-list
+        subscriber with session-scoped events) or 0."""
+        if self._broadcast or self._watchers:
+            return READS_RUNS
+        return READS_CHANGES if self._changes else 0
 
     def _interest(self) -> None:
         if self.on_interest is not None:
@@ -212,7 +221,7 @@ class EventHub:
     def may_be_watched(self, session_key: str) -> bool:
         """Whether `session.message` for the session may reach anyone: a watcher here,
         or, in a cluster, on another node (build the payload only then)."""
-        return self.remote_watch or session_key in self._watchers
+        return self.remote_interest >= READS_RUNS or session_key in self._watchers
 
     def subscribe_changes(self, sub: Subscriber) -> None:
         """`sessions.subscribe`: receive `sessions.changed`."""
@@ -229,7 +238,7 @@ class EventHub:
     def has_change_subscribers(self) -> bool:
         """Whether anyone may receive `sessions.changed` (build the payload only then): a
         subscriber here, or, in a cluster, on another node."""
-        return bool(self._changes) or self.remote_watch
+        return bool(self._changes) or self.remote_interest >= READS_CHANGES
 
     def sessions_changed(self, payload: dict[str, Any]) -> None:
         """Deliver one `sessions.changed` event to its subscribers (encoded once), and to

@@ -50,7 +50,10 @@ import msgspec
 import trio
 
 from actors import (
+    READS_CHANGES,
+    READS_RUNS,
     RELAY_CLOSE,
+    RELAY_SESSIONS_CHANGED,
     Cluster,
     ClusterError,
     RunRecord,
@@ -132,9 +135,12 @@ class Router(SessionLeases):
         self._fids = itertools.count(1)
         self._nursery: trio.Nursery | None = None
         self._cursors: dict[str, str] = {}
-        self.wanting: set[str] = set()
-        """Nodes that need every run's frames (readers, watchers, session-list subscribers)."""
-        self._told = False
+        self.wanting: dict[str, int] = {}
+        """What the other nodes need of this node's runs (`EventHub.interest` there), when
+        it is more than the runs they started."""
+        self._wanted = 0
+        """The highest of `wanting` (read per relayed frame)."""
+        self._told = 0
         self._relayed: dict[str, None] = {}
         """Runs here started from another node (in order, bounded)."""
         self._feed_ok_at = 0.0
@@ -444,7 +450,7 @@ class Router(SessionLeases):
                 return
             if kind in ("hello", "want"):
                 self._incarnation(str(message["from"]), message.get("inc"))
-                self._on_want(str(message["from"]), bool(message.get("on")), kind == "hello")
+                self._on_want(str(message["from"]), _interest(message.get("on")), kind == "hello")
                 return
             if kind == "note":
                 if "release" in message:  # a session another node must run (cron's)
@@ -563,7 +569,7 @@ class Router(SessionLeases):
         self._feed_ok_at = trio.current_time()
         await self._refresh_nodes()
         hub = self.gateway.hub
-        self._told = hub.wants_remote
+        self._told = hub.interest
         self._to_all({"t": "hello", "from": self.node_id, "on": self._told})
         hub.relay = self._relay
         hub.on_interest = self._tell_interest
@@ -581,36 +587,43 @@ class Router(SessionLeases):
 
     def _relay(self, kind: int, run_id: str, key: str, frame: bytes, public: bytes | None) -> None:
         """A frame of this node's for the feed: when another node reads every run (its
-        `wanting`), or the run was started from another node."""
-        if kind == RELAY_CLOSE:
-            wanted = self._relayed.pop(run_id, 0) is None or bool(self.wanting)
+        `wanting`), or the run was started from another node; a `sessions.changed` when
+        another node has a session-list subscriber."""
+        if kind == RELAY_SESSIONS_CHANGED:
+            wanted = self._wanted >= READS_CHANGES
+        elif kind == RELAY_CLOSE:
+            wanted = self._relayed.pop(run_id, 0) is None or self._wanted >= READS_RUNS
         else:
-            wanted = bool(self.wanting) or run_id in self._relayed
+            wanted = self._wanted >= READS_RUNS or run_id in self._relayed
         if wanted:
             self.outbox.frame(events_channel(self.node_id), kind, run_id, key, frame, public)
 
     # --- what the other nodes need of this node's runs ----------------------------------------
 
-    def _on_want(self, node: str, on: bool, hello: bool) -> None:
+    def _on_want(self, node: str, interest: int, hello: bool) -> None:
         self.alive.add(node)
-        if on:
-            self.wanting.add(node)
+        if interest:
+            self.wanting[node] = interest
         else:
-            self.wanting.discard(node)
-        self.gateway.hub.remote_watch = bool(self.wanting)
+            self.wanting.pop(node, None)
+        self._set_wanted()
         if hello:  # a new node: tell it what this one needs
             self.send(node, {"t": "want", "from": self.node_id, "on": self._told})
 
+    def _set_wanted(self) -> None:
+        self._wanted = max(self.wanting.values(), default=0)
+        self.gateway.hub.remote_interest = self._wanted
+
     def _tell_interest(self) -> None:
         """(The hub, when a connection here starts reading more.) Tell the other nodes at
-        once if this node now needs every run's frames; a drop is told at the next
+        once if this node now needs more of their runs; a drop is told at the next
         refresh."""
-        if not self._told and self.gateway.hub.wants_remote:
-            self._tell(True)
+        if self.gateway.hub.interest > self._told:
+            self._tell(self.gateway.hub.interest)
 
-    def _tell(self, on: bool) -> None:
-        self._told = on
-        self._to_all({"t": "want", "from": self.node_id, "on": on})
+    def _tell(self, interest: int) -> None:
+        self._told = interest
+        self._to_all({"t": "want", "from": self.node_id, "on": interest})
 
     def tell_all(self, note: dict[str, Any]) -> None:
         """Send every other node a notice (`RouterHost.on_note` there): what happened here
@@ -641,10 +654,10 @@ class Router(SessionLeases):
         for fwd in list(self._forwards.values()):
             if fwd.node not in alive:
                 fwd.poke()
-        self.wanting &= alive
-        self.gateway.hub.remote_watch = bool(self.wanting)
-        if self._told != self.gateway.hub.wants_remote:
-            self._tell(not self._told)
+        self.wanting = {n: v for n, v in self.wanting.items() if n in alive}
+        self._set_wanted()
+        if self._told != self.gateway.hub.interest:
+            self._tell(self.gateway.hub.interest)
 
     async def _run_feeds(self) -> None:
         """Follow this node's inbox and the other nodes' event feeds until cancelled."""
@@ -683,7 +696,7 @@ class Router(SessionLeases):
             "outboxBytes": self.outbox.queued_bytes,
             "eventFramesDropped": self.outbox.dropped_frames,
             "liveNodes": sorted(self.alive),
-            "nodesReadingAll": sorted(self.wanting),
+            "nodesReadingAll": sorted(n for n, v in self.wanting.items() if v >= READS_RUNS),
         }
 
 
@@ -694,3 +707,11 @@ def _started_ms(record: bytes) -> int | None:
     except (msgspec.DecodeError, AttributeError):
         return None
     return value if isinstance(value, int) else None
+
+
+def _interest(value: object) -> int:
+    """A `want` message's interest (`True` as `READS_RUNS`: what a node that knew one
+    level sent)."""
+    if value is True:
+        return READS_RUNS
+    return value if isinstance(value, int) and READS_CHANGES <= value <= READS_RUNS else 0

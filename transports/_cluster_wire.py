@@ -168,6 +168,8 @@ class Outbox:
     channels: Channels
     max_bytes: int = MAX_OUTBOX_BYTES
     queued_bytes: int = 0
+    frames_queued: int = 0
+    """Event frames queued for this node's feed, all told."""
     dropped_frames: int = 0
     send_errors: int = 0
     _queues: dict[str, list[bytes]] = attrs.field(factory=dict)
@@ -199,6 +201,7 @@ class Outbox:
         shared = None if public is None else (b"" if public is frame else public)
         self._frames.append((kind, run_id, key, frame, shared))
         self._frame_bytes += size
+        self.frames_queued += 1
         self._wake.set()
 
     def _take(self) -> dict[str, list[bytes]]:

@@ -333,6 +333,35 @@ async def test_watchers_and_session_list_subscribers_on_the_other_node(
             assert_gap_free(run_events(events, "w1"))
 
 
+async def test_a_session_list_subscriber_gets_the_changes_not_every_runs_frames(
+    tmp_path: Path, pg_url: str
+) -> None:
+    """A session-list subscriber with session-scoped events needs `sessions.changed`
+    from the other nodes, not their runs' frames: they sent every run's frames to the
+    feed for it."""
+    with trio.fail_after(60):
+        async with two_nodes(tmp_path, pg_url) as nodes:
+            a, b = nodes
+            assert a.gw.router is not None and b.gw.node is not None
+            router, b_id = a.gw.router, b.gw.node.node_id
+            events, on_event = recorder_events()
+            async with scoped_pair(nodes, on_event) as (ca, cb):
+                await wait_for(lambda: both_know(nodes), "a and b know each other", timeout_s=5)
+                await cb.request("sessions.subscribe", {})
+                await wait_for(lambda: b_id in router.wanting, "a knows b lists", timeout_s=5)
+                before = router.outbox.frames_queued
+                params = {"sessionKey": "listed", "message": "hi [[deltas:20]]"}
+                await ca.request("agent", {**params, "idempotencyKey": "l1"}, expect_final=True)
+                await wait_for(
+                    lambda: any(e == "sessions.changed" for e, _p, _s in events),
+                    "a sessions.changed on b",
+                    timeout_s=5,
+                )
+            relayed = router.outbox.frames_queued - before
+            assert 0 < relayed < 10, relayed  # the run's 22 agent frames and chat stayed home
+            assert not any(e in ("agent", "chat") for e, _p, _s in events)
+
+
 async def test_a_cancelled_request_still_ends_its_claim(tmp_path: Path, pg_url: str) -> None:
     """`cancel` for an `agent` request aborts its run; the run's claim gets its final all
     the same (a claim left open would be reported interrupted if the node died later)."""
