@@ -285,8 +285,9 @@ class Supervisor:
         return self._sessions.get(key)
 
     def drop_session(self, key: str) -> SessionActor | None:
-        """Forget the actor of `key` without touching what is stored (its node lost the
-        session's lease: another node serves it now). The caller aborts its runs."""
+        """Forget the actor of `key` without touching what is stored (in a cluster: this
+        node lost the session's lease, or gives an idle session up to another node). The
+        caller aborts its runs, if it has any."""
         return self._sessions.pop(key, None)
 
     def sessions(self) -> list[SessionActor]:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from transports import GatewayClient
+
 Events = list[tuple[str, Any, int | None]]
 
 
@@ -28,3 +30,11 @@ def terminal_events(events: Events, run_id: str) -> list[dict[str, Any]]:
     return [
         p for p in run_events(events, run_id, "lifecycle") if p["data"]["phase"] in ("end", "error")
     ]
+
+
+async def next_event(client: GatewayClient, name: str) -> dict[str, Any]:
+    """The payload of the next `name` event `client` receives (from its `events`)."""
+    async for event, payload, _seq in client.events:
+        if event == name:
+            return dict(payload)
+    raise AssertionError(f"connection closed before {name}")

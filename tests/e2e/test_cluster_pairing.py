@@ -19,6 +19,7 @@ from runtime.model._config import Config
 from tests.actors._cluster_nodes import REDIS_URL, drop_prefix, redis_or_skip
 from tests.actors._databases import pg_url
 from tests.conftest import gateway_url, local_config, open_client, running_gateway
+from tests.e2e._events import next_event
 from transports import GatewayAuthError, GatewayClient, open_gateway_client
 from transports._gateway import Gateway
 
@@ -101,13 +102,6 @@ async def test_a_device_approved_through_one_node_connects_to_another(
             assert not (tmp_path / "a" / "state" / "devices" / "pairing.json").exists()
 
 
-async def _next_event(client: GatewayClient, name: str) -> dict[str, object]:
-    async for event, payload, _seq in client.events:
-        if event == name:
-            return dict(payload)
-    raise AssertionError(f"connection closed before {name}")
-
-
 async def test_pairing_events_and_a_removal_reach_every_node(tmp_path: Path, pg_url: str) -> None:
     """An operator on node B sees the pairing events of a device asking on node A, and
     removing the device through B closes its connection on A (the connections of a device
@@ -119,12 +113,12 @@ async def test_pairing_events_and_a_removal_reach_every_node(tmp_path: Path, pg_
                 async with remote_device(a, device):
                     pass
             request_id = asked.value.details["requestId"]
-            requested = await _next_event(admin, "device.pair.requested")
+            requested = await next_event(admin, "device.pair.requested")
             assert requested["requestId"] == request_id
             assert requested["deviceId"] == device.device_id
             async with open_client(a) as admin_a:
                 await admin_a.request("device.pair.approve", {"requestId": request_id})
-            resolved = await _next_event(admin, "device.pair.resolved")
+            resolved = await next_event(admin, "device.pair.resolved")
             assert resolved["requestId"] == request_id and resolved["decision"] == "approved"
             async with remote_device(a, device) as paired:
                 removed = await admin.request("device.pair.remove", {"deviceId": device.device_id})

@@ -15,9 +15,9 @@ import trio
 
 from tests.actors._databases import pg_url
 from tests.conftest import open_client
+from tests.e2e._events import next_event
 from tests.e2e._webhook_server import webhook_server
 from tests.e2e.test_cluster_nodes import ADMIN, Node, agent_job, holders, two_nodes, wait_for
-from transports import GatewayClient
 
 __all__ = ["pg_url"]  # the fixture, used by name
 
@@ -34,13 +34,6 @@ async def _cron_nodes(nodes: list[Node]) -> tuple[Node, Node]:
     [owner] = holders(nodes, "cron")
     [other] = [n for n in nodes if n is not owner]
     return owner, other
-
-
-async def _event(client: GatewayClient, name: str) -> dict[str, Any]:
-    async for event, payload, _seq in client.events:
-        if event == name:
-            return dict(payload)
-    raise AssertionError(f"connection closed before {name}")
 
 
 def _text(content: Any) -> str:
@@ -61,13 +54,13 @@ async def test_cron_methods_and_events_on_the_node_not_running_cron(
             async with open_client(other.gw, scopes=ADMIN) as client:
                 assert (await client.request("cron.list", {}))["jobs"] == []
                 job = await client.request("cron.add", agent_job(3_600_000))
-                added = await _event(client, "cron")  # emitted by the owner, seen here
+                added = await next_event(client, "cron")  # emitted by the owner, seen here
                 assert added["action"] == "added" and added["jobId"] == job["id"]
                 assert owner.gw.cron is not None and job["id"] in owner.gw.cron.jobs
                 listed = await client.request("cron.list", {})
                 assert [j["id"] for j in listed["jobs"]] == [job["id"]]
                 await client.request("cron.run", {"id": job["id"], "mode": "force"})
-                while (await _event(client, "cron")).get("action") != "finished":
+                while (await next_event(client, "cron")).get("action") != "finished":
                     pass
                 runs = await client.request("cron.runs", {"id": job["id"]})
                 assert [e["status"] for e in runs["entries"]] == ["ok"]
@@ -169,7 +162,7 @@ async def test_a_cron_run_in_a_session_another_node_owns_moves_the_session(
                 job = agent_job(3_600_000) | {"sessionTarget": "session:cron-shared"}
                 added = await client.request("cron.add", job)
                 await client.request("cron.run", {"id": added["id"], "mode": "force"})
-                while (finished := await _event(client, "cron")).get("action") != "finished":
+                while (finished := await next_event(client, "cron")).get("action") != "finished":
                     pass
                 assert finished["status"] == "ok", finished
                 assert key in cron_node.gw.router.held and key not in other.gw.router.held
