@@ -6,8 +6,9 @@
 - `EventHub`, `Subscriber`: per-run seq, encode once, bounded fan-out.
 - `Store` (`open_store`, `open_store_backend`): the one owner of the database, on a
   `StoreBackend`: `SqliteBackend` (the default) or `PostgresBackend` (`storage.backend`);
-  `open_pairing`: the device pairing store beside it (the state dir's file, or with
-  PostgreSQL the cluster's `PostgresDocument`, a `runtime.devices.SharedDocument`);
+  `open_pairing`, `open_prefs`: the device pairing store and the Control UI's user
+  preferences beside it (the state dir's files, or with PostgreSQL the cluster's
+  `PostgresDocument`s, each a `runtime.devices.SharedDocument`);
   `Fence`: a session key and its lease's fencing token, carried by durable writes.
 - `CronScheduler` (`open_cron`), `CronStore`/`SqliteCronStore`, `FiringLease`/`LocalLease`:
   scheduled runs; `deliver_webhook`, `WebhookSettings`: signed webhooks when a run ends.
@@ -120,6 +121,7 @@ from ._sqlite import SqliteBackend as SqliteBackend
 from ._store import Store as Store
 from ._store import open_store as open_store
 from ._store_config import open_pairing as open_pairing
+from ._store_config import open_prefs as open_prefs
 from ._store_config import open_store_backend as open_store_backend
 from ._store_config import store_backend as store_backend
 from ._store_ops import Fence as Fence
@@ -218,6 +220,7 @@ __all__ = [
     "open_cron",
     "open_local_cluster",
     "open_pairing",
+    "open_prefs",
     "open_redis_cluster",
     "open_store",
     "open_store_backend",

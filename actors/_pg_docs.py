@@ -33,9 +33,10 @@ from runtime.devices import DocumentVersion
 
 from ._pg import server_location
 
-__all__ = ["LOCK_TIMEOUT_MS", "PAIRING_DOCUMENT", "PostgresDocument"]
+__all__ = ["LOCK_TIMEOUT_MS", "PAIRING_DOCUMENT", "PREFS_DOCUMENT", "PostgresDocument"]
 
 PAIRING_DOCUMENT: Final = "devices/pairing"
+PREFS_DOCUMENT: Final = "users/prefs"
 LOCK_TIMEOUT_MS: Final = 5_000
 _CONNECT_TIMEOUT_S: Final = 5
 

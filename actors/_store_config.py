@@ -1,12 +1,14 @@
 """The store the config asks for: `storage.backend` (`sqlite`, the default: the state dir's
 `clawlane.sqlite`; `postgres`: `storage.postgres.url`), opened as `actors._store.Store`;
-and the device pairing store beside it (`open_pairing`: the state dir's pairing file, or
-with `postgres` the cluster's pairing document in that database).
+and the documents beside it, the state dir's files or with `postgres` the cluster's
+documents in that database: the device pairing store (`open_pairing`) and the Control UI's
+user preferences (`open_prefs`).
 
 The backend is chosen at start (a config reload does not move the data). Errors: a
 `StoreError` from `open_store_backend` when the database cannot be opened, in one line
 naming the file or server (a PostgreSQL server that cannot be reached, an unsupported
-schema); a `PairingStoreError` from `open_pairing` when the pairing store cannot be read;
+schema); a `PairingStoreError` from `open_pairing` when the pairing store cannot be read
+(a `UserPrefsError` from `open_prefs`);
 `storage.backend` and `storage.postgres.url` themselves are checked when the config is
 parsed (`runtime.model.ConfigError` naming the key).
 """
@@ -22,15 +24,16 @@ import trio
 
 from runtime.devices import PairingStore, open_pairing_store
 from runtime.model import Config
+from runtime.users import UserPrefs, open_user_prefs
 
 from ._errors import StoreError
 from ._pg import PostgresBackend
-from ._pg_docs import PostgresDocument
+from ._pg_docs import PAIRING_DOCUMENT, PREFS_DOCUMENT, PostgresDocument
 from ._sqlite import SqliteBackend
 from ._store import DEFAULT_BATCH_MAX, DEFAULT_QUEUE_MAX, Store, open_store
 from ._store_ops import StoreBackend
 
-__all__ = ["SQLITE_FILENAME", "open_pairing", "open_store_backend", "store_backend"]
+__all__ = ["SQLITE_FILENAME", "open_pairing", "open_prefs", "open_store_backend", "store_backend"]
 
 SQLITE_FILENAME: Final = "clawlane.sqlite"
 
@@ -71,13 +74,32 @@ async def open_pairing(config: Config, state_dir: Path) -> AsyncIterator[Pairing
     gateway joined a cluster are kept (the first node to start seeds it; other nodes' files
     are not read). Open it after the store (whose migrations make its table). A checkpoint;
     raises `PairingStoreError` in one line naming the file or the document."""
+    async with _cluster_document(config, PAIRING_DOCUMENT) as document:
+        yield await open_pairing_store(state_dir, document)
+
+
+@asynccontextmanager
+async def open_prefs(config: Config, state_dir: Path) -> AsyncIterator[UserPrefs]:
+    """The Control UI's user preferences for `config.storage`: the state dir's
+    `users/prefs.json`, or with `postgres` the document `users/prefs` in that database
+    (every node shares it; a file kept from before the gateway joined a cluster is not
+    taken in). Open it after the store. A checkpoint; raises `UserPrefsError` in one line
+    naming the file or the document."""
+    async with _cluster_document(config, PREFS_DOCUMENT) as document:
+        yield await open_user_prefs(state_dir, document)
+
+
+@asynccontextmanager
+async def _cluster_document(config: Config, name: str) -> AsyncIterator[PostgresDocument | None]:
+    """With `storage.backend: "postgres"`, the document `name` in that database, closed
+    at the end; otherwise None (the state dir's file)."""
     url = config.storage.postgres.url
     if config.storage.backend != "postgres" or not url:
-        yield await open_pairing_store(state_dir)
+        yield None
         return
-    document = PostgresDocument(url)
+    document = PostgresDocument(url, name)
     try:
-        yield await open_pairing_store(state_dir, document)
+        yield document
     finally:
         with trio.CancelScope(shield=True):
             await trio.to_thread.run_sync(document.close)

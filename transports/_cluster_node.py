@@ -48,6 +48,7 @@ from runtime.model import (
 )
 
 from ._cluster_route import Router, RouterHost
+from ._presence import Presence
 
 __all__ = ["ClusterNode", "GenerationSync", "node_id_for", "open_node", "start_node"]
 
@@ -64,6 +65,7 @@ VIEW_TIMEOUT_S: Final = 2.0
 class _Loaded(RouterHost, Protocol):
     cron: Any
     router: Router | None
+    presence_list: Presence
 
     @property
     def registry(self) -> RunRegistry: ...
@@ -338,5 +340,7 @@ async def start_node(
         gateway, node.cluster, ttl_s=node.ttl_s, started_ms=node.started_ms
     )
     node.router = router
+    gateway.presence_list.node_id = node.node_id
     await router.start(nursery)
+    nursery.start_soon(gateway.presence_list.run_telling, router.tell_all)
     nursery.start_soon(node.single_owner, "reaper", router.reaper.run)

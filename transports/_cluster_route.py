@@ -609,6 +609,7 @@ class Router(SessionLeases):
         self._set_wanted()
         if hello:  # a new node: tell it what this one needs
             self.send(node, {"t": "want", "from": self.node_id, "on": self._told})
+            self.gateway.on_node(node, "hello")
 
     def _set_wanted(self) -> None:
         self._wanted = max(self.wanting.values(), default=0)
@@ -625,6 +626,10 @@ class Router(SessionLeases):
         self._told = interest
         self._to_all({"t": "want", "from": self.node_id, "on": interest})
 
+    def tell(self, node: str, note: dict[str, Any]) -> None:
+        """Send one node a notice (as `tell_all`)."""
+        self.send(node, {**note, "t": "note", "from": self.node_id})
+
     def tell_all(self, note: dict[str, Any]) -> None:
         """Send every other node a notice (`RouterHost.on_note` there): what happened here
         that their connections must see (a device's pairing events, its removal)."""
@@ -639,11 +644,14 @@ class Router(SessionLeases):
         alive = set(records) | {self.node_id}
         for node, record in records.items():
             self._incarnation(node, _started_ms(record))
-        for node in alive - self.alive:
-            log.info("node %s: node %s joined", self.node_id, node)
-        for node in self.alive - alive:
-            log.warning("node %s: node %s is gone", self.node_id, node)
+        joined, gone = alive - self.alive, self.alive - alive
         self.alive = alive
+        for node in joined:
+            log.info("node %s: node %s joined", self.node_id, node)
+            self.gateway.on_node(node, "joined")
+        for node in gone:
+            log.warning("node %s: node %s is gone", self.node_id, node)
+            self.gateway.on_node(node, "gone")
         for node in alive - {self.node_id}:
             channel = events_channel(node)
             if channel not in self._cursors:

@@ -262,7 +262,10 @@ class RouterHost(Protocol):
         """This node's cron scheduler while it runs cron, else None."""
 
     def on_note(self, note: dict[str, Any]) -> None:
-        """A notice another node sent every node (`Router.tell_all`)."""
+        """A notice another node sent every node (`Router.tell_all`) or this one."""
+
+    def on_node(self, node: str, how: str) -> None:
+        """A node `joined` (first seen), said `hello` (its process started) or is `gone`."""
 
 
 class Caller(Protocol):

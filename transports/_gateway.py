@@ -11,9 +11,7 @@ from __future__ import annotations
 import itertools
 import logging
 import os
-import platform
 import signal
-import socket
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -60,6 +58,7 @@ from runtime.protocol import (
     TICK_INTERVAL_MS,
 )
 from runtime.sessions import DEFAULT_MAIN_KEY
+from runtime.users import UserPrefs
 
 from ._admission import (
     DEFAULT_MAX_PREAUTH_PER_ADDRESS,
@@ -88,7 +87,8 @@ from ._http import (
 from ._http_routes import HttpRoutes, load_dashboard
 from ._metrics import HttpCounters
 from ._origins import ORIGIN_NOT_ALLOWED_MESSAGE, check_origin
-from ._startup import open_gateway_pairing, tune_gc
+from ._presence import PRESENCE_MODES, Presence
+from ._startup import open_gateway_documents, tune_gc
 from ._state_lock import open_listeners, own_state_dir
 from ._ws import CLOSE_GOING_AWAY, CLOSE_POLICY, WebSocketServerConnection
 from .methods import Methods, Sampler, health_view, restore_idempotency
@@ -102,8 +102,6 @@ HEAD_TOO_LARGE: Final = (
 
 VERSION: Final = "0.1.0"
 HEALTH_INTERVAL_MS: Final = 60_000
-PRESENCE_MODES: Final = frozenset({"webchat", "ui"})
-"""Clients that appear in presence (the UIs; one-shot CLI calls and backends do not)."""
 CAPABILITIES: Final = (
     # OpenClaw's capability names for what clawlane does as OpenClaw's gateway does (issue 17):
     "published-model-catalog",  # models.list answers from the published generation
@@ -163,6 +161,7 @@ class Gateway:
         config_path: Path | None,
         max_buffered_bytes: int = MAX_BUFFERED_BYTES,
         pairing: PairingStore | None = None,
+        prefs: UserPrefs | None = None,
         max_preauth_per_address: int = DEFAULT_MAX_PREAUTH_PER_ADDRESS,
         remote_peer_addresses: frozenset[str] = frozenset(),
     ) -> None:
@@ -218,9 +217,9 @@ class Gateway:
         self.http_sockets = 0
         self.http_routes: HttpRoutes | None = None  # set by open_gateway (reads files)
         self.sampler = Sampler(self)
-        self.user_prefs: dict[str, Any] = {}
-        """The Control UI's `users.prefs.*` (one owner per gateway; in memory)."""
-        self.presence_version = 0
+        self.user_prefs = prefs or UserPrefs.in_state_dir(state_dir)
+        """The Control UI's `users.prefs.*` (the state dir's file, or the cluster's)."""
+        self.presence_list = Presence(self.hub, self.connections, VERSION)
         self.health_version = 0
         self.log_ring: LogRing = install_log_ring(
             file=Path(config.logging.file).expanduser() if config.logging.file else None,
@@ -287,7 +286,13 @@ class Gateway:
             self.router.tell_all({"pairing": event, "payload": payload})
 
     def connected_device_ids(self) -> set[str]:
-        return {c.device_id for c in self.connections.values() if c.device_id}
+        return self.presence_list.device_ids()  # here, and on the other nodes
+
+    def prefs_changed(self, entries: dict[str, Any], *, here: bool = False) -> None:
+        """`users.prefs.changed` to every connection, on every node (`here`: this one)."""
+        self.hub.broadcast("users.prefs.changed", {"entries": entries})
+        if self.router is not None and not here:
+            self.router.tell_all({"prefs": entries})
 
     def disconnect_device(
         self, device_id: str, reason: str, *, role: str | None = None, here: bool = False
@@ -300,12 +305,21 @@ class Gateway:
         if self.router is not None and not here:
             self.router.tell_all({"disconnect": device_id, "reason": reason, "role": role})
 
+    def on_node(self, node: str, how: str) -> None:
+        """(The router.) A node `joined`, said `hello` (started again) or is `gone`."""
+        if self.router is not None:
+            self.presence_list.on_node(node, how, self.router.tell)
+
     def on_note(self, note: dict[str, Any]) -> None:
         """(The router.) What another node did that this node's connections must see."""
         if "cron" in note:
             self.emit_cron(dict(note["cron"]), here=True)
         elif "pairing" in note:
             self.pairing_event(str(note["pairing"]), dict(note["payload"]), here=True)
+        elif "presence" in note:
+            self.presence_list.on_part(str(note["from"]), note)
+        elif "prefs" in note:
+            self.prefs_changed(dict(note["prefs"]), here=True)
         elif "disconnect" in note:
             role = note.get("role")
             self.disconnect_device(
@@ -329,7 +343,7 @@ class Gateway:
             "snapshot": {
                 "presence": self.presence(),
                 "health": {"ok": True, "ts": int(time.time() * 1000)},
-                "stateVersion": {"presence": self.presence_version, "health": 0},
+                "stateVersion": {"presence": self.presence_list.version, "health": 0},
                 "uptimeMs": int((time.time() - self.started) * 1000),
                 "stateDir": str(self.state_dir),
                 **({"configPath": str(self.config_path)} if self.config_path else {}),
@@ -354,8 +368,8 @@ class Gateway:
     def attach(self, conn: ClientConnection) -> None:
         self.connections[conn.conn_id] = conn
         self.hub.attach(conn, scoped=conn.scoped, can_read=conn.has_scope("operator.read"))
-        if conn.client_mode in PRESENCE_MODES:
-            self._presence_changed()
+        if conn.client_mode in PRESENCE_MODES or conn.device_id:
+            self.presence_list.changed(shown=conn.client_mode in PRESENCE_MODES)
         log_connection_opened(conn)
 
     async def cluster_view(self) -> dict[str, Any] | None:  # the nodes (issue 16)
@@ -379,45 +393,15 @@ class Gateway:
             self.slow_consumer_closes += 1
         known = self.connections.pop(conn.conn_id, None)
         self.hub.detach(conn)
-        if known is not None and self.accepting and conn.client_mode in PRESENCE_MODES:
-            self._presence_changed()
+        shown = conn.client_mode in PRESENCE_MODES
+        if known is not None and self.accepting and (shown or conn.device_id):
+            self.presence_list.changed(shown=shown)
         if not self.connections:
             self._all_closed.set()
 
     def presence(self) -> list[dict[str, Any]]:
-        """OpenClaw's presence list: the gateway itself, then each connected client."""
-        now = int(time.time() * 1000)
-        entries: list[dict[str, Any]] = [
-            {
-                "host": socket.gethostname(),
-                "version": VERSION,
-                "platform": platform.system().lower(),
-                "mode": "gateway",
-                "reason": "self",
-                "text": f"Gateway: {socket.gethostname()} · clawlane {VERSION} · mode gateway",
-                "ts": now,
-            }
-        ]
-        shown = [c for c in self.connections.values() if c.client_mode in PRESENCE_MODES]
-        for conn in shown[:200]:
-            entry: dict[str, Any] = {
-                "mode": conn.client_mode or "cli",
-                "reason": "connect",
-                "ts": now,
-            }
-            if conn.client_id:
-                entry["deviceFamily"] = conn.client_id
-            if conn.instance_id:
-                entry["instanceId"] = conn.instance_id
-            if conn.scopes:
-                entry["scopes"] = sorted(conn.scopes)
-                entry["roles"] = [conn.role]
-            entries.append(entry)
-        return entries
-
-    def _presence_changed(self) -> None:
-        self.presence_version += 1
-        self.hub.broadcast("presence", {"presence": self.presence()}, readers_only=True)
+        """OpenClaw's presence list (`_presence`)."""
+        return self.presence_list.entries()
 
     async def wait_all_closed(self) -> None:
         """Wait until no connection is left (after `close_all`). A checkpoint."""
@@ -573,14 +557,14 @@ async def open_gateway(config: Config, options: GatewayOptions) -> AsyncIterator
         own_state_dir(options.state_dir, options.worker_index),  # one gateway per state dir
         open_node(config) as node,  # with cluster.redis.url: this node (issue 16)
         open_store_backend(config, options.state_dir) as store,  # SQLite or PostgreSQL
-        open_gateway_pairing(config, options.state_dir) as pairing,  # the file, or the PG's
+        open_gateway_documents(config, options.state_dir) as (pairing, prefs),  # files, or PG's
         open_supervisor(
             generation=generation, store=store, workspace_root=options.state_dir / "workspaces"
         ) as supervisor,
     ):
         del generation  # the supervisor holds the serving one; a pinned one never retires
         gateway = await _make_gateway(config, options, supervisor, auth, pairing)
-        gateway.node = node
+        gateway.node, gateway.user_prefs = node, prefs
         hooks = supervisor.hooks
         async with trio.open_nursery() as nursery:
             await _start_services(gateway, nursery, builder, store, options)

@@ -12,8 +12,9 @@ Exit codes of `clawlane gateway` (the whole CLI's table is in `_cli`'s doc):
   logs the traceback).
 
 `check_state_dir` and `check_config_file` raise `StartupError` before anything starts;
-`open_gateway_pairing` opens the pairing store, a store it cannot read being a
-`GatewayConfigError` (the gateway refuses to start and names the file or document);
+`open_gateway_documents` opens the pairing store and the user preferences, one it cannot
+read being a `GatewayConfigError` (the gateway refuses to start and names the file or
+document);
 `explain_failure` maps an exception (possibly an exception group from trio's nurseries) to a
 `StartupError`, or returns None when it is not one of the known causes; `describe_failure`
 always gives one (an unknown cause is `EXIT_FAILED`, its traceback logged at debug level).
@@ -32,9 +33,10 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Final
 
-from actors import ClusterUnavailable, StoreError, open_pairing
+from actors import ClusterUnavailable, StoreError, open_pairing, open_prefs
 from runtime.devices import PairingStore, PairingStoreError
 from runtime.model import Config, ConfigError
+from runtime.users import UserPrefs, UserPrefsError
 
 from ._errors import GatewayConfigError, TransportError
 
@@ -47,7 +49,7 @@ __all__ = [
     "check_state_dir",
     "describe_failure",
     "explain_failure",
-    "open_gateway_pairing",
+    "open_gateway_documents",
     "tune_gc",
 ]
 
@@ -119,15 +121,19 @@ def check_config_file(path: Path, *, explicit: bool) -> None:
 
 
 @asynccontextmanager
-async def open_gateway_pairing(config: Config, state_dir: Path) -> AsyncIterator[PairingStore]:
-    """`actors.open_pairing` (the state dir's file, or the cluster's PostgreSQL document),
-    a store it cannot open raised as `GatewayConfigError` (errors from the body pass)."""
+async def open_gateway_documents(
+    config: Config, state_dir: Path
+) -> AsyncIterator[tuple[PairingStore, UserPrefs]]:
+    """`actors.open_pairing` and `actors.open_prefs` (the state dir's files, or the
+    cluster's PostgreSQL documents), one it cannot open raised as `GatewayConfigError`
+    (errors from the body pass)."""
     async with AsyncExitStack() as stack:
         try:
             pairing = await stack.enter_async_context(open_pairing(config, state_dir))
-        except PairingStoreError as exc:
+            prefs = await stack.enter_async_context(open_prefs(config, state_dir))
+        except (PairingStoreError, UserPrefsError) as exc:
             raise GatewayConfigError(str(exc)) from exc
-        yield pairing
+        yield pairing, prefs
 
 
 def _leaves(exc: BaseException) -> Iterator[BaseException]:

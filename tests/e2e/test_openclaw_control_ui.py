@@ -8,8 +8,10 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import pytest
 import trio
 
+from runtime.users import PREFS_RELATIVE_PATH
 from tests.conftest import local_config, running_gateway
 from tests.e2e._openclaw import (
     CONTROL_UI_CONNECT,
@@ -18,6 +20,7 @@ from tests.e2e._openclaw import (
     OpenClawClient,
     openclaw_client,
 )
+from transports._startup import explain_failure
 
 MAIN = "agent:main:main"
 
@@ -241,3 +244,33 @@ async def test_viewers_set_moves_the_session_message_stream(tmp_path: Path) -> N
                 "sessions.viewers.set", {"sessionKeys": [f"k{i}" for i in range(65)]}, ok=False
             )
             assert too_many["code"] == "INVALID_REQUEST"
+
+
+async def test_preferences_survive_a_restart_and_an_unreadable_file_is_named(
+    tmp_path: Path,
+) -> None:
+    """`users.prefs.set` is acknowledged once the state dir's file holds it: the next
+    gateway on that state dir reads it back (they used to live in memory only)."""
+    with trio.fail_after(30):
+        async with (
+            running_gateway(tmp_path, config()) as gw,
+            openclaw_client(gw, CONTROL_UI_CONNECT) as ui,
+        ):
+            entries = {"ui.theme": "dark", "ui.accent": "#336699"}
+            assert await ui.call("users.prefs.set", {"entries": entries}) == {"status": "ok"}
+            assert await ui.call("users.prefs.set", {"entries": {"ui.accent": None}}) == {
+                "status": "ok"
+            }
+        async with (
+            running_gateway(tmp_path, config()) as gw,
+            openclaw_client(gw, CONTROL_UI_CONNECT) as ui,
+        ):
+            got = await ui.call("users.prefs.get", {})
+            assert got == {"status": "ok", "entries": {"ui.theme": "dark"}}
+    prefs = tmp_path / "state" / PREFS_RELATIVE_PATH
+    prefs.write_text("{not json")
+    with pytest.raises(BaseException) as refused:
+        async with running_gateway(tmp_path, config()):
+            pass
+    explained = explain_failure(refused.value, host="127.0.0.1", port=0)
+    assert explained is not None and str(prefs) in str(explained)

@@ -43,6 +43,7 @@ from actors import (
 )
 from runtime.devices import PairingStore
 from runtime.protocol import GatewayError, RequestFrame
+from runtime.users import UserPrefs
 
 from .._auth import AuthSettings
 from .._ws import WebSocketServerConnection
@@ -145,8 +146,8 @@ class Host(Protocol):
     @property
     def connections(self) -> Mapping[str, Connected]: ...
     @property
-    def user_prefs(self) -> dict[str, Any]:
-        """The Control UI's `users.prefs.*` (in memory)."""
+    def user_prefs(self) -> UserPrefs:
+        """The Control UI's `users.prefs.*` (the state dir's file, or the cluster's)."""
         ...
 
     @property
@@ -164,7 +165,13 @@ class Host(Protocol):
         """`device.pair.*` to the operators holding `operator.pairing`."""
         ...
 
-    def connected_device_ids(self) -> set[str]: ...
+    def connected_device_ids(self) -> set[str]:
+        """The devices connected (to any node of a cluster)."""
+        ...
+
+    def prefs_changed(self, entries: dict[str, Any]) -> None:
+        """`users.prefs.changed` to every connection (of every node)."""
+        ...
 
     def disconnect_device(self, device_id: str, reason: str, *, role: str | None = None) -> None:
         """Close the connections of a device whose pairing or token went away."""

@@ -5,8 +5,7 @@ matches its own sends against, plus the session, its defaults and the chat metad
 `chat.metadata` (models and commands for the composer), the model picker's
 `models.authStatus`, and the panels the UI opens around a chat. Where clawlane has the data
 the answer is real (models, commands, the agent, the session, the host); where the feature
-does not exist (boards, projects, talk, tasks, companions, GitHub, pull requests, user
-preferences) the answer is the schema's empty value, so the UI shows an empty panel rather
+does not exist (boards, projects, talk, tasks, companions, GitHub, pull requests) the answer is the schema's empty value, so the UI shows an empty panel rather
 than an error. `cron.*` is the cron helper's.
 
 Shapes: the schema's `*Result` definitions where there is one, else what OpenClaw's gateway
@@ -15,10 +14,12 @@ answered (recorded from 2026.9.6).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
 import socket
 import time
+from collections.abc import Iterator
 from typing import Any, Final
 
 import msgspec
@@ -28,8 +29,10 @@ import trio
 from runtime.agent import commands_view
 from runtime.model import GenerationError
 from runtime.protocol import (
+    UNAVAILABLE,
     ChatHistoryParams,
     ChatMetadataParams,
+    GatewayError,
     ModelsAuthStatusParams,
     ProgressCardGetParams,
     SessionsBranchesListParams,
@@ -47,6 +50,7 @@ from runtime.protocol import (
     opt,
 )
 from runtime.sessions import MessageEntry
+from runtime.users import PrefsTooLarge, UserPrefsError
 
 from . import _sessions as sessions
 from ._context import Call, MethodTable
@@ -54,7 +58,6 @@ from ._submit import key_of, session_actor
 from ._views import catalog_view, defaults_view, session_view
 
 MAX_VIEWED_SESSIONS: Final = 64
-MAX_PREF_BYTES: Final = 64 * 1024
 
 
 class SessionKeysParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -337,35 +340,37 @@ async def system_presence(call: Call, params: dict[str, Any]) -> list[dict[str, 
     return call.gateway.presence()
 
 
-# --- user preferences (per gateway, in memory) ------------------------------------------------
+# --- user preferences (the state dir's file, or the cluster's document) -----------------------
 
 
 async def prefs_get(call: Call, params: UsersPrefsGetParams) -> dict[str, Any]:
-    prefs: dict[str, Any] = call.gateway.user_prefs
-    keys = opt(params.keys)
-    await trio.lowlevel.checkpoint()
-    entries = {k: v for k, v in prefs.items() if keys is None or k in keys}
+    with _prefs_errors():
+        entries = await call.gateway.user_prefs.get(opt(params.keys))
     return {"status": "ok", "entries": entries}
 
 
 async def prefs_set(call: Call, params: UsersPrefsSetParams) -> dict[str, Any]:
-    prefs: dict[str, Any] = call.gateway.user_prefs
     for name in (*params.entries, *(opt(params.expectedEntries) or {})):
         if not 1 <= len(name) <= 256:
             raise invalid_request("invalid users.prefs.set params: a key is 1 to 256 characters")
-    expected = opt(params.expectedEntries)
-    if expected is not None and any(prefs.get(k) != v for k, v in expected.items()):
-        await trio.lowlevel.checkpoint()
+    with _prefs_errors():
+        done = await call.gateway.user_prefs.set(params.entries, opt(params.expectedEntries))
+    if not done:
         return {"status": "conflict"}
-    merged = {**prefs, **params.entries}
-    merged = {k: v for k, v in merged.items() if v is not None}
-    if len(msgspec.json.encode(merged)) > MAX_PREF_BYTES:
-        raise invalid_request(f"users.prefs.set: preferences are limited to {MAX_PREF_BYTES} bytes")
-    prefs.clear()
-    prefs.update(merged)
-    call.gateway.hub.broadcast("users.prefs.changed", {"entries": dict(params.entries)})
-    await trio.lowlevel.checkpoint()
+    call.gateway.prefs_changed(dict(params.entries))
     return {"status": "ok"}
+
+
+@contextlib.contextmanager
+def _prefs_errors() -> Iterator[None]:
+    """The preferences' errors as the client's: too large is the request's fault; a
+    document that cannot be read or written is `UNAVAILABLE` (retryable)."""
+    try:
+        yield
+    except PrefsTooLarge as exc:
+        raise invalid_request(f"users.prefs.set: {exc}") from exc
+    except UserPrefsError as exc:
+        raise GatewayError(UNAVAILABLE, str(exc), retryable=True, retry_after_ms=1_000) from exc
 
 
 _EMPTY: Final[dict[str, Any]] = {
