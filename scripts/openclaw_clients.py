@@ -95,7 +95,8 @@ def cluster_config(workers: int) -> Iterator[dict[str, object]]:
                 text=True,
             ).stdout.split()
             for chunk in range(0, len(keys), 500):
-                subprocess.run(["redis-cli", "-u", REDIS_URL, "del", *keys[chunk : chunk + 500]])
+                command = ["redis-cli", "-u", REDIS_URL, "del", *keys[chunk : chunk + 500]]
+                subprocess.run(command, stdout=subprocess.DEVNULL)
 
 
 @contextlib.contextmanager

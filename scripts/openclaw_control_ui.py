@@ -19,6 +19,12 @@ Needs: `pip install playwright==1.65.2` (the dev extra), Debian's `chromium`
 (`--openclaw-dir`, default `~/.cache/openclaw-peer/node_modules/openclaw`).
 
     .venv/bin/python scripts/openclaw_control_ui.py [--openclaw-dir DIR] [--record FILE]
+        [--workers N]
+
+`--workers N` (N > 1) runs the gateway as a cluster of N processes on the one port (as
+`scripts/openclaw_clients.py --workers N` does: PostgreSQL and Redis on loopback); every
+page load is a new connection, landing on any worker, and the presence the UI is sent
+must list every worker's gateway (OpenClaw's Instances view).
 
 Exit status 0 when every check passed, 1 otherwise (each failed check is printed).
 """
@@ -40,6 +46,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from openclaw_clients import cluster_config
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_OPENCLAW = Path.home() / ".cache" / "openclaw-peer" / "node_modules" / "openclaw"
@@ -90,12 +98,15 @@ def static_server(root: Path) -> Iterator[int]:
 
 
 @contextlib.contextmanager
-def clawlane_gateway(state: Path, ui_origin: str) -> Iterator[int]:
+def clawlane_gateway(state: Path, ui_origin: str, workers: int) -> Iterator[int]:
     port = free_port()
     config = state / "clawlane.json"
+    cluster = contextlib.ExitStack()
+    extra = cluster.enter_context(cluster_config(workers))
     config.write_text(
         json.dumps(
             {
+                **extra,
                 "gateway": {
                     "auth": {"mode": "token", "token": TOKEN},
                     # The UI is served from another port: its origin must be allowed.
@@ -127,6 +138,8 @@ def clawlane_gateway(state: Path, ui_origin: str) -> Iterator[int]:
             str(config),
             "--state-dir",
             str(state / "state"),
+            "--workers",
+            str(workers),
         ],
         stdout=log,
         stderr=subprocess.STDOUT,
@@ -146,6 +159,7 @@ def clawlane_gateway(state: Path, ui_origin: str) -> Iterator[int]:
             proc.wait(10)
         if proc.poll() is None:
             proc.kill()
+        cluster.close()
 
 
 class Recorder:
@@ -175,6 +189,22 @@ class Recorder:
                     bad.append(f"{method}: {f.get('error')}")
         return bad
 
+    def gateways_in_presence(self) -> int:
+        """The most gateway entries in one presence list the UI was sent (hello-ok's
+        snapshot, a `presence` event, a `system-presence` answer)."""
+        most = 0
+        for d, f in self.frames:
+            payload = f.get("payload")
+            if d != "s2c" or not isinstance(payload, dict | list):
+                continue
+            if isinstance(payload, dict) and payload.get("type") == "hello-ok":
+                payload = payload["snapshot"]
+            entries = payload.get("presence") if isinstance(payload, dict) else payload
+            if isinstance(entries, list):
+                gateways = [e for e in entries if isinstance(e, dict) and e.get("reason") == "self"]
+                most = max(most, len(gateways))
+        return most
+
     def chat_states(self, since: int = 0) -> list[str]:
         return [
             f["payload"].get("state", "")
@@ -195,6 +225,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--chromium", default="/usr/bin/chromium")
     parser.add_argument("--record", type=Path, default=None)
     parser.add_argument("--shots", type=Path, default=None)
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="gateway processes (> 1: a cluster, as in openclaw_clients.py)",
+    )
     args = parser.parse_args(argv)
     ui_root = args.openclaw_dir / "dist" / "control-ui"
     if not (ui_root / "index.html").exists():
@@ -216,7 +252,7 @@ def main(argv: list[str] | None = None) -> int:
         rec = Recorder(args.record or work / "frames.jsonl")
         with (
             static_server(ui_root) as ui_port,
-            clawlane_gateway(work, f"http://127.0.0.1:{ui_port}") as gw_port,
+            clawlane_gateway(work, f"http://127.0.0.1:{ui_port}", args.workers) as gw_port,
             sync_playwright() as pw,
         ):
             browser = pw.chromium.launch(executable_path=args.chromium, args=["--no-sandbox"])
@@ -302,6 +338,8 @@ def main(argv: list[str] | None = None) -> int:
                 page.get_by_text("Delivery unconfirmed").count() == 0, "no 'Delivery unconfirmed'"
             )
             check(not rec.failures(mark), f"the reload's calls succeed {rec.failures(mark)[:5]}")
+            seen = rec.gateways_in_presence()
+            check(seen == args.workers, f"presence lists every worker's gateway ({seen})")
             browser.close()
         print(f"frames: {rec.out.name}; screenshots: {shots}")
     return 1 if failed else 0
