@@ -142,6 +142,10 @@ class EventHub:
         self._replay_bytes = 0
         self._trimmable: collections.deque[_RunStream] = collections.deque()
         """Finished runs whose replay buffers hold frames, in the order they finished."""
+        self._holding: collections.OrderedDict[str, _RunStream] = collections.OrderedDict()
+        """Active runs whose replay buffers hold frames, in the order they got their first
+        (again, after a trim emptied them): where `_trim_replay` takes from after the
+        finished runs, each step O(1) however many runs are active."""
         self._attached: dict[str, Subscriber] = {}
         self._broadcast: set[Subscriber] = set()
         self._watchers: dict[str, set[Subscriber]] = {}
@@ -286,6 +290,8 @@ class EventHub:
                 rs = _RunStream(run_id, session_key, session_id, agent_id)
                 rs.opened_ms = int(_time() * 1000)
             self._runs[run_id] = rs
+            if rs.replay:
+                self._holding[run_id] = rs
         rs.session_id = session_id or rs.session_id
         rs.agent_id = agent_id or rs.agent_id
         if owner is not None:
@@ -301,6 +307,7 @@ class EventHub:
         rs = self._runs.pop(run_id, None)
         if rs is None:
             return
+        self._holding.pop(run_id, None)
         if self.relay is not None:
             self.relay(RELAY_CLOSE, run_id, rs.session_key, b"", None)
         rs.ended = True
@@ -326,8 +333,8 @@ class EventHub:
 
     def _trim_replay(self) -> None:
         """Drop the oldest frames until the buffers fit `replay_max_bytes`: those of the runs
-        that finished longest ago first, then the oldest active runs' (the newest frames of
-        the newest run go last). Not a checkpoint."""
+        that finished longest ago first, then the active runs' in the order they came to
+        hold frames (the newest frames of the newest run go last). Not a checkpoint."""
         limit = self.replay_max_bytes
         trimmable = self._trimmable
         while trimmable and self._replay_bytes > limit:
@@ -336,13 +343,13 @@ class EventHub:
                 self._forget_oldest(rs)
             if not rs.replay:
                 trimmable.popleft()
-        if self._replay_bytes <= limit:
-            return
-        for rs in self._runs.values():
+        holding = self._holding
+        while holding and self._replay_bytes > limit:
+            rs = next(iter(holding.values()))
             while rs.replay and self._replay_bytes > limit:
                 self._forget_oldest(rs)
-            if self._replay_bytes <= limit:
-                return
+            if not rs.replay:
+                del holding[rs.run_id]
 
     def is_open(self, run_id: str) -> bool:
         """Whether the run's stream is open (`emit_agent` may be called)."""
@@ -388,6 +395,8 @@ class EventHub:
             size += len(public_frame)
         if len(rs.replay) == REPLAY_PER_RUN:
             self._forget_oldest(rs)  # the deque would drop it
+        elif not rs.replay:
+            self._holding[run_id] = rs
         rs.replay.append((rs.seq_all, 0 if is_tool else rs.seq_public, full_frame, public_frame))
         rs.replay_bytes += size
         self._replay_bytes += size

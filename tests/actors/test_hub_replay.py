@@ -52,3 +52,33 @@ def test_the_count_bounds_still_apply_and_the_byte_total_follows_them() -> None:
     assert hub.replay("long", 0, full=False) is None
     small = hub.statistics().replay_bytes
     assert small < stats.replay_bytes  # the forgotten runs' bytes were given back
+
+
+def _emit(hub: EventHub, run_id: str, frames: int) -> None:
+    for _ in range(frames):
+        hub.emit_agent(run_id, "assistant", {"delta": "x" * 900})  # frames of one size
+
+
+def _kept(hub: EventHub, run_id: str) -> int:
+    replay = hub.replay(run_id, 0, full=True)
+    assert replay is not None
+    return len(replay.frames)
+
+
+def test_active_runs_lose_their_oldest_frames_first_and_a_refilled_run_goes_last() -> None:
+    probe = EventHub()
+    probe.open_run("p", "agent:main:p")
+    _emit(probe, "p", 1)
+    frame = probe.statistics().replay_bytes
+    hub = EventHub(replay_max_bytes=int(7.5 * frame))  # 7 frames fit
+    for run_id in ("a", "b", "c"):
+        hub.open_run(run_id, "agent:main:k")
+    _emit(hub, "a", 3)
+    _emit(hub, "b", 3)
+    _emit(hub, "c", 1)
+    assert [_kept(hub, r) for r in "abc"] == [3, 3, 1]
+    _emit(hub, "c", 3)  # the oldest active run gives its frames first, down to none
+    assert [_kept(hub, r) for r in "abc"] == [0, 3, 4]
+    _emit(hub, "a", 1)  # a holds frames again: it goes last, b's older frame goes
+    assert [_kept(hub, r) for r in "abc"] == [1, 2, 4]
+    assert hub.statistics().replay_bytes <= 7.5 * frame
