@@ -82,8 +82,15 @@ DEFAULT_STREAM_TTL_S: Final = 600.0
 runs whose node died before the end: `DEFAULT_STREAM_IDLE_TTL_S`)."""
 DEFAULT_STREAM_IDLE_TTL_S: Final = 86_400.0
 DEFAULT_CHANNEL_MAXLEN: Final = 100_000
-"""Messages kept per channel (approximately, as for run streams)."""
-DEFAULT_CHANNEL_TTL_S: Final = 86_400.0
+"""Messages kept per channel at most (approximately, as for run streams)."""
+DEFAULT_CHANNEL_RETENTION_S: Final = 15.0
+"""How long a channel keeps a message: what its readers have not read by then is trimmed.
+Channels carry what nodes say to each other now (requests, answers, event frames), read
+within a second by a live node; one that has not read for three lease TTLs has lost its
+sessions anyway. With it the memory a channel takes is what its senders send in this
+time, whatever the count bound (which alone let 100,000 messages of up to megabytes each
+stay: a soak with `--workers 2` grew Redis by 300 MiB a minute)."""
+DEFAULT_CHANNEL_TTL_S: Final = 600.0
 """A channel nobody sends to for this long goes away (a node id not used again)."""
 RENEW_FRACTION: Final = 3
 """A held lease is renewed every `ttl / RENEW_FRACTION`."""
@@ -423,19 +430,25 @@ class ChannelMessage:
 
 class Channels(abc.ABC):
     """Bounded append-only channels of opaque messages (Redis streams). Nothing is
-    acknowledged or removed but by trimming (about `maxlen` kept a channel) and expiry
-    (`ttl_s` after the last send): a reader follows a channel from a cursor, and a reader
-    that falls further behind than `maxlen` misses what was trimmed. Messages of one
-    `send` stay together and in order. Checkpoints; `ClusterUnavailable`."""
+    acknowledged or removed but by trimming (at each send, the messages older than
+    `retention_s`, and past about `maxlen` a channel) and expiry (`ttl_s` after the last
+    send): a reader follows a channel from a cursor, and a reader that falls further behind
+    misses what was trimmed. Messages of one `send` stay together and in order.
+    Checkpoints; `ClusterUnavailable`."""
 
     START: Final = "0-0"
     """The cursor before the first message."""
 
     def __init__(
-        self, *, maxlen: int = DEFAULT_CHANNEL_MAXLEN, ttl_s: float = DEFAULT_CHANNEL_TTL_S
+        self,
+        *,
+        maxlen: int = DEFAULT_CHANNEL_MAXLEN,
+        ttl_s: float = DEFAULT_CHANNEL_TTL_S,
+        retention_s: float = DEFAULT_CHANNEL_RETENTION_S,
     ) -> None:
         self.maxlen = maxlen
         self.ttl_s = ttl_s
+        self.retention_s = retention_s
 
     @abc.abstractmethod
     async def send(self, channel: str, messages: Sequence[bytes]) -> None:

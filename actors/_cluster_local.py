@@ -334,20 +334,24 @@ class LocalNodeRecords(NodeRecords):
 
 
 class LocalChannels(Channels):
-    """In-process channels: a deque each, cursors are message numbers."""
+    """In-process channels: a deque each of (number, time sent, message); cursors are
+    message numbers."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self._channels: dict[str, collections.deque[tuple[int, bytes]]] = {}
+        self._channels: dict[str, collections.deque[tuple[int, float, bytes]]] = {}
         self._next = 0
         self._changed = trio.Event()
 
     async def send(self, channel: str, messages: Sequence[bytes]) -> None:
         await trio.lowlevel.checkpoint()
         queue = self._channels.setdefault(channel, collections.deque(maxlen=self.maxlen))
+        now = trio.current_time()
         for data in messages:
             self._next += 1
-            queue.append((self._next, data))
+            queue.append((self._next, now, data))
+        while queue and queue[0][1] < now - self.retention_s:
+            queue.popleft()
         self._changed.set()
         self._changed = trio.Event()
 
@@ -361,7 +365,7 @@ class LocalChannels(Channels):
         for channel, cursor in cursors.items():
             after = int(cursor.split("-", 1)[0])
             picked = [m for m in self._channels.get(channel, ()) if m[0] > after][:limit]
-            out.extend(ChannelMessage(channel, f"{n}-0", data) for n, data in picked)
+            out.extend(ChannelMessage(channel, f"{n}-0", data) for n, _t, data in picked)
         return out
 
     async def receive(

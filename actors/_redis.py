@@ -15,7 +15,9 @@ Keys, under the configured prefix `P` (`cluster.redis.keyPrefix`):
 - `P owned:<node>` the set of idempotency keys a node claimed and has not finished;
   `P owners` the set of node ids that have such a set.
 - `P chan:<name>` a channel (a stream, entry ids chosen by Redis, one field `d`), trimmed
-  with `MAXLEN ~`, expiring `ttl_s` after its last send.
+  at each send to the messages of the last `retention_s` (`XTRIM MINID`, by the server's
+  clock: entry ids are its milliseconds) and with `MAXLEN ~`, expiring `ttl_s` after its
+  last send.
 
 Errors: a connection that cannot be made or a reply that does not come is
 `ClusterUnavailable` (the client reconnects by itself on the next call: a dropped connection
@@ -206,11 +208,14 @@ end
 return out
 """
 _SEND: Final = """
-for i = 3, #ARGV do
+for i = 4, #ARGV do
   redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', 'd', ARGV[i])
 end
+local now = redis.call('TIME')
+local oldest = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000) - tonumber(ARGV[3])
+redis.call('XTRIM', KEYS[1], 'MINID', oldest)
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
-return #ARGV - 2
+return #ARGV - 3
 """
 _NODES: Final = """
 local out = {}
@@ -476,7 +481,8 @@ class RedisChannels(Channels):
     async def send(self, channel: str, messages: Sequence[bytes]) -> None:
         if not messages:
             return
-        args: list[int | bytes] = [self.maxlen, int(self.ttl_s * 1000), *messages]
+        ttl, retention = int(self.ttl_s * 1000), int(self.retention_s * 1000)
+        args: list[int | bytes] = [self.maxlen, ttl, retention, *messages]
         with _mapped("channel send"):
             await self._send(keys=[self._key(channel)], args=args)
 

@@ -38,6 +38,7 @@ import collections
 import contextlib
 import itertools
 import json
+import subprocess
 import sys
 import time
 from typing import Any, Final
@@ -45,6 +46,7 @@ from typing import Any, Final
 import attrs
 import psutil
 import trio
+from openclaw_clients import REDIS_URL, cluster_config
 
 from transports import (
     GatewayClientError,
@@ -260,15 +262,65 @@ def _ignore(event: str, payload: Any, seq: int | None) -> None:
     pass
 
 
-async def sample_rss(
-    pid: int, start: float, samples: list[tuple[float, int]], done: trio.Event
-) -> None:
-    proc = psutil.Process(pid)
-    while not done.is_set():
-        with contextlib.suppress(psutil.Error):
-            samples.append((trio.current_time() - start, proc.memory_info().rss))
-        with trio.move_on_after(1.0):
-            await done.wait()
+class Watch:
+    """The gateway's RSS every second: the process's, or with workers each worker's (the
+    parent's children, by pid: a worker started again is a new series) and their sum; with
+    a cluster, Redis's `used_memory` too."""
+
+    def __init__(self, pid: int, *, workers: int, redis: bool) -> None:
+        self.proc = psutil.Process(pid)
+        self.workers = workers
+        self.redis = redis
+        self.per_process: dict[int, list[tuple[float, int]]] = collections.defaultdict(list)
+        self.total: list[tuple[float, int]] = []
+        self.redis_used: list[tuple[float, int]] = []
+        self.done = trio.Event()
+
+    def serving(self) -> list[psutil.Process]:
+        return self.proc.children() if self.workers > 1 else [self.proc]
+
+    async def run(self, start: float) -> None:
+        while not self.done.is_set():
+            t = trio.current_time() - start
+            with contextlib.suppress(psutil.Error):
+                procs = {p.pid: p.memory_info().rss for p in self.serving()}
+                for pid, rss in procs.items():
+                    self.per_process[pid].append((t, rss))
+                if procs:
+                    self.total.append((t, sum(procs.values())))
+            if self.redis:
+                used = await trio.to_thread.run_sync(redis_used_memory)
+                if used is not None:
+                    self.redis_used.append((t, used))
+            with trio.move_on_after(1.0):
+                await self.done.wait()
+
+    def redis_report(self, warmup: float) -> dict[str, Any]:
+        if not self.redis:
+            return {}
+        slope = rss_slope(self.redis_used, after_s=warmup)
+        return {
+            "redis_used_mib_start": self.redis_used[0][1] / MIB if self.redis_used else None,
+            "redis_used_mib_end": self.redis_used[-1][1] / MIB if self.redis_used else None,
+            "redis_slope_mib_per_min": slope.mib_per_min if slope else None,
+        }
+
+
+def redis_used_memory() -> int | None:
+    """Redis's `used_memory` (bytes), None when `redis-cli` cannot tell."""
+    try:
+        out = subprocess.run(
+            ["redis-cli", "-u", REDIS_URL, "info", "memory"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+        ).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    for line in out.splitlines():
+        if line.startswith("used_memory:"):
+            return int(line.split(":", 1)[1])
+    return None
 
 
 def progress(samples: list[tuple[float, int]], total: float, tally: Tally) -> str:
@@ -282,29 +334,37 @@ def progress(samples: list[tuple[float, int]], total: float, tally: Tally) -> st
 
 async def soak(args: argparse.Namespace) -> dict[str, Any]:
     total = float(args.seconds)
-    async with spawn_gateway_process(max_concurrent=32) as (url, pid, token):
-        start = trio.current_time()
-        s = Soak(url=url, token=token, deadline=start + total)
-        samples: list[tuple[float, int]] = []
-        done = trio.Event()
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(sample_rss, pid, start, samples, done)
-            async with trio.open_nursery() as load:
-                for _ in range(2):
-                    load.start_soon(s.long_replies, args.reply_bytes, args.reply_piece)
-                load.start_soon(s.large_messages, args.message_bytes)
-                for _ in range(2):
-                    load.start_soon(s.slow_clients, 20.0)
-                load.start_soon(s.vanishing_clients)
-                while not s.over():
-                    if not args.json:
-                        print(progress(samples, total, s.tally), end="", file=sys.stderr)
-                    await trio.sleep(1)
-            done.set()
-        if not args.json:
-            print(file=sys.stderr)
+    with cluster_config(args.workers) as extra:
+        spawned = spawn_gateway_process(max_concurrent=32, config_extra=extra, workers=args.workers)
+        async with spawned as (url, pid, token):
+            start = trio.current_time()
+            s = Soak(url=url, token=token, deadline=start + total)
+            watch = Watch(pid, workers=args.workers, redis=bool(extra))
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(watch.run, start)
+                async with trio.open_nursery() as load:
+                    for _ in range(2):
+                        load.start_soon(s.long_replies, args.reply_bytes, args.reply_piece)
+                    load.start_soon(s.large_messages, args.message_bytes)
+                    for _ in range(2):
+                        load.start_soon(s.slow_clients, 20.0)
+                    load.start_soon(s.vanishing_clients)
+                    while not s.over():
+                        if not args.json:
+                            print(progress(watch.total, total, s.tally), end="", file=sys.stderr)
+                        await trio.sleep(1)
+                watch.done.set()
+            if not args.json:
+                print(file=sys.stderr)
+    return report(args, s, watch, total)
+
+
+def report(args: argparse.Namespace, s: Soak, watch: Watch, total: float) -> dict[str, Any]:
+    """The verdict and the figures: with workers, the one whose RSS grew fastest decides."""
     warmup = warmup_seconds(total)
-    slope = rss_slope(samples, after_s=warmup)
+    slopes = [rss_slope(series, after_s=warmup) for series in watch.per_process.values()]
+    slope = max(slopes, key=lambda x: -1e9 if x is None else x.mib_per_min, default=None)
+    samples = watch.total
     ran = s.tally.long_replies > 0 and s.tally.large_messages > 0
     passed, line = verdict(slope, args.bound)
     if not ran:
@@ -330,6 +390,9 @@ async def soak(args: argparse.Namespace) -> dict[str, Any]:
         "vanished_runs": s.tally.vanished_runs,
         "deleted_sessions": s.tally.deleted_sessions,
         "errors": dict(s.tally.errors),
+        "workers": args.workers,
+        "worker_slopes_mib_per_min": [x.mib_per_min if x else None for x in slopes],
+        **watch.redis_report(warmup),
     }
 
 
@@ -371,6 +434,13 @@ def main(argv: list[str] | None = None) -> int:
         default=2 * MIB,
         help="a large message's size (default 2 MiB)",
     )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="gateway processes (> 1: a cluster on PostgreSQL and Redis on loopback, "
+        "$CLAWLANE_PG_URL/$CLAWLANE_REDIS_URL; each worker's RSS is judged)",
+    )
     parser.add_argument("--json", action="store_true", help="the report as one JSON object")
     args = parser.parse_args(argv)
     if args.quick:
@@ -403,6 +473,8 @@ def main(argv: list[str] | None = None) -> int:
             "rss_end_mib",
             "rss_peak_mib",
             "errors",
+            *(["worker_slopes_mib_per_min"] if args.workers > 1 else []),
+            *(k for k in report if k.startswith("redis_")),
         ):
             value = report[name]
             print(f"{name:22} {value:.1f}" if isinstance(value, float) else f"{name:22} {value}")

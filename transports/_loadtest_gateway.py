@@ -16,8 +16,9 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import psutil
 import trio
@@ -108,10 +109,17 @@ async def _spawned_in_process(
 
 @contextlib.asynccontextmanager
 async def spawn_gateway_process(
-    *, max_concurrent: int, token: str | None = None, spawned_log: Path | None = None
+    *,
+    max_concurrent: int,
+    token: str | None = None,
+    spawned_log: Path | None = None,
+    config_extra: Mapping[str, Any] | None = None,
+    workers: int = 1,
 ) -> AsyncIterator[tuple[str, int, str | None]]:
     """Run `clawlane gateway` in a child process on a free loopback port: (url, pid, the
     token to connect with: `token`, else the one the child created in its state dir).
+    `config_extra`: more top-level config keys (a cluster's `storage`, `cluster`);
+    `workers` > 1: `--workers N` (the pid is the parent's, the workers its children).
 
     On exit the child gets SIGINT (a clean shutdown), then SIGKILL if it lingers; its log
     (stdout and stderr) is copied to `spawned_log` when given.
@@ -120,7 +128,8 @@ async def spawn_gateway_process(
         state = Path(tmp) / "state"
         state.mkdir()
         config = state / "clawlane.json"
-        config.write_text(json.dumps({"agents": {"defaults": {"maxConcurrent": max_concurrent}}}))
+        agents = {"defaults": {"maxConcurrent": max_concurrent}}
+        config.write_text(json.dumps({**(config_extra or {}), "agents": agents}))
         argv = [
             sys.executable,
             "-c",
@@ -135,6 +144,8 @@ async def spawn_gateway_process(
         ]
         if token:
             argv += ["--token", token]
+        if workers > 1:
+            argv += ["--workers", str(workers)]
         if os.environ.get("CLAWLANE_LOG_LEVEL", "").lower() != "debug":
             argv += ["--log-level", "info"]  # its startup line says where it listens
         log_path = Path(tmp) / "gateway.log"
@@ -143,7 +154,7 @@ async def spawn_gateway_process(
                 argv, stdout=log, stderr=log, stdin=subprocess.DEVNULL
             )
             try:
-                url = await _read_listening_url(proc, log_path, offset=0)
+                url = await _read_listening_url(proc, log_path, offset=0, all_workers=workers > 1)
                 from ._auth import read_token_file, token_path
 
                 yield url, proc.pid, token or read_token_file(token_path(state))
@@ -172,18 +183,20 @@ def _read_from(path: Path, offset: int) -> str:
 
 
 async def _read_listening_url(
-    proc: trio.Process, log_path: Path, *, offset: int | None = None
+    proc: trio.Process, log_path: Path, *, offset: int | None = None, all_workers: bool = False
 ) -> str:
-    """Wait (30 s at most) for the gateway's startup log line in `log_path` and return its
+    """Wait (30 s at most, 60 s for workers) for the gateway's startup log line in `log_path` and return its
     URL. Only what the file gains from `offset` on counts (default: its size now, for a
-    log file another gateway wrote to before)."""
+    log file another gateway wrote to before). `all_workers`: the line `--workers N` logs
+    once every worker listens."""
+    wanted = "clawlane gateway listening on ws://" if all_workers else "listening on ws://"
     start = offset if offset is not None else (await trio.Path(log_path).stat()).st_size
     text = ""
-    with trio.move_on_after(30):
+    with trio.move_on_after(60 if all_workers else 30):
         while True:
             text = await trio.to_thread.run_sync(_read_from, log_path, start)
             for line in text.splitlines():
-                if "listening on ws://" in line:
+                if wanted in line:
                     return line.split("listening on ", 1)[1].split()[0]
             if proc.poll() is not None:
                 break

@@ -374,6 +374,20 @@ async def test_channels_carry_messages_in_order_from_a_cursor(nodes: Nodes) -> N
         assert [m.data for m in got] == [b"three"]
 
 
+async def test_a_channel_keeps_what_was_sent_within_its_retention(nodes: Nodes) -> None:
+    """Messages older than `retention_s` are trimmed at the next send (Redis: by its own
+    clock), so a channel's memory is what was sent in that time, not a count of messages."""
+    with trio.fail_after(10):
+        a, b = nodes.all[:2]
+        a.channels.retention_s = 0.3
+        start = await b.channels.tail("inbox:r")
+        await a.channels.send("inbox:r", [b"old-1", b"old-2"])
+        await trio.sleep(0.5)  # past the retention, by the clock (nobody else to wait for)
+        await a.channels.send("inbox:r", [b"new"])
+        got = await b.channels.receive({"inbox:r": start}, timeout_s=1)
+        assert [m.data for m in got] == [b"new"]
+
+
 async def test_a_lapsed_lease_is_taken_again_only_if_nobody_took_it(nodes: Nodes) -> None:
     with trio.fail_after(10):
         a, b = nodes.all[:2]
