@@ -1,7 +1,8 @@
 """A node's idempotency claims (issue 16 items 4 and 7): sent in batches, and what
 becomes of those of a node that is gone.
 
-`ClaimBatch` sends this node's claims and finals to Redis together (see its docstring).
+`ClaimBatch` sends this node's claims and finals to Redis together (see its docstring);
+`FinalsBudget` bounds the bytes of the finals a node leaves there.
 
 The reaper: what becomes of the runs of a node that is gone.
 
@@ -19,6 +20,7 @@ under its id (a restarted worker) does the same for the runs it had claimed befo
 
 from __future__ import annotations
 
+import collections
 import logging
 import time
 from typing import Any, Final, Protocol
@@ -31,11 +33,20 @@ from actors import Claim, Claims, Cluster, ClusterError, StoreError, report_lost
 
 from ._cluster_wire import RETRY_S, ClaimFinal, ClaimNote, lost_reason
 
-__all__ = ["LOST_RUN_HORIZON_MS", "MAX_PENDING_FINALS", "ClaimBatch", "Reaper"]
+__all__ = [
+    "FINALS_MAX_BYTES",
+    "LOST_RUN_HORIZON_MS",
+    "MAX_PENDING_FINALS",
+    "ClaimBatch",
+    "FinalsBudget",
+    "Reaper",
+]
 
 log = logging.getLogger("clawlane.cluster")
 
 MAX_PENDING_FINALS: Final = 100_000
+FINALS_MAX_BYTES: Final = 32 * 1024 * 1024
+"""The finals one node stores in Redis within a claim TTL, their bytes all told."""
 LOST_RUN_HORIZON_MS: Final = 86_400_000
 """A lost run accepted longer ago than this is not looked for in the journal."""
 
@@ -130,6 +141,43 @@ class _Slot:
     claim: Claim | None = None
     error: ClusterError | None = None
     abandoned: bool = False
+
+
+@attrs.define
+class FinalsBudget:
+    """What the finals this node stores in claims may hold (each lives the claim TTL in
+    Redis): at most `max_bytes` handed over within any TTL. A final past it is stored
+    without its reply text (`without_payloads`), as the registry drops its oldest finals'
+    text past its own bound: a repeated key still answers `ok`, with no text, and never
+    runs again. So Redis holds at most this per node, whatever the replies' sizes."""
+
+    ttl_s: float
+    max_bytes: int = FINALS_MAX_BYTES
+    _kept: collections.deque[tuple[float, int]] = attrs.field(factory=collections.deque)
+    _bytes: int = 0
+
+    def admit(self, size: int) -> bool:
+        """Whether a final of `size` bytes fits now (counted when it does)."""
+        now = trio.current_time()
+        kept = self._kept
+        while kept and kept[0][0] <= now - self.ttl_s:
+            self._bytes -= kept.popleft()[1]
+        if self._bytes + size > self.max_bytes:
+            return False
+        kept.append((now, size))
+        self._bytes += size
+        return True
+
+
+def without_payloads(final: ClaimFinal) -> ClaimFinal:
+    """`final` with its reply text dropped (`meta.payloadsDropped: true`)."""
+    result: dict[str, Any] = final.result if isinstance(final.result, dict) else {}
+    meta = result.get("meta")
+    meta = (
+        {**meta, "payloadsDropped": True} if isinstance(meta, dict) else {"payloadsDropped": True}
+    )
+    kept = {**result, "payloads": [], "meta": meta}
+    return msgspec.structs.replace(final, result=kept)
 
 
 @attrs.define(eq=False)

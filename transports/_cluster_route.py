@@ -62,7 +62,7 @@ from actors import (
 from runtime.protocol import UNAVAILABLE, GatewayError, RequestFrame
 from runtime.sessions import SessionKeyError
 
-from ._cluster_claims import ClaimBatch, Reaper
+from ._cluster_claims import ClaimBatch, FinalsBudget, Reaper, without_payloads
 from ._cluster_leases import SessionLeases
 from ._cluster_wire import (
     Caller,
@@ -127,6 +127,7 @@ class Router(SessionLeases):
         sends carries it (`inc`), so other nodes tell its processes apart."""
         self.outbox = Outbox(cluster.channels)
         self.batch = ClaimBatch(cluster.claims, cluster.node_id, REFUSED)
+        self.finals_budget = FinalsBudget(cluster.claims.ttl_s)
         self.reaper = Reaper(self)
         self.forwarded = 0
         self.served = 0
@@ -303,7 +304,10 @@ class Router(SessionLeases):
             endedAt=record.ended_at,
             result=record.final if record.status != "error" else None,
         )
-        self.batch.finish(f"run:{record.run_id}", msgspec.json.encode(final))
+        data = msgspec.json.encode(final)
+        if not self.finals_budget.admit(len(data)):
+            data = msgspec.json.encode(without_payloads(final))
+        self.batch.finish(f"run:{record.run_id}", data)
 
     async def _job_request(
         self, conn: Caller, frame: RequestFrame, scope: trio.CancelScope, job: str, hops: int

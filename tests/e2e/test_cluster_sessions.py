@@ -412,6 +412,36 @@ async def test_a_repeat_after_the_cache_forgot_the_run_runs_nothing(
             assert len(users) == 1
 
 
+async def test_finals_past_the_nodes_budget_keep_no_reply_text(tmp_path: Path, pg_url: str) -> None:
+    """What a node's claims keep in Redis is bounded in bytes: a final past the node's
+    budget is stored without its reply text, and a repeated key still answers `ok`
+    (`payloadsDropped`, as the registry does past its own bound) and runs nothing."""
+    with trio.fail_after(60):
+        async with two_nodes(tmp_path, pg_url) as nodes:
+            a = nodes[0]
+            router = a.gw.router
+            assert router is not None
+            router.finals_budget.max_bytes = 1_500
+            async with open_client(a.gw, scopes=ADMIN, caps=SCOPED) as ca:
+                small = {"message": "[[reply:short]]", "idempotencyKey": "fb1", "sessionKey": "f1"}
+                big = {"message": "[[reply:" + "y" * 2_000 + "]]", "idempotencyKey": "fb2"}
+                big["sessionKey"] = "f2"
+                first = await ca.request("agent", small, expect_final=True)
+                second = await ca.request("agent", big, expect_final=True)
+                assert "y" * 2_000 in json.dumps(second["result"])  # the caller gets it all
+                kept_small = await stored_final(router, "run:fb1")
+                kept_big = await stored_final(router, "run:fb2")
+                assert kept_small is not None and b"short" in kept_small
+                assert kept_big is not None and len(kept_big) < 1_000
+                a.gw.registry.dedupe.discard("agent:fb2")  # evicted from the bounded cache
+                again = await ca.request("agent", big, expect_final=True)
+                history = await ca.request("chat.history", {"sessionKey": "f2"})
+            assert first["result"]["payloads"]
+            assert again["status"] == "ok" and again["result"]["payloads"] == []
+            assert again["result"]["meta"]["payloadsDropped"] is True
+            assert len([m for m in history["messages"] if m.get("role") == "user"]) == 1
+
+
 async def test_a_request_that_may_not_run_touches_no_session(tmp_path: Path, pg_url: str) -> None:
     """A caller without the method's scope, or with bad params, gets its error before the
     router does anything: no lease taken, no claim, no session row."""

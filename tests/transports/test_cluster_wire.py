@@ -14,7 +14,7 @@ import trio.testing
 
 from actors import ChannelMessage, ClusterUnavailable
 from actors._cluster_local import LocalChannels, LocalClaims
-from transports._cluster_claims import ClaimBatch
+from transports._cluster_claims import ClaimBatch, FinalsBudget
 from transports._cluster_wire import Outbox, decode_batch, decode_message
 
 
@@ -145,3 +145,15 @@ async def test_a_failed_batch_fails_each_claim() -> None:
             claimers.start_soon(claim, "b")
         nursery.cancel_scope.cancel()
     assert errors == ["Redis unavailable (test)"] * 2
+
+
+async def test_the_finals_budget_frees_what_was_kept_a_claim_ttl_ago(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    budget = FinalsBudget(ttl_s=300.0, max_bytes=100)
+    assert budget.admit(60)
+    assert not budget.admit(60)  # 120 bytes within one TTL
+    assert budget.admit(40)
+    await trio.sleep(300.5)  # the first claims have expired in Redis
+    assert budget.admit(60) and budget.admit(40)
+    assert not budget.admit(1)
