@@ -3,8 +3,13 @@ natively under trio (it is built on anyio). One client per node; every call is o
 trip (the compound steps are Lua scripts, so each is atomic).
 
 Keys, under the configured prefix `P` (`cluster.redis.keyPrefix`):
-- `P lease:<key>` = `<token>|<owner>` with a PX expiry; `P fence:<key>` the last token
-  (never expires: tokens of a key only grow).
+- `P lease:<key>` = `<token>|<owner>` with a PX expiry; `P fence:<key>` the last token,
+  expiring a day after it was set (`_FENCE_TTL_MS`). A token is the server's clock in µs,
+  or the key's last token + 1 when that is larger, so a key whose fence expired still gets
+  a larger token unless the clock went back more than a day (and the store's own fences,
+  `session_fences`, refuse an older one); without the expiry every session key ever used
+  stayed in Redis. `reacquire` of a key whose fence expired takes it (nobody took it in a
+  day).
 - `P idem:<key>` a hash {a: ack, f: final} with a PX expiry.
 - `P run:<run id>` a stream, entry id `<seq>-0`, fields {f: frame, t: 1 if terminal};
   trimmed with `MAXLEN ~`; expires `ended_ttl_s` after its terminal frame (and
@@ -94,6 +99,7 @@ _UNAVAILABLE: Final = (
     OSError,
 )
 
+_FENCE_TTL_MS: Final = 86_400_000
 _ACQUIRE: Final = """
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 local t = redis.call('TIME')
@@ -101,7 +107,7 @@ local token = tonumber(redis.call('GET', KEYS[2]) or '0') + 1
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 if now > token then token = now end
 local text = string.format('%d', token)
-redis.call('SET', KEYS[2], text)
+redis.call('SET', KEYS[2], text, 'PX', ARGV[3])
 redis.call('SET', KEYS[1], text .. '|' .. ARGV[1], 'PX', ARGV[2])
 return token
 """
@@ -112,13 +118,14 @@ return 1
 """
 _REACQUIRE: Final = """
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-if redis.call('GET', KEYS[2]) ~= ARGV[3] then return 0 end
+local fence = redis.call('GET', KEYS[2])
+if fence and fence ~= ARGV[3] then return 0 end
 local t = redis.call('TIME')
 local token = tonumber(ARGV[3]) + 1
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 if now > token then token = now end
 local text = string.format('%d', token)
-redis.call('SET', KEYS[2], text)
+redis.call('SET', KEYS[2], text, 'PX', ARGV[4])
 redis.call('SET', KEYS[1], text .. '|' .. ARGV[1], 'PX', ARGV[2])
 return token
 """
@@ -305,13 +312,14 @@ class RedisLeases(Leases):
     async def acquire(self, key: str) -> Lease | None:
         keys = [self._key(key), f"{self._prefix}fence:{key}"]
         with _mapped("lease acquire"):
-            token: Any = await self._acquire(keys=keys, args=(self.owner, int(self.ttl_s * 1000)))
+            args = (self.owner, int(self.ttl_s * 1000), _FENCE_TTL_MS)
+            token: Any = await self._acquire(keys=keys, args=args)
         assert isinstance(token, int)
         return Lease(key, token, self.owner) if token else None
 
     async def reacquire(self, lease: Lease) -> Lease | None:
         keys = [self._key(lease.key), f"{self._prefix}fence:{lease.key}"]
-        args = (self.owner, int(self.ttl_s * 1000), str(lease.token))
+        args = (self.owner, int(self.ttl_s * 1000), str(lease.token), _FENCE_TTL_MS)
         with _mapped("lease reacquire"):
             token: Any = await self._reacquire(keys=keys, args=args)
         return Lease(lease.key, int(token), self.owner) if token else None

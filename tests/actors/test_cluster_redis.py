@@ -169,4 +169,25 @@ async def test_keys_expire_as_documented(nodes: Nodes) -> None:
             assert 0 < await client.pttl(run_key) <= a.streams.ended_ttl_s * 1000
             assert 0 < await client.pttl(f"{nodes.prefix}idem:idem:t") <= 300_000
             assert 0 < await client.pttl(f"{nodes.prefix}lease:session:t") <= 500
-            assert await client.pttl(f"{nodes.prefix}fence:session:t") == -1
+            assert 3_600_000 < await client.pttl(f"{nodes.prefix}fence:session:t") <= 86_400_000
+
+
+async def test_a_key_whose_fence_expired_still_gets_a_larger_token(nodes: Nodes) -> None:
+    """Fence keys expire (a day), so Redis does not keep one per session key ever used;
+    tokens stay larger than every earlier one (the server's clock), and a lease whose
+    fence expired while it lapsed is taken again."""
+    with trio.fail_after(10):
+        a = nodes.all[0]
+        first = await a.leases.acquire("session:f")
+        assert first is not None
+        fence_key = f"{nodes.prefix}fence:session:f"
+        async with raw_client() as client:
+            await client.delete([fence_key])  # as after a day
+        await nodes.steal(first)  # and the lease lapsed
+        again = await a.leases.reacquire(first)
+        assert again is not None and again.token > first.token
+        assert await a.leases.release(again)
+        async with raw_client() as client:
+            await client.delete([fence_key])
+        later = await a.leases.acquire("session:f")
+        assert later is not None and later.token > again.token
