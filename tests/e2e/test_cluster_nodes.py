@@ -126,6 +126,9 @@ async def test_both_nodes_appear_in_status_and_health(tmp_path: Path, pg_url: st
                 async with open_client(node.gw, scopes=ADMIN) as client:
                     status = await client.request("status", {})
                     health = await client.request("health", {})
+                # the sessions are in PostgreSQL, not in a SQLite file of the state dir
+                (where,) = status["sessions"]["paths"]
+                assert where.startswith("postgresql://") and "@" not in where
                 for view in (status["clawlane"]["cluster"], health["clawlane"]["cluster"]):
                     assert view["backend"] == "redis" and view["leaseTtlMs"] == TTL_MS
                     assert view["nodeId"] == node.gw.node.node_id  # type: ignore[union-attr]

@@ -91,7 +91,7 @@ async def health_view(gw: Host, *, extras: bool = True) -> dict[str, Any]:
     """The `health` result (with `extras`, clawlane's block too). A checkpoint."""
     started = time.perf_counter()
     gen = gw.supervisor.generation
-    path = str(gw.state_dir / "clawlane.sqlite")
+    path = str(gw.supervisor.store.path)  # the SQLite file, or the PostgreSQL server
     counts, recent = await _session_counts(gw)
     agents = [
         {
@@ -223,7 +223,7 @@ async def status_view(gw: Host, *, cli_projection: bool = False) -> dict[str, An
     """The `status` result. A checkpoint."""
     gen = gw.supervisor.generation
     counts, recent = await _session_counts(gw)
-    path = str(gw.state_dir / "clawlane.sqlite")
+    path = str(gw.supervisor.store.path)  # the SQLite file, or the PostgreSQL server
     default = gen.agent(None)
     default_ref = gen.aliases.get(default.primary, default.primary)
     window = next(
