@@ -24,6 +24,7 @@ from contextlib import asynccontextmanager
 from typing import Any, Final, Protocol
 
 import attrs
+import psutil
 import trio
 
 from actors import (
@@ -48,9 +49,17 @@ from runtime.model import (
 )
 
 from ._cluster_route import Router, RouterHost
+from ._errors import GatewayConfigError
 from ._presence import Presence
 
-__all__ = ["ClusterNode", "GenerationSync", "node_id_for", "open_node", "start_node"]
+__all__ = [
+    "ClusterNode",
+    "GenerationSync",
+    "check_node_id",
+    "node_id_for",
+    "open_node",
+    "start_node",
+]
 
 log = logging.getLogger("clawlane.cluster")
 
@@ -289,6 +298,51 @@ async def open_node(config: Config) -> AsyncIterator[ClusterNode | None]:
                     log.warning("node %s: record not removed (it expires): %s", node.node_id, exc)
 
 
+async def check_node_id(node: ClusterNode) -> None:
+    """Refuse to start under the id of a node that lives: `cluster.nodeId` copied with the
+    config to a second machine, or a second gateway started with it here. Two processes
+    under one id would renew each other's leases and read each other's inbox. A record of
+    this id from a process that is gone (a worker or a node started again after a crash,
+    on this machine) is not in the way. Raises `GatewayConfigError`, `ClusterError`."""
+    found = (await node.cluster.nodes.all()).get(node.node_id)
+    other = _record_of(found)
+    if other is None or not _lives(other, node.started_ms):
+        return
+    age_ms = max(0, int(time.time() * 1000) - int(other.get("beatAtMs") or 0))
+    raise GatewayConfigError(
+        f"cluster.nodeId {node.node_id!r} is in use by host {other.get('host')} pid "
+        f"{other.get('pid')} (its heartbeat is {age_ms} ms old): give each node its own "
+        f"cluster.nodeId, or leave it unset (a unique id is made), or wait "
+        f"{int(node.ttl_s * 1000)} ms (cluster.leaseTtlMs) if that node is gone"
+    )
+
+
+def _record_of(raw: bytes | None) -> dict[str, Any] | None:
+    try:
+        record = json.loads(raw) if raw is not None else None
+    except ValueError:
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def _lives(record: dict[str, Any], started_ms: int) -> bool:
+    """Whether the process of a node record other than this one's may still run: on
+    another machine (its record has not expired), or here a process by its pid that was
+    started before the record was (not the pid reused)."""
+    pid, since = record.get("pid"), record.get("startedAtMs")
+    if record.get("host") != socket.gethostname():
+        return True
+    if pid == os.getpid():
+        return since != started_ms  # another node of this process (tests run several)
+    if not isinstance(pid, int) or not isinstance(since, int):
+        return False
+    try:
+        created: float = psutil.Process(pid).create_time()
+    except psutil.Error:
+        return False
+    return created * 1000 <= since + 1_000
+
+
 def _load(gateway: _Loaded) -> dict[str, Any]:
     connections: Sized = gateway.connections
     router = gateway.router
@@ -309,7 +363,9 @@ async def start_node(
 ) -> None:
     """The node's first heartbeat (`ClusterError` if Redis refuses it), then as tasks of
     `nursery`: the heartbeat, and the config file watch and `cron` on one node at a time.
-    Before the publisher runs (its files are watched only while the lease is held)."""
+    Before the publisher runs (its files are watched only while the lease is held).
+    Raises `GatewayConfigError` when another live process has this node's id."""
+    await check_node_id(node)
     await node.beat(_load(gateway))
     nursery.start_soon(node.run_heartbeat, lambda: _load(gateway))
     publisher.watch_files = False

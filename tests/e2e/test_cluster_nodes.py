@@ -9,6 +9,7 @@ PostgreSQL cannot be reached."""
 from __future__ import annotations
 
 import json
+import os
 import secrets
 import socket
 import subprocess
@@ -298,3 +299,31 @@ async def test_an_unreachable_redis_is_one_line_and_exit_4(tmp_path: Path) -> No
     assert len(lines) == 1, lines
     assert lines[0].startswith(f"clawlane: cannot reach Redis at redis://:***@127.0.0.1:{port}/0")
     assert "hunter2" not in lines[0]
+
+
+async def test_a_second_process_under_a_live_nodes_id_refuses_to_start(
+    tmp_path: Path, pg_url: str
+) -> None:
+    """`cluster.nodeId` copied with the config to a second gateway: it stops at start with
+    one line naming the key and the process using the id (exit 2), instead of sharing the
+    first one's leases and inbox. (A process started again under the id of one that is
+    gone is not refused: tests/e2e/test_cluster_loss.py.)"""
+    with trio.fail_after(60):
+        async with two_nodes(tmp_path, pg_url) as nodes:
+            running = nodes[0].gw.supervisor.generation.config
+            copied = config_to_builtins(running)
+            copied["gateway"]["port"] = 0
+            state = tmp_path / "second"
+            state.mkdir()
+            (state / "clawlane.json").write_text(json.dumps(copied))
+            result: subprocess.CompletedProcess[bytes] = await trio.run_process(
+                [*CLI, "gateway", "--port", "0", "--state-dir", str(state)],
+                capture_stdout=True,
+                capture_stderr=True,
+                check=False,
+            )
+    lines = result.stderr.decode().splitlines()
+    assert result.returncode == 2, result.stderr.decode()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("clawlane: cluster.nodeId 'node-a' is in use by host ")
+    assert f"pid {os.getpid()} " in lines[0]
