@@ -347,6 +347,8 @@ class Router(SessionLeases):
         elif frame.method == "agent.wait":
             error = lost_reason(run_id, note.node)
             conn.respond(frame.id, {"runId": run_id, "status": "error", "error": error})
+        elif frame.method == "runs.replay":
+            conn.respond(frame.id, lost_replay(run_id, frame.params))
         else:
             await self._local(conn, frame, scope, None)
 
@@ -710,6 +712,16 @@ class Router(SessionLeases):
             "liveNodes": sorted(self.alive),
             "nodesReadingAll": sorted(n for n, v in self.wanting.items() if v >= READS_RUNS),
         }
+
+
+def lost_replay(run_id: str, params: Any) -> dict[str, Any]:
+    """`runs.replay` of a run whose node is gone: its frames went with it (they live in
+    their node's memory only), and the run is over (ended there, or interrupted: nothing
+    runs it again). Answered as a replay whose buffer no longer reaches back: nothing
+    replayed, `gap` (read the transcript, `chat.history`, instead), `ended`."""
+    after = params.get("afterSeq", 0) if isinstance(params, dict) else 0
+    last = after if isinstance(after, int) and after >= 0 else 0
+    return {"runId": run_id, "replayed": 0, "gap": True, "lastSeq": last, "ended": True}
 
 
 def _started_ms(record: bytes) -> int | None:

@@ -111,6 +111,15 @@ async def _kill_mid_run(tmp_path: Path, pg: str, prefix: str) -> None:
 
             waited = await until(failed, "the lost run reported failed", timeout_s=30)
             assert "node-a" in waited["error"]
+            # its frames went with node-a: a replay says so (read the transcript instead)
+            replay = await cb.request("runs.replay", {"runId": "lost", "afterSeq": 3})
+            assert replay == {
+                "runId": "lost",
+                "replayed": 0,
+                "gap": True,
+                "lastSeq": 3,
+                "ended": True,
+            }
 
             async def reported() -> bool:
                 history = await cb.request("chat.history", {"sessionKey": "k", "limit": 50})
