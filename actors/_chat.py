@@ -75,32 +75,40 @@ class ChatStream:
         """What clients have been shown so far (silent-token lead stripped)."""
         return self._shown
 
-    def on_assistant(self, cumulative: str) -> None:
+    def on_assistant_event(self, data: dict[str, Any], cumulative: str) -> None:
+        """An agent `assistant` event and the run's text after it (one clock reading for
+        both: this runs for every delta of every run). Not a checkpoint."""
+        now = _mono_ms()
+        self.on_agent_assistant(data, now)
+        self.on_assistant(cumulative, now)
+
+    def on_assistant(self, cumulative: str, now: int | None = None) -> None:
         if self._closed:
             return
         shown = self._filter.feed(cumulative)
         if shown is None:
             return
         self._shown = shown
-        self._send(self._throttle.offer(shown, _mono_ms()))
+        self._send(self._throttle.offer(shown, _mono_ms() if now is None else now))
         if self._throttle.has_pending() and self.flusher is not None:
             self.flusher.add(self)
 
-    def on_agent_assistant(self, data: dict[str, Any]) -> None:
+    def on_agent_assistant(self, data: dict[str, Any], now: int | None = None) -> None:
         """The run produced an agent `assistant` event: send it now, or hold it for its
         interval (see the module docstring). Not a checkpoint."""
         if self._agent_done:
             return
+        if now is None:
+            now = _mono_ms()
         text = data.get("text")
         if not isinstance(text, str) or not _COALESCED_KEYS.issuperset(data):
             self._flush_agent()
             self.hub.emit_agent(self.run_id, "assistant", data)
             if isinstance(text, str):
                 self._said = text
-            self._said_ms = _mono_ms()
+            self._said_ms = now
             return
         self._unsaid = text
-        now = _mono_ms()
         if (
             len(text) > AGENT_COALESCE_FROM_CHARS
             and self._said_ms is not None
@@ -160,12 +168,15 @@ class ChatStream:
     def _send(self, emit: DeltaEmit | None) -> None:
         if emit is None:
             return
-        self._flush_agent()  # the chat delta's `seq` is that of the event with its text
-        fields: dict[str, Any] = {"deltaText": emit.delta_text}
-        if emit.replace:
-            fields["replace"] = True
+        if self._unsaid is not None:
+            self._flush_agent()  # the chat delta's `seq` is that of the event with its text
+        fields: dict[str, Any] = (
+            {"deltaText": emit.delta_text, "replace": True}
+            if emit.replace
+            else {"deltaText": emit.delta_text}
+        )
         fields["message"] = assistant_message(emit.text, int(time.time() * 1000))
-        self.hub.emit_chat(self.run_id, "delta", **fields)
+        self.hub.emit_chat_fields(self.run_id, "delta", fields)
 
     def final_text(self) -> str:
         """The cleaned reply text; "" when the reply is silent."""

@@ -460,6 +460,11 @@ class EventHub:
 
     def emit_chat(self, run_id: str, state: str, **fields: Any) -> None:
         """Deliver one `chat` event; its `seq` is the run's current public seq."""
+        self.emit_chat_fields(run_id, state, fields)
+
+    def emit_chat_fields(self, run_id: str, state: str, fields: dict[str, Any]) -> None:
+        """`emit_chat` with the fields as a dict (a chat delta of every run: no keyword
+        packing). The payload's keys: runId, sessionKey, seq, state, agentId, `fields`."""
         rs = self._runs.get(run_id)
         if rs is None:
             return

@@ -764,8 +764,7 @@ class _Run:
         if stream == "tool" and data.get("phase") == "start":
             chat.flush()
         if stream == "assistant":
-            chat.on_agent_assistant(data)  # coalesced (`actors._chat`)
-            chat.on_assistant(self.progress.text)
+            chat.on_assistant_event(data, self.progress.text)  # coalesced (`actors._chat`)
         else:
             chat.flush_agent()
             chat.hub.emit_agent(self.req.record.run_id, stream, data)
