@@ -6,10 +6,17 @@ second is several CPU seconds per second. A `Pacer` keeps the sleepers in a heap
 a sleep is a heap push and a park (`trio.lowlevel.wait_task_rescheduled`); one driver task
 wakes every sleeper that is due, in batches, `QUANTUM_S` late at most.
 
+The same driver keeps idle watchdogs (`IdleWatch`, `watch_idle`): a model stream's cancel
+scope that fires after a window of silence. Moving a cancel scope's deadline costs ~6 µs (a
+context manager and a heap push inside trio), and `stream_with_retry` moved it every half
+second of a stream that delivers; a watch is told of each delta by one attribute store
+(`last`), and the driver looks at it once per window.
+
 The driver is someone else's task (`run`, started by whoever owns a nursery for the whole
 run: the supervisor); `pace_sleep` uses the pacer of the current trio run when one is
 driven, else plain `trio.sleep`. Cancelling a sleeper works as for `trio.sleep`. When the
-driver stops, the sleepers still waiting wake at once.
+driver stops, the sleepers still waiting wake at once and the watches are dropped (their
+scopes no longer fire: the driver stops when the gateway does).
 """
 
 from __future__ import annotations
@@ -17,11 +24,12 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
+from collections.abc import Awaitable, Callable
 from typing import Final
 
 import trio
 
-__all__ = ["QUANTUM_S", "Pacer", "pace_sleep"]
+__all__ = ["QUANTUM_S", "IdleWatch", "Pacer", "pace_sleep", "pace_sleeper", "watch_idle"]
 
 QUANTUM_S: Final = 0.001
 """How late a paced sleep may end: sleepers due within one quantum wake together."""
@@ -33,8 +41,25 @@ has been written out: the sleeps stretch, but nothing waits behind thousands of 
 _current: trio.lowlevel.RunVar[Pacer | None] = trio.lowlevel.RunVar("clawlane_pacer", None)
 
 
+class IdleWatch:
+    """An idle watchdog on a pacer's timer: `scope` is cancelled once `window` seconds
+    pass (up to `QUANTUM_S` more) with `last`, the time of the latest sign of life on the
+    run's clock, not moving. Set `last` for each one; `close` ends the watch."""
+
+    __slots__ = ("closed", "last", "scope", "window")
+
+    def __init__(self, scope: trio.CancelScope, window: float, last: float) -> None:
+        self.scope = scope
+        self.window = window
+        self.last = last
+        self.closed = False
+
+    def close(self) -> None:
+        self.closed = True
+
+
 class Pacer:
-    """Sleeps on one timer. Use from one trio run; `run` drives it."""
+    """Sleeps (and idle watches) on one timer. Use from one trio run; `run` drives it."""
 
     def __init__(self) -> None:
         # (deadline, tie, [task]); the task is replaced by None when its sleep is cancelled
@@ -43,6 +68,8 @@ class Pacer:
         self._scope: trio.CancelScope | None = None
         self._target = math.inf
         self._driving = False
+        self._clock: trio.abc.Clock | None = None
+        self._watches: list[tuple[float, int, IdleWatch]] = []
 
     @property
     def sleepers(self) -> int:
@@ -50,10 +77,11 @@ class Pacer:
 
     async def sleep(self, seconds: float) -> None:
         """Sleep `seconds` (up to `QUANTUM_S` more). A checkpoint; cancellable."""
-        if seconds <= 0 or not self._driving:
+        clock = self._clock
+        if seconds <= 0 or not self._driving or clock is None:
             await trio.sleep(max(seconds, 0.0))
             return
-        deadline = trio.current_time() + seconds
+        deadline = clock.current_time() + seconds
         cell: list[trio.lowlevel.Task | None] = [trio.lowlevel.current_task()]
         heapq.heappush(self._heap, (deadline, next(self._tie), cell))
         due = deadline + QUANTUM_S
@@ -67,12 +95,42 @@ class Pacer:
 
         await trio.lowlevel.wait_task_rescheduled(abort)
 
+    def watch(self, scope: trio.CancelScope, window: float) -> IdleWatch | None:
+        """Cancel `scope` after `window` seconds without news (see `IdleWatch`), or None
+        when this pacer is not driven. Not a checkpoint."""
+        clock = self._clock
+        if not self._driving or clock is None:
+            return None
+        now = clock.current_time()
+        watch = IdleWatch(scope, window, now)
+        heapq.heappush(self._watches, (now + window, next(self._tie), watch))
+        due = now + window + QUANTUM_S
+        if due < self._target and self._scope is not None:
+            self._target = due
+            self._scope.deadline = due
+        return watch
+
+    def _check_watches(self, now: float) -> None:
+        """Cancel the due watches' scopes that stayed idle; look again later at the rest."""
+        watches = self._watches
+        while watches and watches[0][0] <= now:
+            _, tie, watch = heapq.heappop(watches)
+            if watch.closed:
+                continue
+            idle_until = watch.last + watch.window
+            if idle_until <= now:
+                watch.closed = True
+                watch.scope.cancel()
+            else:
+                heapq.heappush(watches, (idle_until, tie, watch))
+
     async def run(self) -> None:
         """Drive the timer until cancelled, as the current run's pacer (when another pacer
         drives already, wait and do nothing). Wakes whoever still sleeps when it stops."""
         if _current.get() is not None:
             await trio.sleep_forever()
         _current.set(self)
+        self._clock = trio.lowlevel.current_clock()
         self._driving = True
         heap = self._heap
         try:
@@ -80,11 +138,14 @@ class Pacer:
                 while heap and heap[0][2][0] is None:
                     heapq.heappop(heap)
                 self._target = heap[0][0] + QUANTUM_S if heap else math.inf
+                if self._watches:
+                    self._target = min(self._target, self._watches[0][0] + QUANTUM_S)
                 with trio.CancelScope(deadline=self._target) as scope:
                     self._scope = scope
                     await trio.sleep_forever()
                 self._scope = None
                 now = trio.current_time()
+                self._check_watches(now)
                 woken = 0
                 while heap and heap[0][0] <= now:
                     task = heapq.heappop(heap)[2][0]
@@ -103,12 +164,24 @@ class Pacer:
                 if cell[0] is not None:
                     trio.lowlevel.reschedule(cell[0])
             heap.clear()
+            self._watches.clear()  # (their streams end with the run's tasks)
 
 
 async def pace_sleep(seconds: float) -> None:
     """`trio.sleep(seconds)` on the current run's pacer when one is driven. A checkpoint."""
+    await pace_sleeper()(seconds)
+
+
+def watch_idle(scope: trio.CancelScope, window: float) -> IdleWatch | None:
+    """An idle watch on the current run's pacer (see `IdleWatch`), or None when no pacer
+    is driven (then move the scope's deadline instead). Not a checkpoint."""
     pacer = _current.get()
-    if pacer is None:
-        await trio.sleep(seconds)
-    else:
-        await pacer.sleep(seconds)
+    return None if pacer is None else pacer.watch(scope, window)
+
+
+def pace_sleeper() -> Callable[[float], Awaitable[None]]:
+    """What `pace_sleep` sleeps with now: the current run's pacer's `sleep` when one is
+    driven, else `trio.sleep`. For a stream that sleeps before every delta, to look the
+    pacer up once (a sleep on a pacer that stopped since is a plain `trio.sleep`)."""
+    pacer = _current.get()
+    return trio.sleep if pacer is None else pacer.sleep

@@ -30,6 +30,7 @@ import attrs
 import trio
 
 from ..logs._oplog import log_event
+from ._pacer import IdleWatch, watch_idle
 from ._types import ModelDelta, ModelProvider, ModelRequest, ProviderError
 
 __all__ = [
@@ -134,6 +135,8 @@ async def stream_with_retry(
     deadline is pushed forward as deltas arrive instead of entering a scope per delta (and
     only when it would otherwise fall within the window, so a burst of deltas moves it once);
     it fires after ``idle_timeout`` to ``idle_timeout`` × 1.02 (at most +0.5 s) of silence.
+    When the current run's pacer is driven (a gateway's, `_pacer`), its timer watches
+    instead (the scope's deadline set aside) and it fires ``idle_timeout`` to 1 ms after.
     The caller's scope catches the cancellation and the caller raises `IdleTimeoutError`.
 
     Raises:
@@ -151,6 +154,16 @@ async def stream_with_retry(
                 async for delta in deltas:
                     produced = True
                     yield delta
+                return
+            if watchdog is not None and (watch := _watch(watchdog, window)) is not None:
+                clock = trio.lowlevel.current_clock()
+                try:
+                    async for delta in deltas:
+                        produced = True
+                        yield delta
+                        watch.last = clock.current_time()  # the consumer asks for the next
+                finally:
+                    watch.close()
                 return
             if watchdog is not None:
                 # Moving a deadline costs more than the rest of a delta's trip: push it only
@@ -189,6 +202,15 @@ async def stream_with_retry(
         if watchdog is not None:
             watchdog.deadline = math.inf  # a backoff is not the model being silent
         await trio.sleep(delay)
+
+
+def _watch(watchdog: trio.CancelScope, window: float) -> IdleWatch | None:
+    """The current run's pacer watching `watchdog` for `window` (the deadline its creator
+    may have armed set aside), or None when no pacer is driven."""
+    watch = watch_idle(watchdog, window)
+    if watch is not None and watchdog.deadline != math.inf:
+        watchdog.deadline = math.inf
+    return watch
 
 
 def _arm(watchdog: trio.CancelScope, due: float, slack: float) -> float:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import math
+
 import trio
 import trio.testing
 
-from runtime.llm._pacer import QUANTUM_S, Pacer, pace_sleep
+from runtime.llm._pacer import QUANTUM_S, Pacer, pace_sleep, watch_idle
 
 
 async def test_sleeps_end_in_order_no_earlier_than_asked_and_at_most_a_quantum_late(
@@ -128,3 +130,41 @@ async def test_a_crowd_due_at_once_wakes_in_rounds_so_others_run_between(
     rounds = "".join(log).split("|")
     assert max(len(r) for r in rounds) <= 2 * WAKE_BATCH < crowd_size // 2
     assert sum(len(r) for r in rounds) == crowd_size
+
+
+async def test_an_idle_watch_cancels_its_scope_a_window_after_the_last_sign_of_life(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    pacer = Pacer()
+    async with trio.open_nursery() as n:
+        n.start_soon(pacer.run)
+        await trio.testing.wait_all_tasks_blocked()
+        with trio.CancelScope() as scope:
+            watch = watch_idle(scope, 1.0)
+            assert watch is not None
+            for _ in range(5):  # 3 s in all, never 1 s without news
+                await trio.sleep(0.6)
+                watch.last = trio.current_time()
+            last = watch.last
+            await trio.sleep_forever()
+        assert scope.cancelled_caught
+        assert 1.0 <= trio.current_time() - last <= 1.0 + QUANTUM_S + 1e-9
+        assert scope.deadline == math.inf  # the watch never moved it
+        n.cancel_scope.cancel()
+
+
+async def test_a_closed_idle_watch_never_fires_and_none_is_made_without_a_driver(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    pacer = Pacer()
+    assert watch_idle(trio.CancelScope(), 1.0) is None  # no pacer driven: deadlines instead
+    async with trio.open_nursery() as n:
+        n.start_soon(pacer.run)
+        await trio.testing.wait_all_tasks_blocked()
+        with trio.CancelScope() as scope:
+            watch = watch_idle(scope, 1.0)
+            assert watch is not None
+            watch.close()
+            await trio.sleep(5)
+        assert not scope.cancelled_caught
+        n.cancel_scope.cancel()

@@ -6,6 +6,7 @@ merely waiting); the fake-provider tests use the `autojump_clock` fixture.
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing
@@ -474,3 +475,39 @@ def test_the_config_resolves_the_idle_window_with_the_same_rule(
     assert llm_idle_timeout_seconds(config.agents.defaults, provider_timeout_seconds=1200) == (
         None if expected is None else 1200.0
     )
+
+
+async def test_with_a_pacer_driven_the_watchdog_scope_is_watched_not_moved(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    from runtime.llm._pacer import QUANTUM_S, Pacer
+
+    flowing: list[Step] = [TextDelta("a"), 0.15, TextDelta("b"), 0.15, TextDelta("c"), 0.15]
+    stalled: list[Step] = [TextDelta("a"), 0.15, TextDelta("b"), 100.0, TextDelta("never")]
+    pacer = Pacer()
+    async with trio.open_nursery() as n:
+        n.start_soon(pacer.run)
+        await trio.testing.wait_all_tasks_blocked()
+        watchdog = trio.CancelScope(deadline=trio.current_time() + 0.2)  # armed, as callers do
+        with watchdog:
+            got = await collect(
+                stream_with_retry(
+                    FakeProvider(flowing), REQUEST, idle_timeout=0.2, watchdog=watchdog
+                )
+            )
+            assert watchdog.deadline == math.inf  # set aside once, never moved per delta
+        assert text_of(got) == "abc" and not watchdog.cancelled_caught
+        got = []
+        last = 0.0
+        with trio.CancelScope() as watchdog:
+            async with aclosing(
+                stream_with_retry(
+                    FakeProvider(stalled), REQUEST, idle_timeout=0.2, watchdog=watchdog
+                )
+            ) as deltas:  # type: ignore[type-var]
+                async for delta in deltas:
+                    got.append(delta)
+                    last = trio.current_time()
+        assert watchdog.cancelled_caught and text_of(got) == "ab"
+        assert 0.2 <= trio.current_time() - last <= 0.2 + QUANTUM_S + 1e-9
+        n.cancel_scope.cancel()
