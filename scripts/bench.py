@@ -20,6 +20,9 @@ Then clawlane on the same workloads, each as a ratio to its limit or target:
   model at zero delay); ÷ the 3,000 runs/s target;
 - scale: 10,000 sessions each streaming 20 deltas 50 ms apart: p99 latency ÷ 50 ms,
   gateway RSS ÷ 1 GiB, nothing lost; RSS per active run;
+- paced: 5,000 sessions (2,000 quick) each streaming 2 runs of 20 deltas 50 ms apart:
+  delivered ÷ demanded agent events/s and the gateway's CPU per delivered agent event
+  (`bench_paced.py`, which says how to compare two versions);
 - memory: bytes per idle session actor (tracemalloc) ÷ 8 KiB, never run and after one run;
   that idle actors own no task; that `reap_idle` forgets them and what it gives back;
 - store: listing 100,000 sessions ÷ 1 s; group-commit writes/s ÷ the writes runs/s needs.
@@ -27,6 +30,7 @@ Then clawlane on the same workloads, each as a ratio to its limit or target:
     scripts/bench                 # everything (a few minutes)
     scripts/bench --quick         # smaller sizes, one round, the scale test at 2,000 sessions
     scripts/bench --only raw,fanout
+    scripts/bench --only paced
 
 Ratios come from medians of rounds run in this process; absolute figures are shown too.
 """
@@ -53,6 +57,7 @@ import msgspec
 import trio
 import trio.testing
 import trio_websocket
+from bench_paced import paced_figures
 from wsproto import ConnectionType, WSConnection
 from wsproto.events import AcceptConnection, Request, TextMessage
 
@@ -545,7 +550,7 @@ async def bench(args: argparse.Namespace) -> int:
     only = (
         set(args.only.split(","))
         if args.only
-        else {"raw", "fanout", "runs", "scale", "memory", "store"}
+        else {"raw", "fanout", "runs", "scale", "paced", "memory", "store"}
     )
     quick = args.quick
     rounds = 1 if quick else args.rounds
@@ -733,6 +738,9 @@ async def bench(args: argparse.Namespace) -> int:
             "(peak − start) ÷ concurrent runs",
         )
 
+    if "paced" in only:
+        await _paced(args, quick, results)
+
     if "memory" in only:
         idle = await idle_session_bytes(2_000 if quick else 20_000)
         results["idle_session"] = idle
@@ -800,6 +808,29 @@ async def bench(args: argparse.Namespace) -> int:
     return 0
 
 
+async def _paced(args: argparse.Namespace, quick: bool, results: dict[str, Any]) -> None:
+    sessions = args.paced_sessions or (2000 if quick else 5000)
+    report, cpu = await paced_figures(sessions, args.paced_runs)
+    results["paced"] = {"report": report.to_json(), **cpu}
+    _print_loadtest("paced", report)
+    demanded = cpu["demanded_events_per_s"]
+    row(
+        f"paced agent events/s ({sessions:,} sessions × {args.paced_runs} runs × 20 deltas / 50 ms)",
+        f"{report.events_per_s:,.0f}/s",
+        f"{demanded:,.0f}/s",
+        report.events_per_s / demanded,
+        f"delivered ÷ demanded; {verdict(report.clean)}",
+    )
+    row(
+        "  gateway CPU per delivered agent event",
+        f"{cpu['us_per_agent_event']:,.1f} µs",
+        "",
+        None,
+        f"{cpu['agent_events_per_cpu_s']:,.0f} per CPU-second (user {cpu['gateway_user_s']:.1f} s,"
+        f" system {cpu['gateway_system_s']:.1f} s)",
+    )
+
+
 def _print_loadtest(name: str, report: LoadtestReport) -> None:
     print(f"\n  [{name}] " + report.table().replace("\n", "\n  ") + "\n")
 
@@ -813,7 +844,13 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3, help="rounds per raw figure (median)")
     parser.add_argument("--deltas", type=int, default=4, help="deltas per run for runs/s")
     parser.add_argument("--scale-sessions", type=int, default=None)
-    parser.add_argument("--only", default="", help="comma list: raw,fanout,runs,scale,memory,store")
+    parser.add_argument(
+        "--paced-sessions", type=int, default=None, help="paced (5,000; 2,000 quick)"
+    )
+    parser.add_argument("--paced-runs", type=int, default=2, help="paced runs per session (2)")
+    parser.add_argument(
+        "--only", default="", help="comma list: raw,fanout,runs,scale,paced,memory,store"
+    )
     parser.add_argument("--json", action="store_true", help="also print all figures as JSON")
     args = parser.parse_args()
     if args.sink:
