@@ -41,12 +41,12 @@ import json
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any, Final
 
 import attrs
 import psutil
 import trio
-from openclaw_clients import REDIS_URL, cluster_config
 
 from transports import (
     GatewayClientError,
@@ -306,11 +306,22 @@ class Watch:
         }
 
 
+def _siblings() -> Any:
+    """`scripts/openclaw_clients.py` (its cluster config, the Redis URL): its folder is put
+    on the path first, as this module may be loaded from a file (the tests do)."""
+    here = str(Path(__file__).resolve().parent)
+    if here not in sys.path:
+        sys.path.insert(0, here)
+    import openclaw_clients
+
+    return openclaw_clients
+
+
 def redis_used_memory() -> int | None:
     """Redis's `used_memory` (bytes), None when `redis-cli` cannot tell."""
     try:
         out = subprocess.run(
-            ["redis-cli", "-u", REDIS_URL, "info", "memory"],
+            ["redis-cli", "-u", _siblings().REDIS_URL, "info", "memory"],
             capture_output=True,
             text=True,
             timeout=5,
@@ -334,7 +345,7 @@ def progress(samples: list[tuple[float, int]], total: float, tally: Tally) -> st
 
 async def soak(args: argparse.Namespace) -> dict[str, Any]:
     total = float(args.seconds)
-    with cluster_config(args.workers) as extra:
+    with _siblings().cluster_config(args.workers) as extra:
         spawned = spawn_gateway_process(max_concurrent=32, config_extra=extra, workers=args.workers)
         async with spawned as (url, pid, token):
             start = trio.current_time()
