@@ -29,7 +29,15 @@ from typing import Final
 
 import trio
 
-__all__ = ["QUANTUM_S", "IdleWatch", "Pacer", "pace_sleep", "pace_sleeper", "watch_idle"]
+__all__ = [
+    "QUANTUM_S",
+    "IdleWatch",
+    "Pacer",
+    "pace_sleep",
+    "pace_sleeper",
+    "pacer_driven",
+    "watch_idle",
+]
 
 QUANTUM_S: Final = 0.001
 """How late a paced sleep may end: sleepers due within one quantum wake together."""
@@ -46,16 +54,19 @@ class IdleWatch:
     pass (up to `QUANTUM_S` more) with `last`, the time of the latest sign of life on the
     run's clock, not moving. Set `last` for each one; `close` ends the watch."""
 
-    __slots__ = ("closed", "last", "scope", "window")
+    __slots__ = ("_pacer", "closed", "last", "scope", "window")
 
-    def __init__(self, scope: trio.CancelScope, window: float, last: float) -> None:
+    def __init__(self, pacer: Pacer, scope: trio.CancelScope, window: float, last: float) -> None:
+        self._pacer = pacer
         self.scope = scope
         self.window = window
         self.last = last
         self.closed = False
 
     def close(self) -> None:
-        self.closed = True
+        if not self.closed:
+            self.closed = True
+            self._pacer._closed_watches += 1
 
 
 class Pacer:
@@ -70,6 +81,10 @@ class Pacer:
         self._driving = False
         self._clock: trio.abc.Clock | None = None
         self._watches: list[tuple[float, int, IdleWatch]] = []
+        self._closed_watches = 0
+        """Closed watches still in `_watches` (a stream's ends long before its window):
+        when they are most of it, `watch` sweeps them out, so the heap holds about the
+        open watches, not every stream of the last window."""
 
     @property
     def sleepers(self) -> int:
@@ -102,7 +117,11 @@ class Pacer:
         if not self._driving or clock is None:
             return None
         now = clock.current_time()
-        watch = IdleWatch(scope, window, now)
+        watch = IdleWatch(self, scope, window, now)
+        if self._closed_watches > 64 and 2 * self._closed_watches > len(self._watches):
+            self._watches = [entry for entry in self._watches if not entry[2].closed]
+            heapq.heapify(self._watches)
+            self._closed_watches = 0
         heapq.heappush(self._watches, (now + window, next(self._tie), watch))
         due = now + window + QUANTUM_S
         if due < self._target and self._scope is not None:
@@ -116,10 +135,11 @@ class Pacer:
         while watches and watches[0][0] <= now:
             _, tie, watch = heapq.heappop(watches)
             if watch.closed:
+                self._closed_watches -= 1
                 continue
             idle_until = watch.last + watch.window
             if idle_until <= now:
-                watch.closed = True
+                watch.closed = True  # out of the heap: not counted
                 watch.scope.cancel()
             else:
                 heapq.heappush(watches, (idle_until, tie, watch))
@@ -165,11 +185,17 @@ class Pacer:
                     trio.lowlevel.reschedule(cell[0])
             heap.clear()
             self._watches.clear()  # (their streams end with the run's tasks)
+            self._closed_watches = 0
 
 
 async def pace_sleep(seconds: float) -> None:
     """`trio.sleep(seconds)` on the current run's pacer when one is driven. A checkpoint."""
     await pace_sleeper()(seconds)
+
+
+def pacer_driven() -> bool:
+    """Whether the current trio run's pacer is driven (`watch_idle` gives watches)."""
+    return _current.get() is not None
 
 
 def watch_idle(scope: trio.CancelScope, window: float) -> IdleWatch | None:

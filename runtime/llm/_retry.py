@@ -30,7 +30,7 @@ import attrs
 import trio
 
 from ..logs._oplog import log_event
-from ._pacer import IdleWatch, watch_idle
+from ._pacer import IdleWatch, pacer_driven, watch_idle
 from ._types import ModelDelta, ModelProvider, ModelRequest, ProviderError
 
 __all__ = [
@@ -97,7 +97,10 @@ def resolve_idle_timeout(
 
 
 def watchdog_deadline(idle_timeout: float) -> float:
-    """An idle watchdog scope's first deadline, to create it armed (`stream_with_retry`)."""
+    """An idle watchdog scope's first deadline, to create it armed (`stream_with_retry`);
+    none when the current run's pacer is driven (its watch arms on the first iteration)."""
+    if pacer_driven():
+        return math.inf
     return (
         trio.current_time() + idle_timeout + min(idle_timeout * WATCHDOG_SLACK, WATCHDOG_SLACK_MAX)
     )

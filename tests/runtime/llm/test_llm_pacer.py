@@ -168,3 +168,20 @@ async def test_a_closed_idle_watch_never_fires_and_none_is_made_without_a_driver
             await trio.sleep(5)
         assert not scope.cancelled_caught
         n.cancel_scope.cancel()
+
+
+async def test_closed_watches_are_swept_out_so_the_heap_holds_about_the_open_ones(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    pacer = Pacer()
+    async with trio.open_nursery() as n:
+        n.start_soon(pacer.run)
+        await trio.testing.wait_all_tasks_blocked()
+        kept = [watch_idle(trio.CancelScope(), 60.0) for _ in range(10)]
+        for _ in range(1000):  # streams that end long before their window
+            watch = watch_idle(trio.CancelScope(), 60.0)
+            assert watch is not None
+            watch.close()
+        assert len(pacer._watches) < 200
+        assert all(w is not None and not w.closed for w in kept)
+        n.cancel_scope.cancel()
