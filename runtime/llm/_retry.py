@@ -16,6 +16,15 @@
   stalled turn means (compaction, fail over). Pings and other events that carry no delta
   do not count as chunks: the window is measured in deltas. `resolve_idle_timeout` turns
   the config (``agents.defaults.llm.idleTimeoutSeconds``, ``timeoutSeconds``) into the window.
+- ``watchdog`` (optional): a cancel scope the caller holds around its whole iteration
+  (whose loop body must not await); the caller may create it armed with
+  ``watchdog_deadline``. Its deadline is pushed forward as deltas arrive instead of
+  entering a scope per delta (and only when it would otherwise fall within the window, so
+  a burst of deltas moves it once); it fires after ``idle_timeout`` to ``idle_timeout`` ×
+  1.02 (at most +0.5 s) of silence. When the current run's pacer is driven (a gateway's,
+  `_pacer`), its timer watches instead (the scope's deadline set aside) and it fires
+  ``idle_timeout`` to 1 ms after. The caller's scope catches the cancellation and the
+  caller raises `IdleTimeoutError`.
 """
 
 from __future__ import annotations
@@ -131,16 +140,7 @@ async def stream_with_retry(
 
     An async generator: iterate it inside `contextlib.aclosing`. Every ``await`` on it is a
     checkpoint; cancelling the iterating task closes the current attempt's HTTP stream.
-    ``idle_timeout`` of ``None`` (or <= 0) disables the watchdog.
-
-    ``watchdog``: a cancel scope the caller holds around its whole iteration (whose loop
-    body must not await); the caller may create it armed with ``watchdog_deadline``. Its
-    deadline is pushed forward as deltas arrive instead of entering a scope per delta (and
-    only when it would otherwise fall within the window, so a burst of deltas moves it once);
-    it fires after ``idle_timeout`` to ``idle_timeout`` × 1.02 (at most +0.5 s) of silence.
-    When the current run's pacer is driven (a gateway's, `_pacer`), its timer watches
-    instead (the scope's deadline set aside) and it fires ``idle_timeout`` to 1 ms after.
-    The caller's scope catches the cancellation and the caller raises `IdleTimeoutError`.
+    ``idle_timeout`` of ``None`` (or <= 0) disables the watchdog; ``watchdog``: module doc.
 
     Raises:
         ProviderError: the last attempt's error, an error after output, or the idle timeout.
@@ -169,10 +169,8 @@ async def stream_with_retry(
                     watch.close()
                 return
             if watchdog is not None:
-                # Moving a deadline costs more than the rest of a delta's trip: push it only
-                # when it would fall inside the window, and then `slack` further, so the
-                # watchdog fires after `window` to `window + slack` of silence. The window
-                # restarts when the consumer asks for the next delta, not while it works.
+                # A deadline moves only when due inside the window, then `slack` further
+                # (module doc); the window restarts when the consumer asks for the next delta.
                 clock = trio.lowlevel.current_clock()
                 armed = _arm(watchdog, clock.current_time() + window, slack)
                 async for delta in deltas:
