@@ -280,22 +280,27 @@ def _closed_port() -> int:
         return int(s.getsockname()[1])
 
 
+async def failed_start(state: Path, config: dict[str, Any]) -> tuple[int, list[str]]:
+    """`clawlane gateway` on a new state dir holding `config`, until it exits: its exit
+    code and the lines it wrote to stderr."""
+    await trio.Path(state).mkdir()
+    await trio.Path(state / "clawlane.json").write_text(json.dumps(config))
+    result: subprocess.CompletedProcess[bytes] = await trio.run_process(
+        [*CLI, "gateway", "--port", "0", "--state-dir", str(state)],
+        capture_stdout=True,
+        capture_stderr=True,
+        check=False,
+    )
+    return result.returncode, result.stderr.decode().splitlines()
+
+
 async def test_an_unreachable_redis_is_one_line_and_exit_4(tmp_path: Path) -> None:
     port = _closed_port()
-    state = tmp_path / "state"
-    state.mkdir()
     url = f"redis://:hunter2@127.0.0.1:{port}/0"
     config = {"gateway": {"auth": {"mode": "none"}}, "cluster": {"redis": {"url": url}}}
-    (state / "clawlane.json").write_text(json.dumps(config))
     with trio.fail_after(60):
-        result: subprocess.CompletedProcess[bytes] = await trio.run_process(
-            [*CLI, "gateway", "--port", "0", "--state-dir", str(state)],
-            capture_stdout=True,
-            capture_stderr=True,
-            check=False,
-        )
-    lines = result.stderr.decode().splitlines()
-    assert result.returncode == 4, result.stderr.decode()
+        code, lines = await failed_start(tmp_path / "state", config)
+    assert code == 4, lines
     assert len(lines) == 1, lines
     assert lines[0].startswith(f"clawlane: cannot reach Redis at redis://:***@127.0.0.1:{port}/0")
     assert "hunter2" not in lines[0]
@@ -313,17 +318,8 @@ async def test_a_second_process_under_a_live_nodes_id_refuses_to_start(
             running = nodes[0].gw.supervisor.generation.config
             copied = config_to_builtins(running)
             copied["gateway"]["port"] = 0
-            state = tmp_path / "second"
-            state.mkdir()
-            (state / "clawlane.json").write_text(json.dumps(copied))
-            result: subprocess.CompletedProcess[bytes] = await trio.run_process(
-                [*CLI, "gateway", "--port", "0", "--state-dir", str(state)],
-                capture_stdout=True,
-                capture_stderr=True,
-                check=False,
-            )
-    lines = result.stderr.decode().splitlines()
-    assert result.returncode == 2, result.stderr.decode()
+            code, lines = await failed_start(tmp_path / "second", copied)
+    assert code == 2, lines
     assert len(lines) == 1, lines
     assert lines[0].startswith("clawlane: cluster.nodeId 'node-a' is in use by host ")
     assert f"pid {os.getpid()} " in lines[0]

@@ -10,6 +10,7 @@ import secrets
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
@@ -30,8 +31,11 @@ TOKEN = "cluster-pairing-test-token"
 SCOPES = ["operator.read"]
 
 
-def node_config(pg: str, prefix: str, node_id: str) -> Config:
+def node_config(pg: str, prefix: str, node_id: str, **extra: Any) -> Config:
+    """A node on PostgreSQL and Redis with token auth (`extra`: more, as `local_config`
+    takes it)."""
     return local_config(
+        **extra,
         gateway__auth={"mode": "token", "token": TOKEN},
         storage={"backend": "postgres", "postgres": {"url": pg}},
         cluster={"redis": {"url": REDIS_URL, "keyPrefix": prefix}, "nodeId": node_id},

@@ -21,27 +21,21 @@ import trio
 
 from runtime.devices._device_auth import DeviceIdentity
 from runtime.model._config import Config
-from tests.actors._cluster_nodes import REDIS_URL, drop_prefix, redis_or_skip
+from tests.actors._cluster_nodes import drop_prefix, redis_or_skip
 from tests.actors._databases import pg_url
-from tests.conftest import gateway_url, local_config, running_gateway
+from tests.conftest import gateway_url, running_gateway
 from tests.e2e._events import next_event
 from tests.e2e._openclaw import CONTROL_UI_CONNECT, UI_ORIGIN, OpenClawClient, openclaw_client
+from tests.e2e.test_cluster_pairing import TOKEN, node_config
 from transports import GatewayClient, open_gateway_client
 from transports._gateway import Gateway
 
 __all__ = ["pg_url"]  # the fixture, used by name
 
-TOKEN = "cluster-presence-test-token"
-TUI_INSTANCE = "5b0c2a52-7d1e-4a57-9a2b-0c6f3f0b9e11"
 
-
-def node_config(pg: str, prefix: str, node_id: str) -> Config:
-    return local_config(
-        gateway__auth={"mode": "token", "token": TOKEN},
-        gateway__controlUi={"allowedOrigins": [UI_ORIGIN]},
-        storage={"backend": "postgres", "postgres": {"url": pg}},
-        cluster={"redis": {"url": REDIS_URL, "keyPrefix": prefix}, "nodeId": node_id},
-    )
+def ui_node(pg: str, prefix: str, node_id: str) -> Config:
+    """A node the Control UI (served from `UI_ORIGIN`) may connect to."""
+    return node_config(pg, prefix, node_id, gateway__controlUi={"allowedOrigins": [UI_ORIGIN]})
 
 
 @asynccontextmanager
@@ -50,8 +44,8 @@ async def two_nodes(tmp_path: Path, pg: str) -> AsyncIterator[tuple[Gateway, Gat
     prefix = f"clawlane-test:{secrets.token_hex(6)}:"
     try:
         async with (
-            running_gateway(tmp_path / "a", node_config(pg, prefix, "node-a")) as a,
-            running_gateway(tmp_path / "b", node_config(pg, prefix, "node-b")) as b,
+            running_gateway(tmp_path / "a", ui_node(pg, prefix, "node-a")) as a,
+            running_gateway(tmp_path / "b", ui_node(pg, prefix, "node-b")) as b,
         ):
             yield a, b
     finally:
