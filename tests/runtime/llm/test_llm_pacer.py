@@ -3,11 +3,24 @@
 from __future__ import annotations
 
 import math
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import trio
 import trio.testing
 
 from runtime.llm._pacer import QUANTUM_S, Pacer, pace_sleep, watch_idle
+
+
+@asynccontextmanager
+async def driven_pacer() -> AsyncIterator[Pacer]:
+    """A pacer whose timer task runs (and has parked) for the body, stopped after it."""
+    pacer = Pacer()
+    async with trio.open_nursery() as n:
+        n.start_soon(pacer.run)
+        await trio.testing.wait_all_tasks_blocked()
+        yield pacer
+        n.cancel_scope.cancel()
 
 
 async def test_sleeps_end_in_order_no_earlier_than_asked_and_at_most_a_quantum_late(
@@ -35,16 +48,12 @@ async def test_sleeps_end_in_order_no_earlier_than_asked_and_at_most_a_quantum_l
 async def test_a_cancelled_sleep_raises_cancelled_and_leaves_nothing_behind(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    pacer = Pacer()
-    async with trio.open_nursery() as n:
-        n.start_soon(pacer.run)
-        await trio.testing.wait_all_tasks_blocked()
+    async with driven_pacer() as pacer:
         with trio.move_on_after(0.1) as scope:
             await pace_sleep(10)
         assert scope.cancelled_caught
         assert pacer.sleepers == 0
         await pace_sleep(0.01)  # the timer still serves the others
-        n.cancel_scope.cancel()
 
 
 async def test_when_the_driver_stops_sleepers_wake_and_later_sleeps_use_trio(
@@ -135,10 +144,7 @@ async def test_a_crowd_due_at_once_wakes_in_rounds_so_others_run_between(
 async def test_an_idle_watch_cancels_its_scope_a_window_after_the_last_sign_of_life(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    pacer = Pacer()
-    async with trio.open_nursery() as n:
-        n.start_soon(pacer.run)
-        await trio.testing.wait_all_tasks_blocked()
+    async with driven_pacer():
         with trio.CancelScope() as scope:
             watch = watch_idle(scope, 1.0)
             assert watch is not None
@@ -150,33 +156,25 @@ async def test_an_idle_watch_cancels_its_scope_a_window_after_the_last_sign_of_l
         assert scope.cancelled_caught
         assert 1.0 <= trio.current_time() - last <= 1.0 + QUANTUM_S + 1e-9
         assert scope.deadline == math.inf  # the watch never moved it
-        n.cancel_scope.cancel()
 
 
 async def test_a_closed_idle_watch_never_fires_and_none_is_made_without_a_driver(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    pacer = Pacer()
     assert watch_idle(trio.CancelScope(), 1.0) is None  # no pacer driven: deadlines instead
-    async with trio.open_nursery() as n:
-        n.start_soon(pacer.run)
-        await trio.testing.wait_all_tasks_blocked()
+    async with driven_pacer():
         with trio.CancelScope() as scope:
             watch = watch_idle(scope, 1.0)
             assert watch is not None
             watch.close()
             await trio.sleep(5)
         assert not scope.cancelled_caught
-        n.cancel_scope.cancel()
 
 
 async def test_closed_watches_are_swept_out_so_the_heap_holds_about_the_open_ones(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    pacer = Pacer()
-    async with trio.open_nursery() as n:
-        n.start_soon(pacer.run)
-        await trio.testing.wait_all_tasks_blocked()
+    async with driven_pacer() as pacer:
         kept = [watch_idle(trio.CancelScope(), 60.0) for _ in range(10)]
         for _ in range(1000):  # streams that end long before their window
             watch = watch_idle(trio.CancelScope(), 60.0)
@@ -184,4 +182,3 @@ async def test_closed_watches_are_swept_out_so_the_heap_holds_about_the_open_one
             watch.close()
         assert len(pacer._watches) < 200
         assert all(w is not None and not w.closed for w in kept)
-        n.cancel_scope.cancel()
