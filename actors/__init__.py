@@ -37,7 +37,8 @@ Errors, one tree rooted at `ActorError` (itself a `runtime.protocol.ClawlaneErro
     └── ClusterError (a cluster primitive failed)
         ├── ClusterUnavailable (Redis cannot be reached or did not answer: retryable)
         ├── LeaseBusy, LeaseLost (`Leases.hold`: held elsewhere / lost while held)
-        └── StreamGap (`RunStreams.follow`: the stream no longer reaches back)
+        ├── StreamGap (`RunStreams.follow`: the stream no longer reaches back)
+        └── NodeIdInUse (`NodeRecords.beat`: another process has this node id)
 """
 
 from ._chat import ChatFlusher as ChatFlusher
@@ -54,6 +55,7 @@ from ._cluster import Lease as Lease
 from ._cluster import LeaseBusy as LeaseBusy
 from ._cluster import LeaseLost as LeaseLost
 from ._cluster import Leases as Leases
+from ._cluster import NodeIdInUse as NodeIdInUse
 from ._cluster import NodeRecords as NodeRecords
 from ._cluster import RunStreams as RunStreams
 from ._cluster import StreamEntry as StreamEntry
@@ -175,6 +177,7 @@ __all__ = [
     "LeaseLost",
     "Leases",
     "LocalLease",
+    "NodeIdInUse",
     "NodeRecords",
     "PostgresBackend",
     "PostgresDocument",

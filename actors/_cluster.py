@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import abc
 import logging
+import secrets
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Final
@@ -119,6 +120,14 @@ class LeaseLost(ClusterError):
 
 class StreamGap(ClusterError):
     """`follow`: the stream was trimmed (or expired) past the seq asked for."""
+
+
+class NodeIdInUse(ClusterError):
+    """`NodeRecords.beat`: the stored record of this node id is another process's."""
+
+    def __init__(self, record: bytes) -> None:
+        super().__init__("the node id's record belongs to another process")
+        self.record = record
 
 
 @attrs.frozen
@@ -401,18 +410,30 @@ class Generations(abc.ABC):
 
 
 class NodeRecords(abc.ABC):
-    """The nodes' heartbeat records. Checkpoints; `ClusterUnavailable`."""
+    """The nodes' heartbeat records. Each handle has a random `instance`, stored with its
+    record: a record is replaced only by the handle that stored it (or by one taking over
+    a dead process's, named by its instance), so two processes under one node id cannot
+    both beat: the second gets `NodeIdInUse`. Checkpoints; `ClusterUnavailable`."""
+
+    INSTANCE_CHARS: Final = 16
 
     def __init__(self, *, node_id: str) -> None:
         self.node_id = node_id
+        self.instance = secrets.token_hex(self.INSTANCE_CHARS // 2)
 
     @abc.abstractmethod
-    async def beat(self, record: bytes, *, ttl_s: float) -> None:
-        """Store this node's `record`, expiring `ttl_s` from now unless beaten again."""
+    async def beat(self, record: bytes, *, ttl_s: float, over: str | None = None) -> None:
+        """Store this node's `record`, expiring `ttl_s` from now unless beaten again, when
+        the record stored now is absent, this handle's, or instance `over`'s (a dead
+        process's, taken over at start). Raises `NodeIdInUse` otherwise."""
+
+    @abc.abstractmethod
+    async def holder(self) -> tuple[str, bytes] | None:
+        """The instance and record stored now under this node id, if any."""
 
     @abc.abstractmethod
     async def forget(self) -> None:
-        """Remove this node's record (a node leaving cleanly)."""
+        """Remove this node's record if it is this handle's (a node leaving cleanly)."""
 
     @abc.abstractmethod
     async def all(self) -> dict[str, bytes]:

@@ -28,6 +28,7 @@ from ._cluster import (
     Generations,
     Lease,
     Leases,
+    NodeIdInUse,
     NodeRecords,
     RunStreams,
     StreamEntry,
@@ -310,27 +311,39 @@ class LocalNodeRecords(NodeRecords):
 
     def __init__(self, *, node_id: str) -> None:
         super().__init__(node_id=node_id)
-        self._records: dict[str, tuple[bytes, float]] = {}
+        self._records: dict[str, tuple[str, bytes, float]] = {}
 
     def view(self, node_id: str) -> LocalNodeRecords:
         other = LocalNodeRecords(node_id=node_id)
         other._records = self._records
         return other
 
-    async def beat(self, record: bytes, *, ttl_s: float) -> None:
+    async def beat(self, record: bytes, *, ttl_s: float, over: str | None = None) -> None:
         await trio.lowlevel.checkpoint()
-        self._records[self.node_id] = (record, trio.current_time() + ttl_s)
+        current = self._live().get(self.node_id)
+        if current is not None and current[0] not in (self.instance, over):
+            raise NodeIdInUse(current[1])
+        self._records[self.node_id] = (self.instance, record, trio.current_time() + ttl_s)
+
+    async def holder(self) -> tuple[str, bytes] | None:
+        await trio.lowlevel.checkpoint()
+        return self._live().get(self.node_id)
 
     async def forget(self) -> None:
         await trio.lowlevel.checkpoint()
-        self._records.pop(self.node_id, None)
+        current = self._live().get(self.node_id)
+        if current is not None and current[0] == self.instance:
+            del self._records[self.node_id]
 
     async def all(self) -> dict[str, bytes]:
         await trio.lowlevel.checkpoint()
+        return {node_id: record for node_id, (_, record) in self._live().items()}
+
+    def _live(self) -> dict[str, tuple[str, bytes]]:
         now = trio.current_time()
-        for node_id in [n for n, (_, until) in self._records.items() if until <= now]:
+        for node_id in [n for n, (_, _, until) in self._records.items() if until <= now]:
             del self._records[node_id]
-        return {node_id: record for node_id, (record, _) in self._records.items()}
+        return {n: (instance, record) for n, (instance, record, _) in self._records.items()}
 
 
 class LocalChannels(Channels):

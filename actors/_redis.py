@@ -57,6 +57,7 @@ from ._cluster import (
     Generations,
     Lease,
     Leases,
+    NodeIdInUse,
     NodeRecords,
     RunStreams,
     StreamEntry,
@@ -223,6 +224,26 @@ local oldest = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000) - t
 redis.call('XTRIM', KEYS[1], 'MINID', oldest)
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return #ARGV - 3
+"""
+_BEAT: Final = """
+local current = redis.call('GET', KEYS[1])
+if current then
+  local instance = string.sub(current, 1, #ARGV[2])
+  if instance ~= ARGV[2] and instance ~= ARGV[3] then
+    return current
+  end
+end
+redis.call('SET', KEYS[1], ARGV[2] .. ARGV[1], 'PX', ARGV[4])
+redis.call('SADD', KEYS[2], ARGV[5])
+return false
+"""
+_FORGET: Final = """
+local current = redis.call('GET', KEYS[1])
+if current and string.sub(current, 1, #ARGV[1]) == ARGV[1] then
+  redis.call('DEL', KEYS[1])
+  redis.call('SREM', KEYS[2], ARGV[2])
+end
+return 0
 """
 _NODES: Final = """
 local out = {}
@@ -585,17 +606,31 @@ class RedisNodeRecords(NodeRecords):
         self._client = client
         self._prefix = prefix
         self._nodes = client.register_script(_NODES)
+        self._beat = client.register_script(_BEAT)
+        self._forget = client.register_script(_FORGET)
 
-    async def beat(self, record: bytes, *, ttl_s: float) -> None:
-        key = f"{self._prefix}node:{self.node_id}"
+    async def beat(self, record: bytes, *, ttl_s: float, over: str | None = None) -> None:
+        ttl_ms = max(1, int(ttl_s * 1000))
+        args: list[str | bytes | int] = [record, self.instance, over or "", ttl_ms, self.node_id]
         with _mapped("node heartbeat"):
-            await self._client.set(key, record, px=max(1, int(ttl_s * 1000)))
-            await self._client.sadd(f"{self._prefix}nodes", [self.node_id])
+            current: Any = await self._beat(keys=self._keys(), args=args)
+        if current is not None:
+            raise NodeIdInUse(bytes(current)[self.INSTANCE_CHARS :])
+
+    async def holder(self) -> tuple[str, bytes] | None:
+        with _mapped("node record"):
+            value = await self._client.get(self._keys()[0])
+        if value is None:
+            return None
+        raw = bytes(value)
+        return raw[: self.INSTANCE_CHARS].decode(errors="replace"), raw[self.INSTANCE_CHARS :]
 
     async def forget(self) -> None:
         with _mapped("node forget"):
-            await self._client.delete([f"{self._prefix}node:{self.node_id}"])
-            await self._client.srem(f"{self._prefix}nodes", [self.node_id])
+            await self._forget(keys=self._keys(), args=[self.instance, self.node_id])
+
+    def _keys(self) -> list[str]:
+        return [f"{self._prefix}node:{self.node_id}", f"{self._prefix}nodes"]
 
     async def all(self) -> dict[str, bytes]:
         with _mapped("node records"):
@@ -603,7 +638,8 @@ class RedisNodeRecords(NodeRecords):
                 keys=[f"{self._prefix}nodes"], args=[f"{self._prefix}node:"]
             )
         flat = [bytes(item) for item in reply]
-        return {flat[i].decode(): flat[i + 1] for i in range(0, len(flat), 2)}
+        cut = self.INSTANCE_CHARS
+        return {flat[i].decode(): flat[i + 1][cut:] for i in range(0, len(flat), 2)}
 
 
 @asynccontextmanager

@@ -30,6 +30,7 @@ import trio
 from actors import (
     Cluster,
     ClusterError,
+    NodeIdInUse,
     Publisher,
     RunRegistry,
     StoreError,
@@ -55,7 +56,7 @@ from ._presence import Presence
 __all__ = [
     "ClusterNode",
     "GenerationSync",
-    "check_node_id",
+    "claim_node_id",
     "node_id_for",
     "open_node",
     "start_node",
@@ -120,18 +121,24 @@ class ClusterNode:
             separators=(",", ":"),
         ).encode()
 
-    async def beat(self, load: dict[str, Any]) -> None:
-        """Store the record now (`ClusterError` when Redis cannot take it)."""
-        await self.cluster.nodes.beat(self.record(load), ttl_s=self.ttl_s)
+    async def beat(self, load: dict[str, Any], *, over: str | None = None) -> None:
+        """Store the record now (`ClusterError` when Redis cannot take it; `NodeIdInUse`
+        when another process's record holds this id)."""
+        await self.cluster.nodes.beat(self.record(load), ttl_s=self.ttl_s, over=over)
         self.beats += 1
         self.last_beat_error = None
 
     async def run_heartbeat(self, load: Callable[[], dict[str, Any]]) -> None:
         """Renew the record every third of the TTL until cancelled; a failed renewal is
-        logged and retried at the next beat."""
+        logged and retried at the next beat. Raises `GatewayConfigError` (the gateway
+        stops) when another process has taken this node id meanwhile: it started while
+        this node's record had expired (Redis away or this process stalled past the TTL),
+        and the two would renew each other's leases and read each other's inbox."""
         while True:
             try:
                 await self.beat(load())
+            except NodeIdInUse as exc:
+                raise GatewayConfigError(_in_use(self, _record_of(exc.record) or {})) from exc
             except ClusterError as exc:
                 if self.last_beat_error is None:
                     log.warning("node %s: heartbeat not stored: %s", self.node_id, exc)
@@ -298,18 +305,30 @@ async def open_node(config: Config) -> AsyncIterator[ClusterNode | None]:
                     log.warning("node %s: record not removed (it expires): %s", node.node_id, exc)
 
 
-async def check_node_id(node: ClusterNode) -> None:
-    """Refuse to start under the id of a node that lives: `cluster.nodeId` copied with the
-    config to a second machine, or a second gateway started with it here. Two processes
-    under one id would renew each other's leases and read each other's inbox. A record of
-    this id from a process that is gone (a worker or a node started again after a crash,
-    on this machine) is not in the way. Raises `GatewayConfigError`, `ClusterError`."""
-    found = (await node.cluster.nodes.all()).get(node.node_id)
-    other = _record_of(found)
-    if other is None or not _lives(other, node.started_ms):
-        return
+async def claim_node_id(node: ClusterNode, load: dict[str, Any]) -> None:
+    """Store the node's first record, refusing to start under the id of a node that
+    lives: `cluster.nodeId` copied with the config to a second machine, or a second gateway
+    started with it here. Two processes under one id would renew each other's leases and
+    read each other's inbox. A record of this id from a process that is gone (a worker or
+    a node started again after a crash, on this machine) is taken over. The claim is one
+    compare-and-set in Redis, so of two processes starting at once one wins.
+    Raises `GatewayConfigError`, `ClusterError`."""
+    held = await node.cluster.nodes.holder()
+    over: str | None = None
+    if held is not None:
+        other = _record_of(held[1])
+        if other is not None and _lives(other, node.started_ms):
+            raise GatewayConfigError(_in_use(node, other))
+        over = held[0]
+    try:
+        await node.beat(load, over=over)
+    except NodeIdInUse as exc:
+        raise GatewayConfigError(_in_use(node, _record_of(exc.record) or {})) from exc
+
+
+def _in_use(node: ClusterNode, other: dict[str, Any]) -> str:
     age_ms = max(0, int(time.time() * 1000) - int(other.get("beatAtMs") or 0))
-    raise GatewayConfigError(
+    return (
         f"cluster.nodeId {node.node_id!r} is in use by host {other.get('host')} pid "
         f"{other.get('pid')} (its heartbeat is {age_ms} ms old): give each node its own "
         f"cluster.nodeId, or leave it unset (a unique id is made), or wait "
@@ -365,8 +384,7 @@ async def start_node(
     `nursery`: the heartbeat, and the config file watch and `cron` on one node at a time.
     Before the publisher runs (its files are watched only while the lease is held).
     Raises `GatewayConfigError` when another live process has this node's id."""
-    await check_node_id(node)
-    await node.beat(_load(gateway))
+    await claim_node_id(node, _load(gateway))
     nursery.start_soon(node.run_heartbeat, lambda: _load(gateway))
     publisher.watch_files = False
     nursery.start_soon(node.single_owner, "config-watch", publisher.own_file_watch)

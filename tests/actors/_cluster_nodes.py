@@ -48,8 +48,10 @@ class Nodes:
     def all(self) -> list[Cluster]:
         return list(self._nodes)
 
-    async def add(self) -> Cluster:
-        node_id = f"{self.prefix}node{len(self._nodes)}"
+    async def add(self, node_id: str | None = None) -> Cluster:
+        """A new node: by default under an id of its own; `node_id` gives it another's (a
+        second process started under that id)."""
+        node_id = node_id or f"{self.prefix}node{len(self._nodes)}"
         if self.backend == "redis":
             opened = open_redis_cluster(
                 REDIS_URL, node_id=node_id, prefix=self.prefix, lease_ttl_s=self.lease_ttl_s
@@ -101,8 +103,10 @@ async def drop_prefix(prefix: str) -> None:
 
 @asynccontextmanager
 async def open_nodes(
-    backend: str, *, count: int = 3, lease_ttl_s: float = 0.5
+    backend: str, *, count: int = 3, lease_ttl_s: float = 0.5, twin: bool = False
 ) -> AsyncIterator[Nodes]:
+    """`count` nodes; with `twin` one more, last, under the first one's id (a second
+    process started under that id)."""
     if backend == "redis":
         await redis_or_skip()
     prefix = ""
@@ -112,6 +116,8 @@ async def open_nodes(
             prefix = nodes.prefix
             for _ in range(count):
                 await nodes.add()
+            if twin:
+                await nodes.add(nodes.all[0].node_id)
             yield nodes
     finally:
         if backend == "redis":

@@ -18,6 +18,7 @@ from actors._cluster import (
     Lease,
     LeaseBusy,
     LeaseLost,
+    NodeIdInUse,
     StreamEntry,
     StreamGap,
     run_single_owner,
@@ -319,6 +320,34 @@ async def test_node_records_are_listed_until_forgotten_or_expired(nodes: Nodes) 
             return await b.nodes.all() == {}
 
         await poll(a_expired)
+
+
+async def test_a_node_id_is_beaten_by_one_process_at_a_time(backend: str) -> None:
+    async with open_nodes(backend, count=1, twin=True) as nodes:
+        await _one_beater_per_node_id(*nodes.all)
+
+
+async def _one_beater_per_node_id(first: Cluster, twin: Cluster) -> None:
+    with trio.fail_after(5):
+        await first.nodes.beat(b"first", ttl_s=0.5)
+        with pytest.raises(NodeIdInUse) as refused:
+            await twin.nodes.beat(b"twin", ttl_s=30)
+        assert refused.value.record == b"first"
+        assert await twin.nodes.holder() == (first.nodes.instance, b"first")
+        await twin.nodes.forget()  # not its record: nothing is removed
+        assert (await twin.nodes.all())[first.node_id] == b"first"
+
+        async def first_expired() -> bool:
+            return await twin.nodes.holder() is None
+
+        await poll(first_expired)
+        await twin.nodes.beat(b"twin", ttl_s=30)  # the id is free once the record expired
+        with pytest.raises(NodeIdInUse):
+            await first.nodes.beat(b"first again", ttl_s=30)
+        await first.nodes.beat(b"first again", ttl_s=30, over=twin.nodes.instance)  # taken over
+        assert (await twin.nodes.all())[first.node_id] == b"first again"
+        await first.nodes.forget()
+        assert first.node_id not in await twin.nodes.all()
 
 
 async def test_holder_and_renew_many(nodes: Nodes) -> None:

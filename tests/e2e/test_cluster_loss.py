@@ -8,8 +8,10 @@ why, only when Redis or PostgreSQL cannot be reached."""
 
 from __future__ import annotations
 
+import json
 import secrets
 import subprocess
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -19,7 +21,7 @@ import psycopg
 import pytest
 import trio
 
-from tests.actors._cluster_nodes import drop_prefix, redis_or_skip
+from tests.actors._cluster_nodes import drop_prefix, raw_client, redis_or_skip
 from tests.actors._databases import pg_url
 from tests.e2e.test_workers import CLI, shared_config, write_config
 from transports._client import GatewayRequestError, open_gateway_client
@@ -195,3 +197,28 @@ async def _restart_mid_run(tmp_path: Path, pg: str, prefix: str, ttl: int) -> No
                 await cb.request("agent", params, expect_final=True)
             nursery.cancel_scope.cancel()
     assert info.value.code == "UNAVAILABLE" and "restarted" in str(info.value)
+
+
+async def test_a_node_whose_id_another_process_took_stops(tmp_path: Path, pg_url: str) -> None:
+    """A second process claimed node-a's id while node-a's record had expired (node-a
+    stalled, or Redis was away, past the TTL): at its next heartbeat node-a finds the other
+    process's record, and exits 2 with one line naming `cluster.nodeId` and that process,
+    instead of sharing its leases and inbox."""
+    await redis_or_skip()
+    prefix = f"clawlane-test:{secrets.token_hex(6)}:"
+    try:
+        with trio.fail_after(60):
+            async with node(tmp_path, pg_url, prefix, "node-a") as proc:
+                other = {"nodeId": "node-a", "host": "elsewhere", "pid": 4242}
+                other["beatAtMs"] = int(time.time() * 1000)
+                async with raw_client() as redis:
+                    key = f"{prefix}node:node-a"
+                    await redis.set(key, b"0123456789abcdef" + json.dumps(other).encode())
+                assert await proc.wait() == 2
+    finally:
+        await drop_prefix(prefix)
+    lines = (tmp_path / "node-a.log").read_text().splitlines()
+    assert any(
+        line.startswith("clawlane: cluster.nodeId 'node-a' is in use by host elsewhere pid 4242")
+        for line in lines
+    ), lines
