@@ -625,7 +625,7 @@ class SessionActor:
                 session_id=rec.session_id,
                 run_id=rec.run_id,
                 workspace=workspace,
-                send=lambda text, ts: run.send(f"message-{rec.run_id}-{ts}", text),
+                send=_message_sender(run.chat, rec.run_id),
             )
             req.inbox = SteerInbox()
             spec = turn.turn_spec(
@@ -739,25 +739,10 @@ class _Run:
     tools: RunTools | None = None
     outcome: RunOutcome = attrs.field(factory=RunOutcome)
 
-    def send(self, run_id: str, text: str) -> None:
-        """A message of the run (a block reply, the `message` tool): a chat `final` of its
-        own under `run_id`, after the run's buffered delta. Not a checkpoint."""
-        chat = self.chat
-        chat.flush()
-        chat.hub.emit_chat(
-            self.req.record.run_id,
-            "final",
-            runId=run_id,
-            message={
-                "role": "assistant",
-                "content": [{"type": "text", "text": text}],
-                "timestamp": int(time.time() * 1000),
-            },
-        )
-
     def deliver_block(self, block: BlockReply) -> None:
         """A block reply (block streaming): a chat `final` of its own, like a message."""
-        self.send(f"block-{self.req.record.run_id}-{block.index}", block.text)
+        run_id = self.req.record.run_id
+        _send_message(self.chat, run_id, f"block-{run_id}-{block.index}", block.text)
 
     def emit(self, stream: str, data: dict[str, Any]) -> None:
         chat = self.chat
@@ -768,6 +753,31 @@ class _Run:
         else:
             chat.flush_agent()
             chat.hub.emit_agent(self.req.record.run_id, stream, data)
+
+
+def _send_message(chat: ChatStream, run_id: str, message_id: str, text: str) -> None:
+    """A message of run `run_id` (a block reply, the `message` tool): a chat `final` of
+    its own under `message_id`, after the run's buffered delta. Not a checkpoint."""
+    chat.flush()
+    chat.hub.emit_chat(
+        run_id,
+        "final",
+        runId=message_id,
+        message={
+            "role": "assistant",
+            "content": [{"type": "text", "text": text}],
+            "timestamp": int(time.time() * 1000),
+        },
+    )
+
+
+def _message_sender(chat: ChatStream, run_id: str) -> Callable[[str, int], None]:
+    """The `message` tool's `send(text, ts)` for run `run_id`. It holds the chat stream and
+    the id, not the `_Run`: the run's tools hold it, and a `_Run` reachable from its own
+    tools is a reference cycle per run, freed only by a full collection (the gateway's
+    collector runs rarely, `transports._startup.GC_THRESHOLDS`) with the run's whole
+    context in it."""
+    return lambda text, ts: _send_message(chat, run_id, f"message-{run_id}-{ts}", text)
 
 
 class SessionBusy(ActorError):

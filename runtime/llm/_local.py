@@ -230,11 +230,17 @@ class LocalProvider:
         fail = self._failure(plan)
         if fail is not None:
             await trio.lowlevel.checkpoint()
-            raise fail
+            try:
+                raise fail
+            finally:
+                del fail  # its traceback holds this frame: no reference cycle through it
         overflow, overflow_after = _overflow(plan, request)
         if overflow is not None and overflow_after == 0:
             await trio.lowlevel.checkpoint()
-            raise overflow
+            try:
+                raise overflow
+            finally:
+                del overflow
 
         input_tokens = request_tokens(request)
         sent = 0
@@ -272,7 +278,10 @@ class LocalProvider:
             if plan.fail_after is not None and sent >= plan.fail_after:
                 raise ProviderError("server", "local model failure after partial output")
             if overflow is not None and sent >= overflow_after:
-                raise overflow
+                try:
+                    raise overflow
+                finally:
+                    del overflow
             if delay > 0:
                 await sleep(delay)  # (`pace` inlined: this runs for every delta)
             else:

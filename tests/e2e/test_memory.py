@@ -1,6 +1,9 @@
 """Memory that must come back: a session's actor, its transcript and its runs' writes are
-freed by reference counting when the session is deleted, not left for the cycle collector
-(which the gateway runs rarely: see `transports._startup.tune_gc`)."""
+freed by reference counting when the session is deleted, and a run's state (its request,
+tools, progress, the model's error) when it ends, not left for the cycle collector (which
+the gateway runs rarely: see `transports._startup.tune_gc`). A cycle per run held each
+run's whole context until a full collection: under steady load the soak read tens of
+MiB/min of growth from it."""
 
 from __future__ import annotations
 
@@ -8,6 +11,7 @@ import gc
 import weakref
 from pathlib import Path
 
+import pytest
 import trio
 
 from tests.conftest import open_client, running_gateway
@@ -40,3 +44,43 @@ async def test_a_deleted_session_leaves_no_reference_cycle_behind(tmp_path: Path
                     assert ref() is None, [type(r).__name__ for r in gc.get_referrers(ref())]
                 finally:
                     gc.enable()
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "[[deltas:5]] a plain reply",
+        "[[tool:session_status {}]] a tool turn",
+        "[[fail:server]] the model fails",
+        "[[overflow:100000:2]] the context overflows after two deltas",
+    ],
+)
+async def test_a_finished_run_leaves_no_reference_cycle_behind(
+    tmp_path: Path, message: str
+) -> None:
+    async with running_gateway(tmp_path) as gw, open_client(gw) as client:
+        with trio.fail_after(20):
+
+            async def run(i: int) -> None:
+                params = {"message": message, "idempotencyKey": f"cyc-{i}"}
+                await client.request("agent", {**params, "sessionKey": f"agent:main:c{i}"})
+                await client.request("agent.wait", {"runId": f"cyc-{i}", "timeoutMs": 10_000})
+
+            await run(0)  # what the first run builds once (caches, the lane) is not garbage
+            await trio.testing.wait_all_tasks_blocked()
+            gc.collect()
+            gc.set_debug(gc.DEBUG_SAVEALL)  # what a collection finds is kept in gc.garbage
+            try:
+                for i in range(1, 4):
+                    await run(i)
+                await trio.testing.wait_all_tasks_blocked()
+                gc.collect()
+                ours = [
+                    type(o).__qualname__
+                    for o in gc.garbage
+                    if type(o).__module__.startswith(("actors", "runtime", "transports"))
+                ]
+            finally:
+                gc.set_debug(0)
+                gc.garbage.clear()
+    assert ours == []
