@@ -21,7 +21,8 @@ Fencing: a batch with fenced writes first makes sure each of their sessions has 
 and locks those rows (`SELECT ... FOR UPDATE`, in key order: two nodes writing the same
 sessions wait for each other instead of both passing the check), checks each fenced write
 against them (`actors._store_ops.Fences`) and writes the raised tokens back, all in the
-batch's transaction.
+batch's transaction. The fences of sessions deleted more than a day ago are pruned behind a
+horizon a write without a row is checked against (`FENCE_HORIZON_US`).
 
 A connection that breaks (the server restarted, the connection terminated) fails the
 batch or read in progress with `psycopg.Error` (the store's `StoreError`); the writer
@@ -36,6 +37,7 @@ unsupported schema version.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from typing import Any, Final, TypeVar
 
@@ -62,7 +64,7 @@ __all__ = ["SCHEMA_VERSION", "PostgresBackend", "server_location"]
 
 _T = TypeVar("_T")
 
-SCHEMA_VERSION: Final = 3
+SCHEMA_VERSION: Final = 4
 _MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
     (  # 1: the SQLite store's tables (`actors._sqlite`, `actors._journal`)
         """CREATE TABLE sessions(
@@ -102,6 +104,13 @@ _MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
             body BYTEA NOT NULL
         )""",
     ),
+    (  # 4: the token below which pruned `session_fences` rows refuse (`_PRUNE_FENCES`)
+        """CREATE TABLE fence_horizon(
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            token BIGINT NOT NULL
+        )""",
+        "INSERT INTO fence_horizon(id, token) VALUES (1, 0)",
+    ),
 )
 _LOCK_KEY: Final = 0x636C61776C616E65  # "clawlane": one migration at a time per database
 
@@ -125,7 +134,8 @@ ORDER BY n
 """
 _ENSURE_FENCES: Final = """
 INSERT INTO session_fences(session_key, token)
-SELECT * FROM unnest(%b::text[], %b::bigint[]) ON CONFLICT(session_key) DO NOTHING
+SELECT k, GREATEST(t, (SELECT token FROM fence_horizon WHERE id = 1))
+FROM unnest(%b::text[], %b::bigint[]) AS u(k, t) ON CONFLICT(session_key) DO NOTHING
 """
 _LOCK_FENCES: Final = """
 SELECT session_key, token FROM session_fences WHERE session_key = ANY(%s)
@@ -155,6 +165,23 @@ DELETE FROM runs WHERE id < %(cut)s AND run_id IN (
     SELECT run_id FROM runs WHERE ended_at IS NOT NULL AND id < %(cut)s
 )
 """
+_PRUNE_FENCES: Final = """
+WITH horizon AS (
+    UPDATE fence_horizon SET token = GREATEST(token, %(cut)s) WHERE id = 1 RETURNING token
+)
+DELETE FROM session_fences AS f
+WHERE f.token < (SELECT token FROM horizon)
+AND NOT EXISTS (SELECT 1 FROM sessions AS s WHERE s.key = f.session_key)
+"""
+FENCE_HORIZON_US: Final = 86_400_000_000
+"""A `session_fences` row whose token is older than this (a day) and whose session is gone
+is deleted; the horizon is raised to that age, and a fenced write to a key without a row
+is checked against it (`_ENSURE_FENCES` makes the row with the horizon when the write's
+token is older): a writer with a token from before the prune is still refused, and the
+table holds the sessions there are, not every session key ever used. Tokens are
+microseconds of Redis's clock (`actors._redis`), whose fence keys live as long; a new
+lease's token is its acquisition time, past any horizon."""
+FENCE_PRUNE_INTERVAL_S: Final = 600.0
 _NEXT_SEQ_MAX: Final = 200_000
 _CONNECT_TIMEOUT_S: Final = 5
 
@@ -203,6 +230,8 @@ class PostgresBackend:
         self._url = url
         self._location = server_location(url)
         self._writer: psycopg.Connection[Any] | None = None
+        self.fence_prune_interval_s = FENCE_PRUNE_INTERVAL_S
+        self._fences_pruned_at = time.monotonic()
 
     @property
     def location(self) -> str:
@@ -312,11 +341,22 @@ class PostgresBackend:
         conn.execute("DELETE FROM sessions WHERE key = %s", (op.key,))
         return found is not None
 
-    @staticmethod
-    def _prune(conn: psycopg.Connection[Any], since: int, keep: int) -> None:
+    def _prune(self, conn: psycopg.Connection[Any], since: int, keep: int) -> None:
+        """The journal's old ended rows; every `fence_prune_interval_s` the fences of
+        sessions gone for longer than `FENCE_HORIZON_US`."""
         found = conn.execute(_PRUNE_CUT, {"since": since, "keep": keep}).fetchone()
         if found is not None and found[0] is not None:
             conn.execute(_PRUNE, {"cut": found[0]})
+        now = time.monotonic()
+        if now - self._fences_pruned_at >= self.fence_prune_interval_s:
+            self._fences_pruned_at = now
+            self.prune_fences(conn, int(time.time() * 1_000_000) - FENCE_HORIZON_US)
+
+    @staticmethod
+    def prune_fences(conn: psycopg.Connection[Any], cut: int) -> None:
+        """Raise the horizon to `cut` and delete the fences below it whose sessions are
+        gone (`FENCE_HORIZON_US`), in the caller's transaction."""
+        conn.execute(_PRUNE_FENCES, {"cut": cut})
 
     def open_reader(self) -> psycopg.Connection[Any]:
         return self._connect()

@@ -7,6 +7,7 @@ whose lease moved on sees its run's commit refused and the run end `error`."""
 from __future__ import annotations
 
 import logging
+import time
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,9 @@ import pytest
 import trio
 import trio.testing
 
-from actors import Fence, FencedOut, StoreError, open_store, open_supervisor
+from actors import Fence, FencedOut, PostgresBackend, StoreError, open_store, open_supervisor
+from actors import _journal as journal
+from actors._pg import FENCE_HORIZON_US
 from runtime.llm._types import UserMessage
 from runtime.model._generation import build_generation
 from runtime.sessions._sessions import (
@@ -280,3 +283,35 @@ async def test_two_nodes_on_one_postgres_schema_the_older_owner_is_refused(pg_ur
             await new.put_session_durable(row(key, 3, label="new"), fence=Fence(key, 6))
             got = await old.get_session(key)
             assert got is not None and got.label == "new"
+
+
+async def test_postgres_prunes_the_fences_of_sessions_gone_behind_a_horizon(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fence row per session key ever used would grow forever: the rows of sessions
+    deleted more than a day ago go, and the horizon they leave refuses a write that still
+    carries a token from before it."""
+    db = Db("postgres", url=pg_url)
+    backend = db.backend()
+    assert isinstance(backend, PostgresBackend)
+    monkeypatch.setattr(journal, "PRUNE_INTERVAL_S", 0.0)  # every batch prunes the journal
+    now = int(time.time() * 1_000_000)
+    old, recent = now - 2 * FENCE_HORIZON_US, now - FENCE_HORIZON_US // 24
+    kept, gone, lately = "agent:main:kept", "agent:main:gone", "agent:main:lately"
+    with trio.fail_after(TIMEOUT):
+        async with open_store(backend=backend) as store:
+            await store.put_session_durable(row(kept), fence=Fence(kept, old))
+            await store.put_session_durable(row(gone), fence=Fence(gone, old))
+            await store.put_session_durable(row(lately), fence=Fence(lately, recent))
+            assert await store.delete_session(gone) and await store.delete_session(lately)
+            backend.fence_prune_interval_s = 0.0  # and the fences, from now on
+            await store.put_session_durable(row("agent:main:other"))
+            listed = dict(await fences(db))
+            assert listed == {kept: old, lately: recent}  # a session there is, or gone lately
+            (horizon,) = await trio.to_thread.run_sync(db.query, "SELECT token FROM fence_horizon")
+            assert old < horizon[0] <= int(time.time() * 1_000_000) - FENCE_HORIZON_US
+            with pytest.raises(FencedOut):  # a writer from before the prune
+                await store.put_session_durable(row(gone, 2), fence=Fence(gone, old))
+            assert await store.get_session(gone) is None
+            await store.put_session_durable(row(gone, 3), fence=Fence(gone, now))  # a new lease
+            assert dict(await fences(db))[gone] == now
