@@ -119,6 +119,8 @@ class HubStatistics:
     encodes: int
     replay_bytes: int = 0
     """What the replay buffers hold, all runs together (bounded by `replay_max_bytes`)."""
+    remote_runs: int = 0
+    """Runs of other nodes whose frames connections here wait for (`expect_remote`)."""
 
 
 @attrs.frozen
@@ -203,8 +205,13 @@ class EventHub:
                 del self._watchers[key]
         for rs in self._runs.values():
             rs.owners.discard(sub)
-        for owners in self._remote.values():
+        emptied = []
+        for run_id, owners in self._remote.items():
             owners.discard(sub)
+            if not owners:
+                emptied.append(run_id)
+        for run_id in emptied:  # nobody here waits for that run's frames any more
+            del self._remote[run_id]
 
     def watch_session(self, sub: Subscriber, session_key: str) -> None:
         self._watchers.setdefault(session_key, set()).add(sub)
@@ -531,4 +538,5 @@ class EventHub:
             frames_delivered=self._delivered,
             encodes=self._encodes,
             replay_bytes=self._replay_bytes,
+            remote_runs=len(self._remote),
         )

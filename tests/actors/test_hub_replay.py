@@ -1,10 +1,10 @@
-"""The hub's replay buffers are bounded in bytes for the whole gateway: the oldest frames
-(of the runs that finished longest ago first) go, and a replay that no longer reaches back
-says `gap`."""
+"""What the hub keeps is bounded: its replay buffers in bytes for the whole gateway (the
+oldest frames, of the runs that finished longest ago first, go, and a replay that no longer
+reaches back says `gap`), and the remote runs it routes by the connections still there."""
 
 from __future__ import annotations
 
-from actors._hub import REPLAY_PER_RUN, EventHub
+from actors._hub import RELAY_AGENT, REPLAY_PER_RUN, EventHub
 
 
 def _run(hub: EventHub, run_id: str, deltas: int, *, piece: str = "x" * 100) -> None:
@@ -82,3 +82,32 @@ def test_active_runs_lose_their_oldest_frames_first_and_a_refilled_run_goes_last
     _emit(hub, "a", 1)  # a holds frames again: it goes last, b's older frame goes
     assert [_kept(hub, r) for r in "abc"] == [1, 2, 4]
     assert hub.statistics().replay_bytes <= 7.5 * frame
+
+
+class _Conn:
+    def __init__(self, conn_id: str) -> None:
+        self.conn_id = conn_id
+        self.wants_tool_events = False
+        self.frames: list[bytes] = []
+
+    def push_event(self, frame: bytes) -> None:
+        self.frames.append(frame)
+
+
+def test_a_connection_that_leaves_forgets_the_remote_runs_only_it_waited_for() -> None:
+    """Runs of other nodes started from here are kept for their connections until the run's
+    close is relayed; a connection that leaves first takes its runs with it (they were kept
+    until 100,000 had piled up), not those another connection still waits for."""
+    hub = EventHub()
+    gone, staying = _Conn("c-gone"), _Conn("c-staying")
+    for conn in (gone, staying):
+        hub.attach(conn, scoped=True, can_read=True)
+    for i in range(50):
+        hub.expect_remote(f"gone-{i}", gone)
+    hub.expect_remote("shared", gone)
+    hub.expect_remote("shared", staying)
+    assert hub.statistics().remote_runs == 51
+    hub.detach(gone)
+    assert hub.statistics().remote_runs == 1
+    hub.deliver_remote(RELAY_AGENT, "shared", "agent:main:x", b"frame", b"frame")
+    assert staying.frames == [b"frame"] and gone.frames == []
