@@ -84,3 +84,38 @@ async def test_a_finished_run_leaves_no_reference_cycle_behind(
                 gc.set_debug(0)
                 gc.garbage.clear()
     assert ours == []
+
+
+async def test_chat_runs_aborts_and_resets_leave_no_reference_cycle_behind(tmp_path: Path) -> None:
+    async with running_gateway(tmp_path) as gw, open_client(gw) as client:
+        with trio.fail_after(20):
+
+            async def session(i: int) -> None:
+                key = f"agent:main:chat{i}"
+                sent = {"sessionKey": key, "message": "[[deltas:3]] hi", "idempotencyKey": f"c{i}"}
+                await client.request("chat.send", sent)
+                await client.request("agent.wait", {"runId": f"c{i}", "timeoutMs": 10_000})
+                stalled = {"sessionKey": key, "message": "[[stall]] x", "idempotencyKey": f"s{i}"}
+                await client.request("agent", stalled)
+                await client.request("chat.abort", {"sessionKey": key})
+                await client.request("agent.wait", {"runId": f"s{i}", "timeoutMs": 10_000})
+                await client.request("sessions.reset", {"key": key})
+
+            await session(0)
+            await trio.testing.wait_all_tasks_blocked()
+            gc.collect()
+            gc.set_debug(gc.DEBUG_SAVEALL)
+            try:
+                for i in range(1, 4):
+                    await session(i)
+                await trio.testing.wait_all_tasks_blocked()
+                gc.collect()
+                ours = [
+                    type(o).__qualname__
+                    for o in gc.garbage
+                    if type(o).__module__.startswith(("actors", "runtime", "transports"))
+                ]
+            finally:
+                gc.set_debug(0)
+                gc.garbage.clear()
+    assert ours == []
