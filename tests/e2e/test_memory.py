@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gc
 import weakref
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
@@ -46,6 +47,28 @@ async def test_a_deleted_session_leaves_no_reference_cycle_behind(tmp_path: Path
                     gc.enable()
 
 
+async def _cycles_left_by(step: Callable[[int], Awaitable[None]]) -> list[str]:
+    """The gateway's objects a collection finds in cycles after `step(1..3)` (`step(0)`
+    first builds what is built once: caches, the lane)."""
+    await step(0)
+    await trio.testing.wait_all_tasks_blocked()
+    gc.collect()
+    gc.set_debug(gc.DEBUG_SAVEALL)  # what a collection finds is kept in gc.garbage
+    try:
+        for i in range(1, 4):
+            await step(i)
+        await trio.testing.wait_all_tasks_blocked()
+        gc.collect()
+        return [
+            type(o).__qualname__
+            for o in gc.garbage
+            if type(o).__module__.startswith(("actors", "runtime", "transports"))
+        ]
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+
+
 @pytest.mark.parametrize(
     "message",
     [
@@ -66,24 +89,7 @@ async def test_a_finished_run_leaves_no_reference_cycle_behind(
                 await client.request("agent", {**params, "sessionKey": f"agent:main:c{i}"})
                 await client.request("agent.wait", {"runId": f"cyc-{i}", "timeoutMs": 10_000})
 
-            await run(0)  # what the first run builds once (caches, the lane) is not garbage
-            await trio.testing.wait_all_tasks_blocked()
-            gc.collect()
-            gc.set_debug(gc.DEBUG_SAVEALL)  # what a collection finds is kept in gc.garbage
-            try:
-                for i in range(1, 4):
-                    await run(i)
-                await trio.testing.wait_all_tasks_blocked()
-                gc.collect()
-                ours = [
-                    type(o).__qualname__
-                    for o in gc.garbage
-                    if type(o).__module__.startswith(("actors", "runtime", "transports"))
-                ]
-            finally:
-                gc.set_debug(0)
-                gc.garbage.clear()
-    assert ours == []
+            assert await _cycles_left_by(run) == []
 
 
 async def test_chat_runs_aborts_and_resets_leave_no_reference_cycle_behind(tmp_path: Path) -> None:
@@ -101,21 +107,4 @@ async def test_chat_runs_aborts_and_resets_leave_no_reference_cycle_behind(tmp_p
                 await client.request("agent.wait", {"runId": f"s{i}", "timeoutMs": 10_000})
                 await client.request("sessions.reset", {"key": key})
 
-            await session(0)
-            await trio.testing.wait_all_tasks_blocked()
-            gc.collect()
-            gc.set_debug(gc.DEBUG_SAVEALL)
-            try:
-                for i in range(1, 4):
-                    await session(i)
-                await trio.testing.wait_all_tasks_blocked()
-                gc.collect()
-                ours = [
-                    type(o).__qualname__
-                    for o in gc.garbage
-                    if type(o).__module__.startswith(("actors", "runtime", "transports"))
-                ]
-            finally:
-                gc.set_debug(0)
-                gc.garbage.clear()
-    assert ours == []
+            assert await _cycles_left_by(session) == []
