@@ -350,13 +350,8 @@ class PostgresBackend:
         now = time.monotonic()
         if now - self._fences_pruned_at >= self.fence_prune_interval_s:
             self._fences_pruned_at = now
-            self.prune_fences(conn, int(time.time() * 1_000_000) - FENCE_HORIZON_US)
-
-    @staticmethod
-    def prune_fences(conn: psycopg.Connection[Any], cut: int) -> None:
-        """Raise the horizon to `cut` and delete the fences below it whose sessions are
-        gone (`FENCE_HORIZON_US`), in the caller's transaction."""
-        conn.execute(_PRUNE_FENCES, {"cut": cut})
+            cut = int(time.time() * 1_000_000) - FENCE_HORIZON_US
+            conn.execute(_PRUNE_FENCES, {"cut": cut})
 
     def open_reader(self) -> psycopg.Connection[Any]:
         return self._connect()
