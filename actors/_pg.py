@@ -24,6 +24,11 @@ against them (`actors._store_ops.Fences`) and writes the raised tokens back, all
 batch's transaction. The fences of sessions deleted more than a day ago are pruned behind a
 horizon a write without a row is checked against (`FENCE_HORIZON_US`).
 
+Left running without autovacuum (or between its passes), the tables stay their size:
+session rows are rewritten in place (HOT updates: `sessions.list`'s indexes hold the minute
+of `updated_at`, `_LISTED`), and the run journal, whose every row is deleted minutes after
+it was written, is vacuumed by the writer after each prune (`_vacuum_journal`).
+
 A connection that breaks (the server restarted, the connection terminated) fails the
 batch or read in progress with `psycopg.Error` (the store's `StoreError`); the writer
 connects again at its next batch and a broken reader is dropped, so writes and reads
@@ -37,6 +42,7 @@ unsupported schema version.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, Final, TypeVar
@@ -64,7 +70,18 @@ __all__ = ["SCHEMA_VERSION", "PostgresBackend", "server_location"]
 
 _T = TypeVar("_T")
 
-SCHEMA_VERSION: Final = 4
+log = logging.getLogger("clawlane.store")
+
+SCHEMA_VERSION: Final = 5
+_LISTED: Final = "updated_at / 60000"
+"""`sessions.listed_at`, the column `sessions.list`'s indexes hold: the minute of
+`updated_at`, not `updated_at` itself. Every run writes its session's row (twice); were an
+indexed column to change each time, PostgreSQL would add a row version to every index per
+write, and only VACUUM would take the dead ones away. With the minute indexed, the writes of
+a session within one minute leave the indexes alone (HOT updates, in the room `fillfactor`
+keeps on each page), and the dead versions are pruned from the page as it is next read,
+autovacuum or not. A list reads the index by minute and sorts each minute's rows by
+`updated_at` (`list_query(..., listed=...)`): the same order as before."""
 _MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
     (  # 1: the SQLite store's tables (`actors._sqlite`, `actors._journal`)
         """CREATE TABLE sessions(
@@ -110,6 +127,14 @@ _MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
             token BIGINT NOT NULL
         )""",
         "INSERT INTO fence_horizon(id, token) VALUES (1, 0)",
+    ),
+    (  # 5: `sessions.list` ordered through the minute of `updated_at` (`_LISTED`)
+        "ALTER TABLE sessions SET (fillfactor = 50)",
+        f"ALTER TABLE sessions ADD COLUMN listed_at BIGINT GENERATED ALWAYS AS ({_LISTED}) STORED",
+        "DROP INDEX sessions_updated_at",
+        "DROP INDEX sessions_agent_updated_at",
+        "CREATE INDEX sessions_listed_at ON sessions(listed_at)",
+        "CREATE INDEX sessions_agent_listed_at ON sessions(agent_id, listed_at)",
     ),
 )
 _LOCK_KEY: Final = 0x636C61776C616E65  # "clawlane": one migration at a time per database
@@ -282,6 +307,7 @@ class PostgresBackend:
         results: list[object] = []
         pending = _Gathered(conn, next_seq)
         keys = fenced_keys(writes)
+        pruned = 0
         try:
             with conn.transaction():
                 fences = self._lock_fences(conn, keys) if keys else None
@@ -297,10 +323,12 @@ class PostgresBackend:
                     raised = fences.raised
                     conn.execute(_RAISE_FENCES, (list(raised), list(raised.values())))
                 if prune is not None:
-                    self._prune(conn, *prune)
+                    pruned = self._prune(conn, *prune)
         except BaseException:
             next_seq.clear()
             raise
+        if pruned:
+            self._vacuum_journal(conn)
         return results
 
     @staticmethod
@@ -341,17 +369,34 @@ class PostgresBackend:
         conn.execute("DELETE FROM sessions WHERE key = %s", (op.key,))
         return found is not None
 
-    def _prune(self, conn: psycopg.Connection[Any], since: int, keep: int) -> None:
-        """The journal's old ended rows; every `fence_prune_interval_s` the fences of
-        sessions gone for longer than `FENCE_HORIZON_US`."""
+    def _prune(self, conn: psycopg.Connection[Any], since: int, keep: int) -> int:
+        """The journal's old ended rows (how many went); every `fence_prune_interval_s` the
+        fences of sessions gone for longer than `FENCE_HORIZON_US`."""
+        pruned = 0
         found = conn.execute(_PRUNE_CUT, {"since": since, "keep": keep}).fetchone()
         if found is not None and found[0] is not None:
-            conn.execute(_PRUNE, {"cut": found[0]})
+            pruned = conn.execute(_PRUNE, {"cut": found[0]}).rowcount
         now = time.monotonic()
         if now - self._fences_pruned_at >= self.fence_prune_interval_s:
             self._fences_pruned_at = now
             cut = int(time.time() * 1_000_000) - FENCE_HORIZON_US
             conn.execute(_PRUNE_FENCES, {"cut": cut})
+        return max(pruned, 0)
+
+    @staticmethod
+    def _vacuum_journal(conn: psycopg.Connection[Any]) -> None:
+        """VACUUM the run journal after a prune took rows from it (the batch has committed).
+
+        Every run writes two rows there and a prune deletes them a few minutes later: the
+        table's churn is the store's own, at the rate of the runs, so the store reclaims it
+        rather than trust autovacuum (off on some servers, and a minute or more behind on
+        the others, while the next prune scans the dead rows). The table holds only the
+        last minutes' runs, so this is milliseconds. A failure is logged: the batch's
+        writes stand."""
+        try:
+            conn.execute("VACUUM (SKIP_LOCKED) runs")
+        except psycopg.Error as exc:
+            log.warning("store: the run journal was not vacuumed: %s", _one_line(exc))
 
     def open_reader(self) -> psycopg.Connection[Any]:
         return self._connect()
@@ -381,7 +426,7 @@ class PostgresBackend:
         updated_after_ms: int | None,
         limit: int | None,
     ) -> list[bytes]:
-        sql, params = list_query(agent_id, updated_after_ms, limit, "%s")
+        sql, params = list_query(agent_id, updated_after_ms, limit, "%s", listed=_LISTED)
         return [blob for (blob,) in reader.execute(sql, params, binary=True).fetchall()]
 
     def load_entries(self, reader: psycopg.Connection[Any], session_id: str) -> list[bytes]:

@@ -303,10 +303,17 @@ def put_checked(
 
 
 def list_query(
-    agent_id: str | None, updated_after_ms: int | None, limit: int | None, mark: str
+    agent_id: str | None,
+    updated_after_ms: int | None,
+    limit: int | None,
+    mark: str,
+    *,
+    listed: str | None = None,
 ) -> tuple[str, list[object]]:
-    """`Store.list_sessions`' query with `mark` for a placeholder (`?`, `%s`): served by
-    the `updated_at` index (or the `(agent_id, updated_at)` one), newest first."""
+    """`Store.list_sessions`' query with `mark` for a placeholder (`?`, `%s`), newest first:
+    served by the `updated_at` index (or the `(agent_id, updated_at)` one); with `listed`
+    (the expression of `updated_at` a `listed_at` column holds, PostgreSQL's
+    `actors._pg._LISTED`), by the `listed_at` ones, each step of it sorted by `updated_at`."""
     clauses: list[str] = []
     params: list[object] = []
     if agent_id is not None:
@@ -315,10 +322,13 @@ def list_query(
     if updated_after_ms is not None:
         clauses.append(f"updated_at > {mark}")
         params.append(updated_after_ms)
+        if listed is not None:
+            clauses.append("listed_at >= " + listed.replace("updated_at", f"CAST({mark} AS BIGINT)"))
+            params.append(updated_after_ms)
     sql = "SELECT row FROM sessions"
     if clauses:
         sql += " WHERE " + " AND ".join(clauses)
-    sql += " ORDER BY updated_at DESC"
+    sql += " ORDER BY " + ("listed_at DESC, " if listed is not None else "") + "updated_at DESC"
     if limit is not None:
         sql += f" LIMIT {mark}"
         params.append(max(limit, 0))

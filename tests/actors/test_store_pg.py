@@ -4,6 +4,7 @@ connections cut under load (a restart), the run journal and the cron tables, the
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import msgspec
@@ -22,6 +23,9 @@ from actors import (
     open_store,
     open_store_backend,
 )
+from actors import _journal as journal
+from actors._journal import JournalRow as JournalRowT
+from actors._journal import RunOutcome, ended_row
 from runtime.model import ConfigError, parse_config
 from runtime.sessions._sessions import SessionRow, new_session_row
 from tests.actors._databases import Db, pg_url, terminate_connections
@@ -58,6 +62,7 @@ async def test_the_schema_is_migrated_once_and_a_newer_one_is_refused(pg_url: st
             (2,),
             (3,),
             (4,),
+            (5,),
         ]
         await trio.to_thread.run_sync(db.query, "INSERT INTO schema_version VALUES (99)")
         with pytest.raises(StoreError, match="unsupported schema version 99"):
@@ -157,3 +162,102 @@ async def test_the_config_chooses_the_backend(tmp_path: Path, pg_url: str) -> No
             assert isinstance(store.backend, PostgresBackend)
             assert str(store.path) == "postgresql://127.0.0.1:5432/test"
             await store.put_session_durable(row("agent:main:a"))
+
+
+async def _sizes(db: Db) -> dict[str, int]:
+    """Bytes on disk: each table's heap and its indexes together."""
+    sql = (
+        "SELECT pg_relation_size('sessions'), pg_indexes_size('sessions'),"
+        " pg_relation_size('runs'), pg_indexes_size('runs')"
+    )
+    (found,) = await trio.to_thread.run_sync(db.query, sql)
+    return dict(zip(("sessions", "sessions_indexes", "runs", "runs_indexes"), found, strict=True))
+
+
+async def test_rewritten_sessions_and_pruned_runs_keep_the_tables_their_size_without_autovacuum(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a gateway left running does to its tables, with autovacuum off for them (as on
+    the CI server; elsewhere, what happens between autovacuum's passes): each run rewrites
+    its session's row and writes journal rows a prune deletes minutes later. The rows are
+    rewritten in place (the list indexes hold the minute of `updated_at`, so a rewrite
+    within the minute adds no index entry) and the journal is vacuumed after each prune:
+    40 rewrites of every row leave both tables and their indexes about their first size
+    (before, the session table and its indexes grew ~40x, the journal by every row)."""
+    monkeypatch.setattr(journal, "PRUNE_INTERVAL_S", 0.0)
+    db = Db("postgres", url=pg_url)
+    keys = [f"agent:main:{i}" for i in range(200)]
+    now = int(time.time() * 1000)
+    minute = now // 60_000 * 60_000
+    with trio.fail_after(120):
+        async with open_store(backend=db.backend()) as store:
+            store._runs_keep = 10
+            for table in ("sessions", "runs"):
+                await trio.to_thread.run_sync(
+                    db.query, f"ALTER TABLE {table} SET (autovacuum_enabled = false)"
+                )
+            first: dict[str, int] = {}
+            for n in range(41):
+                for i, key in enumerate(keys):
+                    run_id = f"r{n}-{i}"
+                    store.commit_nowait(run=_accepted(run_id, key), row=row(key, minute + n))
+                    store.commit_nowait(run=_ended(run_id, key, now - 10_000_000))
+                await store.flush()
+                if n == 0:
+                    first = await _sizes(db)
+            last = await _sizes(db)
+            listed = await store.list_sessions()
+    assert [r.updatedAt for r in listed] == [minute + 40] * len(keys)
+    for part in ("sessions", "sessions_indexes"):
+        assert last[part] <= 3 * first[part], (part, first, last)
+    # the journal holds a round's rows at most (the last 10 ended ones are kept)
+    for part in ("runs", "runs_indexes"):
+        assert last[part] <= 4 * first[part] + 8192 * 4, (part, first, last)
+
+
+def _accepted(run_id: str, key: str) -> JournalRowT:
+    return accepted_row(
+        run_id=run_id,
+        kind="agent",
+        session_key=key,
+        session_id=f"sid-{key}",
+        agent_id="main",
+        accepted_at=1,
+        request=AcceptedRun(message="m"),
+    )
+
+
+def _ended(run_id: str, key: str, at: int) -> JournalRowT:
+    return ended_row(
+        run_id=run_id,
+        kind="agent",
+        session_key=key,
+        session_id=f"sid-{key}",
+        agent_id="main",
+        accepted_at=1,
+        ended_at=at,
+        outcome=RunOutcome(status="ok", final={"payloads": [{"text": "hi"}]}),
+    )
+
+
+async def test_sessions_list_newest_first_across_minutes(pg_url: str) -> None:
+    """The list reads the index by minute and sorts within it: the order is `updatedAt`'s,
+    newest first, for rows spread over minutes and written in any order, with a bound and a
+    limit that cut through a minute."""
+    db = Db("postgres", url=pg_url)
+    stamps = [(i * 7_919_017) % 600_000 for i in range(300)]  # 10 minutes, shuffled
+    with trio.fail_after(TIMEOUT):
+        async with open_store(backend=db.backend()) as store:
+            for i, at in enumerate(stamps):
+                store.put_session_nowait(row(f"agent:{'main' if i % 3 else 'ops'}:{i}", at))
+            await store.flush()
+            newest = sorted(stamps, reverse=True)
+            assert [r.updatedAt for r in await store.list_sessions()] == newest
+            after = newest[100] + 1  # mid-minute
+            got = await store.list_sessions(updated_after_ms=after, limit=60)
+            assert [r.updatedAt for r in got] == newest[:60]
+            got = await store.list_sessions(updated_after_ms=after)
+            assert [r.updatedAt for r in got] == [s for s in newest if s > after]
+            ops = sorted((at for i, at in enumerate(stamps) if i % 3 == 0), reverse=True)
+            got = await store.list_sessions(agent_id="ops", updated_after_ms=ops[40], limit=25)
+            assert [r.updatedAt for r in got] == ops[:25]
