@@ -20,7 +20,9 @@ gateway on the dir (one process or a `--workers` one) is refused as before; work
 the worker dies, so a restart finds it free). The workers share the rest of the dir: the
 token file (read only) and the workspaces; the device pairing they share as every node of
 the cluster does, through the PostgreSQL document (`actors.open_pairing`, seeded from the
-state dir's pairing file by the first to start). A connection the kernel had queued for a
+state dir's pairing file by the first to start), and the log file: without `logging.file`
+the parent and the workers append to `<state-dir>/logs/gateway.log` (`shared_log_file`), so
+`logs.tail` on any worker reads every one's lines. A connection the kernel had queued for a
 worker that dies is lost unless `net.ipv4.tcp_migrate_req` is on (Linux 5.14+).
 
 Start: each worker writes one line on the pipe `<fd>`: `ready <node id>` once it listens,
@@ -89,6 +91,8 @@ STOP_GRACE_S: Final = 60.0
 """After SIGINT/SIGTERM the workers have this long to finish their runs, then SIGKILL."""
 MAX_RESTARTS: Final = 3
 RESTART_WINDOW_S: Final = 60.0
+WORKERS_LOG_FILE: Final = Path("logs") / "gateway.log"
+"""Where the workers log, in the state dir, when `logging.file` is not set."""
 """At most `MAX_RESTARTS` restarts (of any worker) within this many seconds."""
 _CHILD_MAIN: Final = "import sys; from transports._cli import main; sys.exit(main())"
 _PACKAGE_ROOT: Final = str(Path(__file__).resolve().parents[1])
@@ -132,6 +136,7 @@ def gateway_workers(
         check_workers(config, count)
     except StartupError as exc:
         return _fail(str(exc), exc.exit_code)
+    config = shared_log_file(config, options.state_dir)
     if slot is not None:
         return run_worker(config, options, slot)
     # The parent's lines (listening, a worker started again or lost) go to the gateway's
@@ -142,6 +147,16 @@ def gateway_workers(
         level=config.logging.level,
     )
     return run_workers(config, options, count, log_args=log_args)
+
+
+def shared_log_file(config: Config, state_dir: Path) -> Config:
+    """`logging.file`, or `<state-dir>/logs/gateway.log` when the config names none: the
+    parent and every worker append their lines to one file, so `logs.tail` (`openclaw
+    logs`) on any worker shows the whole gateway's (each one's ring would hold its own)."""
+    if config.logging.file:
+        return config
+    shared = msgspec.structs.replace(config.logging, file=str(state_dir / WORKERS_LOG_FILE))
+    return msgspec.structs.replace(config, logging=shared)
 
 
 def _fail(message: str, code: int) -> int:

@@ -6,7 +6,10 @@ keeps it in a ring bounded both in bytes and in count: the oldest lines go first
 bound is passed, and a single line longer than `MAX_LINE_BYTES` is cut. When `logging.file`
 is configured the same lines are also appended to that file (rotated at
 `logging.maxFileBytes`, as OpenClaw does, keeping one `.1` archive), and `logs.tail` reads
-the file instead, so records from before a restart are there too.
+the file instead, so records from before a restart are there too. Several processes may
+append to one file (the workers of `gateway --workers`, which use one in the state dir when
+`logging.file` is not set): each line is one `write` in append mode, and one of them
+rotates it (under `<file>.lock`) while the others follow within `FILE_CHECK_S`.
 
 Cursors are byte offsets, as OpenClaw's: into the file, or into the stream of every line the
 ring ever held (`total_bytes`). A cursor the ring no longer reaches (its lines dropped) or a
@@ -20,12 +23,15 @@ handler); `read_tail` on a file is blocking too (call it in a worker thread).
 from __future__ import annotations
 
 import collections
+import contextlib
 import datetime
+import fcntl
 import json
 import logging
 import os
 import socket
 import threading
+import time
 from pathlib import Path
 from typing import Any, Final
 
@@ -36,6 +42,8 @@ MAX_RING_BYTES: Final = 4 * 1024 * 1024
 MAX_RING_LINES: Final = 5_000
 MAX_LINE_BYTES: Final = 16 * 1024
 DEFAULT_MAX_FILE_BYTES: Final = 100 * 1024 * 1024
+FILE_CHECK_S: Final = 1.0
+"""How often a process writing the log file checks its size and whether another rotated it."""
 TAIL_DEFAULT_LIMIT: Final = 500
 TAIL_DEFAULT_MAX_BYTES: Final = 250_000
 _LEVELS: Final = {
@@ -143,6 +151,10 @@ class LogRing(logging.Handler):
         self.total_bytes = 0
         self.dropped = 0
         self._ring_lock = threading.Lock()
+        self._fd = -1
+        self._fd_path: Path | None = None
+        self._size_seen = 0
+        self._check_at = 0.0
 
     # --- writing -------------------------------------------------------------------------
 
@@ -172,14 +184,57 @@ class LogRing(logging.Handler):
                 self._write_file(line)
 
     def _write_file(self, line: str) -> None:
+        """Append `line` with one `write` on a descriptor kept open in append mode, so the
+        processes sharing the file (the workers of `--workers`) never split each other's
+        lines. Before a line that would find the file at `max_file_bytes` (as far as this
+        process knows), and every `FILE_CHECK_S`: rotate it if it is that big (one
+        process does, under a lock file), and follow a rotation another process did."""
         assert self.file is not None
         try:
-            if self.file.exists() and self.file.stat().st_size >= self.max_file_bytes:
-                os.replace(self.file, self.file.with_name(self.file.name + ".1"))
-            with self.file.open("a", encoding="utf-8") as fh:
-                fh.write(line + "\n")
+            fd = self._fd if self._fd_path == self.file else self._open_file()
+            now = time.monotonic()
+            if now >= self._check_at or self._size_seen >= self.max_file_bytes:
+                self._check_at = now + FILE_CHECK_S
+                fd = self._rotate_or_follow(fd)
+            self._size_seen += os.write(fd, (line + "\n").encode("utf-8", "replace"))
         except OSError:
-            pass  # a log file that cannot be written must not break what is logging
+            self._close_file()  # a log file that cannot be written must not break logging
+
+    def _open_file(self) -> int:
+        assert self.file is not None
+        self._close_file()
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
+        self._fd = os.open(self.file, flags, 0o644)
+        self._fd_path = self.file
+        self._size_seen = os.fstat(self._fd).st_size
+        return self._fd
+
+    def _close_file(self) -> None:
+        fd, self._fd, self._fd_path = self._fd, -1, None
+        if fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+    def _rotate_or_follow(self, fd: int) -> int:
+        """The descriptor to write on: the file past `max_file_bytes` becomes `<file>.1`
+        (the last archive replaced) and a new one is opened; a descriptor left on a file
+        another process rotated is reopened on the new one."""
+        assert self.file is not None
+        mine = os.fstat(fd)
+        self._size_seen = mine.st_size
+        if mine.st_size >= self.max_file_bytes:
+            lock = self.file.with_name(self.file.name + ".lock")
+            with lock.open("a") as held:
+                fcntl.flock(held, fcntl.LOCK_EX)  # one process rotates; released on close
+                with contextlib.suppress(FileNotFoundError):
+                    now = os.stat(self.file)
+                    if now.st_ino == mine.st_ino and now.st_size >= self.max_file_bytes:
+                        os.replace(self.file, self.file.with_name(self.file.name + ".1"))
+        try:
+            moved = os.stat(self.file).st_ino != mine.st_ino
+        except FileNotFoundError:
+            moved = True
+        return self._open_file() if moved else fd
 
     # --- reading -------------------------------------------------------------------------
 

@@ -163,6 +163,44 @@ async def test_two_workers_share_the_port_and_serve_a_run(tmp_path: Path, pg_url
             assert b"gateway already running on state dir" in second.stderr
 
 
+async def test_logs_tail_on_any_worker_shows_every_workers_lines(
+    tmp_path: Path, pg_url: str
+) -> None:
+    """`logs.tail` (`openclaw logs`) answers the whole gateway's lines on every worker
+    without `logging.file`: a run served by each worker is in the tail read through the
+    other one (each worker's ring would hold only its own), from one file in the state dir."""
+    with trio.fail_after(90):
+        async with run_workers(tmp_path, pg_url) as workers:
+            runs: dict[str, str] = {}
+            for _ in range(40):
+                async with open_gateway_client(workers.url, token=workers.token) as client:
+                    status = await client.request("status", None, timeout=10)
+                    node = status["clawlane"]["cluster"]["nodeId"]
+                    if node in runs:
+                        continue
+                    runs[node] = run_id = f"logged-{node}-{secrets.token_hex(4)}"
+                    params = {"message": "log me", "idempotencyKey": run_id}
+                    final = await client.request("agent", params, expect_final=True, timeout=30)
+                    assert final["status"] == "ok"
+                if set(runs) == NODES:
+                    break
+            assert set(runs) == NODES
+            tails: dict[str, str] = {}
+            for _ in range(40):
+                async with open_gateway_client(workers.url, token=workers.token) as client:
+                    status = await client.request("status", None, timeout=10)
+                    node = status["clawlane"]["cluster"]["nodeId"]
+                    tail = await client.request("logs.tail", {"limit": 1000}, timeout=10)
+                    assert tail["file"] == str(tmp_path / "state" / "logs" / "gateway.log")
+                    tails[node] = "\n".join(tail["lines"])
+                if set(tails) == NODES:
+                    break
+            for node, text in tails.items():
+                for run_id in runs.values():
+                    assert f"run ended runId={run_id}" in text, (node, run_id)
+            assert "clawlane gateway listening on ws://" in tails["wk-w0"]  # the parent's line
+
+
 async def test_a_worker_that_dies_is_started_again(tmp_path: Path, pg_url: str) -> None:
     with trio.fail_after(90):
         async with run_workers(tmp_path, pg_url) as workers:

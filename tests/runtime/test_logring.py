@@ -6,6 +6,9 @@ import json
 import logging
 from pathlib import Path
 
+import pytest
+
+from runtime.logs import _logring as logring
 from runtime.logs._logring import MAX_LINE_BYTES, LogRing, format_record, read_file_tail
 
 
@@ -80,3 +83,21 @@ def test_a_partial_last_line_waits_for_the_next_read(tmp_path: Path) -> None:
     assert tail.lines == ['{"message":"whole"}'] and tail.cursor == len('{"message":"whole"}\n')
     missing = read_file_tail(tmp_path / "none.log", cursor=None, limit=10, max_bytes=100)
     assert missing.lines == [] and missing.size == 0
+
+
+def test_two_writers_share_one_file_and_one_rotates_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The workers of `--workers` append to one file, each on its own descriptor: no line
+    is split, one of them rotates the file, and the other follows onto the new one."""
+    monkeypatch.setattr(logring, "FILE_CHECK_S", 0.0)  # check before every line
+    path = tmp_path / "gw.log"
+    rings = [LogRing(file=path, max_file_bytes=2_000), LogRing(file=path, max_file_bytes=2_000)]
+    for i in range(120):
+        rings[i % 2].emit(record(f"w{i % 2} line {i}"))
+    current = [json.loads(x)["message"] for x in path.read_text().splitlines()]
+    archive = [json.loads(x)["message"] for x in (tmp_path / "gw.log.1").read_text().splitlines()]
+    assert current[-2:] == ["w0 line 118", "w1 line 119"]  # both write to the new file
+    assert path.stat().st_size < 2_000 + 400  # rotated at the bound (plus one line)
+    kept = archive + current  # the lines of the last two files, in order, none split
+    assert kept == [f"w{i % 2} line {i}" for i in range(120 - len(kept), 120)]
