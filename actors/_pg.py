@@ -161,6 +161,12 @@ _ENSURE_FENCES: Final = """
 INSERT INTO session_fences(session_key, token)
 SELECT k, GREATEST(t, (SELECT token FROM fence_horizon WHERE id = 1))
 FROM unnest(%b::text[], %b::bigint[]) AS u(k, t) ON CONFLICT(session_key) DO NOTHING
+RETURNING session_key
+"""
+_HORIZON_NOW: Final = "SELECT token FROM fence_horizon WHERE id = 1 FOR SHARE"
+_SETTLE_FENCES: Final = """
+UPDATE session_fences SET token = %(horizon)s
+WHERE session_key = ANY(%(keys)s) AND token < %(horizon)s
 """
 _LOCK_FENCES: Final = """
 SELECT session_key, token FROM session_fences WHERE session_key = ANY(%s)
@@ -334,10 +340,27 @@ class PostgresBackend:
     @staticmethod
     def _lock_fences(conn: psycopg.Connection[Any], keys: dict[str, int]) -> Fences:
         """Lock the `session_fences` rows of `keys` (made with the first write's token
-        where missing) for the batch's fencing check; two statements whatever the count."""
+        where missing) for the batch's fencing check; two statements whatever the count.
+
+        A row made here may have raced a prune (`_PRUNE_FENCES`): the insert read the old
+        horizon, then waited for the prune to delete the row it conflicted with. So the
+        rows made are brought up to the horizon as it is now, read under a share lock (a
+        prune in flight is waited for; one after cannot raise it until this commits).
+        And a row the prune deleted between the insert and the lock is made again."""
         names = sorted(keys)
-        conn.execute(_ENSURE_FENCES, (names, [keys[k] for k in names]))
-        return Fences(dict(conn.execute(_LOCK_FENCES, (names,)).fetchall()))
+        tokens = dict(keys)
+        found: dict[str, int] = {}
+        for _ in range(3):
+            wanted = [k for k in names if k not in found]
+            made = conn.execute(_ENSURE_FENCES, (wanted, [tokens[k] for k in wanted]))
+            made_keys = [str(k) for (k,) in made.fetchall()]
+            if made_keys:
+                (horizon,) = conn.execute(_HORIZON_NOW).fetchone() or (0,)
+                conn.execute(_SETTLE_FENCES, {"horizon": horizon, "keys": made_keys})
+            found.update(conn.execute(_LOCK_FENCES, (wanted,)).fetchall())
+            if len(found) == len(names):
+                break
+        return Fences(found)
 
     @staticmethod
     def _read_next_seqs(

@@ -12,13 +12,14 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+import psycopg
 import pytest
 import trio
 import trio.testing
 
 from actors import Fence, FencedOut, PostgresBackend, StoreError, open_store, open_supervisor
 from actors import _journal as journal
-from actors._pg import FENCE_HORIZON_US
+from actors._pg import _PRUNE_FENCES, FENCE_HORIZON_US
 from runtime.llm._types import UserMessage
 from runtime.model._generation import build_generation
 from runtime.sessions._sessions import (
@@ -315,3 +316,60 @@ async def test_postgres_prunes_the_fences_of_sessions_gone_behind_a_horizon(
             assert await store.get_session(gone) is None
             await store.put_session_durable(row(gone, 3), fence=Fence(gone, now))  # a new lease
             assert dict(await fences(db))[gone] == now
+
+
+async def test_a_write_racing_the_fence_prune_for_its_key_is_checked_against_the_new_horizon(
+    pg_url: str,
+) -> None:
+    """The race the prune leaves when nothing settles it: a batch's insert of a missing
+    fence row reads the horizon, then waits for a prune in flight that is deleting the row
+    it conflicts with; when the prune commits, the row is made with the token of the write,
+    under the old horizon. Here the prune is held open on a connection of the test while the
+    store's write (a token from before the new horizon, for a session gone) waits on it:
+    once it commits, the write must be refused, as it is without the race."""
+    db = Db("postgres", url=pg_url)
+    gone = "agent:main:gone"
+    with trio.fail_after(TIMEOUT):
+        async with open_store(backend=db.backend()) as store:
+            await store.put_session_durable(row(gone), fence=Fence(gone, 5))
+            assert await store.delete_session(gone)
+            pruner = await trio.to_thread.run_sync(
+                lambda: psycopg.connect(pg_url, autocommit=False)
+            )
+            try:
+                await trio.to_thread.run_sync(
+                    pruner.execute, _PRUNE_FENCES, {"cut": 100}
+                )  # deletes the row of `gone` (token 5 < 100), not committed yet
+                outcome: list[BaseException | None] = []
+
+                async def write() -> None:
+                    try:
+                        await store.put_session_durable(row(gone, 2), fence=Fence(gone, 7))
+                    except FencedOut as exc:
+                        outcome.append(exc)
+                    else:
+                        outcome.append(None)
+
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(write)
+                    await _until_waiting_on_a_lock(db)  # the writer's insert, on the prune
+                    await trio.to_thread.run_sync(pruner.commit)
+            finally:
+                await trio.to_thread.run_sync(pruner.close)
+            assert isinstance(outcome[0], FencedOut), outcome
+            assert await store.get_session(gone) is None
+            assert dict(await fences(db))[gone] == 100  # the horizon, not the stale token
+
+
+async def _until_waiting_on_a_lock(db: Db) -> None:
+    """Poll the server until a backend of this schema waits on a lock: another process's
+    state, which no event here announces."""
+    sql = (
+        "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+        " AND query LIKE '%%INSERT INTO session_fences%%' AND datname = current_database()"
+    )
+    while True:
+        (found,) = await trio.to_thread.run_sync(db.query, sql)
+        if found[0]:
+            return
+        await trio.sleep(0.01)
