@@ -107,7 +107,9 @@ def gateway(work: Path, port: int, extra: dict[str, object], workers: int) -> It
             {
                 **extra,
                 "gateway": {"auth": {"mode": "token", "token": TOKEN}},
-                "logging": {"file": str(work / "logs" / "clawlane.log")},
+                # one process: a log file named in the config; workers: the default one
+                # they share in the state dir (`openclaw logs` must see every worker's lines)
+                **({"logging": {"file": str(work / "logs" / "clawlane.log")}} if workers == 1 else {}),
                 "models": {
                     "providers": {
                         "local": {
