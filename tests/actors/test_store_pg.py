@@ -200,8 +200,8 @@ async def test_rewritten_sessions_and_pruned_runs_keep_the_tables_their_size_wit
             for n in range(41):
                 for i, key in enumerate(keys):
                     run_id = f"r{n}-{i}"
-                    store.commit_nowait(run=_accepted(run_id, key), row=row(key, minute + n))
-                    store.commit_nowait(run=_ended(run_id, key, now - 10_000_000))
+                    store.commit_nowait(run=_journal(run_id, key), row=row(key, minute + n))
+                    store.commit_nowait(run=_journal(run_id, key, now - 10_000_000))
                 await store.flush()
                 if n == 0:
                     first = await _sizes(db)
@@ -215,28 +215,16 @@ async def test_rewritten_sessions_and_pruned_runs_keep_the_tables_their_size_wit
         assert last[part] <= 4 * first[part] + 8192 * 4, (part, first, last)
 
 
-def _accepted(run_id: str, key: str) -> JournalRowT:
-    return accepted_row(
-        run_id=run_id,
-        kind="agent",
-        session_key=key,
-        session_id=f"sid-{key}",
-        agent_id="main",
-        accepted_at=1,
-        request=AcceptedRun(message="m"),
-    )
-
-
-def _ended(run_id: str, key: str, at: int) -> JournalRowT:
+def _journal(run_id: str, key: str, ended_at: int | None = None) -> JournalRowT:
+    """A run's acceptance row, or with `ended_at` its end (`ok`)."""
+    common = {"run_id": run_id, "session_key": key, "session_id": f"sid-{key}"}
+    if ended_at is None:
+        return accepted_row(
+            **common, kind="agent", agent_id="main", accepted_at=1, request=AcceptedRun(message="m")
+        )
+    outcome = RunOutcome(status="ok", final={"payloads": [{"text": "hi"}]})
     return ended_row(
-        run_id=run_id,
-        kind="agent",
-        session_key=key,
-        session_id=f"sid-{key}",
-        agent_id="main",
-        accepted_at=1,
-        ended_at=at,
-        outcome=RunOutcome(status="ok", final={"payloads": [{"text": "hi"}]}),
+        **common, kind="agent", agent_id="main", accepted_at=1, ended_at=ended_at, outcome=outcome
     )
 
 
