@@ -73,7 +73,8 @@ _T = TypeVar("_T")
 log = logging.getLogger("clawlane.store")
 
 SCHEMA_VERSION: Final = 5
-_LISTED: Final = "updated_at / 60000"
+_LISTED_MS: Final = 60_000
+_LISTED: Final = f"updated_at / {_LISTED_MS}"
 """`sessions.listed_at`, the column `sessions.list`'s indexes hold: the minute of
 `updated_at`, not `updated_at` itself. Every run writes its session's row (twice); were an
 indexed column to change each time, PostgreSQL would add a row version to every index per
@@ -81,7 +82,7 @@ write, and only VACUUM would take the dead ones away. With the minute indexed, t
 a session within one minute leave the indexes alone (HOT updates, in the room `fillfactor`
 keeps on each page), and the dead versions are pruned from the page as it is next read,
 autovacuum or not. A list reads the index by minute and sorts each minute's rows by
-`updated_at` (`list_query(..., listed=...)`): the same order as before."""
+`updated_at` (`list_query(..., listed_ms=...)`): the same order as before."""
 _MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
     (  # 1: the SQLite store's tables (`actors._sqlite`, `actors._journal`)
         """CREATE TABLE sessions(
@@ -348,11 +349,10 @@ class PostgresBackend:
         prune in flight is waited for; one after cannot raise it until this commits).
         And a row the prune deleted between the insert and the lock is made again."""
         names = sorted(keys)
-        tokens = dict(keys)
         found: dict[str, int] = {}
         for _ in range(3):
             wanted = [k for k in names if k not in found]
-            made = conn.execute(_ENSURE_FENCES, (wanted, [tokens[k] for k in wanted]))
+            made = conn.execute(_ENSURE_FENCES, (wanted, [keys[k] for k in wanted]))
             made_keys = [str(k) for (k,) in made.fetchall()]
             if made_keys:
                 (horizon,) = conn.execute(_HORIZON_NOW).fetchone() or (0,)
@@ -449,7 +449,7 @@ class PostgresBackend:
         updated_after_ms: int | None,
         limit: int | None,
     ) -> list[bytes]:
-        sql, params = list_query(agent_id, updated_after_ms, limit, "%s", listed=_LISTED)
+        sql, params = list_query(agent_id, updated_after_ms, limit, "%s", listed_ms=_LISTED_MS)
         return [blob for (blob,) in reader.execute(sql, params, binary=True).fetchall()]
 
     def load_entries(self, reader: psycopg.Connection[Any], session_id: str) -> list[bytes]:

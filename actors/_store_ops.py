@@ -308,12 +308,12 @@ def list_query(
     limit: int | None,
     mark: str,
     *,
-    listed: str | None = None,
+    listed_ms: int | None = None,
 ) -> tuple[str, list[object]]:
     """`Store.list_sessions`' query with `mark` for a placeholder (`?`, `%s`), newest first:
-    served by the `updated_at` index (or the `(agent_id, updated_at)` one); with `listed`
-    (the expression of `updated_at` a `listed_at` column holds, PostgreSQL's
-    `actors._pg._LISTED`), by the `listed_at` ones, each step of it sorted by `updated_at`."""
+    served by the `updated_at` index (or the `(agent_id, updated_at)` one); with
+    `listed_ms`, by the indexes of a `listed_at` column holding `updated_at / listed_ms`
+    (PostgreSQL's, `actors._pg._LISTED`), each step of it sorted by `updated_at`."""
     clauses: list[str] = []
     params: list[object] = []
     if agent_id is not None:
@@ -322,13 +322,13 @@ def list_query(
     if updated_after_ms is not None:
         clauses.append(f"updated_at > {mark}")
         params.append(updated_after_ms)
-        if listed is not None:
-            clauses.append("listed_at >= " + listed.replace("updated_at", f"CAST({mark} AS BIGINT)"))
+        if listed_ms is not None:
+            clauses.append(f"listed_at >= CAST({mark} AS BIGINT) / {int(listed_ms)}")
             params.append(updated_after_ms)
     sql = "SELECT row FROM sessions"
     if clauses:
         sql += " WHERE " + " AND ".join(clauses)
-    sql += " ORDER BY " + ("listed_at DESC, " if listed is not None else "") + "updated_at DESC"
+    sql += " ORDER BY " + ("listed_at DESC, " if listed_ms is not None else "") + "updated_at DESC"
     if limit is not None:
         sql += f" LIMIT {mark}"
         params.append(max(limit, 0))
