@@ -170,13 +170,31 @@ UPDATE session_fences SET token = %(horizon)s
 WHERE session_key = ANY(%(keys)s) AND token < %(horizon)s
 """
 _LOCK_FENCES: Final = """
-SELECT session_key, token FROM session_fences WHERE session_key = ANY(%s)
-ORDER BY session_key FOR UPDATE
+SELECT f.session_key, f.token FROM unnest(%b::text[]) AS k(key)
+CROSS JOIN LATERAL (
+    SELECT session_key, token FROM session_fences WHERE session_key = k.key FOR UPDATE
+) AS f
 """
+"""One primary-key probe per key, locked in the order of the array (sorted by the caller:
+every node locks in the same order). Written so that no plan can do otherwise: the
+`FOR UPDATE` keeps the subquery from being flattened into a join the planner could make
+a scan of the table. `session_key = ANY(%s)` read the whole table on every batch once
+PostgreSQL cached a generic plan made while the table was small (a sequential scan
+comparing each row with each key: 10-50 ms a batch at 3,000 sessions, the cause of the
+benchmark's runs/s falling round after round; and more with every session)."""
 _RAISE_FENCES: Final = """
 UPDATE session_fences SET token = t.token
 FROM unnest(%b::text[], %b::bigint[]) AS t(key, token) WHERE session_key = t.key
 """
+"""`_SETTLE_FENCES` and this run with `prepare=False` (only for batches that made or
+raised fences): planned each time for the table as it is and the keys given, never from a
+generic plan cached when the table was small (`_LOCK_FENCES`)."""
+_GET_ROWS: Final = """
+SELECT s.key, s.row FROM unnest(%s::text[]) AS k(key)
+CROSS JOIN LATERAL (SELECT key, row FROM sessions WHERE key = k.key OFFSET 0) AS s
+"""
+"""One primary-key probe per key whatever the plan cache holds (`_LOCK_FENCES`; the
+`OFFSET 0` keeps the subquery from being flattened)."""
 _NEXT_SEQ: Final = "SELECT COALESCE(MAX(seq) + 1, 0) FROM entries WHERE session_id = %s"
 _NEXT_SEQS: Final = """
 SELECT s, (SELECT COALESCE(MAX(seq) + 1, 0) FROM entries WHERE session_id = s)
@@ -328,7 +346,8 @@ class PostgresBackend:
                 pending.flush()
                 if fences is not None and fences.raised:
                     raised = fences.raised
-                    conn.execute(_RAISE_FENCES, (list(raised), list(raised.values())))
+                    args = (list(raised), list(raised.values()))
+                    conn.execute(_RAISE_FENCES, args, prepare=False)
                 if prune is not None:
                     pruned = self._prune(conn, *prune)
         except BaseException:
@@ -356,7 +375,8 @@ class PostgresBackend:
             made_keys = [str(k) for (k,) in made.fetchall()]
             if made_keys:
                 (horizon,) = conn.execute(_HORIZON_NOW).fetchone() or (0,)
-                conn.execute(_SETTLE_FENCES, {"horizon": horizon, "keys": made_keys})
+                args = {"horizon": horizon, "keys": made_keys}
+                conn.execute(_SETTLE_FENCES, args, prepare=False)
             found.update(conn.execute(_LOCK_FENCES, (wanted,)).fetchall())
             if len(found) == len(names):
                 break
@@ -439,8 +459,7 @@ class PostgresBackend:
         self._writer = None
 
     def get_rows(self, reader: psycopg.Connection[Any], keys: Sequence[str]) -> dict[str, bytes]:
-        sql = "SELECT key, row FROM sessions WHERE key = ANY(%s)"
-        return dict(reader.execute(sql, (list(keys),), binary=True).fetchall())
+        return dict(reader.execute(_GET_ROWS, (list(keys),), binary=True).fetchall())
 
     def list_rows(
         self,

@@ -24,6 +24,7 @@ from actors import (
     open_store_backend,
 )
 from actors import _journal as journal
+from actors import _pg as pg_ops
 from actors._journal import JournalRow as JournalRowT
 from actors._journal import RunOutcome, ended_row
 from runtime.model import ConfigError, parse_config
@@ -249,3 +250,52 @@ async def test_sessions_list_newest_first_across_minutes(pg_url: str) -> None:
             ops = sorted((at for i, at in enumerate(stamps) if i % 3 == 0), reverse=True)
             got = await store.list_sessions(agent_id="ops", updated_after_ms=ops[40], limit=25)
             assert [r.updatedAt for r in got] == ops[:25]
+
+
+_BY_KEY = {  # statement, the table it reads, its primary key's index
+    "fence lock": (pg_ops._LOCK_FENCES, "session_fences", "session_fences_pkey"),
+    "row read": (pg_ops._GET_ROWS, "sessions", "sessions_pkey"),
+}
+
+
+def _generic_plans(url: str, rows: int) -> dict[str, str]:
+    """Each `_BY_KEY` statement's generic plan (the one PostgreSQL caches for a prepared
+    statement) with `rows` rows in the tables, which are never analyzed (autovacuum off)."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        for table in ("session_fences", "sessions"):
+            conn.execute(f"ALTER TABLE {table} SET (autovacuum_enabled = false)")
+        conn.execute(
+            "INSERT INTO session_fences SELECT 'agent:main:' || md5(g::text), g"
+            " FROM generate_series(1, %s) AS g ON CONFLICT DO NOTHING",
+            (rows,),
+        )
+        conn.execute(
+            "INSERT INTO sessions(key, agent_id, session_id, updated_at, row)"
+            " SELECT 'agent:main:' || md5(g::text), 'main', md5(g::text), g, '\\x00'"
+            " FROM generate_series(1, %s) AS g ON CONFLICT DO NOTHING",
+            (rows,),
+        )
+        conn.execute("SET plan_cache_mode = force_generic_plan")
+        plans = {}
+        for name, (sql, _, _) in _BY_KEY.items():
+            conn.execute(f"PREPARE probe AS {sql.replace('%b', '$1').replace('%s', '$1')}")
+            found = conn.execute("EXPLAIN EXECUTE probe('{agent:main:x}')").fetchall()
+            plans[name] = "\n".join(line for (line,) in found)
+            conn.execute("DEALLOCATE probe")
+        return plans
+
+
+async def test_reads_by_key_probe_the_primary_key_whatever_plan_is_cached(pg_url: str) -> None:
+    """The fence lock (every batch) and the session row read look each key up in the
+    primary key in any plan PostgreSQL may cache, at any table size. Before, the fence lock
+    was `session_key = ANY(%s)`, whose generic plan at ~1,000 rows is a sequential scan
+    comparing every row with every key; cached, it stayed as the table grew (10-50 ms a
+    batch at 3,000 sessions)."""
+    with trio.fail_after(TIMEOUT):
+        async with open_store(backend=PostgresBackend(pg_url)):
+            pass
+        for rows in (0, 200, 1_000, 5_000):
+            plans = await trio.to_thread.run_sync(_generic_plans, pg_url, rows)
+            for name, (_, table, index) in _BY_KEY.items():
+                assert f"Seq Scan on {table}" not in plans[name], (name, rows, plans[name])
+                assert f"Index Scan using {index}" in plans[name], (name, rows, plans[name])
