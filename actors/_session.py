@@ -505,6 +505,18 @@ class SessionActor:
             self._history_tokens = sum(estimate_message_tokens(m) for m in self._history or ())
         return self._history_tokens
 
+    def context_bytes(self) -> int:
+        """The context kept in memory, estimated (4 bytes a token, 300 a message); 0: none."""
+        history = self._history
+        return 0 if history is None else self.history_tokens() * 4 + len(history) * 300
+
+    def drop_context(self) -> bool:
+        """Let an idle, settled session's in-memory context go (the next run loads it)."""
+        if self.busy or self._history is None or self.end_pending is not None:
+            return False
+        self._history = self._builder = self._history_tokens = None
+        return True
+
     def _model_override(self) -> str | None:
         row = self.row
         if row is None or not row.modelOverride:

@@ -66,6 +66,8 @@ RESTART_INTENSITY: Final = 3
 RESTART_PERIOD_S: Final = 5.0
 IDLE_TTL_S: Final = 600.0
 REAP_INTERVAL_S: Final = 30.0
+IDLE_CONTEXTS_MAX_BYTES: Final = 128 * 1024 * 1024
+"""What idle sessions keep of their contexts in memory, together (`IdleContexts`)."""
 
 
 SUBAGENT_LANE_CAP: Final = 8
@@ -106,6 +108,47 @@ class SupervisorStatistics:
     submissions_waiting: int = 0
 
 
+class IdleContexts:
+    """The contexts idle session actors keep in memory, least recently used first, bounded
+    in bytes (estimated: `SessionActor.context_bytes`). Past `max_bytes` the oldest let
+    theirs go (`drop_context`) and load it from the store at their next run. Without this
+    every session used within `IDLE_TTL_S` kept its whole context: a client writing 2 MiB
+    messages to 1,000 new sessions a minute held 20 GB."""
+
+    def __init__(self, max_bytes: int = IDLE_CONTEXTS_MAX_BYTES) -> None:
+        self.max_bytes = max_bytes
+        self.bytes = 0
+        self.dropped = 0
+        self._held: collections.OrderedDict[str, tuple[SessionActor, int]] = (
+            collections.OrderedDict()
+        )
+
+    def idle(self, actor: SessionActor) -> None:
+        """`actor`'s lane has emptied: its context counts; the oldest past the bound go.
+        One whose last writes have not committed yet stays, and goes at a later call."""
+        self.release(actor.key)
+        size = actor.context_bytes()
+        if size:
+            self._held[actor.key] = (actor, size)
+            self.bytes += size
+        for _ in range(len(self._held)):
+            if self.bytes <= self.max_bytes:
+                return
+            key, (oldest, oldest_size) = self._held.popitem(last=False)
+            self.bytes -= oldest_size
+            if oldest.drop_context():
+                self.dropped += 1
+            elif not oldest.busy:  # settling: it stays, newest now
+                self._held[key] = (oldest, oldest_size)
+                self.bytes += oldest_size
+
+    def release(self, key: str) -> None:
+        """`key`'s session runs again, or is gone: its context no longer counts here."""
+        held = self._held.pop(key, None)
+        if held is not None:
+            self.bytes -= held[1]
+
+
 class Supervisor:
     """Create with `open_supervisor`. All methods run in the trio thread."""
 
@@ -136,6 +179,7 @@ class Supervisor:
         }
         self.lane = self.lanes["main"].slots
         self._idle_ttl = idle_ttl_s
+        self.idle_contexts = IdleContexts()
         self._crashes = 0
         self._backlog: collections.deque[tuple[str, Any]] = collections.deque()
         self.order = SubmissionOrder()
@@ -235,6 +279,7 @@ class Supervisor:
     async def forget_session(self, key: str, *, delete_transcript: bool = True) -> bool:
         """Delete a session's row (and transcript) and forget its actor. A checkpoint."""
         actor = self._sessions.pop(key, None)
+        self.idle_contexts.release(key)
         if actor is not None and actor.row is not None and self.hooks.has("session_end"):
             await self.hooks.fire(
                 "session_end",
@@ -288,6 +333,7 @@ class Supervisor:
         """Forget the actor of `key` without touching what is stored (in a cluster: this
         node lost the session's lease, or gives an idle session up to another node). The
         caller aborts its runs, if it has any."""
+        self.idle_contexts.release(key)
         return self._sessions.pop(key, None)
 
     def sessions(self) -> list[SessionActor]:
@@ -388,6 +434,7 @@ class Supervisor:
         blocks. Raises `LaneFull` when the queue is at its cap with drop policy `new`."""
         actor.enqueue(request, settings or actor.queue_settings("followup"))
         actor.last_active = time.monotonic()
+        self.idle_contexts.release(actor.key)
         self.restart_drain(actor)
 
     def restart_drain(self, actor: SessionActor) -> None:
@@ -423,6 +470,8 @@ class Supervisor:
         finally:
             actor.draining = False
             actor.running = None
+            if not actor.lane and self._sessions.get(actor.key) is actor:
+                self.idle_contexts.idle(actor)
 
     async def _reaper(self) -> None:
         while True:
@@ -439,6 +488,7 @@ class Supervisor:
         ]
         for k in idle:
             del self._sessions[k]
+            self.idle_contexts.release(k)
         return len(idle)
 
     # --- persistence without blocking runs -----------------------------------------------

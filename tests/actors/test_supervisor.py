@@ -126,6 +126,38 @@ async def test_a_run_keeps_its_generation_when_a_new_one_is_published(tmp_path: 
                 sup.publish(build_generation(local_config(), 2))
 
 
+async def _run_and_settle(sup: Supervisor, key: str, run_id: str, message: str) -> None:
+    record = await submit(sup, key, run_id, message)
+    await record.done.wait()
+    actor = sup.peek_session(f"agent:main:{key}")
+    assert actor is not None
+    await actor.settled()
+    await trio.testing.wait_all_tasks_blocked()
+
+
+async def test_idle_sessions_keep_their_contexts_within_a_byte_budget(tmp_path: Path) -> None:
+    """Idle sessions' contexts together stay under `IdleContexts.max_bytes`: the least
+    recently used let theirs go, and such a session's next run loads its whole context
+    from the store (it still sees its earlier turns)."""
+    big = "word " * 800  # ~1,000 tokens: ~4.6 KB of context per run
+    with trio.fail_after(20):
+        async with supervisor(tmp_path) as (sup, _sink):
+            contexts = sup.idle_contexts
+            contexts.max_bytes = 12_000
+            for i in range(6):
+                await _run_and_settle(sup, f"s{i}", f"r{i}", f"{big} {i}")
+            actors = [sup.peek_session(f"agent:main:s{i}") for i in range(6)]
+            assert all(a is not None for a in actors)
+            sizes = [a.context_bytes() for a in actors if a is not None]
+            assert sizes[:3] == [0, 0, 0] and sizes[-1] > 4_000, sizes
+            assert contexts.dropped >= 3
+            await _run_and_settle(sup, "s0", "r0b", "again")
+            first = actors[0]
+            assert first is not None and first.history_tokens() > 1_000  # reloaded, whole
+            assert contexts.bytes <= contexts.max_bytes
+            assert sum(a.context_bytes() for a in actors if a is not None) <= contexts.max_bytes
+
+
 async def test_idle_actors_are_reaped(tmp_path: Path) -> None:
     with trio.fail_after(10):
         async with supervisor(tmp_path) as (sup, _sink):
