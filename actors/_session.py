@@ -511,8 +511,9 @@ class SessionActor:
         return 0 if history is None else self.history_tokens() * 4 + len(history) * 300
 
     def drop_context(self) -> bool:
-        """Let an idle, settled session's in-memory context go (the next run loads it)."""
-        if self.busy or self._history is None or self.end_pending is not None:
+        """Let an idle, settled session's in-memory context go (the next run loads it).
+        False: it stays (a run holds it, or the last run's writes are not committed)."""
+        if self._history is not None and (self.busy or self.end_pending is not None):
             return False
         self._history = self._builder = self._history_tokens = None
         return True
