@@ -471,7 +471,10 @@ class Supervisor:
             actor.draining = False
             actor.running = None
             if not actor.lane and self._sessions.get(actor.key) is actor:
-                self.idle_contexts.idle(actor)
+                try:
+                    self.idle_contexts.idle(actor)
+                except Exception:  # an unsized context: not counted, the supervisor lives
+                    log.exception("session actor %s: its idle context not counted", actor.key)
 
     async def _reaper(self) -> None:
         while True:

@@ -158,6 +158,21 @@ async def test_idle_sessions_keep_their_contexts_within_a_byte_budget(tmp_path: 
             assert sum(a.context_bytes() for a in actors if a is not None) <= contexts.max_bytes
 
 
+async def test_a_context_that_cannot_be_sized_is_logged_and_the_supervisor_lives(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    def unsized(self: SessionActor) -> int:
+        raise ValueError("unsized")
+
+    monkeypatch.setattr(SessionActor, "context_bytes", unsized)
+    with trio.fail_after(10):
+        async with supervisor(tmp_path) as (sup, _sink):
+            for n in range(2):
+                await _run_and_settle(sup, "u", f"u{n}", "x")
+            assert "its idle context not counted" in caplog.text
+            assert sup.idle_contexts.bytes == 0
+
+
 async def test_idle_actors_are_reaped(tmp_path: Path) -> None:
     with trio.fail_after(10):
         async with supervisor(tmp_path) as (sup, _sink):
