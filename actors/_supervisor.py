@@ -106,6 +106,8 @@ class SupervisorStatistics:
     turns_not_stored: int = 0
     runs_forced_end: int = 0
     submissions_waiting: int = 0
+    idle_context_bytes: int = 0
+    contexts_dropped: int = 0
 
 
 class IdleContexts:
@@ -600,6 +602,8 @@ class Supervisor:
             turns_not_stored=self.turns_not_stored,
             runs_forced_end=self._forced,
             submissions_waiting=self.order.statistics().tickets,
+            idle_context_bytes=self.idle_contexts.bytes,
+            contexts_dropped=self.idle_contexts.dropped,
         )
 
     async def shutdown_runs(self, *, grace_s: float | None = None) -> None:

@@ -168,6 +168,16 @@ class GatewayCollector(Collector):
         yield CounterMetricFamily(
             "clawlane_session_crashes", "Session actor crashes (contained).", sup.crashes
         )
+        yield GaugeMetricFamily(
+            "clawlane_session_idle_context_bytes",
+            "Estimated bytes of the contexts idle sessions keep in memory (bounded).",
+            sup.idle_context_bytes,
+        )
+        yield CounterMetricFamily(
+            "clawlane_session_contexts_dropped",
+            "Idle sessions' contexts let go past the bound (reloaded at their next run).",
+            sup.contexts_dropped,
+        )
         yield CounterMetricFamily(
             "clawlane_events_emitted", "Agent events emitted by runs.", hub.events_emitted
         )

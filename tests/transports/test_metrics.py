@@ -111,6 +111,32 @@ async def test_runs_are_counted_by_status_with_durations_and_first_events(gw: Ga
     assert value(after, "clawlane_http_requests_total", route="metrics", code="2xx") >= 1
 
 
+async def test_idle_sessions_contexts_are_counted_and_dropped_past_the_bound(
+    gw: Gateway,
+) -> None:
+    with trio.fail_after(30):
+        async with open_client(gw, token=TOKEN) as client:
+            await client.request(
+                "agent",
+                {"message": "hello", "idempotencyKey": "c-1", "sessionKey": "c1"},
+                expect_final=True,
+            )
+            await trio.testing.wait_all_tasks_blocked()
+            held = await scrape(gw)
+            gw.supervisor.idle_contexts.max_bytes = 1  # one held context is already past it
+            for n in (2, 3):
+                await client.request(
+                    "agent",
+                    {"message": "hello", "idempotencyKey": f"c-{n}", "sessionKey": f"c{n}"},
+                    expect_final=True,
+                )
+                await trio.testing.wait_all_tasks_blocked()
+        after = await scrape(gw)
+    assert value(held, "clawlane_session_idle_context_bytes") > 0
+    assert value(held, "clawlane_session_contexts_dropped_total") == 0
+    assert value(after, "clawlane_session_contexts_dropped_total") >= 1
+
+
 async def test_connections_are_counted_by_role(gw: Gateway) -> None:
     with trio.fail_after(10):
         async with open_client(gw, token=TOKEN), open_client(gw, token=TOKEN):
