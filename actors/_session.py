@@ -515,7 +515,7 @@ class SessionActor:
         False: it stays (a run holds it, or the last run's writes are not committed)."""
         if self._history is not None and (self.busy or self.end_pending is not None):
             return False
-        self._history = self._builder = self._history_tokens = None
+        self.forget_transcript()
         return True
 
     def _model_override(self) -> str | None:
