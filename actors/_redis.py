@@ -42,6 +42,7 @@ from typing import Any, Final
 
 import coredis
 import coredis.exceptions
+import msgspec
 import trio
 
 from runtime.model import Config
@@ -191,17 +192,28 @@ end
 return out
 """
 _RENEW_MANY: Final = """
+local pairs = cmsgpack.unpack(ARGV[2])
 local out = {}
-for i, key in ipairs(KEYS) do
-  if redis.call('GET', key) == ARGV[i + 1] then
+for i = 1, #pairs, 2 do
+  local key = pairs[i]
+  if redis.call('GET', key) == pairs[i + 1] then
     redis.call('PEXPIRE', key, ARGV[1])
-    out[i] = 1
+    out[#out + 1] = '1'
   else
-    out[i] = 0
+    out[#out + 1] = '0'
   end
 end
-return out
+return table.concat(out)
 """
+"""The leases of one `renew_many` chunk come as one MessagePack array of key, value pairs and
+their results go back as one string of `1`/`0`: one argument and one reply in all, where a
+key and a value per lease as arguments and an integer per lease in the reply cost the
+node's event loop ~3-4.5 µs a lease in the client (measured: 100,000 held leases stalled
+the loop ~390 ms and took ~450 ms of its CPU at every renewal, every third of the TTL)."""
+RENEW_CHUNK: Final = 2000
+"""Leases renewed per script call: each call keeps Redis busy ~1-2 ms, so other nodes'
+calls never wait long behind one node's renewals, and the event loop gets a checkpoint
+between chunks."""
 _UNFINISHED: Final = """
 local out = {}
 for _, owner in ipairs(redis.call('SMEMBERS', KEYS[1])) do
@@ -258,6 +270,8 @@ for _, id in ipairs(redis.call('SMEMBERS', KEYS[1])) do
 end
 return out
 """
+_msgpack: Final = msgspec.msgpack.Encoder()
+_ONE: Final = ord("1")
 
 
 @contextmanager
@@ -367,13 +381,20 @@ class RedisLeases(Leases):
         return Lease(key, int(token), owner)
 
     async def renew_many(self, leases: Sequence[Lease]) -> list[bool]:
-        if not leases:
-            return []
-        keys = [self._key(lease.key) for lease in leases]
-        args: list[int | str] = [int(self.ttl_s * 1000), *(self._value(x) for x in leases)]
-        with _mapped("lease renew"):
-            reply: Any = await self._renew_many(keys=keys, args=args)
-        return [bool(x) for x in reply]
+        """In chunks of `RENEW_CHUNK` leases, one script call each (see `_RENEW_MANY`)."""
+        ttl_ms = int(self.ttl_s * 1000)
+        key = f"{self._prefix}lease:"
+        results: list[bool] = []
+        for start in range(0, len(leases), RENEW_CHUNK):
+            packed: list[str] = []
+            for lease in leases[start : start + RENEW_CHUNK]:
+                packed += (key + lease.key, f"{lease.token}|{lease.owner}")
+            with _mapped("lease renew"):
+                reply: Any = await self._renew_many(
+                    keys=[], args=[ttl_ms, _msgpack.encode(packed)]
+                )
+            results += [c == _ONE for c in bytes(reply)]
+        return results
 
 
 class RedisClaims(Claims):

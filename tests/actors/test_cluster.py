@@ -363,6 +363,28 @@ async def test_holder_and_renew_many(nodes: Nodes) -> None:
         assert await a.leases.renew_many([]) == []
 
 
+async def test_renew_many_in_chunks_answers_each_lease_in_order(
+    nodes: Nodes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Redis renews in chunks of `RENEW_CHUNK` leases (3 here), each chunk's leases packed
+    into one argument: every lease's answer comes back in its place across the chunks,
+    whatever its key holds (a newline, a `|`, non-ASCII text)."""
+    monkeypatch.setattr("actors._redis.RENEW_CHUNK", 3)
+    with trio.fail_after(10):
+        a = nodes.all[0]
+        names = ["s:plain", "s:line\nbreak", "s:pipe|bar", "s:é ü 会话", "s:" + "x" * 300]
+        names += [f"s:{i}" for i in range(5)]
+        leases = [await a.leases.acquire(name) for name in names]
+        assert all(lease is not None for lease in leases)
+        held = [lease for lease in leases if lease is not None]
+        stolen = {1, 3, 4, 8}  # in the first, second and third chunks
+        for i in stolen:
+            await nodes.steal(held[i])
+        assert await a.leases.renew_many(held) == [i not in stolen for i in range(len(held))]
+        for i, lease in enumerate(held):
+            assert (await a.leases.holder(lease.key) == lease) is (i not in stolen)
+
+
 async def test_unfinished_claims_are_listed_by_owner_until_finished(nodes: Nodes) -> None:
     with trio.fail_after(10):
         a, b = nodes.all[:2]
