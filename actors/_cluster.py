@@ -238,6 +238,10 @@ class Leases(abc.ABC):
         """`renew` for each of `leases` (a backend does it in one round trip)."""
         return [await self.renew(lease) for lease in leases]
 
+    async def reacquire_many(self, leases: Sequence[Lease]) -> list[Lease | None]:
+        """`reacquire` for each of `leases` (a backend does it in a few round trips)."""
+        return [await self.reacquire(lease) for lease in leases]
+
     @asynccontextmanager
     async def hold(
         self, nursery: trio.Nursery, key: str, *, cancel_on_loss: bool = True

@@ -131,6 +131,32 @@ redis.call('SET', KEYS[2], text, 'PX', ARGV[4])
 redis.call('SET', KEYS[1], text .. '|' .. ARGV[1], 'PX', ARGV[2])
 return token
 """
+_REACQUIRE_MANY: Final = """
+local items = cmsgpack.unpack(ARGV[4])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local out = {}
+for i = 1, #items, 2 do
+  local lease = ARGV[1] .. 'lease:' .. items[i]
+  local fence = ARGV[1] .. 'fence:' .. items[i]
+  local last = redis.call('GET', fence)
+  if redis.call('EXISTS', lease) == 1 or (last and last ~= items[i + 1]) then
+    out[#out + 1] = '0'
+  else
+    local token = tonumber(items[i + 1]) + 1
+    if now > token then token = now end
+    local text = string.format('%d', token)
+    redis.call('SET', fence, text, 'PX', ARGV[5])
+    redis.call('SET', lease, text .. '|' .. ARGV[2], 'PX', ARGV[3])
+    out[#out + 1] = text
+  end
+end
+return table.concat(out, ',')
+"""
+"""`_REACQUIRE` for a chunk of leases, packed as `_RENEW_MANY`'s are: ARGV the prefix, the
+owner, the TTL, the MessagePack array of key, token pairs, the fence TTL; the new tokens
+(0: not taken) back as one comma-separated string. A node that finds all its leases lapsed
+(Redis restarted empty) takes them back in a few calls, not one round trip each."""
 _RELEASE: Final = """
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 redis.call('DEL', KEYS[1])
@@ -336,6 +362,7 @@ class RedisLeases(Leases):
         self._release = client.register_script(_RELEASE)
         self._renew_many = client.register_script(_RENEW_MANY)
         self._reacquire = client.register_script(_REACQUIRE)
+        self._reacquire_many = client.register_script(_REACQUIRE_MANY)
 
     def _key(self, key: str) -> str:
         return f"{self._prefix}lease:{key}"
@@ -358,6 +385,25 @@ class RedisLeases(Leases):
         with _mapped("lease reacquire"):
             token: Any = await self._reacquire(keys=keys, args=args)
         return Lease(lease.key, int(token), self.owner) if token else None
+
+    async def reacquire_many(self, leases: Sequence[Lease]) -> list[Lease | None]:
+        """In chunks of `RENEW_CHUNK` leases, one script call each (`_REACQUIRE_MANY`)."""
+        ttl_ms = int(self.ttl_s * 1000)
+        taken: list[Lease | None] = []
+        for start in range(0, len(leases), RENEW_CHUNK):
+            chunk = leases[start : start + RENEW_CHUNK]
+            packed: list[str] = []
+            for lease in chunk:
+                packed += (lease.key, str(lease.token))
+            args = (self._prefix, self.owner, ttl_ms, _msgpack.encode(packed), _FENCE_TTL_MS)
+            with _mapped("lease reacquire"):
+                reply: Any = await self._reacquire_many(keys=[], args=args)
+            tokens = bytes(reply).split(b",")
+            taken += [
+                Lease(lease.key, int(token), self.owner) if token != b"0" else None
+                for lease, token in zip(chunk, tokens, strict=True)
+            ]
+        return taken
 
     async def renew(self, lease: Lease) -> bool:
         args: tuple[str, int] = (self._value(lease), int(self.ttl_s * 1000))
@@ -390,9 +436,7 @@ class RedisLeases(Leases):
             for lease in leases[start : start + RENEW_CHUNK]:
                 packed += (key + lease.key, f"{lease.token}|{lease.owner}")
             with _mapped("lease renew"):
-                reply: Any = await self._renew_many(
-                    keys=[], args=[ttl_ms, _msgpack.encode(packed)]
-                )
+                reply: Any = await self._renew_many(keys=[], args=[ttl_ms, _msgpack.encode(packed)])
             results += [c == _ONE for c in bytes(reply)]
         return results
 

@@ -21,6 +21,7 @@ Errors: `ClusterError` (Redis failing), `ClusterUnavailable` (no reachable owner
 from __future__ import annotations
 
 import abc
+import contextlib
 import logging
 from collections.abc import Iterable
 from typing import Any, Final
@@ -38,6 +39,11 @@ log = logging.getLogger("clawlane.cluster")
 
 HANDOFF_WAIT_S: Final = 30.0
 HANDOFF_RETRY_S: Final = 0.25
+
+
+def _session_of(lease: Lease) -> str:
+    """The session key of a session lease (`session:<key>`)."""
+    return lease.key[len("session:") :]
 
 
 class SessionLeases(abc.ABC):
@@ -140,24 +146,29 @@ class SessionLeases(abc.ABC):
                 self._lose(list(self.held))
             return
         self._renewed_at = sent
-        for lease, ok in zip(leases, results, strict=True):
-            if not ok:
-                await self._renew_late(lease)
+        late = [lease for lease, ok in zip(leases, results, strict=True) if not ok]
+        if late:
+            await self._renew_late(late)
 
-    async def _renew_late(self, lease: Lease) -> None:
-        key = lease.key[len("session:") :]
-        if self.held.get(key) is not lease:
-            return  # released or taken again meanwhile
+    async def _renew_late(self, late: list[Lease]) -> None:
+        """Take the `late` leases again, all at once (Redis restarted empty: every one)."""
+        late = [lease for lease in late if self.held.get(_session_of(lease)) is lease]
         try:
-            again = await self.cluster.leases.reacquire(lease)
+            taken = await self.cluster.leases.reacquire_many(late)
         except ClusterError:
-            again = None
-        if again is None:
-            self._lose([key])
-            return
-        self.held[key] = again
-        self.leases_late += 1
-        self._fence_actor(key)
+            taken = [None] * len(late)
+        for lease, again in zip(late, taken, strict=True):
+            key = _session_of(lease)
+            if self.held.get(key) is not lease:  # released meanwhile: let it go again
+                if again is not None:
+                    with contextlib.suppress(ClusterError):
+                        await self.cluster.leases.release(again)
+            elif again is None:
+                self._lose([key])
+            else:
+                self.held[key] = again
+                self.leases_late += 1
+                self._fence_actor(key)
 
     async def _release_idle(self) -> None:
         sup = self.gateway.supervisor

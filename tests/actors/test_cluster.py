@@ -457,6 +457,34 @@ async def test_a_lapsed_lease_is_taken_again_only_if_nobody_took_it(nodes: Nodes
         assert await a.leases.reacquire(again) is None  # what `a` holds in memory is stale
 
 
+async def test_reacquire_many_takes_back_exactly_the_lapsed_leases_nobody_took(
+    nodes: Nodes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`reacquire_many` answers as `reacquire` would for each lease, in order, across
+    Redis's chunks (3 leases here): a lease still held, or one another node took since,
+    is not taken; a lapsed one comes back with a larger token."""
+    monkeypatch.setattr("actors._redis.RENEW_CHUNK", 3)
+    with trio.fail_after(10):
+        a, b = nodes.all[:2]
+        names = ["s:held", "s:lapsed", "s:line\nbreak|x", "s:taken", "s:é 会话", "s:held-2", "s:z"]
+        leases = [await a.leases.acquire(name) for name in names]
+        assert all(lease is not None for lease in leases)
+        held = [lease for lease in leases if lease is not None]
+        lapsed = {1, 2, 4, 6}
+        for i in [*lapsed, 3]:
+            await nodes.steal(held[i])
+        other = await b.leases.acquire("s:taken")  # another node took it and let it go
+        assert other is not None and await b.leases.release(other)
+        taken = await a.leases.reacquire_many(held)
+        assert [again is not None for again in taken] == [i in lapsed for i in range(len(held))]
+        for old, again in zip(held, taken, strict=True):
+            if again is not None:
+                assert again.key == old.key and again.owner == a.node_id
+                assert again.token > old.token
+                assert await b.leases.holder(old.key) == again
+        assert await a.leases.reacquire_many([]) == []
+
+
 async def test_claims_and_finals_in_one_step(nodes: Nodes) -> None:
     with trio.fail_after(10):
         a, b = nodes.all[:2]
