@@ -242,6 +242,10 @@ class Leases(abc.ABC):
         """`reacquire` for each of `leases` (a backend does it in a few round trips)."""
         return [await self.reacquire(lease) for lease in leases]
 
+    async def release_many(self, leases: Sequence[Lease]) -> list[bool]:
+        """`release` for each of `leases` (a backend does it in a few round trips)."""
+        return [await self.release(lease) for lease in leases]
+
     @asynccontextmanager
     async def hold(
         self, nursery: trio.Nursery, key: str, *, cancel_on_loss: bool = True

@@ -36,7 +36,15 @@ from __future__ import annotations
 import logging
 import re
 import urllib.parse
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any, Final
 
@@ -157,6 +165,20 @@ return table.concat(out, ',')
 owner, the TTL, the MessagePack array of key, token pairs, the fence TTL; the new tokens
 (0: not taken) back as one comma-separated string. A node that finds all its leases lapsed
 (Redis restarted empty) takes them back in a few calls, not one round trip each."""
+_RELEASE_MANY: Final = """
+local pairs = cmsgpack.unpack(ARGV[1])
+local out = {}
+for i = 1, #pairs, 2 do
+  if redis.call('GET', pairs[i]) == pairs[i + 1] then
+    redis.call('DEL', pairs[i])
+    out[#out + 1] = '1'
+  else
+    out[#out + 1] = '0'
+  end
+end
+return table.concat(out)
+"""
+"""`_RELEASE` for a chunk of leases, packed as `_RENEW_MANY`'s are."""
 _RELEASE: Final = """
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 redis.call('DEL', KEYS[1])
@@ -363,6 +385,7 @@ class RedisLeases(Leases):
         self._renew_many = client.register_script(_RENEW_MANY)
         self._reacquire = client.register_script(_REACQUIRE)
         self._reacquire_many = client.register_script(_REACQUIRE_MANY)
+        self._release_many = client.register_script(_RELEASE_MANY)
 
     def _key(self, key: str) -> str:
         return f"{self._prefix}lease:{key}"
@@ -429,14 +452,28 @@ class RedisLeases(Leases):
     async def renew_many(self, leases: Sequence[Lease]) -> list[bool]:
         """In chunks of `RENEW_CHUNK` leases, one script call each (see `_RENEW_MANY`)."""
         ttl_ms = int(self.ttl_s * 1000)
+        return await self._each_chunk(
+            "lease renew", leases, lambda packed: self._renew_many(args=[ttl_ms, packed])
+        )
+
+    async def release_many(self, leases: Sequence[Lease]) -> list[bool]:
+        """In chunks of `RENEW_CHUNK` leases, one script call each (`_RELEASE_MANY`)."""
+        return await self._each_chunk(
+            "lease release", leases, lambda packed: self._release_many(args=[packed])
+        )
+
+    async def _each_chunk(
+        self, what: str, leases: Sequence[Lease], call: Callable[[bytes], Awaitable[Any]]
+    ) -> list[bool]:
+        """`call` with each chunk of `leases` packed (key, value pairs); a `1`/`0` each."""
         key = f"{self._prefix}lease:"
         results: list[bool] = []
         for start in range(0, len(leases), RENEW_CHUNK):
             packed: list[str] = []
             for lease in leases[start : start + RENEW_CHUNK]:
                 packed += (key + lease.key, f"{lease.token}|{lease.owner}")
-            with _mapped("lease renew"):
-                reply: Any = await self._renew_many(keys=[], args=[ttl_ms, _msgpack.encode(packed)])
+            with _mapped(what):
+                reply = await call(_msgpack.encode(packed))
             results += [c == _ONE for c in bytes(reply)]
         return results
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 import collections
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, KeysView, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Final
@@ -330,6 +330,10 @@ class Supervisor:
 
     def peek_session(self, key: str) -> SessionActor | None:
         return self._sessions.get(key)
+
+    def session_keys(self) -> KeysView[str]:
+        """The keys of the sessions with an actor here (a live view)."""
+        return self._sessions.keys()
 
     def drop_session(self, key: str) -> SessionActor | None:
         """Forget the actor of `key` without touching what is stored (in a cluster: this

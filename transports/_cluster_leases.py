@@ -171,25 +171,30 @@ class SessionLeases(abc.ABC):
                 self._fence_actor(key)
 
     async def _release_idle(self) -> None:
+        """Give up the leases of the sessions whose actors are gone here (reaped idle), all
+        at once (a reaper pass can forget tens of thousands)."""
         sup = self.gateway.supervisor
-        for key in [k for k in self.held if sup.peek_session(k) is None]:
-            if not sup.order.outstanding(key):
-                await self._release(key)
+        gone = self.held.keys() - sup.session_keys()
+        await self._release([k for k in gone if not sup.order.outstanding(k)])
 
-    async def _release(self, key: str) -> None:
-        """Give the session's lease up (its actor is gone here). A request for it here
-        meanwhile waits for the release (`owner`), then takes the lease again."""
-        lease = self.held.pop(key, None)
-        if lease is None or key in self._releasing:
+    async def _release(self, keys: list[str]) -> None:
+        """Give the sessions' leases up (their actors are gone here). A request for one of
+        them here meanwhile waits for the release (`owner`), then takes the lease again."""
+        leases = {}
+        for key in keys:
+            lease = self.held.pop(key, None)
+            if lease is not None and key not in self._releasing:
+                leases[key] = lease
+                self._releasing[key] = trio.Event()
+        if not leases:
             return
-        self._releasing[key] = done = trio.Event()
         try:
-            await self.cluster.leases.release(lease)
+            await self.cluster.leases.release_many(list(leases.values()))
         except ClusterError as exc:
-            log.info("session %s: lease not released (it expires): %s", key, exc)
+            log.info("%d session leases not released (they expire): %s", len(leases), exc)
         finally:
-            del self._releasing[key]
-            done.set()
+            for key in leases:
+                self._releasing.pop(key).set()
 
     # --- a run no request routed (cron's): its session moves here -------------------------
 
@@ -218,7 +223,7 @@ class SessionLeases(abc.ABC):
             await trio.lowlevel.checkpoint()
             return
         sup.drop_session(key)
-        await self._release(key)
+        await self._release([key])
 
     def _lose(self, keys: Iterable[str]) -> None:
         sup = self.gateway.supervisor

@@ -385,6 +385,29 @@ async def test_renew_many_in_chunks_answers_each_lease_in_order(
             assert (await a.leases.holder(lease.key) == lease) is (i not in stolen)
 
 
+async def test_release_many_gives_up_only_the_leases_still_held(
+    nodes: Nodes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`release_many` answers as `release` would for each lease, in order, across Redis's
+    chunks (3 here): a lease that lapsed, or that another node took since, is left alone."""
+    monkeypatch.setattr("actors._redis.RENEW_CHUNK", 3)
+    with trio.fail_after(10):
+        a, b = nodes.all[:2]
+        names = ["r:1", "r:line\nbreak|x", "r:taken", "r:é 会话", "r:5", "r:6", "r:7"]
+        leases = [await a.leases.acquire(name) for name in names]
+        assert all(lease is not None for lease in leases)
+        held = [lease for lease in leases if lease is not None]
+        await nodes.steal(held[2])
+        other = await b.leases.acquire("r:taken")
+        await nodes.steal(held[5])
+        assert await a.leases.release_many(held) == [True, True, False, True, True, False, True]
+        assert await b.leases.holder("r:taken") == other
+        for lease in held:
+            if lease.key != "r:taken":
+                assert await b.leases.holder(lease.key) is None
+        assert await a.leases.release_many([]) == []
+
+
 async def test_unfinished_claims_are_listed_by_owner_until_finished(nodes: Nodes) -> None:
     with trio.fail_after(10):
         a, b = nodes.all[:2]

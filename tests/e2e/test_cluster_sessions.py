@@ -247,6 +247,39 @@ async def test_a_renewal_that_comes_too_late_keeps_the_session_if_nobody_took_it
             assert a.gw.supervisor.peek_session(key) is None
 
 
+async def test_sessions_reaped_idle_give_their_leases_up_and_move_on_their_next_request(
+    tmp_path: Path, pg_url: str
+) -> None:
+    """The idle reaper forgets a node's idle actors; the lease pass then gives all their
+    leases up at once (`release_many`), so the next request on another node takes the
+    session there. A session whose actor is still here keeps its lease."""
+    with trio.fail_after(60):
+        async with two_nodes(tmp_path, pg_url) as nodes:
+            a, b = nodes
+            ra, rb = a.gw.router, b.gw.router
+            assert ra is not None and rb is not None
+            names = ["idle1", "idle2", "idle3", "kept"]
+            async with open_client(a.gw, scopes=ADMIN) as ca:
+                for name in names:
+                    params = {"message": "x", "idempotencyKey": f"r-{name}", "sessionKey": name}
+                    await ca.request("agent", params, expect_final=True)
+            keys = [f"agent:main:{name}" for name in names]
+            assert all(owner_of(nodes, key) is a for key in keys)
+            kept = a.gw.supervisor.peek_session(keys[-1])
+            assert kept is not None
+            kept.last_active = 10.0**12  # used just now, as far as the reaper can tell
+            assert a.gw.supervisor.reap_idle(now=10.0**9) == 3
+            await ra._release_idle()
+            assert sorted(ra.held) == [keys[-1]]
+            for key in keys[:3]:
+                assert await ra.cluster.leases.holder(f"session:{key}") is None
+            async with open_client(b.gw, scopes=ADMIN) as cb:
+                params = {"message": "y", "idempotencyKey": "r-again", "sessionKey": "idle2"}
+                await cb.request("agent", params, expect_final=True)
+            assert owner_of(nodes, keys[1]) is b
+            assert owner_of(nodes, keys[-1]) is a
+
+
 async def test_a_run_in_flight_is_waited_for_and_never_started_twice_from_the_other_node(
     tmp_path: Path, pg_url: str
 ) -> None:
