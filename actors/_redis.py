@@ -1,6 +1,8 @@
 """The cluster primitives of `actors._cluster` on Redis (7+), through coredis, which runs
 natively under trio (it is built on anyio). One client per node; every call is one round
-trip (the compound steps are Lua scripts, so each is atomic).
+trip (the compound steps are Lua scripts, so each is atomic). Renewing, taking back and
+releasing leases go `RENEW_CHUNK` leases a script, their keys packed into one argument (a
+standalone Redis; Redis Cluster would need the keys declared and hash-tagged).
 
 Keys, under the configured prefix `P` (`cluster.redis.keyPrefix`):
 - `P lease:<key>` = `<token>|<owner>` with a PX expiry; `P fence:<key>` the last token,
@@ -121,24 +123,6 @@ redis.call('SET', KEYS[2], text, 'PX', ARGV[3])
 redis.call('SET', KEYS[1], text .. '|' .. ARGV[1], 'PX', ARGV[2])
 return token
 """
-_RENEW: Final = """
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
-return 1
-"""
-_REACQUIRE: Final = """
-if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-local fence = redis.call('GET', KEYS[2])
-if fence and fence ~= ARGV[3] then return 0 end
-local t = redis.call('TIME')
-local token = tonumber(ARGV[3]) + 1
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-if now > token then token = now end
-local text = string.format('%d', token)
-redis.call('SET', KEYS[2], text, 'PX', ARGV[4])
-redis.call('SET', KEYS[1], text .. '|' .. ARGV[1], 'PX', ARGV[2])
-return token
-"""
 _REACQUIRE_MANY: Final = """
 local items = cmsgpack.unpack(ARGV[4])
 local t = redis.call('TIME')
@@ -161,9 +145,9 @@ for i = 1, #items, 2 do
 end
 return table.concat(out, ',')
 """
-"""`_REACQUIRE` for a chunk of leases, packed as `_RENEW_MANY`'s are: ARGV the prefix, the
-owner, the TTL, the MessagePack array of key, token pairs, the fence TTL; the new tokens
-(0: not taken) back as one comma-separated string. A node that finds all its leases lapsed
+"""Take lapsed leases back (`Leases.reacquire`) a chunk at a time, packed as `_RENEW_MANY`'s
+are: ARGV the prefix, the owner, the TTL, the MessagePack array of key, token pairs, the
+fence TTL; the new tokens (0: not taken) back as one comma-separated string. A node that finds all its leases lapsed
 (Redis restarted empty) takes them back in a few calls, not one round trip each."""
 _RELEASE_MANY: Final = """
 local pairs = cmsgpack.unpack(ARGV[1])
@@ -178,12 +162,7 @@ for i = 1, #pairs, 2 do
 end
 return table.concat(out)
 """
-"""`_RELEASE` for a chunk of leases, packed as `_RENEW_MANY`'s are."""
-_RELEASE: Final = """
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-redis.call('DEL', KEYS[1])
-return 1
-"""
+"""Give leases up (`Leases.release`) a chunk at a time, packed as `_RENEW_MANY`'s are."""
 _APPEND: Final = """
 local id = redis.pcall('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], ARGV[2] .. '-0',
   'f', ARGV[3], 't', ARGV[4])
@@ -380,10 +359,7 @@ class RedisLeases(Leases):
         self._client = client
         self._prefix = prefix
         self._acquire = client.register_script(_ACQUIRE)
-        self._renew = client.register_script(_RENEW)
-        self._release = client.register_script(_RELEASE)
         self._renew_many = client.register_script(_RENEW_MANY)
-        self._reacquire = client.register_script(_REACQUIRE)
         self._reacquire_many = client.register_script(_REACQUIRE_MANY)
         self._release_many = client.register_script(_RELEASE_MANY)
 
@@ -403,11 +379,8 @@ class RedisLeases(Leases):
         return Lease(key, token, self.owner) if token else None
 
     async def reacquire(self, lease: Lease) -> Lease | None:
-        keys = [self._key(lease.key), f"{self._prefix}fence:{lease.key}"]
-        args = (self.owner, int(self.ttl_s * 1000), str(lease.token), _FENCE_TTL_MS)
-        with _mapped("lease reacquire"):
-            token: Any = await self._reacquire(keys=keys, args=args)
-        return Lease(lease.key, int(token), self.owner) if token else None
+        [again] = await self.reacquire_many([lease])
+        return again
 
     async def reacquire_many(self, leases: Sequence[Lease]) -> list[Lease | None]:
         """In chunks of `RENEW_CHUNK` leases, one script call each (`_REACQUIRE_MANY`)."""
@@ -429,13 +402,12 @@ class RedisLeases(Leases):
         return taken
 
     async def renew(self, lease: Lease) -> bool:
-        args: tuple[str, int] = (self._value(lease), int(self.ttl_s * 1000))
-        with _mapped("lease renew"):
-            return bool(await self._renew(keys=[self._key(lease.key)], args=args))
+        [renewed] = await self.renew_many([lease])
+        return renewed
 
     async def release(self, lease: Lease) -> bool:
-        with _mapped("lease release"):
-            return bool(await self._release(keys=[self._key(lease.key)], args=[self._value(lease)]))
+        [released] = await self.release_many([lease])
+        return released
 
     async def fence(self, key: str) -> int | None:
         lease = await self.holder(key)
