@@ -145,24 +145,10 @@ for i = 1, #items, 2 do
 end
 return table.concat(out, ',')
 """
-"""Take lapsed leases back (`Leases.reacquire`) a chunk at a time, packed as `_RENEW_MANY`'s
-are: ARGV the prefix, the owner, the TTL, the MessagePack array of key, token pairs, the
-fence TTL; the new tokens (0: not taken) back as one comma-separated string. A node that finds all its leases lapsed
-(Redis restarted empty) takes them back in a few calls, not one round trip each."""
-_RELEASE_MANY: Final = """
-local pairs = cmsgpack.unpack(ARGV[1])
-local out = {}
-for i = 1, #pairs, 2 do
-  if redis.call('GET', pairs[i]) == pairs[i + 1] then
-    redis.call('DEL', pairs[i])
-    out[#out + 1] = '1'
-  else
-    out[#out + 1] = '0'
-  end
-end
-return table.concat(out)
-"""
-"""Give leases up (`Leases.release`) a chunk at a time, packed as `_RENEW_MANY`'s are."""
+"""Take lapsed leases back (`Leases.reacquire`) a chunk at a time, packed as
+`_KEEP_OR_RELEASE`'s are: ARGV the prefix, the owner, the TTL, the MessagePack array of key, token pairs, the
+fence TTL; the new tokens (0: not taken) back as one comma-separated string. A node that
+finds all its leases lapsed (Redis restarted empty) takes them back in a few calls."""
 _APPEND: Final = """
 local id = redis.pcall('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], ARGV[2] .. '-0',
   'f', ARGV[3], 't', ARGV[4])
@@ -218,13 +204,13 @@ for i = 1, n do
 end
 return out
 """
-_RENEW_MANY: Final = """
-local pairs = cmsgpack.unpack(ARGV[2])
+_KEEP_OR_RELEASE: Final = """
+local pairs = cmsgpack.unpack(ARGV[1])
 local out = {}
 for i = 1, #pairs, 2 do
   local key = pairs[i]
   if redis.call('GET', key) == pairs[i + 1] then
-    redis.call('PEXPIRE', key, ARGV[1])
+    if ARGV[2] then redis.call('PEXPIRE', key, ARGV[2]) else redis.call('DEL', key) end
     out[#out + 1] = '1'
   else
     out[#out + 1] = '0'
@@ -232,11 +218,12 @@ for i = 1, #pairs, 2 do
 end
 return table.concat(out)
 """
-"""The leases of one `renew_many` chunk come as one MessagePack array of key, value pairs and
-their results go back as one string of `1`/`0`: one argument and one reply in all, where a
-key and a value per lease as arguments and an integer per lease in the reply cost the
-node's event loop ~3-4.5 µs a lease in the client (measured: 100,000 held leases stalled
-the loop ~390 ms and took ~450 ms of its CPU at every renewal, every third of the TTL)."""
+"""Renew (with a TTL, ARGV[2]) or release (without) the leases still held as they were: a
+chunk of leases as one MessagePack array of key, value pairs (ARGV[1]), their results back
+as one string of `1`/`0`. One argument and one reply in all, where a key and a value per
+lease as arguments and an integer per lease in the reply cost the node's event loop
+~3-4.5 µs a lease in the client (measured: 100,000 held leases stalled the loop ~390 ms
+and took ~450 ms of its CPU at every renewal, every third of the TTL)."""
 RENEW_CHUNK: Final = 2000
 """Leases renewed per script call: each call keeps Redis busy ~1-2 ms, so other nodes'
 calls never wait long behind one node's renewals, and the event loop gets a checkpoint
@@ -359,9 +346,8 @@ class RedisLeases(Leases):
         self._client = client
         self._prefix = prefix
         self._acquire = client.register_script(_ACQUIRE)
-        self._renew_many = client.register_script(_RENEW_MANY)
+        self._keep_or_release = client.register_script(_KEEP_OR_RELEASE)
         self._reacquire_many = client.register_script(_REACQUIRE_MANY)
-        self._release_many = client.register_script(_RELEASE_MANY)
 
     def _key(self, key: str) -> str:
         return f"{self._prefix}lease:{key}"
@@ -422,16 +408,16 @@ class RedisLeases(Leases):
         return Lease(key, int(token), owner)
 
     async def renew_many(self, leases: Sequence[Lease]) -> list[bool]:
-        """In chunks of `RENEW_CHUNK` leases, one script call each (see `_RENEW_MANY`)."""
+        """In chunks of `RENEW_CHUNK` leases, one script call each (see `_KEEP_OR_RELEASE`)."""
         ttl_ms = int(self.ttl_s * 1000)
         return await self._each_chunk(
-            "lease renew", leases, lambda packed: self._renew_many(args=[ttl_ms, packed])
+            "lease renew", leases, lambda packed: self._keep_or_release(args=[packed, ttl_ms])
         )
 
     async def release_many(self, leases: Sequence[Lease]) -> list[bool]:
-        """In chunks of `RENEW_CHUNK` leases, one script call each (`_RELEASE_MANY`)."""
+        """In chunks of `RENEW_CHUNK` leases, one script call each (`_KEEP_OR_RELEASE`)."""
         return await self._each_chunk(
-            "lease release", leases, lambda packed: self._release_many(args=[packed])
+            "lease release", leases, lambda packed: self._keep_or_release(args=[packed])
         )
 
     async def _each_chunk(

@@ -363,6 +363,13 @@ async def test_holder_and_renew_many(nodes: Nodes) -> None:
         assert await a.leases.renew_many([]) == []
 
 
+async def acquire_all(node: Cluster, names: list[str]) -> list[Lease]:
+    """Leases of `names`, all acquired by `node`."""
+    leases = [await node.leases.acquire(name) for name in names]
+    assert all(lease is not None for lease in leases)
+    return [lease for lease in leases if lease is not None]
+
+
 async def test_renew_many_in_chunks_answers_each_lease_in_order(
     nodes: Nodes, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -374,9 +381,7 @@ async def test_renew_many_in_chunks_answers_each_lease_in_order(
         a = nodes.all[0]
         names = ["s:plain", "s:line\nbreak", "s:pipe|bar", "s:é ü 会话", "s:" + "x" * 300]
         names += [f"s:{i}" for i in range(5)]
-        leases = [await a.leases.acquire(name) for name in names]
-        assert all(lease is not None for lease in leases)
-        held = [lease for lease in leases if lease is not None]
+        held = await acquire_all(a, names)
         stolen = {1, 3, 4, 8}  # in the first, second and third chunks
         for i in stolen:
             await nodes.steal(held[i])
@@ -394,9 +399,7 @@ async def test_release_many_gives_up_only_the_leases_still_held(
     with trio.fail_after(10):
         a, b = nodes.all[:2]
         names = ["r:1", "r:line\nbreak|x", "r:taken", "r:é 会话", "r:5", "r:6", "r:7"]
-        leases = [await a.leases.acquire(name) for name in names]
-        assert all(lease is not None for lease in leases)
-        held = [lease for lease in leases if lease is not None]
+        held = await acquire_all(a, names)
         await nodes.steal(held[2])
         other = await b.leases.acquire("r:taken")
         await nodes.steal(held[5])
@@ -490,9 +493,7 @@ async def test_reacquire_many_takes_back_exactly_the_lapsed_leases_nobody_took(
     with trio.fail_after(10):
         a, b = nodes.all[:2]
         names = ["s:held", "s:lapsed", "s:line\nbreak|x", "s:taken", "s:é 会话", "s:held-2", "s:z"]
-        leases = [await a.leases.acquire(name) for name in names]
-        assert all(lease is not None for lease in leases)
-        held = [lease for lease in leases if lease is not None]
+        held = await acquire_all(a, names)
         lapsed = {1, 2, 4, 6}
         for i in [*lapsed, 3]:
             await nodes.steal(held[i])
