@@ -146,8 +146,8 @@ end
 return table.concat(out, ',')
 """
 """Take lapsed leases back (`Leases.reacquire`) a chunk at a time, packed as
-`_KEEP_OR_RELEASE`'s are: ARGV the prefix, the owner, the TTL, the MessagePack array of key, token pairs, the
-fence TTL; the new tokens (0: not taken) back as one comma-separated string. A node that
+`_KEEP_OR_RELEASE`'s are: ARGV the prefix, the owner, the TTL, the MessagePack array of
+key, token pairs, the fence TTL; the new tokens (0: not taken) back as one comma-separated string. A node that
 finds all its leases lapsed (Redis restarted empty) takes them back in a few calls."""
 _APPEND: Final = """
 local id = redis.pcall('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], ARGV[2] .. '-0',
@@ -424,12 +424,11 @@ class RedisLeases(Leases):
         self, what: str, leases: Sequence[Lease], call: Callable[[bytes], Awaitable[Any]]
     ) -> list[bool]:
         """`call` with each chunk of `leases` packed (key, value pairs); a `1`/`0` each."""
-        key = f"{self._prefix}lease:"
         results: list[bool] = []
         for start in range(0, len(leases), RENEW_CHUNK):
             packed: list[str] = []
             for lease in leases[start : start + RENEW_CHUNK]:
-                packed += (key + lease.key, f"{lease.token}|{lease.owner}")
+                packed += (self._key(lease.key), self._value(lease))
             with _mapped(what):
                 reply = await call(_msgpack.encode(packed))
             results += [c == _ONE for c in bytes(reply)]

@@ -157,18 +157,20 @@ class SessionLeases(abc.ABC):
             taken = await self.cluster.leases.reacquire_many(late)
         except ClusterError:
             taken = [None] * len(late)
+        stale: list[Lease] = []  # released here meanwhile: let them go again
         for lease, again in zip(late, taken, strict=True):
             key = _session_of(lease)
-            if self.held.get(key) is not lease:  # released meanwhile: let it go again
-                if again is not None:
-                    with contextlib.suppress(ClusterError):
-                        await self.cluster.leases.release(again)
+            if self.held.get(key) is not lease:
+                stale += [again] if again is not None else []
             elif again is None:
                 self._lose([key])
             else:
                 self.held[key] = again
                 self.leases_late += 1
                 self._fence_actor(key)
+        if stale:
+            with contextlib.suppress(ClusterError):
+                await self.cluster.leases.release_many(stale)
 
     async def _release_idle(self) -> None:
         """Give up the leases of the sessions whose actors are gone here (reaped idle), all
