@@ -240,9 +240,11 @@ async def _drive_sessions(lt: _Loadtest, owners_n: int, runs: int | None) -> Non
     """Every session's driver, to the end (its runs done, or the duration over)."""
     options = lt.options
     deadline = trio.current_time() + options.duration if options.duration is not None else None
-    async with trio.open_nursery() as drivers:
-        for i in range(options.sessions):
-            drivers.start_soon(lt.drive, i, lt.owners[i % owners_n], deadline, runs)
+    lt.start_driving(owners_n, deadline, runs)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(lt.expire_runs)
+        await lt.all_driven.wait()
+        nursery.cancel_scope.cancel()
 
 
 def _report(

@@ -19,6 +19,7 @@ import itertools
 import os
 import time
 import urllib.parse
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
@@ -182,6 +183,15 @@ class _Request:
     ok: bool = False
     code: str | None = None
     value: Any = None
+    on_done: Callable[[_Request], None] | None = None  # called once, where it finishes
+
+    def finish(self) -> None:
+        """Answered, failed or given up on: `done` set and `on_done` called (once)."""
+        if self.done.is_set():
+            return
+        self.done.set()
+        if self.on_done is not None:
+            self.on_done(self)
 
 
 class _Track:
@@ -288,7 +298,7 @@ class _Conn:
         req = _Request(kind)
         if self.closed:
             req.code = "CONNECTION_CLOSED"
-            req.done.set()
+            req.finish()
             return req
         self.pending[req_id] = req
         frame = {"type": "req", "id": req_id, "method": method, "params": params}
@@ -342,11 +352,12 @@ class _Conn:
             self.closed = True
             if not self.lt.stopping:
                 self.lt.error("CONNECTION_CLOSED")
-        for req in self.pending.values():
+        pending = list(self.pending.values())
+        self.pending.clear()
+        for req in pending:
             if not req.done.is_set():
                 req.code = req.code or "CONNECTION_CLOSED"
-                req.done.set()
-        self.pending.clear()
+                req.finish()
 
     def _parse(self, data: bytes, now_ms: float) -> None:
         """The frames in `data` (after what is kept of earlier reads): each message to
@@ -415,10 +426,12 @@ class _Conn:
                 req.accepted = True
                 return
             del self.pending[frame.id]
+            if req.done.is_set():  # given up on (timed out) before the answer came
+                return
             req.ok = bool(frame.ok)
             if not req.ok:
                 req.code = frame.error.code if frame.error is not None else "UNKNOWN"
-            req.done.set()
+            req.finish()
 
     def _on_untyped(self, payload: bytes) -> None:
         try:
@@ -440,7 +453,7 @@ class _Conn:
             err = raw.get("error") or {}
             req.code = str(err.get("code", "UNKNOWN"))
             req.value = err.get("message")
-        req.done.set()
+        req.finish()
 
     def _on_agent(self, run_id: str, seq: int, ts: int | None, lifecycle: bool) -> None:
         lt = self.lt
@@ -508,6 +521,25 @@ class _Conn:
 # --- the load test -------------------------------------------------------------------------
 
 
+class _Driver:
+    """One session's runs, back to back: the next is sent from the last one's answer, in
+    the reader task that parsed it (no task per session, no task switch per run)."""
+
+    __slots__ = ("conn", "key", "on_done", "req", "run_id", "runs", "sent_at")
+
+    def __init__(self, conn: _Conn, key: str) -> None:
+        self.conn = conn
+        self.key = key
+        self.runs = 0
+        self.run_id = ""
+        self.req: _Request | None = None
+        self.sent_at = 0.0
+        self.on_done = self._done
+
+    def _done(self, req: _Request) -> None:
+        self.conn.lt.run_done(self, req)
+
+
 class _Loadtest:
     def __init__(self, options: LoadtestOptions, url: str, token: str | None) -> None:
         self.options = options
@@ -528,6 +560,11 @@ class _Loadtest:
         self.runs_failed = 0
         self.ok_runs: list[str] = []
         self.in_flight = 0
+        self.drivers: list[_Driver] = []
+        self.driving = 0
+        self.all_driven = trio.Event()
+        self.deadline: float | None = None
+        self.runs_per_driver: int | None = None
         self.stopping = False
         self.streaming = 0
         self.peak_streaming = 0
@@ -541,35 +578,66 @@ class _Loadtest:
     def error(self, code: str) -> None:
         self.errors[code] = self.errors.get(code, 0) + 1
 
-    async def drive(
-        self, index: int, conn: _Conn, deadline: float | None, runs: int | None
-    ) -> None:
-        key = f"{self.prefix}s{index}"
+    def start_driving(self, owners_n: int, deadline: float | None, runs: int | None) -> None:
+        """Send every session's first run; each next one goes from the last one's answer
+        (`run_done`), until `runs` each or `deadline`; `all_driven` is set at the end.
+        Not a checkpoint."""
+        self.deadline = deadline
+        self.runs_per_driver = runs
+        for i in range(self.options.sessions):
+            driver = _Driver(self.owners[i % owners_n], f"{self.prefix}s{i}")
+            self.drivers.append(driver)
+            self.driving += 1
+            self._next_run(driver)
+        if not self.driving:
+            self.all_driven.set()
+
+    def _next_run(self, driver: _Driver) -> None:
+        n, conn = driver.runs, driver.conn
+        if (
+            (self.runs_per_driver is not None and n >= self.runs_per_driver)
+            or (self.deadline is not None and trio.current_time() >= self.deadline)
+            or conn.closed
+        ):
+            driver.req = None
+            self.driving -= 1
+            if not self.driving:
+                self.all_driven.set()
+            return
+        driver.runs = n + 1
+        driver.run_id = run_id = f"{driver.key}-{n}"
+        conn.runs[run_id] = _Track()
+        params = {"message": self.message, "sessionKey": driver.key, "idempotencyKey": run_id}
+        driver.sent_at = trio.current_time()
+        self.in_flight += 1
+        req = driver.req = conn.send_request("agent", params, "agent")
+        req.on_done = driver.on_done
+        if req.done.is_set():  # the connection had closed: answered already
+            self.run_done(driver, req)
+
+    def run_done(self, driver: _Driver, req: _Request) -> None:
+        self.in_flight -= 1
+        if req.ok:
+            self.runs_ok += 1
+            self.ok_runs.append(driver.run_id)
+        else:
+            self.runs_failed += 1
+            self.error(req.code or "UNKNOWN")
+            driver.conn.runs.pop(driver.run_id, None)
+        self._next_run(driver)
+
+    async def expire_runs(self) -> None:
+        """Give up on runs unanswered for `run_timeout` (each counted `TIMEOUT`; its
+        session goes on with its next run). Runs until cancelled."""
         timeout = self.options.run_timeout
-        for n in itertools.count():
-            if runs is not None and n >= runs:
-                return
-            if deadline is not None and trio.current_time() >= deadline:
-                return
-            if conn.closed:
-                return
-            run_id = f"{self.prefix}s{index}-{n}"
-            conn.runs[run_id] = _Track()
-            params = {"message": self.message, "sessionKey": key, "idempotencyKey": run_id}
-            req = conn.send_request("agent", params, "agent")
-            self.in_flight += 1
-            with trio.move_on_after(timeout):
-                await req.done.wait()
-            self.in_flight -= 1
-            if not req.done.is_set():
-                req.code = "TIMEOUT"
-            if req.ok:
-                self.runs_ok += 1
-                self.ok_runs.append(run_id)
-            else:
-                self.runs_failed += 1
-                self.error(req.code or "UNKNOWN")
-                conn.runs.pop(run_id, None)
+        while True:
+            await trio.sleep(min(1.0, timeout / 4))
+            cut = trio.current_time() - timeout
+            for driver in self.drivers:
+                req = driver.req
+                if req is not None and driver.sent_at <= cut and not req.done.is_set():
+                    req.code = "TIMEOUT"
+                    req.finish()
 
     def folded(self, conn: _Conn) -> None:
         """`conn` has seen one run complete."""

@@ -228,6 +228,64 @@ def test_other_clients_runs_are_ignored() -> None:
     assert lt.events == 0 and lt.tally() == (0, 0)
 
 
+def _driving(sessions: int, runs: int | None, **kw: object) -> tuple[_Loadtest, _Conn]:
+    options = LoadtestOptions(sessions=sessions, deltas=2, prefix="t-", **kw)  # type: ignore[arg-type]
+    lt = _Loadtest(options, "ws://unused", None)
+    conn = _Conn(lt, 0, subscriber=False)
+    lt.owners = [conn]
+    lt.start_driving(1, None, runs)
+    return lt, conn
+
+
+def _answer(conn: _Conn, req_id: str, *, ok: bool = True) -> None:
+    frame: dict[str, object] = {"type": "res", "id": req_id, "ok": ok}
+    if ok:
+        frame["payload"] = {"runId": "x", "status": "ok"}
+    else:
+        frame["error"] = {"code": "UNAVAILABLE", "message": "down"}
+    conn._parse(_server_frame(frame), 2.0)
+
+
+async def test_each_answer_sends_that_sessions_next_run_until_its_runs_are_done() -> None:
+    lt, conn = _driving(2, 2)
+    assert sorted(conn.pending) == ["r1", "r2"] and lt.in_flight == 2
+    _answer(conn, "r2")
+    assert sorted(conn.pending) == ["r1", "r3"]  # session 1's second run, at once
+    assert lt.ok_runs == ["t-s1-0"] and "t-s1-1" in conn.runs
+    _answer(conn, "r1", ok=False)
+    _answer(conn, "r3")
+    assert sorted(conn.pending) == ["r4"] and not lt.all_driven.is_set()
+    _answer(conn, "r4")
+    assert lt.all_driven.is_set() and lt.in_flight == 0 and not conn.pending
+    assert (lt.runs_ok, lt.runs_failed, lt.errors) == (3, 1, {"UNAVAILABLE": 1})
+    assert "t-s0-0" not in conn.runs  # a failed run is not judged for its events
+
+
+async def test_a_lost_connection_fails_its_runs_and_ends_the_drive() -> None:
+    lt, conn = _driving(3, None)
+    conn._lost_connection()
+    assert lt.all_driven.is_set() and lt.in_flight == 0
+    assert lt.runs_failed == 3
+    assert lt.errors["CONNECTION_CLOSED"] == 1 + 3  # the connection, then each of its runs
+
+
+async def test_a_run_unanswered_for_run_timeout_is_given_up_and_its_session_goes_on(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    lt, conn = _driving(1, 2, run_timeout=5.0)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(lt.expire_runs)
+        await trio.sleep(4.0)
+        assert list(conn.pending) == ["r1"] and lt.runs_failed == 0
+        await trio.sleep(2.5)
+        assert lt.errors == {"TIMEOUT": 1} and "r2" in conn.pending
+        _answer(conn, "r1")  # the late answer counts for nothing
+        assert lt.runs_ok == 0 and lt.runs_failed == 1
+        _answer(conn, "r2")
+        assert lt.all_driven.is_set() and lt.runs_ok == 1
+        nursery.cancel_scope.cancel()
+
+
 def test_client_frames_are_masked_and_unmask_to_the_payload() -> None:
     for size in (0, 5, 125, 126, 1000, 70_000):
         payload = bytes(range(256)) * (size // 256) + bytes(range(size % 256))
