@@ -66,8 +66,6 @@ RESTART_INTENSITY: Final = 3
 RESTART_PERIOD_S: Final = 5.0
 IDLE_TTL_S: Final = 600.0
 REAP_INTERVAL_S: Final = 30.0
-IDLE_CONTEXTS_MAX_BYTES: Final = 128 * 1024 * 1024
-"""What idle sessions keep of their contexts in memory, together (`IdleContexts`)."""
 
 
 SUBAGENT_LANE_CAP: Final = 8
@@ -115,9 +113,10 @@ class IdleContexts:
     in bytes (estimated: `SessionActor.context_bytes`). Past `max_bytes` the oldest let
     theirs go (`drop_context`) and load it from the store at their next run. Without this
     every session used within `IDLE_TTL_S` kept its whole context: a client writing 2 MiB
-    messages to 1,000 new sessions a minute held 20 GB."""
+    messages to 1,000 new sessions a minute held 20 GB. The bound is the config's
+    `gateway.idleContextsMaxBytes`, set again by each generation (`resize`)."""
 
-    def __init__(self, max_bytes: int = IDLE_CONTEXTS_MAX_BYTES) -> None:
+    def __init__(self, max_bytes: int) -> None:
         self.max_bytes = max_bytes
         self.bytes = 0
         self.dropped = 0
@@ -133,6 +132,14 @@ class IdleContexts:
         if size:
             self._held[actor.key] = (actor, size)
             self.bytes += size
+        self._trim()
+
+    def resize(self, max_bytes: int) -> None:
+        """A new bound (a new generation's); lowered, the oldest past it go at once."""
+        self.max_bytes = max_bytes
+        self._trim()
+
+    def _trim(self) -> None:
         for _ in range(len(self._held)):
             if self.bytes <= self.max_bytes:
                 return
@@ -181,7 +188,7 @@ class Supervisor:
         }
         self.lane = self.lanes["main"].slots
         self._idle_ttl = idle_ttl_s
-        self.idle_contexts = IdleContexts()
+        self.idle_contexts = IdleContexts(generation.config.gateway.idleContextsMaxBytes)
         self._crashes = 0
         self._backlog: collections.deque[tuple[str, Any]] = collections.deque()
         self.order = SubmissionOrder()
@@ -237,6 +244,7 @@ class Supervisor:
             raise ValueError(f"generation {generation.number} is not newer than {old.number}")
         self._generation = generation
         self.lane.total_tokens = generation.config.agents.defaults.maxConcurrent  # main lane
+        self.idle_contexts.resize(generation.config.gateway.idleContextsMaxBytes)
         return old
 
     def idle_timeout(self, *, cron: bool = False) -> float | None:

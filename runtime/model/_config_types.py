@@ -21,6 +21,7 @@ from ._settings import BlockStreamingChunk, BlockStreamingCoalesce, CompactionSe
 DEFAULT_PORT: Final = 18789
 DEFAULT_TIMEOUT_SECONDS: Final = 172_800
 DEFAULT_MAX_CONCURRENT: Final = 8
+DEFAULT_IDLE_CONTEXTS_MAX_BYTES: Final = 128 * 1024 * 1024
 LOCAL_PROVIDER_ID: Final = "local"
 LOCAL_MODEL_ID: Final = "echo"
 
@@ -79,6 +80,13 @@ class GatewayConfig(_Strict, frozen=True):
     interruptedRuns: Literal["fail", "rerun"] = "fail"
     """clawlane: what a restart does with runs accepted and not finished before it
     (`actors._recovery`): report them failed, or run them again (once)."""
+    idleContextsMaxBytes: Annotated[int, msgspec.Meta(ge=0, le=2**50)] = (
+        DEFAULT_IDLE_CONTEXTS_MAX_BYTES
+    )
+    """clawlane: what idle sessions keep of their contexts in memory, together (estimated
+    bytes; `actors._supervisor.IdleContexts`). Past it the least recently used let theirs go
+    and load it from the store at their next run (one still writing its last turn goes at
+    the next session to go idle); 0 keeps none. Each generation sets it again."""
 
 
 class AgentRuntimeRef(_Strict, frozen=True):

@@ -158,6 +158,41 @@ async def test_idle_sessions_keep_their_contexts_within_a_byte_budget(tmp_path: 
             assert sum(a.context_bytes() for a in actors if a is not None) <= contexts.max_bytes
 
 
+async def test_the_idle_context_bound_is_the_configs_and_a_new_generation_moves_it(
+    tmp_path: Path,
+) -> None:
+    """`gateway.idleContextsMaxBytes` bounds the idle contexts; a generation that lowers it
+    lets the oldest go at once (not at the next idle session), one with 0 keeps none."""
+    big = "word " * 800
+    with trio.fail_after(20):
+        async with supervisor(tmp_path, gateway__idleContextsMaxBytes=40_000) as (sup, _sink):
+            contexts = sup.idle_contexts
+            assert contexts.max_bytes == 40_000
+            for i in range(4):
+                await _run_and_settle(sup, f"s{i}", f"r{i}", f"{big} {i}")
+            actors = [sup.peek_session(f"agent:main:s{i}") for i in range(4)]
+            assert contexts.dropped == 0 and contexts.bytes > 12_000
+
+            lowered = local_config(gateway__idleContextsMaxBytes=12_000)
+            sup.publish(build_generation(lowered, 2))
+            assert contexts.max_bytes == 12_000 and contexts.bytes <= 12_000
+            assert contexts.dropped >= 1
+            assert actors[0] is not None and actors[0].context_bytes() == 0  # the oldest
+            assert actors[3] is not None and actors[3].context_bytes() > 4_000
+
+            sup.publish(build_generation(local_config(gateway__idleContextsMaxBytes=0), 3))
+            assert contexts.bytes == 0
+            assert all(a is not None and a.context_bytes() == 0 for a in actors)
+            await _run_and_settle(sup, "s3", "r3b", "again")
+            last = actors[3]
+            assert last is not None and last.history_tokens() > 1_000  # reloaded, whole
+            # it went idle still writing its turn: it stays until the next one goes idle
+            assert contexts.bytes == last.context_bytes()
+            await _run_and_settle(sup, "s0", "r0b", "again")
+            assert last.context_bytes() == 0
+            assert actors[0] is not None and contexts.bytes == actors[0].context_bytes()
+
+
 async def test_a_context_that_cannot_be_sized_is_logged_and_the_supervisor_lives(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:

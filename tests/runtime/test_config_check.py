@@ -129,3 +129,12 @@ def test_the_schema_accepts_what_the_decoder_accepts_and_refuses_what_it_refuses
         assert list(validator.iter_errors(bad)), bad
     assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
     assert schema is not config_schema()  # a fresh copy each call
+
+
+@pytest.mark.parametrize("value", [-1, 2**63, 1.5, "128MiB"])
+def test_the_idle_context_bound_refuses_what_is_not_a_byte_count(value: object) -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_config({"gateway": {"idleContextsMaxBytes": value}})
+    assert info.value.path == "gateway.idleContextsMaxBytes"
+    assert parse_config({}).gateway.idleContextsMaxBytes == 128 * 1024 * 1024
+    assert parse_config({"gateway": {"idleContextsMaxBytes": 0}}).gateway.idleContextsMaxBytes == 0
