@@ -610,10 +610,8 @@ class _Loadtest:
         params = {"message": self.message, "sessionKey": driver.key, "idempotencyKey": run_id}
         driver.sent_at = trio.current_time()
         self.in_flight += 1
-        req = driver.req = conn.send_request("agent", params, "agent")
+        req = driver.req = conn.send_request("agent", params, "agent")  # conn is open
         req.on_done = driver.on_done
-        if req.done.is_set():  # the connection had closed: answered already
-            self.run_done(driver, req)
 
     def run_done(self, driver: _Driver, req: _Request) -> None:
         self.in_flight -= 1

@@ -270,14 +270,17 @@ async def test_a_lost_connection_fails_its_runs_and_ends_the_drive() -> None:
 
 
 async def test_a_run_unanswered_for_run_timeout_is_given_up_and_its_session_goes_on(
-    autojump_clock: trio.abc.Clock,
+    mock_clock: trio.testing.MockClock,
 ) -> None:
     lt, conn = _driving(1, 2, run_timeout=5.0)
     async with trio.open_nursery() as nursery:
         nursery.start_soon(lt.expire_runs)
-        await trio.sleep(4.0)
+        await trio.testing.wait_all_tasks_blocked()
+        mock_clock.jump(4.0)
+        await trio.testing.wait_all_tasks_blocked()
         assert list(conn.pending) == ["r1"] and lt.runs_failed == 0
-        await trio.sleep(2.5)
+        mock_clock.jump(2.5)
+        await trio.testing.wait_all_tasks_blocked()
         assert lt.errors == {"TIMEOUT": 1} and "r2" in conn.pending
         _answer(conn, "r1")  # the late answer counts for nothing
         assert lt.runs_ok == 0 and lt.runs_failed == 1
