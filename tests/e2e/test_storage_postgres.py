@@ -32,6 +32,10 @@ async def test_a_gateway_on_postgres_stores_turns_a_second_gateway_reads(
                 expect_final=True,
             )
             assert final["status"] == "ok"
+            listed = await client.request("sessions.list", {})
+            # where the sessions are: the server (no password), not a SQLite file
+            assert listed["path"] == gw.supervisor.store.path
+            assert listed["path"].startswith("postgresql://") and "@" not in listed["path"]
         assert not (tmp_path / "a" / "state" / "clawlane.sqlite").exists()
         async with running_gateway(tmp_path / "b", config) as gw, open_client(gw) as client:
             history = await client.request("chat.history", {"sessionKey": "pg"})

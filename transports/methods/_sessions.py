@@ -402,7 +402,7 @@ async def sessions_patch(call: Call, params: SessionsPatchParamsX) -> dict[str, 
     provider, _, model = gen.aliases.get(ref, ref).partition("/")
     return {
         "ok": True,
-        "path": str(call.gateway.state_dir / "clawlane.sqlite"),
+        "path": str(call.gateway.supervisor.store.path),
         "key": key,
         "entry": row_payload(actor),
         "resolved": {"modelProvider": provider, "model": model},

@@ -203,7 +203,7 @@ async def sessions_list(call: Call, params: SessionsListParams) -> dict[str, Any
     cache: dict[str, Any] = {}
     return {
         "ts": now_ms(),
-        "path": str(gw.state_dir / "clawlane.sqlite"),
+        "path": str(sup.store.path),
         "count": total,
         "totalCount": total,
         "hasMore": offset + len(rows) < total,
