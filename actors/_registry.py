@@ -229,7 +229,13 @@ class RunRegistry:
                     meta["payloadsDropped"] = True
 
     async def wait(self, run_id: str, timeout_s: float) -> RunRecord | None:
-        """Wait for the run's end; None on timeout. A checkpoint; never affects the run."""
+        """Wait for the run's end; None on timeout. A run that has ended answers whatever
+        the timeout (0 included: a poll), as OpenClaw's cached terminal snapshot does. A
+        checkpoint; never affects the run."""
+        ended = self._runs.get(run_id)
+        if ended is not None and ended.done.is_set():
+            await trio.lowlevel.checkpoint()
+            return ended
         self._waiters += 1
         try:
             with trio.move_on_after(timeout_s):

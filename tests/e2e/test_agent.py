@@ -212,6 +212,8 @@ async def test_agent_wait_times_out_without_aborting_the_run(connect, gateway) -
             assert record is not None and not record.aborted
             waited = await client.request("agent.wait", {"runId": "w1", "timeoutMs": 10_000})
             assert waited["status"] == "ok" and waited["endedAt"] >= waited["startedAt"]
+            polled = await client.request("agent.wait", {"runId": "w1", "timeoutMs": 0})
+            assert polled == waited  # an ended run answers a poll, not "timeout"
 
 
 async def test_agent_wait_for_an_unknown_run_waits_until_it_appears(connect) -> None:
