@@ -574,6 +574,9 @@ async def test_resume_after_a_forced_disconnect_loses_and_duplicates_nothing(
                 with pytest.raises(GatewayRequestError) as err:
                     await client.request("runs.replay", {"runId": "nope", "afterSeq": 0})
                 assert err.value.code == "AGENT_RESULT_NOT_FOUND"
+                with pytest.raises(GatewayRequestError) as err:
+                    await client.request("runs.replay", {"runId": "rs", "afterSeq": -1})
+                assert err.value.code == "INVALID_REQUEST" and "afterSeq" in str(err.value)
     rest = [p["seq"] for p in run_events(second.events, "rs")]
     assert seen + rest == list(range(1, len(seen) + len(rest) + 1))
     assert "runs.replay" in gw.methods.names()

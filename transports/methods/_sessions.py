@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from typing import Any, Final
+from typing import Annotated, Any, Final
 
 import msgspec
 import trio
@@ -116,7 +116,7 @@ class EmptyParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 class RunsReplayParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     runId: str
-    afterSeq: int = 0
+    afterSeq: Annotated[int, msgspec.Meta(ge=0)] = 0
 
 
 def register(methods: MethodTable) -> None:
