@@ -23,6 +23,7 @@ from ._run import run_messages as run_messages
 from ._services import TurnServices as TurnServices
 from ._slash import QUEUE_MODES as QUEUE_MODES
 from ._slash import REASONING_MODES as REASONING_MODES
+from ._slash import THINK_LEVELS as THINK_LEVELS
 from ._slash import VERBOSE_LEVELS as VERBOSE_LEVELS
 from ._slash import SlashCommand as SlashCommand
 from ._slash import commands_text as commands_text
@@ -30,6 +31,9 @@ from ._slash import commands_view as commands_view
 from ._slash import find_command as find_command
 from ._slash import format_tokens as format_tokens
 from ._slash import help_text as help_text
+from ._slash import normalize_reasoning_level as normalize_reasoning_level
+from ._slash import normalize_think_level as normalize_think_level
+from ._slash import normalize_verbose_level as normalize_verbose_level
 from ._slash import parse_duration_ms as parse_duration_ms
 from ._turn import run_turn as run_turn
 from ._turnspec import BASE_SYSTEM_PROMPT as BASE_SYSTEM_PROMPT
@@ -39,6 +43,7 @@ __all__ = [
     "BASE_SYSTEM_PROMPT",
     "QUEUE_MODES",
     "REASONING_MODES",
+    "THINK_LEVELS",
     "VERBOSE_LEVELS",
     "AbortReason",
     "BlockReply",
@@ -64,6 +69,9 @@ __all__ = [
     "format_tokens",
     "help_text",
     "is_silent_reply",
+    "normalize_reasoning_level",
+    "normalize_think_level",
+    "normalize_verbose_level",
     "parse_duration_ms",
     "persist_run",
     "run_guarded",

@@ -46,6 +46,64 @@ def _choices(*values: str) -> list[dict[str, str]]:
 QUEUE_MODES: Final = ("steer", "followup", "collect", "interrupt")
 VERBOSE_LEVELS: Final = ("on", "off", "full")
 REASONING_MODES: Final = ("on", "off", "stream")
+THINK_LEVELS: Final = (
+    "off",
+    "minimal",
+    "low",
+    "medium",
+    "high",
+    "xhigh",
+    "adaptive",
+    "max",
+    "ultra",
+)
+"""Every thinking level a session can hold (OpenClaw's `normalizeThinkLevel` results)."""
+
+_THINK_WORDS: Final = {
+    **dict.fromkeys(("off", "none"), "off"),
+    **dict.fromkeys(("on", "enable", "enabled"), "low"),
+    **dict.fromkeys(("min", "minimal", "think"), "minimal"),
+    **dict.fromkeys(("low", "thinkhard", "think-hard", "think_hard"), "low"),
+    **dict.fromkeys(("mid", "med", "medium", "thinkharder", "think-harder", "harder"), "medium"),
+    **dict.fromkeys(("high", "ultrathink", "thinkhardest", "highest"), "high"),
+}
+_THINK_COLLAPSED: Final = {
+    "adaptive": "adaptive",
+    "auto": "adaptive",
+    "max": "max",
+    "ultra": "ultra",
+    "xhigh": "xhigh",
+    "extrahigh": "xhigh",
+}
+_VERBOSE_WORDS: Final = {
+    **dict.fromkeys(("off", "false", "no", "0"), "off"),
+    **dict.fromkeys(("full", "all", "everything"), "full"),
+    **dict.fromkeys(("on", "minimal", "true", "yes", "1"), "on"),
+}
+_REASONING_WORDS: Final = {
+    **dict.fromkeys(("off", "false", "no", "0", "hide", "hidden", "disable", "disabled"), "off"),
+    **dict.fromkeys(("on", "true", "yes", "1", "show", "visible", "enable", "enabled"), "on"),
+    **dict.fromkeys(("stream", "streaming", "draft", "live"), "stream"),
+}
+
+
+def normalize_think_level(raw: str) -> str | None:
+    """One of `THINK_LEVELS` for what a user may write (`"think-harder"` is `medium`), or
+    None: OpenClaw's synonyms, so `sessions.patch` stores what OpenClaw would."""
+    key = raw.strip().lower()
+    collapsed = "".join(key.replace("_", " ").replace("-", " ").split())
+    return _THINK_COLLAPSED.get(collapsed) or _THINK_WORDS.get(key)
+
+
+def normalize_verbose_level(raw: str) -> str | None:
+    """One of `VERBOSE_LEVELS`, or None."""
+    return _VERBOSE_WORDS.get(raw.strip().lower())
+
+
+def normalize_reasoning_level(raw: str) -> str | None:
+    """One of `REASONING_MODES`, or None."""
+    return _REASONING_WORDS.get(raw.strip().lower())
+
 
 COMMANDS: Final = (
     SlashCommand("help", "Show available commands.", "status"),

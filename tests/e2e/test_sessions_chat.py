@@ -392,6 +392,27 @@ async def test_session_methods(tmp_path: Path) -> None:
             assert "label" not in cleared["entry"] and "modelOverride" not in cleared["entry"]
             with pytest.raises(GatewayRequestError, match="queueMode"):
                 await client.request("sessions.patch", {"key": "work", "queueMode": "sideways"})
+            # levels as OpenClaw stores them; anything else names the field, nothing stored
+            levels = await client.request(
+                "sessions.patch",
+                {
+                    "key": "work",
+                    "thinkingLevel": "Think-Harder",
+                    "verboseLevel": "yes",
+                    "reasoningLevel": "live",
+                },
+            )
+            entry = levels["entry"]
+            assert (entry["thinkingLevel"], entry["verboseLevel"]) == ("medium", "on")
+            assert entry["reasoningLevel"] == "stream"
+            for name in ("thinkingLevel", "verboseLevel", "reasoningLevel"):
+                with pytest.raises(GatewayRequestError) as bad:
+                    await client.request("sessions.patch", {"key": "work", name: "x" * 10_000})
+                assert bad.value.code == "INVALID_REQUEST" and f"invalid {name} (use" in str(
+                    bad.value
+                )
+            kept = await client.request("sessions.patch", {"key": "work", "thinkingLevel": None})
+            assert "thinkingLevel" not in kept["entry"] and kept["entry"]["verboseLevel"] == "on"
             resolved = await client.request("sessions.resolve", {"key": "work"})
             assert resolved == {"ok": True, "key": "agent:main:work"}
             got = await client.request("sessions.get", {"key": "work"})

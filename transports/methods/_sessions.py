@@ -26,9 +26,13 @@ from actors import (
 )
 from runtime.agent import (
     BASE_SYSTEM_PROMPT,
+    THINK_LEVELS,
     context_budget,
     find_command,
     is_silent_reply,
+    normalize_reasoning_level,
+    normalize_think_level,
+    normalize_verbose_level,
     system_prompt_report,
 )
 from runtime.hooks import InternalHookEvent
@@ -351,6 +355,23 @@ async def sessions_resolve(call: Call, params: SessionsResolveParams) -> dict[st
 
 
 _PATCH_FIELDS: Final = ("label", "thinkingLevel", "verboseLevel", "reasoningLevel", "sendPolicy")
+_LEVELS: Final = {
+    "thinkingLevel": (normalize_think_level, "|".join(THINK_LEVELS)),
+    "verboseLevel": (normalize_verbose_level, '"on"|"off"|"full"'),
+    "reasoningLevel": (normalize_reasoning_level, '"on"|"off"|"stream"'),
+}
+
+
+def _patch_level(name: str, value: Any) -> Any:
+    """A level field's value as OpenClaw stores it (`"think-harder"` is `medium`; None
+    clears it); anything else is INVALID_REQUEST naming the field, as OpenClaw's is."""
+    if name not in _LEVELS or value is None:
+        return value
+    normalize, choices = _LEVELS[name]
+    level = normalize(value)
+    if level is None:
+        raise invalid_request(f"invalid sessions.patch params: invalid {name} (use {choices})")
+    return level
 
 
 async def sessions_patch(call: Call, params: SessionsPatchParamsX) -> dict[str, Any]:
@@ -362,7 +383,7 @@ async def sessions_patch(call: Call, params: SessionsPatchParamsX) -> dict[str, 
     for name in _PATCH_FIELDS:
         value = getattr(params, name)
         if not isinstance(value, msgspec.UnsetType):
-            changes[name] = value
+            changes[name] = _patch_level(name, value)
     if not isinstance(params.model, msgspec.UnsetType):
         if params.model is None:
             changes["modelOverride"] = None
