@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
+from runtime.agent import normalize_think_level
 from runtime.cron import CronJob
 from runtime.llm import AssistantMessage, TextContent
 from runtime.loop import now_ms
@@ -171,7 +172,7 @@ async def execute(
         actor = await sup.session(key, spec.id)
         assert actor.row is not None
         thinking = getattr(payload, "thinking", None)
-        level = thinking.strip() if isinstance(thinking, str) and thinking.strip() else None
+        level = normalize_think_level(thinking) if isinstance(thinking, str) else None
         row = await actor.save_row(
             updatedAt=now_ms(), **({"thinkingLevel": level} if level else {})
         )

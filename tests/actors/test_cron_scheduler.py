@@ -450,7 +450,7 @@ async def test_the_payloads_model_and_thinking_are_used(
         async with scheduler(tmp_path, events, models__providers={"local": local}) as cron:
             j = await cron.add(
                 job(payload={"kind": "agentTurn", "message": "hi", "model": "local/other",
-                             "thinking": "high"})
+                             "thinking": "UltraThink"})
             )  # fmt: skip
             await cron.run_now(j.id, "force")
             await events.wait(lambda: bool(events.of("finished")))
@@ -459,4 +459,4 @@ async def test_the_payloads_model_and_thinking_are_used(
             assert (entry["provider"], entry["model"]) == ("local", "other")
             actor = cron.supervisor.peek_session(entry["sessionKey"])
             assert actor is not None and actor.row is not None
-            assert actor.row.thinkingLevel == "high"
+            assert actor.row.thinkingLevel == "high"  # as sessions.patch stores it
