@@ -413,6 +413,18 @@ async def test_session_methods(tmp_path: Path) -> None:
                 )
             kept = await client.request("sessions.patch", {"key": "work", "thinkingLevel": None})
             assert "thinkingLevel" not in kept["entry"] and kept["entry"]["verboseLevel"] == "on"
+            # a label names one session (trimmed), as in OpenClaw
+            named = await client.request("sessions.patch", {"key": "work", "label": "  Desk  "})
+            assert named["entry"]["label"] == "Desk"
+            with pytest.raises(GatewayRequestError, match="label already in use: Desk"):
+                await client.request("sessions.patch", {"key": "other", "label": "Desk "})
+            with pytest.raises(GatewayRequestError, match="invalid label: empty"):
+                await client.request("sessions.patch", {"key": "other", "label": "   "})
+            again = await client.request("sessions.patch", {"key": "work", "label": "Desk"})
+            assert again["entry"]["label"] == "Desk"  # its own label is not "in use"
+            found = await client.request("sessions.resolve", {"label": "Desk"})
+            assert found == {"ok": True, "key": "agent:main:work"}
+            await client.request("sessions.patch", {"key": "work", "label": None})
             resolved = await client.request("sessions.resolve", {"key": "work"})
             assert resolved == {"ok": True, "key": "agent:main:work"}
             got = await client.request("sessions.get", {"key": "work"})

@@ -374,6 +374,18 @@ def _patch_level(name: str, value: Any) -> Any:
     return level
 
 
+async def _free_label(call: Call, actor: SessionActor, raw: str) -> str:
+    """`raw` trimmed, if no other session of the agent has it (OpenClaw's rule: a label
+    names one session, which `sessions.resolve {label}` finds). A checkpoint."""
+    label = raw.strip()
+    if not label:
+        raise invalid_request("invalid sessions.patch params: invalid label: empty")
+    rows = await call.gateway.supervisor.store.list_sessions(agent_id=actor.agent_id)
+    if any(row.label == label and row.key != actor.key for row in rows):
+        raise invalid_request(f"invalid sessions.patch params: label already in use: {label}")
+    return label
+
+
 async def sessions_patch(call: Call, params: SessionsPatchParamsX) -> dict[str, Any]:
     sup = call.gateway.supervisor
     key = key_of(call, params.key, opt(params.agentId))
@@ -384,6 +396,8 @@ async def sessions_patch(call: Call, params: SessionsPatchParamsX) -> dict[str, 
         value = getattr(params, name)
         if not isinstance(value, msgspec.UnsetType):
             changes[name] = _patch_level(name, value)
+    if changes.get("label") is not None:
+        changes["label"] = await _free_label(call, actor, changes["label"])
     if not isinstance(params.model, msgspec.UnsetType):
         if params.model is None:
             changes["modelOverride"] = None
