@@ -34,6 +34,7 @@ Errors, one tree rooted at `ActorError` (itself a `runtime.protocol.ClawlaneErro
     ├── SessionBusy (a manual compaction while a run is active)
     ├── PublishConflict (a config write lost to a newer one)
     ├── CronNotFound (no such job; also a `LookupError`)
+    ├── CronFull (the jobs together would pass their byte bound; also a `ValueError`)
     └── ClusterError (a cluster primitive failed)
         ├── ClusterUnavailable (Redis cannot be reached or did not answer: retryable)
         ├── LeaseBusy, LeaseLost (`Leases.hold`: held elsewhere / lost while held)
@@ -65,6 +66,8 @@ from ._cluster import Version as Version
 from ._cluster import run_single_owner as run_single_owner
 from ._cluster_local import Cluster as Cluster
 from ._cluster_local import open_local_cluster as open_local_cluster
+from ._cron import CRON_JOBS_MAX_BYTES as CRON_JOBS_MAX_BYTES
+from ._cron import CronFull as CronFull
 from ._cron import CronNotFound as CronNotFound
 from ._cron import CronScheduler as CronScheduler
 from ._cron import FiringLease as FiringLease
@@ -141,6 +144,7 @@ from ._webhook import serve_run_webhooks as serve_run_webhooks
 
 __all__ = [
     "ABORT_REASONS",
+    "CRON_JOBS_MAX_BYTES",
     "GENERATION_EVENT",
     "PROVIDER_ERROR_KINDS",
     "READS_CHANGES",
@@ -158,6 +162,7 @@ __all__ = [
     "Cluster",
     "ClusterError",
     "ClusterUnavailable",
+    "CronFull",
     "CronNotFound",
     "CronScheduler",
     "CronStore",

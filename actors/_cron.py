@@ -44,6 +44,7 @@ import trio
 
 from runtime.cron import (
     CronJob,
+    encode_job,
     error_backoff_ms,
     format_iso_ms,
     host_timezone,
@@ -132,6 +133,15 @@ class CronNotFound(ActorError, LookupError):
     """No job with that id."""
 
 
+class CronFull(ActorError, ValueError):
+    """The jobs together would pass `CRON_JOBS_MAX_BYTES`."""
+
+
+CRON_JOBS_MAX_BYTES: Final = 64 * 1024 * 1024
+"""What the jobs hold together, encoded (each at most `runtime.cron` `JOB_MAX_BYTES`): they
+are all in memory, so an admin adding jobs without end is refused past this."""
+
+
 class CronScheduler:
     """Made by `open_cron`. Methods run in the trio thread."""
 
@@ -149,6 +159,7 @@ class CronScheduler:
         self.supervisor = supervisor
         self.store = store
         self.jobs: dict[str, CronJob] = {}
+        self._sizes: dict[str, int] = {}  # each job's encoded size (`_check_room`)
         self._nursery = nursery
         self._http = http
         self._emit = emit
@@ -180,6 +191,7 @@ class CronScheduler:
         now = self.clock()
         for job in await self.store.load_jobs():
             self.jobs[job.id] = job
+            self._sizes[job.id] = len(encode_job(job))
         catch_up = 0
         for job in sorted(self.jobs.values(), key=lambda j: j.state.nextRunAtMs or 0):
             if job.state.runningAtMs is not None:
@@ -479,6 +491,7 @@ class CronScheduler:
     async def _delete(self, job: CronJob) -> None:
         await self.store.delete_job(job.id)
         self.jobs.pop(job.id, None)
+        self._sizes.pop(job.id, None)
         self._emit({"jobId": job.id, "action": "removed", "job": job_view(job, revision=False)})
 
     def get(self, job_id: str) -> CronJob:
@@ -487,10 +500,24 @@ class CronScheduler:
             raise CronNotFound(job_id)
         return job
 
+    def _check_room(self, job: CronJob) -> int:
+        """`job`'s encoded size; raises `CronFull` if it (new, or replacing its old self)
+        would take the jobs past `CRON_JOBS_MAX_BYTES`."""
+        held = sum(self._sizes.values()) - self._sizes.get(job.id, 0)
+        size = len(encode_job(job))
+        if held + size > CRON_JOBS_MAX_BYTES:
+            raise CronFull(
+                f"cron jobs hold {held:,} bytes together; this one ({size:,} bytes) would pass"
+                f" the limit of {CRON_JOBS_MAX_BYTES:,}: remove some first"
+            )
+        return size
+
     async def add(self, job: CronJob) -> CronJob:
-        """Store a new job (durable before it returns) and schedule it."""
+        """Store a new job (durable before it returns) and schedule it. Raises `CronFull`."""
+        size = self._check_room(job)
         await self.store.put_job(job)
         self.jobs[job.id] = job
+        self._sizes[job.id] = size
         self._changed(job, "added")
         return job
 
@@ -498,10 +525,12 @@ class CronScheduler:
         """Store an updated job (from `apply_patch`). A run in progress keeps its copy."""
         if job.id not in self.jobs:
             raise CronNotFound(job.id)
+        size = self._check_room(job)
         if job.id in self._running:
             job.state.runningAtMs = self.jobs[job.id].state.runningAtMs
         await self.store.put_job(job)
         self.jobs[job.id] = job
+        self._sizes[job.id] = size
         self._changed(job, "updated")
         return job
 

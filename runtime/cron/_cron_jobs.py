@@ -130,6 +130,22 @@ _encoder: Final = msgspec.json.Encoder()
 _decoder: Final = msgspec.json.Decoder(CronJob)
 
 
+JOB_MAX_BYTES: Final = 256 * 1024
+"""A job's size, encoded (its name, description, payload text, ...): `cron.add` and
+`cron.update` refuse a larger one. Jobs live in memory, every one, so each is bounded."""
+
+
+def check_job_size(job: CronJob) -> int:
+    """The job's encoded size; raises `CronJobError` past `JOB_MAX_BYTES`."""
+    size = len(encode_job(job))
+    if size > JOB_MAX_BYTES:
+        raise CronJobError(
+            f"the job is {size:,} bytes encoded, over the limit of {JOB_MAX_BYTES:,}"
+            " (name, description and payload together)"
+        )
+    return size
+
+
 def encode_job(job: CronJob) -> bytes:
     return _encoder.encode(job)
 
@@ -261,6 +277,7 @@ def job_from_add(params: CronAddParams, *, job_id: str, now_ms: int) -> CronJob:
     )
     if job.enabled:
         job.state.nextRunAtMs = next_run_after(job.schedule, job.id, now_ms)
+    check_job_size(job)
     return job
 
 
@@ -381,6 +398,7 @@ def apply_patch(job: CronJob, patch: CronJobPatch, *, now_ms: int) -> CronJob:
     elif rescheduled or new.state.nextRunAtMs is None:
         new.state.nextRunAtMs = next_run_after(new.schedule, new.id, now_ms)
     new.updatedAtMs = now_ms
+    check_job_size(new)
     return new
 
 

@@ -194,6 +194,39 @@ async def test_bad_params_are_invalid_request_naming_the_field(tmp_path: Path) -
             assert (await client.request("cron.status", {}))["jobs"] == 0  # still serving
 
 
+async def test_jobs_are_bounded_in_bytes_each_and_together(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every job is in memory: one past `JOB_MAX_BYTES` is refused by add and update, and
+    the jobs together stop at `CRON_JOBS_MAX_BYTES` (lowered here); nothing is stored."""
+    monkeypatch.setattr("actors._cron.CRON_JOBS_MAX_BYTES", 40_000)
+    big = "x" * 300_000
+    with trio.fail_after(30):
+        async with (
+            running_gateway(tmp_path, config()) as gw,
+            open_client(gw, scopes=ADMIN) as client,
+        ):
+            with pytest.raises(GatewayRequestError, match="over the limit of 262,144") as err:
+                await client.request("cron.add", agent_job(description=big))
+            assert err.value.code == "INVALID_REQUEST"
+            added = await client.request("cron.add", agent_job(description="y" * 15_000))
+            with pytest.raises(GatewayRequestError, match="over the limit of 262,144"):
+                await client.request(
+                    "cron.update", {"id": added["id"], "patch": {"description": big}}
+                )
+            await client.request("cron.add", agent_job(description="y" * 15_000))
+            with pytest.raises(GatewayRequestError, match="remove some first") as err:
+                await client.request("cron.add", agent_job(description="y" * 15_000))
+            assert err.value.code == "INVALID_REQUEST"
+            with pytest.raises(GatewayRequestError, match="remove some first"):
+                await client.request(
+                    "cron.update", {"id": added["id"], "patch": {"description": "z" * 30_000}}
+                )
+            smaller = {"id": added["id"], "patch": {"description": "small"}}
+            assert (await client.request("cron.update", smaller))["description"] == "small"
+            assert (await client.request("cron.status", {}))["jobs"] == 2
+
+
 def check_signature(received: Any) -> dict[str, Any]:
     ts = int(received.headers["x-clawlane-timestamp"])
     assert received.headers["x-clawlane-signature"] == sign(SECRET, ts, received.body)

@@ -23,7 +23,7 @@ from typing import Any
 import msgspec
 import trio
 
-from actors import CronNotFound, CronScheduler, RunQuery
+from actors import CronFull, CronNotFound, CronScheduler, RunQuery
 from runtime.cron import (
     CronGetParams,
     CronJob,
@@ -259,7 +259,10 @@ async def cron_add(call: Call, params: CronAddParams) -> dict[str, Any]:
     except CronJobError as exc:
         raise invalid_request(f"invalid cron.add params: {exc}") from exc
     _check_runtime(call, job)
-    await cron.add(job)
+    try:
+        await cron.add(job)
+    except CronFull as exc:
+        raise invalid_request(f"invalid cron.add params: {exc}") from exc
     view = job_view(job)
     view["deliveryPreview"] = _preview(job)
     return view
@@ -289,6 +292,8 @@ async def cron_update(call: Call, params: CronUpdateParams) -> dict[str, Any]:
         await cron.replace(new)
     except CronNotFound:
         raise not_found(job_id) from None
+    except CronFull as exc:
+        raise invalid_request(f"invalid cron.update params: {exc}") from exc
     return job_view(new)
 
 
