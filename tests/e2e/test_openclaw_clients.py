@@ -219,6 +219,9 @@ async def test_slash_commands_answer_without_the_model_and_change_the_session(
             assert "enabled" in await command(c, "/verbose on")
             assert (await row(c))["verboseLevel"] == "on"
             assert "disabled" in await command(c, "/v")  # toggles, by its alias
+            assert "set to full" in await command(c, "/verbose everything")  # a synonym
+            assert "Usage" in await command(c, "/verbose loudly")
+            assert "disabled" in await command(c, "/verbose no")
             assert "followup" in await command(c, "/queue followup debounce:2s cap:5")
             described = await row(c)
             assert described["queueMode"] == "followup" and described["queueDebounceMs"] == 2000
@@ -230,7 +233,9 @@ async def test_slash_commands_answer_without_the_model_and_change_the_session(
             assert "default" in await command(c, "/model local/echo")
             assert (await row(c))["model"] == "echo"
             assert "local/echo-2" in await command(c, "/models")
-            assert "stream" in await command(c, "/reasoning stream")
+            assert "stream" in await command(c, "/reasoning live")  # as OpenClaw reads it
+            assert (await row(c))["reasoningLevel"] == "stream"
+            assert "Usage" in await command(c, "/reasoning maybe")
             assert "demo" in await command(c, "/name demo")
             assert (await row(c))["label"] == "demo"
             assert "compact" in (await command(c, "/compact")).lower()

@@ -21,13 +21,13 @@ import trio
 from actors import CachedResponse, SessionBusy, normalize_drop, normalize_mode
 from runtime.agent import (
     QUEUE_MODES,
-    REASONING_MODES,
-    VERBOSE_LEVELS,
     MessageTags,
     SlashCommand,
     commands_text,
     format_tokens,
     help_text,
+    normalize_reasoning_level,
+    normalize_verbose_level,
     parse_duration_ms,
 )
 from runtime.llm import AssistantMessage, ProviderError, TextContent, UserMessage
@@ -216,11 +216,12 @@ async def _think(call: Call, actor: SessionActor, args: str) -> str:
 
 
 async def _verbose(call: Call, actor: SessionActor, args: str) -> str:
-    mode = args.lower()
-    if not mode:
+    if args.strip():
+        mode = normalize_verbose_level(args)
+    else:  # a toggle
         current = actor.row.verboseLevel if actor.row else None
         mode = "off" if current in ("on", "full") else "on"
-    if mode not in VERBOSE_LEVELS:
+    if mode is None:
         await trio.lowlevel.checkpoint()
         return "Usage: /verbose on|off|full"
     await _patch(call, actor, verboseLevel=mode)
@@ -232,8 +233,8 @@ async def _verbose(call: Call, actor: SessionActor, args: str) -> str:
 
 
 async def _reasoning(call: Call, actor: SessionActor, args: str) -> str:
-    mode = args.lower()
-    if mode not in REASONING_MODES:
+    mode = normalize_reasoning_level(args)
+    if mode is None:
         await trio.lowlevel.checkpoint()
         current = actor.row.reasoningLevel if actor.row else None
         return f"Reasoning visibility: {current or 'off'}. Usage: /reasoning on|off|stream"
