@@ -158,16 +158,18 @@ class SessionLeases(abc.ABC):
         except ClusterError:
             taken = [None] * len(late)
         stale: list[Lease] = []  # released here meanwhile: let them go again
+        lost: list[str] = []
         for lease, again in zip(late, taken, strict=True):
             key = _session_of(lease)
             if self.held.get(key) is not lease:
                 stale += [again] if again is not None else []
             elif again is None:
-                self._lose([key])
+                lost.append(key)
             else:
                 self.held[key] = again
                 self.leases_late += 1
                 self._fence_actor(key)
+        self._lose(lost)
         if stale:
             with contextlib.suppress(ClusterError):
                 await self.cluster.leases.release_many(stale)

@@ -26,7 +26,9 @@ from actors import (
 )
 from runtime.agent import (
     BASE_SYSTEM_PROMPT,
+    REASONING_MODES,
     THINK_LEVELS,
+    VERBOSE_LEVELS,
     context_budget,
     find_command,
     is_silent_reply,
@@ -357,8 +359,8 @@ async def sessions_resolve(call: Call, params: SessionsResolveParams) -> dict[st
 _PATCH_FIELDS: Final = ("label", "thinkingLevel", "verboseLevel", "reasoningLevel", "sendPolicy")
 _LEVELS: Final = {
     "thinkingLevel": (normalize_think_level, "|".join(THINK_LEVELS)),
-    "verboseLevel": (normalize_verbose_level, '"on"|"off"|"full"'),
-    "reasoningLevel": (normalize_reasoning_level, '"on"|"off"|"stream"'),
+    "verboseLevel": (normalize_verbose_level, "|".join(f'"{v}"' for v in VERBOSE_LEVELS)),
+    "reasoningLevel": (normalize_reasoning_level, "|".join(f'"{v}"' for v in REASONING_MODES)),
 }
 
 
