@@ -311,7 +311,7 @@ async def _subscribe_all(conn: _Conn, prefix: str, sessions: int) -> None:
                 await req.done.wait()
         failed = [r for r in reqs if not r.ok]
         if failed:
-            code = failed[0].code or ("TIMEOUT" if not failed[0].done.is_set() else "UNKNOWN")
+            code = failed[0].code or ("TIMEOUT" if not failed[0].finished else "UNKNOWN")
             raise LoadtestError(f"{SUBSCRIBE_METHOD} failed: {code}")
 
 

@@ -175,21 +175,37 @@ def _split_url(url: str) -> tuple[str, int, str]:
     return parts.hostname, parts.port or 80, resource
 
 
-@attrs.define(eq=False, slots=True)
 class _Request:
-    kind: str  # "agent" or "generic"
-    done: trio.Event = attrs.field(factory=trio.Event)
-    accepted: bool = False
-    ok: bool = False
-    code: str | None = None
-    value: Any = None
-    on_done: Callable[[_Request], None] | None = None  # called once, where it finishes
+    """One request in flight; `finish` once answered, failed or given up on. `done` (an
+    event, made only for whoever waits: not per run) is set then, and `on_done` called."""
+
+    __slots__ = ("_done", "accepted", "code", "finished", "kind", "ok", "on_done", "value")
+
+    def __init__(self, kind: str, on_done: Callable[[_Request], None] | None = None) -> None:
+        self.kind = kind  # "agent" or "generic"
+        self.on_done = on_done  # called once, where it finishes
+        self.finished = False
+        self.accepted = False
+        self.ok = False
+        self.code: str | None = None
+        self.value: Any = None
+        self._done: trio.Event | None = None
+
+    @property
+    def done(self) -> trio.Event:
+        if self._done is None:
+            self._done = trio.Event()
+            if self.finished:
+                self._done.set()
+        return self._done
 
     def finish(self) -> None:
         """Answered, failed or given up on: `done` set and `on_done` called (once)."""
-        if self.done.is_set():
+        if self.finished:
             return
-        self.done.set()
+        self.finished = True
+        if self._done is not None:
+            self._done.set()
         if self.on_done is not None:
             self.on_done(self)
 
@@ -223,6 +239,7 @@ class _Conn:
         self.pending: dict[str, _Request] = {}
         self.runs: dict[str, _Track | None] = {}  # None: complete and folded
         self.frame_seq = 0
+        self._now_ms = 0.0
         self.closed = False
         self.hello: dict[str, Any] = {}
 
@@ -292,10 +309,16 @@ class _Conn:
 
     # --- requests --------------------------------------------------------------------------
 
-    def send_request(self, method: str, params: Any, kind: str) -> _Request:
+    def send_request(
+        self,
+        method: str,
+        params: Any,
+        kind: str,
+        on_done: Callable[[_Request], None] | None = None,
+    ) -> _Request:
         """Queue a request; the writer sends it. Not a checkpoint."""
         req_id = f"r{next(self._ids)}"
-        req = _Request(kind)
+        req = _Request(kind, on_done)
         if self.closed:
             req.code = "CONNECTION_CLOSED"
             req.finish()
@@ -310,7 +333,7 @@ class _Conn:
         req = self.send_request(method, params, "generic")
         with trio.move_on_after(timeout):
             await req.done.wait()
-        if not req.done.is_set():
+        if not req.finished:
             req.code = "TIMEOUT"
         return req
 
@@ -355,7 +378,7 @@ class _Conn:
         pending = list(self.pending.values())
         self.pending.clear()
         for req in pending:
-            if not req.done.is_set():
+            if not req.finished:
                 req.code = req.code or "CONNECTION_CLOSED"
                 req.finish()
 
@@ -364,6 +387,8 @@ class _Conn:
         `_on_message`; a ping answered, a close answered and the connection closed."""
         frames = self._frames
         frames.buffer += data
+        self._now_ms = now_ms
+        frames.take_whole(self._on_message)
         while True:
             try:
                 message = frames.next_message()
@@ -372,7 +397,7 @@ class _Conn:
             if message is None:
                 return
             if type(message) is bytes:
-                self._on_message(message, now_ms)
+                self._on_message(message)
                 continue
             assert isinstance(message, Control)
             if message.opcode == CLOSE:
@@ -384,7 +409,8 @@ class _Conn:
                 self._out.append(client_frame(message.payload, 0xA))
                 self._wake.set()
 
-    def _on_message(self, payload: bytes, now_ms: float) -> None:
+    def _on_message(self, payload: bytes | memoryview) -> None:
+        """One message received at `_now_ms`."""
         lt = self.lt
         try:
             frame = _frame_decoder.decode(payload)
@@ -408,7 +434,7 @@ class _Conn:
             if event == "agent":
                 lt.events += 1
                 if p.ts is not None:
-                    lt.latency.add(now_ms - p.ts)
+                    lt.latency.add(self._now_ms - p.ts)
                 self._on_agent(p.runId, p.seq or 0, p.ts, p.stream == "lifecycle")
             elif event == "chat":
                 lt.chat_events += 1
@@ -426,14 +452,14 @@ class _Conn:
                 req.accepted = True
                 return
             del self.pending[frame.id]
-            if req.done.is_set():  # given up on (timed out) before the answer came
+            if req.finished:  # given up on (timed out) before the answer came
                 return
             req.ok = bool(frame.ok)
             if not req.ok:
                 req.code = frame.error.code if frame.error is not None else "UNKNOWN"
             req.finish()
 
-    def _on_untyped(self, payload: bytes) -> None:
+    def _on_untyped(self, payload: bytes | memoryview) -> None:
         try:
             raw = _any_decoder.decode(payload)
         except msgspec.DecodeError:
@@ -444,7 +470,7 @@ class _Conn:
             if req is not None:
                 self._resolve_generic(req, str(raw.get("id")), payload)
 
-    def _resolve_generic(self, req: _Request, req_id: str, payload: bytes) -> None:
+    def _resolve_generic(self, req: _Request, req_id: str, payload: bytes | memoryview) -> None:
         raw = _any_decoder.decode(payload)
         del self.pending[req_id]
         req.ok = bool(raw.get("ok"))
@@ -610,8 +636,7 @@ class _Loadtest:
         params = {"message": self.message, "sessionKey": driver.key, "idempotencyKey": run_id}
         driver.sent_at = trio.current_time()
         self.in_flight += 1
-        req = driver.req = conn.send_request("agent", params, "agent")  # conn is open
-        req.on_done = driver.on_done
+        driver.req = conn.send_request("agent", params, "agent", driver.on_done)  # conn is open
 
     def run_done(self, driver: _Driver, req: _Request) -> None:
         self.in_flight -= 1
@@ -633,7 +658,7 @@ class _Loadtest:
             cut = trio.current_time() - timeout
             for driver in self.drivers:
                 req = driver.req
-                if req is not None and driver.sent_at <= cut and not req.done.is_set():
+                if req is not None and driver.sent_at <= cut and not req.finished:
                     req.code = "TIMEOUT"
                     req.finish()
 

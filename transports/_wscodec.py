@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import struct
+from collections.abc import Callable
 from typing import Final
 
 from ._errors import TransportError
@@ -285,6 +286,48 @@ class FrameParser:
                 elif opcode != PONG:
                     return Control(opcode, payload)
         finally:
+            if pos:
+                del buf[:pos]
+
+    def take_whole(self, on_message: Callable[[memoryview], object]) -> None:
+        """The fast path of an unmasked, binary-out parser (a client reading a server):
+        hand each whole one-frame text or binary message at the start of `buffer` to
+        `on_message`, as a view of `buffer` valid during the call only. Stops at anything
+        else (a frame not all here, a fragment, a control frame, a broken header), which
+        `next_message` then takes, and raises as it should. What was handed leaves
+        `buffer`."""
+        if self._masked or self._text or self._message_opcode:
+            return
+        buf = self.buffer
+        n = len(buf)
+        limit = self.max_message_bytes
+        pos = 0
+        view = memoryview(buf)
+        try:
+            while n - pos >= 2:
+                b0 = buf[pos]
+                if b0 != 0x81 and b0 != 0x82:
+                    break
+                length = buf[pos + 1]  # the mask bit set reads as >= 128: not taken here
+                start = pos + 2
+                if length == 126:
+                    if n - pos < 4:
+                        break
+                    length = buf[start] << 8 | buf[start + 1]
+                    start += 2
+                elif length > 126:
+                    break
+                end = start + length
+                if end > n or (limit is not None and length > limit):
+                    break
+                pos = end
+                part = view[start:end]
+                try:
+                    on_message(part)
+                finally:
+                    part.release()
+        finally:
+            view.release()
             if pos:
                 del buf[:pos]
 

@@ -49,6 +49,75 @@ def test_server_frames_parse_back_to_their_payloads(payloads: list[bytes]) -> No
     assert got == payloads
 
 
+def _fragment(payload: bytes, opcode: int, fin: bool) -> bytes:
+    assert len(payload) < 126
+    return bytes(((0x80 if fin else 0) | opcode, len(payload))) + payload
+
+
+_PIECES = st.one_of(
+    st.binary(max_size=70_000).map(lambda p: ("whole", p)),
+    st.binary(max_size=100).map(lambda p: ("fragmented", p)),
+    st.binary(max_size=100).map(lambda p: ("ping", p)),
+)
+
+
+@given(st.lists(_PIECES, max_size=6), st.integers(min_value=1, max_value=70_000))
+def test_the_fast_path_and_the_parser_together_give_every_message_in_order(
+    pieces: list[tuple[str, bytes]], chunk: int
+) -> None:
+    wire = b""
+    want: list[object] = []
+    for kind, p in pieces:
+        if kind == "whole":
+            wire += _server_frame(p)
+            want.append(p)
+        elif kind == "fragmented":
+            wire += _fragment(p[:3], 0x1, False) + _fragment(p[3:], 0x0, True)
+            want.append(p)
+        else:
+            wire += _fragment(p, PING, True)
+            want.append(("ping", p))
+    parser = FrameParser(masked=False, text=False)
+    got: list[object] = []
+
+    def on_message(view: memoryview) -> None:
+        got.append(bytes(view))
+
+    for i in range(0, len(wire), chunk):
+        parser.feed(wire[i : i + chunk])
+        while True:
+            parser.take_whole(on_message)
+            message = parser.next_message()
+            if message is None:
+                break
+            got.append(("ping", message.payload) if isinstance(message, Control) else message)
+    assert got == want
+    assert parser.held == 0
+
+
+def test_the_fast_path_leaves_what_is_not_its_own_to_the_parser() -> None:
+    """A masked frame (a client's, where a server's is expected) and a frame over the
+    limit are left where they are: `next_message` then refuses them as it does."""
+    got: list[bytes] = []
+    parser = FrameParser(
+        masked=False, text=False, received=_server_frame(b"a") + client_frame(b"x")
+    )
+    parser.take_whole(lambda view: got.append(bytes(view)))
+    assert got == [b"a"]
+    with pytest.raises(FrameError, match="must not be masked"):
+        parser.next_message()
+    parser = FrameParser(
+        masked=False, text=False, max_message_bytes=4, received=_server_frame(b"hello")
+    )
+    parser.take_whole(lambda view: got.append(bytes(view)))
+    assert got == [b"a"]
+    with pytest.raises(MessageTooBig):
+        parser.next_message()
+    text = FrameParser(masked=False, text=True, received=_server_frame(b"t"))
+    text.take_whole(lambda view: got.append(bytes(view)))  # str out: not the fast path's
+    assert got == [b"a"] and text.next_message() == "t"
+
+
 @given(st.binary(max_size=200), st.booleans())
 def test_arbitrary_bytes_only_raise_the_documented_errors(data: bytes, masked: bool) -> None:
     parser = FrameParser(masked=masked, text=True, max_message_bytes=100)
