@@ -119,6 +119,9 @@ OPTIONAL_DEFINITIONS: Final = (
     "SystemInfoParams",
     "UsersPrefsGetParams",
     "UsersPrefsSetParams",
+    "SkillsStatusParams",
+    "ChannelsStatusParams",
+    "NodeListParams",
     # Scheduled runs (issue 15):
     "CronAddParams",
     "CronListParams",

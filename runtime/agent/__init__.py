@@ -6,6 +6,7 @@ from ._compaction import compact_session as compact_session
 from ._compaction import context_budget as context_budget
 from ._compaction import persist_run as persist_run
 from ._flusher import DeadlineFlusher as DeadlineFlusher
+from ._prompt import skills_now as skills_now
 from ._prompt import system_prompt_report as system_prompt_report
 from ._reply import ChatDeltaThrottle as ChatDeltaThrottle
 from ._reply import DeltaEmit as DeltaEmit
@@ -77,5 +78,6 @@ __all__ = [
     "run_guarded",
     "run_messages",
     "run_turn",
+    "skills_now",
     "system_prompt_report",
 ]

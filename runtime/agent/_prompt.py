@@ -609,6 +609,15 @@ async def prepare_prompt(
     return prepared
 
 
+async def skills_now(
+    workspace_dir: str, resource_roots: Sequence[str | Path], cache: PromptCache
+) -> SkillsSnapshot:
+    """The skills a run in this workspace would see now: the workspace first, then the
+    resource roots (`skills.status`). A checkpoint (the files are read in a worker thread)."""
+    _, roots = _paths(workspace_dir, tuple(resource_roots))
+    return await cache.skills(roots)
+
+
 async def system_prompt_report(
     *,
     session_key: str,

@@ -29,6 +29,7 @@ from ._wire import METHOD_SCOPES as METHOD_SCOPES
 from ._wire import AgentIdentityParams as AgentIdentityParams
 from ._wire import AgentsListParams as AgentsListParams
 from ._wire import AgentWaitParams as AgentWaitParams
+from ._wire import ChannelsStatusParams as ChannelsStatusParams
 from ._wire import ChatAbortParams as ChatAbortParams
 from ._wire import ChatHistoryParams as ChatHistoryParams
 from ._wire import ChatInjectParams as ChatInjectParams
@@ -53,6 +54,7 @@ from ._wire import CronStatusParams as CronStatusParams
 from ._wire import LogsTailParams as LogsTailParams
 from ._wire import ModelsAuthStatusParams as ModelsAuthStatusParams
 from ._wire import ModelsListParams as ModelsListParams
+from ._wire import NodeListParams as NodeListParams
 from ._wire import ProgressCardGetParams as ProgressCardGetParams
 from ._wire import QuestionListParams as QuestionListParams
 from ._wire import SessionsAbortParams as SessionsAbortParams
@@ -72,6 +74,7 @@ from ._wire import SessionsPatchParams as SessionsPatchParams
 from ._wire import SessionsResetParams as SessionsResetParams
 from ._wire import SessionsResolveParams as SessionsResolveParams
 from ._wire import SessionsSendParams as SessionsSendParams
+from ._wire import SkillsStatusParams as SkillsStatusParams
 from ._wire import SystemInfoParams as SystemInfoParams
 from ._wire import TalkCatalogParams as TalkCatalogParams
 from ._wire import TasksListParams as TasksListParams
@@ -96,6 +99,7 @@ __all__ = [
     "AgentWaitParams",
     "AgentsListParams",
     "CancelFrame",
+    "ChannelsStatusParams",
     "ChatAbortParams",
     "ChatHistoryParams",
     "ChatInjectParams",
@@ -122,6 +126,7 @@ __all__ = [
     "LogsTailParams",
     "ModelsAuthStatusParams",
     "ModelsListParams",
+    "NodeListParams",
     "NonEmpty",
     "ProgressCardGetParams",
     "QuestionListParams",
@@ -143,6 +148,7 @@ __all__ = [
     "SessionsResetParams",
     "SessionsResolveParams",
     "SessionsSendParams",
+    "SkillsStatusParams",
     "SystemInfoParams",
     "TalkCatalogParams",
     "TaskSuggestionsListParams",

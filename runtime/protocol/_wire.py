@@ -32,6 +32,7 @@ __all__ = [
     "AgentParamsInternalEventsAttachments",
     "AgentWaitParams",
     "AgentsListParams",
+    "ChannelsStatusParams",
     "ChatAbortParams",
     "ChatAbortedEvent",
     "ChatDeltaEvent",
@@ -147,6 +148,7 @@ __all__ = [
     "ModelsListResultModelsContextWindows",
     "ModelsListResultModelsThinkingLevels",
     "ModelsListResultProviderOutcomes",
+    "NodeListParams",
     "ProgressCardGetParams",
     "QuestionListParams",
     "SessionsAbortParams",
@@ -175,6 +177,7 @@ __all__ = [
     "SessionsSendParamsMentions",
     "SessionsUsageParams",
     "ShutdownEvent",
+    "SkillsStatusParams",
     "SystemInfoParams",
     "TalkCatalogParams",
     "TaskSuggestionsListParams",
@@ -1763,6 +1766,25 @@ class UsersPrefsSetParams(msgspec.Struct, frozen=True, forbid_unknown_fields=Tru
     expectedEntries: Annotated[dict[str, Any], msgspec.Meta(max_length=32)] | msgspec.UnsetType = msgspec.UNSET
 
 
+class SkillsStatusParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+    """`SkillsStatusParams` (`#/definitions/SkillsStatusParams`)."""
+
+    agentId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
+    sessionKey: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
+
+
+class ChannelsStatusParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+    """`ChannelsStatusParams` (`#/definitions/ChannelsStatusParams`)."""
+
+    probe: bool | msgspec.UnsetType = msgspec.UNSET
+    timeoutMs: Annotated[int, msgspec.Meta(ge=0)] | msgspec.UnsetType = msgspec.UNSET
+    channel: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
+
+
+class NodeListParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+    """`NodeListParams` (`#/definitions/NodeListParams`)."""
+
+
 class CronAddParamsOwner(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`CronAddParams.owner`."""
 
@@ -2493,6 +2515,9 @@ PARAMS_TYPES: Final[dict[str, type[msgspec.Struct]]] = {
     "system.info": SystemInfoParams,
     "users.prefs.get": UsersPrefsGetParams,
     "users.prefs.set": UsersPrefsSetParams,
+    "skills.status": SkillsStatusParams,
+    "channels.status": ChannelsStatusParams,
+    "node.list": NodeListParams,
     "cron.add": CronAddParams,
     "cron.list": CronListParams,
     "cron.runs": CronRunsParams,

@@ -404,3 +404,59 @@ async def test_sessions_changed_carries_the_session_as_describe_shows_it(tmp_pat
             assert sent["session"]["model"] == "echo"
             row = await c.until(lambda e, p: e == "session.message")
             assert row["agentId"] == "main" and row["message"]["idempotencyKey"].endswith(":user")
+
+
+def _skill(folder: Path, name: str, front: str = "") -> None:
+    folder.mkdir(parents=True)
+    text = f"---\nname: {name}\ndescription: The {name} skill.\n{front}---\nBody.\n"
+    (folder / "SKILL.md").write_text(text)
+
+
+async def test_skills_status_lists_what_a_run_would_see_and_what_each_skill_misses(
+    tmp_path: Path,
+) -> None:
+    """`openclaw skills list/info/check`: the workspace's skills, then a resource root's
+    (first name wins); one whose executable is not on PATH is not eligible and says so."""
+    workspace, extra = tmp_path / "ws", tmp_path / "extra"
+    _skill(workspace / "skills" / "weather", "weather")
+    needs = 'metadata: {"openclaw": {"requires": {"bins": ["no-such-binary-x9"]}}}\n'
+    _skill(workspace / "skills" / "gh", "github", needs)
+    _skill(extra / "skills" / "notes", "notes")
+    _skill(extra / "skills" / "weather2", "weather")  # the workspace's wins
+    cfg = config(
+        agents__defaults__workspace=str(workspace), agents__defaults__resources=[str(extra)]
+    )
+    with trio.fail_after(30):
+        async with running_gateway(tmp_path, cfg) as gw, openclaw_client(gw, CLI_CONNECT) as c:
+            report = await c.call("skills.status", {"agentId": "main"})
+            by_session = await c.call("skills.status", {"sessionKey": "agent:main:x"})
+            with pytest.raises(Exception, match="INVALID_REQUEST"):
+                await c.call("skills.status", {"agentId": "nobody"})
+    assert report == by_session
+    assert report["agentId"] == "main" and report["workspaceDir"] == str(workspace)
+    skills = {s["name"]: s for s in report["skills"]}
+    assert sorted(skills) == ["github", "notes", "weather"]
+    assert skills["weather"]["filePath"] == str(workspace / "skills" / "weather" / "SKILL.md")
+    assert skills["weather"]["source"] == "openclaw-workspace"
+    assert skills["notes"]["source"] == "openclaw-extra"
+    assert skills["weather"]["eligible"] and skills["weather"]["modelVisible"]
+    gh = skills["github"]
+    assert not gh["eligible"] and not gh["modelVisible"]
+    assert gh["requirements"]["bins"] == gh["missing"]["bins"] == ["no-such-binary-x9"]
+
+
+async def test_the_inventories_of_what_clawlane_does_not_have_answer_empty(
+    tmp_path: Path,
+) -> None:
+    """`openclaw channels status`, `nodes status` and the usage panel: none here, in
+    OpenClaw's shapes (the result schemas check them), rather than an unknown method."""
+    with trio.fail_after(30):
+        async with running_gateway(tmp_path, config()) as gw, openclaw_client(gw, CLI_CONNECT) as c:
+            channels = await c.call("channels.status", {"probe": False, "timeoutMs": 10_000})
+            nodes = await c.call("node.list", {})
+            usage = await c.call("usage.status", {})
+            with pytest.raises(Exception, match="INVALID_REQUEST"):
+                await c.call("node.list", {"x": 1})
+    assert channels["channelOrder"] == [] and channels["channels"] == {}
+    assert nodes["nodes"] == [] and nodes["ts"] > 0
+    assert usage["providers"] == []

@@ -3,7 +3,10 @@
 (after every turn: the footer's model and tokens), `commands.list`, `logs.tail`, and the
 lists of features clawlane does not have (`question.list`, `plugin.approval.list`,
 `exec.approval.list`, `openclaw.approval.list`, `taskSuggestions.list`), which answer with
-the schema's empty list.
+the schema's empty list; `skills.status` (`openclaw skills list/info/check`: the skills a run
+in the agent's workspace would see), and the inventories of what clawlane does not have:
+`channels.status` (no chat channels), `node.list` (no node hosts), `usage.status` (no
+provider quota polling), each answered empty as OpenClaw's gateway answers with none.
 
 Shapes follow the schema's `*Result` definitions and what OpenClaw's gateway answers
 (recorded from 2026.9.6).
@@ -11,28 +14,33 @@ Shapes follow the schema's `*Result` definitions and what OpenClaw's gateway ans
 
 from __future__ import annotations
 
+import time
 import uuid
-from typing import Any
+from pathlib import Path
+from typing import Any, Final
 
 import msgspec
 import trio
 
-from runtime.agent import commands_view
+from runtime.agent import commands_view, skills_now
 from runtime.logs import (
     TAIL_DEFAULT_LIMIT,
     TAIL_DEFAULT_MAX_BYTES,
     LogRing,
     install_log_ring,
 )
-from runtime.model import GenerationError
+from runtime.model import AgentSpec, GenerationError
 from runtime.protocol import (
     AgentIdentityParams,
     AgentsListParams,
+    ChannelsStatusParams,
     CommandsListParams,
     LogsTailParams,
+    NodeListParams,
     QuestionListParams,
     SessionsCreateParams,
     SessionsDescribeParams,
+    SkillsStatusParams,
     TaskSuggestionsListParams,
     invalid_request,
     opt,
@@ -56,6 +64,10 @@ def register(methods: MethodTable) -> None:
     methods.add("logs.tail", logs_tail, LogsTailParams)
     methods.add("question.list", question_list, QuestionListParams)
     methods.add("taskSuggestions.list", task_suggestions_list, TaskSuggestionsListParams)
+    methods.add("skills.status", skills_status, SkillsStatusParams)
+    methods.add("channels.status", channels_status, ChannelsStatusParams)
+    methods.add("node.list", node_list, NodeListParams)
+    methods.add("usage.status", usage_status, EmptyParams)
     for name in ("plugin.approval.list", "exec.approval.list", "openclaw.approval.list"):
         methods.add(name, empty_list, EmptyParams)
 
@@ -65,16 +77,19 @@ async def agents_list(call: Call, params: AgentsListParams) -> dict[str, Any]:
     return agents_view(call.gateway)
 
 
-async def agent_identity(call: Call, params: AgentIdentityParams) -> dict[str, Any]:
-    gen = call.gateway.supervisor.generation
-    agent_id = opt(params.agentId)
-    session_key = opt(params.sessionKey)
+def _agent_spec(call: Call, agent_id: str | None, session_key: str | None) -> AgentSpec:
+    """The agent named, or the one of `session_key` (`agent:<id>:...`), or the default."""
     if agent_id is None and session_key and session_key.startswith("agent:"):
         agent_id = session_key.split(":")[1]
     try:
-        spec = gen.agent(agent_id)
+        return call.gateway.supervisor.generation.agent(agent_id)
     except GenerationError as exc:
         raise invalid_request(str(exc)) from exc
+
+
+async def agent_identity(call: Call, params: AgentIdentityParams) -> dict[str, Any]:
+    gen = call.gateway.supervisor.generation
+    spec = _agent_spec(call, opt(params.agentId), opt(params.sessionKey))
     entry = next((a for a in gen.config.agents.entries if a.id == spec.id), None)
     name = entry.name if entry is not None and entry.name else "Assistant"
     await trio.lowlevel.checkpoint()
@@ -184,3 +199,86 @@ async def empty_list(call: Call, params: EmptyParams) -> list[Any]:
     """Approvals clawlane never asks for (no exec or plugin approval flow): none pending."""
     await trio.lowlevel.checkpoint()
     return []
+
+
+# --- skills and the inventories of what clawlane does not have -------------------------------
+
+_NO_REQUIREMENTS: Final[dict[str, list[str]]] = {"bins": [], "anyBins": [], "env": [], "config": [], "os": []}
+
+
+async def skills_status(call: Call, params: SkillsStatusParams) -> dict[str, Any]:
+    """The agent's skills as a run would see them now (the workspace's, then the resource
+    roots'; first name wins), in OpenClaw's report shape: `eligible` when the executables
+    and environment variables a skill requires are all here (it is then listed in the
+    system prompt: `modelVisible`), else what is `missing`."""
+    sup = call.gateway.supervisor
+    spec = _agent_spec(call, opt(params.agentId), opt(params.sessionKey))
+    workspace = await sup.workspace_for(spec.id, spec.workspace)
+    roots = sup.turn_settings()["resource_roots"]
+    snapshot = await skills_now(str(workspace), roots, sup.prompt_cache)
+    eligible = {s.name for s in snapshot.eligible}
+    skills = await trio.to_thread.run_sync(
+        lambda: [_skill_view(s, s.name in eligible, workspace) for s in snapshot.skills]
+    )
+    return {
+        "workspaceDir": str(workspace),
+        "managedSkillsDir": str(workspace / "skills"),
+        "agentId": spec.id,
+        "skills": skills,
+    }
+
+
+def _skill_view(skill: Any, eligible: bool, workspace: Path) -> dict[str, Any]:
+    """One skill of `skills.status` (blocking: looks for its executables on PATH)."""
+    needs, unmet = skill.requirements, skill.requirements.unmet()
+    inside = skill.path.is_relative_to(workspace)
+    return {
+        "name": skill.name,
+        "description": skill.description,
+        "source": "openclaw-workspace" if inside else "openclaw-extra",
+        "bundled": False,
+        "filePath": str(skill.path),
+        "baseDir": str(skill.base_dir),
+        "skillKey": skill.name,
+        "always": False,
+        "disabled": False,
+        "blockedByAllowlist": False,
+        "blockedByAgentFilter": False,
+        "eligible": eligible,
+        "platformIncompatible": False,
+        "modelVisible": eligible,
+        "userInvocable": False,  # no `/<skill>` commands here
+        "commandVisible": False,
+        "requirements": {**_NO_REQUIREMENTS, "bins": list(needs.bins), "env": list(needs.env)},
+        "missing": {**_NO_REQUIREMENTS, "bins": list(unmet.bins), "env": list(unmet.env)},
+        "configChecks": [],
+        "install": [],
+    }
+
+
+async def channels_status(call: Call, params: ChannelsStatusParams) -> dict[str, Any]:
+    """No chat channels (clawlane serves the Gateway protocol and its HTTP API only)."""
+    await trio.lowlevel.checkpoint()
+    return {
+        "ts": int(time.time() * 1000),
+        "channelOrder": [],
+        "channelLabels": {},
+        "channelDetailLabels": {},
+        "channelSystemImages": {},
+        "channelMeta": [],
+        "channels": {},
+        "channelAccounts": {},
+        "channelDefaultAccountId": {},
+    }
+
+
+async def node_list(call: Call, params: NodeListParams) -> dict[str, Any]:
+    """No node hosts (devices that run commands for the agents): none can pair here."""
+    await trio.lowlevel.checkpoint()
+    return {"ts": int(time.time() * 1000), "nodes": []}
+
+
+async def usage_status(call: Call, params: EmptyParams) -> dict[str, Any]:
+    """Providers' quota windows: clawlane does not poll them."""
+    await trio.lowlevel.checkpoint()
+    return {"updatedAt": int(time.time() * 1000), "providers": []}
