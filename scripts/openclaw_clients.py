@@ -102,14 +102,22 @@ def cluster_config(workers: int) -> Iterator[dict[str, object]]:
 @contextlib.contextmanager
 def gateway(work: Path, port: int, extra: dict[str, object], workers: int) -> Iterator[None]:
     config = work / "clawlane.json"
+    skill = work / "workspace" / "skills" / "weather" / "SKILL.md"
+    skill.parent.mkdir(parents=True, exist_ok=True)
+    skill.write_text("---\nname: weather\ndescription: Look up the weather.\n---\nUse wttr.in.\n")
     config.write_text(
         json.dumps(
             {
                 **extra,
+                "agents": {"defaults": {"workspace": str(work / "workspace")}},
                 "gateway": {"auth": {"mode": "token", "token": TOKEN}},
                 # one process: a log file named in the config; workers: the default one
                 # they share in the state dir (`openclaw logs` must see every worker's lines)
-                **({"logging": {"file": str(work / "logs" / "clawlane.log")}} if workers == 1 else {}),
+                **(
+                    {"logging": {"file": str(work / "logs" / "clawlane.log")}}
+                    if workers == 1
+                    else {}
+                ),
                 "models": {
                     "providers": {
                         "local": {
@@ -277,6 +285,18 @@ def cli_checks(oc: OpenClaw) -> None:
     check(
         r.returncode == 0 and "clawlane gateway listening" in r.stdout,
         "openclaw logs",
+        r.stdout + r.stderr,
+    )
+    r = oc.run("skills", "list")
+    check(
+        r.returncode == 0 and "weather" in r.stdout and "ready" in r.stdout,
+        "openclaw skills list shows the workspace's skill",
+        r.stdout + r.stderr,
+    )
+    r = oc.run("channels", "status")
+    check(
+        r.returncode == 0 and "Gateway reachable" in r.stdout,
+        "openclaw channels status (none here)",
         r.stdout + r.stderr,
     )
     cron_checks(oc)

@@ -203,7 +203,13 @@ async def empty_list(call: Call, params: EmptyParams) -> list[Any]:
 
 # --- skills and the inventories of what clawlane does not have -------------------------------
 
-_NO_REQUIREMENTS: Final[dict[str, list[str]]] = {"bins": [], "anyBins": [], "env": [], "config": [], "os": []}
+_NO_REQUIREMENTS: Final[dict[str, list[str]]] = {
+    "bins": [],
+    "anyBins": [],
+    "env": [],
+    "config": [],
+    "os": [],
+}
 
 
 async def skills_status(call: Call, params: SkillsStatusParams) -> dict[str, Any]:
