@@ -12,6 +12,7 @@ from ._reply import ChatDeltaThrottle as ChatDeltaThrottle
 from ._reply import DeltaEmit as DeltaEmit
 from ._reply import SilentStreamFilter as SilentStreamFilter
 from ._reply import is_silent_reply as is_silent_reply
+from ._resources import Skill as Skill
 from ._resources import discover_resources as discover_resources
 from ._run import AbortReason as AbortReason
 from ._run import RunOutcome as RunOutcome
@@ -56,6 +57,7 @@ __all__ = [
     "RunRefusedError",
     "RunState",
     "SilentStreamFilter",
+    "Skill",
     "SlashCommand",
     "TurnResult",
     "TurnServices",

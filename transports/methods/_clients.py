@@ -22,7 +22,7 @@ from typing import Any, Final
 import msgspec
 import trio
 
-from runtime.agent import commands_view, skills_now
+from runtime.agent import Skill, commands_view, skills_now
 from runtime.logs import (
     TAIL_DEFAULT_LIMIT,
     TAIL_DEFAULT_MAX_BYTES,
@@ -234,7 +234,7 @@ async def skills_status(call: Call, params: SkillsStatusParams) -> dict[str, Any
     }
 
 
-def _skill_view(skill: Any, eligible: bool, workspace: Path) -> dict[str, Any]:
+def _skill_view(skill: Skill, eligible: bool, workspace: Path) -> dict[str, Any]:
     """One skill of `skills.status` (blocking: looks for its executables on PATH)."""
     needs, unmet = skill.requirements, skill.requirements.unmet()
     inside = skill.path.is_relative_to(workspace)
