@@ -189,6 +189,15 @@ class Recorder:
                     bad.append(f"{method}: {f.get('error')}")
         return bad
 
+    def unanswered(self, since: int = 0) -> list[str]:
+        """The methods of the requests sent after `since` that got no answer."""
+        answered = {f.get("id") for d, f in self.frames if d == "s2c" and f.get("type") == "res"}
+        return [
+            str(f.get("method"))
+            for d, f in self.frames[since:]
+            if d == "c2s" and f.get("type") == "req" and f.get("id") not in answered
+        ]
+
     def gateways_in_presence(self) -> int:
         """The most gateway entries in one presence list the UI was sent (hello-ok's
         snapshot, a `presence` event, a `system-presence` answer)."""
@@ -340,6 +349,13 @@ def main(argv: list[str] | None = None) -> int:
             check(not rec.failures(mark), f"the reload's calls succeed {rec.failures(mark)[:5]}")
             seen = rec.gateways_in_presence()
             check(seen == args.workers, f"presence lists every worker's gateway ({seen})")
+            for name in ("debug", "skills"):
+                mark = len(rec.frames)
+                page.goto(f"http://127.0.0.1:{ui_port}/{name}")
+                page.wait_for_timeout(6000)
+                page.screenshot(path=str(shots / f"4-{name}.png"))
+                bad = rec.failures(mark) + [f"{m}: unanswered" for m in rec.unanswered(mark)]
+                check(not bad, f"the {name} page's calls are answered {bad[:5]}")
             browser.close()
         print(f"frames: {rec.out.name}; screenshots: {shots}")
     return 1 if failed else 0

@@ -274,3 +274,45 @@ async def test_preferences_survive_a_restart_and_an_unreadable_file_is_named(
             pass
     explained = explain_failure(refused.value, host="127.0.0.1", port=0)
     assert explained is not None and str(prefs) in str(explained)
+
+
+async def test_the_debug_and_skills_pages_calls_answer(tmp_path: Path) -> None:
+    """The Debug page waits for all of `status`, `health` and `last-heartbeat` (a request
+    left unanswered kept it "Refreshing..."), and lists `diagnostics.lanes`: the global
+    lanes, a run holding main's slot while it streams. The Skills page's ClawHub search and
+    skill library have nothing here."""
+    cfg = local_config(
+        gateway__auth={"mode": "none"},
+        gateway__controlUi={"allowedOrigins": [UI_ORIGIN]},
+        agents__defaults__maxConcurrent=3,
+        models__providers={"local": {"api": "local", "models": [{"id": "echo"}]}},
+    )
+    with trio.fail_after(30):
+        async with (
+            running_gateway(tmp_path, cfg) as gw,
+            openclaw_client(gw, CONTROL_UI_CONNECT) as c,
+        ):
+            assert await c.call("last-heartbeat", {}) is None
+            idle = await c.call("diagnostics.lanes", {})
+            run_id = str(uuid.uuid4())
+            params = {
+                "sessionKey": MAIN,
+                "message": "[[deltas:20]] [[delay:200]] hi",
+                "idempotencyKey": run_id,
+            }
+            await c.call("chat.send", params)
+            await c.until(
+                lambda e, p: e == "chat" and p.get("runId") == run_id and p.get("state") == "delta"
+            )
+            busy = await c.call("diagnostics.lanes", {})
+            assert await c.call("skills.search", {"query": "weather", "limit": 20}) == {
+                "results": []
+            }
+            library = await c.call("skills.library.list", {})
+            await c.call("chat.abort", {"sessionKey": MAIN, "runId": run_id})
+    lanes = {lane["lane"]: lane for lane in idle["lanes"]}
+    assert set(lanes) == {"main", "subagent", "cron", "nested"}
+    assert lanes["main"]["maxConcurrent"] == 3 and lanes["main"]["activeCount"] == 0
+    main = next(lane for lane in busy["lanes"] if lane["lane"] == "main")
+    assert main["activeCount"] == 1 and main["queuedCount"] == 0
+    assert library["entries"] == []

@@ -95,9 +95,43 @@ def register(methods: MethodTable) -> None:
     methods.add("system-presence", system_presence, None, scope=read)
     methods.add("users.prefs.get", prefs_get, UsersPrefsGetParams, scope=read)
     methods.add("users.prefs.set", prefs_set, UsersPrefsSetParams, scope="operator.write")
+    methods.add("diagnostics.lanes", diagnostics_lanes, OpenParams, scope=read)
+    methods.add("last-heartbeat", last_heartbeat, OpenParams, scope=read)
     # Panels of features clawlane does not have: their empty answers.
     for name, answer in _EMPTY.items():
         methods.add(name, _empty(name, answer), OpenParams, scope=read)
+
+
+# --- the debug page -------------------------------------------------------------------------
+
+
+async def diagnostics_lanes(call: Call, params: OpenParams) -> dict[str, Any]:
+    """The global lanes (`main`, `subagent`, `cron`, `nested`) as OpenClaw lists its
+    command lanes: runs holding a slot, runs waiting for one, the capacity. clawlane's lanes
+    are never reset or drained, so `generation` stays 0 and `draining` false."""
+    await trio.lowlevel.checkpoint()
+    lanes = []
+    for name, lane in sorted(call.gateway.supervisor.lanes.items()):
+        stats = lane.statistics()
+        lanes.append(
+            {
+                "lane": name,
+                "queuedCount": stats.waiting,
+                "activeCount": stats.in_use,
+                "maxConcurrent": stats.capacity,
+                "draining": False,
+                "generation": 0,
+                "blockedBy": None,
+            }
+        )
+    return {"ts": int(time.time() * 1000), "lanes": lanes}
+
+
+async def last_heartbeat(call: Call, params: OpenParams) -> None:
+    """null: clawlane runs no heartbeat turns (OpenClaw answers null before its first).
+    Answered here: a handler's None means it answered itself."""
+    await trio.lowlevel.checkpoint()
+    call.conn.respond(call.frame.id, None)
 
 
 # --- chat -----------------------------------------------------------------------------------
@@ -391,6 +425,16 @@ _EMPTY: Final[dict[str, Any]] = {
         "identities": [],
         "role": "admin",
         "allowedVisibilities": ["shared"],
+    },
+    # No ClawHub and no skill library: skills are files (`skills.status` lists them).
+    "skills.search": {"results": []},
+    "skills.library.list": {
+        "entries": [],
+        "profileId": None,
+        "multipleProfiles": False,
+        "defaultTarget": "unavailable",
+        "canManageWorkspace": False,
+        "defaultSelectionLimit": 64,
     },
 }
 #: Answers that name the session they were asked about (`sessionKey`).
