@@ -349,7 +349,7 @@ def main(argv: list[str] | None = None) -> int:
             check(not rec.failures(mark), f"the reload's calls succeed {rec.failures(mark)[:5]}")
             seen = rec.gateways_in_presence()
             check(seen == args.workers, f"presence lists every worker's gateway ({seen})")
-            for name in ("debug", "skills"):
+            for name in ("debug", "skills", "plugins", "systems"):
                 mark = len(rec.frames)
                 page.goto(f"http://127.0.0.1:{ui_port}/{name}")
                 page.wait_for_timeout(6000)

@@ -316,3 +316,42 @@ async def test_the_debug_and_skills_pages_calls_answer(tmp_path: Path) -> None:
     main = next(lane for lane in busy["lanes"] if lane["lane"] == "main")
     assert main["activeCount"] == 1 and main["queuedCount"] == 0
     assert library["entries"] == []
+
+
+PLUGIN = """
+from runtime.plugin_sdk import PluginApi
+
+
+def register(api: PluginApi) -> None:
+    api.on("before_prompt_build", lambda event, ctx: None)
+"""
+
+
+async def test_the_plugins_and_systems_pages_list_what_this_gateway_has(tmp_path: Path) -> None:
+    """`plugins.list`: the plugins the config loaded (none can be installed from the UI);
+    `environments.list`: this gateway's host; approvals and channel pairing: none."""
+    plugin = tmp_path / "ui_plugin.py"
+    plugin.write_text(PLUGIN)
+    cfg = local_config(
+        gateway__auth={"mode": "none"},
+        gateway__controlUi={"allowedOrigins": [UI_ORIGIN]},
+        plugins__load=[str(plugin)],
+    )
+    with trio.fail_after(30):
+        async with (
+            running_gateway(tmp_path / "gw", cfg) as gw,
+            openclaw_client(gw, CONTROL_UI_CONNECT) as c,
+        ):
+            plugins = await c.call("plugins.list", {})
+            environments = await c.call("environments.list", {})
+            history = await c.call("approval.history", {"limit": 50})
+            pairing = await c.call("channels.pairing.list", {})
+            grants = await c.call("exec.approval.grants.list", {"limit": 100})
+            catalog = await c.call("plugins.catalog.browse", {"intent": "featured"})
+    [one] = plugins["plugins"]
+    assert one["id"] == "ui_plugin" and one["state"] == "enabled" and one["origin"] == "config"
+    assert plugins["mutationAllowed"] is False
+    [host] = environments["environments"]
+    assert host["id"] == "gateway" and host["status"] == "available" and host["sessionHost"]
+    assert history == {"items": []} and pairing["requests"] == [] and pairing["accounts"] == []
+    assert grants == {"grants": []} and catalog == {"items": []}

@@ -18,6 +18,7 @@ import contextlib
 import os
 import platform
 import socket
+import sys
 import time
 from collections.abc import Iterator
 from typing import Any, Final
@@ -96,6 +97,8 @@ def register(methods: MethodTable) -> None:
     methods.add("users.prefs.get", prefs_get, UsersPrefsGetParams, scope=read)
     methods.add("users.prefs.set", prefs_set, UsersPrefsSetParams, scope="operator.write")
     methods.add("diagnostics.lanes", diagnostics_lanes, OpenParams, scope=read)
+    methods.add("plugins.list", plugins_list, OpenParams, scope=read)
+    methods.add("environments.list", environments_list, OpenParams, scope=read)
     methods.add("last-heartbeat", last_heartbeat, OpenParams, scope=read)
     # Panels of features clawlane does not have: their empty answers.
     for name, answer in _EMPTY.items():
@@ -125,6 +128,45 @@ async def diagnostics_lanes(call: Call, params: OpenParams) -> dict[str, Any]:
             }
         )
     return {"ts": int(time.time() * 1000), "lanes": lanes}
+
+
+async def plugins_list(call: Call, params: OpenParams) -> dict[str, Any]:
+    """The plugins this gateway loaded (the config's `plugins`, Python modules): each
+    enabled and active; none can be installed or toggled from here (`mutationAllowed`)."""
+    await trio.lowlevel.checkpoint()
+    plugins = [
+        {
+            "id": record.id,
+            "name": record.id,
+            "description": f"{record.spec} ({record.module})",
+            "origin": "config",
+            "installed": True,
+            "enabled": True,
+            "state": "enabled",
+            "removable": False,
+        }
+        for record in sorted(call.gateway.supervisor.plugins.plugins.values(), key=lambda r: r.id)
+    ]
+    return {"plugins": plugins, "diagnostics": [], "mutationAllowed": False}
+
+
+async def environments_list(call: Call, params: OpenParams) -> dict[str, Any]:
+    """One environment: this gateway's host, where sessions run (no remote workers)."""
+    await trio.lowlevel.checkpoint()
+    return {
+        "environments": [
+            {
+                "id": "gateway",
+                "type": "local",
+                "label": "Gateway local",
+                "status": "available",
+                "platform": sys.platform,
+                "sessionHost": True,
+                "trust": "persistent",
+                "capabilities": ["agent.run", "sessions", "tools", "workspace"],
+            }
+        ]
+    }
 
 
 async def last_heartbeat(call: Call, params: OpenParams) -> None:
@@ -426,7 +468,18 @@ _EMPTY: Final[dict[str, Any]] = {
         "role": "admin",
         "allowedVisibilities": ["shared"],
     },
-    # No ClawHub and no skill library: skills are files (`skills.status` lists them).
+    # No approval flow and no chat channels to pair senders of.
+    "approval.history": {"items": []},
+    "exec.approval.grants.list": {"grants": []},
+    "channels.pairing.list": {
+        "accounts": [],
+        "requests": [],
+        "commandOwnerConfigured": False,
+        "limits": {"pendingPerAccount": 0, "ttlMs": 0},
+    },
+    # No ClawHub, plugin catalog or skill library: plugins are the config's Python modules
+    # (`plugins.list`), skills are files (`skills.status`).
+    "plugins.catalog.browse": {"items": []},
     "skills.search": {"results": []},
     "skills.library.list": {
         "entries": [],
