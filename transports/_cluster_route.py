@@ -573,10 +573,14 @@ class Router(SessionLeases):
         inbox = inbox_channel(self.node_id)
         self._cursors[inbox] = await self.cluster.channels.tail(inbox)
         self._feed_ok_at = trio.current_time()
-        await self._refresh_nodes()
         hub = self.gateway.hub
         self._told = hub.interest
-        self._to_all({"t": "hello", "from": self.node_id, "on": self._told})
+        # The hello goes out before anything else this node tells the others (the notices
+        # `_refresh_nodes` sends to the nodes it finds): a node that gets a hello forgets
+        # what this node's former process told it, so what this one tells must come after.
+        for node in set(await self.cluster.nodes.all()) - {self.node_id}:
+            self.send(node, {"t": "hello", "from": self.node_id, "on": self._told})
+        await self._refresh_nodes()
         hub.relay = self._relay
         hub.on_interest = self._tell_interest
         self.gateway.supervisor.session_gate = self.take_session

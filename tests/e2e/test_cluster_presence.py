@@ -134,3 +134,24 @@ async def set_theme(client: GatewayClient, theme: str, *, expected: str) -> Any:
         "users.prefs.set",
         {"entries": {"ui.theme": theme}, "expectedEntries": {"ui.theme": expected}},
     )
+
+
+async def test_a_node_lists_the_gateway_of_a_node_started_after_it(
+    tmp_path: Path, pg_url: str
+) -> None:
+    """Node b, started after a, tells a its part after its hello (a hello makes a forget
+    what b's former process told): told before, it was forgotten, and a UI on a never
+    listed b until something changed on b (OpenClaw's Instances view, `--workers 2`)."""
+
+    def both(entries: list[dict[str, Any]]) -> bool:
+        gateways = {e.get("instanceId") for e in entries if e.get("reason") == "self"}
+        return gateways == {"node-a", "node-b"}
+
+    with trio.fail_after(30):
+        async with (
+            two_nodes(tmp_path, pg_url) as (a, _b),
+            openclaw_client(a, CONTROL_UI_CONNECT) as ui,
+        ):
+            if not both(ui.hello["snapshot"]["presence"]):
+                await ui.until(lambda e, p: e == "presence" and both(p["presence"]))
+            assert both(await ui.call("system-presence", {}))
