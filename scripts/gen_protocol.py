@@ -122,6 +122,7 @@ OPTIONAL_DEFINITIONS: Final = (
     "SkillsStatusParams",
     "ChannelsStatusParams",
     "NodeListParams",
+    "HooksStatusParams",
     # Scheduled runs (issue 15):
     "CronAddParams",
     "CronListParams",

@@ -51,6 +51,7 @@ from ._wire import CronAddParamsScheduleAt as CronAddParamsScheduleAt
 from ._wire import CronListParams as CronListParams
 from ._wire import CronRunsParams as CronRunsParams
 from ._wire import CronStatusParams as CronStatusParams
+from ._wire import HooksStatusParams as HooksStatusParams
 from ._wire import LogsTailParams as LogsTailParams
 from ._wire import ModelsAuthStatusParams as ModelsAuthStatusParams
 from ._wire import ModelsListParams as ModelsListParams
@@ -123,6 +124,7 @@ __all__ = [
     "CronRunsParams",
     "CronStatusParams",
     "GatewayError",
+    "HooksStatusParams",
     "LogsTailParams",
     "ModelsAuthStatusParams",
     "ModelsListParams",

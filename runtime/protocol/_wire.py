@@ -138,6 +138,7 @@ __all__ = [
     "HelloOkSnapshotUpdateScheduleInstallGitUnavailable",
     "HelloOkSnapshotUpdateScheduleTargetGit",
     "HelloOkSnapshotUpdateScheduleTargetPackage",
+    "HooksStatusParams",
     "LogsTailParams",
     "ModelsAuthStatusParams",
     "ModelsListParams",
@@ -1785,6 +1786,12 @@ class NodeListParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, om
     """`NodeListParams` (`#/definitions/NodeListParams`)."""
 
 
+class HooksStatusParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+    """`HooksStatusParams` (`#/definitions/HooksStatusParams`)."""
+
+    agentId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
+
+
 class CronAddParamsOwner(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`CronAddParams.owner`."""
 
@@ -2518,6 +2525,7 @@ PARAMS_TYPES: Final[dict[str, type[msgspec.Struct]]] = {
     "skills.status": SkillsStatusParams,
     "channels.status": ChannelsStatusParams,
     "node.list": NodeListParams,
+    "hooks.status": HooksStatusParams,
     "cron.add": CronAddParams,
     "cron.list": CronListParams,
     "cron.runs": CronRunsParams,

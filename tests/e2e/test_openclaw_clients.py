@@ -448,15 +448,17 @@ async def test_skills_status_lists_what_a_run_would_see_and_what_each_skill_miss
 async def test_the_inventories_of_what_clawlane_does_not_have_answer_empty(
     tmp_path: Path,
 ) -> None:
-    """`openclaw channels status`, `nodes status` and the usage panel: none here, in
+    """`openclaw channels status`, `nodes status`, `hooks list` and the usage panel: none here, in
     OpenClaw's shapes (the result schemas check them), rather than an unknown method."""
     with trio.fail_after(30):
         async with running_gateway(tmp_path, config()) as gw, openclaw_client(gw, CLI_CONNECT) as c:
             channels = await c.call("channels.status", {"probe": False, "timeoutMs": 10_000})
             nodes = await c.call("node.list", {})
             usage = await c.call("usage.status", {})
+            hooks = await c.call("hooks.status", {"agentId": "main"})
             with pytest.raises(Exception, match="INVALID_REQUEST"):
                 await c.call("node.list", {"x": 1})
     assert channels["channelOrder"] == [] and channels["channels"] == {}
     assert nodes["nodes"] == [] and nodes["ts"] > 0
     assert usage["providers"] == []
+    assert hooks["hooks"] == [] and hooks["workspaceDir"]

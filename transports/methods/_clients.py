@@ -35,6 +35,7 @@ from runtime.protocol import (
     AgentsListParams,
     ChannelsStatusParams,
     CommandsListParams,
+    HooksStatusParams,
     LogsTailParams,
     NodeListParams,
     QuestionListParams,
@@ -67,6 +68,7 @@ def register(methods: MethodTable) -> None:
     methods.add("skills.status", skills_status, SkillsStatusParams)
     methods.add("channels.status", channels_status, ChannelsStatusParams)
     methods.add("node.list", node_list, NodeListParams)
+    methods.add("hooks.status", hooks_status, HooksStatusParams)
     methods.add("usage.status", usage_status, EmptyParams)
     for name in ("plugin.approval.list", "exec.approval.list", "openclaw.approval.list"):
         methods.add(name, empty_list, EmptyParams)
@@ -259,6 +261,19 @@ def _skill_view(skill: Skill, eligible: bool, workspace: Path) -> dict[str, Any]
         "missing": {**_NO_REQUIREMENTS, "bins": list(unmet.bins), "env": list(unmet.env)},
         "configChecks": [],
         "install": [],
+    }
+
+
+async def hooks_status(call: Call, params: HooksStatusParams) -> dict[str, Any]:
+    """`openclaw hooks list`: none. clawlane loads no `HOOK.md` hooks (a workspace's
+    `hooks/` is not read); its internal hooks are what plugins register in code."""
+    sup = call.gateway.supervisor
+    spec = _agent_spec(call, opt(params.agentId), None)
+    workspace = await sup.workspace_for(spec.id, spec.workspace)
+    return {
+        "workspaceDir": str(workspace),
+        "managedHooksDir": str(workspace / "hooks"),
+        "hooks": [],
     }
 
 
