@@ -251,22 +251,24 @@ class Tmux:
         subprocess.run(["tmux", "kill-session", "-t", self.name], capture_output=True)
 
 
+def shows(oc: OpenClaw, args: list[str], what: str, *needles: str) -> None:
+    """`openclaw ARGS` exits 0 and prints every one of `needles`."""
+    r = oc.run(*args)
+    ok = r.returncode == 0 and all(n in r.stdout for n in needles)
+    check(ok, what, r.stdout + r.stderr)
+
+
 def cli_checks(oc: OpenClaw) -> None:
-    r = oc.run("agent", "--message", "hello from the cli")
-    check(
-        r.returncode == 0 and "You said: hello from the cli" in r.stdout,
+    shows(
+        oc,
+        ["agent", "--message", "hello from the cli"],
         "openclaw agent --message M (no --agent/--session-key)",
-        r.stdout + r.stderr,
+        "You said: hello from the cli",
     )
     r = oc.run("gateway", "call", "sessions.list", "--json")
     ok = r.returncode == 0 and json.loads(r.stdout or "{}").get("count") == 1
     check(ok, "openclaw gateway call sessions.list", r.stdout + r.stderr)
-    r = oc.run("models", "list")
-    check(
-        r.returncode == 0 and "local/echo" in r.stdout and "local/echo-2" in r.stdout,
-        "openclaw models list",
-        r.stdout + r.stderr,
-    )
+    shows(oc, ["models", "list"], "openclaw models list", "local/echo", "local/echo-2")
     r = oc.run("status", "--json")
     try:
         status = json.loads(r.stdout[r.stdout.index("{") :])
@@ -275,30 +277,22 @@ def cli_checks(oc: OpenClaw) -> None:
     except (ValueError, KeyError, IndexError):
         ok = False
     check(ok, "openclaw status --json shows the gateway's agents and sessions", r.stdout + r.stderr)
-    r = oc.run("health")
-    check(
-        r.returncode == 0 and "Agents: main (default)" in r.stdout and "(1 entries)" in r.stdout,
+    shows(
+        oc,
+        ["health"],
         "openclaw health shows the gateway's agents and sessions",
-        r.stdout + r.stderr,
+        "Agents: main (default)",
+        "(1 entries)",
     )
-    r = oc.run("logs", "--limit", "20")
-    check(
-        r.returncode == 0 and "clawlane gateway listening" in r.stdout,
-        "openclaw logs",
-        r.stdout + r.stderr,
-    )
-    r = oc.run("skills", "list")
-    check(
-        r.returncode == 0 and "weather" in r.stdout and "ready" in r.stdout,
+    shows(oc, ["logs", "--limit", "20"], "openclaw logs", "clawlane gateway listening")
+    shows(
+        oc,
+        ["skills", "list"],
         "openclaw skills list shows the workspace's skill",
-        r.stdout + r.stderr,
+        "weather",
+        "ready",
     )
-    r = oc.run("channels", "status")
-    check(
-        r.returncode == 0 and "Gateway reachable" in r.stdout,
-        "openclaw channels status (none here)",
-        r.stdout + r.stderr,
-    )
+    shows(oc, ["channels", "status"], "openclaw channels status (none here)", "Gateway reachable")
     cron_checks(oc)
     follow_checks(oc)
 

@@ -578,9 +578,10 @@ class Router(SessionLeases):
         # The hello goes out before anything else this node tells the others (the notices
         # `_refresh_nodes` sends to the nodes it finds): a node that gets a hello forgets
         # what this node's former process told it, so what this one tells must come after.
-        for node in set(await self.cluster.nodes.all()) - {self.node_id}:
+        records = await self.cluster.nodes.all()
+        for node in set(records) - {self.node_id}:
             self.send(node, {"t": "hello", "from": self.node_id, "on": self._told})
-        await self._refresh_nodes()
+        await self._refresh_nodes(records)
         hub.relay = self._relay
         hub.on_interest = self._tell_interest
         self.gateway.supervisor.session_gate = self.take_session
@@ -649,8 +650,11 @@ class Router(SessionLeases):
         for node in self.alive - {self.node_id}:
             self.send(node, message)
 
-    async def _refresh_nodes(self) -> None:
-        records = await self.cluster.nodes.all()
+    async def _refresh_nodes(self, records: dict[str, bytes] | None = None) -> None:
+        """Learn the live nodes from their records (`records`: read just now), and what
+        joined or went since the last time."""
+        if records is None:
+            records = await self.cluster.nodes.all()
         alive = set(records) | {self.node_id}
         for node, record in records.items():
             self._incarnation(node, _started_ms(record))
