@@ -84,6 +84,7 @@ from ._errors import StoreError as StoreError
 from ._hub import READS_CHANGES as READS_CHANGES
 from ._hub import READS_RUNS as READS_RUNS
 from ._hub import RELAY_CLOSE as RELAY_CLOSE
+from ._hub import RELAY_SESSION_MESSAGE as RELAY_SESSION_MESSAGE
 from ._hub import RELAY_SESSIONS_CHANGED as RELAY_SESSIONS_CHANGED
 from ._hub import EventHub as EventHub
 from ._hub import HubStatistics as HubStatistics
@@ -151,6 +152,7 @@ __all__ = [
     "READS_RUNS",
     "RELAY_CLOSE",
     "RELAY_SESSIONS_CHANGED",
+    "RELAY_SESSION_MESSAGE",
     "RUN_STATUSES",
     "AcceptedRun",
     "ActorError",

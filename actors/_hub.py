@@ -78,9 +78,9 @@ RELAY_CLOSE: Final = 2
 RELAY_SESSION_MESSAGE: Final = 3
 RELAY_SESSIONS_CHANGED: Final = 4
 READS_CHANGES: Final = 1
-"""`EventHub.interest`: the session list's changes only."""
+"""`EventHub.interest`: the session list's changes and every session's messages."""
 READS_RUNS: Final = 2
-"""`EventHub.interest`: every run's frames and every session's messages."""
+"""`EventHub.interest`: that, and every run's frames."""
 MAX_REMOTE_RUNS: Final = 100_000
 """Remote runs with an owner here, at most (the oldest go first if their ends never come)."""
 
@@ -183,8 +183,8 @@ class EventHub:
     def interest(self) -> int:
         """What the connections here need of other nodes beyond the runs they started:
         `READS_RUNS` (a connection reads every run or watches a session: the runs' frames
-        and `session.message`), `READS_CHANGES` (only `sessions.changed`: a session-list
-        subscriber with session-scoped events) or 0."""
+        and `session.message`), `READS_CHANGES` (`sessions.changed` and `session.message`:
+        a session-list subscriber with session-scoped events) or 0."""
         if self._broadcast or self._watchers:
             return READS_RUNS
         return READS_CHANGES if self._changes else 0
@@ -230,9 +230,22 @@ class EventHub:
         return self._watchers.get(session_key, set())
 
     def may_be_watched(self, session_key: str) -> bool:
-        """Whether `session.message` for the session may reach anyone: a watcher here,
-        or, in a cluster, on another node (build the payload only then)."""
-        return self.remote_interest >= READS_RUNS or session_key in self._watchers
+        """Whether `session.message` for the session may reach anyone: its watchers or a
+        session-list subscriber here, or, in a cluster, on another node (build the payload
+        only then)."""
+        return bool(
+            self._changes or session_key in self._watchers or self.remote_interest >= READS_CHANGES
+        )
+
+    def _message_readers(self, session_key: str) -> set[Subscriber]:
+        """Who receives a session's `session.message`: its watchers
+        (`sessions.messages.subscribe`) and, as OpenClaw 2026.9 sends them, the session-list
+        subscribers (`sessions.subscribe`: the terminal UI shows a line another client sent
+        from these)."""
+        watchers = self._watchers.get(session_key)
+        if not watchers:
+            return self._changes
+        return watchers | self._changes if self._changes else watchers
 
     def subscribe_changes(self, sub: Subscriber) -> None:
         """`sessions.subscribe`: receive `sessions.changed`."""
@@ -265,16 +278,16 @@ class EventHub:
             self.relay(RELAY_SESSIONS_CHANGED, "", "", frame, None)
 
     def session_message(self, session_key: str, payload: dict[str, Any]) -> None:
-        """Deliver one `session.message` event to the session's watchers."""
-        watchers = self._watchers.get(session_key)
-        if not watchers and self.relay is None:
+        """Deliver one `session.message` event to its readers (`_message_readers`)."""
+        readers = self._message_readers(session_key)
+        if not readers and self.relay is None:
             return
         frame = encode_event("session.message", payload)
         self._encodes += 1
-        if watchers:
-            for sub in list(watchers):
+        if readers:
+            for sub in list(readers):
                 sub.push_event(frame)
-            self._delivered += len(watchers)
+            self._delivered += len(readers)
         if self.relay is not None:
             self.relay(RELAY_SESSION_MESSAGE, "", session_key, frame, None)
 
@@ -458,8 +471,7 @@ class EventHub:
         elif kind == RELAY_CLOSE:
             self._remote.pop(run_id, None)
         elif kind == RELAY_SESSION_MESSAGE:
-            watchers = self._watchers.get(session_key)
-            for sub in list(watchers or ()):
+            for sub in list(self._message_readers(session_key)):
                 sub.push_event(frame)
         elif kind == RELAY_SESSIONS_CHANGED:
             for sub in list(self._changes):

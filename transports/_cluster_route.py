@@ -53,6 +53,7 @@ from actors import (
     READS_CHANGES,
     READS_RUNS,
     RELAY_CLOSE,
+    RELAY_SESSION_MESSAGE,
     RELAY_SESSIONS_CHANGED,
     Cluster,
     ClusterError,
@@ -598,9 +599,9 @@ class Router(SessionLeases):
 
     def _relay(self, kind: int, run_id: str, key: str, frame: bytes, public: bytes | None) -> None:
         """A frame of this node's for the feed: when another node reads every run (its
-        `wanting`), or the run was started from another node; a `sessions.changed` when
-        another node has a session-list subscriber."""
-        if kind == RELAY_SESSIONS_CHANGED:
+        `wanting`), or the run was started from another node; a `sessions.changed` or a
+        `session.message` when another node has a session-list subscriber."""
+        if kind in (RELAY_SESSIONS_CHANGED, RELAY_SESSION_MESSAGE):
             wanted = self._wanted >= READS_CHANGES
         elif kind == RELAY_CLOSE:
             wanted = self._relayed.pop(run_id, 0) is None or self._wanted >= READS_RUNS

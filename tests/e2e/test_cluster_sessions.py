@@ -369,9 +369,9 @@ async def test_watchers_and_session_list_subscribers_on_the_other_node(
 async def test_a_session_list_subscriber_gets_the_changes_not_every_runs_frames(
     tmp_path: Path, pg_url: str
 ) -> None:
-    """A session-list subscriber with session-scoped events needs `sessions.changed`
-    from the other nodes, not their runs' frames: they sent every run's frames to the
-    feed for it."""
+    """A session-list subscriber with session-scoped events needs `sessions.changed` and
+    `session.message` (as OpenClaw 2026.9 sends them) from the other nodes, not their runs'
+    frames: they sent every run's frames to the feed for it."""
     with trio.fail_after(60):
         async with two_nodes(tmp_path, pg_url) as nodes:
             a, b = nodes
@@ -388,6 +388,14 @@ async def test_a_session_list_subscriber_gets_the_changes_not_every_runs_frames(
                 await wait_for(
                     lambda: any(e == "sessions.changed" for e, _p, _s in events),
                     "a sessions.changed on b",
+                    timeout_s=5,
+                )
+                await wait_for(
+                    lambda: (
+                        {p["message"]["role"] for e, p, _s in events if e == "session.message"}
+                        == {"user", "assistant"}
+                    ),
+                    "the run's messages on b",
                     timeout_s=5,
                 )
             relayed = router.outbox.frames_queued - before

@@ -3,6 +3,7 @@ from openclaw@2026.9.6), answered in OpenClaw's shapes and validated against the
 
 from __future__ import annotations
 
+import json
 import uuid
 from pathlib import Path
 from typing import Any
@@ -462,3 +463,36 @@ async def test_the_inventories_of_what_clawlane_does_not_have_answer_empty(
     assert nodes["nodes"] == [] and nodes["ts"] > 0
     assert usage["providers"] == []
     assert hooks["hooks"] == [] and hooks["workspaceDir"]
+
+
+async def test_a_line_another_client_sent_reaches_the_terminal_ui(tmp_path: Path) -> None:
+    """OpenClaw 2026.9 sends `session.message` to the session-list subscribers too: the
+    terminal UI, which only calls `sessions.subscribe`, shows the line `openclaw agent`
+    sent to its session. A connection that also watches the session gets each once."""
+    with trio.fail_after(30):
+        async with (
+            running_gateway(tmp_path, config()) as gw,
+            openclaw_client(gw, TUI_CONNECT) as tui,
+            openclaw_client(gw, TUI_CONNECT) as both,
+        ):
+            await tui.call("sessions.subscribe", {})
+            await both.call("sessions.subscribe", {})
+            await both.call("sessions.messages.subscribe", {"key": "agent:main:main"})
+            async with openclaw_client(gw, CLI_CONNECT, scopes=["operator.write"]) as cli:
+                params = {"sessionKey": "main", "message": "from the cli", "idempotencyKey": key()}
+                await cli.call("agent", params, expect_final=True)
+
+            def messages(c: OpenClawClient) -> list[dict[str, Any]]:
+                return [p["message"] for e, p in c.events if e == "session.message"]
+
+            await tui.until(
+                lambda e, p: e == "session.message" and p["message"]["role"] == "assistant"
+            )
+            await both.until(
+                lambda e, p: e == "session.message" and p["message"]["role"] == "assistant"
+            )
+    user = messages(tui)[0]
+    assert user["role"] == "user" and user["__openclaw"]["id"]
+    assert "from the cli" in json.dumps(user["content"])
+    assert [m["role"] for m in messages(tui)] == ["user", "assistant"]
+    assert [m["role"] for m in messages(both)] == ["user", "assistant"]  # once each
