@@ -369,6 +369,13 @@ def tui_checks(oc: OpenClaw, restart: object) -> None:
             "the footer shows the model and the tokens",
             screen,
         )
+        oc.run("agent", "--session-key", "main", "--message", "a line from the cli")
+        screen = tui.wait_for(lambda s: "You said: a line from the cli" in s, 20)
+        check(
+            "\na line from the cli" in screen and "You said: a line from the cli" in screen,
+            "a line `openclaw agent` sent to the TUI's session is shown, and its reply",
+            screen,
+        )
         tui.send("/status")
         screen = tui.wait_for(lambda s: "Model: local/echo" in s, 20)
         check("Model: local/echo" in screen and "Queue:" in screen, "/status", screen)
