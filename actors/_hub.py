@@ -248,7 +248,7 @@ class EventHub:
         return watchers | self._changes if self._changes else watchers
 
     def subscribe_changes(self, sub: Subscriber) -> None:
-        """`sessions.subscribe`: receive `sessions.changed`."""
+        """`sessions.subscribe`: receive `sessions.changed` and every `session.message`."""
         self._changes.add(sub)
         self._interest()
 
