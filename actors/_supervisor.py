@@ -64,7 +64,6 @@ log = logging.getLogger("clawlane.supervisor")
 
 RESTART_INTENSITY: Final = 3
 RESTART_PERIOD_S: Final = 5.0
-IDLE_TTL_S: Final = 600.0
 REAP_INTERVAL_S: Final = 30.0
 
 
@@ -112,7 +111,7 @@ class IdleContexts:
     """The contexts idle session actors keep in memory, least recently used first, bounded
     in bytes (estimated: `SessionActor.context_bytes`). Past `max_bytes` the oldest let
     theirs go (`drop_context`) and load it from the store at their next run. Without this
-    every session used within `IDLE_TTL_S` kept its whole context: a client writing 2 MiB
+    every session used within `gateway.idleSessionSeconds` kept its whole context: a client writing 2 MiB
     messages to 1,000 new sessions a minute held 20 GB. The bound is the config's
     `gateway.idleContextsMaxBytes`, set again by each generation (`resize`)."""
 
@@ -170,7 +169,6 @@ class Supervisor:
         registry: RunRegistry,
         nursery: trio.Nursery,
         workspace_root: Path,
-        idle_ttl_s: float = IDLE_TTL_S,
     ) -> None:
         self._generation = generation
         self.store = store
@@ -187,7 +185,7 @@ class Supervisor:
             "nested": GlobalLane("nested", NESTED_LANE_CAP),
         }
         self.lane = self.lanes["main"].slots
-        self._idle_ttl = idle_ttl_s
+        self._idle_ttl = float(generation.config.gateway.idleSessionSeconds)
         self.idle_contexts = IdleContexts(generation.config.gateway.idleContextsMaxBytes)
         self._crashes = 0
         self._backlog: collections.deque[tuple[str, Any]] = collections.deque()
@@ -245,6 +243,7 @@ class Supervisor:
         self._generation = generation
         self.lane.total_tokens = generation.config.agents.defaults.maxConcurrent  # main lane
         self.idle_contexts.resize(generation.config.gateway.idleContextsMaxBytes)
+        self._idle_ttl = float(generation.config.gateway.idleSessionSeconds)
         return old
 
     def idle_timeout(self, *, cron: bool = False) -> float | None:
@@ -496,7 +495,8 @@ class Supervisor:
             self.reap_idle()
 
     def reap_idle(self, *, now: float | None = None) -> int:
-        """Forget actors idle for longer than the TTL. Returns how many."""
+        """Forget actors idle for longer than `gateway.idleSessionSeconds`. Returns how
+        many."""
         now = time.monotonic() if now is None else now
         idle = [
             k

@@ -22,6 +22,7 @@ DEFAULT_PORT: Final = 18789
 DEFAULT_TIMEOUT_SECONDS: Final = 172_800
 DEFAULT_MAX_CONCURRENT: Final = 8
 DEFAULT_IDLE_CONTEXTS_MAX_BYTES: Final = 128 * 1024 * 1024
+DEFAULT_IDLE_SESSION_SECONDS: Final = 600
 LOCAL_PROVIDER_ID: Final = "local"
 LOCAL_MODEL_ID: Final = "echo"
 
@@ -87,6 +88,13 @@ class GatewayConfig(_Strict, frozen=True):
     bytes; `actors._supervisor.IdleContexts`). Past it the least recently used let theirs go
     and load it from the store at their next run (one still writing its last turn goes at
     the next session to go idle); 0 keeps none. Each generation sets it again."""
+    idleSessionSeconds: Annotated[int, msgspec.Meta(ge=1, le=31_536_000)] = (
+        DEFAULT_IDLE_SESSION_SECONDS
+    )
+    """clawlane: how long a session stays loaded after its last activity
+    (`actors.Supervisor.reap_idle`, checked every 30 s). Then its actor and context are let
+    go (its next request loads it from the store) and, in a cluster, its lease, so the
+    session may move to another node. Each generation sets it again."""
 
 
 class AgentRuntimeRef(_Strict, frozen=True):

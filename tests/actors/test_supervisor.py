@@ -208,13 +208,16 @@ async def test_a_context_that_cannot_be_sized_is_logged_and_the_supervisor_lives
             assert sup.idle_contexts.bytes == 0
 
 
-async def test_idle_actors_are_reaped(tmp_path: Path) -> None:
+async def test_idle_actors_are_reaped_after_the_configs_idle_seconds(tmp_path: Path) -> None:
     with trio.fail_after(10):
-        async with supervisor(tmp_path) as (sup, _sink):
+        async with supervisor(tmp_path, gateway__idleSessionSeconds=120) as (sup, _sink):
             r = await submit(sup, "idle", "i1", "x")
             await r.done.wait()
-            assert sup.peek_session("agent:main:idle") is not None
-            assert sup.reap_idle(now=10**9) == 1
+            actor = sup.peek_session("agent:main:idle")
+            assert actor is not None
+            assert sup.reap_idle(now=actor.last_active + 119) == 0
+            sup.publish(build_generation(local_config(gateway__idleSessionSeconds=60), 2))
+            assert sup.reap_idle(now=actor.last_active + 61) == 1
             assert sup.peek_session("agent:main:idle") is None
             # The session comes back from the store with its id.
             actor = await sup.session("agent:main:idle", "main")

@@ -138,3 +138,12 @@ def test_the_idle_context_bound_refuses_what_is_not_a_byte_count(value: object) 
     assert info.value.path == "gateway.idleContextsMaxBytes"
     assert parse_config({}).gateway.idleContextsMaxBytes == 128 * 1024 * 1024
     assert parse_config({"gateway": {"idleContextsMaxBytes": 0}}).gateway.idleContextsMaxBytes == 0
+
+
+@pytest.mark.parametrize("value", [0, -5, 2**40, 1.5, "10m"])
+def test_the_idle_session_time_refuses_what_is_not_a_count_of_seconds(value: object) -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_config({"gateway": {"idleSessionSeconds": value}})
+    assert info.value.path == "gateway.idleSessionSeconds"
+    assert parse_config({}).gateway.idleSessionSeconds == 600
+    assert parse_config({"gateway": {"idleSessionSeconds": 30}}).gateway.idleSessionSeconds == 30
