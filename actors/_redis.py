@@ -172,38 +172,43 @@ return n + 1
 _CLAIM_MANY: Final = """
 local n = (#ARGV - 2) / 2
 local out = {}
+local listed = false
 for i = 1, n do
   local key = KEYS[i + 2]
-  if redis.call('EXISTS', key) == 1 then
+  if redis.call('HSETNX', key, 'a', ARGV[i + 2]) == 0 then
     out[i] = redis.call('HMGET', key, 'a', 'f')
   else
-    redis.call('HSET', key, 'a', ARGV[i + 2])
     redis.call('PEXPIRE', key, ARGV[1])
     if ARGV[2] ~= '' then
       redis.call('SADD', KEYS[1], ARGV[n + i + 2])
-      redis.call('SADD', KEYS[2], ARGV[2])
+      listed = true
     end
     out[i] = 1
   end
 end
+if listed then redis.call('SADD', KEYS[2], ARGV[2]) end
 return out
 """
+"""Claim each key not claimed yet (a claim's hash always has its ack `a`: `HSETNX` is the
+test and the write), list it under its owner, and the owner once among the owners; a key
+claimed already answers its ack and final. Three commands a claim."""
 _FINISH_MANY: Final = """
 local n = (#ARGV - 2) / 2
 local out = {}
 for i = 1, n do
   local key = KEYS[i + 1]
   if ARGV[2] ~= '' then redis.call('SREM', KEYS[1], ARGV[n + i + 2]) end
-  if redis.call('EXISTS', key) == 0 then
+  if redis.call('PEXPIRE', key, ARGV[1]) == 0 then
     out[i] = 0
   else
     redis.call('HSET', key, 'f', ARGV[i + 2])
-    redis.call('PEXPIRE', key, ARGV[1])
     out[i] = 1
   end
 end
 return out
 """
+"""Store each final in its claim, if the claim is still there (`PEXPIRE` is the test and
+the renewal: an expired claim is not made again), and unlist it. Three commands a final."""
 _KEEP_OR_RELEASE: Final = """
 local pairs = cmsgpack.unpack(ARGV[1])
 local out = {}
