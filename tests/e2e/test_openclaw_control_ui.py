@@ -348,6 +348,8 @@ async def test_the_plugins_and_systems_pages_list_what_this_gateway_has(tmp_path
             pairing = await c.call("channels.pairing.list", {})
             grants = await c.call("exec.approval.grants.list", {"limit": 100})
             catalog = await c.call("plugins.catalog.browse", {"intent": "featured"})
+            search = await c.call("webSearch.status", {"agentId": "main"})
+            unknown = await c.call("webSearch.status", {"agentId": "nobody"}, ok=False)
     [one] = plugins["plugins"]
     assert one["id"] == "ui_plugin" and one["state"] == "enabled" and one["origin"] == "config"
     assert plugins["mutationAllowed"] is False
@@ -355,3 +357,5 @@ async def test_the_plugins_and_systems_pages_list_what_this_gateway_has(tmp_path
     assert host["id"] == "gateway" and host["status"] == "available" and host["sessionHost"]
     assert history == {"items": []} and pairing["requests"] == [] and pairing["accounts"] == []
     assert grants == {"grants": []} and catalog == {"items": []}
+    assert search["enabled"] is False and search["providers"] == [] and search["agentId"] == "main"
+    assert unknown["code"] == "INVALID_REQUEST"

@@ -99,6 +99,7 @@ def register(methods: MethodTable) -> None:
     methods.add("diagnostics.lanes", diagnostics_lanes, OpenParams, scope=read)
     methods.add("plugins.list", plugins_list, OpenParams, scope=read)
     methods.add("environments.list", environments_list, OpenParams, scope=read)
+    methods.add("webSearch.status", web_search_status, OpenParams, scope=read)
     methods.add("last-heartbeat", last_heartbeat, OpenParams, scope=read)
     # Panels of features clawlane does not have: their empty answers.
     for name, answer in _EMPTY.items():
@@ -166,6 +167,35 @@ async def environments_list(call: Call, params: OpenParams) -> dict[str, Any]:
                 "capabilities": ["agent.run", "sessions", "tools", "workspace"],
             }
         ]
+    }
+
+
+async def web_search_status(call: Call, params: OpenParams) -> dict[str, Any]:
+    """No web search: clawlane's agents have no search tool and no search provider."""
+    await trio.lowlevel.checkpoint()
+    raw = call.frame.params if isinstance(call.frame.params, dict) else {}
+    agent_id = raw.get("agentId") if isinstance(raw.get("agentId"), str) else None
+    gen = call.gateway.supervisor.generation
+    try:
+        defaults = defaults_view(gen, gen.agent(agent_id).id)
+    except GenerationError as exc:
+        raise invalid_request(f"invalid webSearch.status params: {exc}") from exc
+    return {
+        "enabled": False,
+        "provider": None,
+        "agentId": defaults["agentId"],
+        "model": {
+            "provider": defaults["modelProvider"],
+            "id": defaults["model"],
+            "runtime": "clawlane",
+        },
+        "route": {
+            "kind": "disabled",
+            "label": "No web search",
+            "reason": "clawlane has no web search tool",
+            "testable": False,
+        },
+        "providers": [],
     }
 
 
