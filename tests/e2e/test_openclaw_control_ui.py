@@ -322,8 +322,14 @@ PLUGIN = """
 from runtime.plugin_sdk import PluginApi
 
 
+class Weather:
+    name = "weather"
+    description = "The weather in a city."
+
+
 def register(api: PluginApi) -> None:
     api.on("before_prompt_build", lambda event, ctx: None)
+    api.register_tool(Weather())
 """
 
 
@@ -349,6 +355,8 @@ async def test_the_plugins_and_systems_pages_list_what_this_gateway_has(tmp_path
             grants = await c.call("exec.approval.grants.list", {"limit": 100})
             catalog = await c.call("plugins.catalog.browse", {"intent": "featured"})
             search = await c.call("webSearch.status", {"agentId": "main"})
+            tools = await c.call("tools.catalog", {"agentId": "main", "includePlugins": True})
+            core_only = await c.call("tools.catalog", {"includePlugins": False})
             unknown = await c.call("webSearch.status", {"agentId": "nobody"}, ok=False)
     [one] = plugins["plugins"]
     assert one["id"] == "ui_plugin" and one["state"] == "enabled" and one["origin"] == "config"
@@ -359,3 +367,16 @@ async def test_the_plugins_and_systems_pages_list_what_this_gateway_has(tmp_path
     assert grants == {"grants": []} and catalog == {"items": []}
     assert search["enabled"] is False and search["providers"] == [] and search["agentId"] == "main"
     assert unknown["code"] == "INVALID_REQUEST"
+    groups = {g["id"]: g for g in tools["groups"]}
+    assert [t["id"] for t in groups["fs"]["tools"]] == ["read", "write", "edit"]
+    exec_tool = groups["runtime"]["tools"][0]
+    assert exec_tool["id"] == "exec" and exec_tool["defaultProfiles"] == ["coding", "full"]
+    assert groups["messaging"]["tools"][0]["defaultProfiles"] == [
+        "minimal",
+        "coding",
+        "messaging",
+        "full",
+    ]
+    [weather] = groups["plugin:ui_plugin"]["tools"]
+    assert weather["source"] == "plugin" and weather["defaultProfiles"] == ["full"]
+    assert [g["id"] for g in core_only["groups"]] == ["fs", "runtime", "messaging"]

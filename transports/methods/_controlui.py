@@ -51,6 +51,7 @@ from runtime.protocol import (
     opt,
 )
 from runtime.sessions import MessageEntry
+from runtime.tools import PROFILES, TOOL_GROUPS, builtin_tools, expand_tool_names
 from runtime.users import PrefsTooLarge, UserPrefsError
 
 from . import _sessions as sessions
@@ -100,6 +101,7 @@ def register(methods: MethodTable) -> None:
     methods.add("plugins.list", plugins_list, OpenParams, scope=read)
     methods.add("environments.list", environments_list, OpenParams, scope=read)
     methods.add("webSearch.status", web_search_status, OpenParams, scope=read)
+    methods.add("tools.catalog", tools_catalog, OpenParams, scope=read)
     methods.add("last-heartbeat", last_heartbeat, OpenParams, scope=read)
     # Panels of features clawlane does not have: their empty answers.
     for name, answer in _EMPTY.items():
@@ -197,6 +199,63 @@ async def web_search_status(call: Call, params: OpenParams) -> dict[str, Any]:
         },
         "providers": [],
     }
+
+
+_GROUP_LABELS: Final = {"fs": "Files", "runtime": "Runtime", "messaging": "Messaging"}
+
+
+async def tools_catalog(call: Call, params: OpenParams) -> dict[str, Any]:
+    """The tools an agent may be given: the built-ins by group (`TOOL_GROUPS`), each with
+    the profiles that include it (`PROFILES`; `full` has every tool), then each plugin's
+    (`includePlugins`, on unless false). What the agent's own policy lets through is its
+    config's `tools` (profile, allow, deny)."""
+    await trio.lowlevel.checkpoint()
+    raw = call.frame.params if isinstance(call.frame.params, dict) else {}
+    agent_id = raw.get("agentId") if isinstance(raw.get("agentId"), str) else None
+    try:
+        agent = call.gateway.supervisor.generation.agent(agent_id)
+    except GenerationError as exc:
+        raise invalid_request(f"invalid tools.catalog params: {exc}") from exc
+    members = {
+        name: (None if entries is None else expand_tool_names(entries))
+        for name, entries in PROFILES.items()
+    }
+
+    def view(tool: Any, source: str) -> dict[str, Any]:
+        profiles = [p for p, names in members.items() if names is None or tool.name in names]
+        description = str(getattr(tool, "description", "") or "")
+        entry = {"id": tool.name, "label": tool.name, "description": description}
+        return {**entry, "source": source, "defaultProfiles": profiles}
+
+    builtins = {tool.name: tool for tool in builtin_tools()}
+    groups = []
+    for group, names in TOOL_GROUPS.items():
+        gid = group.removeprefix("group:")
+        tools = [view(builtins[n], "core") for n in names if n in builtins]
+        groups.append(
+            {"id": gid, "label": _GROUP_LABELS.get(gid, gid), "source": "core", "tools": tools}
+        )
+    if raw.get("includePlugins") is not False:
+        registry = call.gateway.supervisor.plugins
+        by_name = {tool.name: tool for tool in registry.tools()}
+        for record in sorted(registry.plugins.values(), key=lambda r: r.id):
+            tools = [
+                {**view(by_name[n], "plugin"), "pluginId": record.id}
+                for n in record.tools
+                if n in by_name
+            ]
+            if tools:
+                groups.append(
+                    {
+                        "id": f"plugin:{record.id}",
+                        "label": record.id,
+                        "source": "plugin",
+                        "pluginId": record.id,
+                        "tools": tools,
+                    }
+                )
+    profiles = [{"id": p, "label": p.capitalize()} for p in PROFILES]
+    return {"agentId": agent.id, "profiles": profiles, "groups": groups}
 
 
 async def last_heartbeat(call: Call, params: OpenParams) -> None:
