@@ -97,12 +97,16 @@ def register(methods: MethodTable) -> None:
     methods.add("system-presence", system_presence, None, scope=read)
     methods.add("users.prefs.get", prefs_get, UsersPrefsGetParams, scope=read)
     methods.add("users.prefs.set", prefs_set, UsersPrefsSetParams, scope="operator.write")
-    methods.add("diagnostics.lanes", diagnostics_lanes, OpenParams, scope=read)
-    methods.add("plugins.list", plugins_list, OpenParams, scope=read)
-    methods.add("environments.list", environments_list, OpenParams, scope=read)
-    methods.add("webSearch.status", web_search_status, OpenParams, scope=read)
-    methods.add("tools.catalog", tools_catalog, OpenParams, scope=read)
-    methods.add("last-heartbeat", last_heartbeat, OpenParams, scope=read)
+    # What this gateway has, for the Control UI's pages (params the schemas may not define).
+    for name, handler in (
+        ("diagnostics.lanes", diagnostics_lanes),
+        ("plugins.list", plugins_list),
+        ("environments.list", environments_list),
+        ("webSearch.status", web_search_status),
+        ("tools.catalog", tools_catalog),
+        ("last-heartbeat", last_heartbeat),
+    ):
+        methods.add(name, handler, OpenParams, scope=read)
     # Panels of features clawlane does not have: their empty answers.
     for name, answer in _EMPTY.items():
         methods.add(name, _empty(name, answer), OpenParams, scope=read)
