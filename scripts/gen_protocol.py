@@ -123,6 +123,8 @@ OPTIONAL_DEFINITIONS: Final = (
     "ChannelsStatusParams",
     "NodeListParams",
     "HooksStatusParams",
+    "ToolsCatalogParams",
+    "WebSearchStatusParams",
     # Scheduled runs (issue 15):
     "CronAddParams",
     "CronListParams",

@@ -80,9 +80,11 @@ from ._wire import SystemInfoParams as SystemInfoParams
 from ._wire import TalkCatalogParams as TalkCatalogParams
 from ._wire import TasksListParams as TasksListParams
 from ._wire import TaskSuggestionsListParams as TaskSuggestionsListParams
+from ._wire import ToolsCatalogParams as ToolsCatalogParams
 from ._wire import UpdateStatusParams as UpdateStatusParams
 from ._wire import UsersPrefsGetParams as UsersPrefsGetParams
 from ._wire import UsersPrefsSetParams as UsersPrefsSetParams
+from ._wire import WebSearchStatusParams as WebSearchStatusParams
 from ._wire_ext import AgentParams as AgentParams
 
 __all__ = [
@@ -155,9 +157,11 @@ __all__ = [
     "TalkCatalogParams",
     "TaskSuggestionsListParams",
     "TasksListParams",
+    "ToolsCatalogParams",
     "UpdateStatusParams",
     "UsersPrefsGetParams",
     "UsersPrefsSetParams",
+    "WebSearchStatusParams",
     "decode_inbound",
     "decode_params",
     "describe_exception",

@@ -184,9 +184,11 @@ __all__ = [
     "TaskSuggestionsListParams",
     "TasksListParams",
     "TickEvent",
+    "ToolsCatalogParams",
     "UpdateStatusParams",
     "UsersPrefsGetParams",
     "UsersPrefsSetParams",
+    "WebSearchStatusParams",
     "decode_params",
 ]
 
@@ -1792,6 +1794,21 @@ class HooksStatusParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True,
     agentId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
 
 
+class ToolsCatalogParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+    """`ToolsCatalogParams` (`#/definitions/ToolsCatalogParams`)."""
+
+    agentId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
+    includePlugins: bool | msgspec.UnsetType = msgspec.UNSET
+
+
+class WebSearchStatusParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+    """`WebSearchStatusParams` (`#/definitions/WebSearchStatusParams`)."""
+
+    agentId: Annotated[str, msgspec.Meta(min_length=1, max_length=512, pattern="\\S")] | msgspec.UnsetType = msgspec.UNSET
+    modelProvider: Annotated[str, msgspec.Meta(min_length=1, max_length=512, pattern="\\S")] | msgspec.UnsetType = msgspec.UNSET
+    modelId: Annotated[str, msgspec.Meta(min_length=1, max_length=512, pattern="\\S")] | msgspec.UnsetType = msgspec.UNSET
+
+
 class CronAddParamsOwner(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`CronAddParams.owner`."""
 
@@ -2526,6 +2543,7 @@ PARAMS_TYPES: Final[dict[str, type[msgspec.Struct]]] = {
     "channels.status": ChannelsStatusParams,
     "node.list": NodeListParams,
     "hooks.status": HooksStatusParams,
+    "tools.catalog": ToolsCatalogParams,
     "cron.add": CronAddParams,
     "cron.list": CronListParams,
     "cron.runs": CronRunsParams,

@@ -29,7 +29,7 @@ from runtime.logs import (
     LogRing,
     install_log_ring,
 )
-from runtime.model import AgentSpec, GenerationError
+from runtime.model import GenerationError
 from runtime.protocol import (
     AgentIdentityParams,
     AgentsListParams,
@@ -48,7 +48,7 @@ from runtime.protocol import (
 )
 
 from ._context import Call, MethodTable
-from ._submit import changed, key_of, session_actor, submit_message
+from ._submit import agent_spec, changed, key_of, session_actor, submit_message
 from ._views import agents_view, session_view
 
 
@@ -79,19 +79,9 @@ async def agents_list(call: Call, params: AgentsListParams) -> dict[str, Any]:
     return agents_view(call.gateway)
 
 
-def _agent_spec(call: Call, agent_id: str | None, session_key: str | None) -> AgentSpec:
-    """The agent named, or the one of `session_key` (`agent:<id>:...`), or the default."""
-    if agent_id is None and session_key and session_key.startswith("agent:"):
-        agent_id = session_key.split(":")[1]
-    try:
-        return call.gateway.supervisor.generation.agent(agent_id)
-    except GenerationError as exc:
-        raise invalid_request(str(exc)) from exc
-
-
 async def agent_identity(call: Call, params: AgentIdentityParams) -> dict[str, Any]:
     gen = call.gateway.supervisor.generation
-    spec = _agent_spec(call, opt(params.agentId), opt(params.sessionKey))
+    spec = agent_spec(call, opt(params.agentId), opt(params.sessionKey))
     entry = next((a for a in gen.config.agents.entries if a.id == spec.id), None)
     name = entry.name if entry is not None and entry.name else "Assistant"
     await trio.lowlevel.checkpoint()
@@ -220,7 +210,7 @@ async def skills_status(call: Call, params: SkillsStatusParams) -> dict[str, Any
     and environment variables a skill requires are all here (it is then listed in the
     system prompt: `modelVisible`), else what is `missing`."""
     sup = call.gateway.supervisor
-    spec = _agent_spec(call, opt(params.agentId), opt(params.sessionKey))
+    spec = agent_spec(call, opt(params.agentId), opt(params.sessionKey))
     workspace = await sup.workspace_for(spec.id, spec.workspace)
     roots = sup.turn_settings()["resource_roots"]
     snapshot = await skills_now(str(workspace), roots, sup.prompt_cache)
@@ -268,7 +258,7 @@ async def hooks_status(call: Call, params: HooksStatusParams) -> dict[str, Any]:
     """`openclaw hooks list`: none. clawlane loads no `HOOK.md` hooks (a workspace's
     `hooks/` is not read); its internal hooks are what plugins register in code."""
     sup = call.gateway.supervisor
-    spec = _agent_spec(call, opt(params.agentId), None)
+    spec = agent_spec(call, opt(params.agentId))
     workspace = await sup.workspace_for(spec.id, spec.workspace)
     return {
         "workspaceDir": str(workspace),

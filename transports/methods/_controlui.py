@@ -28,7 +28,6 @@ import psutil
 import trio
 
 from runtime.agent import commands_view
-from runtime.model import GenerationError
 from runtime.protocol import (
     UNAVAILABLE,
     ChatHistoryParams,
@@ -44,9 +43,11 @@ from runtime.protocol import (
     SystemInfoParams,
     TalkCatalogParams,
     TasksListParams,
+    ToolsCatalogParams,
     UpdateStatusParams,
     UsersPrefsGetParams,
     UsersPrefsSetParams,
+    WebSearchStatusParams,
     invalid_request,
     opt,
 )
@@ -56,7 +57,7 @@ from runtime.users import PrefsTooLarge, UserPrefsError
 
 from . import _sessions as sessions
 from ._context import Call, MethodTable
-from ._submit import key_of, session_actor
+from ._submit import agent_spec, key_of, session_actor
 from ._views import catalog_view, defaults_view, session_view
 
 MAX_VIEWED_SESSIONS: Final = 64
@@ -97,13 +98,13 @@ def register(methods: MethodTable) -> None:
     methods.add("system-presence", system_presence, None, scope=read)
     methods.add("users.prefs.get", prefs_get, UsersPrefsGetParams, scope=read)
     methods.add("users.prefs.set", prefs_set, UsersPrefsSetParams, scope="operator.write")
+    methods.add("webSearch.status", web_search_status, WebSearchStatusParams, scope=read)
+    methods.add("tools.catalog", tools_catalog, ToolsCatalogParams, scope=read)
     # What this gateway has, for the Control UI's pages (params the schemas may not define).
     for name, handler in (
         ("diagnostics.lanes", diagnostics_lanes),
         ("plugins.list", plugins_list),
         ("environments.list", environments_list),
-        ("webSearch.status", web_search_status),
-        ("tools.catalog", tools_catalog),
         ("last-heartbeat", last_heartbeat),
     ):
         methods.add(name, handler, OpenParams, scope=read)
@@ -176,16 +177,12 @@ async def environments_list(call: Call, params: OpenParams) -> dict[str, Any]:
     }
 
 
-async def web_search_status(call: Call, params: OpenParams) -> dict[str, Any]:
+async def web_search_status(call: Call, params: WebSearchStatusParams) -> dict[str, Any]:
     """No web search: clawlane's agents have no search tool and no search provider."""
     await trio.lowlevel.checkpoint()
-    raw = call.frame.params if isinstance(call.frame.params, dict) else {}
-    agent_id = raw.get("agentId") if isinstance(raw.get("agentId"), str) else None
-    gen = call.gateway.supervisor.generation
-    try:
-        defaults = defaults_view(gen, gen.agent(agent_id).id)
-    except GenerationError as exc:
-        raise invalid_request(f"invalid webSearch.status params: {exc}") from exc
+    defaults = defaults_view(
+        call.gateway.supervisor.generation, agent_spec(call, opt(params.agentId)).id
+    )
     return {
         "enabled": False,
         "provider": None,
@@ -208,18 +205,13 @@ async def web_search_status(call: Call, params: OpenParams) -> dict[str, Any]:
 _GROUP_LABELS: Final = {"fs": "Files", "runtime": "Runtime", "messaging": "Messaging"}
 
 
-async def tools_catalog(call: Call, params: OpenParams) -> dict[str, Any]:
+async def tools_catalog(call: Call, params: ToolsCatalogParams) -> dict[str, Any]:
     """The tools an agent may be given: the built-ins by group (`TOOL_GROUPS`), each with
     the profiles that include it (`PROFILES`; `full` has every tool), then each plugin's
     (`includePlugins`, on unless false). What the agent's own policy lets through is its
     config's `tools` (profile, allow, deny)."""
     await trio.lowlevel.checkpoint()
-    raw = call.frame.params if isinstance(call.frame.params, dict) else {}
-    agent_id = raw.get("agentId") if isinstance(raw.get("agentId"), str) else None
-    try:
-        agent = call.gateway.supervisor.generation.agent(agent_id)
-    except GenerationError as exc:
-        raise invalid_request(f"invalid tools.catalog params: {exc}") from exc
+    agent = agent_spec(call, opt(params.agentId))
     members = {
         name: (None if entries is None else expand_tool_names(entries))
         for name, entries in PROFILES.items()
@@ -239,7 +231,7 @@ async def tools_catalog(call: Call, params: OpenParams) -> dict[str, Any]:
         groups.append(
             {"id": gid, "label": _GROUP_LABELS.get(gid, gid), "source": "core", "tools": tools}
         )
-    if raw.get("includePlugins") is not False:
+    if opt(params.includePlugins) is not False:
         registry = call.gateway.supervisor.plugins
         by_name = {tool.name: tool for tool in registry.tools()}
         for record in sorted(registry.plugins.values(), key=lambda r: r.id):
@@ -313,19 +305,8 @@ def _metadata(call: Call, agent_id: str | None) -> dict[str, Any]:
     }
 
 
-def _agent_of(call: Call, agent_id: str | None, session_key: str | None) -> str:
-    gen = call.gateway.supervisor.generation
-    if agent_id is None and session_key:
-        key = key_of(call, session_key)
-        agent_id = key.split(":")[1] if key.startswith("agent:") else None
-    try:
-        return gen.agent(agent_id).id
-    except GenerationError as exc:
-        raise invalid_request(str(exc)) from exc
-
-
 async def chat_metadata(call: Call, params: ChatMetadataParams) -> dict[str, Any]:
-    agent_id = _agent_of(call, opt(params.agentId), opt(params.sessionKey))
+    agent_id = agent_spec(call, opt(params.agentId), opt(params.sessionKey)).id
     await trio.lowlevel.checkpoint()
     return _metadata(call, agent_id)
 
@@ -333,7 +314,7 @@ async def chat_metadata(call: Call, params: ChatMetadataParams) -> dict[str, Any
 async def models_auth_status(call: Call, params: ModelsAuthStatusParams) -> dict[str, Any]:
     """Each configured provider and where its credential comes from (never the secret)."""
     gen = call.gateway.supervisor.generation
-    agent_id = _agent_of(call, opt(params.agentId) or None, None)
+    agent_id = agent_spec(call, opt(params.agentId) or None).id
     providers = []
     for provider_id, pconf in gen.config.models.providers.items():
         available = any(e.available for e in gen.catalog_for(agent_id) if e.provider == provider_id)

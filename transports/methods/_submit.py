@@ -26,7 +26,7 @@ from actors import (
     Ticket,
 )
 from runtime.loop import now_ms
-from runtime.model import GenerationError, run_timeout_seconds
+from runtime.model import AgentSpec, GenerationError, run_timeout_seconds
 from runtime.protocol import UNAVAILABLE, GatewayError, RequestFrame, invalid_request
 from runtime.sessions import SessionKeyError
 
@@ -59,13 +59,22 @@ def key_of(call: Call, raw: str, agent_id: str | None = None) -> str:
         raise invalid_request(str(exc)) from exc
 
 
+def agent_spec(call: Call, agent_id: str | None, session_key: str | None = None) -> AgentSpec:
+    """The agent named, else the one `session_key` names (`agent:<id>:...`), else the
+    default; an unknown one is `INVALID_REQUEST`."""
+    if agent_id is None and session_key:
+        key = key_of(call, session_key)
+        agent_id = key.split(":")[1] if key.startswith("agent:") else None
+    try:
+        return call.gateway.supervisor.generation.agent(agent_id)
+    except GenerationError as exc:
+        raise invalid_request(str(exc)) from exc
+
+
 async def session_actor(call: Call, key: str) -> SessionActor:
     sup = call.gateway.supervisor
     agent_id = key.split(":")[1] if key.startswith("agent:") else sup.generation.default_agent
-    try:
-        sup.generation.agent(agent_id)
-    except GenerationError as exc:
-        raise invalid_request(str(exc)) from exc
+    agent_spec(call, agent_id)
     return await sup.session(key, agent_id)
 
 
