@@ -4,10 +4,12 @@
     run ended runId=r1 session=agent:main:main agent=main model=local/echo status=ok durationMs=5
         inputTokens=711 outputTokens=3 totalTokens=714
 
-They are on the hot path (thousands of runs a second): each function returns after one
+At DEBUG, as OpenClaw's gateway logs its runs (`embedded run agent start` / `end`): at the
+default `info` a gateway doing thousands of runs a second writes nothing per run that went
+well. A run that ends in an error logs at WARNING with its `error`; an aborted one at INFO,
+saying why (`abortReason`). They are on the hot path: each function returns after one
 `isEnabledFor` check when the level is off, and the fields are gathered only when it is on
-(the text itself is rendered by the handler). A run that ends in an error logs at WARNING
-with its `error`; aborted runs say why (`abortReason`).
+(the text itself is rendered by the handler).
 """
 
 from __future__ import annotations
@@ -23,20 +25,21 @@ if TYPE_CHECKING:
 __all__ = ["log_run_ended", "log_run_started", "run_log"]
 
 run_log: Final = logging.getLogger("clawlane.runs")
-_INFO: Final = logging.INFO
-_WARNING: Final = logging.WARNING
+_DEBUG: Final = logging.DEBUG
+_LEVELS: Final = {"error": logging.WARNING, "aborted": logging.INFO}
+"""The level of a `run ended` line by the run's status (any other: DEBUG)."""
 
 
 def log_run_started(record: RunRecord, model: str | None) -> None:
     """The run got its lane and starts its first model turn. Not a checkpoint."""
-    if not run_log.isEnabledFor(_INFO):
+    if not run_log.isEnabledFor(_DEBUG):
         return
     queued = (
         record.started_at - record.accepted_at
         if record.started_at is not None and record.accepted_at
         else None
     )
-    run_log.info(
+    run_log.debug(
         LogEvent(
             "run started",
             {
@@ -53,7 +56,7 @@ def log_run_started(record: RunRecord, model: str | None) -> None:
 
 def log_run_ended(record: RunRecord) -> None:
     """The run has its terminal state (`record.status`). Not a checkpoint."""
-    level = _WARNING if record.status == "error" else _INFO
+    level = _LEVELS.get(record.status, _DEBUG)
     if not run_log.isEnabledFor(level):
         return
     meta: dict[str, Any] = (record.final or {}).get("meta") or {}

@@ -26,7 +26,7 @@ import trio
 from tests.actors._cluster_nodes import REDIS_URL, drop_prefix, free_port, redis_or_skip
 from tests.actors._databases import pg_url
 from transports._auth import read_token_file, token_path
-from transports._client import GatewayClientError, open_gateway_client
+from transports._client import GatewayClientError, GatewayRequestError, open_gateway_client
 from transports._loadtest_gateway import _read_listening_url
 from transports._workers import MAX_RESTARTS
 
@@ -167,8 +167,9 @@ async def test_logs_tail_on_any_worker_shows_every_workers_lines(
     tmp_path: Path, pg_url: str
 ) -> None:
     """`logs.tail` (`openclaw logs`) answers the whole gateway's lines on every worker
-    without `logging.file`: a run served by each worker is in the tail read through the
-    other one (each worker's ring would hold only its own), from one file in the state dir."""
+    without `logging.file`: a run served by each worker (one that fails: a run that goes
+    well logs at DEBUG) is in the tail read through the other one (each worker's ring would
+    hold only its own), from one file in the state dir."""
     with trio.fail_after(90):
         async with run_workers(tmp_path, pg_url) as workers:
             runs: dict[str, str] = {}
@@ -179,9 +180,9 @@ async def test_logs_tail_on_any_worker_shows_every_workers_lines(
                     if node in runs:
                         continue
                     runs[node] = run_id = f"logged-{node}-{secrets.token_hex(4)}"
-                    params = {"message": "log me", "idempotencyKey": run_id}
-                    final = await client.request("agent", params, expect_final=True, timeout=30)
-                    assert final["status"] == "ok"
+                    params = {"message": "[[fail:auth:bad key]] log me", "idempotencyKey": run_id}
+                    with pytest.raises(GatewayRequestError, match="bad key"):
+                        await client.request("agent", params, expect_final=True, timeout=30)
                 if set(runs) == NODES:
                     break
             assert set(runs) == NODES

@@ -179,11 +179,31 @@ async def test_connections_and_runs_tell_their_story(tmp_path: Path) -> None:
     assert started["log-r1"]["session"] == "agent:main:story"
     assert started["log-r1"]["model"] == "local/echo" and started["log-r1"]["agent"] == "main"
     ok = ended["log-r1"]
-    assert ok["status"] == "ok" and ok["_level"] == "INFO" and ok["model"] == "local/echo"
+    assert ok["status"] == "ok" and ok["_level"] == "DEBUG" and ok["model"] == "local/echo"
+    assert started["log-r1"]["_level"] == "DEBUG"  # as OpenClaw logs its runs
     assert ok["durationMs"] >= 0 and ok["totalTokens"] == ok["inputTokens"] + ok["outputTokens"]
     assert ok["totalTokens"] > 0
     bad = ended["log-r2"]
     assert bad["status"] == "error" and bad["_level"] == "WARNING" and "bad key" in bad["error"]
+
+
+async def test_at_info_only_the_runs_that_did_not_go_well_are_logged(tmp_path: Path) -> None:
+    with watch_logs(logging.INFO) as logs, trio.fail_after(20):
+        async with (
+            running_gateway(tmp_path) as gw,
+            open_client(gw, scopes=ADMIN) as client,
+        ):
+            await client.request(
+                "agent", {"message": "fine", "idempotencyKey": "info-ok"}, expect_final=True
+            )
+            slow = {"message": "slow [[deltas:500]] [[delay:20]]", "idempotencyKey": "info-ab"}
+            await client.request("agent", {**slow, "sessionKey": "held"})
+            await client.request("chat.abort", {"sessionKey": "agent:main:held"})
+            await logs.wait_for(lambda w: bool(w.events("run ended")))
+    [aborted] = logs.events("run ended")
+    assert aborted["runId"] == "info-ab" and aborted["status"] == "aborted"
+    assert aborted["_level"] == "INFO" and aborted["abortReason"] == "rpc"
+    assert not logs.events("run started")
 
 
 async def test_provider_retries_and_fallbacks_are_logged(tmp_path: Path) -> None:
@@ -351,13 +371,19 @@ async def test_the_gateway_process_logs_json_lines_from_startup_to_shutdown(
                     await client.request(
                         "agent", {"message": "hi", "idempotencyKey": "json1"}, expect_final=True
                     )
+                    with pytest.raises(GatewayRequestError, match="bad key"):
+                        params = {"message": "[[fail:auth:bad key]]", "idempotencyKey": "json2"}
+                        await client.request("agent", params, expect_final=True)
             finally:
                 proc.send_signal(signal.SIGINT)
                 await proc.wait()
     assert proc.returncode == 0
     assert lines[0]["level"] == "info" and lines[0]["logger"] == "clawlane.gateway"
     assert "listening on ws://127.0.0.1:" in lines[0]["msg"]
-    ended = [e for e in lines if e["msg"] == "run ended"]
-    assert ended and ended[0]["runId"] == "json1" and ended[0]["status"] == "ok"
-    assert {"connection opened", "connection closed", "run started"} <= {e["msg"] for e in lines}
+    # at `info` a run that went well logs nothing (DEBUG, as OpenClaw); a failed one WARNING
+    [ended] = [e for e in lines if e["msg"] == "run ended"]
+    assert ended["runId"] == "json2" and ended["status"] == "error"
+    assert ended["level"] == "warning" and "bad key" in ended["error"]
+    assert {"connection opened", "connection closed"} <= {e["msg"] for e in lines}
+    assert "run started" not in {e["msg"] for e in lines}
     assert lines[-1]["msg"] == "clawlane gateway stopped"
