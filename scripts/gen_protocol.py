@@ -124,6 +124,7 @@ OPTIONAL_DEFINITIONS: Final = (
     "NodeListParams",
     "HooksStatusParams",
     "ToolsCatalogParams",
+    "ToolsEffectiveParams",
     "WebSearchStatusParams",
     # Scheduled runs (issue 15):
     "CronAddParams",

@@ -81,6 +81,7 @@ from ._wire import TalkCatalogParams as TalkCatalogParams
 from ._wire import TasksListParams as TasksListParams
 from ._wire import TaskSuggestionsListParams as TaskSuggestionsListParams
 from ._wire import ToolsCatalogParams as ToolsCatalogParams
+from ._wire import ToolsEffectiveParams as ToolsEffectiveParams
 from ._wire import UpdateStatusParams as UpdateStatusParams
 from ._wire import UsersPrefsGetParams as UsersPrefsGetParams
 from ._wire import UsersPrefsSetParams as UsersPrefsSetParams
@@ -158,6 +159,7 @@ __all__ = [
     "TaskSuggestionsListParams",
     "TasksListParams",
     "ToolsCatalogParams",
+    "ToolsEffectiveParams",
     "UpdateStatusParams",
     "UsersPrefsGetParams",
     "UsersPrefsSetParams",

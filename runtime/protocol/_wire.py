@@ -185,6 +185,7 @@ __all__ = [
     "TasksListParams",
     "TickEvent",
     "ToolsCatalogParams",
+    "ToolsEffectiveParams",
     "UpdateStatusParams",
     "UsersPrefsGetParams",
     "UsersPrefsSetParams",
@@ -1801,6 +1802,13 @@ class ToolsCatalogParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True
     includePlugins: bool | msgspec.UnsetType = msgspec.UNSET
 
 
+class ToolsEffectiveParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+    """`ToolsEffectiveParams` (`#/definitions/ToolsEffectiveParams`)."""
+
+    sessionKey: Annotated[str, msgspec.Meta(min_length=1)]
+    agentId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
+
+
 class WebSearchStatusParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`WebSearchStatusParams` (`#/definitions/WebSearchStatusParams`)."""
 
@@ -2544,6 +2552,7 @@ PARAMS_TYPES: Final[dict[str, type[msgspec.Struct]]] = {
     "node.list": NodeListParams,
     "hooks.status": HooksStatusParams,
     "tools.catalog": ToolsCatalogParams,
+    "tools.effective": ToolsEffectiveParams,
     "cron.add": CronAddParams,
     "cron.list": CronListParams,
     "cron.runs": CronRunsParams,

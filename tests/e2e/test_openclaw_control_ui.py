@@ -380,3 +380,46 @@ async def test_the_plugins_and_systems_pages_list_what_this_gateway_has(tmp_path
     [weather] = groups["plugin:ui_plugin"]["tools"]
     assert weather["source"] == "plugin" and weather["defaultProfiles"] == ["full"]
     assert [g["id"] for g in core_only["groups"]] == ["fs", "runtime", "messaging"]
+
+
+async def test_the_agents_tools_panel_shows_what_a_run_in_the_session_is_offered(
+    tmp_path: Path,
+) -> None:
+    """`tools.effective`: the tools the agent's policy lets through, built-ins then the
+    plugins' (validated as `ToolsEffectiveResult`); a session must exist."""
+    plugin = tmp_path / "ui_plugin.py"
+    plugin.write_text(PLUGIN)
+    coder = {"id": "coder", "tools": {"profile": "coding", "deny": ["exec"]}}
+    cfg = local_config(
+        gateway__auth={"mode": "none"},
+        gateway__controlUi={"allowedOrigins": [UI_ORIGIN]},
+        plugins__load=[str(plugin)],
+        agents__list=[{"id": "main", "default": True}, coder],
+    )
+    with trio.fail_after(30):
+        async with (
+            running_gateway(tmp_path / "gw", cfg) as gw,
+            openclaw_client(gw, CONTROL_UI_CONNECT) as c,
+        ):
+            for key in (MAIN, "agent:coder:work"):
+                params = {"sessionKey": key, "message": "hi", "idempotencyKey": f"t-{key}"}
+                await c.call("chat.send", params)
+                await c.call("agent.wait", {"runId": f"t-{key}", "timeoutMs": 10_000})
+            full = await c.call("tools.effective", {"sessionKey": MAIN})
+            coding = await c.call("tools.effective", {"sessionKey": "agent:coder:work"})
+            unknown = await c.call("tools.effective", {"sessionKey": "agent:main:nope"}, ok=False)
+            other = {"sessionKey": MAIN, "agentId": "coder"}
+            mismatch = await c.call("tools.effective", other, ok=False)
+    assert full["agentId"] == "main" and full["profile"] == "full"
+    core, connected = full["groups"]
+    assert core["id"] == "core" and core["label"] == "Built-in tools"
+    assert [t["id"] for t in core["tools"]] == ["read", "write", "edit", "exec", "message"]
+    assert core["tools"][0]["label"] == "Read" and core["tools"][0]["rawDescription"]
+    [weather] = connected["tools"]
+    assert connected["label"] == "Connected tools" and weather["pluginId"] == "ui_plugin"
+    assert weather["description"] == "The weather in a city." and weather["source"] == "plugin"
+    assert coding["agentId"] == "coder" and coding["profile"] == "coding"
+    [only] = coding["groups"]
+    assert [t["id"] for t in only["tools"]] == ["read", "write", "edit", "message"]
+    assert unknown["code"] == "INVALID_REQUEST" and "unknown session key" in unknown["message"]
+    assert mismatch["code"] == "INVALID_REQUEST" and "does not match" in mismatch["message"]

@@ -27,7 +27,7 @@ import msgspec
 import psutil
 import trio
 
-from runtime.agent import commands_view
+from runtime.agent import TurnServices, commands_view
 from runtime.protocol import (
     UNAVAILABLE,
     ChatHistoryParams,
@@ -44,6 +44,7 @@ from runtime.protocol import (
     TalkCatalogParams,
     TasksListParams,
     ToolsCatalogParams,
+    ToolsEffectiveParams,
     UpdateStatusParams,
     UsersPrefsGetParams,
     UsersPrefsSetParams,
@@ -100,6 +101,7 @@ def register(methods: MethodTable) -> None:
     methods.add("users.prefs.set", prefs_set, UsersPrefsSetParams, scope="operator.write")
     methods.add("webSearch.status", web_search_status, WebSearchStatusParams, scope=read)
     methods.add("tools.catalog", tools_catalog, ToolsCatalogParams, scope=read)
+    methods.add("tools.effective", tools_effective, ToolsEffectiveParams, scope=read)
     # What this gateway has, for the Control UI's pages (params the schemas may not define).
     for name, handler in (
         ("diagnostics.lanes", diagnostics_lanes),
@@ -252,6 +254,64 @@ async def tools_catalog(call: Call, params: ToolsCatalogParams) -> dict[str, Any
                 )
     profiles = [{"id": p, "label": p.capitalize()} for p in PROFILES]
     return {"agentId": agent.id, "profiles": profiles, "groups": groups}
+
+
+_SOURCE_LABELS: Final = {"core": "Built-in tools", "plugin": "Connected tools"}
+_SUMMARY_MAX: Final = 120
+
+
+async def tools_effective(call: Call, params: ToolsEffectiveParams) -> dict[str, Any]:
+    """The tools a run in the session would be offered now: the built-ins and the loaded
+    plugins' tools that the agent's policy (`tools`: profile, allow, deny) lets through,
+    grouped by source as OpenClaw groups them (`core`, then `plugin`). The session must
+    exist; an `agentId` other than the session's is `INVALID_REQUEST`."""
+    sup = call.gateway.supervisor
+    key = key_of(call, params.sessionKey)
+    if await sup.store.get_session(key) is None:
+        raise invalid_request(f'unknown session key "{params.sessionKey}"')
+    agent = agent_spec(call, None, key)
+    requested = opt(params.agentId)
+    if requested is not None and requested != agent.id:
+        raise invalid_request(f'agent id "{requested}" does not match session agent "{agent.id}"')
+    policy = TurnServices.tool_policy(sup.generation, agent.id)
+    owner = {name: r.id for r in sup.plugins.plugins.values() for name in r.tools}
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for tool in policy.filter([*builtin_tools(), *sup.plugins.tools()]):
+        raw = str(getattr(tool, "description", "") or "")
+        source = "plugin" if tool.name in owner else "core"
+        entry = {"id": tool.name, "label": _title(tool.name), "description": _summary(raw)}
+        entry |= {"rawDescription": raw, "source": source}
+        if source == "plugin":
+            entry["pluginId"] = owner[tool.name]
+        groups.setdefault(source, []).append(entry)
+    return {
+        "agentId": agent.id,
+        "profile": policy.profile or "full",
+        "groups": [
+            {"id": source, "label": label, "source": source, "tools": groups[source]}
+            for source, label in _SOURCE_LABELS.items()
+            if source in groups
+        ],
+    }
+
+
+def _title(name: str) -> str:
+    """A tool's display title as OpenClaw makes one: words capitalised, `_` as spaces."""
+    words = name.replace("_", " ").split()
+    return " ".join(w if len(w) <= 2 and w.isupper() else w[:1].upper() + w[1:] for w in words)
+
+
+def _summary(description: str) -> str:
+    """The first line of a tool's description, one line of at most 120 characters."""
+    first = next((line for line in description.splitlines() if line.strip()), "")
+    text = " ".join(first.split())
+    if not text:
+        return "Tool"
+    if len(text) <= _SUMMARY_MAX:
+        return text
+    cut = text[: _SUMMARY_MAX - 3]
+    space = cut.rfind(" ")
+    return (cut[:space] if space >= 48 else cut).rstrip() + "..."
 
 
 async def last_heartbeat(call: Call, params: OpenParams) -> None:
