@@ -53,7 +53,7 @@ from runtime.agent import (
     run_turn,
 )
 from runtime.llm import Message, UserMessage, estimate_message_tokens
-from runtime.loop import RunProgress, RunTools, SteerInbox, now_ms
+from runtime.loop import RunProgress, RunTools, SteerInbox, now_ms, provider_clean
 from runtime.model import ModelRuntimeGeneration
 from runtime.sessions import (
     MessageEntry,
@@ -103,6 +103,7 @@ class SessionActor:
     durably since): accepting a run then needs no write before its ack."""
     _history: list[Message] | None = None
     _history_tokens: int | None = None
+    _history_clean: bool | None = None
     """The estimated size of `_history` (None: not known, count it again)."""
     _builder: TranscriptBuilder | None = None
     _queue_settings: tuple[tuple[object, ...], QueueSettings] | None = None
@@ -369,7 +370,7 @@ class SessionActor:
         """Drop the in-memory transcript: the next use loads it from the store (after a
         write failed, what is in memory is not what is stored). Not a checkpoint."""
         self._history = None
-        self._history_tokens = None
+        self._history_tokens = self._history_clean = None
         self._builder = None
 
     async def compact(
@@ -406,7 +407,7 @@ class SessionActor:
             if done is None:
                 return {"compacted": False}
             self._history = list(done.context)
-            self._history_tokens = None
+            self._history_tokens = self._history_clean = None
             self.row = msgspec.structs.replace(
                 self.row,
                 compactionCount=self.row.compactionCount + 1,
@@ -474,7 +475,7 @@ class SessionActor:
                     row = msgspec.structs.replace(row, agentId=self.agent_id)
                 # A new session id has no transcript yet: nothing to load.
                 self._history, self._builder, self._message_seq = [], TranscriptBuilder(), 0
-                self._history_tokens = 0
+                self._history_tokens, self._history_clean = 0, True
             else:
                 self.row_persisted = True
             self.row = row
@@ -488,7 +489,7 @@ class SessionActor:
                 self.row.sessionId
             )
             self._history = build_context(entries)
-            self._history_tokens = None
+            self._history_tokens = self._history_clean = None
             self._builder = TranscriptBuilder.from_entries(entries)
             self._message_seq = sum(1 for e in entries if isinstance(e, MessageEntry))
         return self._history, self._builder
@@ -498,6 +499,15 @@ class SessionActor:
         self._history.extend(messages)
         if self._history_tokens is not None:
             self._history_tokens += sum(estimate_message_tokens(m) for m in messages)
+        if self._history_clean:
+            self._history_clean = provider_clean(messages)
+
+    def history_clean(self) -> bool:
+        """Whether the context is as a provider sees it (`provider_clean`): kept as it
+        grows, so a run need not walk it all. Not a checkpoint."""
+        if self._history_clean is None:
+            self._history_clean = provider_clean(self._history or ())
+        return self._history_clean
 
     def history_tokens(self) -> int:
         """The estimated size of the session's context messages. Not a checkpoint."""
@@ -537,7 +547,7 @@ class SessionActor:
             label=self.row.label,
         )
         self._history = []
-        self._history_tokens = None
+        self._history_tokens = self._history_clean = None
         self.row_persisted = False
         self._builder = TranscriptBuilder()
         self._message_seq = 0
@@ -652,6 +662,7 @@ class SessionActor:
                 steer_inbox=req.inbox,
                 history=list(history),
                 history_tokens=self.history_tokens(),
+                history_clean=self.history_clean(),
                 model_ref=req.model_ref or self._model_override() or agent.primary,
                 extra_system_prompt=req.extra_system_prompt,
                 workspace=workspace,
@@ -729,7 +740,7 @@ class SessionActor:
                 self._extend_history(messages)
             else:
                 self._history[:] = context
-                self._history_tokens = None
+                self._history_tokens = self._history_clean = None
         row = self.row = ended_row(self.row, rec, progress, turn)
         running = self.running
         journal = running.end_row() if running is not None and running.record is rec else None

@@ -59,6 +59,8 @@ class TurnCompactor:
     ctx: AgentHookContext
     history: list[Message]
     history_tokens: int | None = None
+    history_clean: bool = False
+    """`history` is as a provider sees it (`TurnSpec.history_clean`) until compacted."""
     _ids: list[str | None] | None = None
     _fixed_tokens: int | None = None
     """System prompt, tool schemas, history and the user message: what does not change
@@ -179,6 +181,7 @@ class TurnCompactor:
             self.history = [head]
             self._ids = [None]
         self._fixed_tokens = self.history_tokens = None
+        self.history_clean = False
         after_items = [head, *items[cut:]]
         tokens_after = estimate_context_tokens(self.system_prompt, after_items, self.tools)
         self.result.compactions.append(

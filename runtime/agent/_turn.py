@@ -504,12 +504,13 @@ async def _attempts(turn: _Turn, blocks: BlockPipeline | None) -> None:
         ctx=turn.ctx,
         history=list(spec.history),
         history_tokens=spec.history_tokens,
+        history_clean=spec.history_clean,
     )
     if compactor.over_budget():
         await compactor.compact("auto-threshold", will_retry=False, whole_run=False)
     while True:
         try:
-            await _attempt(turn, stream, compactor.history)
+            await _attempt(turn, stream, compactor)
             break
         except ProviderError as exc:
             if (
@@ -534,10 +535,12 @@ async def _attempts(turn: _Turn, blocks: BlockPipeline | None) -> None:
     result.reasoning_text = reasoning_text(progress.messages)
 
 
-async def _attempt(turn: _Turn, stream: _TurnStream, history: Sequence[Message]) -> None:
-    """One run of the attempt loop (or the model's harness) from `history` on, continuing
-    from what the run already did."""
+async def _attempt(turn: _Turn, stream: _TurnStream, compactor: TurnCompactor) -> None:
+    """One run of the attempt loop (or the model's harness) from the compactor's history
+    on, continuing from what the run already did."""
     spec, model = turn.spec, turn.model
+    history = compactor.history
+    clean = compactor.history_clean
     inp = AgentRunInput(
         run_id=spec.run_id,
         provider=turn.provider,
@@ -556,6 +559,8 @@ async def _attempt(turn: _Turn, stream: _TurnStream, history: Sequence[Message])
         steer_inbox=spec.steer_inbox,
         resume=list(turn.progress.messages),
         max_attempts=spec.max_attempts,
+        history_clean=clean,
+        history_tokens=compactor.history_tokens if clean else None,
     )
     if model.harness is not None:
         await model.harness.run(inp, stream, turn.progress)

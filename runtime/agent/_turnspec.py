@@ -51,6 +51,9 @@ class TurnSpec:
     model_ref: str
     history_tokens: int | None = None
     """`history`'s estimated size when the caller knows it (else it is counted)."""
+    history_clean: bool = False
+    """`history` is as a provider sees it (`runtime.loop.provider_clean`), as the caller
+    knows: the attempts send it without walking it again."""
     system_prompt: str = BASE_SYSTEM_PROMPT
     extra_system_prompt: str | None = None
     workspace_dir: str | None = None

@@ -150,8 +150,14 @@ _UNPACED_BURST: Final = 8
 
 def request_tokens(request: ModelRequest) -> int:
     """The size of a request as compaction estimates it: characters / 4 (rounded up) of the
-    system prompt, of each message, and of the tool schemas."""
-    return estimate_context_tokens(request.system_prompt, request.messages, request.tools)
+    system prompt, of each message, and of the tool schemas (the leading messages counted
+    already when the request says so: `known_tokens`)."""
+    known = request.known_tokens
+    if known is None:
+        return estimate_context_tokens(request.system_prompt, request.messages, request.tools)
+    count, tokens = known
+    rest = request.messages[count:]
+    return tokens + estimate_context_tokens(request.system_prompt, rest, request.tools)
 
 
 def _summary_reply(prompt: str) -> str:

@@ -105,6 +105,10 @@ class ModelRequest(msgspec.Struct, frozen=True):
     tools: list[ToolSpec] = []
     params: dict[str, Any] = {}
     reasoning: bool = False
+    known_tokens: tuple[int, int] | None = None
+    """(n, tokens): the first n `messages` are `tokens` by `estimate_message_tokens`, as the
+    caller counted them already (the session's context, kept as it grows): what sizes the
+    request (the `local` model's usage) need not walk them again. Sent to no provider."""
 
 
 # --- deltas ------------------------------------------------------------------------------

@@ -161,6 +161,11 @@ class AgentRunInput:
     resume: Sequence[Message] = ()
     """Messages this run already produced after `user_message` (a retry after compaction
     continues from them instead of starting over)."""
+    history_clean: bool = False
+    """`history` is as a provider sees it already (`provider_clean`): it is sent as it is,
+    not walked again (the session knows, as its context grows)."""
+    history_tokens: int | None = None
+    """`history`'s size by `estimate_message_tokens`, when known (with `history_clean`)."""
 
 
 @attrs.define
@@ -227,6 +232,25 @@ def provider_history(messages: Sequence[Message]) -> list[Message]:
     return out
 
 
+def provider_clean(messages: Sequence[Message]) -> bool:
+    """Whether `provider_history` keeps `messages` whole: no assistant turn that ended in
+    an error, every tool call answered among them. Two clean runs of messages make a clean
+    whole (a run's tool results answer its own calls), so a session keeps this as its
+    context grows instead of walking it all for every run."""
+    calls: set[str] = set()
+    for m in messages:
+        if isinstance(m, AssistantMessage):
+            if m.stopReason == "error":
+                return False
+            content = m.content
+            if len(content) == 1 and type(content[0]) is TextContent:
+                continue
+            calls.update(c.id for c in content if isinstance(c, ToolCallContent))
+        elif isinstance(m, ToolResultMessage):
+            calls.discard(m.toolCallId)
+    return not calls
+
+
 def _user_text(message: UserMessage) -> str:
     if isinstance(message.content, str):
         return message.content
@@ -239,11 +263,13 @@ async def run_agent(inp: AgentRunInput, emit: Emit, progress: RunProgress) -> Ru
     Each model turn goes through `stream_with_retry`: retryable failures before any output
     are retried with backoff; the LLM idle watchdog (`idle_timeout`) aborts a silent stream.
     """
+    clean = inp.history_clean
     transcript: list[Message] = [
-        *provider_history(inp.history),
+        *(inp.history if clean else provider_history(inp.history)),
         inp.user_message,
         *provider_history(inp.resume),
     ]
+    known = (len(inp.history), inp.history_tokens) if clean and inp.history_tokens else None
     specs = inp.tools.specs()
     hooks = inp.hooks
     while True:
@@ -254,6 +280,7 @@ async def run_agent(inp: AgentRunInput, emit: Emit, progress: RunProgress) -> Ru
             messages=transcript,
             tools=specs,
             params=inp.params,
+            known_tokens=known,
         )
         if hooks is not None and hooks.has("llm_input"):
             await _fire_llm_input(hooks, inp, transcript)
@@ -453,5 +480,6 @@ __all__ = [
     "ToolOutcome",
     "ToolRunner",
     "now_ms",
+    "provider_clean",
     "run_agent",
 ]
