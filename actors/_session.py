@@ -50,6 +50,7 @@ from runtime.agent import (
     persist_run,
     run_guarded,
     run_messages,
+    run_tags,
     run_turn,
 )
 from runtime.llm import Message, UserMessage, estimate_message_tokens
@@ -691,29 +692,9 @@ class SessionActor:
             )
 
     def _row_tags(self, rec: RunRecord, messages: list[Message]) -> list[MessageTags]:
-        """Each row's idempotency key, as OpenClaw writes them: `<runId>:user` for the run's
-        message and for each message steered into it (with the run it joined)."""
         running = self.running
         steered = list(running.inbox.taken_keys) if running and running.inbox else []
-        tags: list[MessageTags] = []
-        for i, message in enumerate(messages):
-            if isinstance(message, UserMessage):
-                if i == 0:
-                    tags.append(
-                        MessageTags(idempotency_key=f"{rec.run_id}:user", run_id=rec.run_id)
-                    )
-                    continue
-                key = steered.pop(0) if steered else None
-                tags.append(
-                    MessageTags(
-                        idempotency_key=f"{key}:user" if key else None,
-                        run_id=key,
-                        steer_target=rec.run_id if key else None,
-                    )
-                )
-            else:
-                tags.append(MessageTags(run_id=rec.run_id))
-        return tags
+        return run_tags(rec.run_id, messages, steered)
 
     def record_end(
         self,

@@ -22,6 +22,7 @@ from ._run import ended_row as ended_row
 from ._run import final_payload as final_payload
 from ._run import run_guarded as run_guarded
 from ._run import run_messages as run_messages
+from ._run import run_tags as run_tags
 from ._services import TurnServices as TurnServices
 from ._slash import QUEUE_MODES as QUEUE_MODES
 from ._slash import REASONING_MODES as REASONING_MODES
@@ -79,6 +80,7 @@ __all__ = [
     "persist_run",
     "run_guarded",
     "run_messages",
+    "run_tags",
     "run_turn",
     "skills_now",
     "system_prompt_report",

@@ -31,6 +31,7 @@ from ..llm._types import AssistantMessage, Message, ProviderError, TextContent, 
 from ..model._generation import GenerationError
 from ..protocol import ClawlaneError, describe_exception
 from ..sessions._sessions import SessionRow
+from ._compaction import MessageTags
 from ._reply import ToolErrorInfo, build_final_payloads
 
 if TYPE_CHECKING:
@@ -47,6 +48,7 @@ __all__ = [
     "final_payload",
     "run_guarded",
     "run_messages",
+    "run_tags",
 ]
 
 log = logging.getLogger("clawlane.run")
@@ -262,6 +264,30 @@ def run_messages(state: RunState, progress: RunProgress, user: UserMessage | Non
             )
         )
     return messages
+
+
+def run_tags(
+    run_id: str, messages: Sequence[Message], steered: list[str | None]
+) -> list[MessageTags]:
+    """Each transcript row's idempotency key, as OpenClaw writes them: `<runId>:user` for
+    the run's message (`messages[0]`) and, for each message steered into it, the key of the
+    request it came from (`steered`, in order; it joined run `run_id`)."""
+    tags: list[MessageTags] = []
+    for i, message in enumerate(messages):
+        if not isinstance(message, UserMessage):
+            tags.append(MessageTags(run_id=run_id))
+        elif i == 0:
+            tags.append(MessageTags(idempotency_key=f"{run_id}:user", run_id=run_id))
+        else:
+            key = steered.pop(0) if steered else None
+            tags.append(
+                MessageTags(
+                    idempotency_key=f"{key}:user" if key else None,
+                    run_id=key,
+                    steer_target=run_id if key else None,
+                )
+            )
+    return tags
 
 
 def ended_row(
