@@ -1,5 +1,5 @@
-"""The root of the actors' errors, and the store's (raised by `actors._store` and by its
-SQLite side, `actors._sqlite`); the whole tree is drawn in the package's face."""
+"""The root of the actors' errors, and the store's (raised by `actors.store._store` and by its
+SQLite side, `actors.store._sqlite`); the whole tree is drawn in the package's face."""
 
 from __future__ import annotations
 

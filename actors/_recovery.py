@@ -1,4 +1,4 @@
-"""Startup: what the run journal (`actors._journal`) says about the previous process.
+"""Startup: what the run journal (`actors.store._journal`) says about the previous process.
 
 `recover_runs` runs once, before the gateway listens:
 
@@ -31,13 +31,10 @@ import msgspec
 from runtime.llm import AssistantMessage, Message, TextContent, UserMessage
 from runtime.loop import now_ms
 
-from ._hub import EventHub
-from ._journal import INTERRUPTED, AcceptedRun, JournalRow, RunOutcome, accepted_row, ended_row
-from ._lane import LaneFull
-from ._record import RunRecord
-from ._registry import DEDUPE_MAX, DEDUPE_TTL_S
-from ._request import RunRequest
 from ._supervisor import RunRefused
+from .runs import DEDUPE_MAX, DEDUPE_TTL_S, EventHub, RunRecord
+from .session import LaneFull, RunRequest
+from .store import INTERRUPTED, AcceptedRun, JournalRow, RunOutcome, accepted_row, ended_row
 
 if TYPE_CHECKING:
     from ._supervisor import Supervisor

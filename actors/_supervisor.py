@@ -10,7 +10,7 @@ crash never reaches another.
 Accepting a run is one step, `accept_run`: the run is registered, its event stream opened
 and it is queued on its session's lane, or (when any of that fails) it ends at once with
 its terminal event; nothing in between can leave a record that never ends. The order in
-which runs reach a session's lane is fixed by `order` (`actors._order`) when the requests
+which runs reach a session's lane is fixed by `order` (`actors.runs._order`) when the requests
 are received.
 
 Persistence is never awaited on a run's way in: writes go to the store without blocking
@@ -45,20 +45,18 @@ from runtime.loop import now_ms
 from runtime.model import ModelRuntimeGeneration
 from runtime.sessions import SessionRow, TranscriptEntry, resolve_session_key
 
-from ._chat import ChatFlusher
 from ._errors import ActorError, StoreError
-from ._global_lane import GlobalLane
-from ._hub import EventHub, Subscriber
-from ._journal import JournalRow, RunOutcome, ended_row
-from ._lane import LaneFull, QueueSettings
-from ._order import SubmissionOrder
-from ._record import RunRecord
-from ._registry import RunRegistry
-from ._request import RunRequest
-from ._session import SessionActor
-from ._session_services import SessionCounters, SessionServices
-from ._store import Store
-from ._store_ops import Fence
+from .runs import ChatFlusher, EventHub, RunRecord, RunRegistry, SubmissionOrder, Subscriber
+from .session import (
+    GlobalLane,
+    LaneFull,
+    QueueSettings,
+    RunRequest,
+    SessionActor,
+    SessionCounters,
+    SessionServices,
+)
+from .store import Fence, JournalRow, RunOutcome, Store, ended_row
 
 log = logging.getLogger("clawlane.supervisor")
 

@@ -14,7 +14,7 @@ socket sink that reads and discards, so it never is the bottleneck) and ~190-byt
 
 Then clawlane on the same workloads, each as a ratio to its limit or target:
 
-- fan-out: the real `EventHub` and `transports._ws` writers, 100 connections watching 8
+- fan-out: the real `EventHub` and `transports.websocket._server` writers, 100 connections watching 8
   streaming runs; delivered frames/s ÷ the raw coalesced rate (batches of 64, 100 conns);
 - runs/s: `clawlane loadtest` against a gateway child process (1,000 sessions, the local
   model at zero delay); ÷ the 3,000 runs/s target;
@@ -383,7 +383,7 @@ async def raw_tasks(n: int) -> tuple[float, float]:
 
 
 class _Sub:
-    """What `transports._connection.ClientConnection` is to the hub, minus the requests."""
+    """What `transports.server._connection.ClientConnection` is to the hub, minus the requests."""
 
     def __init__(self, ws: WebSocketServerConnection, i: int) -> None:
         self.ws = ws

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """`clawlane loadtest` from a checkout: `.venv/bin/python scripts/loadtest.py --spawn ...`.
 
-The tool itself is `transports._loadtest` (`run_loadtest` for use from Python).
+The tool itself is `transports.loadtest._run` (`run_loadtest` for use from Python).
 """
 
 from __future__ import annotations

@@ -24,8 +24,8 @@ import trio
 from runtime.devices._device_auth import DeviceIdentity, SignedFields
 from runtime.model._config import Config, parse_config
 from transports import GatewayClient, GatewayOptions, open_gateway, open_gateway_client
-from transports._client import DEFAULT_SCOPES
-from transports._gateway import Gateway
+from transports.client._client import DEFAULT_SCOPES
+from transports.server._gateway import Gateway
 
 TEST_DEVICE = DeviceIdentity.generate()
 """The device every test client signs with (one key for the session: pairing it is cheap)."""

@@ -1,7 +1,8 @@
 """The house rules a reader relies on, checked on the source tree (issue 13):
 
-- imports point one way: `transports -> actors -> runtime`, and inside `runtime` from a
-  floor only to the floors below it (`FLOORS`: each floor and what it may import);
+- imports point one way: `transports -> actors -> runtime`, and inside each package from a
+  floor (a folder) only to the floors below it (`FLOORS`: each floor and what it may
+  import; every floor is listed), through the face of the floor it uses;
 - code crossing packages imports from faces (`runtime`, `runtime.<floor>`, `actors`,
   `transports`), never from another package's private modules;
 - no import circles between modules anywhere in the three packages (imports made only
@@ -22,7 +23,20 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES: Final = ("runtime", "actors", "transports")
 
+_RUNTIME_BELOW_AGENT: Final = frozenset(
+    {
+        "runtime.logs",
+        "runtime.llm",
+        "runtime.sessions",
+        "runtime.hooks",
+        "runtime.tools",
+        "runtime.loop",
+        "runtime.model",
+    }
+)
+
 FLOORS: Final[dict[str, frozenset[str]]] = {
+    # runtime: the domain
     "runtime.protocol": frozenset(),
     "runtime.logs": frozenset(),
     "runtime.llm": frozenset({"runtime.logs"}),
@@ -33,23 +47,81 @@ FLOORS: Final[dict[str, frozenset[str]]] = {
     "runtime.model": frozenset(
         {"runtime.logs", "runtime.llm", "runtime.sessions", "runtime.hooks", "runtime.loop"}
     ),
-    "runtime.agent": frozenset(
+    "runtime.agent": _RUNTIME_BELOW_AGENT,
+    "runtime.plugin_sdk": _RUNTIME_BELOW_AGENT,
+    "runtime.devices": frozenset(),
+    "runtime.users": frozenset({"runtime.devices"}),
+    "runtime.cron": frozenset(),
+    # actors: state owners
+    "actors._errors": frozenset(),
+    "actors._metrics": frozenset(),
+    "actors.cluster": frozenset({"actors._errors"}),
+    "actors.store": frozenset({"actors._errors", "actors._metrics"}),
+    "actors.runs": frozenset({"actors._errors", "actors._metrics"}),
+    "actors.session": frozenset(
+        {"actors._errors", "actors._metrics", "actors.store", "actors.runs"}
+    ),
+    "actors._supervisor": frozenset(
+        {"actors._errors", "actors.store", "actors.runs", "actors.session"}
+    ),
+    "actors._publisher": frozenset({"actors._errors", "actors._supervisor"}),
+    "actors._recovery": frozenset(
+        {"actors._errors", "actors.store", "actors.runs", "actors.session", "actors._supervisor"}
+    ),
+    "actors.cron": frozenset(
         {
-            "runtime.logs",
-            "runtime.llm",
-            "runtime.sessions",
-            "runtime.hooks",
-            "runtime.tools",
-            "runtime.loop",
-            "runtime.model",
+            "actors._errors",
+            "actors.cluster",
+            "actors.store",
+            "actors.runs",
+            "actors.session",
+            "actors._supervisor",
         }
     ),
-    "runtime.devices": frozenset({"runtime.protocol"}),
-    "runtime.cron": frozenset({"runtime.protocol"}),
+    # transports: the edges
+    "transports._errors": frozenset(),
+    "transports.websocket": frozenset({"transports._errors"}),
+    "transports.client": frozenset({"transports._errors"}),
+    "transports.access": frozenset({"transports._errors"}),
+    "transports.methods": frozenset({"transports.access", "transports.websocket"}),
+    "transports.cluster": frozenset({"transports._errors"}),
+    "transports.http": frozenset(
+        {"transports._errors", "transports.access", "transports.cluster", "transports.methods"}
+    ),
+    "transports.server": frozenset(
+        {
+            "transports._errors",
+            "transports.websocket",
+            "transports.access",
+            "transports.methods",
+            "transports.cluster",
+            "transports.http",
+        }
+    ),
+    "transports.loadtest": frozenset(
+        {
+            "transports._errors",
+            "transports.websocket",
+            "transports.client",
+            "transports.access",
+            "transports.server",
+        }
+    ),
+    "transports.cli": frozenset(
+        {
+            "transports._errors",
+            "transports.client",
+            "transports.access",
+            "transports.server",
+            "transports.loadtest",
+        }
+    ),
 }
-"""Each floor of `runtime/` and the floors it may import (from bottom to top); the bottom
-floor, `runtime.protocol` (wire types, frames, errors), imports nothing of runtime and may be
-imported from every floor."""
+"""Each floor of each package and the floors of the same package it may import, from the
+bottom up. A floor is a folder (`runtime.llm`, `actors.store`, `transports.http`) or a module
+at a package's top (`actors._supervisor`); a package's face (`actors/__init__.py`) stands on
+all of them. `runtime.protocol` (wire types, frames, errors) may be imported from every floor
+of every package; so may each package's `_errors`."""
 
 MAX_MODULE_LINES: Final = 800
 MAX_FUNCTION_LINES: Final = 80
@@ -93,11 +165,10 @@ def _imports(path: Path, package: str) -> Iterator[str]:
 
 
 def _floor(module: str) -> str:
-    """The floor of a runtime module (`runtime` itself: its faces), else the package."""
+    """The floor of a module: its folder (or top-level module) under its package; a
+    package's own face is the package."""
     parts = module.split(".")
-    if parts[0] == "runtime" and len(parts) > 1 and f"runtime.{parts[1]}" in FLOORS:
-        return f"runtime.{parts[1]}"
-    return parts[0]
+    return ".".join(parts[:2]) if len(parts) > 1 else parts[0]
 
 
 def _graph() -> dict[str, set[str]]:
@@ -107,16 +178,52 @@ def _graph() -> dict[str, set[str]]:
     return graph
 
 
-def test_imports_inside_runtime_only_go_down() -> None:
+def test_every_floor_is_listed() -> None:
+    unlisted = sorted(
+        {_floor(module) for _, module, _ in _sources() if _floor(module) not in PACKAGES}
+        - set(FLOORS)
+    )
+    assert not unlisted, f"floors missing from FLOORS: {unlisted}"
+
+
+def test_imports_inside_a_package_only_go_down() -> None:
     wrong = []
     for path, module, package in _sources():
         here = _floor(module)
-        if here not in FLOORS:
+        if here in PACKAGES:
             continue
         for target in _imports(path, package):
             there = _floor(target)
-            if there != here and there != "runtime.protocol" and there not in FLOORS[here]:
-                wrong.append(f"{module} ({here}) imports {target} ({there})")
+            if there.split(".")[0] != here.split(".")[0] or there in (here, "runtime.protocol"):
+                continue
+            if there.endswith("._errors") or there in FLOORS[here]:
+                continue
+            wrong.append(f"{module} ({here}) imports {target} ({there})")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_floors_cross_through_faces() -> None:
+    """In `actors` and `transports` a floor uses another floor through that floor's face:
+    `..store`, not `..store._sqlite`. (`runtime`'s floors still reach into each other's
+    modules where their faces are kept small and public.)"""
+    wrong = []
+    for path, module, package in _sources():
+        here = _floor(module)
+        if here.split(".")[0] == "runtime":
+            continue
+        for target in _imports(path, package):
+            there = _floor(target)
+            if (
+                there != here
+                and there in FLOORS
+                and target != there
+                and not there.split(".")[1].startswith("_")
+            ):
+                if target.rsplit(".", 1)[0] == there and not target.rsplit(".", 1)[1].startswith(
+                    "_"
+                ):
+                    continue
+                wrong.append(f"{module} imports {target}, not the face {there}")
     assert not wrong, "\n".join(wrong)
 
 

@@ -18,25 +18,25 @@ Errors, one tree rooted at `TransportError` (itself a `runtime.protocol.Clawlane
     └── LoadtestError (a load test could not run)
 """
 
-from ._cli import main as main
-from ._client import GatewayAuthError as GatewayAuthError
-from ._client import GatewayClient as GatewayClient
-from ._client import GatewayClientError as GatewayClientError
-from ._client import GatewayRequestError as GatewayRequestError
-from ._client import open_gateway_client as open_gateway_client
 from ._errors import GatewayConfigError as GatewayConfigError
 from ._errors import TransportError as TransportError
-from ._gateway import Gateway as Gateway
-from ._gateway import GatewayOptions as GatewayOptions
-from ._gateway import open_gateway as open_gateway
-from ._gateway import serve_gateway as serve_gateway
-from ._loadtest import run_loadtest as run_loadtest
-from ._loadtest_conn import LoadtestError as LoadtestError
-from ._loadtest_conn import LoadtestOptions as LoadtestOptions
-from ._loadtest_gateway import spawn_gateway_process as spawn_gateway_process
-from ._loadtest_report import LoadtestReport as LoadtestReport
-from ._ws import WebSocketServerConnection as WebSocketServerConnection
-from ._wscodec import client_frame as client_frame
+from .cli import main as main
+from .client import GatewayAuthError as GatewayAuthError
+from .client import GatewayClient as GatewayClient
+from .client import GatewayClientError as GatewayClientError
+from .client import GatewayRequestError as GatewayRequestError
+from .client import open_gateway_client as open_gateway_client
+from .loadtest import LoadtestError as LoadtestError
+from .loadtest import LoadtestOptions as LoadtestOptions
+from .loadtest import LoadtestReport as LoadtestReport
+from .loadtest import run_loadtest as run_loadtest
+from .loadtest import spawn_gateway_process as spawn_gateway_process
+from .server import Gateway as Gateway
+from .server import GatewayOptions as GatewayOptions
+from .server import open_gateway as open_gateway
+from .server import serve_gateway as serve_gateway
+from .websocket import WebSocketServerConnection as WebSocketServerConnection
+from .websocket import client_frame as client_frame
 
 __all__ = [
     "Gateway",

@@ -8,7 +8,7 @@ retries and fallbacks, generation publishes) through `log_event`:
 The record's message is a `LogEvent`: `str()` of it is the logfmt line
 `run ended runId=... status=ok durationMs=12` (values with spaces or quotes are quoted, None
 fields are left out), so any formatter shows the fields; the JSON formatter of
-`transports._logging` writes them as keys of the line's object instead. Nothing is built
+`transports.server._logging` writes them as keys of the line's object instead. Nothing is built
 when the logger is not enabled for the level (one `isEnabledFor` check); callers on the hot
 path check `isEnabledFor` themselves before they gather the fields.
 """

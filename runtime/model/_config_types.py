@@ -292,7 +292,7 @@ class ClusterRedisConfig(_Strict, frozen=True):
 
 class ClusterConfig(_Strict, frozen=True):
     """`cluster.*` (clawlane): leases, idempotency claims, run streams and generations shared
-    between nodes (`actors._cluster`). With `redis.url` the gateway is a node: it keeps a
+    between nodes (`actors.cluster._primitives`). With `redis.url` the gateway is a node: it keeps a
     heartbeat record (listed by `status` and `health`), shares config generations, and
     runs cron and the config file watch on one node at a time. `leaseTtlMs` bounds how long a dead node's jobs stay owned
     (and its record listed). `nodeId`: this node's id (default: hostname-pid-random)."""

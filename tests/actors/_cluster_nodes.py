@@ -17,9 +17,9 @@ import coredis
 import pytest
 import trio
 
-from actors._cluster import ClusterUnavailable, Lease
-from actors._cluster_local import Cluster, LocalLeases, LocalNodeRecords, open_local_cluster
-from actors._redis import open_redis_cluster
+from actors.cluster._local import Cluster, LocalLeases, LocalNodeRecords, open_local_cluster
+from actors.cluster._primitives import ClusterUnavailable, Lease
+from actors.cluster._redis import open_redis_cluster
 
 REDIS_URL = os.environ.get("CLAWLANE_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 

@@ -13,7 +13,8 @@ import pytest
 import trio
 import trio.testing
 
-from actors._cluster import (
+from actors.cluster._local import Cluster
+from actors.cluster._primitives import (
     Claim,
     Lease,
     LeaseBusy,
@@ -23,7 +24,6 @@ from actors._cluster import (
     StreamGap,
     run_single_owner,
 )
-from actors._cluster_local import Cluster
 from tests.actors._cluster_nodes import Nodes, open_nodes
 
 pytestmark = pytest.mark.parametrize("backend", ["local", "redis"])
@@ -376,7 +376,7 @@ async def test_renew_many_in_chunks_answers_each_lease_in_order(
     """Redis renews in chunks of `RENEW_CHUNK` leases (3 here), each chunk's leases packed
     into one argument: every lease's answer comes back in its place across the chunks,
     whatever its key holds (a newline, a `|`, non-ASCII text)."""
-    monkeypatch.setattr("actors._redis.RENEW_CHUNK", 3)
+    monkeypatch.setattr("actors.cluster._redis.RENEW_CHUNK", 3)
     with trio.fail_after(10):
         a = nodes.all[0]
         names = ["s:plain", "s:line\nbreak", "s:pipe|bar", "s:é ü 会话", "s:" + "x" * 300]
@@ -395,7 +395,7 @@ async def test_release_many_gives_up_only_the_leases_still_held(
 ) -> None:
     """`release_many` answers as `release` would for each lease, in order, across Redis's
     chunks (3 here): a lease that lapsed, or that another node took since, is left alone."""
-    monkeypatch.setattr("actors._redis.RENEW_CHUNK", 3)
+    monkeypatch.setattr("actors.cluster._redis.RENEW_CHUNK", 3)
     with trio.fail_after(10):
         a, b = nodes.all[:2]
         names = ["r:1", "r:line\nbreak|x", "r:taken", "r:é 会话", "r:5", "r:6", "r:7"]
@@ -489,7 +489,7 @@ async def test_reacquire_many_takes_back_exactly_the_lapsed_leases_nobody_took(
     """`reacquire_many` answers as `reacquire` would for each lease, in order, across
     Redis's chunks (3 leases here): a lease still held, or one another node took since,
     is not taken; a lapsed one comes back with a larger token."""
-    monkeypatch.setattr("actors._redis.RENEW_CHUNK", 3)
+    monkeypatch.setattr("actors.cluster._redis.RENEW_CHUNK", 3)
     with trio.fail_after(10):
         a, b = nodes.all[:2]
         names = ["s:held", "s:lapsed", "s:line\nbreak|x", "s:taken", "s:é 会话", "s:held-2", "s:z"]

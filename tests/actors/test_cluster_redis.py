@@ -15,8 +15,8 @@ import pytest
 import trio
 
 from actors import ClusterUnavailable, LeaseLost, open_cluster, open_redis_cluster
-from actors._cluster import StreamEntry
-from actors._redis import redact_url
+from actors.cluster._primitives import StreamEntry
+from actors.cluster._redis import redact_url
 from runtime.model import parse_config
 from tests.actors._cluster_nodes import (
     REDIS_URL,

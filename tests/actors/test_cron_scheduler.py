@@ -22,8 +22,8 @@ import trio
 import trio.testing
 
 from actors import open_store, open_supervisor
-from actors._cron import CATCH_UP_DELAY_MS, CronScheduler, open_cron
-from actors._cron_store import RunQuery, SqliteCronStore
+from actors.cron._scheduler import CATCH_UP_DELAY_MS, CronScheduler, open_cron
+from actors.cron._store import RunQuery, SqliteCronStore
 from runtime.cron._cron_jobs import job_from_add
 from runtime.cron._cron_schedule import format_iso_ms, parse_at_ms
 from runtime.model._generation import build_generation

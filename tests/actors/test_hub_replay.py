@@ -4,7 +4,7 @@ reaches back says `gap`), and the remote runs it routes by the connections still
 
 from __future__ import annotations
 
-from actors._hub import RELAY_AGENT, REPLAY_PER_RUN, EventHub
+from actors.runs._hub import RELAY_AGENT, REPLAY_PER_RUN, EventHub
 
 
 def _run(hub: EventHub, run_id: str, deltas: int, *, piece: str = "x" * 100) -> None:

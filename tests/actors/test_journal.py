@@ -1,4 +1,4 @@
-"""The run journal in the store (`actors._journal`): rows written in the group commit
+"""The run journal in the store (`actors.store._journal`): rows written in the group commit
 with what goes with them (atomically), loaded back after a restart, pruned to what the
 idempotency cache would hold; a failed commit is reported to its caller, logged and
 counted, and writes resume."""
@@ -14,7 +14,7 @@ import pytest
 import trio
 
 from actors import StoreError, open_store
-from actors._journal import AcceptedRun, JournalRow, RunOutcome, accepted_row, ended_row
+from actors.store._journal import AcceptedRun, JournalRow, RunOutcome, accepted_row, ended_row
 from runtime.llm._types import UserMessage
 from runtime.sessions._sessions import TranscriptBuilder, new_session_row
 
@@ -108,7 +108,7 @@ def run_ids(path: Path) -> list[tuple[str]]:
 async def test_ended_rows_are_pruned_beyond_the_cache_and_accepted_ones_never(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import actors._journal as journal
+    import actors.store._journal as journal
 
     monkeypatch.setattr(journal, "PRUNE_INTERVAL_S", 0.0)
     path = tmp_path / "db.sqlite"
@@ -133,7 +133,7 @@ async def test_ended_rows_are_pruned_beyond_the_cache_and_accepted_ones_never(
 async def test_a_failed_commit_is_logged_once_per_interval_and_counted_then_writes_resume(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    import actors._sqlite as sqlite_module
+    import actors.store._sqlite as sqlite_module
 
     caplog.set_level(logging.WARNING)
     full = [True]
@@ -164,7 +164,7 @@ async def test_a_failed_commit_is_logged_once_per_interval_and_counted_then_writ
 async def test_when_no_run_ended_recently_every_ended_run_is_pruned(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import actors._journal as journal
+    import actors.store._journal as journal
 
     monkeypatch.setattr(journal, "PRUNE_INTERVAL_S", 0.0)
     now = int(time.time() * 1000)

@@ -17,7 +17,7 @@ import trio.testing
 from hypothesis import HealthCheck, given, settings
 
 from actors import RunRecord, RunRequest, SessionActor, open_store, open_supervisor
-from actors._lane import LaneFull
+from actors.session._lane import LaneFull
 from runtime.model._generation import build_generation
 from tests.actors._helpers import Sink
 from tests.conftest import local_config

@@ -1,4 +1,4 @@
-"""Submission order (`actors._order`): a session's requests reach its lane in the order
+"""Submission order (`actors.runs._order`): a session's requests reach its lane in the order
 their tickets were taken, however their preparations finish; other sessions never wait.
 Unit tests, and a property test over arbitrary completion orders of both kinds of caller
 (commit callbacks with `when_due`, tasks with `turn`)."""
@@ -11,7 +11,7 @@ import trio
 import trio.testing
 from hypothesis import given, settings
 
-from actors._order import SubmissionOrder, Ticket
+from actors.runs._order import SubmissionOrder, Ticket
 
 
 def test_a_ticket_with_nothing_before_it_runs_its_action_at_once() -> None:

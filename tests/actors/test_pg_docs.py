@@ -17,7 +17,7 @@ import pytest
 import trio
 
 from actors import PostgresBackend, PostgresDocument, open_pairing, open_store
-from actors._pg_docs import LOCK_TIMEOUT_MS
+from actors.store._documents import LOCK_TIMEOUT_MS
 from runtime.devices import PairingStore, PairingStoreError
 from runtime.devices._pairing import Approved, PairingInput
 from tests.actors._databases import Db, pg_url, terminate_connections

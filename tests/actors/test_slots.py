@@ -6,7 +6,7 @@ import pytest
 import trio
 import trio.testing
 
-from actors._global_lane import GlobalLane, Slots
+from actors.session._global_lane import GlobalLane, Slots
 
 
 async def test_at_most_capacity_holders_and_waiters_are_served_in_order() -> None:

@@ -14,7 +14,7 @@ import trio
 import trio.testing
 
 from actors import Store, StoreClosedError, StoreError, open_store
-from actors._pg import SCHEMA_VERSION as PG_SCHEMA_VERSION
+from actors.store._pg import SCHEMA_VERSION as PG_SCHEMA_VERSION
 from runtime.llm._types import UserMessage
 from runtime.sessions._sessions import (
     MessageEntry,
@@ -317,7 +317,7 @@ from typing import Any
 import msgspec
 import trio
 
-from actors._store import open_store
+from actors.store._store import open_store
 from runtime.sessions._sessions import TranscriptBuilder, new_session_row
 from runtime.llm._types import UserMessage
 
@@ -478,7 +478,7 @@ async def test_a_cancel_that_comes_while_the_file_opens_still_ends_open_store(
     opens in its thread (a deadline, Ctrl-C at startup) ends the block, and what was
     enqueued lands. (Before: `nursery.start` in a cancelled scope kept the shielded writer
     in `start`'s nursery, waiting for a close that never came: a hang.)"""
-    import actors._sqlite as sqlite_module
+    import actors.store._sqlite as sqlite_module
 
     real_open = sqlite_module.open_writer
     scope = trio.CancelScope()

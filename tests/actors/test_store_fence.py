@@ -18,8 +18,8 @@ import trio
 import trio.testing
 
 from actors import Fence, FencedOut, PostgresBackend, StoreError, open_store, open_supervisor
-from actors import _journal as journal
-from actors._pg import _PRUNE_FENCES, FENCE_HORIZON_US
+from actors.store import _journal as journal
+from actors.store._pg import _PRUNE_FENCES, FENCE_HORIZON_US
 from runtime.llm._types import UserMessage
 from runtime.model._generation import build_generation
 from runtime.sessions._sessions import (

@@ -23,10 +23,10 @@ from actors import (
     open_store,
     open_store_backend,
 )
-from actors import _journal as journal
-from actors import _pg as pg_ops
-from actors._journal import JournalRow as JournalRowT
-from actors._journal import RunOutcome, ended_row
+from actors.store import _journal as journal
+from actors.store import _pg as pg_ops
+from actors.store._journal import JournalRow as JournalRowT
+from actors.store._journal import RunOutcome, ended_row
 from runtime.model import ConfigError, parse_config
 from runtime.sessions._sessions import SessionRow, new_session_row
 from tests.actors._databases import Db, pg_url, terminate_connections

@@ -13,7 +13,7 @@ import httpx
 import pytest
 import trio
 
-from actors._webhook import WebhookAttempt, WebhookSettings, deliver_webhook, sign
+from actors.runs._webhook import WebhookAttempt, WebhookSettings, deliver_webhook, sign
 
 ALLOWED = WebhookSettings(allowed_hostnames=frozenset({"hooks.test"}), max_attempts=4)
 

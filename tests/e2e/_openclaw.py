@@ -18,8 +18,8 @@ import trio
 
 from runtime.devices._device_auth import SignedFields
 from tests.conftest import TEST_DEVICE, frame_checker, gateway_url
-from transports._client import open_websocket
-from transports._gateway import Gateway
+from transports.client._client import open_websocket
+from transports.server._gateway import Gateway
 
 CLIENT_VERSION = "2026.9.6"
 UI_ORIGIN = "http://127.0.0.1:18790"

@@ -12,8 +12,8 @@ import trio
 
 from actors import Store
 from tests.conftest import gateway_url, raw_handshake
-from transports._client import open_websocket
-from transports._gateway import Gateway
+from transports.client._client import open_websocket
+from transports.server._gateway import Gateway
 
 
 class Raw:

@@ -13,8 +13,8 @@ import trio
 import trio_websocket
 
 from tests.conftest import connect_params, gateway_url
-from transports._client import open_websocket
-from transports._gateway import Gateway
+from transports.client._client import open_websocket
+from transports.server._gateway import Gateway
 
 
 @attrs.frozen

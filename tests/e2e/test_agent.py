@@ -62,7 +62,7 @@ async def test_agent_acks_then_answers_on_one_request_id(connect) -> None:
 async def test_both_responses_arrive_on_the_same_id_for_a_raw_client(gateway) -> None:
     import json
 
-    from transports._client import open_websocket
+    from transports.client._client import open_websocket
 
     with trio.fail_after(10):
         async with open_websocket(gateway_url(gateway)) as ws:
@@ -351,7 +351,7 @@ async def test_a_slow_consumer_is_closed_1008_while_others_finish(tmp_path: Path
 
     import trio_websocket
 
-    from transports._client import open_websocket
+    from transports.client._client import open_websocket
 
     async with running_gateway(tmp_path, max_buffered_bytes=256 * 1024) as gw:
         gw.close_grace_s = 30

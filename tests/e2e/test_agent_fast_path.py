@@ -16,8 +16,8 @@ import trio
 
 from tests.conftest import local_config, running_gateway
 from tests.e2e._raw import hold_commits, raw_client, warm
-from transports._gateway import Gateway
 from transports.methods._agent import _AgentCall
+from transports.server._gateway import Gateway
 
 
 def fast_calls(gw: Gateway) -> list[_AgentCall]:

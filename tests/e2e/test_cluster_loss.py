@@ -24,8 +24,8 @@ import trio
 from tests.actors._cluster_nodes import drop_prefix, raw_client, redis_or_skip
 from tests.actors._databases import pg_url
 from tests.e2e.test_workers import CLI, shared_config, write_config
-from transports._client import GatewayRequestError, open_gateway_client
-from transports._loadtest_gateway import _read_listening_url
+from transports.client._client import GatewayRequestError, open_gateway_client
+from transports.loadtest._gateway import _read_listening_url
 
 __all__ = ["pg_url"]  # the fixture, used by name
 

@@ -34,7 +34,7 @@ __all__ = ["pg_url"]  # the fixture, used by name
 
 ADMIN = ["operator.admin", "operator.read", "operator.write"]
 TTL_MS = 1_000
-CLI = [sys.executable, "-c", "import sys; from transports._cli import main; sys.exit(main())"]
+CLI = [sys.executable, "-c", "import sys; from transports.cli._main import main; sys.exit(main())"]
 
 
 SECRET = "sk-cluster-test-secret"

@@ -22,7 +22,7 @@ from tests.actors._databases import pg_url
 from tests.conftest import gateway_url, local_config, open_client, running_gateway
 from tests.e2e._events import next_event
 from transports import GatewayAuthError, GatewayClient, open_gateway_client
-from transports._gateway import Gateway
+from transports.server._gateway import Gateway
 
 __all__ = ["pg_url"]  # the fixture, used by name
 

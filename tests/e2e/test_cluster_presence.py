@@ -28,7 +28,7 @@ from tests.e2e._events import next_event
 from tests.e2e._openclaw import CONTROL_UI_CONNECT, UI_ORIGIN, OpenClawClient, openclaw_client
 from tests.e2e.test_cluster_pairing import TOKEN, node_config
 from transports import GatewayClient, open_gateway_client
-from transports._gateway import Gateway
+from transports.server._gateway import Gateway
 
 __all__ = ["pg_url"]  # the fixture, used by name
 

@@ -23,7 +23,7 @@ from tests.conftest import open_client
 from tests.e2e._events import recorder_events, run_events, terminal_events
 from tests.e2e.test_cluster_nodes import ADMIN, Node, two_nodes, wait_for
 from transports import GatewayClient, GatewayRequestError
-from transports._cluster_route import Router
+from transports.cluster._route import Router
 
 __all__ = ["pg_url"]  # the fixture, used by name
 

@@ -16,8 +16,8 @@ import trio
 from runtime.model._config import load_config, write_config_text
 from tests.conftest import client_auth, frame_checker, gateway_url, running_gateway
 from transports import GatewayClient, GatewayRequestError, open_gateway_client
-from transports._cli import main as cli_main
-from transports._gateway import Gateway
+from transports.cli._main import main as cli_main
+from transports.server._gateway import Gateway
 
 SECRET = "sk-very-secret"
 

@@ -20,11 +20,11 @@ from typing import Any
 
 import trio
 
-from actors._journal import INTERRUPTED
-from transports._client import GatewayClient, GatewayRequestError, open_gateway_client
-from transports._loadtest_gateway import _read_listening_url
+from actors.store._journal import INTERRUPTED
+from transports.client._client import GatewayClient, GatewayRequestError, open_gateway_client
+from transports.loadtest._gateway import _read_listening_url
 
-CLI = [sys.executable, "-c", "import sys; from transports._cli import main; sys.exit(main())"]
+CLI = [sys.executable, "-c", "import sys; from transports.cli._main import main; sys.exit(main())"]
 
 
 def write_config(state: Path, **gateway: Any) -> Path:

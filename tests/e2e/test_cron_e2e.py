@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import trio
 
-from actors._webhook import sign
+from actors.runs._webhook import sign
 from runtime.model._config import Config
 from tests._schema import validate
 from tests.conftest import local_config, open_client, running_gateway
@@ -199,7 +199,7 @@ async def test_jobs_are_bounded_in_bytes_each_and_together(
 ) -> None:
     """Every job is in memory: one past `JOB_MAX_BYTES` is refused by add and update, and
     the jobs together stop at `CRON_JOBS_MAX_BYTES` (lowered here); nothing is stored."""
-    monkeypatch.setattr("actors._cron.CRON_JOBS_MAX_BYTES", 40_000)
+    monkeypatch.setattr("actors.cron._scheduler.CRON_JOBS_MAX_BYTES", 40_000)
     big = "x" * 300_000
     with trio.fail_after(30):
         async with (
@@ -366,7 +366,7 @@ def test_the_lock_is_released_when_its_process_is_killed(tmp_path: Path) -> None
     state = tmp_path / "state"
     code = (
         "import sys, time; from pathlib import Path; "
-        "from transports._state_lock import state_dir_lock; "
+        "from transports.server._state_lock import state_dir_lock; "
         "cm = state_dir_lock(Path(sys.argv[1])); cm.__enter__(); print('held', flush=True); "
         "time.sleep(60)"
     )
@@ -376,7 +376,7 @@ def test_the_lock_is_released_when_its_process_is_killed(tmp_path: Path) -> None
     )  # fmt: skip
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == b"held"
-        from transports._state_lock import GatewayLockError, state_dir_lock
+        from transports.server._state_lock import GatewayLockError, state_dir_lock
 
         with pytest.raises(GatewayLockError, match=f"pid {holder.pid}"), state_dir_lock(state):
             pass  # pragma: no cover

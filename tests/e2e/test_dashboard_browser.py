@@ -19,7 +19,7 @@ import trio
 
 from tests.conftest import local_config, open_client, running_gateway
 from transports import GatewayRequestError
-from transports._gateway import Gateway
+from transports.server._gateway import Gateway
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [

@@ -15,7 +15,7 @@ import trio_websocket
 from hypothesis import HealthCheck, given, settings
 
 from tests.conftest import gateway_url, open_client, raw_handshake, running_gateway
-from transports._client import open_websocket
+from transports.client._client import open_websocket
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),

@@ -20,8 +20,8 @@ from tests.conftest import (
     running_gateway,
 )
 from transports import GatewayAuthError, GatewayConfigError, open_gateway_client
-from transports._client import open_websocket
-from transports._gateway import auth_settings
+from transports.client._client import open_websocket
+from transports.server._gateway import auth_settings
 
 CONNECT: dict[str, Any] = {
     "minProtocol": 4,

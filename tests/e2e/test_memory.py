@@ -1,7 +1,7 @@
 """Memory that must come back: a session's actor, its transcript and its runs' writes are
 freed by reference counting when the session is deleted, and a run's state (its request,
 tools, progress, the model's error) when it ends, not left for the cycle collector (which
-the gateway runs rarely: see `transports._startup.tune_gc`). A cycle per run held each
+the gateway runs rarely: see `transports.server._startup.tune_gc`). A cycle per run held each
 run's whole context until a full collection: under steady load the soak read tens of
 MiB/min of growth from it."""
 

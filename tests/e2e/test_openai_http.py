@@ -17,7 +17,7 @@ import trio
 import trio.testing
 
 from tests.conftest import local_config, open_client, running_gateway
-from transports._gateway import Gateway
+from transports.server._gateway import Gateway
 
 TOKEN = "openai-token"
 _T = TypeVar("_T")

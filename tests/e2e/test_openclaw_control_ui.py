@@ -20,7 +20,7 @@ from tests.e2e._openclaw import (
     OpenClawClient,
     openclaw_client,
 )
-from transports._startup import explain_failure
+from transports.server._startup import explain_failure
 
 MAIN = "agent:main:main"
 

@@ -32,7 +32,7 @@ from actors import (
 )
 from tests.conftest import local_config, running_gateway
 from tests.e2e._raw import Raw, hold_commits, raw_client, warm
-from transports._gateway import Gateway
+from transports.server._gateway import Gateway
 
 
 def boom(*args: Any, **kwargs: Any) -> Any:
@@ -236,7 +236,7 @@ async def test_sigterm_exits_promptly_after_bad_requests(tmp_path: Path) -> None
     argv = [
         sys.executable,
         "-c",
-        "import sys; from transports._cli import main; sys.exit(main())",
+        "import sys; from transports.cli._main import main; sys.exit(main())",
         "gateway",
         "--port",
         "0",
@@ -245,7 +245,7 @@ async def test_sigterm_exits_promptly_after_bad_requests(tmp_path: Path) -> None
         "--config",
         str(config),
     ]
-    from transports._loadtest_gateway import _read_listening_url
+    from transports.loadtest._gateway import _read_listening_url
 
     log_path = tmp_path / "gateway.log"
     with trio.fail_after(60), log_path.open("wb") as log:
@@ -255,7 +255,7 @@ async def test_sigterm_exits_promptly_after_bad_requests(tmp_path: Path) -> None
         try:
             url = await _read_listening_url(proc, log_path)
             from tests.conftest import raw_handshake
-            from transports._client import open_websocket
+            from transports.client._client import open_websocket
 
             async with open_websocket(url) as ws:
                 await raw_handshake(ws, caps=["session-scoped-events"])

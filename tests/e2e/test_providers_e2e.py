@@ -47,7 +47,7 @@ from tests.runtime.llm._streams import (
     chat_tool_calls,
 )
 from transports import GatewayRequestError
-from transports._gateway import Gateway
+from transports.server._gateway import Gateway
 
 API_KEY = "sk-e2e-0123456789"
 KEY_VAR = "CLAWLANE_E2E_PROVIDER_KEY"

@@ -23,8 +23,8 @@ from hypothesis import HealthCheck, given, settings
 from actors import SessionActor
 from tests.conftest import local_config, running_gateway
 from tests.e2e._raw import Raw, raw_client, warm
-from transports._connection import ClientConnection
-from transports._gateway import Gateway
+from transports.server._connection import ClientConnection
+from transports.server._gateway import Gateway
 
 METHODS = ("agent", "chat.send", "sessions.send")
 

@@ -24,7 +24,7 @@ import pytest
 import trio
 import trio.testing
 
-import actors._sqlite as sqlite_module
+import actors.store._sqlite as sqlite_module
 from tests.conftest import local_config, running_gateway
 from tests.e2e._raw import Raw, raw_client, warm
 

@@ -28,7 +28,7 @@ from tests.conftest import (
 )
 from tests.e2e._trust import connect_once
 from transports import GatewayAuthError, GatewayClient, GatewayRequestError, open_gateway_client
-from transports._gateway import Gateway
+from transports.server._gateway import Gateway
 
 REMOTE = "127.0.0.2"
 

@@ -14,9 +14,9 @@ import trio
 from tests.conftest import connect_params, gateway_url, local_config, open_client, running_gateway
 from tests.e2e._trust import connect_once, http_answer, port_of, upgrade_request
 from transports import GatewayClientError, GatewayConfigError, GatewayOptions, open_gateway
-from transports._client import open_websocket
+from transports.client._client import open_websocket
 
-CLI = [sys.executable, "-c", "import sys; from transports._cli import main; sys.exit(main())"]
+CLI = [sys.executable, "-c", "import sys; from transports.cli._main import main; sys.exit(main())"]
 
 
 async def _upgrade(port: int, **kw: str | None) -> bytes:

@@ -25,14 +25,14 @@ import trio
 
 from tests.actors._cluster_nodes import REDIS_URL, drop_prefix, free_port, redis_or_skip
 from tests.actors._databases import pg_url
-from transports._auth import read_token_file, token_path
-from transports._client import GatewayClientError, GatewayRequestError, open_gateway_client
-from transports._loadtest_gateway import _read_listening_url
-from transports._workers import MAX_RESTARTS
+from transports.access._auth import read_token_file, token_path
+from transports.client._client import GatewayClientError, GatewayRequestError, open_gateway_client
+from transports.loadtest._gateway import _read_listening_url
+from transports.server._workers import MAX_RESTARTS
 
 __all__ = ["pg_url"]  # the fixture, used by name
 
-CLI = [sys.executable, "-c", "import sys; from transports._cli import main; sys.exit(main())"]
+CLI = [sys.executable, "-c", "import sys; from transports.cli._main import main; sys.exit(main())"]
 NODES = {"wk-w0", "wk-w1"}
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import trio
 
-from transports._admission import AuthRateLimiter, PreauthBudget, browser_origin_key
+from transports.access._admission import AuthRateLimiter, PreauthBudget, browser_origin_key
 
 SCOPE = "shared-secret"
 

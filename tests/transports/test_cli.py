@@ -12,7 +12,7 @@ import trio
 
 from tests.conftest import gateway_url, running_gateway
 
-CLI = [sys.executable, "-c", "import sys; from transports._cli import main; sys.exit(main())"]
+CLI = [sys.executable, "-c", "import sys; from transports.cli._main import main; sys.exit(main())"]
 
 
 async def clawlane(*args: str) -> subprocess.CompletedProcess[bytes]:

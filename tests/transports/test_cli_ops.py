@@ -17,10 +17,10 @@ import pytest
 import trio
 
 from tests.conftest import gateway_url, local_config, running_gateway
-from transports._cli import build_parser
-from transports._completion import completion_script, walk_commands
+from transports.cli._completion import completion_script, walk_commands
+from transports.cli._main import build_parser
 
-CLI = [sys.executable, "-c", "import sys; from transports._cli import main; sys.exit(main())"]
+CLI = [sys.executable, "-c", "import sys; from transports.cli._main import main; sys.exit(main())"]
 EXIT_CONFIG, EXIT_UNREACHABLE, EXIT_ENVIRONMENT = 2, 3, 4
 
 
@@ -237,7 +237,7 @@ async def test_an_unreachable_gateway_is_one_line_and_exit_3() -> None:
 
 
 async def test_version_prints_the_version_and_the_protocol() -> None:
-    from transports._gateway import VERSION
+    from transports.server._gateway import VERSION
 
     with trio.fail_after(30):
         result = await clawlane("--version")

@@ -1,4 +1,4 @@
-"""What nodes say to each other (`transports._cluster_wire`): the outbox keeps its byte
+"""What nodes say to each other (`transports.cluster._wire`): the outbox keeps its byte
 bound (event frames give way first, messages are refused past it), sends in order per
 channel, retries while the channels are away; event batches round-trip with their public
 frames as the hub gave them; claims waiting together go in one round trip, a claim whose
@@ -13,9 +13,9 @@ import trio
 import trio.testing
 
 from actors import ChannelMessage, ClusterUnavailable
-from actors._cluster_local import LocalChannels, LocalClaims
-from transports._cluster_claims import ClaimBatch, FinalsBudget
-from transports._cluster_wire import Outbox, decode_batch, decode_message
+from actors.cluster._local import LocalChannels, LocalClaims
+from transports.cluster._claims import ClaimBatch, FinalsBudget
+from transports.cluster._wire import Outbox, decode_batch, decode_message
 
 
 class Flaky(LocalChannels):

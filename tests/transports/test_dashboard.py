@@ -14,9 +14,9 @@ import trio.testing
 
 from tests.conftest import open_client
 from transports import GatewayRequestError, main
-from transports._dashboard_cli import dashboard_url
-from transports._gateway import Gateway
+from transports.cli._dashboard import dashboard_url
 from transports.methods._dashboard import SERIES_SECONDS
+from transports.server._gateway import Gateway
 
 
 async def test_the_snapshot_shows_lanes_runs_and_connections(gateway: Gateway) -> None:

@@ -13,8 +13,8 @@ import pytest
 import trio
 
 from tests.conftest import local_config, open_client, running_gateway
-from transports._gateway import Gateway
-from transports._http import MAX_HEAD_BYTES
+from transports.http._server import MAX_HEAD_BYTES
+from transports.server._gateway import Gateway
 
 
 def port_of(gw: Gateway) -> int:
@@ -268,7 +268,7 @@ async def test_an_idle_keep_alive_connection_is_closed(tmp_path: Path, autojump_
 
 
 async def test_a_foreign_origin_is_refused(gateway: Gateway) -> None:
-    """The WebSocket upgrade's rule (`transports._origins`): the gateway's own origin only."""
+    """The WebSocket upgrade's rule (`transports.access._origins`): the gateway's own origin only."""
     host = f"127.0.0.1:{port_of(gateway)}"
 
     async def status(origin: str) -> tuple[int, bytes]:

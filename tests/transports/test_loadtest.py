@@ -12,11 +12,11 @@ import pytest
 import trio
 
 from tests.conftest import gateway_url
-from transports._cli import main as cli_main
-from transports._gateway import Gateway
-from transports._loadtest import run_loadtest
-from transports._loadtest_conn import LoadtestError, LoadtestOptions, _Conn, _Loadtest, _Track
-from transports._wscodec import client_frame
+from transports.cli._main import main as cli_main
+from transports.loadtest._conn import LoadtestError, LoadtestOptions, _Conn, _Loadtest, _Track
+from transports.loadtest._run import run_loadtest
+from transports.server._gateway import Gateway
+from transports.websocket._codec import client_frame
 
 _enc = msgspec.json.Encoder()
 

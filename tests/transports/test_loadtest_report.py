@@ -11,9 +11,8 @@ from pathlib import Path
 import pytest
 import trio
 
-from transports._loadtest import run_loadtest
-from transports._loadtest_conn import LoadtestOptions, _Histogram
-from transports._loadtest_report import (
+from transports.loadtest._conn import LoadtestOptions, _Histogram
+from transports.loadtest._report import (
     SAMPLE_COLUMNS,
     Sample,
     _eta,
@@ -21,6 +20,7 @@ from transports._loadtest_report import (
     progress_done,
     svg_chart,
 )
+from transports.loadtest._run import run_loadtest
 
 SVG = "{http://www.w3.org/2000/svg}"
 

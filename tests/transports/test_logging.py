@@ -20,9 +20,9 @@ from runtime.model._config import parse_config
 from tests._logwatch import watch_logs
 from tests.conftest import gateway_url, open_client, raw_handshake, running_gateway
 from transports import GatewayAuthError, GatewayRequestError, open_gateway_client
-from transports._logging import JsonFormatter, TextFormatter, configure_logging
+from transports.server._logging import JsonFormatter, TextFormatter, configure_logging
 
-CLI = [sys.executable, "-c", "import sys; from transports._cli import main; sys.exit(main())"]
+CLI = [sys.executable, "-c", "import sys; from transports.cli._main import main; sys.exit(main())"]
 
 ADMIN = ["operator.admin", "operator.read", "operator.write"]
 
@@ -269,7 +269,7 @@ async def test_generation_publishes_and_failures_are_logged(tmp_path: Path) -> N
 
 
 async def test_a_slow_consumer_close_is_a_warning(tmp_path: Path) -> None:
-    from transports._client import open_websocket
+    from transports.client._client import open_websocket
 
     def slow_closed(gw: Any) -> bool:
         return any(c.ws.close_reason == "slow consumer" for c in gw.connections.values())
@@ -302,7 +302,7 @@ async def test_a_slow_consumer_close_is_a_warning(tmp_path: Path) -> None:
 
 
 async def test_a_refused_connect_is_info_and_a_silent_socket_is_debug(tmp_path: Path) -> None:
-    from transports._client import open_websocket
+    from transports.client._client import open_websocket
 
     with watch_logs() as logs, trio.fail_after(20):
         async with running_gateway(tmp_path) as gw:

@@ -19,7 +19,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.conftest import local_config, open_client, running_gateway
 from tests.e2e._raw import hold_commits
 from transports import GatewayRequestError
-from transports._gateway import Gateway
+from transports.server._gateway import Gateway
 
 TOKEN = "metrics-token"
 

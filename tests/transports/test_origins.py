@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from transports._origins import check_origin
+from transports.access._origins import check_origin
 
 
 @pytest.mark.parametrize(

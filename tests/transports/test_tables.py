@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from transports._tables import format_table, humanize, render_result
+from transports.cli._tables import format_table, humanize, render_result
 
 NOW = 1_796_000_000_000.0
 

@@ -1,6 +1,6 @@
 """The server's WebSocket framing, byte by byte, over a real TCP socket (RFC 6455).
 
-`transports._ws` parses what clients send by hand (wsproto only does the upgrade): these
+`transports.websocket._server` parses what clients send by hand (wsproto only does the upgrade): these
 tests send crafted frames (fragments, pings between fragments, 16- and 64-bit lengths,
 frames split across writes, the upgrade and a frame in one write) and every kind of
 protocol error, and check what comes back: answers, pongs, and the close code (1002 for a
@@ -22,7 +22,7 @@ import trio
 import trio.testing
 
 from tests.conftest import local_config, running_gateway
-from transports._gateway import Gateway
+from transports.server._gateway import Gateway
 
 CONNECT = {
     "minProtocol": 4,

@@ -1,4 +1,4 @@
-"""The RFC 6455 frame codec both WebSocket ends share (`transports._wscodec`)."""
+"""The RFC 6455 frame codec both WebSocket ends share (`transports.websocket._codec`)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from transports._wscodec import (
+from transports.websocket._codec import (
     CLOSE,
     PING,
     Control,

@@ -4,8 +4,8 @@ Two paths with one behaviour:
 
 - `start_agent`, the common case, runs in the connection's reader without a task of its
   own: it validates, takes the request's place in its session's submission order
-  (`actors._order`), reserves the idempotency key, and hands the run's journal row
-  (`actors._journal`; with the session row when that is not durable yet or the request
+  (`actors.runs._order`), reserves the idempotency key, and hands the run's journal row
+  (`actors.store._journal`; with the session row when that is not durable yet or the request
   changes its label) to the store with a commit callback. Once that has committed and
   every earlier request of the session has been placed, the callback accepts the run:
   registers it, sends the ack, queues it. A completion callback on the run record sends
@@ -273,7 +273,7 @@ async def commit_journal(
 
 
 def journal_row(request: RunRequest, ticket: Ticket, queue_mode: str | None) -> JournalRow:
-    """The run's journal row as accepted (`actors._journal`)."""
+    """The run's journal row as accepted (`actors.store._journal`)."""
     rec = request.record
     return accepted_row(
         run_id=rec.run_id,

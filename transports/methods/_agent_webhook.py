@@ -2,7 +2,7 @@
 
 One hook in `_agent` (both of its paths, once the run is accepted) hands the run to the
 gateway's `actors.RunWebhooks` (every node has its own; cron runs on one node of a
-cluster), which waits for the run's end and delivers with the cron webhook machinery (`actors._webhook`: HMAC signature, bounded retries with backoff, SSRF policy).
+cluster), which waits for the run's end and delivers with the cron webhook machinery (`actors.runs._webhook`: HMAC signature, bounded retries with backoff, SSRF policy).
 Each attempt is logged (`clawlane.webhook`); the run itself is unaffected by the outcome.
 """
 

@@ -2,7 +2,7 @@
 
 The methods sit below the connection and the gateway: they never import `Host` or
 `Client`, only these two views, which those classes (and the in-process HTTP
-caller, `transports._http_caller.Caller`) satisfy as they are. A handler reaches them
+caller, `transports.http._caller.Caller`) satisfy as they are. A handler reaches them
 through its `Call` (`call.gateway`, `call.conn`).
 
 - `Client`: the calling connection: who it is (role, scopes, device), where its answers go
@@ -45,8 +45,8 @@ from runtime.devices import PairingStore
 from runtime.protocol import GatewayError, RequestFrame
 from runtime.users import UserPrefs
 
-from .._auth import AuthSettings
-from .._ws import WebSocketServerConnection
+from ..access import AuthSettings
+from ..websocket import WebSocketServerConnection
 
 __all__ = [
     "Call",
@@ -188,7 +188,7 @@ class Call:
     scope: trio.CancelScope
     ticket: Ticket | None = None
     """The request's place in its session's submission order, taken by the reader
-    (`actors._order`; runs of `agent`, `chat.send`, `sessions.send`); released when the
+    (`actors.runs._order`; runs of `agent`, `chat.send`, `sessions.send`); released when the
     handler returns."""
 
     @property

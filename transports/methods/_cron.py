@@ -1,4 +1,4 @@
-"""The `cron.*` methods (OpenClaw's automations surface) over `actors._cron.CronScheduler`.
+"""The `cron.*` methods (OpenClaw's automations surface) over `actors.cron._scheduler.CronScheduler`.
 
 Scopes as the schema's `methods` map names them: `cron.list`, `cron.get`, `cron.status`,
 `cron.runs` need `operator.read`; `cron.add`, `cron.update`, `cron.remove`, `cron.run` need

@@ -1,0 +1,220 @@
+"""One cron firing: its run on the `cron` global lane, and the run-history entry it leaves.
+
+Where a job's payload runs (OpenClaw's execution styles):
+
+- `isolated`: a fresh session per run, `agent:<agent>:cron:<jobId>:run:<uuid>`;
+- `session:<id>`: the named session (`agent:<agent>:<id>`), its history carried over runs;
+- `current` (a job created with a `sessionKey`): that session;
+- `main` + `systemEvent`: the agent's main session. `wakeMode: "now"` runs one turn with
+  the message `System: <text>` (OpenClaw wakes its heartbeat to process the event at once;
+  clawlane has no heartbeat, so the turn is the wake). `next-heartbeat` appends the text to
+  the main session's transcript without a model call; the next turn there sees it.
+
+Every agent turn goes through the session's own lane and then the `cron` global lane (cap
+`cron.maxConcurrentRuns`, default 1), like any run: lifecycle and chat events, transcript,
+`agent.wait`. Timeout: the payload's `timeoutSeconds` (0: none), else the scheduler's 60-min
+watchdog (OpenClaw's). The LLM idle watchdog follows the seed's rule for cron runs: none
+unless `agents.defaults.llm.idleTimeoutSeconds` or `agents.defaults.timeoutSeconds` is set.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Final
+
+import attrs
+
+from runtime.agent import normalize_think_level
+from runtime.cron import CronJob
+from runtime.llm import AssistantMessage, TextContent
+from runtime.loop import now_ms
+from runtime.model import GenerationError, ModelRuntimeGeneration
+from runtime.protocol import CronAddParamsPayloadAgentTurn, describe_exception
+from runtime.sessions import DEFAULT_MAIN_KEY, SessionKeyError
+
+from .._supervisor import RunRefused
+from ..cluster import ClusterError
+from ..runs import RunRecord
+from ..session import LaneFull, RunRequest
+
+if TYPE_CHECKING:
+    from .._supervisor import Supervisor
+
+__all__ = ["SCHEDULER_WATCHDOG_S", "FiringOutcome", "execute"]
+
+log = logging.getLogger("clawlane.cron")
+
+SCHEDULER_WATCHDOG_S: Final = 3600.0
+
+
+@attrs.define
+class FiringOutcome:
+    """What a firing produced, before delivery."""
+
+    status: str  # "ok" | "error" | "skipped"
+    started_at: int
+    ended_at: int
+    summary: str | None = None
+    error: str | None = None
+    session_key: str | None = None
+    session_id: str | None = None
+    agent_run_id: str | None = None
+    model: str | None = None
+    provider: str | None = None
+    usage: dict[str, int] | None = None
+
+    def fields(self) -> dict[str, Any]:
+        """The outcome in `CronRunLogEntry` names."""
+        out: dict[str, Any] = {"status": self.status}
+        for name, value in (
+            ("summary", self.summary),
+            ("error", self.error),
+            ("sessionKey", self.session_key),
+            ("sessionId", self.session_id),
+            ("model", self.model),
+            ("provider", self.provider),
+            ("usage", self.usage),
+        ):
+            if value is not None:
+                out[name] = value
+        return out
+
+
+def _session_key(sup: Supervisor, job: CronJob, agent_id: str) -> str:
+    target = job.sessionTarget
+    if target == "isolated":
+        return f"agent:{agent_id}:cron:{job.id.lower()}:run:{uuid.uuid4()}"
+    if target == "main":
+        return f"agent:{agent_id}:{DEFAULT_MAIN_KEY}"
+    if target.startswith("session:"):
+        return sup.resolve_key(target[8:], agent_id)
+    return sup.resolve_key(job.sessionKey, agent_id)  # current
+
+
+def _summary(final: dict[str, Any] | None) -> str | None:
+    if not final:
+        return None
+    texts = [
+        str(p.get("text"))
+        for p in final.get("payloads", [])
+        if isinstance(p, dict) and p.get("text") and not p.get("isError")
+    ]
+    return "\n\n".join(texts) if texts else None
+
+
+def _agent_meta(outcome: FiringOutcome, final: dict[str, Any] | None) -> None:
+    meta = (final or {}).get("meta", {}).get("agentMeta", {})
+    outcome.model = meta.get("model")
+    outcome.provider = meta.get("provider")
+    usage = meta.get("usage")
+    if isinstance(usage, dict):
+        outcome.usage = {
+            "input_tokens": int(usage.get("input") or 0),
+            "output_tokens": int(usage.get("output") or 0),
+            "total_tokens": int(usage.get("total") or 0),
+        }
+
+
+def _turn_options(
+    gen: ModelRuntimeGeneration, job: CronJob, agent_id: str
+) -> tuple[str, str | None, float | None]:
+    """The turn's message, model and timeout from the job's payload. Raises
+    `GenerationError` (an unknown `payload.model`)."""
+    payload = job.payload
+    if not isinstance(payload, CronAddParamsPayloadAgentTurn):
+        return f"System: {payload.text}", None, SCHEDULER_WATCHDOG_S
+    model_ref: str | None = None
+    timeout_s: float | None = SCHEDULER_WATCHDOG_S
+    if isinstance(payload.model, str) and payload.model.strip():
+        model_ref = payload.model.strip()
+        try:
+            gen.resolve(model_ref, agent_id=agent_id)
+        except GenerationError as exc:
+            raise GenerationError(f"payload.model: {exc}") from exc
+    if isinstance(payload.timeoutSeconds, float | int):
+        timeout_s = float(payload.timeoutSeconds) or None
+    return payload.message, model_ref, timeout_s
+
+
+def _run_outcome(outcome: FiringOutcome, record: RunRecord, timeout_s: float | None) -> None:
+    """What the ended run of a firing says: its status or error, summary and usage."""
+    _agent_meta(outcome, record.final)
+    outcome.summary = _summary(record.final)
+    if record.status == "ok":
+        outcome.status = "ok"
+    elif record.aborted and record.abort_reason == "timeout":
+        outcome.error = f"cron: job execution timed out after {timeout_s:g}s"
+    elif record.aborted:
+        outcome.error = f"cron: run aborted ({record.abort_reason})"
+    else:
+        outcome.error = record.error or "agent run failed"
+
+
+async def execute(
+    sup: Supervisor, job: CronJob, clock: Callable[[], int] = now_ms
+) -> FiringOutcome:
+    """Run `job`'s payload to its end (times from `clock`, the scheduler's). Never raises
+    but `Cancelled`. A checkpoint."""
+    started = clock()
+    outcome = FiringOutcome(status="error", started_at=started, ended_at=started)
+    gen = sup.generation
+    try:
+        spec = gen.agent(job.agentId)
+        key = _session_key(sup, job, spec.id)
+        outcome.session_key = key
+        payload = job.payload
+        message, model_ref, timeout_s = _turn_options(gen, job, spec.id)
+        if sup.session_gate is not None:
+            await sup.session_gate(key)  # in a cluster: the session moves to this node
+        actor = await sup.session(key, spec.id)
+        assert actor.row is not None
+        thinking = getattr(payload, "thinking", None)
+        level = normalize_think_level(thinking) if isinstance(thinking, str) else None
+        row = await actor.save_row(
+            updatedAt=now_ms(), **({"thinkingLevel": level} if level else {})
+        )
+        outcome.session_id = row.sessionId
+        if not isinstance(payload, CronAddParamsPayloadAgentTurn) and job.wakeMode != "now":
+            text = payload.text
+            await actor.append_messages(
+                [
+                    AssistantMessage(
+                        content=[TextContent(text)], timestamp=now_ms(), stopReason="stop"
+                    )
+                ]
+            )
+            outcome.status, outcome.summary = "ok", text
+            return outcome
+        cap = gen.config.cron.maxConcurrentRuns
+        lane = sup.lane_for("cron")
+        if lane.slots.total_tokens != cap:
+            lane.slots.total_tokens = cap
+        record = RunRecord(
+            run_id=str(uuid.uuid4()),
+            session_key=key,
+            session_id=row.sessionId,
+            agent_id=spec.id,
+            accepted_at=now_ms(),
+        )
+        outcome.agent_run_id = record.run_id
+        request = RunRequest(
+            lane="cron", record=record, message=message, timeout_s=timeout_s, model_ref=model_ref
+        )
+        # One step: registered, streamed and queued, or refused / ended (no phantom run).
+        sup.accept_run(actor, request, actor.queue_settings("followup"))
+        try:
+            await record.done.wait()
+        except BaseException:
+            record.abort("shutdown")
+            raise
+        _run_outcome(outcome, record, timeout_s)
+    except (GenerationError, SessionKeyError, LaneFull, RunRefused, ClusterError) as exc:
+        outcome.error = str(exc)
+    except Exception as exc:  # a bug: this firing fails, the scheduler carries on
+        log.exception("cron job %s crashed", job.id)
+        outcome.error = f"internal error: {describe_exception(exc)}"
+    finally:
+        outcome.ended_at = clock()
+    return outcome

@@ -1,0 +1,55 @@
+"""Durable state: session rows, transcripts, the run journal, shared documents.
+
+- `_store`: the `Store` actor, the one owner of the database: writes come over a channel and
+  commit in groups (group commit) from a worker thread, so no trio task blocks on disk.
+- `_ops`: the backend seam: the operations on the write channel, and `Fence` checks.
+- `_sqlite`: the embedded backend (WAL, one file in the state dir); `_pg`: PostgreSQL
+  (psycopg 3 in the worker thread, same groups); `_config`: which one the config asks for
+  (`storage.backend`), opened with `open_configured_store`.
+- `_journal`: every accepted run, durable before its ack, ended when the run ends.
+- `_documents`: documents the gateways of a cluster share (device pairing, config), under a
+  row lock with a hash for compare-and-set.
+- `_backlog`: writes that wait while the store's channel is full, fed to it in order.
+
+A write that fails is reported, never taken for success: `StoreError` (under `ActorError`).
+"""
+
+from ._config import open_pairing as open_pairing
+from ._config import open_prefs as open_prefs
+from ._config import open_store_backend as open_store_backend
+from ._config import store_backend as store_backend
+from ._documents import PostgresDocument as PostgresDocument
+from ._journal import INTERRUPTED as INTERRUPTED
+from ._journal import AcceptedRun as AcceptedRun
+from ._journal import JournalRow as JournalRow
+from ._journal import RunOutcome as RunOutcome
+from ._journal import accepted_row as accepted_row
+from ._journal import ended_row as ended_row
+from ._ops import Fence as Fence
+from ._ops import SqlConnection as SqlConnection
+from ._ops import StoreBackend as StoreBackend
+from ._pg import PostgresBackend as PostgresBackend
+from ._sqlite import SqliteBackend as SqliteBackend
+from ._store import Store as Store
+from ._store import open_store as open_store
+
+__all__ = [
+    "INTERRUPTED",
+    "AcceptedRun",
+    "Fence",
+    "JournalRow",
+    "PostgresBackend",
+    "PostgresDocument",
+    "RunOutcome",
+    "SqlConnection",
+    "SqliteBackend",
+    "Store",
+    "StoreBackend",
+    "accepted_row",
+    "ended_row",
+    "open_pairing",
+    "open_prefs",
+    "open_store",
+    "open_store_backend",
+    "store_backend",
+]

@@ -1,0 +1,241 @@
+"""A node's session leases (issue 16): which node owns a session's lane, and how a session
+moves between nodes. `SessionLeases` is the part of the `Router` (`_cluster_route`) that
+holds them.
+
+- **Owning.** `owner` answers which node owns a session, taking its lease
+  (`session:<key>`, `actors.Leases`) when it is free; `own_actor` gives the session's actor
+  here the lease's fencing token (the store refuses writes with an older one).
+- **Keeping.** `run_leases` renews every held lease in one round trip each third of the
+  TTL; a renewal that comes after the lease lapsed takes it again when nobody took it
+  since; a lease really lost aborts the session's runs and forgets its actor.
+- **Moving.** A session whose actor was reaped idle here has its lease released, so the
+  next request on any node takes it. A run that no request brings (a cron firing on the
+  node running cron) moves its session here: `take_session` asks the owner to let it go
+  (`let_go`, done once the session is idle there) and takes the lease, bounded in time.
+  A release in flight makes a request here wait for it, then take the lease again (it
+  would otherwise adopt the lease being released, and lose it when the release lands).
+
+Errors: `ClusterError` (Redis failing), `ClusterUnavailable` (no reachable owner).
+"""
+
+from __future__ import annotations
+
+import abc
+import contextlib
+import logging
+from collections.abc import Iterable
+from typing import Any, Final
+
+import trio
+
+from actors import Cluster, ClusterError, ClusterUnavailable, Fence, Lease
+from runtime.model import GenerationError
+
+from ._wire import RouterHost
+
+__all__ = ["HANDOFF_WAIT_S", "SessionLeases"]
+
+log = logging.getLogger("clawlane.cluster")
+
+HANDOFF_WAIT_S: Final = 30.0
+HANDOFF_RETRY_S: Final = 0.25
+
+
+def _session_of(lease: Lease) -> str:
+    """The session key of a session lease (`session:<key>`)."""
+    return lease.key[len("session:") :]
+
+
+class SessionLeases(abc.ABC):
+    """This node's session leases (see the module docstring). The `Router` is one."""
+
+    def __init__(self, gateway: RouterHost, cluster: Cluster, *, ttl_s: float) -> None:
+        self.gateway = gateway
+        self.cluster = cluster
+        self.node_id = cluster.node_id
+        self.ttl_s = ttl_s
+        self.held: dict[str, Lease] = {}
+        """Sessions this node owns: their leases."""
+        self.alive: set[str] = {cluster.node_id}
+        self.leases_lost = 0
+        self.leases_late = 0
+        self._renewed_at = 0.0
+        self._releasing: dict[str, trio.Event] = {}
+
+    @abc.abstractmethod
+    def send(self, node: str, message: dict[str, Any]) -> None:
+        """Send `node` a message (its inbox): the router's."""
+
+    async def owner(self, key: str) -> str:
+        """The node that owns session `key`: this one if it holds the lease or takes it
+        now. A lease still held by a node that is gone is waited out (its TTL)."""
+        while (releasing := self._releasing.get(key)) is not None:
+            await releasing.wait()  # this node is giving it up: ask Redis once that is done
+        if key in self.held:
+            return self.node_id
+        leases = self.cluster.leases
+        with trio.move_on_after(self.ttl_s * 2):
+            while True:
+                lease = await leases.acquire(f"session:{key}")
+                if lease is not None:
+                    await self._adopt(key, lease)
+                    return self.node_id
+                holder = await leases.holder(f"session:{key}")
+                if holder is None:
+                    continue
+                if holder.owner == self.node_id:
+                    await self._adopt(key, holder)
+                    return self.node_id
+                if holder.owner in self.alive:
+                    return holder.owner
+                await trio.sleep(self.ttl_s / 10)  # a gone node's lease: until it expires
+        raise ClusterUnavailable(f"session {key!r} has no reachable owner")
+
+    async def _adopt(self, key: str, lease: Lease) -> None:
+        known = self.held.get(key)
+        if known is not None and known.token >= lease.token:
+            return
+        self.held[key] = lease
+        await self.gateway.supervisor.store.advance_fence(Fence(key, lease.token))
+        self._fence_actor(key)
+
+    def _fence_actor(self, key: str) -> None:
+        """The session's actor here (if any) writes with the token of the lease held now."""
+        lease = self.held.get(key)
+        actor = self.gateway.supervisor.peek_session(key)
+        if lease is not None and actor is not None:
+            actor.fence = Fence(key, lease.token)
+
+    async def own_actor(self, key: str) -> None:
+        """The session's actor here, carrying this node's fencing token (for a known agent:
+        the handler answers an unknown one)."""
+        sup = self.gateway.supervisor
+        lease = self.held.get(key)
+        if lease is None:
+            return
+        agent_id = key.split(":")[1] if key.startswith("agent:") else None
+        agent_id = agent_id or sup.generation.default_agent
+        try:
+            sup.generation.agent(agent_id)
+        except GenerationError:
+            return
+        await sup.session(key, agent_id)
+        self._fence_actor(key)
+
+    async def run_leases(self) -> None:
+        """Renew every held lease each third of the TTL, then give up those of sessions
+        gone idle here. Until cancelled."""
+        self._renewed_at = trio.current_time()
+        while True:
+            await trio.sleep(self.ttl_s / 3)
+            await self._renew_all()
+            await self._release_idle()
+
+    async def _renew_all(self) -> None:
+        """One renewal of every held lease (one round trip). A lease that expired before
+        its renewal came (an overloaded node, a slow Redis) is taken again if nobody took
+        it since; one another node took, or all of them when Redis could not renew them
+        before they could expire, are lost."""
+        leases = list(self.held.values())
+        sent = trio.current_time()
+        try:
+            results = await self.cluster.leases.renew_many(leases)
+        except ClusterError as exc:
+            log.warning("node %s: session leases not renewed: %s", self.node_id, exc)
+            if trio.current_time() - self._renewed_at > self.ttl_s * 0.9:
+                self._lose(list(self.held))
+            return
+        self._renewed_at = sent
+        late = [lease for lease, ok in zip(leases, results, strict=True) if not ok]
+        if late:
+            await self._renew_late(late)
+
+    async def _renew_late(self, late: list[Lease]) -> None:
+        """Take the `late` leases again, all at once (Redis restarted empty: every one)."""
+        late = [lease for lease in late if self.held.get(_session_of(lease)) is lease]
+        try:
+            taken = await self.cluster.leases.reacquire_many(late)
+        except ClusterError:
+            taken = [None] * len(late)
+        stale: list[Lease] = []  # released here meanwhile: let them go again
+        lost: list[str] = []
+        for lease, again in zip(late, taken, strict=True):
+            key = _session_of(lease)
+            if self.held.get(key) is not lease:
+                stale += [again] if again is not None else []
+            elif again is None:
+                lost.append(key)
+            else:
+                self.held[key] = again
+                self.leases_late += 1
+                self._fence_actor(key)
+        self._lose(lost)
+        if stale:
+            with contextlib.suppress(ClusterError):
+                await self.cluster.leases.release_many(stale)
+
+    async def _release_idle(self) -> None:
+        """Give up the leases of the sessions whose actors are gone here (reaped idle), all
+        at once (a reaper pass can forget tens of thousands)."""
+        sup = self.gateway.supervisor
+        gone = self.held.keys() - sup.session_keys()
+        await self._release([k for k in gone if not sup.order.outstanding(k)])
+
+    async def _release(self, keys: list[str]) -> None:
+        """Give the sessions' leases up (their actors are gone here). A request for one of
+        them here meanwhile waits for the release (`owner`), then takes the lease again."""
+        leases = {}
+        for key in keys:
+            lease = self.held.pop(key, None)
+            if lease is not None and key not in self._releasing:
+                leases[key] = lease
+                self._releasing[key] = trio.Event()
+        if not leases:
+            return
+        try:
+            await self.cluster.leases.release_many(list(leases.values()))
+        except ClusterError as exc:
+            log.info("%d session leases not released (they expire): %s", len(leases), exc)
+        finally:
+            for key in leases:
+                self._releasing.pop(key).set()
+
+    # --- a run no request routed (cron's): its session moves here -------------------------
+
+    async def take_session(self, key: str) -> None:
+        """Own session `key` here before a run that no routed request brought (a cron
+        firing): take its lease; while another node holds it, ask that node to let it go
+        (it does once the session is idle there) and try again, for `HANDOFF_WAIT_S` at
+        most. Raises `ClusterUnavailable` naming the node that keeps it."""
+        deadline = trio.current_time() + HANDOFF_WAIT_S
+        while True:
+            owner = await self.owner(key)
+            if owner == self.node_id:
+                await self.own_actor(key)
+                return
+            if trio.current_time() >= deadline:
+                raise ClusterUnavailable(f"session {key!r} stays busy on node {owner}")
+            self.send(owner, {"t": "note", "from": self.node_id, "release": key})
+            await trio.sleep(HANDOFF_RETRY_S)  # what the owner does is seen in Redis only
+
+    async def let_go(self, key: str) -> None:
+        """(Another node asked, `take_session`.) Give the session up if it is idle here:
+        its actor forgotten, its lease released. A checkpoint."""
+        sup = self.gateway.supervisor
+        actor = sup.peek_session(key)
+        if key not in self.held or sup.order.outstanding(key) or (actor and actor.busy):
+            await trio.lowlevel.checkpoint()
+            return
+        sup.drop_session(key)
+        await self._release([key])
+
+    def _lose(self, keys: Iterable[str]) -> None:
+        sup = self.gateway.supervisor
+        for key in keys:
+            if self.held.pop(key, None) is None:
+                continue
+            self.leases_lost += 1
+            log.warning("node %s: lost the lease of session %s", self.node_id, key)
+            actor = sup.drop_session(key)
+            if actor is not None:
+                actor.abort(None, "interrupt")

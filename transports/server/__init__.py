@@ -1,0 +1,51 @@
+"""Serving the gateway's port: the composition root and each connection's life.
+
+- `_gateway`: `open_gateway` / `serve_gateway` and `Gateway`: builds the supervisor, the
+  store, the publisher, the cron scheduler and (with cluster config) the node, listens,
+  accepts, and serves each socket as WebSocket or plain HTTP. `GatewayOptions` is what the
+  CLI hands it.
+- `_handshake`: the `connect` admission in OpenClaw's order (protocol, origin, auth, device
+  identity, pairing, scopes) -> `Admitted`.
+- `_connection`: one client after its upgrade: the handshake, then one reader and the
+  request tasks; frames go to the method table.
+- `_connlog`: a connection's log lines (`clawlane.connections`).
+- `_startup`: why the gateway cannot start, in one line; `_state_lock`: one gateway process
+  per state dir; `_logging`: the process's logging (text or JSON lines, one handler).
+- `_workers`: `--workers N`, N gateway processes on one port of one machine.
+"""
+
+from ._gateway import VERSION as VERSION
+from ._gateway import Gateway as Gateway
+from ._gateway import GatewayOptions as GatewayOptions
+from ._gateway import open_gateway as open_gateway
+from ._gateway import serve_gateway as serve_gateway
+from ._logging import DEFAULT_LOG_FORMAT as DEFAULT_LOG_FORMAT
+from ._logging import DEFAULT_LOG_LEVEL as DEFAULT_LOG_LEVEL
+from ._logging import LOG_FORMATS as LOG_FORMATS
+from ._logging import LOG_LEVELS as LOG_LEVELS
+from ._logging import configure_logging as configure_logging
+from ._startup import EXIT_CONFIG as EXIT_CONFIG
+from ._startup import StartupError as StartupError
+from ._startup import check_config_file as check_config_file
+from ._startup import check_state_dir as check_state_dir
+from ._startup import describe_failure as describe_failure
+from ._workers import gateway_workers as gateway_workers
+
+__all__ = [
+    "DEFAULT_LOG_FORMAT",
+    "DEFAULT_LOG_LEVEL",
+    "EXIT_CONFIG",
+    "LOG_FORMATS",
+    "LOG_LEVELS",
+    "VERSION",
+    "Gateway",
+    "GatewayOptions",
+    "StartupError",
+    "check_config_file",
+    "check_state_dir",
+    "configure_logging",
+    "describe_failure",
+    "gateway_workers",
+    "open_gateway",
+    "serve_gateway",
+]
