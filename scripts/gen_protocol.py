@@ -1,7 +1,6 @@
 """Generate `runtime/protocol/_wire.py` from OpenClaw's Gateway protocol v4 JSON schemas.
 
-The project must not read `../shared` at runtime, so the wire types are generated once and
-committed. The output is a pure function of the schemas: same schemas, same bytes.
+The runtime must not read the schemas, so the wire types are generated once and committed. The output is a pure function of the schemas: same schemas, same bytes.
 
 Two sources: the published schema (`@openclaw/gateway-protocol@2026.9.1`, with the `methods`
 map of scopes) and the newer definitions the `openclaw@2026.9.6` clients send
@@ -12,8 +11,9 @@ types only the newer file has (`ChatStartupParams`, `UsersPrefsGetParams`) are t
 Usage:
     .venv/bin/python scripts/gen_protocol.py [SCHEMA] [--newer DEFS] [-o OUTPUT] [--check]
 
-`SCHEMA` defaults to `../shared/openclaw-protocol/protocol.schema.json`, `DEFS` to
-`../shared/openclaw-protocol/openclaw-2026.9.6-definitions.json` (`--newer ''` for none) and
+`SCHEMA` defaults to `tests/data/openclaw-protocol/protocol.schema.json` (the tests' copy, whose
+README says where each file comes from), `DEFS` to
+`tests/data/openclaw-protocol/openclaw-2026.9.6-definitions.json` (`--newer ''` for none) and
 `OUTPUT` to `runtime/protocol/_wire.py`, relative to the repository root. With `--check` nothing is
 written and the exit status is 1 when `OUTPUT` differs from what would be generated.
 
@@ -36,7 +36,6 @@ from __future__ import annotations
 import argparse
 import json
 import keyword
-import os
 import re
 import sys
 import textwrap
@@ -46,9 +45,9 @@ from pathlib import Path
 from typing import Any, Final
 
 REPO_ROOT: Final = Path(__file__).resolve().parent.parent
-SHARED_DIR: Final = Path(os.environ.get("CLAWLANE_SHARED_DIR") or REPO_ROOT.parent / "shared")
-"""`../shared` beside the checkout (`CLAWLANE_SHARED_DIR` overrides it, e.g. in a worktree)."""
-DEFAULT_SCHEMA: Final = SHARED_DIR / "openclaw-protocol" / "protocol.schema.json"
+PROTOCOL_DIR: Final = REPO_ROOT / "tests" / "data" / "openclaw-protocol"
+"""OpenClaw's schemas, in the repository beside the tests that validate frames against them."""
+DEFAULT_SCHEMA: Final = PROTOCOL_DIR / "protocol.schema.json"
 DEFAULT_NEWER: Final = DEFAULT_SCHEMA.with_name("openclaw-2026.9.6-definitions.json")
 DEFAULT_OUTPUT: Final = REPO_ROOT / "runtime" / "protocol" / "_wire.py"
 PROTOCOL_VERSION: Final = 4
@@ -801,8 +800,8 @@ def render(
             else []
         ),
         "# Regenerate: .venv/bin/python scripts/gen_protocol.py [SCHEMA] [--newer DEFS]",
-        "#   (defaults: ../shared/openclaw-protocol/protocol.schema.json and",
-        "#   ../shared/openclaw-protocol/openclaw-2026.9.6-definitions.json)",
+        "#   (defaults: tests/data/openclaw-protocol/protocol.schema.json and",
+        "#   tests/data/openclaw-protocol/openclaw-2026.9.6-definitions.json)",
         '"""OpenClaw Gateway protocol v4 wire types, generated from OpenClaw\'s JSON schemas.',
         "",
         "Every object type is a frozen `msgspec.Struct` that rejects unknown fields. Required fields",

@@ -1,27 +1,31 @@
-"""Validation of values against the 2026.9.6 clients' protocol definitions (skipped where
-the shared protocol folder is not beside the checkout)."""
+"""Validation of values against the 2026.9.6 clients' protocol definitions (the in-repo copy
+in `tests/data/openclaw-protocol/`)."""
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
-
-import pytest
 
 from tests.conftest import NEWER_PATH
 
 
-def definitions() -> dict[str, Any]:
-    if not NEWER_PATH.exists():
-        pytest.skip("the protocol definitions are not on this machine")
+@functools.cache
+def _definitions() -> dict[str, Any]:
     data = json.loads(NEWER_PATH.read_text())
     return dict(data["definitions"])
+
+
+def definitions() -> dict[str, Any]:
+    """The 2026.9.6 definitions by name (a copy: the caller may change it)."""
+    return dict(_definitions())
 
 
 def validate(name: str, value: Any) -> None:
     import jsonschema
 
-    defs = definitions()
-    validator = jsonschema.Draft7Validator({"$ref": f"#/definitions/{name}", "definitions": defs})
+    validator = jsonschema.Draft7Validator(
+        {"$ref": f"#/definitions/{name}", "definitions": _definitions()}
+    )
     errors = [f"{list(e.path)}: {e.message}" for e in validator.iter_errors(value)]
     assert not errors, errors[:5]

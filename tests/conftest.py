@@ -1,5 +1,6 @@
 """Shared fixtures: a real gateway on a loopback port, clients that record every frame the
-server sends, and validation of those frames against the published protocol v4 schema.
+server sends, and validation of those frames against the published protocol v4 schema
+(in the repository: `tests/data/openclaw-protocol/`).
 
 Gateways start as a user's would: auth on, with the token a first start creates in the
 (tmp) state dir. The test clients (`open_client`, `connect`, `raw_handshake`) send that
@@ -11,7 +12,6 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import re
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -30,11 +30,10 @@ from transports.server._gateway import Gateway
 TEST_DEVICE = DeviceIdentity.generate()
 """The device every test client signs with (one key for the session: pairing it is cheap)."""
 
-SHARED_DIR = Path(
-    os.environ.get("CLAWLANE_SHARED_DIR") or Path(__file__).resolve().parents[2] / "shared"
-)
-SCHEMA_PATH = SHARED_DIR / "openclaw-protocol" / "protocol.schema.json"
-NEWER_PATH = SCHEMA_PATH.with_name("openclaw-2026.9.6-definitions.json")
+PROTOCOL_DIR = Path(__file__).resolve().parent / "data" / "openclaw-protocol"
+"""OpenClaw's protocol schemas, in the repository (README.md there says what each file is)."""
+SCHEMA_PATH = PROTOCOL_DIR / "protocol.schema.json"
+NEWER_PATH = PROTOCOL_DIR / "openclaw-2026.9.6-definitions.json"
 
 #: The result definition of each method that has one (`<Method>Result` otherwise).
 RESULT_DEFINITIONS: dict[str, str] = {
@@ -52,14 +51,14 @@ def _pascal(method: str) -> str:
 class FrameChecker:
     """Validates server frames against the schema definitions (jsonschema, draft-07)."""
 
-    def __init__(self, schema: dict[str, Any], newer: dict[str, Any] | None = None) -> None:
+    def __init__(self, schema: dict[str, Any], newer: dict[str, Any]) -> None:
         import jsonschema
 
         schema = copy.deepcopy(schema)
         defs = schema["definitions"]
         # Frames validate against the published schema; a result only the newer 2026.9.6
         # definitions have (`UsersPrefsGetResult`, ...) is checked against that one.
-        for name, definition in (newer or {}).get("definitions", {}).items():
+        for name, definition in newer["definitions"].items():
             defs.setdefault(name, definition)
         # `health` answers the snapshot's health shape, plus clawlane's own block.
         health = copy.deepcopy(defs["Snapshot"]["properties"]["health"])
@@ -121,20 +120,19 @@ class FrameChecker:
 _checker: FrameChecker | None = None
 
 
-def frame_checker() -> FrameChecker | None:
+def frame_checker() -> FrameChecker:
+    """The one checker of the session, built on first use from the in-repo schemas (a missing
+    file is an error, never a quiet pass)."""
     global _checker
-    if _checker is None and SCHEMA_PATH.exists():
-        newer = json.loads(NEWER_PATH.read_text()) if NEWER_PATH.exists() else None
+    if _checker is None:
+        newer = json.loads(NEWER_PATH.read_text())
         _checker = FrameChecker(json.loads(SCHEMA_PATH.read_text()), newer)
     return _checker
 
 
 @pytest.fixture
 def schema_checker() -> FrameChecker:
-    checker = frame_checker()
-    if checker is None:
-        pytest.skip(f"protocol schema not found at {SCHEMA_PATH}; frame validation skipped")
-    return checker
+    return frame_checker()
 
 
 def local_config(**overrides: Any) -> Config:
@@ -177,8 +175,6 @@ class Recorder:
 
     def validate(self) -> int:
         checker = frame_checker()
-        if checker is None:
-            return 0
         for f in self.frames:
             frame = {k: v for k, v in f.items() if k != "client"}
             method = None
@@ -264,7 +260,7 @@ async def raw_handshake(
 @asynccontextmanager
 async def open_client(gw: Gateway, **kw: Any) -> AsyncIterator[GatewayClient]:
     """A test client of `gw` whose every received frame is validated against the protocol
-    schema when the client closes (skipped, with the others, when the schema is absent)."""
+    schema when the client closes."""
     rec = Recorder()
     kw.setdefault("client_id", "test")
     kw.setdefault("mode", "test")

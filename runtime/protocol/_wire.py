@@ -2,8 +2,8 @@
 # Schema: https://openclaw.ai/protocol.schema.json (OpenClaw Gateway Protocol).
 # Newer definitions (winning where both define a type): OpenClaw gateway protocol schemas as bundled in openclaw@2026.9.6 (TypeBox objects, serialized; the exported subset).
 # Regenerate: .venv/bin/python scripts/gen_protocol.py [SCHEMA] [--newer DEFS]
-#   (defaults: ../shared/openclaw-protocol/protocol.schema.json and
-#   ../shared/openclaw-protocol/openclaw-2026.9.6-definitions.json)
+#   (defaults: tests/data/openclaw-protocol/protocol.schema.json and
+#   tests/data/openclaw-protocol/openclaw-2026.9.6-definitions.json)
 """OpenClaw Gateway protocol v4 wire types, generated from OpenClaw's JSON schemas.
 
 Every object type is a frozen `msgspec.Struct` that rejects unknown fields. Required fields

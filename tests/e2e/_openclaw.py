@@ -114,8 +114,7 @@ class OpenClawClient:
         while True:
             frame = json.loads(await self.ws.get_message())
             method = self._methods.get(frame.get("id", "")) if frame.get("type") == "res" else None
-            if self._checker is not None:
-                self._checker.check(frame, method)
+            self._checker.check(frame, method)
             if frame.get("type") == "res":
                 send = self._waiting.get(frame["id"])
                 if send is not None:

@@ -41,9 +41,7 @@ def _reason(exc: trio_websocket.ConnectionClosed) -> trio_websocket.CloseReason:
 
 
 def _check(frame: dict[str, Any], method: str | None = None) -> None:
-    checker = frame_checker()
-    if checker is not None:
-        checker.check(frame, method)
+    frame_checker().check(frame, method)
 
 
 async def test_challenge_is_the_first_frame_and_hello_ok_validates(gateway) -> None:

@@ -313,9 +313,8 @@ async def test_status_and_health_have_openclaws_shapes_and_clawlanes_block(tmp_p
             assert agent["sessions"]["recent"][0]["key"] == "agent:main:main"
             assert health["sessions"]["count"] == 1 and "eventLoop" in health
             assert health["clawlane"]["generation"] == 1
-            checker = frame_checker()
-            if checker is not None:  # the snapshot's health itself stays closed
-                checker.validate("Snapshot", {**c.hello["snapshot"]})
+            # the snapshot's health itself stays closed
+            frame_checker().validate("Snapshot", {**c.hello["snapshot"]})
             status = await c.call(
                 "status", {"includeChannelSummary": False, "includeCliProjection": True}
             )

@@ -95,9 +95,8 @@ async def test_a_turn_streams_the_gateways_agent_events(tmp_path: Path) -> None:
     }
     assert {e["runId"] for e in events} == {result.run_id}
     checker = frame_checker()
-    if checker is not None:
-        for e in events:
-            checker.check({"type": "event", "event": "agent", "payload": e})
+    for e in events:
+        checker.check({"type": "event", "event": "agent", "payload": e})
     payload = result.to_payload()
     assert payload["payloads"] == [{"text": "You said: hello embedded"}]
     assert payload["meta"]["generation"] == 1 and payload["meta"]["runtime"] == "openclaw"

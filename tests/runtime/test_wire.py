@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import sys
 import types
 from pathlib import Path
@@ -32,17 +31,13 @@ from runtime.protocol._wire import (
     UsersPrefsGetParams,
     decode_params,
 )
+from tests.conftest import NEWER_PATH, SCHEMA_PATH
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 GENERATOR = REPO_ROOT / "scripts" / "gen_protocol.py"
 WIRE = REPO_ROOT / "runtime" / "protocol" / "_wire.py"
-SHARED = Path(os.environ.get("CLAWLANE_SHARED_DIR") or REPO_ROOT.parent / "shared")
-SCHEMA = SHARED / "openclaw-protocol" / "protocol.schema.json"
-NEWER = SCHEMA.with_name("openclaw-2026.9.6-definitions.json")
-
-needs_schema = pytest.mark.skipif(
-    not SCHEMA.exists(), reason=f"published protocol schema not found at {SCHEMA}"
-)
+SCHEMA = SCHEMA_PATH
+NEWER = NEWER_PATH
 
 
 def _load_generator() -> types.ModuleType:
@@ -64,15 +59,14 @@ def gen() -> types.ModuleType:
 
 @pytest.fixture(scope="module")
 def schema() -> dict[str, Any]:
-    if not SCHEMA.exists():
-        pytest.skip(f"published protocol schema not found at {SCHEMA}")
     with SCHEMA.open(encoding="utf-8") as fh:
         loaded: dict[str, Any] = json.load(fh)
     return loaded
 
 
 def _validator(schema: dict[str, Any], definition: str) -> Any:
-    jsonschema = pytest.importorskip("jsonschema")
+    import jsonschema
+
     root = {"$ref": f"#/definitions/{definition}", "definitions": schema["definitions"]}
     return jsonschema.Draft7Validator(root)
 
@@ -143,7 +137,6 @@ AGENT_EVENT: dict[str, Any] = {
 # -- the generated file ---------------------------------------------------------------------------
 
 
-@needs_schema
 def test_generated_module_is_up_to_date_with_the_schema(
     gen: types.ModuleType, tmp_path: Path
 ) -> None:
@@ -154,12 +147,10 @@ def test_generated_module_is_up_to_date_with_the_schema(
     )
 
 
-@needs_schema
 def test_generation_is_deterministic(gen: types.ModuleType, schema: dict[str, Any]) -> None:
     assert gen.render(schema) == gen.render(json.loads(json.dumps(schema)))
 
 
-@needs_schema
 def test_method_scopes_cover_every_schema_method(schema: dict[str, Any]) -> None:
     assert {m: info["scope"] for m, info in schema["methods"].items()} == METHOD_SCOPES
 
@@ -249,7 +240,6 @@ def test_the_newer_definitions_win_where_both_schemas_define_a_type() -> None:
     assert "UsersPrefsGetParams" in _wire.__all__
 
 
-@needs_schema
 def test_the_merge_takes_the_newer_definition_and_keeps_the_published_methods(
     gen: types.ModuleType, schema: dict[str, Any]
 ) -> None:
@@ -308,7 +298,6 @@ def test_encode_decode_round_trip_is_identity(
     assert msgspec.json.decode(encoded) == raw
 
 
-@needs_schema
 @pytest.mark.parametrize(
     ("definition", "type_", "raw"),
     [
@@ -423,7 +412,6 @@ def test_generator_renames_unsafe_names_and_falls_back_to_any_with_a_comment(
         module.decode_params(params_type, {"from": "x", "mode": "medium"})
 
 
-@needs_schema
 def test_generator_check_mode_reports_a_stale_file_and_writes_nothing(
     gen: types.ModuleType, tmp_path: Path
 ) -> None:
