@@ -14,23 +14,23 @@ from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 
 import coredis
-import pytest
 import trio
 
 from actors.cluster._local import Cluster, LocalLeases, LocalNodeRecords, open_local_cluster
 from actors.cluster._primitives import ClusterUnavailable, Lease
 from actors.cluster._redis import open_redis_cluster
+from tests._needs import missing
 
 REDIS_URL = os.environ.get("CLAWLANE_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 
 
-async def redis_or_skip(url: str = REDIS_URL) -> None:
-    """Skip the test, with the reason, when Redis cannot be reached."""
+async def require_redis(url: str = REDIS_URL) -> None:
+    """When Redis cannot be reached: skip the test saying why, or fail it under CI."""
     try:
         async with open_redis_cluster(url, node_id="probe", connect_timeout_s=1.0):
             pass
     except ClusterUnavailable as exc:
-        pytest.skip(f"Redis is not reachable: {exc}")
+        missing("Redis", f"not reachable: {exc}")
 
 
 class Nodes:
@@ -108,7 +108,7 @@ async def open_nodes(
     """`count` nodes; with `twin` one more, last, under the first one's id (a second
     process started under that id)."""
     if backend == "redis":
-        await redis_or_skip()
+        await require_redis()
     prefix = ""
     try:
         async with AsyncExitStack() as stack:
@@ -138,7 +138,7 @@ class OwnRedis:
     def __init__(self, nursery: trio.Nursery) -> None:
         binary = shutil.which("redis-server")
         if binary is None:
-            pytest.skip("redis-server is not installed (needed to restart a Redis)")
+            missing("redis-server", "not installed (needed to restart a Redis)")
         self.binary = binary
         self.port = free_port()
         self.url = f"redis://127.0.0.1:{self.port}/0"

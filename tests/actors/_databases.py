@@ -3,7 +3,8 @@ a real PostgreSQL (its own schema, created for the test and dropped after it), a
 run SQL of our own beside the store.
 
 PostgreSQL: `CLAWLANE_TEST_POSTGRES` (default `postgresql://postgres@127.0.0.1:5432/test`);
-the PostgreSQL tests skip, saying why, only when that server cannot be reached.
+the PostgreSQL tests skip, saying why, only when that server cannot be reached (under CI
+they fail: `tests._needs`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import psycopg.conninfo
 import pytest
 
 from actors import PostgresBackend, SqliteBackend, StoreBackend
+from tests._needs import missing
 
 PG_URL: Final = os.environ.get(
     "CLAWLANE_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test"
@@ -79,7 +81,7 @@ def pg_url() -> Iterator[str]:
     try:
         admin = psycopg.connect(PG_URL, autocommit=True, connect_timeout=3)
     except psycopg.OperationalError as exc:
-        pytest.skip(f"PostgreSQL cannot be reached at {PG_URL}: {_one_line(exc)}")
+        missing("PostgreSQL", f"cannot be reached at {PG_URL}: {_one_line(exc)}")
     schema = f"clawlane_test_{uuid.uuid4().hex[:12]}"
     with admin:
         admin.execute(f'CREATE SCHEMA "{schema}"')

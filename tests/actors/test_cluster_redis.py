@@ -25,7 +25,7 @@ from tests.actors._cluster_nodes import (
     free_port,
     open_nodes,
     raw_client,
-    redis_or_skip,
+    require_redis,
 )
 
 pytestmark = pytest.mark.filterwarnings("ignore:Unclosed <MemoryObject:ResourceWarning")
@@ -52,7 +52,7 @@ async def test_an_unreachable_redis_fails_at_start_with_one_line() -> None:
 
 
 async def test_open_cluster_follows_the_config(monkeypatch: pytest.MonkeyPatch) -> None:
-    await redis_or_skip()
+    await require_redis()
     with trio.fail_after(10):
         async with open_cluster(parse_config({}), node_id="solo") as local:
             assert local.backend == "local" and local.leases.ttl_s == 5.0

@@ -21,7 +21,7 @@ import psycopg
 import pytest
 import trio
 
-from tests.actors._cluster_nodes import drop_prefix, raw_client, redis_or_skip
+from tests.actors._cluster_nodes import drop_prefix, raw_client, require_redis
 from tests.actors._databases import pg_url
 from tests.e2e.test_workers import CLI, shared_config, write_config
 from transports.client._client import GatewayRequestError, open_gateway_client
@@ -80,7 +80,7 @@ def fence_of(pg: str, key: str) -> int | None:
 
 
 async def test_a_node_killed_mid_run(tmp_path: Path, pg_url: str) -> None:
-    await redis_or_skip()
+    await require_redis()
     prefix = f"clawlane-test:{secrets.token_hex(6)}:"
     try:
         with trio.fail_after(90):
@@ -162,7 +162,7 @@ async def test_a_request_forwarded_to_a_node_that_restarts_is_answered(
     (a `--workers` worker restarted): node-b, whose client's run node-a was running, never
     sees node-a gone, and the new process never heard of the request. It is answered all
     the same (it waited for ever), once node-b hears from node-a's new process."""
-    await redis_or_skip()
+    await require_redis()
     prefix = f"clawlane-test:{secrets.token_hex(6)}:"
     ttl = 20_000  # node-a's record outlives its first process by far
     try:
@@ -204,7 +204,7 @@ async def test_a_node_whose_id_another_process_took_stops(tmp_path: Path, pg_url
     stalled, or Redis was away, past the TTL): at its next heartbeat node-a finds the other
     process's record, and exits 2 with one line naming `cluster.nodeId` and that process,
     instead of sharing its leases and inbox."""
-    await redis_or_skip()
+    await require_redis()
     prefix = f"clawlane-test:{secrets.token_hex(6)}:"
     try:
         with trio.fail_after(60):

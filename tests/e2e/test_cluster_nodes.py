@@ -25,7 +25,7 @@ import trio
 from actors import CronScheduler
 from runtime.model import GenerationError, config_to_builtins, parse_config
 from runtime.model._config import Config
-from tests.actors._cluster_nodes import REDIS_URL, drop_prefix, redis_or_skip
+from tests.actors._cluster_nodes import REDIS_URL, drop_prefix, require_redis
 from tests.actors._databases import pg_url
 from tests.conftest import local_config, open_client, running_gateway
 from transports import Gateway
@@ -86,7 +86,7 @@ async def two_nodes(
     tmp_path: Path, pg: str, redis_url: str = REDIS_URL, **extra: Any
 ) -> AsyncIterator[list[Node]]:
     """Nodes A and B (`extra`: more config, as `local_config` takes it)."""
-    await redis_or_skip()
+    await require_redis()
     prefix = f"clawlane-test:{secrets.token_hex(6)}:"
     try:
         async with trio.open_nursery() as nursery:

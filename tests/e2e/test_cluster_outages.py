@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 import trio
 
-from tests.actors._cluster_nodes import REDIS_URL, OwnRedis, redis_or_skip
+from tests.actors._cluster_nodes import REDIS_URL, OwnRedis, require_redis
 from tests.actors._databases import pg_url
 from tests.conftest import open_client
 from tests.e2e.test_cluster_nodes import ADMIN, Node, two_nodes, wait_for
@@ -92,7 +92,7 @@ def executed_runs(nodes: list[Node], keys: list[str]) -> collections.Counter[str
 
 
 async def test_redis_restarted_under_load(tmp_path: Path, pg_url: str) -> None:
-    await redis_or_skip(REDIS_URL)
+    await require_redis(REDIS_URL)
     with trio.fail_after(120):
         async with trio.open_nursery() as services:
             redis = OwnRedis(services)
@@ -183,7 +183,7 @@ def through(pg: str, port: int) -> str:
 
 
 async def test_postgres_briefly_unavailable(tmp_path: Path, pg_url: str) -> None:
-    await redis_or_skip(REDIS_URL)
+    await require_redis(REDIS_URL)
     port = urllib.parse.urlsplit(pg_url).port or 5432
     with trio.fail_after(120):
         async with trio.open_nursery() as services:

@@ -17,7 +17,7 @@ import trio
 
 from runtime.devices._device_auth import DeviceIdentity
 from runtime.model._config import Config
-from tests.actors._cluster_nodes import REDIS_URL, drop_prefix, redis_or_skip
+from tests.actors._cluster_nodes import REDIS_URL, drop_prefix, require_redis
 from tests.actors._databases import pg_url
 from tests.conftest import gateway_url, local_config, open_client, running_gateway
 from tests.e2e._events import next_event
@@ -45,7 +45,7 @@ def node_config(pg: str, prefix: str, node_id: str, **extra: Any) -> Config:
 @asynccontextmanager
 async def two_nodes(tmp_path: Path, pg: str) -> AsyncIterator[tuple[Gateway, Gateway]]:
     """Nodes A and B, each treating 127.0.0.2 as a remote client address."""
-    await redis_or_skip()
+    await require_redis()
     prefix = f"clawlane-test:{secrets.token_hex(6)}:"
     remote = frozenset({REMOTE})
     try:

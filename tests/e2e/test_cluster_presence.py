@@ -21,7 +21,7 @@ import trio
 
 from runtime.devices._device_auth import DeviceIdentity
 from runtime.model._config import Config
-from tests.actors._cluster_nodes import drop_prefix, redis_or_skip
+from tests.actors._cluster_nodes import drop_prefix, require_redis
 from tests.actors._databases import pg_url
 from tests.conftest import gateway_url, running_gateway
 from tests.e2e._events import next_event
@@ -40,7 +40,7 @@ def ui_node(pg: str, prefix: str, node_id: str) -> Config:
 
 @asynccontextmanager
 async def two_nodes(tmp_path: Path, pg: str) -> AsyncIterator[tuple[Gateway, Gateway]]:
-    await redis_or_skip()
+    await require_redis()
     prefix = f"clawlane-test:{secrets.token_hex(6)}:"
     try:
         async with (

@@ -17,6 +17,7 @@ import attrs
 import pytest
 import trio
 
+from tests._needs import missing
 from tests.conftest import local_config, open_client, running_gateway
 from transports import GatewayRequestError
 from transports.server._gateway import Gateway
@@ -35,10 +36,12 @@ CHROMIUM_ARGS = [
 TOKEN = "browser-token"
 _T = TypeVar("_T")
 
-pytestmark = pytest.mark.skipif(
-    not os.path.exists(CHROMIUM),
-    reason=f"Debian's chromium is not installed at {CHROMIUM} (apt-get install -y chromium)",
-)
+
+@pytest.fixture(autouse=True)
+def _chromium() -> None:
+    """Every test here needs Chromium: skip without it, saying why (fail under CI)."""
+    if not os.path.exists(CHROMIUM):
+        missing("Chromium", f"Debian's chromium is not at {CHROMIUM} (apt-get install -y chromium)")
 
 
 def page_url(gw: Gateway, fragment: str = "") -> str:
@@ -48,7 +51,10 @@ def page_url(gw: Gateway, fragment: str = "") -> str:
 async def in_browser(tmp_path: Path, script: Callable[[Any], _T]) -> _T:
     """Run `script(page)` in a fresh headless Chromium (Playwright gives it a new empty
     profile)."""
-    sync_api = pytest.importorskip("playwright.sync_api")
+    try:
+        from playwright import sync_api
+    except ImportError as exc:
+        missing("Playwright", f"cannot be imported (the dev extra installs it): {exc}")
 
     def run() -> _T:
         with sync_api.sync_playwright() as p:

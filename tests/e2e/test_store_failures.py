@@ -25,6 +25,7 @@ import trio
 import trio.testing
 
 import actors.store._sqlite as sqlite_module
+from tests._needs import missing
 from tests.conftest import local_config, running_gateway
 from tests.e2e._raw import Raw, raw_client, warm
 
@@ -182,14 +183,14 @@ async def test_a_request_whose_acceptance_cannot_be_written_is_unavailable(
 def tmpfs(path: Path, size: str) -> Iterator[None]:
     path.mkdir(parents=True, exist_ok=True)
     if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root (the full-disk test runs as root in CI)")
+        missing("tmpfs", "mounting one needs root (the full-disk test runs as root in CI)")
     done = subprocess.run(
         ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
         capture_output=True,
         check=False,
     )
     if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode(errors='replace').strip()}")
+        missing("tmpfs", f"cannot mount one here: {done.stderr.decode(errors='replace').strip()}")
     try:
         yield
     finally:

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 import trio
 
-from tests.actors._cluster_nodes import REDIS_URL, drop_prefix, free_port, redis_or_skip
+from tests.actors._cluster_nodes import REDIS_URL, drop_prefix, free_port, require_redis
 from tests.actors._databases import pg_url
 from transports.access._auth import read_token_file, token_path
 from transports.client._client import GatewayClientError, GatewayRequestError, open_gateway_client
@@ -78,7 +78,7 @@ class Workers:
 async def run_workers(tmp_path: Path, pg: str, count: int = 2) -> AsyncIterator[Workers]:
     """`clawlane gateway --workers count --port 0` on a fresh state dir; SIGKILLed (and its
     workers stopped by the closed pipe) if the test leaves it running."""
-    await redis_or_skip()
+    await require_redis()
     prefix = f"clawlane-test:{secrets.token_hex(6)}:"
     state = tmp_path / "state"
     config = write_config(state, **shared_config(pg, prefix))
