@@ -42,6 +42,7 @@ Errors, one tree rooted at `ActorError` (itself a `runtime.protocol.ClawlaneErro
         └── NodeIdInUse (`NodeRecords.beat`: another process has this node id)
 """
 
+from ._admission import Admission as Admission
 from ._errors import ActorError as ActorError
 from ._errors import FencedOut as FencedOut
 from ._errors import StoreClosedError as StoreClosedError
@@ -131,6 +132,7 @@ from .session import normalize_mode as normalize_mode
 from .store import AcceptedRun as AcceptedRun
 from .store import Fence as Fence
 from .store import JournalRow as JournalRow
+from .store import RunIdentity as RunIdentity
 from .store import PostgresBackend as PostgresBackend
 from .store import PostgresDocument as PostgresDocument
 from .store import SqliteBackend as SqliteBackend
@@ -156,6 +158,7 @@ __all__ = [
     "RUN_STATUSES",
     "AcceptedRun",
     "ActorError",
+    "Admission",
     "CachedResponse",
     "ChatFlusher",
     "ChatStream",
@@ -178,6 +181,7 @@ __all__ = [
     "HubStatistics",
     "IdempotencyCache",
     "JournalRow",
+    "RunIdentity",
     "LaneFull",
     "Lease",
     "LeaseBusy",

@@ -30,11 +30,13 @@ import msgspec
 
 from runtime.llm import AssistantMessage, Message, TextContent, UserMessage
 from runtime.loop import now_ms
+from runtime.protocol import GatewayError
 
-from ._supervisor import RunRefused
+from ._admission import Admission
+from ._errors import StoreError
 from .runs import DEDUPE_MAX, DEDUPE_TTL_S, EventHub, RunRecord
-from .session import LaneFull, RunRequest
-from .store import INTERRUPTED, AcceptedRun, JournalRow, RunOutcome, accepted_row, ended_row
+from .session import RunRequest
+from .store import INTERRUPTED, AcceptedRun, JournalRow, RunOutcome, ended_row
 
 if TYPE_CHECKING:
     from ._supervisor import Supervisor
@@ -160,16 +162,7 @@ async def _report_interrupted(sup: Supervisor, row: JournalRow, accepted: Accept
     record."""
     t = now_ms()
     outcome = RunOutcome(status="error", error=INTERRUPTED)
-    journal = ended_row(
-        run_id=row.run_id,
-        kind=row.kind,
-        session_key=row.session_key,
-        session_id=row.session_id,
-        agent_id=row.agent_id,
-        accepted_at=row.accepted_at,
-        ended_at=t,
-        outcome=outcome,
-    )
+    journal = ended_row(row.identity, ended_at=t, outcome=outcome)
     rec = _restored(journal, outcome)
     sup.registry.add(rec)
     sup.registry.finish(rec)
@@ -247,23 +240,13 @@ async def _run_again(sup: Supervisor, row: JournalRow, accepted: AcceptedRun) ->
         reset_reason=accepted.resetReason,
         debounce=accepted.debounce,
         kind=row.kind,
-        journaled=True,
     )
-    await sup.store.commit_durable(
-        run=accepted_row(
-            run_id=row.run_id,
-            kind=row.kind,
-            session_key=row.session_key,
-            session_id=rec.session_id,
-            agent_id=row.agent_id,
-            accepted_at=row.accepted_at,
-            request=again,
-        ),
-        fence=actor.fence,
-    )
+    admission = Admission(sup, kind=row.kind, run_id=row.run_id, dedupe=False)
     try:
-        sup.accept_run(actor, request, actor.queue_settings(accepted.queueMode))
-    except (RunRefused, LaneFull) as exc:
+        await admission.admit(actor, request, accepted.queueMode, writes_row=False, accepted=again)
+    except GatewayError as exc:
+        if isinstance(exc.__cause__, StoreError):
+            raise exc.__cause__ from None  # the journal cannot be written: startup fails
         log.warning("run %s could not be queued again (%s): reported failed", row.run_id, exc)
         return await _report_interrupted(sup, row, accepted)
     return rec

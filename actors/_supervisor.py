@@ -403,12 +403,7 @@ class Supervisor:
         t = now_ms()
         self.store_commit(
             run=ended_row(
-                run_id=rec.run_id,
-                kind=request.kind,
-                session_key=rec.session_key,
-                session_id=rec.session_id,
-                agent_id=rec.agent_id,
-                accepted_at=rec.accepted_at,
+                request.identity(),
                 ended_at=t,
                 outcome=RunOutcome(status="error", error=reason),
             )

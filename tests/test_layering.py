@@ -64,9 +64,19 @@ FLOORS: Final[dict[str, frozenset[str]]] = {
     "actors._supervisor": frozenset(
         {"actors._errors", "actors.store", "actors.runs", "actors.session"}
     ),
+    "actors._admission": frozenset(
+        {"actors._errors", "actors.store", "actors.runs", "actors.session", "actors._supervisor"}
+    ),
     "actors._publisher": frozenset({"actors._errors", "actors._supervisor"}),
     "actors._recovery": frozenset(
-        {"actors._errors", "actors.store", "actors.runs", "actors.session", "actors._supervisor"}
+        {
+            "actors._errors",
+            "actors.store",
+            "actors.runs",
+            "actors.session",
+            "actors._supervisor",
+            "actors._admission",
+        }
     ),
     "actors.cron": frozenset(
         {
@@ -76,6 +86,7 @@ FLOORS: Final[dict[str, frozenset[str]]] = {
             "actors.runs",
             "actors.session",
             "actors._supervisor",
+            "actors._admission",
         }
     ),
     # transports: the edges

@@ -31,13 +31,13 @@ from runtime.cron import CronJob
 from runtime.llm import AssistantMessage, TextContent
 from runtime.loop import now_ms
 from runtime.model import GenerationError, ModelRuntimeGeneration
-from runtime.protocol import CronAddParamsPayloadAgentTurn, describe_exception
+from runtime.protocol import CronAddParamsPayloadAgentTurn, GatewayError, describe_exception
 from runtime.sessions import DEFAULT_MAIN_KEY, SessionKeyError
 
-from .._supervisor import RunRefused
+from .._admission import Admission
 from ..cluster import ClusterError
 from ..runs import RunRecord
-from ..session import LaneFull, RunRequest
+from ..session import RunRequest
 
 if TYPE_CHECKING:
     from .._supervisor import Supervisor
@@ -202,15 +202,17 @@ async def execute(
         request = RunRequest(
             lane="cron", record=record, message=message, timeout_s=timeout_s, model_ref=model_ref
         )
-        # One step: registered, streamed and queued, or refused / ended (no phantom run).
-        sup.accept_run(actor, request, actor.queue_settings("followup"))
+        # Registered, streamed and queued, or refused / ended (no phantom run); no
+        # journal row and no idempotency key: the scheduler keeps the firing's history.
+        admission = Admission(sup, kind="agent", run_id=record.run_id, dedupe=False)
+        await admission.admit(actor, request, "followup", writes_row=False, journal=False)
         try:
             await record.done.wait()
         except BaseException:
             record.abort("shutdown")
             raise
         _run_outcome(outcome, record, timeout_s)
-    except (GenerationError, SessionKeyError, LaneFull, RunRefused, ClusterError) as exc:
+    except (GenerationError, SessionKeyError, GatewayError, ClusterError) as exc:
         outcome.error = str(exc)
     except Exception as exc:  # a bug: this firing fails, the scheduler carries on
         log.exception("cron job %s crashed", job.id)

@@ -14,7 +14,7 @@ import attrs
 from runtime.loop import SteerInbox, now_ms
 
 from ..runs import RunRecord, Subscriber
-from ..store import JournalRow, RunOutcome, ended_row
+from ..store import JournalRow, RunIdentity, RunOutcome, ended_row
 
 __all__ = ["QueueMode", "RunRequest"]
 
@@ -47,6 +47,13 @@ class RunRequest:
     journaled: bool = False
     """Its acceptance is in the run journal: its end is written there too."""
 
+    def identity(self) -> RunIdentity:
+        """The run as its journal rows name it."""
+        rec = self.record
+        return RunIdentity(
+            rec.run_id, self.kind, rec.session_key, rec.session_id, rec.agent_id, rec.accepted_at
+        )
+
     def end_row(self) -> JournalRow | None:
         """The journal row of its ended run (None when the run was not journaled). Not a
         checkpoint."""
@@ -55,12 +62,7 @@ class RunRequest:
         rec = self.record
         status = rec.status if rec.status in ("ok", "error", "aborted") else "error"
         return ended_row(
-            run_id=rec.run_id,
-            kind=self.kind,
-            session_key=rec.session_key,
-            session_id=rec.session_id,
-            agent_id=rec.agent_id,
-            accepted_at=rec.accepted_at,
+            self.identity(),
             ended_at=rec.ended_at or now_ms(),
             outcome=RunOutcome(
                 status=status,

@@ -22,6 +22,7 @@ from ._documents import PostgresDocument as PostgresDocument
 from ._journal import INTERRUPTED as INTERRUPTED
 from ._journal import AcceptedRun as AcceptedRun
 from ._journal import JournalRow as JournalRow
+from ._journal import RunIdentity as RunIdentity
 from ._journal import RunOutcome as RunOutcome
 from ._journal import accepted_row as accepted_row
 from ._journal import ended_row as ended_row
@@ -40,6 +41,7 @@ __all__ = [
     "JournalRow",
     "PostgresBackend",
     "PostgresDocument",
+    "RunIdentity",
     "RunOutcome",
     "SqlConnection",
     "SqliteBackend",

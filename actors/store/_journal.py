@@ -124,6 +124,19 @@ _decoder: Final = msgspec.json.Decoder(_Stored)
 
 
 @attrs.frozen
+class RunIdentity:
+    """Who a run is, as its journal rows say it: the same in its accepted and its ended row
+    (and in the row a restart writes for it)."""
+
+    run_id: str
+    kind: str
+    session_key: str
+    session_id: str
+    agent_id: str
+    accepted_at: int
+
+
+@attrs.frozen
 class JournalRow:
     """One row of the `runs` table (`body` holds the rest, encoded)."""
 
@@ -157,6 +170,17 @@ class JournalRow:
             s.outcome,
         )
 
+    @property
+    def identity(self) -> RunIdentity:
+        return RunIdentity(
+            self.run_id,
+            self.kind,
+            self.session_key,
+            self.session_id,
+            self.agent_id,
+            self.accepted_at,
+        )
+
     def values(self) -> tuple[Any, ...]:
         return (self.run_id, self.ended_at, self.body)
 
@@ -177,57 +201,56 @@ class JournalRow:
         return self.result
 
 
-def accepted_row(
-    *,
-    run_id: str,
-    kind: str,
-    session_key: str,
-    session_id: str,
-    agent_id: str,
-    accepted_at: int,
-    request: AcceptedRun,
-) -> JournalRow:
+def accepted_row(identity: RunIdentity, *, request: AcceptedRun) -> JournalRow:
+    """The row of a run as accepted, with what it takes to queue it again."""
+    i = identity
     body = _encoder.encode(
-        _Stored(kind, session_key, session_id, agent_id, "accepted", accepted_at, request=request)
+        _Stored(
+            i.kind,
+            i.session_key,
+            i.session_id,
+            i.agent_id,
+            "accepted",
+            i.accepted_at,
+            request=request,
+        )
     )
     return JournalRow(
-        run_id,
-        kind,
-        session_key,
-        session_id,
-        agent_id,
+        i.run_id,
+        i.kind,
+        i.session_key,
+        i.session_id,
+        i.agent_id,
         "accepted",
-        accepted_at,
+        i.accepted_at,
         None,
         body,
         request,
     )
 
 
-def ended_row(
-    *,
-    run_id: str,
-    kind: str,
-    session_key: str,
-    session_id: str,
-    agent_id: str,
-    accepted_at: int,
-    ended_at: int,
-    outcome: RunOutcome,
-) -> JournalRow:
+def ended_row(identity: RunIdentity, *, ended_at: int, outcome: RunOutcome) -> JournalRow:
+    """The row of a run as it ended."""
+    i = identity
     body = _encoder.encode(
         _Stored(
-            kind, session_key, session_id, agent_id, outcome.status, accepted_at, outcome=outcome
+            i.kind,
+            i.session_key,
+            i.session_id,
+            i.agent_id,
+            outcome.status,
+            i.accepted_at,
+            outcome=outcome,
         )
     )
     return JournalRow(
-        run_id,
-        kind,
-        session_key,
-        session_id,
-        agent_id,
+        i.run_id,
+        i.kind,
+        i.session_key,
+        i.session_id,
+        i.agent_id,
         outcome.status,
-        accepted_at,
+        i.accepted_at,
         ended_at,
         body,
         None,

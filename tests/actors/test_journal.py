@@ -14,7 +14,14 @@ import pytest
 import trio
 
 from actors import StoreError, open_store
-from actors.store._journal import AcceptedRun, JournalRow, RunOutcome, accepted_row, ended_row
+from actors.store._journal import (
+    AcceptedRun,
+    JournalRow,
+    RunIdentity,
+    RunOutcome,
+    accepted_row,
+    ended_row,
+)
 from runtime.llm._types import UserMessage
 from runtime.sessions._sessions import TranscriptBuilder, new_session_row
 
@@ -23,24 +30,14 @@ TIMEOUT = 30
 
 def accepted(run_id: str, at: int = 1, order: int = 0) -> JournalRow:
     return accepted_row(
-        run_id=run_id,
-        kind="agent",
-        session_key="agent:main:j",
-        session_id="sid",
-        agent_id="main",
-        accepted_at=at,
+        RunIdentity(run_id, "agent", "agent:main:j", "sid", "main", at),
         request=AcceptedRun(message=f"m-{run_id}", order=order),
     )
 
 
 def ended(run_id: str, at: int) -> JournalRow:
     return ended_row(
-        run_id=run_id,
-        kind="chat",
-        session_key="agent:main:j",
-        session_id="sid",
-        agent_id="main",
-        accepted_at=1,
+        RunIdentity(run_id, "chat", "agent:main:j", "sid", "main", 1),
         ended_at=at,
         outcome=RunOutcome(status="ok", final={"payloads": [{"text": "hi"}]}),
     )

@@ -26,7 +26,7 @@ from actors import (
 from actors.store import _journal as journal
 from actors.store import _pg as pg_ops
 from actors.store._journal import JournalRow as JournalRowT
-from actors.store._journal import RunOutcome, ended_row
+from actors.store._journal import RunIdentity, RunOutcome, ended_row
 from runtime.model import ConfigError, parse_config
 from runtime.sessions._sessions import SessionRow, new_session_row
 from tests.actors._databases import Db, pg_url, terminate_connections
@@ -124,12 +124,7 @@ async def test_the_run_journal_and_cron_tables_work_on_postgres(pg_url: str) -> 
     with trio.fail_after(TIMEOUT):
         async with open_store(backend=PostgresBackend(pg_url)) as store:
             run = accepted_row(
-                run_id="run-1",
-                kind="agent",
-                session_key="agent:main:a",
-                session_id="sid-agent:main:a",
-                agent_id="main",
-                accepted_at=5,
+                RunIdentity("run-1", "agent", "agent:main:a", "sid-agent:main:a", "main", 5),
                 request=AcceptedRun(message="hello"),
             )
             await store.commit_durable(run=run, row=row("agent:main:a"))
@@ -218,15 +213,11 @@ async def test_rewritten_sessions_and_pruned_runs_keep_the_tables_their_size_wit
 
 def _journal(run_id: str, key: str, ended_at: int | None = None) -> JournalRowT:
     """A run's acceptance row, or with `ended_at` its end (`ok`)."""
-    common = {"run_id": run_id, "session_key": key, "session_id": f"sid-{key}"}
+    identity = RunIdentity(run_id, "agent", key, f"sid-{key}", "main", 1)
     if ended_at is None:
-        return accepted_row(
-            **common, kind="agent", agent_id="main", accepted_at=1, request=AcceptedRun(message="m")
-        )
+        return accepted_row(identity, request=AcceptedRun(message="m"))
     outcome = RunOutcome(status="ok", final={"payloads": [{"text": "hi"}]})
-    return ended_row(
-        **common, kind="agent", agent_id="main", accepted_at=1, ended_at=ended_at, outcome=outcome
-    )
+    return ended_row(identity, ended_at=ended_at, outcome=outcome)
 
 
 async def test_sessions_list_newest_first_across_minutes(pg_url: str) -> None:

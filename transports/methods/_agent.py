@@ -35,20 +35,14 @@ import attrs
 import trio
 
 from actors import (
-    AcceptedRun,
+    Admission,
     CachedResponse,
-    JournalRow,
-    LaneFull,
     RecoveredRun,
-    RunInFlight,
     RunRecord,
     RunRequest,
     SessionActor,
-    ShuttingDown,
-    Store,
     StoreError,
     Ticket,
-    accepted_row,
 )
 from runtime.loop import now_ms
 from runtime.model import AgentSpec, GenerationError, run_timeout_seconds
@@ -252,72 +246,7 @@ def _build_request(
         reset=plan.reset,
         reset_reason=plan.reset_reason,
         kind="agent",
-        journaled=True,
     )
-
-
-async def commit_journal(
-    store: Store, request: RunRequest, ticket: Ticket, mode: str | None, actor: SessionActor
-) -> None:
-    """The run's journal row with the session's row, durable (before the ack). A store
-    that cannot take it (down, or the session's lease moved: `FencedOut`) is `UNAVAILABLE`
-    (retryable). A checkpoint."""
-    try:
-        await store.commit_durable(
-            run=journal_row(request, ticket, mode), row=actor.row, fence=actor.fence
-        )
-    except StoreError as exc:
-        raise GatewayError(
-            UNAVAILABLE, f"the run could not be recorded: {exc}", retryable=True
-        ) from exc
-
-
-def journal_row(request: RunRequest, ticket: Ticket, queue_mode: str | None) -> JournalRow:
-    """The run's journal row as accepted (`actors.store._journal`)."""
-    rec = request.record
-    return accepted_row(
-        run_id=rec.run_id,
-        kind=request.kind,
-        session_key=rec.session_key,
-        session_id=rec.session_id,
-        agent_id=rec.agent_id,
-        accepted_at=rec.accepted_at,
-        request=AcceptedRun(
-            message=request.message,
-            order=ticket.seq,
-            lane=request.lane,
-            timeoutS=request.timeout_s,
-            modelRef=request.model_ref,
-            extraSystemPrompt=request.extra_system_prompt,
-            reset=request.reset,
-            resetReason=request.reset_reason,
-            queueMode=queue_mode,
-            debounce=request.debounce,
-        ),
-    )
-
-
-def accept(
-    gw: Host,
-    conn: Client,
-    actor: SessionActor,
-    request: RunRequest,
-    mode: str | None,
-) -> None:
-    """`Supervisor.accept_run`, its refusals as `GatewayError` (a refused run's journal
-    row is ended; one refused because the id is in flight is that run's). Not a
-    checkpoint."""
-    sup = gw.supervisor
-    try:
-        sup.accept_run(actor, request, actor.queue_settings(mode), owner=conn)
-    except RunInFlight as exc:
-        raise invalid_request(str(exc)) from exc
-    except ShuttingDown as exc:
-        sup.journal_refused(request, str(exc))
-        raise GatewayError(UNAVAILABLE, str(exc), retryable=True) from exc
-    except LaneFull as exc:
-        sup.journal_refused(request, str(exc))
-        raise invalid_request(str(exc)) from exc
 
 
 def _ack(record: RunRecord) -> dict[str, Any]:
@@ -342,56 +271,43 @@ async def _await_final(call: Call, record: RunRecord) -> None:
 async def agent(call: Call, params: AgentParams) -> None:
     gw = call.gateway
     sup = gw.supervisor
-    reg = gw.registry
     conn = call.conn
     _authorize(conn, params)
     run_id = params.idempotencyKey
-    dedupe_key = f"agent:{run_id}"
-    cached = reg.dedupe.get(dedupe_key)
+    admission = Admission(sup, kind="agent", run_id=run_id, owner=conn)
+    cached = admission.repeat()
     if cached is not None:
         call.release_ticket()  # a repeat starts no run: later requests need not wait
         await cached.ready.wait()
         if cached.payload is None and cached.error is None:
             raise GatewayError(UNAVAILABLE, "the original request did not complete; retry")
         _send_cached(conn, call.id, cached)
-        record = reg.get(run_id)
+        record = gw.registry.get(run_id)
         if cached.terminal or record is None or not cached.ok:
             return
         gw.hub.add_owner(run_id, conn)
         await _await_final(call, record)
         return
-    placeholder = CachedResponse.placeholder()
-    reg.dedupe.put(dedupe_key, placeholder)
-    request: RunRequest | None = None
-    journaled = attempted = False
+    admission.reserve()
     try:
         plan = _plan(gw, conn, params)
-        ticket = call.ticket_for(plan.key)
+        admission.ticket = call.ticket_for(plan.key)
         actor = sup.peek_session(plan.key)
         if actor is None or actor.row is None:
             actor = await sup.session(plan.key, plan.spec.id)
         _check_not_in_flight(gw, run_id)
         accepted_at = _touch_row(actor, params)
         request = _build_request(gw, conn, params, plan, actor, accepted_at)
-        assert actor.row is not None
-        await commit_journal(sup.store, request, ticket, "followup", actor)
-        journaled = True
-        actor.row_stored()
-        await ticket.turn()
-        attempted = True
-        accept(gw, conn, actor, request, "followup")
-        attach_webhook(gw, params, request.record)  # issue 15: the optional `webhook`
+        record = await admission.admit(actor, request, "followup")
+        attach_webhook(gw, params, record)  # the optional `webhook` when the run ends
     except BaseException as exc:
-        if journaled and not attempted and request is not None:
-            sup.journal_refused(request, "the request was cancelled before its run was accepted")
-        reg.dedupe.discard(dedupe_key)
-        placeholder.abandon(exc if isinstance(exc, GatewayError) else None)
+        admission.refuse(exc)
         raise
     finally:
         call.release_ticket()
-    record = request.record
-    placeholder.settle(_ack(record))
-    call.respond(placeholder.payload)
+    ack = _ack(record)
+    admission.settle(ack)
+    call.respond(ack)
     await _await_final(call, record)
 
 
@@ -407,20 +323,12 @@ class _AgentCall:
     conn: Client
     req_id: str
     params: AgentParams
-    actor: SessionActor
-    request: RunRequest
-    placeholder: CachedResponse
-    ticket: Ticket
-    writes_row: bool
+    admission: Admission
     record: RunRecord | None = None
     cancelled: bool = False
 
-    @property
-    def dedupe_key(self) -> str:
-        return f"agent:{self.params.idempotencyKey}"
-
     def cancel(self) -> None:
-        """A `cancel` frame: abort the run (or, before it is accepted, drop the request).
+        """A `cancel` frame: abort the run (or, before it is admitted, drop the request).
         No further `res` is sent. Not a checkpoint."""
         if self.cancelled:
             return
@@ -428,52 +336,26 @@ class _AgentCall:
         self._forget()
         if self.record is not None:
             self.record.abort("rpc")
+        else:
+            self.admission.cancel()
 
     def _forget(self) -> None:
         if self.conn.pending.get(self.req_id) is self:
             del self.conn.pending[self.req_id]
 
-    def _fail(self, error: GatewayError | None, *, cached: bool = True) -> None:
-        """The request ends before its run was accepted, as the general path's would:
-        the key is released, waiting duplicates see `error` (when `cached`)."""
-        self.gateway.registry.dedupe.discard(self.dedupe_key)
-        self.placeholder.abandon(error if cached else None)
-        self._forget()
-        if error is not None and not self.cancelled:
-            self.conn.respond_error(self.req_id, error)
-
-    def committed(self, failure: StoreError | None) -> None:
-        """The journal row (and the session row) is durable, or could not be written:
-        accept the run once the session's earlier requests have been placed."""
-        self.ticket.when_due(lambda: self._accept(failure))
-
-    def _accept(self, failure: StoreError | None) -> None:
-        if failure is not None:
-            log.error("method agent failed: %s", failure)
-            self._fail(
-                GatewayError(UNAVAILABLE, f"{type(failure).__name__}: {failure}"), cached=False
-            )
+    def admitted(self, record: RunRecord | None, error: GatewayError | None) -> None:
+        """The admission's answer: the ack (then the final `res` when the run ends), or
+        the error (not after a `cancel` frame)."""
+        if record is None:
+            self._forget()
+            if error is not None and not self.cancelled:
+                self.conn.respond_error(self.req_id, error)
             return
-        if self.writes_row:
-            self.actor.row_stored()
-        gw = self.gateway
-        if self.cancelled:
-            gw.supervisor.journal_refused(self.request, "the request was cancelled")
-            self._fail(None)
-            return
-        try:
-            accept(gw, self.conn, self.actor, self.request, "followup")
-        except GatewayError as exc:
-            self._fail(exc)
-            return
-        except Exception as exc:  # a bug: this request fails (its run has ended), nothing else
-            log.exception("method agent failed")
-            self._fail(internal_error(exc), cached=False)
-            return
-        record = self.record = self.request.record
-        attach_webhook(gw, self.params, record)  # issue 15: the optional `webhook`
-        self.placeholder.settle(_ack(record))
-        self.conn.respond(self.req_id, self.placeholder.payload)
+        self.record = record
+        attach_webhook(self.gateway, self.params, record)  # the optional `webhook`
+        ack = _ack(record)
+        self.admission.settle(ack)
+        self.conn.respond(self.req_id, ack)
         if record.ended:  # merged into a run that ended meanwhile cannot happen; be safe
             self.finished(record)
         else:
@@ -500,8 +382,7 @@ def start_agent(gw: Host, conn: Client, frame: RequestFrame) -> tuple[bool, Tick
             raise missing_scope(AGENT_SCOPE, [AGENT_SCOPE])
         params = decode_params("agent", frame.params, AgentParams)
         _authorize(conn, params)
-        dedupe_key = f"agent:{params.idempotencyKey}"
-        if reg.dedupe.get(dedupe_key) is not None:
+        if reg.dedupe.get(f"agent:{params.idempotencyKey}") is not None:
             return False, None  # a repeat: it may have to wait for the first request
         plan = _plan(gw, conn, params)
     except GatewayError as exc:
@@ -536,20 +417,17 @@ def _start_accepting(
         ticket.release()
         conn.respond_error(frame.id, exc)
         return True, None
-    placeholder = CachedResponse.placeholder()
     assert actor.row is not None
     # The session's row (its id) is durable already unless it is new; the new `updatedAt`
     # goes with the row written at the run's end.
     writes_row = not actor.row_persisted or bool(opt(params.label))
-    pending = _AgentCall(
-        gw, conn, frame.id, params, actor, request, placeholder, ticket, writes_row
+    admission = Admission(
+        sup, kind="agent", run_id=params.idempotencyKey, ticket=ticket, owner=conn
     )
+    pending = _AgentCall(gw, conn, frame.id, params, admission)
     try:
-        sup.store.commit_nowait(
-            run=journal_row(request, ticket, "followup"),
-            row=actor.row if writes_row else None,
-            on_commit=pending.committed,
-            fence=actor.fence,
+        admission.admit_nowait(
+            actor, request, "followup", writes_row=writes_row, on_admitted=pending.admitted
         )
     except trio.WouldBlock:
         return False, ticket
@@ -557,6 +435,5 @@ def _start_accepting(
         ticket.release()
         conn.respond_error(frame.id, internal_error(exc))
         return True, None
-    gw.registry.dedupe.put(pending.dedupe_key, placeholder)
     conn.pending[frame.id] = pending
     return True, None

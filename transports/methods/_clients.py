@@ -132,7 +132,6 @@ async def sessions_create(call: Call, params: SessionsCreateParams) -> dict[str,
             run_id=run_id,
             timeout_ms=opt(params.timeoutMs),
             mode=None,
-            dedupe_prefix="chat",
         )
         result.update(runStarted=True, runId=run_id)
     return result

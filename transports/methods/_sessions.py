@@ -193,7 +193,6 @@ async def chat_send(call: Call, params: ChatSendParams) -> dict[str, Any]:
         run_id=params.idempotencyKey,
         timeout_ms=opt(params.timeoutMs),
         mode=opt(params.queueMode),
-        dedupe_prefix="chat",
     )
 
 
@@ -508,7 +507,6 @@ async def _send_to_session(call: Call, params: SessionsSendParams, mode: str) ->
         run_id=opt(params.idempotencyKey) or str(uuid.uuid4()),
         timeout_ms=opt(params.timeoutMs),
         mode=mode,
-        dedupe_prefix="chat",
     )
 
 

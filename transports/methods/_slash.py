@@ -60,7 +60,6 @@ async def run_slash_command(
             run_id=run_id,
             timeout_ms=None,
             mode=None,
-            dedupe_prefix="chat",
             reset=command.name,
         )
     reg = call.gateway.registry

@@ -5,7 +5,7 @@ client and slash-command methods share.
 (with a first message) and the slash commands that start a run queue one: a repeated
 idempotency key answers from the cache (`ok` or `in_flight`); otherwise the run is written
 to the journal with the session's row, waits until every earlier request of the session is
-placed, and is accepted on the session's lane (`_agent.accept`). The ack,
+placed, and is accepted on the session's lane: `actors.Admission` does all of it. The ack,
 `{runId, status:"started"}`, comes only after that. `reserve_ticket` takes the request's
 place in its session's order in the reader, before a handler task exists.
 """
@@ -18,6 +18,7 @@ import attrs
 import msgspec
 
 from actors import (
+    Admission,
     CachedResponse,
     RunInFlight,
     RunRecord,
@@ -30,7 +31,6 @@ from runtime.model import AgentSpec, GenerationError, run_timeout_seconds
 from runtime.protocol import UNAVAILABLE, GatewayError, RequestFrame, invalid_request
 from runtime.sessions import SessionKeyError
 
-from ._agent import accept, commit_journal
 from ._context import Call, Host
 from ._views import session_view
 
@@ -131,38 +131,33 @@ async def submit_message(
     run_id: str,
     timeout_ms: int | None,
     mode: str | None,
-    dedupe_prefix: str,
     reset: str | None = None,
 ) -> dict[str, Any]:
     """Queue a chat-style message on a session; the ack is `{runId, status:"started"}`,
     once the run is in the journal and every earlier request of the session is placed.
     `reset` ("new" / "reset"): the run starts the session afresh first (`/new`, `/reset`).
     A checkpoint; cancelled before its run is accepted, the run is journaled as refused."""
-    reg = call.gateway.registry
-    dedupe_key = f"{dedupe_prefix}:{run_id}"
-    cached = reg.dedupe.get(dedupe_key)
+    admission = Admission(call.gateway.supervisor, kind="chat", run_id=run_id, owner=call.conn)
+    cached = admission.repeat()
     if cached is not None:
         call.release_ticket()  # a repeat starts no run: later requests need not wait
         return await _answer_repeat(call, run_id, cached)
-    placeholder = CachedResponse.placeholder()
-    reg.dedupe.put(dedupe_key, placeholder)
-    submission = _Submission(call, key, message, run_id, timeout_ms, mode, reset)
+    admission.reserve()
+    submission = _Submission(call, admission, key, message, timeout_ms, mode, reset)
     try:
         actor = await submission.place()
     except _InFlight:
-        reg.dedupe.discard(dedupe_key)
-        placeholder.abandon()
+        admission.refuse()
         return {"runId": run_id, "status": "in_flight"}
     except BaseException as exc:
-        submission.refused()
-        reg.dedupe.discard(dedupe_key)
-        placeholder.abandon(exc if isinstance(exc, GatewayError) else None)
+        admission.refuse(exc)
         raise
     finally:
         call.release_ticket()
-    placeholder.settle({"runId": run_id, "status": "started"})
+    ack = {"runId": run_id, "status": "started"}
+    admission.settle(ack)
     changed(call, key, "send", actor)
-    return {"runId": run_id, "status": "started"}
+    return ack
 
 
 async def _answer_repeat(call: Call, run_id: str, cached: CachedResponse) -> dict[str, Any]:
@@ -182,42 +177,33 @@ async def _answer_repeat(call: Call, run_id: str, cached: CachedResponse) -> dic
 
 @attrs.define
 class _Submission:
-    """One message on its way to its session's lane, and how far it got."""
+    """One message on its way to its session's lane."""
 
     call: Call
+    admission: Admission
     key: str
     message: str
-    run_id: str
     timeout_ms: int | None
     mode: str | None
     reset: str | None
-    request: RunRequest | None = None
-    journaled: bool = False
-    attempted: bool = False
 
     async def place(self) -> SessionActor:
-        """Journal the run with the session's row, wait for the session's earlier
-        requests, and accept it. Raises `_InFlight` when a run with this id is in flight."""
+        """Find the session, check its queue, and admit the run. Raises `_InFlight` when
+        a run with this id is in flight."""
         call = self.call
-        ticket = call.ticket_for(self.key)
+        admission = self.admission
+        admission.ticket = call.ticket_for(self.key)
         actor = await session_actor(call, self.key)
         settings = actor.queue_settings(self.mode)
         if actor.would_reject(settings):
             raise invalid_request(
                 f"the session's queue is full ({settings.cap} pending); message rejected"
             )
-        existing = call.gateway.registry.get(self.run_id)
+        existing = call.gateway.registry.get(admission.run_id)
         if existing is not None and not existing.ended:
             raise _InFlight
-        request = self.request = self._run_request(actor)
-        assert actor.row is not None
-        await commit_journal(call.gateway.supervisor.store, request, ticket, self.mode, actor)
-        self.journaled = True
-        actor.row_stored()
-        await ticket.turn()
-        self.attempted = True
         try:
-            accept(call.gateway, call.conn, actor, request, self.mode)
+            await admission.admit(actor, self._run_request(actor), self.mode)
         except GatewayError as exc:
             if isinstance(exc.__cause__, RunInFlight):
                 raise _InFlight from None
@@ -229,7 +215,7 @@ class _Submission:
         t = now_ms()
         actor.change_row(updatedAt=t)
         record = RunRecord(
-            run_id=self.run_id,
+            run_id=self.admission.run_id,
             session_key=self.key,
             session_id=actor.row.sessionId,
             agent_id=actor.agent_id,
@@ -247,13 +233,4 @@ class _Submission:
             reset=self.reset is not None,
             reset_reason=self.reset or "reset",
             kind="chat",
-            journaled=True,
         )
-
-    def refused(self) -> None:
-        """The submission failed (or was cancelled): a run journaled as accepted but never
-        handed to its lane is journaled as ended."""
-        if self.journaled and not self.attempted and self.request is not None:
-            self.call.gateway.supervisor.journal_refused(
-                self.request, "the request was cancelled before its run was accepted"
-            )
