@@ -48,7 +48,7 @@ from ._errors import StoreError
 from ._supervisor import RunInFlight, ShuttingDown, Supervisor
 from .runs import CachedResponse, RunRecord, Subscriber, Ticket
 from .session import LaneFull, RunRequest, SessionActor
-from .store import AcceptedRun, JournalRow, accepted_row
+from .store import AcceptedRun, JournalRow, WriteGroup, accepted_row
 
 __all__ = ["Admission", "journal_row"]
 
@@ -169,9 +169,7 @@ class Admission:
             )
             try:
                 await self.sup.store.commit_durable(
-                    run=row,
-                    row=actor.row if writes_row else None,
-                    fence=actor.fence,
+                    WriteGroup(run=row, row=actor.row if writes_row else None, fence=actor.fence)
                 )
             except StoreError as exc:
                 raise GatewayError(
@@ -211,10 +209,12 @@ class Admission:
             ticket.when_due(lambda: self._after_commit(actor, request, mode, failure, on_admitted))
 
         self.sup.store.commit_nowait(
-            run=journal_row(request, ticket.seq, mode),
-            row=actor.row if writes_row else None,
-            on_commit=committed,
-            fence=actor.fence,
+            WriteGroup(
+                run=journal_row(request, ticket.seq, mode),
+                row=actor.row if writes_row else None,
+                on_commit=committed,
+                fence=actor.fence,
+            )
         )
         request.journaled = self.journaled = True
         self._writes_row = writes_row

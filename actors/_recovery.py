@@ -36,7 +36,7 @@ from ._admission import Admission
 from ._errors import StoreError
 from .runs import DEDUPE_MAX, DEDUPE_TTL_S, EventHub, RunRecord
 from .session import RunRequest
-from .store import INTERRUPTED, AcceptedRun, JournalRow, RunOutcome, ended_row
+from .store import INTERRUPTED, AcceptedRun, JournalRow, RunOutcome, WriteGroup, ended_row
 
 if TYPE_CHECKING:
     from ._supervisor import Supervisor
@@ -167,7 +167,7 @@ async def _report_interrupted(sup: Supervisor, row: JournalRow, accepted: Accept
     sup.registry.add(rec)
     sup.registry.finish(rec)
     if await sup.store.get_session(row.session_key) is None:
-        sup.store_commit(run=journal)  # the session was deleted since: only the journal
+        sup.store_commit(WriteGroup(run=journal))  # the session was deleted since: only the journal
         return rec
     actor = await sup.session(row.session_key, row.agent_id)
     assert actor.row is not None
@@ -189,7 +189,9 @@ async def _report_interrupted(sup: Supervisor, row: JournalRow, accepted: Accept
         abortedLastRun=True,
         lastRunId=row.run_id,
     )
-    actor.store_commit(run=journal, row=stored, session_id=stored.sessionId, entries=entries)
+    actor.store_commit(
+        WriteGroup(run=journal, row=stored, session_id=stored.sessionId, entries=entries)
+    )
     actor.forget_transcript()  # the next run reads what was just written
     return rec
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 import collections
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, KeysView, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, KeysView
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Final
@@ -43,7 +43,7 @@ from runtime.hooks import InternalHookEvent, SessionEndEvent, SessionStartEvent
 from runtime.llm import Pacer
 from runtime.loop import now_ms
 from runtime.model import ModelRuntimeGeneration
-from runtime.sessions import SessionRow, TranscriptEntry, resolve_session_key
+from runtime.sessions import SessionRow, resolve_session_key
 
 from ._errors import ActorError, StoreError
 from .runs import ChatFlusher, EventHub, RunRecord, RunRegistry, SubmissionOrder, Subscriber
@@ -56,7 +56,7 @@ from .session import (
     SessionCounters,
     SessionServices,
 )
-from .store import Fence, JournalRow, RunOutcome, Store, ended_row
+from .store import JournalRow, RunOutcome, Store, WriteBacklog, WriteGroup, ended_row
 
 log = logging.getLogger("clawlane.supervisor")
 
@@ -186,7 +186,8 @@ class Supervisor:
         self._idle_ttl = float(generation.config.gateway.idleSessionSeconds)
         self.idle_contexts = IdleContexts(generation.config.gateway.idleContextsMaxBytes)
         self._crashes = 0
-        self._backlog: collections.deque[tuple[str, Any]] = collections.deque()
+        self.writes = WriteBacklog(store)
+        """Durable writes handed over without blocking wait here while the store is busy."""
         self.order = SubmissionOrder()
         self.session_gate: Callable[[str], Awaitable[None]] | None = None
         """In a cluster (the router's `take_session`): awaited before a run that no request
@@ -196,7 +197,6 @@ class Supervisor:
         self.counters = SessionCounters()
         self._forced = 0
         self._journal_retry: dict[str, JournalRow] = {}
-        self._backlog_wake = trio.Event()
         self.services = TurnServices(workspace_root=workspace_root)
         """The hooks, plugins, caches and workspaces every run's turn uses."""
         self.hooks = self.services.hooks
@@ -401,12 +401,9 @@ class Supervisor:
         if rec.ended or not request.journaled:
             return
         t = now_ms()
+        outcome = RunOutcome(status="error", error=reason)
         self.store_commit(
-            run=ended_row(
-                request.identity(),
-                ended_at=t,
-                outcome=RunOutcome(status="error", error=reason),
-            )
+            WriteGroup(run=ended_row(request.identity(), ended_at=t, outcome=outcome))
         )
 
     def journal_later(self, row: JournalRow) -> None:
@@ -431,7 +428,7 @@ class Supervisor:
                 if error is not None:
                     self.journal_later(row)
 
-            self.store_commit(run=row, on_commit=done)
+            self.store_commit(WriteGroup(run=row, on_commit=done))
 
     def submit(
         self, actor: SessionActor, request: RunRequest, settings: QueueSettings | None = None
@@ -503,94 +500,10 @@ class Supervisor:
 
     # --- persistence without blocking runs -----------------------------------------------
 
-    def store_put_session(self, row: SessionRow, *, fence: Fence | None = None) -> None:
-        """Upsert `row` (`Store.put_session_nowait`), through the backlog when the store's
-        channel is full. Not a checkpoint."""
-        if self._backlog:
-            self._backlog.append(("row", (row, fence)))
-            return
-        try:
-            self.store.put_session_nowait(row, fence=fence)
-        except trio.WouldBlock:
-            self._backlog.append(("row", (row, fence)))
-            self._backlog_wake.set()
-
-    def store_commit(
-        self,
-        *,
-        run: JournalRow | None = None,
-        row: SessionRow | None = None,
-        session_id: str | None = None,
-        entries: Sequence[TranscriptEntry] = (),
-        on_commit: Callable[[StoreError | None], None] | None = None,
-        fence: Fence | None = None,
-    ) -> None:
-        """Writes that commit together (`Store.commit_nowait`), through the backlog when
-        the store's channel is full. `on_commit` hears the outcome (at once, with the
-        error, when the store is closed; `FencedOut` when `fence` is refused). Not a
-        checkpoint."""
-        if not self._backlog:
-            try:
-                self.store.commit_nowait(
-                    run=run,
-                    row=row,
-                    session_id=session_id,
-                    entries=entries,
-                    on_commit=on_commit,
-                    fence=fence,
-                )
-                return
-            except trio.WouldBlock:
-                self._backlog_wake.set()
-            except StoreError as exc:
-                if on_commit is None:
-                    raise
-                on_commit(exc)
-                return
-        kw = {"run": run, "row": row, "session_id": session_id, "entries": entries}
-        self._backlog.append(("commit", {**kw, "on_commit": on_commit, "fence": fence}))
-
-    def store_append(
-        self,
-        session_id: str,
-        entries: Sequence[TranscriptEntry],
-        *,
-        fence: Fence | None = None,
-    ) -> None:
-        """Append `entries` (`Store.append_entries_nowait`), through the backlog when the
-        store's channel is full. Not a checkpoint."""
-        if self._backlog:
-            self._backlog.append(("entries", (session_id, entries, fence)))
-            return
-        try:
-            self.store.append_entries_nowait(session_id, entries, fence=fence)
-        except trio.WouldBlock:
-            self._backlog.append(("entries", (session_id, entries, fence)))
-            self._backlog_wake.set()
-
-    async def _feed_backlog(self) -> None:
-        while True:
-            await self._backlog_wake.wait()
-            self._backlog_wake = trio.Event()
-            await self.drain_backlog()
-
-    async def drain_backlog(self) -> None:
-        while self._backlog:
-            kind, item = self._backlog.popleft()
-            if kind == "row":
-                row, fence = item
-                await self.store.put_session(row, fence=fence)
-            elif kind == "commit":
-                try:
-                    await self.store.commit(**item)
-                except StoreError as exc:
-                    callback = item["on_commit"]
-                    if callback is None:
-                        raise
-                    callback(exc)
-            else:
-                session_id, entries, fence = item
-                await self.store.append_entries(session_id, entries, fence=fence)
+    def store_commit(self, group: WriteGroup) -> None:
+        """Writes that commit together, through the write backlog when the store's channel
+        is full (`WriteBacklog.commit`). Not a checkpoint."""
+        self.writes.commit(group)
 
     def statistics(self) -> SupervisorStatistics:
         lane = self.lane.statistics()
@@ -603,7 +516,7 @@ class Supervisor:
             lane_capacity=int(lane.total_tokens),
             lane_waiting=lane.tasks_waiting,
             crashes=self._crashes,
-            persist_backlog=len(self._backlog),
+            persist_backlog=len(self.writes),
             turns_not_stored=self.turns_not_stored,
             runs_forced_end=self._forced,
             submissions_waiting=self.order.statistics().tickets,
@@ -625,7 +538,7 @@ class Supervisor:
         for r in self.registry.active():
             self._force_end(r)
         self.retry_journal()
-        await self.drain_backlog()
+        await self.writes.drain()
 
     def _force_end(self, rec: RunRecord) -> None:
         """End a run its session actor did not end (a bug elsewhere; logged)."""
@@ -685,7 +598,7 @@ async def open_supervisor(
         nursery.start_soon(sup.chat_flusher.run, name="chat-flusher")
         nursery.start_soon(sup.block_flusher.run, name="block-flusher")
         nursery.start_soon(sup._reaper, name="session-reaper")
-        nursery.start_soon(sup._feed_backlog, name="persist-backlog")
+        nursery.start_soon(sup.writes.feed, name="persist-backlog")
         try:
             yield sup
         finally:

@@ -31,7 +31,7 @@ import collections
 import functools
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -69,7 +69,7 @@ from runtime.sessions import (
 
 from .._errors import ActorError, FencedOut, StoreError
 from ..runs import ChatStream, RunRecord, log_run_started
-from ..store import Fence, JournalRow
+from ..store import Fence, WriteGroup
 from ._ending import CommitWait, EndWrite, RunEnd, end_unrun, finish_run
 from ._lane import Lane, QueueSettings, normalize_drop, normalize_mode
 from ._request import RunRequest
@@ -146,34 +146,21 @@ class SessionActor:
 
     # --- durable writes, with the session's fence ------------------------------------------
 
-    def store_commit(
-        self,
-        *,
-        run: JournalRow | None = None,
-        row: SessionRow | None = None,
-        session_id: str | None = None,
-        entries: Sequence[TranscriptEntry] = (),
-        on_commit: Callable[[StoreError | None], None] | None = None,
-    ) -> None:
+    def store_commit(self, group: WriteGroup) -> None:
         """This session's writes that commit together (`SessionServices.store_commit`),
-        carrying `fence`; once a write with this fence was refused, none is attempted and
-        `on_commit` hears `FencedOut` at once. Not a checkpoint."""
+        given the session's `fence`; once a write with this fence was refused, none is
+        attempted and the group's `on_commit` hears `FencedOut` at once. Not a
+        checkpoint."""
         fence = self.fence
         if fence is not None:
             refused = self.fenced_out()
             if refused is not None:
-                if on_commit is not None:
-                    on_commit(refused)
+                if group.on_commit is not None:
+                    group.on_commit(refused)
                 return
-            on_commit = functools.partial(self._heard, fence, on_commit)
-        self.services.store_commit(
-            run=run,
-            row=row,
-            session_id=session_id,
-            entries=entries,
-            on_commit=on_commit,
-            fence=fence,
-        )
+            on_commit = functools.partial(self._heard, fence, group.on_commit)
+            group = attrs.evolve(group, on_commit=on_commit, fence=fence)
+        self.services.store_commit(group)
 
     async def put_row_durable(self, row: SessionRow) -> None:
         """`Store.put_session_durable` with `fence` (see `store_commit`). A checkpoint.
@@ -350,15 +337,15 @@ class SessionActor:
             for i, m in enumerate(messages)
         ]
         self._extend_history(messages)
-        await self._commit_durable(session_id=self.row.sessionId, entries=entries)
+        await self._commit_durable(WriteGroup(session_id=self.row.sessionId, entries=entries))
         self.announce_messages(entries)
         return entries
 
-    async def _commit_durable(self, **writes: Any) -> None:
+    async def _commit_durable(self, group: WriteGroup) -> None:
         """Writes of this session outside a run, waited for; a failure makes the session
         forget its in-memory transcript (the store's is the truth). A checkpoint."""
         commit = CommitWait()
-        self.store_commit(on_commit=commit, **writes)
+        self.store_commit(attrs.evolve(group, on_commit=commit))
         await commit.event.wait()
         if commit.error is not None:
             self.forget_transcript()
@@ -413,7 +400,7 @@ class SessionActor:
                 updatedAt=now_ms(),
             )
             await self._commit_durable(
-                session_id=self.row.sessionId, entries=[done.entry], row=self.row
+                WriteGroup(session_id=self.row.sessionId, entries=[done.entry], row=self.row)
             )
             return {
                 "compacted": True,
@@ -724,7 +711,9 @@ class SessionActor:
         journal = running.end_row() if running is not None and running.record is rec else None
         commit = CommitWait()
         self.store_commit(
-            run=journal, row=row, session_id=row.sessionId, entries=entries, on_commit=commit
+            WriteGroup(
+                run=journal, row=row, session_id=row.sessionId, entries=entries, on_commit=commit
+            )
         )
         return EndWrite(commit, [e for e in entries if isinstance(e, MessageEntry)])
 

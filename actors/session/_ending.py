@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import attrs
@@ -44,11 +44,11 @@ import trio
 from runtime.agent import AbortReason, RunOutcome, TurnResult, final_payload
 from runtime.llm import UserMessage
 from runtime.loop import RunProgress, RunTools, now_ms
-from runtime.sessions import MessageEntry, SessionRow, TranscriptEntry
+from runtime.sessions import MessageEntry
 
 from .._errors import StoreError
 from ..runs import ChatStream, RunRecord, assistant_message
-from ..store import JournalRow
+from ..store import WriteGroup
 from ._request import RunRequest
 from ._services import SessionCommit, SessionServices
 
@@ -119,15 +119,7 @@ class RunHost(Protocol):
 
     def forget_transcript(self) -> None: ...
 
-    def store_commit(
-        self,
-        *,
-        run: JournalRow | None = None,
-        row: SessionRow | None = None,
-        session_id: str | None = None,
-        entries: Sequence[TranscriptEntry] = (),
-        on_commit: Callable[[StoreError | None], None] | None = None,
-    ) -> None:
+    def store_commit(self, group: WriteGroup) -> None:
         """The session's writes, with its fence (`SessionActor.store_commit`)."""
         ...
 
@@ -320,7 +312,7 @@ def _journal_end(commit: SessionCommit, req: RunRequest) -> None:
     """The journal row of a run that ended without writes of its own."""
     row = req.end_row()
     if row is not None:
-        commit(run=row)
+        commit(WriteGroup(run=row))
 
 
 def _chat_error_kind(kind: str | None) -> str:

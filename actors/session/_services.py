@@ -12,18 +12,17 @@ names it: a supervisor's bundle is a `SessionServices[SessionActor]`.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Generic, Protocol, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import Generic, TypeVar
 
 import attrs
 
 from runtime.agent import TurnServices
 from runtime.model import ModelRuntimeGeneration
-from runtime.sessions import SessionRow, TranscriptEntry
+from runtime.sessions import SessionRow
 
-from .._errors import StoreError
 from ..runs import ChatFlusher, EventHub, RunRegistry
-from ..store import Fence, JournalRow, Store
+from ..store import JournalRow, Store, WriteGroup
 from ._global_lane import GlobalLane
 
 __all__ = ["SessionCommit", "SessionCounters", "SessionServices", "StoreCommit"]
@@ -31,36 +30,14 @@ __all__ = ["SessionCommit", "SessionCounters", "SessionServices", "StoreCommit"]
 A = TypeVar("A")
 
 
-class StoreCommit(Protocol):
-    """`Supervisor.store_commit`: writes that commit together, through the backlog when the
-    store's channel is full; `on_commit` hears the outcome (`FencedOut` when `fence`, the
-    session's lease token, is refused). Not a checkpoint."""
+StoreCommit = Callable[[WriteGroup], None]
+"""`Supervisor.store_commit`: writes that commit together, through the write backlog when the
+store's channel is full; the group's `on_commit` hears the outcome (`FencedOut` when its
+`fence`, the session's lease token, is refused). Not a checkpoint."""
 
-    def __call__(
-        self,
-        *,
-        run: JournalRow | None = None,
-        row: SessionRow | None = None,
-        session_id: str | None = None,
-        entries: Sequence[TranscriptEntry] = (),
-        on_commit: Callable[[StoreError | None], None] | None = None,
-        fence: Fence | None = None,
-    ) -> None: ...
-
-
-class SessionCommit(Protocol):
-    """`SessionActor.store_commit`: a session's writes that commit together, carrying its
-    fence (a `StoreCommit` is one too, unfenced). Not a checkpoint."""
-
-    def __call__(
-        self,
-        *,
-        run: JournalRow | None = None,
-        row: SessionRow | None = None,
-        session_id: str | None = None,
-        entries: Sequence[TranscriptEntry] = (),
-        on_commit: Callable[[StoreError | None], None] | None = None,
-    ) -> None: ...
+SessionCommit = Callable[[WriteGroup], None]
+"""`SessionActor.store_commit`: a session's writes that commit together, given its fence (a
+`StoreCommit` is one too, unfenced). Not a checkpoint."""
 
 
 @attrs.define(eq=False)

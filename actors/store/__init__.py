@@ -19,6 +19,7 @@ from ._config import open_prefs as open_prefs
 from ._config import open_store_backend as open_store_backend
 from ._config import store_backend as store_backend
 from ._documents import PostgresDocument as PostgresDocument
+from ._backlog import WriteBacklog as WriteBacklog
 from ._journal import INTERRUPTED as INTERRUPTED
 from ._journal import AcceptedRun as AcceptedRun
 from ._journal import JournalRow as JournalRow
@@ -27,6 +28,7 @@ from ._journal import RunOutcome as RunOutcome
 from ._journal import accepted_row as accepted_row
 from ._journal import ended_row as ended_row
 from ._ops import Fence as Fence
+from ._ops import WriteGroup as WriteGroup
 from ._ops import SqlConnection as SqlConnection
 from ._ops import StoreBackend as StoreBackend
 from ._pg import PostgresBackend as PostgresBackend
@@ -35,6 +37,8 @@ from ._store import Store as Store
 from ._store import open_store as open_store
 
 __all__ = [
+    "WriteBacklog",
+    "WriteGroup",
     "INTERRUPTED",
     "AcceptedRun",
     "Fence",

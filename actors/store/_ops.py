@@ -26,6 +26,8 @@ from typing import Any, Protocol, TypeVar
 import attrs
 import trio
 
+from runtime.sessions import SessionRow, TranscriptEntry
+
 from .._errors import FencedOut, StoreError
 from ._journal import JournalRow
 
@@ -45,6 +47,7 @@ __all__ = [
     "StoreBackend",
     "Waiter",
     "Write",
+    "WriteGroup",
     "fenced_keys",
     "list_query",
     "put_checked",
@@ -157,6 +160,27 @@ class Append:
 class PutRun:
     run: JournalRow
     waiter: Waiter | None = None
+    fence: Fence | None = None
+
+
+@attrs.frozen(eq=False)
+class WriteGroup:
+    """Writes that commit together, in one transaction, or not at all: what travels from a
+    run's end, a session's change or an admission down to the store.
+
+    - `run`: a run journal row (`_journal`); `row`: the session's row; `entries`: transcript
+      entries appended to `session_id`. Any may be absent.
+    - `on_commit`: called once, from the writer, with None when the transaction committed or
+      the `StoreError` when it failed (`FencedOut` when `fence` was refused); it must not
+      block. (`Store.commit_durable` waits instead and takes none.)
+    - `fence`: the session's lease token; with it the group is refused whole when the store
+      holds a newer token for that key."""
+
+    run: JournalRow | None = None
+    row: SessionRow | None = None
+    session_id: str | None = None
+    entries: Sequence[TranscriptEntry] = ()
+    on_commit: Callable[[StoreError | None], None] | None = None
     fence: Fence | None = None
 
 

@@ -82,6 +82,7 @@ from ._ops import (
     StoreBackend,
     Waiter,
     Write,
+    WriteGroup,
 )
 from ._sqlite import SqliteBackend
 
@@ -310,57 +311,41 @@ class Store:
 
     # --- groups of writes, and the run journal (`_journal`) --------------------------------
 
-    def commit_nowait(
-        self,
-        *,
-        run: JournalRow | None = None,
-        row: SessionRow | None = None,
-        session_id: str | None = None,
-        entries: Sequence[TranscriptEntry] = (),
-        on_commit: Callable[[StoreError | None], None] | None = None,
-        fence: Fence | None = None,
-    ) -> None:
-        """Enqueue writes that commit together, in one transaction: a run journal row
-        (`run`), a session `row`, transcript `entries` appended to `session_id`.
-        `on_commit` is called from the writer once the transaction has committed (None)
-        or failed (the `StoreError`); it must not block. With `fence`, the writes are
-        refused together (`FencedOut`) when the store holds a newer token. Never blocks:
-        raises `trio.WouldBlock` when the channel is full."""
-        self._submit_nowait(self._group(run, row, session_id, entries, on_commit, fence))
+    def commit_nowait(self, group: WriteGroup) -> None:
+        """Enqueue `group`: its writes commit together, in one transaction (see
+        `WriteGroup`); its `on_commit` hears how. Never blocks: raises `trio.WouldBlock`
+        when the channel is full."""
+        self._submit_nowait(self._group(group))
 
-    async def commit(
-        self,
-        *,
-        run: JournalRow | None = None,
-        row: SessionRow | None = None,
-        session_id: str | None = None,
-        entries: Sequence[TranscriptEntry] = (),
-        on_commit: Callable[[StoreError | None], None] | None = None,
-        fence: Fence | None = None,
-    ) -> None:
+    async def commit(self, group: WriteGroup) -> None:
         """Like `commit_nowait`, but waits for channel space (not for the commit). A
         checkpoint."""
-        await self._submit(self._group(run, row, session_id, entries, on_commit, fence))
+        await self._submit(self._group(group))
 
-    async def commit_durable(
-        self,
-        *,
-        run: JournalRow | None = None,
-        row: SessionRow | None = None,
-        session_id: str | None = None,
-        entries: Sequence[TranscriptEntry] = (),
-        fence: Fence | None = None,
-    ) -> None:
-        """Like `commit_nowait`, returning once the transaction has committed. A
-        checkpoint. Raises `StoreError` if the commit failed (`FencedOut` if refused);
-        cancelled while waiting for the commit, the writes still go ahead."""
-        op = self._group(run, row, session_id, entries, None, fence)
+    async def commit_durable(self, group: WriteGroup) -> None:
+        """Like `commit_nowait`, returning once the transaction has committed (`group`
+        takes no `on_commit`). A checkpoint. Raises `StoreError` if the commit failed
+        (`FencedOut` if refused); cancelled while waiting for the commit, the writes still
+        go ahead."""
+        assert group.on_commit is None
+        op = self._group(group)
         assert op.waiter is not None
         try:
             self._submit_nowait(op)
         except trio.WouldBlock:
             await self._submit(op)
         await op.waiter.wait()
+
+    async def save_turn(
+        self,
+        *,
+        row: SessionRow | None = None,
+        session_id: str | None = None,
+        entries: Sequence[TranscriptEntry] = (),
+    ) -> None:
+        """A session's row and transcript entries, durably and together: the embedded
+        runtime's `SessionStore` (`runtime.agent`). A checkpoint. Raises `StoreError`."""
+        await self.commit_durable(WriteGroup(row=row, session_id=session_id, entries=entries))
 
     async def load_runs(self, *, since_ms: int) -> list[JournalRow]:
         """Each journaled run's last row: those still `accepted`, and those ended at or
@@ -380,28 +365,20 @@ class Store:
             last[row.run_id] = row
         return [r for r in last.values() if not r.ended or (r.ended_at or 0) >= since_ms]
 
-    def _group(
-        self,
-        run: JournalRow | None,
-        row: SessionRow | None,
-        session_id: str | None,
-        entries: Sequence[TranscriptEntry],
-        on_commit: Callable[[StoreError | None], None] | None,
-        fence: Fence | None,
-    ) -> Group:
+    def _group(self, group: WriteGroup) -> Group:
         parts: list[PutRow | Append | PutRun] = []
-        if entries:
-            assert session_id is not None
-            parts.append(self._append_op(session_id, entries, None))
-        if row is not None:
-            parts.append(self._put_op(row, None, None))
-        if run is not None:
-            parts.append(PutRun(run))
-            waiter = Waiter("cannot store run", run.run_id, callback=on_commit)
+        if group.entries:
+            assert group.session_id is not None
+            parts.append(self._append_op(group.session_id, group.entries, None))
+        if group.row is not None:
+            parts.append(self._put_op(group.row, None, None))
+        if group.run is not None:
+            parts.append(PutRun(group.run))
+            waiter = Waiter("cannot store run", group.run.run_id, callback=group.on_commit)
         else:
-            subject = session_id or (row.key if row else "")
-            waiter = Waiter("cannot store session", subject, callback=on_commit)
-        return Group(tuple(parts), waiter, fence)
+            subject = group.session_id or (group.row.key if group.row else "")
+            waiter = Waiter("cannot store session", subject, callback=group.on_commit)
+        return Group(tuple(parts), waiter, group.fence)
 
     async def delete_session(self, key: str, *, delete_transcript: bool = True) -> bool:
         """Delete the row of `key` (and its transcript); True if there was a row.

@@ -80,14 +80,15 @@ EventCallback = Callable[[dict[str, Any]], None]
 
 class SessionStore(Protocol):
     """Where an embedded runtime keeps session rows and transcripts: the interface of the
-    gateway's store (`actors.Store`). Each call is a checkpoint; `commit_durable` returns
-    once the writes are committed and raises (any `Exception`) when they could not be."""
+    gateway's store (`actors.Store`). Each call is a checkpoint; `save_turn` returns once
+    the row and the entries are committed together and raises (any `Exception`) when they
+    could not be."""
 
     async def get_session(self, key: str) -> SessionRow | None: ...
 
     async def load_entries(self, session_id: str) -> list[TranscriptEntry]: ...
 
-    async def commit_durable(
+    async def save_turn(
         self,
         *,
         row: SessionRow | None = None,
@@ -458,7 +459,7 @@ class _Turn:
         if store is None:
             return
         try:
-            await store.commit_durable(
+            await store.save_turn(
                 row=session.row, session_id=session.row.sessionId, entries=entries
             )
         except BaseException:

@@ -14,6 +14,7 @@ import pytest
 import trio
 
 from actors import StoreError, open_store
+from actors.store import WriteGroup
 from actors.store._journal import (
     AcceptedRun,
     JournalRow,
@@ -48,11 +49,11 @@ async def test_accepted_and_ended_rows_come_back_after_a_reopen(tmp_path: Path) 
     now = int(time.time() * 1000)
     with trio.fail_after(TIMEOUT):
         async with open_store(path) as store:
-            await store.commit_durable(run=accepted("a", order=2))
-            await store.commit_durable(run=accepted("b", order=1))
-            await store.commit_durable(run=accepted("c"))
-            await store.commit_durable(run=ended("c", now))
-            await store.commit_durable(run=ended("old", now - 10_000_000))
+            await store.commit_durable(WriteGroup(run=accepted("a", order=2)))
+            await store.commit_durable(WriteGroup(run=accepted("b", order=1)))
+            await store.commit_durable(WriteGroup(run=accepted("c")))
+            await store.commit_durable(WriteGroup(run=ended("c", now)))
+            await store.commit_durable(WriteGroup(run=ended("old", now - 10_000_000)))
         async with open_store(path) as store:
             rows = await store.load_runs(since_ms=now - 60_000)
     by_id = {r.run_id: r for r in rows}
@@ -84,10 +85,7 @@ async def test_a_group_commits_all_or_nothing(tmp_path: Path) -> None:
             entries = [b.add_message(UserMessage(content="x", timestamp=1))]
             with pytest.raises(StoreError, match="refused by trigger"):
                 await store.commit_durable(
-                    run=accepted("g"),
-                    row=row,
-                    session_id="sid-g",
-                    entries=entries,
+                    WriteGroup(run=accepted("g"), row=row, session_id="sid-g", entries=entries),
                 )
             assert await store.get_session("agent:main:g") is None
             assert await store.load_entries("sid-g") == []
@@ -113,13 +111,13 @@ async def test_ended_rows_are_pruned_beyond_the_cache_and_accepted_ones_never(
     with trio.fail_after(TIMEOUT):
         async with open_store(path) as store:
             store._runs_keep = 3
-            await store.commit_durable(run=accepted("open", at=now - 10_000_000))
-            await store.commit_durable(run=accepted("ancient"))
-            await store.commit_durable(run=ended("ancient", now - 10_000_000))
+            await store.commit_durable(WriteGroup(run=accepted("open", at=now - 10_000_000)))
+            await store.commit_durable(WriteGroup(run=accepted("ancient")))
+            await store.commit_durable(WriteGroup(run=ended("ancient", now - 10_000_000)))
             for i in range(6):
-                await store.commit_durable(run=accepted(f"e{i}"))
-                await store.commit_durable(run=ended(f"e{i}", now - 1000 + i))
-            await store.commit_durable(run=ended("last", now))
+                await store.commit_durable(WriteGroup(run=accepted(f"e{i}")))
+                await store.commit_durable(WriteGroup(run=ended(f"e{i}", now - 1000 + i)))
+            await store.commit_durable(WriteGroup(run=ended("last", now)))
             rows = await store.load_runs(since_ms=0)
             left = await trio.to_thread.run_sync(run_ids, tmp_path / "db.sqlite")
     assert sorted(r.run_id for r in rows) == ["e4", "e5", "last", "open"]
@@ -146,13 +144,13 @@ async def test_a_failed_commit_is_logged_once_per_interval_and_counted_then_writ
         async with open_store(tmp_path / "db.sqlite") as store:
             for i in range(5):
                 with pytest.raises(StoreError, match="disk is full"):
-                    await store.commit_durable(run=accepted(f"f{i}"))
+                    await store.commit_durable(WriteGroup(run=accepted(f"f{i}")))
             stats = store.statistics()
             assert stats.failed_commits == 5 and stats.failing
             assert stats.last_error == "OperationalError: database or disk is full"
             assert caplog.text.count("a commit of 1 writes failed") == 1
             full[0] = False
-            await store.commit_durable(run=accepted("ok"))
+            await store.commit_durable(WriteGroup(run=accepted("ok")))
             assert not store.statistics().failing
             assert "writes resumed" in caplog.text
             assert [r.run_id for r in await store.load_runs(since_ms=0)] == ["ok"]
@@ -168,9 +166,9 @@ async def test_when_no_run_ended_recently_every_ended_run_is_pruned(
     with trio.fail_after(TIMEOUT):
         async with open_store(tmp_path / "db.sqlite") as store:
             for i in range(3):
-                await store.commit_durable(run=accepted(f"old{i}"))
-                await store.commit_durable(run=ended(f"old{i}", now - 10_000_000))
-            await store.commit_durable(run=accepted("open"))
-            await store.commit_durable(run=accepted("later"))  # a batch that prunes
+                await store.commit_durable(WriteGroup(run=accepted(f"old{i}")))
+                await store.commit_durable(WriteGroup(run=ended(f"old{i}", now - 10_000_000)))
+            await store.commit_durable(WriteGroup(run=accepted("open")))
+            await store.commit_durable(WriteGroup(run=accepted("later")))  # a batch that prunes
             left = await trio.to_thread.run_sync(run_ids, tmp_path / "db.sqlite")
     assert sorted(run_id for (run_id,) in left) == ["later", "open"]

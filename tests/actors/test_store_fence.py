@@ -18,6 +18,7 @@ import trio
 import trio.testing
 
 from actors import Fence, FencedOut, PostgresBackend, StoreError, open_store, open_supervisor
+from actors.store import WriteGroup
 from actors.store import _journal as journal
 from actors.store._pg import _PRUNE_FENCES, FENCE_HORIZON_US
 from runtime.llm._types import UserMessage
@@ -80,7 +81,7 @@ async def test_an_older_token_is_refused_and_the_rest_of_its_batch_commits(db: D
             # One batch: the writer is parked, so these four go in one transaction.
             store.put_session_nowait(row(a, 2, label="three"), fence=Fence(a, 3), on_commit=stale)
             store.put_session_nowait(row(b, 3, label="b"), fence=Fence(b, 1), on_commit=other)
-            store.commit_nowait(row=row("agent:main:c", 4), on_commit=plain)  # unfenced
+            store.commit_nowait(WriteGroup(row=row("agent:main:c", 4), on_commit=plain))  # unfenced
             await store.flush()  # a refused write is not a failed one
             assert len(stale.errors) == 1
             refused = stale.errors[0]
@@ -113,9 +114,11 @@ async def test_advance_fence_refuses_older_tokens_before_any_write(db: Db) -> No
         async with open_store(backend=db.backend()) as store:
             await store.advance_fence(Fence(key, 7))
             with pytest.raises(FencedOut):
-                await store.commit_durable(row=row(key, 1), fence=Fence(key, 5))
+                await store.commit_durable(WriteGroup(row=row(key, 1), fence=Fence(key, 5)))
             assert await store.get_session(key) is None
-            await store.commit_durable(row=row(key, 2, label="seven"), fence=Fence(key, 7))
+            await store.commit_durable(
+                WriteGroup(row=row(key, 2, label="seven"), fence=Fence(key, 7))
+            )
             await store.put_session_durable(row(key, 3, label="eight"), fence=Fence(key, 8))
             got = await store.get_session(key)
             assert got is not None and got.label == "eight"
@@ -132,11 +135,13 @@ async def test_a_refused_group_applies_none_of_its_writes(db: Db) -> None:
             await store.advance_fence(Fence(key, 2))
             heard = Heard()
             store.commit_nowait(
-                row=row(key, 1),
-                session_id="sid-g",
-                entries=messages(builder, "one", "two"),
-                on_commit=heard,
-                fence=Fence(key, 1),
+                WriteGroup(
+                    row=row(key, 1),
+                    session_id="sid-g",
+                    entries=messages(builder, "one", "two"),
+                    on_commit=heard,
+                    fence=Fence(key, 1),
+                ),
             )
             await store.flush()
             assert len(heard.errors) == 1 and isinstance(heard.errors[0], FencedOut)
@@ -164,7 +169,9 @@ async def test_unfenced_writes_leave_no_fencing_rows(db: Db) -> None:
         async with open_store(backend=db.backend()) as store:
             await store.put_session_durable(row("agent:main:x"))
             await store.commit_durable(
-                row=row("agent:main:y"), session_id="sid-y", entries=messages(builder, "hi")
+                WriteGroup(
+                    row=row("agent:main:y"), session_id="sid-y", entries=messages(builder, "hi")
+                )
             )
             await store.append_entries("sid-x", messages(builder, "there"))
             await store.flush()
@@ -254,12 +261,18 @@ async def test_the_supervisors_backlog_keeps_each_writes_fence(tmp_path: Path) -
             # The first write goes to the waiting writer; the others find the channel full
             # and wait in the backlog, each with its fence.
             for i in range(3):
-                sup.store_commit(row=row(key, i), on_commit=heard[i], fence=Fence(key, 1))
-            sup.store_put_session(row(key, 9, label="stale"), fence=Fence(key, 1))
-            sup.store_append("sid-q", messages(builder, "stale"), fence=Fence(key, 1))
-            sup.store_commit(row=row("agent:main:other", 1), fence=None)
+                sup.store_commit(
+                    WriteGroup(row=row(key, i), on_commit=heard[i], fence=Fence(key, 1))
+                )
+            sup.store_commit(WriteGroup(row=row(key, 9, label="stale"), fence=Fence(key, 1)))
+            sup.store_commit(
+                WriteGroup(
+                    session_id="sid-q", entries=messages(builder, "stale"), fence=Fence(key, 1)
+                )
+            )
+            sup.store_commit(WriteGroup(row=row("agent:main:other", 1), fence=None))
             assert sup.statistics().persist_backlog == 5
-            await sup.drain_backlog()
+            await sup.writes.drain()
             await store.flush()
             assert all(isinstance(h.errors[0], FencedOut) for h in heard)
             assert store.statistics().fenced_out == 5

@@ -23,6 +23,7 @@ from actors import (
     open_store,
     open_store_backend,
 )
+from actors.store import WriteGroup
 from actors.store import _journal as journal
 from actors.store import _pg as pg_ops
 from actors.store._journal import JournalRow as JournalRowT
@@ -127,7 +128,7 @@ async def test_the_run_journal_and_cron_tables_work_on_postgres(pg_url: str) -> 
                 RunIdentity("run-1", "agent", "agent:main:a", "sid-agent:main:a", "main", 5),
                 request=AcceptedRun(message="hello"),
             )
-            await store.commit_durable(run=run, row=row("agent:main:a"))
+            await store.commit_durable(WriteGroup(run=run, row=row("agent:main:a")))
             runs = await store.load_runs(since_ms=0)
             assert [(r.run_id, r.state, r.accepted().message) for r in runs] == [
                 ("run-1", "accepted", "hello")
@@ -196,8 +197,10 @@ async def test_rewritten_sessions_and_pruned_runs_keep_the_tables_their_size_wit
             for n in range(41):
                 for i, key in enumerate(keys):
                     run_id = f"r{n}-{i}"
-                    store.commit_nowait(run=_journal(run_id, key), row=row(key, minute + n))
-                    store.commit_nowait(run=_journal(run_id, key, now - 10_000_000))
+                    store.commit_nowait(
+                        WriteGroup(run=_journal(run_id, key), row=row(key, minute + n))
+                    )
+                    store.commit_nowait(WriteGroup(run=_journal(run_id, key, now - 10_000_000)))
                 await store.flush()
                 if n == 0:
                     first = await _sizes(db)
