@@ -8,6 +8,40 @@
 - `_order`: submission order, fixed when a request is received.
 - `_runlog`: a run's log lines (`clawlane.runs`).
 - `_webhook`: the signed webhook POST when a run ends, retried with backoff.
+
+What is promised about runs (with the store's run journal, `actors.store._journal`, and
+startup recovery, `actors._recovery`):
+
+- **Order.** A session's runs start in the order their requests (`agent`, `chat.send`,
+  `sessions.send`, `sessions.steer`) reached the gateway, on one connection or several, for
+  new and existing sessions alike; a stop phrase (`chat.send` "stop") takes effect in its
+  place, after the messages sent before it.
+- **Acknowledged means stored.** The `agent` ack (`status:"accepted"`) and the `chat.send`
+  answer (`status:"started"`) go out only once the run is recorded as accepted (with the
+  session's row when that is new). When that cannot be written (a full disk) the request
+  gets `UNAVAILABLE` and nothing runs; a request that fails before its run is accepted
+  leaves no run behind.
+- **A turn that cannot be stored says so.** A run's terminal event waits for its
+  transcript entries and session row to commit; if they could not be written, the run ends
+  with lifecycle `error` "the turn was not stored: ...", `agent.wait` answers `error`, and
+  the failure is logged (at most one line per 10 s). Writes resume by themselves when the
+  disk has room again. `status` shows it under `clawlane.durability`: `storeFailedCommits`,
+  `storeFailedWrites`, `storeLastError` (+`At`), `storeFailing`, `turnsNotStored`,
+  `journalRowsWritten`, `runsEndedAtShutdown`, `submissionsWaiting`, and what the last start
+  `recovered` (`interrupted`, `rerun`, `restored`).
+- **Restarts.** Runs accepted and not finished when the process stopped are reported at the
+  next start (`agent.wait` answers `error`, the session row says `status:"failed"`,
+  `abortedLastRun`, the transcript says the run was interrupted, `runs.replay` gives its
+  terminal event), or with `gateway.interruptedRuns: "rerun"` run again in their sessions'
+  order (a run interrupted twice is reported failed). The idempotency cache (`agent:<key>`,
+  `chat:<key>`) comes back for its 5 minutes, so a retried key never runs twice.
+- **Bounded memory.** The hub's replay buffers hold at most 64 MiB for the whole gateway
+  (the oldest finished runs' frames go first; `runs.replay` then answers `gap: true`); a
+  run's `assistant` events carry the cumulative text, coalesced to one per 150 ms past
+  4 KiB of it; finished runs' finals (kept 10 minutes for `agent.wait` and repeated keys)
+  hold at most 16 MiB of reply text, past which the oldest lose their payloads (a repeat
+  then answers `ok` with `meta.payloadsDropped: true`, and still never runs twice). Idle
+  sessions' contexts are the supervisor's (`gateway.idleContextsMaxBytes`).
 """
 
 from ._chat import ChatFlusher as ChatFlusher

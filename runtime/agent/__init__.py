@@ -1,4 +1,42 @@
-"""runtime.agent"""
+"""One run's lifecycle and the turn around the attempt loop: what every host of a run shares.
+
+- `_run`: the run lifecycle, sans-IO: a run's start, its one outcome (`ok`, `error`,
+  `aborted` with its stop reason), its one terminal event and its final `{payloads, meta}`.
+  The gateway's session actor and the embedded runtime (`_embedded`,
+  `open_embedded_runtime`: the runtime as a library) are hosts around it that say where
+  events go and where the transcript is kept; both run `_turn.run_turn` with the same
+  `TurnServices` (`_services`), and `tests/e2e/test_embedded_parity.py` compares them.
+- `_turn`, `_turnspec`: one turn with its plugin hooks around it.
+- `_prompt`, `_bootstrap`, `_resources`, `_frontmatter`, `_prompt_report`: the system prompt:
+  base prompt + skills (`<workspace>/skills/**/SKILL.md` and `agents.defaults.resources`
+  roots; eligible ones are listed and the environment variables they require passed to
+  `exec`; front matter is real YAML, so OpenClaw's bundled skills load as they ship) +
+  bootstrap files (`AGENTS.md`, `SOUL.md`, `TOOLS.md`, ..., after `agent:bootstrap`
+  handlers) + `extraSystemPrompt` + plugin contributions, within the context window minus
+  the compaction reserve. Admins see the report with `sessions.systemPrompt`.
+- `_reply`, `_blocks`, `_chunking`, `_flusher`: replies: `NO_REPLY` silences one (never
+  leaking through deltas), what the `message` tool already sent is not repeated, a failed
+  tool gets a fallback reply; block streaming (`agents.defaults.blockStreamingDefault: "on"`,
+  `blockStreamingBreak`, `blockStreamingChunk`, `blockStreamingCoalesce`) and reasoning per
+  the session's `reasoningLevel`.
+- `_compaction`, `_compactor`: when the context passes the window minus the reserve
+  (`agents.defaults.compaction`), or a provider says the context overflowed (then the
+  attempt is retried, at most 3 times), the model summarises the older part (`compaction`
+  events); the summary is a transcript entry and the full history stays in the store.
+  `sessions.compact` and `/compact` do it by hand.
+- `_fallback`: the primary model, then each of `agents.defaults.model.fallbacks`, for one
+  model turn (on auth, rate-limit, overload or timeout failures before any output).
+- `_slash`: slash commands sent as chat messages: `/status`, `/help`, `/commands`,
+  `/new [text]`, `/reset [text]`, `/stop`, `/model [provider/model|default]`, `/models`,
+  `/think LEVEL` (`/thinking`, `/t`), `/verbose on|off|full` (`/v`), `/reasoning
+  on|off|stream`, `/queue MODE [debounce:2s] [cap:N] [drop:old|new|summarize]`,
+  `/name TITLE`, `/compact [instructions]`; any other `/word` goes to the model as text
+  (`transports.methods` carries them out).
+
+The agent's workspace is `agents.defaults.workspace` or the agent's own `workspace`, by
+default `<state-dir>/workspaces/<agentId>`, created when missing; its tools and their
+sandbox are `runtime.tools`.
+"""
 
 from ._blocks import BlockReply as BlockReply
 from ._compaction import MessageTags as MessageTags

@@ -6,6 +6,39 @@
 - `stream_with_retry`: bounded backoff for retryable errors before any output, and the LLM
   idle watchdog.
 
+Configuring a provider (`models.providers.<id>`; a run names `<provider id>/<model id>`, the
+model id being everything after the first `/`):
+
+- `api`: `openai-completions` (the default: OpenAI, Ollama, vLLM, llama.cpp, ...),
+  `openai-responses`, `anthropic-messages` or `local`; `baseUrl` (required but for `local`);
+  `apiKey` (write `"${OPENAI_API_KEY}"`: read when the config loads, a missing variable is a
+  config error); `headers` (sent on every request); `timeoutSeconds` (the HTTP read timeout,
+  300 s); `models[]` (`id`, `name`, `contextWindow`, `maxTokens`, `reasoning`, `input`);
+  `options` for `local` (`deltaDelayMs`; `failKind`, e.g. `"overloaded"`, makes it always fail
+  that way, to show model fallback). Its directives are listed in `_local`.
+- Credentials: a provider whose `baseUrl` is on loopback needs none; a remote one without a
+  key (or an auth profile) is unavailable unless it says `"auth": "none"`.
+- Request params per model, `agents.defaults.models["<provider>/<model>"].params`:
+  `temperature`, `maxTokens` (sent as `max_completion_tokens` to api.openai.com, `max_tokens`
+  to compatible servers and Anthropic, `max_output_tokens` to Responses), `topP`, `topK`
+  (Anthropic), `stop`, `seed`, `presencePenalty`, `frequencyPenalty`, `parallelToolCalls`,
+  and `extraBody` (merged into the request body as is, for server-specific fields).
+- Timeouts: `agents.defaults.llm.idleTimeoutSeconds` closes a stream that produced nothing
+  for that long (lifecycle `error` "LLM idle timeout: no chunk for Ns"; `0` disables it;
+  unset, it is `agents.defaults.timeoutSeconds` when that is set, else 60 s). The run timeout
+  and aborts close the HTTP stream at once (the run ends `aborted`).
+- Retries: rate limits (after `Retry-After`, up to 60 s), overloads, timeouts, network and 5xx
+  errors, at most 3 attempts with backoff, and only before the model produced any output;
+  model fallback (`runtime.agent`) takes over after that. A tool call works with every
+  transport: the model's call becomes a `tool` event, its result goes back in the next
+  request in that provider's format.
+- Known servers: OpenAI, `baseUrl` `https://api.openai.com/v1` (`openai-responses`, or
+  `openai-completions` on the same URL); Anthropic, `https://api.anthropic.com`; Ollama,
+  `http://127.0.0.1:11434/v1` (`openai-completions`, no key on loopback; a model must support
+  tools for tool calls; slow starts want `timeoutSeconds: 600` and a longer idle timeout);
+  vLLM, `http://127.0.0.1:8000/v1` (`vllm serve MODEL --enable-auto-tool-choice
+  --tool-call-parser hermes`; `apiKey` only when it runs with `--api-key`).
+
 Errors: `ProviderError` with `kind` (auth, rate_limit, overloaded, context_overflow, timeout,
 network, malformed, bad_request, server, unknown) and `retryable`; `IdleTimeoutError` (a
 `ProviderError` of kind `timeout`).

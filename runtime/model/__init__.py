@@ -1,4 +1,40 @@
-"""runtime.model"""
+"""The config and what is built from it: the model runtime generation.
+
+- `_config`, `_config_text`, `_config_check`, `_config_types`, `_settings`: the config file,
+  typed once. JSON5 as OpenClaw writes `openclaw.json`, decoded strictly (an unknown key or a
+  wrong type is a `ConfigError` naming the key path, with "did you mean"; every problem at
+  once for `clawlane config validate`), `${VAR}` in string values, numbers finite, a root
+  `"$schema"` ignored; `config_schema` is the JSON Schema `clawlane config schema` prints.
+  An API write (`config.patch`, or an apply whose redacted secrets were restored) is plain
+  two-space JSON, so the old file's comments go; the old file is kept as `<file>.bak` first.
+- `_auth`: one agent's credentials (`auth.profiles`, `auth.order`, the agent's
+  `<state-dir>/agents/<id>/auth-profiles.json`, `apiKey`), a template per generation, forked
+  per run.
+- `_generation`: the generation, one frozen snapshot (per agent: auth, providers, the
+  projected model catalog; the model registry, aliases, harnesses; a number, a build time,
+  an input hash), built completely before it is published. It is republished at startup,
+  on `config.set` / `config.patch` / `config.apply`, when the config file or an auth-profile
+  file changes on disk, and when a plugin registers or unregisters something
+  (`actors._publisher`). A failed build is reported and the previous generation keeps
+  serving; a run keeps the generation it started under to its end. `gateway.port`, `bind`
+  and `auth` need a restart.
+- `_harness`: runtime selection (`agentRuntime.id` on a model entry beats the provider's):
+  built-in `openclaw` (`pi` an alias), `codex-app-server` -> `codex`; unset or `default` is
+  `auto` (a registered plugin harness that supports the route, else `openclaw`); an explicit
+  id that is not registered fails closed.
+- `_plugins`: `plugins.load` (Python modules or files importing only `runtime.plugin_sdk`);
+  one that fails to load is logged and skipped. `_retire`: closing old providers' transports.
+
+The keys not to miss besides models and auth: `agents.list[]` (several agents: `id`,
+`workspace`, `model`, `tools`, `models`, `auth`), `agents.defaults.models["p/m"]` (`alias`,
+`params`, `agentRuntime`), `tools` (`profile`, `allow`, `deny`), `messages.queue` (`mode`,
+`debounceMs`, `cap`, `drop`, `byChannel`), and clawlane's own `gateway.interruptedRuns`
+(`"fail"`, the default, or `"rerun"`: what a start does with runs the previous process
+accepted and did not finish), `gateway.idleSessionSeconds` (600: how long a session stays
+loaded after its last activity; then its actor, its context and, in a cluster, its lease go)
+and `gateway.idleContextsMaxBytes` (128 MiB: what idle sessions keep of their contexts in
+memory, together; 0 keeps none).
+"""
 
 from ._config import ConfigSnapshot as ConfigSnapshot
 from ._config import apply_merge_patch as apply_merge_patch

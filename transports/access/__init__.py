@@ -8,6 +8,33 @@
   connection or an HTTP request comes from.
 
 All of it is pure or in-memory: no sockets, no methods.
+
+The security model in one place (as OpenClaw's gateway does it, its error codes, messages
+and close codes included; the `connect` admission that applies it is
+`transports.server._handshake`):
+
+- **Token by default** (`_auth`): a wrong or missing token is refused (`AUTH_TOKEN_MISMATCH`
+  / `AUTH_TOKEN_MISSING`, close 1008).
+- **Scopes** are exactly the ones a `connect` asks for (`runtime.protocol._scopes` says what
+  each satisfies). A client with the token but no device identity is admitted with no
+  scopes, except `cli`/`cli` and `gateway-client`/`backend` clients on loopback (OpenClaw's
+  one-shot commands); with no token and no device it is asked for one (`NOT_PAIRED`). With
+  `auth.mode: "none"` a client without a device keeps its requested scopes.
+- **Devices** (`runtime.devices`): a client may sign the `connect.challenge` nonce with an
+  ed25519 key; the terminal UI and the Control UI must. A new device (or one asking for a new
+  role or more scopes) is paired silently over direct loopback; from elsewhere the connect
+  fails `NOT_PAIRED` / `PAIRING_REQUIRED` with a `requestId` until an operator with
+  `operator.pairing` approves it (`openclaw devices approve <id>`, `device.pair.approve`;
+  requests expire after 5 minutes). A paired device gets `hello-ok.auth.deviceToken`, usable
+  instead of the shared token; `device.token.rotate` / `revoke` replace or end it.
+- **Browser origins** (`_origins`): an upgrade or HTTP request carrying an `Origin` is refused
+  with HTTP 403 unless it is the gateway's own origin or listed in
+  `gateway.controlUi.allowedOrigins` (`"*"` allows all); the list is read live.
+- **Before authentication** (`_admission`): 32 unauthenticated sockets per address (HTTP and
+  WebSocket share them; beyond: 503); 10 failed authentications in 60 s lock an address out
+  for 5 minutes (`AUTH_RATE_LIMITED`, `gateway.auth.rateLimit`); loopback is answered later
+  instead (250 ms doubling to 5 s), browser origins on loopback are counted per origin and
+  locked out. Frame and request sizes are `runtime.protocol`'s.
 """
 
 from ._admission import DEFAULT_MAX_PREAUTH_PER_ADDRESS as DEFAULT_MAX_PREAUTH_PER_ADDRESS

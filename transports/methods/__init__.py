@@ -9,8 +9,47 @@ a `Host`, `call.conn`: a `Client`, both defined in `_context`), never through `G
   task-free path `start_agent`), `_sessions` (`chat.*`, `sessions.*`, `runs.replay`, with
   `_submit` and `_slash`), `_config`, `_devices`, `_cron`, `_clients`, `_controlui`,
   `_dashboard` (and its chart's `Sampler`); views in `_views` and `_status`.
-- What the reader does before a handler task exists: `start_agent`, `reserve_ticket`
-  (`ORDERED_METHODS`); what startup does: `restore_idempotency`.
+- What the reader does before a handler task exists: `Methods.route` (`_routing`: the
+  cluster's router when the gateway is a node, `agent`'s task-free path `start_agent`, a
+  place in the session's order for the other methods that start runs), then
+  `Methods.serve` in the request's task; what startup does: `restore_idempotency`.
+
+What OpenClaw's clients get (its CLI, terminal UI and Control UI, 2026.9.6):
+
+- Answered in the schemas' shapes, besides `agent`, `chat.*`, `sessions.*`, `config.*`,
+  `cron.*`, `device.*`: `agents.list`, `agent.identity.get`, `sessions.create` (the TUI's
+  `/new`), `sessions.describe` (the TUI footer's model and tokens), `commands.list`,
+  `logs.tail`, `chat.startup`, `chat.metadata`, `models.authStatus`,
+  `sessions.branches.list`, `sessions.viewers.set`, `system.info`, `users.prefs.get/set` (kept
+  in the state dir's `users/prefs.json`, or in a cluster in PostgreSQL), `skills.status`,
+  `plugins.list`, `tools.catalog`, `tools.effective` (an agent's Tools panel: what a run in
+  that session is offered after the agent's tools policy), `diagnostics.lanes`,
+  `environments.list`; `status` and `health` in OpenClaw's shapes with clawlane's figures
+  under `clawlane` (`_status`). `hello-ok.features.capabilities`: `published-model-catalog`,
+  `session-scoped-model-catalog`, `session-scoped-chat-metadata`; `presence` events list the
+  UIs connected. Operator `admin` may call every method.
+- Features clawlane does not have answer with the schema's empty value: `question.list`,
+  `plugin.approval.list`, `exec.approval.list`, `openclaw.approval.list`,
+  `taskSuggestions.list`, `tasks.list`, `talk.catalog`, `progressCard.get`,
+  `sessions.catalog.list`, `sessions.groups.*`, `board.get`, `projects.list`,
+  `channels.status`, `node.list`, `usage.status`, `hooks.status`, `last-heartbeat` (null),
+  `approval.history`, `exec.approval.grants.list`, `channels.pairing.list`,
+  `skills.search`, `skills.library.list`, `plugins.catalog.browse`, `webSearch.status`.
+  Not answered (`unknown method`): `sessions.usage` and `usage.cost` (the Usage page),
+  `config.schema`, `exec.approvals.get`, `themes.list` and the other panels of features
+  clawlane does not have.
+- Transcript rows keep the client's idempotency key (`<runId>:user`), returned as
+  `idempotencyKey` and `__openclaw.idempotencyKey` by `chat.history`, `chat.startup` and
+  `session.message`, so a reloaded page shows each turn once. A message steered into a
+  running run records `steerTargetRunId` and the run's text continues in a new paragraph.
+  `session.message` goes to a session's watchers (`sessions.messages.subscribe`) and to the
+  session-list subscribers (`sessions.subscribe`), on any node.
+- Slash commands in `chat.send` (`_slash`, the list in `runtime.agent._slash`) answer at once
+  without the model (a `chat` `final` from `openclaw/gateway-injected`, both lines in the
+  transcript), except `/new`, `/reset` (a fresh session, then a run) and `/stop`.
+- `openclaw status` probes only a gateway its own config names: give it
+  `{"gateway": {"mode": "local", "port": 18789, "auth": {"mode": "token", "token": "T"}}}` in
+  `$OPENCLAW_CONFIG_PATH`.
 """
 
 from ._agent import restore_idempotency as restore_idempotency
