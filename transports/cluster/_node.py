@@ -414,6 +414,7 @@ async def start_node(
         gateway, node.cluster, ttl_s=node.ttl_s, started_ms=node.started_ms
     )
     node.router = router
+    gateway.methods.router = router  # requests reach it through the method table
     gateway.presence_list.node_id = node.node_id
     await router.start(nursery)
     nursery.start_soon(gateway.presence_list.run_telling, router.tell_all)

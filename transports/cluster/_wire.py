@@ -235,6 +235,11 @@ class Outbox:
 
 
 class MethodCaller(Protocol):
+    """The method table as the router uses it: it serves the requests it takes here, and
+    is where the connections reach the router (`router`, set when the node starts)."""
+
+    router: Any
+
     async def call(
         self,
         conn: Any,

@@ -27,7 +27,6 @@ import trio
 from actors import EventHub
 from runtime.protocol import GatewayError, RequestFrame
 
-from ..cluster import Router
 from ..methods import Cancellable, Methods
 
 
@@ -40,8 +39,6 @@ class CallerHost(Protocol):
     def methods(self) -> Methods: ...
     @property
     def max_buffered_bytes(self) -> int: ...
-    @property
-    def router(self) -> Router | None: ...
 
 
 HTTP_SCOPES: Final = frozenset({"operator.admin", "operator.read", "operator.write"})
@@ -135,19 +132,14 @@ class Caller:
         """Run one request to its end (its answers queue here). A checkpoint; cancelling
         `scope` cancels the request as a `cancel` frame would (an `agent` run is aborted)."""
         frame = RequestFrame(id=f"{self._conn_id}:{method}", method=method, params=params)
-        router, target = self.gateway.router, None
-        if router is not None and self.gateway.methods.admissible(self, frame):
-            target = router.target(frame)  # in a cluster: on the session's node
-        with scope:
-            if router is None or target is None:
-                await self.gateway.methods.call(self, frame, scope)
-                return
-            ticket = router.reserve(target, method)
-            try:
-                await router.handle(self, frame, scope, ticket, target)
-            finally:
-                if ticket is not None:
-                    ticket.release()
+        methods = self.gateway.methods
+        route = methods.route(self, frame, fast=False)  # in a cluster: on the session's node
+        assert route is not None  # only `agent`'s task-free path answers in `route`
+        try:
+            with scope:
+                await methods.serve(self, frame, scope, route)
+        finally:
+            route.release()
 
     def take(self) -> tuple[list[Answer], list[dict[str, Any]]]:
         """What arrived since the last call: answers, and event frames decoded."""

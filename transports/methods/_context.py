@@ -46,7 +46,6 @@ from runtime.protocol import GatewayError, RequestFrame
 from runtime.users import UserPrefs
 
 from ..access import AuthSettings
-from ..websocket import WebSocketServerConnection
 
 __all__ = [
     "Call",
@@ -97,7 +96,11 @@ class Connected(Client, Protocol):
 
     client_id: str
     client_mode: str
-    ws: WebSocketServerConnection
+
+    @property
+    def buffered_bytes(self) -> int:
+        """What its outbox holds, not yet written to the socket."""
+        ...
 
 
 class Samples(Protocol):
@@ -156,7 +159,7 @@ class Host(Protocol):
     def now_ms(self) -> int: ...
 
     async def cluster_view(self) -> dict[str, Any] | None:
-        """The cluster's nodes (issue 16), None without `cluster.redis.url`."""
+        """The cluster's nodes, None without `cluster.redis.url`."""
         ...
 
     def presence(self) -> list[dict[str, Any]]: ...

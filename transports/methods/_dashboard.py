@@ -115,7 +115,7 @@ def _connection_view(conn: Any) -> dict[str, Any]:
         "role": conn.role,
         "scopes": sorted(conn.scopes),
         "scoped": conn.scoped,
-        "bufferedBytes": conn.ws.buffered_bytes,
+        "bufferedBytes": conn.buffered_bytes,
     }
 
 

@@ -42,8 +42,10 @@ from . import (
     _devices,
     _sessions,
 )
-from ._agent import agent
+from ._agent import agent, start_agent
 from ._context import Call, Client, Handler, Host
+from ._routing import Forwarder, Route
+from ._submit import ORDERED_METHODS, reserve_ticket
 from ._status import health_view, status_view
 from ._views import catalog_view, defaults_view, session_view
 
@@ -70,6 +72,8 @@ class Methods:
     def __init__(self, gateway: Host) -> None:
         self.gateway = gateway
         self._table: dict[str, _Method] = {}
+        self.router: Forwarder | None = None
+        """The cluster's router, set by a gateway that is a node of one (`_routing`)."""
         self.add("agent", agent, AgentParams, scope="operator.write")
         self.add("agent.wait", agent_wait, AgentWaitParams)
         self.add("health", health, None)
@@ -119,6 +123,37 @@ class Methods:
         except GatewayError:
             return False
         return True
+
+    def route(self, conn: Client, frame: RequestFrame, *, fast: bool = True) -> Route | None:
+        """In the reader, as the request is received (see `_routing`): where it goes and its
+        place in its session's order; None when it is answered (or on its way) already:
+        `agent` on its task-free path, when `fast`. Never raises; not a checkpoint."""
+        router = self.router
+        if router is not None and self.admissible(conn, frame):
+            target = router.target(frame)  # a bad request is answered here, routed nowhere
+            if target is not None:
+                return Route(router.reserve(target, frame.method), target)
+        if frame.method == "agent" and fast:
+            try:
+                handled, ticket = start_agent(self.gateway, conn, frame)
+            except Exception as exc:  # a bug: the request fails, the connection lives on
+                log.exception("method agent failed")
+                conn.respond_error(frame.id, internal_error(exc))
+                return None
+            return None if handled else Route(ticket)
+        if frame.method in ORDERED_METHODS:
+            return Route(reserve_ticket(self.gateway, frame))
+        return Route()
+
+    async def serve(
+        self, conn: Client, frame: RequestFrame, scope: trio.CancelScope, route: Route
+    ) -> None:
+        """Run the request on its `route` to its response(s): forwarded by the router, or
+        here (`call`). Never raises but Cancelled; the caller releases the route."""
+        if route.target is not None and self.router is not None:
+            await self.router.handle(conn, frame, scope, route.ticket, route.target)
+        else:
+            await self.call(conn, frame, scope, route.ticket)
 
     async def call(
         self,

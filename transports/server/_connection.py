@@ -17,7 +17,6 @@ import msgspec
 import trio
 from wsproto.events import Request
 
-from actors import Ticket
 from runtime.protocol import (
     INVALID_REQUEST,
     MAX_PAYLOAD_BYTES,
@@ -31,21 +30,17 @@ from runtime.protocol import (
     decode_inbound,
     encode_event,
     encode_response,
-    internal_error,
     operator_scope_satisfied,
     opt,
     peek_request_id,
 )
 
 from ..access import Peer, PreauthSlot
-from ..cluster import Router, Target
 from ..methods import (
-    ORDERED_METHODS,
     Cancellable,
     Host,
     Methods,
-    reserve_ticket,
-    start_agent,
+    Route,
 )
 from ..websocket import (
     CLOSE_POLICY,
@@ -76,10 +71,6 @@ class ConnectionHost(HandshakeHost, Host, Protocol):
 
     @property
     def methods(self) -> Methods: ...
-    @property
-    def router(self) -> Router | None:
-        """Sessions across nodes (issue 16), None for one process."""
-        ...
 
     @property
     def handshake_timeout_s(self) -> float: ...
@@ -327,52 +318,25 @@ class ClientConnection:
                 frame.id, GatewayError(INVALID_REQUEST, f"duplicate request id: {frame.id}")
             )
             return
-        # Runs take their place in their session's order here, as they are received.
-        ticket: Ticket | None = None
-        router = self.gateway.router
-        target = None
-        if router is not None and self.gateway.methods.admissible(self, frame):
-            target = router.target(frame)  # a bad request is answered here, routed nowhere
-        if target is not None:
-            assert router is not None
-            ticket = router.reserve(target, frame.method)
-        elif frame.method == "agent":
-            try:
-                handled, ticket = start_agent(self.gateway, self, frame)
-                if handled:
-                    return
-            except Exception as exc:  # a bug: the request fails, the connection lives on
-                log.exception("method agent failed")
-                self.respond_error(frame.id, internal_error(exc))
-                return
-        elif frame.method in ORDERED_METHODS:
-            ticket = reserve_ticket(self.gateway, frame)
+        # Where it goes, and its place in its session's order, are fixed now, as it is
+        # received (the method table's `route`).
+        route = self.gateway.methods.route(self, frame)
+        if route is None:
+            return  # answered, or on its way without a task (`agent`'s fast path)
         scope = trio.CancelScope()
         self.pending[frame.id] = scope
         assert self.nursery is not None
         try:
-            self.nursery.start_soon(self._handle, frame, scope, ticket, target)
+            self.nursery.start_soon(self._handle, frame, scope, route)
         except BaseException:
-            if ticket is not None:
-                ticket.release()
+            route.release()
             raise
 
-    async def _handle(
-        self,
-        frame: RequestFrame,
-        scope: trio.CancelScope,
-        ticket: Ticket | None,
-        target: Target | None = None,
-    ) -> None:
+    async def _handle(self, frame: RequestFrame, scope: trio.CancelScope, route: Route) -> None:
         try:
             with scope:
-                router = self.gateway.router
-                if target is not None and router is not None:
-                    await router.handle(self, frame, scope, ticket, target)
-                else:
-                    await self.gateway.methods.call(self, frame, scope, ticket)
+                await self.gateway.methods.serve(self, frame, scope, route)
         finally:
-            if ticket is not None:
-                ticket.release()
+            route.release()
             if self.pending.get(frame.id) is scope:
                 del self.pending[frame.id]

@@ -72,7 +72,7 @@ from ..access import (
     check_origin,
 )
 from ..methods import Connected, Host
-from ..websocket import CLOSE_POLICY
+from ..websocket import CLOSE_POLICY, WebSocketServerConnection
 
 log = logging.getLogger("clawlane.handshake")
 
@@ -130,6 +130,13 @@ class Admitted:
     device_token_issued_at: int | None = None
 
 
+class Socketed(Connected, Protocol):
+    """A connection as the handshake sees it: what the methods see, and its socket (a
+    refused `connect` closes it with 1008)."""
+
+    ws: WebSocketServerConnection
+
+
 class HandshakeHost(Host, Protocol):
     """The gateway as `admit_connect` sees it: what the methods see, and its rate limits."""
 
@@ -173,7 +180,7 @@ class _Admission:
     def __init__(
         self,
         gw: HandshakeHost,
-        conn: Connected,
+        conn: Socketed,
         req_id: str,
         params: ConnectParams,
         nonce: str,
@@ -638,7 +645,7 @@ def _metadata_mismatch(paired: Any, platform: str | None, device_family: str | N
 
 async def admit_connect(
     gw: HandshakeHost,
-    conn: Connected,
+    conn: Socketed,
     req_id: str,
     params: ConnectParams,
     nonce: str,
