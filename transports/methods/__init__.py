@@ -60,6 +60,8 @@ from ._context import Client as Client
 from ._context import Connected as Connected
 from ._context import Host as Host
 from ._dashboard import Sampler as Sampler
+from ._routing import Forwarder as Forwarder
+from ._routing import Route as Route
 from ._status import health_view as health_view
 from ._submit import ORDERED_METHODS as ORDERED_METHODS
 from ._submit import reserve_ticket as reserve_ticket
@@ -71,8 +73,10 @@ __all__ = [
     "Cancellable",
     "Client",
     "Connected",
+    "Forwarder",
     "Host",
     "Methods",
+    "Route",
     "Sampler",
     "health_view",
     "reserve_ticket",
