@@ -94,7 +94,7 @@ OPTIONAL_DEFINITIONS: Final = (
     "SessionsSubscribeParams",
     "StatusParams",
     "HealthParams",
-    # OpenClaw's clients (CLI, terminal UI, Control UI; issue 17):
+    # OpenClaw's clients (CLI, terminal UI, Control UI):
     "AgentsListParams",
     "AgentIdentityParams",
     "SessionsCreateParams",
@@ -125,7 +125,7 @@ OPTIONAL_DEFINITIONS: Final = (
     "ToolsCatalogParams",
     "ToolsEffectiveParams",
     "WebSearchStatusParams",
-    # Scheduled runs (issue 15):
+    # Scheduled runs (cron):
     "CronAddParams",
     "CronListParams",
     "CronRunsParams",

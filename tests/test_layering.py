@@ -1,4 +1,4 @@
-"""The house rules a reader relies on, checked on the source tree (issue 13):
+"""The house rules a reader relies on, checked on the source tree:
 
 - imports point one way: `transports -> actors -> runtime`, and inside each package from a
   floor (a folder) only to the floors below it (`FLOORS`: each floor and what it may

@@ -8,8 +8,8 @@ the job still runs is skipped (its next slot is computed as usual).
 
 Firing and the lease: before a scheduled firing the scheduler claims the slot from its
 `FiringLease` (`LocalLease` here: one gateway process per state dir, enforced by the state
-dir's lock; a Redis lease with a TTL per `job:slot` replaces it with the scale-out issue,
-and then two gateways sharing jobs still fire each slot once).
+dir's lock; in a cluster cron itself runs on one node at a time (a Redis lease,
+`transports.cluster._node`), so gateways sharing jobs still fire each slot once).
 
 After a run: the history entry (`CronRunLogEntry`, OpenClaw's shape) is written, then
 delivered (`none`; `announce`: the session holds it; `webhook`: `actors.runs._webhook`, each

@@ -72,7 +72,7 @@ class RunQuery:
 
 
 class CronStore(Protocol):
-    """Where jobs and runs live (SQLite now, PostgreSQL with the scale-out issue)."""
+    """Where jobs and runs live (SQLite, or PostgreSQL with `storage.backend: "postgres"`)."""
 
     async def open(self) -> None: ...
     async def load_jobs(self) -> list[CronJob]: ...

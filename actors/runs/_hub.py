@@ -13,7 +13,7 @@ they started and the sessions they watch (`sessions.messages.subscribe`).
 
 Delivery never blocks: `Subscriber.push_event` is synchronous. A subscriber whose outbox is
 over its bound closes itself ("slow consumer"); it never slows a run or another subscriber.
-In a cluster (issue 16) the hub also hands each frame of its own runs to `relay` (the
+In a cluster the hub also hands each frame of its own runs to `relay` (the
 node's event feed, read by the other nodes), and `deliver_remote` routes the frames of
 other nodes' runs to this node's connections as if the runs were local: same bytes, the
 owner's per-run `seq`, the per-connection `seq` spliced in here. `expect_remote` names the

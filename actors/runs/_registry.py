@@ -172,7 +172,7 @@ class RunRegistry:
 
     def finish(self, record: RunRecord) -> None:
         """Mark ended, wake waiters and call `on_done`. Called once, by the run's owner."""
-        log_run_ended(record)  # issue 14: the run's "ended" log line
+        log_run_ended(record)  # the run's "ended" log line
         record.finished_mono = time.monotonic()
         record.done.set()
         started, ended = record.started_at, record.ended_at

@@ -87,7 +87,7 @@ def parse_config(raw: Any, *, env: dict[str, str] | None = None) -> Config:
     try:
         config = msgspec.convert(raw, Config)
     except msgspec.ValidationError as exc:
-        issue = first_issue(raw, env={})  # issue 14: "did you mean" for typos
+        issue = first_issue(raw, env={})  # "did you mean" for typos
         if issue is not None:
             raise ConfigError(issue.message, path=issue.path) from exc
         path, message = validation_error_at(raw, exc, Config)

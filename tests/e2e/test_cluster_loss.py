@@ -1,4 +1,4 @@
-"""Losing a node (issue 16 item 7): two gateway processes (node-a, node-b) on one
+"""Losing a node of a cluster: two gateway processes (node-a, node-b) on one
 PostgreSQL schema and one Redis, lease TTL 1 s. node-a is killed (SIGKILL) in the middle of
 a run it accepted: the run is reported failed from node-b (`agent.wait` answers `error`
 naming node-a; the session's transcript says the run was interrupted), a retry of its

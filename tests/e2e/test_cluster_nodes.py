@@ -1,4 +1,4 @@
-"""Gateways as cluster nodes (issue 16 items 1 and 8): two gateways in this process, each
+"""Gateways as cluster nodes: two gateways in this process, each
 with its own state dir, sharing one PostgreSQL schema and one Redis (under a random key
 prefix): both list each other in `status` and `health`; cron and the config file watch run
 on exactly one of them, and the other takes over when that one closes; a config published

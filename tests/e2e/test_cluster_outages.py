@@ -1,4 +1,4 @@
-"""Outages under load (issue 16): two gateways in this process sharing PostgreSQL and Redis.
+"""Outages under load in a cluster: two gateways in this process sharing PostgreSQL and Redis.
 
 - Redis restarted (a redis-server of the test's own, no persistence: it comes back empty)
   while runs go to both nodes: while it is away, what needs it answers `UNAVAILABLE`

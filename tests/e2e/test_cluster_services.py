@@ -1,4 +1,4 @@
-"""What every node of a cluster serves though one node does the work (issue 16): the
+"""What every node of a cluster serves though one node does the work: the
 `cron.*` methods and `cron` events (cron runs on one node), an `agent` run's webhook (cron
 used to deliver it), and the OpenAI HTTP API's runs (they go to the session's node, as a
 WebSocket request does). Two gateways in this process, one PostgreSQL schema, one Redis;

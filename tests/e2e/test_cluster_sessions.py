@@ -1,4 +1,4 @@
-"""Sessions across nodes (issue 16 items 2-4): two gateways on one PostgreSQL schema and
+"""Sessions across a cluster's nodes: two gateways on one PostgreSQL schema and
 one Redis. A session belongs to one node (its lease); a request reaching the other node is
 forwarded, and its client gets the answers and the run's events as if local (per-run
 `seq` without gaps); `agent.wait` and `runs.replay` work from either node; a repeated

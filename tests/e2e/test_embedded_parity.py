@@ -1,4 +1,4 @@
-"""The embedded runtime runs the same turn as the gateway (issue 13): the same scripted
+"""The embedded runtime runs the same turn as the gateway: the same scripted
 conversation (a tool call, a plugin hook, compactions) through a real gateway on a loopback
 port and through `open_embedded_runtime` gives the same agent event sequence and the same
 transcript; and an embedded app that keeps its transcripts in a store (a SQLite file)

@@ -1,5 +1,5 @@
 """A gateway whose store is PostgreSQL (`storage.backend: "postgres"`): a turn is stored
-there and a second gateway on the same database sees it (issue 16 item 6). Skipped, saying
+there and a second gateway on the same database sees it. Skipped, saying
 why, only when PostgreSQL cannot be reached (`CLAWLANE_TEST_POSTGRES`)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`clawlane gateway --workers N` (issue 16 item 1), as a user runs it: a real parent
+"""`clawlane gateway --workers N`, as a user runs it: a real parent
 process whose workers share one port (SO_REUSEPORT), one PostgreSQL schema and one Redis
 (under a random key prefix). Both workers are nodes in `status`, connections to the one
 port reach both, an agent run completes through it; a worker killed is started again, but

@@ -154,7 +154,7 @@ def _can_mount_read_only(path: Path) -> bool:
 
 
 async def test_a_read_only_state_dir_is_one_line_naming_it(tmp_path: Path) -> None:
-    """Issue 12: a read-only state dir (a read-only bind mount in a private mount namespace,
+    """A read-only state dir (a read-only bind mount in a private mount namespace,
     so that it holds for root too) used to be "cannot listen" or a traceback."""
     state = state_with_config(tmp_path)
     if not _can_mount_read_only(state):

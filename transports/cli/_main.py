@@ -114,11 +114,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_loadtest_parser(sub)
     # --- end loadtest ---
-    from ._dashboard import add_dashboard_parser  # issue 14
+    from ._dashboard import add_dashboard_parser
 
     add_dashboard_parser(sub)
-    _add_config_parser(sub)  # config get|apply|patch (issue 3), validate|schema (issue 14)
-    # --- completion (issue 14): transports/_completion.py ---
+    _add_config_parser(sub)  # config get|apply|patch, validate|schema
+    # --- completion: transports/cli/_completion.py ---
     from ._completion import SHELLS
 
     comp = sub.add_parser("completion", help="print a shell completion script")
@@ -155,7 +155,7 @@ def _add_gateway_parser(sub: Any) -> None:
         default=None,
         help="require this token (or gateway.auth.token / $CLAWLANE_GATEWAY_TOKEN)",
     )
-    gw.add_argument(  # issue 16 item 1: transports/_workers.py
+    gw.add_argument(  # --workers: transports/server/_workers.py
         "--workers",
         type=int,
         default=1,
@@ -164,7 +164,7 @@ def _add_gateway_parser(sub: Any) -> None:
         'connections); N > 1 needs cluster.redis.url and storage.backend "postgres" '
         "(default 1)",
     )
-    # --- logging (issue 14): transports/_logging.py ---
+    # --- logging: transports/server/_logging.py ---
     gw.add_argument(
         "--log-level",
         type=str.lower,
@@ -235,12 +235,12 @@ def main(argv: list[str] | None = None) -> int:
 
             return loadtest_main(args)
         # --- end loadtest ---
-        if args.command == "config":  # issue 3
+        if args.command == "config":
             from ._config import run_offline_config
 
-            offline = run_offline_config(args)  # validate, schema (issue 14)
+            offline = run_offline_config(args)  # validate, schema
             return offline if offline is not None else trio.run(_config, args)
-        if args.command == "dashboard":  # issue 14
+        if args.command == "dashboard":
             from ._dashboard import dashboard_main
 
             return dashboard_main(args)
@@ -458,7 +458,7 @@ async def _agent(args: argparse.Namespace) -> int:
     return 0
 
 
-# --- config subcommands (issue 3): clawlane config get | apply FILE | patch JSON ------------
+# --- config subcommands: clawlane config get | apply FILE | patch JSON --------------------
 
 
 def _add_config_parser(sub: Any) -> None:
@@ -477,7 +477,7 @@ def _add_config_parser(sub: Any) -> None:
     _add_client_args(patch)
     from ._config import add_offline_config_commands
 
-    add_offline_config_commands(actions)  # validate, schema (issue 14)
+    add_offline_config_commands(actions)  # validate, schema
 
 
 async def _config(args: argparse.Namespace) -> int:

@@ -1,4 +1,4 @@
-"""A node's idempotency claims (issue 16 items 4 and 7): sent in batches, and what
+"""A cluster node's idempotency claims: sent in batches, and what
 becomes of those of a node that is gone.
 
 `ClaimBatch` sends this node's claims and finals to Redis together (see its docstring);

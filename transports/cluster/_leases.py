@@ -1,4 +1,4 @@
-"""A node's session leases (issue 16): which node owns a session's lane, and how a session
+"""A cluster node's session leases: which node owns a session's lane, and how a session
 moves between nodes. `SessionLeases` is the part of the `Router` (`_cluster_route`) that
 holds them.
 

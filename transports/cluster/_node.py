@@ -1,10 +1,10 @@
-"""The gateway as a node of a cluster (issue 16): with `cluster.redis.url` set, `open_node`
+"""The gateway as a node of a cluster: with `cluster.redis.url` set, `open_node`
 opens the cluster (`actors.open_cluster`; a Redis that cannot be reached fails the start
 with one line naming it), and the node keeps a heartbeat record in Redis (its id, when it
 started, its load, the single-owner jobs it holds) renewed every third of `cluster.leaseTtlMs`
 and expiring after it, so `status` and `health` list the live nodes. `single_owner` runs a
 job (cron, the config file watch) on one node at a time (`actors.run_single_owner`).
-`GenerationSync` (item 5): a config this node publishes is announced through `Generations`
+`GenerationSync`: a config this node publishes is announced through `Generations`
 (the effective config as JSON: it holds what `${VAR}` expanded to); the other nodes build
 it and swap, and one whose build fails keeps serving its generation and says so in its
 `cluster.generation` block.
@@ -193,7 +193,7 @@ class ClusterNode:
 
 @attrs.define(eq=False)
 class GenerationSync:
-    """Announces this node's publishes and applies the other nodes' (issue 16 item 5)."""
+    """Announces this node's publishes and applies the other nodes'."""
 
     node: ClusterNode
     publisher: Publisher

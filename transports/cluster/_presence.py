@@ -2,7 +2,7 @@
 the gateway itself, then each connected UI client (`PRESENCE_MODES`: the Control UI, the
 terminal UI; one-shot CLI calls and backends do not appear).
 
-In a cluster (issue 16) every node's part is in every node's list, as OpenClaw's Control UI
+In a cluster every node's part is in every node's list, as OpenClaw's Control UI
 shows one gateway's clients in its Instances view, whichever worker it reached. A node's
 part is its own gateway entry (with its node id as `instanceId`) and its UI clients' entries,
 plus the device ids of all its connections (`device.pair.list` marks a device `connected`

@@ -1,4 +1,4 @@
-"""Sessions across nodes (issue 16): one owner per session, requests forwarded to it,
+"""Sessions across a cluster's nodes: one owner per session, requests forwarded to it,
 events delivered from anywhere.
 
 With `cluster.redis.url` the gateway has a `Router`. Every request that concerns a session

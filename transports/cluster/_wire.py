@@ -1,4 +1,4 @@
-"""What gateway nodes say to each other (issue 16), and where it goes.
+"""What the nodes of a cluster say to each other, and where it goes.
 
 Two kinds of channel (`actors.Channels`, Redis streams), named after a node:
 

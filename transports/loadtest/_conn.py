@@ -67,7 +67,7 @@ class LoadtestOptions:
     drain_timeout: float = 10.0
     progress: bool = True
     prefix: str | None = None
-    report_dir: Path | None = None  # issue 14: samples.csv, chart.svg, ... (_loadtest_report)
+    report_dir: Path | None = None  # samples.csv, chart.svg, ... (_report)
     sample_interval: float = 1.0
 
 

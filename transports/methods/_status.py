@@ -147,7 +147,7 @@ async def health_view(gw: Host, *, extras: bool = True) -> dict[str, Any]:
 
 
 async def add_cluster(gw: Host, block: dict[str, Any]) -> None:
-    """The cluster's nodes (issue 16) under clawlane's block, with `cluster.redis.url`."""
+    """The cluster's nodes under clawlane's block, with `cluster.redis.url`."""
     cluster = await gw.cluster_view()
     if cluster is not None:
         block["cluster"] = cluster
@@ -197,7 +197,7 @@ def clawlane_status(gw: Host) -> dict[str, Any]:
 
 
 def durability_view(gw: Host) -> dict[str, Any]:
-    """clawlane (issue 12): failed writes, turns not stored, what the last start recovered."""
+    """clawlane's durability: failed writes, turns not stored, what the last start recovered."""
     store = gw.supervisor.store.statistics()
     sup = gw.supervisor.statistics()
     recovery = gw.recovery

@@ -80,13 +80,13 @@ class Methods:
         self.add("status", status, None)
         self.add("sessions.list", sessions_list, SessionsListParams)
         self.add("models.list", models_list, ModelsListParams)
-        _config.register(self)  # config.get/set/patch/apply (issue 3)
-        _sessions.register(self)  # chat.* and sessions.* (issue 6)
-        _devices.register(self)  # device.pair.* and device.token.* (issue 12)
-        _dashboard.register(self)  # clawlane.dashboard/generations/series (issue 14)
-        _clients.register(self)  # what OpenClaw's CLI and terminal UI call (issue 17)
-        _controlui.register(self)  # what OpenClaw's Control UI calls (issue 17)
-        _cron.register(self)  # cron.* (issue 15)
+        _config.register(self)  # config.get/set/patch/apply
+        _sessions.register(self)  # chat.* and sessions.*
+        _devices.register(self)  # device.pair.* and device.token.*
+        _dashboard.register(self)  # clawlane.dashboard/generations/series
+        _clients.register(self)  # what OpenClaw's CLI and terminal UI call
+        _controlui.register(self)  # what OpenClaw's Control UI calls
+        _cron.register(self)  # cron.*
 
     def add(
         self, name: str, handler: Handler, params: type[Any] | None, *, scope: str | None = None

@@ -130,7 +130,7 @@ class ClientConnection:
         self.handshake_deadline: float | None = None
         """When the handshake must be done (from the socket's accept); None: the
         gateway's handshake timeout from now."""
-        self.opened_mono = time.monotonic()  # for the connection's log lines (issue 14)
+        self.opened_mono = time.monotonic()  # for the connection's log lines
 
     # --- Subscriber ----------------------------------------------------------------------
 

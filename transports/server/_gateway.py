@@ -105,7 +105,7 @@ HEAD_TOO_LARGE: Final = (
 VERSION: Final = "0.1.0"
 HEALTH_INTERVAL_MS: Final = 60_000
 CAPABILITIES: Final = (
-    # OpenClaw's capability names for what clawlane does as OpenClaw's gateway does (issue 17):
+    # OpenClaw's capability names for what clawlane does as OpenClaw's gateway does:
     "published-model-catalog",  # models.list answers from the published generation
     "session-scoped-model-catalog",  # models.list / chat.metadata take a sessionKey
     "session-scoped-chat-metadata",
@@ -178,12 +178,12 @@ class Gateway:
         self.handshake_timeout_s = 10.0
         self.close_grace_s = 5.0
         self.tick_interval_ms = TICK_INTERVAL_MS
-        self.publisher: Publisher | None = None  # set by open_gateway (issue 3)
-        self.cron: CronScheduler | None = None  # set by open_gateway (issue 15)
+        self.publisher: Publisher | None = None  # set by open_gateway
+        self.cron: CronScheduler | None = None  # set by open_gateway
         self.webhooks: RunWebhooks | None = None  # the `agent` runs' webhooks, every node
-        self.recovery: RecoveryReport | None = None  # set by open_gateway (issue 12)
-        self.node: ClusterNode | None = None  # with cluster.redis.url (issue 16)
-        self.router: Router | None = None  # sessions across nodes (issue 16)
+        self.recovery: RecoveryReport | None = None  # set by open_gateway
+        self.node: ClusterNode | None = None  # with cluster.redis.url
+        self.router: Router | None = None  # sessions across the cluster's nodes
         self.methods = Methods(self)
         self.connections: dict[str, ClientConnection] = {}
         self._ids = itertools.count(1)
@@ -192,7 +192,7 @@ class Gateway:
         self.boot_id = os.urandom(6).hex()
         self.listeners: list[trio.SocketListener] = []
         self._all_closed = trio.Event()
-        # --- trust (issue 12): admission limits, pairing ---
+        # --- trust: admission limits, pairing ---
         self.pairing = pairing or PairingStore.empty(state_dir)
         self.preauth = PreauthBudget(max_preauth_per_address)
         self.remote_peer_addresses = remote_peer_addresses
@@ -211,7 +211,7 @@ class Gateway:
             lockout_ms=limits.lockoutMs,
             exempt_loopback=False,
         )
-        # --- issue 14: plain HTTP on the same port, /metrics, the dashboard ---
+        # --- plain HTTP on the same port, /metrics, the dashboard ---
         self.version = VERSION
         self.http_counters = HttpCounters()
         self.slow_consumer_closes = 0
@@ -229,7 +229,7 @@ class Gateway:
             level=config.logging.level,
         )
 
-    # --- trust: peers, origins, pairing events (issue 12) --------------------------------
+    # --- trust: peers, origins, pairing events -----------------------------------------
 
     def is_local_address(self, address: str) -> bool:
         return is_loopback_address(address) and address not in self.remote_peer_addresses
@@ -374,7 +374,7 @@ class Gateway:
             self.presence_list.changed(shown=conn.client_mode in PRESENCE_MODES)
         log_connection_opened(conn)
 
-    async def cluster_view(self) -> dict[str, Any] | None:  # the nodes (issue 16)
+    async def cluster_view(self) -> dict[str, Any] | None:  # the cluster's nodes
         return await self.node.view() if self.node is not None else None
 
     def readiness_failures(self) -> list[str]:
@@ -423,7 +423,7 @@ class Gateway:
             await _refuse_busy(stream)
             return
         # Read the request head once (bounded in bytes and by the handshake deadline): a
-        # WebSocket upgrade goes on as before, anything else is plain HTTP (issue 14).
+        # WebSocket upgrade goes on as before, anything else is plain HTTP.
         deadline = trio.current_time() + self.handshake_timeout_s
         head = bytearray()
         complete = False
@@ -538,7 +538,7 @@ class GatewayOptions:
 async def _run_cron(
     gateway: Gateway, store: Any, clock: Callable[[], int], *, task_status: trio.TaskStatus[None]
 ) -> None:
-    """The cron scheduler (issue 15), for the gateway's lifetime (or the node's lease)."""
+    """The cron scheduler, for the gateway's lifetime (or the node's lease)."""
     async with open_cron(
         gateway.supervisor, SqliteCronStore(store), emit=gateway.emit_cron, clock=clock
     ) as cron:
@@ -557,7 +557,7 @@ async def open_gateway(config: Config, options: GatewayOptions) -> AsyncIterator
     auth, builder, generation = await _prepare(config, options)
     async with (
         own_state_dir(options.state_dir, options.worker_index),  # one gateway per state dir
-        open_node(config) as node,  # with cluster.redis.url: this node (issue 16)
+        open_node(config) as node,  # with cluster.redis.url: this node of the cluster
         open_store_backend(config, options.state_dir) as store,  # SQLite or PostgreSQL
         open_gateway_documents(config, options.state_dir) as (pairing, prefs),  # files, or PG's
         open_supervisor(
@@ -598,7 +598,7 @@ async def _prepare(
             config, token_override=options.token, host=options.host, state_dir=options.state_dir
         )
     )
-    # --- model runtime generations (issue 3): one builder for startup and every publish ---
+    # --- model runtime generations: one builder for startup and every publish ---
     builder = GenerationBuilder(state_dir=options.state_dir)
     try:
         generation = builder.build_config(config, 1)
@@ -616,7 +616,7 @@ async def _make_gateway(
     pairing: PairingStore,
 ) -> Gateway:
     """The gateway's state, its plugins loaded, and the runs the previous process accepted
-    and did not finish recovered (issue 12)."""
+    and did not finish recovered."""
     gateway = Gateway(
         config=config,
         supervisor=supervisor,
@@ -647,8 +647,8 @@ async def _start_services(
     store: Any,
     options: GatewayOptions,
 ) -> None:
-    """The publisher (issue 3), the HTTP routes and the chart sampler (issue 14), the cron
-    scheduler (issue 15), each a task of `nursery`; a cluster node's (issue 16) too."""
+    """The publisher, the HTTP routes and the chart sampler, the cron
+    scheduler, each a task of `nursery`; a cluster node's too."""
     publisher = gateway.publisher = Publisher(
         gateway.supervisor, builder=builder, config_path=options.config_path
     )
@@ -755,7 +755,7 @@ async def serve_gateway(config: Config, options: GatewayOptions) -> None:
         async with open_gateway(config, options) as gateway:
             tune_gc()
             addr = gateway.listeners[0].socket.getsockname()
-            # issue 14: the startup lines are INFO records (stderr), no print
+            # the startup lines are INFO records (stderr), no print
             if gateway.auth.token_file is not None:
                 what = "created a gateway token in" if gateway.auth.created else "gateway token in"
                 log.info(

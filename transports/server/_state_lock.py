@@ -7,8 +7,8 @@ so a stale file never blocks a restart. The file holds the owner's pid, for the 
 second gateway on the same state dir fails at once with one clear line (`GatewayLockError`,
 a `GatewayConfigError`: the CLI prints it and exits 2).
 
-With the scale-out issue several processes share jobs through a Redis lease per job slot
-(`actors.cron._scheduler.FiringLease`), and this lock moves to per-node state only. The workers of
+In a cluster several processes share jobs through a Redis lease on cron itself (one node runs
+it at a time: `transports.cluster._node`), and each node locks its own state dir. The workers of
 `clawlane gateway --workers N` (`_workers`) share one state dir: their parent holds
 `gateway.lock` for as long as it runs, and worker i holds `gateway-w<i>.lock`
 (`worker_lock_name`), so a second gateway on the dir is still refused and two copies of
@@ -89,7 +89,7 @@ def state_dir_lock(state_dir: Path, *, worker: int | None = None) -> Iterator[Pa
 
 @asynccontextmanager
 async def own_state_dir(state_dir: Path, worker: int | None) -> AsyncIterator[None]:
-    """`state_dir_lock` for a gateway's lifetime (one gateway per state dir, issue 15); a
+    """`state_dir_lock` for a gateway's lifetime (one gateway per state dir); a
     refusal is `GatewayConfigError`. A checkpoint."""
     try:
         lock = state_dir_lock(state_dir, worker=worker)
