@@ -101,7 +101,7 @@ async def test_an_openai_http_run_goes_to_the_sessions_node(tmp_path: Path, pg_u
                     expect_final=True,
                 )
                 assert first["status"] == "ok"
-            assert a.gw.router is not None and key in a.gw.router.held
+            assert a.gw.router is not None and key in a.gw.router.leases.held
             body = {"model": "openclaw", "messages": [{"role": "user", "content": "two"}]}
             async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{_port(b)}") as http:
                 res = await http.post(
@@ -109,7 +109,7 @@ async def test_an_openai_http_run_goes_to_the_sessions_node(tmp_path: Path, pg_u
                 )
             assert res.status_code == 200, res.text
             assert res.json()["choices"][0]["message"]["content"] == "You said: two"
-            assert b.gw.router is not None and key not in b.gw.router.held
+            assert b.gw.router is not None and key not in b.gw.router.leases.held
             assert b.gw.supervisor.peek_session(key) is None  # it ran on A only
             async with open_client(a.gw, scopes=ADMIN) as client:
                 history = await client.request("chat.history", {"sessionKey": key})
@@ -142,7 +142,7 @@ async def test_a_sessions_reads_and_writes_from_the_other_node_are_the_owners(
                 described = await cb.request("sessions.describe", {"key": key})
                 assert described["session"]["sessionId"] == reset["entry"]["sessionId"]
                 created = await cb.request("sessions.create", {"message": "hello"})
-                assert b.gw.router is not None and created["key"] in b.gw.router.held
+                assert b.gw.router is not None and created["key"] in b.gw.router.leases.held
             assert b.gw.supervisor.peek_session(key) is None  # only the owner has it
 
 
@@ -159,7 +159,7 @@ async def test_a_cron_run_in_a_session_another_node_owns_moves_the_session(
             async with open_client(other.gw, scopes=ADMIN) as client:
                 params = {"message": "before", "sessionKey": key, "idempotencyKey": "b1"}
                 await client.request("agent", params, expect_final=True)
-                assert key in other.gw.router.held
+                assert key in other.gw.router.leases.held
                 before = await trio.to_thread.run_sync(fence_of, pg_url, key)
                 job = agent_job(3_600_000) | {"sessionTarget": "session:cron-shared"}
                 added = await client.request("cron.add", job)
@@ -167,7 +167,7 @@ async def test_a_cron_run_in_a_session_another_node_owns_moves_the_session(
                 while (finished := await next_event(client, "cron")).get("action") != "finished":
                     pass
                 assert finished["status"] == "ok", finished
-                assert key not in other.gw.router.held
+                assert key not in other.gw.router.leases.held
                 # The cron node took the lease and wrote under it: the session's fence moved.
                 # (Whether it still holds it is timing: a loaded machine may see it lost or
                 # given up idle by now, which is not what this test is about.)

@@ -56,7 +56,7 @@ async def stored_final(router: Router, key: str) -> bytes | None:
 
 
 def owner_of(nodes: list[Node], key: str) -> Node:
-    owners = [n for n in nodes if n.gw.router is not None and key in n.gw.router.held]
+    owners = [n for n in nodes if n.gw.router is not None and key in n.gw.router.leases.held]
     assert len(owners) == 1, f"{key} is held by {len(owners)} nodes"
     return owners[0]
 
@@ -229,12 +229,12 @@ async def test_a_renewal_that_comes_too_late_keeps_the_session_if_nobody_took_it
                 await ca.request("agent", params, expect_final=True)
             key = "agent:main:late"
             prefix = a.gw.supervisor.generation.config.cluster.redis.keyPrefix
-            lease = ra.held[key]
+            lease = ra.leases.held[key]
             async with raw_client() as redis:
                 await redis.delete([f"{prefix}lease:session:{key}"])  # it lapsed
-            await ra._renew_all()
-            again = ra.held[key]
-            assert again.token > lease.token and ra.leases_late == 1
+            await ra.leases._renew_all()
+            again = ra.leases.held[key]
+            assert again.token > lease.token and ra.leases.leases_late == 1
             actor = a.gw.supervisor.peek_session(key)
             assert actor is not None and actor.fence is not None
             assert actor.fence.token == again.token
@@ -242,8 +242,8 @@ async def test_a_renewal_that_comes_too_late_keeps_the_session_if_nobody_took_it
                 await redis.delete([f"{prefix}lease:session:{key}"])
             taken = await rb.cluster.leases.acquire(f"session:{key}")  # b took it meanwhile
             assert taken is not None
-            await ra._renew_all()
-            assert key not in ra.held and ra.leases_lost == 1
+            await ra.leases._renew_all()
+            assert key not in ra.leases.held and ra.leases.leases_lost == 1
             assert a.gw.supervisor.peek_session(key) is None
 
 
@@ -269,8 +269,8 @@ async def test_sessions_reaped_idle_give_their_leases_up_and_move_on_their_next_
             assert kept is not None
             kept.last_active = 10.0**12  # used just now, as far as the reaper can tell
             assert a.gw.supervisor.reap_idle(now=10.0**9) == 3
-            await ra._release_idle()
-            assert sorted(ra.held) == [keys[-1]]
+            await ra.leases._release_idle()
+            assert sorted(ra.leases.held) == [keys[-1]]
             for key in keys[:3]:
                 assert await ra.cluster.leases.holder(f"session:{key}") is None
             async with open_client(b.gw, scopes=ADMIN) as cb:
@@ -509,6 +509,6 @@ async def test_a_request_that_may_not_run_touches_no_session(tmp_path: Path, pg_
                 listed = await admin.request("sessions.list", {})
             keys = {s["key"] for s in listed["sessions"]}
             assert not {"agent:main:nope", "agent:main:nope2"} & keys
-            assert not {"agent:main:nope", "agent:main:nope2"} & set(router.held)
+            assert not {"agent:main:nope", "agent:main:nope2"} & set(router.leases.held)
             assert await router.cluster.claims.get("run:d1") is None
             assert await router.cluster.claims.get("run:d2") is None

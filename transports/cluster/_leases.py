@@ -23,7 +23,7 @@ from __future__ import annotations
 import abc
 import contextlib
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, Final
 
 import trio
@@ -46,10 +46,19 @@ def _session_of(lease: Lease) -> str:
     return lease.key[len("session:") :]
 
 
-class SessionLeases(abc.ABC):
-    """This node's session leases (see the module docstring). The `Router` is one."""
+class SessionLeases:
+    """This node's session leases (see the module docstring). The `Router` has one, and
+    hands it `send` (a message to a node's inbox: a handoff asks the owner to let go)."""
 
-    def __init__(self, gateway: RouterHost, cluster: Cluster, *, ttl_s: float) -> None:
+    def __init__(
+        self,
+        gateway: RouterHost,
+        cluster: Cluster,
+        *,
+        ttl_s: float,
+        send: Callable[[str, dict[str, Any]], None],
+    ) -> None:
+        self.send = send
         self.gateway = gateway
         self.cluster = cluster
         self.node_id = cluster.node_id
@@ -61,10 +70,6 @@ class SessionLeases(abc.ABC):
         self.leases_late = 0
         self._renewed_at = 0.0
         self._releasing: dict[str, trio.Event] = {}
-
-    @abc.abstractmethod
-    def send(self, node: str, message: dict[str, Any]) -> None:
-        """Send `node` a message (its inbox): the router's."""
 
     async def owner(self, key: str) -> str:
         """The node that owns session `key`: this one if it holds the lease or takes it

@@ -368,7 +368,7 @@ def _load(gateway: _Loaded) -> dict[str, Any]:
     return {
         "activeRuns": gateway.registry.statistics().active_runs,
         "connections": len(connections),
-        "sessionsOwned": len(router.held) if router is not None else 0,  # their leases
+        "sessionsOwned": len(router.leases.held) if router is not None else 0,  # their leases
     }
 
 

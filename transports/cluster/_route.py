@@ -115,21 +115,26 @@ Target = tuple[str, str]
 _note_decoder = msgspec.json.Decoder(ClaimNote)
 
 
-class Router(SessionLeases):
+class Router:
     """This node's part in the cluster's sessions (see the module docstring). `start`
     runs its tasks; `handle` serves a routed request."""
 
     def __init__(
         self, gateway: RouterHost, cluster: Cluster, *, ttl_s: float, started_ms: int = 0
     ) -> None:
-        super().__init__(gateway, cluster, ttl_s=ttl_s)
+        self.gateway = gateway
+        self.cluster = cluster
+        self.node_id = cluster.node_id
+        self.ttl_s = ttl_s
+        self.leases = SessionLeases(gateway, cluster, ttl_s=ttl_s, send=self.send)
+        """The sessions this node owns (their leases), and how a session moves here or away."""
         self.started_ms = started_ms
         """When this node's process started (its record's `startedAtMs`): every message it
         sends carries it (`inc`), so other nodes tell its processes apart."""
         self.outbox = Outbox(cluster.channels)
         self.batch = ClaimBatch(cluster.claims, cluster.node_id, REFUSED)
         self.finals_budget = FinalsBudget(cluster.claims.ttl_s)
-        self.reaper = Reaper(self)
+        self.reaper = Reaper(self.leases)
         self.forwarded = 0
         self.served = 0
         self._forwards: dict[str, Forward] = {}
@@ -149,6 +154,16 @@ class Router(SessionLeases):
         """When this node last read the feeds (Redis answered)."""
         self._started: dict[str, int | None] = {}
         """When each live node's process started (its record's `startedAtMs`)."""
+
+    @property
+    def alive(self) -> set[str]:
+        """The nodes this node believes alive (itself included), kept by `_refresh_nodes`
+        and shared with its leases (a session held by a dead node may be taken)."""
+        return self.leases.alive
+
+    @alive.setter
+    def alive(self, nodes: set[str]) -> None:
+        self.leases.alive = nodes
 
     # --- where a request goes (in the reader: not a checkpoint) ---------------------------
 
@@ -224,7 +239,7 @@ class Router(SessionLeases):
         key: str,
         hops: int,
     ) -> None:
-        owner = await self.owner(key)
+        owner = await self.leases.owner(key)
         if owner != self.node_id:
             if hops and ticket is not None:
                 # Forwarded here, and the session moved on: pass it on without waiting for
@@ -234,7 +249,7 @@ class Router(SessionLeases):
                 ticket = None
             await self._forward(conn, frame, scope, ticket, owner, hops)
             return
-        await self.own_actor(key)
+        await self.leases.own_actor(key)
         run_id = self._run_id(frame)
         first = False
         if run_id is not None:
@@ -462,7 +477,7 @@ class Router(SessionLeases):
             if kind == "note":
                 if "release" in message:  # a session another node must run (cron's)
                     assert self._nursery is not None
-                    self._nursery.start_soon(self.let_go, str(message["release"]))
+                    self._nursery.start_soon(self.leases.let_go, str(message["release"]))
                 else:
                     self.gateway.on_note(message)
                 return
@@ -585,11 +600,11 @@ class Router(SessionLeases):
         await self._refresh_nodes(records)
         hub.relay = self._relay
         hub.on_interest = self._tell_interest
-        self.gateway.supervisor.session_gate = self.take_session
+        self.gateway.supervisor.session_gate = self.leases.take_session
         nursery.start_soon(self.outbox.run)
         nursery.start_soon(self.batch.run)
         nursery.start_soon(self._run_feeds)
-        nursery.start_soon(self.run_leases)
+        nursery.start_soon(self.leases.run_leases)
         # Runs this node id claimed in a former life (a worker started again, a node
         # restarted with its `cluster.nodeId`) are not running here: interrupted. Listed
         # now, before this node claims anything; reported in the background.
@@ -709,12 +724,12 @@ class Router(SessionLeases):
     def view(self) -> dict[str, Any]:
         """The router's part of the `cluster` block in `status`."""
         return {
-            "sessionsOwned": len(self.held),
+            "sessionsOwned": len(self.leases.held),
             "forwarded": self.forwarded,
             "served": self.served,
             "forwardsInFlight": len(self._forwards),
-            "leasesLost": self.leases_lost,
-            "leasesRenewedLate": self.leases_late,
+            "leasesLost": self.leases.leases_lost,
+            "leasesRenewedLate": self.leases.leases_late,
             "runsReaped": self.reaper.reaped,
             "outboxBytes": self.outbox.queued_bytes,
             "eventFramesDropped": self.outbox.dropped_frames,
