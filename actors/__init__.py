@@ -1,27 +1,31 @@
-"""clawlane actors: trio tasks that own state and talk over memory channels.
+"""clawlane actors: the state the gateway owns, and the trio tasks that own it.
 
-- `Supervisor` (`open_supervisor`): the published generation, session actors, the global lane.
-- `SessionActor`, `RunRequest`: one serialized run lane per session key.
-- `RunRegistry`, `RunRecord`, `IdempotencyCache`, `CachedResponse`: run states and dedupe.
-- `EventHub`, `Subscriber`: per-run seq, encode once, bounded fan-out.
-- `Store` (`open_store`, `open_store_backend`): the one owner of the database, on a
-  `StoreBackend`: `SqliteBackend` (the default) or `PostgresBackend` (`storage.backend`);
-  `open_pairing`, `open_prefs`: the device pairing store and the Control UI's user
-  preferences beside it (the state dir's files, or with PostgreSQL the cluster's
-  `PostgresDocument`s, each a `runtime.devices.SharedDocument`);
-  `Fence`: a session key and its lease's fencing token, carried by durable writes.
-- `CronScheduler` (`open_cron`), `CronStore`/`SqliteCronStore`, `FiringLease`/`LocalLease`:
-  scheduled runs; `deliver_webhook`, `WebhookSettings`: signed webhooks when a run ends.
-- `SubmissionOrder`, `Ticket`: the order of a session's runs, fixed when requests arrive.
-- `AcceptedRun`, `JournalRow`, `accepted_row`: the run journal (accepted runs, durable
-  before their ack); `recover_runs`, `RecoveredRun`, `RecoveryReport`, `replay_terminal`:
-  what a start makes of it.
-- Cluster primitives (the gateway uses `NodeRecords`, `run_single_owner` and `Generations`;
-  the rest is not wired yet): `Leases` (`Lease`, `HeldLease`,
-  fencing tokens), `Claims` (`Claim`), `RunStreams` (`StreamEntry`, `StreamRead`),
-  `Generations` (`Version`), `run_single_owner`; bundled per node as a `Cluster` by
-  `open_cluster` (Redis with `cluster.redis.url`, else `open_local_cluster`) or
-  `open_redis_cluster`.
+Everything here lives as long as the gateway and is touched from one trio thread; what
+blocks (SQLite, PostgreSQL) runs in the store's worker thread. The floors, from the ground
+up (each folder's face is its manual):
+
+- `store/`: durable state. `Store` (`open_store`, `open_store_backend`): the one owner of
+  the database, group commit from a worker thread, on a `StoreBackend` (`SqliteBackend`,
+  the default, or `PostgresBackend`); `WriteGroup`: writes that commit together;
+  `WriteBacklog`: writes waiting for room; the run journal (`AcceptedRun`, `JournalRow`,
+  `RunIdentity`, `accepted_row`); `Fence`: a session's lease token on its writes;
+  `open_pairing`, `open_prefs`: the documents beside it.
+- `cluster/`: what gateway nodes share, behind small interfaces (`Cluster`, `open_cluster`:
+  leases with fencing tokens, claims, run feeds, node records, single-owner jobs), in one
+  process (`open_local_cluster`) or on Redis.
+- `runs/`: runs as the gateway keeps them: `RunRecord`, `RunRegistry` (states, waiters, the
+  `IdempotencyCache` of `CachedResponse`s), `EventHub` (per-run seq, encode once, bounded
+  fan-out to `Subscriber`s), `SubmissionOrder` / `Ticket`, the webhooks of finished runs.
+- `session/`: `SessionActor`, one serialized run lane per session key; `RunRequest`; the
+  queue modes; how a run ends; the global lanes.
+- `Supervisor` (`open_supervisor`, `_supervisor`): the published generation, the session
+  actors (spawned on demand, reaped when idle, restarted when they crash), the lanes.
+- `Admission` (`_admission`): the one way a run gets onto its session's lane: dedupe,
+  journal, order, register, queue; its fast path without a task and its task path.
+- `Publisher` (`_publisher`): builds generations off to the side and publishes them.
+- `recover_runs` (`_recovery`): what a start makes of the journal (`RecoveredRun`,
+  `RecoveryReport`, `replay_terminal`, `report_lost`).
+- `cron/`: `CronScheduler` (`open_cron`), durable jobs and their runs.
 
 Errors, one tree rooted at `ActorError` (itself a `runtime.protocol.ClawlaneError`):
 
