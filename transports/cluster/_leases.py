@@ -20,7 +20,6 @@ Errors: `ClusterError` (Redis failing), `ClusterUnavailable` (no reachable owner
 
 from __future__ import annotations
 
-import abc
 import contextlib
 import logging
 from collections.abc import Callable, Iterable
