@@ -19,7 +19,7 @@
 
 Two implementations: `actors.cluster._local` (one process, the default: what a single
 gateway uses) and `actors.cluster._redis` (Redis, several nodes). The contract tests in
-`tests/actors/test_cluster.py` run against both. The gateway's cluster layer
+`tests/actors/cluster/test_primitives.py` run against both. The gateway's cluster layer
 (`transports.cluster._route`) is what uses them.
 
 Errors (under `ActorError`):

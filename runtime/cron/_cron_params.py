@@ -4,7 +4,7 @@
 `{id, ...}` | `{jobId, ...}` in the schema (one of the two names the job); msgspec has no
 untagged object unions, so each is one closed Struct with both optional and `job_id()`
 requiring exactly one. `CronUpdateParams.patch` is closed as in the schema: every field
-optional, some nullable (null clears). `tests/runtime/test_cron_jobs.py` checks these
+optional, some nullable (null clears). `tests/runtime/cron/test_cron_jobs.py` checks these
 against the schema's property names, so they cannot drift.
 """
 

@@ -33,7 +33,7 @@ __all__ = ["pg_url"]  # the fixture, used by name
 
 pytestmark = pytest.mark.filterwarnings("ignore:Unclosed <MemoryObject:ResourceWarning")
 """coredis leaves anyio memory streams unclosed for each failed connection attempt (see
-tests/actors/test_cluster_redis.py): ignored, and collected after each test."""
+tests/actors/cluster/test_redis.py): ignored, and collected after each test."""
 
 
 @pytest.fixture(autouse=True)

@@ -1,4 +1,4 @@
-"""Fencing tokens on the store's durable writes (issue 16 item 2), on SQLite and PostgreSQL:
+"""Fencing tokens on the store's durable writes in a cluster, on SQLite and PostgreSQL:
 a write carrying a token older than the one the store holds for its session is refused
 (`FencedOut`, not applied) while the rest of its batch commits; `advance_fence` records a
 new owner's token up front; the tokens survive reopening the store; and a session actor

@@ -327,5 +327,5 @@ def test_loadtest_is_in_the_cli_help(capsys: pytest.CaptureFixture[str]) -> None
 
 
 def test_readme_documents_the_loadtest() -> None:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
     assert "clawlane loadtest" in readme and "scripts/bench" in readme

@@ -33,7 +33,7 @@ from runtime.protocol._wire import (
 )
 from tests.conftest import NEWER_PATH, SCHEMA_PATH
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 GENERATOR = REPO_ROOT / "scripts" / "gen_protocol.py"
 WIRE = REPO_ROOT / "runtime" / "protocol" / "_wire.py"
 SCHEMA = SCHEMA_PATH

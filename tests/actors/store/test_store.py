@@ -28,7 +28,7 @@ from tests.actors._databases import Db, db, pg_url
 
 __all__ = ["db", "pg_url"]  # the fixtures, used by name
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 TIMEOUT = 30
 
 
