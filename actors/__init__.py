@@ -46,6 +46,11 @@ Errors, one tree rooted at `ActorError` (itself a `runtime.protocol.ClawlaneErro
         └── NodeIdInUse (`NodeRecords.beat`: another process has this node id)
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Final
+
 from ._admission import Admission as Admission
 from ._errors import ActorError as ActorError
 from ._errors import FencedOut as FencedOut
@@ -92,7 +97,6 @@ from .cluster import StreamRead as StreamRead
 from .cluster import Version as Version
 from .cluster import open_cluster as open_cluster
 from .cluster import open_local_cluster as open_local_cluster
-from .cluster import open_redis_cluster as open_redis_cluster
 from .cluster import run_single_owner as run_single_owner
 from .cron import CRON_JOBS_MAX_BYTES as CRON_JOBS_MAX_BYTES
 from .cron import CronFull as CronFull
@@ -137,8 +141,6 @@ from .store import AcceptedRun as AcceptedRun
 from .store import Fence as Fence
 from .store import JournalRow as JournalRow
 from .store import RunIdentity as RunIdentity
-from .store import PostgresBackend as PostgresBackend
-from .store import PostgresDocument as PostgresDocument
 from .store import SqliteBackend as SqliteBackend
 from .store import Store as Store
 from .store import StoreBackend as StoreBackend
@@ -148,6 +150,20 @@ from .store import open_prefs as open_prefs
 from .store import open_store as open_store
 from .store import open_store_backend as open_store_backend
 from .store import store_backend as store_backend
+
+if TYPE_CHECKING:
+    from .cluster import open_redis_cluster as open_redis_cluster
+    from .store import PostgresBackend as PostgresBackend
+    from .store import PostgresDocument as PostgresDocument
+
+_LAZY: Final = {
+    "open_redis_cluster": ".cluster",
+    "PostgresBackend": ".store",
+    "PostgresDocument": ".store",
+}
+"""Names resolved on first use (`__getattr__`): coredis and psycopg load only for a gateway
+whose config names Redis or PostgreSQL (`open_cluster`, `open_store_backend` import them
+then)."""
 
 __all__ = [
     "ABORT_REASONS",
@@ -185,7 +201,6 @@ __all__ = [
     "HubStatistics",
     "IdempotencyCache",
     "JournalRow",
-    "RunIdentity",
     "LaneFull",
     "Lease",
     "LeaseBusy",
@@ -203,6 +218,7 @@ __all__ = [
     "RecoveredRun",
     "RecoveryReport",
     "Replay",
+    "RunIdentity",
     "RunInFlight",
     "RunQuery",
     "RunRecord",
@@ -250,3 +266,16 @@ __all__ = [
     "store_backend",
     "wall_ms",
 ]
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

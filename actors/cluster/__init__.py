@@ -5,13 +5,21 @@
   types (`Lease`, `Fence`, `Claim`, ...).
 - `_local`: all of it inside one process: what a single gateway uses.
 - `_redis`: all of it on Redis 7+ through coredis (native under trio), for `--workers` and
-  many machines.
+  many machines; `open_redis_cluster` is resolved on first use, so that coredis loads only
+  when a cluster is configured.
+- `_open`: `open_cluster`, whichever of the two the config asks for.
 
 A session actor never knows which it has. Errors are `ClusterError` (under `ActorError`).
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
 from ._local import Cluster as Cluster
 from ._local import open_local_cluster as open_local_cluster
+from ._open import open_cluster as open_cluster
 from ._primitives import ChannelMessage as ChannelMessage
 from ._primitives import Channels as Channels
 from ._primitives import Claim as Claim
@@ -32,8 +40,9 @@ from ._primitives import StreamGap as StreamGap
 from ._primitives import StreamRead as StreamRead
 from ._primitives import Version as Version
 from ._primitives import run_single_owner as run_single_owner
-from ._redis import open_cluster as open_cluster
-from ._redis import open_redis_cluster as open_redis_cluster
+
+if TYPE_CHECKING:
+    from ._redis import open_redis_cluster as open_redis_cluster
 
 __all__ = [
     "ChannelMessage",
@@ -61,3 +70,15 @@ __all__ = [
     "open_redis_cluster",
     "run_single_owner",
 ]
+
+
+def __getattr__(name: str) -> object:
+    if name != "open_redis_cluster":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = importlib.import_module("._redis", __name__).open_redis_cluster
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

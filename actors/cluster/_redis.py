@@ -55,9 +55,7 @@ import coredis.exceptions
 import msgspec
 import trio
 
-from runtime.model import Config
-
-from ._local import Cluster, open_local_cluster
+from ._local import Cluster
 from ._primitives import (
     DEFAULT_LEASE_TTL_S,
     ChannelMessage,
@@ -86,7 +84,6 @@ __all__ = [
     "RedisNodeRecords",
     "RedisRunStreams",
     "RedisSubscription",
-    "open_cluster",
     "open_redis_cluster",
     "redact_url",
 ]
@@ -751,18 +748,3 @@ async def open_redis_cluster(
             channels=RedisChannels(client, prefix=prefix),
             backend="redis",
         )
-
-
-@asynccontextmanager
-async def open_cluster(config: Config, *, node_id: str) -> AsyncIterator[Cluster]:
-    """The backend `config` asks for: Redis with `cluster.redis.url`, in-process without."""
-    cluster = config.cluster
-    ttl = cluster.leaseTtlMs / 1000
-    if cluster.redis.url is None:
-        async with open_local_cluster(node_id=node_id, lease_ttl_s=ttl) as local:
-            yield local
-        return
-    async with open_redis_cluster(
-        cluster.redis.url, node_id=node_id, prefix=cluster.redis.keyPrefix, lease_ttl_s=ttl
-    ) as remote:
-        yield remote

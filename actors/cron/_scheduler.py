@@ -58,7 +58,7 @@ from runtime.protocol import (
 )
 
 from .._errors import ActorError, StoreError
-from ..runs import WebhookAttempt, WebhookSettings, deliver_webhook
+from ..runs import WebhookAttempt, WebhookClient, WebhookSettings, deliver_webhook
 from ._run import FiringOutcome, execute
 from ._store import CronStore, RunQuery
 
@@ -151,7 +151,7 @@ class CronScheduler:
         store: CronStore,
         *,
         nursery: trio.Nursery,
-        http: httpx.AsyncClient,
+        http: WebhookClient,
         emit: Callable[[dict[str, Any]], None],
         clock: Callable[[], int] = wall_ms,
         lease: FiringLease | None = None,
@@ -463,7 +463,7 @@ class CronScheduler:
             await self.store.put_run({**entry, "ts": self.clock()})
 
         result = await deliver_webhook(
-            self._http, url, body, settings, on_attempt=record, now_ms=self.clock
+            self._http.get(), url, body, settings, on_attempt=record, now_ms=self.clock
         )
         resolved: dict[str, Any] = {"to": url, "source": "explicit", "ok": result.ok}
         if result.error:
@@ -630,8 +630,7 @@ async def open_cron(
     """Load the jobs, apply the restart policy, run the timer. Leaving the block stops the
     timer; firings in progress end with the supervisor's shutdown (their runs are aborted
     and recorded)."""
-    own_http = http is None
-    client = http or httpx.AsyncClient(follow_redirects=False, trust_env=False)
+    client = WebhookClient(http)  # made at the first webhook, unless one is given
     try:
         async with trio.open_nursery() as nursery:
             cron = CronScheduler(
@@ -644,6 +643,4 @@ async def open_cron(
             finally:
                 nursery.cancel_scope.cancel()
     finally:
-        if own_http:
-            with trio.CancelScope(shield=True):
-                await client.aclose()
+        await client.aclose()

@@ -67,6 +67,7 @@ from ._registry import RunRegistry as RunRegistry
 from ._runlog import log_run_started as log_run_started
 from ._webhook import RunWebhooks as RunWebhooks
 from ._webhook import WebhookAttempt as WebhookAttempt
+from ._webhook import WebhookClient as WebhookClient
 from ._webhook import WebhookSettings as WebhookSettings
 from ._webhook import deliver_webhook as deliver_webhook
 from ._webhook import serve_run_webhooks as serve_run_webhooks
@@ -93,6 +94,7 @@ __all__ = [
     "Subscriber",
     "Ticket",
     "WebhookAttempt",
+    "WebhookClient",
     "WebhookSettings",
     "assistant_message",
     "deliver_webhook",

@@ -44,6 +44,7 @@ from runtime.model import CronConfig
 __all__ = [
     "RunWebhooks",
     "WebhookAttempt",
+    "WebhookClient",
     "WebhookResult",
     "WebhookSettings",
     "deliver_webhook",
@@ -243,6 +244,30 @@ async def deliver_webhook(
     return WebhookResult(False, tuple(attempts), error, delivery_id)
 
 
+class WebhookClient:
+    """The `httpx.AsyncClient` webhooks are POSTed with (redirects not followed, the
+    environment's proxies ignored), made by the first `get`: making one loads httpcore and
+    builds a TLS context (~7 MiB), which a gateway that sends no webhook does without. A
+    client handed in is used as it is and not closed; `aclose` closes one made here."""
+
+    def __init__(self, client: httpx.AsyncClient | None = None) -> None:
+        self._client = client
+        self._own = client is None
+
+    def get(self) -> httpx.AsyncClient:
+        """The client, made now if it was not yet. Not a checkpoint."""
+        if self._client is None:
+            self._client = httpx.AsyncClient(follow_redirects=False, trust_env=False)
+        return self._client
+
+    async def aclose(self) -> None:
+        """Close the client if it was made here. A checkpoint only then; shielded from
+        cancellation (it runs when its owner is being cancelled)."""
+        if self._own and self._client is not None:
+            with trio.CancelScope(shield=True):
+                await self._client.aclose()
+
+
 class RunWebhooks:
     """The `agent` method's `webhook`: once the run ends, its result is POSTed as cron's
     webhooks are (signed, retried; the generation's `cron` settings), each attempt logged.
@@ -250,7 +275,7 @@ class RunWebhooks:
     one node, and a run's webhook is watched by the node running it."""
 
     def __init__(
-        self, nursery: trio.Nursery, http: httpx.AsyncClient, settings: Callable[[], CronConfig]
+        self, nursery: trio.Nursery, http: WebhookClient, settings: Callable[[], CronConfig]
     ) -> None:
         self._nursery = nursery
         self._http = http
@@ -264,7 +289,7 @@ class RunWebhooks:
         await record.done.wait()
         body = msgspec.json.encode(result())
         settings = WebhookSettings.from_config(self._settings())
-        outcome = await deliver_webhook(self._http, url, body, settings)
+        outcome = await deliver_webhook(self._http.get(), url, body, settings)
         log.info(
             "agent run %s webhook: %s after %d attempt(s)",
             record.run_id,
@@ -278,9 +303,10 @@ async def serve_run_webhooks(
 ) -> None:
     """`RunWebhooks` (handed to `task_status.started`) until cancelled; deliveries still
     waiting are cancelled with it."""
-    async with (
-        httpx.AsyncClient(follow_redirects=False, trust_env=False) as http,
-        trio.open_nursery() as nursery,
-    ):
-        task_status.started(RunWebhooks(nursery, http, settings))
-        await trio.sleep_forever()
+    http = WebhookClient()
+    try:
+        async with trio.open_nursery() as nursery:
+            task_status.started(RunWebhooks(nursery, http, settings))
+            await trio.sleep_forever()
+    finally:
+        await http.aclose()

@@ -5,7 +5,8 @@
 - `_ops`: the backend seam: the operations on the write channel, and `Fence` checks.
 - `_sqlite`: the embedded backend (WAL, one file in the state dir); `_pg`: PostgreSQL
   (psycopg 3 in the worker thread, same groups); `_config`: which one the config asks for
-  (`storage.backend`), opened with `open_configured_store`.
+  (`storage.backend`), opened with `open_configured_store`. `_pg` and `_documents` are
+  imported only when the config names PostgreSQL (or their names are first used here).
 - `_journal`: every accepted run, durable before its ack, ended when the run ends.
 - `_documents`: documents the gateways of a cluster share (device pairing, config), under a
   row lock with a hash for compare-and-set.
@@ -14,12 +15,16 @@
 A write that fails is reported, never taken for success: `StoreError` (under `ActorError`).
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Final
+
+from ._backlog import WriteBacklog as WriteBacklog
 from ._config import open_pairing as open_pairing
 from ._config import open_prefs as open_prefs
 from ._config import open_store_backend as open_store_backend
 from ._config import store_backend as store_backend
-from ._documents import PostgresDocument as PostgresDocument
-from ._backlog import WriteBacklog as WriteBacklog
 from ._journal import INTERRUPTED as INTERRUPTED
 from ._journal import AcceptedRun as AcceptedRun
 from ._journal import JournalRow as JournalRow
@@ -28,17 +33,21 @@ from ._journal import RunOutcome as RunOutcome
 from ._journal import accepted_row as accepted_row
 from ._journal import ended_row as ended_row
 from ._ops import Fence as Fence
-from ._ops import WriteGroup as WriteGroup
 from ._ops import SqlConnection as SqlConnection
 from ._ops import StoreBackend as StoreBackend
-from ._pg import PostgresBackend as PostgresBackend
+from ._ops import WriteGroup as WriteGroup
 from ._sqlite import SqliteBackend as SqliteBackend
 from ._store import Store as Store
 from ._store import open_store as open_store
 
+if TYPE_CHECKING:
+    from ._documents import PostgresDocument as PostgresDocument
+    from ._pg import PostgresBackend as PostgresBackend
+
+_LAZY: Final = {"PostgresBackend": "._pg", "PostgresDocument": "._documents"}
+"""Names resolved on first use (`__getattr__`): psycopg loads only when PostgreSQL is used."""
+
 __all__ = [
-    "WriteBacklog",
-    "WriteGroup",
     "INTERRUPTED",
     "AcceptedRun",
     "Fence",
@@ -51,6 +60,8 @@ __all__ = [
     "SqliteBackend",
     "Store",
     "StoreBackend",
+    "WriteBacklog",
+    "WriteGroup",
     "accepted_row",
     "ended_row",
     "open_pairing",
@@ -59,3 +70,16 @@ __all__ = [
     "open_store_backend",
     "store_backend",
 ]
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final, Literal
 
 import trio
 
@@ -27,11 +27,14 @@ from runtime.model import Config
 from runtime.users import UserPrefs, open_user_prefs
 
 from .._errors import StoreError
-from ._documents import PAIRING_DOCUMENT, PREFS_DOCUMENT, PostgresDocument
 from ._ops import StoreBackend
-from ._pg import PostgresBackend
 from ._sqlite import SqliteBackend
 from ._store import DEFAULT_BATCH_MAX, DEFAULT_QUEUE_MAX, Store, open_store
+
+# `_pg` and `_documents` (psycopg, with its libpq and asyncio) are imported where the config
+# names PostgreSQL, not here: the embedded default (SQLite) does not load them.
+if TYPE_CHECKING:
+    from ._documents import PostgresDocument
 
 __all__ = ["SQLITE_FILENAME", "open_pairing", "open_prefs", "open_store_backend", "store_backend"]
 
@@ -47,6 +50,8 @@ def store_backend(config: Config, state_dir: Path) -> StoreBackend:
     url = storage.postgres.url
     if not url:
         raise StoreError('storage.postgres.url is required with storage.backend "postgres"')
+    from ._pg import PostgresBackend
+
     return PostgresBackend(url)
 
 
@@ -74,7 +79,7 @@ async def open_pairing(config: Config, state_dir: Path) -> AsyncIterator[Pairing
     gateway joined a cluster are kept (the first node to start seeds it; other nodes' files
     are not read). Open it after the store (whose migrations make its table). A checkpoint;
     raises `PairingStoreError` in one line naming the file or the document."""
-    async with _cluster_document(config, PAIRING_DOCUMENT) as document:
+    async with _cluster_document(config, "pairing") as document:
         yield await open_pairing_store(state_dir, document)
 
 
@@ -85,19 +90,23 @@ async def open_prefs(config: Config, state_dir: Path) -> AsyncIterator[UserPrefs
     (every node shares it; a file kept from before the gateway joined a cluster is not
     taken in). Open it after the store. A checkpoint; raises `UserPrefsError` in one line
     naming the file or the document."""
-    async with _cluster_document(config, PREFS_DOCUMENT) as document:
+    async with _cluster_document(config, "prefs") as document:
         yield await open_user_prefs(state_dir, document)
 
 
 @asynccontextmanager
-async def _cluster_document(config: Config, name: str) -> AsyncIterator[PostgresDocument | None]:
-    """With `storage.backend: "postgres"`, the document `name` in that database, closed
+async def _cluster_document(
+    config: Config, which: Literal["pairing", "prefs"]
+) -> AsyncIterator[PostgresDocument | None]:
+    """With `storage.backend: "postgres"`, the document `which` in that database, closed
     at the end; otherwise None (the state dir's file)."""
     url = config.storage.postgres.url
     if config.storage.backend != "postgres" or not url:
         yield None
         return
-    document = PostgresDocument(url, name)
+    from ._documents import PAIRING_DOCUMENT, PREFS_DOCUMENT, PostgresDocument
+
+    document = PostgresDocument(url, PAIRING_DOCUMENT if which == "pairing" else PREFS_DOCUMENT)
     try:
         yield document
     finally:

@@ -19,11 +19,12 @@ from __future__ import annotations
 import datetime
 import json
 import re
-from typing import Any, Final
-
-import yaml
+from typing import TYPE_CHECKING, Any, Final
 
 from ..protocol import ClawlaneError
+
+if TYPE_CHECKING:
+    import yaml
 
 __all__ = [
     "MAX_DEPTH",
@@ -82,6 +83,8 @@ def parse_front_matter(text: str) -> tuple[dict[str, FrontMatterValue], str]:
 
 
 def _load(block: str) -> Any:
+    import yaml  # here, not at the top: only a file with front matter needs PyYAML loaded
+
     try:
         return yaml.safe_load(block)
     except yaml.YAMLError as exc:

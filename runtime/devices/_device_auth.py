@@ -31,15 +31,15 @@ import os
 import re
 import time
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import attrs
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.ed25519 import (
-    Ed25519PrivateKey,
-    Ed25519PublicKey,
-)
+
+# `cryptography` (OpenSSL's bindings, a few MiB) is imported by the functions that sign or
+# verify, not here: a gateway loads it when the first device connects, and the CLI's client
+# (which imports `DeviceIdentity` but connects with a token) not at all.
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 DEVICE_SIGNATURE_SKEW_MS: Final = 120_000
 """How far `signedAt` may be from the gateway's clock (OpenClaw: 2 minutes)."""
@@ -144,6 +144,9 @@ def public_key_raw(public_key: str) -> bytes | None:
     """The raw ed25519 public key from base64url (or a PEM `PUBLIC KEY`); None if unusable."""
     try:
         if "BEGIN" in public_key:
+            from cryptography.hazmat.primitives import serialization
+            from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
             key = serialization.load_pem_public_key(public_key.encode("utf-8"))
             if not isinstance(key, Ed25519PublicKey):
                 return None
@@ -170,6 +173,9 @@ def verify_signature(public_key: str, payload: str, signature: str) -> bool:
     raw = public_key_raw(public_key)
     if raw is None or len(raw) != _RAW_KEY_BYTES:
         return False
+    from cryptography.exceptions import InvalidSignature
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
     try:
         sig = b64url_decode(signature)
         Ed25519PublicKey.from_public_bytes(raw).verify(sig, payload.encode("utf-8"))
@@ -248,10 +254,14 @@ class DeviceIdentity:
 
     @classmethod
     def generate(cls) -> DeviceIdentity:
+        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
         return cls(Ed25519PrivateKey.generate())
 
     @property
     def public_key_raw(self) -> bytes:
+        from cryptography.hazmat.primitives import serialization
+
         return self.private_key.public_key().public_bytes(
             serialization.Encoding.Raw, serialization.PublicFormat.Raw
         )
@@ -283,6 +293,8 @@ class DeviceIdentity:
     # --- persistence ------------------------------------------------------------------------
 
     def to_json(self) -> str:
+        from cryptography.hazmat.primitives import serialization
+
         pem_private = self.private_key.private_bytes(
             serialization.Encoding.PEM,
             serialization.PrivateFormat.PKCS8,
@@ -305,6 +317,9 @@ class DeviceIdentity:
     @classmethod
     def from_json(cls, text: str) -> DeviceIdentity:
         """Raises `ValueError` when the file is not a device identity."""
+        from cryptography.hazmat.primitives import serialization
+        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
         try:
             data = json.loads(text)
             key = serialization.load_pem_private_key(

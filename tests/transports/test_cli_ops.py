@@ -237,7 +237,7 @@ async def test_an_unreachable_gateway_is_one_line_and_exit_3() -> None:
 
 
 async def test_version_prints_the_version_and_the_protocol() -> None:
-    from transports.server._gateway import VERSION
+    from transports.server import VERSION
 
     with trio.fail_after(30):
         result = await clawlane("--version")

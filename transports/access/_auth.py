@@ -19,13 +19,14 @@ import os
 import secrets
 import urllib.parse
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import attrs
 
-from runtime.model import Config
-
 from .._errors import TransportError
+
+if TYPE_CHECKING:  # annotations only: the CLI's client commands read the token file here
+    from runtime.model import Config
 
 log = logging.getLogger("clawlane.auth")
 

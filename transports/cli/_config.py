@@ -16,17 +16,16 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from runtime.model import (
-    ConfigIssue,
-    ConfigSyntaxError,
-    config_issues,
-    config_schema,
-    decode_config_text,
-)
+if TYPE_CHECKING:
+    from runtime.model import ConfigIssue
+
+# `runtime.model` (the config's types, and the providers they name) is imported by the
+# functions that check a config, not here: every `clawlane` start builds the parser
+# (`add_offline_config_commands`), and a client command must stay light.
 
 __all__ = ["add_offline_config_commands", "config_error_summary", "run_offline_config"]
 
@@ -61,6 +60,8 @@ def add_offline_config_commands(actions: Any) -> None:
 
 def _issues_of(path: Path, *, explicit: bool) -> tuple[bool, list[ConfigIssue]] | str:
     """(exists, issues), or a one-line error when the file cannot be checked at all."""
+    from runtime.model import ConfigIssue, ConfigSyntaxError, config_issues, decode_config_text
+
     try:
         data = path.read_bytes()
     except FileNotFoundError:
@@ -117,6 +118,8 @@ def run_offline_config(args: argparse.Namespace) -> int | None:
     if args.action == "validate":
         return _validate(args)
     if args.action == "schema":
+        from runtime.model import config_schema
+
         text = msgspec.json.format(msgspec.json.encode(config_schema()), indent=2).decode()
         print(text)
         return 0

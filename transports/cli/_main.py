@@ -26,22 +26,21 @@ import sys
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import msgspec
 import trio
 
-from runtime.model import ConfigError, load_config
-
-from ..client import (
-    DEFAULT_URL,
-    GatewayAuthError,
-    GatewayClient,
-    GatewayClientError,
-    GatewayRequestError,
-    open_gateway_client,
-)
+from ..client import DEFAULT_URL
 from ..server import DEFAULT_LOG_FORMAT, DEFAULT_LOG_LEVEL, LOG_FORMATS, LOG_LEVELS
+
+# What a command needs is imported when it runs (the client by the client commands, the
+# gateway by `gateway`, `runtime.model` by `gateway` and `config`): every command builds the
+# whole parser, and none should pay for the others' libraries.
+if TYPE_CHECKING:
+    from runtime.model import ConfigError
+
+    from ..client import GatewayAuthError, GatewayClient
 
 _pretty = msgspec.json.Encoder()
 log = logging.getLogger("clawlane.cli")
@@ -256,6 +255,8 @@ def main(argv: list[str] | None = None) -> int:
 def _gateway(args: argparse.Namespace) -> int:
     """Run the gateway; every reason it cannot start is one line and an exit code (see
     `_startup`)."""
+    from runtime.model import ConfigError, load_config
+
     from ..server import (
         EXIT_CONFIG,
         GatewayOptions,
@@ -387,6 +388,13 @@ async def _with_client(
 ) -> int:
     """Connect, run `body`, print its result as JSON; every failure is one clear line and
     an exit code (1 request failed, 3 gateway unreachable or refused)."""
+    from ..client import (
+        GatewayAuthError,
+        GatewayClientError,
+        GatewayRequestError,
+        open_gateway_client,
+    )
+
     token = client_token(args)
     try:
         async with open_gateway_client(args.url, token=token) as client:
@@ -404,6 +412,13 @@ async def _with_client(
 
 
 async def _agent(args: argparse.Namespace) -> int:
+    from ..client import (
+        GatewayAuthError,
+        GatewayClientError,
+        GatewayRequestError,
+        open_gateway_client,
+    )
+
     run_id = str(uuid.uuid4())
     printed = False
 

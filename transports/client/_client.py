@@ -31,8 +31,8 @@ import trio_websocket
 from runtime.devices import DeviceIdentity, SignedFields
 
 from .._errors import TransportError
+from ._url import DEFAULT_URL
 
-DEFAULT_URL: Final = "ws://127.0.0.1:18789"
 DEFAULT_SCOPES: Final = ("operator.admin", "operator.read", "operator.write")
 """What this client asks for unless told otherwise (always sent explicitly: a connect
 without `scopes` is granted none)."""

@@ -8,7 +8,8 @@
   client would (scopes, validation, the cluster's routing).
 - `_openai`: OpenAI-compatible `/v1/models` and `/v1/chat/completions` (SSE streaming), as
   OpenClaw offers them.
-- `_metrics`: the gateway in the Prometheus text format.
+- `_metrics`: the gateway in the Prometheus text format (imported by the first scrape);
+  `_counters`: what the HTTP side counts, and what a scrape reads (`MetricsHost`).
 - `dashboard/`: the live dashboard's static files.
 
 For the operator:
@@ -38,7 +39,7 @@ For the operator:
   over https, or on `localhost` / `127.0.0.1`.
 """
 
-from ._metrics import HttpCounters as HttpCounters
+from ._counters import HttpCounters as HttpCounters
 from ._routes import HttpRoutes as HttpRoutes
 from ._routes import load_dashboard as load_dashboard
 from ._server import MAX_HEAD_BYTES as MAX_HEAD_BYTES

@@ -1,5 +1,8 @@
 """`GET /metrics`: the gateway in the Prometheus text format (prometheus-client).
 
+Imported when `/metrics` is first served (`_routes`), not at start: prometheus-client (with
+its HTTP server and WSGI modules) is several MiB that a gateway nobody scrapes never needs.
+
 Almost everything is read when Prometheus scrapes, by a custom collector, from what the
 actors keep anyway (`statistics()` of the supervisor, its lanes, the hub, the registry, the
 store and the publisher) and from the few cheap counters and histograms the run path keeps
@@ -15,10 +18,9 @@ key, model or client name ever becomes a label.
 
 from __future__ import annotations
 
-import collections
 import time
 from collections.abc import Iterator
-from typing import Final, Protocol
+from typing import Final
 
 from prometheus_client import CollectorRegistry, GCCollector, ProcessCollector, generate_latest
 from prometheus_client.core import (
@@ -31,47 +33,9 @@ from prometheus_client.registry import Collector
 
 from actors import ABORT_REASONS, PROVIDER_ERROR_KINDS, RUN_STATUSES, HistogramSnapshot
 
-from ..methods import Host
+from ._counters import ROLES, MetricsHost
 
 CONTENT_TYPE: Final = "text/plain; version=0.0.4; charset=utf-8"
-HTTP_ROUTES: Final = (
-    "healthz",
-    "readyz",
-    "metrics",
-    "dashboard",
-    "v1_models",
-    "v1_chat_completions",
-    "other",
-)
-ROLES: Final = ("operator", "node", "other")
-
-
-class HttpCounters:
-    """HTTP requests answered, by route and status class. Bounded: routes are a fixed
-    set (`HTTP_ROUTES`), codes a class ("2xx")."""
-
-    def __init__(self) -> None:
-        self.answered: collections.Counter[tuple[str, str]] = collections.Counter()
-
-    def count(self, route: str, status: int) -> None:
-        route = route if route in HTTP_ROUTES else "other"
-        self.answered[(route, f"{min(max(status // 100, 1), 5)}xx")] += 1
-
-
-class MetricsHost(Host, Protocol):
-    """The gateway as a scrape reads it: what the methods see, its sockets and counters,
-    and its readiness."""
-
-    @property
-    def websocket_sockets(self) -> int: ...
-    @property
-    def http_sockets(self) -> int: ...
-    @property
-    def http_counters(self) -> HttpCounters: ...
-
-    slow_consumer_closes: int
-
-    def readiness_failures(self) -> list[str]: ...
 
 
 def _histogram(

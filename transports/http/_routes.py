@@ -28,15 +28,17 @@ from __future__ import annotations
 import hmac
 import importlib.resources
 import time
-from typing import Final, Protocol
+from typing import TYPE_CHECKING, Final, Protocol
 
 import msgspec
 
 from ..access import SCOPE_SHARED_SECRET, AuthRateLimiter, Peer, browser_origin_key
-from ._metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
-from ._metrics import MetricsHost, open_registry, render
+from ._counters import MetricsHost
 from ._openai import OpenAiHost, OpenAiRoutes, error_response
 from ._server import Exchange, Request, Response, Route
+
+if TYPE_CHECKING:
+    from prometheus_client import CollectorRegistry
 
 
 class RoutesHost(MetricsHost, OpenAiHost, Protocol):
@@ -96,7 +98,7 @@ class HttpRoutes:
     def __init__(self, gateway: RoutesHost, dashboard: dict[str, bytes]) -> None:
         self.gw = gateway
         self.openai = OpenAiRoutes(gateway)
-        self.registry = open_registry(gateway)
+        self.registry: CollectorRegistry | None = None  # made by the first scrape
         self.dashboard = dashboard
 
     @property
@@ -236,7 +238,12 @@ class HttpRoutes:
         return _json_response(200 if ready else 503, body)
 
     async def metrics(self, req: Request, exchange: Exchange) -> Response:
-        return Response(200, render(self.registry), METRICS_CONTENT_TYPE)
+        # Imported here: prometheus-client loads when /metrics is first served, not at start.
+        from ._metrics import CONTENT_TYPE, open_registry, render
+
+        if self.registry is None:
+            self.registry = open_registry(self.gw)
+        return Response(200, render(self.registry), CONTENT_TYPE)
 
     async def dashboard_file(self, req: Request, exchange: Exchange) -> Response:
         name, content_type = DASHBOARD_FILES[req.path]

@@ -94,6 +94,7 @@ from ._connlog import log_connection_closed, log_connection_opened
 from ._handshake import Admitted
 from ._startup import open_gateway_documents, tune_gc
 from ._state_lock import open_listeners, own_state_dir
+from ._version import VERSION
 
 log = logging.getLogger("clawlane.gateway")
 
@@ -102,7 +103,6 @@ HEAD_TOO_LARGE: Final = (
     b"content-length: 31\r\nconnection: close\r\n\r\nRequest Header Fields Too Large"
 )
 
-VERSION: Final = "0.1.0"
 HEALTH_INTERVAL_MS: Final = 60_000
 CAPABILITIES: Final = (
     # OpenClaw's capability names for what clawlane does as OpenClaw's gateway does:
