@@ -39,6 +39,87 @@ model id being everything after the first `/`):
   vLLM, `http://127.0.0.1:8000/v1` (`vllm serve MODEL --enable-auto-tool-choice
   --tool-call-parser hermes`; `apiKey` only when it runs with `--api-key`).
 
+Examples (each a whole config file; `tests/e2e/test_providers_e2e.py` loads every one):
+
+**OpenAI** (Responses API; for Chat Completions write `"api": "openai-completions"`, same
+`baseUrl`):
+
+```json
+{
+  "agents": {"defaults": {
+    "model": {"primary": "openai/gpt-4.1"},
+    "models": {"openai/gpt-4.1": {"params": {"temperature": 0.2, "maxTokens": 4096}}},
+    "llm": {"idleTimeoutSeconds": 120}
+  }},
+  "models": {"providers": {"openai": {
+    "api": "openai-responses",
+    "baseUrl": "https://api.openai.com/v1",
+    "apiKey": "${OPENAI_API_KEY}",
+    "models": [{"id": "gpt-4.1", "contextWindow": 1047576, "maxTokens": 32768},
+               {"id": "gpt-4.1-mini", "contextWindow": 1047576, "maxTokens": 32768}]
+  }}}
+}
+```
+
+**Anthropic**:
+
+```json
+{
+  "agents": {"defaults": {
+    "model": {"primary": "anthropic/claude-sonnet-4-5"},
+    "models": {"anthropic/claude-sonnet-4-5": {"params": {"maxTokens": 8192, "temperature": 0.3}}},
+    "llm": {"idleTimeoutSeconds": 120}
+  }},
+  "models": {"providers": {"anthropic": {
+    "api": "anthropic-messages",
+    "baseUrl": "https://api.anthropic.com",
+    "apiKey": "${ANTHROPIC_API_KEY}",
+    "models": [{"id": "claude-sonnet-4-5", "contextWindow": 200000, "maxTokens": 64000}]
+  }}}
+}
+```
+
+**Ollama** (its OpenAI-compatible endpoint; no key on loopback; a model must support tools
+for tool calls; local models can be slow to start, hence the longer timeouts):
+
+```json
+{
+  "agents": {"defaults": {
+    "model": {"primary": "ollama/llama3.1:8b"},
+    "models": {"ollama/llama3.1:8b": {"params": {"temperature": 0.7, "maxTokens": 2048}}},
+    "llm": {"idleTimeoutSeconds": 300}
+  }},
+  "models": {"providers": {"ollama": {
+    "api": "openai-completions",
+    "baseUrl": "http://127.0.0.1:11434/v1",
+    "timeoutSeconds": 600,
+    "models": [{"id": "llama3.1:8b", "contextWindow": 131072}]
+  }}}
+}
+```
+
+**vLLM** (`vllm serve Qwen/Qwen2.5-7B-Instruct --api-key ... --enable-auto-tool-choice
+--tool-call-parser hermes`; drop `apiKey` when the server runs without `--api-key`). The
+model id is everything after the first `/`:
+
+```json
+{
+  "agents": {"defaults": {
+    "model": {"primary": "vllm/Qwen/Qwen2.5-7B-Instruct"},
+    "models": {"vllm/Qwen/Qwen2.5-7B-Instruct": {
+      "params": {"temperature": 0.6, "maxTokens": 4096, "extraBody": {"top_k": 20}}
+    }},
+    "llm": {"idleTimeoutSeconds": 0}
+  }},
+  "models": {"providers": {"vllm": {
+    "api": "openai-completions",
+    "baseUrl": "http://127.0.0.1:8000/v1",
+    "apiKey": "${VLLM_API_KEY}",
+    "models": [{"id": "Qwen/Qwen2.5-7B-Instruct", "contextWindow": 32768}]
+  }}}
+}
+```
+
 Errors: `ProviderError` with `kind` (auth, rate_limit, overloaded, context_overflow, timeout,
 network, malformed, bad_request, server, unknown) and `retryable`; `IdleTimeoutError` (a
 `ProviderError` of kind `timeout`).

@@ -740,12 +740,13 @@ async def test_the_startup_generations_client_closes_after_its_last_run(
             await _retire_mid_run(gw, dialect, server, "2")
 
 
-# --- the README's provider examples -------------------------------------------------------------
+# --- the provider examples in `runtime.llm`'s face -----------------------------------------------
 
 
-def test_the_readme_provider_examples_are_valid_configs() -> None:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    section = readme.split("\n## Model providers\n", 1)[1].split("\n## ", 1)[0]
+def test_the_provider_examples_are_valid_configs() -> None:
+    import runtime.llm
+
+    section = runtime.llm.__doc__ or ""
     blocks = [b.split("```", 1)[0] for b in section.split("```json\n")[1:]]
     env = {"OPENAI_API_KEY": "sk-o", "ANTHROPIC_API_KEY": "sk-a", "VLLM_API_KEY": "sk-v"}
     seen: dict[str, str] = {}
