@@ -45,8 +45,8 @@ from . import (
 from ._agent import agent, start_agent
 from ._context import Call, Client, Handler, Host
 from ._routing import Forwarder, Route
-from ._submit import ORDERED_METHODS, reserve_ticket
 from ._status import health_view, status_view
+from ._submit import ORDERED_METHODS, reserve_ticket
 from ._views import catalog_view, defaults_view, session_view
 
 log = logging.getLogger("clawlane.methods")

@@ -153,6 +153,11 @@ class ClientConnection:
     def respond_error(self, req_id: str, error: GatewayError, payload: Any = msgspec.UNSET) -> None:
         self.ws.send_text(encode_response(req_id, payload=payload, error=error.shape()))
 
+    @property
+    def buffered_bytes(self) -> int:
+        """What its outbox holds, not yet written to the socket."""
+        return self.ws.buffered_bytes
+
     def has_scope(self, scope: str) -> bool:
         """Whether the granted scopes satisfy `scope` (admin: all; write: read, ...)."""
         return operator_scope_satisfied(scope, self.scopes)
