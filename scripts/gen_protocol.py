@@ -130,6 +130,9 @@ OPTIONAL_DEFINITIONS: Final = (
     "CronListParams",
     "CronRunsParams",
     "CronStatusParams",
+    # Plugin approvals:
+    "PluginApprovalRequestParams",
+    "PluginApprovalResolveParams",
 )
 
 _STRUCT_OPTIONS: Final = "frozen=True, forbid_unknown_fields=True, omit_defaults=True"

@@ -87,6 +87,8 @@ from ._wire import LogsTailParams as LogsTailParams
 from ._wire import ModelsAuthStatusParams as ModelsAuthStatusParams
 from ._wire import ModelsListParams as ModelsListParams
 from ._wire import NodeListParams as NodeListParams
+from ._wire import PluginApprovalRequestParams as PluginApprovalRequestParams
+from ._wire import PluginApprovalResolveParams as PluginApprovalResolveParams
 from ._wire import ProgressCardGetParams as ProgressCardGetParams
 from ._wire import QuestionListParams as QuestionListParams
 from ._wire import SessionsAbortParams as SessionsAbortParams
@@ -164,6 +166,8 @@ __all__ = [
     "ModelsListParams",
     "NodeListParams",
     "NonEmpty",
+    "PluginApprovalRequestParams",
+    "PluginApprovalResolveParams",
     "ProgressCardGetParams",
     "QuestionListParams",
     "RequestFrame",

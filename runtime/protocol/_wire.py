@@ -150,6 +150,14 @@ __all__ = [
     "ModelsListResultModelsThinkingLevels",
     "ModelsListResultProviderOutcomes",
     "NodeListParams",
+    "PluginApprovalRequestParams",
+    "PluginApprovalRequestParamsMcpTool",
+    "PluginApprovalRequestParamsScopeExternalPost",
+    "PluginApprovalRequestParamsScopeMessageSend",
+    "PluginApprovalRequestParamsScopePayment",
+    "PluginApprovalRequestParamsScopeStandingGrant",
+    "PluginApprovalResolveParams",
+    "PluginApprovalResolveParamsReviewer",
     "ProgressCardGetParams",
     "QuestionListParams",
     "SessionsAbortParams",
@@ -2090,6 +2098,89 @@ class CronStatusParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, 
     """`CronStatusParams` (`#/definitions/CronStatusParams`)."""
 
 
+class PluginApprovalRequestParamsScopeMessageSend(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True, tag_field="kind", tag="message-send"):
+    """`PluginApprovalRequestParams.scope` when `kind` is "message-send" (the tag)."""
+
+    target: Annotated[str, msgspec.Meta(min_length=1, max_length=128)]
+    recipientCount: Annotated[int, msgspec.Meta(ge=1, le=1000000)]
+    recipients: Annotated[list[Annotated[str, msgspec.Meta(min_length=1, max_length=128)]], msgspec.Meta(max_length=5)] | msgspec.UnsetType = msgspec.UNSET
+    audience: Literal["internal", "external"] | msgspec.UnsetType = msgspec.UNSET
+
+
+class PluginApprovalRequestParamsScopePayment(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True, tag_field="kind", tag="payment"):
+    """`PluginApprovalRequestParams.scope` when `kind` is "payment" (the tag)."""
+
+    amount: Annotated[str, msgspec.Meta(min_length=1, max_length=40)]
+    currency: Annotated[str, msgspec.Meta(min_length=1, max_length=12)]
+    target: Annotated[str, msgspec.Meta(min_length=1, max_length=128)]
+
+
+class PluginApprovalRequestParamsScopeExternalPost(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True, tag_field="kind", tag="external-post"):
+    """`PluginApprovalRequestParams.scope` when `kind` is "external-post" (the tag)."""
+
+    target: Annotated[str, msgspec.Meta(min_length=1, max_length=128)]
+    visibility: Literal["public", "restricted"]
+
+
+class PluginApprovalRequestParamsScopeStandingGrant(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True, tag_field="kind", tag="standing-grant"):
+    """`PluginApprovalRequestParams.scope` when `kind` is "standing-grant" (the tag)."""
+
+    automation: Annotated[str, msgspec.Meta(min_length=1, max_length=128)]
+    command: Annotated[str, msgspec.Meta(min_length=1, max_length=256)]
+    expiresInDays: Annotated[int, msgspec.Meta(ge=1, le=3650)] | msgspec.UnsetType = msgspec.UNSET
+
+
+class PluginApprovalRequestParamsMcpTool(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+    """`PluginApprovalRequestParams.mcpTool`."""
+
+    server: Annotated[str, msgspec.Meta(min_length=1, pattern="\\S")]
+    tool: Annotated[str, msgspec.Meta(min_length=1, pattern="\\S")]
+
+
+class PluginApprovalRequestParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+    """`PluginApprovalRequestParams` (`#/definitions/PluginApprovalRequestParams`)."""
+
+    title: Annotated[str, msgspec.Meta(min_length=1, max_length=80)]
+    description: Annotated[str, msgspec.Meta(min_length=1, max_length=512)]
+    pluginId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType | None = msgspec.UNSET
+    # Reviewer-surface-only detail; not delivered to channels or push notifications.
+    detail: Annotated[str, msgspec.Meta(min_length=1, max_length=16384)] | msgspec.UnsetType | None = msgspec.UNSET
+    severity: Literal["info", "warning", "critical"] | msgspec.UnsetType | None = msgspec.UNSET
+    scope: PluginApprovalRequestParamsScopeMessageSend | PluginApprovalRequestParamsScopePayment | PluginApprovalRequestParamsScopeExternalPost | PluginApprovalRequestParamsScopeStandingGrant | msgspec.UnsetType | None = msgspec.UNSET
+    toolName: str | msgspec.UnsetType | None = msgspec.UNSET
+    toolCallId: str | msgspec.UnsetType | None = msgspec.UNSET
+    mcpTool: PluginApprovalRequestParamsMcpTool | msgspec.UnsetType = msgspec.UNSET
+    allowedDecisions: Annotated[list[Literal["allow-once", "allow-always", "deny"]], msgspec.Meta(min_length=1, max_length=3)] | msgspec.UnsetType | None = msgspec.UNSET
+    agentId: str | msgspec.UnsetType | None = msgspec.UNSET
+    sessionKey: str | msgspec.UnsetType | None = msgspec.UNSET
+    # Trusted approval-runtime metadata naming operator devices that may review this approval;
+    # ordinary Gateway clients may send the field, but the Gateway only binds it for internal
+    # approval-runtime requests.
+    approvalReviewerDeviceIds: list[Annotated[str, msgspec.Meta(min_length=1)]] | msgspec.UnsetType | None = msgspec.UNSET
+    turnSourceChannel: str | msgspec.UnsetType | None = msgspec.UNSET
+    turnSourceTo: str | msgspec.UnsetType | None = msgspec.UNSET
+    turnSourceAccountId: str | msgspec.UnsetType | None = msgspec.UNSET
+    turnSourceThreadId: str | float | msgspec.UnsetType | None = msgspec.UNSET
+    timeoutMs: Annotated[int, msgspec.Meta(ge=1, le=600000)] | msgspec.UnsetType = msgspec.UNSET
+    twoPhase: bool | msgspec.UnsetType = msgspec.UNSET
+
+
+class PluginApprovalResolveParamsReviewer(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+    """`PluginApprovalResolveParams.reviewer`."""
+
+    channel: Annotated[str, msgspec.Meta(min_length=1)]
+    accountId: Annotated[str, msgspec.Meta(min_length=1)]
+    senderId: Annotated[str, msgspec.Meta(min_length=1)]
+
+
+class PluginApprovalResolveParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+    """`PluginApprovalResolveParams` (`#/definitions/PluginApprovalResolveParams`)."""
+
+    id: Annotated[str, msgspec.Meta(min_length=1)]
+    decision: Annotated[str, msgspec.Meta(min_length=1)]
+    reviewer: PluginApprovalResolveParamsReviewer | msgspec.UnsetType = msgspec.UNSET
+
+
 METHOD_SCOPES: Final[dict[str, str]] = {
     "health": "operator.read",
     "diagnostics.stability": "operator.read",
@@ -2557,6 +2648,8 @@ PARAMS_TYPES: Final[dict[str, type[msgspec.Struct]]] = {
     "cron.list": CronListParams,
     "cron.runs": CronRunsParams,
     "cron.status": CronStatusParams,
+    "plugin.approval.request": PluginApprovalRequestParams,
+    "plugin.approval.resolve": PluginApprovalResolveParams,
 }
 """Params type of each method whose params are generated here."""
 
