@@ -634,6 +634,7 @@ class SessionActor:
                 run_id=rec.run_id,
                 workspace=workspace,
                 send=_message_sender(run.chat, rec.run_id),
+                cron=req.lane == "cron",
             )
             req.inbox = SteerInbox()
             spec = turn.turn_spec(

@@ -27,6 +27,7 @@ from ..hooks._internal import InternalHooks
 from ..hooks._registry import HookRegistry
 from ..llm._types import Message
 from ..loop._agent import SteerInbox, ToolRunner
+from ..loop._approval import ApprovalGate
 from ..loop._toolrunner import RunTools, ToolSet
 from ..model._config import ToolsConfig, llm_idle_timeout_seconds
 from ..model._generation import ModelRuntimeGeneration, RunStores
@@ -72,6 +73,9 @@ class TurnServices:
         self.block_flusher = BlockFlusher()
         self.plugins = plugins if plugins is not None else PluginRegistry()
         self.workspace_root = workspace_root
+        self.approvals: ApprovalGate | None = None
+        """Where a tool call a plugin wants approved is asked: the gateway sets its registry
+        of plugin approvals; without one (the embedded runtime) such calls are refused."""
         self._workspaces: dict[str, Path] = {}
         self._making: dict[str, trio.Event] = {}
         self._toolsets: dict[tuple[int, int, str], tuple[tuple[Any, ...], ToolPolicy, ToolSet]] = {}
@@ -162,10 +166,11 @@ class TurnServices:
         run_id: str,
         workspace: Path,
         send: SendMessage,
+        cron: bool = False,
     ) -> RunTools:
-        """The tools of one run: built-ins and plugin tools, the agent's policy, the hooks;
-        a message the `message` tool sends passes `message_sending` / `message_sent` and
-        goes to `send`."""
+        """The tools of one run: built-ins and plugin tools, the agent's policy, the hooks,
+        the host's approvals (none asked for a `cron` run: no one watches it); a message the
+        `message` tool sends passes `message_sending` / `message_sent` and goes to `send`."""
         hooks = self.hooks
 
         async def deliver(text: str) -> None:
@@ -203,6 +208,8 @@ class TurnServices:
             run_id=run_id,
             deliver_message=deliver,
             hooks=hooks,
+            approvals=self.approvals,
+            trigger="cron" if cron else "user",
         )
 
     def turn_spec(

@@ -302,14 +302,21 @@ class BeforeToolCallEvent(_Data, frozen=True):
 
 
 class ToolApprovalRequest(_Data, frozen=True):
-    """Ask the operator before the tool runs (decisions: allow-once, allow-always, deny,
-    timeout, cancelled). `onResolution` is an optional callable given the decision."""
+    """Ask an operator before the tool runs (`runtime.loop._approval`). `allowedDecisions`
+    limits what the operator may answer (`deny` is always offered); `scope` is display-only
+    (OpenClaw's `ApprovalScope`); `timeoutReason` replaces the tool error of an approval that
+    expired; `timeoutBehavior` is deprecated and ignored (an expired approval never lets the
+    call run). `onResolution` is an optional callable given how it ended: allow-once,
+    allow-always, deny, timeout or cancelled."""
 
     title: str
     description: str
     severity: Literal["info", "warning", "critical"] | None = None
     timeoutMs: int | None = None
     timeoutBehavior: Literal["allow", "deny"] | None = None
+    timeoutReason: str | None = None
+    allowedDecisions: list[Literal["allow-once", "allow-always", "deny"]] | None = None
+    scope: dict[str, Any] | None = None
     pluginId: str | None = None
     onResolution: Any = None
 

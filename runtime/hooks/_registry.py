@@ -102,7 +102,8 @@ class BeforeToolCallDecision:
 
     `params` are the arguments to run with (the event's own when no plugin changed them).
     `require_approval` is the first approval request, as a dict with OpenClaw's keys and
-    `pluginId` set to the requesting plugin.
+    `pluginId` set to the requesting plugin: the call must not run before an operator allows
+    it (`runtime.loop.RunTools` asks).
     """
 
     block: bool

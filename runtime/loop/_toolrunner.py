@@ -2,7 +2,8 @@
 
 `RunTools` implements the agent loop's `ToolRunner`: it offers only what the policy permits,
 refuses (with an error result the model sees) a call to anything else, runs the
-`before_tool_call` hooks (a block is terminal and fails closed), invokes the tool with its
+`before_tool_call` hooks (a block is terminal and fails closed; a `requireApproval` waits for
+an operator through the run's `ApprovalGate`, see `_approval`), invokes the tool with its
 arguments validated, streams partial output as `tool` `update` events, sanitises the result
 for events, fires `after_tool_call`, and lets `tool_result_persist` shape what is stored.
 It also records what the `message` tool sent, for reply dedupe.
@@ -18,6 +19,7 @@ from typing import Any
 
 import attrs
 import msgspec
+import trio
 
 from ..hooks._events import (
     AfterToolCallEvent,
@@ -37,6 +39,17 @@ from ..tools import (
     tool_spec,
 )
 from ._agent import Emit, ToolOutcome
+from ._approval import (
+    NO_APPROVER,
+    UNATTENDED,
+    ApprovalGate,
+    ApprovalOutcome,
+    approval_params,
+    notify_resolution,
+    refusal,
+    resolution_of,
+    warn_timeout_behavior,
+)
 
 _to_builtins = msgspec.to_builtins
 
@@ -79,6 +92,11 @@ class RunTools:
     env: dict[str, str] = attrs.field(factory=dict)
     """The run's environment for commands (filled from the skills snapshot by `run_turn`)."""
     toolset: ToolSet | None = None
+    approvals: ApprovalGate | None = None
+    """Where a call a plugin wants approved is asked (None: no one to ask, such calls are
+    refused)."""
+    trigger: str = "user"
+    """What started the run: `user`, or `cron` (unattended: no approval is asked for)."""
     _by_name: Mapping[str, Tool] = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
@@ -131,6 +149,10 @@ class RunTools:
             if decision.block:
                 reason = decision.block_reason or "blocked by a plugin"
                 return self._error(call, f"tool call blocked: {reason}")
+            if decision.require_approval is not None:
+                refused = await self._approve(call, decision.require_approval)
+                if refused is not None:
+                    return self._error(call, refused)
             params = dict(decision.params)
         started = time.monotonic()
         result = await invoke_tool(tool, params, self._context(call, emit))
@@ -160,6 +182,39 @@ class RunTools:
         if hooks is not None and hooks.has("tool_result_persist"):
             message = _persisted(hooks, message, call)
         return ToolOutcome(message=message, result=shown, meta=_summary(call.name, params))
+
+    async def _approve(self, call: ToolCallContent, approval: dict[str, Any]) -> str | None:
+        """Ask an operator whether the call may run: None when allowed, else the error the
+        model sees. A checkpoint; cancelled (the run aborted), the gate cancels the approval
+        and the cancellation goes on."""
+        callback = approval.get("onResolution")
+        warn_timeout_behavior(approval)
+        try:
+            params = approval_params(
+                approval,
+                tool_name=call.name,
+                tool_call_id=call.id,
+                agent_id=self.agent_id,
+                session_key=self.session_key,
+            )
+        except msgspec.ValidationError as exc:
+            await notify_resolution(callback, "cancelled")
+            return f"tool call not approved: the plugin's approval request is invalid ({exc})"
+        gate = self.approvals
+        if gate is None or self.trigger != "user":
+            await notify_resolution(callback, "cancelled")
+            return NO_APPROVER if gate is None else UNATTENDED.format(trigger=self.trigger)
+        try:
+            outcome = await gate.request(params, run_id=self.run_id)
+        except trio.Cancelled:
+            with trio.CancelScope(shield=True), trio.move_on_after(1):
+                await notify_resolution(callback, "cancelled")
+            raise
+        offered = params.allowedDecisions if isinstance(params.allowedDecisions, list) else []
+        if outcome.decision is not None and outcome.decision not in offered:
+            outcome = ApprovalOutcome(None, "timeout", outcome.approval_id)  # fails closed
+        await notify_resolution(callback, resolution_of(outcome))
+        return None if outcome.allowed else refusal(outcome, approval)
 
     def _context(self, call: ToolCallContent, emit: Emit) -> ToolContext:
         """What the tool sees of its run; its partial results go out as `update` events."""

@@ -206,3 +206,26 @@ async def test_the_session_key_names_the_agent(tmp_path: Path) -> None:
         async with open_embedded_runtime(workspace_root=tmp_path, config=config) as runtime:
             result = await runtime.run_turn("hi", session_key="agent:ops:desk")
     assert result.agent_id == "ops" and result.meta["agentMeta"]["agentId"] == "ops"
+
+
+async def test_a_call_a_plugin_wants_approved_is_refused_with_no_approver(tmp_path: Path) -> None:
+    """The embedded runtime has no gateway and so no operator to ask: a `requireApproval`
+    call never runs, and the model sees why."""
+    resolutions: list[str] = []
+    with trio.fail_after(10):
+        async with open_embedded_runtime(
+            workspace_root=tmp_path, config=parse_config({})
+        ) as runtime:
+            assert runtime.services.approvals is None
+
+            def guard(event: Any) -> Any:
+                approval = {"title": "Write", "description": "a file", "timeoutMs": 600_000}
+                return {"requireApproval": {**approval, "onResolution": resolutions.append}}
+
+            runtime.services.hooks.register("before_tool_call", guard, plugin_id="guard")
+            result = await runtime.run_turn(
+                '[[tool:write {"path": "marker.txt", "content": "ran"}]]', session_key="ap"
+            )
+    assert result.status == "ok" and "no approver is available" in result.text
+    assert not (tmp_path / "main" / "marker.txt").exists()
+    assert resolutions == ["cancelled"]

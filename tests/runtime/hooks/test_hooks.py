@@ -323,6 +323,27 @@ async def test_block_after_approval_keeps_approval_and_blocks() -> None:
         assert decision.require_approval is not None
 
 
+async def test_an_approval_request_may_carry_openclaws_newer_keys() -> None:
+    """`allowedDecisions`, `scope` and `timeoutReason` (OpenClaw 2026.9) are a request, not a
+    handler failing (which would block the call)."""
+    with trio.fail_after(LIMIT):
+        hooks = HookRegistry()
+        scope = {"kind": "payment", "amount": "1.00", "currency": "EUR", "target": "Stripe"}
+        approval = {
+            "title": "Pay",
+            "description": "1 EUR",
+            "allowedDecisions": ["allow-once", "deny"],
+            "scope": scope,
+            "timeoutReason": "nobody answered",
+        }
+        hooks.register(
+            "before_tool_call", lambda e, c: {"requireApproval": approval}, plugin_id="payer"
+        )
+        decision = await hooks.run_before_tool_call(tool_event())
+        assert decision.block is False
+        assert decision.require_approval == {**approval, "pluginId": "payer"}
+
+
 async def test_handlers_see_isolated_copies_of_params() -> None:
     with trio.fail_after(LIMIT):
         hooks = HookRegistry()
