@@ -16,6 +16,8 @@ up (each folder's face is its manual):
 - `runs/`: runs as the gateway keeps them: `RunRecord`, `RunRegistry` (states, waiters, the
   `IdempotencyCache` of `CachedResponse`s), `EventHub` (per-run seq, encode once, bounded
   fan-out to `Subscriber`s), `SubmissionOrder` / `Ticket`, the webhooks of finished runs.
+- `approvals/`: `PluginApprovals`, the plugin approvals a run's tool call (or a client) raised
+  for the operators to answer (`PluginApproval`), and the runs' `ApprovalGate`.
 - `session/`: `SessionActor`, one serialized run lane per session key; `RunRequest`; the
   queue modes; how a run ends; the global lanes.
 - `Supervisor` (`open_supervisor`, `_supervisor`): the published generation, the session
@@ -39,6 +41,10 @@ Errors, one tree rooted at `ActorError` (itself a `runtime.protocol.ClawlaneErro
     ├── PublishConflict (a config write lost to a newer one)
     ├── CronNotFound (no such job; also a `LookupError`)
     ├── CronFull (the jobs together would pass their byte bound; also a `ValueError`)
+    ├── ApprovalNotFound (no such approval, or it ended long ago; also a `LookupError`)
+    ├── ApprovalAlreadyResolved (it ended otherwise than by this decision)
+    ├── DecisionNotOffered (the request did not offer it; also a `ValueError`)
+    ├── ApprovalsFull (too many approvals pending)
     └── ClusterError (a cluster primitive failed)
         ├── ClusterUnavailable (Redis cannot be reached or did not answer: retryable)
         ├── LeaseBusy, LeaseLost (`Leases.hold`: held elsewhere / lost while held)
@@ -75,6 +81,12 @@ from ._supervisor import ShuttingDown as ShuttingDown
 from ._supervisor import Supervisor as Supervisor
 from ._supervisor import SupervisorStatistics as SupervisorStatistics
 from ._supervisor import open_supervisor as open_supervisor
+from .approvals import ApprovalAlreadyResolved as ApprovalAlreadyResolved
+from .approvals import ApprovalNotFound as ApprovalNotFound
+from .approvals import ApprovalsFull as ApprovalsFull
+from .approvals import DecisionNotOffered as DecisionNotOffered
+from .approvals import PluginApproval as PluginApproval
+from .approvals import PluginApprovals as PluginApprovals
 from .cluster import ChannelMessage as ChannelMessage
 from .cluster import Channels as Channels
 from .cluster import Claim as Claim
@@ -179,6 +191,9 @@ __all__ = [
     "AcceptedRun",
     "ActorError",
     "Admission",
+    "ApprovalAlreadyResolved",
+    "ApprovalNotFound",
+    "ApprovalsFull",
     "CachedResponse",
     "ChannelMessage",
     "Channels",
@@ -193,6 +208,7 @@ __all__ = [
     "CronNotFound",
     "CronScheduler",
     "CronStore",
+    "DecisionNotOffered",
     "EventHub",
     "Fence",
     "FencedOut",
@@ -211,6 +227,8 @@ __all__ = [
     "LocalLease",
     "NodeIdInUse",
     "NodeRecords",
+    "PluginApproval",
+    "PluginApprovals",
     "PostgresBackend",
     "PostgresDocument",
     "PublishConflict",

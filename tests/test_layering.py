@@ -58,6 +58,7 @@ FLOORS: Final[dict[str, frozenset[str]]] = {
     "actors.cluster": frozenset({"actors._errors"}),
     "actors.store": frozenset({"actors._errors", "actors._metrics"}),
     "actors.runs": frozenset({"actors._errors", "actors._metrics"}),
+    "actors.approvals": frozenset({"actors._errors", "actors.runs"}),
     "actors.session": frozenset(
         {"actors._errors", "actors._metrics", "actors.store", "actors.runs"}
     ),

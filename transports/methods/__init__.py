@@ -7,8 +7,9 @@ a `Host`, `call.conn`: a `Client`, both defined in `_context`), never through `G
 - `Methods`: the method table (validate params, check the scope, run the handler, answer);
   each method module adds its handlers with its `register`: `_agent` (`agent`, with its
   task-free path `start_agent`), `_sessions` (`chat.*`, `sessions.*`, `runs.replay`, with
-  `_submit` and `_slash`), `_config`, `_devices`, `_cron`, `_clients`, `_controlui`,
-  `_dashboard` (and its chart's `Sampler`); views in `_views` and `_status`.
+  `_submit` and `_slash`), `_config`, `_devices`, `_cron`, `_approvals`
+  (`plugin.approval.*`), `_clients`, `_controlui`, `_dashboard` (and its chart's `Sampler`);
+  views in `_views` and `_status`.
 - What the reader does before a handler task exists: `Methods.route` (`_routing`: the
   cluster's router when the gateway is a node, `agent`'s task-free path `start_agent`, a
   place in the session's order for the other methods that start runs), then
@@ -28,8 +29,12 @@ What OpenClaw's clients get (its CLI, terminal UI and Control UI, 2026.9.6):
   under `clawlane` (`_status`). `hello-ok.features.capabilities`: `published-model-catalog`,
   `session-scoped-model-catalog`, `session-scoped-chat-metadata`; `presence` events list the
   UIs connected. Operator `admin` may call every method.
+- Plugin approvals (`_approvals`): `plugin.approval.request`, `.waitDecision`, `.resolve`,
+  `.list` (scope `operator.approvals`), and the `plugin.approval.requested` / `.resolved`
+  events to the connections holding that scope; a run's tool call that a plugin's
+  `before_tool_call` wants approved waits for them (`actors.approvals`).
 - Features clawlane does not have answer with the schema's empty value: `question.list`,
-  `plugin.approval.list`, `exec.approval.list`, `openclaw.approval.list`,
+  `exec.approval.list`, `openclaw.approval.list`,
   `taskSuggestions.list`, `tasks.list`, `talk.catalog`, `progressCard.get`,
   `sessions.catalog.list`, `sessions.groups.*`, `board.get`, `projects.list`,
   `channels.status`, `node.list`, `usage.status`, `hooks.status`, `last-heartbeat` (null),

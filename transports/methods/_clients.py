@@ -1,9 +1,9 @@
 """What OpenClaw's CLI and terminal UI call besides chat: `agents.list`,
 `agent.identity.get`, `sessions.create` (the terminal UI's `/new`), `sessions.describe`
 (after every turn: the footer's model and tokens), `commands.list`, `logs.tail`, and the
-lists of features clawlane does not have (`question.list`, `plugin.approval.list`,
-`exec.approval.list`, `openclaw.approval.list`, `taskSuggestions.list`), which answer with
-the schema's empty list; `skills.status` (`openclaw skills list/info/check`: the skills a run
+lists of features clawlane does not have (`question.list`, `exec.approval.list`,
+`openclaw.approval.list`, `taskSuggestions.list`), which answer with the schema's empty
+list (`plugin.approval.list` is real: `_approvals`); `skills.status` (`openclaw skills list/info/check`: the skills a run
 in the agent's workspace would see), and the inventories of what clawlane does not have:
 `channels.status` (no chat channels), `node.list` (no node hosts), `usage.status` (no
 provider quota polling), each answered empty as OpenClaw's gateway answers with none.
@@ -70,7 +70,7 @@ def register(methods: MethodTable) -> None:
     methods.add("node.list", node_list, NodeListParams)
     methods.add("hooks.status", hooks_status, HooksStatusParams)
     methods.add("usage.status", usage_status, EmptyParams)
-    for name in ("plugin.approval.list", "exec.approval.list", "openclaw.approval.list"):
+    for name in ("exec.approval.list", "openclaw.approval.list"):
         methods.add(name, empty_list, EmptyParams)
 
 
@@ -187,7 +187,8 @@ async def task_suggestions_list(call: Call, params: TaskSuggestionsListParams) -
 
 
 async def empty_list(call: Call, params: EmptyParams) -> list[Any]:
-    """Approvals clawlane never asks for (no exec or plugin approval flow): none pending."""
+    """Approvals clawlane never asks for (no exec or system-agent approval flow): none
+    pending."""
     await trio.lowlevel.checkpoint()
     return []
 

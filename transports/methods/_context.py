@@ -10,8 +10,8 @@ through its `Call` (`call.gateway`, `call.conn`).
   requests in flight (`pending`) and the sessions its UI has open (`viewed_sessions`).
 - `Connected`: a connection the gateway lists (`Host.connections`): a `Client` with its
   client's name and mode and its outbox.
-- `Host`: the gateway: the actors (supervisor, hub, registry, cron, publisher), trust
-  (pairing, auth), where its state lives, and the few things only it can do (presence,
+- `Host`: the gateway: the actors (supervisor, hub, registry, cron, publisher, plugin
+  approvals), trust (pairing, auth), where its state lives, and the few things only it can do (presence,
   `device.pair.*` events, closing a device's connections).
 - `Call`: one request as its handler sees it: the two above, the frame, its cancel scope
   and its place in its session's submission order; `MethodTable`: where a method module
@@ -33,6 +33,7 @@ import trio
 from actors import (
     CronScheduler,
     EventHub,
+    PluginApprovals,
     Publisher,
     RecoveryReport,
     RunRegistry,
@@ -127,6 +128,11 @@ class Host(Protocol):
     def publisher(self) -> Publisher | None: ...
     @property
     def recovery(self) -> RecoveryReport | None: ...
+    @property
+    def approvals(self) -> PluginApprovals:
+        """The plugin approvals pending for the operators (`plugin.approval.*`)."""
+        ...
+
     @property
     def pairing(self) -> PairingStore: ...
     @property

@@ -34,6 +34,7 @@ from runtime.protocol import (
 from runtime.protocol import decode_params as decode_params
 
 from . import (
+    _approvals,
     _clients,
     _config,
     _controlui,
@@ -87,6 +88,7 @@ class Methods:
         _clients.register(self)  # what OpenClaw's CLI and terminal UI call
         _controlui.register(self)  # what OpenClaw's Control UI calls
         _cron.register(self)  # cron.*
+        _approvals.register(self)  # plugin.approval.*
 
     def add(
         self, name: str, handler: Handler, params: type[Any] | None, *, scope: str | None = None

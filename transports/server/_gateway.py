@@ -26,6 +26,7 @@ from actors import (
     GENERATION_EVENT,
     CronScheduler,
     EventHub,
+    PluginApprovals,
     Publisher,
     RecoveryReport,
     RunRegistry,
@@ -121,6 +122,8 @@ EVENTS: Final = (
     "session.message",
     "device.pair.requested",
     "device.pair.resolved",
+    "plugin.approval.requested",
+    "plugin.approval.resolved",
     "presence",
     "users.prefs.changed",
     GENERATION_EVENT,  # clawlane-only: "runtime.generation" (publishes and failed builds)
@@ -186,6 +189,8 @@ class Gateway:
         self.router: Router | None = None  # sessions across the cluster's nodes
         self.methods = Methods(self)
         self.connections: dict[str, ClientConnection] = {}
+        self.approvals = PluginApprovals(self.hub, self.connections)  # plugin.approval.*
+        supervisor.services.approvals = self.approvals  # where runs ask an operator
         self._ids = itertools.count(1)
         self.started = time.time()
         self.accepting = True
@@ -647,8 +652,8 @@ async def _start_services(
     store: Any,
     options: GatewayOptions,
 ) -> None:
-    """The publisher, the HTTP routes and the chart sampler, the cron
-    scheduler, each a task of `nursery`; a cluster node's too."""
+    """The publisher, the HTTP routes and the chart sampler, the plugin approvals' expiry,
+    the cron scheduler, each a task of `nursery`; a cluster node's too."""
     publisher = gateway.publisher = Publisher(
         gateway.supervisor, builder=builder, config_path=options.config_path
     )
@@ -661,6 +666,7 @@ async def _start_services(
     await nursery.start(publisher.run)
     gateway.http_routes = HttpRoutes(gateway, await trio.to_thread.run_sync(load_dashboard))
     nursery.start_soon(gateway.sampler.run)
+    nursery.start_soon(gateway.approvals.run)  # expires the approvals no one waits on
     if gateway.node is None:
         await nursery.start(_run_cron, gateway, store, options.cron_clock)
 

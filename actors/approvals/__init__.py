@@ -1,0 +1,45 @@
+"""Approvals the gateway holds for its operators to answer: today the plugin approvals
+(`PluginApprovals`, `_plugin`), raised by a run whose plugin's `before_tool_call` hook asked
+for one (`requireApproval`) or by a client's `plugin.approval.request`, and answered with
+`plugin.approval.resolve`.
+
+- `PluginApprovals`: the registry, and the runs' `runtime.loop.ApprovalGate`: `open` raises
+  one and tells the operators holding `operator.approvals` (`plugin.approval.requested`);
+  `settle` / `wait` wait for its end; `resolve` is an operator's answer (first wins); `get`,
+  `pending`; `run` is the task that expires the approvals no one waits on; `statistics()`.
+- `PluginApproval`: one approval and its wire views (`view`, `answer`, `wait_answer`).
+- `Approver`: a connection as the approvals see it.
+
+How one ends, who is told, what the events carry, and the bounds: `_plugin`'s docstring.
+A run's side (what a refused call becomes for the model): `runtime.loop._approval`.
+
+Errors (under `ActorError`): `ApprovalNotFound` (unknown, or ended more than 10 minutes
+ago), `ApprovalAlreadyResolved` (ended otherwise than by this decision),
+`DecisionNotOffered` (the request did not offer it), `ApprovalsFull` (too many pending).
+"""
+
+from ._plugin import APPROVALS_SCOPE as APPROVALS_SCOPE
+from ._plugin import MAX_ENDED as MAX_ENDED
+from ._plugin import MAX_PENDING as MAX_PENDING
+from ._plugin import ApprovalAlreadyResolved as ApprovalAlreadyResolved
+from ._plugin import ApprovalNotFound as ApprovalNotFound
+from ._plugin import ApprovalsFull as ApprovalsFull
+from ._plugin import ApprovalStatistics as ApprovalStatistics
+from ._plugin import Approver as Approver
+from ._plugin import DecisionNotOffered as DecisionNotOffered
+from ._plugin import PluginApproval as PluginApproval
+from ._plugin import PluginApprovals as PluginApprovals
+
+__all__ = [
+    "APPROVALS_SCOPE",
+    "MAX_ENDED",
+    "MAX_PENDING",
+    "ApprovalAlreadyResolved",
+    "ApprovalNotFound",
+    "ApprovalStatistics",
+    "ApprovalsFull",
+    "Approver",
+    "DecisionNotOffered",
+    "PluginApproval",
+    "PluginApprovals",
+]

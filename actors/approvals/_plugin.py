@@ -1,0 +1,416 @@
+"""The gateway's plugin approvals: each pending until an operator answers, its deadline
+passes, or the run that asked for it ends.
+
+`PluginApprovals` is the `runtime.loop.ApprovalGate` the gateway gives its runs (a tool call
+a plugin's `before_tool_call` wants approved waits in `request`) and what the
+`plugin.approval.*` methods read and change (`open`, `settle`, `wait`, `resolve`, `get`,
+`pending`).
+
+Who is asked: the operator connections whose scopes satisfy `operator.approvals`
+(`operator.admin` satisfies every operator scope). They get `plugin.approval.requested` when
+one is raised (except the connection that raised it with `plugin.approval.request`) and
+`plugin.approval.resolved` when it ends, however it ended. When none is connected as one is
+raised, it ends at once, undecided, `no-route` (OpenClaw: "no approval route"): a run's call
+is refused then, never left waiting for no one.
+
+How one ends (`TerminalReason`): `user` (an operator's decision: the first answer wins; the
+same answer again is accepted and changes nothing; another is `ApprovalAlreadyResolved`; a
+decision the request did not offer is `DecisionNotOffered`), `timeout` (its `timeoutMs`
+passed), `no-route`, `run-aborted` (the run waiting on it was cancelled: chat.abort, agent
+abort, its timeout, shutdown).
+
+Event payloads, as OpenClaw's gateway sends them:
+- `plugin.approval.requested`: `{approvalKind: "plugin", id, request, createdAtMs,
+  expiresAtMs}`; `request` is the request record (`pluginId`, `title`, `description`,
+  `severity`, `scope`, `detail`, `toolName`, `toolCallId`, `allowedDecisions`, `agentId`,
+  `sessionKey`, `runId`, `turnSource*`; null where unknown);
+- `plugin.approval.resolved`: `{id, decision, resolvedBy, ts, request, terminalReason}`:
+  `decision` is the operator's, or `deny` when none was made (OpenClaw reports an expired or
+  cancelled approval so); `terminalReason` (clawlane's addition, OpenClaw's
+  `ApprovalTerminalReason` words) says which end it was.
+Both are sent to this gateway's connections only (a cluster's other nodes do not see them).
+
+Bounds: at most `MAX_PENDING` pending (more: `ApprovalsFull`; a run's call is then refused
+as `no-route`); ended ones are kept 10 minutes (at most `MAX_ENDED`) to answer a repeated
+resolve or a late `waitDecision`, then forgotten ("unknown or expired"). A deadline is kept
+by whoever `settle`s the approval and, for those no one waits on (a client that asked and
+went away), by the `run` task.
+
+Everything runs in the trio thread; which calls are checkpoints is said on each.
+"""
+
+from __future__ import annotations
+
+import collections
+import math
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from typing import Any, Final, Protocol
+
+import attrs
+import msgspec
+import trio
+
+from runtime.loop import (
+    ApprovalDecision,
+    ApprovalOutcome,
+    TerminalReason,
+    allowed_decisions,
+    approval_timeout_ms,
+)
+from runtime.protocol import PluginApprovalRequestParams
+
+from .._errors import ActorError
+from ..runs import EventHub, Subscriber
+
+__all__ = [
+    "APPROVALS_SCOPE",
+    "MAX_ENDED",
+    "MAX_PENDING",
+    "ApprovalAlreadyResolved",
+    "ApprovalNotFound",
+    "ApprovalStatistics",
+    "ApprovalsFull",
+    "Approver",
+    "DecisionNotOffered",
+    "PluginApproval",
+    "PluginApprovals",
+]
+
+APPROVALS_SCOPE: Final = "operator.approvals"
+REQUESTED: Final = "plugin.approval.requested"
+RESOLVED: Final = "plugin.approval.resolved"
+MAX_PENDING: Final = 1024
+MAX_ENDED: Final = 1024
+ENDED_TTL_S: Final = 600.0
+_REQUEST_KEYS: Final = (
+    "pluginId",
+    "title",
+    "description",
+    "scope",
+    "detail",
+    "severity",
+    "toolName",
+    "toolCallId",
+    "allowedDecisions",
+    "agentId",
+    "sessionKey",
+    "runId",
+    "turnSourceChannel",
+    "turnSourceTo",
+    "turnSourceAccountId",
+    "turnSourceThreadId",
+)
+
+
+class ApprovalNotFound(ActorError, LookupError):
+    """No approval with this id is pending or recently ended."""
+
+
+class ApprovalAlreadyResolved(ActorError):
+    """The approval ended already, otherwise than by this same decision (`approval`)."""
+
+    def __init__(self, approval: PluginApproval) -> None:
+        super().__init__("approval already resolved")
+        self.approval = approval
+
+
+class DecisionNotOffered(ActorError, ValueError):
+    """The request did not offer this decision (`allowed`: what it offers)."""
+
+    def __init__(self, decision: str, allowed: tuple[ApprovalDecision, ...]) -> None:
+        super().__init__(f"{decision} is unavailable for this plugin approval")
+        self.allowed = allowed
+
+
+class ApprovalsFull(ActorError):
+    """`MAX_PENDING` approvals are pending already."""
+
+
+class Approver(Subscriber, Protocol):
+    """A connection as the approvals see it: who it is and where its events go."""
+
+    role: str
+
+    def has_scope(self, scope: str) -> bool: ...
+
+
+def _wall_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@attrs.define(eq=False)
+class PluginApproval:
+    """One approval: its request record, what it offers, its times, and how it ended."""
+
+    id: str
+    request: dict[str, Any]
+    allowed: tuple[ApprovalDecision, ...]
+    created_at_ms: int
+    expires_at_ms: int
+    deadline: float
+    """When it expires, on trio's clock."""
+    requested_by: str | None = None
+    """The connection that raised it with `plugin.approval.request` (None: a run here)."""
+    decision: ApprovalDecision | None = None
+    reason: TerminalReason | None = None
+    resolved_by: str | None = None
+    ended_at: float = 0.0
+    done: trio.Event = attrs.field(factory=trio.Event)
+
+    @property
+    def pending(self) -> bool:
+        return self.reason is None
+
+    def view(self) -> dict[str, Any]:
+        """The `plugin.approval.requested` payload, and an item of `plugin.approval.list`."""
+        return {
+            "approvalKind": "plugin",
+            "id": self.id,
+            "request": self.request,
+            "createdAtMs": self.created_at_ms,
+            "expiresAtMs": self.expires_at_ms,
+        }
+
+    def answer(self) -> dict[str, Any]:
+        """The final answer of `plugin.approval.request` (`decision` null: none made)."""
+        return {
+            "id": self.id,
+            "decision": self.decision,
+            "createdAtMs": self.created_at_ms,
+            "expiresAtMs": self.expires_at_ms,
+        }
+
+    def wait_answer(self) -> dict[str, Any]:
+        """The answer of `plugin.approval.waitDecision`: `answer` and why it ended."""
+        return {**self.answer(), "terminalReason": self.reason}
+
+    def outcome(self) -> ApprovalOutcome:
+        assert self.reason is not None, "a pending approval has no outcome"
+        return ApprovalOutcome(self.decision, self.reason, self.id)
+
+
+@attrs.frozen
+class ApprovalStatistics:
+    pending: int
+    raised: int
+    allowed: int
+    denied: int
+    expired: int
+    cancelled: int
+    unrouted: int
+
+
+def request_record(params: PluginApprovalRequestParams, run_id: str | None) -> dict[str, Any]:
+    """OpenClaw's request record of `params` (every key present, null where unknown)."""
+    given = msgspec.to_builtins(params)
+    record = {key: given.get(key) for key in _REQUEST_KEYS}
+    record["allowedDecisions"] = list(allowed_decisions(given.get("allowedDecisions")))
+    record["runId"] = run_id
+    return record
+
+
+class PluginApprovals:
+    """The pending and recently ended plugin approvals of one gateway (see the module
+    docstring). `connections`: the gateway's, by id, read when an approval is raised or
+    ends."""
+
+    def __init__(
+        self,
+        hub: EventHub,
+        connections: Mapping[str, Approver],
+        *,
+        now_ms: Callable[[], int] = _wall_ms,
+    ) -> None:
+        self._hub = hub
+        self._connections = connections
+        self._now_ms = now_ms
+        self._pending: dict[str, PluginApproval] = {}
+        self._ended: collections.OrderedDict[str, PluginApproval] = collections.OrderedDict()
+        self._changed = trio.Event()
+        self._counts: collections.Counter[str] = collections.Counter()
+
+    # --- who is asked ----------------------------------------------------------------------
+
+    def approvers(self, exclude: str | None = None) -> list[Approver]:
+        """The connections that may answer (all but `exclude`). Not a checkpoint."""
+        return [
+            c
+            for c in self._connections.values()
+            if c.role == "operator" and c.has_scope(APPROVALS_SCOPE) and c.conn_id != exclude
+        ]
+
+    # --- raising and waiting -----------------------------------------------------------------
+
+    def open(
+        self,
+        params: PluginApprovalRequestParams,
+        *,
+        run_id: str | None = None,
+        requested_by: str | None = None,
+    ) -> PluginApproval:
+        """Raise an approval and tell the operators who may answer it; with none of them
+        connected it has ended already (`no-route`) when this returns. Raises
+        `ApprovalsFull`. Not a checkpoint."""
+        if len(self._pending) >= MAX_PENDING:
+            raise ApprovalsFull(f"{MAX_PENDING} plugin approvals are pending already")
+        timeout_ms = approval_timeout_ms(params.timeoutMs)
+        now = self._now_ms()
+        approval = PluginApproval(
+            id=f"plugin:{uuid.uuid4()}",
+            request=request_record(params, run_id),
+            allowed=allowed_decisions(params.allowedDecisions),
+            created_at_ms=now,
+            expires_at_ms=now + timeout_ms,
+            deadline=trio.current_time() + timeout_ms / 1000,
+            requested_by=requested_by,
+        )
+        self._pending[approval.id] = approval
+        self._counts["raised"] += 1
+        targets = self.approvers(exclude=requested_by)
+        if not targets:
+            self._end(approval, None, "no-route")
+            return approval
+        self._hub.send_to(targets, REQUESTED, approval.view())
+        self._changed.set()
+        return approval
+
+    async def settle(self, approval: PluginApproval) -> PluginApproval:
+        """Wait for `approval` to end, at most to its deadline (it then expires: `timeout`).
+        A checkpoint; cancelled, the approval is left as it is."""
+        with trio.move_on_at(approval.deadline):
+            await approval.done.wait()
+        self._end(approval, None, "timeout")  # nothing when it ended already
+        return approval
+
+    async def wait(self, approval: PluginApproval) -> PluginApproval:
+        """Wait for `approval` to end, however it ends. A checkpoint; cancellable."""
+        await approval.done.wait()
+        return approval
+
+    async def request(self, params: PluginApprovalRequestParams, *, run_id: str) -> ApprovalOutcome:
+        """`runtime.loop.ApprovalGate`: raise an approval for a run's tool call and wait for
+        its end. A checkpoint; cancelled (the run aborted), it ends `run-aborted` (the
+        operators are told) and the cancellation propagates."""
+        try:
+            approval = self.open(params, run_id=run_id)
+        except ApprovalsFull:
+            await trio.lowlevel.checkpoint()
+            return ApprovalOutcome(None, "no-route")
+        try:
+            await self.settle(approval)
+        except trio.Cancelled:
+            self._end(approval, None, "run-aborted")
+            raise
+        return approval.outcome()
+
+    # --- answering ---------------------------------------------------------------------------
+
+    def resolve(
+        self, approval_id: str, decision: ApprovalDecision, *, resolved_by: str | None
+    ) -> bool:
+        """An operator's `decision`: True when it ended the approval, False when it repeats
+        the decision that did. Raises `ApprovalNotFound`, `ApprovalAlreadyResolved`,
+        `DecisionNotOffered`. Not a checkpoint."""
+        approval = self.get(approval_id)
+        if approval is None:
+            raise ApprovalNotFound(f"unknown or expired approval id {approval_id!r}")
+        if not approval.pending:
+            if approval.reason == "user" and approval.decision == decision:
+                return False
+            raise ApprovalAlreadyResolved(approval)
+        if decision not in approval.allowed:
+            raise DecisionNotOffered(decision, approval.allowed)
+        self._end(approval, decision, "user", resolved_by)
+        return True
+
+    def _end(
+        self,
+        approval: PluginApproval,
+        decision: ApprovalDecision | None,
+        reason: TerminalReason,
+        resolved_by: str | None = None,
+    ) -> None:
+        """End a pending approval (nothing when it ended already) and tell the operators."""
+        if not approval.pending:
+            return
+        approval.decision, approval.reason, approval.resolved_by = decision, reason, resolved_by
+        approval.ended_at = trio.current_time()
+        self._pending.pop(approval.id, None)
+        self._remember(approval)
+        self._counts[_COUNTED[reason] if decision is None else _COUNTED[decision]] += 1
+        approval.done.set()
+        if reason == "no-route":
+            return  # no one was told it was raised
+        targets = self.approvers()
+        if targets:
+            payload = {
+                "id": approval.id,
+                "decision": decision or "deny",
+                "resolvedBy": resolved_by,
+                "ts": self._now_ms(),
+                "request": approval.request,
+                "terminalReason": reason,
+            }
+            self._hub.send_to(targets, RESOLVED, payload)
+
+    def _remember(self, approval: PluginApproval) -> None:
+        ended = self._ended
+        ended[approval.id] = approval
+        horizon = approval.ended_at - ENDED_TTL_S
+        while ended and (len(ended) > MAX_ENDED or next(iter(ended.values())).ended_at < horizon):
+            ended.popitem(last=False)
+
+    # --- reading -----------------------------------------------------------------------------
+
+    def get(self, approval_id: str) -> PluginApproval | None:
+        """A pending approval, or one that ended in the last 10 minutes. Not a checkpoint."""
+        approval = self._pending.get(approval_id)
+        if approval is None:
+            approval = self._ended.get(approval_id)
+            if approval is not None and approval.ended_at < trio.current_time() - ENDED_TTL_S:
+                return None
+        return approval
+
+    def pending(self) -> list[PluginApproval]:
+        """The pending approvals, oldest first. Not a checkpoint."""
+        return list(self._pending.values())
+
+    def statistics(self) -> ApprovalStatistics:
+        c = self._counts
+        return ApprovalStatistics(
+            pending=len(self._pending),
+            raised=c["raised"],
+            allowed=c["allowed"],
+            denied=c["denied"],
+            expired=c["expired"],
+            cancelled=c["cancelled"],
+            unrouted=c["unrouted"],
+        )
+
+    # --- deadlines no one waits on -----------------------------------------------------------
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Expire the approvals whose deadline passed, for the gateway's lifetime. Never
+        returns; cancel it to stop."""
+        task_status.started()
+        while True:
+            self._changed = trio.Event()
+            deadline = min((a.deadline for a in self._pending.values()), default=math.inf)
+            with trio.move_on_at(deadline):
+                await self._changed.wait()
+            now = trio.current_time()
+            for approval in [a for a in self._pending.values() if a.deadline <= now]:
+                self._end(approval, None, "timeout")
+
+
+_COUNTED: Final[Mapping[str, str]] = {
+    "allow-once": "allowed",
+    "allow-always": "allowed",
+    "deny": "denied",
+    "timeout": "expired",
+    "run-aborted": "cancelled",
+    "no-route": "unrouted",
+    "user": "denied",
+}
