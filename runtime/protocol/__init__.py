@@ -14,9 +14,12 @@ The protocol, in short:
   64 KiB (close 1009), after it at 25 MiB; the handshake must finish in 10 s.
 - Within a request, in UTF-8 bytes, for every method whose params have the field: `message`
   at most 4 MiB, `idempotencyKey` 256, `sessionKey` (and `key` of `sessions.*`) 512; beyond,
-  `INVALID_REQUEST` naming it (`details.field`, `details.maxBytes`). A frame nested too
-  deeply to decode, or a string with a lone UTF-16 surrogate, is `INVALID_REQUEST` under the
-  request's own `id`, and the connection carries on.
+  `INVALID_REQUEST` naming it (`details.field`, `details.maxBytes`). Params nest at most 64
+  levels, hold integers of 64 bits and finite numbers only (`1e999` is out of range), for
+  every method: beyond, `INVALID_REQUEST` naming where (`$.timeoutMs`). A frame nested too
+  deeply to decode, a `NaN`/`Infinity` token, or a string with a lone UTF-16 surrogate is
+  `INVALID_REQUEST` under the request's own `id` (naming where, `$.params.x`, in frames up
+  to 1 MiB), and the connection carries on.
 - `agent` answers twice on one request id: `{runId, status:"accepted", acceptedAt}` at once,
   then `{runId, status:"ok", summary:"completed", result:{payloads, meta}}` (or `ok:false`,
   `UNAVAILABLE`). `runId` is the `idempotencyKey`; a repeat never starts a second run.
@@ -33,6 +36,7 @@ raised by handlers and answered as `res ok:false`; `internal_error` maps anythin
 
 from ._frames import INVALID_REQUEST as INVALID_REQUEST
 from ._frames import MAX_BUFFERED_BYTES as MAX_BUFFERED_BYTES
+from ._frames import MAX_PARAMS_DEPTH as MAX_PARAMS_DEPTH
 from ._frames import MAX_PAYLOAD_BYTES as MAX_PAYLOAD_BYTES
 from ._frames import MAX_PREAUTH_PAYLOAD_BYTES as MAX_PREAUTH_PAYLOAD_BYTES
 from ._frames import NOT_PAIRED as NOT_PAIRED
@@ -44,6 +48,7 @@ from ._frames import ClawlaneError as ClawlaneError
 from ._frames import GatewayError as GatewayError
 from ._frames import NonEmpty as NonEmpty
 from ._frames import RequestFrame as RequestFrame
+from ._frames import check_params_values as check_params_values
 from ._frames import decode_inbound as decode_inbound
 from ._frames import decode_params as decode_params
 from ._frames import describe_exception as describe_exception
@@ -124,6 +129,7 @@ from ._wire_ext import AgentParams as AgentParams
 __all__ = [
     "INVALID_REQUEST",
     "MAX_BUFFERED_BYTES",
+    "MAX_PARAMS_DEPTH",
     "MAX_PAYLOAD_BYTES",
     "MAX_PREAUTH_PAYLOAD_BYTES",
     "METHOD_SCOPES",
@@ -199,6 +205,7 @@ __all__ = [
     "UsersPrefsGetParams",
     "UsersPrefsSetParams",
     "WebSearchStatusParams",
+    "check_params_values",
     "decode_inbound",
     "decode_params",
     "describe_exception",

@@ -11,6 +11,7 @@ Errors in this module:
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Annotated, Any, Final, TypeVar
 
@@ -29,6 +30,11 @@ MAX_IDEMPOTENCY_KEY_BYTES: Final = 256
 MAX_SESSION_KEY_BYTES: Final = 512
 """`sessionKey` (and `key` of `sessions.*`): OpenClaw's `chat.send` allows 1-512 chars."""
 HANDSHAKE_TIMEOUT_S: Final = 10.0
+MAX_PARAMS_DEPTH: Final = 64
+"""How deeply a request's params may nest objects and arrays (no method's params come near)."""
+PARAMS_INT_RANGE: Final = (-(2**63), 2**63 - 1)
+"""The integers params may hold: what a field holding an integer can (the store's INTEGER, a
+timeout in seconds as a float, every client's 64-bit decoder)."""
 
 # Error codes (OpenClaw `error-codes.ts`).
 NOT_LINKED: Final = "NOT_LINKED"
@@ -82,7 +88,9 @@ class EventFrame(msgspec.Struct, frozen=True, tag="event", tag_field="type", omi
     stateVersion: StateVersion | msgspec.UnsetType = msgspec.UNSET
 
 
-_inbound_decoder: Final = msgspec.json.Decoder(InboundFrame)
+# `float_hook`: a float literal out of a double's range (`1e999`) decodes to an infinity, for
+# `decode_params` to refuse naming its field, not to a refusal of the whole frame.
+_inbound_decoder: Final = msgspec.json.Decoder(InboundFrame, float_hook=float)
 _encoder: Final = msgspec.json.Encoder()
 
 
@@ -142,14 +150,63 @@ def opt(value: _T | msgspec.UnsetType) -> _T | None:
 
 def decode_params(method: str, raw: Any, type_: type[_T]) -> _T:
     """Validate a request's params; the error names the field (`INVALID_REQUEST`). The
-    byte bounds (`MAX_MESSAGE_BYTES`, ...) hold for every method whose params have the
-    field, on the fast path and the general one alike."""
+    byte bounds (`MAX_MESSAGE_BYTES`, ...) and `check_params_values` hold for every method
+    whose params have the field, on the fast path and the general one alike."""
+    check_params_values(method, raw)
     try:
         params = msgspec.convert({} if raw is None else raw, type_)
     except msgspec.ValidationError as exc:
         raise invalid_request(f"invalid {method} params: {exc}") from exc
     _check_sizes(method, params)
     return params
+
+
+def check_params_values(method: str, raw: Any) -> None:
+    """What no method's params may hold, whatever their type: nesting deeper than
+    `MAX_PARAMS_DEPTH`, an integer outside `PARAMS_INT_RANGE`, a number that is not finite
+    (`1e999` as decoded). `INVALID_REQUEST` naming where; anything else passes. Iterative
+    (nesting never costs Python's stack); linear in the params' containers and numbers."""
+    lo, hi = PARAMS_INT_RANGE
+    stack: list[tuple[Any, _Path, int]] = [(raw, None, 0)]
+    while stack:
+        value, path, depth = stack.pop()
+        if type(value) is dict:
+            items: Any = value.items()
+        elif type(value) is list:
+            items = enumerate(value)
+        else:
+            continue
+        if depth == MAX_PARAMS_DEPTH:
+            raise _bad_value(method, f"nested deeper than {MAX_PARAMS_DEPTH} levels", path)
+        for key, item in items:
+            kind = type(item)
+            if kind is int:
+                if not lo <= item <= hi:
+                    raise _bad_value(method, "integer out of range (64 bits)", (path, key))
+            elif kind is float:
+                if not math.isfinite(item):
+                    raise _bad_value(method, "number out of range", (path, key))
+            elif kind is dict or kind is list:
+                stack.append((item, (path, key), depth + 1))
+
+
+_Path = tuple[Any, str | int] | None
+"""Where a value sits in decoded JSON, innermost key last: (parent's path, key)."""
+
+
+def _render_path(path: _Path, prefix: str = "$") -> str:
+    """`$.a.b[0]`, as msgspec names a field (keys as they are); a long one cut short."""
+    keys: list[str | int] = []
+    while path is not None:
+        path, key = path
+        keys.append(key)
+    keys.reverse()
+    shown = "".join(f"[{k}]" if isinstance(k, int) else f".{k}" for k in keys[:8])
+    return prefix + shown + (f"... ({len(keys)} levels)" if len(keys) > 8 else "")
+
+
+def _bad_value(method: str, what: str, path: _Path) -> GatewayError:
+    return invalid_request(f"invalid {method} params: {what} - at `{_render_path(path)}`")
 
 
 def _bounds(method: str) -> tuple[tuple[str, int], ...]:
@@ -201,8 +258,11 @@ def decode_inbound(data: bytes | str) -> InboundFrame:
     except RecursionError as exc:
         raise msgspec.DecodeError("JSON nested too deeply") from exc
     except msgspec.DecodeError as exc:
-        # msgspec reports an unpaired surrogate escape as truncated input: say what it is.
         text = data if isinstance(data, str) else data.decode("utf-8", "replace")
+        located = _locate_bad_token(text) if len(text) <= _LOCATE_MAX_CHARS else None
+        if located is not None:
+            raise msgspec.DecodeError(located) from exc
+        # msgspec reports an unpaired surrogate escape as truncated input: say what it is.
         if str(exc).startswith("Input data was truncated") and _SURROGATE_RE.search(text):
             raise msgspec.DecodeError("a string holds a lone UTF-16 surrogate") from exc
         raise
@@ -210,6 +270,74 @@ def decode_inbound(data: bytes | str) -> InboundFrame:
 
 
 _SURROGATE_RE: Final = re.compile(r"\\u[dD][89abcdefABCDEF]")
+
+_LOCATE_MAX_CHARS: Final = 1 << 20
+"""Frames up to this size that fail to decode are searched for the token at fault."""
+_TOKEN_RE: Final = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|-?Infinity|NaN')
+_ESCAPE_RE: Final = re.compile(r"\\(?:u([0-9a-fA-F]{4})|.)")
+_MARK: Final = "\ufdd0clawlane:bad-token\ufdd0"
+
+
+def _locate_bad_token(text: str) -> str | None:
+    """Where a frame that failed to decode holds a `NaN`/`Infinity` token or a string with
+    a lone UTF-16 surrogate escape: `"<what> - at `$.params.x`"`, None when it holds neither
+    (or is broken elsewhere too). The error path only; linear in the frame."""
+    found: list[str] = []
+
+    def mark(match: re.Match[str]) -> str:
+        token = match.group(0)
+        if token[0] == '"':
+            if "\\u" not in token or not _has_lone_surrogate(token):
+                return token
+            what, neutral = "a string holds a lone UTF-16 surrogate", '""'
+        else:
+            what, neutral = f"{token} is not a JSON number", "0"
+        if found:
+            return neutral
+        found.append(what)
+        return f'"{_MARK}"'
+
+    marked = _TOKEN_RE.sub(mark, text)
+    if not found:
+        return None
+    try:
+        raw = msgspec.json.decode(marked)
+    except (msgspec.DecodeError, RecursionError):
+        return None
+    stack: list[tuple[Any, _Path]] = [(raw, None)]
+    while stack:
+        value, path = stack.pop()
+        if value == _MARK:
+            return f"{found[0]} - at `{_render_path(path)}`"
+        items: Any = (
+            value.items()
+            if type(value) is dict
+            else enumerate(value)
+            if type(value) is list
+            else ()
+        )
+        for key, item in items:
+            if key == _MARK:  # a key: name the object holding it
+                return f"{found[0].replace('a string', 'a key', 1)} - at `{_render_path(path)}`"
+            stack.append((item, (path, key)))
+    return None
+
+
+def _has_lone_surrogate(literal: str) -> bool:
+    """Whether a JSON string literal escapes a UTF-16 surrogate that is not half of a pair."""
+    high_end = -1  # where the last high surrogate escape ended, while it waits for its low
+    for match in _ESCAPE_RE.finditer(literal):
+        unit = int(match.group(1), 16) if match.group(1) else -1
+        paired = match.start() == high_end
+        if high_end >= 0 and not (paired and 0xDC00 <= unit <= 0xDFFF):
+            return True
+        if paired:
+            high_end = -1
+        elif 0xD800 <= unit <= 0xDBFF:
+            high_end = match.end()
+        elif 0xDC00 <= unit <= 0xDFFF:
+            return True
+    return high_end >= 0
 
 
 _ID_RE: Final = re.compile(r'"id"\s*:\s*("(?:[^"\\]|\\.)*")')

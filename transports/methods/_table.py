@@ -26,6 +26,7 @@ from runtime.protocol import (
     ModelsListParams,
     RequestFrame,
     SessionsListParams,
+    check_params_values,
     internal_error,
     invalid_request,
     missing_scope,
@@ -99,6 +100,11 @@ class Methods:
     def names(self) -> list[str]:
         return sorted(self._table)
 
+    def params_type(self, name: str) -> type[Any] | None:
+        """The type method `name`'s params decode to (None: any object). KeyError when
+        there is no such method."""
+        return self._table[name].params
+
     def _admit(self, conn: Client, frame: RequestFrame) -> tuple[_Method, Any]:
         """The method and its decoded params, once the caller may call it. Raises
         `GatewayError` (unknown method, role, scope, `INVALID_REQUEST` naming the field)."""
@@ -114,6 +120,7 @@ class Methods:
             return method, decode_params(frame.method, frame.params, method.params)
         if frame.params is not None and not isinstance(frame.params, dict):
             raise invalid_request(f"invalid {frame.method} params: expected an object")
+        check_params_values(frame.method, frame.params)
         return method, frame.params or {}
 
     def admissible(self, conn: Client, frame: RequestFrame) -> bool:
@@ -216,7 +223,8 @@ async def sessions_list(call: Call, params: SessionsListParams) -> dict[str, Any
     gw = call.gateway
     sup = gw.supervisor
     active_minutes = opt(params.activeMinutes)
-    after = now_ms() - active_minutes * 60_000 if active_minutes else None
+    # Longer ago than the epoch is every session (and a time the store can hold).
+    after = max(now_ms() - active_minutes * 60_000, 0) if active_minutes else None
     rows = await sup.store.list_sessions(
         limit=None, agent_id=opt(params.agentId), updated_after_ms=after
     )
