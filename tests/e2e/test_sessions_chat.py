@@ -423,10 +423,10 @@ async def test_session_methods(tmp_path: Path) -> None:
             again = await client.request("sessions.patch", {"key": "work", "label": "Desk"})
             assert again["entry"]["label"] == "Desk"  # its own label is not "in use"
             found = await client.request("sessions.resolve", {"label": "Desk"})
-            assert found == {"ok": True, "key": "agent:main:work"}
+            assert found == {"ok": True, "key": "agent:main:work", "agentId": "main"}
             await client.request("sessions.patch", {"key": "work", "label": None})
             resolved = await client.request("sessions.resolve", {"key": "work"})
-            assert resolved == {"ok": True, "key": "agent:main:work"}
+            assert resolved == {"ok": True, "key": "agent:main:work", "agentId": "main"}
             got = await client.request("sessions.get", {"key": "work"})
             assert [m["role"] for m in got["messages"]] == ["user", "assistant"]
             old_id = got["sessionId"]

@@ -344,15 +344,23 @@ async def sessions_resolve(call: Call, params: SessionsResolveParams) -> dict[st
     sup = call.gateway.supervisor
     key = opt(params.key)
     if key:
-        return {"ok": True, "key": key_of(call, key, opt(params.agentId))}
+        resolved = key_of(call, key, opt(params.agentId))
+        return {"ok": True, "key": resolved, "agentId": _agent_of(call, resolved)}
     rows = await sup.store.list_sessions(agent_id=opt(params.agentId))
     session_id, label = opt(params.sessionId), opt(params.label)
     for row in rows:
         if (session_id and row.sessionId == session_id) or (label and row.label == label):
-            return {"ok": True, "key": row.key}
+            return {"ok": True, "key": row.key, "agentId": _agent_of(call, row.key)}
     if opt(params.allowMissing):
         return {"ok": False}
     raise invalid_request("no session matches")
+
+
+def _agent_of(call: Call, key: str) -> str:
+    """The agent a session key names (`agent:<id>:...`), else the default agent."""
+    if key.startswith("agent:"):
+        return key.split(":")[1]
+    return call.gateway.supervisor.generation.default_agent
 
 
 _PATCH_FIELDS: Final = ("label", "thinkingLevel", "verboseLevel", "reasoningLevel", "sendPolicy")
@@ -476,7 +484,8 @@ async def sessions_delete(call: Call, params: SessionsDeleteParams) -> dict[str,
     delete_transcript = opt(params.deleteTranscript)
     deleted = await sup.forget_session(key, delete_transcript=delete_transcript is not False)
     changed(call, key, "delete")
-    return {"ok": True, "key": key, "deleted": deleted, "archived": False}
+    # `archived`: the transcripts kept aside (none: a deleted transcript is deleted).
+    return {"ok": True, "key": key, "deleted": deleted, "archived": []}
 
 
 async def sessions_abort(call: Call, params: SessionsAbortParams) -> dict[str, Any]:

@@ -28,6 +28,7 @@ from runtime.protocol import (
     GatewayError,
     RequestFrame,
     decode_inbound,
+    decode_params,
     encode_event,
     encode_response,
     operator_scope_satisfied,
@@ -56,9 +57,6 @@ log = logging.getLogger("clawlane.connection")
 
 MAX_INFLIGHT_REQUESTS: Final = 256
 DISPATCH_ROUND: Final = 32
-
-
-_connect_decoder: Final = msgspec.json.Decoder(ConnectParams)
 
 
 def _now_ms() -> int:
@@ -247,11 +245,9 @@ class ClientConnection:
             self._fail_handshake(req_id, "invalid handshake: first request must be connect")
             return False
         try:
-            params = msgspec.convert(
-                frame.params if frame.params is not None else {}, ConnectParams
-            )
-        except msgspec.ValidationError as exc:
-            self._fail_handshake(frame.id, f"invalid connect params: {exc}")
+            params = decode_params("connect", frame.params, ConnectParams)
+        except GatewayError as exc:
+            self._fail_handshake(frame.id, exc.message)
             return False
         if params.maxProtocol < PROTOCOL_VERSION or params.minProtocol > PROTOCOL_VERSION:
             err = GatewayError(

@@ -76,12 +76,9 @@ NORMAL_ERRORS: Final = frozenset(
 )
 """Codes a method may answer params that are valid with."""
 
-RESULTS_NOT_CHECKED: Final = {
-    "sessions.delete": "answers `archived: false` where the schema has an array of keys",
-    "sessions.resolve": "answers `{ok, key}` without the `agentId` the schema requires",
-}
-"""Methods whose successful results do not match their result definitions yet (reported;
-in `transports/methods/_sessions.py`). Every other result is validated."""
+RESULTS_NOT_CHECKED: Final[dict[str, str]] = {}
+"""Methods whose successful results do not match their result definitions yet, and why
+(none: every result is validated)."""
 
 EXCEPTION_NAME: Final = re.compile(r"\b[A-Z][A-Za-z]*(?:Error|Exception)\b\s*:")
 """How `runtime.protocol.describe_exception` tells an exception a handler did not expect."""
