@@ -43,6 +43,7 @@ unsupported schema version.
 from __future__ import annotations
 
 import logging
+import select
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, Final, TypeVar
@@ -261,6 +262,21 @@ def server_location(url: str) -> str:
     return f"postgresql://{host}:{port}/{info.get('dbname') or ''}"
 
 
+def _alive(conn: psycopg.Connection[Any]) -> bool:
+    """Whether `conn` may be used: not closed, not known broken, and its socket silent. An
+    idle connection has nothing to say: a socket with something to read (end of file, or
+    the server's goodbye) belongs to a connection that died while it was idle, say during
+    a database restart or a cut link, and would fail the next statement sent on it. One
+    non-blocking `select`, a few microseconds, once per batch or read."""
+    if conn.closed or conn.broken:
+        return False
+    try:
+        readable, _, _ = select.select([conn.pgconn.socket], [], [], 0)
+    except (OSError, ValueError, psycopg.Error):
+        return False
+    return not readable
+
+
 def _one_line(exc: BaseException) -> str:
     return "; ".join(part.strip() for part in str(exc).splitlines() if part.strip())
 
@@ -321,9 +337,11 @@ class PostgresBackend:
         """Apply `writes` in one transaction (see `StoreBackend`); connects again first if
         the writer's connection was lost."""
         conn = self._writer
-        if conn is None or conn.closed:
+        if conn is None or not _alive(conn):
             self._writer = None
             next_seq.clear()
+            if conn is not None:
+                self.close_reader(conn)
             conn = self._writer = self._connect()
         if len(next_seq) > _NEXT_SEQ_MAX or any(_adopts(op) for op in writes):
             # A session taken over (`Store.advance_fence`): its transcript may have grown
@@ -445,7 +463,7 @@ class PostgresBackend:
         return self._connect()
 
     def reader_ok(self, reader: psycopg.Connection[Any]) -> bool:
-        return not reader.closed and not reader.broken
+        return _alive(reader)
 
     def close_reader(self, reader: psycopg.Connection[Any]) -> None:
         try:

@@ -87,6 +87,14 @@ from ._ops import (
 from ._sqlite import SqliteBackend
 
 log = logging.getLogger("clawlane.store")
+
+
+class _DeadReader(Exception):
+    """A read failed and took its reader with it (`StoreError` in `error`)."""
+
+    def __init__(self, error: StoreError) -> None:
+        super().__init__(str(error))
+        self.error = error
 DEFAULT_BATCH_MAX: Final = 512
 DEFAULT_QUEUE_MAX: Final = 4096
 _MAX_READERS: Final = 4
@@ -526,30 +534,55 @@ class Store:
 
     async def _read(self, query: Callable[[Any], _T]) -> _T:
         """`query(reader)` in a worker thread on a reader of the backend's, once the writes
-        enqueued before it are done. A reader that failed and is no longer usable (a
-        PostgreSQL connection that was cut) is closed, not kept."""
+        enqueued before it are done. A kept reader that died while idle (a PostgreSQL
+        connection cut while the database was away) is replaced before it is used; one that
+        fails and is no longer usable is closed, not kept, and when it was a kept one the
+        read is tried once more on a fresh connection (reads are idempotent): a blip that is
+        over fails no read."""
         waiter = await self._barrier()
         if waiter is not None:
             await waiter.wait_done()  # a failed earlier write is not this read's error
-        backend = self._backend
         async with self._reader_slots:
             self._check_open()
-            conn = self._readers.pop() if self._readers else None
-            keep = True
+            kept = self._readers.pop() if self._readers else None
+            if kept is not None and not self._backend.reader_ok(kept):
+                with trio.CancelScope(shield=True):  # died while idle: replaced before use
+                    await trio.to_thread.run_sync(self._backend.close_reader, kept)
+                kept = None
+            if kept is not None:
+                try:
+                    return await self._read_on(kept, query)
+                except _DeadReader:
+                    pass  # it died unnoticed: once more, on a fresh connection
             try:
-                if conn is None:
-                    conn = await trio.to_thread.run_sync(backend.open_reader)
-                return await trio.to_thread.run_sync(query, conn)
-            except self._errors as exc:
-                keep = conn is not None and backend.reader_ok(conn)
-                raise StoreError(f"read from {self._path} failed: {exc}") from exc
-            finally:
-                if conn is not None:
-                    if self._closed or not keep:
-                        with trio.CancelScope(shield=True):
-                            await trio.to_thread.run_sync(backend.close_reader, conn)
-                    else:
-                        self._readers.append(conn)
+                return await self._read_on(None, query)
+            except _DeadReader as dead:
+                raise dead.error from dead.error.__cause__
+
+    async def _read_on(self, conn: Any, query: Callable[[Any], _T]) -> _T:
+        """`query` on `conn` (None: a fresh reader), which is kept for the next read unless
+        it failed for good. Raises `StoreError`, or `_DeadReader` (carrying it) when the
+        reader is no longer usable."""
+        backend = self._backend
+        keep = True
+        try:
+            if conn is None:
+                conn = await trio.to_thread.run_sync(backend.open_reader)
+            return await trio.to_thread.run_sync(query, conn)
+        except self._errors as exc:
+            keep = conn is not None and backend.reader_ok(conn)
+            error = StoreError(f"read from {self._path} failed: {exc}")
+            error.__cause__ = exc
+            if not keep:
+                raise _DeadReader(error) from exc
+            raise error from exc
+        finally:
+            if conn is not None:
+                if self._closed or not keep:
+                    with trio.CancelScope(shield=True):
+                        await trio.to_thread.run_sync(backend.close_reader, conn)
+                else:
+                    self._readers.append(conn)
 
     def _decode(self, decode: Callable[[_U], _T], data: _U) -> _T:
         try:
