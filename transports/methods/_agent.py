@@ -52,7 +52,6 @@ from runtime.protocol import (
     GatewayError,
     RequestFrame,
     decode_params,
-    internal_error,
     invalid_request,
     missing_scope,
     opt,
@@ -60,7 +59,7 @@ from runtime.protocol import (
 from runtime.sessions import SessionKeyError
 
 from ._agent_webhook import attach_webhook
-from ._context import Call, Client, Host
+from ._context import Call, Client, Host, store_unavailable
 
 log = logging.getLogger("clawlane.methods")
 
@@ -430,7 +429,7 @@ def _start_accepting(
         return False, ticket
     except StoreError as exc:
         ticket.release()
-        conn.respond_error(frame.id, internal_error(exc))
+        conn.respond_error(frame.id, store_unavailable(exc))
         return True, None
     conn.pending[frame.id] = pending
     return True, None

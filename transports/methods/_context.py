@@ -38,12 +38,13 @@ from actors import (
     RecoveryReport,
     RunRegistry,
     RunWebhooks,
+    StoreError,
     Subscriber,
     Supervisor,
     Ticket,
 )
 from runtime.devices import PairingStore
-from runtime.protocol import GatewayError, RequestFrame
+from runtime.protocol import UNAVAILABLE, GatewayError, RequestFrame
 from runtime.users import UserPrefs
 
 from ..access import AuthSettings
@@ -230,3 +231,12 @@ class MethodTable(Protocol):
     def add(
         self, name: str, handler: Handler, params: type[Any] | None, *, scope: str | None = None
     ) -> None: ...
+
+
+def store_unavailable(exc: StoreError) -> GatewayError:
+    """A store that cannot be read or written right now (its database is away, or the
+    disk is full), as the wire says an outage: `UNAVAILABLE`, retryable, naming the store
+    (its location: the SQLite file or the PostgreSQL server) and what failed."""
+    return GatewayError(
+        UNAVAILABLE, f"the store is unavailable: {exc}", retryable=True, retry_after_ms=1_000
+    )

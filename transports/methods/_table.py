@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 import attrs
 import trio
 
-from actors import Ticket
+from actors import StoreError, Ticket
 from runtime.model import GenerationError
 from runtime.protocol import (
     INVALID_REQUEST,
@@ -45,7 +45,7 @@ from . import (
     _sessions,
 )
 from ._agent import agent, start_agent
-from ._context import Call, Client, Handler, Host
+from ._context import Call, Client, Handler, Host, store_unavailable
 from ._routing import Forwarder, Route
 from ._status import health_view, status_view
 from ._submit import ORDERED_METHODS, reserve_ticket
@@ -181,6 +181,9 @@ class Methods:
                 conn.respond(frame.id, result)
         except GatewayError as exc:
             conn.respond_error(frame.id, exc)
+        except StoreError as exc:  # the database is away: an outage, not a bug
+            log.warning("method %s: %s", frame.method, exc)
+            conn.respond_error(frame.id, store_unavailable(exc))
         except Exception as exc:
             log.exception("method %s failed", frame.method)
             conn.respond_error(frame.id, internal_error(exc))
