@@ -63,6 +63,7 @@ from runtime.protocol import (
 from runtime.sessions import (
     DEFAULT_MAIN_KEY,
     MessageEntry,
+    SessionRow,
     openclaw_row_meta,
 )
 
@@ -110,6 +111,21 @@ class SessionsPatchParamsX(
     queueDrop: str | msgspec.UnsetType | None = msgspec.UNSET
 
 
+class SessionReference(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """What OpenClaw 2026.9.6's Control UI knows of a session from a page's address."""
+
+    key: Annotated[str, msgspec.Meta(min_length=1, max_length=512)]
+    slug: Annotated[str, msgspec.Meta(max_length=512)] | None = None
+
+
+class SessionsResolveParamsX(
+    SessionsResolveParams, frozen=True, forbid_unknown_fields=True, omit_defaults=True
+):
+    """`SessionsResolveParams` plus the `reference` OpenClaw 2026.9.6's clients send."""
+
+    reference: SessionReference | msgspec.UnsetType = msgspec.UNSET
+
+
 class SessionsKeyParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     key: str
     agentId: str | None = None
@@ -131,7 +147,7 @@ def register(methods: MethodTable) -> None:
     methods.add("chat.abort", chat_abort, ChatAbortParams)
     methods.add("chat.inject", chat_inject, ChatInjectParams)
     methods.add("sessions.get", sessions_get, SessionsKeyParams, scope="operator.read")
-    methods.add("sessions.resolve", sessions_resolve, SessionsResolveParams)
+    methods.add("sessions.resolve", sessions_resolve, SessionsResolveParamsX)
     methods.add("sessions.patch", sessions_patch, SessionsPatchParamsX, scope="operator.admin")
     methods.add("sessions.reset", sessions_reset, SessionsResetParams)
     methods.add("sessions.delete", sessions_delete, SessionsDeleteParams, scope="operator.admin")
@@ -340,20 +356,98 @@ async def sessions_get(call: Call, params: SessionsKeyParams) -> dict[str, Any]:
     }
 
 
-async def sessions_resolve(call: Call, params: SessionsResolveParams) -> dict[str, Any]:
+async def sessions_resolve(call: Call, params: SessionsResolveParamsX) -> dict[str, Any]:
+    """A session by its key, id, label or (OpenClaw 2026.9.6's Control UI opening a page's
+    address, `/chat/<agent>/<session>`) `reference`: `{key, slug}`, the key first, else the
+    session whose key ends in a UUID and whose title makes that slug. Exactly one way of
+    naming it; none found is `INVALID_REQUEST`, or `{ok: false}` with `allowMissing`."""
     sup = call.gateway.supervisor
+    agent_id = opt(params.agentId)
+    named = [opt(params.key), opt(params.sessionId), opt(params.label), opt(params.shortId)]
+    count = sum(1 for v in named if v) + (params.reference is not msgspec.UNSET)
+    if count > 1:
+        raise invalid_request(
+            "Provide either key, sessionId, label, shortId, or reference (not multiple)"
+        )
+    if count == 0:
+        raise invalid_request("Either key, sessionId, label, shortId, or reference is required")
     key = opt(params.key)
     if key:
-        resolved = key_of(call, key, opt(params.agentId))
+        resolved = key_of(call, key, agent_id)
         return {"ok": True, "key": resolved, "agentId": _agent_of(call, resolved)}
-    rows = await sup.store.list_sessions(agent_id=opt(params.agentId))
-    session_id, label = opt(params.sessionId), opt(params.label)
+    reference = params.reference
+    if isinstance(reference, SessionReference):
+        return await _resolve_reference(call, reference, params)
+    rows = await sup.store.list_sessions(agent_id=agent_id)
+    session_id, label, short = opt(params.sessionId), opt(params.label), opt(params.shortId)
     for row in rows:
-        if (session_id and row.sessionId == session_id) or (label and row.label == label):
+        if (
+            (session_id and row.sessionId == session_id)
+            or (label and row.label == label)
+            or (short and row.sessionId.lower().startswith(short.lower()))
+        ):
             return {"ok": True, "key": row.key, "agentId": _agent_of(call, row.key)}
+    return _not_found(params, "no session matches")
+
+
+async def _resolve_reference(
+    call: Call, reference: SessionReference, params: SessionsResolveParamsX
+) -> dict[str, Any]:
+    store = call.gateway.supervisor.store
+    agent_id = opt(params.agentId)
+    key = key_of(call, reference.key, agent_id)
+    row = await store.get_session(key)
+    if row is not None:
+        return _found(call, row)
+    slug = opt(reference.slug)
+    if slug:
+        rows = await store.list_sessions(agent_id=agent_id)
+        matches = [
+            r
+            for r in rows
+            if _UUID_SUFFIX.search(r.key.split(":", 2)[-1])
+            and session_slug(_title(r)) == slug
+        ][:10]
+        if len(matches) == 1:
+            return _found(call, matches[0])
+        if matches:  # more than one: the UI asks which
+            return {"ok": False, "candidates": [_found(call, r, ok=False) for r in matches]}
+    return _not_found(params, f"No session found: {reference.key}")
+
+
+_UUID_SUFFIX: Final = re.compile(
+    r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$", re.IGNORECASE
+)
+_SLUG_MAX: Final = 48
+
+
+def session_slug(title: str | None) -> str:
+    """The slug OpenClaw's Control UI puts in a session's address: the title lowercased,
+    runs of other characters made `-`, up to its last word with a letter past `f` (so that a
+    hex id is no slug), at most 48 characters."""
+    text = re.sub(r"[^a-z0-9]+", "-", (title or "").lower()).strip("-")
+    m = re.match(r"^.*[g-z][a-z0-9]*", text)
+    return (m.group(0) if m else "")[:_SLUG_MAX].rstrip("-")
+
+
+def _title(row: SessionRow) -> str | None:
+    """A session's title as the Control UI shows it: its label, else its display name."""
+    return row.label or row.displayName
+
+
+def _found(call: Call, row: SessionRow, *, ok: bool = True) -> dict[str, Any]:
+    found: dict[str, Any] = {"ok": True} if ok else {}
+    found.update(key=row.key, agentId=_agent_of(call, row.key))
+    title = _title(row)
+    if title:
+        found["displayName"] = title
+    return found
+
+
+def _not_found(params: SessionsResolveParamsX, message: str) -> dict[str, Any]:
     if opt(params.allowMissing):
         return {"ok": False}
-    raise invalid_request("no session matches")
+    raise invalid_request(message)
 
 
 def _agent_of(call: Call, key: str) -> str:
