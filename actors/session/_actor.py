@@ -31,7 +31,7 @@ import collections
 import functools
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
@@ -350,6 +350,13 @@ class SessionActor:
         if commit.error is not None:
             self.forget_transcript()
             raise commit.error
+
+    async def take_transcript(self, entries: Sequence[TranscriptEntry]) -> None:
+        """Start this session's transcript with `entries` (a fork of another session's),
+        durably; its next run reads them. A checkpoint. Raises `StoreError`."""
+        assert self.row is not None
+        await self._commit_durable(WriteGroup(session_id=self.row.sessionId, entries=entries))
+        self.forget_transcript()
 
     def forget_transcript(self) -> None:
         """Drop the in-memory transcript: the next use loads it from the store (after a

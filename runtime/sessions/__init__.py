@@ -12,6 +12,7 @@ from ._sessions import decode_session_row as decode_session_row
 from ._sessions import decode_session_rows as decode_session_rows
 from ._sessions import encode_entry as encode_entry
 from ._sessions import encode_session_row as encode_session_row
+from ._sessions import fork_path as fork_path
 from ._sessions import new_session_id as new_session_id
 from ._sessions import new_session_row as new_session_row
 from ._sessions import openclaw_row_meta as openclaw_row_meta
@@ -32,6 +33,7 @@ __all__ = [
     "decode_session_rows",
     "encode_entry",
     "encode_session_row",
+    "fork_path",
     "new_session_id",
     "new_session_row",
     "openclaw_row_meta",

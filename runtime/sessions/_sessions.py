@@ -30,7 +30,7 @@ from typing import Any, Final, Literal
 import attrs
 import msgspec
 
-from ..llm._types import Message, TextContent, UserMessage
+from ..llm._types import AssistantMessage, Message, TextContent, UserMessage
 from ..protocol import ClawlaneError
 
 DEFAULT_AGENT_ID: Final = "main"
@@ -482,6 +482,27 @@ def branch_path(entries: Sequence[TranscriptEntry]) -> list[TranscriptEntry]:
         node = by_id.get(node.parentId) if node.parentId is not None else None
     path.reverse()
     return path
+
+
+def fork_path(
+    entries: Sequence[TranscriptEntry], *, last_completed: bool = False
+) -> list[TranscriptEntry]:
+    """What a fork of a session starts from: the branch it is on (the root to its last
+    entry), or with `last_completed` that branch up to its last assistant message that did
+    not end in a tool call (a fork taken while a run is still going: none of the run's
+    unfinished turn). The entries keep their ids and parents."""
+    path = branch_path(entries)
+    if not last_completed:
+        return path
+    for i in range(len(path) - 1, -1, -1):
+        entry = path[i]
+        if (
+            isinstance(entry, MessageEntry)
+            and isinstance(entry.message, AssistantMessage)
+            and entry.message.stopReason != "toolUse"
+        ):
+            return path[: i + 1]
+    return []
 
 
 def compaction_summary_message(entry: CompactionEntry) -> UserMessage:

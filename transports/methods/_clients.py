@@ -31,10 +31,12 @@ from runtime.logs import (
 )
 from runtime.model import GenerationError
 from runtime.protocol import (
+    UNAVAILABLE,
     AgentIdentityParams,
     AgentsListParams,
     ChannelsStatusParams,
     CommandsListParams,
+    GatewayError,
     HooksStatusParams,
     LogsTailParams,
     NodeListParams,
@@ -46,6 +48,7 @@ from runtime.protocol import (
     invalid_request,
     opt,
 )
+from runtime.sessions import TranscriptEntry, fork_path
 
 from ._context import Call, MethodTable
 from ._submit import agent_spec, changed, key_of, session_actor, submit_message
@@ -95,13 +98,20 @@ async def agent_identity(call: Call, params: AgentIdentityParams) -> dict[str, A
 
 async def sessions_create(call: Call, params: SessionsCreateParams) -> dict[str, Any]:
     """A new session (the terminal UI's `/new` sends `key: "tui-<uuid>"`); with `message`,
-    its first run starts at once (`runStarted`, `runId`)."""
+    its first run starts at once (`runStarted`, `runId`). With `fork` (and
+    `parentSessionKey`), it starts with the parent's transcript (`_fork`)."""
     sup = call.gateway.supervisor
     agent_id = opt(params.agentId)
+    forked = await _fork_source(call, params)
     raw = opt(params.key) or f"session-{uuid.uuid4()}"
     key = key_of(call, raw, agent_id)
     actor = await session_actor(call, key)
     assert actor.row is not None
+    if forked is not None:
+        if actor.row_persisted or actor.busy:
+            raise invalid_request(f"a fork starts a new session: {key} exists already")
+        await actor.save_row()
+        await actor.take_transcript(forked)
     changes: dict[str, Any] = {}
     for name in ("label", "displayName", "thinkingLevel"):
         value = opt(getattr(params, name))
@@ -122,6 +132,8 @@ async def sessions_create(call: Call, params: SessionsCreateParams) -> dict[str,
         "sessionId": actor.row.sessionId,
         "entry": session_view(call.gateway, actor.row),
     }
+    if forked is not None:
+        result["entry"]["forkedFromParent"] = True
     message = opt(params.message) or opt(params.task)
     if message:
         run_id = opt(params.idempotencyKey) or str(uuid.uuid4())
@@ -135,6 +147,34 @@ async def sessions_create(call: Call, params: SessionsCreateParams) -> dict[str,
         )
         result.update(runStarted=True, runId=run_id)
     return result
+
+
+async def _fork_source(call: Call, params: SessionsCreateParams) -> list[TranscriptEntry] | None:
+    """The entries a fork starts with (None: no fork): the parent's branch, or with
+    `forkFrom: "last-completed"` up to its last finished reply. A parent with a run going is
+    forked only that way (else `UNAVAILABLE`, as OpenClaw: try again in a moment)."""
+    fork, parent = opt(params.fork) is True, opt(params.parentSessionKey)
+    last_completed = opt(params.forkFrom) == "last-completed"
+    if opt(params.forkFrom) is not None and not fork:
+        raise invalid_request("forkFrom requires fork=true")
+    if not fork:
+        return None
+    if parent is None:
+        raise invalid_request("fork requires parentSessionKey")
+    sup = call.gateway.supervisor
+    parent_key = key_of(call, parent, opt(params.agentId))
+    parent_actor = sup.peek_session(parent_key)
+    if parent_actor is not None and parent_actor.busy and not last_completed:
+        raise GatewayError(
+            UNAVAILABLE,
+            f"Parent session {parent} is still active; try again in a moment.",
+            retryable=True,
+        )
+    row = await sup.store.get_session(parent_key)
+    if row is None:
+        raise invalid_request(f"No session found: {parent}")
+    entries = await sup.store.load_entries(row.sessionId)
+    return fork_path(entries, last_completed=last_completed)
 
 
 async def sessions_describe(call: Call, params: SessionsDescribeParams) -> dict[str, Any]:
