@@ -17,7 +17,6 @@ import msgspec
 from ..protocol import ClawlaneError
 from ..protocol._wire import (
     CronAddParamsDeliveryAnnounceCompletionDestination,
-    CronAddParamsFailureAlert,
     CronAddParamsPacing,
     CronAddParamsScheduleAt,
     CronAddParamsScheduleCron,
@@ -143,6 +142,18 @@ class CronPatchDelivery(_Closed, frozen=True):
     to: Target | msgspec.UnsetType | None = UNSET
 
 
+class CronPatchFailureAlert(_Closed, frozen=True):
+    """`patch.failureAlert` as an object: as `cron.add`'s, where null clears a field."""
+
+    after: Annotated[int, msgspec.Meta(ge=1)] | msgspec.UnsetType | None = UNSET
+    channel: NonEmpty | msgspec.UnsetType | None = UNSET
+    to: NonEmpty | msgspec.UnsetType | None = UNSET
+    cooldownMs: Annotated[int, msgspec.Meta(ge=0)] | msgspec.UnsetType | None = UNSET
+    includeSkipped: bool | msgspec.UnsetType | None = UNSET
+    mode: Literal["announce", "webhook"] | msgspec.UnsetType | None = UNSET
+    accountId: NonEmpty | msgspec.UnsetType | None = UNSET
+
+
 class CronJobPatch(_Closed, frozen=True):
     """`CronUpdateParams.patch`."""
 
@@ -166,7 +177,7 @@ class CronJobPatch(_Closed, frozen=True):
         | msgspec.UnsetType
     ) = UNSET
     delivery: CronPatchDelivery | msgspec.UnsetType = UNSET
-    failureAlert: Literal[False] | CronAddParamsFailureAlert | msgspec.UnsetType | None = UNSET
+    failureAlert: Literal[False] | CronPatchFailureAlert | msgspec.UnsetType | None = UNSET
     state: dict[str, Any] | msgspec.UnsetType = UNSET
 
 

@@ -119,6 +119,11 @@ async def test_add_list_run_and_history_over_a_socket(tmp_path: Path) -> None:
             )
             assert edited["enabled"] is False and "nextRunAtMs" not in edited
             validate("CronJob", edited)
+            # the schema lets a patch clear a failure alert's fields with null
+            cleared = {"after": None, "mode": None, "channel": None, "cooldownMs": None}
+            await client.request(
+                "cron.update", {"id": job["id"], "patch": {"failureAlert": cleared}}
+            )
             assert (await client.request("cron.list", {}))["jobs"] == []
             assert len((await client.request("cron.list", {"includeDisabled": True}))["jobs"]) == 1
             removed = await client.request("cron.remove", {"id": job["id"]})
