@@ -195,18 +195,23 @@ class Admission:
         *,
         writes_row: bool,
         on_admitted: Callable[[RunRecord | None, GatewayError | None], None],
+        on_end: Callable[[RunRecord], None] | None = None,
     ) -> None:
         """`admit` without a task: the journal commit is enqueued (reserving the key once
         it is), and when it has committed and the ticket is due the run is accepted;
         `on_admitted(record, None)` or `on_admitted(None, error)` is then called once
-        (`(None, None)` after `cancel`). The ticket is released by then. Not a checkpoint.
-        Raises `trio.WouldBlock` (nothing done) when the store's queue is full."""
+        (`(None, None)` after `cancel`), and for an admitted run `on_end(record)` once it
+        ends (the run's `on_done`: no task waits for the end either). The ticket is released
+        by then. Not a checkpoint. Raises `trio.WouldBlock` (nothing done) when the store's
+        queue is full."""
         assert self.ticket is not None
         ticket = self.ticket
         self.request = request
 
         def committed(failure: StoreError | None) -> None:
-            ticket.when_due(lambda: self._after_commit(actor, request, mode, failure, on_admitted))
+            ticket.when_due(
+                lambda: self._after_commit(actor, request, mode, failure, on_admitted, on_end)
+            )
 
         self.sup.store.commit_nowait(
             WriteGroup(
@@ -232,6 +237,7 @@ class Admission:
         mode: str | None,
         failure: StoreError | None,
         on_admitted: Callable[[RunRecord | None, GatewayError | None], None],
+        on_end: Callable[[RunRecord], None] | None,
     ) -> None:
         if failure is not None:
             log.error("a run could not be recorded: %s", failure)
@@ -260,7 +266,13 @@ class Admission:
             self.refuse(error, cache_error=False)
             on_admitted(None, error)
             return
-        on_admitted(request.record, None)
+        record = request.record
+        on_admitted(record, None)
+        if on_end is not None:
+            if record.ended:  # it cannot have ended yet (it is queued); be safe
+                on_end(record)
+            else:
+                record.on_done = [on_end]
 
     # --- register and queue ---------------------------------------------------------------
 

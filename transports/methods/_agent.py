@@ -340,8 +340,8 @@ class _AgentCall:
             del self.conn.pending[self.req_id]
 
     def admitted(self, record: RunRecord | None, error: GatewayError | None) -> None:
-        """The admission's answer: the ack (then the final `res` when the run ends), or
-        the error (not after a `cancel` frame)."""
+        """The admission's answer: the ack (`finished` sends the final `res` when the run
+        ends), or the error (not after a `cancel` frame)."""
         if record is None:
             self._forget()
             if error is not None and not self.cancelled:
@@ -352,10 +352,6 @@ class _AgentCall:
         ack = _ack(record)
         self.admission.settle(ack)
         self.conn.respond(self.req_id, ack)
-        if record.ended:  # merged into a run that ended meanwhile cannot happen; be safe
-            self.finished(record)
-        else:
-            record.on_done = [self.finished]
 
     def finished(self, record: RunRecord) -> None:
         """The run ended: the final `res` (not after a `cancel` frame)."""
@@ -423,7 +419,12 @@ def _start_accepting(
     pending = _AgentCall(gw, conn, frame.id, params, admission)
     try:
         admission.admit_nowait(
-            actor, request, "followup", writes_row=writes_row, on_admitted=pending.admitted
+            actor,
+            request,
+            "followup",
+            writes_row=writes_row,
+            on_admitted=pending.admitted,
+            on_end=pending.finished,
         )
     except trio.WouldBlock:
         return False, ticket
