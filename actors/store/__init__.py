@@ -10,6 +10,9 @@
 - `_journal`: every accepted run, durable before its ack, ended when the run ends.
 - `_documents`: documents the gateways of a cluster share (device pairing, config), under a
   row lock with a hash for compare-and-set.
+- `_config_document`: `ConfigDocument`, the cluster's config as one such document (opened
+  by `open_config_document` with `cluster.redis.url` and PostgreSQL; `ConfigRecord`: the
+  text, when, by which node, why), read without the lock, written as a compare-and-set.
 - `_backlog`: writes that wait while the store's channel is full, fed to it in order.
 
 A write that fails is reported, never taken for success: `StoreError` (under `ActorError`).
@@ -21,6 +24,7 @@ import importlib
 from typing import TYPE_CHECKING, Final
 
 from ._backlog import WriteBacklog as WriteBacklog
+from ._config import open_config_document as open_config_document
 from ._config import open_pairing as open_pairing
 from ._config import open_prefs as open_prefs
 from ._config import open_store_backend as open_store_backend
@@ -41,16 +45,30 @@ from ._store import Store as Store
 from ._store import open_store as open_store
 
 if TYPE_CHECKING:
+    from ._config_document import ConfigDocument as ConfigDocument
+    from ._config_document import ConfigRecord as ConfigRecord
+    from ._config_document import Held as Held
+    from ._config_document import StoredConfig as StoredConfig
     from ._documents import PostgresDocument as PostgresDocument
     from ._pg import PostgresBackend as PostgresBackend
 
-_LAZY: Final = {"PostgresBackend": "._pg", "PostgresDocument": "._documents"}
+_LAZY: Final = {
+    "PostgresBackend": "._pg",
+    "PostgresDocument": "._documents",
+    "ConfigDocument": "._config_document",
+    "ConfigRecord": "._config_document",
+    "Held": "._config_document",
+    "StoredConfig": "._config_document",
+}
 """Names resolved on first use (`__getattr__`): psycopg loads only when PostgreSQL is used."""
 
 __all__ = [
     "INTERRUPTED",
     "AcceptedRun",
+    "ConfigDocument",
+    "ConfigRecord",
     "Fence",
+    "Held",
     "JournalRow",
     "PostgresBackend",
     "PostgresDocument",
@@ -60,10 +78,12 @@ __all__ = [
     "SqliteBackend",
     "Store",
     "StoreBackend",
+    "StoredConfig",
     "WriteBacklog",
     "WriteGroup",
     "accepted_row",
     "ended_row",
+    "open_config_document",
     "open_pairing",
     "open_prefs",
     "open_store",

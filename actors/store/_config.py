@@ -2,7 +2,8 @@
 `clawlane.sqlite`; `postgres`: `storage.postgres.url`), opened as `actors.store._store.Store`;
 and the documents beside it, the state dir's files or with `postgres` the cluster's
 documents in that database: the device pairing store (`open_pairing`) and the Control UI's
-user preferences (`open_prefs`).
+user preferences (`open_prefs`); and in a cluster on PostgreSQL the cluster's config
+(`open_config_document`).
 
 The backend is chosen at start (a config reload does not move the data). Errors: a
 `StoreError` from `open_store_backend` when the database cannot be opened, in one line
@@ -34,9 +35,17 @@ from ._store import DEFAULT_BATCH_MAX, DEFAULT_QUEUE_MAX, Store, open_store
 # `_pg` and `_documents` (psycopg, with its libpq and asyncio) are imported where the config
 # names PostgreSQL, not here: the embedded default (SQLite) does not load them.
 if TYPE_CHECKING:
+    from ._config_document import ConfigDocument
     from ._documents import PostgresDocument
 
-__all__ = ["SQLITE_FILENAME", "open_pairing", "open_prefs", "open_store_backend", "store_backend"]
+__all__ = [
+    "SQLITE_FILENAME",
+    "open_config_document",
+    "open_pairing",
+    "open_prefs",
+    "open_store_backend",
+    "store_backend",
+]
 
 SQLITE_FILENAME: Final = "clawlane.sqlite"
 
@@ -92,6 +101,25 @@ async def open_prefs(config: Config, state_dir: Path) -> AsyncIterator[UserPrefs
     naming the file or the document."""
     async with _cluster_document(config, "prefs") as document:
         yield await open_user_prefs(state_dir, document)
+
+
+@asynccontextmanager
+async def open_config_document(config: Config) -> AsyncIterator[ConfigDocument | None]:
+    """The cluster's config document (`_config_document`) when the gateway is a node of a
+    cluster (`cluster.redis.url`) on PostgreSQL, closed at the end; otherwise None (the
+    config is the node's file). No I/O until used."""
+    url = config.storage.postgres.url
+    if config.cluster.redis.url is None or config.storage.backend != "postgres" or not url:
+        yield None
+        return
+    from ._config_document import ConfigDocument
+
+    document = ConfigDocument(url)
+    try:
+        yield document
+    finally:
+        with trio.CancelScope(shield=True):
+            await trio.to_thread.run_sync(document.close)
 
 
 @asynccontextmanager

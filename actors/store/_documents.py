@@ -1,6 +1,7 @@
 """Documents the gateways of a cluster share through PostgreSQL (`PostgresDocument`): the
 device pairing store's `runtime.devices.SharedDocument` when `storage.backend` is
-`postgres`, so a device paired through one node is known to every node, on any machine.
+`postgres`, so a device paired through one node is known to every node, on any machine;
+the Control UI's preferences; the cluster's config (`_config_document`).
 
 One row per document in `shared_documents(name, version, body)` (the store's migration 3,
 `actors.store._pg`), on the store's server and schema (the same `storage.postgres.url`, its
@@ -33,8 +34,15 @@ from runtime.devices import DocumentVersion
 
 from ._pg import server_location
 
-__all__ = ["LOCK_TIMEOUT_MS", "PAIRING_DOCUMENT", "PREFS_DOCUMENT", "PostgresDocument"]
+__all__ = [
+    "CONFIG_DOCUMENT",
+    "LOCK_TIMEOUT_MS",
+    "PAIRING_DOCUMENT",
+    "PREFS_DOCUMENT",
+    "PostgresDocument",
+]
 
+CONFIG_DOCUMENT: Final = "gateway/config"
 PAIRING_DOCUMENT: Final = "devices/pairing"
 PREFS_DOCUMENT: Final = "users/prefs"
 LOCK_TIMEOUT_MS: Final = 5_000
@@ -45,6 +53,7 @@ SELECT set_config('lock_timeout', %s, false),
        set_config('idle_in_transaction_session_timeout', %s, false)
 """
 _CURRENT: Final = "SELECT version FROM shared_documents WHERE name = %s"
+_READ: Final = "SELECT version, body FROM shared_documents WHERE name = %s"
 _ENSURE: Final = """
 INSERT INTO shared_documents(name, version, body) VALUES (%s, 0, '')
 ON CONFLICT(name) DO NOTHING
@@ -120,6 +129,15 @@ class PostgresDocument:
         _, cursor = self._first(_CURRENT, (self.name,))
         return _version(cursor.fetchone())
 
+    def read(self) -> tuple[bytes | None, DocumentVersion]:
+        """The body and version now, without the lock (None, None: no document yet)."""
+        _, cursor = self._first(_READ, (self.name,))
+        found = cursor.fetchone()
+        version = _version(found)
+        if found is None or version is None:
+            return None, None
+        return bytes(found[1]), version
+
     def lock_and_read(self, known: DocumentVersion) -> tuple[bytes | None, DocumentVersion]:
         self._written = False
         conn, _ = self._first("BEGIN")
@@ -138,11 +156,13 @@ class PostgresDocument:
         self._written = True
         return _version(found)
 
-    def release(self) -> None:
+    def release(self, *, commit: bool = True) -> None:
+        """End the locking transaction: commit what was written (`commit` False: roll it
+        back, the caller failed after writing)."""
         conn, self._held = self._held, None
         if conn is None or conn.closed or conn.broken:
             return  # not held, or the transaction ended with its connection
-        conn.execute("COMMIT" if self._written else "ROLLBACK")
+        conn.execute("COMMIT" if self._written and commit else "ROLLBACK")
 
     def close(self) -> None:
         """Close the connection (the next call opens another). Blocking."""
