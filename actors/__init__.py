@@ -9,7 +9,8 @@ up (each folder's face is its manual):
   the default, or `PostgresBackend`); `WriteGroup`: writes that commit together;
   `WriteBacklog`: writes waiting for room; the run journal (`AcceptedRun`, `JournalRow`,
   `RunIdentity`, `accepted_row`); `Fence`: a session's lease token on its writes;
-  `open_pairing`, `open_prefs`: the documents beside it.
+  `open_pairing`, `open_prefs`: the documents beside it; `open_config_document`
+  (`ConfigDocument`): the cluster's config, one document for every node.
 - `cluster/`: what gateway nodes share, behind small interfaces (`Cluster`, `open_cluster`:
   leases with fencing tokens, claims, run feeds, node records, single-owner jobs), in one
   process (`open_local_cluster`) or on Redis.
@@ -24,7 +25,9 @@ up (each folder's face is its manual):
   actors (spawned on demand, reaped when idle, restarted when they crash), the lanes.
 - `Admission` (`_admission`): the one way a run gets onto its session's lane: dedupe,
   journal, order, register, queue; its fast path without a task and its task path.
-- `Publisher` (`_publisher`): builds generations off to the side and publishes them.
+- `Publisher` (`_publisher`): builds generations off to the side and publishes them; in a
+  cluster on PostgreSQL its config is the cluster's document (`use_document`), written by
+  the reasons in `DOCUMENT_REASONS`.
 - `recover_runs` (`_recovery`): what a start makes of the journal (`RecoveredRun`,
   `RecoveryReport`, `replay_terminal`, `report_lost`).
 - `cron/`: `CronScheduler` (`open_cron`), durable jobs and their runs.
@@ -66,6 +69,7 @@ from ._metrics import ABORT_REASONS as ABORT_REASONS
 from ._metrics import PROVIDER_ERROR_KINDS as PROVIDER_ERROR_KINDS
 from ._metrics import RUN_STATUSES as RUN_STATUSES
 from ._metrics import HistogramSnapshot as HistogramSnapshot
+from ._publisher import DOCUMENT_REASONS as DOCUMENT_REASONS
 from ._publisher import GENERATION_EVENT as GENERATION_EVENT
 from ._publisher import PublishConflict as PublishConflict
 from ._publisher import Publisher as Publisher
@@ -157,6 +161,7 @@ from .store import SqliteBackend as SqliteBackend
 from .store import Store as Store
 from .store import StoreBackend as StoreBackend
 from .store import accepted_row as accepted_row
+from .store import open_config_document as open_config_document
 from .store import open_pairing as open_pairing
 from .store import open_prefs as open_prefs
 from .store import open_store as open_store
@@ -165,11 +170,13 @@ from .store import store_backend as store_backend
 
 if TYPE_CHECKING:
     from .cluster import open_redis_cluster as open_redis_cluster
+    from .store import ConfigDocument as ConfigDocument
     from .store import PostgresBackend as PostgresBackend
     from .store import PostgresDocument as PostgresDocument
 
 _LAZY: Final = {
     "open_redis_cluster": ".cluster",
+    "ConfigDocument": ".store",
     "PostgresBackend": ".store",
     "PostgresDocument": ".store",
 }
@@ -180,6 +187,7 @@ then)."""
 __all__ = [
     "ABORT_REASONS",
     "CRON_JOBS_MAX_BYTES",
+    "DOCUMENT_REASONS",
     "GENERATION_EVENT",
     "PROVIDER_ERROR_KINDS",
     "READS_CHANGES",
@@ -204,6 +212,7 @@ __all__ = [
     "Cluster",
     "ClusterError",
     "ClusterUnavailable",
+    "ConfigDocument",
     "CronFull",
     "CronNotFound",
     "CronScheduler",
@@ -271,6 +280,7 @@ __all__ = [
     "normalize_drop",
     "normalize_mode",
     "open_cluster",
+    "open_config_document",
     "open_cron",
     "open_local_cluster",
     "open_pairing",

@@ -34,11 +34,11 @@ import collections
 import logging
 import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
+from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
-import attrs
 import trio
 
 from runtime.logs import log_event
@@ -65,10 +65,18 @@ from runtime.model import (
     write_config_text,
 )
 
-from ._errors import ActorError
+from ._errors import StoreError
+from ._publish_records import PublishConflict as PublishConflict
+from ._publish_records import PublisherStatistics as PublisherStatistics
+from ._publish_records import PublishFailure as PublishFailure
+from ._publish_records import PublishResult as PublishResult
 from ._supervisor import Supervisor
 
+if TYPE_CHECKING:
+    from .store import ConfigDocument, Held, StoredConfig
+
 __all__ = [
+    "DOCUMENT_REASONS",
     "GENERATION_EVENT",
     "PublishConflict",
     "PublishFailure",
@@ -86,42 +94,12 @@ HISTORY_MAX: Final = 100
 HISTORY_MESSAGE_MAX: Final = 2_000
 POLL_INTERVAL_S: Final = 0.5
 DEBOUNCE_S: Final = 0.3
+DOCUMENT_CHECK_S: Final = 5.0
+"""With the cluster's config document: how often a node looks at its version (an
+announcement lost while Redis was away is caught up within this long)."""
+DOCUMENT_REASONS: Final = frozenset({"config.set", "config.patch", "config.apply", "file", "seed"})
+"""Publishes that wrote the cluster's config document (announced as its version)."""
 _T = TypeVar("_T")
-
-
-class PublishConflict(ActorError):
-    """A config write's `baseHash` is missing or no longer the file's hash."""
-
-
-@attrs.frozen
-class PublishFailure:
-    """A build that was not published."""
-
-    reason: str
-    message: str
-    path: str | None
-    at_ms: int
-    serving: int
-
-    def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
-            "reason": self.reason,
-            "message": self.message,
-            "at": self.at_ms,
-            "serving": self.serving,
-        }
-        if self.path:
-            data["path"] = self.path
-        return data
-
-
-@attrs.frozen
-class PublishResult:
-    """What a config write did: the serving generation (new or unchanged) and the file."""
-
-    generation: ModelRuntimeGeneration
-    changed: bool
-    snapshot: ConfigSnapshot
 
 
 def _decode_object(raw: str, not_object: str) -> dict[str, Any]:
@@ -134,19 +112,6 @@ def _decode_object(raw: str, not_object: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise ConfigError(not_object)
     return value
-
-
-@attrs.frozen
-class PublisherStatistics:
-    generation: int
-    published: int
-    failed: int
-    unchanged: int
-    last_reason: str | None
-    last_latency_ms: float | None
-    last_error: PublishFailure | None
-    watching: tuple[str, ...]
-    retired_providers: int
 
 
 _Fingerprint = tuple[int, int, int] | None
@@ -188,6 +153,19 @@ class Publisher:
         """False: `poll_once` leaves the files alone (in a cluster, another node watches
         them: `own_file_watch`)."""
         self.on_publish: list[Callable[[ModelRuntimeGeneration], None]] = []
+        self.on_document: list[Callable[[int], None]] = []
+        """Called with the version after each write of the cluster's config document."""
+        self.document: ConfigDocument | None = None
+        """The cluster's config (`use_document`); None: the file (or memory) is the config."""
+        self.seed_config = False
+        self.origin = ""
+        self.document_version: int | None = None
+        """The version of the cluster's config this node serves (None: none yet)."""
+        self.document_error: str | None = None
+        """Why this node could not build the cluster's config (it keeps its generation)."""
+        self._document_checked = 0.0
+        self._written: int | None = None  # the version a document write made, uncommitted
+        self._failed_document: int | None = None
         self.last_error: PublishFailure | None = None
         self._lock = trio.Lock()
         self._wake = trio.Event()
@@ -224,14 +202,32 @@ class Publisher:
     def generation(self) -> ModelRuntimeGeneration:
         return self.supervisor.generation
 
-    def _read_snapshot_sync(self) -> ConfigSnapshot:
+    def _read_file_sync(self) -> ConfigSnapshot:
         if self.config_path is None:
             return snapshot_from_text(self._memory_raw)
         return read_config_snapshot(self.config_path)
 
+    def _read_snapshot_sync(self) -> ConfigSnapshot:
+        """The config: the cluster's document when there is one, else the file. Blocking."""
+        if self.document is not None:
+            stored = self.document.read_sync()
+            if stored is not None:
+                return snapshot_from_text(stored.record.text, path=self.config_path)
+        return self._read_file_sync()
+
     async def read_snapshot(self) -> ConfigSnapshot:
-        """The config file as it is now (`config.get`). A checkpoint (reads in a thread)."""
+        """The config as it is now (`config.get`): the file, or in a cluster on PostgreSQL
+        the cluster's document. A checkpoint (reads in a thread). Raises `StoreError` when
+        the document cannot be read."""
         return await self._offload(self._read_snapshot_sync)
+
+    def use_document(self, document: ConfigDocument, *, origin: str, seed: bool) -> None:
+        """Make the cluster's config document this node's config (before `run`): `prime`
+        adopts it, or seeds it from the file when it has none or `seed` is set (the file
+        watch then publishes the file even when it is older than the document); config
+        writes are compare-and-sets on it; the watched file is published to it. `origin`:
+        this node's id, recorded with each write."""
+        self.document, self.origin, self.seed_config = document, origin, seed
 
     def watched_paths(self) -> list[Path]:
         paths = [] if self.config_path is None else [self.config_path]
@@ -274,6 +270,8 @@ class Publisher:
             return generation
 
     async def _reload_locked(self, reason: str) -> ModelRuntimeGeneration | None:
+        if self.document is not None and reason in ("startup", "file"):
+            return await self._file_and_document_locked(reason)
         seen: list[Config] = []
 
         def read() -> Config:
@@ -437,12 +435,11 @@ class Publisher:
         as `__OPENCLAW_REDACTED__` keep their current secret. Raises `PublishConflict`,
         `ConfigError` or `GenerationError`; on any of them nothing is written."""
         value = await self._offload(lambda: _decode_object(raw, "the config must be a JSON object"))
-        async with self._lock:
-            snapshot = await self._offload(self._read_snapshot_sync)
+        async with self._lock, self._base() as (snapshot, held):
             self._check_base_hash(snapshot, base_hash)
             restored = restore_redacted(value, snapshot.parsed)
             text = raw if restored == value else config_text(restored)
-            return await self._write_locked(text, reason)
+            return await self._write_locked(text, reason, held)
 
     async def write_patch(
         self,
@@ -456,17 +453,47 @@ class Publisher:
         patch = await self._offload(
             lambda: _decode_object(raw, "config.patch raw must be an object")
         )
-        async with self._lock:
-            snapshot = await self._offload(self._read_snapshot_sync)
+        async with self._lock, self._base() as (snapshot, held):
             self._check_base_hash(snapshot, base_hash)
             if not snapshot.valid:
                 raise ConfigError("invalid config; fix before patching")
             base = snapshot.parsed if isinstance(snapshot.parsed, dict) else {}
             merged = apply_merge_patch(base, patch, replace_paths=replace_paths)
             merged = restore_redacted(merged, base)
-            return await self._write_locked(config_text(merged), reason)
+            return await self._write_locked(config_text(merged), reason, held)
 
-    async def _write_locked(self, text: str, reason: str) -> PublishResult:
+    @asynccontextmanager
+    async def _base(self) -> AsyncIterator[tuple[ConfigSnapshot, Held | None]]:
+        """What a write starts from: the file; or the cluster's document, its row lock held
+        for the whole write (a compare-and-set: the base hash is checked against it)."""
+        if self.document is None:
+            yield await self._offload(self._read_file_sync), None
+            return
+        self._written = None
+        try:
+            async with self.document.locked() as held:
+                stored = held.stored
+                if stored is None:
+                    snapshot = await self._offload(self._read_file_sync)
+                else:
+                    snapshot = snapshot_from_text(stored.record.text, path=self.config_path)
+                yield snapshot, held
+        except StoreError:
+            self.document_version = None  # the next check adopts what the document holds
+            raise
+        self._document_committed()
+
+    def _document_committed(self) -> None:
+        """After a write of the document was committed: this node serves its version, and
+        the others are told (`on_document`)."""
+        version, self._written = self._written, None
+        if version is None:
+            return
+        self.document_version, self.document_error = version, None
+        for callback in list(self.on_document):
+            callback(version)
+
+    async def _write_locked(self, text: str, reason: str, held: Held | None) -> PublishResult:
         new_snapshot = snapshot_from_text(text, path=self.config_path)
         try:
             config = new_snapshot.require()
@@ -474,11 +501,24 @@ class Publisher:
             self._report_failure(reason, exc, None)
             raise
         generation, changed = await self._build_and_publish(
-            lambda: config, reason, commit=lambda: self._commit_text(text)
+            lambda: config, reason, commit=self._committer(text, reason, held)
         )
         if changed:
             await self._close_retired_locked()
         return PublishResult(generation, changed, new_snapshot)
+
+    def _committer(self, text: str, reason: str, held: Held | None) -> Callable[[], None]:
+        """What a good build commits: the file (or memory), or the cluster's document."""
+        if held is None:
+            return lambda: self._commit_text(text)
+
+        def commit() -> None:
+            from .store import ConfigRecord  # psycopg's module: only with a document
+
+            record = ConfigRecord(text, int(time.time() * 1000), self.origin, reason)
+            self._written = held.write_sync(record)
+
+        return commit
 
     def _commit_text(self, text: str) -> None:
         """Write the config (file or memory). Runs in the build thread, after a good build.
@@ -496,6 +536,133 @@ class Publisher:
                     previous=str(backup_path(self.config_path)),
                 )
             write_config_text(self.config_path, text)
+
+    # --- the cluster's config document ------------------------------------------------
+
+    async def adopt_document(self, *, reason: str = "cluster") -> ModelRuntimeGeneration:
+        """Build and serve what the cluster's config document holds now (another node wrote
+        it). Returns the serving generation. Raises `GenerationError` (reported, kept in
+        `document_error`; the serving generation stays) or `StoreError`. A checkpoint."""
+        assert self.document is not None, "adopt_document without use_document"
+        async with self._lock:
+            stored = await self.document.read()
+            if stored is None:
+                return self.generation
+            generation = await self._adopt_locked(stored, reason)
+            await self._close_retired_locked()
+            return generation
+
+    async def _adopt_locked(self, stored: StoredConfig, reason: str) -> ModelRuntimeGeneration:
+        text = stored.record.text
+        try:
+            generation, _ = await self._build_and_publish(
+                lambda: snapshot_from_text(text, path=self.config_path).require(), reason
+            )
+        except GenerationError as exc:
+            self.document_error = f"the cluster's config (version {stored.version}): {exc}"
+            self._failed_document = stored.version
+            raise
+        self.document_version, self.document_error = stored.version, None
+        return generation
+
+    async def _file_and_document_locked(self, reason: str) -> ModelRuntimeGeneration | None:
+        """`startup`: adopt the cluster's config, or seed it from the file (the document has
+        none yet, or `seed_config`). `file`: the watched file changed: publish it to the
+        document, unless it is older than the document (without `seed_config`). A bad file
+        or a failed build is reported, never raised; `StoreError` is raised at startup
+        (the node cannot know the cluster's config) and logged otherwise."""
+        assert self.document is not None
+        self._written, adopt, result = None, None, None
+        try:
+            async with self.document.locked() as held:
+                stored = held.stored
+                if reason == "startup" and stored is not None and not self.seed_config:
+                    adopt = stored  # adopted once the lock is released
+                else:
+                    result = await self._file_to_document_locked(reason, held)
+        except StoreError as exc:
+            self._written = None
+            if reason == "startup":
+                raise
+            log.warning("the config file was not published to the cluster: %s", exc)
+            return None
+        self._document_committed()
+        if adopt is None:
+            return result
+        try:
+            return await self._adopt_locked(adopt, "startup")
+        except GenerationError:
+            return None
+
+    async def _file_to_document_locked(
+        self, reason: str, held: Held
+    ) -> ModelRuntimeGeneration | None:
+        snapshot, mtime_ms = await self._offload(self._read_file_stamped)
+        stored = held.stored
+        if reason == "file" and snapshot.raw is None:
+            log.warning("the config file was removed: the cluster's config is unchanged")
+            return None
+        if (
+            reason == "file"
+            and stored is not None
+            and not self.seed_config
+            and mtime_ms is not None
+            and mtime_ms < stored.record.writtenAtMs
+        ):
+            written = time.strftime(
+                "%Y-%m-%dT%H:%M:%SZ", time.gmtime(stored.record.writtenAtMs / 1000)
+            )
+            refusal = ConfigError(
+                f"{self.config_path} is older than the cluster's config (version "
+                f"{stored.version}, written {written} by {stored.record.origin}): not "
+                "published; save the file again, or start this node with --seed-config"
+            )
+            self._report_failure(reason, refusal, None)
+            return None
+        text = snapshot.raw if snapshot.raw is not None else config_text({})
+        why = "seed" if reason == "startup" else reason
+        try:
+            generation, changed = await self._build_and_publish(
+                snapshot.require, why, commit=self._committer(text, why, held)
+            )
+        except GenerationError:
+            return None
+        return generation if changed else None
+
+    def _read_file_stamped(self) -> tuple[ConfigSnapshot, int | None]:
+        """The file and its modification time (epoch ms; None without a file). Blocking."""
+        snapshot = self._read_file_sync()
+        if self.config_path is None:
+            return snapshot, None
+        try:
+            return snapshot, os.stat(self.config_path).st_mtime_ns // 1_000_000
+        except OSError:
+            return snapshot, None
+
+    async def _check_document(self) -> None:
+        """Adopt the document when its version is not the one served (an announcement was
+        missed); a version whose build failed is not tried again here."""
+        assert self.document is not None
+        self._document_checked = trio.current_time()
+        try:
+            version = await self.document.current()
+            if version in (None, self.document_version, self._failed_document):
+                return
+            await self.adopt_document(reason="cluster")
+        except StoreError as exc:
+            log.warning("the cluster's config document was not read: %s", exc)
+        except GenerationError:
+            pass  # reported, and kept in document_error
+
+    def document_view(self) -> dict[str, Any] | None:
+        """`status`: the cluster's config this node serves (None without a document)."""
+        if self.document is None:
+            return None
+        return {
+            "version": self.document_version,
+            "error": self.document_error,
+            "seed": self.seed_config,
+        }
 
     def _remember_files(self) -> None:
         for path in self.watched_paths():
@@ -560,6 +727,11 @@ class Publisher:
         ):
             async with self._lock:
                 await self._reload_locked("plugins")
+        if (
+            self.document is not None
+            and trio.current_time() - self._document_checked >= DOCUMENT_CHECK_S
+        ):
+            await self._check_document()
         await self.sweep()
 
     async def sweep(self) -> None:
@@ -612,4 +784,5 @@ class Publisher:
             "configPath": str(self.config_path) if self.config_path else None,
             "watching": list(s.watching),
             "watchingFiles": self.watch_files,
+            "document": self.document_view(),
         }

@@ -68,7 +68,10 @@ FLOORS: Final[dict[str, frozenset[str]]] = {
     "actors._admission": frozenset(
         {"actors._errors", "actors.store", "actors.runs", "actors.session", "actors._supervisor"}
     ),
-    "actors._publisher": frozenset({"actors._errors", "actors._supervisor"}),
+    "actors._publish_records": frozenset({"actors._errors"}),
+    "actors._publisher": frozenset(
+        {"actors._errors", "actors.store", "actors._supervisor", "actors._publish_records"}
+    ),
     "actors._recovery": frozenset(
         {
             "actors._errors",
