@@ -218,9 +218,20 @@ class AuthConfig(_Strict, frozen=True):
     order: dict[str, list[str]] = {}
 
 
+class AgentIdentityConfig(_Strict, frozen=True):
+    """How an agent presents itself (OpenClaw's `identity`; `agents.create`/`update` set it
+    and mirror it into the workspace's `IDENTITY.md`)."""
+
+    name: str | None = None
+    theme: str | None = None
+    emoji: str | None = None
+    avatar: str | None = None
+
+
 class AgentEntry(_Strict, frozen=True):
     id: Annotated[str, msgspec.Meta(min_length=1)]
     name: str | None = None
+    identity: AgentIdentityConfig | None = None
     default: bool = False
     workspace: str | None = None
     model: str | AgentModelConfig | None = None

@@ -63,7 +63,15 @@ from ._scopes import operator_scope_satisfied as operator_scope_satisfied
 from ._scopes import role_scopes_allow as role_scopes_allow
 from ._wire import METHOD_SCOPES as METHOD_SCOPES
 from ._wire import AgentIdentityParams as AgentIdentityParams
+from ._wire import AgentsCreateParams as AgentsCreateParams
+from ._wire import AgentsDeleteParams as AgentsDeleteParams
+from ._wire import AgentsFilesGetParams as AgentsFilesGetParams
+from ._wire import AgentsFilesListParams as AgentsFilesListParams
+from ._wire import AgentsFilesSetParams as AgentsFilesSetParams
 from ._wire import AgentsListParams as AgentsListParams
+from ._wire import AgentsUpdateParams as AgentsUpdateParams
+from ._wire import AgentsWorkspaceGetParams as AgentsWorkspaceGetParams
+from ._wire import AgentsWorkspaceListParams as AgentsWorkspaceListParams
 from ._wire import AgentWaitParams as AgentWaitParams
 from ._wire import ChannelsStatusParams as ChannelsStatusParams
 from ._wire import ChatAbortParams as ChatAbortParams
@@ -140,7 +148,15 @@ __all__ = [
     "AgentIdentityParams",
     "AgentParams",
     "AgentWaitParams",
+    "AgentsCreateParams",
+    "AgentsDeleteParams",
+    "AgentsFilesGetParams",
+    "AgentsFilesListParams",
+    "AgentsFilesSetParams",
     "AgentsListParams",
+    "AgentsUpdateParams",
+    "AgentsWorkspaceGetParams",
+    "AgentsWorkspaceListParams",
     "CancelFrame",
     "ChannelsStatusParams",
     "ChatAbortParams",

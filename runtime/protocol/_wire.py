@@ -31,7 +31,15 @@ __all__ = [
     "AgentParamsInternalEvents",
     "AgentParamsInternalEventsAttachments",
     "AgentWaitParams",
+    "AgentsCreateParams",
+    "AgentsDeleteParams",
+    "AgentsFilesGetParams",
+    "AgentsFilesListParams",
+    "AgentsFilesSetParams",
     "AgentsListParams",
+    "AgentsUpdateParams",
+    "AgentsWorkspaceGetParams",
+    "AgentsWorkspaceListParams",
     "ChannelsStatusParams",
     "ChatAbortParams",
     "ChatAbortedEvent",
@@ -1532,6 +1540,73 @@ class AgentIdentityParams(msgspec.Struct, frozen=True, forbid_unknown_fields=Tru
     sessionKey: str | msgspec.UnsetType = msgspec.UNSET
 
 
+class AgentsCreateParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+    """`AgentsCreateParams` (`#/definitions/AgentsCreateParams`)."""
+
+    name: Annotated[str, msgspec.Meta(min_length=1)]
+    workspace: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
+    model: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
+    emoji: str | msgspec.UnsetType = msgspec.UNSET
+    avatar: str | msgspec.UnsetType = msgspec.UNSET
+
+
+class AgentsUpdateParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+    """`AgentsUpdateParams` (`#/definitions/AgentsUpdateParams`)."""
+
+    agentId: Annotated[str, msgspec.Meta(min_length=1)]
+    name: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
+    workspace: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
+    model: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType | None = msgspec.UNSET
+    agentRuntime: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
+    emoji: str | msgspec.UnsetType = msgspec.UNSET
+    avatar: str | msgspec.UnsetType = msgspec.UNSET
+
+
+class AgentsDeleteParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+    """`AgentsDeleteParams` (`#/definitions/AgentsDeleteParams`)."""
+
+    agentId: Annotated[str, msgspec.Meta(min_length=1)]
+    deleteFiles: bool | msgspec.UnsetType = msgspec.UNSET
+
+
+class AgentsFilesListParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+    """`AgentsFilesListParams` (`#/definitions/AgentsFilesListParams`)."""
+
+    agentId: Annotated[str, msgspec.Meta(min_length=1)]
+
+
+class AgentsFilesGetParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+    """`AgentsFilesGetParams` (`#/definitions/AgentsFilesGetParams`)."""
+
+    agentId: Annotated[str, msgspec.Meta(min_length=1)]
+    name: Annotated[str, msgspec.Meta(min_length=1)]
+
+
+class AgentsFilesSetParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+    """`AgentsFilesSetParams` (`#/definitions/AgentsFilesSetParams`)."""
+
+    agentId: Annotated[str, msgspec.Meta(min_length=1)]
+    name: Annotated[str, msgspec.Meta(min_length=1)]
+    content: str
+    expectedHash: Annotated[str, msgspec.Meta(min_length=64, max_length=64, pattern="^[a-fA-F0-9]{64}\\Z")] | msgspec.UnsetType = msgspec.UNSET
+
+
+class AgentsWorkspaceListParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+    """`AgentsWorkspaceListParams` (`#/definitions/AgentsWorkspaceListParams`)."""
+
+    agentId: Annotated[str, msgspec.Meta(min_length=1)]
+    path: str | msgspec.UnsetType = msgspec.UNSET
+    offset: Annotated[int, msgspec.Meta(ge=0)] | msgspec.UnsetType = msgspec.UNSET
+    limit: Annotated[int, msgspec.Meta(ge=1)] | msgspec.UnsetType = msgspec.UNSET
+
+
+class AgentsWorkspaceGetParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+    """`AgentsWorkspaceGetParams` (`#/definitions/AgentsWorkspaceGetParams`)."""
+
+    agentId: Annotated[str, msgspec.Meta(min_length=1)]
+    path: Annotated[str, msgspec.Meta(min_length=1)]
+
+
 class SessionsCreateParamsToolOverrides(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`SessionsCreateParams.toolOverrides`."""
 
@@ -2620,6 +2695,14 @@ PARAMS_TYPES: Final[dict[str, type[msgspec.Struct]]] = {
     "config.apply": ConfigApplyParams,
     "config.patch": ConfigPatchParams,
     "agents.list": AgentsListParams,
+    "agents.create": AgentsCreateParams,
+    "agents.update": AgentsUpdateParams,
+    "agents.delete": AgentsDeleteParams,
+    "agents.files.list": AgentsFilesListParams,
+    "agents.files.get": AgentsFilesGetParams,
+    "agents.files.set": AgentsFilesSetParams,
+    "agents.workspace.list": AgentsWorkspaceListParams,
+    "agents.workspace.get": AgentsWorkspaceGetParams,
     "sessions.create": SessionsCreateParams,
     "sessions.describe": SessionsDescribeParams,
     "commands.list": CommandsListParams,

@@ -86,14 +86,19 @@ async def agent_identity(call: Call, params: AgentIdentityParams) -> dict[str, A
     gen = call.gateway.supervisor.generation
     spec = agent_spec(call, opt(params.agentId), opt(params.sessionKey))
     entry = next((a for a in gen.config.agents.entries if a.id == spec.id), None)
-    name = entry.name if entry is not None and entry.name else "Assistant"
+    identity = entry.identity if entry is not None else None
+    configured = (identity.name if identity else None) or (entry.name if entry else None)
+    name = configured or "Assistant"
     await trio.lowlevel.checkpoint()
-    return {
+    view = {
         "agentId": spec.id,
         "name": name,
-        "nameSource": "config" if entry is not None and entry.name else "default",
-        "avatar": name[:1].upper(),
+        "nameSource": "config" if configured else "default",
+        "avatar": (identity.avatar if identity else None) or name[:1].upper(),
     }
+    if identity is not None and identity.emoji:
+        view["emoji"] = identity.emoji
+    return view
 
 
 async def sessions_create(call: Call, params: SessionsCreateParams) -> dict[str, Any]:

@@ -35,6 +35,8 @@ from runtime.protocol import (
 from runtime.protocol import decode_params as decode_params
 
 from . import (
+    _agent_files,
+    _agents,
     _approvals,
     _clients,
     _config,
@@ -90,6 +92,8 @@ class Methods:
         _controlui.register(self)  # what OpenClaw's Control UI calls
         _cron.register(self)  # cron.*
         _approvals.register(self)  # plugin.approval.*
+        _agents.register(self)  # agents.create/update/delete
+        _agent_files.register(self)  # agents.files.* and agents.workspace.*
 
     def add(
         self, name: str, handler: Handler, params: type[Any] | None, *, scope: str | None = None
