@@ -32,6 +32,7 @@ _RUNTIME_BELOW_AGENT: Final = frozenset(
         "runtime.tools",
         "runtime.loop",
         "runtime.model",
+        "runtime.memory",
     }
 )
 
@@ -52,6 +53,7 @@ FLOORS: Final[dict[str, frozenset[str]]] = {
     "runtime.devices": frozenset(),
     "runtime.users": frozenset({"runtime.devices"}),
     "runtime.cron": frozenset(),
+    "runtime.memory": frozenset({"runtime.tools"}),
     # actors: state owners
     "actors._errors": frozenset(),
     "actors._metrics": frozenset(),

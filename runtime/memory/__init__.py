@@ -1,0 +1,60 @@
+"""Memory: the agent remembers across sessions as OpenClaw's does, in plain Markdown files of
+its workspace, searched through a per-agent index.
+
+- Files (`_files`): `MEMORY.md` (long-term), `USER.md` (the user model), `memory/**/*.md`
+  (daily notes `memory/YYYY-MM-DD.md` and `-slug` variants, and undated notes).
+  `startup_prelude` is what a bare `/new` or `/reset` loads: today's and yesterday's notes
+  within OpenClaw's budgets (`StartupLimits`). `MEMORY.md` and `USER.md` reach the system
+  prompt as bootstrap files (`runtime.agent`).
+- The index (`_index`, `_chunks`): one SQLite file per agent (`MemoryIndex`) with an FTS5
+  table of the files' chunks (about 400 tokens, 80 of overlap, whole lines), kept current
+  incrementally (a search first re-chunks only files whose size or time changed, whoever
+  changed them), bounded in indexed bytes, rebuilt from the files when it is corrupt.
+  It stays per-agent SQLite on every storage backend (PostgreSQL included): it is a cache of
+  files on the gateway host's disk, rebuilt from them at will, so it lives beside them.
+- Search (`_search`): `MemoryService` (the agents' indexes; `search`, `status`) and `rank`
+  (OpenClaw's ranking: bm25 keywords, filename hits first, a 30-day recency half-life for dated
+  notes, `minScore` with keyword matches kept).
+- Tools (`_tools`): `memory_search` and `memory_get` (`memory_tools`), with OpenClaw's names,
+  parameters and result shapes; `memory_get` is confined to the memory files.
+- Settings (`_settings`): `MemorySettings`, the config's `memory.search.*` as a search uses it.
+
+Nothing here raises its own errors: a corrupt index is rebuilt, an unreadable file is left
+out, and the tools report bad input as error results (`runtime.tools.invoke_tool`).
+"""
+
+from ._files import StartupLimits as StartupLimits
+from ._files import dated_day as dated_day
+from ._files import is_memory_path as is_memory_path
+from ._files import list_memory_files as list_memory_files
+from ._files import startup_prelude as startup_prelude
+from ._index import IndexStatus as IndexStatus
+from ._index import MemoryIndex as MemoryIndex
+from ._search import MemoryService as MemoryService
+from ._search import SearchHit as SearchHit
+from ._search import SearchOutcome as SearchOutcome
+from ._search import rank as rank
+from ._settings import EmbeddingSettings as EmbeddingSettings
+from ._settings import MemorySettings as MemorySettings
+from ._tools import MemoryGetTool as MemoryGetTool
+from ._tools import MemorySearchTool as MemorySearchTool
+from ._tools import memory_tools as memory_tools
+
+__all__ = [
+    "EmbeddingSettings",
+    "IndexStatus",
+    "MemoryGetTool",
+    "MemoryIndex",
+    "MemorySearchTool",
+    "MemoryService",
+    "MemorySettings",
+    "SearchHit",
+    "SearchOutcome",
+    "StartupLimits",
+    "dated_day",
+    "is_memory_path",
+    "list_memory_files",
+    "memory_tools",
+    "rank",
+    "startup_prelude",
+]

@@ -1,0 +1,389 @@
+"""One agent's memory index: a SQLite file with an FTS5 table of its memory files' chunks.
+
+`MemoryIndex.sync` brings the index up to date with the workspace incrementally: it stats every
+memory file and re-chunks only the files whose size or modification time changed (written by
+the agent's `write`, `edit`, `apply_patch` or by anyone on disk), and drops the chunks of files
+that are gone. `search` syncs first, so a search always sees the files as they are. The text
+indexed is bounded by `max_bytes`: `MEMORY.md` and `USER.md` first, then dated notes newest
+first, then the rest; files past the budget are left out (and counted in `status`).
+
+A corrupt index (not a database, a malformed image, a schema it does not know) is deleted and
+rebuilt from the files, which are the truth; `status().rebuilt` says why it last was.
+
+Everything here blocks (SQLite, file I/O): callers run it in a worker thread. One lock per
+index serializes its users.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import os
+import re
+import sqlite3
+import threading
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Final
+
+import attrs
+
+from ._chunks import chunk_markdown
+from ._files import dated_day, list_memory_files
+
+__all__ = ["DEFAULT_MAX_INDEX_BYTES", "IndexStatus", "KeywordHit", "MemoryIndex"]
+
+DEFAULT_MAX_INDEX_BYTES: Final = 64 * 1024 * 1024
+SNIPPET_MAX_CHARS: Final = 700
+_SCHEMA_VERSION: Final = "1"
+_TOKEN: Final = re.compile(r"\w+", re.UNICODE)
+_SCHEMA: Final = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS files (
+    path TEXT PRIMARY KEY, mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL,
+    day TEXT, indexed INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS chunks (
+    id INTEGER PRIMARY KEY, path TEXT NOT NULL, start_line INTEGER NOT NULL,
+    end_line INTEGER NOT NULL, text TEXT NOT NULL, embedding BLOB, model TEXT
+);
+CREATE INDEX IF NOT EXISTS chunks_path ON chunks(path);
+CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(text, tokenize = 'unicode61');
+"""
+
+
+def tokens(text: str) -> list[str]:
+    """The lower-case word tokens of `text` (as the FTS5 `unicode61` tokenizer sees them)."""
+    return [t.lower() for t in _TOKEN.findall(text)]
+
+
+@attrs.frozen
+class KeywordHit:
+    """A chunk that matched: its place, its text and how well its body and path matched."""
+
+    id: int
+    path: str
+    start_line: int
+    end_line: int
+    text: str
+    text_score: float
+    """bm25 as OpenClaw maps it to (0, 1): relevance / (1 + relevance)."""
+    path_score: float = 0.0
+    """Half the share of the query's words found in the file's path (`memory` and `md`
+    aside)."""
+    exact_path: int = 0
+    """3: the query is the full path; 2: the file name; 1: its stem; 0: none."""
+    day: dt.date | None = None
+
+
+@attrs.frozen
+class IndexStatus:
+    files: int
+    chunks: int
+    indexed_bytes: int
+    max_bytes: int
+    db_bytes: int
+    skipped_files: int
+    db_path: str
+    rebuilt: str | None
+
+
+@attrs.define
+class _Sync:
+    added: int = 0
+    removed: int = 0
+    skipped: int = 0
+
+
+class MemoryIndex:
+    """The index of one agent's memory files (see the module docstring). No I/O until used."""
+
+    def __init__(
+        self, db_path: Path, workspace: Path, *, max_bytes: int = DEFAULT_MAX_INDEX_BYTES
+    ) -> None:
+        self.db_path = db_path
+        self.workspace = workspace
+        self.max_bytes = max_bytes
+        self.lock = threading.Lock()
+        self._db: sqlite3.Connection | None = None
+        self._skipped = 0
+        self._rebuilt: str | None = None
+
+    # --- the database ---------------------------------------------------------------------
+
+    def _connect(self) -> sqlite3.Connection:
+        if self._db is not None:
+            return self._db
+        self.db_path.parent.mkdir(parents=True, exist_ok=True)
+        db = sqlite3.connect(self.db_path, check_same_thread=False, isolation_level=None)
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.executescript(_SCHEMA)
+            row = db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+            if row is None:
+                db.execute("INSERT INTO meta VALUES ('schema', ?)", (_SCHEMA_VERSION,))
+            elif row[0] != _SCHEMA_VERSION:
+                raise sqlite3.DatabaseError(f"unknown index schema {row[0]!r}")
+            db.execute("PRAGMA quick_check").fetchone()
+        except BaseException:
+            db.close()
+            raise
+        self._db = db
+        return db
+
+    def close(self) -> None:
+        """Close the database (it opens again when next used)."""
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+    def _rebuild(self, why: str) -> None:
+        """Delete the index file and start again from the files."""
+        self.close()
+        for suffix in ("", "-wal", "-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(f"{self.db_path}{suffix}")
+        self._rebuilt = why
+
+    # --- keeping it current ---------------------------------------------------------------
+
+    def sync(self) -> int:
+        """Bring the index up to date with the files; the number of files (re)indexed or
+        dropped. A corrupt index is rebuilt. Blocking."""
+        with self.lock:
+            try:
+                return self._sync()
+            except sqlite3.DatabaseError as exc:
+                self._rebuild(f"index rebuilt after a database error: {exc}")
+                return self._sync()
+
+    def _sync(self) -> int:
+        db = self._connect()
+        on_disk = dict(list_memory_files(self.workspace))
+        known = {
+            row[0]: (row[1], row[2], row[3])
+            for row in db.execute("SELECT path, mtime_ns, size, indexed FROM files")
+        }
+        report = _Sync()
+        budget = self.max_bytes
+        db.execute("BEGIN")
+        try:
+            for rel in known.keys() - on_disk.keys():
+                self._drop(db, rel)
+                report.removed += 1
+            for rel in _by_priority(on_disk):
+                st = on_disk[rel]
+                fits = st.st_size <= budget
+                budget -= st.st_size if fits else 0
+                seen = known.get(rel)
+                unchanged = seen is not None and seen[:2] == (st.st_mtime_ns, st.st_size)
+                if unchanged and seen is not None and bool(seen[2]) == fits:
+                    report.skipped += 0 if fits else 1
+                    continue
+                self._drop(db, rel)
+                if fits:
+                    self._add(db, rel, st)
+                    report.added += 1
+                else:
+                    report.skipped += 1
+                    db.execute(
+                        "INSERT INTO files VALUES (?, ?, ?, ?, 0)",
+                        (rel, st.st_mtime_ns, st.st_size, _day_text(rel)),
+                    )
+            db.execute("COMMIT")
+        except BaseException:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise
+        self._skipped = report.skipped
+        return report.added + report.removed
+
+    @staticmethod
+    def _drop(db: sqlite3.Connection, rel: str) -> None:
+        ids = [row[0] for row in db.execute("SELECT id FROM chunks WHERE path = ?", (rel,))]
+        db.executemany("DELETE FROM chunks_fts WHERE rowid = ?", ((i,) for i in ids))
+        db.execute("DELETE FROM chunks WHERE path = ?", (rel,))
+        db.execute("DELETE FROM files WHERE path = ?", (rel,))
+
+    def _add(self, db: sqlite3.Connection, rel: str, st: os.stat_result) -> None:
+        try:
+            text = (self.workspace / rel).read_bytes().decode("utf-8", errors="replace")
+        except OSError:
+            return
+        db.execute(
+            "INSERT INTO files VALUES (?, ?, ?, ?, 1)",
+            (rel, st.st_mtime_ns, st.st_size, _day_text(rel)),
+        )
+        for chunk in chunk_markdown(text):
+            cur = db.execute(
+                "INSERT INTO chunks (path, start_line, end_line, text) VALUES (?, ?, ?, ?)",
+                (rel, chunk.start_line, chunk.end_line, chunk.text),
+            )
+            db.execute(
+                "INSERT INTO chunks_fts (rowid, text) VALUES (?, ?)", (cur.lastrowid, chunk.text)
+            )
+
+    # --- searching ------------------------------------------------------------------------
+
+    def keyword_search(self, query: str, *, limit: int, sync: bool = True) -> list[KeywordHit]:
+        """The chunks matching `query`'s words (bm25 over the bodies), and the first chunk of
+        each file whose path matches (filename hits), best first; syncs first. Blocking."""
+        if sync:
+            self.sync()
+        with self.lock:
+            try:
+                return self._keyword(query, limit)
+            except sqlite3.DatabaseError as exc:
+                if isinstance(exc, sqlite3.OperationalError) and "fts5" in str(exc):
+                    return []
+                self._rebuild(f"index rebuilt after a database error: {exc}")
+                self._sync()
+                return self._keyword(query, limit)
+
+    def _keyword(self, query: str, limit: int) -> list[KeywordHit]:
+        db = self._connect()
+        words = list(dict.fromkeys(tokens(query)))
+        if not words:
+            return []
+        match = " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
+        rows = db.execute(
+            "SELECT c.id, c.path, c.start_line, c.end_line, c.text, bm25(chunks_fts) AS rank"
+            " FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid"
+            " WHERE chunks_fts MATCH ? ORDER BY rank LIMIT ?",
+            (match, limit),
+        ).fetchall()
+        hits = {
+            row[0]: KeywordHit(row[0], row[1], row[2], row[3], row[4], _bm25_score(row[5]))
+            for row in rows
+        }
+        path_hits = _path_matches(query, words, db)
+        out: list[KeywordHit] = []
+        for hit in hits.values():
+            ps, exact = path_hits.get(hit.path, (0.0, 0))
+            out.append(attrs.evolve(hit, path_score=ps, exact_path=exact, day=dated_day(hit.path)))
+        covered = {h.path for h in out}
+        for rel, (ps, exact) in path_hits.items():
+            if rel in covered:
+                continue
+            row = db.execute(
+                "SELECT id, start_line, end_line, text FROM chunks WHERE path = ?"
+                " ORDER BY start_line LIMIT 1",
+                (rel,),
+            ).fetchone()
+            if row is not None:
+                out.append(
+                    KeywordHit(row[0], rel, row[1], row[2], row[3], 0.0, ps, exact, dated_day(rel))
+                )
+        return out
+
+    def chunks_for_embedding(self, model: str, limit: int) -> list[tuple[int, str]]:
+        """Chunks without an embedding from `model`: (id, text). Blocking."""
+        with self.lock:
+            db = self._connect()
+            return db.execute(
+                "SELECT id, text FROM chunks WHERE embedding IS NULL OR model IS NOT ?"
+                " ORDER BY id LIMIT ?",
+                (model, limit),
+            ).fetchall()
+
+    def store_embeddings(self, model: str, rows: Iterable[tuple[int, bytes]]) -> None:
+        """Keep the embeddings of chunks (id, float32 bytes). Blocking."""
+        with self.lock:
+            db = self._connect()
+            db.executemany(
+                "UPDATE chunks SET embedding = ?, model = ? WHERE id = ?",
+                ((blob, model, i) for i, blob in rows),
+            )
+
+    def embedded_chunks(self, model: str) -> list[tuple[int, str, int, int, str, bytes]]:
+        """Every chunk embedded by `model`: (id, path, start, end, text, embedding). Blocking."""
+        with self.lock:
+            db = self._connect()
+            return db.execute(
+                "SELECT id, path, start_line, end_line, text, embedding FROM chunks"
+                " WHERE model = ? AND embedding IS NOT NULL",
+                (model,),
+            ).fetchall()
+
+    def status(self) -> IndexStatus:
+        """What the index holds now (without syncing). Blocking."""
+        with self.lock:
+            try:
+                db = self._connect()
+                files, indexed_bytes = db.execute(
+                    "SELECT count(*), coalesce(sum(size), 0) FROM files WHERE indexed = 1"
+                ).fetchone()
+                (chunks,) = db.execute("SELECT count(*) FROM chunks").fetchone()
+            except sqlite3.DatabaseError:
+                files = chunks = indexed_bytes = 0
+            db_bytes = sum(
+                _size(Path(f"{self.db_path}{suffix}")) for suffix in ("", "-wal", "-shm")
+            )
+            return IndexStatus(
+                files=files,
+                chunks=chunks,
+                indexed_bytes=indexed_bytes,
+                max_bytes=self.max_bytes,
+                db_bytes=db_bytes,
+                skipped_files=self._skipped,
+                db_path=str(self.db_path),
+                rebuilt=self._rebuilt,
+            )
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _day_text(rel: str) -> str | None:
+    day = dated_day(rel)
+    return day.isoformat() if day else None
+
+
+def _by_priority(files: dict[str, os.stat_result]) -> list[str]:
+    """`MEMORY.md` / `USER.md` first, then dated notes newest first, then the rest by path."""
+
+    def key(rel: str) -> tuple[int, str, str]:
+        if "/" not in rel:
+            return (0, "", rel)
+        day = dated_day(rel)
+        if day is not None:
+            return (1, f"{9999 - day.year:04d}{99 - day.month:02d}{99 - day.day:02d}", rel)
+        return (2, "", rel)
+
+    return sorted(files, key=key)
+
+
+def _bm25_score(rank: float) -> float:
+    """OpenClaw's mapping of an FTS5 bm25 rank (negative: better) into (0, 1)."""
+    if rank != rank or rank in (float("inf"), float("-inf")):
+        return 0.001
+    if rank < 0:
+        relevance = -rank
+        return relevance / (1 + relevance)
+    return 1 / (1 + rank)
+
+
+_PATH_NOISE: Final = frozenset({"memory", "md"})
+
+
+def _path_matches(
+    query: str, words: Sequence[str], db: sqlite3.Connection
+) -> dict[str, tuple[float, int]]:
+    """Files whose path matches the query: (share of the query's words in the path, exact
+    specificity: 3 full path, 2 file name, 1 stem)."""
+    wanted = query.strip().lower().removeprefix("./")
+    out: dict[str, tuple[float, int]] = {}
+    for (rel,) in db.execute("SELECT path FROM files WHERE indexed = 1"):
+        low = rel.lower()
+        name = low.rsplit("/", 1)[-1]
+        exact = 3 if wanted == low else 2 if wanted == name else 1 if wanted == name[:-3] else 0
+        path_words = set(tokens(low)) - _PATH_NOISE
+        share = sum(1 for w in words if w in path_words) / len(words) / 2
+        if exact or share:
+            out[rel] = (share, exact)
+    return out
