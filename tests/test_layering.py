@@ -46,7 +46,14 @@ FLOORS: Final[dict[str, frozenset[str]]] = {
     "runtime.tools": frozenset({"runtime.llm"}),
     "runtime.loop": frozenset({"runtime.llm", "runtime.hooks", "runtime.tools"}),
     "runtime.model": frozenset(
-        {"runtime.logs", "runtime.llm", "runtime.sessions", "runtime.hooks", "runtime.loop"}
+        {
+            "runtime.logs",
+            "runtime.llm",
+            "runtime.sessions",
+            "runtime.hooks",
+            "runtime.tools",
+            "runtime.loop",
+        }
     ),
     "runtime.agent": _RUNTIME_BELOW_AGENT,
     "runtime.plugin_sdk": _RUNTIME_BELOW_AGENT,

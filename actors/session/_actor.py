@@ -633,6 +633,7 @@ class SessionActor:
             workspace = turn.known_workspace(agent.id, agent.workspace) or await turn.workspace_for(
                 agent.id, agent.workspace
             )
+            model_ref = req.model_ref or self._model_override() or agent.primary
             run.tools = turn.run_tools(
                 generation,
                 agent_id=self.agent_id,
@@ -642,6 +643,7 @@ class SessionActor:
                 workspace=workspace,
                 send=_message_sender(run.chat, rec.run_id),
                 cron=req.lane == "cron",
+                model_ref=model_ref,
             )
             req.inbox = SteerInbox()
             spec = turn.turn_spec(
@@ -656,7 +658,7 @@ class SessionActor:
                 history=list(history),
                 history_tokens=self.history_tokens(),
                 history_clean=self.history_clean(),
-                model_ref=req.model_ref or self._model_override() or agent.primary,
+                model_ref=model_ref,
                 extra_system_prompt=req.extra_system_prompt,
                 workspace=workspace,
                 tools=run.tools,

@@ -383,6 +383,7 @@ class _Turn:
                 run_id=state.run_id,
                 workspace=workspace,
                 send=self._message,
+                model_ref=model or agent.primary,
             )
         self.tool_runner = tools
         spec = services.turn_spec(

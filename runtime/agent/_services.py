@@ -33,7 +33,7 @@ from ..model._config import ToolsConfig, llm_idle_timeout_seconds
 from ..model._generation import ModelRuntimeGeneration, RunStores
 from ..model._plugins import PluginRegistry
 from ..protocol import ClawlaneError
-from ..tools import ToolPolicy, builtin_tools, ensure_workspace
+from ..tools import ToolPolicy, ToolScope, builtin_tools, ensure_workspace
 from ._blocks import BlockFlusher, BlockSink
 from ._chunking import BlockStreamingSettings
 from ._compaction import CompactionSettings
@@ -49,14 +49,15 @@ class MessageCancelled(ClawlaneError):
     """A plugin's `message_sending` hook cancelled a message the `message` tool sent."""
 
 
-def _policy(tools: ToolsConfig | None) -> ToolPolicy:
+def _scope(tools: ToolsConfig | None) -> ToolScope | None:
+    """A config `tools` section as a policy scope (OpenClaw's keys)."""
     if tools is None:
-        return ToolPolicy(profile="full")
-    return ToolPolicy(
-        profile=tools.profile or "full",
-        allow=tuple(tools.allow) if tools.allow is not None else None,
-        deny=tuple(tools.deny),
-    )
+        return None
+    by_provider = {
+        key: ToolScope(entry.profile, entry.allow, entry.alsoAllow, entry.deny)
+        for key, entry in tools.byProvider.items()
+    }
+    return ToolScope(tools.profile, tools.allow, tools.alsoAllow, tools.deny, by_provider)
 
 
 SendMessage = Callable[[str, int], None]
@@ -78,7 +79,9 @@ class TurnServices:
         of plugin approvals; without one (the embedded runtime) such calls are refused."""
         self._workspaces: dict[str, Path] = {}
         self._making: dict[str, trio.Event] = {}
-        self._toolsets: dict[tuple[int, int, str], tuple[tuple[Any, ...], ToolPolicy, ToolSet]] = {}
+        self._toolsets: dict[
+            tuple[int, int, str, str], tuple[tuple[Any, ...], ToolPolicy, ToolSet]
+        ] = {}
         self._turn_settings: tuple[int, dict[str, Any]] | None = None
 
     # --- settings from the generation -----------------------------------------------------
@@ -114,12 +117,21 @@ class TurnServices:
         return settings
 
     @staticmethod
-    def tool_policy(generation: ModelRuntimeGeneration, agent_id: str) -> ToolPolicy:
-        """The agent's tool policy: the defaults' (or the global) merged with its own."""
+    def tool_policy(
+        generation: ModelRuntimeGeneration, agent_id: str, model_ref: str | None = None
+    ) -> ToolPolicy:
+        """The agent's tool policy for a run on `model_ref` (`provider/model`), as OpenClaw
+        layers it (`runtime.tools.ToolPolicy.resolve`): the global `tools`, then the agent's
+        own `tools` (else `agents.defaults.tools`), each with its `byProvider` entry."""
         config = generation.config
-        base = _policy(config.agents.defaults.tools or config.tools)
         entry = next((a for a in config.agents.entries if a.id == agent_id), None)
-        return ToolPolicy.merge(base, _policy(entry.tools) if entry and entry.tools else None)
+        agent_tools = entry.tools if entry and entry.tools else config.agents.defaults.tools
+        return ToolPolicy.resolve(
+            _scope(config.tools),
+            _scope(agent_tools),
+            agent_id=agent_id,
+            model_ref=model_ref,
+        )
 
     # --- workspaces -----------------------------------------------------------------------
 
@@ -167,10 +179,12 @@ class TurnServices:
         workspace: Path,
         send: SendMessage,
         cron: bool = False,
+        model_ref: str | None = None,
     ) -> RunTools:
         """The tools of one run: built-ins and plugin tools, the agent's policy, the hooks,
         the host's approvals (none asked for a `cron` run: no one watches it); a message the
-        `message` tool sends passes `message_sending` / `message_sent` and goes to `send`."""
+        `message` tool sends passes `message_sending` / `message_sent` and goes to `send`.
+        `model_ref`: the run's model, whose `tools.byProvider` entries apply."""
         hooks = self.hooks
 
         async def deliver(text: str) -> None:
@@ -188,13 +202,13 @@ class TurnServices:
                     MessageSentEvent(to=session_key, content=content, success=True),
                 )
 
-        key = (generation.number, self.plugins.version, agent_id)
+        key = (generation.number, self.plugins.version, agent_id, model_ref or "")
         shared = self._toolsets.get(key)
         if shared is None:
             if len(self._toolsets) >= _TOOLSETS_MAX:
                 self._toolsets.clear()
             tools = (*builtin_tools(), *self.plugins.tools())
-            policy = self.tool_policy(generation, agent_id)
+            policy = self.tool_policy(generation, agent_id, model_ref)
             shared = self._toolsets[key] = (tools, policy, ToolSet.of(tools, policy))
         tools, policy, toolset = shared
         return RunTools(

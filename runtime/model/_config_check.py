@@ -21,11 +21,13 @@ import os
 import re
 import types
 import typing
+from pathlib import Path
 from typing import Any, Final
 
 import msgspec
 
-from ._config_types import Config, ConfigError, ConfigIssue
+from ..tools import unknown_entries
+from ._config_types import Config, ConfigError, ConfigIssue, ToolProviderPolicyConfig, ToolsConfig
 
 __all__ = [
     "config_issues",
@@ -166,6 +168,46 @@ def _check(config: Config) -> None:
         _check_model_key(ref, "agents.defaults.models")
     if config.storage.backend == "postgres" and not config.storage.postgres.url:
         raise ConfigError('required with storage.backend "postgres"', path="storage.postgres.url")
+    plugin_ids = [i for spec in config.plugins.load for i in _plugin_ids(spec)]
+    _check_tools(config.tools, "tools", plugin_ids)
+    _check_tools(config.agents.defaults.tools, "agents.defaults.tools", plugin_ids)
+    for i, agent in enumerate(config.agents.entries):
+        _check_tools(agent.tools, f"agents.list[{i}].tools", plugin_ids)
+
+
+def _plugin_ids(spec: str) -> list[str]:
+    """The ids a `plugins.load` entry may register under: its file stem, its module name
+    (whole and last part). A plugin's `PLUGIN_ID` that differs is not known here."""
+    name = Path(spec).name
+    stem = name.removesuffix(".py")
+    return [stem, spec, spec.rsplit(".", 1)[-1]]
+
+
+def _check_tools(
+    tools: ToolsConfig | ToolProviderPolicyConfig | None, path: str, plugin_ids: list[str]
+) -> None:
+    """OpenClaw's rules for a tool policy: `allow` and `alsoAllow` not both, and every
+    entry a tool, alias, group or pattern OpenClaw defines (or a loaded plugin's id)."""
+    if tools is None:
+        return
+    if tools.allow is not None and tools.alsoAllow is not None:
+        raise ConfigError(
+            "allow and alsoAllow cannot both be set in one scope: merge alsoAllow into allow, "
+            "or use profile + alsoAllow",
+            path=f"{path}.alsoAllow",
+        )
+    for key in ("allow", "alsoAllow", "deny"):
+        entries: list[str] | None = getattr(tools, key)
+        for bad in unknown_entries(entries or (), also_known=plugin_ids):
+            index = (entries or []).index(bad)
+            raise ConfigError(
+                f"unknown tool or group {bad!r}: OpenClaw defines no tool, alias or group:* "
+                "by that name (a plugin's tools: group:plugins, its id or a glob)",
+                path=f"{path}.{key}[{index}]",
+            )
+    if isinstance(tools, ToolsConfig):
+        for provider, entry in tools.byProvider.items():
+            _check_tools(entry, _join(f"{path}.byProvider", provider), plugin_ids)
 
 
 def _check_model_key(ref: str, path: str) -> None:

@@ -155,10 +155,28 @@ class LlmConfig(_Strict, frozen=True):
     idleTimeoutSeconds: NonNegInt | None = None
 
 
-class ToolsConfig(_Strict, frozen=True):
-    profile: str | None = None
+ToolProfile = Literal["minimal", "coding", "messaging", "full"]
+
+
+class ToolProviderPolicyConfig(_Strict, frozen=True):
+    """`tools.byProvider.<provider or provider/model>` (also an agent's): OpenClaw's keys."""
+
+    profile: ToolProfile | None = None
     allow: list[str] | None = None
-    deny: list[str] = []
+    alsoAllow: list[str] | None = None
+    deny: list[str] | None = None
+
+
+class ToolsConfig(_Strict, frozen=True):
+    """`tools` (global, `agents.defaults.tools`, an agent's): OpenClaw's policy keys. Each
+    list names OpenClaw tools, aliases, `group:` names, `*`/globs, `group:plugins` or
+    `bundle-mcp` (`runtime.tools._policy`); `allow` and `alsoAllow` exclude each other."""
+
+    profile: ToolProfile | None = None
+    allow: list[str] | None = None
+    alsoAllow: list[str] | None = None
+    deny: list[str] | None = None
+    byProvider: dict[str, ToolProviderPolicyConfig] = {}
 
 
 class AgentDefaults(_Strict, frozen=True):

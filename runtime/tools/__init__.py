@@ -1,4 +1,11 @@
-"""Tools: definitions, policy, the workspace sandbox and the built-ins.
+"""Tools: definitions, OpenClaw's catalog and policy, the workspace sandbox and the built-ins.
+
+The built-ins (`builtin_tools`) are OpenClaw's `read`, `write`, `edit`, `exec` and `message`,
+with its names, parameters and result shapes. `CORE_TOOLS`,
+`TOOL_GROUPS`, `PROFILES` and `TOOL_ALIASES` are OpenClaw's catalog (`_catalog`): every tool
+it defines, whether clawlane has it or not. `ToolPolicy.resolve` applies OpenClaw's layered
+allow/deny (`_policy`); `normalize_tool_name` resolves an alias (`bash` → `exec`,
+`apply-patch` → `apply_patch`) in a policy entry.
 
 Errors: `ToolError` → `SandboxError` (a path leaves the workspace), `ToolPolicyError` (an
 unknown group or profile in the policy).
@@ -6,6 +13,13 @@ unknown group or profile in the policy).
 
 from ._builtins import MessageTool as MessageTool
 from ._builtins import builtin_tools as builtin_tools
+from ._catalog import CORE_TOOLS as CORE_TOOLS
+from ._catalog import PROFILES as PROFILES
+from ._catalog import SECTIONS as SECTIONS
+from ._catalog import TOOL_ALIASES as TOOL_ALIASES
+from ._catalog import TOOL_GROUPS as TOOL_GROUPS
+from ._catalog import CoreTool as CoreTool
+from ._catalog import normalize_tool_name as normalize_tool_name
 from ._errors import SandboxError as SandboxError
 from ._errors import ToolError as ToolError
 from ._errors import ToolPolicyError as ToolPolicyError
@@ -13,10 +27,10 @@ from ._exec import ExecTool as ExecTool
 from ._fs import EditTool as EditTool
 from ._fs import ReadTool as ReadTool
 from ._fs import WriteTool as WriteTool
-from ._policy import PROFILES as PROFILES
-from ._policy import TOOL_GROUPS as TOOL_GROUPS
 from ._policy import ToolPolicy as ToolPolicy
+from ._policy import ToolScope as ToolScope
 from ._policy import expand_tool_names as expand_tool_names
+from ._policy import unknown_entries as unknown_entries
 from ._sandbox import ensure_workspace as ensure_workspace
 from ._sandbox import resolve_in_workspace as resolve_in_workspace
 from ._tool import Tool as Tool
@@ -28,8 +42,12 @@ from ._tool import text_result as text_result
 from ._tool import tool_spec as tool_spec
 
 __all__ = [
+    "CORE_TOOLS",
     "PROFILES",
+    "SECTIONS",
+    "TOOL_ALIASES",
     "TOOL_GROUPS",
+    "CoreTool",
     "EditTool",
     "ExecTool",
     "MessageTool",
@@ -41,13 +59,16 @@ __all__ = [
     "ToolPolicy",
     "ToolPolicyError",
     "ToolResult",
+    "ToolScope",
     "WriteTool",
     "builtin_tools",
     "ensure_workspace",
     "expand_tool_names",
     "invoke_tool",
+    "normalize_tool_name",
     "resolve_in_workspace",
     "sanitize_result",
     "text_result",
     "tool_spec",
+    "unknown_entries",
 ]

@@ -368,18 +368,23 @@ async def test_the_plugins_and_systems_pages_list_what_this_gateway_has(tmp_path
     assert search["enabled"] is False and search["providers"] == [] and search["agentId"] == "main"
     assert unknown["code"] == "INVALID_REQUEST"
     groups = {g["id"]: g for g in tools["groups"]}
-    assert [t["id"] for t in groups["fs"]["tools"]] == ["read", "write", "edit"]
+    fs = ["ls", "read", "write", "edit", "apply_patch"]
+    assert [t["id"] for t in groups["fs"]["tools"]] == fs
+    assert [t.get("tags") for t in groups["fs"]["tools"]][:2] == [["unavailable"], None]
     exec_tool = groups["runtime"]["tools"][0]
     assert exec_tool["id"] == "exec" and exec_tool["defaultProfiles"] == ["coding", "full"]
-    assert groups["messaging"]["tools"][0]["defaultProfiles"] == [
-        "minimal",
-        "coding",
-        "messaging",
-        "full",
-    ]
+    assert "tags" not in exec_tool
+    [message] = groups["messaging"]["tools"]
+    assert message["defaultProfiles"] == ["messaging", "full"]
+    web = {t["id"]: t for t in groups["web"]["tools"]}
+    assert web["x_search"]["tags"] == ["unavailable"]
+    assert "not available in clawlane" in web["x_search"]["description"]
     [weather] = groups["plugin:ui_plugin"]["tools"]
     assert weather["source"] == "plugin" and weather["defaultProfiles"] == ["full"]
-    assert [g["id"] for g in core_only["groups"]] == ["fs", "runtime", "messaging"]
+    sections = ["fs", "runtime", "web", "memory", "sessions", "ui", "messaging", "automation"]
+    assert [g["id"] for g in core_only["groups"]] == [*sections, "nodes", "agents", "media"]
+    assert sum(len(g["tools"]) for g in core_only["groups"]) == 61
+    assert [p["id"] for p in tools["profiles"]] == ["minimal", "coding", "messaging", "full"]
 
 
 async def test_the_agents_tools_panel_shows_what_a_run_in_the_session_is_offered(
@@ -414,12 +419,15 @@ async def test_the_agents_tools_panel_shows_what_a_run_in_the_session_is_offered
     core, connected = full["groups"]
     assert core["id"] == "core" and core["label"] == "Built-in tools"
     assert [t["id"] for t in core["tools"]] == ["read", "write", "edit", "exec", "message"]
+    [notice] = full["notices"]
+    assert notice["severity"] == "info" and "sessions_spawn" in notice["message"]
     assert core["tools"][0]["label"] == "Read" and core["tools"][0]["rawDescription"]
     [weather] = connected["tools"]
     assert connected["label"] == "Connected tools" and weather["pluginId"] == "ui_plugin"
     assert weather["description"] == "The weather in a city." and weather["source"] == "plugin"
     assert coding["agentId"] == "coder" and coding["profile"] == "coding"
     [only] = coding["groups"]
-    assert [t["id"] for t in only["tools"]] == ["read", "write", "edit", "message"]
+    # OpenClaw's coding profile: files and runtime, not `message`; exec denied.
+    assert [t["id"] for t in only["tools"]] == ["read", "write", "edit"]
     assert unknown["code"] == "INVALID_REQUEST" and "unknown session key" in unknown["message"]
     assert mismatch["code"] == "INVALID_REQUEST" and "does not match" in mismatch["message"]

@@ -53,7 +53,7 @@ from runtime.protocol import (
     opt,
 )
 from runtime.sessions import MessageEntry
-from runtime.tools import PROFILES, TOOL_GROUPS, builtin_tools, expand_tool_names
+from runtime.tools import CORE_TOOLS, PROFILES, SECTIONS, builtin_tools
 from runtime.users import PrefsTooLarge, UserPrefsError
 
 from . import _sessions as sessions
@@ -204,41 +204,53 @@ async def web_search_status(call: Call, params: WebSearchStatusParams) -> dict[s
     }
 
 
-_GROUP_LABELS: Final = {"fs": "Files", "runtime": "Runtime", "messaging": "Messaging"}
+_UNAVAILABLE_TAG: Final = "unavailable"
+
+
+def _clawlane_tools(call: Call) -> dict[str, Any]:
+    """The built-in tools clawlane has, by name."""
+    return {tool.name: tool for tool in builtin_tools()}
 
 
 async def tools_catalog(call: Call, params: ToolsCatalogParams) -> dict[str, Any]:
-    """The tools an agent may be given: the built-ins by group (`TOOL_GROUPS`), each with
-    the profiles that include it (`PROFILES`; `full` has every tool), then each plugin's
-    (`includePlugins`, on unless false). What the agent's own policy lets through is its
-    config's `tools` (profile, allow, deny)."""
+    """The tools an agent may be given, as OpenClaw's catalog lists them: every core tool
+    OpenClaw defines, by its sections (`Files`, `Runtime`, `Web`, ...), each with the
+    profiles that include it (`full` has every tool); one clawlane does not have is listed
+    with the tag `unavailable` and a description that says so (a policy may name it; it is
+    simply not offered). Then each plugin's tools (`includePlugins`, on unless false),
+    in the `full` profile only."""
     await trio.lowlevel.checkpoint()
     agent = agent_spec(call, opt(params.agentId))
-    members = {
-        name: (None if entries is None else expand_tool_names(entries))
-        for name, entries in PROFILES.items()
-    }
-
-    def view(tool: Any, source: str) -> dict[str, Any]:
-        profiles = [p for p, names in members.items() if names is None or tool.name in names]
-        description = str(getattr(tool, "description", "") or "")
-        entry = {"id": tool.name, "label": tool.name, "description": description}
-        return {**entry, "source": source, "defaultProfiles": profiles}
-
-    builtins = {tool.name: tool for tool in builtin_tools()}
+    have = _clawlane_tools(call)
     groups = []
-    for group, names in TOOL_GROUPS.items():
-        gid = group.removeprefix("group:")
-        tools = [view(builtins[n], "core") for n in names if n in builtins]
-        groups.append(
-            {"id": gid, "label": _GROUP_LABELS.get(gid, gid), "source": "core", "tools": tools}
-        )
+    for section, label in SECTIONS:
+        tools = []
+        for core in CORE_TOOLS.values():
+            if core.section != section:
+                continue
+            entry: dict[str, Any] = {"id": core.id, "label": core.id, "source": "core"}
+            tool = have.get(core.id)
+            if tool is not None:
+                entry["description"] = str(getattr(tool, "description", "") or "")
+            else:
+                entry["description"] = f"{core.description} (not available in clawlane)"
+                entry["tags"] = [_UNAVAILABLE_TAG]
+            entry["defaultProfiles"] = [*core.profiles, "full"]
+            tools.append(entry)
+        groups.append({"id": section, "label": label, "source": "core", "tools": tools})
     if opt(params.includePlugins) is not False:
         registry = call.gateway.supervisor.plugins
         by_name = {tool.name: tool for tool in registry.tools()}
         for record in sorted(registry.plugins.values(), key=lambda r: r.id):
             tools = [
-                {**view(by_name[n], "plugin"), "pluginId": record.id}
+                {
+                    "id": n,
+                    "label": n,
+                    "description": str(getattr(by_name[n], "description", "") or ""),
+                    "source": "plugin",
+                    "pluginId": record.id,
+                    "defaultProfiles": ["full"],
+                }
                 for n in record.tools
                 if n in by_name
             ]
@@ -262,8 +274,10 @@ _SUMMARY_MAX: Final = 120
 
 async def tools_effective(call: Call, params: ToolsEffectiveParams) -> dict[str, Any]:
     """The tools a run in the session would be offered now: the built-ins and the loaded
-    plugins' tools that the agent's policy (`tools`: profile, allow, deny) lets through,
-    grouped by source as OpenClaw groups them (`core`, then `plugin`). The session must
+    plugins' tools that the agent's policy (OpenClaw's layers: `tools`, the agent's
+    `tools`, their `byProvider` entry for the agent's primary model) lets through, grouped
+    by source as OpenClaw groups them (`core`, then `plugin`). OpenClaw tools the policy
+    permits that clawlane does not have are named in an `info` notice. The session must
     exist; an `agentId` other than the session's is `INVALID_REQUEST`."""
     sup = call.gateway.supervisor
     key = key_of(call, params.sessionKey)
@@ -273,10 +287,11 @@ async def tools_effective(call: Call, params: ToolsEffectiveParams) -> dict[str,
     requested = opt(params.agentId)
     if requested is not None and requested != agent.id:
         raise invalid_request(f'agent id "{requested}" does not match session agent "{agent.id}"')
-    policy = TurnServices.tool_policy(sup.generation, agent.id)
+    policy = TurnServices.tool_policy(sup.generation, agent.id, agent.primary)
     owner = {name: r.id for r in sup.plugins.plugins.values() for name in r.tools}
+    have = _clawlane_tools(call)
     groups: dict[str, list[dict[str, Any]]] = {}
-    for tool in policy.filter([*builtin_tools(), *sup.plugins.tools()]):
+    for tool in policy.filter([*have.values(), *sup.plugins.tools()]):
         raw = str(getattr(tool, "description", "") or "")
         source = "plugin" if tool.name in owner else "core"
         entry = {"id": tool.name, "label": _title(tool.name), "description": _summary(raw)}
@@ -284,7 +299,7 @@ async def tools_effective(call: Call, params: ToolsEffectiveParams) -> dict[str,
         if source == "plugin":
             entry["pluginId"] = owner[tool.name]
         groups.setdefault(source, []).append(entry)
-    return {
+    result: dict[str, Any] = {
         "agentId": agent.id,
         "profile": policy.profile or "full",
         "groups": [
@@ -293,6 +308,19 @@ async def tools_effective(call: Call, params: ToolsEffectiveParams) -> dict[str,
             if source in groups
         ],
     }
+    missing = [name for name in policy.permitted_core_tools() if name not in have]
+    if missing:
+        result["notices"] = [
+            {
+                "id": "clawlane-unavailable-tools",
+                "severity": "info",
+                "message": (
+                    "The tool policy permits OpenClaw tools clawlane does not have; they are "
+                    f"not offered: {', '.join(missing)}"
+                ),
+            }
+        ]
+    return result
 
 
 def _title(name: str) -> str:

@@ -1,114 +1,231 @@
-"""Tool policy: profiles, groups, allow/deny (deny wins), per-agent overrides, bad names."""
+"""Tool policy as OpenClaw 2026.9.6 decides it: its catalog, groups and profiles (checked
+against a snapshot of its own definitions), aliases, and the layered allow/alsoAllow/deny of
+the global, per-agent and per-provider scopes."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+import attrs
 import pytest
 
-from runtime.tools._builtins import builtin_tools
-from runtime.tools._errors import ToolPolicyError
-from runtime.tools._policy import TOOL_GROUPS, ToolPolicy, expand_tool_names
+from runtime.tools import (
+    CORE_TOOLS,
+    PROFILES,
+    SECTIONS,
+    TOOL_ALIASES,
+    TOOL_GROUPS,
+    ToolPolicy,
+    ToolPolicyError,
+    ToolScope,
+    expand_tool_names,
+    normalize_tool_name,
+    unknown_entries,
+)
 
-ALL = ("read", "write", "edit", "exec", "message", "browser")
+OPENCLAW = json.loads(
+    (Path(__file__).parents[2] / "data" / "openclaw-tool-catalog-2026.9.6.json").read_text()
+)
+OURS = ("ls", "read", "write", "edit", "apply_patch", "exec", "message", "web_fetch", "web_search")
+PLUGIN = "weather"  # a tool that is no OpenClaw core tool
 
 
-def _permitted(policy: ToolPolicy) -> set[str]:
-    return {name for name in ALL if policy.permits(name)}
+def permitted(policy: ToolPolicy, names: tuple[str, ...] = (*OURS, PLUGIN)) -> set[str]:
+    return {name for name in names if policy.permits(name)}
+
+
+# --- the catalog -----------------------------------------------------------------------------
+
+
+def test_groups_are_openclaws_every_one_with_its_members_in_order() -> None:
+    assert {k: list(v) for k, v in TOOL_GROUPS.items()} == OPENCLAW["groups"]
+    assert list(TOOL_GROUPS) == list(OPENCLAW["groups"])
+
+
+def test_profiles_are_openclaws() -> None:
+    ours = {name: (["*"] if v is None else list(v)) for name, v in PROFILES.items()}
+    assert ours == OPENCLAW["profiles"]
+    assert PROFILES["minimal"] == ("session_status", "gateway")
+
+
+def test_sections_and_descriptions_are_openclaws() -> None:
+    assert [(s["id"], s["label"]) for s in OPENCLAW["sections"]] == list(SECTIONS)
+    listed = [(t["id"], t["description"]) for s in OPENCLAW["sections"] for t in s["tools"]]
+    assert [(t.id, t.description) for t in CORE_TOOLS.values()] == listed
+
+
+def test_aliases_resolve_for_a_model_and_in_a_policy() -> None:
+    assert TOOL_ALIASES["bash"] == "exec" and TOOL_ALIASES["apply-patch"] == "apply_patch"
+    assert normalize_tool_name(" BASH ") == "exec"
+    assert normalize_tool_name("Apply-Patch") == "apply_patch"
+    assert normalize_tool_name("cron") == "automations"
+    assert permitted(ToolPolicy.of(allow=["bash", "apply-patch"])) == {"apply_patch", "exec"}
+    assert not ToolPolicy.of(deny=["Bash"]).permits("exec")
+
+
+def test_expand_replaces_groups_by_their_members() -> None:
+    assert expand_tool_names(["group:fs", "Bash"]) == {
+        "ls",
+        "read",
+        "write",
+        "edit",
+        "apply_patch",
+        "exec",
+    }
+    assert expand_tool_names(["group:plugins", "x_*"]) == {"group:plugins", "x_*"}
+
+
+# --- one scope -------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
     ("policy", "expected"),
     [
-        (ToolPolicy(profile="minimal"), {"read", "message"}),
-        (ToolPolicy(profile="coding"), {"read", "write", "edit", "exec", "message"}),
-        (ToolPolicy(profile="messaging"), {"message"}),
-        (ToolPolicy(profile="full"), set(ALL)),
-        (ToolPolicy(), set(ALL)),
-        (ToolPolicy(profile="coding", allow=("group:fs",)), {"read", "write", "edit"}),
-        (ToolPolicy(allow=("group:fs", "browser")), {"read", "write", "edit", "browser"}),
-        (ToolPolicy(profile="minimal", allow=("read", "write")), {"read"}),
+        (ToolPolicy(), {*OURS, PLUGIN}),
+        (ToolPolicy.of("full"), {*OURS, PLUGIN}),
+        (ToolPolicy.of("minimal"), set()),
         (
-            ToolPolicy(profile="coding", deny=("group:runtime",)),
-            {"read", "write", "edit", "message"},
+            ToolPolicy.of("coding"),
+            {"ls", "read", "write", "edit", "apply_patch", "exec", "web_fetch", "web_search"},
         ),
-        (ToolPolicy(allow=("exec", "read"), deny=("exec",)), {"read"}),
-        (ToolPolicy(allow=("group:runtime",), deny=("group:runtime",)), set()),
-        (ToolPolicy(deny=("*",)), set()),
-        (ToolPolicy(allow=("*",), deny=("write",)), set(ALL) - {"write"}),
-        (ToolPolicy(allow=("b*",)), {"browser"}),
-        (ToolPolicy(profile="FULL", deny=("Bash",)), set(ALL) - {"exec"}),
-        (ToolPolicy(allow=()), set()),
-        (ToolPolicy(allow="message"), {"message"}),
+        (ToolPolicy.of("messaging"), {"message"}),
+        (
+            ToolPolicy.of("messaging", also_allow=["group:web"]),
+            {"message", "web_fetch", "web_search"},
+        ),
+        (
+            ToolPolicy.of("coding", deny=["group:runtime"]),
+            {"ls", "read", "write", "edit", "apply_patch", "web_fetch", "web_search"},
+        ),
+        (ToolPolicy.of(allow=["group:fs"]), {"ls", "read", "write", "edit", "apply_patch"}),
+        (ToolPolicy.of(allow=["write"]), {"write", "apply_patch"}),
+        (ToolPolicy.of(allow=["write"], deny=["apply_patch"]), {"write"}),
+        (ToolPolicy.of(allow=["exec", "read"], deny=["exec"]), {"read"}),
+        (ToolPolicy.of(deny=["*"]), set()),
+        (ToolPolicy.of(allow=["*"], deny=["write"]), {*OURS, PLUGIN} - {"write"}),
+        (ToolPolicy.of(allow=["web_*"]), {"web_fetch", "web_search"}),
+        (ToolPolicy.of(allow=["group:plugins"]), {PLUGIN}),
+        (ToolPolicy.of(also_allow=[PLUGIN]), {*OURS, PLUGIN}),
+        (ToolPolicy.of("minimal", also_allow=["read"]), {"read"}),
+        (ToolPolicy.of(allow=[]), {*OURS, PLUGIN}),
+        (ToolPolicy.of(allow="message"), {"message"}),
+        (
+            ToolPolicy.of(" Coding ", deny=["EXEC"]),
+            {"ls", "read", "write", "edit", "apply_patch", "web_fetch", "web_search"},
+        ),
     ],
     ids=[
+        "none",
+        "full",
         "minimal",
         "coding",
         "messaging",
-        "full",
-        "no-profile",
-        "allow-narrows-profile",
-        "allow-without-profile",
-        "profile-is-a-ceiling",
+        "profile-also-allow",
         "deny-a-group",
+        "allow-a-group",
+        "write-permits-apply-patch",
+        "deny-apply-patch-still-wins",
         "deny-beats-allow",
-        "deny-beats-allow-groups",
         "deny-star",
         "allow-star-minus-deny",
         "glob",
-        "case-and-alias",
-        "empty-allow",
+        "plugins-group",
+        "also-allow-alone-is-everything-and-these",
+        "minimal-also-allow",
+        "empty-allow-is-everything",
         "lone-string",
+        "case-and-space",
     ],
 )
-def test_policy_table(policy: ToolPolicy, expected: set[str]) -> None:
-    assert _permitted(policy) == expected
+def test_one_scope(policy: ToolPolicy, expected: set[str]) -> None:
+    assert permitted(policy) == expected
 
 
-def test_groups_expand_to_their_members() -> None:
-    assert dict(TOOL_GROUPS) == {
-        "group:fs": ("read", "write", "edit"),
-        "group:runtime": ("exec",),
-        "group:messaging": ("message",),
+def test_minimal_offers_openclaws_minimal_tools() -> None:
+    assert ToolPolicy.of("minimal").permitted_core_tools() == ["session_status", "gateway"]
+
+
+# --- layers ----------------------------------------------------------------------------------
+
+
+def test_an_agent_scope_narrows_the_global_one_but_never_widens_it() -> None:
+    glob = ToolScope(allow=["group:fs", "exec"])
+    agent = ToolScope(deny=["exec"])
+    assert permitted(ToolPolicy.resolve(glob, agent)) == {
+        "ls",
+        "read",
+        "write",
+        "edit",
+        "apply_patch",
     }
-    assert expand_tool_names(["group:fs", "Exec"]) == {"read", "write", "edit", "exec"}
+    wider = ToolScope(allow=["message", "read"])
+    assert permitted(ToolPolicy.resolve(glob, wider)) == {"read"}
 
 
-def test_unknown_groups_are_an_error_naming_them() -> None:
-    with pytest.raises(ToolPolicyError) as info:
-        ToolPolicy(allow=("group:fs", "group:nope"), deny=("group:zzz", "read"))
-    assert str(info.value) == (
-        "unknown tool group(s): group:nope, group:zzz "
-        "(known: group:fs, group:messaging, group:runtime)"
+def test_the_agents_profile_replaces_the_global_one() -> None:
+    policy = ToolPolicy.resolve(ToolScope(profile="coding"), ToolScope(profile="messaging"))
+    assert policy.profile == "messaging" and permitted(policy) == {"message"}
+    inherited = ToolPolicy.resolve(ToolScope(profile="messaging"), ToolScope(deny=["read"]))
+    assert inherited.profile == "messaging" and permitted(inherited) == {"message"}
+
+
+def test_by_provider_applies_to_runs_on_that_provider_or_model() -> None:
+    glob = ToolScope(
+        profile="coding",
+        by_provider={
+            "openai": ToolScope(deny=["exec"]),
+            "OpenAI/gpt-small": ToolScope(profile="minimal", also_allow=["read"]),
+        },
     )
-    with pytest.raises(ToolPolicyError, match="group:x"):
-        ToolPolicy.merge(ToolPolicy(profile="coding"), ToolPolicy(deny=("group:x",)))
-    with pytest.raises(ToolPolicyError, match=r"group:a, group:b"):
-        expand_tool_names(["group:a", "group:b"])
+    agent = ToolScope(by_provider={"local": ToolScope(allow=["read", "ls"])})
+    coding = {"ls", "read", "write", "edit", "apply_patch", "exec", "web_fetch", "web_search"}
+    assert permitted(ToolPolicy.resolve(glob, agent, model_ref="anthropic/claude")) == coding
+    assert permitted(ToolPolicy.resolve(glob, agent, model_ref="openai/gpt-big")) == coding - {
+        "exec"
+    }
+    assert permitted(ToolPolicy.resolve(glob, agent, model_ref="openai/gpt-small")) == {"read"}
+    assert permitted(ToolPolicy.resolve(glob, agent, model_ref="local/echo")) == {"ls", "read"}
+    assert permitted(ToolPolicy.resolve(glob, agent)) == coding
 
 
-def test_unknown_profile_is_an_error() -> None:
+def test_steps_name_the_config_they_came_from() -> None:
+    policy = ToolPolicy.resolve(
+        ToolScope(profile="coding", deny=["exec"]), ToolScope(allow=["read"]), agent_id="ops"
+    )
+    assert [s.label for s in policy.steps] == [
+        "tools.profile (coding)",
+        "tools.allow",
+        "agents.ops.tools.allow",
+    ]
+
+
+# --- bad names -------------------------------------------------------------------------------
+
+
+def test_an_unknown_group_or_profile_is_an_error_naming_it() -> None:
+    with pytest.raises(ToolPolicyError, match=r"unknown tool group\(s\): group:nope, group:zzz"):
+        ToolScope(allow=["group:fs", "group:nope"], deny=["group:zzz", "read"])
     with pytest.raises(ToolPolicyError, match="unknown tool profile: 'root'"):
-        ToolPolicy(profile="root")
+        ToolScope(profile="root")
 
 
-def test_per_agent_override_replaces_what_it_sets() -> None:
-    base = ToolPolicy(profile="coding", allow=("group:fs", "exec"), deny=("exec",))
-    assert ToolPolicy.merge(base, None) is base
-    # Nothing set: the defaults stand.
-    assert ToolPolicy.merge(base, ToolPolicy()) == base
-    # Profile replaced; allow and deny kept.
-    merged = ToolPolicy.merge(base, ToolPolicy(profile="minimal"))
-    assert merged == ToolPolicy(profile="minimal", allow=("group:fs", "exec"), deny=("exec",))
-    assert _permitted(merged) == {"read"}
-    # Allow replaced.
-    merged = ToolPolicy.merge(base, ToolPolicy(allow=("group:messaging",)))
-    assert _permitted(merged) == {"message"}
-    # Deny replaced: exec comes back, write goes.
-    merged = ToolPolicy.merge(base, ToolPolicy(deny=("write",)))
-    assert _permitted(merged) == {"read", "edit", "exec"}
+def test_unknown_entries_are_the_names_openclaw_does_not_define() -> None:
+    entries = ["read", "Bash", "group:web", "*", "web_*", "group:plugins", "bundle-mcp", "nope"]
+    assert unknown_entries([*entries, "weather", "group:bogus"]) == [
+        "nope",
+        "weather",
+        "group:bogus",
+    ]
+    assert unknown_entries(["weather"], also_known=["Weather"]) == []
+
+
+@attrs.frozen
+class Named:
+    name: str
 
 
 def test_filter_keeps_permitted_tools_in_order() -> None:
-    tools = builtin_tools()
-    kept = ToolPolicy(profile="coding", deny=("edit",)).filter(tools)
-    assert [t.name for t in kept] == ["read", "write", "exec", "message"]
-    assert all(k is t for k, t in zip(kept, [tools[0], tools[1], tools[3], tools[4]], strict=True))
+    tools = [Named(n) for n in ("message", "write", "Edit", "read", PLUGIN, "bash")]
+    kept = ToolPolicy.of("coding", deny=["edit"]).filter(tools)  # type: ignore[type-var]
+    assert kept == [tools[1], tools[3], tools[5]]
