@@ -163,6 +163,13 @@ def _add_gateway_parser(sub: Any) -> None:
         'connections); N > 1 needs cluster.redis.url and storage.backend "postgres" '
         "(default 1)",
     )
+    gw.add_argument(
+        "--seed-config",
+        action="store_true",
+        help="in a cluster on PostgreSQL: this node's config file replaces the cluster's config"
+        " at start, and its file watch publishes the file even when it is older (default: the"
+        " node adopts the cluster's config; its file seeds it only when the cluster has none)",
+    )
     # --- logging: transports/server/_logging.py ---
     gw.add_argument(
         "--log-level",
@@ -275,6 +282,8 @@ def _gateway(args: argparse.Namespace) -> int:
     ):
         if value not in allowed:
             return _fail(f"{flag}={value} is not one of {', '.join(allowed)}", EXIT_CONFIG)
+    if args.seed_config and args.workers > 1:  # a worker started again would seed again
+        return _fail("--seed-config cannot be combined with --workers N (N > 1)", EXIT_CONFIG)
     configure_logging(args.log_level, args.log_format)
     state_dir: Path = args.state_dir
     config_path: Path = args.config or state_dir / "clawlane.json"
@@ -292,6 +301,7 @@ def _gateway(args: argparse.Namespace) -> int:
         state_dir=state_dir,
         config_path=config_path,
         token=args.token,
+        seed_config=args.seed_config,
     )
     log_args = (args.log_level, args.log_format)
     workers = gateway_workers(config, options, args.workers, log_args=log_args)

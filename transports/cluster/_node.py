@@ -1,13 +1,17 @@
 """The gateway as a node of a cluster: with `cluster.redis.url` set, `open_node`
 opens the cluster (`actors.open_cluster`; a Redis that cannot be reached fails the start
 with one line naming it), and the node keeps a heartbeat record in Redis (its id, when it
-started, its load, the single-owner jobs it holds) renewed every third of `cluster.leaseTtlMs`
-and expiring after it, so `status` and `health` list the live nodes. `single_owner` runs a
+started, its load, the single-owner jobs it holds, the generation it serves: its number,
+inputs hash, the cluster config version and why one did not build) renewed every third of
+`cluster.leaseTtlMs` (and at once when its generation changes) and expiring after it, so
+`status` and `health` list the live nodes and what each runs. `single_owner` runs a
 job (cron, the config file watch) on one node at a time (`actors.run_single_owner`).
 `GenerationSync`: a config this node publishes is announced through `Generations`
 (the effective config as JSON: it holds what `${VAR}` expanded to); the other nodes build
 it and swap, and one whose build fails keeps serving its generation and says so in its
-`cluster.generation` block.
+`cluster.generation` block. On PostgreSQL the config is the cluster's document
+(`actors.ConfigDocument`, `Publisher.use_document`): a write of it is announced as its
+version only, and the other nodes read the document and build it.
 Without `cluster.redis.url` there is no node: `open_node` yields None and nothing changes.
 """
 
@@ -28,6 +32,7 @@ import psutil
 import trio
 
 from actors import (
+    DOCUMENT_REASONS,
     Cluster,
     ClusterError,
     NodeIdInUse,
@@ -102,6 +107,12 @@ class ClusterNode:
     router: Router | None = None
     beats: int = 0
     last_beat_error: str | None = None
+    _beat_now: trio.Event = attrs.field(factory=trio.Event)
+
+    def beat_soon(self) -> None:
+        """Renew the record now rather than at the next beat (what it says changed: a
+        generation published or not built). Not a checkpoint."""
+        self._beat_now.set()
 
     @property
     def node_id(self) -> str:
@@ -117,6 +128,7 @@ class ClusterNode:
                 "beatAtMs": int(time.time() * 1000),
                 "load": load,
                 "jobs": sorted(self.jobs),
+                "generation": self.sync.record() if self.sync is not None else None,
             },
             separators=(",", ":"),
         ).encode()
@@ -129,8 +141,8 @@ class ClusterNode:
         self.last_beat_error = None
 
     async def run_heartbeat(self, load: Callable[[], dict[str, Any]]) -> None:
-        """Renew the record every third of the TTL until cancelled; a failed renewal is
-        logged and retried at the next beat. Raises `GatewayConfigError` (the gateway
+        """Renew the record every third of the TTL (and at `beat_soon`) until cancelled; a
+        failed renewal is logged and retried at the next beat. Raises `GatewayConfigError` (the gateway
         stops) when another process has taken this node id meanwhile: it started while
         this node's record had expired (Redis away or this process stalled past the TTL),
         and the two would renew each other's leases and read each other's inbox."""
@@ -143,7 +155,9 @@ class ClusterNode:
                 if self.last_beat_error is None:
                     log.warning("node %s: heartbeat not stored: %s", self.node_id, exc)
                 self.last_beat_error = str(exc)
-            await trio.sleep(self.ttl_s / 3)
+            with trio.move_on_after(self.ttl_s / 3):
+                await self._beat_now.wait()
+            self._beat_now = trio.Event()
 
     async def single_owner(self, name: str, job: Callable[[], Awaitable[None]]) -> None:
         """Run `job` while this node holds the lease `job:<name>` (until cancelled)."""
@@ -205,12 +219,23 @@ class GenerationSync:
     _wake: trio.Event = attrs.field(factory=trio.Event)
 
     def on_publish(self, generation: ModelRuntimeGeneration) -> None:
-        """`Publisher.on_publish`: queue an announcement (not for starts and applied ones)."""
-        if self.publisher.statistics().last_reason in LOCAL_REASONS:
+        """`Publisher.on_publish`: queue an announcement (not for starts and applied ones,
+        nor for writes of the cluster's config document: `on_document` announces them)."""
+        reason = self.publisher.statistics().last_reason
+        if reason in LOCAL_REASONS:
+            return
+        if self.publisher.document is not None and reason in DOCUMENT_REASONS:
             return
         # Secrets never go to Redis: each node puts back its own (as `config.apply` does).
         config = redact_config(config_to_builtins(generation.config))
         payload = {"origin": self.node.node_id, "config": config}
+        self._pending = json.dumps(payload, separators=(",", ":")).encode()
+        self._wake.set()
+
+    def on_document(self, version: int) -> None:
+        """`Publisher.on_document`: announce a write of the cluster's config document (its
+        version: every node reads the document itself)."""
+        payload = {"origin": self.node.node_id, "document": version}
         self._pending = json.dumps(payload, separators=(",", ":")).encode()
         self._wake.set()
 
@@ -259,10 +284,20 @@ class GenerationSync:
             if origin == self.node.node_id:
                 self.version = version.number
                 return
-            own = config_to_builtins(self.publisher.supervisor.generation.config)
-            config = parse_config(restore_redacted(payload["config"], own))
-            await self.publisher.publish_config(config, reason="cluster")
-        except (ValueError, KeyError, TypeError, ConfigError, GenerationError) as exc:
+            if "document" in payload and self.publisher.document is not None:
+                await self.publisher.adopt_document(reason="cluster")
+            else:
+                own = config_to_builtins(self.publisher.supervisor.generation.config)
+                config = parse_config(restore_redacted(payload["config"], own))
+                await self.publisher.publish_config(config, reason="cluster")
+        except (
+            ValueError,
+            KeyError,
+            TypeError,
+            ConfigError,
+            GenerationError,
+            StoreError,
+        ) as exc:
             log.error(
                 "node %s: cluster generation %d not applied: %s",
                 self.node.node_id,
@@ -274,6 +309,7 @@ class GenerationSync:
                 "error": str(exc),
                 "atMs": int(time.time() * 1000),
             }
+            self.node.beat_soon()  # `status` on every node says so
             return
         self.version = version.number
         self.failed = None
@@ -282,7 +318,24 @@ class GenerationSync:
         return {
             "version": self.version,
             "serving": self.publisher.supervisor.generation.number,
+            "inputsHash": self.publisher.supervisor.generation.inputs_hash,
             "failed": self.failed,
+            "document": self.publisher.document_view(),
+        }
+
+    def record(self) -> dict[str, Any]:
+        """This node's generation in its node record (so `status` on any node lists every
+        node's): its number and inputs hash, the cluster config version it serves, and
+        why the last one it was given did not build (None: it serves it)."""
+        generation = self.publisher.supervisor.generation
+        failed = self.publisher.document_error
+        if failed is None and self.failed is not None:
+            failed = str(self.failed["error"])
+        return {
+            "number": generation.number,
+            "inputsHash": generation.inputs_hash,
+            "configVersion": self.publisher.document_version,
+            "failed": failed,
         }
 
 
@@ -390,6 +443,8 @@ async def start_node(
     nursery.start_soon(node.single_owner, "config-watch", publisher.own_file_watch)
     node.sync = sync = GenerationSync(node, publisher)
     publisher.on_publish.append(sync.on_publish)
+    publisher.on_document.append(sync.on_document)
+    publisher.on_publish.append(lambda _: node.beat_soon())  # its record names the generation
     nursery.start_soon(sync.run_announcer)
     nursery.start_soon(sync.run_follower)
 

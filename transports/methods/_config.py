@@ -16,8 +16,14 @@ Shapes follow OpenClaw (`src/gateway/server-methods/config.ts`):
   `note` and `deliveryContext` are accepted and ignored). The answer is `{ok, path, config,
   hash, generation, changed}`.
 
+In a cluster on PostgreSQL the config these methods read and write is the cluster's document
+(`actors.Publisher.use_document`), not the node's file: `config.get` answers the same config
+and hash on every node, and a write is a compare-and-set on the document (the file is left
+alone; `path` is still the node's file).
+
 Errors: `INVALID_REQUEST` for a bad or conflicting write (the message names the key path);
-`UNAVAILABLE` when the gateway has no publisher.
+`UNAVAILABLE` when the gateway has no publisher, or the cluster's document cannot be read or
+written (a store outage, retryable).
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 import trio
@@ -33,6 +33,7 @@ from actors import (
     RunWebhooks,
     SqliteCronStore,
     Supervisor,
+    open_config_document,
     open_cron,
     open_store_backend,
     open_supervisor,
@@ -96,6 +97,9 @@ from ._handshake import Admitted
 from ._startup import open_gateway_documents, tune_gc
 from ._state_lock import open_listeners, own_state_dir
 from ._version import VERSION
+
+if TYPE_CHECKING:
+    from actors import ConfigDocument
 
 log = logging.getLogger("clawlane.gateway")
 
@@ -186,6 +190,7 @@ class Gateway:
         self.webhooks: RunWebhooks | None = None  # the `agent` runs' webhooks, every node
         self.recovery: RecoveryReport | None = None  # set by open_gateway
         self.node: ClusterNode | None = None  # with cluster.redis.url
+        self.config_document: ConfigDocument | None = None  # a cluster on PostgreSQL
         self.router: Router | None = None  # sessions across the cluster's nodes
         self.methods = Methods(self)
         self.connections: dict[str, ClientConnection] = {}
@@ -538,6 +543,10 @@ class GatewayOptions:
     cron_clock: Callable[[], int] = wall_ms
     """Epoch ms for the cron scheduler (tests pass a clock that follows trio's)."""
     worker_index: int | None = None  # of `gateway --workers N`: SO_REUSEPORT (`_workers`)
+    seed_config: bool = False
+    """`gateway --seed-config`: in a cluster on PostgreSQL, this node's file replaces the
+    cluster's config at start, and its file watch publishes the file even when it is older
+    than the cluster's config (without it a node adopts the cluster's config)."""
 
 
 async def _run_cron(
@@ -565,6 +574,7 @@ async def open_gateway(config: Config, options: GatewayOptions) -> AsyncIterator
         open_node(config) as node,  # with cluster.redis.url: this node of the cluster
         open_store_backend(config, options.state_dir) as store,  # SQLite or PostgreSQL
         open_gateway_documents(config, options.state_dir) as (pairing, prefs),  # files, or PG's
+        open_config_document(config) as config_document,  # a cluster on PG: its one config
         open_supervisor(
             generation=generation, store=store, workspace_root=options.state_dir / "workspaces"
         ) as supervisor,
@@ -572,6 +582,7 @@ async def open_gateway(config: Config, options: GatewayOptions) -> AsyncIterator
         del generation  # the supervisor holds the serving one; a pinned one never retires
         gateway = await _make_gateway(config, options, supervisor, auth, pairing)
         gateway.node, gateway.user_prefs = node, prefs
+        gateway.config_document = config_document
         hooks = supervisor.hooks
         async with trio.open_nursery() as nursery:
             await _start_services(gateway, nursery, builder, store, options)
@@ -657,6 +668,9 @@ async def _start_services(
     publisher = gateway.publisher = Publisher(
         gateway.supervisor, builder=builder, config_path=options.config_path
     )
+    if gateway.node is not None and gateway.config_document is not None:
+        origin = gateway.node.node_id
+        publisher.use_document(gateway.config_document, origin=origin, seed=options.seed_config)
     cron_config = lambda: gateway.supervisor.generation.config.cron  # noqa: E731
     gateway.webhooks = await nursery.start(serve_run_webhooks, cron_config)
     if gateway.node is not None:

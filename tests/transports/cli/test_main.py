@@ -86,6 +86,19 @@ async def test_bad_flags_are_one_line_and_exit_2(
     assert not (tmp_path / "s").exists()  # nothing started
 
 
+async def test_seed_config_with_workers_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    """Each worker started again would make its file the cluster's config once more."""
+    with trio.fail_after(30):
+        result = await clawlane(
+            "gateway", "--seed-config", "--workers", "2", "--state-dir", str(tmp_path / "s")
+        )
+    assert result.returncode == EXIT_CONFIG
+    assert one_line(result) == (
+        "clawlane: --seed-config cannot be combined with --workers N (N > 1)"
+    )
+    assert not (tmp_path / "s").exists()  # nothing started
+
+
 async def test_a_bad_log_level_in_the_environment_is_one_line(tmp_path: Path) -> None:
     import os
 
