@@ -85,6 +85,8 @@ DEFINITIONS: Final = (
     "ConfigSetParams",
     "ConfigApplyParams",
     "ConfigPatchParams",
+    "ConfigSchemaParams",
+    "ConfigSchemaLookupParams",
     "TickEvent",
     "ShutdownEvent",
 )

@@ -4,7 +4,9 @@
   typed once. JSON5 as OpenClaw writes `openclaw.json`, decoded strictly (an unknown key or a
   wrong type is a `ConfigError` naming the key path, with "did you mean"; every problem at
   once for `clawlane config validate`), `${VAR}` in string values, numbers finite, a root
-  `"$schema"` ignored; `config_schema` is the JSON Schema `clawlane config schema` prints.
+  `"$schema"` ignored; `config_schema` is the JSON Schema `clawlane config schema` prints;
+  `config_form_schema` (`ConfigForm`) and `lookup_config_schema` are the same schema as
+  OpenClaw's Control UI form reads it (`config.schema`, `config.schema.lookup`).
   An API write (`config.patch`, or an apply whose redacted secrets were restored) is plain
   two-space JSON, so the old file's comments go; the old file is kept as `<file>.bak` first.
 - `_auth`: one agent's credentials (`auth.profiles`, `auth.order`, the agent's
@@ -49,6 +51,9 @@ from ._config import write_config_text as write_config_text
 from ._config_check import config_issues as config_issues
 from ._config_check import config_schema as config_schema
 from ._config_check import parse_config as parse_config
+from ._config_form import ConfigForm as ConfigForm
+from ._config_form import config_form_schema as config_form_schema
+from ._config_form import lookup_config_schema as lookup_config_schema
 from ._config_text import ConfigSyntaxError as ConfigSyntaxError
 from ._config_text import backup_path as backup_path
 from ._config_text import decode_config_text as decode_config_text
@@ -75,6 +80,7 @@ __all__ = [
     "CatalogEntry",
     "Config",
     "ConfigError",
+    "ConfigForm",
     "ConfigIssue",
     "ConfigSnapshot",
     "ConfigSyntaxError",
@@ -88,6 +94,7 @@ __all__ = [
     "apply_merge_patch",
     "backup_path",
     "close_all_providers",
+    "config_form_schema",
     "config_issues",
     "config_schema",
     "config_text",
@@ -97,6 +104,7 @@ __all__ = [
     "keep_previous",
     "load_config",
     "load_plugins",
+    "lookup_config_schema",
     "parse_config",
     "read_config_snapshot",
     "redact_config",

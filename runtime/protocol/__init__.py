@@ -83,6 +83,8 @@ from ._wire import CommandsListParams as CommandsListParams
 from ._wire import ConfigApplyParams as ConfigApplyParams
 from ._wire import ConfigGetParams as ConfigGetParams
 from ._wire import ConfigPatchParams as ConfigPatchParams
+from ._wire import ConfigSchemaLookupParams as ConfigSchemaLookupParams
+from ._wire import ConfigSchemaParams as ConfigSchemaParams
 from ._wire import ConfigSetParams as ConfigSetParams
 from ._wire import ConnectParams as ConnectParams
 from ._wire import ConnectParamsAuth as ConnectParamsAuth
@@ -169,6 +171,8 @@ __all__ = [
     "ConfigApplyParams",
     "ConfigGetParams",
     "ConfigPatchParams",
+    "ConfigSchemaLookupParams",
+    "ConfigSchemaParams",
     "ConfigSetParams",
     "ConnectParams",
     "ConnectParamsAuth",

@@ -63,6 +63,8 @@ __all__ = [
     "ConfigGetParams",
     "ConfigPatchParams",
     "ConfigPatchParamsDeliveryContext",
+    "ConfigSchemaLookupParams",
+    "ConfigSchemaParams",
     "ConfigSetParams",
     "ConnectParams",
     "ConnectParamsAuth",
@@ -1516,6 +1518,16 @@ class ConfigPatchParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True,
     replacePaths: Annotated[list[Annotated[str, msgspec.Meta(min_length=1)]], msgspec.Meta(max_length=256)] | msgspec.UnsetType = msgspec.UNSET
 
 
+class ConfigSchemaParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+    """`ConfigSchemaParams` (`#/definitions/ConfigSchemaParams`)."""
+
+
+class ConfigSchemaLookupParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+    """`ConfigSchemaLookupParams` (`#/definitions/ConfigSchemaLookupParams`)."""
+
+    path: Annotated[str, msgspec.Meta(min_length=1, max_length=1024, pattern="^[A-Za-z0-9_./\\[\\]\\-*]+\\Z")]
+
+
 class TickEvent(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`TickEvent` (`#/definitions/TickEvent`)."""
 
@@ -2694,6 +2706,8 @@ PARAMS_TYPES: Final[dict[str, type[msgspec.Struct]]] = {
     "config.set": ConfigSetParams,
     "config.apply": ConfigApplyParams,
     "config.patch": ConfigPatchParams,
+    "config.schema": ConfigSchemaParams,
+    "config.schema.lookup": ConfigSchemaLookupParams,
     "agents.list": AgentsListParams,
     "agents.create": AgentsCreateParams,
     "agents.update": AgentsUpdateParams,

@@ -40,6 +40,7 @@ from . import (
     _approvals,
     _clients,
     _config,
+    _config_form,
     _controlui,
     _cron,
     _dashboard,
@@ -94,6 +95,7 @@ class Methods:
         _approvals.register(self)  # plugin.approval.*
         _agents.register(self)  # agents.create/update/delete
         _agent_files.register(self)  # agents.files.* and agents.workspace.*
+        _config_form.register(self)  # config.schema, config.schema.lookup, config.openFile
 
     def add(
         self, name: str, handler: Handler, params: type[Any] | None, *, scope: str | None = None
