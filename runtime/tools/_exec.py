@@ -1,16 +1,22 @@
-"""The `exec` tool: run a command in the workspace, stream its output, leave nothing behind.
+"""The `exec` tool: run a command in the workspace, in the foreground or on into the background.
 
-A string command runs as `/bin/sh -c COMMAND`; a list is the argv itself. The process starts in
-the workspace, in a session (and process group) of its own, with stdin from /dev/null and an
-environment reduced to `ENV_ALLOWLIST` plus the call's `env`. stdout and stderr are read as
-they arrive: each decoded chunk goes to `ctx.on_update`, and the combined output keeps its last
-`max_output_bytes` for the result.
+OpenClaw's parameters: `command` (a string runs as `/bin/sh -c COMMAND`; clawlane also takes an
+argv list), `workdir` (relative to the workspace; default the workspace), `env` (overrides on
+top of `ENV_ALLOWLIST`; `PATH` and loader variables refused, as OpenClaw's host exec does),
+`timeoutSeconds` (default `tools.exec.timeoutSeconds`, 1800; 0 disables; `timeout` is the
+older clawlane name), `yieldMs` (default `tools.exec.backgroundMs`, 10,000, clamped to
+10–120,000) and `background`. `pty`, `host`, `elevated`, `ask`, `node` and `title` are accepted
+as OpenClaw's schema has them; clawlane runs every command on the gateway host, without a
+terminal (`host` `sandbox` or `node` is refused).
 
-The whole process group gets SIGKILL (`killpg`) when the command times out, when the call is
-cancelled, and also when the command's leader exits, so background children it left running
-are not orphaned and cannot hold the pipes open. A process that escapes the group itself
-(`setsid`) is beyond reach; after the group is killed its output is drained for at most
-`_DRAIN_GRACE` seconds.
+With a `ProcessRegistry` (`processes`) a command still running after `yieldMs` (at once with
+`background`) goes on as a job of the session and the call returns `status: "running"` with
+its `sessionId`, for the `process` tool; its stdin is then a pipe (`process write`). Without
+one (the `process` tool is not available) the call waits for the end and ignores both.
+
+Every command runs under a keeper (`_proctree`): when it ends, or times out, or the call is
+cancelled (a run's abort), its whole process tree is killed, including what left its process
+group (`setsid`). The output streams to `ctx.on_update` while the call waits.
 
 `exec` is not confined by the path sandbox: it is a shell, and can read anything the gateway's
 user can. Whether an agent gets it at all is a matter of tool policy (`group:runtime`).
@@ -18,11 +24,9 @@ user can. Whether an agent gets it at all is a matter of tool policy (`group:run
 
 from __future__ import annotations
 
-import codecs
 import os
-import signal
-import subprocess
-from typing import Annotated, ClassVar
+from pathlib import Path
+from typing import Annotated, Any, ClassVar, Literal
 
 import msgspec
 import trio
@@ -30,9 +34,18 @@ from attrs import frozen
 
 from runtime.llm._types import TextContent
 
+from ._process import (
+    TIMEOUT_RETRY_GUIDANCE,
+    Job,
+    JobLimitError,
+    ProcessLimits,
+    ProcessRegistry,
+    open_process_registry,
+)
 from ._tool import ToolContext, ToolResult, text_result
 
 __all__ = [
+    "BACKGROUND_FOLLOW_UP",
     "ENV_ALLOWLIST",
     "EXEC_DEFAULT_TIMEOUT",
     "EXEC_MAX_OUTPUT_BYTES",
@@ -40,188 +53,278 @@ __all__ = [
     "ExecTool",
 ]
 
-EXEC_DEFAULT_TIMEOUT = 60.0
-EXEC_MAX_TIMEOUT = 3600.0
-EXEC_MAX_OUTPUT_BYTES = 64 * 1024
+EXEC_DEFAULT_TIMEOUT = 1800.0
+EXEC_DEFAULT_YIELD_MS = 10_000
+EXEC_LEGACY_MAX_TIMEOUT = 3600.0
+EXEC_MAX_OUTPUT_BYTES = ProcessLimits().max_output_bytes
 ENV_ALLOWLIST: tuple[str, ...] = ("PATH", "HOME", "LANG", "LC_ALL", "TERM", "TZ")
-
-# After the group is killed, how long the pipes may take to reach EOF (a process that left the
-# group can keep them open forever).
-_DRAIN_GRACE = 1.0
-# How long to wait for a SIGKILLed leader to be reaped (only a process stuck in the kernel
-# takes longer).
-_REAP_TIMEOUT = 5.0
+BACKGROUND_FOLLOW_UP = (
+    "Use process (list/poll/log/write/send-keys/submit/paste/kill/clear/remove) for follow-up."
+)
+RETENTION_CAP_NOTE = (
+    "[earlier output was discarded at the retention cap and cannot be recovered]\n\n"
+)
 
 _EnvName = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
+_KILL_WAIT = 10.0
 
 
-class ExecParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, rename="camel"):
+class ExecParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     command: Annotated[
         str | list[str],
-        msgspec.Meta(
-            description="A shell command (run with /bin/sh -c), or an argv list run directly."
-        ),
+        msgspec.Meta(description="Shell command (run with /bin/sh -c), or an argv list."),
     ]
+    workdir: (
+        Annotated[str, msgspec.Meta(description="Omit/empty string: the workspace.")] | None
+    ) = None
+    env: (
+        Annotated[
+            dict[_EnvName, str],
+            msgspec.Meta(description="Literal overrides; no expansion. Omit to inherit."),
+        ]
+        | None
+    ) = None
+    yieldMs: (
+        Annotated[
+            float,
+            msgspec.Meta(ge=0, description="Milliseconds before backgrounding; default 10000."),
+        ]
+        | None
+    ) = None
+    background: (
+        Annotated[bool, msgspec.Meta(description="Background now; timeoutSeconds applies.")] | None
+    ) = None
+    timeoutSeconds: (
+        Annotated[float, msgspec.Meta(ge=0, description="Process lifetime in seconds; 0 disables.")]
+        | None
+    ) = None
     timeout: (
         Annotated[
             float,
             msgspec.Meta(
                 gt=0,
-                le=EXEC_MAX_TIMEOUT,
-                description=f"Seconds before the command is killed (default {EXEC_DEFAULT_TIMEOUT:g}).",
+                le=EXEC_LEGACY_MAX_TIMEOUT,
+                description="Older name of timeoutSeconds (seconds).",
             ),
         ]
         | None
     ) = None
-    env: (
+    pty: (
+        Annotated[bool, msgspec.Meta(description="PTY for TTY-required CLIs (not available).")]
+        | None
+    ) = None
+    title: Annotated[str, msgspec.Meta(description="A short title for the command.")] | None = None
+    host: (
         Annotated[
-            dict[_EnvName, str],
-            msgspec.Meta(description="Extra environment variables for the command."),
+            Literal["auto", "sandbox", "gateway", "node"],
+            msgspec.Meta(description="Omit/auto: the gateway host."),
         ]
         | None
     ) = None
+    elevated: Annotated[bool, msgspec.Meta(description="Host elevation if allowed.")] | None = None
+    ask: Annotated[str, msgspec.Meta(description="Stricter approvals (none here).")] | None = None
+    node: Annotated[str, msgspec.Meta(description="Node id/name for host=node.")] | None = None
 
 
 @frozen
 class ExecTool:
-    """`exec`, with its limits: `default_timeout` (seconds) and `max_output_bytes`."""
+    """`exec`, with its settings (`tools.exec.*`) and the host's `processes` (None: every
+    call runs in the foreground, in a registry of its own)."""
 
+    processes: ProcessRegistry | None = None
     default_timeout: float = EXEC_DEFAULT_TIMEOUT
+    background_ms: int = EXEC_DEFAULT_YIELD_MS
+    notify_on_exit: bool = True
+    notify_on_exit_empty_success: bool = False
     max_output_bytes: int = EXEC_MAX_OUTPUT_BYTES
 
     name: ClassVar[str] = "exec"
     description: ClassVar[str] = (
-        "Run a command in the workspace and return its combined stdout and stderr (the last "
-        f"{EXEC_MAX_OUTPUT_BYTES // 1024} KiB) and exit code. A string runs with /bin/sh -c; "
-        "a list runs as argv. Stdin is empty. The command and everything it started are "
-        f"killed after timeout seconds (default {EXEC_DEFAULT_TIMEOUT:g})."
+        "Run shell now; background continuation supported. Completed calls return command "
+        "output directly. Use process only when exec reports running with a sessionId; output "
+        "text alone is not a process handle. Long run: automatic completion wake when enabled "
+        "and output/failure occurs; otherwise process confirms completion. Quote arguments "
+        "containing shell metacharacters, including URL query strings with `?` or `&`."
     )
     params: ClassVar[type[ExecParams]] = ExecParams
     mutating: ClassVar[bool] = True
 
     async def run(self, args: ExecParams, ctx: ToolContext) -> ToolResult:
-        """Run the command. A checkpoint; cancellation kills the process group, then raises."""
+        """Run the command. A checkpoint; cancellation kills its tree, then raises."""
+        refused = _refusal(args)
+        if refused is not None:
+            return text_result(refused, is_error=True, details={"status": "failed"})
         argv = ["/bin/sh", "-c", args.command] if isinstance(args.command, str) else args.command
-        if not argv or not argv[0]:
-            return text_result("exec: command is empty", is_error=True)
-        extra = args.env or {}
-        if any("\0" in part for part in (*argv, *extra.values())):
-            return text_result("exec: command and env must not contain NUL bytes", is_error=True)
-        timeout = args.timeout if args.timeout is not None else self.default_timeout
-        output = _Output(self.max_output_bytes)
-        started = trio.current_time()
+        cwd = _workdir(ctx.workspace, args.workdir)
+        if isinstance(cwd, str):
+            return text_result(cwd, is_error=True, details={"status": "failed"})
+        timeout = _timeout(args, self.default_timeout)
+        if self.processes is None:
+            limits = ProcessLimits(max_output_bytes=self.max_output_bytes)
+            async with open_process_registry(limits=limits) as private:
+                return await self._run(private, argv, args, ctx, cwd, timeout, can_yield=False)
+        return await self._run(self.processes, argv, args, ctx, cwd, timeout, can_yield=True)
+
+    async def _run(
+        self,
+        registry: ProcessRegistry,
+        argv: list[str],
+        args: ExecParams,
+        ctx: ToolContext,
+        cwd: Path,
+        limit_s: float | None,
+        *,
+        can_yield: bool,
+    ) -> ToolResult:
+        command = args.command if isinstance(args.command, str) else " ".join(args.command)
         try:
-            proc = await trio.lowlevel.open_process(
+            job = await registry.start(
                 argv,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                cwd=ctx.workspace,
-                env=_child_env({**ctx.env, **extra}),
-                start_new_session=True,
+                command=command,
+                cwd=cwd,
+                env=_child_env({**ctx.env, **(args.env or {})}),
+                agent_id=ctx.agent_id,
+                session_key=ctx.session_key,
+                run_id=ctx.run_id,
+                timeout_s=limit_s,
+                stdin=can_yield,
+                notify_on_exit=self.notify_on_exit,
+                notify_empty_success=self.notify_on_exit_empty_success,
+                on_chunk=lambda stream, text: _update(ctx, stream, text),
             )
+        except JobLimitError as exc:
+            return text_result(str(exc), is_error=True, details={"status": "failed"})
         except OSError as exc:
             where = f": {exc.filename}" if exc.filename else ""
-            return text_result(
-                f"exec could not start the command: {exc.strerror or exc}{where}", is_error=True
-            )
-
-        timed_out = False
+            message = f"exec could not start the command: {exc.strerror or exc}{where}"
+            return text_result(message, is_error=True, details={"status": "failed"})
+        window = self._yield_window(args) if can_yield else None
         try:
-            assert proc.stdout is not None and proc.stderr is not None
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(_pump, proc.stdout, "stdout", output, ctx)
-                nursery.start_soon(_pump, proc.stderr, "stderr", output, ctx)
-                with trio.move_on_after(timeout) as deadline:
-                    await proc.wait()
-                timed_out = deadline.cancelled_caught
-                # Also after a normal exit: background children must not outlive the call.
-                _kill_group(proc.pid)
-                with trio.move_on_after(_DRAIN_GRACE):
-                    await output.drained.wait()
-                nursery.cancel_scope.cancel()
-        finally:
-            # Timeout, cancellation or a crash in a pump: kill the group before anything else,
-            # then reap the leader (shielded, so a cancelled call still leaves no zombie).
-            _kill_group(proc.pid)
-            with trio.move_on_after(_REAP_TIMEOUT, shield=True):
-                await proc.wait()
-            with trio.CancelScope(shield=True):
-                for pipe in (proc.stdout, proc.stderr):
-                    if pipe is not None:
-                        await pipe.aclose()
+            with trio.move_on_after(window if window is not None else float("inf")):
+                await job.done.wait()
+        except BaseException:
+            job.kill("aborted")
+            with trio.CancelScope(shield=True), trio.move_on_after(_KILL_WAIT):
+                await job.done.wait()
+            raise
+        if job.done.is_set():
+            registry.forget(job)
+            return _finished_result(job, limit_s)
+        registry.background(job)
+        return _running_result(job)
 
-        code = proc.returncode
-        text = output.text() or "(no output)"
-        details: dict[str, object] = {
-            "exitCode": code,
-            "timedOut": timed_out,
-            "durationMs": round((trio.current_time() - started) * 1000),
-            "truncatedBytes": output.dropped,
-        }
-        status = ""
-        if timed_out:
-            status = f"[timed out after {timeout:g}s; the command and its children were killed]"
-        elif code is not None and code < 0:
-            status = f"[killed by {_signal_name(-code)}]"
-        elif code:
-            status = f"[exit code {code}]"
-        if status:
-            text = f"{text.rstrip()}\n\n{status}"
-        return text_result(text, is_error=timed_out or code != 0, details=details)
+    def _yield_window(self, args: ExecParams) -> float:
+        if args.background:
+            return 0.0
+        ms = args.yieldMs if args.yieldMs is not None else self.background_ms
+        return min(max(ms, 10.0), 120_000.0) / 1000
 
 
-class _Output:
-    """The tail of the combined output, capped at `cap` bytes, and end-of-stream tracking."""
-
-    def __init__(self, cap: int) -> None:
-        self._cap = cap
-        self._buf = bytearray()
-        self.dropped = 0
-        self._open_streams = 2
-        self.drained = trio.Event()
-
-    def append(self, chunk: bytes | bytearray) -> None:
-        self._buf += chunk
-        excess = len(self._buf) - self._cap
-        if excess > 0:
-            del self._buf[:excess]
-            self.dropped += excess
-
-    def stream_ended(self) -> None:
-        self._open_streams -= 1
-        if self._open_streams == 0:
-            self.drained.set()
-
-    def text(self) -> str:
-        data = bytes(self._buf)
-        if not self.dropped:
-            return data.decode("utf-8", errors="replace")
-        # The cut may have split a UTF-8 sequence: skip its continuation bytes.
-        skip = 0
-        while skip < min(3, len(data)) and 0x80 <= data[skip] < 0xC0:
-            skip += 1
-        body = data[skip:].decode("utf-8", errors="replace")
-        return f"…[truncated {self.dropped + skip} bytes of earlier output]\n{body}"
+def _refusal(args: ExecParams) -> str | None:
+    if isinstance(args.command, list):
+        if not args.command or not args.command[0]:
+            return "exec: command is empty"
+    elif not args.command.strip():
+        return "exec: command is empty"
+    extra = args.env or {}
+    parts = [args.command] if isinstance(args.command, str) else args.command
+    if any("\0" in part for part in (*parts, *extra.values(), args.workdir or "")):
+        return "exec: command and env must not contain NUL bytes"
+    blocked = sorted(
+        k for k in extra if k == "PATH" or k.startswith(("LD_", "DYLD_")) or k == "OPENCLAW_SHELL"
+    )
+    if blocked:
+        return f"exec: env may not override {', '.join(blocked)} on the gateway host"
+    if args.host in ("sandbox", "node"):
+        return f"exec host not available (requested {args.host}; clawlane runs on the gateway host)"
+    return None
 
 
-async def _pump(
-    stream: trio.abc.ReceiveStream, name: str, output: _Output, ctx: ToolContext
-) -> None:
-    """Copy one pipe into `output`, handing each decoded chunk to `ctx.on_update`."""
-    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-    try:
-        async for chunk in stream:
-            output.append(chunk)
-            _update(ctx, name, decoder.decode(chunk))
-        _update(ctx, name, decoder.decode(b"", final=True))
-    finally:
-        output.stream_ended()
+def _workdir(workspace: Path, raw: str | None) -> Path | str:
+    if raw is None or raw == "":
+        return workspace
+    if not raw.strip():
+        return "exec: workdir must not be whitespace only"
+    path = (workspace / raw) if not os.path.isabs(raw) else Path(raw)
+    if not path.is_dir():
+        return f"exec: workdir {raw} is not a directory"
+    return path
+
+
+def _timeout(args: ExecParams, default: float) -> float | None:
+    if args.timeoutSeconds is not None:
+        return args.timeoutSeconds or None
+    if args.timeout is not None:
+        return args.timeout
+    return default or None
+
+
+def _finished_result(job: Job, timeout: float | None) -> ToolResult:
+    """OpenClaw's foreground result: `completed` (exit 0 or another code, which is said at
+    the end) or `failed` (126/127, a signal, the timeout), with the retained output."""
+    output = job.output.text()
+    note = RETENTION_CAP_NOTE if job.output.dropped else ""
+    details: dict[str, Any] = {
+        "status": job.status,
+        "exitCode": job.exit_code,
+        "exitSignal": job.exit_signal,
+        "exitReason": job.exit_reason,
+        "durationMs": (job.ended_at or job.started_at) - job.started_at,
+        "cwd": job.cwd,
+        "truncatedBytes": job.output.dropped,
+    }
+    if job.status == "completed":
+        text = output or "(no output)"
+        if job.exit_code:
+            text = f"{text.rstrip()}\n\n(Command exited with code {job.exit_code})"
+        return text_result(note + text, details=details)
+    reason = _failure_reason(job, timeout)
+    details["timedOut"] = job.timed_out
+    details["failureKind"] = _failure_kind(job)
+    text = f"{output.rstrip()}\n\n{reason}" if output.strip() else reason
+    return text_result(note + text, is_error=True, details=details)
+
+
+def _failure_kind(job: Job) -> str:
+    if job.exit_reason == "exit":
+        return "shell-command-not-found" if job.exit_code == 127 else "shell-not-executable"
+    if job.timed_out:
+        return "overall-timeout"
+    return "signal" if job.exit_signal is not None else "aborted"
+
+
+def _failure_reason(job: Job, timeout: float | None) -> str:
+    kind = _failure_kind(job)
+    if kind == "shell-command-not-found":
+        return "Command not found"
+    if kind == "shell-not-executable":
+        return "Command not executable (permission denied)"
+    if kind == "overall-timeout":
+        said = f"Command timed out after {timeout:g} seconds." if timeout else "Command timed out."
+        return f"{said}\n\n{TIMEOUT_RETRY_GUIDANCE}"
+    if kind == "signal":
+        return f"Command aborted by signal {job.exit_signal}"
+    return "Command aborted before exit code was captured"
+
+
+def _running_result(job: Job) -> ToolResult:
+    text = f"Command still running (session {job.id}, pid {job.pid}). {BACKGROUND_FOLLOW_UP}"
+    return text_result(
+        text,
+        details={
+            "status": "running",
+            "sessionId": job.id,
+            "pid": job.pid,
+            "startedAt": job.started_at,
+            "cwd": job.cwd,
+            "tail": job.output.tail(),
+            "followUp": BACKGROUND_FOLLOW_UP,
+        },
+    )
 
 
 def _update(ctx: ToolContext, name: str, text: str) -> None:
-    if text:
-        ctx.on_update(ToolResult(content=[TextContent(text=text)], details={"stream": name}))
+    ctx.on_update(ToolResult(content=[TextContent(text=text)], details={"stream": name}))
 
 
 def _child_env(extra: dict[str, str]) -> dict[str, str]:
@@ -229,23 +332,3 @@ def _child_env(extra: dict[str, str]) -> dict[str, str]:
     env.setdefault("PATH", os.defpath)
     env.update(extra)
     return env
-
-
-def _kill_group(pgid: int) -> None:
-    """SIGKILL every process in the group; a group already gone is fine.
-
-    The leader's pid is also the group id (a new session). Once the leader is reaped the id
-    stays reserved while any member lives, so this never reaches an unrelated group unless the
-    kernel wraps around its whole pid space in between.
-    """
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def _signal_name(number: int) -> str:
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return f"signal {number}"

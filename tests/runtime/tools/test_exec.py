@@ -16,7 +16,7 @@ import pytest
 import trio
 
 from runtime.llm._types import TextContent
-from runtime.tools._exec import ExecTool
+from runtime.tools._exec import EXEC_MAX_OUTPUT_BYTES, RETENTION_CAP_NOTE, ExecTool
 from runtime.tools._tool import ToolContext, ToolResult, invoke_tool
 
 # Starts two background sleeps, records every pid (the shell's last), then waits for them.
@@ -68,11 +68,12 @@ async def test_exit_code_and_output(ctx: ToolContext) -> None:
     assert not ok.is_error
     assert _text(ok) in ("out\nerr\n", "err\nout\n")
     assert ok.details is not None and ok.details["exitCode"] == 0
-    assert failed.is_error
-    assert _text(failed) == "nope\n\n[exit code 3]"
+    # As OpenClaw's: another exit code is a completed command that says its code.
+    assert not failed.is_error
+    assert _text(failed) == "nope\n\n(Command exited with code 3)"
     assert failed.details is not None
     assert failed.details["exitCode"] == 3
-    assert failed.details["timedOut"] is False
+    assert failed.details["status"] == "completed"
 
 
 async def test_argv_list_runs_without_a_shell(ctx: ToolContext) -> None:
@@ -94,8 +95,11 @@ async def test_runs_in_the_workspace_with_an_allowlisted_environment(
     assert "CLAWLANE_TEST_SECRET" not in names
     assert "FOO=bar" in lines
     assert "LANG=C.UTF-8" in lines
-    # sh may add PWD, SHLVL and _ itself; nothing else from the gateway's environment.
+    assert "OPENCLAW_SHELL=exec" in lines  # as OpenClaw's, for shell profiles
+    # sh may add PWD, SHLVL and _ itself; the job's marker; nothing else from the gateway.
     assert names <= {
+        "CLAWLANE_JOB",
+        "OPENCLAW_SHELL",
         "PATH",
         "HOME",
         "LANG",
@@ -152,10 +156,11 @@ async def test_timeout_kills_the_whole_process_group(ctx: ToolContext, workspace
         result = await invoke_tool(ExecTool(), {"command": _SPAWN_AND_WAIT, "timeout": 1}, ctx)
         assert result.is_error
         assert _text(result).startswith("ready\n")
-        assert "[timed out after 1s; the command and its children were killed]" in _text(result)
+        assert "Command timed out after 1 seconds." in _text(result)
         assert result.details is not None
         assert result.details["timedOut"] is True
-        assert result.details["exitCode"] == -9
+        assert result.details["status"] == "failed"
+        assert result.details["exitSignal"] == "SIGKILL"
         await _assert_all_gone(_pids(workspace))
 
 
@@ -203,16 +208,17 @@ async def test_output_keeps_the_tail_with_a_marker(ctx: ToolContext) -> None:
             ctx,
         )
         default = await invoke_tool(
-            ExecTool(), {"command": "head -c 100000 /dev/zero | tr '\\0' b; echo END"}, ctx
+            ExecTool(), {"command": "head -c 300000 /dev/zero | tr '\\0' b; echo END"}, ctx
         )
     text = _text(small)
-    assert text.startswith("…[truncated 4005 bytes of earlier output]\n")
+    assert text.startswith(RETENTION_CAP_NOTE)
     assert text.endswith("a\nEND\n")
+    assert len(text) == len(RETENTION_CAP_NOTE) + 1000
     assert small.details is not None and small.details["truncatedBytes"] == 4005
     text = _text(default)
-    assert text.startswith(f"…[truncated {100_004 - 64 * 1024} bytes of earlier output]\n")
+    assert text.startswith(RETENTION_CAP_NOTE)
     assert text.endswith("bbbEND\n")
-    assert len(text.encode()) < 64 * 1024 + 100
+    assert len(text.encode()) == len(RETENTION_CAP_NOTE.encode()) + EXEC_MAX_OUTPUT_BYTES
 
 
 async def test_a_missing_program_is_an_error_result(ctx: ToolContext) -> None:
@@ -220,6 +226,7 @@ async def test_a_missing_program_is_an_error_result(ctx: ToolContext) -> None:
         result = await invoke_tool(ExecTool(), {"command": ["/nonexistent/program"]}, ctx)
     assert result.is_error
     assert _text(result).startswith("exec could not start the command: No such file or directory")
+    assert _text(result).endswith("Command not found")
 
 
 @pytest.mark.parametrize(
@@ -248,3 +255,80 @@ async def test_empty_argv_and_nul_bytes_are_refused(ctx: ToolContext) -> None:
         nul = await invoke_tool(ExecTool(), {"command": "echo a\0b"}, ctx)
     assert _text(empty) == "exec: command is empty"
     assert _text(nul) == "exec: command and env must not contain NUL bytes"
+
+
+# --- OpenClaw's parameters, and trees that leave their process group --------------------------
+
+# A grandchild in a session of its own (setsid), which a process-group kill cannot reach.
+_ESCAPE = "setsid sleep 100 & echo $! > pids; echo ready; sleep 100"
+
+
+async def test_a_grandchild_that_left_the_group_dies_when_the_call_is_cancelled(
+    ctx: ToolContext, workspace: Path
+) -> None:
+    ready = trio.Event()
+
+    def on_update(partial: Any) -> None:
+        if "ready" in _update_text(partial):
+            ready.set()
+
+    with trio.fail_after(15):
+        with trio.CancelScope() as scope:
+            async with trio.open_nursery() as nursery:
+                tool_ctx = attrs.evolve(ctx, on_update=on_update)
+                nursery.start_soon(invoke_tool, ExecTool(), {"command": _ESCAPE}, tool_ctx)
+                await ready.wait()
+                scope.cancel()
+        [pid] = [int(p) for p in (workspace / "pids").read_text().split()]
+        await _assert_all_gone([pid])
+
+
+async def test_a_grandchild_that_left_the_group_dies_when_the_command_ends(
+    ctx: ToolContext, workspace: Path
+) -> None:
+    with trio.fail_after(10):
+        command = "setsid sleep 100 & echo $! > pids; echo done"
+        result = await invoke_tool(ExecTool(), {"command": command}, ctx)
+        assert _text(result) == "done\n"
+        [pid] = [int(p) for p in (workspace / "pids").read_text().split()]
+        await _assert_all_gone([pid])
+
+
+async def test_workdir_is_relative_to_the_workspace(ctx: ToolContext, workspace: Path) -> None:
+    (workspace / "sub").mkdir()
+    with trio.fail_after(10):
+        here = await invoke_tool(ExecTool(), {"command": "pwd", "workdir": "sub"}, ctx)
+        missing = await invoke_tool(ExecTool(), {"command": "pwd", "workdir": "nope"}, ctx)
+        blank = await invoke_tool(ExecTool(), {"command": "pwd", "workdir": "  "}, ctx)
+    assert _text(here) == f"{workspace / 'sub'}\n"
+    assert missing.is_error and _text(missing) == "exec: workdir nope is not a directory"
+    assert blank.is_error and "whitespace" in _text(blank)
+
+
+async def test_path_and_loader_overrides_are_refused(ctx: ToolContext) -> None:
+    with trio.fail_after(10):
+        result = await invoke_tool(
+            ExecTool(), {"command": "true", "env": {"PATH": "/tmp", "LD_PRELOAD": "x"}}, ctx
+        )
+    assert result.is_error
+    assert _text(result) == "exec: env may not override LD_PRELOAD, PATH on the gateway host"
+
+
+async def test_timeout_seconds_zero_disables_the_timeout_and_a_signal_is_a_failure(
+    ctx: ToolContext,
+) -> None:
+    with trio.fail_after(10):
+        result = await invoke_tool(
+            ExecTool(default_timeout=0.01), {"command": "kill -TERM $$", "timeoutSeconds": 0}, ctx
+        )
+    assert result.is_error
+    assert _text(result) == "Command aborted by signal SIGTERM"
+    assert result.details is not None and result.details["failureKind"] == "signal"
+
+
+async def test_without_a_registry_background_is_ignored(ctx: ToolContext) -> None:
+    with trio.fail_after(10):
+        result = await invoke_tool(
+            ExecTool(), {"command": "sleep 0.2; echo late", "background": True}, ctx
+        )
+    assert _text(result) == "late\n"

@@ -1,0 +1,567 @@
+"""The background jobs `exec` starts and `process` controls: OpenClaw's process sessions.
+
+A `ProcessRegistry` (`open_process_registry`) owns every job of a host: the job's process tree
+(`_proctree`: a keeper that no descendant escapes), a task pumping its output, its timeout, and
+what is kept once it ended. Jobs are scoped by session key (what `process` sees) and bounded per
+agent (`ProcessLimits`): running jobs by count (a start beyond it is refused), output by bytes
+per job (the retained tail; the unread part a poll drains is capped apart), finished jobs by
+count and total bytes (the oldest forgotten first) and by age (`finished_ttl_s`, from their end).
+Only backgrounded jobs are listed and kept after their end; a foreground job is forgotten when
+its `exec` call returns.
+
+Who kills what: `Job.kill` (the `process` tool, a cancelled foreground call), `kill_run` (a run
+aborted: its jobs, backgrounded ones too), `kill_session` (a session deleted: its jobs, running
+and finished), and the registry's end (shutdown: every job). A kill is SIGTERM to the keeper,
+which SIGKILLs the tree; SIGKILL to the keeper and its group follows after a grace.
+
+When a backgrounded job ends by itself (not killed on request) the registry calls `on_exit`
+with it, as OpenClaw's `notifyOnExit` enqueues an `Exec completed|failed (<id>, code N) :: <tail>`
+system event (`Job.exit_event`); the host wakes the session with it.
+
+All methods run in the trio thread; those that are checkpoints say so.
+"""
+
+from __future__ import annotations
+
+import codecs
+import logging
+import math
+import re
+import secrets
+import subprocess
+import time
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Final, Literal
+
+import attrs
+import trio
+
+from ._errors import ToolError
+from ._proctree import (
+    JOB_ENV,
+    JobRecords,
+    decode_status,
+    kill_tree,
+    new_job_token,
+    spawn_tree,
+)
+
+__all__ = [
+    "TIMEOUT_RETRY_GUIDANCE",
+    "Job",
+    "JobLimitError",
+    "OutputLog",
+    "ProcessLimits",
+    "ProcessRegistry",
+    "derive_name",
+    "open_process_registry",
+]
+
+log = logging.getLogger("clawlane.tools.process")
+
+_TAIL_CHARS: Final = 2000
+_NOTIFY_TAIL_CHARS: Final = 400
+_NOTIFY_SNIPPET_CHARS: Final = 180
+_DRAIN_GRACE: Final = 1.0
+
+ExitReason = Literal[
+    "exit", "signal", "overall-timeout", "manual-cancel", "aborted", "session-ended", "shutdown"
+]
+_REQUESTED: Final = frozenset({"manual-cancel", "aborted", "session-ended", "shutdown"})
+
+
+class JobLimitError(ToolError):
+    """A job was refused: its agent has as many running jobs as `ProcessLimits` allows."""
+
+
+@attrs.frozen
+class ProcessLimits:
+    """Per-agent bounds (OpenClaw's defaults where it has one: 200,000 retained and 30,000
+    pending per job, 50 finished jobs and 2,000,000 of their output, 30 min after the end)."""
+
+    max_output_bytes: int = 200_000
+    pending_bytes: int = 30_000
+    max_running_per_agent: int = 32
+    max_finished_per_agent: int = 50
+    max_finished_bytes_per_agent: int = 2_000_000
+    finished_ttl_s: float = 1800.0
+
+
+class OutputLog:
+    """A job's combined output in bytes: the retained tail (`cap`), and what no poll has read
+    yet (`pending_cap`, its oldest bytes dropped first)."""
+
+    def __init__(self, cap: int, pending_cap: int) -> None:
+        self._cap = cap
+        self._pending_cap = min(pending_cap, cap)
+        self.buf = bytearray()
+        self.total = 0
+        self.pending = bytearray()
+        self.pending_dropped = False
+
+    def append(self, chunk: bytes | bytearray) -> None:
+        self.total += len(chunk)
+        self.buf += chunk
+        if len(self.buf) > self._cap:
+            del self.buf[: len(self.buf) - self._cap]
+        self.pending += chunk
+        if len(self.pending) > self._pending_cap:
+            del self.pending[: len(self.pending) - self._pending_cap]
+            self.pending_dropped = True
+
+    @property
+    def dropped(self) -> int:
+        """Bytes no longer retained (beyond the cap)."""
+        return self.total - len(self.buf)
+
+    def drain(self) -> tuple[str, bool]:
+        """The unread output (decoded) and whether some of it was dropped; marks it read."""
+        data, dropped = bytes(self.pending), self.pending_dropped
+        self.pending.clear()
+        self.pending_dropped = False
+        return _decode(data, cut=dropped), dropped
+
+    def text(self) -> str:
+        return _decode(bytes(self.buf), cut=self.dropped > 0)
+
+    def tail(self, chars: int = _TAIL_CHARS) -> str:
+        return self.text()[-chars:]
+
+
+def _decode(data: bytes, *, cut: bool) -> str:
+    if cut:  # the cut may have split a UTF-8 sequence: skip its continuation bytes
+        skip = 0
+        while skip < min(3, len(data)) and 0x80 <= data[skip] < 0xC0:
+            skip += 1
+        data = data[skip:]
+    return data.decode("utf-8", errors="replace")
+
+
+OnChunk = Callable[[str, str], None]
+"""Receives each decoded chunk of a job's output and its stream name, while a foreground
+call streams it."""
+
+
+@attrs.define(eq=False)
+class Job:
+    """One command and its process tree. Read its fields; change it through the registry."""
+
+    id: str
+    token: str
+    command: str
+    cwd: str
+    agent_id: str
+    session_key: str
+    run_id: str
+    started_at: int
+    timeout_s: float | None
+    notify_on_exit: bool
+    notify_empty_success: bool
+    output: OutputLog
+    proc: trio.Process | None = None
+    backgrounded: bool = False
+    ended_at: int | None = None
+    exit_code: int | None = None
+    exit_signal: str | None = None
+    exit_reason: ExitReason | None = None
+    on_chunk: OnChunk | None = None
+    last_output_at: float = attrs.field(factory=time.monotonic)
+    stdin_open: bool = False
+    done: trio.Event = attrs.field(factory=trio.Event)
+    kill_requested: trio.Event = attrs.field(factory=trio.Event)
+    changed: trio.Event = attrs.field(factory=trio.Event)
+    """Set when output arrives or the job ends (a waiter replaces it before waiting)."""
+    decoders: dict[str, Callable[[bytes, bool], str]] = attrs.field(factory=dict)
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc is not None else None
+
+    @property
+    def running(self) -> bool:
+        return self.ended_at is None
+
+    @property
+    def status(self) -> str:
+        """`running`, `completed` (a clean exit, or stopped on request) or `failed`."""
+        if self.ended_at is None:
+            return "running"
+        if self.exit_reason in _REQUESTED:
+            return "completed"
+        if self.exit_reason == "exit" and self.exit_code not in (126, 127):
+            return "completed"
+        return "failed"
+
+    @property
+    def stopped_on_request(self) -> bool:
+        return self.exit_reason in _REQUESTED
+
+    @property
+    def timed_out(self) -> bool:
+        return self.exit_reason == "overall-timeout"
+
+    @property
+    def name(self) -> str:
+        """A short label: the command's verb and first operand (OpenClaw's derived name)."""
+        return derive_name(self.command)
+
+    def exit_label(self) -> str:
+        if self.exit_signal is not None:
+            return f"signal {self.exit_signal}"
+        return f"code {self.exit_code}" if self.exit_code is not None else "unknown exit code"
+
+    def exit_event(self) -> str:
+        """The system event of this job's end (OpenClaw's text)."""
+        state = "completed" if self.status == "completed" else "failed"
+        snippet = _compact(self.output.text()[-_NOTIFY_TAIL_CHARS:])
+        head = f"Exec {state} ({self.id[:8]}, {self.exit_label()})"
+        text = f"{head} :: {snippet}" if snippet else head
+        if self.timed_out:
+            text += f"\n\n{TIMEOUT_RETRY_GUIDANCE}"
+        return text
+
+    def wants_notice(self) -> bool:
+        """Whether this ended background job's end should wake its session."""
+        if not (self.backgrounded and self.notify_on_exit) or self.stopped_on_request:
+            return False
+        quiet = self.status == "completed" and self.exit_code == 0
+        return not (quiet and not self.output.text().strip() and not self.notify_empty_success)
+
+    def kill(self, reason: ExitReason = "manual-cancel") -> bool:
+        """Ask for the tree to be killed (the job's task does it). False when it ended."""
+        if self.ended_at is not None:
+            return False
+        if self.exit_reason is None:
+            self.exit_reason = reason
+        self.kill_requested.set()
+        return True
+
+
+TIMEOUT_RETRY_GUIDANCE: Final = (
+    "The command was terminated, but external side effects may already have completed. "
+    "Verify the resulting state before retrying. Do not automatically rerun non-idempotent "
+    "commands. Use a higher timeout only when the command is known to be safe to retry."
+)
+
+
+def _compact(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= _NOTIFY_SNIPPET_CHARS else flat[: _NOTIFY_SNIPPET_CHARS - 1] + "…"
+
+
+_TOKEN_RE: Final = re.compile(r"""(?:[^\s"']+|"(?:\\.|[^"\\])*"|'[^']*')+""")
+
+
+def derive_name(command: str) -> str:
+    tokens: list[str] = [str(t).strip("\"'") for t in _TOKEN_RE.findall(command)]
+    tokens = [t for t in tokens if t]
+    if not tokens:
+        return ""
+    target = next((t for t in tokens[1:] if not t.startswith("-")), None)
+    target = target if target is not None else (tokens[1] if len(tokens) > 1 else None)
+    if target is None:
+        return tokens[0]
+    if len(target) > 48:
+        target = f"{target[:22]}...{target[-22:]}"
+    return f"{tokens[0]} {target}"
+
+
+class ProcessRegistry:
+    """Create with `open_process_registry`. See the module docstring."""
+
+    def __init__(
+        self,
+        nursery: trio.Nursery,
+        *,
+        limits: ProcessLimits,
+        records: JobRecords | None,
+        on_exit: Callable[[Job], None] | None,
+    ) -> None:
+        self._nursery = nursery
+        self.limits = limits
+        self.records = records
+        self.on_exit = on_exit
+        self._jobs: dict[str, Job] = {}
+        self._finished: dict[str, Job] = {}  # backgrounded and ended, oldest first
+        self.closing = False
+
+    # --- starting -------------------------------------------------------------------------
+
+    async def start(
+        self,
+        argv: Sequence[str],
+        *,
+        command: str,
+        cwd: Path,
+        env: Mapping[str, str],
+        agent_id: str,
+        session_key: str,
+        run_id: str,
+        timeout_s: float | None,
+        stdin: bool = False,
+        notify_on_exit: bool = True,
+        notify_empty_success: bool = False,
+        on_chunk: OnChunk | None = None,
+    ) -> Job:
+        """Start `argv` as a job of `session_key`. Raises `JobLimitError` (too many running
+        jobs for `agent_id`, or the registry is closing) and `OSError` (it could not start).
+        A checkpoint; the job's task runs in the registry's nursery, so it outlives the call."""
+        running = sum(1 for j in self._jobs.values() if j.agent_id == agent_id and j.running)
+        if self.closing:
+            raise JobLimitError("exec: the gateway is shutting down")
+        if running >= self.limits.max_running_per_agent:
+            raise JobLimitError(
+                f"exec: agent {agent_id} already has {running} running commands (the limit); "
+                "kill or wait for one with the process tool"
+            )
+        job = Job(
+            id=self._new_id(),
+            token=new_job_token(),
+            command=command,
+            cwd=str(cwd),
+            agent_id=agent_id,
+            session_key=session_key,
+            run_id=run_id,
+            started_at=_now_ms(),
+            timeout_s=timeout_s,
+            notify_on_exit=notify_on_exit,
+            notify_empty_success=notify_empty_success,
+            output=OutputLog(self.limits.max_output_bytes, self.limits.pending_bytes),
+            on_chunk=on_chunk,
+        )
+        job.proc = await spawn_tree(
+            argv,
+            cwd=cwd,
+            env={**env, JOB_ENV: job.token, "OPENCLAW_SHELL": "exec"},
+            stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+        )
+        job.stdin_open = stdin
+        self._jobs[job.id] = job
+        if self.records is not None:
+            records, token, pid = self.records, job.token, job.proc.pid
+            await trio.to_thread.run_sync(lambda: records.add(token, pid))
+        self._nursery.start_soon(self._run, job, name=f"exec-job:{job.id}")
+        return job
+
+    def _new_id(self) -> str:
+        while True:
+            candidate = secrets.token_hex(4)
+            if candidate not in self._jobs and candidate not in self._finished:
+                return candidate
+
+    # --- one job's life ---------------------------------------------------------------------
+
+    async def _run(self, job: Job) -> None:
+        proc = job.proc
+        assert proc is not None and proc.stdout is not None and proc.stderr is not None
+        open_streams = [2]
+        drained = trio.Event()
+
+        async def pump(stream: trio.abc.ReceiveStream, name: str) -> None:
+            try:
+                async for chunk in stream:
+                    self._take(job, name, chunk)
+            finally:
+                open_streams[0] -= 1
+                if not open_streams[0]:
+                    drained.set()
+
+        async def watch_kill() -> None:
+            await job.kill_requested.wait()
+            await kill_tree(proc)
+
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(pump, proc.stdout, "stdout")
+                nursery.start_soon(pump, proc.stderr, "stderr")
+                nursery.start_soon(watch_kill)
+                deadline = math.inf if job.timeout_s is None else job.timeout_s
+                with trio.move_on_after(deadline) as scope:
+                    await proc.wait()
+                if scope.cancelled_caught:
+                    job.kill("overall-timeout")
+                    await kill_tree(proc)
+                with trio.move_on_after(_DRAIN_GRACE):
+                    await drained.wait()
+                nursery.cancel_scope.cancel()
+        finally:
+            with trio.CancelScope(shield=True):
+                if proc.returncode is None:
+                    if job.exit_reason is None:
+                        job.exit_reason = "shutdown"
+                    await kill_tree(proc)
+                for pipe in (proc.stdin, proc.stdout, proc.stderr):
+                    if pipe is not None:
+                        await pipe.aclose()
+            self._ended(job)
+
+    def _take(self, job: Job, stream: str, chunk: bytes | bytearray) -> None:
+        job.output.append(chunk)
+        job.last_output_at = time.monotonic()
+        job.changed.set()
+        if job.on_chunk is not None:
+            decoder = job.decoders.get(stream)
+            if decoder is None:
+                decoder = job.decoders[stream] = codecs.getincrementaldecoder("utf-8")(
+                    errors="replace"
+                ).decode
+            text = decoder(bytes(chunk), False)
+            if text:
+                job.on_chunk(stream, text)
+
+    def _ended(self, job: Job) -> None:
+        assert job.proc is not None
+        code, sig = decode_status(job.proc.returncode)
+        job.exit_code, job.exit_signal = code, sig
+        if job.exit_reason is None:
+            job.exit_reason = "signal" if sig is not None else "exit"
+        job.ended_at = _now_ms()
+        job.stdin_open = False
+        job.on_chunk = None
+        if self.records is not None:
+            try:
+                self.records.remove(job.token)  # one unlink: cheaper than a thread hop
+            except Exception:  # pragma: no cover - remove logs its own failures
+                log.exception("could not remove the record of job %s", job.id)
+        self._jobs.pop(job.id, None)
+        if job.backgrounded:
+            self._retain(job)
+        job.done.set()
+        job.changed.set()
+        if self.on_exit is not None and job.wants_notice() and not self.closing:
+            try:
+                self.on_exit(job)
+            except Exception:
+                log.exception("on_exit failed for job %s", job.id)
+
+    def _retain(self, job: Job) -> None:
+        self._finished[job.id] = job
+        limits = self.limits
+        mine = [j for j in self._finished.values() if j.agent_id == job.agent_id]
+        size = sum(len(j.output.buf) for j in mine)
+        while len(mine) > 1 and (
+            len(mine) > limits.max_finished_per_agent or size > limits.max_finished_bytes_per_agent
+        ):
+            oldest = mine.pop(0)
+            size -= len(oldest.output.buf)
+            self._finished.pop(oldest.id, None)
+
+    def _expire(self) -> None:
+        if not self._finished:
+            return
+        cutoff = _now_ms() - self.limits.finished_ttl_s * 1000
+        for job_id in [i for i, j in self._finished.items() if (j.ended_at or 0) < cutoff]:
+            del self._finished[job_id]
+
+    # --- what `exec` and `process` do ----------------------------------------------------------
+
+    def background(self, job: Job) -> None:
+        """The foreground call returns while `job` runs on: keep it, listed, stop streaming."""
+        job.backgrounded = True
+        job.on_chunk = None
+
+    def forget(self, job: Job) -> None:
+        """Drop an ended job (a foreground one once its call returned, `process clear`)."""
+        if job.ended_at is not None:
+            self._finished.pop(job.id, None)
+
+    def get(self, session_key: str, job_id: str) -> Job | None:
+        """The backgrounded job `job_id` of `session_key`, running or kept after its end."""
+        self._expire()
+        job = self._jobs.get(job_id) or self._finished.get(job_id)
+        if job is None or job.session_key != session_key or not job.backgrounded:
+            return None
+        return job
+
+    def list(self, session_key: str) -> list[Job]:
+        """`session_key`'s backgrounded jobs, running and kept, newest first."""
+        self._expire()
+        jobs = [
+            j
+            for j in (*self._jobs.values(), *self._finished.values())
+            if j.session_key == session_key and j.backgrounded
+        ]
+        return sorted(jobs, key=lambda j: j.started_at, reverse=True)
+
+    async def write(self, job: Job, data: bytes, *, eof: bool = False) -> None:
+        """Write `data` to the job's stdin (and close it with `eof`). Raises `ToolError` when
+        stdin is closed or takes nothing for 10 s. A checkpoint."""
+        stdin = job.proc.stdin if job.proc is not None else None
+        if stdin is None or not job.stdin_open:
+            raise ToolError(f"Session {job.id} stdin is not writable.")
+        try:
+            with trio.fail_after(10):
+                if data:
+                    await stdin.send_all(data)
+                if eof:
+                    job.stdin_open = False
+                    await stdin.aclose()
+        except trio.TooSlowError:
+            raise ToolError(f"Session {job.id} is not reading its stdin.") from None
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            job.stdin_open = False
+            raise ToolError(f"Session {job.id} stdin is not writable.") from None
+
+    def kill_run(self, run_id: str) -> int:
+        """Kill every running job `run_id` started (it was aborted). Returns how many."""
+        return sum(j.kill("aborted") for j in list(self._jobs.values()) if j.run_id == run_id)
+
+    def kill_session(self, session_key: str) -> int:
+        """Kill `session_key`'s running jobs and forget its ended ones (it was deleted)."""
+        for job_id in [i for i, j in self._finished.items() if j.session_key == session_key]:
+            del self._finished[job_id]
+        jobs = [j for j in self._jobs.values() if j.session_key == session_key]
+        return sum(j.kill("session-ended") for j in jobs)
+
+    def kill_all(self) -> int:
+        return sum(j.kill("shutdown") for j in list(self._jobs.values()))
+
+    def statistics(self) -> dict[str, int]:
+        """Running and kept jobs, and the output bytes they hold."""
+        jobs = [*self._jobs.values(), *self._finished.values()]
+        return {
+            "running": len(self._jobs),
+            "finished": len(self._finished),
+            "bytes": sum(len(j.output.buf) + len(j.output.pending) for j in jobs),
+        }
+
+    async def wait_idle(self) -> None:
+        """Until no job runs. A checkpoint."""
+        while self._jobs:
+            await next(iter(self._jobs.values())).done.wait()
+        await trio.lowlevel.checkpoint()
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@asynccontextmanager
+async def open_process_registry(
+    *,
+    limits: ProcessLimits | None = None,
+    records_dir: Path | None = None,
+    on_exit: Callable[[Job], None] | None = None,
+) -> AsyncIterator[ProcessRegistry]:
+    """A registry for the block. With `records_dir`, running jobs are recorded there and
+    what a crashed owner left is killed first (`JobRecords.sweep`, in a worker thread). On
+    exit every job is killed, its whole tree, and reaped (shielded)."""
+    records = JobRecords(records_dir) if records_dir is not None else None
+    if records is not None:
+        killed = await trio.to_thread.run_sync(records.sweep)
+        if killed:
+            log.warning("killed %d processes left by exec jobs of a previous run", killed)
+    async with trio.open_nursery() as nursery:
+        registry = ProcessRegistry(
+            nursery, limits=limits or ProcessLimits(), records=records, on_exit=on_exit
+        )
+        try:
+            yield registry
+        finally:
+            registry.closing = True
+            registry.kill_all()
+            with trio.CancelScope(shield=True), trio.move_on_after(10):
+                await registry.wait_idle()
+            nursery.cancel_scope.cancel()

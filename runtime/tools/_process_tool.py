@@ -1,0 +1,364 @@
+"""The `process` tool: OpenClaw's control of the background jobs `exec` left running.
+
+Actions (OpenClaw's): `list` (the session's jobs, running and ended), `poll` (the output no
+poll has read yet, and the exit status; `timeout` waits up to that many ms, at most 30,000, for
+output or the end), `log` (the retained output by lines: `offset`/`limit`; neither gives the
+last 200 lines), `write` (`data` to stdin, `eof` closes it), `send-keys` (`literal`, `hex`
+bytes and named `keys`, written to stdin: clawlane has no PTY), `submit` (a CR), `paste`
+(`text`, bracketed unless `bracketed` is false), `kill`, `clear` (forget an ended job) and
+`remove` (kill, or clear). A job is visible only to the session that started it. Failures are
+error results with `details.status` `failed` and the message in `details.error`.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated, Any, ClassVar, Final, Literal
+
+import msgspec
+import trio
+from attrs import frozen
+
+from ._errors import ToolError
+from ._exec import RETENTION_CAP_NOTE
+from ._process import TIMEOUT_RETRY_GUIDANCE, Job, ProcessRegistry
+from ._tool import ToolContext, ToolResult, text_result
+
+__all__ = ["ProcessParams", "ProcessTool"]
+
+_LOG_TAIL_LINES: Final = 200
+_MAX_POLL_WAIT_MS: Final = 30_000
+_INPUT_WAIT_IDLE_S: Final = 15.0
+_MAX_WRITE_BYTES: Final = 1 << 20
+
+Action = Literal[
+    "list", "poll", "log", "write", "send-keys", "submit", "paste", "kill", "clear", "remove"
+]
+
+_KEYS: Final = {
+    "enter": "\r",
+    "return": "\r",
+    "tab": "\t",
+    "escape": "\x1b",
+    "esc": "\x1b",
+    "space": " ",
+    "backspace": "\x7f",
+    "bspace": "\x7f",
+    "up": "\x1b[A",
+    "down": "\x1b[B",
+    "right": "\x1b[C",
+    "left": "\x1b[D",
+    "home": "\x1b[1~",
+    "end": "\x1b[4~",
+    "delete": "\x1b[3~",
+}
+
+
+class ProcessParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    action: Annotated[
+        Action,
+        msgspec.Meta(
+            description="Process action (list|poll|log|write|send-keys|submit|paste|kill|clear|remove)"
+        ),
+    ]
+    sessionId: (
+        Annotated[str, msgspec.Meta(description="Required for every action except list.")] | None
+    ) = None
+    data: Annotated[str, msgspec.Meta(description="Data to write for write")] | None = None
+    keys: (
+        Annotated[list[str], msgspec.Meta(description="Key tokens to send for send-keys")] | None
+    ) = None
+    hex: (
+        Annotated[list[str], msgspec.Meta(description="Hex bytes to send for send-keys")] | None
+    ) = None
+    literal: Annotated[str, msgspec.Meta(description="Literal string for send-keys")] | None = None
+    text: Annotated[str, msgspec.Meta(description="Text to paste for paste")] | None = None
+    bracketed: Annotated[bool, msgspec.Meta(description="Wrap paste in bracketed mode")] | None = (
+        None
+    )
+    eof: Annotated[bool, msgspec.Meta(description="Close stdin after write")] | None = None
+    offset: Annotated[int, msgspec.Meta(ge=0, description="Log offset (lines)")] | None = None
+    limit: Annotated[int, msgspec.Meta(ge=0, description="Log length (lines)")] | None = None
+    timeout: (
+        Annotated[
+            float,
+            msgspec.Meta(
+                ge=0,
+                description="For poll: wait up to this many milliseconds before returning; "
+                "max 30000 ms, higher values are clamped to 30000",
+            ),
+        ]
+        | None
+    ) = None
+
+
+def _fail(text: str) -> ToolResult:
+    return text_result(text, is_error=True, details={"status": "failed", "error": text})
+
+
+@frozen
+class ProcessTool:
+    """`process` over the host's `ProcessRegistry`."""
+
+    processes: ProcessRegistry
+
+    name: ClassVar[str] = "process"
+    description: ClassVar[str] = (
+        "Control existing exec: list, poll, log, write, send-keys, submit, paste, kill. "
+        "poll/log: status, output, quiet success, completion without auto-wake, input hints. "
+        "Others: input/intervention."
+    )
+    params: ClassVar[type[ProcessParams]] = ProcessParams
+    mutating: ClassVar[bool] = True
+
+    async def run(self, args: ProcessParams, ctx: ToolContext) -> ToolResult:
+        """Do `args.action`. A checkpoint (`poll` may wait, `write` may block up to 10 s)."""
+        registry = self.processes
+        if args.action == "list":
+            await trio.lowlevel.checkpoint()
+            return _list(registry.list(ctx.session_key))
+        if not args.sessionId:
+            return _fail("sessionId is required for this action.")
+        job = registry.get(ctx.session_key, args.sessionId)
+        if args.action == "poll":
+            return await _poll(job, args)
+        await trio.lowlevel.checkpoint()
+        if args.action == "log":
+            return (
+                _log(job, args)
+                if job is not None
+                else _fail(f"No session found for {args.sessionId}")
+            )
+        if args.action in ("kill", "remove", "clear"):
+            return _stop(registry, job, args)
+        return await _input(registry, job, args)
+
+
+def _list(jobs: list[Job]) -> ToolResult:
+    now = int(time.time() * 1000)
+    sessions: list[dict[str, Any]] = []
+    lines: list[str] = []
+    for job in jobs:
+        runtime_ms = (job.ended_at or now) - job.started_at
+        entry: dict[str, Any] = {
+            "sessionId": job.id,
+            "status": job.status,
+            "startedAt": job.started_at,
+            "runtimeMs": runtime_ms,
+            "cwd": job.cwd,
+            "command": job.command,
+            "name": job.name,
+            "tail": job.output.tail(),
+            "truncated": job.output.dropped > 0,
+        }
+        if job.ended_at is not None:
+            entry.update(_finished_details(job), status=job.status, endedAt=job.ended_at)
+        else:
+            entry.update(pid=job.pid, **_input_details(job))
+        sessions.append(entry)
+        label = job.name or job.command[:120]
+        marker = " [overall-timeout]" if job.timed_out else ""
+        if entry.get("waitingForInput"):
+            marker += " [input-wait]"
+        lines.append(f"{job.id} {job.status:<9} {_duration(runtime_ms)}{marker} :: {label}")
+    text = "\n".join(lines) or "No running or recent sessions."
+    return text_result(text, details={"status": "completed", "sessions": sessions})
+
+
+def _finished_details(job: Job) -> dict[str, Any]:
+    details: dict[str, Any] = {"status": job.status, "sessionId": job.id, "exitCode": job.exit_code}
+    if job.exit_signal is not None:
+        details["exitSignal"] = job.exit_signal
+    if job.exit_reason:
+        details["exitReason"] = job.exit_reason
+        details["timedOut"] = job.timed_out
+    details["name"] = job.name
+    return details
+
+
+def _input_details(job: Job) -> dict[str, Any]:
+    idle_s = max(0.0, time.monotonic() - job.last_output_at)
+    return {
+        "stdinWritable": job.stdin_open,
+        "waitingForInput": job.stdin_open and idle_s >= _INPUT_WAIT_IDLE_S,
+        "idleMs": int(idle_s * 1000),
+    }
+
+
+def _end_line(job: Job) -> str:
+    if job.stopped_on_request:
+        return f"\n\nProcess stopped by request ({job.exit_label()})."
+    return f"\n\nProcess exited with {job.exit_label()}."
+
+
+async def _poll(job: Job | None, args: ProcessParams) -> ToolResult:
+    if job is None:
+        await trio.lowlevel.checkpoint()
+        return _fail(f"No session found for {args.sessionId}")
+    wait_ms = min(_MAX_POLL_WAIT_MS, args.timeout or 0)
+    if wait_ms > 0 and job.running and not job.output.pending:
+        with trio.move_on_after(wait_ms / 1000):
+            while job.running and not job.output.pending:
+                job.changed = trio.Event()
+                await job.changed.wait()
+    else:
+        await trio.lowlevel.checkpoint()
+    unread, dropped = job.output.drain()
+    output = unread.strip()
+    omitted = (
+        "[earlier output is omitted from this poll; use action=log with offset and limit to "
+        "inspect retained output]\n\n"
+        if dropped
+        else ""
+    )
+    cap = RETENTION_CAP_NOTE if job.output.dropped else ""
+    body = cap + omitted + (output or "(no new output)")
+    if job.running:
+        hints = _input_details(job)
+        tail = (
+            f"\n\nNo new output for {hints['idleMs'] // 1000}s; this session may be waiting for "
+            "input. Use process write, send-keys, submit, or paste to provide input."
+            if hints["waitingForInput"]
+            else "\n\nProcess still running."
+        )
+        details = {"status": "running", "sessionId": job.id, "name": job.name, **hints}
+        return text_result(body + tail, details=details)
+    text = body + _end_line(job)
+    if job.timed_out:
+        text += f"\n\n{TIMEOUT_RETRY_GUIDANCE}"
+    return text_result(text, is_error=job.status == "failed", details=_finished_details(job))
+
+
+def _log(job: Job, args: ProcessParams) -> ToolResult:
+    lines = job.output.text().replace("\r\n", "\n").split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    total = len(lines)
+    default_tail = args.offset is None and args.limit is None
+    limit = _LOG_TAIL_LINES if default_tail else args.limit
+    start = args.offset or 0
+    if args.offset is None and limit is not None:
+        start = max(total - limit, 0)
+    end = None if limit is None else start + limit
+    body = "\n".join(lines[start:end])
+    text = (RETENTION_CAP_NOTE if job.output.dropped else "") + (
+        body or ("(no output yet)" if job.running else "(no output recorded)")
+    )
+    if default_tail and total > _LOG_TAIL_LINES:
+        text += f"\n\n[showing last {_LOG_TAIL_LINES} of {total} lines; pass offset/limit to page]"
+    if job.stopped_on_request:
+        text += _end_line(job)
+    if job.timed_out:
+        text += f"\n\n{TIMEOUT_RETRY_GUIDANCE}"
+    if job.running:
+        details: dict[str, Any] = {
+            "status": "running",
+            "sessionId": job.id,
+            "name": job.name,
+            **_input_details(job),
+        }
+    else:
+        details = _finished_details(job)
+    details.update(
+        total=total,
+        totalLines=total,
+        totalChars=len(job.output.text()),
+        truncated=job.output.dropped > 0,
+    )
+    return text_result(text, details=details)
+
+
+def _stop(registry: ProcessRegistry, job: Job | None, args: ProcessParams) -> ToolResult:
+    sid = args.sessionId
+    if args.action == "clear":
+        if job is None or job.running:
+            return _fail(f"No finished session found for {sid}")
+        registry.forget(job)
+        return text_result(f"Cleared session {sid}.", details={"status": "completed"})
+    if job is None:
+        missing = "No active session found for" if args.action == "kill" else "No session found for"
+        return _fail(f"{missing} {sid}")
+    if args.action == "kill":
+        if not job.running:
+            return _fail(f"No active session found for {sid}")
+        job.kill("manual-cancel")
+        return text_result(
+            f"Termination requested for session {sid}.",
+            details={"status": "completed", "name": job.name},
+        )
+    if job.running:  # remove a running job: kill it and hide it at once
+        job.kill("manual-cancel")
+        job.backgrounded = False
+        return text_result(
+            f"Removed session {sid} (termination requested).",
+            details={"status": "completed", "name": job.name},
+        )
+    registry.forget(job)
+    return text_result(f"Removed session {sid}.", details={"status": "completed"})
+
+
+async def _input(registry: ProcessRegistry, job: Job | None, args: ProcessParams) -> ToolResult:
+    sid = args.sessionId
+    if job is None or not job.running:
+        return _fail(f"No active session found for {sid}")
+    if not job.stdin_open:
+        return _fail(f"Session {sid} stdin is not writable.")
+    try:
+        payload, said = _payload(args)
+    except ValueError as exc:
+        return _fail(str(exc))
+    if len(payload) > _MAX_WRITE_BYTES:
+        return _fail(f"{args.action}: at most {_MAX_WRITE_BYTES} bytes at a time")
+    try:
+        await registry.write(job, payload, eof=bool(args.eof) and args.action == "write")
+    except ToolError as exc:
+        return _fail(str(exc))
+    return text_result(said, details={"status": "running", "sessionId": sid, "name": job.name})
+
+
+def _payload(args: ProcessParams) -> tuple[bytes, str]:
+    """The bytes an input action writes, and what its result says."""
+    sid = args.sessionId
+    if args.action == "write":
+        data = (args.data or "").encode()
+        closed = " (stdin closed)" if args.eof else ""
+        return data, f"Wrote {len(data)} bytes to session {sid}{closed}."
+    if args.action == "submit":
+        return b"\r", f"Submitted session {sid} (sent CR)."
+    if args.action == "paste":
+        text = args.text or ""
+        if not text:
+            raise ValueError("No paste text provided.")
+        wrapped = text if args.bracketed is False else f"\x1b[200~{text}\x1b[201~"
+        return wrapped.encode(), f"Pasted {len(text)} chars to session {sid}."
+    data = (args.literal or "").encode()
+    for raw in args.hex or ():
+        try:
+            data += bytes([int(raw.lower().removeprefix("0x"), 16)])
+        except ValueError:
+            raise ValueError(f"Invalid hex byte: {raw}") from None
+    for token in args.keys or ():
+        data += _key(token).encode()
+    if not data:
+        raise ValueError("No key data provided.")
+    return data, f"Sent {len(data)} bytes to session {sid}."
+
+
+def _key(token: str) -> str:
+    lower = token.strip().lower()
+    if lower in _KEYS:
+        return _KEYS[lower]
+    if lower[-1:].isalpha() and ((len(lower) == 3 and lower[:2] == "c-") or lower[:-1] == "^"):
+        return chr(ord(lower[-1]) - ord("a") + 1)
+    if len(token) == 1:
+        return token
+    raise ValueError(f"Unknown key: {token}")
+
+
+def _duration(ms: int) -> str:
+    seconds = ms // 1000
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds // 60 % 60:02d}m"
