@@ -44,6 +44,7 @@ from ._compaction import compact_session as compact_session
 from ._compaction import context_budget as context_budget
 from ._compaction import persist_run as persist_run
 from ._flusher import DeadlineFlusher as DeadlineFlusher
+from ._memorysettings import memory_settings as memory_settings
 from ._prompt import skills_now as skills_now
 from ._prompt import system_prompt_report as system_prompt_report
 from ._reply import ChatDeltaThrottle as ChatDeltaThrottle
@@ -111,6 +112,7 @@ __all__ = [
     "format_tokens",
     "help_text",
     "is_silent_reply",
+    "memory_settings",
     "normalize_reasoning_level",
     "normalize_think_level",
     "normalize_verbose_level",

@@ -29,6 +29,7 @@ from ..llm._types import Message
 from ..loop._agent import SteerInbox, ToolRunner
 from ..loop._approval import ApprovalGate
 from ..loop._toolrunner import RunTools, ToolSet
+from ..memory import MemoryService, memory_tools
 from ..model._config import ToolsConfig, llm_idle_timeout_seconds
 from ..model._generation import ModelRuntimeGeneration, RunStores
 from ..model._plugins import PluginRegistry
@@ -37,6 +38,7 @@ from ..tools import ToolPolicy, ToolScope, builtin_tools, ensure_workspace
 from ._blocks import BlockFlusher, BlockSink
 from ._chunking import BlockStreamingSettings
 from ._compaction import CompactionSettings
+from ._memorysettings import memory_settings
 from ._prompt import PromptCache
 from ._turnspec import HistoryEntries, TurnSpec
 
@@ -83,6 +85,8 @@ class TurnServices:
             tuple[int, int, str, str], tuple[tuple[Any, ...], ToolPolicy, ToolSet]
         ] = {}
         self._turn_settings: tuple[int, dict[str, Any]] | None = None
+        self.memory = MemoryService(workspace_root.parent / "memory")
+        """The agents' memory indexes (`<state-dir>/memory/<agentId>.sqlite` for the gateway)."""
 
     # --- settings from the generation -----------------------------------------------------
 
@@ -132,6 +136,13 @@ class TurnServices:
             agent_id=agent_id,
             model_ref=model_ref,
         )
+
+    def memory_tools(self, generation: ModelRuntimeGeneration) -> list[Any]:
+        """`memory_search` and `memory_get` (none with `memory.search.enabled: false`)."""
+        config = generation.config
+        if config.memory.search.enabled is False:
+            return []
+        return list(memory_tools(self.memory, lambda agent_id: memory_settings(config, agent_id)))
 
     # --- workspaces -----------------------------------------------------------------------
 
@@ -209,6 +220,7 @@ class TurnServices:
                 self._toolsets.clear()
             tools = (*builtin_tools(), *self.plugins.tools())
             policy = self.tool_policy(generation, agent_id, model_ref)
+            tools = (*tools, *self.memory_tools(generation))
             shared = self._toolsets[key] = (tools, policy, ToolSet.of(tools, policy))
         tools, policy, toolset = shared
         return RunTools(

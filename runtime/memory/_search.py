@@ -219,6 +219,22 @@ class MemoryService:
 
         return await trio.to_thread.run_sync(work, abandon_on_cancel=True)
 
+    async def embedding_status(self, settings: MemorySettings, *, probe: bool) -> dict[str, Any]:
+        """`doctor.memory.status`'s `embedding`: `{ok, error?, checked?}`. A checkpoint."""
+        await trio.lowlevel.checkpoint()
+        if settings.embedding is None:
+            return {
+                "ok": False,
+                "checked": False,
+                "error": "no embedding provider (memory.search.provider none or no endpoint "
+                "configured): keyword search only",
+            }
+        return {
+            "ok": False,
+            "checked": False,
+            "error": "memory embedding readiness not checked; ask with probe: true",
+        }
+
     def close(self) -> None:
         for index in self._indexes.values():
             index.close()

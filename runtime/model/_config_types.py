@@ -16,6 +16,7 @@ import msgspec
 
 from ..llm._retry import resolve_idle_timeout
 from ..protocol import ClawlaneError
+from ._config_memory import MemoryConfig
 from ._settings import BlockStreamingChunk, BlockStreamingCoalesce, CompactionSettings
 
 DEFAULT_PORT: Final = 18789
@@ -363,6 +364,8 @@ class Config(_Strict, frozen=True):
     cron: CronConfig = CronConfig()
     cluster: ClusterConfig = ClusterConfig()
     storage: StorageConfig = StorageConfig()
+    memory: MemoryConfig = MemoryConfig()
+    """`memory.*`: memory search (`runtime.model._config_memory`)."""
 
 
 class ConfigError(ClawlaneError):

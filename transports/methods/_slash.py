@@ -1,12 +1,13 @@
 """Slash commands sent through `chat.send`, carried out as OpenClaw does.
 
-`/new` and `/reset` start the session afresh and run the rest of the message (or a greeting)
-as `agent` does. `/stop` aborts (the stop-phrase path of `chat.send`). Every other command
-answers at once without the model: the ack is `{runId, status:"started"}`, the user's line
-and the reply are written to the transcript (the line with the client's idempotency key
-`<runId>:user`, the reply with the run id), and one `chat` event `final` carries the reply
-(OpenClaw's `provider:"openclaw"`, `model:"gateway-injected"`), followed by the
-`session.message` events for both rows. A bad argument is answered the same way, with the
+`/new` and `/reset` start the session afresh and run the rest of the message as `agent` does;
+a bare one runs the greeting prompt after today's and yesterday's daily notes (`_memory`).
+`/stop` aborts (the stop-phrase path of `chat.send`). Every other command answers at once
+without the model: the ack is `{runId, status:"started"}`, the user's line and the reply are
+written to the transcript (the line with the client's idempotency key `<runId>:user`, the
+reply with the run id), and one `chat` event `final` carries the reply (OpenClaw's
+`provider:"openclaw"`, `model:"gateway-injected"`), followed by the `session.message` events
+for both rows. A bad argument is answered the same way, with the
 reason (the session is not changed); a repeated idempotency key answers from the cache.
 """
 
@@ -36,15 +37,12 @@ from runtime.model import GenerationError
 from runtime.protocol import ChatSendParams
 
 from ._context import Call
+from ._memory import bare_reset_message
 from ._submit import changed, session_actor, submit_message
 from ._views import model_ref, session_view, thinking_levels
 
 if TYPE_CHECKING:
     from actors import SessionActor
-
-RESET_GREETING = (
-    "A new session was started. Greet the user briefly and ask what they would like to do."
-)
 
 
 async def run_slash_command(
@@ -56,7 +54,7 @@ async def run_slash_command(
         return await submit_message(
             call,
             key=key,
-            message=args or RESET_GREETING,
+            message=args or await bare_reset_message(call, key),
             run_id=run_id,
             timeout_ms=None,
             mode=None,

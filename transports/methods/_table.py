@@ -45,6 +45,7 @@ from . import (
     _cron,
     _dashboard,
     _devices,
+    _memory,
     _sessions,
 )
 from ._agent import agent, start_agent
@@ -92,6 +93,7 @@ class Methods:
         _clients.register(self)  # what OpenClaw's CLI and terminal UI call
         _controlui.register(self)  # what OpenClaw's Control UI calls
         _cron.register(self)  # cron.*
+        _memory.register(self)  # memory.search, doctor.memory.*
         _approvals.register(self)  # plugin.approval.*
         _agents.register(self)  # agents.create/update/delete
         _agent_files.register(self)  # agents.files.* and agents.workspace.*

@@ -4,7 +4,9 @@ recency, the byte bound, a corrupt index rebuilt; the chunker; recall@5 on a lab
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -35,7 +37,7 @@ def ws(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def index(tmp_path: Path, ws: Path) -> MemoryIndex:
+def index(tmp_path: Path, ws: Path) -> Iterator[MemoryIndex]:
     idx = MemoryIndex(tmp_path / "idx" / "main.sqlite", ws)
     yield idx
     idx.close()
@@ -47,7 +49,7 @@ def test_chunks_are_whole_lines_with_overlap_and_line_numbers() -> None:
     assert len(chunks) > 2
     assert chunks[0].start_line == 1
     assert chunks[-1].end_line == 60
-    for a, b in zip(chunks, chunks[1:], strict=False):
+    for a, b in itertools.pairwise(chunks):
         assert b.start_line <= a.end_line  # overlap
         assert len(a.text) <= 1600
     assert chunk_markdown("") == []
