@@ -17,7 +17,7 @@ Errors, one tree (`ClawlaneError`, from `runtime.protocol`, is its root and the 
     ├── SessionKeyError (malformed key); TranscriptFormatError
     ├── ProviderError (a model call failed; `kind` says how) ── IdleTimeoutError,
     │   FallbackExhaustedError
-    ├── ToolError ── SandboxError, ToolPolicyError
+    ├── ToolError ── SandboxError, ToolPolicyError, PatchError
     ├── GatewayError (a wire error shape: code, message, details)
     ├── PairingStoreError (the device pairing file is unusable)
     ├── RunRefusedError (a host cannot run a turn); MessageCancelled (a hook said no)

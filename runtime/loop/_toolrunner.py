@@ -35,6 +35,7 @@ from ..tools import (
     ToolPolicy,
     ToolResult,
     invoke_tool,
+    normalize_tool_name,
     sanitize_result,
     tool_spec,
 )
@@ -70,6 +71,14 @@ class ToolSet:
     def of(cls, tools: Sequence[Tool], policy: ToolPolicy) -> ToolSet:
         by_name = {t.name: t for t in tools if policy.permits(t.name)}
         return cls(MappingProxyType(by_name), tuple(tool_spec(t) for t in by_name.values()))
+
+    def find(self, name: str) -> Tool | None:
+        """The tool a model's call names: its exact name, else the tool an OpenClaw alias
+        (`bash`, `apply-patch`) or a different case stands for."""
+        tool = self.by_name.get(name)
+        if tool is None:
+            tool = self.by_name.get(normalize_tool_name(name))
+        return tool
 
 
 @attrs.define(eq=False)
@@ -126,7 +135,8 @@ class RunTools:
         self.sent_texts.append(text)
 
     async def call(self, call: ToolCallContent, emit: Emit) -> ToolOutcome:
-        tool = self._by_name.get(call.name)
+        assert self.toolset is not None
+        tool = self.toolset.find(call.name)
         if tool is None:
             return self._error(call, f"tool {call.name!r} is not available to this agent")
         params: dict[str, Any] = dict(call.arguments)

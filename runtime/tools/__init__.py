@@ -1,14 +1,15 @@
 """Tools: definitions, OpenClaw's catalog and policy, the workspace sandbox and the built-ins.
 
-The built-ins (`builtin_tools`) are OpenClaw's `read`, `write`, `edit`, `exec` and `message`,
-with its names, parameters and result shapes. `CORE_TOOLS`,
+The built-ins (`builtin_tools`) are OpenClaw's `ls`, `read`, `write`, `edit`, `apply_patch`,
+`exec` and `message`, with its names, parameters and result shapes. `CORE_TOOLS`,
 `TOOL_GROUPS`, `PROFILES` and `TOOL_ALIASES` are OpenClaw's catalog (`_catalog`): every tool
 it defines, whether clawlane has it or not. `ToolPolicy.resolve` applies OpenClaw's layered
 allow/deny (`_policy`); `normalize_tool_name` resolves an alias (`bash` → `exec`,
-`apply-patch` → `apply_patch`) in a policy entry.
+`apply-patch` → `apply_patch`) for a model's call as for a policy entry.
 
 Errors: `ToolError` → `SandboxError` (a path leaves the workspace), `ToolPolicyError` (an
-unknown group or profile in the policy).
+unknown group or profile in the policy), `PatchError` (an `apply_patch` input that is
+malformed or does not match; the tool reports it as an error result).
 """
 
 from ._builtins import MessageTool as MessageTool
@@ -25,8 +26,13 @@ from ._errors import ToolError as ToolError
 from ._errors import ToolPolicyError as ToolPolicyError
 from ._exec import ExecTool as ExecTool
 from ._fs import EditTool as EditTool
+from ._fs import LsTool as LsTool
 from ._fs import ReadTool as ReadTool
 from ._fs import WriteTool as WriteTool
+from ._patch import ApplyPatchTool as ApplyPatchTool
+from ._patch import PatchError as PatchError
+from ._patch import apply_patch as apply_patch
+from ._patch import parse_patch as parse_patch
 from ._policy import ToolPolicy as ToolPolicy
 from ._policy import ToolScope as ToolScope
 from ._policy import expand_tool_names as expand_tool_names
@@ -47,10 +53,13 @@ __all__ = [
     "SECTIONS",
     "TOOL_ALIASES",
     "TOOL_GROUPS",
+    "ApplyPatchTool",
     "CoreTool",
     "EditTool",
     "ExecTool",
+    "LsTool",
     "MessageTool",
+    "PatchError",
     "ReadTool",
     "SandboxError",
     "Tool",
@@ -61,11 +70,13 @@ __all__ = [
     "ToolResult",
     "ToolScope",
     "WriteTool",
+    "apply_patch",
     "builtin_tools",
     "ensure_workspace",
     "expand_tool_names",
     "invoke_tool",
     "normalize_tool_name",
+    "parse_patch",
     "resolve_in_workspace",
     "sanitize_result",
     "text_result",

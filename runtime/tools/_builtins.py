@@ -7,7 +7,8 @@ from typing import Annotated
 import msgspec
 
 from ._exec import ExecTool
-from ._fs import EditTool, ReadTool, WriteTool
+from ._fs import EditTool, LsTool, ReadTool, WriteTool
+from ._patch import ApplyPatchTool
 from ._tool import Tool, ToolContext, ToolResult, text_result
 
 __all__ = ["MessageParams", "MessageTool", "builtin_tools"]
@@ -32,5 +33,14 @@ class MessageTool:
 
 
 def builtin_tools() -> list[Tool]:
-    """Fresh instances of the built-ins: read, write, edit, exec, message (in that order)."""
-    return [ReadTool(), WriteTool(), EditTool(), ExecTool(), MessageTool()]
+    """Fresh instances of the built-ins, in OpenClaw's catalog order: ls, read, write, edit,
+    apply_patch, exec, message."""
+    return [
+        LsTool(),
+        ReadTool(),
+        WriteTool(),
+        EditTool(),
+        ApplyPatchTool(),
+        ExecTool(),
+        MessageTool(),
+    ]

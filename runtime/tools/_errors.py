@@ -6,6 +6,8 @@
     `ToolResult`; it never reaches the agent loop from `invoke_tool`.
   - `ToolPolicyError`: a tool policy is malformed (unknown profile or `group:` name). Raised
     when the policy is built, so a bad config fails before any run starts.
+  - `PatchError`: an `apply_patch` input is malformed, does not match the files, or names a
+    refused path. The tool turns it into an error `ToolResult`, having changed nothing.
 
 A tool that fails at run time does not raise to its caller: `invoke_tool` returns an error
 `ToolResult`. Only `trio.Cancelled` (and other `BaseException`s) escape it.
@@ -26,3 +28,8 @@ class SandboxError(ToolError):
 
 class ToolPolicyError(ToolError):
     """A tool policy names an unknown profile or tool group."""
+
+
+class PatchError(ToolError):
+    """A patch is malformed, does not match the files, or names a refused path. The message
+    is meant for the model."""

@@ -1,4 +1,4 @@
-"""The file tools: `read`, `write` and `edit`, confined to the session workspace.
+"""The file tools: `ls`, `read`, `write` and `edit`, confined to the session workspace.
 
 Each call resolves its path with `resolve_in_workspace` and does all its disk work in one
 worker thread (`trio.to_thread.run_sync`, not abandoned on cancellation: a started read or
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import errno
+import json
 import os
 import stat
 from collections.abc import Callable, Iterable
@@ -26,11 +27,22 @@ from ._errors import SandboxError
 from ._sandbox import resolve_in_workspace
 from ._tool import ToolContext, ToolResult, text_result
 
-__all__ = ["EditParams", "EditTool", "ReadParams", "ReadTool", "WriteParams", "WriteTool"]
+__all__ = [
+    "EditParams",
+    "EditTool",
+    "LsParams",
+    "LsTool",
+    "ReadParams",
+    "ReadTool",
+    "WriteParams",
+    "WriteTool",
+]
 
 READ_DEFAULT_LINES = 2000
 READ_MAX_BYTES = 50 * 1024
 READ_MAX_IMAGE_BYTES = 10 * 1024 * 1024
+LS_DEFAULT_LIMIT = 500
+LS_MAX_BYTES = 50 * 1024
 
 _IMAGE_MAGIC: tuple[tuple[bytes, str], ...] = (
     (b"\x89PNG\r\n\x1a\n", "image/png"),
@@ -53,6 +65,15 @@ class ReadParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, rename
         Annotated[int, msgspec.Meta(ge=1, description="First line to read (1-based).")] | None
     ) = None
     limit: Annotated[int, msgspec.Meta(ge=1, description="Maximum number of lines.")] | None = None
+
+
+class LsParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, rename="camel"):
+    path: Annotated[str, msgspec.Meta(description="Directory; default cwd.")] | None = None
+    limit: Annotated[int, msgspec.Meta(ge=1, description="Max entries; default 500.")] | None = None
+    after: (
+        Annotated[str, msgspec.Meta(description="Filename cursor returned by the previous page.")]
+        | None
+    ) = None
 
 
 class WriteParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, rename="camel"):
@@ -83,6 +104,23 @@ class ReadTool:
 
     async def run(self, args: ReadParams, ctx: ToolContext) -> ToolResult:
         return await _in_thread(self.name, _read, ctx.workspace, args)
+
+
+class LsTool:
+    """`ls`: one page of a directory's entries, OpenClaw's shape (JSON-quoted names, `/` on
+    directories, an `after` cursor for the next page)."""
+
+    name = "ls"
+    description = (
+        "List directory entries in binary filename order, including dotfiles and links. "
+        "Names are JSON-quoted; / marks actual directories. Pass the returned after cursor "
+        "with the same path to continue."
+    )
+    params = LsParams
+    mutating = False
+
+    async def run(self, args: LsParams, ctx: ToolContext) -> ToolResult:
+        return await _in_thread(self.name, _ls, ctx.workspace, args)
 
 
 class WriteTool:
@@ -234,6 +272,56 @@ def _read_lines(f: Iterable[bytes], shown: str, size: int, args: ReadParams) -> 
     return text_result(
         text, details={"path": shown, "startLine": start, "endLine": end, "truncated": more}
     )
+
+
+def _ls(workspace: Path, args: LsParams) -> ToolResult:
+    real = resolve_in_workspace(workspace, args.path or ".", for_write=False)
+    shown = _display(workspace, real)
+    try:
+        fd = os.open(real, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return text_result(f"directory not found: {shown}", is_error=True)
+    except NotADirectoryError:
+        return text_result(f"{shown} is not a directory", is_error=True)
+    try:
+        with os.scandir(fd) as it:
+            found = [(e.name, e.is_dir(follow_symlinks=False)) for e in it]
+    finally:
+        os.close(fd)
+    after = args.after
+    entries = sorted(
+        (e for e in found if after is None or os.fsencode(e[0]) > os.fsencode(after)),
+        key=lambda e: os.fsencode(e[0]),
+    )
+    if not entries:
+        return text_result("(empty directory)", details={"content": "(empty directory)"})
+    limit = args.limit or LS_DEFAULT_LIMIT
+    lines: list[str] = []
+    used = 0
+    for name, is_dir in entries[:limit]:
+        line = _quoted(name + ("/" if is_dir else ""))
+        # Leave room for the continuation note.
+        if used + len(line.encode()) + 1 > LS_MAX_BYTES - 200 and lines:
+            break
+        lines.append(line)
+        used += len(line.encode()) + 1
+    text = "\n".join(lines)
+    details: dict[str, object] = {}
+    if len(lines) < len(entries):
+        next_after = entries[len(lines) - 1][0]
+        note = _quoted(next_after)
+        text += f"\n\n[More entries. Continue with the same path and after={note}.]"
+        details["nextAfter"] = next_after
+    return text_result(text, details={"content": text, **details})
+
+
+def _quoted(name: str) -> str:
+    """A name as a JSON string; one that is not valid Unicode (undecodable bytes) is escaped."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(name)
+    return json.dumps(name, ensure_ascii=False)
 
 
 def _image_mime(head: bytes) -> str | None:

@@ -370,7 +370,7 @@ async def test_the_plugins_and_systems_pages_list_what_this_gateway_has(tmp_path
     groups = {g["id"]: g for g in tools["groups"]}
     fs = ["ls", "read", "write", "edit", "apply_patch"]
     assert [t["id"] for t in groups["fs"]["tools"]] == fs
-    assert [t.get("tags") for t in groups["fs"]["tools"]][:2] == [["unavailable"], None]
+    assert not any("tags" in t for t in groups["fs"]["tools"])
     exec_tool = groups["runtime"]["tools"][0]
     assert exec_tool["id"] == "exec" and exec_tool["defaultProfiles"] == ["coding", "full"]
     assert "tags" not in exec_tool
@@ -418,16 +418,17 @@ async def test_the_agents_tools_panel_shows_what_a_run_in_the_session_is_offered
     assert full["agentId"] == "main" and full["profile"] == "full"
     core, connected = full["groups"]
     assert core["id"] == "core" and core["label"] == "Built-in tools"
-    assert [t["id"] for t in core["tools"]] == ["read", "write", "edit", "exec", "message"]
+    ours = ["ls", "read", "write", "edit", "apply_patch", "exec", "message"]
+    assert [t["id"] for t in core["tools"]] == ours
     [notice] = full["notices"]
     assert notice["severity"] == "info" and "sessions_spawn" in notice["message"]
-    assert core["tools"][0]["label"] == "Read" and core["tools"][0]["rawDescription"]
+    assert core["tools"][1]["label"] == "Read" and core["tools"][1]["rawDescription"]
     [weather] = connected["tools"]
     assert connected["label"] == "Connected tools" and weather["pluginId"] == "ui_plugin"
     assert weather["description"] == "The weather in a city." and weather["source"] == "plugin"
     assert coding["agentId"] == "coder" and coding["profile"] == "coding"
     [only] = coding["groups"]
     # OpenClaw's coding profile: files and runtime, not `message`; exec denied.
-    assert [t["id"] for t in only["tools"]] == ["read", "write", "edit"]
+    assert [t["id"] for t in only["tools"]] == ["ls", "read", "write", "edit", "apply_patch"]
     assert unknown["code"] == "INVALID_REQUEST" and "unknown session key" in unknown["message"]
     assert mismatch["code"] == "INVALID_REQUEST" and "does not match" in mismatch["message"]

@@ -240,9 +240,11 @@ def test_tool_spec_inlines_nested_structs_and_keeps_descriptions() -> None:
 def test_builtin_tools_names_and_mutating_flags() -> None:
     tools = builtin_tools()
     assert [(t.name, t.mutating) for t in tools] == [
+        ("ls", False),
         ("read", False),
         ("write", True),
         ("edit", True),
+        ("apply_patch", True),
         ("exec", True),
         ("message", True),
     ]

@@ -1,0 +1,72 @@
+"""ls against a real workspace: OpenClaw's listing (binary filename order, JSON-quoted names,
+`/` on directories, dotfiles and links, pages with an `after` cursor), refused outside."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import trio
+
+from runtime.llm._types import TextContent
+from runtime.tools import LsTool
+from runtime.tools._tool import ToolContext, ToolResult, invoke_tool
+
+
+def _text(result: ToolResult) -> str:
+    return "".join(b.text for b in result.content if isinstance(b, TextContent))
+
+
+async def ls(ctx: ToolContext, **args: object) -> ToolResult:
+    with trio.fail_after(5):
+        return await invoke_tool(LsTool(), dict(args), ctx)
+
+
+async def test_a_listing_in_binary_order_with_dirs_marked(
+    ctx: ToolContext, workspace: Path
+) -> None:
+    (workspace / "b.txt").write_text("b")
+    (workspace / "B.txt").write_text("B")
+    (workspace / ".hidden").write_text("h")
+    (workspace / "dir").mkdir()
+    (workspace / "dir" / "inner").write_text("i")
+    (workspace / "link").symlink_to(workspace / "dir")
+    (workspace / 'we"ird é').write_text("w")
+    result = await ls(ctx)
+    assert not result.is_error
+    names = [".hidden", "B.txt", "b.txt", "dir/", "link", 'we"ird é']
+    text = "\n".join(json.dumps(n, ensure_ascii=False) for n in names)
+    assert _text(result) == text and result.details == {"content": text}
+    inner = await ls(ctx, path="dir")
+    assert _text(inner) == '"inner"'
+
+
+async def test_pages_continue_after_the_cursor(ctx: ToolContext, workspace: Path) -> None:
+    for name in ("a", "b", "c", "d", "e"):
+        (workspace / name).write_text(name)
+    first = await ls(ctx, limit=2)
+    assert _text(first) == (
+        '"a"\n"b"\n\n[More entries. Continue with the same path and after="b".]'
+    )
+    assert first.details is not None and first.details["nextAfter"] == "b"
+    second = await ls(ctx, limit=2, after="b")
+    assert second.details is not None and second.details["nextAfter"] == "d"
+    last = await ls(ctx, limit=2, after="d")
+    assert _text(last) == '"e"' and last.details == {"content": '"e"'}
+
+
+async def test_empty_missing_and_refused(ctx: ToolContext, workspace: Path) -> None:
+    (workspace / "empty").mkdir()
+    (workspace / "file.txt").write_text("x")
+    empty = await ls(ctx, path="empty")
+    assert _text(empty) == "(empty directory)" and not empty.is_error
+    missing = await ls(ctx, path="nope")
+    assert missing.is_error and "not found" in _text(missing)
+    not_dir = await ls(ctx, path="file.txt")
+    assert not_dir.is_error and "not a directory" in _text(not_dir)
+    escape = await ls(ctx, path="..")
+    assert escape.is_error and "escapes the workspace" in _text(escape)
+    absolute = await ls(ctx, path="/etc")
+    assert absolute.is_error
+    bad = await ls(ctx, limit=0)
+    assert bad.is_error and "limit" in _text(bad)
