@@ -61,6 +61,7 @@ FLOORS: Final[dict[str, frozenset[str]]] = {
     "runtime.users": frozenset({"runtime.devices"}),
     "runtime.cron": frozenset(),
     "runtime.memory": frozenset({"runtime.tools"}),
+    "runtime.usage": frozenset({"runtime.llm", "runtime.model"}),
     # actors: state owners
     "actors._errors": frozenset(),
     "actors._metrics": frozenset(),

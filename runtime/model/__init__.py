@@ -63,6 +63,8 @@ from ._config_types import Config as Config
 from ._config_types import ConfigError as ConfigError
 from ._config_types import ConfigIssue as ConfigIssue
 from ._config_types import CronConfig as CronConfig
+from ._config_types import ModelCost as ModelCost
+from ._config_types import PricingTier as PricingTier
 from ._config_types import StorageConfig as StorageConfig
 from ._config_types import run_timeout_seconds as run_timeout_seconds
 from ._generation import AgentSpec as AgentSpec
@@ -88,8 +90,10 @@ __all__ = [
     "GenerationBuilder",
     "GenerationError",
     "GenerationInputs",
+    "ModelCost",
     "ModelRuntimeGeneration",
     "PluginRegistry",
+    "PricingTier",
     "StorageConfig",
     "apply_merge_patch",
     "backup_path",

@@ -102,11 +102,28 @@ class AgentRuntimeRef(_Strict, frozen=True):
     id: str | None = None
 
 
+class PricingTier(_Strict, frozen=True):
+    """One tier of `cost.tieredPricing`: the rates (USD per million tokens) of a request
+    whose prompt (input + cacheRead + cacheWrite) is in `range`, `[start, end)` or
+    `[start]` (open-ended)."""
+
+    input: float
+    output: float
+    cacheRead: float
+    cacheWrite: float
+    range: Annotated[list[float | None], msgspec.Meta(min_length=1, max_length=2)]
+
+
 class ModelCost(_Strict, frozen=True):
-    input: float = 0.0
-    output: float = 0.0
-    cacheRead: float = 0.0
-    cacheWrite: float = 0.0
+    """A model's price (`models.providers.<id>.models[].cost`), USD per million tokens, as
+    OpenClaw's: a field set (zero included) prices the model; none set and no tiers, and
+    its usage counts as missing cost (`runtime.usage`)."""
+
+    input: float | None = None
+    output: float | None = None
+    cacheRead: float | None = None
+    cacheWrite: float | None = None
+    tieredPricing: list[PricingTier] | None = None
 
 
 class ModelDefinition(_Strict, frozen=True):
@@ -115,7 +132,7 @@ class ModelDefinition(_Strict, frozen=True):
     api: Api | None = None
     reasoning: bool = False
     input: list[Literal["text", "image"]] = msgspec.field(default_factory=lambda: ["text"])
-    cost: ModelCost = ModelCost()
+    cost: ModelCost | None = None
     contextWindow: Annotated[int, msgspec.Meta(gt=0)] = 128_000
     maxTokens: Annotated[int, msgspec.Meta(gt=0)] = 8_192
     agentRuntime: AgentRuntimeRef | None = None

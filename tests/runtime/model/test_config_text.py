@@ -80,7 +80,8 @@ def test_an_openclaw_style_json5_file_decodes_into_the_typed_config() -> None:
     assert [a.id for a in config.agents.entries] == ["main", "work"]
     openai = config.models.providers["openai"]
     assert openai.apiKey == "sk-abc" and openai.baseUrl == "https://api.openai.com/v1"
-    assert openai.models[0].cost.output == 8.0
+    cost = openai.models[0].cost
+    assert cost is not None and cost.output == 8.0
     assert config.messages.queue.mode == "collect" and config.messages.queue.debounceMs == 250
 
 
