@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import collections
 import logging
-import os
 import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
@@ -46,7 +45,6 @@ from runtime.model import (
     Config,
     ConfigError,
     ConfigSnapshot,
-    ConfigSyntaxError,
     GenerationBuilder,
     GenerationError,
     GenerationInputs,
@@ -56,7 +54,6 @@ from runtime.model import (
     backup_path,
     config_text,
     config_to_builtins,
-    decode_config_text,
     has_comments,
     keep_previous,
     read_config_snapshot,
@@ -66,10 +63,14 @@ from runtime.model import (
 )
 
 from ._errors import StoreError
-from ._publish_records import PublishConflict as PublishConflict
-from ._publish_records import PublisherStatistics as PublisherStatistics
-from ._publish_records import PublishFailure as PublishFailure
-from ._publish_records import PublishResult as PublishResult
+from ._publish_files import (
+    Fingerprint,
+    decode_object,
+    mtime_ms,
+    older_file_refusal,
+    stat_fingerprint,
+)
+from ._publish_records import PublishConflict, PublisherStatistics, PublishFailure, PublishResult
 from ._supervisor import Supervisor
 
 if TYPE_CHECKING:
@@ -100,32 +101,6 @@ announcement lost while Redis was away is caught up within this long)."""
 DOCUMENT_REASONS: Final = frozenset({"config.set", "config.patch", "config.apply", "file", "seed"})
 """Publishes that wrote the cluster's config document (announced as its version)."""
 _T = TypeVar("_T")
-
-
-def _decode_object(raw: str, not_object: str) -> dict[str, Any]:
-    """JSON5 text that must be an object; `ConfigError` otherwise. Blocking (JSON5 is
-    parsed in pure Python): run it through `_offload`."""
-    try:
-        value = decode_config_text(raw)
-    except ConfigSyntaxError as exc:
-        raise ConfigError(f"not valid JSON5: {exc}") from exc
-    if not isinstance(value, dict):
-        raise ConfigError(not_object)
-    return value
-
-
-_Fingerprint = tuple[int, int, int] | None
-
-
-def _stat(path: Path) -> _Fingerprint:
-    # A stat of a local file takes microseconds; polling it from the trio thread is fine.
-    try:
-        st = os.stat(path)
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    except OSError:
-        return (-1, -1, -1)
-    return (st.st_mtime_ns, st.st_size, st.st_ino)
 
 
 class Publisher:
@@ -172,7 +147,7 @@ class Publisher:
         self._memory_raw: str | None = None
         if config_path is None:
             self._memory_raw = config_text(config_to_builtins(supervisor.generation.config))
-        self._seen: dict[Path, _Fingerprint] = {}
+        self._seen: dict[Path, Fingerprint] = {}
         self._watch_config: Config = supervisor.generation.config
         self._failed_plugin_version: int | None = None
         self._published = 0
@@ -270,8 +245,10 @@ class Publisher:
             return generation
 
     async def _reload_locked(self, reason: str) -> ModelRuntimeGeneration | None:
-        if self.document is not None and reason in ("startup", "file"):
-            return await self._file_and_document_locked(reason)
+        if self.document is not None:
+            if reason in ("startup", "file"):
+                return await self._file_and_document_locked(reason)
+            return await self._document_inputs_locked(reason)
         seen: list[Config] = []
 
         def read() -> Config:
@@ -434,7 +411,7 @@ class Publisher:
         check `base_hash`, validate, build, write the file atomically, publish. Values sent
         as `__OPENCLAW_REDACTED__` keep their current secret. Raises `PublishConflict`,
         `ConfigError` or `GenerationError`; on any of them nothing is written."""
-        value = await self._offload(lambda: _decode_object(raw, "the config must be a JSON object"))
+        value = await self._offload(lambda: decode_object(raw, "the config must be a JSON object"))
         async with self._lock, self._base() as (snapshot, held):
             self._check_base_hash(snapshot, base_hash)
             restored = restore_redacted(value, snapshot.parsed)
@@ -451,7 +428,7 @@ class Publisher:
     ) -> PublishResult:
         """Merge-patch the config file with `raw` (a JSON object), as `config.patch`."""
         patch = await self._offload(
-            lambda: _decode_object(raw, "config.patch raw must be an object")
+            lambda: decode_object(raw, "config.patch raw must be an object")
         )
         async with self._lock, self._base() as (snapshot, held):
             self._check_base_hash(snapshot, base_hash)
@@ -548,14 +525,16 @@ class Publisher:
             stored = await self.document.read()
             if stored is None:
                 return self.generation
-            generation = await self._adopt_locked(stored, reason)
+            generation, _ = await self._adopt_locked(stored, reason)
             await self._close_retired_locked()
             return generation
 
-    async def _adopt_locked(self, stored: StoredConfig, reason: str) -> ModelRuntimeGeneration:
+    async def _adopt_locked(
+        self, stored: StoredConfig, reason: str
+    ) -> tuple[ModelRuntimeGeneration, bool]:
         text = stored.record.text
         try:
-            generation, _ = await self._build_and_publish(
+            built = await self._build_and_publish(
                 lambda: snapshot_from_text(text, path=self.config_path).require(), reason
             )
         except GenerationError as exc:
@@ -563,7 +542,28 @@ class Publisher:
             self._failed_document = stored.version
             raise
         self.document_version, self.document_error = stored.version, None
-        return generation
+        self._failed_document = None
+        return built
+
+    async def _document_inputs_locked(self, reason: str) -> ModelRuntimeGeneration | None:
+        """An auth store or the plugins changed: build the cluster's config as it is now
+        with them (a version that failed may build now); the document cannot be read: the
+        config this node serves. A failed build is reported, never raised."""
+        assert self.document is not None
+        try:
+            stored = await self.document.read()
+        except StoreError as exc:
+            log.warning("the cluster's config document was not read (%s): %s", reason, exc)
+            stored = None
+        try:
+            if stored is not None:
+                generation, changed = await self._adopt_locked(stored, reason)
+            else:
+                serving = self.supervisor.generation.config
+                generation, changed = await self._build_and_publish(lambda: serving, reason)
+        except GenerationError:
+            return None
+        return generation if changed else None
 
     async def _file_and_document_locked(self, reason: str) -> ModelRuntimeGeneration | None:
         """`startup`: adopt the cluster's config, or seed it from the file (the document has
@@ -590,14 +590,16 @@ class Publisher:
         if adopt is None:
             return result
         try:
-            return await self._adopt_locked(adopt, "startup")
+            generation, changed = await self._adopt_locked(adopt, "startup")
         except GenerationError:
             return None
+        return generation if changed else None
 
     async def _file_to_document_locked(
         self, reason: str, held: Held
     ) -> ModelRuntimeGeneration | None:
-        snapshot, mtime_ms = await self._offload(self._read_file_stamped)
+        path = self.config_path
+        snapshot, modified = await self._offload(lambda: (self._read_file_sync(), mtime_ms(path)))
         stored = held.stored
         if reason == "file" and snapshot.raw is None:
             log.warning("the config file was removed: the cluster's config is unchanged")
@@ -606,17 +608,11 @@ class Publisher:
             reason == "file"
             and stored is not None
             and not self.seed_config
-            and mtime_ms is not None
-            and mtime_ms < stored.record.writtenAtMs
+            and modified is not None
+            and modified < stored.record.writtenAtMs
         ):
-            written = time.strftime(
-                "%Y-%m-%dT%H:%M:%SZ", time.gmtime(stored.record.writtenAtMs / 1000)
-            )
-            refusal = ConfigError(
-                f"{self.config_path} is older than the cluster's config (version "
-                f"{stored.version}, written {written} by {stored.record.origin}): not "
-                "published; save the file again, or start this node with --seed-config"
-            )
+            record = stored.record
+            refusal = older_file_refusal(path, stored.version, record.writtenAtMs, record.origin)
             self._report_failure(reason, refusal, None)
             return None
         text = snapshot.raw if snapshot.raw is not None else config_text({})
@@ -628,16 +624,6 @@ class Publisher:
         except GenerationError:
             return None
         return generation if changed else None
-
-    def _read_file_stamped(self) -> tuple[ConfigSnapshot, int | None]:
-        """The file and its modification time (epoch ms; None without a file). Blocking."""
-        snapshot = self._read_file_sync()
-        if self.config_path is None:
-            return snapshot, None
-        try:
-            return snapshot, os.stat(self.config_path).st_mtime_ns // 1_000_000
-        except OSError:
-            return snapshot, None
 
     async def _check_document(self) -> None:
         """Adopt the document when its version is not the one served (an announcement was
@@ -666,7 +652,7 @@ class Publisher:
 
     def _remember_files(self) -> None:
         for path in self.watched_paths():
-            self._seen[path] = _stat(path)
+            self._seen[path] = stat_fingerprint(path)
 
     # --- watching -------------------------------------------------------------------------
 
@@ -743,7 +729,7 @@ class Publisher:
     def _files_changed(self) -> bool:
         changed = False
         for path in self.watched_paths():
-            fp = _stat(path)
+            fp = stat_fingerprint(path)
             if path not in self._seen or self._seen[path] != fp:
                 self._seen[path] = fp
                 changed = True

@@ -78,9 +78,16 @@ FLOORS: Final[dict[str, frozenset[str]]] = {
     "actors._admission": frozenset(
         {"actors._errors", "actors.store", "actors.runs", "actors.session", "actors._supervisor"}
     ),
+    "actors._publish_files": frozenset(),
     "actors._publish_records": frozenset({"actors._errors"}),
     "actors._publisher": frozenset(
-        {"actors._errors", "actors.store", "actors._supervisor", "actors._publish_records"}
+        {
+            "actors._errors",
+            "actors.store",
+            "actors._supervisor",
+            "actors._publish_files",
+            "actors._publish_records",
+        }
     ),
     "actors._recovery": frozenset(
         {

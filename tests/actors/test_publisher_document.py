@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import trio
 
-from actors import PostgresBackend, PublishConflict, open_store, open_supervisor
+from actors import PostgresBackend, PublishConflict, StoreError, open_store, open_supervisor
 from actors._publisher import Publisher
 from actors.store import ConfigDocument, ConfigRecord
 from runtime.model import GenerationError
@@ -238,3 +238,33 @@ async def test_a_node_that_cannot_build_the_clusters_config_keeps_its_generation
             assert view["version"] == 1
             assert view["error"].startswith("the cluster's config (version 2): ")
             assert "unknown model 'local/missing'" in view["error"]
+
+
+async def test_an_auth_or_plugin_change_builds_the_clusters_config_even_without_the_database(
+    tmp_path: Path, pg_url: str
+) -> None:
+    """A reload for another input (an auth store, the plugins) builds the document as it is
+    now, so a version that failed may build then; with the database away it rebuilds the
+    config the node serves, and the watcher keeps running."""
+    with trio.fail_after(TIMEOUT):
+        await migrated(pg_url)
+        async with (
+            node(tmp_path, "a", pg_url, config(100)) as a,
+            node(tmp_path, "b", pg_url, config(100)) as b,
+        ):
+            base = (await a.read_snapshot()).hash
+            await a.write_patch(
+                json.dumps({"agents": {"defaults": {"timeoutSeconds": 7}}}), base_hash=base
+            )
+            assert timeout_of(b) == 100 and b.document_version == 1  # not told yet
+            assert await b.reload(reason="auth-profiles") is not None
+            assert timeout_of(b) == 7 and b.document_version == 2
+            away = ConfigDocument("postgresql://nobody@127.0.0.1:1/x")
+            b.document = away
+            try:
+                assert await b.reload(reason="plugins") is None  # unchanged, not raised
+                with pytest.raises(StoreError):
+                    await b.read_snapshot()  # config.get: UNAVAILABLE
+            finally:
+                away.close()
+            assert timeout_of(b) == 7 and b.document_version == 2

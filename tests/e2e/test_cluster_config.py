@@ -280,3 +280,12 @@ async def test_the_file_watch_publishes_a_changed_file_and_refuses_an_older_one(
             assert other.supervisor.generation.number == serving and timeout_of(other) == 300
             own = (await request(other, "status", {}))["clawlane"]["cluster"]["generation"]
             assert "no provider for this test" in own["document"]["error"]
+            # once it builds again, a write through it clears what status said
+            monkeypatch.undo()
+            latest = (await request(other, "config.get", {}))["hash"]
+            await patch(other, latest, 600)
+            assert timeout_of(other) == 600
+            await eventually(lambda: _is(timeout_of(watching) == 600), "600 on both")
+            await same_generation_everywhere(watching, other)  # no node says it failed
+            own = (await request(other, "status", {}))["clawlane"]["cluster"]["generation"]
+            assert own["document"]["error"] is None

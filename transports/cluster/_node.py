@@ -281,8 +281,8 @@ class GenerationSync:
         try:
             payload = json.loads(version.data)
             origin = str(payload["origin"])
-            if origin == self.node.node_id:
-                self.version = version.number
+            if origin == self.node.node_id:  # this node's own publish: it serves it
+                self.version, self.failed = version.number, None
                 return
             if "document" in payload and self.publisher.document is not None:
                 await self.publisher.adopt_document(reason="cluster")
@@ -328,8 +328,8 @@ class GenerationSync:
         node's): its number and inputs hash, the cluster config version it serves, and
         why the last one it was given did not build (None: it serves it)."""
         generation = self.publisher.supervisor.generation
-        failed = self.publisher.document_error
-        if failed is None and self.failed is not None:
+        failed = self.publisher.document_error  # on PostgreSQL: the document is the config
+        if self.publisher.document is None and self.failed is not None:
             failed = str(self.failed["error"])
         return {
             "number": generation.number,
