@@ -23,6 +23,11 @@ config file (`config_path` None) the config lives in memory and only the API cha
 Provider transports that no live generation uses any more are closed after each publish and
 on each poll (runs keep their generation, and so its transports, to their end).
 
+In a cluster on PostgreSQL (`use_document`) the config is the cluster's document
+(`actors.store.ConfigDocument`), not the file: a start adopts it (the file seeds it when it
+has none, or with `seed`), config writes are compare-and-sets on it, the watched file is
+published to it (unless older than it), and `adopt_document` builds what another node wrote.
+
 Errors: `PublishConflict` (`baseHash` missing or stale), `ConfigError` (the text is not a
 valid config) and `GenerationError` (the build failed) from the write calls; the watcher
 never raises for a bad file.
@@ -584,7 +589,9 @@ class Publisher:
             self._written = None
             if reason == "startup":
                 raise
-            log.warning("the config file was not published to the cluster: %s", exc)
+            log.warning("the config file was not published to the cluster (retried): %s", exc)
+            if self.config_path is not None:
+                self._seen.pop(self.config_path, None)  # the next poll tries again
             return None
         self._document_committed()
         if adopt is None:

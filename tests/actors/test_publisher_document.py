@@ -268,3 +268,25 @@ async def test_an_auth_or_plugin_change_builds_the_clusters_config_even_without_
             finally:
                 away.close()
             assert timeout_of(b) == 7 and b.document_version == 2
+
+
+async def test_a_file_change_made_while_the_database_is_away_is_published_once_it_is_back(
+    tmp_path: Path, pg_url: str
+) -> None:
+    with trio.fail_after(TIMEOUT):
+        await migrated(pg_url)
+        async with node(tmp_path, "a", pg_url, config(100)) as a:
+            assert a.config_path is not None and a.document is not None
+            document, away = a.document, ConfigDocument("postgresql://nobody@127.0.0.1:1/x")
+            a.document = away
+            try:
+                write_config_text(a.config_path, json.dumps(config(300)))
+                await a.poll_once()  # the file watch's step: not published, not raised
+                assert timeout_of(a) == 100
+            finally:
+                away.close()
+            a.document = document
+            await a.poll_once()
+            assert timeout_of(a) == 300 and a.document_version == 2
+            record = await stored(a)
+            assert (record.origin, record.reason) == ("a", "file")
