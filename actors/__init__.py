@@ -10,7 +10,8 @@ up (each folder's face is its manual):
   `WriteBacklog`: writes waiting for room; the run journal (`AcceptedRun`, `JournalRow`,
   `RunIdentity`, `accepted_row`); `Fence`: a session's lease token on its writes;
   `open_pairing`, `open_prefs`: the documents beside it; `open_config_document`
-  (`ConfigDocument`): the cluster's config, one document for every node.
+  (`ConfigDocument`): the cluster's config, one document for every node; `UsageStore`:
+  the usage aggregates, kept as runs end.
 - `cluster/`: what gateway nodes share, behind small interfaces (`Cluster`, `open_cluster`:
   leases with fencing tokens, claims, run feeds, node records, single-owner jobs), in one
   process (`open_local_cluster`) or on Redis.
@@ -160,6 +161,7 @@ from .store import RunIdentity as RunIdentity
 from .store import SqliteBackend as SqliteBackend
 from .store import Store as Store
 from .store import StoreBackend as StoreBackend
+from .store import UsageStore as UsageStore
 from .store import accepted_row as accepted_row
 from .store import open_config_document as open_config_document
 from .store import open_pairing as open_pairing
@@ -273,6 +275,7 @@ __all__ = [
     "Supervisor",
     "SupervisorStatistics",
     "Ticket",
+    "UsageStore",
     "Version",
     "WebhookSettings",
     "accepted_row",

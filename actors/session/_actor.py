@@ -69,7 +69,7 @@ from runtime.sessions import (
 
 from .._errors import ActorError, FencedOut, StoreError
 from ..runs import ChatStream, RunRecord, log_run_started
-from ..store import Fence, WriteGroup
+from ..store import Fence, WriteGroup, usage_write
 from ._ending import CommitWait, EndWrite, RunEnd, end_unrun, finish_run
 from ._lane import Lane, QueueSettings, normalize_drop, normalize_mode
 from ._request import RunRequest
@@ -722,7 +722,14 @@ class SessionActor:
         commit = CommitWait()
         self.store_commit(
             WriteGroup(
-                run=journal, row=row, session_id=row.sessionId, entries=entries, on_commit=commit
+                run=journal,
+                row=row,
+                session_id=row.sessionId,
+                entries=entries,
+                on_commit=commit,  # the run's usage goes with its transcript
+                calls=usage_write(self, row.sessionId, messages, self.services.generation().config)
+                if entries
+                else (),
             )
         )
         return EndWrite(commit, [e for e in entries if isinstance(e, MessageEntry)])

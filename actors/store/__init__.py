@@ -13,6 +13,8 @@
 - `_config_document`: `ConfigDocument`, the cluster's config as one such document (opened
   by `open_config_document` with `cluster.redis.url` and PostgreSQL; `ConfigRecord`: the
   text, when, by which node, why), read without the lock, written as a compare-and-set.
+- `_usage`: the usage aggregates (`UsageStore`), added as runs end in the same transaction
+  as their transcript (`usage_write` in `WriteGroup.calls`).
 - `_backlog`: writes that wait while the store's channel is full, fed to it in order.
 
 A write that fails is reported, never taken for success: `StoreError` (under `ActorError`).
@@ -43,6 +45,8 @@ from ._ops import WriteGroup as WriteGroup
 from ._sqlite import SqliteBackend as SqliteBackend
 from ._store import Store as Store
 from ._store import open_store as open_store
+from ._usage import UsageStore as UsageStore
+from ._usage import usage_write as usage_write
 
 if TYPE_CHECKING:
     from ._config_document import ConfigDocument as ConfigDocument
@@ -79,6 +83,7 @@ __all__ = [
     "Store",
     "StoreBackend",
     "StoredConfig",
+    "UsageStore",
     "WriteBacklog",
     "WriteGroup",
     "accepted_row",
@@ -89,6 +94,7 @@ __all__ = [
     "open_store",
     "open_store_backend",
     "store_backend",
+    "usage_write",
 ]
 
 

@@ -174,7 +174,9 @@ class WriteGroup:
       the `StoreError` when it failed (`FencedOut` when `fence` was refused); it must not
       block. (`Store.commit_durable` waits instead and takes none.)
     - `fence`: the session's lease token; with it the group is refused whole when the store
-      holds a newer token for that key."""
+      holds a newer token for that key.
+    - `calls`: other modules' statements run in the same transaction, after the rest (a run's
+      usage aggregates, `actors.store._usage`)."""
 
     run: JournalRow | None = None
     row: SessionRow | None = None
@@ -182,6 +184,7 @@ class WriteGroup:
     entries: Sequence[TranscriptEntry] = ()
     on_commit: Callable[[StoreError | None], None] | None = None
     fence: Fence | None = None
+    calls: Sequence[Callable[[SqlConnection], object]] = ()
 
 
 @attrs.frozen(eq=False)
@@ -190,7 +193,7 @@ class Group:
     group is refused whole (its parts' own fences are not looked at). A fenced group with
     no writes only advances its key's token (`Store.advance_fence`)."""
 
-    writes: tuple[PutRow | Append | PutRun, ...]
+    writes: tuple[PutRow | Append | PutRun | Call, ...]
     waiter: Waiter | None = None
     fence: Fence | None = None
 
@@ -308,7 +311,7 @@ class Fences:
 def put_checked(
     op: PutRow | Append | PutRun | Group,
     fences: Fences | None,
-    put: Callable[[PutRow | Append | PutRun], None],
+    put: Callable[[PutRow | Append | PutRun | Call], None],
 ) -> FencedOut | None:
     """A row, entries or journal write of a batch (a `Group`'s writes together) handed to
     the backend's `put`, unless its fence is refused: then the refusal, and nothing is

@@ -52,6 +52,7 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
 from .._errors import StoreError
+from . import _usage
 from ._ops import (
     Append,
     Call,
@@ -73,7 +74,7 @@ _T = TypeVar("_T")
 
 log = logging.getLogger("clawlane.store")
 
-SCHEMA_VERSION: Final = 5
+SCHEMA_VERSION: Final = 6
 _LISTED_MS: Final = 60_000
 _LISTED: Final = f"updated_at / {_LISTED_MS}"
 """`sessions.listed_at`, the column `sessions.list`'s indexes hold: the minute of
@@ -138,6 +139,7 @@ _MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
         "CREATE INDEX sessions_listed_at ON sessions(listed_at)",
         "CREATE INDEX sessions_agent_listed_at ON sessions(agent_id, listed_at)",
     ),
+    _usage.SCHEMA,  # 6: the usage aggregates, kept as runs end (`actors.store._usage`)
 )
 _LOCK_KEY: Final = 0x636C61776C616E65  # "clawlane": one migration at a time per database
 
@@ -515,12 +517,15 @@ class _Gathered:
         self.entries: tuple[list[str], list[int], list[str], list[bytes]] = ([], [], [], [])
         self.runs: tuple[list[str], list[int | None], list[bytes]] = ([], [], [])
 
-    def put(self, op: PutRow | Append | PutRun) -> None:
+    def put(self, op: PutRow | Append | PutRun | Call) -> None:
         if isinstance(op, PutRow):
             self.rows.pop(op.key, None)
             self.rows[op.key] = op
         elif isinstance(op, Append):
             self.append(op)
+        elif isinstance(op, Call):  # a group's other statements, after what it wrote so far
+            self.flush()
+            op.fn(_Qmark(self.conn))
         else:
             run_ids, ended, bodies = self.runs
             run_ids.append(op.run.run_id)

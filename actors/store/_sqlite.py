@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Final, TypeVar
 
 from .._errors import StoreError
-from . import _journal
+from . import _journal, _usage
 from ._ops import (
     Append,
     Barrier,
@@ -71,7 +71,8 @@ __all__ = [
 _T = TypeVar("_T")
 SCHEMA_VERSION: Final = 2
 """1: sessions, entries, the run journal; 2: `session_fences` (made by `_SCHEMA`'s
-`IF NOT EXISTS`, so a version 1 file only has its number raised)."""
+`IF NOT EXISTS`, so a version 1 file only has its number raised). The usage aggregates
+(`_usage.SCHEMA`) are made the same way, whatever the version."""
 _MIGRATES: Final = frozenset({"1"})
 """Schema versions `open_writer` brings up to `SCHEMA_VERSION`."""
 
@@ -130,7 +131,7 @@ def open_writer(path: Path) -> sqlite3.Connection:
             raise StoreError(f"{path}: cannot switch to WAL mode (journal_mode={mode})")
         conn.execute("BEGIN IMMEDIATE")
         try:
-            for statement in (_SCHEMA + _journal.SCHEMA).split(";"):
+            for statement in (_SCHEMA + _journal.SCHEMA).split(";") + list(_usage.SCHEMA):
                 if statement.strip():
                     conn.execute(statement)
             found = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
@@ -229,11 +230,14 @@ class _Runs:
         self.entries: list[tuple[str, int, str, bytes]] = []
         self.runs: list[Any] = []  # flat: `_journal.WIDTH` values a row
 
-    def put(self, op: PutRow | Append | PutRun) -> None:
+    def put(self, op: PutRow | Append | PutRun | Call) -> None:
         if isinstance(op, PutRow):
             self.rows.append((op.key, op.agent_id, op.session_id, op.updated_at, op.body))
         elif isinstance(op, Append):
             self.append(op)
+        elif isinstance(op, Call):  # a group's other statements, after what it wrote so far
+            self.flush()
+            op.fn(self.conn)
         else:
             run = op.run
             self.runs.extend((run.run_id, run.ended_at, run.body))

@@ -374,12 +374,13 @@ class Store:
         return [r for r in last.values() if not r.ended or (r.ended_at or 0) >= since_ms]
 
     def _group(self, group: WriteGroup) -> Group:
-        parts: list[PutRow | Append | PutRun] = []
+        parts: list[PutRow | Append | PutRun | Call] = []
         if group.entries:
             assert group.session_id is not None
             parts.append(self._append_op(group.session_id, group.entries, None))
         if group.row is not None:
             parts.append(self._put_op(group.row, None, None))
+        parts.extend(Call(fn) for fn in group.calls)
         if group.run is not None:
             parts.append(PutRun(group.run))
             waiter = Waiter("cannot store run", group.run.run_id, callback=group.on_commit)

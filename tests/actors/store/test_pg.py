@@ -67,6 +67,7 @@ async def test_the_schema_is_migrated_once_and_a_newer_one_is_refused(pg_url: st
             (3,),
             (4,),
             (5,),
+            (6,),
         ]
         await trio.to_thread.run_sync(db.query, "INSERT INTO schema_version VALUES (99)")
         with pytest.raises(StoreError, match="unsupported schema version 99"):

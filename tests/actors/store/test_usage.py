@@ -1,0 +1,99 @@
+"""The usage aggregates on both backends: a group's `calls` add a run's buckets in the
+group's own transaction (refused with it when its fence is), two runs in one quarter hour
+add up, and a range read returns the buckets with their tools."""
+
+from __future__ import annotations
+
+import pytest
+import trio
+
+from actors import FencedOut, UsageStore, open_store
+from actors.store import Fence, WriteGroup, usage_write
+from runtime.llm import AssistantMessage, TextContent, Usage, UserMessage
+from runtime.llm._types import ToolCallContent
+from runtime.model import parse_config
+from runtime.sessions import new_session_row
+from tests.actors._databases import Db, db, pg_url
+
+__all__ = ["db", "pg_url"]  # the fixtures, used by name
+
+CONFIG = parse_config(
+    {
+        "models": {
+            "providers": {
+                "local": {
+                    "api": "local",
+                    "models": [{"id": "echo", "cost": {"input": 1, "output": 2}}],
+                }
+            }
+        }
+    }
+)
+T0 = 1_767_225_600_000  # 2026-01-01T00:00Z, a quarter hour's start
+
+
+class _Session:
+    agent_id = "main"
+    key = "agent:main:u"
+
+
+def turn(ts: int, tokens: int, *, tool: bool = False) -> list[UserMessage | AssistantMessage]:
+    content: list[TextContent | ToolCallContent] = [TextContent("ok")]
+    if tool:
+        content.append(ToolCallContent(id="t", name="exec", arguments={}))
+    return [
+        UserMessage(content="hi", timestamp=ts),
+        AssistantMessage(
+            content=content,  # type: ignore[arg-type]
+            timestamp=ts + 1_000,
+            provider="local",
+            model="echo",
+            usage=Usage(input=tokens, output=tokens),
+        ),
+    ]
+
+
+async def test_runs_add_up_in_their_transaction_and_read_back_by_range(db: Db) -> None:
+    with trio.fail_after(20):
+        async with open_store(backend=db.backend()) as store:
+            row = new_session_row("agent:main:u", now_ms=T0, session_id="sid-u")
+            for ts, tokens, tool in ((T0, 1000, True), (T0 + 60_000, 3000, False)):
+                await store.commit_durable(
+                    WriteGroup(
+                        row=row,
+                        calls=usage_write(_Session(), "sid-u", turn(ts, tokens, tool=tool), CONFIG),
+                    )
+                )
+            await store.commit_durable(
+                WriteGroup(calls=usage_write(_Session(), "sid-u", turn(T0 + 3_600_000, 10), CONFIG))
+            )
+            usage = UsageStore(store)
+            found = await usage.buckets(start_ms=T0, end_ms=T0 + 899_999)
+            by_model = {sb.bucket.model: sb for sb in found}
+            assert set(by_model) == {"", "echo"}
+            echo = by_model["echo"].bucket
+            assert (echo.calls, echo.input, echo.output) == (2, 4000, 4000)
+            assert echo.total_cost == 4000 * 1 / 1e6 + 4000 * 2 / 1e6
+            assert (echo.latency_count, echo.latency_min, echo.latency_max) == (2, 1000.0, 1000.0)
+            assert (echo.first_ts, echo.last_ts) == (T0 + 1_000, T0 + 61_000)
+            assert by_model[""].bucket.user_messages == 2
+            tools = {name: n for sb in found for name, n in sb.tools.items()}
+            assert tools == {"exec": 1}
+            assert len(await usage.buckets(start_ms=T0, end_ms=T0 + 7_200_000)) == 4
+            assert await usage.buckets(start_ms=T0, end_ms=T0 + 7_200_000, agent_id="ops") == []
+            one = await usage.buckets(start_ms=0, end_ms=T0 * 2, session_key="agent:main:u")
+            assert sum(sb.bucket.calls for sb in one) == 3
+
+
+async def test_a_refused_group_adds_no_usage(db: Db) -> None:
+    with trio.fail_after(20):
+        async with open_store(backend=db.backend()) as store:
+            await store.advance_fence(Fence("agent:main:u", 5))
+            stale = WriteGroup(
+                calls=usage_write(_Session(), "sid-u", turn(T0, 100), CONFIG),
+                row=new_session_row("agent:main:u", now_ms=T0, session_id="sid-u"),
+                fence=Fence("agent:main:u", 4),
+            )
+            with pytest.raises(FencedOut):
+                await store.commit_durable(stale)
+            assert await UsageStore(store).buckets(start_ms=0, end_ms=T0 * 2) == []
