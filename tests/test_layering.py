@@ -25,6 +25,7 @@ PACKAGES: Final = ("runtime", "actors", "transports")
 
 _RUNTIME_BELOW_AGENT: Final = frozenset(
     {
+        "runtime.telemetry",
         "runtime.logs",
         "runtime.llm",
         "runtime.sessions",
@@ -39,14 +40,18 @@ _RUNTIME_BELOW_AGENT: Final = frozenset(
 FLOORS: Final[dict[str, frozenset[str]]] = {
     # runtime: the domain
     "runtime.protocol": frozenset(),
+    "runtime.telemetry": frozenset(),
     "runtime.logs": frozenset(),
-    "runtime.llm": frozenset({"runtime.logs"}),
+    "runtime.llm": frozenset({"runtime.logs", "runtime.telemetry"}),
     "runtime.sessions": frozenset({"runtime.llm"}),
     "runtime.hooks": frozenset({"runtime.llm"}),
     "runtime.tools": frozenset({"runtime.llm"}),
-    "runtime.loop": frozenset({"runtime.llm", "runtime.hooks", "runtime.tools"}),
+    "runtime.loop": frozenset(
+        {"runtime.telemetry", "runtime.llm", "runtime.hooks", "runtime.tools"}
+    ),
     "runtime.model": frozenset(
         {
+            "runtime.telemetry",
             "runtime.logs",
             "runtime.llm",
             "runtime.sessions",

@@ -16,6 +16,7 @@ import msgspec
 
 from ..llm._retry import resolve_idle_timeout
 from ..protocol import ClawlaneError
+from ..telemetry import DiagnosticsConfig
 from ._config_memory import MemoryConfig
 from ._settings import BlockStreamingChunk, BlockStreamingCoalesce, CompactionSettings
 
@@ -383,6 +384,8 @@ class Config(_Strict, frozen=True):
     storage: StorageConfig = StorageConfig()
     memory: MemoryConfig = MemoryConfig()
     """`memory.*`: memory search (`runtime.model._config_memory`)."""
+    diagnostics: DiagnosticsConfig = DiagnosticsConfig()
+    """`diagnostics.*`: OpenTelemetry export (`diagnostics.otel`, `runtime.telemetry`)."""
 
 
 class ConfigError(ClawlaneError):

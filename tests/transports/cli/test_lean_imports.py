@@ -8,7 +8,8 @@ by now) and reads its `sys.modules`; nothing here is timed (`scripts/bench_start
   is loaded for the gateway command's flags (`_logging`) and `VERSION` (`_version`), nothing
   else of it.
 - The gateway with the embedded default config (no config file: SQLite, no cluster) loads
-  neither coredis nor psycopg, nor prometheus-client until `/metrics` is scraped, nor PyYAML
+  neither coredis nor psycopg, nor OpenTelemetry (`diagnostics.otel` is off), nor
+  prometheus-client until `/metrics` is scraped, nor PyYAML
   (no skill file), nor cryptography (no device has connected).
 """
 
@@ -46,7 +47,16 @@ SERVER_FOR_FLAGS: Final = {
 }
 """All of `transports.server` a client command loads: the face, the gateway's log flags and
 the version."""
-GATEWAY_UNUSED: Final = ("coredis", "psycopg", "prometheus_client", "yaml", "cryptography")
+GATEWAY_UNUSED: Final = (
+    "coredis",
+    "psycopg",
+    "prometheus_client",
+    "yaml",
+    "cryptography",
+    "opentelemetry",
+    "google.protobuf",
+    "requests",
+)
 """What the embedded default gateway does not load."""
 
 _REPORT: Final = "import json, sys; print(json.dumps(sorted(sys.modules)))"
