@@ -38,6 +38,7 @@ import attrs
 import msgspec
 import trio
 
+from runtime import telemetry
 from runtime.agent import (
     AbortReason,
     BlockReply,
@@ -74,6 +75,7 @@ from ._ending import CommitWait, EndWrite, RunEnd, end_unrun, finish_run
 from ._lane import Lane, QueueSettings, normalize_drop, normalize_mode
 from ._request import RunRequest
 from ._services import SessionServices
+from ._traced import traced_run
 
 log = logging.getLogger("clawlane.session")
 
@@ -569,7 +571,10 @@ class SessionActor:
             req.followers.extend(turn.coalesced)
             self.running = req
             try:
-                await self._execute(req)
+                if telemetry.STATE.on:
+                    await traced_run(self._execute, req, self)
+                else:
+                    await self._execute(req)
             finally:
                 self.running = None
                 self.last_active = time.monotonic()

@@ -7,10 +7,11 @@ wants to be queued, and can say what its run journal end row is (`end_row`).
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import attrs
 
+from runtime import telemetry
 from runtime.loop import SteerInbox, now_ms
 
 from ..runs import RunRecord, Subscriber
@@ -46,6 +47,9 @@ class RunRequest:
     """`agent` or `chat`: the idempotency cache its key lives in (`actors.store._journal`)."""
     journaled: bool = False
     """Its acceptance is in the run journal: its end is written there too."""
+    trace: Any = attrs.field(factory=telemetry.capture)
+    """The trace context it was made in (its RPC's span) while telemetry is on: its run's
+    span continues it (`actors.session._traced`). None when off."""
 
     def identity(self) -> RunIdentity:
         """The run as its journal rows name it."""

@@ -54,6 +54,7 @@ import attrs
 import msgspec
 import trio
 
+from runtime import telemetry
 from runtime.sessions import (
     SessionRow,
     TranscriptEntry,
@@ -85,6 +86,7 @@ from ._ops import (
     WriteGroup,
 )
 from ._sqlite import SqliteBackend
+from ._traced import CommitTraces
 
 log = logging.getLogger("clawlane.store")
 
@@ -203,6 +205,8 @@ class Store:
         self._last_prune = time.monotonic()
         self._next_seq: dict[str, int] = {}  # the writer thread's, between batches
         self._row_batch: _RowBatch | None = None  # what `get_session` callers join
+        system = "sqlite" if isinstance(backend, SqliteBackend) else "postgresql"
+        self._traces = CommitTraces(system)  # with telemetry on: the writes' traces
         self.commit_seconds = Histogram(COMMIT_BUCKETS)
         """Each committed batch: its transaction and the worker-thread hand-over."""
 
@@ -499,9 +503,12 @@ class Store:
         self._check_open()
         counted = 0 if isinstance(op, Barrier) else 1
         self._pending += counted
+        if telemetry.STATE.on:
+            self._traces.note(op)
         try:
             await self._send.send(op)
         except BaseException as exc:
+            self._traces.forget(op)
             self._pending -= counted
             if isinstance(exc, trio.ClosedResourceError | trio.BrokenResourceError):
                 raise StoreClosedError(f"store {self._path} is closed") from exc
@@ -509,6 +516,8 @@ class Store:
 
     def _submit_nowait(self, op: Write) -> None:
         self._check_open()
+        if telemetry.STATE.on:
+            self._traces.note(op)
         try:
             self._send.send_nowait(op)
         except (trio.ClosedResourceError, trio.BrokenResourceError) as exc:
@@ -607,7 +616,10 @@ class Store:
                             batch.append(self._receive.receive_nowait())
                         except (trio.WouldBlock, trio.EndOfChannel):
                             break
-                    await self._commit(batch)
+                    if self._traces.pending:
+                        await self._traces.commit(self._commit, batch)
+                    else:
+                        await self._commit(batch)
                     batch = []
             except BaseException as exc:
                 # A bug, not a disk error: fail everyone still waiting, then crash loudly.

@@ -23,6 +23,7 @@ from ..llm._types import Message, ProviderError, ToolSpec, UserMessage
 from ..loop._agent import Emit, RunProgress, now_ms
 from ..model._generation import ResolvedModel
 from ..sessions._sessions import build_context
+from ..telemetry import STATE, current, start_span
 from ._compaction import (
     CompactionReason,
     CompactionRecord,
@@ -103,7 +104,30 @@ class TurnCompactor:
         self, reason: CompactionReason, *, will_retry: bool, whole_run: bool, attempt: int = 0
     ) -> bool:
         """Compact the context; True when it completed. `whole_run`: the cut may fall inside
-        this run's messages (after the run); else this run's messages are all kept."""
+        this run's messages (after the run); else this run's messages are all kept. With
+        telemetry on, inside an `openclaw.compaction` span (its reason, attempt, outcome)."""
+        if not STATE.on:
+            return await self._compact(
+                reason, will_retry=will_retry, whole_run=whole_run, attempt=attempt
+            )
+        span = start_span(
+            "openclaw.compaction",
+            {"openclaw.compaction.reason": reason, "openclaw.compaction.attempt": attempt},
+        )
+        completed = False
+        try:
+            with current(span):
+                completed = await self._compact(
+                    reason, will_retry=will_retry, whole_run=whole_run, attempt=attempt
+                )
+            return completed
+        finally:
+            span.set_attribute("openclaw.compaction.completed", completed)
+            span.end()
+
+    async def _compact(
+        self, reason: CompactionReason, *, will_retry: bool, whole_run: bool, attempt: int
+    ) -> bool:
         ids = await self._history_ids()
         items = self.items()
         n_history = len(self.history)

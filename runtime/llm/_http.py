@@ -456,7 +456,9 @@ class HttpProvider(abc.ABC):
         decoder = SSEDecoder()
         out: list[ModelDelta] = []
         try:
-            async with client.stream("POST", self._url, content=body) as response:
+            tp = request.traceparent
+            headers = {"traceparent": tp} if tp is not None else None
+            async with client.stream("POST", self._url, content=body, headers=headers) as response:
                 if not 200 <= response.status_code < 300:
                     raise classify_status(
                         response.status_code, response.headers, await _read_limited(response)

@@ -109,6 +109,9 @@ class ModelRequest(msgspec.Struct, frozen=True):
     """(n, tokens): the first n `messages` are `tokens` by `estimate_message_tokens`, as the
     caller counted them already (the session's context, kept as it grows): what sizes the
     request (the `local` model's usage) need not walk them again. Sent to no provider."""
+    traceparent: str | None = None
+    """The W3C `traceparent` of this request's model-call span (telemetry on): sent as the
+    HTTP request's `traceparent` header, never in its body."""
 
 
 # --- deltas ------------------------------------------------------------------------------

@@ -49,6 +49,8 @@ from ..llm._types import (
     UsageDelta,
     UserMessage,
 )
+from ..telemetry import STATE
+from ._traced import TracedProvider, traced_tool_call
 
 Emit = Callable[[str, dict[str, Any]], None]
 """`emit(stream, data)`: synchronous and non-blocking (the hub stamps, encodes, fans out)."""
@@ -324,8 +326,11 @@ async def _model_turn(
     watchdog = trio.CancelScope(
         deadline=watchdog_deadline(window) if window is not None else math.inf
     )
+    provider = inp.provider
+    if STATE.on:  # a span per provider request (`_traced`)
+        provider = TracedProvider(provider, inp.provider_id)
     stream = stream_with_retry(
-        inp.provider,
+        provider,
         request,
         idle_timeout=window,
         max_attempts=inp.max_attempts,
@@ -456,7 +461,10 @@ async def _run_tool_calls(
             "tool",
             {"phase": "start", "name": call.name, "toolCallId": call.id, "args": call.arguments},
         )
-        outcome = await inp.tools.call(call, emit)
+        if STATE.on:
+            outcome = await traced_tool_call(inp.tools, call, emit)
+        else:
+            outcome = await inp.tools.call(call, emit)
         data: dict[str, Any] = {
             "phase": "result",
             "name": call.name,

@@ -67,8 +67,11 @@ class Caller:
         scopes: frozenset[str] = HTTP_SCOPES,
         label: str = "http",
         events: bool = True,
+        traceparent: str | None = None,
     ) -> None:
         self.gateway = gateway
+        self.traceparent = traceparent if traceparent and len(traceparent) <= 128 else None
+        """The HTTP request's W3C `traceparent` header: its requests continue that trace."""
         self._conn_id = f"{label}{next(_ids)}-{os.urandom(3).hex()}"
         self.role = "operator"
         self.scopes = scopes
@@ -131,7 +134,12 @@ class Caller:
     async def call(self, method: str, params: dict[str, Any], scope: trio.CancelScope) -> None:
         """Run one request to its end (its answers queue here). A checkpoint; cancelling
         `scope` cancels the request as a `cancel` frame would (an `agent` run is aborted)."""
-        frame = RequestFrame(id=f"{self._conn_id}:{method}", method=method, params=params)
+        frame = RequestFrame(
+            id=f"{self._conn_id}:{method}",
+            method=method,
+            params=params,
+            traceparent=self.traceparent,
+        )
         methods = self.gateway.methods
         route = methods.route(self, frame, fast=False)  # in a cluster: on the session's node
         assert route is not None  # only `agent`'s task-free path answers in `route`

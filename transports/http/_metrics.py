@@ -32,6 +32,7 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector
 
 from actors import ABORT_REASONS, PROVIDER_ERROR_KINDS, RUN_STATUSES, HistogramSnapshot
+from runtime import telemetry
 
 from ._counters import ROLES, MetricsHost
 
@@ -61,6 +62,32 @@ class GatewayCollector(Collector):
         yield from self._connections()
         yield from self._store()
         yield from self._generations()
+        yield from self._telemetry()
+
+    def _telemetry(self) -> Iterator[Metric]:
+        """The OTLP exporters' health (`diagnostics.otel`; nothing while it is off)."""
+        health = telemetry.health()
+        if health is None:
+            return
+        labels = ["signal"]
+        ok = GaugeMetricFamily(
+            "clawlane_telemetry_exporter_up", "1 while the last export succeeded.", labels=labels
+        )
+        exports = CounterMetricFamily(
+            "clawlane_telemetry_exports", "OTLP exports, by result.", labels=[*labels, "result"]
+        )
+        dropped = CounterMetricFamily(
+            "clawlane_telemetry_dropped",
+            "Spans, metric batches or log records dropped (queue full, export failed).",
+            labels=labels,
+        )
+        for signal in health["signals"]:
+            name = signal["signal"]
+            ok.add_metric([name], 1 if signal["ok"] else 0)
+            exports.add_metric([name, "ok"], signal["exportsOk"])
+            exports.add_metric([name, "failed"], signal["exportsFailed"])
+            dropped.add_metric([name], signal["itemsDropped"])
+        yield from (ok, exports, dropped)
 
     def _process(self) -> Iterator[Metric]:
         gw = self._gw

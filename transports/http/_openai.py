@@ -354,7 +354,9 @@ class OpenAiRoutes:
         )
         model = payload.get("model", "openclaw")
         identity = {"id": run_id, "created": int(time.time()), "model": model}
-        caller = Caller(self.gw, label="openai", events=stream)
+        caller = Caller(
+            self.gw, label="openai", events=stream, traceparent=req.header("traceparent")
+        )
         request = trio.CancelScope()
         response: Response | None = None  # stays None when streamed, or the client left
         try:

@@ -64,6 +64,8 @@ class Route:
 
     ticket: Ticket | None = None
     target: Any = None
+    span: Any = None
+    """The request's span while telemetry is on (`_traced`), served and ended with it."""
 
     def release(self) -> None:
         """Give the place in the order up (the handler is done with it). Idempotent."""

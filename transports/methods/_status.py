@@ -20,6 +20,8 @@ import psutil
 import trio
 import trio.lowlevel
 
+from runtime import telemetry
+
 from ._context import Host
 
 _proc = psutil.Process()
@@ -193,6 +195,7 @@ def clawlane_status(gw: Host) -> dict[str, Any]:
         "process": {"pid": os.getpid(), "rssBytes": _proc.memory_info().rss},
         "publisher": gw.publisher.status_view() if gw.publisher is not None else None,
         "durability": durability_view(gw),
+        "telemetry": telemetry.health() or {"enabled": False},
     }
 
 

@@ -8,6 +8,7 @@ Uncaught handler exceptions become `UNAVAILABLE` with the error text (as OpenCla
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from typing import Any, TypeVar
@@ -16,6 +17,7 @@ import attrs
 import trio
 
 from actors import StoreError, Ticket
+from runtime import telemetry
 from runtime.model import GenerationError
 from runtime.protocol import (
     INVALID_REQUEST,
@@ -53,6 +55,7 @@ from ._context import Call, Client, Handler, Host, store_unavailable
 from ._routing import Forwarder, Route
 from ._status import health_view, status_view
 from ._submit import ORDERED_METHODS, reserve_ticket
+from ._traced import traced_route, traced_serve
 from ._views import catalog_view, defaults_view, session_view
 
 log = logging.getLogger("clawlane.methods")
@@ -144,7 +147,13 @@ class Methods:
     def route(self, conn: Client, frame: RequestFrame, *, fast: bool = True) -> Route | None:
         """In the reader, as the request is received (see `_routing`): where it goes and its
         place in its session's order; None when it is answered (or on its way) already:
-        `agent` on its task-free path, when `fast`. Never raises; not a checkpoint."""
+        `agent` on its task-free path, when `fast`. Never raises; not a checkpoint. With
+        telemetry on, the request's span starts here (`_traced`)."""
+        if telemetry.STATE.on:
+            return traced_route(self._route, conn, frame, fast)
+        return self._route(conn, frame, fast)
+
+    def _route(self, conn: Client, frame: RequestFrame, fast: bool) -> Route | None:
         router = self.router
         if router is not None and self.admissible(conn, frame):
             target = router.target(frame)  # a bad request is answered here, routed nowhere
@@ -167,6 +176,10 @@ class Methods:
     ) -> None:
         """Run the request on its `route` to its response(s): forwarded by the router, or
         here (`call`). Never raises but Cancelled; the caller releases the route."""
+        if route.span is not None:
+            span, route.span = route.span, None
+            await traced_serve(functools.partial(self.serve, conn, frame, scope, route), span)
+            return
         if route.target is not None and self.router is not None:
             await self.router.handle(conn, frame, scope, route.ticket, route.target)
         else:

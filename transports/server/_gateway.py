@@ -41,6 +41,7 @@ from actors import (
     serve_run_webhooks,
     wall_ms,
 )
+from runtime import telemetry
 from runtime.agent import discover_resources
 from runtime.devices import PairingStore, PairingStoreError
 from runtime.hooks import GatewayStartEvent, GatewayStopEvent
@@ -570,6 +571,7 @@ async def open_gateway(config: Config, options: GatewayOptions) -> AsyncIterator
     """
     auth, builder, generation = await _prepare(config, options)
     async with (
+        telemetry.open_telemetry(config.diagnostics),  # off by default; flushed last
         own_state_dir(options.state_dir, options.worker_index),  # one gateway per state dir
         open_node(config) as node,  # with cluster.redis.url: this node of the cluster
         open_store_backend(config, options.state_dir) as store,  # SQLite or PostgreSQL

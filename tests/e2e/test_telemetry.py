@@ -1,0 +1,204 @@
+"""OpenTelemetry end to end: a gateway with `diagnostics.otel` aimed at a real OTLP/HTTP
+receiver on loopback (protobuf, decoded with opentelemetry-proto) and a provider that is a
+real loopback HTTP server speaking OpenAI's format. One `agent` request carrying a
+`traceparent` is one trace rooted at the caller's span: the RPC, the run, each model call
+(whose `traceparent` the provider sees), the tool call and the store's commit, with their
+attributes; metrics and logs arrive. A dead collector does not stop runs."""
+
+from __future__ import annotations
+
+import json
+import logging
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from runtime import telemetry
+from runtime.model._config import Config, parse_config
+from tests.e2e._raw import raw_client
+from tests.e2e.test_providers_e2e import provider_gateway
+from tests.runtime.llm._sse_server import Script, SSEServer, open_sse_server
+from tests.runtime.llm._streams import chat_text, chat_tool_calls
+from tests.runtime.telemetry._otlp_receiver import histogram_count, open_receiver
+
+TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
+CALLER_SPAN = "00f067aa0ba902b7"
+TRACEPARENT = f"00-{TRACE_ID}-{CALLER_SPAN}-01"
+
+
+def _config(server: SSEServer, endpoint: str, **otel: Any) -> Config:
+    return parse_config(
+        {
+            "agents": {"defaults": {"model": {"primary": "prov/m1"}}},
+            "models": {
+                "providers": {
+                    "prov": {
+                        "api": "openai-completions",
+                        "baseUrl": f"{server.url}/v1",
+                        "models": [{"id": "m1"}],
+                    }
+                }
+            },
+            "diagnostics": {"otel": {"enabled": True, "endpoint": endpoint, **otel}},
+        }
+    )
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def run_logs() -> Iterator[None]:
+    """`clawlane.runs` at DEBUG (its `run started` line is logged inside the run)."""
+    logger = logging.getLogger("clawlane.runs")
+    level = logger.level
+    logger.setLevel(logging.DEBUG)
+    yield
+    logger.setLevel(level)
+
+
+async def _agent(gw: Any, params: dict[str, Any], traceparent: str | None) -> dict[str, Any]:
+    async with raw_client(gw) as raw:
+        frame: dict[str, Any] = {"type": "req", "id": "t1", "method": "agent", "params": params}
+        if traceparent is not None:
+            frame["traceparent"] = traceparent
+        await raw.ws.send_message(json.dumps(frame))
+        return await raw.response("t1", 2)
+
+
+async def test_one_agent_request_is_one_trace_from_the_callers_span_to_the_provider(
+    tmp_path: Path, run_logs: None
+) -> None:
+    args = json.dumps({"path": "out.txt", "content": "hi"})
+    async with open_receiver() as receiver, open_sse_server() as server:
+        server.push(
+            Script(chunks=chat_tool_calls([("call_1", "write", [args])])),
+            Script(chunks=chat_text(["Wrote", " it"])),
+        )
+        config = _config(server, receiver.url, logs=True, flushIntervalMs=1000)
+        with trio.fail_after(60):
+            async with provider_gateway(tmp_path, config) as gw:
+                assert telemetry.STATE.on
+                final = await _agent(
+                    gw, {"message": "write it", "idempotencyKey": "otel-1"}, TRACEPARENT
+                )
+                status = (await _status(gw))["clawlane"]["telemetry"]
+            assert telemetry.health() is None  # the gateway's stop flushed and stopped it
+    assert final["ok"] and final["payload"]["status"] == "ok"
+    assert status["enabled"] is True
+    assert {s["signal"] for s in status["signals"]} == {"traces", "metrics", "logs"}
+
+    spans = [s for s in receiver.spans if s.trace_id == TRACE_ID]
+    others = {(s.name, s.attributes.get("openclaw.gateway.rpc.method")) for s in receiver.spans}
+    others -= {(s.name, s.attributes.get("openclaw.gateway.rpc.method")) for s in spans}
+    assert others <= {("openclaw.gateway.rpc", "status"), ("clawlane.store.commit", None)}
+    assert {s.name for s in spans} == {
+        "openclaw.gateway.rpc",
+        "openclaw.run",
+        "openclaw.model.call",
+        "openclaw.tool.execution",
+        "clawlane.store.commit",
+    }
+    (rpc,) = [s for s in spans if s.name == "openclaw.gateway.rpc"]
+    assert rpc.parent_span_id == CALLER_SPAN
+    assert rpc.attributes["openclaw.gateway.rpc.method"] == "agent"
+    assert rpc.resource["service.name"] == "openclaw"
+    (run,) = [s for s in spans if s.name == "openclaw.run"]
+    assert run.parent_span_id == rpc.span_id
+    assert run.attributes["openclaw.outcome"] == "ok"
+    assert run.attributes["openclaw.agent"] == "main"
+    assert run.attributes["openclaw.model"] == "m1"
+    assert run.attributes["openclaw.run.queued_ms"] >= 0
+    assert run.attributes["openclaw.run.duration_ms"] >= 0
+    assert run.attributes["openclaw.sessionId"]
+
+    calls = [s for s in spans if s.name == "openclaw.model.call"]
+    assert len(calls) == 2 and {c.parent_span_id for c in calls} == {run.span_id}
+    for call in calls:
+        assert call.attributes["gen_ai.operation.name"] == "chat"
+        assert call.attributes["gen_ai.request.model"] == "m1"
+        assert call.attributes["gen_ai.provider.name"] == "prov"
+        assert "openclaw.model_call.time_to_first_byte_ms" in call.attributes
+    assert calls[1].attributes["gen_ai.usage.input_tokens"] == 19
+    assert calls[1].attributes["gen_ai.usage.output_tokens"] == 10
+    seen = [r.headers.get("traceparent", "") for r in server.requests]
+    assert sorted(seen) == sorted(f"00-{TRACE_ID}-{c.span_id}-01" for c in calls)
+
+    (tool,) = [s for s in spans if s.name == "openclaw.tool.execution"]
+    assert tool.parent_span_id == run.span_id
+    assert tool.attributes["gen_ai.tool.name"] == "write"
+    assert tool.attributes["openclaw.outcome"] == "ok"
+    assert tool.attributes["openclaw.tool.duration_ms"] >= 0
+    assert "gen_ai.tool.call.arguments" not in tool.attributes  # captureContent is off
+
+    commits = [s for s in spans if s.name == "clawlane.store.commit"]
+    assert commits and all(c.attributes["db.system.name"] == "sqlite" for c in commits)
+    assert run.span_id in {c.parent_span_id for c in commits}
+
+    for name in (
+        "gen_ai.client.token.usage",
+        "gen_ai.client.operation.duration",
+        "openclaw.run.duration_ms",
+        "openclaw.tool.execution.duration_ms",
+    ):
+        assert histogram_count(receiver, name) > 0, (name, sorted(receiver.metrics))
+    assert "openclaw.tokens" in receiver.metrics
+    assert "openclaw.gateway.rpc.requests" in receiver.metrics
+
+    started = [r for r in receiver.logs if r.attributes.get("logger.name") == "clawlane.runs"]
+    assert started and started[0].trace_id == TRACE_ID
+    assert started[0].body is None  # withheld without captureContent
+
+
+async def _status(gw: Any) -> dict[str, Any]:
+    async with raw_client(gw) as raw:
+        rid = await raw.send("status", {})
+        res = await raw.response(rid)
+        assert res["ok"], res
+        payload: dict[str, Any] = res["payload"]
+        return payload
+
+
+async def test_tool_content_goes_on_spans_only_with_capture_content(tmp_path: Path) -> None:
+    args = json.dumps({"path": "o.txt", "content": "secret-ish"})
+    async with open_receiver() as receiver, open_sse_server() as server:
+        server.push(
+            Script(chunks=chat_tool_calls([("call_2", "write", [args])])),
+            Script(chunks=chat_text(["ok"])),
+        )
+        config = _config(server, receiver.url, captureContent=True, metrics=False)
+        with trio.fail_after(60):
+            async with provider_gateway(tmp_path, config) as gw:
+                final = await _agent(gw, {"message": "go", "idempotencyKey": "otel-2"}, None)
+    assert final["payload"]["status"] == "ok"
+    tool = receiver.span("openclaw.tool.execution")
+    assert json.loads(tool.attributes["gen_ai.tool.call.arguments"])["content"] == "secret-ish"
+    assert "gen_ai.tool.call.result" in tool.attributes
+    rpc = receiver.span("openclaw.gateway.rpc")
+    assert rpc.parent_span_id == ""  # no traceparent: a fresh trace rooted at the RPC
+    assert receiver.metrics == {}
+
+
+async def test_a_dead_collector_never_fails_or_stalls_a_run(tmp_path: Path) -> None:
+    dead = f"http://127.0.0.1:{_closed_port()}"
+    async with open_sse_server() as server:
+        for _ in range(3):
+            server.push(Script(chunks=chat_text(["fine"])))
+        config = _config(server, dead, logs=True, flushIntervalMs=1000)
+        with trio.fail_after(30):
+            async with provider_gateway(tmp_path, config) as gw:
+                for i in range(3):
+                    with trio.fail_after(10):
+                        final = await _agent(
+                            gw, {"message": "hi", "idempotencyKey": f"dead-{i}"}, TRACEPARENT
+                        )
+                    assert final["payload"]["status"] == "ok"
+                health = telemetry.health()
+                assert health is not None and health["enabled"] is True

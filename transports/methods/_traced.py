@@ -1,0 +1,53 @@
+"""The span of a gateway RPC (with `diagnostics.otel` on): started in the reader as the
+request is received, the child of the request frame's `traceparent` (a fresh trace without
+one), current while it is routed and served (so the runs it starts are its children), ended
+once it is answered. The table calls here only when `runtime.telemetry.STATE.on`."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from runtime import telemetry
+from runtime.protocol import RequestFrame
+
+from ._context import Client
+from ._routing import Route
+
+RPC_SPAN = "openclaw.gateway.rpc"
+
+
+def traced_route(
+    route: Callable[[Client, RequestFrame, bool], Route | None],
+    conn: Client,
+    frame: RequestFrame,
+    fast: bool,
+) -> Route | None:
+    """`route(conn, frame, fast)` inside the request's span; the span goes with the
+    returned `Route`, or ends here when the request is answered already."""
+    span = telemetry.start_span(
+        RPC_SPAN,
+        {"openclaw.gateway.rpc.method": frame.method, "rpc.method": frame.method},
+        traceparent=frame.traceparent if frame.method != "connect" else None,
+        server=True,
+    )
+    telemetry.record("gateway.rpc.requests", 1, {"openclaw.gateway.rpc.method": frame.method})
+    try:
+        with telemetry.current(span):
+            found = route(conn, frame, fast)
+    except BaseException:
+        span.end()
+        raise
+    if found is None:
+        span.end()
+    else:
+        found.span = span
+    return found
+
+
+async def traced_serve(serve: Callable[[], Awaitable[None]], span: telemetry.Span) -> None:
+    """`serve()` inside the request's span, which ends with it."""
+    try:
+        with telemetry.current(span):
+            await serve()
+    finally:
+        span.end()
