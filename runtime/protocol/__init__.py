@@ -123,6 +123,7 @@ from ._wire import SessionsPatchParams as SessionsPatchParams
 from ._wire import SessionsResetParams as SessionsResetParams
 from ._wire import SessionsResolveParams as SessionsResolveParams
 from ._wire import SessionsSendParams as SessionsSendParams
+from ._wire import SessionsUsageParams as SessionsUsageParams
 from ._wire import SkillsStatusParams as SkillsStatusParams
 from ._wire import SystemInfoParams as SystemInfoParams
 from ._wire import TalkCatalogParams as TalkCatalogParams
@@ -214,6 +215,7 @@ __all__ = [
     "SessionsResetParams",
     "SessionsResolveParams",
     "SessionsSendParams",
+    "SessionsUsageParams",
     "SkillsStatusParams",
     "SystemInfoParams",
     "TalkCatalogParams",

@@ -21,8 +21,8 @@ import attrs
 __all__ = ["Calendar", "DateRange", "DateRangeError", "resolve_calendar", "resolve_range"]
 
 MAX_DAYS: Final = 36_600
-_DATE: Final = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
-_OFFSET: Final = re.compile(r"^UTC([+-])(\d{1,2})(?::([0-5]\d))?$")
+_DATE: Final = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$", re.ASCII)
+_OFFSET: Final = re.compile(r"^UTC([+-])(\d{1,2})(?::([0-5]\d))?$", re.ASCII)
 _RANGES: Final = {"7d": 7, "30d": 30, "90d": 90, "1y": 365}
 
 

@@ -8,8 +8,10 @@ a `Host`, `call.conn`: a `Client`, both defined in `_context`), never through `G
   each method module adds its handlers with its `register`: `_agent` (`agent`, with its
   task-free path `start_agent`), `_sessions` (`chat.*`, `sessions.*`, `runs.replay`, with
   `_submit` and `_slash`), `_config`, `_devices`, `_cron`, `_approvals`
-  (`plugin.approval.*`), `_clients`, `_controlui`, `_dashboard` (and its chart's `Sampler`);
-  views in `_views` and `_status`.
+  (`plugin.approval.*`), `_clients`, `_controlui`, `_dashboard` (and its chart's `Sampler`),
+  `_usage` (`sessions.usage`, `.timeseries`, `.logs`, `usage.cost`: the Usage page and
+  `openclaw gateway usage-cost`, from the store's usage aggregates); views in `_views` and
+  `_status`.
 - What the reader does before a handler task exists: `Methods.route` (`_routing`: the
   cluster's router when the gateway is a node, `agent`'s task-free path `start_agent`, a
   place in the session's order for the other methods that start runs), then
@@ -40,9 +42,8 @@ What OpenClaw's clients get (its CLI, terminal UI and Control UI, 2026.9.6):
   `channels.status`, `node.list`, `usage.status`, `hooks.status`, `last-heartbeat` (null),
   `approval.history`, `exec.approval.grants.list`, `channels.pairing.list`,
   `skills.search`, `skills.library.list`, `plugins.catalog.browse`, `webSearch.status`.
-  Not answered (`unknown method`): `sessions.usage` and `usage.cost` (the Usage page),
-  `config.schema`, `exec.approvals.get`, `themes.list` and the other panels of features
-  clawlane does not have.
+  Not answered (`unknown method`): `exec.approvals.get`, `themes.list` and the other panels
+  of features clawlane does not have.
 - Transcript rows keep the client's idempotency key (`<runId>:user`), returned as
   `idempotencyKey` and `__openclaw.idempotencyKey` by `chat.history`, `chat.startup` and
   `session.message`, so a reloaded page shows each turn once. A message steered into a

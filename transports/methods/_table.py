@@ -49,6 +49,7 @@ from . import (
     _devices,
     _memory,
     _sessions,
+    _usage,
 )
 from ._agent import agent, start_agent
 from ._context import Call, Client, Handler, Host, store_unavailable
@@ -98,6 +99,7 @@ class Methods:
         _cron.register(self)  # cron.*
         _memory.register(self)  # memory.search, doctor.memory.*
         _approvals.register(self)  # plugin.approval.*
+        _usage.register(self)  # sessions.usage*, usage.cost
         _agents.register(self)  # agents.create/update/delete
         _agent_files.register(self)  # agents.files.* and agents.workspace.*
         _config_form.register(self)  # config.schema, config.schema.lookup, config.openFile
