@@ -50,6 +50,7 @@ __all__ = [
     "EXEC_DEFAULT_TIMEOUT",
     "EXEC_MAX_OUTPUT_BYTES",
     "ExecParams",
+    "ExecSettings",
     "ExecTool",
 ]
 
@@ -127,13 +128,38 @@ class ExecParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 @frozen
+class ExecSettings:
+    """`tools.exec.*` as `exec` uses them (OpenClaw's defaults): `timeoutSeconds` (0: none),
+    `backgroundMs`, `cleanupMs` (how long an ended background job is kept), `notifyOnExit`,
+    `notifyOnExitEmptySuccess`."""
+
+    timeout_s: float = EXEC_DEFAULT_TIMEOUT
+    background_ms: int = EXEC_DEFAULT_YIELD_MS
+    cleanup_ms: int = 1_800_000
+    notify_on_exit: bool = True
+    notify_on_exit_empty_success: bool = False
+
+    def tool(self, processes: ProcessRegistry | None) -> ExecTool:
+        """An `exec` with these settings over `processes`."""
+        return ExecTool(
+            processes=processes,
+            default_timeout=self.timeout_s,
+            background_ms=self.background_ms,
+            keep_s=min(max(self.cleanup_ms, 60_000), 10_800_000) / 1000,
+            notify_on_exit=self.notify_on_exit,
+            notify_on_exit_empty_success=self.notify_on_exit_empty_success,
+        )
+
+
+@frozen
 class ExecTool:
-    """`exec`, with its settings (`tools.exec.*`) and the host's `processes` (None: every
+    """`exec`, with its settings (`ExecSettings`) and the host's `processes` (None: every
     call runs in the foreground, in a registry of its own)."""
 
     processes: ProcessRegistry | None = None
     default_timeout: float = EXEC_DEFAULT_TIMEOUT
     background_ms: int = EXEC_DEFAULT_YIELD_MS
+    keep_s: float | None = None
     notify_on_exit: bool = True
     notify_on_exit_empty_success: bool = False
     max_output_bytes: int = EXEC_MAX_OUTPUT_BYTES
@@ -187,6 +213,7 @@ class ExecTool:
                 session_key=ctx.session_key,
                 run_id=ctx.run_id,
                 timeout_s=limit_s,
+                keep_s=self.keep_s,
                 stdin=can_yield,
                 notify_on_exit=self.notify_on_exit,
                 notify_empty_success=self.notify_on_exit_empty_success,

@@ -5,7 +5,7 @@ A `ProcessRegistry` (`open_process_registry`) owns every job of a host: the job'
 what is kept once it ended. Jobs are scoped by session key (what `process` sees) and bounded per
 agent (`ProcessLimits`): running jobs by count (a start beyond it is refused), output by bytes
 per job (the retained tail; the unread part a poll drains is capped apart), finished jobs by
-count and total bytes (the oldest forgotten first) and by age (`finished_ttl_s`, from their end).
+count and total bytes (the oldest forgotten first) and by age (`keep_s`, from their end).
 Only backgrounded jobs are listed and kept after their end; a foreground job is forgotten when
 its `exec` call returns.
 
@@ -56,6 +56,7 @@ __all__ = [
     "ProcessLimits",
     "ProcessRegistry",
     "derive_name",
+    "exec_event_prompt",
     "open_process_registry",
 ]
 
@@ -157,6 +158,8 @@ class Job:
     run_id: str
     started_at: int
     timeout_s: float | None
+    keep_s: float
+    """How long the job is kept after its end (`tools.exec.cleanupMs`, captured at its start)."""
     notify_on_exit: bool
     notify_empty_success: bool
     output: OutputLog
@@ -246,6 +249,22 @@ TIMEOUT_RETRY_GUIDANCE: Final = (
 )
 
 
+_EVENT_PROMPT_CHARS: Final = 8000
+
+
+def exec_event_prompt(events: Sequence[str]) -> str:
+    """The message of the turn that wakes a session for its jobs' ends (OpenClaw's exec
+    completion prompt: the events, then what to do with them)."""
+    text = "\n".join(e.strip() for e in events if e.strip())
+    if len(text) > _EVENT_PROMPT_CHARS:
+        text = f"{text[:_EVENT_PROMPT_CHARS]}\n\n[truncated]"
+    return (
+        "An async command you ran earlier has completed. The command completion details "
+        f"are:\n\n{text}\n\nPlease relay the command output to the user in a helpful way. If "
+        "the command succeeded, share the relevant output. If it failed, explain what went wrong."
+    )
+
+
 def _compact(text: str) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= _NOTIFY_SNIPPET_CHARS else flat[: _NOTIFY_SNIPPET_CHARS - 1] + "…"
@@ -300,6 +319,7 @@ class ProcessRegistry:
         session_key: str,
         run_id: str,
         timeout_s: float | None,
+        keep_s: float | None = None,
         stdin: bool = False,
         notify_on_exit: bool = True,
         notify_empty_success: bool = False,
@@ -326,6 +346,7 @@ class ProcessRegistry:
             run_id=run_id,
             started_at=_now_ms(),
             timeout_s=timeout_s,
+            keep_s=self.limits.finished_ttl_s if keep_s is None else keep_s,
             notify_on_exit=notify_on_exit,
             notify_empty_success=notify_empty_success,
             output=OutputLog(self.limits.max_output_bytes, self.limits.pending_bytes),
@@ -451,8 +472,10 @@ class ProcessRegistry:
     def _expire(self) -> None:
         if not self._finished:
             return
-        cutoff = _now_ms() - self.limits.finished_ttl_s * 1000
-        for job_id in [i for i, j in self._finished.items() if (j.ended_at or 0) < cutoff]:
+        now = _now_ms()
+        for job_id in [
+            i for i, j in self._finished.items() if (j.ended_at or 0) + j.keep_s * 1000 < now
+        ]:
             del self._finished[job_id]
 
     # --- what `exec` and `process` do ----------------------------------------------------------

@@ -307,3 +307,21 @@ async def test_bad_process_arguments_are_tool_errors(
     assert no_id.details == {"status": "failed", "error": "sessionId is required for this action."}
     assert _text(bad).startswith("invalid arguments for process: ") and "$.action" in _text(bad)
     assert "$.offset" in _text(negative)
+
+
+async def test_an_ended_job_is_kept_for_its_cleanup_time(ctx: ToolContext) -> None:
+    with trio.fail_after(15):
+        async with open_process_registry() as registry:
+            result = await invoke_tool(
+                ExecTool(processes=registry, keep_s=0.0),
+                {"command": "echo x", "background": True},
+                ctx,
+            )
+            assert result.details is not None
+            sid = result.details["sessionId"]
+            job = registry.get(ctx.session_key, sid)
+            assert job is not None
+            await job.done.wait()
+            await trio.sleep(0.002)  # the wall clock must pass the job's end
+            assert registry.get(ctx.session_key, sid) is None
+            assert registry.list(ctx.session_key) == []
