@@ -34,13 +34,14 @@ from ..model._config import ToolsConfig, llm_idle_timeout_seconds
 from ..model._generation import ModelRuntimeGeneration, RunStores
 from ..model._plugins import PluginRegistry
 from ..protocol import ClawlaneError
-from ..tools import ToolPolicy, ToolScope, builtin_tools, ensure_workspace
+from ..tools import ToolPolicy, ToolScope, WebSettings, builtin_tools, ensure_workspace
 from ._blocks import BlockFlusher, BlockSink
 from ._chunking import BlockStreamingSettings
 from ._compaction import CompactionSettings
 from ._memorysettings import memory_settings
 from ._prompt import PromptCache
 from ._turnspec import HistoryEntries, TurnSpec
+from ._websettings import web_settings
 
 __all__ = ["MessageCancelled", "TurnServices"]
 
@@ -137,6 +138,11 @@ class TurnServices:
             model_ref=model_ref,
         )
 
+    @staticmethod
+    def web_settings(generation: ModelRuntimeGeneration) -> WebSettings:
+        """The web tools' settings: the config's `tools.web.*` (global only, as OpenClaw's)."""
+        return web_settings(generation.config.tools.web)
+
     def memory_tools(self, generation: ModelRuntimeGeneration) -> list[Any]:
         """`memory_search` and `memory_get` (none with `memory.search.enabled: false`)."""
         config = generation.config
@@ -218,7 +224,7 @@ class TurnServices:
         if shared is None:
             if len(self._toolsets) >= _TOOLSETS_MAX:
                 self._toolsets.clear()
-            tools = (*builtin_tools(), *self.plugins.tools())
+            tools = (*builtin_tools(self.web_settings(generation)), *self.plugins.tools())
             policy = self.tool_policy(generation, agent_id, model_ref)
             tools = (*tools, *self.memory_tools(generation))
             shared = self._toolsets[key] = (tools, policy, ToolSet.of(tools, policy))

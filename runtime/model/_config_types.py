@@ -198,6 +198,68 @@ class ToolsConfig(_Strict, frozen=True):
     byProvider: dict[str, ToolProviderPolicyConfig] = {}
 
 
+PositiveInt = Annotated[int, msgspec.Meta(gt=0)]
+
+
+class SsrfPolicyConfig(_Strict, frozen=True):
+    """`tools.web.fetch.ssrfPolicy` (OpenClaw's keys): which non-public targets `web_fetch`
+    may reach. `allowedHostnames` names exact hosts exempt from the private-network checks;
+    `blockedHostnames` (exact, or `*.example.com`) refuses hosts before anything else."""
+
+    dangerouslyAllowPrivateNetwork: bool = False
+    allowRfc2544BenchmarkRange: bool = False
+    allowIpv6UniqueLocalRange: bool = False
+    allowedHostnames: list[str] = []
+    blockedHostnames: list[str] = []
+
+
+class WebFetchConfig(_Strict, frozen=True):
+    """`tools.web.fetch` (OpenClaw's keys; unset means OpenClaw's default: maxChars and
+    maxCharsCap 20,000, maxResponseBytes 750,000 clamped to 32,000–10,000,000, timeoutSeconds
+    30, cacheTtlMinutes 15, maxRedirects 3). `provider` (a fallback fetch provider) and
+    `useTrustedEnvProxy` are accepted but clawlane has neither: it always fetches directly,
+    resolving and checking every address itself."""
+
+    enabled: bool = True
+    provider: str | None = None
+    maxChars: PositiveInt | None = None
+    maxCharsCap: PositiveInt | None = None
+    maxResponseBytes: PositiveInt | None = None
+    timeoutSeconds: PositiveInt | None = None
+    cacheTtlMinutes: Annotated[float, msgspec.Meta(ge=0)] | None = None
+    maxRedirects: NonNegInt | None = None
+    userAgent: str | None = None
+    headers: dict[str, str] = {}
+    readability: bool = True
+    useTrustedEnvProxy: bool = False
+    ssrfPolicy: SsrfPolicyConfig = SsrfPolicyConfig()
+
+
+class WebSearchConfig(msgspec.Struct, frozen=True, omit_defaults=True):
+    """`tools.web.search` (OpenClaw's keys; like OpenClaw's, other keys are let through).
+    clawlane has no search provider: `web_search` is offered unless `enabled` is false, and
+    a call says what is missing."""
+
+    enabled: bool = True
+    provider: str | None = None
+    maxResults: PositiveInt | None = None
+    timeoutSeconds: PositiveInt | None = None
+    cacheTtlMinutes: Annotated[float, msgspec.Meta(ge=0)] | None = None
+
+
+class ToolsWebConfig(_Strict, frozen=True):
+    """`tools.web`: the web tools (global only, as in OpenClaw)."""
+
+    search: WebSearchConfig = WebSearchConfig()
+    fetch: WebFetchConfig = WebFetchConfig()
+
+
+class GlobalToolsConfig(ToolsConfig, frozen=True):
+    """The root `tools`: the policy keys every scope has, and the global tool settings."""
+
+    web: ToolsWebConfig = ToolsWebConfig()
+
+
 class AgentDefaults(_Strict, frozen=True):
     model: str | AgentModelConfig | None = None
     models: dict[str, AgentModelPolicy] = {}
@@ -376,7 +438,7 @@ class Config(_Strict, frozen=True):
     models: ModelsConfig = ModelsConfig()
     agents: AgentsConfig = AgentsConfig()
     messages: MessagesConfig = MessagesConfig()
-    tools: ToolsConfig = ToolsConfig()
+    tools: GlobalToolsConfig = GlobalToolsConfig()
     plugins: PluginsConfig = PluginsConfig()
     logging: LoggingConfig = LoggingConfig()
     cron: CronConfig = CronConfig()

@@ -7,6 +7,10 @@ it defines, whether clawlane has it or not. `ToolPolicy.resolve` applies OpenCla
 allow/deny (`_policy`); `normalize_tool_name` resolves an alias (`bash` → `exec`,
 `apply-patch` → `apply_patch`) for a model's call as for a policy entry.
 
+The web tools, given `WebSettings` (`tools.web.*`): `web_fetch` reads a page through an SSRF
+guard (`EgressPolicy`); a target it refuses raises `EgressBlockedError` (a `ToolError`) inside
+the tool, which reports it as an error result. `web_search` is offered, without a provider.
+
 Errors: `ToolError` → `SandboxError` (a path leaves the workspace), `ToolPolicyError` (an
 unknown group or profile in the policy), `PatchError` (an `apply_patch` input that is
 malformed or does not match; the tool reports it as an error result).
@@ -21,6 +25,8 @@ from ._catalog import TOOL_ALIASES as TOOL_ALIASES
 from ._catalog import TOOL_GROUPS as TOOL_GROUPS
 from ._catalog import CoreTool as CoreTool
 from ._catalog import normalize_tool_name as normalize_tool_name
+from ._egress import EgressPolicy as EgressPolicy
+from ._errors import EgressBlockedError as EgressBlockedError
 from ._errors import SandboxError as SandboxError
 from ._errors import ToolError as ToolError
 from ._errors import ToolPolicyError as ToolPolicyError
@@ -46,6 +52,10 @@ from ._tool import invoke_tool as invoke_tool
 from ._tool import sanitize_result as sanitize_result
 from ._tool import text_result as text_result
 from ._tool import tool_spec as tool_spec
+from ._web import WebFetchSettings as WebFetchSettings
+from ._web import WebFetchTool as WebFetchTool
+from ._web import WebSearchTool as WebSearchTool
+from ._web import WebSettings as WebSettings
 
 __all__ = [
     "CORE_TOOLS",
@@ -56,6 +66,8 @@ __all__ = [
     "ApplyPatchTool",
     "CoreTool",
     "EditTool",
+    "EgressBlockedError",
+    "EgressPolicy",
     "ExecTool",
     "LsTool",
     "MessageTool",
@@ -69,6 +81,10 @@ __all__ = [
     "ToolPolicyError",
     "ToolResult",
     "ToolScope",
+    "WebFetchSettings",
+    "WebFetchTool",
+    "WebSearchTool",
+    "WebSettings",
     "WriteTool",
     "apply_patch",
     "builtin_tools",

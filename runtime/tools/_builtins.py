@@ -10,6 +10,7 @@ from ._exec import ExecTool
 from ._fs import EditTool, LsTool, ReadTool, WriteTool
 from ._patch import ApplyPatchTool
 from ._tool import Tool, ToolContext, ToolResult, text_result
+from ._web import WebSettings, web_tools
 
 __all__ = ["MessageParams", "MessageTool", "builtin_tools"]
 
@@ -32,9 +33,10 @@ class MessageTool:
         return text_result("sent", details={"chars": len(args.text)})
 
 
-def builtin_tools() -> list[Tool]:
+def builtin_tools(web: WebSettings | None = None) -> list[Tool]:
     """Fresh instances of the built-ins, in OpenClaw's catalog order: ls, read, write, edit,
-    apply_patch, exec, message."""
+    apply_patch, exec, message; with `web` (`tools.web.*`), then web_search and web_fetch,
+    each unless disabled there."""
     return [
         LsTool(),
         ReadTool(),
@@ -43,4 +45,5 @@ def builtin_tools() -> list[Tool]:
         ApplyPatchTool(),
         ExecTool(),
         MessageTool(),
+        *(web_tools(web) if web is not None else ()),
     ]

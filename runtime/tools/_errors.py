@@ -6,6 +6,9 @@
     `ToolResult`; it never reaches the agent loop from `invoke_tool`.
   - `ToolPolicyError`: a tool policy is malformed (unknown profile or `group:` name). Raised
     when the policy is built, so a bad config fails before any run starts.
+  - `EgressBlockedError`: `web_fetch` refused a target (a private, loopback or link-local
+    address, a local name, a blocked host name), before connecting to it. `web_fetch` turns
+    it into an error `ToolResult`.
   - `PatchError`: an `apply_patch` input is malformed, does not match the files, or names a
     refused path. The tool turns it into an error `ToolResult`, having changed nothing.
 
@@ -33,3 +36,7 @@ class ToolPolicyError(ToolError):
 class PatchError(ToolError):
     """A patch is malformed, does not match the files, or names a refused path. The message
     is meant for the model."""
+
+
+class EgressBlockedError(ToolError):
+    """A network target was refused by the SSRF guard. The message says why, for the model."""

@@ -208,8 +208,9 @@ _UNAVAILABLE_TAG: Final = "unavailable"
 
 
 def _clawlane_tools(call: Call) -> dict[str, Any]:
-    """The built-in tools clawlane has, by name."""
-    return {tool.name: tool for tool in builtin_tools()}
+    """The built-in tools clawlane has, by name (the web tools as `tools.web` configures)."""
+    web = TurnServices.web_settings(call.gateway.supervisor.generation)
+    return {tool.name: tool for tool in builtin_tools(web)}
 
 
 async def tools_catalog(call: Call, params: ToolsCatalogParams) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from runtime.tools._tool import (
     text_result,
     tool_spec,
 )
+from runtime.tools._web import WebFetchSettings, WebSettings
 
 
 class _NoParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -248,3 +249,8 @@ def test_builtin_tools_names_and_mutating_flags() -> None:
         ("exec", True),
         ("message", True),
     ]
+    with_web = builtin_tools(WebSettings())
+    assert [t.name for t in with_web[-2:]] == ["web_search", "web_fetch"]
+    assert not any(t.mutating for t in with_web[-2:])
+    off = WebSettings(fetch=WebFetchSettings(enabled=False), search_enabled=False)
+    assert [t.name for t in builtin_tools(off)] == [t.name for t in tools]
