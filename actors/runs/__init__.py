@@ -8,6 +8,8 @@
 - `_order`: submission order, fixed when a request is received.
 - `_runlog`: a run's log lines (`clawlane.runs`).
 - `_webhook`: the signed webhook POST when a run ends, retried with backoff.
+- `_stability`: `StabilityRecorder` (the registry's `stability`): runs' ends and exporters'
+  health as a bounded ring of diagnostic events (`diagnostics.stability`).
 
 What is promised about runs (with the store's run journal, `actors.store._journal`, and
 startup recovery, `actors._recovery`):
@@ -65,6 +67,7 @@ from ._registry import CachedResponse as CachedResponse
 from ._registry import IdempotencyCache as IdempotencyCache
 from ._registry import RunRegistry as RunRegistry
 from ._runlog import log_run_started as log_run_started
+from ._stability import StabilityRecorder as StabilityRecorder
 from ._webhook import RunWebhooks as RunWebhooks
 from ._webhook import WebhookAttempt as WebhookAttempt
 from ._webhook import WebhookClient as WebhookClient
@@ -90,6 +93,7 @@ __all__ = [
     "RunRecord",
     "RunRegistry",
     "RunWebhooks",
+    "StabilityRecorder",
     "SubmissionOrder",
     "Subscriber",
     "Ticket",

@@ -29,6 +29,7 @@ import trio
 from .._metrics import RunMetrics
 from ._record import RunRecord
 from ._runlog import log_run_ended
+from ._stability import StabilityRecorder
 
 log = logging.getLogger("clawlane.registry")
 
@@ -156,6 +157,8 @@ class RunRegistry:
         """Finished runs whose finals still hold their payloads, oldest first."""
         self.dedupe = IdempotencyCache()
         self.metrics = RunMetrics()
+        self.stability = StabilityRecorder()
+        """Runs' ends as diagnostic events (`diagnostics.stability`)."""
 
     def add(self, record: RunRecord) -> None:
         self._runs[record.run_id] = record
@@ -183,6 +186,7 @@ class RunRegistry:
             error_kind=record.error_kind,
             final=record.final,
         )
+        self.stability.run_ended(record)
         callbacks, record.on_done = record.on_done, None
         for callback in callbacks or ():
             try:

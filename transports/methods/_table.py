@@ -47,6 +47,7 @@ from . import (
     _cron,
     _dashboard,
     _devices,
+    _diagnostics,
     _memory,
     _sessions,
     _usage,
@@ -103,6 +104,7 @@ class Methods:
         _agents.register(self)  # agents.create/update/delete
         _agent_files.register(self)  # agents.files.* and agents.workspace.*
         _config_form.register(self)  # config.schema, config.schema.lookup, config.openFile
+        _diagnostics.register(self)  # diagnostics.stability, gateway.identity.get
 
     def add(
         self, name: str, handler: Handler, params: type[Any] | None, *, scope: str | None = None
