@@ -46,6 +46,7 @@ from ._switch import Span as Span
 from ._switch import capture as capture
 from ._switch import configure as configure
 from ._switch import current as current
+from ._switch import current_traceparent as current_traceparent
 from ._switch import fail as fail
 from ._switch import health as health
 from ._switch import open_telemetry as open_telemetry
@@ -63,6 +64,7 @@ __all__ = [
     "capture",
     "configure",
     "current",
+    "current_traceparent",
     "fail",
     "health",
     "open_telemetry",

@@ -210,6 +210,9 @@ class Exporting:
             return None
         return f"00-{ctx.trace_id:032x}-{ctx.span_id:016x}-{int(ctx.trace_flags):02x}"
 
+    def current_traceparent(self) -> str | None:
+        return self.traceparent_of(trace.get_current_span())
+
     def fail(self, span: Any, error_type: str, message: str) -> None:
         span.set_attribute("error.type", error_type)
         span.set_status(Status(StatusCode.ERROR, message or error_type))

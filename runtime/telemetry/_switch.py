@@ -36,12 +36,13 @@ class _State:
     """Whether telemetry is on (`on`), whether content may leave the process
     (`capture_content`), and the exporters while on (`impl`)."""
 
-    __slots__ = ("capture_content", "impl", "on")
+    __slots__ = ("capture_content", "impl", "on", "users")
 
     def __init__(self) -> None:
         self.on = False
         self.capture_content = False
         self.impl: Exporting | None = None
+        self.users = 0  # the `open_telemetry` blocks sharing `impl`
 
 
 STATE = _State()
@@ -70,6 +71,7 @@ async def shutdown(*, timeout_s: float = 5.0) -> None:
     impl = STATE.impl
     STATE.on = False
     STATE.impl = None
+    STATE.users = 0
     STATE.capture_content = False
     if impl is not None:
         with trio.move_on_after(timeout_s + 1):
@@ -79,19 +81,27 @@ async def shutdown(*, timeout_s: float = 5.0) -> None:
 @asynccontextmanager
 async def open_telemetry(config: DiagnosticsConfig) -> AsyncIterator[OtelSettings | None]:
     """Export per `diagnostics` (and the `OTEL_*` environment) inside the block: yields the
-    resolved settings, None when telemetry stays off (then nothing is imported). On the way
-    out, `shutdown` (shielded, bounded). The SDK is imported in a thread."""
+    resolved settings, None when telemetry stays off (then nothing is imported). The SDK is
+    imported in a thread. Telemetry is the process's: gateways of one process (a test's
+    cluster nodes) with the same settings share its exporters, and the last one out shuts
+    them down (shielded, bounded); other settings replace the earlier ones."""
     settings = resolve(config)
     if settings is None:
         yield None
         return
-    await trio.to_thread.run_sync(importlib.import_module, f"{__package__}._otel")
-    configure(settings)
+    impl = STATE.impl
+    if impl is None or impl.settings != settings:
+        await trio.to_thread.run_sync(importlib.import_module, f"{__package__}._otel")
+        configure(settings)
+        STATE.users = 0
+    STATE.users += 1
     try:
         yield settings
     finally:
-        with trio.CancelScope(shield=True):
-            await shutdown()
+        STATE.users -= 1
+        if STATE.users <= 0:
+            with trio.CancelScope(shield=True):
+                await shutdown()
 
 
 def _impl() -> Exporting:
@@ -135,6 +145,13 @@ def capture() -> Any:
 def traceparent_of(span: Span) -> str | None:
     """The W3C `traceparent` naming `span` (None when it is not recorded)."""
     return _impl().traceparent_of(span)
+
+
+def current_traceparent() -> str | None:
+    """The W3C `traceparent` of this task's current span (to carry to another node), None
+    when there is none or telemetry is off. Not a checkpoint."""
+    impl = STATE.impl
+    return impl.current_traceparent() if impl is not None else None
 
 
 def fail(span: Span, error_type: str, message: str = "") -> None:

@@ -3,7 +3,9 @@ receiver on loopback (protobuf, decoded with opentelemetry-proto) and a provider
 real loopback HTTP server speaking OpenAI's format. One `agent` request carrying a
 `traceparent` is one trace rooted at the caller's span: the RPC, the run, each model call
 (whose `traceparent` the provider sees), the tool call and the store's commit, with their
-attributes; metrics and logs arrive. A dead collector does not stop runs."""
+attributes; metrics and logs arrive. A dead collector does not stop runs. Across two cluster
+nodes (PostgreSQL and Redis; skipped, saying why, when either is missing) a request
+forwarded to the session's owner continues the trace there."""
 
 from __future__ import annotations
 
@@ -19,11 +21,16 @@ import trio
 
 from runtime import telemetry
 from runtime.model._config import Config, parse_config
+from tests.actors._databases import pg_url
+from tests.conftest import open_client
 from tests.e2e._raw import raw_client
+from tests.e2e.test_cluster_nodes import ADMIN, two_nodes
 from tests.e2e.test_providers_e2e import provider_gateway
 from tests.runtime.llm._sse_server import Script, SSEServer, open_sse_server
 from tests.runtime.llm._streams import chat_text, chat_tool_calls
 from tests.runtime.telemetry._otlp_receiver import histogram_count, open_receiver
+
+__all__ = ["pg_url"]  # the fixture, used by name
 
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 CALLER_SPAN = "00f067aa0ba902b7"
@@ -202,3 +209,32 @@ async def test_a_dead_collector_never_fails_or_stalls_a_run(tmp_path: Path) -> N
                     assert final["payload"]["status"] == "ok"
                 health = telemetry.health()
                 assert health is not None and health["enabled"] is True
+
+
+async def test_a_forwarded_request_continues_the_trace_on_the_owner(
+    tmp_path: Path, pg_url: str
+) -> None:
+    otel = {"enabled": True, "endpoint": "", "metrics": False}
+    async with open_receiver() as receiver:
+        otel["endpoint"] = receiver.url
+        with trio.fail_after(60):
+            async with two_nodes(tmp_path, pg_url, diagnostics__otel=otel) as nodes:
+                a, b = nodes
+                async with open_client(a.gw, scopes=ADMIN) as ca:
+                    first = await ca.request(
+                        "agent", {"message": "one", "idempotencyKey": "fw-1"}, expect_final=True
+                    )
+                    assert first["status"] == "ok"  # node A owns agent:main:main now
+                final = await _agent(
+                    b.gw, {"message": "two", "idempotencyKey": "fw-2"}, TRACEPARENT
+                )
+                assert final["payload"]["status"] == "ok"
+                assert a.gw.registry.get("fw-2") is not None  # it ran on the owner
+    spans = [s for s in receiver.spans if s.trace_id == TRACE_ID]
+    rpcs = [s for s in spans if s.name == "openclaw.gateway.rpc"]
+    (on_b,) = [s for s in rpcs if s.parent_span_id == CALLER_SPAN]
+    (on_a,) = [s for s in rpcs if s.parent_span_id == on_b.span_id]
+    assert on_a.attributes["clawlane.cluster.forwarded_from"].endswith("node-b")
+    (run,) = [s for s in spans if s.name == "openclaw.run"]
+    assert run.parent_span_id == on_a.span_id
+    assert run.attributes["openclaw.run.id"] == "fw-2"

@@ -44,6 +44,7 @@ from __future__ import annotations
 import itertools
 import logging
 import uuid
+from contextlib import nullcontext
 from typing import Any, Final
 
 import msgspec
@@ -60,6 +61,7 @@ from actors import (
     RunRecord,
     Ticket,
 )
+from runtime import telemetry
 from runtime.protocol import UNAVAILABLE, GatewayError, RequestFrame
 from runtime.sessions import SessionKeyError
 
@@ -415,6 +417,8 @@ class Router:
             "method": frame.method,
             "params": params,
         }
+        if telemetry.STATE.on:  # the owner continues this request's trace
+            message["traceparent"] = telemetry.current_traceparent()
         if not self.outbox.put(inbox_channel(node), message):
             raise unavailable("this node's outbox to the cluster is full; retry")
         self._forwards[fid] = fwd
@@ -522,8 +526,12 @@ class Router:
         self._incarnation(src, message.get("inc"))
         if src not in self.alive:
             self.alive.add(src)  # it lives: relay this node's events from now on
+        traceparent = message.get("traceparent")
         frame = RequestFrame(
-            id=str(message["id"]), method=str(message["method"]), params=message["params"]
+            id=str(message["id"]),
+            method=str(message["method"]),
+            params=message["params"],
+            traceparent=traceparent if isinstance(traceparent, str) else None,
         )
         proxy = ForwardedClient(self.send, src, fid, msgspec.convert(message["conn"], ConnInfo))
         proxy.relay_events = frame.method == "runs.replay"
@@ -552,8 +560,9 @@ class Router:
         target: Target | None,
         hops: int,
     ) -> None:
+        span = forwarded_span(frame, proxy.node) if telemetry.STATE.on else None
         try:
-            with scope:
+            with scope, telemetry.current(span) if span is not None else nullcontext():
                 if target is None:
                     await self._local(proxy, frame, scope, ticket)
                 else:
@@ -565,6 +574,8 @@ class Router:
                     if record is not None:
                         await record.done.wait()  # the live frames go on until the end
         finally:
+            if span is not None:
+                span.end()
             if ticket is not None:
                 ticket.release()
             self._serving.pop(proxy.fid, None)
@@ -763,3 +774,18 @@ def _interest(value: object) -> int:
     if value is True:
         return READS_RUNS
     return value if isinstance(value, int) and READS_CHANGES <= value <= READS_RUNS else 0
+
+
+def forwarded_span(frame: RequestFrame, node: str) -> telemetry.Span:
+    """The span of a request another node forwarded here (telemetry on): the child of the
+    forwarding node's RPC span (the message's `traceparent`), so one trace spans both."""
+    return telemetry.start_span(
+        "openclaw.gateway.rpc",
+        {
+            "openclaw.gateway.rpc.method": frame.method,
+            "rpc.method": frame.method,
+            "clawlane.cluster.forwarded_from": node,
+        },
+        traceparent=frame.traceparent,
+        server=True,
+    )

@@ -4,7 +4,8 @@ Two kinds of channel (`actors.Channels`, Redis streams), named after a node:
 
 - `inbox:<node>`: requests forwarded to the node and the answers to the requests it
   forwarded. One message each, msgpack:
-  - `req`  {fid, from, hops, conn, id, method, params}: run this request here.
+  - `req`  {fid, from, hops, conn, id, method, params, traceparent?}: run this request here
+    (`traceparent`: the forwarding node's RPC span, with telemetry on).
   - `res`  {fid, ok, payload?, error?}: an answer (`agent` has two: ack, then final).
   - `ev`   {fid, frames}: event frames for the forwarding connection (`runs.replay`).
   - `end`  {fid}: the request is done; nothing more will come for `fid`.
