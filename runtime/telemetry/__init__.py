@@ -19,7 +19,8 @@ when the gateway starts.
 The hot paths' contract (`_switch`): off, a hook point costs one attribute read
 (`if telemetry.STATE.on:`) and the OpenTelemetry packages are not imported at all (they are
 the optional extra `clawlane[otel]`). On, `start_span` / `current` / `capture` /
-`traceparent_of` / `fail` make and carry spans (a run's span is started in the session's
+`traceparent_of` / `current_traceparent` / `fail` make and carry spans (`current_ids`: the
+trace and span ids `--log-format json` puts on a line logged inside a span) (a run's span is started in the session's
 task from the context its request `capture`d), `record` feeds the instruments of
 `_otel.INSTRUMENTS`, `health` reports each exporter.
 
@@ -46,6 +47,7 @@ from ._switch import Span as Span
 from ._switch import capture as capture
 from ._switch import configure as configure
 from ._switch import current as current
+from ._switch import current_ids as current_ids
 from ._switch import current_traceparent as current_traceparent
 from ._switch import fail as fail
 from ._switch import health as health
@@ -64,6 +66,7 @@ __all__ = [
     "capture",
     "configure",
     "current",
+    "current_ids",
     "current_traceparent",
     "fail",
     "health",

@@ -213,6 +213,12 @@ class Exporting:
     def current_traceparent(self) -> str | None:
         return self.traceparent_of(trace.get_current_span())
 
+    def current_ids(self) -> tuple[str, str] | None:
+        ctx = trace.get_current_span().get_span_context()
+        if not ctx.is_valid:
+            return None
+        return f"{ctx.trace_id:032x}", f"{ctx.span_id:016x}"
+
     def fail(self, span: Any, error_type: str, message: str) -> None:
         span.set_attribute("error.type", error_type)
         span.set_status(Status(StatusCode.ERROR, message or error_type))

@@ -154,6 +154,13 @@ def current_traceparent() -> str | None:
     return impl.current_traceparent() if impl is not None else None
 
 
+def current_ids() -> tuple[str, str] | None:
+    """(trace id, span id) of this task's current span, in hex, for a log line; None when
+    there is none or telemetry is off. Not a checkpoint."""
+    impl = STATE.impl
+    return impl.current_ids() if impl is not None else None
+
+
 def fail(span: Span, error_type: str, message: str = "") -> None:
     """Mark `span` failed: status ERROR, `error.type`."""
     _impl().fail(span, error_type, message)

@@ -8,7 +8,8 @@ WARNING, unless the level is `debug`.
 - `json`: one object a line: `{"ts": "...Z", "level": "info", "logger": "clawlane.runs",
   "msg": "run ended", "runId": "r1", "status": "ok", ...}`; a `runtime.logs._oplog.LogEvent`'s
   fields become keys (a field named like a reserved key gets a `_` suffix), a traceback is
-  `exc`.
+  `exc`; a line logged inside a span (with `diagnostics.otel` on) has its `traceId` and
+  `spanId`.
 
 `LOG_LEVELS` and `LOG_FORMATS` are the only accepted values (`--log-level`, `--log-format`,
 `$CLAWLANE_LOG_LEVEL`, `$CLAWLANE_LOG_FORMAT`).
@@ -25,6 +26,7 @@ from typing import Any, Final, TextIO
 
 import msgspec
 
+from runtime import telemetry
 from runtime.logs import LogEvent
 
 __all__ = [
@@ -42,7 +44,7 @@ LOG_FORMATS: Final = ("text", "json")
 DEFAULT_LOG_LEVEL: Final = "info"
 DEFAULT_LOG_FORMAT: Final = "text"
 FLUSH_INTERVAL_S: Final = 0.2
-_RESERVED: Final = frozenset({"ts", "level", "logger", "msg", "exc"})
+_RESERVED: Final = frozenset({"ts", "level", "logger", "msg", "exc", "traceId", "spanId"})
 _json: Final = msgspec.json.Encoder()
 
 
@@ -90,6 +92,8 @@ class JsonFormatter(logging.Formatter):
             data["msg"] = record.getMessage()
         if record.exc_info:
             data["exc"] = self.formatException(record.exc_info)
+        if telemetry.STATE.on and (ids := telemetry.current_ids()) is not None:
+            data["traceId"], data["spanId"] = ids  # logged inside a span (diagnostics.otel)
         return _json.encode(data).decode()
 
 

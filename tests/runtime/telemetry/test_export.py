@@ -1,9 +1,12 @@
 """The exporters against a real OTLP/HTTP receiver on loopback: spans continue a caller's
 `traceparent`; a refusing or dead collector is counted in `health` and never raises into
-the caller; the span queue is bounded and drops with a counter."""
+the caller; the span queue is bounded and drops with a counter; a JSON log line logged
+inside a span names its trace."""
 
 from __future__ import annotations
 
+import json
+import logging
 import socket
 import time
 from collections.abc import AsyncIterator
@@ -108,3 +111,23 @@ async def test_the_queue_is_bounded_in_bytes_too(switched_off: None) -> None:
 def test_off_nothing_is_captured_and_no_health() -> None:
     assert not telemetry.STATE.on
     assert telemetry.capture() is None and telemetry.health() is None
+
+
+async def test_a_json_log_line_inside_a_span_names_its_trace(switched_off: None) -> None:
+    from transports.server._logging import JsonFormatter
+
+    def line() -> dict[str, object]:
+        record = logging.LogRecord("clawlane.runs", logging.INFO, __file__, 1, "hi", (), None)
+        decoded: dict[str, object] = json.loads(JsonFormatter().format(record))
+        return decoded
+
+    assert "traceId" not in line()  # off
+    telemetry.configure(_settings(_dead_url()))
+    tp = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+    span = telemetry.start_span("work", traceparent=tp)
+    assert "traceId" not in line()  # on, outside any span
+    with telemetry.current(span):
+        inside = line()
+    span.end()
+    assert inside["traceId"] == "0af7651916cd43dd8448eb211c80319c"
+    assert isinstance(inside["spanId"], str) and len(inside["spanId"]) == 16
