@@ -27,7 +27,14 @@ from typing import Any, Final
 import msgspec
 
 from ..tools import unknown_entries
-from ._config_types import Config, ConfigError, ConfigIssue, ToolProviderPolicyConfig, ToolsConfig
+from ._config_types import (
+    Config,
+    ConfigError,
+    ConfigIssue,
+    ToolProviderPolicyConfig,
+    ToolsConfig,
+    ToolSearchConfig,
+)
 
 __all__ = [
     "config_issues",
@@ -170,9 +177,24 @@ def _check(config: Config) -> None:
         raise ConfigError('required with storage.backend "postgres"', path="storage.postgres.url")
     plugin_ids = [i for spec in config.plugins.load for i in _plugin_ids(spec)]
     _check_tools(config.tools, "tools", plugin_ids)
+    _check_tool_search(config.tools.toolSearch)
     _check_tools(config.agents.defaults.tools, "agents.defaults.tools", plugin_ids)
     for i, agent in enumerate(config.agents.entries):
         _check_tools(agent.tools, f"agents.list[{i}].tools", plugin_ids)
+
+
+def _check_tool_search(setting: bool | ToolSearchConfig | None) -> None:
+    """clawlane has no Tool Search: a config asking for it is refused, not silently run
+    without it. Unset and `false` (or `enabled: false`) mean what clawlane does."""
+    if setting is None or setting is False:
+        return
+    if isinstance(setting, ToolSearchConfig) and setting.enabled is False:
+        return
+    raise ConfigError(
+        "Tool Search is not available in clawlane: every tool schema is offered directly, "
+        "as OpenClaw does with tools.toolSearch: false; set it to false (or remove it)",
+        path="tools.toolSearch",
+    )
 
 
 def _plugin_ids(spec: str) -> list[str]:

@@ -254,10 +254,25 @@ class ToolsWebConfig(_Strict, frozen=True):
     fetch: WebFetchConfig = WebFetchConfig()
 
 
+class ToolSearchConfig(_Strict, frozen=True):
+    """`tools.toolSearch` as an object (OpenClaw's keys). clawlane has no Tool Search: it
+    offers every tool schema directly, as OpenClaw does with `toolSearch: false`, so only a
+    setting that turns it off (`enabled: false`) is accepted (`runtime.model._config_check`)."""
+
+    enabled: bool | None = None
+    mode: Literal["code", "tools", "directory"] | None = None
+    codeTimeoutMs: PositiveInt | None = None
+    searchDefaultLimit: PositiveInt | None = None
+    maxSearchLimit: PositiveInt | None = None
+
+
 class GlobalToolsConfig(ToolsConfig, frozen=True):
-    """The root `tools`: the policy keys every scope has, and the global tool settings."""
+    """The root `tools`: the policy keys every scope has, and the global tool settings.
+    `toolSearch`: OpenClaw's switch for Tool Search; clawlane accepts only `false` (or an
+    object with `enabled: false`), which is what it does whether set or not."""
 
     web: ToolsWebConfig = ToolsWebConfig()
+    toolSearch: bool | ToolSearchConfig | None = None
 
 
 class AgentDefaults(_Strict, frozen=True):

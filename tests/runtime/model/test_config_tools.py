@@ -107,3 +107,17 @@ def test_a_bad_profile_and_allow_with_also_allow_are_refused() -> None:
     assert path == "tools.profile" and "root" in message
     [(path, message)] = issues({"tools": {"allow": ["read"], "alsoAllow": ["exec"]}})
     assert path == "tools.alsoAllow" and "cannot both be set" in message
+
+
+@pytest.mark.parametrize("setting", [False, {"enabled": False, "mode": "tools"}])
+def test_tool_search_off_loads_as_it_is_what_clawlane_does(setting: object) -> None:
+    assert issues({"tools": {"toolSearch": setting}}) == []
+
+
+@pytest.mark.parametrize("setting", [True, {"mode": "directory"}, {"enabled": True}])
+def test_asking_for_tool_search_is_a_config_error_saying_what_to_set(setting: object) -> None:
+    [(path, message)] = issues({"tools": {"toolSearch": setting}})
+    assert path == "tools.toolSearch"
+    assert "not available in clawlane" in message and "toolSearch: false" in message
+    [(path, _message)] = issues({"tools": {"toolSearch": {"mode": "everything"}}})
+    assert path == "tools.toolSearch.mode"
