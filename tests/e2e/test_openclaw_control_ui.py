@@ -378,6 +378,7 @@ async def test_the_plugins_and_systems_pages_list_what_this_gateway_has(tmp_path
     assert message["defaultProfiles"] == ["messaging", "full"]
     web = {t["id"]: t for t in groups["web"]["tools"]}
     assert "tags" not in web["web_fetch"] and "tags" not in web["web_search"]
+    assert not any("tags" in t for t in groups["memory"]["tools"])
     assert web["x_search"]["tags"] == ["unavailable"]
     assert "not available in clawlane" in web["x_search"]["description"]
     [weather] = groups["plugin:ui_plugin"]["tools"]
@@ -420,7 +421,8 @@ async def test_the_agents_tools_panel_shows_what_a_run_in_the_session_is_offered
     core, connected = full["groups"]
     assert core["id"] == "core" and core["label"] == "Built-in tools"
     ours = ["ls", "read", "write", "edit", "apply_patch", "exec", "message"]
-    assert [t["id"] for t in core["tools"]] == [*ours, "web_search", "web_fetch"]
+    web_memory = ["web_search", "web_fetch", "memory_search", "memory_get"]
+    assert [t["id"] for t in core["tools"]] == [*ours, *web_memory]
     [notice] = full["notices"]
     assert notice["severity"] == "info" and "sessions_spawn" in notice["message"]
     assert core["tools"][1]["label"] == "Read" and core["tools"][1]["rawDescription"]
@@ -429,8 +431,8 @@ async def test_the_agents_tools_panel_shows_what_a_run_in_the_session_is_offered
     assert weather["description"] == "The weather in a city." and weather["source"] == "plugin"
     assert coding["agentId"] == "coder" and coding["profile"] == "coding"
     [only] = coding["groups"]
-    # OpenClaw's coding profile: files, runtime and web, not `message`; exec denied.
-    coding_tools = ["ls", "read", "write", "edit", "apply_patch", "web_search", "web_fetch"]
+    # OpenClaw's coding profile: files, runtime, web and memory, not `message`; exec denied.
+    coding_tools = ["ls", "read", "write", "edit", "apply_patch", *web_memory]
     assert [t["id"] for t in only["tools"]] == coding_tools
     assert unknown["code"] == "INVALID_REQUEST" and "unknown session key" in unknown["message"]
     assert mismatch["code"] == "INVALID_REQUEST" and "does not match" in mismatch["message"]

@@ -208,9 +208,12 @@ _UNAVAILABLE_TAG: Final = "unavailable"
 
 
 def _clawlane_tools(call: Call) -> dict[str, Any]:
-    """The built-in tools clawlane has, by name (the web tools as `tools.web` configures)."""
-    web = TurnServices.web_settings(call.gateway.supervisor.generation)
-    return {tool.name: tool for tool in builtin_tools(web)}
+    """The built-in tools a run is given, by name: the web tools as `tools.web` configures
+    them, the memory tools unless `memory.search.enabled` is false."""
+    sup = call.gateway.supervisor
+    web = TurnServices.web_settings(sup.generation)
+    tools = [*builtin_tools(web), *sup.services.memory_tools(sup.generation)]
+    return {tool.name: tool for tool in tools}
 
 
 async def tools_catalog(call: Call, params: ToolsCatalogParams) -> dict[str, Any]:
