@@ -8,6 +8,7 @@ import ipaddress
 import json
 from typing import Any
 
+import jsonschema
 import pytest
 import trio
 
@@ -27,6 +28,56 @@ ARTICLE = b"""<!doctype html><html><head><title>A page</title>
 <script>var scriptValue = 1;</script></head>
 <body><nav>navMenu</nav><article><h1>Hello web</h1><p>Some <b>bold</b> text and a
 <a href="/next">link</a>.</p><ul><li>one</li><li>two</li></ul></article></body></html>"""
+
+
+_INT0: dict[str, Any] = {"type": "integer", "minimum": 0}
+# OpenClaw 2026.9.6's WebFetchOutputSchema (dist/openclaw-tools-*.mjs), as JSON Schema.
+WEB_FETCH_OUTPUT: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": [
+        "url",
+        "finalUrl",
+        "status",
+        "extractMode",
+        "extractor",
+        "externalContent",
+        "truncated",
+        "length",
+        "rawLength",
+        "fetchedAt",
+        "tookMs",
+        "text",
+    ],
+    "properties": {
+        "url": {"type": "string"},
+        "finalUrl": {"type": "string"},
+        "status": _INT0,
+        "contentType": {"type": "string"},
+        "title": {"type": "string"},
+        "extractMode": {"enum": ["markdown", "text"]},
+        "extractor": {"type": "string"},
+        "externalContent": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["untrusted", "source", "wrapped"],
+            "properties": {
+                "untrusted": {"const": True},
+                "source": {"const": "web_fetch"},
+                "wrapped": {"const": True},
+                "provider": {"type": "string"},
+            },
+        },
+        "truncated": {"type": "boolean"},
+        "length": _INT0,
+        "rawLength": _INT0,
+        "fetchedAt": {"type": "string"},
+        "tookMs": _INT0,
+        "text": {"type": "string"},
+        "warning": {"type": "string"},
+        "cached": {"const": True},
+    },
+}
 
 
 def _text(result: ToolResult) -> str:
@@ -50,6 +101,7 @@ async def test_a_page_becomes_readable_markdown_with_openclaws_fields(ctx: ToolC
     assert not result.is_error, _text(result)
     payload = json.loads(_text(result))
     assert payload == result.details
+    jsonschema.validate(payload, WEB_FETCH_OUTPUT)
     assert payload["url"] == payload["finalUrl"] == server.url("/a")
     assert payload["status"] == 200 and payload["contentType"] == "text/html"
     assert payload["extractMode"] == "markdown" and payload["extractor"] == "html"
@@ -158,6 +210,7 @@ async def test_the_body_is_read_up_to_the_size_cap_and_the_text_to_max_chars(
         capped = await fetch(trusting(max_response_bytes=32_000), ctx, url=server.url("/big"))
         short = await fetch(trusting(), ctx, url=server.url("/big"), maxChars=1000)
     payload = json.loads(_text(capped))
+    jsonschema.validate(payload, WEB_FETCH_OUTPUT)
     assert (
         payload["truncated"] is True
         and "Response body incomplete after 32000 bytes" in (payload["warning"])
@@ -185,6 +238,7 @@ async def test_results_are_cached_for_the_ttl(ctx: ToolContext) -> None:
         await fetch(uncached, ctx, url=server.url("/a"))
         await fetch(uncached, ctx, url=server.url("/a"))
     assert "cached" not in first and second["cached"] is True
+    jsonschema.validate(second, WEB_FETCH_OUTPUT)
     assert not other_mode.is_error
     assert server.hits["/a"] == 4  # first, the text mode, and both uncached calls
 
