@@ -539,6 +539,7 @@ class SessionActor:
             agentId=self.row.agentId,
             createdAt=self.row.createdAt,
             label=self.row.label,
+            responseUsage=self.row.responseUsage,  # a reset keeps the footer (`/usage`)
         )
         self._history = []
         self._history_tokens = self._history_clean = None

@@ -44,7 +44,8 @@ import trio
 from runtime.agent import AbortReason, RunOutcome, TurnResult, final_payload
 from runtime.llm import UserMessage
 from runtime.loop import RunProgress, RunTools, now_ms
-from runtime.sessions import MessageEntry
+from runtime.sessions import MessageEntry, SessionRow
+from runtime.usage import PriceTable, effective_usage_mode, usage_footer
 
 from .._errors import StoreError
 from ..runs import ChatStream, RunRecord, assistant_message
@@ -64,6 +65,8 @@ class RunEnd:
     turn: TurnResult
     tools: RunTools | None
     outcome: RunOutcome
+    footer: str | None = None
+    """The usage footer (`/usage`) appended to the reply, set when the run ends ok."""
 
 
 @attrs.define(eq=False)
@@ -98,6 +101,7 @@ class RunHost(Protocol):
     """What ending a run needs of the session actor that ran it (`SessionActor`)."""
 
     end_pending: CommitWait | None
+    row: SessionRow | None
 
     @property
     def key(self) -> str: ...
@@ -137,9 +141,11 @@ def finish_run(actor: RunHost, req: RunRequest, end: RunEnd) -> None:
     write: EndWrite | None = None
     try:
         tools = end.tools
+        if rec.status == "ok":
+            end.footer = _usage_footer(actor, end.progress)
         rec.final = final_payload(
             rec,
-            text=end.chat.final_text(),
+            text=_with_footer(end.chat.final_text(), end.footer),
             progress=end.progress,
             turn=end.turn,
             error=end.outcome.error,
@@ -213,6 +219,8 @@ def _announce_end(services: SessionServices[Any], key: str, rec: RunRecord, end:
             )
         else:
             text = chat.text if rec.status == "aborted" else chat.final_text()
+            if rec.status == "ok":
+                text = _with_footer(text, end.footer)
             fields: dict[str, Any] = {
                 "stopReason": rec.abort_reason
                 if rec.status == "aborted"
@@ -313,6 +321,28 @@ def _journal_end(commit: SessionCommit, req: RunRequest) -> None:
     row = req.end_row()
     if row is not None:
         commit(WriteGroup(run=row))
+
+
+def _usage_footer(actor: RunHost, progress: RunProgress) -> str | None:
+    """The reply's usage footer in the session's mode (`runtime.usage._footer`)."""
+    row = actor.row
+    if row is None:
+        return None
+    config = actor.services.generation().config
+    mode = effective_usage_mode(row.responseUsage, config.messages.responseUsage, row.channel)
+    if mode == "off":
+        return None
+    return usage_footer(mode, progress.messages, PriceTable.for_config(config))
+
+
+def _with_footer(text: str, footer: str | None) -> str:
+    """`footer` on a line of its own after `text` (alone when the reply has no text)."""
+    if not footer:
+        return text
+    if not text:
+        return footer
+    sep = "" if text.endswith("\n") else "\n"
+    return f"{text}{sep}{footer}"
 
 
 def _chat_error_kind(kind: str | None) -> str:

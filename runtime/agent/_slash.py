@@ -187,6 +187,20 @@ COMMANDS: Final = (
     ),
     SlashCommand("models", "List model providers/models.", "options", accepts_args=True),
     SlashCommand(
+        "usage",
+        "Usage footer or cost summary.",
+        "options",
+        args=(
+            {
+                "name": "mode",
+                "description": "off, tokens, full, or cost",
+                "type": "string",
+                "choices": _choices("off", "tokens", "full", "cost"),
+            },
+        ),
+        accepts_args=True,
+    ),
+    SlashCommand(
         "queue",
         "Adjust queue settings.",
         "options",

@@ -367,8 +367,14 @@ class QueueConfig(_Strict, frozen=True):
     byChannel: dict[str, Literal["steer", "followup", "collect", "interrupt"]] = {}
 
 
+ResponseUsage = Literal["off", "tokens", "full", "on"]
+
+
 class MessagesConfig(_Strict, frozen=True):
     queue: QueueConfig = QueueConfig()
+    responseUsage: ResponseUsage | dict[str, ResponseUsage] | None = None
+    """The usage footer of sessions that chose none (`/usage`): one mode, or one a channel
+    with a `default` (OpenClaw's key; `on` is `tokens`)."""
 
 
 class PluginsConfig(_Strict, frozen=True):

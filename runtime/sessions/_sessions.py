@@ -184,6 +184,8 @@ class SessionRow(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_d
     providerOverride: str | None = None
     modelOverride: str | None = None
     sendPolicy: str | None = None
+    responseUsage: str | None = None
+    """The session's usage footer (`/usage`: `off`, `tokens`, `full`); None: the config's."""
     inputTokens: int = 0
     outputTokens: int = 0
     totalTokens: int = 0

@@ -9,6 +9,7 @@
   the gateway's time, an IANA zone or a UTC offset; `startDate`/`endDate`, `range`, `days`).
 - `_report`: OpenClaw's shapes: `session_summary`, `Aggregates`, `cost_summary`.
 - `_transcript`: one session's `session_timeseries` and `session_logs`.
+- `_footer`: the per-response footer (`usage_footer`) and `/usage`'s modes.
 
 Errors: `DateRangeError` (a `ValueError`: a bad date, zone or offset; its message is
 OpenClaw's).
@@ -19,6 +20,14 @@ from ._dates import DateRange as DateRange
 from ._dates import DateRangeError as DateRangeError
 from ._dates import resolve_calendar as resolve_calendar
 from ._dates import resolve_range as resolve_range
+from ._footer import RESET_WORDS as RESET_WORDS
+from ._footer import UsageMode as UsageMode
+from ._footer import effective_usage_mode as effective_usage_mode
+from ._footer import format_token_count as format_token_count
+from ._footer import format_usd as format_usd
+from ._footer import next_usage_mode as next_usage_mode
+from ._footer import normalize_usage_mode as normalize_usage_mode
+from ._footer import usage_footer as usage_footer
 from ._pricing import CallCost as CallCost
 from ._pricing import Price as Price
 from ._pricing import PriceTable as PriceTable
@@ -44,6 +53,7 @@ from ._transcript import session_timeseries as session_timeseries
 __all__ = [
     "ADDED",
     "QUARTER_MS",
+    "RESET_WORDS",
     "UNKNOWN_CREATOR",
     "Aggregates",
     "Bucket",
@@ -55,9 +65,15 @@ __all__ = [
     "PriceTable",
     "Rollup",
     "StoredBucket",
+    "UsageMode",
     "call_cost",
     "cost_summary",
+    "effective_usage_mode",
     "empty_totals",
+    "format_token_count",
+    "format_usd",
+    "next_usage_mode",
+    "normalize_usage_mode",
     "price_of",
     "quarter_of",
     "resolve_calendar",
@@ -68,4 +84,5 @@ __all__ = [
     "session_timeseries",
     "token_total",
     "totals_view",
+    "usage_footer",
 ]

@@ -7,6 +7,7 @@ bad inputs are OpenClaw's; `/usage` in `chat.send` sets the footer and answers t
 from __future__ import annotations
 
 import datetime as dt
+import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -18,8 +19,10 @@ import trio
 from runtime.llm import AssistantMessage
 from runtime.model import parse_config
 from runtime.sessions import MessageEntry
+from runtime.usage import format_token_count, format_usd
 from tests.actors._databases import pg_url
 from tests.conftest import client_auth, frame_checker, gateway_url, running_gateway
+from tests.e2e._openclaw import TUI_CONNECT, OpenClawClient, openclaw_client
 from transports import GatewayClient, GatewayRequestError, open_gateway_client
 from transports.server._gateway import Gateway
 
@@ -239,3 +242,94 @@ async def test_ranges_time_zones_and_bad_inputs(tmp_path: Path) -> None:
                     await c.request(method, params)
                 assert info.value.code == "INVALID_REQUEST", (method, params)
                 assert needle in str(info.value), (method, params, str(info.value))
+
+
+# --- /usage in chat.send ---------------------------------------------------------------------
+
+
+async def say(c: OpenClawClient, text: str, session: str = "agent:main:u") -> str:
+    run_id = f"r-{uuid.uuid4()}"
+    await c.call(
+        "chat.send",
+        {"sessionKey": session, "message": text, "deliver": False, "idempotencyKey": run_id},
+    )
+    final = await c.chat_final(run_id)
+    assert final["state"] == "final", final
+    return str(final["message"]["content"][0]["text"])
+
+
+async def last_call(gw: Gateway, key: str = "agent:main:u") -> AssistantMessage:
+    return (await calls_of(gw, key))[-1]
+
+
+def footer(m: AssistantMessage) -> str:
+    return (
+        f"Usage: {format_token_count(m.usage.input)} in / {format_token_count(m.usage.output)} out"
+    )
+
+
+NO_AUTH: dict[str, Any] = {"gateway": {"auth": {"mode": "none"}}}  # the TUI's device unpaired
+
+
+async def test_usage_sets_the_footer_and_answers_the_cost(tmp_path: Path) -> None:
+    with trio.fail_after(40):
+        async with (
+            usage_gateway(tmp_path, NO_AUTH) as (gw, _),
+            openclaw_client(gw, TUI_CONNECT) as c,
+        ):
+            plain = await say(c, "hello")
+            assert "Usage:" not in plain
+            assert await say(c, "/usage tokens") == "⚙️ Usage footer: tokens."
+            reply = await say(c, "what is the time")
+            m = await last_call(gw)
+            assert reply.endswith("\n" + footer(m)), reply
+            assert await say(c, "/usage") == "⚙️ Usage footer: full."  # the next mode
+            reply = await say(c, "and now the cost")
+            m = await last_call(gw)
+            cost = m.usage.input * 3.0 / 1e6 + m.usage.output * 15.0 / 1e6
+            assert reply.endswith(f"\n{footer(m)} · est {format_usd(cost)}"), reply
+            stored = (await calls_of(gw, "agent:main:u"))[-1]
+            assert "Usage:" not in str(stored.content)  # the footer is not in the transcript
+            assert await say(c, "/usage") == "⚙️ Usage footer: off."
+            assert "Usage:" not in await say(c, "quiet again")
+            assert await say(c, "/usage sometimes") == "⚙️ Usage: /usage off|tokens|full|reset|cost"
+            described = await c.call("sessions.describe", {"key": "agent:main:u"})
+            assert described["session"]["responseUsage"] == "off"
+            await c.call("sessions.patch", {"key": "agent:main:u", "responseUsage": "on"})
+            described = await c.call("sessions.describe", {"key": "agent:main:u"})
+            assert described["session"]["responseUsage"] == "tokens"
+            assert await say(c, "/usage reset") == "⚙️ Usage footer: reset to default."
+
+            calls = await calls_of(gw, "agent:main:u")
+            session = by_hand(calls)
+            text = await say(c, "/usage cost")
+            assert text.splitlines() == [
+                "💸 Usage cost",
+                f"Session {format_usd(session['totalCost'])} · "
+                f"{format_token_count(session['totalTokens'])} tokens",
+                f"Today {format_usd(session['totalCost'])}",
+                f"Last 30d {format_usd(session['totalCost'])}",
+            ]
+            await c.call("sessions.patch", {"key": "agent:main:o", "model": "local/other"})
+            await say(c, "on the unpriced model", session="agent:main:o")
+            text = await say(c, "/usage cost")
+            assert text.splitlines()[2].endswith("(partial)")  # today has an unpriced call
+
+
+async def test_the_configured_default_footer_and_an_explicit_off(tmp_path: Path) -> None:
+    storage = {**NO_AUTH, "messages": {"responseUsage": {"default": "tokens"}}}
+    with trio.fail_after(40):
+        async with (
+            usage_gateway(tmp_path, storage) as (gw, _),
+            openclaw_client(gw, TUI_CONNECT) as c,
+        ):
+            reply = await say(c, "hello")
+            assert reply.endswith("\n" + footer(await last_call(gw))), reply
+            assert await say(c, "/usage off") == "⚙️ Usage footer: off."
+            assert "Usage:" not in await say(c, "and again")
+            assert await say(c, "/usage") == "⚙️ Usage footer: tokens."  # from off, the next
+            assert await say(c, "/usage full") == "⚙️ Usage footer: full."
+            reply = await say(c, "/new")  # a fresh session keeps the choice
+            assert f"\n{footer(await last_call(gw))} · est $" in reply, reply
+            described = await c.call("sessions.describe", {"key": "agent:main:u"})
+            assert described["session"]["responseUsage"] == "full"

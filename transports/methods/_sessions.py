@@ -62,10 +62,11 @@ from runtime.protocol import (
 )
 from runtime.sessions import (
     DEFAULT_MAIN_KEY,
-    MessageEntry,
     SessionRow,
+    branch_messages,
     openclaw_row_meta,
 )
+from runtime.usage import normalize_usage_mode
 
 from ._context import Call, MethodTable
 from ._slash import run_slash_command
@@ -248,9 +249,7 @@ async def chat_history(call: Call, params: ChatHistoryParams) -> dict[str, Any]:
     entries = await call.gateway.supervisor.store.load_entries(actor.row.sessionId)
     rows: list[dict[str, Any]] = []
     seq = 0
-    for entry in entries:
-        if not isinstance(entry, MessageEntry):
-            continue
+    for entry in branch_messages(entries):  # the branch the session is on
         message = entry.message
         seq += 1
         shown = _display(message, max_chars)
@@ -345,7 +344,7 @@ async def sessions_get(call: Call, params: SessionsKeyParams) -> dict[str, Any]:
     actor = await session_actor(call, key)
     assert actor.row is not None
     entries = await call.gateway.supervisor.store.load_entries(actor.row.sessionId)
-    messages = [msgspec.to_builtins(e.message) for e in entries if hasattr(e, "message")]
+    messages = [msgspec.to_builtins(e.message) for e in branch_messages(entries)]
     if params.limit:
         messages = messages[-params.limit :]
     return {
@@ -457,8 +456,16 @@ def _agent_of(call: Call, key: str) -> str:
     return call.gateway.supervisor.generation.default_agent
 
 
-_PATCH_FIELDS: Final = ("label", "thinkingLevel", "verboseLevel", "reasoningLevel", "sendPolicy")
+_PATCH_FIELDS: Final = (
+    "label",
+    "thinkingLevel",
+    "verboseLevel",
+    "reasoningLevel",
+    "sendPolicy",
+    "responseUsage",
+)
 _LEVELS: Final = {
+    "responseUsage": (normalize_usage_mode, '"off"|"tokens"|"full"|"on"'),
     "thinkingLevel": (normalize_think_level, "|".join(THINK_LEVELS)),
     "verboseLevel": (normalize_verbose_level, "|".join(f'"{v}"' for v in VERBOSE_LEVELS)),
     "reasoningLevel": (normalize_reasoning_level, "|".join(f'"{v}"' for v in REASONING_MODES)),

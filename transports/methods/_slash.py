@@ -35,10 +35,12 @@ from runtime.llm import AssistantMessage, ProviderError, TextContent, UserMessag
 from runtime.loop import now_ms
 from runtime.model import GenerationError
 from runtime.protocol import ChatSendParams
+from runtime.usage import RESET_WORDS, effective_usage_mode, next_usage_mode, normalize_usage_mode
 
 from ._context import Call
 from ._memory import bare_reset_message
 from ._submit import changed, session_actor, submit_message
+from ._usage import usage_cost_text
 from ._views import model_ref, session_view, thinking_levels
 
 if TYPE_CHECKING:
@@ -315,6 +317,26 @@ async def _queue(call: Call, actor: SessionActor, args: str) -> str:
     return "⚙️ Queue " + ", ".join(said) + "."
 
 
+async def _usage(call: Call, actor: SessionActor, args: str) -> str:
+    """The footer's mode (`off|tokens|full`, a reset word, none: the next one), or the cost."""
+    assert actor.row is not None
+    word = args.strip().lower()
+    if word.startswith("cost"):
+        return await usage_cost_text(call, actor.agent_id, actor.key, actor.row.sessionId)
+    requested = normalize_usage_mode(word) if word else None
+    if word in RESET_WORDS:
+        await _patch(call, actor, responseUsage=None)
+        return "⚙️ Usage footer: reset to default."
+    if word and requested is None:
+        await trio.lowlevel.checkpoint()
+        return "⚙️ Usage: /usage off|tokens|full|reset|cost"
+    configured = call.gateway.supervisor.generation.config.messages.responseUsage
+    current = effective_usage_mode(actor.row.responseUsage, configured, actor.row.channel)
+    mode = requested or next_usage_mode(current)
+    await _patch(call, actor, responseUsage=mode)
+    return f"⚙️ Usage footer: {mode}."
+
+
 _HANDLERS = {
     "help": _help,
     "commands": _commands,
@@ -327,4 +349,5 @@ _HANDLERS = {
     "model": _model,
     "models": _models,
     "queue": _queue,
+    "usage": _usage,
 }

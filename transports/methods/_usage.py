@@ -27,17 +27,20 @@ from runtime.usage import (
     PriceTable,
     StoredBucket,
     cost_summary,
+    format_token_count,
+    format_usd,
     resolve_calendar,
     resolve_range,
     session_logs,
     session_summary,
     session_timeseries,
+    totals_view,
 )
 
 from ._context import Call, MethodTable
 from ._submit import key_of
 
-__all__ = ["register"]
+__all__ = ["register", "usage_cost_text"]
 
 _NonEmpty = Annotated[str, msgspec.Meta(min_length=1)]
 _Date = Annotated[str, msgspec.Meta(pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")]
@@ -232,3 +235,36 @@ async def usage_logs(call: Call, params: SessionUsageParams) -> dict[str, Any]:
     prices = PriceTable.for_config(call.gateway.supervisor.generation.config)
     limit = min(params.limit or 200, 1000)
     return {"logs": session_logs(messages, prices, limit=limit)}
+
+
+async def usage_cost_text(call: Call, agent_id: str, key: str, session_id: str) -> str:
+    """`/usage cost`: this session's cost and tokens, today's and the last 30 days' cost
+    (of the session's agent, days in the gateway's time), as OpenClaw words it."""
+    store = UsageStore(call.gateway.supervisor.store)
+    now = call.gateway.now_ms()
+    own = await store.buckets(start_ms=0, end_ms=now, session_key=key, with_tools=False)
+    session = totals_view(sb.bucket for sb in own if sb.session_id == session_id)
+    span = resolve_range(resolve_calendar("gateway", None, None), range_name="30d", now_ms=now)
+    recent = await store.buckets(
+        start_ms=now - 29 * 86_400_000, end_ms=now, agent_id=agent_id, with_tools=False
+    )
+    summary = cost_summary((sb.bucket for sb in recent), span, now)
+    today = span.calendar.day(now)
+    day = next((d for d in summary["daily"] if d["date"] == today), None)
+
+    def partial(totals: dict[str, Any] | None) -> str:
+        return " (partial)" if totals and totals["missingCostEntries"] > 0 else ""
+
+    cost = format_usd(session["totalCost"])
+    tokens = session["totalTokens"]
+    line = f"Session {cost}{partial(session)}"
+    if tokens:
+        line += f" · {format_token_count(tokens)} tokens"
+    return "\n".join(
+        [
+            "💸 Usage cost",
+            line,
+            f"Today {format_usd(day['totalCost'] if day else 0.0)}{partial(day)}",
+            f"Last 30d {format_usd(summary['totals']['totalCost'])}{partial(summary['totals'])}",
+        ]
+    )
