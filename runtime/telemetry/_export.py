@@ -22,6 +22,9 @@ log = logging.getLogger("clawlane.telemetry")
 
 SPAN_OVERHEAD_BYTES = 200
 """What a span costs the queue beyond its name and attributes (ids, times, status)."""
+ATTRIBUTE_BYTES = 48
+"""What an attribute costs (a key and a short value); a long string counts its length."""
+LONG_VALUE = 256
 
 
 @attrs.define
@@ -76,11 +79,16 @@ class SignalHealth:
         }
 
 
-def span_bytes(span: ReadableSpan) -> int:
-    """An estimate of what `span` weighs in the queue (and roughly on the wire)."""
-    size = SPAN_OVERHEAD_BYTES + len(span.name)
-    for key, value in (span.attributes or {}).items():
-        size += len(key) + (len(value) if isinstance(value, str) else 8)
+def span_bytes(span: ReadableSpan, *, long_values: bool) -> int:
+    """An estimate of what `span` weighs in the queue (and roughly on the wire): cheap, per
+    attribute, unless `long_values` (`captureContent`: arguments and results) may be there,
+    whose lengths then count."""
+    attributes = span.attributes or {}
+    size = SPAN_OVERHEAD_BYTES + len(span.name) + ATTRIBUTE_BYTES * len(attributes)
+    if long_values:
+        for value in attributes.values():
+            if isinstance(value, str) and len(value) > LONG_VALUE:
+                size += len(value)
     return size
 
 
@@ -98,6 +106,7 @@ class BoundedSpans(SpanProcessor):
         max_bytes: int,
         delay_s: float,
         batch: int = 512,
+        long_values: bool = False,
     ) -> None:
         self._exporter = exporter
         self._health = health
@@ -105,6 +114,7 @@ class BoundedSpans(SpanProcessor):
         self._max_bytes = max_bytes
         self._delay_s = delay_s
         self._batch = batch
+        self._long_values = long_values
         self._queue: deque[tuple[ReadableSpan, int]] = deque()
         self._bytes = 0
         self._lock = threading.Lock()
@@ -122,7 +132,7 @@ class BoundedSpans(SpanProcessor):
     def on_end(self, span: ReadableSpan) -> None:
         if span.context is None or not span.context.trace_flags.sampled:
             return
-        size = span_bytes(span)
+        size = span_bytes(span, long_values=self._long_values)
         with self._lock:
             if (
                 self._stopping

@@ -130,6 +130,7 @@ class Exporting:
                 max_items=settings.max_queue_items,
                 max_bytes=settings.max_queue_bytes,
                 delay_s=min(5.0, settings.flush_interval_ms / 1000),
+                long_values=settings.capture_content,
             )
         )
         self._tracer_provider = provider

@@ -101,7 +101,7 @@ async def test_a_dead_collector_costs_the_caller_nothing_and_drops_with_a_counte
 
 
 async def test_the_queue_is_bounded_in_bytes_too(switched_off: None) -> None:
-    telemetry.configure(_settings(_dead_url(), max_queue_bytes=4096))
+    telemetry.configure(_settings(_dead_url(), max_queue_bytes=4096, capture_content=True))
     for i in range(20):
         telemetry.start_span(f"s{i}", {"blob": "x" * 1000}).end()
     health = telemetry.health()
