@@ -1,0 +1,262 @@
+"""The invariants every fault scenario checks once the fault is over, and the figures it
+reports (printed at the end of the pytest run, for the issue's note):
+
+- one outcome per acknowledged run: `agent.wait` on every node answers the same end
+  (`ok`, `error` or `aborted`), and the run journal has exactly one ended row for it, with
+  that state;
+- nothing run twice: each run's message and reply are at most once in its session's
+  transcript (exactly once for a run that ended `ok`);
+- no stale write after a lost lease (`assert_fenced`): a run whose node lost the session
+  left nothing in the transcript after the new owner took it over, and the session's
+  fencing token moved on;
+- the same config on every node (`assert_same_config`);
+- recovery within a bound (the scenario's, through `load.probe`).
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import re
+from typing import Any
+
+import attrs
+import psycopg
+import trio
+
+from tests.chaos._cluster import Cluster
+from tests.chaos._load import Load, Run, reply_of
+from transports.client._client import GatewayClient, GatewayRequestError
+
+STRICT = os.environ.get("CLAWLANE_CHAOS_STRICT", "") == "1"
+"""Whether an `agent.wait` that answered `error` for a run that went on fails the scenario
+(see `tests.chaos._load.Run.misreported`); otherwise it is reported in the figures."""
+
+REPORT: list[Figures] = []
+"""The figures of every scenario run in this session (tests/chaos/conftest.py prints them)."""
+
+
+@attrs.define
+class Figures:
+    scenario: str
+    acked: int = 0
+    outcomes: dict[str, int] = attrs.Factory(dict)
+    refused: dict[str, int] = attrs.Factory(dict)
+    recovery_s: dict[str, float] = attrs.Factory(dict)
+    """What recovered, in seconds from the fault's end (`node-a ack`, `node-a ok`, ...)."""
+    notes: list[str] = attrs.Factory(list)
+
+    def line(self) -> str:
+        rec = ", ".join(f"{k} {v:.2f} s" for k, v in self.recovery_s.items()) or "-"
+        return (
+            f"{self.scenario}: {self.acked} runs acknowledged, outcomes {dict(self.outcomes)}, "
+            f"refused {dict(self.refused) or 0}, recovery {rec}"
+            + "".join(f"; {n}" for n in self.notes)
+        )
+
+
+def figures(name: str, load: Load) -> Figures:
+    found = Figures(name, len(load.acked), dict(load.outcomes()), dict(load.refusals()))
+    REPORT.append(found)
+    return found
+
+
+def journal(pg_url: str, run_ids: list[str]) -> dict[str, list[tuple[int | None, str]]]:
+    """Each run's journal rows: (ended_at, state), in the order written. Blocking."""
+    rows: dict[str, list[tuple[int | None, str]]] = collections.defaultdict(list)
+    with psycopg.connect(pg_url) as conn:
+        found = conn.execute(
+            "SELECT run_id, ended_at, body FROM runs WHERE run_id = ANY(%s) ORDER BY id",
+            (run_ids,),
+        ).fetchall()
+    for run_id, ended_at, body in found:
+        rows[run_id].append((ended_at, json.loads(bytes(body))["state"]))
+    return rows
+
+
+def fence_of(pg_url: str, session_key: str) -> int | None:
+    with psycopg.connect(pg_url) as conn:
+        row = conn.execute(
+            "SELECT token FROM session_fences WHERE session_key = %s", (session_key,)
+        ).fetchone()
+    return None if row is None else int(row[0])
+
+
+WAIT_MS = 3_000
+"""How long `agent.wait` may wait for a run in the checks (every run has ended by then: a
+run still going is a finding)."""
+
+
+async def outcome_everywhere(clients: list[GatewayClient], run: Run) -> list[str]:
+    """What `agent.wait` answers for `run` on each node (a client of each)."""
+    seen = []
+    for client in clients:
+        params = {"runId": run.run_id, "timeoutMs": WAIT_MS}
+        try:
+            waited = await client.request("agent.wait", params, timeout=WAIT_MS / 1000 + 5)
+            seen.append(str(waited.get("status")))
+        except GatewayRequestError as exc:
+            seen.append(f"{exc.code}: {exc.message}")
+    return seen
+
+
+async def assert_one_outcome(
+    cluster: Cluster, load: Load, found: Figures, *, forgotten: bool = False
+) -> int:
+    """Every acknowledged run ended once, the same on every node and in the journal.
+
+    `forgotten`: a node that did not run it may not know it (`agent.wait` answers
+    `timeout`: Redis, which held what the other node ran, restarted empty); the node
+    that ran it and the journal still must. Returns how many answers were `timeout`."""
+    acked = load.acked
+    problems: list[str] = []
+    unknown = 0
+
+    async def check(run: Run) -> None:
+        nonlocal unknown
+        seen = await outcome_everywhere(clients, run)
+        ended = {s for s in seen if s in ("ok", "error", "aborted")}
+        unknown += seen.count("timeout") if forgotten else 0
+        allowed = sum(s in ended for s in seen) + (seen.count("timeout") if forgotten else 0)
+        if len(ended) != 1 or allowed != len(seen):
+            problems.append(f"{run.run_id} ({run.node}, {run.outcome}): agent.wait answers {seen}")
+            return
+        (status,) = ended
+        if run.outcome is not None and run.outcome != status:
+            problems.append(f"{run.run_id}: first {run.outcome} ({run.waited}), now {status}")
+        run.outcome = status
+
+    async with (
+        cluster.nodes[0].client() as first,
+        cluster.nodes[1].client() as second,
+        trio.open_nursery() as nursery,
+    ):
+        clients = [first, second]
+        for run in acked:
+            nursery.start_soon(check, run)
+    rows = await trio.to_thread.run_sync(journal, cluster.pg_url, [r.run_id for r in acked])
+    open_rows = []
+    for run in acked:
+        ended_rows = [state for at, state in rows.get(run.run_id, []) if at is not None]
+        if not ended_rows and run.outcome == "error" and not STRICT:
+            open_rows.append(run.run_id)  # a finding (see the figures), not yet fixed
+        elif ended_rows != [run.outcome]:
+            problems.append(f"{run.run_id}: journal ends {ended_rows}, agent.wait {run.outcome}")
+    assert not problems, "\n".join(problems[:20])
+    if open_rows:
+        found.notes.append(
+            f"ended error on every node but still `accepted` in the journal: {open_rows}"
+        )
+    return unknown
+
+
+def _texts(messages: list[dict[str, Any]], role: str) -> list[str]:
+    out = []
+    for m in messages:
+        if m.get("role") != role:
+            continue
+        content = m.get("content")
+        if isinstance(content, str):
+            out.append(content)
+        else:
+            parts = content or []
+            out.append(" ".join(str(p.get("text", "")) for p in parts if isinstance(p, dict)))
+    return out
+
+
+async def history(cluster: Cluster, session: str) -> list[dict[str, Any]]:
+    got = await cluster.nodes[0].request("chat.history", {"sessionKey": session, "limit": 1000})
+    messages: list[dict[str, Any]] = got["messages"]
+    return messages
+
+
+async def times_in_transcripts(cluster: Cluster, runs: list[Run]) -> dict[str, tuple[int, int]]:
+    """How often each run's id is in its session's transcript: (as asked, as replied)."""
+    by_session: dict[str, list[Run]] = collections.defaultdict(list)
+    for run in runs:
+        by_session[run.session].append(run)
+    found = {}
+    for session, session_runs in by_session.items():
+        messages = await history(cluster, session)
+        asked, replied = _texts(messages, "user"), _texts(messages, "assistant")
+        for run in session_runs:
+            named = re.compile(rf"\b{re.escape(run.run_id)}\b")
+            found[run.run_id] = (
+                sum(bool(named.search(t)) for t in asked),
+                sum(bool(named.search(t)) for t in replied),
+            )
+    return found
+
+
+async def assert_nothing_twice(cluster: Cluster, load: Load, found: Figures) -> None:
+    """Each run's message and reply at most once in its transcript; once for an ok run. A
+    run refused (`UNAVAILABLE`: retryable) that ran all the same is sent again with its
+    idempotency key, which must answer its outcome and run nothing (counted in `found`)."""
+    runs = list(load.runs.values())
+    counts = await times_in_transcripts(cluster, runs)
+    problems = []
+    ran_anyway = []
+    for run in runs:
+        asked, replied = counts[run.run_id]
+        if asked > 1 or replied > 1:
+            problems.append(f"{run.run_id}: asked {asked}, replied {replied}")
+        elif run.outcome == "ok" and (asked, replied) != (1, 1):
+            problems.append(f"{run.run_id} ok: asked {asked}, replied {replied}")
+        elif run.acked_at is None and asked:
+            ran_anyway.append(run)
+    assert not problems, "\n".join(problems[:20])
+    for run in ran_anyway:
+        node = next(n for n in cluster.nodes if n.name == run.node)
+        params = {"message": f"[[reply:{reply_of(run.run_id)}]]", "idempotencyKey": run.run_id}
+        params["sessionKey"] = run.session
+        async with node.client() as client:
+            again = await client.request("agent", params, expect_final=True, timeout=20)
+        assert again["status"] in ("ok", "error", "aborted"), (run.run_id, again)
+    if ran_anyway:
+        again_counts = await times_in_transcripts(cluster, ran_anyway)
+        twice = {k: v for k, v in again_counts.items() if v != counts[k]}
+        assert not twice, f"a retry of a refused run's key ran it again: {twice}"
+        found.notes.append(
+            f"refused yet run: {len(ran_anyway)} ({', '.join(sorted({r.message[:60] for r in ran_anyway}))}; "
+            "a retry of each key answered its outcome, ran nothing)"
+        )
+
+
+async def assert_same_config(cluster: Cluster) -> dict[str, Any]:
+    """Every node serves the cluster's config version (none failed to build it), and
+    `config.get` answers the same hash on every node. Returns what each said."""
+    seen: dict[str, Any] = {}
+    for node in cluster.nodes:
+        status = await node.request("status", {})
+        generation = status["clawlane"]["cluster"]["generation"]
+        got = await node.request("config.get", {})
+        seen[node.name] = (generation.get("version"), generation.get("failed"), got.get("hash"))
+    versions = {v for v, _f, _h in seen.values()}
+    assert len(versions) == 1 and None not in versions, f"config versions differ: {seen}"
+    assert all(f is None for _v, f, _h in seen.values()), f"a node failed its build: {seen}"
+    hashes = {h for _v, _f, h in seen.values()}
+    assert len(hashes) == 1, f"config.get answers different configs: {seen}"
+    return seen
+
+
+async def assert_checks(
+    cluster: Cluster, load: Load, found: Figures, *, forgotten: bool = False
+) -> None:
+    """The invariants every scenario checks after its fault (`forgotten`: see
+    `assert_one_outcome`; how many runs a node had forgotten goes in the figures)."""
+    unknown = await assert_one_outcome(cluster, load, found, forgotten=forgotten)
+    if forgotten:
+        found.notes.append(f"agent.wait on a node that did not run it: {unknown} timeout")
+    await assert_nothing_twice(cluster, load, found)
+    await assert_same_config(cluster)
+    found.outcomes = dict(load.outcomes())
+    misreported = [r for r in load.acked if r.misreported is not None]
+    if misreported:
+        found.notes.append(
+            f"agent.wait answered error '{misreported[0].misreported.get('error')}' "  # type: ignore[union-attr]
+            f"for {len(misreported)} runs that went on (all ended {sorted({str(r.outcome) for r in misreported})})"
+        )
+        assert not STRICT, found.notes[-1]
+    internal = [r for r in load.runs.values() if "internal error" in r.message]
+    assert not internal, [f"{r.run_id}: {r.refusal} {r.message}" for r in internal[:5]]
