@@ -28,10 +28,11 @@ backlog, journal retries, restarting its drain task, the reset hooks).
 from __future__ import annotations
 
 import collections
+import contextlib
 import functools
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 import attrs
@@ -62,6 +63,7 @@ from runtime.sessions import (
     SessionRow,
     TranscriptBuilder,
     TranscriptEntry,
+    branch_messages,
     build_context,
     new_session_id,
     new_session_row,
@@ -72,7 +74,7 @@ from .._errors import ActorError, FencedOut, StoreError
 from ..runs import ChatStream, RunRecord, log_run_started
 from ..store import Fence, WriteGroup, usage_write
 from ._ending import CommitWait, EndWrite, RunEnd, end_unrun, finish_run
-from ._lane import Lane, QueueSettings, normalize_drop, normalize_mode
+from ._lane import Lane, QueueSettings, resolve_queue_settings
 from ._request import RunRequest
 from ._services import SessionServices
 from ._traced import traced_run
@@ -228,28 +230,9 @@ class SessionActor:
         known = self._queue_settings
         if known is not None and known[0] == key:
             return known[1]
-        settings = self._resolve_queue_settings(requested)
+        settings = resolve_queue_settings(gen.config.messages.queue, row, requested)
         self._queue_settings = (key, settings)
         return settings
-
-    def _resolve_queue_settings(self, requested: str | None) -> QueueSettings:
-        conf = self.services.generation().config.messages.queue
-        row = self.row
-        mode = (
-            normalize_mode(requested)
-            or normalize_mode(row.queueMode if row else None)
-            or normalize_mode(conf.byChannel.get("webchat"))
-            or normalize_mode(conf.mode)
-            or "steer"
-        )
-        return QueueSettings(
-            mode=mode,
-            debounce_ms=row.queueDebounceMs
-            if row and row.queueDebounceMs is not None
-            else conf.debounceMs,
-            cap=row.queueCap if row and row.queueCap else conf.cap,
-            drop=normalize_drop(row.queueDrop if row else None) or conf.drop,
-        )
 
     def would_reject(self, settings: QueueSettings) -> bool:
         return self.busy and settings.mode != "interrupt" and self.lane.would_reject(settings)
@@ -353,12 +336,27 @@ class SessionActor:
             self.forget_transcript()
             raise commit.error
 
-    async def take_transcript(self, entries: Sequence[TranscriptEntry]) -> None:
-        """Start this session's transcript with `entries` (a fork of another session's),
-        durably; its next run reads them. A checkpoint. Raises `StoreError`."""
+    async def append_entries(self, entries: Sequence[TranscriptEntry]) -> None:
+        """Append `entries` to this session's transcript durably, the lane held meanwhile
+        (a fork's start, a branch marker: its next run reads them). A checkpoint. Raises
+        `StoreError`."""
         assert self.row is not None
-        await self._commit_durable(WriteGroup(session_id=self.row.sessionId, entries=entries))
-        self.forget_transcript()
+        async with self._quiet():
+            group = WriteGroup(session_id=self.row.sessionId, entries=entries)
+            await self._commit_durable(group)
+            self.forget_transcript()
+
+    @contextlib.asynccontextmanager
+    async def _quiet(self) -> AsyncIterator[None]:
+        """Hold the lane (runs submitted meanwhile wait) until the session has settled."""
+        self.draining = True
+        try:
+            await self.settled()
+            yield
+        finally:
+            self.draining = False
+            if self.lane:
+                self.services.restart_drain(self)
 
     def forget_transcript(self) -> None:
         """Drop the in-memory transcript: the next use loads it from the store (after a
@@ -378,9 +376,7 @@ class SessionActor:
             raise SessionBusy("the session has a run in progress; compact it when the run ends")
         services = self.services
         assert self.row is not None
-        self.draining = True  # hold the lane: runs submitted meanwhile wait for us
-        try:
-            await self.settled()
+        async with self._quiet():  # runs submitted meanwhile wait for us
             await services.store.flush()
             entries = await services.store.load_entries(self.row.sessionId)
             _, builder = await self._transcript()
@@ -417,10 +413,6 @@ class SessionActor:
                 "tokensAfter": done.record.tokens_after,
                 "firstKeptEntryId": done.entry.firstKeptEntryId,
             }
-        finally:
-            self.draining = False
-            if self.lane:
-                services.restart_drain(self)
 
     async def reset_and_announce(self, reason: str) -> SessionRow:
         """`sessions.reset` / `/new` / `/reset`: a fresh session id, with the hooks around it.
@@ -485,7 +477,7 @@ class SessionActor:
             self._history = build_context(entries)
             self._history_tokens = self._history_clean = None
             self._builder = TranscriptBuilder.from_entries(entries)
-            self._message_seq = sum(1 for e in entries if isinstance(e, MessageEntry))
+            self._message_seq = len(branch_messages(entries))  # the branch's, numbered
         return self._history, self._builder
 
     def _extend_history(self, messages: list[Message]) -> None:

@@ -21,6 +21,9 @@ from typing import Final, Literal
 
 import attrs
 
+from runtime.model import QueueConfig
+from runtime.sessions import SessionRow
+
 from .._errors import ActorError
 from ._request import QueueMode, RunRequest
 
@@ -139,3 +142,26 @@ class Lane:
             prompt = f"[Queue overflow] Dropped {n} messages due to cap.\nSummary:\n{bullets}\n\n{prompt}"
             self.overflow.clear()
         return NextTurn(request=first, prompt=prompt, coalesced=tuple(group[1:]))
+
+
+def resolve_queue_settings(
+    conf: QueueConfig, row: SessionRow | None, requested: str | None
+) -> QueueSettings:
+    """A turn's queue settings: mode from the request, else the session, else the config's
+    `byChannel.webchat`, else `messages.queue.mode`, else `steer`; debounce, cap and drop
+    from the session, else the config."""
+    mode = (
+        normalize_mode(requested)
+        or normalize_mode(row.queueMode if row else None)
+        or normalize_mode(conf.byChannel.get("webchat"))
+        or normalize_mode(conf.mode)
+        or "steer"
+    )
+    return QueueSettings(
+        mode=mode,
+        debounce_ms=row.queueDebounceMs
+        if row and row.queueDebounceMs is not None
+        else conf.debounceMs,
+        cap=row.queueCap if row and row.queueCap else conf.cap,
+        drop=normalize_drop(row.queueDrop if row else None) or conf.drop,
+    )

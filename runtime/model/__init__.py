@@ -65,6 +65,7 @@ from ._config_types import ConfigIssue as ConfigIssue
 from ._config_types import CronConfig as CronConfig
 from ._config_types import ModelCost as ModelCost
 from ._config_types import PricingTier as PricingTier
+from ._config_types import QueueConfig as QueueConfig
 from ._config_types import StorageConfig as StorageConfig
 from ._config_types import run_timeout_seconds as run_timeout_seconds
 from ._generation import AgentSpec as AgentSpec
@@ -94,6 +95,7 @@ __all__ = [
     "ModelRuntimeGeneration",
     "PluginRegistry",
     "PricingTier",
+    "QueueConfig",
     "StorageConfig",
     "apply_merge_patch",
     "backup_path",

@@ -108,12 +108,14 @@ from ._wire import ProgressCardGetParams as ProgressCardGetParams
 from ._wire import QuestionListParams as QuestionListParams
 from ._wire import SessionsAbortParams as SessionsAbortParams
 from ._wire import SessionsBranchesListParams as SessionsBranchesListParams
+from ._wire import SessionsBranchesSwitchParams as SessionsBranchesSwitchParams
 from ._wire import SessionsCatalogListParams as SessionsCatalogListParams
 from ._wire import SessionsCompactParams as SessionsCompactParams
 from ._wire import SessionsCompanionStateParams as SessionsCompanionStateParams
 from ._wire import SessionsCreateParams as SessionsCreateParams
 from ._wire import SessionsDeleteParams as SessionsDeleteParams
 from ._wire import SessionsDescribeParams as SessionsDescribeParams
+from ._wire import SessionsForkParams as SessionsForkParams
 from ._wire import SessionsGroupsListParams as SessionsGroupsListParams
 from ._wire import SessionsListParams as SessionsListParams
 from ._wire import SessionsMessagesSubscribeParams as SessionsMessagesSubscribeParams
@@ -122,6 +124,7 @@ from ._wire import SessionsObserverVisibilityParams as SessionsObserverVisibilit
 from ._wire import SessionsPatchParams as SessionsPatchParams
 from ._wire import SessionsResetParams as SessionsResetParams
 from ._wire import SessionsResolveParams as SessionsResolveParams
+from ._wire import SessionsRewindParams as SessionsRewindParams
 from ._wire import SessionsSendParams as SessionsSendParams
 from ._wire import SessionsUsageParams as SessionsUsageParams
 from ._wire import SkillsStatusParams as SkillsStatusParams
@@ -200,12 +203,14 @@ __all__ = [
     "RequestFrame",
     "SessionsAbortParams",
     "SessionsBranchesListParams",
+    "SessionsBranchesSwitchParams",
     "SessionsCatalogListParams",
     "SessionsCompactParams",
     "SessionsCompanionStateParams",
     "SessionsCreateParams",
     "SessionsDeleteParams",
     "SessionsDescribeParams",
+    "SessionsForkParams",
     "SessionsGroupsListParams",
     "SessionsListParams",
     "SessionsMessagesSubscribeParams",
@@ -214,6 +219,7 @@ __all__ = [
     "SessionsPatchParams",
     "SessionsResetParams",
     "SessionsResolveParams",
+    "SessionsRewindParams",
     "SessionsSendParams",
     "SessionsUsageParams",
     "SkillsStatusParams",

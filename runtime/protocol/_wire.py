@@ -172,6 +172,7 @@ __all__ = [
     "QuestionListParams",
     "SessionsAbortParams",
     "SessionsBranchesListParams",
+    "SessionsBranchesSwitchParams",
     "SessionsCatalogListParams",
     "SessionsCompactParams",
     "SessionsCompanionStateParams",
@@ -181,6 +182,7 @@ __all__ = [
     "SessionsCreateParamsToolOverrides",
     "SessionsDeleteParams",
     "SessionsDescribeParams",
+    "SessionsForkParams",
     "SessionsGroupsListParams",
     "SessionsListParams",
     "SessionsListParamsProfileRelation",
@@ -192,6 +194,7 @@ __all__ = [
     "SessionsPatchParamsToolOverrides",
     "SessionsResetParams",
     "SessionsResolveParams",
+    "SessionsRewindParams",
     "SessionsSendParams",
     "SessionsSendParamsMentions",
     "SessionsUsageParams",
@@ -1776,6 +1779,30 @@ class SessionsBranchesListParams(msgspec.Struct, frozen=True, forbid_unknown_fie
     agentId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
 
 
+class SessionsBranchesSwitchParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+    """`SessionsBranchesSwitchParams` (`#/definitions/SessionsBranchesSwitchParams`)."""
+
+    sessionKey: Annotated[str, msgspec.Meta(min_length=1)]
+    leafEntryId: Annotated[str, msgspec.Meta(min_length=1)]
+    agentId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
+
+
+class SessionsRewindParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+    """`SessionsRewindParams` (`#/definitions/SessionsRewindParams`)."""
+
+    sessionKey: Annotated[str, msgspec.Meta(min_length=1)]
+    entryId: Annotated[str, msgspec.Meta(min_length=1)]
+    agentId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
+
+
+class SessionsForkParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+    """`SessionsForkParams` (`#/definitions/SessionsForkParams`)."""
+
+    sessionKey: Annotated[str, msgspec.Meta(min_length=1)]
+    entryId: Annotated[str, msgspec.Meta(min_length=1)]
+    agentId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
+
+
 class SessionsCompanionStateParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`SessionsCompanionStateParams` (`#/definitions/SessionsCompanionStateParams`)."""
 
@@ -2725,6 +2752,9 @@ PARAMS_TYPES: Final[dict[str, type[msgspec.Struct]]] = {
     "chat.startup": ChatStartupParams,
     "chat.metadata": ChatMetadataParams,
     "sessions.branches.list": SessionsBranchesListParams,
+    "sessions.branches.switch": SessionsBranchesSwitchParams,
+    "sessions.rewind": SessionsRewindParams,
+    "sessions.fork": SessionsForkParams,
     "sessions.companion.state": SessionsCompanionStateParams,
     "sessions.observer.visibility": SessionsObserverVisibilityParams,
     "update.status": UpdateStatusParams,

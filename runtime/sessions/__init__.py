@@ -1,5 +1,14 @@
-"""runtime.sessions"""
+"""runtime.sessions: session keys and rows, transcripts (pi v3 entries, `TranscriptBuilder`,
+`build_context`), and a transcript's branches (`_branches`: `branch_tips`,
+`cut_before_user_message`, `check_switch`, `BRANCH_MARKER`; errors `BranchError`)."""
 
+from ._branches import BRANCH_MARKER as BRANCH_MARKER
+from ._branches import BranchError as BranchError
+from ._branches import branch_messages as branch_messages
+from ._branches import branch_tips as branch_tips
+from ._branches import check_switch as check_switch
+from ._branches import cut_before_user_message as cut_before_user_message
+from ._branches import message_text as message_text
 from ._sessions import DEFAULT_MAIN_KEY as DEFAULT_MAIN_KEY
 from ._sessions import MessageEntry as MessageEntry
 from ._sessions import SessionKeyError as SessionKeyError
@@ -21,19 +30,26 @@ from ._sessions import resolve_session_key as resolve_session_key
 from ._sessions import session_kind as session_kind
 
 __all__ = [
+    "BRANCH_MARKER",
     "DEFAULT_MAIN_KEY",
+    "BranchError",
     "MessageEntry",
     "SessionKeyError",
     "SessionRow",
     "TranscriptBuilder",
     "TranscriptEntry",
+    "branch_messages",
+    "branch_tips",
     "build_context",
+    "check_switch",
+    "cut_before_user_message",
     "decode_entries",
     "decode_session_row",
     "decode_session_rows",
     "encode_entry",
     "encode_session_row",
     "fork_path",
+    "message_text",
     "new_session_id",
     "new_session_row",
     "openclaw_row_meta",

@@ -411,9 +411,10 @@ class TranscriptBuilder:
     def leaf_id(self) -> str | None:
         return self._leaf_id
 
-    def branch(self, entry_id: str) -> None:
-        """Make `entry_id` the leaf: the next entry starts a branch below it."""
-        if entry_id not in self._ids:
+    def branch(self, entry_id: str | None) -> None:
+        """Make `entry_id` the leaf: the next entry starts a branch below it (None: a new
+        root)."""
+        if entry_id is not None and entry_id not in self._ids:
             raise KeyError(entry_id)
         self._leaf_id = entry_id
 

@@ -94,6 +94,7 @@ log = logging.getLogger("clawlane.cluster")
 SESSION_METHODS: Final = {
     **dict.fromkeys(("agent", "chat.send", "chat.abort", "chat.inject"), "sessionKey"),
     **dict.fromkeys(("chat.history", "chat.startup", "sessions.branches.list"), "sessionKey"),
+    **dict.fromkeys(("sessions.branches.switch", "sessions.rewind", "sessions.fork"), "sessionKey"),
     **dict.fromkeys(("sessions.send", "sessions.steer", "sessions.abort"), "key"),
     **dict.fromkeys(("sessions.reset", "sessions.patch", "sessions.compact"), "key"),
     **dict.fromkeys(("sessions.delete", "sessions.create"), "key"),

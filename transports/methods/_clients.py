@@ -116,7 +116,7 @@ async def sessions_create(call: Call, params: SessionsCreateParams) -> dict[str,
         if actor.row_persisted or actor.busy:
             raise invalid_request(f"a fork starts a new session: {key} exists already")
         await actor.save_row()
-        await actor.take_transcript(forked)
+        await actor.append_entries(forked)
     changes: dict[str, Any] = {}
     for name in ("label", "displayName", "thinkingLevel"):
         value = opt(getattr(params, name))

@@ -35,7 +35,6 @@ from runtime.protocol import (
     GatewayError,
     ModelsAuthStatusParams,
     ProgressCardGetParams,
-    SessionsBranchesListParams,
     SessionsCatalogListParams,
     SessionsCompanionStateParams,
     SessionsGroupsListParams,
@@ -52,7 +51,6 @@ from runtime.protocol import (
     invalid_request,
     opt,
 )
-from runtime.sessions import MessageEntry
 from runtime.tools import CORE_TOOLS, PROFILES, SECTIONS, builtin_tools
 from runtime.users import PrefsTooLarge, UserPrefsError
 
@@ -82,7 +80,6 @@ def register(methods: MethodTable) -> None:
     methods.add("chat.startup", chat_startup, None, scope=read)
     methods.add("chat.metadata", chat_metadata, ChatMetadataParams)
     methods.add("models.authStatus", models_auth_status, ModelsAuthStatusParams)
-    methods.add("sessions.branches.list", branches_list, SessionsBranchesListParams)
     methods.add("sessions.companion.state", companion_state, SessionsCompanionStateParams)
     methods.add(
         "sessions.observer.visibility", observer_visibility, SessionsObserverVisibilityParams
@@ -435,37 +432,6 @@ async def models_auth_status(call: Call, params: ModelsAuthStatusParams) -> dict
 
 
 # --- sessions -------------------------------------------------------------------------------
-
-
-async def branches_list(call: Call, params: SessionsBranchesListParams) -> dict[str, Any]:
-    """One branch: clawlane's transcripts are linear (the leaf is the last entry)."""
-    key = key_of(call, params.sessionKey, opt(params.agentId))
-    actor = await session_actor(call, key)
-    assert actor.row is not None
-    entries = await call.gateway.supervisor.store.load_entries(actor.row.sessionId)
-    messages = [e for e in entries if isinstance(e, MessageEntry)]
-    if not messages:
-        return {"branches": []}
-    last = messages[-1]
-    text = _text_of(last.message)
-    return {
-        "branches": [
-            {
-                "leafEntryId": last.id,
-                "headline": text[:120] or "(no text)",
-                "messageCount": len(messages),
-                "updatedAt": last.timestamp,
-                "active": True,
-            }
-        ]
-    }
-
-
-def _text_of(message: Any) -> str:
-    content = getattr(message, "content", "")
-    if isinstance(content, str):
-        return content.strip()
-    return " ".join(getattr(c, "text", "") for c in content if hasattr(c, "text")).strip()
 
 
 async def companion_state(call: Call, params: SessionsCompanionStateParams) -> dict[str, Any]:

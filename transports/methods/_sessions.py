@@ -62,8 +62,8 @@ from runtime.protocol import (
 )
 from runtime.sessions import (
     DEFAULT_MAIN_KEY,
-    MessageEntry,
     SessionRow,
+    branch_messages,
     openclaw_row_meta,
 )
 from runtime.usage import normalize_usage_mode
@@ -249,9 +249,7 @@ async def chat_history(call: Call, params: ChatHistoryParams) -> dict[str, Any]:
     entries = await call.gateway.supervisor.store.load_entries(actor.row.sessionId)
     rows: list[dict[str, Any]] = []
     seq = 0
-    for entry in entries:
-        if not isinstance(entry, MessageEntry):
-            continue
+    for entry in branch_messages(entries):  # the branch the session is on
         message = entry.message
         seq += 1
         shown = _display(message, max_chars)
@@ -346,7 +344,7 @@ async def sessions_get(call: Call, params: SessionsKeyParams) -> dict[str, Any]:
     actor = await session_actor(call, key)
     assert actor.row is not None
     entries = await call.gateway.supervisor.store.load_entries(actor.row.sessionId)
-    messages = [msgspec.to_builtins(e.message) for e in entries if hasattr(e, "message")]
+    messages = [msgspec.to_builtins(e.message) for e in branch_messages(entries)]
     if params.limit:
         messages = messages[-params.limit :]
     return {

@@ -40,6 +40,7 @@ from . import (
     _agent_files,
     _agents,
     _approvals,
+    _branches,
     _clients,
     _config,
     _config_form,
@@ -105,6 +106,7 @@ class Methods:
         _agent_files.register(self)  # agents.files.* and agents.workspace.*
         _config_form.register(self)  # config.schema, config.schema.lookup, config.openFile
         _diagnostics.register(self)  # diagnostics.stability, gateway.identity.get
+        _branches.register(self)  # sessions.branches.*, sessions.rewind, sessions.fork
 
     def add(
         self, name: str, handler: Handler, params: type[Any] | None, *, scope: str | None = None
