@@ -137,6 +137,11 @@ class TurnCompactor:
             return i <= last and (i >= n_history or ids[i] is not None)
 
         keep = self.budget.keep_recent_tokens >> max(0, attempt - 1)
+        # What every request carries (system prompt, tool schemas) plus the kept tail must
+        # leave room under the budget for the summary: with many tools offered, the fixed
+        # part alone can be most of a small window.
+        fixed = estimate_context_tokens(self.system_prompt, [], self.tools)
+        keep = min(keep, max(0, self.budget.prompt_budget - fixed) // 2)
         tokens_before = estimate_context_tokens(self.system_prompt, items, self.tools)
         plan = plan_compaction(
             items,
