@@ -161,6 +161,7 @@ from .store import RunIdentity as RunIdentity
 from .store import SqliteBackend as SqliteBackend
 from .store import Store as Store
 from .store import StoreBackend as StoreBackend
+from .store import UsageScope as UsageScope
 from .store import UsageStore as UsageStore
 from .store import accepted_row as accepted_row
 from .store import open_config_document as open_config_document
@@ -275,6 +276,7 @@ __all__ = [
     "Supervisor",
     "SupervisorStatistics",
     "Ticket",
+    "UsageScope",
     "UsageStore",
     "Version",
     "WebhookSettings",

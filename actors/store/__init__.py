@@ -45,6 +45,7 @@ from ._ops import WriteGroup as WriteGroup
 from ._sqlite import SqliteBackend as SqliteBackend
 from ._store import Store as Store
 from ._store import open_store as open_store
+from ._usage import UsageScope as UsageScope
 from ._usage import UsageStore as UsageStore
 from ._usage import usage_write as usage_write
 
@@ -83,6 +84,7 @@ __all__ = [
     "Store",
     "StoreBackend",
     "StoredConfig",
+    "UsageScope",
     "UsageStore",
     "WriteBacklog",
     "WriteGroup",

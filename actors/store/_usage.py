@@ -23,6 +23,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Final, Protocol, TypeVar
 
+import attrs
+
 from runtime.llm import Message
 from runtime.model import Config
 from runtime.usage import ADDED, Bucket, PriceTable, StoredBucket, rollup_messages
@@ -38,7 +40,7 @@ class _Reader(Protocol):
     async def read(self, fn: Callable[[SqlConnection], _T]) -> _T: ...
 
 
-__all__ = ["SCHEMA", "UsageStore", "usage_write"]
+__all__ = ["SCHEMA", "UsageScope", "UsageStore", "usage_write"]
 
 _FLOATS: Final = frozenset(
     {
@@ -157,53 +159,78 @@ def usage_write(
     return (write,)
 
 
-def _bucket(row: Any) -> StoredBucket:
-    session_id, agent_id, key, quarter, provider, model, *values = row
-    b = Bucket(int(quarter), str(provider), str(model))
-    for name, value in zip(_COLUMNS, values, strict=True):
-        if value is not None:
-            setattr(b, name, float(value) if name in _FLOATS or "latency" in name else int(value))
-    return StoredBucket(str(session_id), str(agent_id), str(key), b)
+def _summed(c: str) -> str:
+    if c in ("latency_min", "first_ts"):
+        return f"MIN({c})"
+    if c in ("latency_max", "last_ts"):
+        return f"MAX({c})"
+    return f"SUM({c})" if c in _FLOATS else f"CAST(SUM({c}) AS BIGINT)"
+
+
+_SUMS: Final = ", ".join(_summed(c) for c in _COLUMNS)
+
+
+def _bucket(quarter: Any, provider: Any, model: Any, values: Sequence[Any]) -> Bucket:
+    """A bucket from a row's columns (`_COLUMNS` order: the dataclass's own)."""
+    b = Bucket(int(quarter), str(provider), str(model), *values)
+    if b.latency_min is not None:
+        b.latency_min = float(b.latency_min)
+    b.latency_max = float(b.latency_max or 0)
+    return b
+
+
+@attrs.frozen
+class UsageScope:
+    """Which buckets a read takes: `start_ms`..`end_ms`, of one agent, one session (key),
+    some sessions (ids)."""
+
+    start_ms: int
+    end_ms: int
+    agent_id: str | None = None
+    session_key: str | None = None
+    session_ids: Sequence[str] | None = None
+
+    def where(self) -> tuple[str, tuple[object, ...]]:
+        clauses = ["bucket >= ?", "bucket <= ?"]
+        args: list[object] = [self.start_ms - self.start_ms % 900_000, self.end_ms]
+        if self.agent_id is not None:
+            clauses.append("agent_id = ?")
+            args.append(self.agent_id)
+        if self.session_key is not None:
+            clauses.append("session_key = ?")
+            args.append(self.session_key)
+        if self.session_ids is not None:
+            ids = list(self.session_ids) or [""]
+            clauses.append("session_id IN (" + ", ".join("?" * len(ids)) + ")")
+            args.extend(ids)
+        return " WHERE " + " AND ".join(clauses), tuple(args)
 
 
 class UsageStore:
-    """The usage aggregates in the gateway's `Store` (its readers)."""
+    """The usage aggregates in the gateway's `Store` (its readers). Every read is one or
+    two statements; the sums are the database's (`GROUP BY`)."""
 
     def __init__(self, store: _Reader) -> None:
         self._store = store
 
-    async def buckets(
-        self,
-        *,
-        start_ms: int,
-        end_ms: int,
-        agent_id: str | None = None,
-        session_key: str | None = None,
-        with_tools: bool = True,
-    ) -> list[StoredBucket]:
-        """The buckets from `start_ms` to `end_ms` (of one agent, one session), each with
-        its tools' calls (`with_tools`)."""
-        clauses = ["bucket >= ?", "bucket <= ?"]
-        args: list[object] = [start_ms - start_ms % 900_000, end_ms]
-        if agent_id is not None:
-            clauses.append("agent_id = ?")
-            args.append(agent_id)
-        if session_key is not None:
-            clauses.append("session_key = ?")
-            args.append(session_key)
-        where = " WHERE " + " AND ".join(clauses)
+    async def buckets(self, scope: UsageScope, *, with_tools: bool = True) -> list[StoredBucket]:
+        """The buckets in `scope`, each with its tools' calls (`with_tools`): for the
+        sessions a report shows in full."""
+        where, args = scope.where()
 
         def read(conn: SqlConnection) -> tuple[list[Any], list[Any]]:
-            rows = conn.execute(_SELECT + where, tuple(args)).fetchall()
+            rows = conn.execute(_SELECT + where, args).fetchall()
             tools: list[Any] = []
             if with_tools and rows:
-                tools = conn.execute(
-                    "SELECT session_id, bucket, tool, calls FROM usage_tools" + where, tuple(args)
-                ).fetchall()
+                sql = "SELECT session_id, bucket, tool, calls FROM usage_tools" + where
+                tools = conn.execute(sql, args).fetchall()
             return rows, tools
 
         rows, tools = await self._store.read(read)
-        found = [_bucket(r) for r in rows]
+        found = [
+            StoredBucket(str(sid), str(agent), str(key), _bucket(q, p, m, values))
+            for sid, agent, key, q, p, m, *values in rows
+        ]
         if tools:
             owner = {(sb.session_id, sb.bucket.bucket): sb for sb in found}
             for session_id, quarter, tool, calls in tools:
@@ -211,3 +238,43 @@ class UsageStore:
                 if sb is not None:
                     sb.tools[str(tool)] = sb.tools.get(str(tool), 0) + int(calls)
         return found
+
+    async def by_slot(self, scope: UsageScope, step_ms: int = 900_000) -> list[Bucket]:
+        """The scope's buckets added up across sessions by `step_ms` slot (from the epoch:
+        a quarter hour, an hour, a UTC day) and model; `bucket` is the slot's start."""
+        where, args = scope.where()
+        step = int(step_ms)
+        sql = (
+            f"SELECT bucket / {step}, provider, model, {_SUMS} FROM usage_buckets{where} "
+            f"GROUP BY bucket / {step}, provider, model"
+        )
+        rows = await self._store.read(lambda c: c.execute(sql, args).fetchall())
+        return [_bucket(int(q) * step, p, m, values) for q, p, m, *values in rows]
+
+    async def by_session(self, scope: UsageScope) -> list[StoredBucket]:
+        """The scope's buckets added up by session and model (`bucket` 0)."""
+        where, args = scope.where()
+        sql = (
+            f"SELECT session_id, agent_id, session_key, provider, model, {_SUMS} "
+            f"FROM usage_buckets{where} GROUP BY session_id, agent_id, session_key, provider, model"
+        )
+        rows = await self._store.read(lambda c: c.execute(sql, args).fetchall())
+        return [
+            StoredBucket(str(sid), str(agent), str(key), _bucket(0, p, m, values))
+            for sid, agent, key, p, m, *values in rows
+        ]
+
+    async def tools(self, scope: UsageScope) -> dict[str, int]:
+        """The scope's tool calls by tool."""
+        where, args = scope.where()
+        sql = f"SELECT tool, CAST(SUM(calls) AS BIGINT) FROM usage_tools{where} GROUP BY tool"
+        rows = await self._store.read(lambda c: c.execute(sql, args).fetchall())
+        return {str(tool): int(n) for tool, n in rows}
+
+    async def activity(self, scope: UsageScope, step_ms: int) -> list[tuple[str, int]]:
+        """Each session's active `step_ms` slots (the slot's start) in the scope."""
+        where, args = scope.where()
+        step = int(step_ms)
+        sql = f"SELECT DISTINCT session_id, bucket / {step} FROM usage_buckets{where}"
+        rows = await self._store.read(lambda c: c.execute(sql, args).fetchall())
+        return [(str(sid), int(slot) * step) for sid, slot in rows]

@@ -7,7 +7,8 @@
   the store adds up as runs end (`actors.store._usage`).
 - `_dates`: the calendar and range of a report (`resolve_calendar`, `resolve_range`: UTC,
   the gateway's time, an IANA zone or a UTC offset; `startDate`/`endDate`, `range`, `days`).
-- `_report`: OpenClaw's shapes: `session_summary`, `Aggregates`, `cost_summary`.
+- `_report`: OpenClaw's shapes: `session_summary`, `Aggregates`, `cost_summary`;
+  `_fleet`: `fleet_aggregates`, the aggregates of a report from the store's sums.
 - `_transcript`: one session's `session_timeseries` and `session_logs`.
 - `_footer`: the per-response footer (`usage_footer`) and `/usage`'s modes.
 
@@ -20,6 +21,7 @@ from ._dates import DateRange as DateRange
 from ._dates import DateRangeError as DateRangeError
 from ._dates import resolve_calendar as resolve_calendar
 from ._dates import resolve_range as resolve_range
+from ._fleet import fleet_aggregates as fleet_aggregates
 from ._footer import RESET_WORDS as RESET_WORDS
 from ._footer import UsageMode as UsageMode
 from ._footer import effective_usage_mode as effective_usage_mode
@@ -70,6 +72,7 @@ __all__ = [
     "cost_summary",
     "effective_usage_mode",
     "empty_totals",
+    "fleet_aggregates",
     "format_token_count",
     "format_usd",
     "next_usage_mode",

@@ -57,6 +57,20 @@ class Calendar:
         """The last ms of `day`."""
         return self.day_start(day + dt.timedelta(days=1)) - 1
 
+    def slot_ms(self, start_ms: int, end_ms: int) -> int:
+        """The longest step (a day, an hour, half, a quarter) whose slots from the epoch
+        each fall within one of this calendar's days from `start_ms` to `end_ms` (a report
+        groups by it in the database)."""
+        if self.label == "utc":
+            return 86_400_000
+        first, last = self.date(start_ms), self.date(end_ms)
+        days = min((last - first).days + 2, 400)
+        starts = [self.day_start(first + dt.timedelta(days=i)) for i in range(days)]
+        for step in (3_600_000, 1_800_000):
+            if all(t % step == 0 for t in starts):
+                return step
+        return 900_000
+
     def formatter(self) -> Callable[[int], str]:
         """`day`, remembering each quarter hour's answer (a report asks it per bucket)."""
         seen: dict[int, str] = {}

@@ -25,14 +25,16 @@ from typing import Any, Final
 import attrs
 
 from ._dates import DateRange
-from ._rollup import Bucket, merge
+from ._rollup import Bucket, total
 
 __all__ = [
     "UNKNOWN_CREATOR",
     "Aggregates",
     "StoredBucket",
+    "add_bucket",
     "cost_summary",
     "empty_totals",
+    "latency_view",
     "session_summary",
     "totals_view",
 ]
@@ -115,7 +117,7 @@ def _counts(b: Bucket) -> dict[str, int]:
     }
 
 
-def _latency(buckets: Sequence[Bucket]) -> dict[str, Any] | None:
+def latency_view(buckets: Sequence[Bucket]) -> dict[str, Any] | None:
     timed = [b for b in buckets if b.latency_count]
     count = sum(b.latency_count for b in timed)
     if not count:
@@ -182,10 +184,7 @@ def _by_day(
 
 
 def _whole(buckets: Sequence[Bucket]) -> Bucket:
-    out = Bucket(0)
-    for b in buckets:
-        merge(out, b)
-    return out
+    return total(buckets)
 
 
 def session_summary(
@@ -206,7 +205,7 @@ def session_summary(
             {"date": date, "tokens": totals["totalTokens"], "cost": totals["totalCost"], **totals}
         )
         daily_counts.append({"date": date, **_counts(_whole(day_buckets))})
-        latency = _latency(day_buckets)
+        latency = latency_view(day_buckets)
         if latency is not None:
             daily_latency.append({"date": date, **latency})
         for m in _model_usage(day_buckets):
@@ -221,10 +220,10 @@ def session_summary(
                     "count": m["count"],
                 }
             )
-    quarters: dict[tuple[str, int], Bucket] = {}
+    by_quarter: dict[int, list[Bucket]] = {}
     for b in buckets:
-        key = _quarter(b.bucket)
-        merge(quarters.setdefault(key, Bucket(b.bucket)), b)
+        by_quarter.setdefault(b.bucket, []).append(b)
+    quarters = {_quarter(q): total(bs, q) for q, bs in by_quarter.items()}
     summary: dict[str, Any] = {
         "sessionId": session_id,
         "firstActivity": whole.first_ts,
@@ -260,7 +259,7 @@ def session_summary(
         "dailyModelUsage": sorted(daily_models, key=lambda m: (m["date"], -m["cost"])) or None,
         "toolUsage": _tool_usage(tools),
         "modelUsage": _model_usage(buckets) or None,
-        "latency": _latency(buckets),
+        "latency": latency_view(buckets),
     }
     summary.update({k: v for k, v in optional.items() if v is not None})
     return summary

@@ -16,6 +16,7 @@ latency is the time since the run's last user line.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from operator import attrgetter
 from typing import Final
 
 import attrs
@@ -24,7 +25,16 @@ from ..llm import AssistantMessage, Message, ToolResultMessage, UserMessage
 from ..llm._types import ToolCallContent
 from ._pricing import PriceTable, call_cost, token_total
 
-__all__ = ["MAX_LATENCY_MS", "QUARTER_MS", "Bucket", "Rollup", "quarter_of", "rollup_messages"]
+__all__ = [
+    "MAX_LATENCY_MS",
+    "QUARTER_MS",
+    "Bucket",
+    "Rollup",
+    "merge",
+    "quarter_of",
+    "rollup_messages",
+    "total",
+]
 
 QUARTER_MS: Final = 15 * 60_000
 MAX_LATENCY_MS: Final = 12 * 3600_000
@@ -197,8 +207,18 @@ def merge(target: Bucket, source: Bucket) -> None:
             target.seen(ts)
 
 
-def merged(buckets: Sequence[Bucket]) -> Bucket:
-    out = Bucket(buckets[0].bucket if buckets else 0)
-    for b in buckets:
-        merge(out, b)
+def total(buckets: Sequence[Bucket], bucket: int = 0) -> Bucket:
+    """The sum of `buckets` (any sessions, quarters and models) as one bucket."""
+    out = Bucket(bucket)
+    if not buckets:
+        return out
+    for name in ADDED:
+        setattr(out, name, sum(map(attrgetter(name), buckets)))
+    least = [b.latency_min for b in buckets if b.latency_min is not None]
+    out.latency_min = min(least) if least else None
+    out.latency_max = max(map(attrgetter("latency_max"), buckets))
+    firsts = [b.first_ts for b in buckets if b.first_ts is not None]
+    lasts = [b.last_ts for b in buckets if b.last_ts is not None]
+    out.first_ts = min(firsts) if firsts else None
+    out.last_ts = max(lasts) if lasts else None
     return out

@@ -13,20 +13,22 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
+import attrs
 import msgspec
 
-from actors import UsageStore
+from actors import UsageScope, UsageStore
 from runtime.model import GenerationError
 from runtime.protocol import SessionsUsageParams, invalid_request, opt
 from runtime.sessions import MessageEntry, SessionRow
 from runtime.usage import (
     UNKNOWN_CREATOR,
-    Aggregates,
+    Bucket,
     DateRange,
     DateRangeError,
     PriceTable,
     StoredBucket,
     cost_summary,
+    fleet_aggregates,
     format_token_count,
     format_usd,
     resolve_calendar,
@@ -115,10 +117,10 @@ async def usage_cost(call: Call, params: UsageCostParams) -> dict[str, Any]:
         raise invalid_request("agentScope=all cannot be combined with agentId")
     agent_id = None if params.agentScope == "all" else _agent(call, params.agentId)
     store = UsageStore(call.gateway.supervisor.store)
-    found = await store.buckets(
-        start_ms=span.start_ms, end_ms=span.end_ms, agent_id=agent_id, with_tools=False
-    )
-    return cost_summary((sb.bucket for sb in found), span, call.gateway.now_ms())
+    recent = max(span.start_ms, span.end_ms - 400 * 86_400_000)
+    step = span.calendar.slot_ms(recent, span.end_ms)
+    slots = await store.by_slot(UsageScope(span.start_ms, span.end_ms, agent_id), step)
+    return cost_summary(slots, span, call.gateway.now_ms())
 
 
 def _usage_scope(call: Call, params: SessionsUsageParams) -> tuple[str | None, str | None]:
@@ -172,42 +174,84 @@ async def sessions_usage(call: Call, params: SessionsUsageParams) -> dict[str, A
     )
     agent_id, key = _usage_scope(call, params)
     sup = call.gateway.supervisor
-    found = await UsageStore(sup.store).buckets(
-        start_ms=span.start_ms, end_ms=span.end_ms, agent_id=agent_id, session_key=key
-    )
+    store = UsageStore(sup.store)
+    scope = UsageScope(span.start_ms, span.end_ms, agent_id, key)
+    per_session = await store.by_session(scope)
     creator = opt(params.creatorKey)
     if creator is not None and creator != UNKNOWN_CREATOR:
-        found = []
-    by_session: dict[str, list[StoredBucket]] = {}
-    for sb in found:
-        by_session.setdefault(sb.session_id, []).append(sb)
+        per_session = []
     rows = {r.key: r for r in await sup.store.list_sessions(limit=None, agent_id=agent_id)}
+    shown = _shown(per_session, rows, opt(params.limit) or 50)
     day = span.calendar.formatter()
-    entries: list[dict[str, Any]] = []
-    aggregates = Aggregates()
-    for session_id, session_buckets in by_session.items():
-        first = session_buckets[0]
-        summary = session_summary(session_id, session_buckets, day)
-        row = rows.get(first.session_key)
-        if row is not None and row.sessionId != session_id:
-            row = None  # an earlier instance of the key (before a reset)
-        aggregates.add(first.agent_id, summary)
-        entries.append(_session_entry(first.session_key, session_id, first.agent_id, row, summary))
-    entries.sort(key=lambda e: -int(e["updatedAt"] or 0))
-    limit = opt(params.limit) or 50
-    shown = entries[:limit]
+    entries = await _session_entries(store, scope, shown, rows, day)
     if opt(params.includeContextWeight):
-        for e in shown:
+        for e in entries:
             e["contextWeight"] = None
+    quarters: list[Bucket] = []
+    tools: dict[str, int] = {}
+    activity: dict[str, set[str]] = {}
+    if per_session:
+        first = min(sb.bucket.first_ts or span.start_ms for sb in per_session)
+        last = max(sb.bucket.last_ts or span.end_ms for sb in per_session)
+        step = span.calendar.slot_ms(first, last)
+        quarters = await store.by_slot(scope, step)
+        tools = await store.tools(scope)
+        slots = await store.activity(scope, step)
+        for session_id, slot in slots:
+            activity.setdefault(session_id, set()).add(day(slot))
+    totals, aggregates = fleet_aggregates(quarters, per_session, tools, activity, day)
     return {
         "updatedAt": call.gateway.now_ms(),
         "startDate": span.start_date,
         "endDate": span.end_date,
-        "sessions": shown,
-        "totals": aggregates.totals,
-        "aggregates": aggregates.finish(),
+        "sessions": entries,
+        "totals": totals,
+        "aggregates": aggregates,
         "creatorOptions": [{"key": UNKNOWN_CREATOR}],
     }
+
+
+def _shown(
+    per_session: list[StoredBucket], rows: dict[str, SessionRow], limit: int
+) -> list[tuple[str, str, str, SessionRow | None, int]]:
+    """The sessions a report lists, newest first, at most `limit`: (session id, key, agent,
+    row, updated at). A key's row belongs to its current session id only (a reset made a
+    new one)."""
+    found: dict[str, tuple[str, str, str, SessionRow | None, int]] = {}
+    for sb in per_session:
+        if sb.session_id in found:
+            continue
+        row = rows.get(sb.session_key)
+        if row is not None and row.sessionId != sb.session_id:
+            row = None
+        updated = row.updatedAt if row is not None else 0
+        found[sb.session_id] = (sb.session_id, sb.session_key, sb.agent_id, row, updated)
+    last: dict[str, int] = {}
+    for sb in per_session:
+        last[sb.session_id] = max(last.get(sb.session_id, 0), sb.bucket.last_ts or 0)
+    ordered = sorted(found.values(), key=lambda s: -(s[4] or last[s[0]]))
+    return ordered[:limit]
+
+
+async def _session_entries(
+    store: UsageStore,
+    scope: UsageScope,
+    shown: list[tuple[str, str, str, SessionRow | None, int]],
+    rows: dict[str, SessionRow],
+    day: Any,
+) -> list[dict[str, Any]]:
+    if not shown:
+        return []
+    ids = [s[0] for s in shown]
+    found = await store.buckets(attrs.evolve(scope, session_ids=ids))
+    by_session: dict[str, list[StoredBucket]] = {}
+    for sb in found:
+        by_session.setdefault(sb.session_id, []).append(sb)
+    entries = []
+    for session_id, key, agent_id, row, _ in shown:
+        summary = session_summary(session_id, by_session.get(session_id, []), day)
+        entries.append(_session_entry(key, session_id, agent_id, row, summary))
+    return entries
 
 
 async def _transcript(call: Call, params: SessionUsageParams, what: str) -> tuple[str, list[Any]]:
@@ -242,13 +286,11 @@ async def usage_cost_text(call: Call, agent_id: str, key: str, session_id: str) 
     (of the session's agent, days in the gateway's time), as OpenClaw words it."""
     store = UsageStore(call.gateway.supervisor.store)
     now = call.gateway.now_ms()
-    own = await store.buckets(start_ms=0, end_ms=now, session_key=key, with_tools=False)
+    own = await store.by_session(UsageScope(0, now, session_key=key))
     session = totals_view(sb.bucket for sb in own if sb.session_id == session_id)
     span = resolve_range(resolve_calendar("gateway", None, None), range_name="30d", now_ms=now)
-    recent = await store.buckets(
-        start_ms=now - 29 * 86_400_000, end_ms=now, agent_id=agent_id, with_tools=False
-    )
-    summary = cost_summary((sb.bucket for sb in recent), span, now)
+    recent = await store.by_slot(UsageScope(now - 29 * 86_400_000, now, agent_id))
+    summary = cost_summary(recent, span, now)
     today = span.calendar.day(now)
     day = next((d for d in summary["daily"] if d["date"] == today), None)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import trio
 
-from actors import FencedOut, UsageStore, open_store
+from actors import FencedOut, UsageScope, UsageStore, open_store
 from actors.store import Fence, WriteGroup, usage_write
 from runtime.llm import AssistantMessage, TextContent, Usage, UserMessage
 from runtime.llm._types import ToolCallContent
@@ -68,7 +68,7 @@ async def test_runs_add_up_in_their_transaction_and_read_back_by_range(db: Db) -
                 WriteGroup(calls=usage_write(_Session(), "sid-u", turn(T0 + 3_600_000, 10), CONFIG))
             )
             usage = UsageStore(store)
-            found = await usage.buckets(start_ms=T0, end_ms=T0 + 899_999)
+            found = await usage.buckets(UsageScope(T0, T0 + 899_999))
             by_model = {sb.bucket.model: sb for sb in found}
             assert set(by_model) == {"", "echo"}
             echo = by_model["echo"].bucket
@@ -79,10 +79,33 @@ async def test_runs_add_up_in_their_transaction_and_read_back_by_range(db: Db) -
             assert by_model[""].bucket.user_messages == 2
             tools = {name: n for sb in found for name, n in sb.tools.items()}
             assert tools == {"exec": 1}
-            assert len(await usage.buckets(start_ms=T0, end_ms=T0 + 7_200_000)) == 4
-            assert await usage.buckets(start_ms=T0, end_ms=T0 + 7_200_000, agent_id="ops") == []
-            one = await usage.buckets(start_ms=0, end_ms=T0 * 2, session_key="agent:main:u")
+            everything = UsageScope(T0, T0 + 7_200_000)
+            assert len(await usage.buckets(everything)) == 4
+            assert await usage.buckets(UsageScope(T0, T0 + 7_200_000, agent_id="ops")) == []
+            one = await usage.buckets(UsageScope(0, T0 * 2, session_key="agent:main:u"))
             assert sum(sb.bucket.calls for sb in one) == 3
+            assert await usage.buckets(UsageScope(0, T0 * 2, session_ids=["other"])) == []
+            # the database's sums: by quarter hour and model, by session and model, by tool
+            quarters = await usage.by_slot(everything)
+            assert sorted((q.bucket - T0, q.model, q.calls) for q in quarters) == [
+                (0, "", 0),
+                (0, "echo", 2),
+                (3_600_000, "", 0),
+                (3_600_000, "echo", 1),
+            ]
+            hours = sorted(
+                (h.bucket - T0, h.model, h.calls)
+                for h in await usage.by_slot(everything, 7_200_000)
+            )
+            assert hours == [(0, "", 0), (0, "echo", 3)]
+            sessions = await usage.by_session(everything)
+            echo_all = next(sb.bucket for sb in sessions if sb.bucket.model == "echo")
+            assert (echo_all.calls, echo_all.input, echo_all.latency_max) == (3, 4010, 1000.0)
+            assert (echo_all.first_ts, echo_all.last_ts) == (T0 + 1_000, T0 + 3_601_000)
+            assert isinstance(echo_all.input, int) and isinstance(echo_all.total_cost, float)
+            assert await usage.tools(everything) == {"exec": 1}
+            active = await usage.activity(everything, 3_600_000)
+            assert sorted(active) == [("sid-u", T0), ("sid-u", T0 + 3_600_000)]
 
 
 async def test_a_refused_group_adds_no_usage(db: Db) -> None:
@@ -96,4 +119,4 @@ async def test_a_refused_group_adds_no_usage(db: Db) -> None:
             )
             with pytest.raises(FencedOut):
                 await store.commit_durable(stale)
-            assert await UsageStore(store).buckets(start_ms=0, end_ms=T0 * 2) == []
+            assert await UsageStore(store).buckets(UsageScope(0, T0 * 2)) == []

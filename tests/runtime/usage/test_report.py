@@ -20,9 +20,11 @@ from runtime.llm._types import ToolCallContent
 from runtime.model import parse_config
 from runtime.usage import (
     Aggregates,
+    Bucket,
     PriceTable,
     StoredBucket,
     cost_summary,
+    fleet_aggregates,
     resolve_calendar,
     resolve_range,
     rollup_messages,
@@ -30,6 +32,7 @@ from runtime.usage import (
     session_summary,
     session_timeseries,
 )
+from runtime.usage._rollup import merge
 
 PRICES = PriceTable.of(
     parse_config(
@@ -203,3 +206,60 @@ def test_timeseries_and_logs_of_a_transcript() -> None:
     assert [e["role"] for e in logs] == ["toolResult", "assistant", "user", "assistant"]
     assert logs[0]["content"] == "[Tool: read]\n[Tool Result]\nx"
     assert logs[1]["cost"] == pytest.approx(COST_2) and "cost" not in logs[3]
+
+
+def test_the_store_sums_give_the_aggregates_the_summaries_give() -> None:
+    day = resolve_calendar(None, None, None).formatter()
+    one, two = (
+        stored(),
+        [StoredBucket("s2", "ops", "agent:ops:s2", sb.bucket, sb.tools) for sb in stored()],
+    )
+    slow = Aggregates()
+    slow.add("main", session_summary("s1", one, day))
+    slow.add("ops", session_summary("s2", two, day))
+    expected = slow.finish()
+    quarters: dict[tuple[int, str, str], Bucket] = {}
+    per_session: dict[tuple[str, str, str], StoredBucket] = {}
+    tools: dict[str, int] = {}
+    activity: dict[str, set[str]] = {}
+    for sb in one + two:
+        b = sb.bucket
+        merge(
+            quarters.setdefault(
+                (b.bucket, b.provider, b.model), Bucket(b.bucket, b.provider, b.model)
+            ),
+            b,
+        )
+        key = (sb.session_id, b.provider, b.model)
+        if key not in per_session:
+            per_session[key] = StoredBucket(
+                sb.session_id, sb.agent_id, sb.session_key, Bucket(0, b.provider, b.model)
+            )
+        merge(per_session[key].bucket, b)
+        for name, n in sb.tools.items():
+            tools[name] = tools.get(name, 0) + n
+        activity.setdefault(sb.session_id, set()).add(day(b.bucket))
+    totals, fast = fleet_aggregates(
+        list(quarters.values()), list(per_session.values()), tools, activity, day
+    )
+    assert totals.pop("missingCostByModel") == slow.totals.pop("missingCostByModel")
+    assert totals == pytest.approx(slow.totals)
+    for name in (
+        "sessionCount",
+        "messages",
+        "tools",
+        "byProvider",
+        "daily",
+        "costDaily",
+        "byChannel",
+    ):
+        assert fast[name] == expected[name], name
+    assert [(m["model"], m["count"]) for m in fast["byModel"]] == [
+        (m["model"], m["count"]) for m in expected["byModel"]
+    ]
+    assert sorted(a["agentId"] for a in fast["byAgent"]) == ["main", "ops"]
+    assert fast["modelDaily"] == expected["modelDaily"]
+    assert fast["byCreator"][0]["sessionActivity"] == expected["byCreator"][0]["sessionActivity"]
+    assert fast["longestSessionDurationMs"] == expected["longestSessionDurationMs"]
+    for name in ("count", "avgMs", "minMs", "maxMs"):
+        assert fast["latency"][name] == expected["latency"][name]
