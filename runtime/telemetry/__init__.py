@@ -22,7 +22,8 @@ the optional extra `clawlane[otel]`). On, `start_span` / `current` / `capture` /
 `traceparent_of` / `current_traceparent` / `fail` make and carry spans (`current_ids`: the
 trace and span ids `--log-format json` puts on a line logged inside a span) (a run's span is started in the session's
 task from the context its request `capture`d), `record` feeds the instruments of
-`_otel.INSTRUMENTS`, `health` reports each exporter.
+`_otel.INSTRUMENTS`, `observe` adds observable gauges and counters (the gateway mirrors
+what `/metrics` serves with them), `health` reports each exporter.
 
 Spans: `openclaw.gateway.rpc` (one per RPC, continuing the request frame's `traceparent`, or
 an HTTP route's `traceparent` header), `openclaw.run` (session id, agent, model, outcome,
@@ -51,6 +52,8 @@ from ._switch import current_ids as current_ids
 from ._switch import current_traceparent as current_traceparent
 from ._switch import fail as fail
 from ._switch import health as health
+from ._switch import metrics_interval_s as metrics_interval_s
+from ._switch import observe as observe
 from ._switch import open_telemetry as open_telemetry
 from ._switch import record as record
 from ._switch import shutdown as shutdown
@@ -70,6 +73,8 @@ __all__ = [
     "current_traceparent",
     "fail",
     "health",
+    "metrics_interval_s",
+    "observe",
     "open_telemetry",
     "record",
     "resolve",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, Final
 
@@ -21,6 +21,7 @@ from opentelemetry._logs import SeverityNumber
 from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
 from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.metrics import CallbackOptions, Meter, Observation
 from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk._logs.export import BatchLogRecordProcessor, LogRecordExportResult
 from opentelemetry.sdk.metrics import MeterProvider
@@ -107,6 +108,7 @@ class Exporting:
         self._logger_provider: LoggerProvider | None = None
         self._bridge: _LogBridge | None = None
         self._instruments: dict[str, Any] = {}
+        self._meter: Meter | None = None
         self.tracer: trace.Tracer = trace.NoOpTracer()
         if settings.traces_url:
             self._start_traces(settings, resource, settings.traces_url)
@@ -150,7 +152,7 @@ class Exporting:
             export_timeout_millis=min(settings.flush_interval_ms, settings.export_timeout_s * 1000),
         )
         provider = MeterProvider(resource=resource, metric_readers=[reader])
-        meter = provider.get_meter("clawlane")
+        meter = self._meter = provider.get_meter("clawlane")
         for name, (kind, unit, description) in INSTRUMENTS.items():
             full = name if name.startswith("gen_ai.") else f"{settings.metric_prefix}{name}"
             make = meter.create_counter if kind == "counter" else meter.create_histogram
@@ -234,6 +236,24 @@ class Exporting:
             instrument.add(value, attributes)
         else:
             instrument.record(value, attributes)
+
+    def observe(
+        self,
+        name: str,
+        kind: str,
+        description: str,
+        read: Callable[[], Iterable[tuple[float, Mapping[str, str]]]],
+    ) -> None:
+        if self._meter is None:
+            return
+
+        def callback(options: CallbackOptions) -> Iterable[Observation]:
+            return [Observation(value, dict(attributes)) for value, attributes in read()]
+
+        if kind == "counter":
+            self._meter.create_observable_counter(name, [callback], description=description)
+        else:
+            self._meter.create_observable_gauge(name, [callback], description=description)
 
     # --- health, close -----------------------------------------------------------------
 

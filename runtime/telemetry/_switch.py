@@ -8,9 +8,9 @@ turns the switch on; `shutdown` turns it off and stops the exporters. Every call
 from __future__ import annotations
 
 import importlib
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import trio
 
@@ -170,6 +170,30 @@ def record(instrument: str, value: float, attributes: Attributes | None = None) 
     """Add `value` to a counter or a histogram (`_otel.INSTRUMENTS`); nothing when metrics
     are off. Not a checkpoint."""
     _impl().record(instrument, value, attributes)
+
+
+def metrics_interval_s() -> float | None:
+    """How often metrics are exported (seconds), None when they are not (telemetry off, or
+    `diagnostics.otel.metrics` false)."""
+    impl = STATE.impl
+    if impl is None or impl.settings.metrics_url is None:
+        return None
+    return impl.settings.flush_interval_ms / 1000
+
+
+def observe(
+    name: str,
+    kind: Literal["gauge", "counter"],
+    description: str,
+    read: Callable[[], Iterable[tuple[float, Mapping[str, str]]]],
+) -> None:
+    """An observable gauge or (monotonic, cumulative) counter named `name` whose values are
+    `read()` (value, attributes) pairs, called from the metric exporter's thread at each
+    export: `read` must only look at a snapshot the trio thread made. Nothing when metrics
+    are off. Not a checkpoint."""
+    impl = STATE.impl
+    if impl is not None:
+        impl.observe(name, kind, description, read)
 
 
 def health() -> dict[str, Any] | None:

@@ -3,7 +3,7 @@ receiver on loopback (protobuf, decoded with opentelemetry-proto) and a provider
 real loopback HTTP server speaking OpenAI's format. One `agent` request carrying a
 `traceparent` is one trace rooted at the caller's span: the RPC, the run, each model call
 (whose `traceparent` the provider sees), the tool call and the store's commit, with their
-attributes; metrics and logs arrive. A dead collector does not stop runs. Across two cluster
+attributes; metrics (what `/metrics` serves among them) and logs arrive. A dead collector does not stop runs. Across two cluster
 nodes (PostgreSQL and Redis; skipped, saying why, when either is missing) a request
 forwarded to the session's owner continues the trace there."""
 
@@ -158,10 +158,14 @@ async def test_one_agent_request_is_one_trace_from_the_callers_span_to_the_provi
         assert histogram_count(receiver, name) > 0, (name, sorted(receiver.metrics))
     assert "openclaw.tokens" in receiver.metrics
     assert "openclaw.gateway.rpc.requests" in receiver.metrics
+    # what /metrics serves, mirrored: its counters and gauges under their own names
+    (started,) = receiver.metrics["clawlane_runs_started"][-1].sum.data_points
+    assert started.as_int >= 1 or started.as_double >= 1
+    assert "clawlane_runs_active" in receiver.metrics
 
-    started = [r for r in receiver.logs if r.attributes.get("logger.name") == "clawlane.runs"]
-    assert started and started[0].trace_id == TRACE_ID
-    assert started[0].body is None  # withheld without captureContent
+    logged = [r for r in receiver.logs if r.attributes.get("logger.name") == "clawlane.runs"]
+    assert logged and logged[0].trace_id == TRACE_ID
+    assert logged[0].body is None  # withheld without captureContent
 
 
 async def _status(gw: Any) -> dict[str, Any]:

@@ -8,6 +8,8 @@
   client would (scopes, validation, the cluster's routing).
 - `_openai`: OpenAI-compatible `/v1/models` and `/v1/chat/completions` (SSE streaming), as
   OpenClaw offers them.
+- `_otel_mirror`: `mirror_metrics`, what `/metrics` serves as OTLP observable gauges and
+  counters too, with `diagnostics.otel` metrics on (the gateway runs it in its nursery).
 - `_metrics`: the gateway in the Prometheus text format (imported by the first scrape);
   `_counters`: what the HTTP side counts, and what a scrape reads (`MetricsHost`).
 - `dashboard/`: the live dashboard's static files.
@@ -40,6 +42,7 @@ For the operator:
 """
 
 from ._counters import HttpCounters as HttpCounters
+from ._otel_mirror import mirror_metrics as mirror_metrics
 from ._routes import HttpRoutes as HttpRoutes
 from ._routes import load_dashboard as load_dashboard
 from ._server import MAX_HEAD_BYTES as MAX_HEAD_BYTES
@@ -56,5 +59,6 @@ __all__ = [
     "is_websocket_upgrade",
     "lingering_close",
     "load_dashboard",
+    "mirror_metrics",
     "read_head",
 ]

@@ -88,6 +88,7 @@ from ..http import (
     is_websocket_upgrade,
     lingering_close,
     load_dashboard,
+    mirror_metrics,
     read_head,
 )
 from ..methods import Methods, Sampler, health_view, restore_idempotency
@@ -588,6 +589,7 @@ async def open_gateway(config: Config, options: GatewayOptions) -> AsyncIterator
         hooks = supervisor.hooks
         async with trio.open_nursery() as nursery:
             await _start_services(gateway, nursery, builder, store, options)
+            nursery.start_soon(mirror_metrics, gateway)  # diagnostics.otel: /metrics too
             listeners = await open_listeners(config, options)
             gateway.listeners = listeners
             if hooks.has("gateway_start"):
