@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import trio
 
@@ -213,6 +214,27 @@ async def test_a_dead_collector_never_fails_or_stalls_a_run(tmp_path: Path) -> N
                     assert final["payload"]["status"] == "ok"
                 health = telemetry.health()
                 assert health is not None and health["enabled"] is True
+                port = gw.listeners[0].socket.getsockname()[1]
+                async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http:
+                    auth = {"authorization": f"Bearer {gw.auth.token}"}
+                    scraped = (await http.get("/metrics", headers=auth)).text
+                status = (await _status(gw))["clawlane"]["telemetry"]
+    for signal in ("traces", "metrics", "logs"):
+        assert f'clawlane_telemetry_exporter_up{{signal="{signal}"}}' in scraped
+        assert f'clawlane_telemetry_dropped_total{{signal="{signal}"}}' in scraped
+    assert [s["signal"] for s in status["signals"]] == ["traces", "metrics", "logs"]
+    assert all(s["url"].startswith(dead) for s in status["signals"])
+
+
+async def test_status_says_telemetry_is_off_by_default(tmp_path: Path) -> None:
+    async with open_sse_server() as server:
+        config = parse_config(
+            {"models": {"providers": {"prov": {"baseUrl": server.url, "models": [{"id": "m"}]}}}}
+        )
+        with trio.fail_after(30):
+            async with provider_gateway(tmp_path, config) as gw:
+                status = (await _status(gw))["clawlane"]["telemetry"]
+    assert status == {"enabled": False}
 
 
 async def test_a_forwarded_request_continues_the_trace_on_the_owner(
