@@ -10,8 +10,14 @@ a `Host`, `call.conn`: a `Client`, both defined in `_context`), never through `G
   `_submit` and `_slash`), `_config`, `_devices`, `_cron`, `_approvals`
   (`plugin.approval.*`), `_clients`, `_controlui`, `_dashboard` (and its chart's `Sampler`),
   `_usage` (`sessions.usage`, `.timeseries`, `.logs`, `usage.cost`: the Usage page and
-  `openclaw gateway usage-cost`, from the store's usage aggregates); views in `_views` and
-  `_status`.
+  `openclaw gateway usage-cost`, from the store's usage aggregates), `_agents`
+  (`agents.create/update/delete`: the config's `agents.list`, compare-and-set),
+  `_agent_files` (`agents.files.*`, `agents.workspace.*`: an agent's bootstrap files and
+  its workspace, confined to it), `_config_form` (`config.schema`, `config.schema.lookup`,
+  `config.openFile`: the Control UI's config form), `_branches` (`sessions.rewind`,
+  `sessions.fork`, `sessions.branches.list/switch`), `_diagnostics`
+  (`diagnostics.stability`, `gateway.identity.get`), `_memory` (`memory.search`,
+  `doctor.memory.*`); views in `_views` and `_status`.
 - What the reader does before a handler task exists: `Methods.route` (`_routing`: the
   cluster's router when the gateway is a node, `agent`'s task-free path `start_agent`, a
   place in the session's order for the other methods that start runs), then
