@@ -19,8 +19,9 @@ import attrs
 from ..hooks._events import AfterCompactionEvent, AgentHookContext, BeforeCompactionEvent
 from ..hooks._internal import InternalHookEvent
 from ..hooks._registry import HookRegistry
-from ..llm._types import Message, ProviderError, ToolSpec, UserMessage
+from ..llm._types import Message, ModelProvider, ProviderError, ToolSpec, UserMessage
 from ..loop._agent import Emit, RunProgress, now_ms
+from ..loop._traced import TracedProvider
 from ..model._generation import ResolvedModel
 from ..sessions._sessions import build_context
 from ..telemetry import STATE, current, start_span
@@ -125,6 +126,12 @@ class TurnCompactor:
             span.set_attribute("openclaw.compaction.completed", completed)
             span.end()
 
+    def _provider(self) -> ModelProvider:
+        """The model that writes the summary (with telemetry on: a span per request, a child
+        of the compaction's)."""
+        provider = self.model.provider
+        return TracedProvider(provider, self.model.provider_id) if STATE.on else provider
+
     async def _compact(
         self, reason: CompactionReason, *, will_retry: bool, whole_run: bool, attempt: int
     ) -> bool:
@@ -157,7 +164,7 @@ class TurnCompactor:
         summary = ""
         try:
             summary = await summarize(
-                self.model.provider,
+                self._provider(),
                 self.model.model_id,
                 plan.to_summarize(items),
                 previous_summary=plan.previous_summary,

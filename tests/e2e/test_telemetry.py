@@ -3,7 +3,8 @@ receiver on loopback (protobuf, decoded with opentelemetry-proto) and a provider
 real loopback HTTP server speaking OpenAI's format. One `agent` request carrying a
 `traceparent` is one trace rooted at the caller's span: the RPC, the run, each model call
 (whose `traceparent` the provider sees), the tool call and the store's commit, with their
-attributes; metrics (what `/metrics` serves among them) and logs arrive. A dead collector does not stop runs. Across two cluster
+attributes; metrics (what `/metrics` serves among them) and logs arrive; a compaction is a
+span of its run. A dead collector does not stop runs. Across two cluster
 nodes (PostgreSQL and Redis; skipped, saying why, when either is missing) a request
 forwarded to the session's owner continues the trace there."""
 
@@ -23,10 +24,11 @@ import trio
 from runtime import telemetry
 from runtime.model._config import Config, parse_config
 from tests.actors._databases import pg_url
-from tests.conftest import open_client
+from tests.conftest import local_config, open_client
 from tests.e2e._raw import raw_client
 from tests.e2e.test_cluster_nodes import ADMIN, two_nodes
 from tests.e2e.test_providers_e2e import provider_gateway
+from tests.e2e.test_replies_prompts_compaction import ask, long_message
 from tests.runtime.llm._sse_server import Script, SSEServer, open_sse_server
 from tests.runtime.llm._streams import chat_text, chat_tool_calls
 from tests.runtime.telemetry._otlp_receiver import histogram_count, open_receiver
@@ -264,3 +266,32 @@ async def test_a_forwarded_request_continues_the_trace_on_the_owner(
     (run,) = [s for s in spans if s.name == "openclaw.run"]
     assert run.parent_span_id == on_a.span_id
     assert run.attributes["openclaw.run.id"] == "fw-2"
+
+
+async def test_a_compaction_is_a_span_of_its_run(tmp_path: Path) -> None:
+    async with open_receiver() as receiver:
+        config = local_config(
+            models__providers__local={
+                "api": "local",
+                "models": [{"id": "echo", "contextWindow": 6000}],  # budget 3000
+            },
+            diagnostics__otel={"enabled": True, "endpoint": receiver.url, "metrics": False},
+        )
+        with trio.fail_after(60):
+            async with provider_gateway(tmp_path, config) as gw, open_client(gw) as client:
+                for i in range(40):
+                    await ask(client, long_message(i), f"long-{i}", sessionKey="long")
+                    row = await gw.supervisor.store.get_session("agent:main:long")
+                    if row is not None and row.compactionCount >= 1:
+                        break
+                assert row is not None and row.compactionCount >= 1, "never compacted"
+    compactions = [s for s in receiver.spans if s.name == "openclaw.compaction"]
+    assert compactions
+    runs = {s.span_id: s for s in receiver.spans if s.name == "openclaw.run"}
+    for compaction in compactions:
+        run = runs[compaction.parent_span_id]
+        assert compaction.trace_id == run.trace_id
+        assert compaction.attributes["openclaw.compaction.reason"]
+        assert compaction.attributes["openclaw.compaction.completed"] is True
+    summaries = [s for s in receiver.spans if s.name == "openclaw.model.call"]
+    assert {c.span_id for c in compactions} <= {s.parent_span_id for s in summaries}
