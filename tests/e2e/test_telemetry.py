@@ -29,7 +29,7 @@ from tests.e2e._raw import raw_client
 from tests.e2e.test_cluster_nodes import ADMIN, two_nodes
 from tests.e2e.test_providers_e2e import provider_gateway
 from tests.e2e.test_replies_prompts_compaction import ask, long_message
-from tests.runtime.llm._sse_server import Script, SSEServer, open_sse_server
+from tests.runtime.llm._sse_server import Script, SSEServer, json_error, open_sse_server
 from tests.runtime.llm._streams import chat_text, chat_tool_calls
 from tests.runtime.telemetry._otlp_receiver import histogram_count, open_receiver
 
@@ -295,3 +295,43 @@ async def test_a_compaction_is_a_span_of_its_run(tmp_path: Path) -> None:
         assert compaction.attributes["openclaw.compaction.completed"] is True
     summaries = [s for s in receiver.spans if s.name == "openclaw.model.call"]
     assert {c.span_id for c in compactions} <= {s.parent_span_id for s in summaries}
+
+
+async def test_the_openai_http_route_continues_the_traceparent_header(tmp_path: Path) -> None:
+    async with open_receiver() as receiver:
+        config = local_config(
+            gateway__http__endpoints__chatCompletions__enabled=True,
+            diagnostics__otel={"enabled": True, "endpoint": receiver.url, "metrics": False},
+        )
+        body = {"messages": [{"role": "user", "content": "hi"}]}
+        with trio.fail_after(30):
+            async with provider_gateway(tmp_path, config) as gw:
+                port = gw.listeners[0].socket.getsockname()[1]
+                async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http:
+                    res = await http.post(
+                        "/v1/chat/completions",
+                        json=body,
+                        headers={
+                            "authorization": f"Bearer {gw.auth.token}",
+                            "traceparent": TRACEPARENT,
+                        },
+                    )
+    assert res.status_code == 200, res.text
+    (rpc,) = [s for s in receiver.spans if s.name == "openclaw.gateway.rpc"]
+    assert (rpc.trace_id, rpc.parent_span_id) == (TRACE_ID, CALLER_SPAN)
+    (run,) = [s for s in receiver.spans if s.name == "openclaw.run"]
+    assert run.parent_span_id == rpc.span_id
+
+
+async def test_a_failed_model_call_marks_its_span_and_its_run(tmp_path: Path) -> None:
+    async with open_receiver() as receiver, open_sse_server() as server:
+        server.push(json_error(400, {"error": {"message": "bad request", "type": "invalid"}}))
+        config = _config(server, receiver.url, metrics=False)
+        with trio.fail_after(30):
+            async with provider_gateway(tmp_path, config) as gw:
+                final = await _agent(gw, {"message": "x", "idempotencyKey": "bad-1"}, None)
+    assert final["payload"]["status"] == "error"
+    (call,) = [s for s in receiver.spans if s.name == "openclaw.model.call"]
+    assert call.status_code == 2 and call.attributes["error.type"]  # STATUS_CODE_ERROR
+    (run,) = [s for s in receiver.spans if s.name == "openclaw.run"]
+    assert run.status_code == 2 and run.attributes["openclaw.outcome"] == "error"

@@ -131,3 +131,19 @@ async def test_a_json_log_line_inside_a_span_names_its_trace(switched_off: None)
     span.end()
     assert inside["traceId"] == "0af7651916cd43dd8448eb211c80319c"
     assert isinstance(inside["spanId"], str) and len(inside["spanId"]) == 16
+
+
+async def test_sample_rate_samples_root_spans_and_follows_a_callers_decision(
+    switched_off: None,
+) -> None:
+    async with open_receiver() as receiver:
+        telemetry.configure(_settings(receiver.url, sample_rate=0.0))
+        telemetry.start_span("root").end()  # a new trace: sampled out
+        sampled = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+        telemetry.start_span("kept", traceparent=sampled).end()
+        unsampled = "00-0af7651916cd43dd8448eb211c80319d-b7ad6b7169203331-00"
+        telemetry.start_span("dropped", traceparent=unsampled).end()
+        with trio.fail_after(20):
+            await telemetry.shutdown(timeout_s=5)
+            await receiver.wait_for(lambda: len(receiver.spans) >= 1)
+    assert [s.name for s in receiver.spans] == ["kept"]
