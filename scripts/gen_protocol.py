@@ -119,6 +119,7 @@ OPTIONAL_DEFINITIONS: Final = (
     "SessionsBranchesSwitchParams",
     "SessionsRewindParams",
     "SessionsForkParams",
+    "SessionsPreviewParams",
     "SessionsCompanionStateParams",
     "SessionsObserverVisibilityParams",
     "ModelsAuthStatusParams",

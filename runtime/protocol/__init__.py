@@ -122,6 +122,7 @@ from ._wire import SessionsMessagesSubscribeParams as SessionsMessagesSubscribeP
 from ._wire import SessionsMessagesUnsubscribeParams as SessionsMessagesUnsubscribeParams
 from ._wire import SessionsObserverVisibilityParams as SessionsObserverVisibilityParams
 from ._wire import SessionsPatchParams as SessionsPatchParams
+from ._wire import SessionsPreviewParams as SessionsPreviewParams
 from ._wire import SessionsResetParams as SessionsResetParams
 from ._wire import SessionsResolveParams as SessionsResolveParams
 from ._wire import SessionsRewindParams as SessionsRewindParams
@@ -217,6 +218,7 @@ __all__ = [
     "SessionsMessagesUnsubscribeParams",
     "SessionsObserverVisibilityParams",
     "SessionsPatchParams",
+    "SessionsPreviewParams",
     "SessionsResetParams",
     "SessionsResolveParams",
     "SessionsRewindParams",

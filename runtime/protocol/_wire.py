@@ -192,6 +192,7 @@ __all__ = [
     "SessionsPatchParams",
     "SessionsPatchParamsExpectedToolOverrides",
     "SessionsPatchParamsToolOverrides",
+    "SessionsPreviewParams",
     "SessionsResetParams",
     "SessionsResolveParams",
     "SessionsRewindParams",
@@ -1803,6 +1804,14 @@ class SessionsForkParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True
     agentId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
 
 
+class SessionsPreviewParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+    """`SessionsPreviewParams` (`#/definitions/SessionsPreviewParams`)."""
+
+    keys: Annotated[list[Annotated[str, msgspec.Meta(min_length=1)]], msgspec.Meta(min_length=1)]
+    limit: Annotated[int, msgspec.Meta(ge=1)] | msgspec.UnsetType = msgspec.UNSET
+    maxChars: Annotated[int, msgspec.Meta(ge=20)] | msgspec.UnsetType = msgspec.UNSET
+
+
 class SessionsCompanionStateParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`SessionsCompanionStateParams` (`#/definitions/SessionsCompanionStateParams`)."""
 
@@ -2755,6 +2764,7 @@ PARAMS_TYPES: Final[dict[str, type[msgspec.Struct]]] = {
     "sessions.branches.switch": SessionsBranchesSwitchParams,
     "sessions.rewind": SessionsRewindParams,
     "sessions.fork": SessionsForkParams,
+    "sessions.preview": SessionsPreviewParams,
     "sessions.companion.state": SessionsCompanionStateParams,
     "sessions.observer.visibility": SessionsObserverVisibilityParams,
     "update.status": UpdateStatusParams,

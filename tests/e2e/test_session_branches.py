@@ -37,7 +37,7 @@ async def refused(
 async def say(c: GatewayClient, text: str, key: str = KEY) -> None:
     final = await c.request(
         "agent",
-        {"message": text, "sessionKey": key, "idempotencyKey": f"{key}:{text}"},
+        {"message": text, "sessionKey": key, "idempotencyKey": f"{key}:{text}"[:200]},
         expect_final=True,
     )
     assert final["status"] == "ok"
@@ -180,3 +180,35 @@ async def test_rewind_to_the_first_message_and_while_working(connect, gateway) -
             )
             assert "while the agent is working" in message
             await c.request("agent.wait", {"runId": "slow", "timeoutMs": 20_000})
+
+
+async def test_previews_show_the_last_messages_of_each_session(connect) -> None:
+    with trio.fail_after(30):
+        async with connect() as c:
+            await say(c, "alpha " + "x" * 300)
+            await say(c, "beta [[reply:NO_REPLY]]")
+            await say(c, "gamma", "agent:main:other")
+            answer = await c.request(
+                "sessions.preview",
+                {
+                    "keys": [KEY, "agent:main:other", "agent:main:nobody"],
+                    "limit": 3,
+                    "maxChars": 50,
+                },
+            )
+            assert answer["ts"] > 0
+            first, other, nobody = answer["previews"]
+            assert first["key"] == KEY and first["status"] == "ok"
+            # the silent reply is left out; the long ones are cut to 50 characters
+            assert [i["role"] for i in first["items"]] == ["user", "assistant", "user"]
+            assert (
+                first["items"][0]["text"].endswith("...") and len(first["items"][0]["text"]) == 50
+            )
+            assert first["items"][2]["text"] == "beta [[reply:NO_REPLY]]"
+            assert other["items"] == [
+                {"role": "user", "text": "gamma"},
+                {"role": "assistant", "text": "You said: gamma"},
+            ]
+            assert nobody == {"key": "agent:main:nobody", "status": "missing", "items": []}
+            await refused(c, "sessions.preview", {"keys": []})
+            await refused(c, "sessions.preview", {"keys": ["x"], "maxChars": 5})

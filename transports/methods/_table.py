@@ -50,6 +50,7 @@ from . import (
     _devices,
     _diagnostics,
     _memory,
+    _previews,
     _sessions,
     _usage,
 )
@@ -107,6 +108,7 @@ class Methods:
         _config_form.register(self)  # config.schema, config.schema.lookup, config.openFile
         _diagnostics.register(self)  # diagnostics.stability, gateway.identity.get
         _branches.register(self)  # sessions.branches.*, sessions.rewind, sessions.fork
+        _previews.register(self)  # sessions.preview
 
     def add(
         self, name: str, handler: Handler, params: type[Any] | None, *, scope: str | None = None
