@@ -106,9 +106,10 @@ async def assert_one_outcome(
 ) -> int:
     """Every acknowledged run ended once, the same on every node and in the journal.
 
-    `forgotten`: a node that did not run it may not know it (`agent.wait` answers
-    `timeout`: Redis, which held what the other node ran, restarted empty); the node
-    that ran it and the journal still must. Returns how many answers were `timeout`."""
+    `forgotten`: a node may not know it (`agent.wait` answers `timeout`: Redis, which
+    held what the other node ran, restarted empty; or the node is a new process under
+    the id of the one that had it); another node and the journal still must. Returns how
+    many answers were `timeout`."""
     acked = load.acked
     problems: list[str] = []
     unknown = 0
@@ -189,6 +190,10 @@ async def times_in_transcripts(cluster: Cluster, runs: list[Run]) -> dict[str, t
     return found
 
 
+def why(run: Run) -> str:
+    return f"{run.refusal}: {run.message[:60]}" if run.message else str(run.refusal)
+
+
 async def assert_nothing_twice(cluster: Cluster, load: Load, found: Figures) -> None:
     """Each run's message and reply at most once in its transcript; once for an ok run. A
     run refused (`UNAVAILABLE`: retryable) that ran all the same is sent again with its
@@ -218,26 +223,58 @@ async def assert_nothing_twice(cluster: Cluster, load: Load, found: Figures) -> 
         twice = {k: v for k, v in again_counts.items() if v != counts[k]}
         assert not twice, f"a retry of a refused run's key ran it again: {twice}"
         found.notes.append(
-            f"refused yet run: {len(ran_anyway)} ({', '.join(sorted({r.message[:60] for r in ran_anyway}))}; "
+            f"refused yet run: {len(ran_anyway)} ({', '.join(sorted({why(r) for r in ran_anyway}))}; "
             "a retry of each key answered its outcome, ran nothing)"
         )
 
 
-async def assert_same_config(cluster: Cluster) -> dict[str, Any]:
-    """Every node serves the cluster's config version (none failed to build it), and
-    `config.get` answers the same hash on every node. Returns what each said."""
+async def config_views(cluster: Cluster) -> dict[str, Any]:
+    """What each node says of the config it runs: `config.get`'s hash, and from `status`
+    its generation's inputs hash, the cluster config version it serves, a failed build,
+    and the inputs hash of every node record it lists."""
     seen: dict[str, Any] = {}
     for node in cluster.nodes:
-        status = await node.request("status", {})
-        generation = status["clawlane"]["cluster"]["generation"]
+        view = (await node.request("status", {}))["clawlane"]["cluster"]
         got = await node.request("config.get", {})
-        seen[node.name] = (generation.get("version"), generation.get("failed"), got.get("hash"))
-    versions = {v for v, _f, _h in seen.values()}
-    assert len(versions) == 1 and None not in versions, f"config versions differ: {seen}"
-    assert all(f is None for _v, f, _h in seen.values()), f"a node failed its build: {seen}"
-    hashes = {h for _v, _f, h in seen.values()}
-    assert len(hashes) == 1, f"config.get answers different configs: {seen}"
+        records = {
+            r["nodeId"]: (r.get("generation") or {}).get("inputsHash") for r in view["nodes"]
+        }
+        generation = view["generation"]
+        seen[node.name] = {
+            "hash": got.get("hash"),
+            "inputsHash": generation.get("inputsHash"),
+            "version": generation.get("version"),
+            "failed": generation.get("failed"),
+            "records": records,
+        }
     return seen
+
+
+def _one_config(seen: dict[str, Any], nodes: int) -> bool:
+    views = list(seen.values())
+    hashes = {v["inputsHash"] for v in views}
+    for v in views:
+        hashes.update(v["records"].values())
+    return (
+        len({v["hash"] for v in views}) == 1
+        and len({v["version"] for v in views}) == 1
+        and all(v["failed"] is None and len(v["records"]) == nodes for v in views)
+        and len(hashes) == 1
+        and None not in hashes
+    )
+
+
+async def assert_same_config(cluster: Cluster, *, within_s: float = 5.0) -> dict[str, Any]:
+    """Within `within_s`, every node answers one `config.get` hash, serves one config
+    version without a failed build, and lists every node with one inputs hash. Returns
+    what each said."""
+    deadline = trio.current_time() + within_s
+    while True:
+        seen = await config_views(cluster)
+        if _one_config(seen, len(cluster.nodes)):
+            return seen
+        assert trio.current_time() < deadline, f"the nodes run different configs: {seen}"
+        await trio.sleep(0.1)
 
 
 async def assert_checks(
@@ -246,8 +283,8 @@ async def assert_checks(
     """The invariants every scenario checks after its fault (`forgotten`: see
     `assert_one_outcome`; how many runs a node had forgotten goes in the figures)."""
     unknown = await assert_one_outcome(cluster, load, found, forgotten=forgotten)
-    if forgotten:
-        found.notes.append(f"agent.wait on a node that did not run it: {unknown} timeout")
+    if unknown:
+        found.notes.append(f"agent.wait answered timeout for an ended run: {unknown} times")
     await assert_nothing_twice(cluster, load, found)
     await assert_same_config(cluster)
     found.outcomes = dict(load.outcomes())

@@ -104,6 +104,9 @@ class Load:
         except trio.TooSlowError:
             run.refusal = "no answer"
             return run
+        except GatewayClientError:
+            run.refusal = "connection lost"  # the node went away: the worker connects again
+            raise
         run.acked_at = trio.current_time()
         if ack.get("status") not in ("accepted", "ok"):
             run.message = f"ack {ack}"
