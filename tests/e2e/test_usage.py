@@ -333,3 +333,35 @@ async def test_the_configured_default_footer_and_an_explicit_off(tmp_path: Path)
             assert f"\n{footer(await last_call(gw))} · est $" in reply, reply
             described = await c.call("sessions.describe", {"key": "agent:main:u"})
             assert described["session"]["responseUsage"] == "full"
+
+
+async def session_id(gw: Gateway, key: str) -> str:
+    row = await gw.supervisor.store.get_session(key)
+    assert row is not None
+    return row.sessionId
+
+
+async def test_a_reset_session_is_one_family_or_two_instances(tmp_path: Path) -> None:
+    with trio.fail_after(30):
+        async with usage_gateway(tmp_path, {}) as (gw, c):
+            await run(c, "agent:main:a", "before the reset")
+            first = await session_id(gw, "agent:main:a")
+            await c.request("sessions.reset", {"key": "agent:main:a"})
+            await run(c, "agent:main:a", "after the reset")
+            current = await session_id(gw, "agent:main:a")
+            assert first != current
+            instances = await c.request("sessions.usage", {})
+            assert sorted(s["sessionId"] for s in instances["sessions"]) == sorted([first, current])
+            assert {s["scope"] for s in instances["sessions"]} == {"instance"}
+            assert instances["aggregates"]["sessionCount"] == 2
+            families = await c.request("sessions.usage", {"groupBy": "family"})
+            (row,) = families["sessions"]
+            assert row["scope"] == "family" and row["sessionFamilyKey"] == "agent:main:a"
+            assert row["sessionId"] == row["currentSessionId"] == current
+            assert sorted(row["includedSessionIds"]) == sorted([first, current])
+            assert row["historicalInstanceCount"] == 2
+            assert row["usage"]["messageCounts"]["user"] == 2
+            assert families["aggregates"]["sessionCount"] == 1
+            assert families["totals"] == instances["totals"]
+            legacy = await c.request("sessions.usage", {"includeHistorical": True})
+            assert [s["scope"] for s in legacy["sessions"]] == ["family"]

@@ -139,27 +139,45 @@ def _usage_scope(call: Call, params: SessionsUsageParams) -> tuple[str | None, s
     return _agent(call, agent_id), None
 
 
-def _session_entry(
-    key: str, session_id: str, agent_id: str, row: SessionRow | None, usage: dict[str, Any]
-) -> dict[str, Any]:
-    entry: dict[str, Any] = {
-        "key": key,
-        "label": (row.label or row.displayName) if row is not None else None,
-        "sessionId": session_id,
-        "scope": "instance",
-        "updatedAt": row.updatedAt if row is not None else usage.get("lastActivity") or 0,
-        "agentId": agent_id,
-        "creatorKey": UNKNOWN_CREATOR,
-        "usage": usage,
-        "hasContextWeight": False,
-    }
+@attrs.frozen
+class _Listed:
+    """A row of the report: one session instance, or with `groupBy: "family"` every
+    instance of a key (`ids`, the current one `current`)."""
+
+    unit: str
+    key: str
+    agent_id: str
+    row: SessionRow | None
+    ids: tuple[str, ...]
+    current: str
+    updated: int
+
+
+def _entry(listed: _Listed, usage: dict[str, Any], family: bool) -> dict[str, Any]:
+    row = listed.row
+    entry: dict[str, Any] = {"key": listed.key}
+    if row is not None and (row.label or row.displayName):
+        entry["label"] = row.label or row.displayName
+    entry.update(sessionId=listed.current, scope="family" if family else "instance")
+    if family:
+        entry.update(
+            sessionFamilyKey=listed.key,
+            currentSessionId=listed.current,
+            includedSessionIds=list(listed.ids),
+            historicalInstanceCount=len(listed.ids),
+        )
+    entry.update(
+        updatedAt=listed.updated,
+        agentId=listed.agent_id,
+        creatorKey=UNKNOWN_CREATOR,
+        usage=usage,
+        hasContextWeight=False,
+    )
     if row is not None:
         for name in ("modelProvider", "model", "modelOverride", "providerOverride"):
             value = getattr(row, name, None)
             if value is not None:
                 entry[name] = value
-    if entry["label"] is None:
-        del entry["label"]
     return entry
 
 
@@ -173,6 +191,7 @@ async def sessions_usage(call: Call, params: SessionsUsageParams) -> dict[str, A
         opt(params.range),
     )
     agent_id, key = _usage_scope(call, params)
+    family = opt(params.groupBy) == "family" or opt(params.includeHistorical) is True
     sup = call.gateway.supervisor
     store = UsageStore(sup.store)
     scope = UsageScope(span.start_ms, span.end_ms, agent_id, key)
@@ -180,10 +199,12 @@ async def sessions_usage(call: Call, params: SessionsUsageParams) -> dict[str, A
     creator = opt(params.creatorKey)
     if creator is not None and creator != UNKNOWN_CREATOR:
         per_session = []
+    unit = {sb.session_id: sb.session_key if family else sb.session_id for sb in per_session}
+    per_unit = [attrs.evolve(sb, session_id=unit[sb.session_id]) for sb in per_session]
     rows = {r.key: r for r in await sup.store.list_sessions(limit=None, agent_id=agent_id)}
-    shown = _shown(per_session, rows, opt(params.limit) or 50)
+    listed = _listed(per_session, unit, rows, opt(params.limit) or 50)
     day = span.calendar.formatter()
-    entries = await _session_entries(store, scope, shown, rows, day)
+    entries = await _entries(store, scope, listed, day, family)
     if opt(params.includeContextWeight):
         for e in entries:
             e["contextWeight"] = None
@@ -196,10 +217,9 @@ async def sessions_usage(call: Call, params: SessionsUsageParams) -> dict[str, A
         step = span.calendar.slot_ms(first, last)
         quarters = await store.by_slot(scope, step)
         tools = await store.tools(scope)
-        slots = await store.activity(scope, step)
-        for session_id, slot in slots:
-            activity.setdefault(session_id, set()).add(day(slot))
-    totals, aggregates = fleet_aggregates(quarters, per_session, tools, activity, day)
+        for session_id, slot in await store.activity(scope, step):
+            activity.setdefault(unit.get(session_id, session_id), set()).add(day(slot))
+    totals, aggregates = fleet_aggregates(quarters, per_unit, tools, activity, day)
     return {
         "updatedAt": call.gateway.now_ms(),
         "startDate": span.start_date,
@@ -211,46 +231,52 @@ async def sessions_usage(call: Call, params: SessionsUsageParams) -> dict[str, A
     }
 
 
-def _shown(
-    per_session: list[StoredBucket], rows: dict[str, SessionRow], limit: int
-) -> list[tuple[str, str, str, SessionRow | None, int]]:
-    """The sessions a report lists, newest first, at most `limit`: (session id, key, agent,
-    row, updated at). A key's row belongs to its current session id only (a reset made a
-    new one)."""
-    found: dict[str, tuple[str, str, str, SessionRow | None, int]] = {}
-    for sb in per_session:
-        if sb.session_id in found:
-            continue
-        row = rows.get(sb.session_key)
-        if row is not None and row.sessionId != sb.session_id:
-            row = None
-        updated = row.updatedAt if row is not None else 0
-        found[sb.session_id] = (sb.session_id, sb.session_key, sb.agent_id, row, updated)
+def _listed(
+    per_session: list[StoredBucket], unit: dict[str, str], rows: dict[str, SessionRow], limit: int
+) -> list[_Listed]:
+    """The rows a report lists, newest first, at most `limit`. A key's session row is its
+    current instance's (a reset made a new one): an older instance listed alone has none."""
+    ids: dict[str, dict[str, None]] = {}
     last: dict[str, int] = {}
+    owner: dict[str, StoredBucket] = {}
     for sb in per_session:
+        u = unit[sb.session_id]
+        ids.setdefault(u, {})[sb.session_id] = None
         last[sb.session_id] = max(last.get(sb.session_id, 0), sb.bucket.last_ts or 0)
-    ordered = sorted(found.values(), key=lambda s: -(s[4] or last[s[0]]))
-    return ordered[:limit]
+        owner.setdefault(u, sb)
+    found: list[_Listed] = []
+    for u, instances in ids.items():
+        sb = owner[u]
+        row = rows.get(sb.session_key)
+        if row is not None and row.sessionId not in instances:
+            row = None
+        current = row.sessionId if row is not None else max(instances, key=lambda i: last[i])
+        updated = row.updatedAt if row is not None else last[current]
+        found.append(
+            _Listed(u, sb.session_key, sb.agent_id, row, tuple(instances), current, updated)
+        )
+    found.sort(key=lambda listed: -listed.updated)
+    return found[:limit]
 
 
-async def _session_entries(
+async def _entries(
     store: UsageStore,
     scope: UsageScope,
-    shown: list[tuple[str, str, str, SessionRow | None, int]],
-    rows: dict[str, SessionRow],
+    listed: list[_Listed],
     day: Any,
+    family: bool,
 ) -> list[dict[str, Any]]:
-    if not shown:
+    if not listed:
         return []
-    ids = [s[0] for s in shown]
+    ids = [i for item in listed for i in item.ids]
     found = await store.buckets(attrs.evolve(scope, session_ids=ids))
     by_session: dict[str, list[StoredBucket]] = {}
     for sb in found:
         by_session.setdefault(sb.session_id, []).append(sb)
     entries = []
-    for session_id, key, agent_id, row, _ in shown:
-        summary = session_summary(session_id, by_session.get(session_id, []), day)
-        entries.append(_session_entry(key, session_id, agent_id, row, summary))
+    for item in listed:
+        buckets = [sb for i in item.ids for sb in by_session.get(i, [])]
+        entries.append(_entry(item, session_summary(item.current, buckets, day), family))
     return entries
 
 
