@@ -23,6 +23,13 @@ travels with it through the backlog.
 Shutdown (`shutdown_runs`): no run is accepted any more, every run is aborted, and a run
 that has not ended within `SHUTDOWN_GRACE_S` is ended by the supervisor (its terminal
 event, its waiters woken), so nothing holds shutdown.
+
+Background commands (`processes`, the `exec` jobs of every session): `open_supervisor` owns
+their registry, so every job's process tree is killed when the supervisor ends, after the
+runs; a deleted session's jobs die with it (`forget_session`) and an aborted run's with it
+(`actors.session._ending`). When a backgrounded job ends by itself its session is woken as
+OpenClaw does (`exec_finished`): its `Exec completed|failed (...)` event becomes the message
+of a followup run on that session, the events that arrive meanwhile joining the next one.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ from __future__ import annotations
 import collections
 import logging
 import time
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, KeysView
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -44,6 +52,7 @@ from runtime.llm import Pacer
 from runtime.loop import now_ms
 from runtime.model import ModelRuntimeGeneration
 from runtime.sessions import SessionRow, resolve_session_key
+from runtime.tools import Job, ProcessRegistry, exec_event_prompt, open_process_registry
 
 from ._errors import ActorError, StoreError
 from .runs import ChatFlusher, EventHub, RunRecord, RunRegistry, SubmissionOrder, Subscriber
@@ -195,6 +204,9 @@ class Supervisor:
         self.closing = False
         """Set by `shutdown_runs`: `accept_run` refuses new runs."""
         self.counters = SessionCounters()
+        self.processes: ProcessRegistry | None = None
+        """The background commands' registry (`use_processes`); None: exec in the foreground."""
+        self._exec_events: dict[str, list[str]] = {}
         self._forced = 0
         self._journal_retry: dict[str, JournalRow] = {}
         self.services = TurnServices(workspace_root=workspace_root)
@@ -284,7 +296,10 @@ class Supervisor:
         return actor
 
     async def forget_session(self, key: str, *, delete_transcript: bool = True) -> bool:
-        """Delete a session's row (and transcript) and forget its actor. A checkpoint."""
+        """Delete a session's row (and transcript) and forget its actor; its background
+        commands are killed. A checkpoint."""
+        if self.processes is not None:
+            self.processes.kill_session(key)
         actor = self._sessions.pop(key, None)
         self.idle_contexts.release(key)
         if actor is not None and actor.row is not None and self.hooks.has("session_end"):
@@ -349,6 +364,56 @@ class Supervisor:
 
     def sessions(self) -> list[SessionActor]:
         return list(self._sessions.values())
+
+    # --- background commands --------------------------------------------------------------
+
+    def use_processes(self, processes: ProcessRegistry) -> None:
+        """Give runs `processes` for `exec` and `process`, and hear of their jobs' ends."""
+        self.processes = self.services.processes = processes
+        processes.on_exit = self.exec_finished
+
+    def exec_finished(self, job: Job) -> None:
+        """A backgrounded job ended by itself: wake its session with the event (a subagent's
+        is not woken, as in OpenClaw: it polls). Not a checkpoint."""
+        if self.closing or ":subagent:" in job.session_key:
+            return
+        pending = self._exec_events.get(job.session_key)
+        if pending is not None:
+            pending.append(job.exit_event())  # the wake under way takes it next
+            return
+        self._exec_events[job.session_key] = [job.exit_event()]
+        self._nursery.start_soon(self._exec_wake, job.session_key, job.agent_id)
+
+    async def _exec_wake(self, key: str, agent_id: str) -> None:
+        """Run followup turns on `key` until no job end is left to tell. Never raises but
+        `Cancelled`."""
+        try:
+            while events := self._exec_events.get(key):
+                self._exec_events[key] = []
+                record = await self._wake_run(key, agent_id, exec_event_prompt(events))
+                await record.done.wait()
+        except (ActorError, LaneFull) as exc:
+            log.warning("could not wake %s for its background command: %s", key, exc)
+        except Exception:
+            log.exception("could not wake %s for its background command", key)
+        finally:
+            self._exec_events.pop(key, None)
+
+    async def _wake_run(self, key: str, agent_id: str, message: str) -> RunRecord:
+        if self.session_gate is not None:
+            await self.session_gate(key)  # in a cluster: the session moves to this node
+        actor = await self.session(key, agent_id)
+        assert actor.row is not None
+        record = RunRecord(
+            run_id=f"exec-event-{uuid.uuid4()}",
+            session_key=key,
+            session_id=actor.row.sessionId,
+            agent_id=agent_id,
+            accepted_at=now_ms(),
+        )
+        request = RunRequest(record=record, message=message, origin="exec-event")
+        self.accept_run(actor, request, actor.queue_settings("followup"))
+        return record
 
     def accept_run(
         self,
@@ -581,10 +646,18 @@ async def open_supervisor(
     hub: EventHub | None = None,
     registry: RunRegistry | None = None,
     workspace_root: Path,
+    processes_dir: Path | None = None,
 ) -> AsyncIterator[Supervisor]:
     """Run a supervisor. On exit every run ends with its terminal event and the backlog
-    is handed to the store before the nursery closes."""
-    async with trio.open_nursery() as nursery:
+    is handed to the store before the nursery closes; then every background command is
+    killed. Running commands are recorded in `processes_dir` (default: `processes` beside
+    the workspace root, in the state dir), and what a crashed gateway left there is killed
+    first."""
+    records = processes_dir or workspace_root.parent / "processes"
+    async with (
+        open_process_registry(records_dir=records) as processes,
+        trio.open_nursery() as nursery,
+    ):
         sup = Supervisor(
             generation=generation,
             store=store,
@@ -593,6 +666,7 @@ async def open_supervisor(
             nursery=nursery,
             workspace_root=workspace_root,
         )
+        sup.use_processes(processes)
         del generation  # the supervisor holds the serving one; a pinned one never retires
         nursery.start_soon(sup.pacer.run, name="pacer")
         nursery.start_soon(sup.chat_flusher.run, name="chat-flusher")

@@ -2,7 +2,8 @@
 
 A run's end has three steps, in this order:
 
-1. its outcome is decided (`ok`, `error`, `aborted`) and its final result built;
+1. its outcome is decided (`ok`, `error`, `aborted`) and its final result built; an aborted
+   run's background commands are killed (`TurnServices.processes`), their trees with them;
 2. its writes (transcript entries, the session row, its run journal row) are handed to the
    store as one transaction (a group commit, shared with every other run ending then);
 3. once that has committed (or failed), from the store's commit callback: its terminal
@@ -138,6 +139,9 @@ def finish_run(actor: RunHost, req: RunRequest, end: RunEnd) -> None:
     if rec.started_at is None:
         actor.services.hub.emit_agent(rec.run_id, "lifecycle", rec.start(now_ms()))
     rec.decide(end.outcome, now_ms())
+    processes = actor.services.turn.processes
+    if rec.aborted and processes is not None:
+        processes.kill_run(rec.run_id)  # its background commands stop with it
     write: EndWrite | None = None
     try:
         tools = end.tools

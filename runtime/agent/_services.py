@@ -34,7 +34,16 @@ from ..model._config import ToolsConfig, llm_idle_timeout_seconds
 from ..model._generation import ModelRuntimeGeneration, RunStores
 from ..model._plugins import PluginRegistry
 from ..protocol import ClawlaneError
-from ..tools import ToolPolicy, ToolScope, WebSettings, builtin_tools, ensure_workspace
+from ..tools import (
+    ExecSettings,
+    ProcessRegistry,
+    QuestionDesk,
+    ToolPolicy,
+    ToolScope,
+    WebSettings,
+    builtin_tools,
+    ensure_workspace,
+)
 from ._blocks import BlockFlusher, BlockSink
 from ._chunking import BlockStreamingSettings
 from ._compaction import CompactionSettings
@@ -77,6 +86,13 @@ class TurnServices:
         self.block_flusher = BlockFlusher()
         self.plugins = plugins if plugins is not None else PluginRegistry()
         self.workspace_root = workspace_root
+        self.processes: ProcessRegistry | None = None
+        """The host's background commands (the gateway's supervisor sets its registry): with
+        it `exec` can yield into the background and `process` is offered; without it (the
+        embedded runtime) every command runs in the foreground."""
+        self.questions: QuestionDesk | None = None
+        """Where `ask_user` asks the operators: the gateway sets its registry of questions;
+        without one (the embedded runtime) `ask_user` is not offered."""
         self.approvals: ApprovalGate | None = None
         """Where a tool call a plugin wants approved is asked: the gateway sets its registry
         of plugin approvals; without one (the embedded runtime) such calls are refused."""
@@ -136,6 +152,19 @@ class TurnServices:
             _scope(agent_tools),
             agent_id=agent_id,
             model_ref=model_ref,
+        )
+
+    @staticmethod
+    def exec_settings(generation: ModelRuntimeGeneration) -> ExecSettings:
+        """`exec`'s settings: the config's `tools.exec.*` (global), OpenClaw's defaults."""
+        raw = generation.config.tools.exec
+        default = ExecSettings()
+        return ExecSettings(
+            timeout_s=float(raw.timeoutSeconds or default.timeout_s),
+            background_ms=raw.backgroundMs or default.background_ms,
+            cleanup_ms=raw.cleanupMs or default.cleanup_ms,
+            notify_on_exit=raw.notifyOnExit,
+            notify_on_exit_empty_success=raw.notifyOnExitEmptySuccess,
         )
 
     @staticmethod
@@ -224,8 +253,14 @@ class TurnServices:
         if shared is None:
             if len(self._toolsets) >= _TOOLSETS_MAX:
                 self._toolsets.clear()
-            tools = (*builtin_tools(self.web_settings(generation)), *self.plugins.tools())
             policy = self.tool_policy(generation, agent_id, model_ref)
+            builtins = builtin_tools(
+                self.web_settings(generation),
+                # Without `process` (denied) exec runs in the foreground, as OpenClaw's.
+                processes=self.processes if policy.permits("process") else None,
+                exec_settings=self.exec_settings(generation),
+            )
+            tools = (*builtins, *self.plugins.tools())
             tools = (*tools, *self.memory_tools(generation))
             shared = self._toolsets[key] = (tools, policy, ToolSet.of(tools, policy))
         tools, policy, toolset = shared

@@ -266,13 +266,61 @@ class ToolSearchConfig(_Strict, frozen=True):
     maxSearchLimit: PositiveInt | None = None
 
 
+class ToolsExecConfig(_Strict, frozen=True):
+    """`tools.exec` (OpenClaw's keys). clawlane acts on `timeoutSeconds` (default 1800, 0:
+    none), `backgroundMs` (10,000, clamped to 10-120,000), `cleanupMs` (1,800,000, clamped
+    to 1 min-3 h), `notifyOnExit` and `notifyOnExitEmptySuccess`; it accepts the others
+    (approvals, hosts, nodes, safe bins, the reviewer, `applyPatch`) and runs every command on
+    the gateway host without approvals."""
+
+    timeoutSeconds: NonNegInt | None = None
+    backgroundMs: PositiveInt | None = None
+    cleanupMs: PositiveInt | None = None
+    notifyOnExit: bool = True
+    notifyOnExitEmptySuccess: bool = False
+    host: Literal["auto", "sandbox", "gateway", "node"] | None = None
+    mode: str | None = None
+    security: str | None = None
+    ask: str | None = None
+    node: str | None = None
+    pathPrepend: list[str] | None = None
+    safeBins: list[str] | None = None
+    safeBinTrustedDirs: list[str] | None = None
+    safeBinProfiles: dict[str, Any] | None = None
+    approvalRunningNoticeMs: NonNegInt | None = None
+    strictInlineEval: bool | None = None
+    commandHighlighting: bool | None = None
+    reviewer: dict[str, Any] | None = None
+    applyPatch: dict[str, Any] | None = None
+
+
 class GlobalToolsConfig(ToolsConfig, frozen=True):
     """The root `tools`: the policy keys every scope has, and the global tool settings.
     `toolSearch`: OpenClaw's switch for Tool Search; clawlane accepts only `false` (or an
     object with `enabled: false`), which is what it does whether set or not."""
 
     web: ToolsWebConfig = ToolsWebConfig()
+    exec: ToolsExecConfig = ToolsExecConfig()
     toolSearch: bool | ToolSearchConfig | None = None
+
+
+class SubagentsConfig(_Strict, frozen=True):
+    """`agents.defaults.subagents` (OpenClaw's keys): how `sessions_spawn` may spawn.
+    `maxSpawnDepth` (1-5, default 5): the deepest a subagent may be (a session at that depth
+    spawns no more); `maxChildrenPerAgent` (1-20, default 5): active children per session;
+    `maxConcurrent` (default 8): the `subagent` lane's slots; `runTimeoutSeconds` (0: none):
+    a child run's timeout unless the call sets one; `allowAgents`: the other agents a child
+    may run as (`["*"]`: any; default: the same agent only); `model`: the children's model.
+    `announceTimeoutMs` and `archiveAfterMinutes` are accepted."""
+
+    allowAgents: list[str] | None = None
+    model: str | AgentModelConfig | None = None
+    maxConcurrent: Annotated[int, msgspec.Meta(ge=1)] = 8
+    maxSpawnDepth: Annotated[int, msgspec.Meta(ge=1, le=5)] = 5
+    maxChildrenPerAgent: Annotated[int, msgspec.Meta(ge=1, le=20)] = 5
+    runTimeoutSeconds: NonNegInt = 0
+    announceTimeoutMs: NonNegInt | None = None
+    archiveAfterMinutes: NonNegInt | None = None
 
 
 class AgentDefaults(_Strict, frozen=True):
@@ -294,6 +342,7 @@ class AgentDefaults(_Strict, frozen=True):
     bootstrapTotalMaxChars: Annotated[int, msgspec.Meta(gt=0)] | None = None
     resources: list[str] = []
     """Resource package roots (skills, prompts, themes, extensions) besides the workspace."""
+    subagents: SubagentsConfig = SubagentsConfig()
 
 
 def run_timeout_seconds(defaults: AgentDefaults) -> float | None:

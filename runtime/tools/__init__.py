@@ -7,13 +7,20 @@ it defines, whether clawlane has it or not. `ToolPolicy.resolve` applies OpenCla
 allow/deny (`_policy`); `normalize_tool_name` resolves an alias (`bash` → `exec`,
 `apply-patch` → `apply_patch`) for a model's call as for a policy entry.
 
+Commands: `exec` (`ExecTool`, its `tools.exec.*` in `ExecSettings`) runs each command under a
+keeper that owns its whole process tree (`_proctree`); with the host's `ProcessRegistry`
+(`open_process_registry`, bounded per agent by `ProcessLimits`) a command outliving `yieldMs`
+becomes a background `Job` of its session, which `process` (`ProcessTool`) lists, polls, feeds
+and kills; the registry tells the host of a job's end (`Job.exit_event`, `exec_event_prompt`).
+
 The web tools, given `WebSettings` (`tools.web.*`): `web_fetch` reads a page through an SSRF
 guard (`EgressPolicy`); a target it refuses raises `EgressBlockedError` (a `ToolError`) inside
 the tool, which reports it as an error result. `web_search` is offered, without a provider.
 
 Errors: `ToolError` → `SandboxError` (a path leaves the workspace), `ToolPolicyError` (an
 unknown group or profile in the policy), `PatchError` (an `apply_patch` input that is
-malformed or does not match; the tool reports it as an error result).
+malformed or does not match; the tool reports it as an error result), `JobLimitError` (a
+command refused: its agent has as many running commands as allowed, or the host is closing).
 """
 
 from ._builtins import MessageTool as MessageTool
@@ -27,9 +34,11 @@ from ._catalog import CoreTool as CoreTool
 from ._catalog import normalize_tool_name as normalize_tool_name
 from ._egress import EgressPolicy as EgressPolicy
 from ._errors import EgressBlockedError as EgressBlockedError
+from ._errors import JobLimitError as JobLimitError
 from ._errors import SandboxError as SandboxError
 from ._errors import ToolError as ToolError
 from ._errors import ToolPolicyError as ToolPolicyError
+from ._exec import ExecSettings as ExecSettings
 from ._exec import ExecTool as ExecTool
 from ._fs import EditTool as EditTool
 from ._fs import LsTool as LsTool
@@ -43,6 +52,12 @@ from ._policy import ToolPolicy as ToolPolicy
 from ._policy import ToolScope as ToolScope
 from ._policy import expand_tool_names as expand_tool_names
 from ._policy import unknown_entries as unknown_entries
+from ._process import Job as Job
+from ._process import ProcessLimits as ProcessLimits
+from ._process import ProcessRegistry as ProcessRegistry
+from ._process import exec_event_prompt as exec_event_prompt
+from ._process import open_process_registry as open_process_registry
+from ._process_tool import ProcessTool as ProcessTool
 from ._sandbox import ensure_workspace as ensure_workspace
 from ._sandbox import resolve_in_workspace as resolve_in_workspace
 from ._tool import Tool as Tool
@@ -68,10 +83,16 @@ __all__ = [
     "EditTool",
     "EgressBlockedError",
     "EgressPolicy",
+    "ExecSettings",
     "ExecTool",
+    "Job",
+    "JobLimitError",
     "LsTool",
     "MessageTool",
     "PatchError",
+    "ProcessLimits",
+    "ProcessRegistry",
+    "ProcessTool",
     "ReadTool",
     "SandboxError",
     "Tool",
@@ -89,9 +110,11 @@ __all__ = [
     "apply_patch",
     "builtin_tools",
     "ensure_workspace",
+    "exec_event_prompt",
     "expand_tool_names",
     "invoke_tool",
     "normalize_tool_name",
+    "open_process_registry",
     "parse_patch",
     "resolve_in_workspace",
     "sanitize_result",

@@ -6,9 +6,11 @@ from typing import Annotated
 
 import msgspec
 
-from ._exec import ExecTool
+from ._exec import ExecSettings
 from ._fs import EditTool, LsTool, ReadTool, WriteTool
 from ._patch import ApplyPatchTool
+from ._process import ProcessRegistry
+from ._process_tool import ProcessTool
 from ._tool import Tool, ToolContext, ToolResult, text_result
 from ._web import WebSettings, web_tools
 
@@ -33,17 +35,24 @@ class MessageTool:
         return text_result("sent", details={"chars": len(args.text)})
 
 
-def builtin_tools(web: WebSettings | None = None) -> list[Tool]:
+def builtin_tools(
+    web: WebSettings | None = None,
+    *,
+    processes: ProcessRegistry | None = None,
+    exec_settings: ExecSettings | None = None,
+) -> list[Tool]:
     """Fresh instances of the built-ins, in OpenClaw's catalog order: ls, read, write, edit,
-    apply_patch, exec, message; with `web` (`tools.web.*`), then web_search and web_fetch,
-    each unless disabled there."""
+    apply_patch, exec (with `exec_settings`, `tools.exec.*`), process (with the host's
+    `processes`; without them exec runs in the foreground only), message; with `web`
+    (`tools.web.*`), then web_search and web_fetch, each unless disabled there."""
     return [
         LsTool(),
         ReadTool(),
         WriteTool(),
         EditTool(),
         ApplyPatchTool(),
-        ExecTool(),
+        (exec_settings or ExecSettings()).tool(processes),
+        *((ProcessTool(processes),) if processes is not None else ()),
         MessageTool(),
         *(web_tools(web) if web is not None else ()),
     ]

@@ -11,6 +11,8 @@
     it into an error `ToolResult`.
   - `PatchError`: an `apply_patch` input is malformed, does not match the files, or names a
     refused path. The tool turns it into an error `ToolResult`, having changed nothing.
+  - `JobLimitError`: `exec` refused a command: its agent has as many running commands as
+    `ProcessLimits` allows, or the host is closing. `exec` turns it into an error result.
 
 A tool that fails at run time does not raise to its caller: `invoke_tool` returns an error
 `ToolResult`. Only `trio.Cancelled` (and other `BaseException`s) escape it.
@@ -40,3 +42,7 @@ class PatchError(ToolError):
 
 class EgressBlockedError(ToolError):
     """A network target was refused by the SSRF guard. The message says why, for the model."""
+
+
+class JobLimitError(ToolError):
+    """A command was refused: its agent runs as many as allowed, or the host is closing."""

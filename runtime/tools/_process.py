@@ -38,7 +38,7 @@ from typing import Final, Literal
 import attrs
 import trio
 
-from ._errors import ToolError
+from ._errors import JobLimitError, ToolError
 from ._proctree import (
     JOB_ENV,
     JobRecords,
@@ -71,10 +71,6 @@ ExitReason = Literal[
     "exit", "signal", "overall-timeout", "manual-cancel", "aborted", "session-ended", "shutdown"
 ]
 _REQUESTED: Final = frozenset({"manual-cancel", "aborted", "session-ended", "shutdown"})
-
-
-class JobLimitError(ToolError):
-    """A job was refused: its agent has as many running jobs as `ProcessLimits` allows."""
 
 
 @attrs.frozen
@@ -352,17 +348,17 @@ class ProcessRegistry:
             output=OutputLog(self.limits.max_output_bytes, self.limits.pending_bytes),
             on_chunk=on_chunk,
         )
-        job.proc = await spawn_tree(
-            argv,
-            cwd=cwd,
-            env={**env, JOB_ENV: job.token, "OPENCLAW_SHELL": "exec"},
-            stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
-        )
+        # Shielded, and owned by its task before the next checkpoint: a cancellation (a run's
+        # abort) arriving meanwhile can never leave a process that no task watches.
+        with trio.CancelScope(shield=True):
+            job.proc = await spawn_tree(
+                argv,
+                cwd=cwd,
+                env={**env, JOB_ENV: job.token, "OPENCLAW_SHELL": "exec"},
+                stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+            )
         job.stdin_open = stdin
         self._jobs[job.id] = job
-        if self.records is not None:
-            records, token, pid = self.records, job.token, job.proc.pid
-            await trio.to_thread.run_sync(lambda: records.add(token, pid))
         self._nursery.start_soon(self._run, job, name=f"exec-job:{job.id}")
         return job
 
@@ -394,6 +390,9 @@ class ProcessRegistry:
             await kill_tree(proc)
 
         try:
+            if self.records is not None:
+                records, token, pid = self.records, job.token, proc.pid
+                await trio.to_thread.run_sync(lambda: records.add(token, pid))
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(pump, proc.stdout, "stdout")
                 nursery.start_soon(pump, proc.stderr, "stderr")
@@ -447,7 +446,7 @@ class ProcessRegistry:
             except Exception:  # pragma: no cover - remove logs its own failures
                 log.exception("could not remove the record of job %s", job.id)
         self._jobs.pop(job.id, None)
-        if job.backgrounded:
+        if job.backgrounded and job.exit_reason != "session-ended":
             self._retain(job)
         job.done.set()
         job.changed.set()

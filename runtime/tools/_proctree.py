@@ -12,8 +12,9 @@ The keeper
   shell left behind with `&`), reaps them, and exits with the command's status (killing itself
   with the same signal when the command died of one);
 - on SIGTERM (`kill_tree`), SIGHUP or SIGINT kills the whole tree the same way;
-- dies with its owner: `PR_SET_PDEATHSIG` sends it SIGTERM when the gateway's thread that
-  started it dies (a crash, kill -9), and it kills the tree then.
+- dies with its owner: `PR_SET_PDEATHSIG` sends it SIGUSR1 whenever the thread that started
+  it exits (trio starts processes from worker threads, which come and go); when its parent
+  process is then no longer its owner (a crash, kill -9), it kills the tree.
 
 A keeper killed outright (SIGKILL) leaves its tree to the system; `JobRecords` covers that
 case across a crash: each job's keeper pid, start time and marker are recorded in the state
@@ -63,9 +64,6 @@ import ctypes, os, signal, sys
 mark, owner, argv = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 libc = ctypes.CDLL(None, use_errno=True)
 libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
-libc.prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
-if os.getppid() != owner:
-    os._exit(70)
 try:
     import resource
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
@@ -105,8 +103,16 @@ def on_signal(signum, frame):
     killing = True
     kill_all()
 
+def on_parent_death(signum, frame):
+    if os.getppid() != owner:  # the owner process is gone (not merely the thread that forked us)
+        on_signal(signum, frame)
+
 for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
     signal.signal(s, on_signal)
+signal.signal(signal.SIGUSR1, on_parent_death)
+libc.prctl(1, signal.SIGUSR1, 0, 0, 0)  # PR_SET_PDEATHSIG: at each death of our parent thread
+if os.getppid() != owner:
+    os._exit(70)
 try:
     leader = os.fork()
 except OSError as exc:
@@ -114,13 +120,15 @@ except OSError as exc:
     os._exit(127)
 if leader == 0:
     try:
-        for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT, signal.SIGPIPE, signal.SIGXFSZ):
+        for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT, signal.SIGUSR1, signal.SIGPIPE, signal.SIGXFSZ):
             signal.signal(s, signal.SIG_DFL)
         os.execvp(argv[0], argv)
     except OSError as exc:
         where = ': ' + argv[0]
         os.write(2, ('exec could not start the command: %s%s\n' % (exc.strerror, where)).encode())
     os._exit(127)
+if killing:  # the owner died while the command started
+    kill_all()
 null = os.open(os.devnull, os.O_RDWR)
 for fd in (0, 1, 2):
     os.dup2(null, fd)

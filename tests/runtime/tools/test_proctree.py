@@ -6,13 +6,18 @@ Liveness is read from the OS in a bounded loop: waiting for the kernel, not for 
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
+import sys
+import threading
 from pathlib import Path
 
 import trio
 
 from runtime.tools._proctree import (
     JOB_ENV,
+    KEEPER_MARK,
+    KEEPER_SOURCE,
     JobRecords,
     decode_status,
     kill_tree,
@@ -105,3 +110,27 @@ async def test_records_follow_a_job(tmp_path: Path) -> None:
         await kill_tree(proc)
         records.remove("tok")
     assert list((tmp_path / "jobs").iterdir()) == []
+
+
+async def test_a_keeper_outlives_the_thread_that_started_it(tmp_path: Path) -> None:
+    """trio starts processes from worker threads, which exit when idle: a keeper must not
+    take the death of that thread for its owner's (PR_SET_PDEATHSIG is per thread)."""
+    started: list[subprocess.Popen[bytes]] = []
+
+    def start() -> None:
+        argv = [sys.executable, "-I", "-S", "-c", KEEPER_SOURCE, KEEPER_MARK, str(os.getpid())]
+        started.append(subprocess.Popen([*argv, "sleep", "100"], stdin=subprocess.DEVNULL))
+
+    thread = threading.Thread(target=start)
+    thread.start()
+    thread.join()  # the keeper's parent thread is gone; its owner process lives
+    [keeper] = started
+    try:
+        with trio.fail_after(10):
+            for _ in range(25):  # 0.5 s for a wrongly delivered kill to take effect
+                assert keeper.poll() is None
+                await trio.sleep(0.02)
+    finally:
+        keeper.terminate()
+        keeper.wait()
+    assert keeper.returncode == -signal.SIGKILL  # the command died of the keeper's kill

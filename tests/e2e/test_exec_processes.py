@@ -1,0 +1,262 @@
+"""Background commands over a real gateway, driven by the `local` model's `[[tool:...]]`
+directives: `exec` hands back a session id, `process` polls, writes and reads its log, its end
+wakes the session with OpenClaw's completion event, and no process outlives a run's abort, its
+session's deletion, the gateway's shutdown or its crash (a `setsid` grandchild included).
+
+Process liveness is read from the OS (`os.kill(pid, 0)` and /proc) in a bounded loop: waiting
+for the kernel, not for another task.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from runtime.tools import Job
+from tests.conftest import local_config, open_client, running_gateway
+from tests.e2e.test_crash_recovery import client, gateway_process, kill9, write_config
+from tests.e2e.test_sessions_chat import Watch
+from transports import Gateway, GatewayClient
+
+# The job prints its setsid grandchild's pid, then waits: a tree a group kill cannot reach.
+ESCAPING = "setsid sleep 300 & echo $!; sleep 300"
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (ProcessLookupError, FileNotFoundError):
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+
+
+async def _assert_all_gone(pids: list[int], polls: int = 250) -> None:
+    for _ in range(polls):
+        if not any(_running(pid) for pid in pids):
+            break
+        await trio.sleep(0.02)
+    assert [pid for pid in pids if _running(pid)] == []
+
+
+def _tool(name: str, **args: Any) -> str:
+    return f"[[tool:{name} {json.dumps(args)}]]"
+
+
+async def _run(client: GatewayClient, key: str, message: str, run_id: str) -> str:
+    final = await client.request(
+        "agent",
+        {"sessionKey": key, "message": message, "idempotencyKey": run_id},
+        expect_final=True,
+    )
+    assert final["status"] == "ok", final
+    return str(final["result"]["payloads"][0]["text"])
+
+
+def _session_id(text: str) -> str:
+    found = re.search(r"Command still running \(session ([0-9a-f]+), pid (\d+)\)", text)
+    assert found is not None, text
+    return found.group(1)
+
+
+async def _job_pids(gw: Gateway, key: str, sid: str) -> list[int]:
+    """The job's keeper and the grandchild pid it printed (once it has printed it)."""
+    processes = gw.supervisor.processes
+    assert processes is not None
+    job = processes.get(key, sid)
+    assert job is not None and job.pid is not None
+    while not job.output.text().strip():
+        job.changed = trio.Event()
+        await job.changed.wait()
+    return [job.pid, int(job.output.text().split()[0])]
+
+
+def _job(gw: Gateway, key: str, sid: str) -> Job:
+    processes = gw.supervisor.processes
+    assert processes is not None
+    job = processes.get(key, sid)
+    assert job is not None
+    return job
+
+
+async def test_a_background_job_is_polled_fed_and_its_end_wakes_the_session(
+    tmp_path: Path,
+) -> None:
+    w = Watch()
+    key = "agent:main:main"
+    async with (
+        running_gateway(tmp_path) as gw,
+        open_client(gw, on_event=w, caps=["tool-events"]) as client,
+    ):
+        with trio.fail_after(30):
+            command = "echo started; read x; echo got $x; echo done"
+            text = await _run(client, key, _tool("exec", command=command, background=True), "r1")
+            sid = _session_id(text)
+            result = next(
+                p["data"]
+                for (e, p, _s) in w.events
+                if e == "agent" and p["runId"] == "r1" and p["data"].get("phase") == "result"
+            )
+            assert result["result"]["details"]["status"] == "running"
+            assert result["result"]["details"]["sessionId"] == sid
+            poll = _tool("process", action="poll", sessionId=sid, timeout=5000)
+            assert "started" in await _run(client, key, poll, "r2")
+            listed = await _run(client, key, _tool("process", action="list"), "r3")
+            assert f"{sid} running" in listed
+            write = _tool("process", action="write", sessionId=sid, data="hi\n")
+            assert f"Wrote 3 bytes to session {sid}." in await _run(client, key, write, "r4")
+            # The job ends by itself: its session is woken with OpenClaw's completion event.
+            wake = await w.until(
+                lambda e, p: (
+                    e == "agent"
+                    and p["runId"].startswith("exec-event-")
+                    and p["sessionKey"] == key
+                    and p["stream"] == "lifecycle"
+                )
+            )
+            await w.ended(wake["runId"])
+            history = await client.request("chat.history", {"sessionKey": key})
+            log = _tool("process", action="log", sessionId=sid, offset=1, limit=1)
+            assert "process: got hi" in await _run(client, key, log, "r5")
+    users = [
+        m["content"][0]["text"] if isinstance(m["content"], list) else m["content"]
+        for m in history["messages"]
+        if m["role"] == "user"
+    ]
+    event = f"Exec completed ({sid}, code 0) :: started got hi done"
+    assert users[-1].startswith("An async command you ran earlier has completed.")
+    assert event in users[-1]
+
+
+async def test_abort_kills_the_runs_jobs_and_their_setsid_grandchildren(tmp_path: Path) -> None:
+    w = Watch()
+    key = "agent:main:main"
+    async with (
+        running_gateway(tmp_path) as gw,
+        open_client(gw, on_event=w, caps=["tool-events"]) as client,
+    ):
+        with trio.fail_after(30):
+            message = _tool("exec", command=ESCAPING, background=True) + _tool(
+                "exec", command=ESCAPING, yieldMs=60000
+            )
+            await client.request(
+                "agent", {"sessionKey": key, "message": message, "idempotencyKey": "victim"}
+            )
+
+            # The second exec runs in the foreground: the run is in it once it printed.
+            def tool_phase(phase: str, count: int = 1) -> Any:
+                def seen(e: str, p: Any) -> bool:
+                    calls = [
+                        q["data"]
+                        for (f, q, _s) in w.events
+                        if f == "agent"
+                        and q["runId"] == "victim"
+                        and q["stream"] == "tool"
+                        and q["data"]["phase"] == phase
+                    ]
+                    return len(calls) >= count
+
+                return seen
+
+            await w.until(tool_phase("start", 2))
+            second = [
+                p["data"]["toolCallId"]
+                for (e, p, _s) in w.events
+                if e == "agent"
+                and p["runId"] == "victim"
+                and p["stream"] == "tool"
+                and p["data"]["phase"] == "start"
+            ][1]
+            await w.until(
+                lambda e, p: (
+                    e == "agent"
+                    and p["runId"] == "victim"
+                    and p["data"].get("phase") == "update"
+                    and p["data"].get("toolCallId") == second
+                )
+            )
+            processes = gw.supervisor.processes
+            assert processes is not None
+            [background] = processes.list(key)
+            pids = await _job_pids(gw, key, background.id)
+            foreground = next(j for j in processes._jobs.values() if not j.backgrounded)
+            assert foreground.pid is not None
+            pids.append(foreground.pid)
+            pids.append(int(foreground.output.text().split()[0]))
+            assert all(_running(pid) for pid in pids)
+            await client.request("chat.abort", {"sessionKey": key, "runId": "victim"})
+            end = await w.ended("victim")
+            assert end["data"]["aborted"] is True
+            await _assert_all_gone(pids)
+            assert background.exit_reason == "aborted"
+            assert not any(
+                p["runId"].startswith("exec-event-") for (e, p, _s) in w.events if e == "agent"
+            )
+
+
+async def test_deleting_a_session_kills_its_jobs(tmp_path: Path) -> None:
+    key = "agent:main:work"
+    async with running_gateway(tmp_path) as gw, open_client(gw) as client:
+        with trio.fail_after(30):
+            sid = _session_id(
+                await _run(client, key, _tool("exec", command=ESCAPING, background=True), "w1")
+            )
+            pids = await _job_pids(gw, key, sid)
+            job = _job(gw, key, sid)
+            deleted = await client.request("sessions.delete", {"key": "work"})
+            assert deleted["deleted"] is True
+            await job.done.wait()
+            await _assert_all_gone(pids)
+            processes = gw.supervisor.processes
+            assert processes is not None and processes.list(key) == []
+
+
+async def test_gateway_shutdown_kills_every_job(tmp_path: Path) -> None:
+    with trio.fail_after(30):
+        async with running_gateway(tmp_path, local_config()) as gw, open_client(gw) as client:
+            pids: list[int] = []
+            for n, key in enumerate(("agent:main:a", "agent:main:b")):
+                text = await _run(
+                    client, key, _tool("exec", command=ESCAPING, background=True), f"s{n}"
+                )
+                pids += await _job_pids(gw, key, _session_id(text))
+            assert all(_running(pid) for pid in pids)
+        await _assert_all_gone(pids)
+        assert list((tmp_path / "state" / "processes").iterdir()) == []
+
+
+async def test_nothing_a_crashed_gateway_started_runs_after_its_restart(tmp_path: Path) -> None:
+    """Killed with SIGKILL, the gateway's keepers kill their trees (they die with it); a
+    keeper killed too leaves its tree behind, which the next start kills (its record)."""
+    state = tmp_path / "state"
+    config = write_config(state)
+    with trio.fail_after(60):
+        async with gateway_process(state, config) as (url, proc):
+            async with client(url) as (c, _frames):
+                keepers, orphans = [], []
+                for n in range(2):
+                    key = f"agent:main:c{n}"
+                    text = await _run(
+                        c, key, _tool("exec", command=ESCAPING, background=True), f"c{n}"
+                    )
+                    keeper = re.search(r"pid (\d+)\)", text)
+                    assert keeper is not None
+                    keepers.append(int(keeper.group(1)))
+                    poll = _tool(
+                        "process", action="poll", sessionId=_session_id(text), timeout=5000
+                    )
+                    printed = re.search(r"process: (\d+)", await _run(c, key, poll, f"p{n}"))
+                    assert printed is not None
+                    orphans.append(int(printed.group(1)))
+            os.kill(keepers[0], signal.SIGKILL)  # no keeper left to clean up after job 0
+            await kill9(proc)
+        await _assert_all_gone([orphans[1]])  # job 1's keeper killed its tree
+        assert _running(orphans[0])
+        async with gateway_process(state, config):
+            await _assert_all_gone([orphans[0]])
