@@ -17,6 +17,12 @@ skills and bootstrap files, compaction, model fallback). Events are reported as 
 gateway's `agent` event payloads (`{runId, seq, stream, ts, data, sessionKey, sessionId,
 agentId}`, `seq` from 1). Turns of one session run one at a time, in order.
 
+Used as `async with`, the runtime owns a process registry for the agents' background commands
+(`exec` with `yieldMs`/`background`, then `process`); leaving the block kills every command
+and its tree, and a turn aborted or cancelled kills those it started. Without `async with`
+(`aclose()` only) commands run in the foreground. A job's end wakes nothing here: the next
+turn polls it with `process`.
+
 Transcripts are kept in memory, or, with `store=`, through the gateway's store interface
 (`SessionStore`: e.g. `actors.open_store` on a SQLite file), so an embedded app can close
 and reopen a session. A turn's writes are committed before its terminal event; a turn that
@@ -29,6 +35,7 @@ a `GenerationError`); `run_turn` never raises for a failed run (the result says 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -59,6 +66,7 @@ from ..sessions._sessions import (
     parse_session_key,
     resolve_session_key,
 )
+from ..tools import open_process_registry
 from ._compaction import MessageTags, persist_run
 from ._reply import SilentStreamFilter
 from ._run import RunOutcome, RunState, ended_row, final_payload, run_guarded, run_messages
@@ -157,6 +165,7 @@ class EmbeddedRuntime:
         self._loading: dict[str, trio.Lock] = {}
         self._retired: list[Any] = []
         self.published: list[Callable[[ModelRuntimeGeneration], None]] = []
+        self._exits = contextlib.AsyncExitStack()
 
     # --- generations ----------------------------------------------------------------------
 
@@ -268,9 +277,18 @@ class EmbeddedRuntime:
                 ),
                 on_event=on_event,
             )
-            return await turn.run(
-                message, model=model, timeout_s=timeout_s, tools=tools, system_prompt=system_prompt
-            )
+            try:
+                return await turn.run(
+                    message,
+                    model=model,
+                    timeout_s=timeout_s,
+                    tools=tools,
+                    system_prompt=system_prompt,
+                )
+            finally:
+                processes = self.services.processes
+                if turn.state.aborted and processes is not None:
+                    processes.kill_run(turn.state.run_id)  # its background commands too
 
     # --- lifecycle ------------------------------------------------------------------------
 
@@ -293,6 +311,9 @@ class EmbeddedRuntime:
             await provider.aclose()
 
     async def __aenter__(self) -> EmbeddedRuntime:
+        """Open the background commands' registry. A checkpoint."""
+        registry = await self._exits.enter_async_context(open_process_registry())
+        self.services.processes = registry
         return self
 
     async def __aexit__(
@@ -301,8 +322,12 @@ class EmbeddedRuntime:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        with trio.CancelScope(shield=True):
-            await self.aclose()
+        try:
+            with trio.CancelScope(shield=True):
+                await self.aclose()
+        finally:
+            self.services.processes = None
+            await self._exits.aclose()  # every background command killed, tree and all
 
 
 @attrs.define(eq=False)
