@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal
 
 import attrs
 import msgspec
+import trio
 
 from actors import UsageScope, UsageStore
 from runtime.model import GenerationError
@@ -195,30 +196,24 @@ async def sessions_usage(call: Call, params: SessionsUsageParams) -> dict[str, A
     sup = call.gateway.supervisor
     store = UsageStore(sup.store)
     scope = UsageScope(span.start_ms, span.end_ms, agent_id, key)
-    per_session = await store.by_session(scope)
+    sums = await _sums(call, store, scope, span, agent_id)
+    per_session = sums.per_session
     creator = opt(params.creatorKey)
     if creator is not None and creator != UNKNOWN_CREATOR:
         per_session = []
+        sums = _Sums()
     unit = {sb.session_id: sb.session_key if family else sb.session_id for sb in per_session}
     per_unit = [attrs.evolve(sb, session_id=unit[sb.session_id]) for sb in per_session]
-    rows = {r.key: r for r in await sup.store.list_sessions(limit=None, agent_id=agent_id)}
-    listed = _listed(per_session, unit, rows, opt(params.limit) or 50)
+    listed = _listed(per_session, unit, sums.rows, opt(params.limit) or 50)
     day = span.calendar.formatter()
     entries = await _entries(store, scope, listed, day, family)
     if opt(params.includeContextWeight):
         for e in entries:
             e["contextWeight"] = None
-    quarters: list[Bucket] = []
-    tools: dict[str, int] = {}
     activity: dict[str, set[str]] = {}
-    if per_session:
-        first = min(sb.bucket.first_ts or span.start_ms for sb in per_session)
-        last = max(sb.bucket.last_ts or span.end_ms for sb in per_session)
-        step = span.calendar.slot_ms(first, last)
-        quarters = await store.by_slot(scope, step)
-        tools = await store.tools(scope)
-        for session_id, slot in await store.activity(scope, step):
-            activity.setdefault(unit.get(session_id, session_id), set()).add(day(slot))
+    for session_id, slot in sums.activity:
+        activity.setdefault(unit.get(session_id, session_id), set()).add(day(slot))
+    quarters, tools = sums.slots, sums.tools
     totals, aggregates = fleet_aggregates(quarters, per_unit, tools, activity, day)
     return {
         "updatedAt": call.gateway.now_ms(),
@@ -229,6 +224,48 @@ async def sessions_usage(call: Call, params: SessionsUsageParams) -> dict[str, A
         "aggregates": aggregates,
         "creatorOptions": [{"key": UNKNOWN_CREATOR}],
     }
+
+
+@attrs.define
+class _Sums:
+    """What a report reads from the store at once (`_sums`)."""
+
+    per_session: list[StoredBucket] = attrs.field(factory=list)
+    slots: list[Bucket] = attrs.field(factory=list)
+    tools: dict[str, int] = attrs.field(factory=dict)
+    activity: list[tuple[str, int]] = attrs.field(factory=list)
+    rows: dict[str, SessionRow] = attrs.field(factory=dict)
+
+
+async def _sums(
+    call: Call, store: UsageStore, scope: UsageScope, span: DateRange, agent_id: str | None
+) -> _Sums:
+    """The store's sums for a report, read concurrently (each on a reader of its own):
+    by session and model, by slot and model, by tool, each session's active slots, and
+    the session rows. A checkpoint."""
+    sums = _Sums()
+    step = span.calendar.slot_ms(max(span.start_ms, span.end_ms - 400 * 86_400_000), span.end_ms)
+
+    async def by_session() -> None:
+        sums.per_session = await store.by_session(scope)
+
+    async def by_slot() -> None:
+        sums.slots = await store.by_slot(scope, step)
+
+    async def tools() -> None:
+        sums.tools = await store.tools(scope)
+
+    async def activity() -> None:
+        sums.activity = await store.activity(scope, step)
+
+    async def rows() -> None:
+        listed = await call.gateway.supervisor.store.list_sessions(limit=None, agent_id=agent_id)
+        sums.rows = {r.key: r for r in listed}
+
+    async with trio.open_nursery() as nursery:
+        for read in (by_session, by_slot, tools, activity, rows):
+            nursery.start_soon(read)
+    return sums
 
 
 def _listed(
