@@ -8,6 +8,9 @@ rates then apply to every bucket of that call. A model without a price (no field
 tier: `cost` absent, or `{}`) leaves the call's cost missing: it is counted in
 `missingCostEntries`, by `provider/model`, and adds nothing to the totals.
 
+clawlane's providers do not pass a reported cost on yet (`runtime.llm.Usage` has no field for
+it): `call_cost` takes one, and the run's end passes none.
+
 Costs are worked out when a run ends and kept with its aggregates (a receipt: a price changed
 later applies to later calls, as OpenClaw keeps recorded per-call costs).
 """
