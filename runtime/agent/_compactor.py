@@ -5,7 +5,9 @@ after a successful run whose context passed the budget.
 Each compaction emits `compaction` `{phase:"start"}` then `{phase:"end", willRetry,
 completed}`, fires `before_compaction` and (when not retrying) `after_compaction`, and the
 internal `session:compact:before/after` hooks; `TurnResult.compactions` carries what the
-session persists (`_compaction.persist_run`). `compact` is a checkpoint (the summary is a model
+session persists (`_compaction.persist_run`). The memory flush (`_memoryflush`) runs before
+the attempts when the context nears the threshold (`flush_memory`) and before a threshold
+compaction that would otherwise run unflushed. `compact` is a checkpoint (the summary is a model
 call); cancelling it closes the phase (`completed: false`) and propagates.
 """
 
@@ -36,6 +38,7 @@ from ._compaction import (
     summarize,
     summary_message,
 )
+from ._memoryflush import MemoryFlush
 from ._turnspec import TurnResult, TurnSpec
 
 __all__ = ["TurnCompactor"]
@@ -67,6 +70,7 @@ class TurnCompactor:
     _fixed_tokens: int | None = None
     """System prompt, tool schemas, history and the user message: what does not change
     while the attempts run (until a compaction replaces the history)."""
+    _flush: MemoryFlush | None = None
 
     def items(self) -> list[Message]:
         return [*self.history, self.user, *self.progress.messages]
@@ -83,6 +87,33 @@ class TurnCompactor:
 
     def over_budget(self) -> bool:
         return self.spec.compaction.enabled and self.tokens() > self.budget.prompt_budget
+
+    def _memory_flush(self) -> MemoryFlush | None:
+        """The turn's memory flush, while it may still run (None: off, done, or impossible)."""
+        spec = self.spec
+        if self._flush is None:
+            self._flush = MemoryFlush(
+                settings=spec.compaction.memoryFlush,
+                budget=self.budget,
+                session_id=spec.session_id,
+                session_key=spec.session_key,
+                agent_id=spec.agent_id,
+                run_id=spec.run_id,
+                tools=spec.tools,
+                system_prompt=self.system_prompt,
+                idle_timeout=spec.idle_timeout,
+            )
+        usable = spec.compaction.enabled and self._flush.enabled(self.model)
+        return self._flush if usable else None
+
+    async def flush_memory(self) -> None:
+        """Before the attempts: the memory flush when the context nears the compaction
+        threshold (on the history, without the waiting user message). A checkpoint."""
+        flush = self._memory_flush()
+        if flush is not None and flush.due(self.tokens(), self.history):
+            await flush.run(
+                self.model, self.history, self.history, self.emit, self.spec.generation
+            )
 
     async def _history_ids(self) -> list[str | None]:
         if self._ids is None:
@@ -159,6 +190,11 @@ class TurnCompactor:
         )
         if plan is None:
             return False
+        flush = self._memory_flush() if reason == "auto-threshold" else None
+        if flush is not None and not flush.ledger.flushed(self.spec.session_id, self.history):
+            # Save what matters before the summary replaces it (after the run: the whole run).
+            seen = items if whole_run else self.history
+            await flush.run(self.model, self.history, seen, self.emit, self.spec.generation)
         self.emit("compaction", {"phase": "start"})
         await self._fire_before(len(items), plan.cut - plan.start, tokens_before)
         summary = ""

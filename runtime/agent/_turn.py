@@ -506,6 +506,7 @@ async def _attempts(turn: _Turn, blocks: BlockPipeline | None) -> None:
         history_tokens=spec.history_tokens,
         history_clean=spec.history_clean,
     )
+    await compactor.flush_memory()
     if compactor.over_budget():
         await compactor.compact("auto-threshold", will_retry=False, whole_run=False)
     while True:

@@ -25,6 +25,11 @@ user message steer it, for tests, demos and load tests (all are removed from the
 With both `[[tool:...]]` and `[[reply:TEXT]]`, the turn after the tools replies TEXT instead of
 the summary of the results.
 
+A memory flush turn (the latest user message starts with `FLUSH_MARKER`, as the flush
+before compaction words it) follows `[[remember:TEXT]]` directives of the conversation's
+user messages: one `write` of them, as a list, to the `memory/YYYY-MM-DD.md` its prompt names,
+then `NO_REPLY`; with none, just `NO_REPLY`.
+
 Summarisation requests (the system prompt starts with `SUMMARY_MARKER`, as compaction's does)
 are answered deterministically, without looking at directives: `Summary (local model): the
 user said: <the first words of each user message>; ...`, carrying the items of a
@@ -136,6 +141,28 @@ def _parse(message: str) -> _Plan:
     return plan
 
 
+FLUSH_MARKER: Final = "Pre-compaction memory flush."
+"""How a memory flush turn's prompt starts (`runtime.agent._memoryflush`'s prompt)."""
+_REMEMBER: Final = re.compile(r"\[\[remember:([^\]]+)\]\]")
+_FLUSH_PATH: Final = re.compile(r"memory/\d{4}-\d{2}-\d{2}\.md")
+
+
+def _flush_plan(request: ModelRequest, prompt: str) -> _Plan:
+    """A memory flush turn's plan: write the `[[remember:...]]` facts, then `NO_REPLY`."""
+    facts = [
+        fact.strip()
+        for m in request.messages
+        if isinstance(m, UserMessage)
+        for fact in _REMEMBER.findall(_user_text(m))
+    ]
+    path = _FLUSH_PATH.search(prompt)
+    if not facts or path is None:
+        return _Plan(reply="NO_REPLY", tools=[])
+    content = "".join(f"- {fact}\n" for fact in facts)
+    args = msgspec.json.encode({"path": path[0], "content": content}).decode()
+    return _Plan(reply="NO_REPLY", tools=[("write", args)])
+
+
 SUMMARY_MARKER: Final = "You are a context summarization assistant."
 """How a summarisation request's system prompt starts (`runtime.agent._compaction`'s prompt)."""
 _SUMMARY_ITEMS: Final = 12
@@ -230,7 +257,11 @@ class LocalProvider:
             for summary_delta in _summary_deltas(request, user_text):
                 yield summary_delta
             return
-        plan = _parse(user_text)
+        plan = (
+            _flush_plan(request, user_text)
+            if user_text.startswith(FLUSH_MARKER)
+            else _parse(user_text)
+        )
         delay = (plan.delay_ms if plan.delay_ms is not None else self.delta_delay_ms) / 1000.0
         results = _tool_results(request)
         fail = self._failure(plan)
@@ -317,7 +348,11 @@ def _last_user_text(request: ModelRequest) -> str:
     last_user = next((m for m in reversed(request.messages) if isinstance(m, UserMessage)), None)
     if last_user is None:
         return ""
-    content = last_user.content
+    return _user_text(last_user)
+
+
+def _user_text(message: UserMessage) -> str:
+    content = message.content
     if isinstance(content, str):
         return content
     return " ".join(c.text for c in content if isinstance(c, TextContent))

@@ -5,6 +5,7 @@ behaviour (`runtime.agent._compaction`, `runtime.agent._chunking`)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Annotated, Any, Final, Literal, Self
 
@@ -21,6 +22,7 @@ __all__ = [
     "BlockStreamingCoalesce",
     "BreakPreference",
     "CompactionSettings",
+    "MemoryFlushSettings",
 ]
 
 DEFAULT_RESERVE_TOKENS: Final = 16_384
@@ -37,6 +39,40 @@ _Positive = Annotated[int, msgspec.Meta(ge=1)]
 _NonNegative = Annotated[int, msgspec.Meta(ge=0)]
 
 
+_BYTE_SIZE_PATTERN: Final = r"^\s*(\d+(?:\.\d+)?)\s*([bB]|[kKmMgG][bB]?)?\s*$"
+_BYTE_SIZE: Final = re.compile(_BYTE_SIZE_PATTERN)
+_ByteSize = Annotated[
+    str,
+    msgspec.Meta(pattern=_BYTE_SIZE_PATTERN, description="a size such as 512kb, 2mb or 1gb"),
+]
+_BYTE_UNITS: Final = {"b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+
+
+class MemoryFlushSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """`agents.defaults.compaction.memoryFlush` (OpenClaw's keys): the silent turn before a
+    compaction that asks the agent to save what matters to its memory files
+    (`runtime.agent._memoryflush`). `softThresholdTokens`: how far below the compaction
+    threshold it starts; `forceFlushTranscriptBytes` (bytes, or a size such as `"2mb"`; 0
+    off): flush once the context's text reaches it; `model`: an exact `provider/model` for
+    the flush turn only."""
+
+    enabled: bool = True
+    model: str | None = None
+    softThresholdTokens: Annotated[int, msgspec.Meta(ge=0)] = 4000
+    forceFlushTranscriptBytes: _NonNegative | _ByteSize = 2 * 1024 * 1024
+
+    def force_bytes(self) -> int | None:
+        """`forceFlushTranscriptBytes` in bytes (None: not a size)."""
+        raw = self.forceFlushTranscriptBytes
+        if isinstance(raw, int):
+            return raw
+        m = _BYTE_SIZE.match(raw)
+        if m is None:
+            return None
+        unit = (m[2] or "b")[0].lower()
+        return int(float(m[1]) * _BYTE_UNITS[unit])
+
+
 class CompactionSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """`agents.defaults.compaction` (OpenClaw's keys)."""
 
@@ -44,6 +80,7 @@ class CompactionSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True
     reserveTokens: int = msgspec.field(default=DEFAULT_RESERVE_TOKENS)
     reserveTokensFloor: int = msgspec.field(default=DEFAULT_RESERVE_TOKENS_FLOOR)
     keepRecentTokens: int = msgspec.field(default=DEFAULT_KEEP_RECENT_TOKENS)
+    memoryFlush: MemoryFlushSettings = msgspec.field(default_factory=MemoryFlushSettings)
 
     @classmethod
     def from_agent_defaults(cls, defaults: Mapping[str, Any]) -> Self:

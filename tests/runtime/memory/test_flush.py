@@ -1,0 +1,72 @@
+"""`agents.defaults.compaction.memoryFlush` as OpenClaw's keys take it, and where the flush
+starts (OpenClaw's plan: `softThresholdTokens` below the compaction threshold, never more
+than half of it)."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from runtime.agent._compaction import ContextBudget
+from runtime.agent._memoryflush import FLUSH_PROMPT_MARKER, flush_prompts, flush_threshold
+from runtime.model._config import ConfigError, parse_config
+from runtime.model._settings import MemoryFlushSettings
+
+
+def _flush(raw: dict[str, object]) -> MemoryFlushSettings:
+    config = parse_config({"agents": {"defaults": {"compaction": {"memoryFlush": raw}}}})
+    compaction = config.agents.defaults.compaction
+    assert compaction is not None
+    return compaction.memoryFlush
+
+
+def test_openclaw_keys_load_and_default_on() -> None:
+    assert MemoryFlushSettings().enabled
+    assert MemoryFlushSettings().force_bytes() == 2 * 1024 * 1024
+    flush = _flush(
+        {
+            "enabled": True,
+            "model": "local/echo",
+            "softThresholdTokens": 6000,
+            "forceFlushTranscriptBytes": "2mb",
+        }
+    )
+    assert (flush.model, flush.softThresholdTokens, flush.force_bytes()) == (
+        "local/echo",
+        6000,
+        2 * 1024 * 1024,
+    )
+    assert _flush({"forceFlushTranscriptBytes": 0}).force_bytes() == 0
+    assert not _flush({"enabled": False}).enabled
+
+
+@pytest.mark.parametrize(
+    ("raw", "words"),
+    [
+        ({"forceFlushTranscriptBytes": "two megs"}, "forceFlushTranscriptBytes"),
+        ({"softThresholdTokens": -1}, "softThresholdTokens"),
+        ({"prompt": "save"}, "prompt"),
+    ],
+)
+def test_a_bad_value_is_a_config_error_naming_the_key(raw: dict[str, object], words: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        _flush(raw)
+    assert "memoryFlush" in str(info.value) and words in str(info.value)
+
+
+def test_the_flush_threshold_follows_openclaws_plan() -> None:
+    budget = ContextBudget(context_window=32_768, reserve_tokens=8_192, keep_recent_tokens=20_000)
+    assert flush_threshold(budget, MemoryFlushSettings()) == 24_576 - 4_000
+    small = ContextBudget(context_window=6_000, reserve_tokens=3_000, keep_recent_tokens=1_500)
+    assert flush_threshold(small, MemoryFlushSettings()) == 1_500  # the margin: half at most
+    assert flush_threshold(small, MemoryFlushSettings(softThresholdTokens=0)) == 3_000
+
+
+def test_the_prompts_name_todays_note() -> None:
+    now = dt.datetime(2026, 12, 7, 9, 30).astimezone()
+    prompt, system, path = flush_prompts(now)
+    assert path == "memory/2026-12-07.md"
+    assert prompt.startswith(FLUSH_PROMPT_MARKER) and "memory/2026-12-07.md" in prompt
+    assert "NO_REPLY" in prompt and "Current time: 2026-12-07 09:30" in prompt
+    assert system.startswith("Pre-compaction memory flush turn.") and "YYYY" not in system
