@@ -171,7 +171,7 @@ class Job:
     done: trio.Event = attrs.field(factory=trio.Event)
     kill_requested: trio.Event = attrs.field(factory=trio.Event)
     changed: trio.Event = attrs.field(factory=trio.Event)
-    """Set when output arrives or the job ends (a waiter replaces it before waiting)."""
+    """Set (and replaced) when output arrives or the job ends: await the current one."""
     decoders: dict[str, Callable[[bytes, bool], str]] = attrs.field(factory=dict)
 
     @property
@@ -227,6 +227,11 @@ class Job:
             return False
         quiet = self.status == "completed" and self.exit_code == 0
         return not (quiet and not self.output.text().strip() and not self.notify_empty_success)
+
+    def notify(self) -> None:
+        """Wake whoever awaits `changed`."""
+        event, self.changed = self.changed, trio.Event()
+        event.set()
 
     def kill(self, reason: ExitReason = "manual-cancel") -> bool:
         """Ask for the tree to be killed (the job's task does it). False when it ended."""
@@ -420,7 +425,7 @@ class ProcessRegistry:
     def _take(self, job: Job, stream: str, chunk: bytes | bytearray) -> None:
         job.output.append(chunk)
         job.last_output_at = time.monotonic()
-        job.changed.set()
+        job.notify()
         if job.on_chunk is not None:
             decoder = job.decoders.get(stream)
             if decoder is None:
@@ -449,7 +454,7 @@ class ProcessRegistry:
         if job.backgrounded and job.exit_reason != "session-ended":
             self._retain(job)
         job.done.set()
-        job.changed.set()
+        job.notify()
         if self.on_exit is not None and job.wants_notice() and not self.closing:
             try:
                 self.on_exit(job)

@@ -199,7 +199,6 @@ async def _poll(job: Job | None, args: ProcessParams) -> ToolResult:
     if wait_ms > 0 and job.running and not job.output.pending:
         with trio.move_on_after(wait_ms / 1000):
             while job.running and not job.output.pending:
-                job.changed = trio.Event()
                 await job.changed.wait()
     else:
         await trio.lowlevel.checkpoint()

@@ -72,7 +72,6 @@ async def _job_pids(gw: Gateway, key: str, sid: str) -> list[int]:
     job = processes.get(key, sid)
     assert job is not None and job.pid is not None
     while not job.output.text().strip():
-        job.changed = trio.Event()
         await job.changed.wait()
     return [job.pid, int(job.output.text().split()[0])]
 

@@ -89,7 +89,6 @@ async def test_a_cancelled_turn_kills_the_jobs_it_started(tmp_path: Path) -> Non
                     await backgrounded.wait()
                     [job] = processes.list("agent:main:work")
                     while not job.output.text():
-                        job.changed = trio.Event()
                         await job.changed.wait()
                     pids = [job.pid or 0, int(job.output.text().split()[0])]
                     nursery.cancel_scope.cancel()
