@@ -1,11 +1,13 @@
-"""What stands between a finished span and the collector: a queue bounded in items and in
-(estimated) bytes that drops with a counter when full (`BoundedSpans`), one worker thread
-that exports it in batches, and each signal's health (`SignalHealth`): exports that
-succeeded and failed, items sent and dropped, the last error. A collector that is down or
-slow only fills the queue: `on_end` never blocks the trio thread and never raises."""
+"""What stands between a finished span or log record and the collector: a queue bounded in
+items and in (estimated) bytes that drops with a counter when full (`ExportQueue`, fed by
+`BoundedSpans` and `BoundedLogs`), one worker thread that exports it in batches, and each
+signal's health (`SignalHealth`): exports that succeeded and failed, items sent and
+dropped, the last error. A collector that is down or slow only fills the queue: nothing
+here blocks the trio thread or raises into it."""
 
 from __future__ import annotations
 
+import copy
 import logging
 import threading
 import time
@@ -15,6 +17,9 @@ from typing import Any
 
 import attrs
 from opentelemetry.context import Context
+from opentelemetry.sdk._logs import LogRecordProcessor, ReadableLogRecord, ReadWriteLogRecord
+from opentelemetry.sdk._logs.export import LogRecordExporter, LogRecordExportResult
+from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
@@ -92,10 +97,101 @@ def span_bytes(span: ReadableSpan, *, long_values: bool) -> int:
     return size
 
 
+class ExportQueue:
+    """A queue of finished items (spans, log records) holding at most `max_items` and
+    `max_bytes` (by the size each `put` gives): an item that does not fit is dropped and
+    counted (`health`). One worker thread `export`s a batch every `delay_s`, or sooner once
+    `batch` items wait; `export(items)` says whether the collector took them."""
+
+    def __init__(
+        self,
+        export: Callable[[list[Any]], bool],
+        health: SignalHealth,
+        *,
+        max_items: int,
+        max_bytes: int,
+        delay_s: float,
+        batch: int = 512,
+    ) -> None:
+        self._export = export
+        self._health = health
+        self._max_items = max_items
+        self._max_bytes = max_bytes
+        self._delay_s = delay_s
+        self._batch = batch
+        self._queue: deque[tuple[Any, int]] = deque()
+        self._bytes = 0
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stopping = False
+        self._export_lock = threading.Lock()
+        self._worker = threading.Thread(
+            target=self._run, name=f"clawlane-otel-{health.signal}", daemon=True
+        )
+        self._worker.start()
+
+    def put(self, item: Any, size: int) -> None:
+        """Queue `item` (from any thread; never blocks, never raises), or drop it."""
+        with self._lock:
+            if (
+                self._stopping
+                or len(self._queue) >= self._max_items
+                or self._bytes + size > self._max_bytes
+            ):
+                self._health.items_dropped += 1
+                return
+            self._queue.append((item, size))
+            self._bytes += size
+            full = len(self._queue) >= self._batch
+        if full:
+            self._wake.set()
+
+    def _take(self) -> list[Any]:
+        with self._lock:
+            n = min(self._batch, len(self._queue))
+            taken = [self._queue.popleft() for _ in range(n)]
+            self._bytes -= sum(size for _, size in taken)
+        return [item for item, _ in taken]
+
+    def flush(self, deadline: float) -> None:
+        """Export what is queued until `deadline` (time.monotonic) in this thread."""
+        with self._export_lock:
+            while time.monotonic() < deadline:
+                items = self._take()
+                if not items:
+                    return
+                try:
+                    ok = self._export(items)
+                except Exception as exc:  # an exporter bug must not kill the worker
+                    self._health.exported(False, len(items), repr(exc))
+                    continue
+                self._health.exported(ok, len(items), None if ok else "the collector refused")
+
+    def _run(self) -> None:
+        while not self._stopping:
+            self._wake.wait(self._delay_s)
+            self._wake.clear()
+            self.flush(time.monotonic() + 3600)
+        self.flush(time.monotonic() + 3600)  # what was queued before the stop
+
+    def shutdown(self, stop_exporter: Callable[[], object], timeout_s: float) -> None:
+        """Export what is queued, for at most `timeout_s`, then stop the worker; what is
+        left is counted as dropped. `stop_exporter` interrupts an export that is retrying."""
+        deadline = time.monotonic() + timeout_s
+        with self._lock:
+            self._stopping = True
+        self._wake.set()
+        self._worker.join(timeout_s / 2)  # its last round exports what is queued
+        stop_exporter()  # a retry against a dead collector stops waiting
+        self._worker.join(max(0.0, deadline - time.monotonic()))
+        with self._lock:
+            self._health.items_dropped += len(self._queue)
+            self._queue.clear()
+            self._bytes = 0
+
+
 class BoundedSpans(SpanProcessor):
-    """A batch span processor whose queue holds at most `max_items` spans and `max_bytes`
-    (by `span_bytes`): a span that does not fit is dropped and counted (`health`). The
-    worker thread exports a batch every `delay_s`, or sooner once `batch` spans wait."""
+    """Finished (sampled) spans into an `ExportQueue`, sized by `span_bytes`."""
 
     def __init__(
         self,
@@ -105,26 +201,17 @@ class BoundedSpans(SpanProcessor):
         max_items: int,
         max_bytes: int,
         delay_s: float,
-        batch: int = 512,
         long_values: bool = False,
     ) -> None:
         self._exporter = exporter
-        self._health = health
-        self._max_items = max_items
-        self._max_bytes = max_bytes
-        self._delay_s = delay_s
-        self._batch = batch
         self._long_values = long_values
-        self._queue: deque[tuple[ReadableSpan, int]] = deque()
-        self._bytes = 0
-        self._lock = threading.Lock()
-        self._wake = threading.Event()
-        self._stopping = False
-        self._export_lock = threading.Lock()
-        self._worker = threading.Thread(
-            target=self._run, name="clawlane-otel-spans", daemon=True
+        self._queue = ExportQueue(
+            lambda spans: exporter.export(spans) is SpanExportResult.SUCCESS,
+            health,
+            max_items=max_items,
+            max_bytes=max_bytes,
+            delay_s=delay_s,
         )
-        self._worker.start()
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
         pass
@@ -132,70 +219,60 @@ class BoundedSpans(SpanProcessor):
     def on_end(self, span: ReadableSpan) -> None:
         if span.context is None or not span.context.trace_flags.sampled:
             return
-        size = span_bytes(span, long_values=self._long_values)
-        with self._lock:
-            if (
-                self._stopping
-                or len(self._queue) >= self._max_items
-                or self._bytes + size > self._max_bytes
-            ):
-                self._health.items_dropped += 1
-                return
-            self._queue.append((span, size))
-            self._bytes += size
-            full = len(self._queue) >= self._batch
-        if full:
-            self._wake.set()
-
-    def _take(self) -> list[ReadableSpan]:
-        with self._lock:
-            n = min(self._batch, len(self._queue))
-            taken = [self._queue.popleft() for _ in range(n)]
-            self._bytes -= sum(size for _, size in taken)
-        return [span for span, _ in taken]
-
-    def _export_all(self, deadline: float) -> None:
-        with self._export_lock:
-            while time.monotonic() < deadline:
-                spans = self._take()
-                if not spans:
-                    return
-                try:
-                    result = self._exporter.export(spans)
-                except Exception as exc:  # an exporter bug must not kill the worker
-                    self._health.exported(False, len(spans), repr(exc))
-                    continue
-                ok = result is SpanExportResult.SUCCESS
-                self._health.exported(ok, len(spans), None if ok else "the collector refused")
-
-    def _run(self) -> None:
-        while not self._stopping:
-            self._wake.wait(self._delay_s)
-            self._wake.clear()
-            self._export_all(time.monotonic() + 3600)
-        self._export_all(time.monotonic() + 3600)  # what was queued before the stop
+        self._queue.put(span, span_bytes(span, long_values=self._long_values))
 
     def shutdown(self, timeout_s: float = 5.0) -> None:
-        """Export what is queued, for at most `timeout_s`, then stop the worker."""
-        deadline = time.monotonic() + timeout_s
-        with self._lock:
-            self._stopping = True
-        self._wake.set()
-        self._worker.join(timeout_s / 2)  # its last round exports what is queued
-        self._exporter.shutdown()  # a retry against a dead collector stops waiting
-        self._worker.join(max(0.0, deadline - time.monotonic()))
-        with self._lock:
-            self._health.items_dropped += len(self._queue)
-            self._queue.clear()
-            self._bytes = 0
+        self._queue.shutdown(self._exporter.shutdown, timeout_s)
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
-        self._export_all(time.monotonic() + timeout_millis / 1000)
+        self._queue.flush(time.monotonic() + timeout_millis / 1000)
+        return True
+
+
+class BoundedLogs(LogRecordProcessor):
+    """Emitted log records into an `ExportQueue`, sized by their body and attributes."""
+
+    def __init__(
+        self,
+        exporter: LogRecordExporter,
+        health: SignalHealth,
+        *,
+        max_items: int,
+        max_bytes: int,
+        delay_s: float,
+    ) -> None:
+        self._exporter = exporter
+        self._queue = ExportQueue(
+            lambda records: exporter.export(records) is LogRecordExportResult.SUCCESS,
+            health,
+            max_items=max_items,
+            max_bytes=max_bytes,
+            delay_s=delay_s,
+        )
+
+    def on_emit(self, log_record: ReadWriteLogRecord) -> None:
+        record = copy.copy(log_record.log_record)
+        record.context = Context()  # what the exporter reads is on the record already
+        readable = ReadableLogRecord(
+            log_record=record,
+            resource=log_record.resource or Resource.create({}),
+            instrumentation_scope=log_record.instrumentation_scope,
+            limits=log_record.limits,
+        )
+        body = record.body
+        size = SPAN_OVERHEAD_BYTES + ATTRIBUTE_BYTES * len(record.attributes or {})
+        self._queue.put(readable, size + (len(body) if isinstance(body, str) else 0))
+
+    def shutdown(self, timeout_s: float = 5.0) -> None:
+        self._queue.shutdown(self._exporter.shutdown, timeout_s)
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        self._queue.flush(time.monotonic() + timeout_millis / 1000)
         return True
 
 
 def counting(export: Callable[..., Any], health: SignalHealth, success: object) -> Callable[..., Any]:
-    """`export` (a metrics or logs exporter's) counting its results into `health`."""
+    """`export` (the metrics exporter's) counting its results into `health`."""
 
     def export_counted(batch: Any, *args: Any, **kwargs: Any) -> Any:
         items = len(batch) if isinstance(batch, Sequence) else 1

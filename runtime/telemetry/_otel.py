@@ -3,7 +3,7 @@
 `Exporting` owns the gateway's own providers (none is installed as OpenTelemetry's global,
 so a second gateway in one process, or a test, starts fresh): a tracer provider feeding
 `BoundedSpans` and the OTLP/HTTP span exporter; a meter provider with a periodic reader and
-the OTLP/HTTP metric exporter; a logger provider with a batch processor and the OTLP/HTTP
+the OTLP/HTTP metric exporter; a logger provider feeding `BoundedLogs` and the OTLP/HTTP
 log exporter, fed by a handler on the root logger. Each exporter runs in its own thread:
 nothing here blocks the trio thread but `close`, which the switch runs in a thread."""
 
@@ -23,7 +23,6 @@ from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExp
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.metrics import CallbackOptions, Meter, Observation
 from opentelemetry.sdk._logs import LoggerProvider
-from opentelemetry.sdk._logs.export import BatchLogRecordProcessor, LogRecordExportResult
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import MetricExportResult, PeriodicExportingMetricReader
 from opentelemetry.sdk.resources import Resource
@@ -33,7 +32,7 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from ._config import OtelSettings
-from ._export import BoundedSpans, SignalHealth, counting
+from ._export import BoundedLogs, BoundedSpans, SignalHealth, counting
 
 log = logging.getLogger("clawlane.telemetry")
 
@@ -164,15 +163,14 @@ class Exporting:
         exporter = OTLPLogExporter(
             endpoint=url, headers=dict(settings.headers), timeout=settings.export_timeout_s
         )
-        exporter.export = counting(  # type: ignore[method-assign]
-            exporter.export, health, LogRecordExportResult.SUCCESS
-        )
         provider = LoggerProvider(resource=resource)
         provider.add_log_record_processor(
-            BatchLogRecordProcessor(
+            BoundedLogs(
                 exporter,
-                max_queue_size=settings.max_queue_items,
-                schedule_delay_millis=min(5000, settings.flush_interval_ms),
+                health,
+                max_items=settings.max_queue_items,
+                max_bytes=settings.max_queue_bytes,
+                delay_s=min(5.0, settings.flush_interval_ms / 1000),
             )
         )
         self._logger_provider = provider

@@ -147,3 +147,18 @@ async def test_sample_rate_samples_root_spans_and_follows_a_callers_decision(
             await telemetry.shutdown(timeout_s=5)
             await receiver.wait_for(lambda: len(receiver.spans) >= 1)
     assert [s.name for s in receiver.spans] == ["kept"]
+
+
+async def test_log_records_queue_bounded_and_dropped_with_a_counter(switched_off: None) -> None:
+    telemetry.configure(
+        _settings(_dead_url(), traces_url=None, logs_url=f"{_dead_url()}/v1/logs", max_queue_items=5)
+    )
+    logger = logging.getLogger("clawlane.telemetry-test")
+    t0 = time.perf_counter()
+    for i in range(50):
+        logger.warning("line %d", i)
+    assert time.perf_counter() - t0 < 1.0
+    health = telemetry.health()
+    assert health is not None
+    (logs,) = health["signals"]
+    assert logs["signal"] == "logs" and logs["itemsDropped"] >= 40
