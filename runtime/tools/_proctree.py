@@ -232,8 +232,10 @@ class JobRecords:
     """The running jobs' keepers, one small file each under `directory`, so that a gateway
     started after a crash can kill what the previous one left (`sweep`).
 
-    A file `<token>.job` holds `owner-pid keeper-pid keeper-start-ticks`. All methods do
-    blocking file I/O (a few syscalls); callers run them in a worker thread."""
+    A file `<token>.job` holds `owner-pid owner-start keeper-pid keeper-start` (start times in
+    clock ticks since boot: a pid reused by another process does not pass for the one
+    recorded). All methods do blocking file I/O (a few syscalls); callers run them in a
+    worker thread."""
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
@@ -242,9 +244,9 @@ class JobRecords:
         """Record a running keeper (best effort: a failure is logged, the job runs)."""
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
-            start = _start_ticks(keeper_pid)
-            path = self.directory / f"{token}.job"
-            path.write_text(f"{os.getpid()} {keeper_pid} {start}\n")
+            owner = os.getpid()
+            line = f"{owner} {_start_ticks(owner)} {keeper_pid} {_start_ticks(keeper_pid)}\n"
+            (self.directory / f"{token}.job").write_text(line)
         except OSError as exc:
             log.warning("could not record job %s: %s", token, exc)
 
@@ -265,12 +267,12 @@ class JobRecords:
         killed = 0
         for path in files:
             try:
-                owner, keeper, start = (int(x) for x in path.read_text().split())
+                owner, owner_start, keeper, start = (int(x) for x in path.read_text().split())
             except (OSError, ValueError):
                 path.unlink(missing_ok=True)
                 continue
-            if owner != os.getpid() and _alive(owner):
-                continue
+            if owner != os.getpid() and _start_ticks(owner) == owner_start:
+                continue  # its owner still runs (another worker on this state dir)
             killed += _kill_leftovers(path.stem, keeper, start)
             path.unlink(missing_ok=True)
         return killed
@@ -298,16 +300,6 @@ def _sigkill(pid: int) -> int:
     except (ProcessLookupError, PermissionError):
         return 0
     return 1
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _start_ticks(pid: int) -> int:

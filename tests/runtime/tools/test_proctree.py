@@ -19,6 +19,7 @@ from runtime.tools._proctree import (
     KEEPER_MARK,
     KEEPER_SOURCE,
     JobRecords,
+    _start_ticks,
     decode_status,
     kill_tree,
     new_job_token,
@@ -90,8 +91,10 @@ async def test_sweep_kills_what_a_dead_owner_left_and_keeps_a_live_owners(
         gone_owner = await trio.lowlevel.open_process(["true"])
         await gone_owner.wait()  # a pid that no longer runs: the crashed owner
         (tmp_path / "jobs").mkdir()
-        (tmp_path / "jobs" / f"{dead_token}.job").write_text(f"{gone_owner.pid} {orphan.pid} 1\n")
-        (tmp_path / "jobs" / f"{live_token}.job").write_text(f"1 {kept.pid} 1\n")  # init lives
+        dead = f"{gone_owner.pid} 1 {orphan.pid} 1\n"
+        (tmp_path / "jobs" / f"{dead_token}.job").write_text(dead)
+        live = f"1 {_start_ticks(1)} {kept.pid} 1\n"  # init runs on
+        (tmp_path / "jobs" / f"{live_token}.job").write_text(live)
         assert await trio.to_thread.run_sync(records.sweep) == 1
         await orphan.wait()
         assert _running(kept.pid)
@@ -105,8 +108,9 @@ async def test_records_follow_a_job(tmp_path: Path) -> None:
     with trio.fail_after(10):
         proc = await spawn_tree(["sleep", "100"], cwd=tmp_path, env=_env("tok"))
         records.add("tok", proc.pid)
-        owner, pid, _start = (tmp_path / "jobs" / "tok.job").read_text().split()
+        owner, owner_start, pid, start = (tmp_path / "jobs" / "tok.job").read_text().split()
         assert (int(owner), int(pid)) == (os.getpid(), proc.pid)
+        assert (int(owner_start), int(start)) == (_start_ticks(os.getpid()), _start_ticks(proc.pid))
         await kill_tree(proc)
         records.remove("tok")
     assert list((tmp_path / "jobs").iterdir()) == []
