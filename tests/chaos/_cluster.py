@@ -141,7 +141,8 @@ class Cluster:
         for node in self.nodes:
             if node.proc is not None and node.proc.poll() is not None:
                 lines = node.log().strip().splitlines() or [""]
-                gone.append(f"{node.name} exited {node.proc.returncode}: {lines[-1][:300]}")
+                last = [line for line in lines if line.startswith("clawlane:")] or lines
+                gone.append(f"{node.name} exited {node.proc.returncode}: {last[-1][:300]}")
         assert not gone, "; ".join(gone)
 
     def log_notes(self, lines: int = 20) -> str:

@@ -41,10 +41,18 @@ class Run:
     message: str = ""
     waited: dict[str, Any] | None = None
     """What `agent.wait` first answered with an end."""
+    errors: list[str] = attrs.Factory(list)
+    """The errors `agent.wait` answered for it in the checks."""
     misreported: dict[str, Any] | None = None
     """An `agent.wait` that answered `error` because the run's node could not be reached
     or was taken for lost (through Redis) while the run went on: reported in the figures
     (a fault under `CLAWLANE_CHAOS_STRICT=1`), not taken as its end."""
+
+
+def is_misreport(waited: dict[str, Any]) -> bool:
+    """Whether an `agent.wait` answer is an `error` that is a node's view of another."""
+    error = str(waited.get("error"))
+    return waited.get("status") == "error" and any(w in error for w in UNREACHABLE)
 
 
 def reply_of(run_id: str) -> str:
@@ -120,9 +128,7 @@ class Load:
                 waited = await client.request("agent.wait", params, timeout=None)
         except (GatewayRequestError, trio.TooSlowError):
             return
-        if waited.get("status") == "error" and any(
-            w in str(waited.get("error")) for w in UNREACHABLE
-        ):
+        if is_misreport(waited):
             run.misreported = waited  # not the run's end: its node could not be asked
             return
         if waited.get("status") in ("ok", "error", "aborted"):

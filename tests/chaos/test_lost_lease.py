@@ -67,7 +67,8 @@ async def lost_lease(tmp_path: Path, pg: str, fault: str) -> Figures:
         a, b = cluster.nodes
         start, end = faults(a)[fault]
         load, stop = Load("lease"), trio.Event()
-        recovery: dict[str, float] = {}
+        found = figures(f"a node {fault} mid-run", load)
+        recovery = found.recovery_s
         async with trio.open_nursery() as nursery:
             nursery.start_soon(drive, load, cluster.nodes, 4, stop)
             victim = await start_victim(cluster, load)
@@ -90,8 +91,6 @@ async def lost_lease(tmp_path: Path, pg: str, fault: str) -> Figures:
                 detail=lambda: load.since(back),
             )
             stop.set()
-        found = figures(f"a node {fault} mid-run", load)
-        found.recovery_s = recovery
         await assert_checks(cluster, load, found)
         # no stale write: the victim's reply never reached the transcript; its fence moved
         assert victim.outcome in ("error", "aborted"), victim

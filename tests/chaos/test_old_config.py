@@ -35,7 +35,8 @@ async def test_a_node_restarted_with_an_older_config_file(tmp_path: Path, pg_url
             a, b = cluster.nodes
             old = b.read_config()
             load, stop = Load("config"), trio.Event()
-            recovery: dict[str, float] = {}
+            found = figures("a node restarted with an older config file", load)
+            recovery = found.recovery_s
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(drive, load, cluster.nodes, SESSIONS, stop)
                 await until(
@@ -64,8 +65,6 @@ async def test_a_node_restarted_with_an_older_config_file(tmp_path: Path, pg_url
                     detail=lambda: load.since(started),
                 )
                 stop.set()
-            found = figures("a node restarted with an older config file", load)
-            found.recovery_s = recovery
             seen = await assert_same_config(cluster)
             assert {v["hash"] for v in seen.values()} == {patched["hash"]}, seen
             for node in cluster.nodes:

@@ -36,7 +36,8 @@ async def test_postgresql_cut_under_load(tmp_path: Path, pg_url: str) -> None:
     with trio.fail_after(150 if FULL else 60):
         async with open_cluster(tmp_path, pg_url) as cluster:
             load, stop = Load("pg"), trio.Event()
-            recovery: dict[str, float] = {}
+            found = figures("PostgreSQL cut under load", load)
+            recovery = found.recovery_s
             names = [n.name for n in cluster.nodes]
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(drive, load, cluster.nodes, SESSIONS, stop)
@@ -53,7 +54,11 @@ async def test_postgresql_cut_under_load(tmp_path: Path, pg_url: str) -> None:
                     detail=lambda: load.since(cut_at),
                 )
                 await trio.sleep(max(0.0, cut_at + CUT_S - trio.current_time()))  # the outage
-                cluster.assert_running()
+                try:
+                    cluster.assert_running()
+                except AssertionError as exc:
+                    found.notes.append(f"during the cut: {exc}")
+                    raise
                 for node in cluster.nodes:
                     node.pg.heal()
                 back = trio.current_time()
@@ -72,8 +77,6 @@ async def test_postgresql_cut_under_load(tmp_path: Path, pg_url: str) -> None:
                     detail=lambda: load.since(back),
                 )
                 stop.set()
-            found = figures("PostgreSQL cut under load", load)
-            found.recovery_s = recovery
             found.notes.append(f"{SESSIONS} sessions, PostgreSQL cut {back - cut_at:.1f} s")
             await assert_checks(cluster, load, found)
             slow = {k: v for k, v in recovery.items() if k.endswith("ack") and v > RECOVERY_BOUND_S}

@@ -29,7 +29,8 @@ async def test_redis_restarted_empty_under_load(tmp_path: Path, pg_url: str) -> 
     with trio.fail_after(150 if FULL else 60):
         async with open_cluster(tmp_path, pg_url) as cluster:
             load, stop = Load("redis"), trio.Event()
-            recovery: dict[str, float] = {}
+            found = figures("Redis restarted empty under load", load)
+            recovery = found.recovery_s
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(drive, load, cluster.nodes, SESSIONS, stop)
                 names = [n.name for n in cluster.nodes]
@@ -57,7 +58,5 @@ async def test_redis_restarted_empty_under_load(tmp_path: Path, pg_url: str) -> 
                     timeout_s=30,
                 )
                 stop.set()
-            found = figures("Redis restarted empty under load", load)
-            found.recovery_s = recovery
             found.notes.append(f"{SESSIONS} sessions, Redis down {back - down_at:.1f} s")
             await assert_checks(cluster, load, found, forgotten=True)
