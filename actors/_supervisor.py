@@ -315,7 +315,11 @@ class Supervisor:
         self, actor: SessionActor, old: SessionRow | None, reason: str
     ) -> None:
         """Hooks around a reset: `session_end` for the old id, `session_start` for the new
-        one, and the internal `command:new` / `command:reset` hook. A checkpoint."""
+        one, and the internal `command:new` / `command:reset` hook; the session's ended
+        background commands are forgotten (running ones go on, as in OpenClaw). A
+        checkpoint."""
+        if self.processes is not None:
+            self.processes.clear_finished(actor.key)
         hooks = self.hooks
         if old is not None and hooks.has("session_end"):
             await hooks.fire(

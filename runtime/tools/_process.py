@@ -535,10 +535,17 @@ class ProcessRegistry:
         """Kill every running job `run_id` started (it was aborted). Returns how many."""
         return sum(j.kill("aborted") for j in list(self._jobs.values()) if j.run_id == run_id)
 
+    def clear_finished(self, session_key: str) -> int:
+        """Forget `session_key`'s ended jobs (it was reset, as OpenClaw does); its running
+        ones go on. Returns how many were forgotten."""
+        ended = [i for i, j in self._finished.items() if j.session_key == session_key]
+        for job_id in ended:
+            del self._finished[job_id]
+        return len(ended)
+
     def kill_session(self, session_key: str) -> int:
         """Kill `session_key`'s running jobs and forget its ended ones (it was deleted)."""
-        for job_id in [i for i, j in self._finished.items() if j.session_key == session_key]:
-            del self._finished[job_id]
+        self.clear_finished(session_key)
         jobs = [j for j in self._jobs.values() if j.session_key == session_key]
         return sum(j.kill("session-ended") for j in jobs)
 

@@ -259,3 +259,21 @@ async def test_nothing_a_crashed_gateway_started_runs_after_its_restart(tmp_path
         assert _running(orphans[0])
         async with gateway_process(state, config):
             await _assert_all_gone([orphans[0]])
+
+
+async def test_a_reset_forgets_ended_jobs_and_keeps_running_ones(tmp_path: Path) -> None:
+    key = "agent:main:work"
+    config = local_config(tools__exec__notifyOnExit=False)
+    async with running_gateway(tmp_path, config) as gw, open_client(gw) as client:
+        with trio.fail_after(30):
+            ended = _session_id(
+                await _run(client, key, _tool("exec", command="echo hi", background=True), "e1")
+            )
+            await _job(gw, key, ended).done.wait()
+            running = _session_id(
+                await _run(client, key, _tool("exec", command="sleep 300", background=True), "e2")
+            )
+            await client.request("sessions.reset", {"key": "work"})
+            listed = await _run(client, key, _tool("process", action="list"), "e3")
+            assert f"{running} running" in listed
+            assert ended not in listed
