@@ -208,7 +208,10 @@ def merge(target: Bucket, source: Bucket) -> None:
 
 
 def total(buckets: Sequence[Bucket], bucket: int = 0) -> Bucket:
-    """The sum of `buckets` (any sessions, quarters and models) as one bucket."""
+    """The sum of `buckets` (any sessions, quarters and models) as one bucket, not to be
+    changed (one bucket is its own sum)."""
+    if len(buckets) == 1:
+        return buckets[0]
     out = Bucket(bucket)
     if not buckets:
         return out
