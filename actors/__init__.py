@@ -32,6 +32,9 @@ up (each folder's face is its manual):
 - `recover_runs` (`_recovery`): what a start makes of the journal (`RecoveredRun`,
   `RecoveryReport`, `replay_terminal`, `report_lost`).
 - `cron/`: `CronScheduler` (`open_cron`), durable jobs and their runs.
+- `operator/`: `Questions`, the questions a run's `ask_user` (or a client) asks the operators
+  (`Question`), and the runs' `runtime.tools.QuestionDesk`; `operator_desks` and
+  `run_desks` make and run a gateway's approvals and questions together.
 
 Errors, one tree rooted at `ActorError` (itself a `runtime.protocol.ClawlaneError`):
 
@@ -49,6 +52,8 @@ Errors, one tree rooted at `ActorError` (itself a `runtime.protocol.ClawlaneErro
     ├── ApprovalAlreadyResolved (it ended otherwise than by this decision)
     ├── DecisionNotOffered (the request did not offer it; also a `ValueError`)
     ├── ApprovalsFull (too many approvals pending)
+    ├── QuestionError (a question call refused: `reason` is OpenClaw's code)
+    ├── QuestionsFull (too many questions pending)
     └── ClusterError (a cluster primitive failed)
         ├── ClusterUnavailable (Redis cannot be reached or did not answer: retryable)
         ├── LeaseBusy, LeaseLost (`Leases.hold`: held elsewhere / lost while held)
@@ -126,6 +131,12 @@ from .cron import RunQuery as RunQuery
 from .cron import SqliteCronStore as SqliteCronStore
 from .cron import open_cron as open_cron
 from .cron import wall_ms as wall_ms
+from .operator import Question as Question
+from .operator import QuestionError as QuestionError
+from .operator import Questions as Questions
+from .operator import QuestionsFull as QuestionsFull
+from .operator import operator_desks as operator_desks
+from .operator import run_desks as run_desks
 from .runs import READS_CHANGES as READS_CHANGES
 from .runs import READS_RUNS as READS_RUNS
 from .runs import RELAY_CLOSE as RELAY_CLOSE
@@ -246,6 +257,10 @@ __all__ = [
     "PublishConflict",
     "PublishResult",
     "Publisher",
+    "Question",
+    "QuestionError",
+    "Questions",
+    "QuestionsFull",
     "QueueMode",
     "RecoveredRun",
     "RecoveryReport",
@@ -294,9 +309,11 @@ __all__ = [
     "open_store",
     "open_store_backend",
     "open_supervisor",
+    "operator_desks",
     "recover_runs",
     "replay_terminal",
     "report_lost",
+    "run_desks",
     "run_single_owner",
     "serve_run_webhooks",
     "store_backend",

@@ -147,6 +147,13 @@ OPTIONAL_DEFINITIONS: Final = (
     # Plugin approvals:
     "PluginApprovalRequestParams",
     "PluginApprovalResolveParams",
+    # Questions an agent asks its operators (ask_user), the progress card:
+    "QuestionRequestParams",
+    "QuestionWaitAnswerParams",
+    "QuestionResolveParams",
+    "QuestionGetParams",
+    "ProgressCardPutParams",
+    "ToolsInvokeParams",
 )
 
 _STRUCT_OPTIONS: Final = "frozen=True, forbid_unknown_fields=True, omit_defaults=True"

@@ -74,6 +74,7 @@ FLOORS: Final[dict[str, frozenset[str]]] = {
     "actors.store": frozenset({"actors._errors", "actors._metrics"}),
     "actors.runs": frozenset({"actors._errors", "actors._metrics"}),
     "actors.approvals": frozenset({"actors._errors", "actors.runs"}),
+    "actors.operator": frozenset({"actors._errors", "actors.runs", "actors.approvals"}),
     "actors.session": frozenset(
         {"actors._errors", "actors._metrics", "actors.store", "actors.runs"}
     ),

@@ -37,6 +37,7 @@ from ..protocol import ClawlaneError
 from ..tools import (
     ExecSettings,
     ProcessRegistry,
+    QuestionDesk,
     ToolPolicy,
     ToolScope,
     WebSettings,
@@ -89,6 +90,9 @@ class TurnServices:
         """The host's background commands (the gateway's supervisor sets its registry): with
         it `exec` can yield into the background and `process` is offered; without it (the
         embedded runtime) every command runs in the foreground."""
+        self.questions: QuestionDesk | None = None
+        """Where `ask_user` asks the operators: the gateway sets its registry of questions;
+        without one (the embedded runtime) `ask_user` is not offered."""
         self.approvals: ApprovalGate | None = None
         """Where a tool call a plugin wants approved is asked: the gateway sets its registry
         of plugin approvals; without one (the embedded runtime) such calls are refused."""
@@ -255,6 +259,7 @@ class TurnServices:
                 # Without `process` (denied) exec runs in the foreground, as OpenClaw's.
                 processes=self.processes if policy.permits("process") else None,
                 exec_settings=self.exec_settings(generation),
+                questions=self.questions,
             )
             tools = (*builtins, *self.plugins.tools())
             tools = (*tools, *self.memory_tools(generation))

@@ -105,7 +105,11 @@ from ._wire import NodeListParams as NodeListParams
 from ._wire import PluginApprovalRequestParams as PluginApprovalRequestParams
 from ._wire import PluginApprovalResolveParams as PluginApprovalResolveParams
 from ._wire import ProgressCardGetParams as ProgressCardGetParams
+from ._wire import ProgressCardPutParams as ProgressCardPutParams
+from ._wire import QuestionGetParams as QuestionGetParams
 from ._wire import QuestionListParams as QuestionListParams
+from ._wire import QuestionRequestParams as QuestionRequestParams
+from ._wire import QuestionWaitAnswerParams as QuestionWaitAnswerParams
 from ._wire import SessionsAbortParams as SessionsAbortParams
 from ._wire import SessionsBranchesListParams as SessionsBranchesListParams
 from ._wire import SessionsBranchesSwitchParams as SessionsBranchesSwitchParams
@@ -135,6 +139,7 @@ from ._wire import TasksListParams as TasksListParams
 from ._wire import TaskSuggestionsListParams as TaskSuggestionsListParams
 from ._wire import ToolsCatalogParams as ToolsCatalogParams
 from ._wire import ToolsEffectiveParams as ToolsEffectiveParams
+from ._wire import ToolsInvokeParams as ToolsInvokeParams
 from ._wire import UpdateStatusParams as UpdateStatusParams
 from ._wire import UsersPrefsGetParams as UsersPrefsGetParams
 from ._wire import UsersPrefsSetParams as UsersPrefsSetParams
@@ -200,7 +205,11 @@ __all__ = [
     "PluginApprovalRequestParams",
     "PluginApprovalResolveParams",
     "ProgressCardGetParams",
+    "ProgressCardPutParams",
+    "QuestionGetParams",
     "QuestionListParams",
+    "QuestionRequestParams",
+    "QuestionWaitAnswerParams",
     "RequestFrame",
     "SessionsAbortParams",
     "SessionsBranchesListParams",
@@ -231,6 +240,7 @@ __all__ = [
     "TasksListParams",
     "ToolsCatalogParams",
     "ToolsEffectiveParams",
+    "ToolsInvokeParams",
     "UpdateStatusParams",
     "UsersPrefsGetParams",
     "UsersPrefsSetParams",

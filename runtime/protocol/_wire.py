@@ -169,7 +169,16 @@ __all__ = [
     "PluginApprovalResolveParams",
     "PluginApprovalResolveParamsReviewer",
     "ProgressCardGetParams",
+    "ProgressCardPutParams",
+    "ProgressCardPutParamsPlan",
+    "QuestionGetParams",
     "QuestionListParams",
+    "QuestionRequestParams",
+    "QuestionRequestParamsQuestions",
+    "QuestionRequestParamsQuestionsOptions",
+    "QuestionRequestParamsQuestionsSecretStore",
+    "QuestionResolveParams",
+    "QuestionWaitAnswerParams",
     "SessionsAbortParams",
     "SessionsBranchesListParams",
     "SessionsBranchesSwitchParams",
@@ -208,6 +217,7 @@ __all__ = [
     "TickEvent",
     "ToolsCatalogParams",
     "ToolsEffectiveParams",
+    "ToolsInvokeParams",
     "UpdateStatusParams",
     "UsersPrefsGetParams",
     "UsersPrefsSetParams",
@@ -2304,6 +2314,96 @@ class PluginApprovalResolveParams(msgspec.Struct, frozen=True, forbid_unknown_fi
     reviewer: PluginApprovalResolveParamsReviewer | msgspec.UnsetType = msgspec.UNSET
 
 
+class QuestionRequestParamsQuestionsOptions(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+    """`QuestionRequestParams.questions[].options[]`."""
+
+    label: Annotated[str, msgspec.Meta(min_length=1)]
+    description: str | msgspec.UnsetType = msgspec.UNSET
+
+
+class QuestionRequestParamsQuestionsSecretStore(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+    """`QuestionRequestParams.questions[].secretStore`."""
+
+    name: Annotated[str, msgspec.Meta(min_length=1, max_length=128, pattern="^[A-Z][A-Z0-9_]{0,127}\\Z")]
+    kind: Literal["secret", "env"]
+    # Not enforced: `uniqueItems`.
+    allowedHosts: Annotated[list[Annotated[str, msgspec.Meta(min_length=1, max_length=253)]], msgspec.Meta(max_length=128)] | msgspec.UnsetType = msgspec.UNSET
+    reason: Annotated[str, msgspec.Meta(max_length=200)] | msgspec.UnsetType = msgspec.UNSET
+
+
+class QuestionRequestParamsQuestions(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+    """`QuestionRequestParams.questions[]`."""
+
+    questionId: Annotated[str, msgspec.Meta(pattern="^[a-z][a-z0-9_]*\\Z")]
+    header: Annotated[str, msgspec.Meta(max_length=12)]
+    question: Annotated[str, msgspec.Meta(min_length=1)]
+    options: Annotated[list[QuestionRequestParamsQuestionsOptions], msgspec.Meta(max_length=4)]
+    url: Annotated[str, msgspec.Meta(min_length=1, max_length=2048)] | msgspec.UnsetType = msgspec.UNSET
+    multiSelect: bool | msgspec.UnsetType = msgspec.UNSET
+    isOther: bool | msgspec.UnsetType = msgspec.UNSET
+    isSecret: bool | msgspec.UnsetType = msgspec.UNSET
+    secretStore: QuestionRequestParamsQuestionsSecretStore | msgspec.UnsetType = msgspec.UNSET
+
+
+class QuestionRequestParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+    """`QuestionRequestParams` (`#/definitions/QuestionRequestParams`)."""
+
+    questions: Annotated[list[QuestionRequestParamsQuestions], msgspec.Meta(min_length=1, max_length=3)]
+    id: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
+    agentId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
+    sessionKey: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
+    runId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
+    timeoutMs: Annotated[int, msgspec.Meta(ge=1)] | msgspec.UnsetType = msgspec.UNSET
+
+
+class QuestionWaitAnswerParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+    """`QuestionWaitAnswerParams` (`#/definitions/QuestionWaitAnswerParams`)."""
+
+    id: Annotated[str, msgspec.Meta(min_length=1)]
+    timeoutMs: Annotated[int, msgspec.Meta(ge=1)] | msgspec.UnsetType = msgspec.UNSET
+    includeResolutionId: bool | msgspec.UnsetType = msgspec.UNSET
+
+
+# Any: not representable in msgspec: `anyOf` of objects without a tag property.
+QuestionResolveParams: TypeAlias = Any
+"""`#/definitions/QuestionResolveParams`."""
+
+
+class QuestionGetParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+    """`QuestionGetParams` (`#/definitions/QuestionGetParams`)."""
+
+    id: Annotated[str, msgspec.Meta(min_length=1)]
+
+
+class ProgressCardPutParamsPlan(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+    """`ProgressCardPutParams.plan[]`."""
+
+    step: Annotated[str, msgspec.Meta(min_length=1)]
+    status: Literal["pending", "in_progress", "completed"]
+
+
+class ProgressCardPutParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+    """`ProgressCardPutParams` (`#/definitions/ProgressCardPutParams`)."""
+
+    sessionKey: Annotated[str, msgspec.Meta(min_length=1)]
+    agentId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
+    markdown: str | msgspec.UnsetType = msgspec.UNSET
+    plan: Annotated[list[ProgressCardPutParamsPlan], msgspec.Meta(max_length=50)] | msgspec.UnsetType = msgspec.UNSET
+    expectedRevision: Annotated[int, msgspec.Meta(ge=1)] | msgspec.UnsetType = msgspec.UNSET
+
+
+class ToolsInvokeParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+    """`ToolsInvokeParams` (`#/definitions/ToolsInvokeParams`)."""
+
+    name: Annotated[str, msgspec.Meta(min_length=1)]
+    args: dict[str, Any] | msgspec.UnsetType = msgspec.UNSET
+    sessionKey: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
+    agentId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
+    confirm: bool | msgspec.UnsetType = msgspec.UNSET
+    idempotencyKey: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
+    conversationReadOrigin: Literal["direct-operator"] | msgspec.UnsetType = msgspec.UNSET
+
+
 METHOD_SCOPES: Final[dict[str, str]] = {
     "health": "operator.read",
     "diagnostics.stability": "operator.read",
@@ -2787,6 +2887,10 @@ PARAMS_TYPES: Final[dict[str, type[msgspec.Struct]]] = {
     "cron.status": CronStatusParams,
     "plugin.approval.request": PluginApprovalRequestParams,
     "plugin.approval.resolve": PluginApprovalResolveParams,
+    "question.request": QuestionRequestParams,
+    "question.resolve": QuestionResolveParams,
+    "question.get": QuestionGetParams,
+    "tools.invoke": ToolsInvokeParams,
 }
 """Params type of each method whose params are generated here."""
 

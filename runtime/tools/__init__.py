@@ -23,6 +23,11 @@ malformed or does not match; the tool reports it as an error result), `JobLimitE
 command refused: its agent has as many running commands as allowed, or the host is closing).
 """
 
+from ._ask import AskOutcome as AskOutcome
+from ._ask import AskUserTool as AskUserTool
+from ._ask import QuestionDesk as QuestionDesk
+from ._ask import QuestionShapeError as QuestionShapeError
+from ._ask import question_shape_error as question_shape_error
 from ._builtins import MessageTool as MessageTool
 from ._builtins import builtin_tools as builtin_tools
 from ._catalog import CORE_TOOLS as CORE_TOOLS
@@ -79,6 +84,8 @@ __all__ = [
     "TOOL_ALIASES",
     "TOOL_GROUPS",
     "ApplyPatchTool",
+    "AskOutcome",
+    "AskUserTool",
     "CoreTool",
     "EditTool",
     "EgressBlockedError",
@@ -93,6 +100,8 @@ __all__ = [
     "ProcessLimits",
     "ProcessRegistry",
     "ProcessTool",
+    "QuestionDesk",
+    "QuestionShapeError",
     "ReadTool",
     "SandboxError",
     "Tool",
@@ -116,6 +125,7 @@ __all__ = [
     "normalize_tool_name",
     "open_process_registry",
     "parse_patch",
+    "question_shape_error",
     "resolve_in_workspace",
     "sanitize_result",
     "text_result",

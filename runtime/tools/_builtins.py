@@ -6,6 +6,7 @@ from typing import Annotated
 
 import msgspec
 
+from ._ask import AskUserTool, QuestionDesk
 from ._exec import ExecSettings
 from ._fs import EditTool, LsTool, ReadTool, WriteTool
 from ._patch import ApplyPatchTool
@@ -40,11 +41,13 @@ def builtin_tools(
     *,
     processes: ProcessRegistry | None = None,
     exec_settings: ExecSettings | None = None,
+    questions: QuestionDesk | None = None,
 ) -> list[Tool]:
     """Fresh instances of the built-ins, in OpenClaw's catalog order: ls, read, write, edit,
     apply_patch, exec (with `exec_settings`, `tools.exec.*`), process (with the host's
     `processes`; without them exec runs in the foreground only), message; with `web`
-    (`tools.web.*`), then web_search and web_fetch, each unless disabled there."""
+    (`tools.web.*`), then web_search and web_fetch, each unless disabled there; ask_user
+    with the host's `questions`."""
     return [
         LsTool(),
         ReadTool(),
@@ -55,4 +58,5 @@ def builtin_tools(
         *((ProcessTool(processes),) if processes is not None else ()),
         MessageTool(),
         *(web_tools(web) if web is not None else ()),
+        *((AskUserTool(questions),) if questions is not None else ()),
     ]

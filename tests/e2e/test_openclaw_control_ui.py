@@ -422,7 +422,8 @@ async def test_the_agents_tools_panel_shows_what_a_run_in_the_session_is_offered
     assert core["id"] == "core" and core["label"] == "Built-in tools"
     ours = ["ls", "read", "write", "edit", "apply_patch", "exec", "message"]
     web_memory = ["web_search", "web_fetch", "memory_search", "memory_get"]
-    assert [t["id"] for t in core["tools"]] == [*ours, *web_memory]
+    offered = [*ours, *web_memory[:2], "ask_user", *web_memory[2:]]
+    assert [t["id"] for t in core["tools"]] == offered
     [notice] = full["notices"]
     assert notice["severity"] == "info" and "sessions_spawn" in notice["message"]
     assert core["tools"][1]["label"] == "Read" and core["tools"][1]["rawDescription"]
@@ -432,7 +433,8 @@ async def test_the_agents_tools_panel_shows_what_a_run_in_the_session_is_offered
     assert coding["agentId"] == "coder" and coding["profile"] == "coding"
     [only] = coding["groups"]
     # OpenClaw's coding profile: files, runtime, web and memory, not `message`; exec denied.
-    coding_tools = ["ls", "read", "write", "edit", "apply_patch", *web_memory]
+    coding_tools = ["ls", "read", "write", "edit", "apply_patch", *web_memory[:2], "ask_user"]
+    coding_tools += web_memory[2:]
     assert [t["id"] for t in only["tools"]] == coding_tools
     assert unknown["code"] == "INVALID_REQUEST" and "unknown session key" in unknown["message"]
     assert mismatch["code"] == "INVALID_REQUEST" and "does not match" in mismatch["message"]

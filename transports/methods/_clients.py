@@ -1,9 +1,9 @@
 """What OpenClaw's CLI and terminal UI call besides chat: `agents.list`,
 `agent.identity.get`, `sessions.create` (the terminal UI's `/new`), `sessions.describe`
 (after every turn: the footer's model and tokens), `commands.list`, `logs.tail`, and the
-lists of features clawlane does not have (`question.list`, `exec.approval.list`,
+lists of features clawlane does not have (`exec.approval.list`,
 `openclaw.approval.list`, `taskSuggestions.list`), which answer with the schema's empty
-list (`plugin.approval.list` is real: `_approvals`); `skills.status` (`openclaw skills list/info/check`: the skills a run
+list (`plugin.approval.list` and `question.list` are real: `_approvals`, `_questions`); `skills.status` (`openclaw skills list/info/check`: the skills a run
 in the agent's workspace would see), and the inventories of what clawlane does not have:
 `channels.status` (no chat channels), `node.list` (no node hosts), `usage.status` (no
 provider quota polling), each answered empty as OpenClaw's gateway answers with none.
@@ -40,7 +40,6 @@ from runtime.protocol import (
     HooksStatusParams,
     LogsTailParams,
     NodeListParams,
-    QuestionListParams,
     SessionsCreateParams,
     SessionsDescribeParams,
     SkillsStatusParams,
@@ -66,7 +65,6 @@ def register(methods: MethodTable) -> None:
     methods.add("sessions.describe", sessions_describe, SessionsDescribeParams)
     methods.add("commands.list", commands_list, CommandsListParams)
     methods.add("logs.tail", logs_tail, LogsTailParams)
-    methods.add("question.list", question_list, QuestionListParams)
     methods.add("taskSuggestions.list", task_suggestions_list, TaskSuggestionsListParams)
     methods.add("skills.status", skills_status, SkillsStatusParams)
     methods.add("channels.status", channels_status, ChannelsStatusParams)
@@ -219,11 +217,6 @@ async def logs_tail(call: Call, params: LogsTailParams) -> dict[str, Any]:
         await trio.lowlevel.checkpoint()
         tail = ring.read_tail(cursor=cursor, limit=limit, max_bytes=max_bytes)
     return tail.to_wire()
-
-
-async def question_list(call: Call, params: QuestionListParams) -> dict[str, Any]:
-    await trio.lowlevel.checkpoint()
-    return {"questions": []}  # clawlane's agents do not ask questions (no question tool)
 
 
 async def task_suggestions_list(call: Call, params: TaskSuggestionsListParams) -> dict[str, Any]:

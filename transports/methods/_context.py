@@ -35,6 +35,7 @@ from actors import (
     EventHub,
     PluginApprovals,
     Publisher,
+    Questions,
     RecoveryReport,
     RunRegistry,
     RunWebhooks,
@@ -132,6 +133,11 @@ class Host(Protocol):
     @property
     def approvals(self) -> PluginApprovals:
         """The plugin approvals pending for the operators (`plugin.approval.*`)."""
+        ...
+
+    @property
+    def questions(self) -> Questions:
+        """The questions pending for the operators (`question.*`, `ask_user`)."""
         ...
 
     @property

@@ -209,7 +209,10 @@ def _clawlane_tools(call: Call) -> dict[str, Any]:
     them, the memory tools unless `memory.search.enabled` is false."""
     sup = call.gateway.supervisor
     web = TurnServices.web_settings(sup.generation)
-    tools = [*builtin_tools(web), *sup.services.memory_tools(sup.generation)]
+    tools = [
+        *builtin_tools(web, questions=sup.services.questions),
+        *sup.services.memory_tools(sup.generation),
+    ]
     return {tool.name: tool for tool in tools}
 
 

@@ -51,6 +51,7 @@ from . import (
     _diagnostics,
     _memory,
     _previews,
+    _questions,
     _sessions,
     _usage,
 )
@@ -109,6 +110,7 @@ class Methods:
         _diagnostics.register(self)  # diagnostics.stability, gateway.identity.get
         _branches.register(self)  # sessions.branches.*, sessions.rewind, sessions.fork
         _previews.register(self)  # sessions.preview
+        _questions.register(self)  # question.*
 
     def add(
         self, name: str, handler: Handler, params: type[Any] | None, *, scope: str | None = None

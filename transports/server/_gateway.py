@@ -26,7 +26,6 @@ from actors import (
     GENERATION_EVENT,
     CronScheduler,
     EventHub,
-    PluginApprovals,
     Publisher,
     RecoveryReport,
     RunRegistry,
@@ -37,7 +36,9 @@ from actors import (
     open_cron,
     open_store_backend,
     open_supervisor,
+    operator_desks,
     recover_runs,
+    run_desks,
     serve_run_webhooks,
     wall_ms,
 )
@@ -196,8 +197,7 @@ class Gateway:
         self.router: Router | None = None  # sessions across the cluster's nodes
         self.methods = Methods(self)
         self.connections: dict[str, ClientConnection] = {}
-        self.approvals = PluginApprovals(self.hub, self.connections)  # plugin.approval.*
-        supervisor.services.approvals = self.approvals  # where runs ask an operator
+        self.approvals, self.questions = operator_desks(supervisor, self.connections)
         self._ids = itertools.count(1)
         self.started = time.time()
         self.accepting = True
@@ -667,7 +667,7 @@ async def _start_services(
     store: Any,
     options: GatewayOptions,
 ) -> None:
-    """The publisher, the HTTP routes and the chart sampler, the plugin approvals' expiry,
+    """The publisher, the HTTP routes and the chart sampler, the operator desks' expiry,
     the cron scheduler, each a task of `nursery`; a cluster node's too."""
     publisher = gateway.publisher = Publisher(
         gateway.supervisor, builder=builder, config_path=options.config_path
@@ -684,7 +684,7 @@ async def _start_services(
     await nursery.start(publisher.run)
     gateway.http_routes = HttpRoutes(gateway, await trio.to_thread.run_sync(load_dashboard))
     nursery.start_soon(gateway.sampler.run)
-    nursery.start_soon(gateway.approvals.run)  # expires the approvals no one waits on
+    nursery.start_soon(run_desks, gateway.approvals, gateway.questions)  # their expiry
     if gateway.node is None:
         await nursery.start(_run_cron, gateway, store, options.cron_clock)
 

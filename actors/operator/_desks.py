@@ -1,0 +1,46 @@
+"""The gateway's two desks where runs wait on an operator, made and kept together: the plugin
+approvals (`actors.approvals`) and the questions (`_questions`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Protocol
+
+import trio
+
+from runtime.agent import TurnServices
+
+from ..approvals import Approver, PluginApprovals
+from ..runs import EventHub
+from ._questions import Questions
+
+__all__ = ["operator_desks", "run_desks"]
+
+
+class _Host(Protocol):
+    @property
+    def hub(self) -> EventHub: ...
+
+    @property
+    def services(self) -> TurnServices: ...
+
+
+def operator_desks(
+    supervisor: _Host, connections: Mapping[str, Approver]
+) -> tuple[PluginApprovals, Questions]:
+    """The plugin approvals and the questions of a gateway whose connections are
+    `connections`; the supervisor's runs ask through them (`services.approvals`,
+    `services.questions`). Not a checkpoint."""
+    approvals = PluginApprovals(supervisor.hub, connections)
+    questions = Questions(supervisor.hub, connections)
+    supervisor.services.approvals = approvals
+    supervisor.services.questions = questions
+    return approvals, questions
+
+
+async def run_desks(approvals: PluginApprovals, questions: Questions) -> None:
+    """Expire the approvals and the questions no one waits on, for the gateway's lifetime.
+    Never returns; cancel it to stop."""
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(approvals.run)
+        nursery.start_soon(questions.run)
