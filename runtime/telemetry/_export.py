@@ -125,6 +125,7 @@ class ExportQueue:
         self._wake = threading.Event()
         self._stopping = False
         self._export_lock = threading.Lock()
+        self._exporting_since: float | None = None
         self._worker = threading.Thread(
             target=self._run, name=f"clawlane-otel-{health.signal}", daemon=True
         )
@@ -160,11 +161,14 @@ class ExportQueue:
                 items = self._take()
                 if not items:
                     return
+                self._exporting_since = time.monotonic()
                 try:
                     ok = self._export(items)
                 except Exception as exc:  # an exporter bug must not kill the worker
                     self._health.exported(False, len(items), repr(exc))
                     continue
+                finally:
+                    self._exporting_since = None
                 self._health.exported(ok, len(items), None if ok else "the collector refused")
 
     def _run(self) -> None:
@@ -181,7 +185,13 @@ class ExportQueue:
         with self._lock:
             self._stopping = True
         self._wake.set()
-        self._worker.join(timeout_s / 2)  # its last round exports what is queued
+        # Its last round exports what is queued, while the collector answers: an export
+        # that has been retrying for a second (a collector down or failing) is given up.
+        while self._worker.is_alive() and time.monotonic() < deadline:
+            self._worker.join(0.05)
+            since = self._exporting_since
+            if self._health.failing or (since is not None and time.monotonic() - since > 1):
+                break
         stop_exporter()  # a retry against a dead collector stops waiting
         self._worker.join(max(0.0, deadline - time.monotonic()))
         with self._lock:
