@@ -36,7 +36,15 @@ from ._admission import Admission
 from ._errors import StoreError
 from .runs import DEDUPE_MAX, DEDUPE_TTL_S, EventHub, RunRecord
 from .session import RunRequest
-from .store import INTERRUPTED, AcceptedRun, JournalRow, RunOutcome, WriteGroup, ended_row
+from .store import (
+    INTERRUPTED,
+    AcceptedRun,
+    JournalRow,
+    RunOutcome,
+    WriteGroup,
+    ended_row,
+    usage_write,
+)
 
 if TYPE_CHECKING:
     from ._supervisor import Supervisor
@@ -189,8 +197,15 @@ async def _report_interrupted(sup: Supervisor, row: JournalRow, accepted: Accept
         abortedLastRun=True,
         lastRunId=row.run_id,
     )
+    usage = usage_write(actor, stored.sessionId, messages, sup.generation.config)
     actor.store_commit(
-        WriteGroup(run=journal, row=stored, session_id=stored.sessionId, entries=entries)
+        WriteGroup(
+            run=journal,
+            row=stored,
+            session_id=stored.sessionId,
+            entries=entries,
+            calls=usage if entries else (),  # its lines count in the usage reports
+        )
     )
     actor.forget_transcript()  # the next run reads what was just written
     return rec

@@ -192,6 +192,10 @@ async def test_kill_9_with_200_runs_accepted_then_every_run_is_reported(tmp_path
                 "startedAt": terminal["payload"]["data"]["startedAt"],
                 "endedAt": terminal["payload"]["data"]["endedAt"],
             }
+            # The usage reports count the interrupted runs' lines (each an error).
+            usage = await c.request("sessions.usage", {"limit": 1})
+            messages = usage["aggregates"]["messages"]
+            assert (messages["user"], messages["assistant"], messages["errors"]) == (210, 210, 200)
             # Sessions: the row and the transcript say so.
             listing = await c.request("sessions.list", {})
             rows = {r["key"]: r for r in listing["sessions"]}
