@@ -49,4 +49,5 @@ def memory_settings(config: Config, agent_id: str) -> MemorySettings:
         min_score=defaults.min_score if search.query.minScore is None else search.query.minScore,
         citations=config.memory.citations or "auto",
         max_index_bytes=search.maxIndexBytes or defaults.max_index_bytes,
+        cache=search.cache.enabled is not False,
     )

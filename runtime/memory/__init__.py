@@ -12,15 +12,23 @@ its workspace, searched through a per-agent index.
   changed them), bounded in indexed bytes, rebuilt from the files when it is corrupt.
   It stays per-agent SQLite on every storage backend (PostgreSQL included): it is a cache of
   files on the gateway host's disk, rebuilt from them at will, so it lives beside them.
-- Search (`_search`): `MemoryService` (the agents' indexes; `search`, `status`) and `rank`
-  (OpenClaw's ranking: bm25 keywords, filename hits first, a 30-day recency half-life for dated
-  notes, `minScore` with keyword matches kept).
+- Search (`_search`): `MemoryService` (the agents' indexes; `search`, `status`,
+  `embedding_status`) and `rank` (OpenClaw's ranking: bm25 keywords, filename hits first,
+  with an embeddings endpoint `vectorWeight 0.7 × cosine + textWeight 0.3 × keyword`, a
+  30-day recency half-life for dated notes, `minScore` with keyword matches kept).
+- Embeddings (`_embed`): `memory.search.provider` as any OpenAI-compatible `/embeddings`
+  endpoint (`remote.baseUrl`, `apiKey`, `headers`, `model`); vectors kept in the index per
+  endpoint and model, cached by text hash (`memory.search.cache.enabled`), compared by cosine
+  similarity. An endpoint that fails or does not answer within its timeout leaves keyword
+  results with a `warning` (never a failed search or run); `doctor.memory.status` with
+  `probe` embeds one text to check it.
 - Tools (`_tools`): `memory_search` and `memory_get` (`memory_tools`), with OpenClaw's names,
   parameters and result shapes; `memory_get` is confined to the memory files.
 - Settings (`_settings`): `MemorySettings`, the config's `memory.search.*` as a search uses it.
 
 Nothing here raises its own errors: a corrupt index is rebuilt, an unreadable file is left
-out, and the tools report bad input as error results (`runtime.tools.invoke_tool`).
+out, an embeddings failure (`_embed.EmbeddingFailed`, caught inside) becomes a note, and the
+tools report bad input as error results (`runtime.tools.invoke_tool`).
 """
 
 from ._files import StartupLimits as StartupLimits

@@ -10,6 +10,11 @@ first, then the rest; files past the budget are left out (and counted in `status
 A corrupt index (not a database, a malformed image, a schema it does not know) is deleted and
 rebuilt from the files, which are the truth; `status().rebuilt` says why it last was.
 
+Embeddings (the vector side, `_embed`): each chunk may carry one, filed under the endpoint and
+model that made it; a cache keyed by the chunk text's hash keeps them across re-chunking and
+rebuilt chunks (at most `EMBEDDING_CACHE_MAX`, least recently used dropped), so unchanged
+text is never embedded twice. `vector_table` decodes them once per index revision.
+
 Everything here blocks (SQLite, file I/O): callers run it in a worker thread. One lock per
 index serializes its users.
 """
@@ -29,6 +34,7 @@ from typing import Final
 import attrs
 
 from ._chunks import chunk_markdown
+from ._embed import VectorRow, VectorTable, unpack
 from ._files import dated_day, list_memory_files
 
 __all__ = ["DEFAULT_MAX_INDEX_BYTES", "IndexStatus", "KeywordHit", "MemoryIndex"]
@@ -49,7 +55,13 @@ CREATE TABLE IF NOT EXISTS chunks (
 );
 CREATE INDEX IF NOT EXISTS chunks_path ON chunks(path);
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(text, tokenize = 'unicode61');
+CREATE TABLE IF NOT EXISTS embedding_cache (
+    model TEXT NOT NULL, hash TEXT NOT NULL, embedding BLOB NOT NULL, used INTEGER NOT NULL,
+    PRIMARY KEY (model, hash)
+);
 """
+EMBEDDING_CACHE_MAX: Final = 50_000
+"""Cached embeddings kept per index (OpenClaw's bound); the least recently used go first."""
 
 
 def tokens(text: str) -> list[str]:
@@ -108,6 +120,9 @@ class MemoryIndex:
         self._db: sqlite3.Connection | None = None
         self._skipped = 0
         self._rebuilt: str | None = None
+        self.revision = 0
+        """Bumped whenever the chunks or their embeddings change."""
+        self._vectors: dict[str, VectorTable] = {}
 
     # --- the database ---------------------------------------------------------------------
 
@@ -145,6 +160,7 @@ class MemoryIndex:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(f"{self.db_path}{suffix}")
         self._rebuilt = why
+        self.revision += 1
 
     # --- keeping it current ---------------------------------------------------------------
 
@@ -197,6 +213,8 @@ class MemoryIndex:
                 db.execute("ROLLBACK")
             raise
         self._skipped = report.skipped
+        if report.added or report.removed:
+            self.revision += 1
         return report.added + report.removed
 
     @staticmethod
@@ -287,24 +305,74 @@ class MemoryIndex:
                 (model, limit),
             ).fetchall()
 
-    def store_embeddings(self, model: str, rows: Iterable[tuple[int, bytes]]) -> None:
-        """Keep the embeddings of chunks (id, float32 bytes). Blocking."""
+    def cached_embeddings(self, model: str, hashes: Sequence[str]) -> dict[str, bytes]:
+        """The cached embeddings of these text hashes by `model`. Blocking."""
         with self.lock:
             db = self._connect()
-            db.executemany(
-                "UPDATE chunks SET embedding = ?, model = ? WHERE id = ?",
-                ((blob, model, i) for i, blob in rows),
-            )
+            out: dict[str, bytes] = {}
+            for start in range(0, len(hashes), 500):
+                part = list(hashes[start : start + 500])
+                marks = ",".join("?" * len(part))
+                out.update(
+                    db.execute(
+                        "SELECT hash, embedding FROM embedding_cache"
+                        f" WHERE model = ? AND hash IN ({marks})",
+                        (model, *part),
+                    ).fetchall()
+                )
+            return out
 
-    def embedded_chunks(self, model: str) -> list[tuple[int, str, int, int, str, bytes]]:
-        """Every chunk embedded by `model`: (id, path, start, end, text, embedding). Blocking."""
+    def store_embeddings(
+        self, model: str, rows: Iterable[tuple[int, str, bytes]], *, cache: bool = True, now: int
+    ) -> None:
+        """Keep the embeddings of chunks (id, text hash, float32 bytes), and cache them by
+        hash unless `cache` is off. Blocking."""
+        rows = list(rows)
         with self.lock:
             db = self._connect()
-            return db.execute(
-                "SELECT id, path, start_line, end_line, text, embedding FROM chunks"
-                " WHERE model = ? AND embedding IS NOT NULL",
-                (model,),
-            ).fetchall()
+            db.execute("BEGIN")
+            try:
+                db.executemany(
+                    "UPDATE chunks SET embedding = ?, model = ? WHERE id = ?",
+                    ((blob, model, i) for i, _h, blob in rows),
+                )
+                if cache:
+                    db.executemany(
+                        "INSERT OR REPLACE INTO embedding_cache VALUES (?, ?, ?, ?)",
+                        ((model, h, blob, now) for _i, h, blob in rows),
+                    )
+                    (count,) = db.execute("SELECT count(*) FROM embedding_cache").fetchone()
+                    if count > EMBEDDING_CACHE_MAX:
+                        db.execute(
+                            "DELETE FROM embedding_cache WHERE rowid IN (SELECT rowid FROM"
+                            " embedding_cache ORDER BY used LIMIT ?)",
+                            (count - EMBEDDING_CACHE_MAX,),
+                        )
+                db.execute("COMMIT")
+            except BaseException:
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
+                raise
+            self.revision += 1
+
+    def vector_table(self, model: str) -> VectorTable:
+        """Every chunk embedded by `model`, decoded (reused while the index is unchanged).
+        Blocking."""
+        with self.lock:
+            table = self._vectors.get(model)
+            if table is not None and table.revision == self.revision:
+                return table
+            db = self._connect()
+            rows = [
+                VectorRow(i, path, start, end, text, unpack(blob))
+                for i, path, start, end, text, blob in db.execute(
+                    "SELECT id, path, start_line, end_line, text, embedding FROM chunks"
+                    " WHERE model = ? AND embedding IS NOT NULL",
+                    (model,),
+                )
+            ]
+            table = self._vectors[model] = VectorTable(self.revision, rows)
+            return table
 
     def status(self) -> IndexStatus:
         """What the index holds now (without syncing). Blocking."""

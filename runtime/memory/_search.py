@@ -9,12 +9,19 @@ Results at or above `minScore` are kept; when none is, the keyword matches are r
 and free places are filled with keyword matches below it (OpenClaw's rules).
 
 `MemoryService` holds one `MemoryIndex` per agent (`<root>/<agentId>.sqlite`) and runs their
-blocking work in worker threads.
+blocking work in worker threads. With an embeddings endpoint configured (`MemorySettings.
+embedding`), a search is hybrid: chunks not embedded yet are embedded first (from the cache
+by text hash when it has them, else by the endpoint, in batches, kept as they arrive), the
+query is embedded, and the closest chunks by cosine similarity join the keyword hits in
+`rank`. All of it within the endpoint's timeout: an endpoint that fails or is too slow leaves
+keyword results with a `warning` saying why (`mode` `fts-only`), never a failed search.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import functools
+import hashlib
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -23,13 +30,16 @@ from typing import Any, Final
 import attrs
 import trio
 
+from ._embed import EmbeddingClient, EmbeddingFailed, pack
 from ._index import SNIPPET_MAX_CHARS, IndexStatus, KeywordHit, MemoryIndex
-from ._settings import MemorySettings
+from ._settings import EmbeddingSettings, MemorySettings
 
 __all__ = ["MemoryService", "SearchHit", "SearchOutcome", "rank"]
 
 _CANDIDATE_MULTIPLIER: Final = 4
 _KEYWORD_FLOOR: Final = 50
+_EMBED_ROUND: Final = 256
+"""Chunks embedded per round of a search's catch-up (each round's vectors are kept)."""
 
 
 @attrs.frozen
@@ -187,27 +197,87 @@ class MemoryService:
         index = self.index_for(agent_id, workspace, settings)
         limit = max_results or settings.max_results
         threshold = settings.min_score if min_score is None else min_score
+        candidates = max(_KEYWORD_FLOOR, limit * _CANDIDATE_MULTIPLIER)
         keyword = await trio.to_thread.run_sync(
-            lambda: index.keyword_search(
-                query, limit=max(_KEYWORD_FLOOR, limit * _CANDIDATE_MULTIPLIER)
-            ),
-            abandon_on_cancel=True,
+            lambda: index.keyword_search(query, limit=candidates), abandon_on_cancel=True
         )
+        vector: list[VectorHit] = []
+        warning: str | None = None
+        embedding = settings.embedding
+        if embedding is not None:
+            try:
+                vector = await self._vector_hits(index, query, embedding, settings, candidates)
+            except EmbeddingFailed as exc:
+                warning = f"embedding provider failed ({exc}); keyword results only"
         hits = rank(
             keyword,
+            vector,
             today=self.today(),
             settings=settings,
             max_results=limit,
             min_score=threshold,
         )
+        hybrid = embedding is not None and warning is None
         return SearchOutcome(
             hits=hits,
             provider=settings.provider,
-            model=None,
-            mode="fts-only",
+            model=embedding.model if embedding is not None else None,
+            mode="hybrid" if hybrid else "fts-only",
             search_ms=(time.perf_counter() - started) * 1000,
-            candidates=len(keyword),
+            candidates=len(keyword) + len(vector),
+            warning=warning,
         )
+
+    async def _vector_hits(
+        self,
+        index: MemoryIndex,
+        query: str,
+        embedding: EmbeddingSettings,
+        settings: MemorySettings,
+        limit: int,
+    ) -> list[VectorHit]:
+        """The chunks closest to `query` (the index's embeddings caught up first), within
+        the endpoint's timeout. Raises `EmbeddingFailed`. A checkpoint."""
+        client = EmbeddingClient(embedding)
+        with trio.move_on_after(embedding.timeout_s) as scope:
+            await self._catch_up(index, client, cache=settings.cache)
+            (vector,) = await client.embed([query])
+            table = await trio.to_thread.run_sync(index.vector_table, client.identity)
+            found = await trio.to_thread.run_sync(table.search, vector, limit)
+        if scope.cancelled_caught:
+            raise EmbeddingFailed(
+                f"{embedding.base_url} did not answer within {embedding.timeout_s:g} s"
+            )
+        return [
+            VectorHit(row.id, row.path, row.start_line, row.end_line, row.text, score)
+            for row, score in found
+        ]
+
+    async def _catch_up(self, index: MemoryIndex, client: EmbeddingClient, *, cache: bool) -> None:
+        """Embed the chunks that have no vector from this endpoint and model yet, round by
+        round (each round kept as soon as it is in). Raises `EmbeddingFailed`."""
+        model = client.identity
+        while True:
+            pending = await trio.to_thread.run_sync(
+                index.chunks_for_embedding, model, _EMBED_ROUND
+            )
+            if not pending:
+                return
+            hashes = [hashlib.sha256(text.encode()).hexdigest() for _i, text in pending]
+            cached = (
+                await trio.to_thread.run_sync(index.cached_embeddings, model, hashes)
+                if cache
+                else {}
+            )
+            texts = {h: text for (_i, text), h in zip(pending, hashes, strict=True)}
+            missing = [h for h in dict.fromkeys(hashes) if h not in cached]
+            fresh = await client.embed([texts[h] for h in missing]) if missing else []
+            blobs = {**cached, **{h: pack(v) for h, v in zip(missing, fresh, strict=True)}}
+            rows = [(i, h, blobs[h]) for (i, _t), h in zip(pending, hashes, strict=True)]
+            store = functools.partial(
+                index.store_embeddings, model, rows, cache=cache, now=int(self.clock())
+            )
+            await trio.to_thread.run_sync(store)
 
     async def status(self, agent_id: str, workspace: Path, settings: MemorySettings) -> IndexStatus:
         """The agent's index status, synced first. A checkpoint (a worker thread)."""
@@ -220,20 +290,33 @@ class MemoryService:
         return await trio.to_thread.run_sync(work, abandon_on_cancel=True)
 
     async def embedding_status(self, settings: MemorySettings, *, probe: bool) -> dict[str, Any]:
-        """`doctor.memory.status`'s `embedding`: `{ok, error?, checked?}`. A checkpoint."""
+        """`doctor.memory.status`'s `embedding`: `{ok, error?, checked}`; with `probe`, one
+        short text is embedded to see whether the endpoint answers. A checkpoint."""
         await trio.lowlevel.checkpoint()
-        if settings.embedding is None:
+        embedding = settings.embedding
+        if embedding is None:
             return {
                 "ok": False,
                 "checked": False,
                 "error": "no embedding provider (memory.search.provider none or no endpoint "
                 "configured): keyword search only",
             }
-        return {
-            "ok": False,
-            "checked": False,
-            "error": "memory embedding readiness not checked; ask with probe: true",
-        }
+        if not probe:
+            return {
+                "ok": False,
+                "checked": False,
+                "error": "memory embedding readiness not checked; ask with probe: true",
+            }
+        client = EmbeddingClient(embedding)
+        try:
+            with trio.fail_after(embedding.timeout_s):
+                (vector,) = await client.embed(["memory embedding probe"])
+        except trio.TooSlowError:
+            error = f"{embedding.base_url} did not answer within {embedding.timeout_s:g} s"
+            return {"ok": False, "checked": True, "error": error}
+        except EmbeddingFailed as exc:
+            return {"ok": False, "checked": True, "error": str(exc)}
+        return {"ok": True, "checked": True, "model": embedding.model, "dims": len(vector)}
 
     def close(self) -> None:
         for index in self._indexes.values():

@@ -3,27 +3,16 @@ keys) as plain settings, with OpenClaw's defaults for what is unset. Pure."""
 
 from __future__ import annotations
 
-from typing import Final, Literal
+from typing import Literal
 
 import attrs
 
+from ._embed import EmbeddingSettings
 from ._index import DEFAULT_MAX_INDEX_BYTES
 
 __all__ = ["Citations", "EmbeddingSettings", "MemorySettings"]
 
 Citations = Literal["auto", "on", "off"]
-DEFAULT_EMBEDDING_TIMEOUT_S: Final = 10.0
-
-
-@attrs.frozen
-class EmbeddingSettings:
-    """An OpenAI-compatible `/embeddings` endpoint (`memory.search.remote`)."""
-
-    base_url: str
-    model: str
-    api_key: str | None = None
-    headers: tuple[tuple[str, str], ...] = ()
-    timeout_s: float = DEFAULT_EMBEDDING_TIMEOUT_S
 
 
 @attrs.frozen
@@ -41,3 +30,5 @@ class MemorySettings:
     half_life_days: float = 30.0
     citations: Citations = "auto"
     max_index_bytes: int = DEFAULT_MAX_INDEX_BYTES
+    cache: bool = True
+    """Embeddings cached by text hash (`memory.search.cache.enabled`)."""
