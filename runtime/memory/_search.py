@@ -165,6 +165,8 @@ class MemoryService:
         self._indexes: dict[str, MemoryIndex] = {}
         self.clock = time.time
         """The wall clock searches date their recency by (tests replace it)."""
+        self._probes: dict[EmbeddingSettings, dict[str, Any]] = {}
+        """The last embedding probe's answer, by endpoint settings."""
 
     def index_for(self, agent_id: str, workspace: Path, settings: MemorySettings) -> MemoryIndex:
         """The agent's index (one per agent; made when first asked for). Not a checkpoint."""
@@ -290,8 +292,10 @@ class MemoryService:
         return await trio.to_thread.run_sync(work, abandon_on_cancel=True)
 
     async def embedding_status(self, settings: MemorySettings, *, probe: bool) -> dict[str, Any]:
-        """`doctor.memory.status`'s `embedding`: `{ok, error?, checked}`; with `probe`, one
-        short text is embedded to see whether the endpoint answers. A checkpoint."""
+        """`doctor.memory.status`'s `embedding`, as OpenClaw's: with `probe`, `ping` is
+        embedded to see whether the endpoint answers (`{ok: true}` or `{ok: false, error}`,
+        kept for later asks); without, the last probe's answer, else `{ok: false, checked:
+        false, error}`. A checkpoint."""
         await trio.lowlevel.checkpoint()
         embedding = settings.embedding
         if embedding is None:
@@ -302,21 +306,26 @@ class MemoryService:
                 "configured): keyword search only",
             }
         if not probe:
-            return {
-                "ok": False,
-                "checked": False,
-                "error": "memory embedding readiness not checked; ask with probe: true",
-            }
+            return dict(
+                self._probes.get(embedding)
+                or {
+                    "ok": False,
+                    "checked": False,
+                    "error": "memory embedding readiness not checked; ask with probe: true",
+                }
+            )
         client = EmbeddingClient(embedding)
+        answer: dict[str, Any] = {"ok": True}
         try:
             with trio.fail_after(embedding.timeout_s):
-                (vector,) = await client.embed(["memory embedding probe"])
+                await client.embed(["ping"])
         except trio.TooSlowError:
             error = f"{embedding.base_url} did not answer within {embedding.timeout_s:g} s"
-            return {"ok": False, "checked": True, "error": error}
+            answer = {"ok": False, "error": error}
         except EmbeddingFailed as exc:
-            return {"ok": False, "checked": True, "error": str(exc)}
-        return {"ok": True, "checked": True, "model": embedding.model, "dims": len(vector)}
+            answer = {"ok": False, "error": str(exc)}
+        self._probes[embedding] = answer
+        return dict(answer)
 
     def close(self) -> None:
         for index in self._indexes.values():

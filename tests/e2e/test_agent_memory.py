@@ -2,7 +2,8 @@
 directives): a fact written on Monday is found on Tuesday by a new session with
 `memory_search`; `memory_get` reads memory files and nothing else; a bare `/new` loads
 today's and yesterday's notes; the index follows an edit made on disk; the methods answer
-with OpenClaw's shapes."""
+with OpenClaw's shapes; with an embeddings endpoint (a loopback one) searches are hybrid, and
+the endpoint failing leaves keyword results with a note, never a failed run."""
 
 from __future__ import annotations
 
@@ -13,8 +14,9 @@ from typing import Any
 
 import trio
 
-from tests.conftest import open_client, running_gateway
+from tests.conftest import local_config, open_client, running_gateway
 from tests.e2e._events import Events, recorder_events, run_events
+from tests.runtime.memory._embeddings_server import embeddings_server
 
 
 def _tool_results(events: Events, run_id: str) -> list[dict[str, Any]]:
@@ -167,3 +169,54 @@ async def test_the_index_follows_an_edit_on_disk_and_the_methods_answer(tmp_path
     assert status["dreaming"]["enabled"] is False
     assert status["index"]["files"] == 1 and status["index"]["chunks"] == 1
     assert diary == {"agentId": "main", "found": False, "path": "DREAMS.md"}
+
+
+async def test_hybrid_search_over_a_gateway_and_a_failing_endpoint_never_fails_a_run(
+    tmp_path: Path,
+) -> None:
+    events, on_event = recorder_events()
+    with trio.fail_after(30):
+        async with embeddings_server() as server:
+            config = local_config(
+                memory={
+                    "search": {
+                        "provider": "openai",
+                        "model": "hash-256",
+                        "remote": {"baseUrl": server.base_url, "apiKey": "sk-test"},
+                    }
+                }
+            )
+            async with (
+                running_gateway(tmp_path, config) as gw,
+                open_client(gw, caps=["tool-events"], on_event=on_event) as client,
+            ):
+                write = json.dumps(
+                    {"path": "memory/2026-12-07.md", "content": "Carol is allergic to peanuts.\n"}
+                )
+                await _run(client, "agent:main:a", "w", f"[[tool:write {write}]]")
+                query = json.dumps({"query": "Carol allergies"})
+                await _run(client, "agent:main:b", "hy", f"[[tool:memory_search {query}]]")
+                method = await client.request("memory.search", {"query": "peanuts"})
+                status = await client.request("doctor.memory.status", {"probe": True})
+                server.mode = "fail"
+                await _run(client, "agent:main:b", "down", f"[[tool:memory_search {query}]]")
+                degraded = await client.request("memory.search", {"query": "peanuts"})
+                probe = await client.request("doctor.memory.status", {"probe": True})
+    (hybrid,) = _tool_results(events, "hy")
+    details = _details(hybrid)
+    assert details["mode"] == "hybrid" and details["model"] == "hash-256"
+    assert details["provider"] == "openai" and "warning" not in details
+    assert details["results"][0]["path"] == "memory/2026-12-07.md"
+    assert 0 < details["results"][0]["vectorScore"] <= 1
+    assert method["searchMode"] == "hybrid" and method["results"][0]["vectorScore"] > 0
+    assert status["provider"] == "openai" and status["embedding"] == {"ok": True}
+    # the endpoint down: keyword results with a note, the run ends ok
+    (down,) = _tool_results(events, "down")
+    assert not down["isError"]
+    details = _details(down)
+    assert details["mode"] == "fts-only" and "keyword results only" in details["warning"]
+    assert "HTTP 500" in details["warning"]
+    assert "PEANUTS" in details["results"][0]["snippet"].upper()
+    assert degraded["searchMode"] == "fts-only" and "HTTP 500" in degraded["warning"]
+    assert degraded["results"] and "vectorScore" not in degraded["results"][0]
+    assert probe["embedding"]["ok"] is False and "HTTP 500" in probe["embedding"]["error"]
