@@ -4,7 +4,8 @@ Configured by OpenClaw's `diagnostics.otel.*` keys (`DiagnosticsConfig`, `OtelCo
 `enabled`, `endpoint` (the base: `/v1/traces`, `/v1/metrics`, `/v1/logs` are appended),
 `tracesEndpoint` / `metricsEndpoint` / `logsEndpoint` (exact URLs), `protocol`
 (`http/protobuf`, the only one), `serviceName` (default `openclaw`), `headers`, `traces` /
-`metrics` (on by default once enabled) / `logs` (off by default), `sampleRate` (a ratio
+`metrics` (on by default once enabled) / `logs` (off by default; `logsExporter: "stdout"`
+leaves them to `--log-format json`, `otlp` and `both` export them), `sampleRate` (a ratio
 sampler on root spans; a caller's `traceparent` decides for its trace), `flushIntervalMs`
 (the metric export interval, at least 1000), `captureContent` (tool arguments and results on
 tool spans, log bodies), `metricNamePrefix` (replaces `openclaw.` on clawlane's own metric
@@ -51,6 +52,7 @@ from ._switch import current as current
 from ._switch import current_ids as current_ids
 from ._switch import current_traceparent as current_traceparent
 from ._switch import fail as fail
+from ._switch import fail_current as fail_current
 from ._switch import health as health
 from ._switch import metrics_interval_s as metrics_interval_s
 from ._switch import observe as observe
@@ -72,6 +74,7 @@ __all__ = [
     "current_ids",
     "current_traceparent",
     "fail",
+    "fail_current",
     "health",
     "metrics_interval_s",
     "observe",

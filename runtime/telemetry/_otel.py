@@ -221,6 +221,11 @@ class Exporting:
             return None
         return f"{ctx.trace_id:032x}", f"{ctx.span_id:016x}"
 
+    def fail_current(self, error_type: str, message: str) -> None:
+        span = trace.get_current_span()
+        if span.is_recording():
+            self.fail(span, error_type, message)
+
     def fail(self, span: Any, error_type: str, message: str) -> None:
         span.set_attribute("error.type", error_type)
         span.set_status(Status(StatusCode.ERROR, message or error_type))

@@ -166,6 +166,11 @@ def fail(span: Span, error_type: str, message: str = "") -> None:
     _impl().fail(span, error_type, message)
 
 
+def fail_current(error_type: str, message: str = "") -> None:
+    """Mark this task's current span failed (nothing when there is none)."""
+    _impl().fail_current(error_type, message)
+
+
 def record(instrument: str, value: float, attributes: Attributes | None = None) -> None:
     """Add `value` to a counter or a histogram (`_otel.INSTRUMENTS`); nothing when metrics
     are off. Not a checkpoint."""

@@ -335,3 +335,19 @@ async def test_a_failed_model_call_marks_its_span_and_its_run(tmp_path: Path) ->
     assert call.status_code == 2 and call.attributes["error.type"]  # STATUS_CODE_ERROR
     (run,) = [s for s in receiver.spans if s.name == "openclaw.run"]
     assert run.status_code == 2 and run.attributes["openclaw.outcome"] == "error"
+
+
+async def test_an_rpc_answered_with_an_error_has_a_failed_span(tmp_path: Path) -> None:
+    async with open_receiver() as receiver:
+        config = local_config(
+            diagnostics__otel={"enabled": True, "endpoint": receiver.url, "metrics": False}
+        )
+        with trio.fail_after(30):
+            async with provider_gateway(tmp_path, config) as gw, raw_client(gw) as raw:
+                frame = {"type": "req", "id": "e1", "method": "sessions.patch", "params": {}}
+                await raw.ws.send_message(json.dumps({**frame, "traceparent": TRACEPARENT}))
+                answer = await raw.response("e1")
+    assert answer["ok"] is False and answer["error"]["code"] == "INVALID_REQUEST"
+    (rpc,) = [s for s in receiver.spans if s.trace_id == TRACE_ID]
+    assert rpc.name == "openclaw.gateway.rpc" and rpc.parent_span_id == CALLER_SPAN
+    assert rpc.status_code == 2 and rpc.attributes["error.type"] == "INVALID_REQUEST"

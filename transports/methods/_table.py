@@ -60,7 +60,7 @@ from ._context import Call, Client, Handler, Host, store_unavailable
 from ._routing import Forwarder, Route
 from ._status import health_view, status_view
 from ._submit import ORDERED_METHODS, reserve_ticket
-from ._traced import traced_route, traced_serve
+from ._traced import rpc_failed, traced_route, traced_serve
 from ._views import catalog_view, defaults_view, session_view
 
 log = logging.getLogger("clawlane.methods")
@@ -211,15 +211,21 @@ class Methods:
             if result is not None:
                 conn.respond(frame.id, result)
         except GatewayError as exc:
-            conn.respond_error(frame.id, exc)
+            _refuse(conn, frame, exc)
         except StoreError as exc:  # the database is away: an outage, not a bug
             log.warning("method %s: %s", frame.method, exc)
-            conn.respond_error(frame.id, store_unavailable(exc))
+            _refuse(conn, frame, store_unavailable(exc))
         except Exception as exc:
             log.exception("method %s failed", frame.method)
-            conn.respond_error(frame.id, internal_error(exc))
+            _refuse(conn, frame, internal_error(exc))
         finally:
             call.release_ticket()
+
+
+def _refuse(conn: Client, frame: RequestFrame, error: GatewayError) -> None:
+    if telemetry.STATE.on:
+        rpc_failed(error)  # its span says so
+    conn.respond_error(frame.id, error)
 
 
 async def agent_wait(call: Call, params: AgentWaitParams) -> dict[str, Any]:

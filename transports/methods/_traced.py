@@ -1,14 +1,15 @@
 """The span of a gateway RPC (with `diagnostics.otel` on): started in the reader as the
 request is received, the child of the request frame's `traceparent` (a fresh trace without
 one), current while it is routed and served (so the runs it starts are its children), ended
-once it is answered. The table calls here only when `runtime.telemetry.STATE.on`."""
+once it is answered; an error answer marks it failed (`rpc_failed`: its code as
+`error.type`). The table calls here only when `runtime.telemetry.STATE.on`."""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
 from runtime import telemetry
-from runtime.protocol import RequestFrame
+from runtime.protocol import GatewayError, RequestFrame
 
 from ._context import Client
 from ._routing import Route
@@ -51,3 +52,8 @@ async def traced_serve(serve: Callable[[], Awaitable[None]], span: telemetry.Spa
             await serve()
     finally:
         span.end()
+
+
+def rpc_failed(error: GatewayError) -> None:
+    """The request being served is answered with `error`: its span says so."""
+    telemetry.fail_current(error.code, str(error))
