@@ -104,10 +104,11 @@ async def lost_lease(tmp_path: Path, pg: str, fault: str) -> Figures:
 
 FINDING = pytest.mark.xfail(
     reason="intermittent in the quick version (frozen: 2 runs in 5; partitioned: 1 in 9), "
-    "every time in the full one (6 s faults): once node-a is back, runs sent through node-b "
-    "get no answer for 15 s (those a worker of node-b sends on sessions node-a held), or a "
-    "run node-b acknowledged on node-a's session does not end; the figures and the nodes' "
-    "logs say which",
+    "every time in the full one (6 s faults): once node-a is back, runs sent through either "
+    "node on sessions node-a held get no answer for 15 s, or a run node-b acknowledged on "
+    "node-a's session does not end; and node-a, losing those leases only after the heal, "
+    "runs one more turn on its stale copy of a session node-b wrote meanwhile (refused by "
+    "the entries' primary key, not by the fence: 'duplicate key ... entries_pkey')",
     strict=False,
 )
 
