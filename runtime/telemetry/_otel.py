@@ -45,6 +45,7 @@ INSTRUMENTS: Final = {
     "model_call.duration_ms": ("histogram", "ms", "One model request, to its last byte"),
     "tool.execution.duration_ms": ("histogram", "ms", "One tool call"),
     "gateway.rpc.requests": ("counter", "{request}", "Gateway RPC requests received"),
+    "gateway.rpc.handler_ms": ("histogram", "ms", "A request's time from receipt to its end"),
     "gen_ai.client.token.usage": ("histogram", "{token}", "GenAI tokens per model call"),
     "gen_ai.client.operation.duration": ("histogram", "s", "GenAI model call duration"),
 }

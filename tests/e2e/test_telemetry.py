@@ -161,6 +161,7 @@ async def test_one_agent_request_is_one_trace_from_the_callers_span_to_the_provi
         assert histogram_count(receiver, name) > 0, (name, sorted(receiver.metrics))
     assert "openclaw.tokens" in receiver.metrics
     assert "openclaw.gateway.rpc.requests" in receiver.metrics
+    assert histogram_count(receiver, "openclaw.gateway.rpc.handler_ms") > 0
     # what /metrics serves, mirrored: its counters and gauges under their own names
     (started,) = receiver.metrics["clawlane_runs_started"][-1].sum.data_points
     assert started.as_int >= 1 or started.as_double >= 1

@@ -66,6 +66,8 @@ class Route:
     target: Any = None
     span: Any = None
     """The request's span while telemetry is on (`_traced`), served and ended with it."""
+    received: float = 0.0
+    """When the request was received (`time.perf_counter`), while telemetry is on."""
 
     def release(self) -> None:
         """Give the place in the order up (the handler is done with it). Idempotent."""

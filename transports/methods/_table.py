@@ -188,7 +188,8 @@ class Methods:
         here (`call`). Never raises but Cancelled; the caller releases the route."""
         if route.span is not None:
             span, route.span = route.span, None
-            await traced_serve(functools.partial(self.serve, conn, frame, scope, route), span)
+            serve = functools.partial(self.serve, conn, frame, scope, route)
+            await traced_serve(serve, span, route.received, frame.method)
             return
         if route.target is not None and self.router is not None:
             await self.router.handle(conn, frame, scope, route.ticket, route.target)
