@@ -277,3 +277,11 @@ async def test_a_reset_forgets_ended_jobs_and_keeps_running_ones(tmp_path: Path)
             listed = await _run(client, key, _tool("process", action="list"), "e3")
             assert f"{running} running" in listed
             assert ended not in listed
+
+
+async def test_the_tools_catalog_lists_process_as_available(tmp_path: Path) -> None:
+    async with running_gateway(tmp_path) as gw, open_client(gw) as client:
+        with trio.fail_after(30):
+            catalog = await client.request("tools.catalog", {"agentId": "main"})
+    runtime = {t["id"]: t for g in catalog["groups"] if g["id"] == "runtime" for t in g["tools"]}
+    assert "tags" not in runtime["exec"] and "tags" not in runtime["process"]

@@ -210,7 +210,7 @@ def _clawlane_tools(call: Call) -> dict[str, Any]:
     sup = call.gateway.supervisor
     web = TurnServices.web_settings(sup.generation)
     tools = [
-        *builtin_tools(web, questions=sup.services.questions),
+        *builtin_tools(web, processes=sup.services.processes, questions=sup.services.questions),
         *sup.services.memory_tools(sup.generation),
     ]
     return {tool.name: tool for tool in tools}
