@@ -145,6 +145,7 @@ from ._types import TextDelta as TextDelta
 from ._types import ToolResultMessage as ToolResultMessage
 from ._types import ToolSpec as ToolSpec
 from ._types import Usage as Usage
+from ._types import UsageCost as UsageCost
 from ._types import UserMessage as UserMessage
 
 __all__ = [
@@ -163,6 +164,7 @@ __all__ = [
     "ToolResultMessage",
     "ToolSpec",
     "Usage",
+    "UsageCost",
     "UserMessage",
     "create_provider",
     "estimate_message_tokens",

@@ -15,6 +15,7 @@ failure after the 200.
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any, ClassVar
 
@@ -48,6 +49,7 @@ from ._types import (
     ToolResultMessage,
     ToolSpec,
     Usage,
+    UsageCost,
     UsageDelta,
     UserMessage,
 )
@@ -284,6 +286,7 @@ class _Usage(msgspec.Struct):
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     prompt_tokens_details: _PromptDetails | None = None
+    cost: float | None = None  # what the call cost in USD (OpenRouter and other routers)
 
 
 class _Error(msgspec.Struct):
@@ -437,12 +440,15 @@ def _usage(raw: _Usage) -> Usage:
     output = raw.completion_tokens or 0
     details = raw.prompt_tokens_details
     cached = (details.cached_tokens or 0) if details is not None else 0
+    cost = raw.cost
+    reported = cost is not None and math.isfinite(cost) and cost >= 0
     return Usage(
         input=max(prompt - cached, 0),
         output=output,
         cacheRead=cached,
         cacheWrite=0,
         totalTokens=prompt + output,
+        cost=UsageCost(total=cost) if reported and cost is not None else UsageCost(),
     )
 
 

@@ -42,12 +42,24 @@ AssistantContent = TextContent | ThinkingContent | ToolCallContent
 StopReason = Literal["stop", "length", "toolUse", "error", "aborted"]
 
 
+class UsageCost(msgspec.Struct, frozen=True):
+    """What a call cost in USD as its provider reported it (OpenClaw's `usage.cost`); all
+    zero when it reported nothing (the usage reports then price the call themselves)."""
+
+    input: float = 0.0
+    output: float = 0.0
+    cacheRead: float = 0.0
+    cacheWrite: float = 0.0
+    total: float = 0.0
+
+
 class Usage(msgspec.Struct, frozen=True):
     input: int = 0
     output: int = 0
     cacheRead: int = 0
     cacheWrite: int = 0
     totalTokens: int = 0
+    cost: UsageCost = UsageCost()
 
 
 class UserMessage(msgspec.Struct, frozen=True, tag="user", tag_field="role", omit_defaults=True):

@@ -1,8 +1,9 @@
 """Usage and cost: what each model call cost and how the Usage reports add it up.
 
-- `_pricing`: a call's cost (`call_cost`): the provider's reported figure, else the model's
-  configured price (`PriceTable.of(config)`: `models.providers.<id>.models[].cost`, USD per
-  million tokens, tiered where `tieredPricing` says), else missing.
+- `_pricing`: a call's cost (`call_cost`): the provider's reported figure (`reported_cost`,
+  from `runtime.llm.Usage.cost`), else the model's configured price (`PriceTable.of(config)`:
+  `models.providers.<id>.models[].cost`, USD per million tokens, tiered where
+  `tieredPricing` says), else missing.
 - `_rollup`: a run's messages as quarter-hour buckets per model (`rollup_messages`), which
   the store adds up as runs end (`actors.store._usage`).
 - `_dates`: the calendar and range of a report (`resolve_calendar`, `resolve_range`: UTC,
@@ -35,6 +36,7 @@ from ._pricing import Price as Price
 from ._pricing import PriceTable as PriceTable
 from ._pricing import call_cost as call_cost
 from ._pricing import price_of as price_of
+from ._pricing import reported_cost as reported_cost
 from ._pricing import token_total as token_total
 from ._report import UNKNOWN_CREATOR as UNKNOWN_CREATOR
 from ._report import Aggregates as Aggregates
@@ -79,6 +81,7 @@ __all__ = [
     "normalize_usage_mode",
     "price_of",
     "quarter_of",
+    "reported_cost",
     "resolve_calendar",
     "resolve_range",
     "rollup_messages",

@@ -8,8 +8,9 @@ rates then apply to every bucket of that call. A model without a price (no field
 tier: `cost` absent, or `{}`) leaves the call's cost missing: it is counted in
 `missingCostEntries`, by `provider/model`, and adds nothing to the totals.
 
-clawlane's providers do not pass a reported cost on yet (`runtime.llm.Usage` has no field for
-it): `call_cost` takes one, and the run's end passes none.
+The reported figure is `runtime.llm.Usage.cost` (OpenClaw's `usage.cost`): the
+OpenAI-compatible provider fills it from a `usage.cost` in the response (OpenRouter and
+other routers send one); all zero means none.
 
 Costs are worked out when a run ends and kept with its aggregates (a receipt: a price changed
 later applies to later calls, as OpenClaw keeps recorded per-call costs).
@@ -25,7 +26,16 @@ import attrs
 from ..llm import Usage
 from ..model import Config, ModelCost
 
-__all__ = ["CallCost", "Price", "PriceTable", "Rates", "call_cost", "price_of", "token_total"]
+__all__ = [
+    "CallCost",
+    "Price",
+    "PriceTable",
+    "Rates",
+    "call_cost",
+    "price_of",
+    "reported_cost",
+    "token_total",
+]
 
 
 @attrs.frozen
@@ -69,16 +79,29 @@ class Price:
 
 @attrs.frozen
 class CallCost:
-    """One call's cost in USD, by bucket."""
+    """One call's cost in USD, by bucket, and in all (`total`: the buckets' sum unless a
+    provider reported a total of its own)."""
 
     input: float
     output: float
     cacheRead: float
     cacheWrite: float
+    total: float = attrs.field()
 
-    @property
-    def total(self) -> float:
+    @total.default
+    def _sum(self) -> float:
         return self.input + self.output + self.cacheRead + self.cacheWrite
+
+
+def reported_cost(usage: Usage) -> CallCost | None:
+    """What the provider reported the call cost (`usage.cost`), None when it reported
+    nothing (all zero: OpenClaw's rule, a zero placeholder is no figure)."""
+    c = usage.cost
+    values = (c.total, c.input, c.output, c.cacheRead, c.cacheWrite)
+    if not all(math.isfinite(v) for v in values) or c.total < 0 or not any(values):
+        return None
+    total = c.total or (c.input + c.output + c.cacheRead + c.cacheWrite)
+    return CallCost(c.input, c.output, c.cacheRead, c.cacheWrite, total)
 
 
 def _finite(value: float | None) -> float:
@@ -148,10 +171,13 @@ def token_total(usage: Usage) -> int:
 def call_cost(
     usage: Usage, price: Price | None, *, reported: CallCost | None = None
 ) -> CallCost | None:
-    """What the call cost: `reported` (the provider's figure) when given, else `usage` at
-    `price`; None when neither (a missing cost)."""
+    """What the call cost: `reported` (the provider's figure) when given, else the one in
+    `usage` (`reported_cost`), else `usage` at `price`; None when none (a missing cost)."""
     if reported is not None:
         return reported
+    recorded = reported_cost(usage)
+    if recorded is not None:
+        return recorded
     if price is None:
         return None
     rates = price.select(usage.input + usage.cacheRead + usage.cacheWrite)

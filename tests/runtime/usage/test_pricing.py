@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from runtime.llm import Usage
+from runtime.llm import Usage, UsageCost
 from runtime.model import parse_config
-from runtime.usage import CallCost, PriceTable, call_cost, price_of, token_total
+from runtime.usage import CallCost, PriceTable, call_cost, price_of, reported_cost, token_total
 
 
 def table(cost: dict[str, object] | None) -> PriceTable:
@@ -104,3 +104,28 @@ def test_tiers_are_sorted_and_a_bad_end_is_open() -> None:
 def test_the_total_is_the_reported_one_else_the_sum() -> None:
     assert token_total(Usage(input=1, output=2, cacheRead=3, cacheWrite=4)) == 10
     assert token_total(Usage(input=1, output=2, totalTokens=7)) == 7
+
+
+def test_a_cost_in_the_usage_is_the_providers_and_an_all_zero_one_is_none() -> None:
+    price = table({"input": 3, "output": 15}).get("p", "m")
+    billed = Usage(input=1000, output=100, cost=UsageCost(total=0.25))
+    assert reported_cost(billed) == CallCost(0, 0, 0, 0, 0.25)
+    for p in (price, None):  # it wins over the price, and there is no missing cost
+        cost = call_cost(billed, p)
+        assert cost is not None and cost.total == 0.25
+    split = Usage(input=1, cost=UsageCost(input=0.1, output=0.2))
+    found = reported_cost(split)
+    assert found is not None and (found.input, found.output) == (0.1, 0.2)
+    assert found.total == pytest.approx(0.3)
+    assert reported_cost(Usage(input=5)) is None  # zeros: a placeholder, not a figure
+    cost = call_cost(Usage(input=1_000_000), price)
+    assert cost is not None and cost.total == 3.0
+
+
+def test_the_openai_compatible_provider_passes_a_reported_cost_on() -> None:
+    from runtime.llm._openai_completions import _Usage, _usage
+
+    usage = _usage(_Usage(prompt_tokens=120, completion_tokens=30, cost=0.0042))
+    assert usage.cost == UsageCost(total=0.0042) and usage.input == 120
+    assert _usage(_Usage(prompt_tokens=1, completion_tokens=1)).cost == UsageCost()
+    assert _usage(_Usage(prompt_tokens=1, cost=-1.0)).cost == UsageCost()
