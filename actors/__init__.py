@@ -19,7 +19,8 @@ up (each folder's face is its manual):
   `IdempotencyCache` of `CachedResponse`s), `EventHub` (per-run seq, encode once, bounded
   fan-out to `Subscriber`s), `SubmissionOrder` / `Ticket`, the webhooks of finished runs.
 - `approvals/`: `PluginApprovals`, the plugin approvals a run's tool call (or a client) raised
-  for the operators to answer (`PluginApproval`), and the runs' `ApprovalGate`.
+  for the operators to answer (`PluginApproval`), and the runs' `ApprovalGate`;
+  `ExecApprovals`, the exec approvals the exec policy raises (and its `ExecApprover`).
 - `session/`: `SessionActor`, one serialized run lane per session key; `RunRequest`; the
   queue modes; how a run ends; the global lanes.
 - `Supervisor` (`open_supervisor`, `_supervisor`): the published generation, the session
@@ -52,6 +53,7 @@ Errors, one tree rooted at `ActorError` (itself a `runtime.protocol.ClawlaneErro
     ├── ApprovalAlreadyResolved (it ended otherwise than by this decision)
     ├── DecisionNotOffered (the request did not offer it; also a `ValueError`)
     ├── ApprovalsFull (too many approvals pending)
+    ├── ExecApprovalsChanged (the exec approvals document moved on since it was read)
     ├── QuestionError (a question call refused: `reason` is OpenClaw's code)
     ├── QuestionsFull (too many questions pending)
     └── ClusterError (a cluster primitive failed)
@@ -95,6 +97,7 @@ from .approvals import ApprovalAlreadyResolved as ApprovalAlreadyResolved
 from .approvals import ApprovalNotFound as ApprovalNotFound
 from .approvals import ApprovalsFull as ApprovalsFull
 from .approvals import DecisionNotOffered as DecisionNotOffered
+from .approvals import ExecApprovals as ExecApprovals
 from .approvals import PluginApproval as PluginApproval
 from .approvals import PluginApprovals as PluginApprovals
 from .cluster import ChannelMessage as ChannelMessage
@@ -166,6 +169,8 @@ from .session import SessionBusy as SessionBusy
 from .session import normalize_drop as normalize_drop
 from .session import normalize_mode as normalize_mode
 from .store import AcceptedRun as AcceptedRun
+from .store import ExecApprovalsChanged as ExecApprovalsChanged
+from .store import ExecApprovalsDocument as ExecApprovalsDocument
 from .store import Fence as Fence
 from .store import JournalRow as JournalRow
 from .store import RunIdentity as RunIdentity
@@ -233,6 +238,9 @@ __all__ = [
     "CronStore",
     "DecisionNotOffered",
     "EventHub",
+    "ExecApprovals",
+    "ExecApprovalsChanged",
+    "ExecApprovalsDocument",
     "Fence",
     "FencedOut",
     "FiringLease",

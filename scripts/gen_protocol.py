@@ -139,6 +139,15 @@ OPTIONAL_DEFINITIONS: Final = (
     "ToolsCatalogParams",
     "ToolsEffectiveParams",
     "WebSearchStatusParams",
+    # Exec approvals and the host approvals document, kind-agnostic approvals:
+    "ExecApprovalsGetParams",
+    "ExecApprovalsSetParams",
+    "ExecApprovalRequestParams",
+    "ExecApprovalResolveParams",
+    "ExecApprovalGetParams",
+    "ApprovalGetParams",
+    "ApprovalResolveParams",
+    "ApprovalHistoryParams",
     # Scheduled runs (cron):
     "CronAddParams",
     "CronListParams",

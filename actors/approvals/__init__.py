@@ -1,7 +1,10 @@
-"""Approvals the gateway holds for its operators to answer: today the plugin approvals
+"""Approvals the gateway holds for its operators to answer: the plugin approvals
 (`PluginApprovals`, `_plugin`), raised by a run whose plugin's `before_tool_call` hook asked
 for one (`requireApproval`) or by a client's `plugin.approval.request`, and answered with
-`plugin.approval.resolve`.
+`plugin.approval.resolve`; and the exec approvals (`ExecApprovals`, `_exec`: the same
+registry for the `exec` kind), raised when the exec policy asks before a command
+(`runtime.tools.guard_exec`) or by `exec.approval.request`, which also read the host approvals
+document (`ApprovalsDocument`, the store's) and add allow-always entries to it.
 
 - `PluginApprovals`: the registry, and the runs' `runtime.loop.ApprovalGate`: `open` raises
   one and tells the operators holding `operator.approvals` (`plugin.approval.requested`);
@@ -18,6 +21,9 @@ ago), `ApprovalAlreadyResolved` (ended otherwise than by this decision),
 `DecisionNotOffered` (the request did not offer it), `ApprovalsFull` (too many pending).
 """
 
+from ._exec import ApprovalsDocument as ApprovalsDocument
+from ._exec import ExecApprovals as ExecApprovals
+from ._exec import exec_request_record as exec_request_record
 from ._plugin import APPROVALS_SCOPE as APPROVALS_SCOPE
 from ._plugin import MAX_ENDED as MAX_ENDED
 from ._plugin import MAX_PENDING as MAX_PENDING
@@ -37,9 +43,12 @@ __all__ = [
     "ApprovalAlreadyResolved",
     "ApprovalNotFound",
     "ApprovalStatistics",
+    "ApprovalsDocument",
     "ApprovalsFull",
     "Approver",
     "DecisionNotOffered",
+    "ExecApprovals",
     "PluginApproval",
     "PluginApprovals",
+    "exec_request_record",
 ]

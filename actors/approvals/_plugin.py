@@ -34,7 +34,8 @@ Bounds: at most `MAX_PENDING` pending (more: `ApprovalsFull`; a run's call is th
 as `no-route`); ended ones are kept 10 minutes (at most `MAX_ENDED`) to answer a repeated
 resolve or a late `waitDecision`, then forgotten ("unknown or expired"). A deadline is kept
 by whoever `settle`s the approval and, for those no one waits on (a client that asked and
-went away), by the `run` task.
+went away), by the `run` task. `history` keeps the last `MAX_HISTORY` ended ones of the last
+30 days for `approval.history` / `approval.get` (in memory: a restart forgets them).
 
 Everything runs in the trio thread; which calls are checkpoints is said on each.
 """
@@ -84,6 +85,8 @@ RESOLVED: Final = "plugin.approval.resolved"
 MAX_PENDING: Final = 1024
 MAX_ENDED: Final = 1024
 ENDED_TTL_S: Final = 600.0
+MAX_HISTORY: Final = 1000
+HISTORY_TTL_MS: Final = 30 * 86_400_000
 _REQUEST_KEYS: Final = (
     "pluginId",
     "title",
@@ -158,6 +161,10 @@ class PluginApproval:
     resolved_by: str | None = None
     ended_at: float = 0.0
     done: trio.Event = attrs.field(factory=trio.Event)
+    kind: str = "plugin"
+    """`plugin` or `exec` (`actors.approvals._exec`)."""
+    ended_at_ms: int = 0
+    """When it ended, wall clock (0: pending)."""
 
     @property
     def pending(self) -> bool:
@@ -166,7 +173,7 @@ class PluginApproval:
     def view(self) -> dict[str, Any]:
         """The `plugin.approval.requested` payload, and an item of `plugin.approval.list`."""
         return {
-            "approvalKind": "plugin",
+            "approvalKind": self.kind,
             "id": self.id,
             "request": self.request,
             "createdAtMs": self.created_at_ms,
@@ -216,6 +223,10 @@ class PluginApprovals:
     docstring). `connections`: the gateway's, by id, read when an approval is raised or
     ends."""
 
+    KIND: str = "plugin"
+    REQUESTED: str = REQUESTED
+    RESOLVED: str = RESOLVED
+
     def __init__(
         self,
         hub: EventHub,
@@ -228,6 +239,7 @@ class PluginApprovals:
         self._now_ms = now_ms
         self._pending: dict[str, PluginApproval] = {}
         self._ended: collections.OrderedDict[str, PluginApproval] = collections.OrderedDict()
+        self._history: collections.deque[PluginApproval] = collections.deque(maxlen=MAX_HISTORY)
         self._changed = trio.Event()
         self._counts: collections.Counter[str] = collections.Counter()
 
@@ -253,18 +265,35 @@ class PluginApprovals:
         """Raise an approval and tell the operators who may answer it; with none of them
         connected it has ended already (`no-route`) when this returns. Raises
         `ApprovalsFull`. Not a checkpoint."""
+        return self._raise(
+            request_record(params, run_id),
+            allowed_decisions(params.allowedDecisions),
+            approval_timeout_ms(params.timeoutMs),
+            requested_by=requested_by,
+        )
+
+    def _raise(
+        self,
+        record: dict[str, Any],
+        allowed: tuple[ApprovalDecision, ...],
+        timeout_ms: int,
+        *,
+        requested_by: str | None,
+        approval_id: str | None = None,
+    ) -> PluginApproval:
+        """Raise one approval of this registry's kind (see `open`). Not a checkpoint."""
         if len(self._pending) >= MAX_PENDING:
-            raise ApprovalsFull(f"{MAX_PENDING} plugin approvals are pending already")
-        timeout_ms = approval_timeout_ms(params.timeoutMs)
+            raise ApprovalsFull(f"{MAX_PENDING} {self.KIND} approvals are pending already")
         now = self._now_ms()
         approval = PluginApproval(
-            id=f"plugin:{uuid.uuid4()}",
-            request=request_record(params, run_id),
-            allowed=allowed_decisions(params.allowedDecisions),
+            id=approval_id or f"{self.KIND}:{uuid.uuid4()}",
+            request=record,
+            allowed=allowed,
             created_at_ms=now,
             expires_at_ms=now + timeout_ms,
             deadline=trio.current_time() + timeout_ms / 1000,
             requested_by=requested_by,
+            kind=self.KIND,
         )
         self._pending[approval.id] = approval
         self._counts["raised"] += 1
@@ -272,7 +301,7 @@ class PluginApprovals:
         if not targets:
             self._end(approval, None, "no-route")
             return approval
-        self._hub.send_to(targets, REQUESTED, approval.view())
+        self._hub.send_to(targets, self.REQUESTED, approval.view())
         self._changed.set()
         return approval
 
@@ -337,6 +366,8 @@ class PluginApprovals:
             return
         approval.decision, approval.reason, approval.resolved_by = decision, reason, resolved_by
         approval.ended_at = trio.current_time()
+        approval.ended_at_ms = self._now_ms()
+        self._history.appendleft(approval)
         self._pending.pop(approval.id, None)
         self._remember(approval)
         self._counts[_COUNTED[reason] if decision is None else _COUNTED[decision]] += 1
@@ -353,7 +384,7 @@ class PluginApprovals:
                 "request": approval.request,
                 "terminalReason": reason,
             }
-            self._hub.send_to(targets, RESOLVED, payload)
+            self._hub.send_to(targets, self.RESOLVED, payload)
 
     def _remember(self, approval: PluginApproval) -> None:
         ended = self._ended
@@ -372,6 +403,19 @@ class PluginApprovals:
             if approval is not None and approval.ended_at < trio.current_time() - ENDED_TTL_S:
                 return None
         return approval
+
+    def history(self) -> list[PluginApproval]:
+        """The ended approvals of the last 30 days (at most `MAX_HISTORY`), newest first,
+        kept as long as this gateway runs. Not a checkpoint."""
+        horizon = self._now_ms() - HISTORY_TTL_MS
+        return [a for a in self._history if a.ended_at_ms >= horizon]
+
+    def find(self, approval_id: str) -> PluginApproval | None:
+        """A pending approval or one in `history`. Not a checkpoint."""
+        found = self.get(approval_id)
+        if found is None:
+            found = next((a for a in self.history() if a.id == approval_id), None)
+        return found
 
     def pending(self) -> list[PluginApproval]:
         """The pending approvals, oldest first. Not a checkpoint."""

@@ -13,6 +13,8 @@
 - `_config_document`: `ConfigDocument`, the cluster's config as one such document (opened
   by `open_config_document` with `cluster.redis.url` and PostgreSQL; `ConfigRecord`: the
   text, when, by which node, why), read without the lock, written as a compare-and-set.
+- `_exec_approvals`: the host exec approvals document (`ExecApprovalsDocument`: one row,
+  compare-and-set by its hash; `ExecApprovalsChanged` when it moved on).
 - `_usage`: the usage aggregates (`UsageStore`), added as runs end in the same transaction
   as their transcript (`usage_write` in `WriteGroup.calls`).
 - `_backlog`: writes that wait while the store's channel is full, fed to it in order.
@@ -31,6 +33,8 @@ from ._config import open_pairing as open_pairing
 from ._config import open_prefs as open_prefs
 from ._config import open_store_backend as open_store_backend
 from ._config import store_backend as store_backend
+from ._exec_approvals import ExecApprovalsChanged as ExecApprovalsChanged
+from ._exec_approvals import ExecApprovalsDocument as ExecApprovalsDocument
 from ._journal import INTERRUPTED as INTERRUPTED
 from ._journal import AcceptedRun as AcceptedRun
 from ._journal import JournalRow as JournalRow
@@ -72,6 +76,8 @@ __all__ = [
     "AcceptedRun",
     "ConfigDocument",
     "ConfigRecord",
+    "ExecApprovalsChanged",
+    "ExecApprovalsDocument",
     "Fence",
     "Held",
     "JournalRow",

@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Final
 
+import attrs
 import msgspec
 import trio
 
@@ -35,6 +36,7 @@ from ..model._generation import ModelRuntimeGeneration, RunStores
 from ..model._plugins import PluginRegistry
 from ..protocol import ClawlaneError
 from ..tools import (
+    ExecApprover,
     ExecSettings,
     ProcessRegistry,
     QuestionDesk,
@@ -43,6 +45,7 @@ from ..tools import (
     WebSettings,
     builtin_tools,
     ensure_workspace,
+    requested_policy,
 )
 from ._blocks import BlockFlusher, BlockSink
 from ._chunking import BlockStreamingSettings
@@ -93,6 +96,10 @@ class TurnServices:
         self.questions: QuestionDesk | None = None
         """Where `ask_user` asks the operators: the gateway sets its registry of questions;
         without one (the embedded runtime) `ask_user` is not offered."""
+        self.exec_approver: ExecApprover | None = None
+        """The host's exec approvals and approvals document (the gateway sets its
+        `actors.ExecApprovals`); without one an exec the policy asks about is settled by
+        `askFallback` at once."""
         self.approvals: ApprovalGate | None = None
         """Where a tool call a plugin wants approved is asked: the gateway sets its registry
         of plugin approvals; without one (the embedded runtime) such calls are refused."""
@@ -165,6 +172,20 @@ class TurnServices:
             cleanup_ms=raw.cleanupMs or default.cleanup_ms,
             notify_on_exit=raw.notifyOnExit,
             notify_on_exit_empty_success=raw.notifyOnExitEmptySuccess,
+        )
+
+    def agent_exec_settings(
+        self, generation: ModelRuntimeGeneration, agent_id: str
+    ) -> ExecSettings:
+        """`exec_settings` with the agent's exec policy (the global `tools.exec`, then the
+        agent's own `tools.exec`, else `agents.defaults.tools.exec`, key by key) and the
+        host's approver."""
+        config = generation.config
+        entry = next((a for a in config.agents.entries if a.id == agent_id), None)
+        agent_tools = entry.tools if entry and entry.tools else config.agents.defaults.tools
+        policy = requested_policy(config.tools.exec, agent_tools.exec if agent_tools else None)
+        return attrs.evolve(
+            self.exec_settings(generation), policy=policy, approver=self.exec_approver
         )
 
     @staticmethod
@@ -258,7 +279,7 @@ class TurnServices:
                 self.web_settings(generation),
                 # Without `process` (denied) exec runs in the foreground, as OpenClaw's.
                 processes=self.processes if policy.permits("process") else None,
-                exec_settings=self.exec_settings(generation),
+                exec_settings=self.agent_exec_settings(generation, agent_id),
                 questions=self.questions,
             )
             tools = (*builtins, *self.plugins.tools())

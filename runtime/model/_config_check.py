@@ -230,6 +230,14 @@ def _check_tools(
     if isinstance(tools, ToolsConfig):
         for provider, entry in tools.byProvider.items():
             _check_tools(entry, _join(f"{path}.byProvider", provider), plugin_ids)
+        policy = tools.exec
+        if policy is not None and policy.mode is not None and (policy.security or policy.ask):
+            raise ConfigError(
+                "mode cannot be combined with the older security/ask in one exec object: "
+                "keep mode (security full + ask off is mode full, allowlist + on-miss is ask) "
+                "or remove it to keep the pair",
+                path=f"{path}.exec.mode",
+            )
 
 
 def _check_model_key(ref: str, path: str) -> None:

@@ -196,6 +196,8 @@ class ToolsConfig(_Strict, frozen=True):
     alsoAllow: list[str] | None = None
     deny: list[str] | None = None
     byProvider: dict[str, ToolProviderPolicyConfig] = {}
+    exec: ToolsExecConfig | None = None
+    """An agent's `tools.exec`: its exec policy keys override the global ones, key by key."""
 
 
 PositiveInt = Annotated[int, msgspec.Meta(gt=0)]
@@ -269,9 +271,11 @@ class ToolSearchConfig(_Strict, frozen=True):
 class ToolsExecConfig(_Strict, frozen=True):
     """`tools.exec` (OpenClaw's keys). clawlane acts on `timeoutSeconds` (default 1800, 0:
     none), `backgroundMs` (10,000, clamped to 10-120,000), `cleanupMs` (1,800,000, clamped
-    to 1 min-3 h), `notifyOnExit` and `notifyOnExitEmptySuccess`; it accepts the others
-    (approvals, hosts, nodes, safe bins, the reviewer, `applyPatch`) and runs every command on
-    the gateway host without approvals."""
+    to 1 min-3 h), `notifyOnExit` and `notifyOnExitEmptySuccess`, and the exec policy
+    (`runtime.tools._exec_policy`): `mode` or the older `security` + `ask` (not both),
+    `askFallback`, `strictInlineEval`, `safeBins`, `safeBinTrustedDirs`, `autoAllowSkills`
+    (accepted; clawlane has no skill bins). It accepts the others (hosts, nodes, the reviewer,
+    `applyPatch`) and runs every command on the gateway host."""
 
     timeoutSeconds: NonNegInt | None = None
     backgroundMs: PositiveInt | None = None
@@ -279,9 +283,11 @@ class ToolsExecConfig(_Strict, frozen=True):
     notifyOnExit: bool = True
     notifyOnExitEmptySuccess: bool = False
     host: Literal["auto", "sandbox", "gateway", "node"] | None = None
-    mode: str | None = None
-    security: str | None = None
-    ask: str | None = None
+    mode: Literal["deny", "allowlist", "ask", "auto", "full"] | None = None
+    security: Literal["deny", "allowlist", "full"] | None = None
+    ask: Literal["off", "on-miss", "always"] | None = None
+    askFallback: Literal["deny", "allowlist", "full"] | None = None
+    autoAllowSkills: bool | None = None
     node: str | None = None
     pathPrepend: list[str] | None = None
     safeBins: list[str] | None = None

@@ -73,6 +73,9 @@ from ._wire import AgentsUpdateParams as AgentsUpdateParams
 from ._wire import AgentsWorkspaceGetParams as AgentsWorkspaceGetParams
 from ._wire import AgentsWorkspaceListParams as AgentsWorkspaceListParams
 from ._wire import AgentWaitParams as AgentWaitParams
+from ._wire import ApprovalGetParams as ApprovalGetParams
+from ._wire import ApprovalHistoryParams as ApprovalHistoryParams
+from ._wire import ApprovalResolveParams as ApprovalResolveParams
 from ._wire import ChannelsStatusParams as ChannelsStatusParams
 from ._wire import ChatAbortParams as ChatAbortParams
 from ._wire import ChatHistoryParams as ChatHistoryParams
@@ -97,6 +100,11 @@ from ._wire import CronAddParamsScheduleAt as CronAddParamsScheduleAt
 from ._wire import CronListParams as CronListParams
 from ._wire import CronRunsParams as CronRunsParams
 from ._wire import CronStatusParams as CronStatusParams
+from ._wire import ExecApprovalGetParams as ExecApprovalGetParams
+from ._wire import ExecApprovalRequestParams as ExecApprovalRequestParams
+from ._wire import ExecApprovalResolveParams as ExecApprovalResolveParams
+from ._wire import ExecApprovalsGetParams as ExecApprovalsGetParams
+from ._wire import ExecApprovalsSetParams as ExecApprovalsSetParams
 from ._wire import HooksStatusParams as HooksStatusParams
 from ._wire import LogsTailParams as LogsTailParams
 from ._wire import ModelsAuthStatusParams as ModelsAuthStatusParams
@@ -169,6 +177,9 @@ __all__ = [
     "AgentsUpdateParams",
     "AgentsWorkspaceGetParams",
     "AgentsWorkspaceListParams",
+    "ApprovalGetParams",
+    "ApprovalHistoryParams",
+    "ApprovalResolveParams",
     "CancelFrame",
     "ChannelsStatusParams",
     "ChatAbortParams",
@@ -195,6 +206,11 @@ __all__ = [
     "CronListParams",
     "CronRunsParams",
     "CronStatusParams",
+    "ExecApprovalGetParams",
+    "ExecApprovalRequestParams",
+    "ExecApprovalResolveParams",
+    "ExecApprovalsGetParams",
+    "ExecApprovalsSetParams",
     "GatewayError",
     "HooksStatusParams",
     "LogsTailParams",

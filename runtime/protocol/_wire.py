@@ -40,6 +40,10 @@ __all__ = [
     "AgentsUpdateParams",
     "AgentsWorkspaceGetParams",
     "AgentsWorkspaceListParams",
+    "ApprovalGetParams",
+    "ApprovalHistoryParams",
+    "ApprovalResolveParams",
+    "ApprovalResolveParamsReviewer",
     "ChannelsStatusParams",
     "ChatAbortParams",
     "ChatAbortedEvent",
@@ -96,6 +100,27 @@ __all__ = [
     "CronRunsParams",
     "CronStatusParams",
     "ErrorShape",
+    "ExecApprovalGetParams",
+    "ExecApprovalRequestParams",
+    "ExecApprovalRequestParamsCommandSpans",
+    "ExecApprovalRequestParamsScopeExternalPost",
+    "ExecApprovalRequestParamsScopeMessageSend",
+    "ExecApprovalRequestParamsScopePayment",
+    "ExecApprovalRequestParamsScopeStandingGrant",
+    "ExecApprovalRequestParamsSystemRunPlan",
+    "ExecApprovalRequestParamsSystemRunPlanMutableFileOperand",
+    "ExecApprovalRequestParamsSystemRunPlanPolicySnapshot",
+    "ExecApprovalRequestParamsSystemRunPlanPolicySnapshotAllowlistRules",
+    "ExecApprovalResolveParams",
+    "ExecApprovalResolveParamsReviewer",
+    "ExecApprovalsGetParams",
+    "ExecApprovalsSetParams",
+    "ExecApprovalsSetParamsFile",
+    "ExecApprovalsSetParamsFileAgents",
+    "ExecApprovalsSetParamsFileAgentsAllowlist",
+    "ExecApprovalsSetParamsFileAgentsMcpTools",
+    "ExecApprovalsSetParamsFileDefaults",
+    "ExecApprovalsSetParamsFileSocket",
     "HelloOk",
     "HelloOkAuth",
     "HelloOkAuthDeviceTokens",
@@ -1958,6 +1983,252 @@ class WebSearchStatusParams(msgspec.Struct, frozen=True, forbid_unknown_fields=T
     modelId: Annotated[str, msgspec.Meta(min_length=1, max_length=512, pattern="\\S")] | msgspec.UnsetType = msgspec.UNSET
 
 
+class ExecApprovalsGetParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+    """`ExecApprovalsGetParams` (`#/definitions/ExecApprovalsGetParams`)."""
+
+
+class ExecApprovalsSetParamsFileSocket(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+    """`ExecApprovalsSetParams.file.socket`."""
+
+    path: str | msgspec.UnsetType = msgspec.UNSET
+    token: str | msgspec.UnsetType = msgspec.UNSET
+
+
+class ExecApprovalsSetParamsFileDefaults(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+    """`ExecApprovalsSetParams.file.defaults`."""
+
+    security: str | msgspec.UnsetType = msgspec.UNSET
+    ask: str | msgspec.UnsetType = msgspec.UNSET
+    askFallback: str | msgspec.UnsetType = msgspec.UNSET
+    autoAllowSkills: bool | msgspec.UnsetType = msgspec.UNSET
+
+
+class ExecApprovalsSetParamsFileAgentsAllowlist(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+    """`ExecApprovalsSetParams.file.agents[*].allowlist[]`."""
+
+    pattern: str
+    id: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
+    source: Literal["allow-always"] | msgspec.UnsetType = msgspec.UNSET
+    commandText: str | msgspec.UnsetType = msgspec.UNSET
+    argPattern: str | msgspec.UnsetType = msgspec.UNSET
+    lastUsedAt: Annotated[float, msgspec.Meta(ge=0)] | msgspec.UnsetType = msgspec.UNSET
+    lastUsedCommand: str | msgspec.UnsetType = msgspec.UNSET
+    lastResolvedPath: str | msgspec.UnsetType = msgspec.UNSET
+
+
+class ExecApprovalsSetParamsFileAgentsMcpTools(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+    """`ExecApprovalsSetParams.file.agents[*].mcpTools[]`."""
+
+    server: Annotated[str, msgspec.Meta(min_length=1, pattern="\\S")]
+    tool: Annotated[str, msgspec.Meta(min_length=1, pattern="\\S")]
+    source: Literal["allow-always"]
+    addedAt: Annotated[float, msgspec.Meta(ge=0)]
+    lastUsedAt: Annotated[float, msgspec.Meta(ge=0)] | msgspec.UnsetType = msgspec.UNSET
+
+
+class ExecApprovalsSetParamsFileAgents(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+    """`ExecApprovalsSetParams.file.agents[*]`."""
+
+    security: str | msgspec.UnsetType = msgspec.UNSET
+    ask: str | msgspec.UnsetType = msgspec.UNSET
+    askFallback: str | msgspec.UnsetType = msgspec.UNSET
+    autoAllowSkills: bool | msgspec.UnsetType = msgspec.UNSET
+    allowlist: list[ExecApprovalsSetParamsFileAgentsAllowlist] | msgspec.UnsetType = msgspec.UNSET
+    mcpTools: list[ExecApprovalsSetParamsFileAgentsMcpTools] | msgspec.UnsetType = msgspec.UNSET
+
+
+class ExecApprovalsSetParamsFile(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+    """`ExecApprovalsSetParams.file`."""
+
+    version: Literal[1]
+    socket: ExecApprovalsSetParamsFileSocket | msgspec.UnsetType = msgspec.UNSET
+    defaults: ExecApprovalsSetParamsFileDefaults | msgspec.UnsetType = msgspec.UNSET
+    agents: dict[str, ExecApprovalsSetParamsFileAgents] | msgspec.UnsetType = msgspec.UNSET
+
+
+class ExecApprovalsSetParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+    """`ExecApprovalsSetParams` (`#/definitions/ExecApprovalsSetParams`)."""
+
+    file: ExecApprovalsSetParamsFile
+    baseHash: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
+
+
+class ExecApprovalRequestParamsSystemRunPlanPolicySnapshotAllowlistRules(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+    """`ExecApprovalRequestParams.systemRunPlan.policySnapshot.allowlistRules[]`."""
+
+    pattern: str
+    argPattern: str | msgspec.UnsetType = msgspec.UNSET
+    source: Literal["allow-always"] | msgspec.UnsetType = msgspec.UNSET
+
+
+class ExecApprovalRequestParamsSystemRunPlanPolicySnapshot(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+    """`ExecApprovalRequestParams.systemRunPlan.policySnapshot`."""
+
+    security: Literal["deny", "allowlist", "full"]
+    ask: Literal["off", "on-miss", "always"]
+    askFallback: Literal["deny", "allowlist", "full"]
+    autoAllowSkills: bool
+    allowlistRules: list[ExecApprovalRequestParamsSystemRunPlanPolicySnapshotAllowlistRules]
+
+
+class ExecApprovalRequestParamsSystemRunPlanMutableFileOperand(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+    """`ExecApprovalRequestParams.systemRunPlan.mutableFileOperand`."""
+
+    argvIndex: Annotated[int, msgspec.Meta(ge=0)]
+    path: str
+    sha256: str
+
+
+class ExecApprovalRequestParamsSystemRunPlan(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+    """`ExecApprovalRequestParams.systemRunPlan`."""
+
+    argv: list[str]
+    cwd: str | None
+    commandText: str
+    agentId: str | None
+    sessionKey: str | None
+    commandPreview: str | msgspec.UnsetType | None = msgspec.UNSET
+    policySnapshot: ExecApprovalRequestParamsSystemRunPlanPolicySnapshot | msgspec.UnsetType = msgspec.UNSET
+    mutableFileOperand: ExecApprovalRequestParamsSystemRunPlanMutableFileOperand | msgspec.UnsetType | None = msgspec.UNSET
+
+
+class ExecApprovalRequestParamsScopeMessageSend(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True, tag_field="kind", tag="message-send"):
+    """`ExecApprovalRequestParams.scope` when `kind` is "message-send" (the tag)."""
+
+    target: Annotated[str, msgspec.Meta(min_length=1, max_length=128)]
+    recipientCount: Annotated[int, msgspec.Meta(ge=1, le=1000000)]
+    recipients: Annotated[list[Annotated[str, msgspec.Meta(min_length=1, max_length=128)]], msgspec.Meta(max_length=5)] | msgspec.UnsetType = msgspec.UNSET
+    audience: Literal["internal", "external"] | msgspec.UnsetType = msgspec.UNSET
+
+
+class ExecApprovalRequestParamsScopePayment(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True, tag_field="kind", tag="payment"):
+    """`ExecApprovalRequestParams.scope` when `kind` is "payment" (the tag)."""
+
+    amount: Annotated[str, msgspec.Meta(min_length=1, max_length=40)]
+    currency: Annotated[str, msgspec.Meta(min_length=1, max_length=12)]
+    target: Annotated[str, msgspec.Meta(min_length=1, max_length=128)]
+
+
+class ExecApprovalRequestParamsScopeExternalPost(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True, tag_field="kind", tag="external-post"):
+    """`ExecApprovalRequestParams.scope` when `kind` is "external-post" (the tag)."""
+
+    target: Annotated[str, msgspec.Meta(min_length=1, max_length=128)]
+    visibility: Literal["public", "restricted"]
+
+
+class ExecApprovalRequestParamsScopeStandingGrant(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True, tag_field="kind", tag="standing-grant"):
+    """`ExecApprovalRequestParams.scope` when `kind` is "standing-grant" (the tag)."""
+
+    automation: Annotated[str, msgspec.Meta(min_length=1, max_length=128)]
+    command: Annotated[str, msgspec.Meta(min_length=1, max_length=256)]
+    expiresInDays: Annotated[int, msgspec.Meta(ge=1, le=3650)] | msgspec.UnsetType = msgspec.UNSET
+
+
+class ExecApprovalRequestParamsCommandSpans(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+    """`ExecApprovalRequestParams.commandSpans[]`."""
+
+    # Inclusive UTF-16 code unit offset into command.
+    startIndex: Annotated[int, msgspec.Meta(ge=0)]
+    # Exclusive UTF-16 code unit offset into command; must be greater than startIndex and no
+    # greater than command.length.
+    endIndex: Annotated[int, msgspec.Meta(ge=1)]
+
+
+class ExecApprovalRequestParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+    """`ExecApprovalRequestParams` (`#/definitions/ExecApprovalRequestParams`)."""
+
+    id: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
+    command: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
+    commandArgv: list[str] | msgspec.UnsetType = msgspec.UNSET
+    systemRunPlan: ExecApprovalRequestParamsSystemRunPlan | msgspec.UnsetType = msgspec.UNSET
+    env: dict[str, str] | msgspec.UnsetType = msgspec.UNSET
+    cwd: str | msgspec.UnsetType | None = msgspec.UNSET
+    nodeId: Annotated[str, msgspec.Meta(min_length=1)] | msgspec.UnsetType | None = msgspec.UNSET
+    host: str | msgspec.UnsetType | None = msgspec.UNSET
+    security: str | msgspec.UnsetType | None = msgspec.UNSET
+    ask: str | msgspec.UnsetType | None = msgspec.UNSET
+    warningText: str | msgspec.UnsetType | None = msgspec.UNSET
+    scope: ExecApprovalRequestParamsScopeMessageSend | ExecApprovalRequestParamsScopePayment | ExecApprovalRequestParamsScopeExternalPost | ExecApprovalRequestParamsScopeStandingGrant | msgspec.UnsetType = msgspec.UNSET
+    unavailableDecisions: Annotated[list[Literal["allow-always"]], msgspec.Meta(min_length=1, max_length=1)] | msgspec.UnsetType = msgspec.UNSET
+    commandSpans: list[ExecApprovalRequestParamsCommandSpans] | msgspec.UnsetType = msgspec.UNSET
+    agentId: str | msgspec.UnsetType | None = msgspec.UNSET
+    resolvedPath: str | msgspec.UnsetType | None = msgspec.UNSET
+    sessionKey: str | msgspec.UnsetType | None = msgspec.UNSET
+    sessionId: str | msgspec.UnsetType | None = msgspec.UNSET
+    runId: str | msgspec.UnsetType | None = msgspec.UNSET
+    toolCallId: str | msgspec.UnsetType | None = msgspec.UNSET
+    turnSourceChannel: str | msgspec.UnsetType | None = msgspec.UNSET
+    turnSourceTo: str | msgspec.UnsetType | None = msgspec.UNSET
+    turnSourceAccountId: str | msgspec.UnsetType | None = msgspec.UNSET
+    turnSourceThreadId: str | float | msgspec.UnsetType | None = msgspec.UNSET
+    # Trusted approval-runtime metadata naming operator devices that may review this approval;
+    # ordinary Gateway clients may send the field, but the Gateway only binds it for internal
+    # approval-runtime requests.
+    approvalReviewerDeviceIds: list[Annotated[str, msgspec.Meta(min_length=1)]] | msgspec.UnsetType = msgspec.UNSET
+    requireDeliveryRoute: bool | msgspec.UnsetType = msgspec.UNSET
+    suppressDelivery: bool | msgspec.UnsetType = msgspec.UNSET
+    deliverToApprovalClientsOnly: bool | msgspec.UnsetType = msgspec.UNSET
+    timeoutMs: Annotated[int, msgspec.Meta(ge=1)] | msgspec.UnsetType = msgspec.UNSET
+    twoPhase: bool | msgspec.UnsetType = msgspec.UNSET
+
+
+class ExecApprovalResolveParamsReviewer(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+    """`ExecApprovalResolveParams.reviewer`."""
+
+    channel: Annotated[str, msgspec.Meta(min_length=1)]
+    accountId: Annotated[str, msgspec.Meta(min_length=1)]
+    senderId: Annotated[str, msgspec.Meta(min_length=1)]
+
+
+class ExecApprovalResolveParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+    """`ExecApprovalResolveParams` (`#/definitions/ExecApprovalResolveParams`)."""
+
+    id: Annotated[str, msgspec.Meta(min_length=1)]
+    decision: Annotated[str, msgspec.Meta(min_length=1)]
+    reviewer: ExecApprovalResolveParamsReviewer | msgspec.UnsetType = msgspec.UNSET
+    grantExpiresInDays: Annotated[int, msgspec.Meta(ge=1, le=3650)] | msgspec.UnsetType = msgspec.UNSET
+
+
+class ExecApprovalGetParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+    """`ExecApprovalGetParams` (`#/definitions/ExecApprovalGetParams`)."""
+
+    id: Annotated[str, msgspec.Meta(min_length=1)]
+
+
+class ApprovalGetParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+    """`ApprovalGetParams` (`#/definitions/ApprovalGetParams`)."""
+
+    # Exact full approval id encoded safely in deep-link paths.
+    id: Annotated[str, msgspec.Meta(min_length=1, pattern="^(?!\\.{1,2}$)(?:[^\\uD800-\\uDFFF]|[\\uD800-\\uDBFF][\\uDC00-\\uDFFF])+\\Z")]
+
+
+class ApprovalResolveParamsReviewer(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+    """`ApprovalResolveParams.reviewer`."""
+
+    channel: Annotated[str, msgspec.Meta(min_length=1)]
+    accountId: Annotated[str, msgspec.Meta(min_length=1)]
+    senderId: Annotated[str, msgspec.Meta(min_length=1)]
+
+
+class ApprovalResolveParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+    """`ApprovalResolveParams` (`#/definitions/ApprovalResolveParams`)."""
+
+    # Exact full approval id encoded safely in deep-link paths.
+    id: Annotated[str, msgspec.Meta(min_length=1, pattern="^(?!\\.{1,2}$)(?:[^\\uD800-\\uDFFF]|[\\uD800-\\uDBFF][\\uDC00-\\uDFFF])+\\Z")]
+    kind: Literal["exec", "plugin", "system-agent"]
+    decision: Literal["allow-once", "allow-always", "deny"]
+    reviewer: ApprovalResolveParamsReviewer | msgspec.UnsetType = msgspec.UNSET
+    grantExpiresInDays: Annotated[int, msgspec.Meta(ge=1, le=3650)] | msgspec.UnsetType = msgspec.UNSET
+
+
+class ApprovalHistoryParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+    """`ApprovalHistoryParams` (`#/definitions/ApprovalHistoryParams`)."""
+
+    cursor: Annotated[str, msgspec.Meta(min_length=1, max_length=512)] | msgspec.UnsetType = msgspec.UNSET
+    limit: Annotated[int, msgspec.Meta(ge=1, le=100)] | msgspec.UnsetType = msgspec.UNSET
+    kind: Literal["exec", "plugin", "system-agent"] | msgspec.UnsetType = msgspec.UNSET
+
+
 class CronAddParamsOwner(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`CronAddParams.owner`."""
 
@@ -2881,6 +3152,14 @@ PARAMS_TYPES: Final[dict[str, type[msgspec.Struct]]] = {
     "hooks.status": HooksStatusParams,
     "tools.catalog": ToolsCatalogParams,
     "tools.effective": ToolsEffectiveParams,
+    "exec.approvals.get": ExecApprovalsGetParams,
+    "exec.approvals.set": ExecApprovalsSetParams,
+    "exec.approval.request": ExecApprovalRequestParams,
+    "exec.approval.resolve": ExecApprovalResolveParams,
+    "exec.approval.get": ExecApprovalGetParams,
+    "approval.get": ApprovalGetParams,
+    "approval.resolve": ApprovalResolveParams,
+    "approval.history": ApprovalHistoryParams,
     "cron.add": CronAddParams,
     "cron.list": CronListParams,
     "cron.runs": CronRunsParams,

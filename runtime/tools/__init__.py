@@ -13,6 +13,12 @@ keeper that owns its whole process tree (`_proctree`); with the host's `ProcessR
 becomes a background `Job` of its session, which `process` (`ProcessTool`) lists, polls, feeds
 and kills; the registry tells the host of a job's end (`Job.exit_event`, `exec_event_prompt`).
 
+Exec policy (`_exec_policy`, `_exec_command`, `_exec_guard`): OpenClaw's `tools.exec.mode`
+(or `security` + `ask`), `askFallback`, `strictInlineEval`, `safeBins` as `ExecPolicy`
+(`requested_policy`), tightened by the host approvals document (`effective_policy`); `exec`
+asks its host's `ExecApprover` (`guard_exec`) before a command the policy does not allow
+outright, and runs nothing before an allow.
+
 The web tools, given `WebSettings` (`tools.web.*`): `web_fetch` reads a page through an SSRF
 guard (`EgressPolicy`); a target it refuses raises `EgressBlockedError` (a `ToolError`) inside
 the tool, which reports it as an error result. `web_search` is offered, without a provider.
@@ -45,6 +51,16 @@ from ._errors import ToolError as ToolError
 from ._errors import ToolPolicyError as ToolPolicyError
 from ._exec import ExecSettings as ExecSettings
 from ._exec import ExecTool as ExecTool
+from ._exec_guard import DEFAULT_EXEC_APPROVAL_TIMEOUT_MS as DEFAULT_EXEC_APPROVAL_TIMEOUT_MS
+from ._exec_guard import ExecAnswer as ExecAnswer
+from ._exec_guard import ExecApprover as ExecApprover
+from ._exec_guard import ExecAsk as ExecAsk
+from ._exec_guard import guard_exec as guard_exec
+from ._exec_policy import ExecPolicy as ExecPolicy
+from ._exec_policy import document_policy as document_policy
+from ._exec_policy import effective_policy as effective_policy
+from ._exec_policy import requested_policy as requested_policy
+from ._exec_policy import validate_document as validate_document
 from ._fs import EditTool as EditTool
 from ._fs import LsTool as LsTool
 from ._fs import ReadTool as ReadTool
@@ -79,6 +95,7 @@ from ._web import WebSettings as WebSettings
 
 __all__ = [
     "CORE_TOOLS",
+    "DEFAULT_EXEC_APPROVAL_TIMEOUT_MS",
     "PROFILES",
     "SECTIONS",
     "TOOL_ALIASES",
@@ -90,6 +107,10 @@ __all__ = [
     "EditTool",
     "EgressBlockedError",
     "EgressPolicy",
+    "ExecAnswer",
+    "ExecApprover",
+    "ExecAsk",
+    "ExecPolicy",
     "ExecSettings",
     "ExecTool",
     "Job",
@@ -118,17 +139,22 @@ __all__ = [
     "WriteTool",
     "apply_patch",
     "builtin_tools",
+    "document_policy",
+    "effective_policy",
     "ensure_workspace",
     "exec_event_prompt",
     "expand_tool_names",
+    "guard_exec",
     "invoke_tool",
     "normalize_tool_name",
     "open_process_registry",
     "parse_patch",
     "question_shape_error",
+    "requested_policy",
     "resolve_in_workspace",
     "sanitize_result",
     "text_result",
     "tool_spec",
     "unknown_entries",
+    "validate_document",
 ]

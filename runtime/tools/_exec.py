@@ -34,6 +34,8 @@ from attrs import frozen
 
 from runtime.llm._types import TextContent
 
+from ._exec_guard import ExecApprover, guard_exec
+from ._exec_policy import ExecPolicy
 from ._process import (
     TIMEOUT_RETRY_GUIDANCE,
     Job,
@@ -66,6 +68,7 @@ RETENTION_CAP_NOTE = (
     "[earlier output was discarded at the retention cap and cannot be recovered]\n\n"
 )
 
+_DEFAULT_POLICY = ExecPolicy()
 _EnvName = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
 _KILL_WAIT = 10.0
 
@@ -138,6 +141,10 @@ class ExecSettings:
     cleanup_ms: int = 1_800_000
     notify_on_exit: bool = True
     notify_on_exit_empty_success: bool = False
+    policy: ExecPolicy = _DEFAULT_POLICY
+    """The agent's exec policy from the config (`requested_policy`)."""
+    approver: ExecApprover | None = None
+    """The host's approvals and approvals document (None: asks settle by `askFallback`)."""
 
     def tool(self, processes: ProcessRegistry | None) -> ExecTool:
         """An `exec` with these settings over `processes`."""
@@ -148,6 +155,8 @@ class ExecSettings:
             keep_s=min(max(self.cleanup_ms, 60_000), 10_800_000) / 1000,
             notify_on_exit=self.notify_on_exit,
             notify_on_exit_empty_success=self.notify_on_exit_empty_success,
+            policy=self.policy,
+            approver=self.approver,
         )
 
 
@@ -163,6 +172,8 @@ class ExecTool:
     notify_on_exit: bool = True
     notify_on_exit_empty_success: bool = False
     max_output_bytes: int = EXEC_MAX_OUTPUT_BYTES
+    policy: ExecPolicy = _DEFAULT_POLICY
+    approver: ExecApprover | None = None
 
     name: ClassVar[str] = "exec"
     description: ClassVar[str] = (
@@ -185,6 +196,12 @@ class ExecTool:
         if isinstance(cwd, str):
             return text_result(cwd, is_error=True, details={"status": "failed"})
         timeout = _timeout(args, self.default_timeout)
+        path = _child_env(dict(ctx.env)).get("PATH")
+        denied = await guard_exec(
+            self.policy, self.approver, args.command, cwd=cwd, path=path, ctx=ctx, call_ask=args.ask
+        )
+        if denied is not None:  # the exec policy: nothing runs before an allow
+            return text_result(denied, is_error=True, details={"status": "denied"})
         if self.processes is None:
             limits = ProcessLimits(max_output_bytes=self.max_output_bytes)
             async with open_process_registry(limits=limits) as private:

@@ -150,81 +150,86 @@ class CommandAnalysis:
 # --- splitting ----------------------------------------------------------------------------
 
 
+def _read_quoted(text: str, i: int) -> tuple[str, int] | str:
+    """The quoted text starting at `text[i]` (a quote) and the index after it, or why it
+    cannot be bound (an expansion inside double quotes, an unclosed quote)."""
+    quote = text[i]
+    if quote == "'":
+        end = text.find("'", i + 1)
+        return (text[i + 1 : end], end + 1) if end >= 0 else "an unclosed quote"
+    out: list[str] = []
+    i += 1
+    while i < len(text):
+        ch = text[i]
+        if ch == '"':
+            return "".join(out), i + 1
+        if ch == "$" or ch == "`":
+            return "$ expansion" if ch == "$" else "command substitution"
+        if ch == "\\" and i + 1 < len(text) and text[i + 1] in '"\\$`\n':
+            i += 1
+            ch = text[i]
+        out.append(ch)
+        i += 1
+    return "an unclosed quote"
+
+
 def _split(text: str) -> tuple[list[list[str]], str | None]:
     """Split shell text into segments' words, or say why it cannot be bound."""
     segments: list[list[str]] = []
     words: list[str] = []
     word: list[str] | None = None
-    quote: str | None = None
     i = 0
     while i < len(text):
         ch = text[i]
-        if quote == "'":
-            if ch == "'":
-                quote = None
-            else:
-                assert word is not None
-                word.append(ch)
-            i += 1
-            continue
-        if ch == "$" or (ch == "`"):
-            return [], "$ expansion" if ch == "$" else "command substitution"
-        if quote == '"':
-            assert word is not None
-            if ch == '"':
-                quote = None
-            elif ch == "\\" and i + 1 < len(text) and text[i + 1] in '"\\$`\n':
-                word.append(text[i + 1])
-                i += 1
-            else:
-                word.append(ch)
-            i += 1
-            continue
         if ch in "'\"":
-            quote = ch
-            word = word if word is not None else []
-            i += 1
+            quoted = _read_quoted(text, i)
+            if isinstance(quoted, str):
+                return [], quoted
+            word = [*(word or []), quoted[0]]
+            i = quoted[1]
             continue
         if ch == "\\":
-            if i + 1 < len(text):
-                if text[i + 1] != "\n":
-                    word = word if word is not None else []
-                    word.append(text[i + 1])
-                i += 2
-                continue
-            return [], "a trailing backslash"
+            if i + 1 >= len(text):
+                return [], "a trailing backslash"
+            if text[i + 1] != "\n":
+                word = [*(word or []), text[i + 1]]
+            i += 2
+            continue
         operator = next((op for op in _OPERATORS if text.startswith(op, i)), None)
         if operator is not None or ch in " \t":
             if word is not None:
                 words.append("".join(word))
                 word = None
-            if operator is not None:
-                if not words:
-                    if operator == "\n":
-                        i += 1
-                        continue
-                    return [], f"an empty command before {operator!r}"
+            i += len(operator) if operator is not None else 1
+            if operator is not None and words:
                 segments.append(words)
                 words = []
-                i += len(operator)
-            else:
-                i += 1
+            elif operator is not None and operator != "\n":
+                return [], f"an empty command before {operator!r}"
             continue
-        if ch == "&":
-            return [], "a background command"
-        if ch in _UNBINDABLE_CHARS:
-            return [], _UNBINDABLE_CHARS[ch]
         if ch == "#" and word is None:
             while i < len(text) and text[i] != "\n":
                 i += 1
             continue
-        word = word if word is not None else []
-        word.append(ch)
+        why = _unbindable_char(ch)
+        if why is not None:
+            return [], why
+        word = [*(word or []), ch]
         i += 1
-    if quote is not None:
-        return [], "an unclosed quote"
     if word is not None:
         words.append("".join(word))
+    return _finish(segments, words)
+
+
+def _unbindable_char(ch: str) -> str | None:
+    if ch == "$":
+        return "$ expansion"
+    if ch == "&":
+        return "a background command"
+    return _UNBINDABLE_CHARS.get(ch)
+
+
+def _finish(segments: list[list[str]], words: list[str]) -> tuple[list[list[str]], str | None]:
     if words:
         segments.append(words)
     elif segments:
@@ -232,7 +237,7 @@ def _split(text: str) -> tuple[list[list[str]], str | None]:
     if not segments:
         return [], "an empty command"
     for argv in segments:
-        if "=" in argv[0] and re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", argv[0]):
+        if re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", argv[0]):
             return [], "an environment assignment"
     return segments, None
 

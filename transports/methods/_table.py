@@ -49,6 +49,7 @@ from . import (
     _dashboard,
     _devices,
     _diagnostics,
+    _exec_approvals,
     _memory,
     _previews,
     _questions,
@@ -110,6 +111,7 @@ class Methods:
         _diagnostics.register(self)  # diagnostics.stability, gateway.identity.get
         _branches.register(self)  # sessions.branches.*, sessions.rewind, sessions.fork
         _previews.register(self)  # sessions.preview
+        _exec_approvals.register(self, gateway)  # exec.approval*, approval.*, exec policy
         _questions.register(self)  # question.*
 
     def add(

@@ -1,0 +1,407 @@
+"""The exec approval methods, the host approvals document, and the kind-agnostic approvals, on
+the gateway's `actors.ExecApprovals` (and its `PluginApprovals` for `approval.*`):
+
+- `exec.approvals.get` (scope `operator.admin`): `{path, exists, hash, file, resolvedDefaults}`
+  as OpenClaw answers it: the document (`{version: 1, defaults: {}, agents: {}}` when none is
+  stored), the hash to write it back with, and its defaults with OpenClaw's filled in.
+  A socket token is never sent back.
+- `exec.approvals.set` (`{file, baseHash}`, `operator.admin`): replace the document. A stored
+  one needs `baseHash` ("exec approvals base hash required; re-run exec.approvals.get and
+  retry"); a stale hash is refused ("exec approvals changed since last load; ..."), both
+  `INVALID_REQUEST`; a policy value OpenClaw does not have, an empty pattern, an argPattern
+  that does not compile: `INVALID_REQUEST` naming the field. Answers as `get`.
+- `exec.approval.request` (`ExecApprovalRequestParams`): a client raises an exec approval
+  (`command` required; `timeoutMs` default 30 minutes; `twoPhase` as `plugin.approval.request`);
+  answers `{id, decision, createdAtMs, expiresAtMs}` once it ends.
+- `exec.approval.waitDecision` (`{id}`), `exec.approval.resolve` (`{id, decision}`),
+  `exec.approval.list`, `exec.approval.get` (`{id}`): as the plugin approval methods, for the
+  exec kind (same errors: `invalid decision`, `unknown or expired approval id`,
+  `approval already resolved`).
+- `approval.get` (`{id}`), `approval.resolve` (`{id, kind, decision}`), `approval.history`
+  (`{kind?, limit?, cursor?}`): OpenClaw's kind-agnostic views (`{approval}` snapshots with
+  `status` pending / allowed / denied / expired / cancelled, `presentation`, `urlPath`);
+  `approval.resolve` answers `{applied, approval}`: `applied` false when another answer
+  ended it first (first answer wins) or the same answer is repeated. History: the approvals
+  that ended in the last 30 days while this gateway ran (at most 1000 per kind), newest first.
+
+Every approval method but the document's needs `operator.approvals` (`operator.admin`
+satisfies it): without it the call is refused before anything happens.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any, Final
+from urllib.parse import quote
+
+import msgspec
+import trio
+
+from actors import (
+    ApprovalAlreadyResolved,
+    ApprovalNotFound,
+    ApprovalsFull,
+    DecisionNotOffered,
+    ExecApprovals,
+    ExecApprovalsChanged,
+    ExecApprovalsDocument,
+    PluginApproval,
+    PluginApprovals,
+)
+from runtime.loop import APPROVAL_DECISIONS, ApprovalDecision
+from runtime.protocol import (
+    INVALID_REQUEST,
+    UNAVAILABLE,
+    ApprovalGetParams,
+    ApprovalHistoryParams,
+    ApprovalResolveParams,
+    ExecApprovalGetParams,
+    ExecApprovalRequestParams,
+    ExecApprovalResolveParams,
+    ExecApprovalsGetParams,
+    ExecApprovalsSetParams,
+    GatewayError,
+    invalid_request,
+)
+from runtime.tools import ExecPolicy, ToolPolicyError, validate_document
+
+from ._approvals import WaitDecisionParams
+from ._clients import EmptyParams
+from ._context import Call, Host, MethodTable
+
+__all__ = ["exec_desk", "register"]
+
+_NOT_FOUND_DETAILS: Final = {
+    "reason": "APPROVAL_NOT_FOUND",
+    "remediation": "Re-request the action; pending approvals are cleared after expiry or restart.",
+}
+_EMPTY_HASH: Final = "0" * 64
+_DEFAULT_HISTORY_LIMIT: Final = 50
+
+
+def register(methods: MethodTable, host: Host) -> None:
+    """Add the methods, and give the host's runs its exec approvals (`exec_desk`)."""
+    exec_desk(host)
+    methods.add("exec.approvals.get", approvals_get, ExecApprovalsGetParams)
+    methods.add("exec.approvals.set", approvals_set, ExecApprovalsSetParams)
+    methods.add("exec.approval.request", exec_request, ExecApprovalRequestParams)
+    methods.add("exec.approval.waitDecision", exec_wait, WaitDecisionParams)
+    methods.add("exec.approval.resolve", exec_resolve, ExecApprovalResolveParams)
+    methods.add("exec.approval.get", exec_get, ExecApprovalGetParams)
+    methods.add("exec.approval.list", exec_list, EmptyParams)
+    methods.add("approval.get", approval_get, ApprovalGetParams)
+    methods.add("approval.resolve", approval_resolve, ApprovalResolveParams)
+    methods.add("approval.history", approval_history, ApprovalHistoryParams)
+
+
+class _LiveConnections(Mapping[str, Any]):
+    """The host's connections as they are when read (the gateway fills them later)."""
+
+    def __init__(self, host: Host) -> None:
+        self._host = host
+
+    def __getitem__(self, key: str) -> Any:
+        return self._host.connections[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._host.connections)
+
+    def __len__(self) -> int:
+        return len(self._host.connections)
+
+
+def exec_desk(host: Host) -> ExecApprovals:
+    """The host's `ExecApprovals` (made at the first call, over the document in its
+    supervisor's store): what its runs' exec asks (`TurnServices.exec_approver`)."""
+    services = host.supervisor.services
+    desk = services.exec_approver
+    if not isinstance(desk, ExecApprovals):
+        document = ExecApprovalsDocument(host.supervisor.store)
+        desk = ExecApprovals(host.hub, _LiveConnections(host), document)
+        services.exec_approver = desk
+    return desk
+
+
+def _exec(call: Call) -> ExecApprovals:
+    return exec_desk(call.gateway)
+
+
+# --- the host approvals document ------------------------------------------------------------
+
+
+def _resolved_defaults(file: dict[str, Any]) -> dict[str, Any]:
+    defaults = ExecPolicy().view()
+    given = file.get("defaults") or {}
+    return {key: given.get(key, value) for key, value in defaults.items()}
+
+
+def _redacted(file: dict[str, Any]) -> dict[str, Any]:
+    socket = file.get("socket")
+    if isinstance(socket, dict) and "token" in socket:
+        file = {**file, "socket": {k: v for k, v in socket.items() if k != "token"}}
+    return file
+
+
+async def _snapshot(call: Call) -> dict[str, Any]:
+    approvals = _exec(call)
+    file, hash_ = await approvals.read_document()
+    exists = file is not None
+    shown = file if file is not None else {"version": 1, "defaults": {}, "agents": {}}
+    return {
+        "path": approvals.document_where,
+        "exists": exists,
+        "hash": hash_ if hash_ is not None else _EMPTY_HASH,
+        "file": _redacted(shown),
+        "resolvedDefaults": _resolved_defaults(shown),
+    }
+
+
+async def approvals_get(call: Call, params: ExecApprovalsGetParams) -> dict[str, Any]:
+    return await _snapshot(call)
+
+
+def _changed() -> GatewayError:
+    return invalid_request(
+        "exec approvals changed since last load; re-run exec.approvals.get and retry"
+    )
+
+
+async def approvals_set(call: Call, params: ExecApprovalsSetParams) -> dict[str, Any]:
+    file = msgspec.to_builtins(params.file)
+    try:
+        validate_document(file)
+    except ToolPolicyError as exc:
+        raise invalid_request(str(exc)) from exc
+    base = params.baseHash if isinstance(params.baseHash, str) else None
+    approvals = _exec(call)
+    _, current = await approvals.read_document()
+    if current is None:
+        if base is not None and base != _EMPTY_HASH:
+            raise _changed()
+    elif base is None:
+        raise invalid_request(
+            "exec approvals base hash required; re-run exec.approvals.get and retry"
+        )
+    elif base != current:
+        raise _changed()
+    try:
+        await approvals.write_document(file, current)
+    except ExecApprovalsChanged as exc:
+        raise _changed() from exc
+    return await _snapshot(call)
+
+
+# --- exec approvals -------------------------------------------------------------------------
+
+
+def _not_found() -> GatewayError:
+    return GatewayError(
+        INVALID_REQUEST, "unknown or expired approval id", details=dict(_NOT_FOUND_DETAILS)
+    )
+
+
+def _decision(value: str) -> ApprovalDecision:
+    for decision in APPROVAL_DECISIONS:
+        if value == decision:
+            return decision
+    raise invalid_request("invalid decision")
+
+
+def resolve_in(
+    call: Call, registry: PluginApprovals, approval_id: str, decision: ApprovalDecision
+) -> bool:
+    """An operator's decision on `registry`'s approval, OpenClaw's errors for the others."""
+    resolved_by = getattr(call.conn, "client_id", None) or None
+    try:
+        return registry.resolve(approval_id, decision, resolved_by=resolved_by)
+    except ApprovalNotFound as exc:
+        raise _not_found() from exc
+    except ApprovalAlreadyResolved as exc:
+        raise GatewayError(
+            INVALID_REQUEST,
+            "approval already resolved",
+            details={"reason": "APPROVAL_ALREADY_RESOLVED"},
+        ) from exc
+    except DecisionNotOffered as exc:
+        raise invalid_request(
+            f"{decision} is unavailable for this approval", allowedDecisions=list(exc.allowed)
+        ) from exc
+
+
+async def exec_request(call: Call, params: ExecApprovalRequestParams) -> dict[str, Any]:
+    given = msgspec.to_builtins(params)
+    command = given.get("command") or " ".join(given.get("commandArgv") or ())
+    if not command.strip():
+        raise invalid_request("command is required")
+    given["command"] = command
+    approvals = _exec(call)
+    approval_id = given.get("id")
+    if approval_id is not None and approvals.find(approval_id) is not None:
+        raise invalid_request("approval id already exists")
+    try:
+        approval = approvals.open_exec(
+            given,
+            timeout_ms=given.get("timeoutMs"),
+            requested_by=call.conn.conn_id,
+            approval_id=approval_id,
+        )
+    except ApprovalsFull as exc:
+        raise GatewayError(UNAVAILABLE, str(exc), retryable=True) from exc
+    if approval.pending and params.twoPhase is True:
+        call.respond(
+            {
+                "status": "accepted",
+                "id": approval.id,
+                "deliveryRoute": "approval-client",
+                "createdAtMs": approval.created_at_ms,
+                "expiresAtMs": approval.expires_at_ms,
+            }
+        )
+    await approvals.settle(approval)
+    return approval.answer()
+
+
+async def exec_wait(call: Call, params: WaitDecisionParams) -> dict[str, Any]:
+    approval = _exec(call).get(params.id.strip())
+    if approval is None:
+        raise invalid_request("approval expired or not found")
+    await _exec(call).wait(approval)
+    return approval.wait_answer()
+
+
+async def exec_resolve(call: Call, params: ExecApprovalResolveParams) -> dict[str, Any]:
+    decision = _decision(params.decision)
+    if params.reviewer is not msgspec.UNSET:
+        raise _not_found()  # a chat channel's reviewer: none here to vouch for one
+    resolve_in(call, _exec(call), params.id, decision)
+    await trio.lowlevel.checkpoint()
+    return {"ok": True}
+
+
+def _exec_view(approval: PluginApproval) -> dict[str, Any]:
+    view = approval.view()
+    if not approval.pending:
+        view.update(decision=approval.decision, terminalReason=approval.reason)
+    return view
+
+
+async def exec_get(call: Call, params: ExecApprovalGetParams) -> dict[str, Any]:
+    await trio.lowlevel.checkpoint()
+    approval = _exec(call).find(params.id)
+    if approval is None:
+        raise _not_found()
+    return _exec_view(approval)
+
+
+async def exec_list(call: Call, params: EmptyParams) -> list[dict[str, Any]]:
+    await trio.lowlevel.checkpoint()
+    return [approval.view() for approval in _exec(call).pending()]
+
+
+# --- kind-agnostic approvals ----------------------------------------------------------------
+
+
+def _presentation(approval: PluginApproval) -> dict[str, Any]:
+    request = approval.request
+    allowed = list(approval.allowed)
+    if approval.kind == "exec":
+        return {
+            "kind": "exec",
+            "commandText": request.get("command") or "(command)",
+            "host": request.get("host"),
+            "agentId": request.get("agentId") or None,
+            "allowedDecisions": allowed,
+        }
+    return {
+        "kind": "plugin",
+        "title": request.get("title") or "",
+        "description": request.get("description") or "",
+        "severity": request.get("severity") or "warning",
+        "pluginId": request.get("pluginId"),
+        "toolName": request.get("toolName"),
+        "agentId": request.get("agentId"),
+        "allowedDecisions": allowed,
+    }
+
+
+def snapshot(approval: PluginApproval) -> dict[str, Any]:
+    """OpenClaw's `ApprovalSnapshot` of `approval`."""
+    out: dict[str, Any] = {
+        "id": approval.id,
+        "urlPath": f"/approve/{quote(approval.id, safe='')}",
+        "createdAtMs": approval.created_at_ms,
+        "expiresAtMs": approval.expires_at_ms,
+        "presentation": _presentation(approval),
+    }
+    if approval.pending:
+        return {**out, "status": "pending"}
+    out["resolvedAtMs"] = approval.ended_at_ms
+    reason = approval.reason
+    if reason == "user" and approval.decision in ("allow-once", "allow-always"):
+        return {**out, "status": "allowed", "decision": approval.decision, "reason": "user"}
+    if reason in ("user", "no-route"):
+        return {**out, "status": "denied", "decision": "deny", "reason": reason}
+    if reason == "timeout":
+        return {**out, "status": "expired", "reason": "timeout"}
+    return {**out, "status": "cancelled", "reason": "run-aborted"}
+
+
+def _registries(call: Call) -> dict[str, PluginApprovals]:
+    return {"exec": _exec(call), "plugin": call.gateway.approvals}
+
+
+def _find(call: Call, approval_id: str) -> tuple[PluginApprovals, PluginApproval] | None:
+    for registry in _registries(call).values():
+        approval = registry.find(approval_id)
+        if approval is not None:
+            return registry, approval
+    return None
+
+
+async def approval_get(call: Call, params: ApprovalGetParams) -> dict[str, Any]:
+    await trio.lowlevel.checkpoint()
+    found = _find(call, params.id)
+    if found is None:
+        raise _not_found()
+    return {"approval": snapshot(found[1])}
+
+
+async def approval_resolve(call: Call, params: ApprovalResolveParams) -> dict[str, Any]:
+    registry = _registries(call).get(params.kind)
+    if registry is None:
+        raise _not_found()  # system-agent approvals: none here
+    if params.reviewer is not msgspec.UNSET:
+        raise _not_found()
+    approval = registry.find(params.id)
+    if approval is None:
+        raise _not_found()
+    applied = False
+    if approval.pending:
+        applied = resolve_in(call, registry, params.id, params.decision)
+    await trio.lowlevel.checkpoint()
+    return {"applied": applied, "approval": snapshot(approval)}
+
+
+async def approval_history(call: Call, params: ApprovalHistoryParams) -> dict[str, Any]:
+    await trio.lowlevel.checkpoint()
+    kinds = _registries(call)
+    chosen = [kinds[params.kind]] if isinstance(params.kind, str) and params.kind in kinds else []
+    if not isinstance(params.kind, str):
+        chosen = list(kinds.values())
+    items = sorted(
+        (a for registry in chosen for a in registry.history()),
+        key=lambda a: a.ended_at_ms,
+        reverse=True,
+    )
+    start = 0
+    if isinstance(params.cursor, str):
+        try:
+            start = int(params.cursor)
+        except ValueError as exc:
+            raise invalid_request("invalid cursor") from exc
+    limit = params.limit if isinstance(params.limit, int) else _DEFAULT_HISTORY_LIMIT
+    page = items[start : start + limit]
+    answer: dict[str, Any] = {"items": [snapshot(a) for a in page]}
+    if start + limit < len(items):
+        answer["nextCursor"] = str(start + limit)
+    return answer
