@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import trio
+import trio.testing
 
 from runtime.tools import Job
 from tests.conftest import local_config, open_client, running_gateway
@@ -285,3 +286,43 @@ async def test_the_tools_catalog_lists_process_as_available(tmp_path: Path) -> N
             catalog = await client.request("tools.catalog", {"agentId": "main"})
     runtime = {t["id"]: t for g in catalog["groups"] if g["id"] == "runtime" for t in g["tools"]}
     assert "tags" not in runtime["exec"] and "tags" not in runtime["process"]
+
+
+async def test_a_completion_waits_for_its_busy_session(tmp_path: Path) -> None:
+    w = Watch()
+    key = "agent:main:main"
+    async with (
+        running_gateway(tmp_path) as gw,
+        open_client(gw, on_event=w, caps=["tool-events"]) as client,
+    ):
+        with trio.fail_after(30):
+            message = _tool("exec", command="echo built", background=True) + "[[stall]]"
+            await client.request(
+                "agent", {"sessionKey": key, "message": message, "idempotencyKey": "busy"}
+            )
+            await w.started("busy", "tool")
+            processes = gw.supervisor.processes
+            assert processes is not None
+            await w.until(lambda e, p: e == "agent" and p["data"].get("phase") == "result")
+            [job] = processes.list(key)  # exec returned: its job is registered
+            await job.done.wait()
+            await trio.testing.wait_all_tasks_blocked()
+            assert not any(
+                p["runId"].startswith("exec-event-") for (e, p, _s) in w.events if e == "agent"
+            )  # the wake waits in the lane behind the busy run
+            await client.request("chat.abort", {"sessionKey": key, "runId": "busy"})
+            await w.ended("busy")
+            wake = await w.until(lambda e, p: e == "agent" and p["runId"].startswith("exec-event-"))
+            await w.ended(wake["runId"])
+    ends = [
+        n
+        for n, (e, p, _s) in enumerate(w.events)
+        if e == "agent" and p["stream"] == "lifecycle" and p["data"].get("phase") == "end"
+    ]
+    busy_end = next(n for n in ends if w.events[n][1]["runId"] == "busy")
+    wake_start = next(
+        n
+        for n, (e, p, _s) in enumerate(w.events)
+        if e == "agent" and p["runId"].startswith("exec-event-")
+    )
+    assert busy_end < wake_start
