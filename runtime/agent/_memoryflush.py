@@ -11,9 +11,10 @@ facts from a long session outlive the summary.
   per turn.
 - What: a model turn on a private copy of the conversation (the history before the waiting
   user message, or the whole finished run after it) plus OpenClaw's flush prompt, with the
-  flush system prompt appended to the run's, and the run's tools (so `write`/`edit` reach
-  the workspace). Nothing of it enters the transcript, the run's reply or its usage; its
-  file writes are durable. The model may answer `NO_REPLY`.
+  flush system prompt appended to the run's, and the run's file and memory tools
+  (`FlushTools`: `write`/`edit`/`apply_patch` reach the workspace; no `message`, no `exec`).
+  Nothing of it enters the transcript, the run's reply, its tool-error fallback or its usage;
+  its file writes are durable. The model may answer `NO_REPLY`.
 - Shown as OpenClaw shows it: the run's `run_status` events `{phase: "memory_flushing"}`
   then `{phase: "preparing_context"}`; the flush turn's own events are not streamed.
 - Skipped when the run cannot write (no `write`/`edit` tool: a read-only workspace), when a
@@ -36,8 +37,25 @@ from typing import Any, Final
 
 import attrs
 
-from ..llm._types import Message, ProviderError, TextContent, ToolResultMessage, UserMessage
-from ..loop._agent import AgentRunInput, RunProgress, ToolRunner, now_ms, run_agent
+from ..llm._types import (
+    Message,
+    ProviderError,
+    TextContent,
+    ToolCallContent,
+    ToolResultMessage,
+    ToolSpec,
+    UserMessage,
+)
+from ..loop._agent import (
+    AgentRunInput,
+    Emit,
+    NoTools,
+    RunProgress,
+    ToolOutcome,
+    ToolRunner,
+    now_ms,
+    run_agent,
+)
 from ..model._generation import GenerationError, ResolvedModel
 from ..model._settings import MemoryFlushSettings
 from ._compaction import ContextBudget, summary_of
@@ -45,6 +63,7 @@ from ._compaction import ContextBudget, summary_of
 __all__ = [
     "FLUSH_PROMPT_MARKER",
     "FlushLedger",
+    "FlushTools",
     "MemoryFlush",
     "flush_prompts",
     "flush_threshold",
@@ -86,6 +105,32 @@ _SYSTEM_PROMPT = " ".join(
     )
 )
 _WRITING_TOOLS: Final = frozenset({"write", "edit", "apply_patch"})
+_FLUSH_TOOLS: Final = _WRITING_TOOLS | {"read", "ls", "memory_search", "memory_get"}
+_RUN_RECORDS: Final = ("failures", "sent_texts", "mutating_failed")
+"""What a run's tool runner records for the run's reply (`runtime.loop.RunTools`)."""
+
+
+@attrs.define(eq=False)
+class FlushTools:
+    """The run's tools as the flush turn gets them: the file and memory tools only (no
+    message to the user, no command), and nothing it does counts in what the run's runner
+    records for the reply (a failed flush write is no tool-error reply of the run)."""
+
+    inner: ToolRunner
+
+    def specs(self) -> list[ToolSpec]:
+        return [spec for spec in self.inner.specs() if spec.name in _FLUSH_TOOLS]
+
+    async def call(self, call: ToolCallContent, emit: Emit) -> ToolOutcome:
+        if call.name not in _FLUSH_TOOLS:
+            return await NoTools().call(call, emit)
+        records = [getattr(self.inner, name, None) for name in _RUN_RECORDS]
+        kept = [(r, len(r)) for r in records if isinstance(r, list)]
+        try:
+            return await self.inner.call(call, emit)
+        finally:
+            for record, size in kept:
+                del record[size:]
 
 
 def flush_prompts(now: dt.datetime) -> tuple[str, str, str]:
@@ -230,7 +275,7 @@ class MemoryFlush:
             history=list(context),
             user_message=UserMessage(content=[TextContent(prompt)], timestamp=now_ms()),
             params=dict(model.params),
-            tools=self.tools,
+            tools=FlushTools(self.tools),
             idle_timeout=self.idle_timeout,
             session_id=self.session_id,
         )

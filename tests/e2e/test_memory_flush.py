@@ -3,15 +3,18 @@ context window so the session compacts): the silent flush turn writes what the c
 asked to remember into `memory/YYYY-MM-DD.md` before the summary replaces the history; the
 run shows it as OpenClaw does (`run_status` `memory_flushing` then `preparing_context`), not
 as a reply nor in the transcript; it runs at most once per compaction cycle; a new session
-finds the saved fact with `memory_search`; `memoryFlush.enabled: false` turns it off."""
+finds the saved fact with `memory_search`; `memoryFlush.enabled: false` turns it off; a
+`memoryFlush.model` that cannot run is logged once per cycle and changes nothing else."""
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
+import pytest
 import trio
 
 from runtime.llm._types import UserMessage
@@ -151,3 +154,19 @@ async def test_memory_flush_off_compacts_without_a_flush(tmp_path: Path) -> None
     kinds = [m for run_id in run_ids for m in _marks(events, run_id)]
     assert "compacted" in kinds and "memory_flushing" not in kinds
     assert not (tmp_path / "state" / "workspaces" / "main" / "memory").exists()
+
+
+async def test_a_flush_model_that_cannot_run_leaves_the_runs_and_compaction_alone(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="clawlane.memory.flush")
+    events, on_event = recorder_events()
+    run_ids, _entries, results = await _converse(
+        tmp_path, _config(model="nowhere/no-such-model"), on_event, 1
+    )
+    kinds = [m for run_id in run_ids for m in _marks(events, run_id)]
+    assert "compacted" in kinds and "memory_flushing" not in kinds
+    for i, result in enumerate(results):
+        assert result["payloads"] == [{"text": f"You said: {long_message(i)}"}], i
+    assert "memoryFlush.model 'nowhere/no-such-model' is not usable" in caplog.text
+    assert caplog.text.count("is not usable") == 1  # tried once in the cycle

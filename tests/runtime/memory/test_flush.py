@@ -1,15 +1,23 @@
-"""`agents.defaults.compaction.memoryFlush` as OpenClaw's keys take it, and where the flush
+"""`agents.defaults.compaction.memoryFlush` as OpenClaw's keys take it, where the flush
 starts (OpenClaw's plan: `softThresholdTokens` below the compaction threshold, never more
-than half of it)."""
+than half of it), and the tools the flush turn gets."""
 
 from __future__ import annotations
 
 import datetime as dt
 
+import attrs
 import pytest
 
 from runtime.agent._compaction import ContextBudget
-from runtime.agent._memoryflush import FLUSH_PROMPT_MARKER, flush_prompts, flush_threshold
+from runtime.agent._memoryflush import (
+    FLUSH_PROMPT_MARKER,
+    FlushTools,
+    flush_prompts,
+    flush_threshold,
+)
+from runtime.llm._types import ToolCallContent, ToolSpec
+from runtime.loop._agent import Emit, NoTools, ToolOutcome
 from runtime.model._config import ConfigError, parse_config
 from runtime.model._settings import MemoryFlushSettings
 
@@ -70,3 +78,35 @@ def test_the_prompts_name_todays_note() -> None:
     assert prompt.startswith(FLUSH_PROMPT_MARKER) and "memory/2026-12-07.md" in prompt
     assert "NO_REPLY" in prompt and "Current time: 2026-12-07 09:30" in prompt
     assert system.startswith("Pre-compaction memory flush turn.") and "YYYY" not in system
+
+
+@attrs.define
+class _RunTools:
+    """A run's tool runner as far as the flush sees it: specs, calls, what it records."""
+
+    failures: list[tuple[str, str, bool]] = attrs.field(factory=list)
+    sent_texts: list[str] = attrs.field(factory=list)
+    called: list[str] = attrs.field(factory=list)
+
+    def specs(self) -> list[ToolSpec]:
+        return [ToolSpec(name=n, description=n, parameters={}) for n in ("write", "message")]
+
+    async def call(self, call: ToolCallContent, emit: Emit) -> ToolOutcome:
+        self.called.append(call.name)
+        self.failures.append((call.name, "disk full", True))
+        self.sent_texts.append("sent")
+        return await NoTools().call(call, emit)
+
+
+async def test_the_flush_gets_file_tools_and_leaves_the_runs_records_alone() -> None:
+    inner = _RunTools(failures=[("read", "earlier", False)])
+    tools = FlushTools(inner)
+    assert [s.name for s in tools.specs()] == ["write"]
+    events: list[str] = []
+    write = ToolCallContent(id="1", name="write", arguments={"path": "memory/x.md"})
+    outcome = await tools.call(write, lambda stream, data: events.append(stream))
+    assert outcome.message.isError and inner.called == ["write"]
+    assert inner.failures == [("read", "earlier", False)] and inner.sent_texts == []
+    message = ToolCallContent(id="2", name="message", arguments={"text": "hi"})
+    refused = await tools.call(message, lambda stream, data: None)
+    assert refused.message.isError and inner.called == ["write"]
