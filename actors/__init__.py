@@ -33,6 +33,11 @@ up (each folder's face is its manual):
 - `recover_runs` (`_recovery`): what a start makes of the journal (`RecoveredRun`,
   `RecoveryReport`, `replay_terminal`, `report_lost`).
 - `cron/`: `CronScheduler` (`open_cron`), durable jobs and their runs.
+- `GatewaySessions` (`open_session_tools`, `_session_tools`; `open_gateway_supervisor`: a
+  supervisor whose runs have them): OpenClaw's session tools over the supervisor's sessions
+  (`sessions_list`, `sessions_history`, `sessions_send`, `session_status`, `agents_list`),
+  and `sessions_spawn`'s subagents (`_subagents`: the `subagent` lane, lineage in the
+  child's row, limits, the announce back to the parent).
 - `operator/`: `Questions`, the questions a run's `ask_user` (or a client) asks the operators
   (`Question`), and the runs' `runtime.tools.QuestionDesk`; `operator_desks` and
   `run_desks` make and run a gateway's approvals and questions together.
@@ -87,6 +92,9 @@ from ._recovery import RecoveryReport as RecoveryReport
 from ._recovery import recover_runs as recover_runs
 from ._recovery import replay_terminal as replay_terminal
 from ._recovery import report_lost as report_lost
+from ._session_tools import GatewaySessions as GatewaySessions
+from ._session_tools import open_gateway_supervisor as open_gateway_supervisor
+from ._session_tools import open_session_tools as open_session_tools
 from ._supervisor import RunInFlight as RunInFlight
 from ._supervisor import RunRefused as RunRefused
 from ._supervisor import ShuttingDown as ShuttingDown
@@ -244,6 +252,7 @@ __all__ = [
     "Fence",
     "FencedOut",
     "FiringLease",
+    "GatewaySessions",
     "Generations",
     "HeldLease",
     "HistogramSnapshot",
@@ -310,10 +319,12 @@ __all__ = [
     "open_cluster",
     "open_config_document",
     "open_cron",
+    "open_gateway_supervisor",
     "open_local_cluster",
     "open_pairing",
     "open_prefs",
     "open_redis_cluster",
+    "open_session_tools",
     "open_store",
     "open_store_backend",
     "open_supervisor",

@@ -105,6 +105,18 @@ FLOORS: Final[dict[str, frozenset[str]]] = {
             "actors._admission",
         }
     ),
+    "actors._subagents": frozenset(
+        {
+            "actors._errors",
+            "actors.runs",
+            "actors.session",
+            "actors._supervisor",
+            "actors._admission",
+        }
+    ),
+    "actors._session_tools": frozenset(
+        {"actors._errors", "actors.runs", "actors._supervisor", "actors._subagents"}
+    ),
     "actors.cron": frozenset(
         {
             "actors._errors",

@@ -40,12 +40,14 @@ from ..tools import (
     ExecSettings,
     ProcessRegistry,
     QuestionDesk,
+    SessionsHost,
     ToolPolicy,
     ToolScope,
     WebSettings,
     builtin_tools,
     ensure_workspace,
     requested_policy,
+    session_tools,
 )
 from ._blocks import BlockFlusher, BlockSink
 from ._chunking import BlockStreamingSettings
@@ -100,6 +102,10 @@ class TurnServices:
         """The host's exec approvals and approvals document (the gateway sets its
         `actors.ExecApprovals`); without one an exec the policy asks about is settled by
         `askFallback` at once."""
+        self.sessions: SessionsHost | None = None
+        """The sessions the session tools reach (the gateway sets its host): with it
+        `sessions_list`, `sessions_send`, `sessions_spawn`, ... are offered; without it (the
+        embedded runtime) they are not."""
         self.approvals: ApprovalGate | None = None
         """Where a tool call a plugin wants approved is asked: the gateway sets its registry
         of plugin approvals; without one (the embedded runtime) such calls are refused."""
@@ -284,6 +290,8 @@ class TurnServices:
             )
             tools = (*builtins, *self.plugins.tools())
             tools = (*tools, *self.memory_tools(generation))
+            if self.sessions is not None:
+                tools = (*tools, *session_tools(self.sessions))
             shared = self._toolsets[key] = (tools, policy, ToolSet.of(tools, policy))
         tools, policy, toolset = shared
         return RunTools(

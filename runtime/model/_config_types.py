@@ -310,6 +310,25 @@ class GlobalToolsConfig(ToolsConfig, frozen=True):
     toolSearch: bool | ToolSearchConfig | None = None
 
 
+class SubagentsConfig(_Strict, frozen=True):
+    """`agents.defaults.subagents` (OpenClaw's keys): how `sessions_spawn` may spawn.
+    `maxSpawnDepth` (1-5, default 5): the deepest a subagent may be (a session at that depth
+    spawns no more); `maxChildrenPerAgent` (1-20, default 5): active children per session;
+    `maxConcurrent` (default 8): the `subagent` lane's slots; `runTimeoutSeconds` (0: none):
+    a child run's timeout unless the call sets one; `allowAgents`: the other agents a child
+    may run as (`["*"]`: any; default: the same agent only); `model`: the children's model.
+    `announceTimeoutMs` and `archiveAfterMinutes` are accepted."""
+
+    allowAgents: list[str] | None = None
+    model: str | AgentModelConfig | None = None
+    maxConcurrent: Annotated[int, msgspec.Meta(ge=1)] = 8
+    maxSpawnDepth: Annotated[int, msgspec.Meta(ge=1, le=5)] = 5
+    maxChildrenPerAgent: Annotated[int, msgspec.Meta(ge=1, le=20)] = 5
+    runTimeoutSeconds: NonNegInt = 0
+    announceTimeoutMs: NonNegInt | None = None
+    archiveAfterMinutes: NonNegInt | None = None
+
+
 class AgentDefaults(_Strict, frozen=True):
     model: str | AgentModelConfig | None = None
     models: dict[str, AgentModelPolicy] = {}
@@ -329,6 +348,7 @@ class AgentDefaults(_Strict, frozen=True):
     bootstrapTotalMaxChars: Annotated[int, msgspec.Meta(gt=0)] | None = None
     resources: list[str] = []
     """Resource package roots (skills, prompts, themes, extensions) besides the workspace."""
+    subagents: SubagentsConfig = SubagentsConfig()
 
 
 def run_timeout_seconds(defaults: AgentDefaults) -> float | None:

@@ -196,6 +196,11 @@ class SessionRow(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_d
     endedAt: int | None = None
     abortedLastRun: bool = False
     lastRunId: str | None = None
+    spawnedBy: str | None = None
+    """A subagent session's lineage (`sessions_spawn`): the session that spawned it (OpenClaw's
+    `spawnedBy`, and `parentSessionKey` alike), and how deep it is (1: a child of a root)."""
+    parentSessionKey: str | None = None
+    spawnDepth: int | None = None
 
 
 def openclaw_row_meta(entry: MessageEntry, seq: int) -> dict[str, Any]:

@@ -23,6 +23,11 @@ The web tools, given `WebSettings` (`tools.web.*`): `web_fetch` reads a page thr
 guard (`EgressPolicy`); a target it refuses raises `EgressBlockedError` (a `ToolError`) inside
 the tool, which reports it as an error result. `web_search` is offered, without a provider.
 
+Sessions: OpenClaw's session tools (`session_tools(host)`: `sessions_list`,
+`sessions_history`, `sessions_send`, `sessions_spawn`, `session_status`, `agents_list`) are
+shells over a `SessionsHost` the host that owns the sessions passes in (the gateway's
+`actors._session_tools`); `sanitize_history` is `sessions_history`'s bounded, redacted view.
+
 Errors: `ToolError` → `SandboxError` (a path leaves the workspace), `ToolPolicyError` (an
 unknown group or profile in the policy), `PatchError` (an `apply_patch` input that is
 malformed or does not match; the tool reports it as an error result), `JobLimitError` (a
@@ -81,6 +86,15 @@ from ._process import open_process_registry as open_process_registry
 from ._process_tool import ProcessTool as ProcessTool
 from ._sandbox import ensure_workspace as ensure_workspace
 from ._sandbox import resolve_in_workspace as resolve_in_workspace
+from ._sessions_history import HistoryView as HistoryView
+from ._sessions_history import sanitize_history as sanitize_history
+from ._sessions_tools import SessionsHistoryParams as SessionsHistoryParams
+from ._sessions_tools import SessionsHost as SessionsHost
+from ._sessions_tools import SessionsListParams as SessionsListParams
+from ._sessions_tools import SessionsSendParams as SessionsSendParams
+from ._sessions_tools import SessionsSpawnParams as SessionsSpawnParams
+from ._sessions_tools import SessionStatusParams as SessionStatusParams
+from ._sessions_tools import session_tools as session_tools
 from ._tool import Tool as Tool
 from ._tool import ToolContext as ToolContext
 from ._tool import ToolResult as ToolResult
@@ -113,6 +127,7 @@ __all__ = [
     "ExecPolicy",
     "ExecSettings",
     "ExecTool",
+    "HistoryView",
     "Job",
     "JobLimitError",
     "LsTool",
@@ -125,6 +140,12 @@ __all__ = [
     "QuestionShapeError",
     "ReadTool",
     "SandboxError",
+    "SessionStatusParams",
+    "SessionsHistoryParams",
+    "SessionsHost",
+    "SessionsListParams",
+    "SessionsSendParams",
+    "SessionsSpawnParams",
     "Tool",
     "ToolContext",
     "ToolError",
@@ -152,7 +173,9 @@ __all__ = [
     "question_shape_error",
     "requested_policy",
     "resolve_in_workspace",
+    "sanitize_history",
     "sanitize_result",
+    "session_tools",
     "text_result",
     "tool_spec",
     "unknown_entries",

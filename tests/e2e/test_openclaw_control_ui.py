@@ -380,6 +380,9 @@ async def test_the_plugins_and_systems_pages_list_what_this_gateway_has(tmp_path
     assert "tags" not in web["web_fetch"] and "tags" not in web["web_search"]
     assert not any("tags" in t for t in groups["memory"]["tools"])
     assert web["x_search"]["tags"] == ["unavailable"]
+    ours_now = {t["id"]: t for t in groups["sessions"]["tools"]}
+    assert "tags" not in ours_now["sessions_send"] and "tags" not in ours_now["sessions_spawn"]
+    assert ours_now["subagents"]["tags"] == ["unavailable"]
     assert "not available in clawlane" in web["x_search"]["description"]
     [weather] = groups["plugin:ui_plugin"]["tools"]
     assert weather["source"] == "plugin" and weather["defaultProfiles"] == ["full"]
@@ -420,12 +423,15 @@ async def test_the_agents_tools_panel_shows_what_a_run_in_the_session_is_offered
     assert full["agentId"] == "main" and full["profile"] == "full"
     core, connected = full["groups"]
     assert core["id"] == "core" and core["label"] == "Built-in tools"
-    ours = ["ls", "read", "write", "edit", "apply_patch", "exec", "message"]
+    ours = ["ls", "read", "write", "edit", "apply_patch", "exec", "process", "message"]
     web_memory = ["web_search", "web_fetch", "memory_search", "memory_get"]
-    offered = [*ours, *web_memory[:2], "ask_user", *web_memory[2:]]
+    sessions = ["sessions_list", "sessions_history", "sessions_send", "sessions_spawn"]
+    sessions += ["session_status", "agents_list"]
+    offered = [*ours, *web_memory[:2], "ask_user", *web_memory[2:], *sessions]
     assert [t["id"] for t in core["tools"]] == offered
     [notice] = full["notices"]
-    assert notice["severity"] == "info" and "sessions_spawn" in notice["message"]
+    assert notice["severity"] == "info" and "subagents" in notice["message"]
+    assert "sessions_spawn" not in notice["message"]
     assert core["tools"][1]["label"] == "Read" and core["tools"][1]["rawDescription"]
     [weather] = connected["tools"]
     assert connected["label"] == "Connected tools" and weather["pluginId"] == "ui_plugin"
@@ -433,8 +439,9 @@ async def test_the_agents_tools_panel_shows_what_a_run_in_the_session_is_offered
     assert coding["agentId"] == "coder" and coding["profile"] == "coding"
     [only] = coding["groups"]
     # OpenClaw's coding profile: files, runtime, web and memory, not `message`; exec denied.
-    coding_tools = ["ls", "read", "write", "edit", "apply_patch", *web_memory[:2], "ask_user"]
-    coding_tools += web_memory[2:]
+    coding_tools = ["ls", "read", "write", "edit", "apply_patch", "process", *web_memory[:2]]
+    coding_tools += ["ask_user", *web_memory[2:]]
+    coding_tools += sessions[:5]  # and the session tools, all but agents_list
     assert [t["id"] for t in only["tools"]] == coding_tools
     assert unknown["code"] == "INVALID_REQUEST" and "unknown session key" in unknown["message"]
     assert mismatch["code"] == "INVALID_REQUEST" and "does not match" in mismatch["message"]

@@ -51,7 +51,7 @@ from runtime.protocol import (
     invalid_request,
     opt,
 )
-from runtime.tools import CORE_TOOLS, PROFILES, SECTIONS, builtin_tools
+from runtime.tools import CORE_TOOLS, PROFILES, SECTIONS, builtin_tools, session_tools
 from runtime.users import PrefsTooLarge, UserPrefsError
 
 from . import _sessions as sessions
@@ -213,7 +213,8 @@ def _clawlane_tools(call: Call) -> dict[str, Any]:
         *builtin_tools(web, processes=sup.services.processes, questions=sup.services.questions),
         *sup.services.memory_tools(sup.generation),
     ]
-    return {tool.name: tool for tool in tools}
+    sessions = sup.services.sessions  # the gateway's: sessions_list, sessions_send, ...
+    return {tool.name: tool for tool in [*tools, *(session_tools(sessions) if sessions else ())]}
 
 
 async def tools_catalog(call: Call, params: ToolsCatalogParams) -> dict[str, Any]:

@@ -34,8 +34,8 @@ from actors import (
     Supervisor,
     open_config_document,
     open_cron,
+    open_gateway_supervisor,
     open_store_backend,
-    open_supervisor,
     operator_desks,
     recover_runs,
     run_desks,
@@ -578,7 +578,7 @@ async def open_gateway(config: Config, options: GatewayOptions) -> AsyncIterator
         open_store_backend(config, options.state_dir) as store,  # SQLite or PostgreSQL
         open_gateway_documents(config, options.state_dir) as (pairing, prefs),  # files, or PG's
         open_config_document(config) as config_document,  # a cluster on PG: its one config
-        open_supervisor(
+        open_gateway_supervisor(  # with the session tools (sessions_send, sessions_spawn, ...)
             generation=generation, store=store, workspace_root=options.state_dir / "workspaces"
         ) as supervisor,
     ):

@@ -1,0 +1,439 @@
+"""The gateway's side of OpenClaw's session tools (`runtime.tools.SessionsHost`).
+
+`GatewaySessions` answers `sessions_list`, `sessions_history`, `sessions_send`,
+`session_status` and `agents_list` from the supervisor's sessions, and hands
+`sessions_spawn` to its `Subagents` (`actors._subagents`). `open_session_tools(sup)` makes
+one, gives it to the supervisor's turns (`TurnServices.sessions`) and owns the tasks that
+announce a subagent's result, cancelled when it exits.
+
+Every session is visible to every session (OpenClaw's default `tools.sessions.visibility`
+`all`). A run `sessions_send` starts goes on the target's lane as a followup run on the
+`nested` global lane, so a sender holding a `main` slot never waits for its own slot; the
+sender waits for it at most `timeoutSeconds`, and the run goes on when the wait ends.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any, Final
+
+import msgspec
+import trio
+
+from runtime.llm import Usage
+from runtime.loop import now_ms
+from runtime.model import GenerationError, ModelRuntimeGeneration
+from runtime.sessions import (
+    SessionKeyError,
+    SessionRow,
+    branch_messages,
+    parse_session_key,
+    resolve_session_key,
+)
+from runtime.tools import (
+    SessionsHistoryParams,
+    SessionsListParams,
+    SessionsSendParams,
+    SessionsSpawnParams,
+    SessionStatusParams,
+    ToolContext,
+    ToolError,
+    sanitize_history,
+)
+from runtime.usage import PriceTable, call_cost, format_token_count, format_usd
+
+from ._subagents import Subagents, reply_text, submit_run
+from ._supervisor import Supervisor, open_supervisor
+from .runs import RunRecord
+
+__all__ = ["GatewaySessions", "list_kind", "open_gateway_supervisor", "open_session_tools"]
+
+log = logging.getLogger("clawlane.session_tools")
+
+LIST_LIMIT_DEFAULT: Final = 100
+LIST_LIMIT_MAX: Final = 200
+SEND_TIMEOUT_DEFAULT_S: Final = 30
+NO_REPLY_MESSAGE: Final = "No visible reply or pending announcement. Continue or retry if needed."
+_SILENT: Final = frozenset({"", "NO_REPLY", "no_reply"})
+
+
+def list_kind(key: str) -> str:
+    """OpenClaw's `sessions_list` kind of a key: main, group, cron, hook, node or other."""
+    parsed = parse_session_key(key)
+    rest = parsed.rest if parsed is not None else key
+    head = rest.split(":", 1)[0]
+    if rest == "main":
+        return "main"
+    if head in ("cron", "hook", "node"):
+        return head
+    if any(part in ("group", "channel", "room") for part in rest.split(":")):
+        return "group"
+    return "other"
+
+
+class GatewaySessions:
+    """The session tools' host on a gateway (see the module docstring)."""
+
+    def __init__(self, sup: Supervisor, nursery: trio.Nursery) -> None:
+        self.sup = sup
+        self.subagents = Subagents(sup, nursery)
+
+    # --- resolving a target -----------------------------------------------------------------
+
+    def _key(self, ctx: ToolContext, raw: str) -> str:
+        try:
+            return resolve_session_key(raw, agent_id=None, default_agent=ctx.agent_id)
+        except SessionKeyError as exc:
+            raise ToolError(str(exc)) from exc
+
+    async def _row(self, key: str) -> SessionRow | None:
+        actor = next((a for a in self.sup.sessions() if a.key == key), None)
+        if actor is not None and actor.row is not None:
+            return actor.row
+        return await self.sup.store.get_session(key)
+
+    # --- sessions_list ----------------------------------------------------------------------
+
+    async def list_sessions(self, ctx: ToolContext, args: SessionsListParams) -> dict[str, Any]:
+        """Rows most recently updated first, filtered and paged as OpenClaw's. A checkpoint."""
+        after = now_ms() - args.activeMinutes * 60_000 if args.activeMinutes else None
+        rows = await self.sup.store.list_sessions(
+            limit=None, agent_id=args.agentId, updated_after_ms=after
+        )
+        active: dict[str, list[str]] = {}
+        for rec in self.sup.registry.active():
+            active.setdefault(rec.session_key, []).append(rec.run_id)
+        rows = [r for r in rows if r.key not in ("global", "unknown") and _wanted(r, args, active)]
+        children: dict[str, list[str]] = {}
+        for row in rows:
+            if row.parentSessionKey:
+                children.setdefault(row.parentSessionKey, []).append(row.key)
+        limit = min(args.limit or LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX)
+        offset = args.offset or 0
+        page = rows[offset : offset + limit]
+        sessions = []
+        for row in page:
+            view = self._list_row(row, children.get(row.key), active.get(row.key))
+            if args.messageLimit or args.includeLastMessage:
+                shown = await self._recent(row, args.messageLimit or 1)
+                if args.messageLimit:
+                    view["messages"] = shown
+                if args.includeLastMessage and shown:
+                    view["lastMessagePreview"] = _preview(shown[-1])
+            sessions.append(view)
+        result: dict[str, Any] = {
+            "count": len(sessions),
+            "sessions": sessions,
+            "hasMore": offset + len(page) < len(rows),
+            "limitApplied": limit,
+        }
+        if result["hasMore"]:
+            result["nextOffset"] = offset + len(page)
+        return result
+
+    def _list_row(
+        self, row: SessionRow, children: list[str] | None, active: list[str] | None
+    ) -> dict[str, Any]:
+        ref = self._model_ref(self.sup.generation, row)
+        view: dict[str, Any] = {
+            "key": row.key,
+            "sessionId": row.sessionId,
+            "agentId": row.agentId,
+            "kind": list_kind(row.key),
+            "channel": row.channel or "webchat",
+            "archived": False,
+            "pinned": False,
+            "model": ref,
+            "totalTokens": row.totalTokens,
+            "updatedAt": row.updatedAt,
+            "abortedLastRun": row.abortedLastRun,
+            "status": "running" if active else (row.status or "done"),
+        }
+        for name in ("label", "displayName", "contextTokens", "parentSessionKey"):
+            value = getattr(row, name)
+            if value is not None:
+                view[name] = value
+        if children:
+            view["childSessions"] = children
+        return view
+
+    async def _recent(self, row: SessionRow, count: int) -> list[dict[str, Any]]:
+        entries = await self.sup.store.load_entries(row.sessionId)
+        messages = [msgspec.to_builtins(e.message) for e in branch_messages(entries)]
+        return sanitize_history(messages[-min(count, 20) :]).messages
+
+    # --- sessions_history -------------------------------------------------------------------
+
+    async def history(self, ctx: ToolContext, args: SessionsHistoryParams) -> dict[str, Any]:
+        """The session's active branch, newest `limit` (after skipping `offset` from the
+        end), sanitized (`runtime.tools.sanitize_history`). A checkpoint."""
+        key = self._key(ctx, args.sessionKey)
+        row = await self._row(key)
+        if row is None:
+            return {"sessionKey": key, "status": "error", "error": f"Session not found: {key}"}
+        entries = await self.sup.store.load_entries(row.sessionId)
+        messages = [msgspec.to_builtins(e.message) for e in branch_messages(entries)]
+        if not args.includeTools:
+            messages = [m for m in messages if m.get("role") != "toolResult"]
+        offset = args.offset or 0
+        end = max(len(messages) - offset, 0)
+        start = max(end - args.limit, 0) if args.limit else 0
+        view = sanitize_history(messages[start:end], include_tools=bool(args.includeTools))
+        result: dict[str, Any] = {"sessionKey": key, "messages": view.messages, **view.flags()}
+        if args.offset is not None:
+            result |= {"offset": offset, "hasMore": start > 0}
+            if start > 0:
+                result["nextOffset"] = len(messages) - start
+        return result
+
+    # --- sessions_send ----------------------------------------------------------------------
+
+    async def send(self, ctx: ToolContext, args: SessionsSendParams) -> dict[str, Any]:
+        """Run the target session with the message and wait for its reply. A checkpoint."""
+        run_id = str(uuid.uuid4())
+        if not args.message.strip():
+            raise ToolError("message required")
+        if args.mode in ("notify", "resume"):
+            return _send_error(run_id, f"mode={args.mode} is not supported by clawlane")
+        key = await self._send_target(ctx, args)
+        if isinstance(key, dict):
+            return key | {"runId": run_id}
+        timeout = 0 if args.mode == "steer" else args.timeoutSeconds
+        timeout = SEND_TIMEOUT_DEFAULT_S if timeout is None else timeout
+        if key == ctx.session_key and timeout != 0:
+            return _send_error(
+                run_id,
+                "sessions_send cannot target the calling session; use your own reply instead",
+                key,
+            )
+        row = await self._row(key)
+        if row is None:
+            return _send_error(run_id, f"Session not found: {key}", key)
+        record = await submit_run(
+            self.sup,
+            key,
+            row.agentId,
+            args.message,
+            lane="nested",
+            origin="sessions_send",
+            extra_system_prompt=(
+                f"This message was sent by session {ctx.session_key} with sessions_send "
+                "(inter-session); your reply goes back to that session."
+            ),
+        )
+        if timeout == 0:
+            return {
+                "runId": record.run_id,
+                "status": "accepted",
+                "sessionKey": key,
+                "targetDisposition": "queued",
+                "delivery": {"status": "skipped", "mode": "announce"},
+            }
+        with trio.move_on_after(timeout):
+            await record.done.wait()
+        return _send_outcome(record, key, timeout)
+
+    async def _send_target(self, ctx: ToolContext, args: SessionsSendParams) -> Any:
+        if args.sessionKey and args.sessionKey.strip():
+            return self._key(ctx, args.sessionKey)
+        if args.label:
+            rows = await self.sup.store.list_sessions(agent_id=args.agentId)
+            found = next((r.key for r in rows if r.label == args.label), None)
+            if found is None:
+                return {"status": "error", "error": f"No session found with label: {args.label}"}
+            return found
+        if args.agentId:
+            try:
+                agent = self.sup.generation.agent(args.agentId)
+            except GenerationError:
+                return {
+                    "status": "error",
+                    "error": f'Agent "{args.agentId}" not found. Run openclaw agents list to '
+                    "see configured agents.",
+                }
+            return f"agent:{agent.id}:main"
+        raise ToolError("sessionKey, label or agentId required")
+
+    # --- session_status ---------------------------------------------------------------------
+
+    async def status(self, ctx: ToolContext, args: SessionStatusParams) -> dict[str, Any]:
+        """A `/status`-style card: model, tokens, context use, estimated cost. A checkpoint."""
+        key = self._key(ctx, args.sessionKey) if args.sessionKey else ctx.session_key
+        row = await self._row(key)
+        if row is None:
+            return {"status": "error", "error": f"Session not found: {key}", "sessionKey": key}
+        gen = self.sup.generation
+        changed = False
+        if args.model is not None:
+            row, changed = await self._set_model(row, args.model)
+        ref = self._model_ref(gen, row)
+        provider, _, model = ref.partition("/")
+        result: dict[str, Any] = {
+            "ok": True,
+            "sessionKey": key,
+            "agentId": row.agentId,
+            "changedModel": changed,
+            "stateVersion": row.updatedAt,
+            "statusText": self._card(gen, row, ref),
+            "model": model,
+            "modelProvider": provider,
+            "modelOverride": row.modelOverride,
+        }
+        return result
+
+    async def _set_model(self, row: SessionRow, model: str) -> tuple[SessionRow, bool]:
+        actor = await self.sup.session(row.key, row.agentId)
+        if model.strip().lower() in ("", "default"):
+            return await actor.save_row(modelOverride=None, providerOverride=None), True
+        try:
+            resolved = self.sup.generation.resolve(model.strip(), agent_id=row.agentId)
+        except GenerationError as exc:
+            raise ToolError(f"unknown model {model!r}: {exc}") from exc
+        saved = await actor.save_row(
+            modelOverride=resolved.model_id, providerOverride=resolved.provider_id
+        )
+        return saved, True
+
+    @staticmethod
+    def _model_ref(gen: ModelRuntimeGeneration, row: SessionRow) -> str:
+        if row.modelOverride:
+            ref = (
+                f"{row.providerOverride}/{row.modelOverride}"
+                if row.providerOverride
+                else row.modelOverride
+            )
+        else:
+            try:
+                ref = gen.agent(row.agentId).primary
+            except GenerationError:
+                ref = gen.agent(None).primary
+        return gen.aliases.get(ref, ref)
+
+    @staticmethod
+    def _card(gen: ModelRuntimeGeneration, row: SessionRow, ref: str) -> str:
+        provider, _, model = ref.partition("/")
+        entry = next((e for e in gen.catalog if e.provider == provider and e.id == model), None)
+        window = entry.contextWindow if entry is not None else None
+        used = row.contextTokens if row.contextTokens is not None else row.inputTokens
+        context = f"Context: {format_token_count(used)}"
+        if window:
+            context += f"/{format_token_count(window)} ({round(100 * used / window)}%)"
+        usage = Usage(input=row.inputTokens, output=row.outputTokens)
+        price = PriceTable.of(gen.config).prices.get((provider, model))
+        cost = call_cost(usage, price)
+        lines = [
+            f"Model: {ref}",
+            f"Tokens: {format_token_count(row.inputTokens)} in / "
+            f"{format_token_count(row.outputTokens)} out",
+            context,
+            f"Cost: {format_usd(cost.total)} (estimated)" if cost is not None else "Cost: n/a",
+            f"Session: {row.key} · updated {_ago(row.updatedAt)}",
+            f"Compactions: {row.compactionCount}",
+        ]
+        if row.parentSessionKey:
+            lines.append(f"Spawned by: {row.parentSessionKey} (depth {row.spawnDepth or 1})")
+        return "\n".join(lines)
+
+    # --- agents_list, sessions_spawn --------------------------------------------------------
+
+    def agents(self, ctx: ToolContext) -> dict[str, Any]:
+        """The agents `sessions_spawn` may run as from this session (the requester's first)."""
+        return self.subagents.agents_view(ctx.agent_id)
+
+    async def spawn(self, ctx: ToolContext, args: SessionsSpawnParams) -> dict[str, Any]:
+        return await self.subagents.spawn(ctx, args, await self._row(ctx.session_key))
+
+
+def _wanted(row: SessionRow, args: SessionsListParams, active: dict[str, list[str]]) -> bool:
+    if args.kinds and list_kind(row.key) not in args.kinds:
+        return False
+    if args.label and row.label != args.label:
+        return False
+    if args.search:
+        needle = args.search.lower()
+        if needle not in row.key.lower() and needle not in (row.label or "").lower():
+            return False
+    if args.spawnedBy and row.spawnedBy != args.spawnedBy:
+        return False
+    if args.excludeSubagents and row.spawnedBy is not None:
+        return False
+    return not (args.activeOnly and row.key not in active)
+
+
+def _preview(message: dict[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, str):
+        return content[:200]
+    texts = [b.get("text", "") for b in content or () if isinstance(b, dict)]
+    return " ".join(t for t in texts if t)[:200]
+
+
+def _ago(ts: int) -> str:
+    seconds = max(0, (now_ms() - ts) // 1000)
+    if seconds < 60:
+        return f"{seconds}s ago"
+    if seconds < 3600:
+        return f"{seconds // 60}m ago"
+    return f"{seconds // 3600}h ago"
+
+
+def _send_error(run_id: str, error: str, key: str | None = None) -> dict[str, Any]:
+    result: dict[str, Any] = {"runId": run_id, "status": "error", "error": error}
+    if key is not None:
+        result["sessionKey"] = key
+    return result
+
+
+def _send_outcome(record: RunRecord, key: str, timeout: float) -> dict[str, Any]:
+    run_id = record.run_id
+    if not record.ended:
+        return {
+            "runId": run_id,
+            "status": "timeout",
+            "error": f"no reply within {timeout:g}s; the run goes on",
+            "sentBeforeError": True,
+            "sessionKey": key,
+        }
+    if record.status != "ok":
+        error = record.error or f"the run ended {record.status}"
+        return _send_error(run_id, error, key)
+    reply = reply_text(record)
+    if reply.strip() in _SILENT:
+        return {
+            "runId": run_id,
+            "status": "no_reply",
+            "sessionKey": key,
+            "message": NO_REPLY_MESSAGE,
+        }
+    return {
+        "runId": run_id,
+        "status": "ok",
+        "sessionKey": key,
+        "delivery": {"status": "skipped", "mode": "announce"},
+        "reply": reply,
+    }
+
+
+@asynccontextmanager
+async def open_session_tools(sup: Supervisor) -> AsyncIterator[GatewaySessions]:
+    """Offer the session tools to `sup`'s runs until exit; pending announcements are
+    cancelled then (the gateway is stopping)."""
+    async with trio.open_nursery() as nursery:
+        host = GatewaySessions(sup, nursery)
+        sup.services.sessions = host
+        try:
+            yield host
+        finally:
+            sup.services.sessions = None
+            nursery.cancel_scope.cancel()
+
+
+@asynccontextmanager
+async def open_gateway_supervisor(**kwargs: Any) -> AsyncIterator[Supervisor]:
+    """`open_supervisor(**kwargs)` with the session tools offered to its runs from the
+    start (`open_session_tools`), as the gateway runs it."""
+    async with open_supervisor(**kwargs) as sup, open_session_tools(sup):
+        yield sup

@@ -1,0 +1,224 @@
+"""OpenClaw's session tools over a real gateway, driven by the `local` model's `[[tool:...]]`
+directives, checked as a client that asked for tool events sees them: `sessions_send` runs
+an existing session and returns its reply inline (a missing target is a tool error),
+`sessions_list`, `sessions_history`, `session_status` and `agents_list` answer in OpenClaw's
+shapes, and `sessions_spawn` runs a child in the `subagent` lane whose result comes back to
+the parent as a separate announce run, within the depth and concurrency limits."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from tests.conftest import local_config, open_client, running_gateway
+from tests.e2e._events import Events, run_events, terminal_events
+
+
+def directive(name: str, args: dict[str, Any]) -> str:
+    return f"[[tool:{name} {json.dumps(args)}]]"
+
+
+def tool_results(events: Events, run_id: str) -> list[dict[str, Any]]:
+    return [p["data"] for p in run_events(events, run_id, "tool") if p["data"]["phase"] == "result"]
+
+
+def details(result: dict[str, Any]) -> dict[str, Any]:
+    """The payload a session tool answered (its `details`, as its text's JSON)."""
+    payload = result["result"]["details"]
+    assert json.loads(result["result"]["content"][0]["text"]) == payload
+    return dict(payload)
+
+
+class Watch:
+    """Records events; `ended(key, n)` waits until `n` runs of session `key` have ended."""
+
+    def __init__(self) -> None:
+        self.events: Events = []
+        self.changed = trio.Event()
+
+    def __call__(self, event: str, payload: Any, seq: int | None) -> None:
+        self.events.append((event, payload, seq))
+        self.changed.set()
+        self.changed = trio.Event()
+
+    def ends(self, key: str) -> list[dict[str, Any]]:
+        return [
+            p
+            for (e, p, _s) in self.events
+            if e == "agent"
+            and p.get("sessionKey") == key
+            and p["stream"] == "lifecycle"
+            and p["data"]["phase"] in ("end", "error")
+        ]
+
+    async def ended(self, key: str, count: int) -> list[dict[str, Any]]:
+        while len(self.ends(key)) < count:
+            await self.changed.wait()
+        return self.ends(key)
+
+
+async def test_sessions_send_returns_the_reply_inline_and_a_missing_target_is_an_error(
+    tmp_path: Path,
+) -> None:
+    watch = Watch()
+    async with running_gateway(tmp_path) as gw:
+        with trio.fail_after(30):
+            async with open_client(gw, caps=["tool-events"], on_event=watch) as client:
+                await client.request(
+                    "agent",
+                    {
+                        "message": "[[reply:ready]]",
+                        "sessionKey": "agent:main:other",
+                        "idempotencyKey": "other-1",
+                    },
+                    expect_final=True,
+                )
+                msg = " ".join(
+                    [
+                        directive(
+                            "sessions_send",
+                            {"sessionKey": "agent:main:other", "message": "[[reply:pong]]"},
+                        ),
+                        directive(
+                            "sessions_send", {"sessionKey": "agent:main:nope", "message": "hi"}
+                        ),
+                        directive("sessions_list", {}),
+                        directive("sessions_history", {"sessionKey": "agent:main:other"}),
+                        directive("session_status", {"sessionKey": "agent:main:other"}),
+                        directive("agents_list", {}),
+                    ]
+                )
+                await client.request(
+                    "agent", {"message": msg, "idempotencyKey": "send-1"}, expect_final=True
+                )
+    sent, missing, listed, history, status, agents = tool_results(watch.events, "send-1")
+    assert [r["name"] for r in (sent, missing, listed, history, status, agents)] == [
+        "sessions_send",
+        "sessions_send",
+        "sessions_list",
+        "sessions_history",
+        "session_status",
+        "agents_list",
+    ]
+    reply = details(sent)
+    assert not sent["isError"]
+    assert reply["status"] == "ok" and reply["reply"] == "pong"
+    assert reply["sessionKey"] == "agent:main:other"
+    assert reply["delivery"] == {"status": "skipped", "mode": "announce"}
+    # The target's run was its own, on its session: its reply there too.
+    [target_end] = [p for p in watch.ends("agent:main:other") if p["runId"] == reply["runId"]]
+    assert target_end["data"]["phase"] == "end"
+    assert missing["isError"] and details(missing)["status"] == "error"
+    assert "Session not found: agent:main:nope" in details(missing)["error"]
+    rows = {row["key"]: row for row in details(listed)["sessions"]}
+    assert {"agent:main:main", "agent:main:other"} <= set(rows)
+    assert rows["agent:main:other"]["kind"] == "other"
+    assert rows["agent:main:main"]["kind"] == "main"
+    assert details(listed)["limitApplied"] == 100
+    texts = [
+        message["content"]
+        if isinstance(message["content"], str)
+        else " ".join(b["text"] for b in message["content"] if b["type"] == "text")
+        for message in details(history)["messages"]
+    ]
+    assert texts[-2:] == ["[[reply:pong]]", "pong"]
+    assert details(history)["droppedMessages"] is False
+    card = details(status)
+    assert card["ok"] is True and card["sessionKey"] == "agent:main:other"
+    assert "Model: local/" in card["statusText"] and "Tokens: " in card["statusText"]
+    assert "Context: " in card["statusText"] and "Cost: " in card["statusText"]
+    listing = details(agents)
+    assert listing["requester"] == "main" and listing["agents"][0]["id"] == "main"
+
+
+async def test_sessions_spawn_runs_a_child_and_announces_its_result_to_the_parent(
+    tmp_path: Path,
+) -> None:
+    watch = Watch()
+    async with running_gateway(tmp_path) as gw:
+        with trio.fail_after(30):
+            async with open_client(gw, caps=["tool-events"], on_event=watch) as client:
+                msg = directive(
+                    "sessions_spawn", {"task": "[[reply:child-done]]", "label": "research"}
+                )
+                await client.request(
+                    "agent", {"message": msg, "idempotencyKey": "spawn-1"}, expect_final=True
+                )
+                [spawned] = tool_results(watch.events, "spawn-1")
+                receipt = details(spawned)
+                child_key = receipt["childSessionKey"]
+                ends = await watch.ended("agent:main:main", 2)  # the spawning run, the announce
+                listed = await client.request("sessions.list", {})
+    assert receipt["status"] == "accepted" and child_key.startswith("agent:main:subagent:")
+    [child_end] = terminal_events(watch.events, receipt["runId"])
+    assert child_end["sessionKey"] == child_key and child_end["data"]["phase"] == "end"
+    announce = [p for p in ends if p["runId"] != "spawn-1"]
+    assert len(announce) == 1 and announce[0]["data"]["phase"] == "end"
+    text = " ".join(
+        p["data"].get("delta", "")
+        for p in run_events(watch.events, announce[0]["runId"], "assistant")
+    )
+    assert "child-done" in text and "research" in text
+    rows = {row["key"]: row for row in listed["sessions"]}
+    child = rows[child_key]
+    assert child["spawnedBy"] == "agent:main:main"
+    assert child["parentSessionKey"] == "agent:main:main"
+    assert child["spawnDepth"] == 1 and child["label"] == "research"
+    assert "spawnedBy" not in rows["agent:main:main"]
+
+
+def spawn(task: str, **more: Any) -> str:
+    """A `sessions_spawn` directive whose task may itself hold directives."""
+    body = json.dumps({"task": task, **more})
+    inner = body[1:-1].replace("]", "\\u005d").replace("}", "\\u007d")
+    return f"[[tool:sessions_spawn {{{inner}}}]]"
+
+
+async def test_spawn_limits_refuse_with_a_tool_error(tmp_path: Path) -> None:
+    config = local_config(agents__defaults__subagents={"maxChildrenPerAgent": 1})
+    watch = Watch()
+    async with running_gateway(tmp_path, config) as gw:
+        with trio.fail_after(30):
+            async with open_client(gw, caps=["tool-events"], on_event=watch) as client:
+                msg = " ".join([spawn("[[stall]]"), spawn("second")])
+                await client.request(
+                    "agent", {"message": msg, "idempotencyKey": "limits"}, expect_final=True
+                )
+                first, second = tool_results(watch.events, "limits")
+                child_key = details(first)["childSessionKey"]
+                await client.request("chat.abort", {"sessionKey": child_key})
+                ends = await watch.ended("agent:main:main", 2)  # then the announce
+    assert details(first)["status"] == "accepted"
+    assert second["isError"] and details(second)["status"] == "forbidden"
+    assert "max active children for this session (1/1" in details(second)["error"]
+    assert "agents.defaults.subagents.maxChildrenPerAgent" in details(second)["error"]
+    [announce] = [p for p in ends if p["runId"] != "limits"]
+    assert announce["data"]["phase"] == "end"
+
+
+async def test_a_child_at_max_spawn_depth_cannot_spawn(tmp_path: Path) -> None:
+    config = local_config(agents__defaults__subagents={"maxSpawnDepth": 1})
+    watch = Watch()
+    async with running_gateway(tmp_path, config) as gw:
+        with trio.fail_after(30):
+            async with open_client(gw, caps=["tool-events"], on_event=watch) as client:
+                msg = spawn(spawn("grandchild"))
+                await client.request(
+                    "agent", {"message": msg, "idempotencyKey": "depth"}, expect_final=True
+                )
+                [spawned] = tool_results(watch.events, "depth")
+                await watch.ended("agent:main:main", 2)
+    child_run = details(spawned)["runId"]
+    # The child's tool events go to who watches it; its reply quotes the refused call.
+    [end] = terminal_events(watch.events, child_run)
+    assert end["data"]["phase"] == "end"
+    reply = run_events(watch.events, child_run, "assistant")[-1]["data"]["text"]
+    refused = json.loads(reply.removeprefix("Tool results: sessions_spawn failed: "))
+    assert refused == {
+        "status": "forbidden",
+        "error": "sessions_spawn is not allowed at this depth (current depth: 1, max: 1; "
+        "agents.defaults.subagents.maxSpawnDepth).",
+    }
