@@ -16,6 +16,7 @@ DEFAULT_METRIC_PREFIX: Final = "openclaw."
 MIN_FLUSH_INTERVAL_MS: Final = 1000
 DEFAULT_FLUSH_INTERVAL_MS: Final = 60_000
 PROTOCOL: Final = "http/protobuf"
+DEFAULT_QUEUE_ITEMS: Final = 2048
 SIGNALS: Final = ("traces", "metrics", "logs")
 
 MetricNamePrefix = Annotated[
@@ -77,7 +78,7 @@ class OtelSettings:
     capture_content: bool
     metric_prefix: str
     export_timeout_s: float = 10.0
-    max_queue_items: int = 2048
+    max_queue_items: int = DEFAULT_QUEUE_ITEMS
     max_queue_bytes: int = 8 * 1024 * 1024
 
 
@@ -111,7 +112,10 @@ def resolve(
     Config keys win over the environment; a signal's own endpoint (config, then env) is used
     as is, the shared one (config, then `OTEL_EXPORTER_OTLP_ENDPOINT`) gets `/v1/<signal>`.
     A protocol other than `http/protobuf` (config, then `OTEL_EXPORTER_OTLP_<SIGNAL>_PROTOCOL`,
-    then `OTEL_EXPORTER_OTLP_PROTOCOL`) turns that signal off."""
+    then `OTEL_EXPORTER_OTLP_PROTOCOL`) turns that signal off. `OTEL_TRACES_SAMPLER` (a
+    ratio, or always_off) with `OTEL_TRACES_SAMPLER_ARG` stands in for `sampleRate`,
+    `OTEL_BSP_MAX_QUEUE_SIZE` bounds the queues, `OTEL_METRIC_EXPORT_INTERVAL` for
+    `flushIntervalMs`."""
     env = os.environ if env is None else env
     otel = config.otel
     if not otel.enabled or config.enabled is False:
@@ -146,18 +150,40 @@ def resolve(
     headers = {**_env_headers(env.get("OTEL_EXPORTER_OTLP_HEADERS", "")), **otel.headers}
     interval = otel.flushIntervalMs
     if interval is None:
-        raw = env.get("OTEL_METRIC_EXPORT_INTERVAL", "")
-        interval = int(raw) if raw.isdigit() and int(raw) > 0 else DEFAULT_FLUSH_INTERVAL_MS
+        interval = _positive(env, "OTEL_METRIC_EXPORT_INTERVAL") or DEFAULT_FLUSH_INTERVAL_MS
+    queue = _positive(env, "OTEL_BSP_MAX_QUEUE_SIZE") or DEFAULT_QUEUE_ITEMS
     return OtelSettings(
         service_name=otel.serviceName or env.get("OTEL_SERVICE_NAME") or DEFAULT_SERVICE_NAME,
         headers=headers,
         traces_url=urls["traces"],
         metrics_url=urls["metrics"],
         logs_url=urls["logs"],
-        sample_rate=otel.sampleRate,
+        sample_rate=otel.sampleRate if otel.sampleRate is not None else _env_ratio(env),
         flush_interval_ms=max(MIN_FLUSH_INTERVAL_MS, interval),
         capture_content=bool(otel.captureContent),
         metric_prefix=(
             otel.metricNamePrefix if otel.metricNamePrefix is not None else DEFAULT_METRIC_PREFIX
         ),
+        max_queue_items=queue,
     )
+
+
+def _positive(env: Mapping[str, str], name: str) -> int | None:
+    """A positive integer from the environment (anything else: unset, as the SDK does)."""
+    raw = env.get(name, "").strip()
+    return int(raw) if raw.isdigit() and int(raw) > 0 else None
+
+
+def _env_ratio(env: Mapping[str, str]) -> float | None:
+    """`OTEL_TRACES_SAMPLER=traceidratio|parentbased_traceidratio` with its
+    `OTEL_TRACES_SAMPLER_ARG` (0..1), the fallback for `sampleRate`; `always_off` is 0."""
+    sampler = env.get("OTEL_TRACES_SAMPLER", "").strip().lower()
+    if sampler in ("always_off", "parentbased_always_off"):
+        return 0.0
+    if sampler not in ("traceidratio", "parentbased_traceidratio"):
+        return None
+    try:
+        ratio = float(env.get("OTEL_TRACES_SAMPLER_ARG", "1"))
+    except ValueError:
+        return None
+    return ratio if 0.0 <= ratio <= 1.0 else None

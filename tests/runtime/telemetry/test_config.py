@@ -101,3 +101,19 @@ def test_the_config_file_takes_openclaws_keys_and_names_a_bad_one() -> None:
         parse_config({"diagnostics": {"otel": {"protocol": "grpc"}}})
     with pytest.raises(ConfigError, match=r"diagnostics\.otel"):
         parse_config({"diagnostics": {"otel": {"metricNamePrefix": "9bad"}}})
+
+
+def test_sampler_and_queue_size_from_the_environment() -> None:
+    env = {
+        "OTEL_TRACES_SAMPLER": "parentbased_traceidratio",
+        "OTEL_TRACES_SAMPLER_ARG": "0.25",
+        "OTEL_BSP_MAX_QUEUE_SIZE": "100",
+    }
+    s = resolve(_on(), env)
+    assert s is not None and s.sample_rate == 0.25 and s.max_queue_items == 100
+    s = resolve(_on(sampleRate=0.5), env)
+    assert s is not None and s.sample_rate == 0.5  # the config key wins
+    s = resolve(_on(), {"OTEL_TRACES_SAMPLER": "always_off", "OTEL_BSP_MAX_QUEUE_SIZE": "x"})
+    assert s is not None and s.sample_rate == 0.0 and s.max_queue_items == 2048
+    s = resolve(_on(), {"OTEL_TRACES_SAMPLER": "traceidratio", "OTEL_TRACES_SAMPLER_ARG": "7"})
+    assert s is not None and s.sample_rate is None
