@@ -305,6 +305,15 @@ class MemoryIndex:
                 (model, limit),
             ).fetchall()
 
+    def pending_embeddings(self, model: str) -> int:
+        """How many chunks have no embedding from `model` yet. Blocking."""
+        with self.lock:
+            db = self._connect()
+            (count,) = db.execute(
+                "SELECT count(*) FROM chunks WHERE embedding IS NULL OR model IS NOT ?", (model,)
+            ).fetchone()
+            return int(count)
+
     def cached_embeddings(self, model: str, hashes: Sequence[str]) -> dict[str, bytes]:
         """The cached embeddings of these text hashes by `model`. Blocking."""
         with self.lock:

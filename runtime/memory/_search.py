@@ -13,8 +13,10 @@ blocking work in worker threads. With an embeddings endpoint configured (`Memory
 embedding`), a search is hybrid: chunks not embedded yet are embedded first (from the cache
 by text hash when it has them, else by the endpoint, in batches, kept as they arrive), the
 query is embedded, and the closest chunks by cosine similarity join the keyword hits in
-`rank`. All of it within the endpoint's timeout: an endpoint that fails or is too slow leaves
-keyword results with a `warning` saying why (`mode` `fts-only`), never a failed search.
+`rank`. All of it within the endpoint's timeout, the catching up within half of it: chunks
+still waiting are found by keywords only, with a `warning` counting them, and the next search
+goes on from there. An endpoint that fails or is too slow leaves keyword results with a
+`warning` saying why (`mode` `fts-only`), never a failed search.
 """
 
 from __future__ import annotations
@@ -38,6 +40,10 @@ __all__ = ["MemoryService", "SearchHit", "SearchOutcome", "rank"]
 
 _CANDIDATE_MULTIPLIER: Final = 4
 _KEYWORD_FLOOR: Final = 50
+PENDING_NOTE: Final = (
+    "{pending} memory chunks are not embedded yet (the embeddings endpoint is catching up);"
+    " until then they are found by keywords only"
+)
 _EMBED_ROUND: Final = 256
 """Chunks embedded per round of a search's catch-up (each round's vectors are kept)."""
 
@@ -205,10 +211,14 @@ class MemoryService:
         )
         vector: list[VectorHit] = []
         warning: str | None = None
+        hybrid = False
         embedding = settings.embedding
         if embedding is not None:
             try:
-                vector = await self._vector_hits(index, query, embedding, settings, candidates)
+                vector, warning = await self._vector_hits(
+                    index, query, embedding, settings, candidates
+                )
+                hybrid = True
             except EmbeddingFailed as exc:
                 warning = f"embedding provider failed ({exc}); keyword results only"
         hits = rank(
@@ -219,7 +229,6 @@ class MemoryService:
             max_results=limit,
             min_score=threshold,
         )
-        hybrid = embedding is not None and warning is None
         return SearchOutcome(
             hits=hits,
             provider=settings.provider,
@@ -237,12 +246,16 @@ class MemoryService:
         embedding: EmbeddingSettings,
         settings: MemorySettings,
         limit: int,
-    ) -> list[VectorHit]:
-        """The chunks closest to `query` (the index's embeddings caught up first), within
-        the endpoint's timeout. Raises `EmbeddingFailed`. A checkpoint."""
+    ) -> tuple[list[VectorHit], str | None]:
+        """The chunks closest to `query`, within the endpoint's timeout, and a note when some
+        chunks are not embedded yet. The index's embeddings catch up first, for at most half
+        the timeout (what is done is kept; the next search goes on). Raises
+        `EmbeddingFailed`. A checkpoint."""
         client = EmbeddingClient(embedding)
-        with trio.move_on_after(embedding.timeout_s) as scope:
+        deadline = trio.current_time() + embedding.timeout_s
+        with trio.move_on_after(embedding.timeout_s / 2) as catching:
             await self._catch_up(index, client, cache=settings.cache)
+        with trio.move_on_at(deadline) as scope:
             (vector,) = await client.embed([query])
             table = await trio.to_thread.run_sync(index.vector_table, client.identity)
             found = await trio.to_thread.run_sync(table.search, vector, limit)
@@ -250,10 +263,15 @@ class MemoryService:
             raise EmbeddingFailed(
                 f"{embedding.base_url} did not answer within {embedding.timeout_s:g} s"
             )
-        return [
+        note = None
+        if catching.cancelled_caught:
+            pending = await trio.to_thread.run_sync(index.pending_embeddings, client.identity)
+            note = PENDING_NOTE.format(pending=pending)
+        hits = [
             VectorHit(row.id, row.path, row.start_line, row.end_line, row.text, score)
             for row, score in found
         ]
+        return hits, note
 
     async def _catch_up(self, index: MemoryIndex, client: EmbeddingClient, *, cache: bool) -> None:
         """Embed the chunks that have no vector from this endpoint and model yet, round by

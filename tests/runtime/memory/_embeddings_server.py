@@ -1,7 +1,8 @@
 """A deterministic OpenAI-compatible `/embeddings` server on a loopback port (trio + h11), for
 the vector side of memory search: each text's vector is built from hashes of its words and
 their character trigrams (so texts sharing words or word stems are close), the same on every
-run. It counts the texts it embedded, and can fail (HTTP 500) or stall (never answer)."""
+run. It counts the texts it embedded, and can fail (HTTP 500), stall (never answer) or be
+slow with batches."""
 
 from __future__ import annotations
 
@@ -41,6 +42,8 @@ class EmbeddingsServer:
     texts: list[str] = attrs.field(factory=list)
     """Every text embedded, in order."""
     requests: list[dict[str, Any]] = attrs.field(factory=list)
+    batch_delay: float = 0.0
+    """Seconds a request of more than one text waits before its answer (a slow backfill)."""
 
     @property
     def base_url(self) -> str:
@@ -79,6 +82,8 @@ class EmbeddingsServer:
             status, answer = self._answer(event.target.decode(), request)
             if self.mode == "stall":
                 await trio.sleep_forever()
+            if self.batch_delay and len(request["input"]) > 1:
+                await trio.sleep(self.batch_delay)
             payload = json.dumps(answer).encode()
             response_headers = [
                 ("content-type", "application/json"),

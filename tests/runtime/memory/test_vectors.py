@@ -158,3 +158,25 @@ async def test_recall_at_5_keyword_only_and_hybrid_on_the_labelled_set(
     assert hybrid >= keyword
     assert hybrid_0 > keyword_0
     service.close()
+
+
+async def test_a_slow_backfill_is_kept_and_the_search_answers_meanwhile(
+    service: MemoryService, ws: Path
+) -> None:
+    with trio.fail_after(20):
+        async with embeddings_server(batch_delay=30.0) as server:
+            # the backfill (one batch of every chunk) does not finish within half the timeout
+            outcome = await service.search(
+                AGENT, ws, "dentist appointment", _settings(server, timeout_s=1.0)
+            )
+            assert outcome.mode == "hybrid"
+            assert outcome.hits[0].path == "memory/2026-11-25.md"  # by its keywords
+            assert outcome.warning == (
+                f"{len(CORPUS)} memory chunks are not embedded yet (the embeddings endpoint"
+                " is catching up); until then they are found by keywords only"
+            )
+            server.batch_delay = 0.0
+            caught_up = await service.search(AGENT, ws, "dentist appointment", _settings(server))
+    assert caught_up.mode == "hybrid" and caught_up.warning is None
+    assert caught_up.hits[0].vector_score is not None
+    service.close()
