@@ -40,7 +40,8 @@ up (each folder's face is its manual):
   child's row, limits, the announce back to the parent).
 - `operator/`: `Questions`, the questions a run's `ask_user` (or a client) asks the operators
   (`Question`), and the runs' `runtime.tools.QuestionDesk`; `operator_desks` and
-  `run_desks` make and run a gateway's approvals and questions together.
+  `run_desks` make and run a gateway's approvals and questions together; `ProgressCards`,
+  each session's progress card, and the runs' `runtime.tools.CardDesk`.
 
 Errors, one tree rooted at `ActorError` (itself a `runtime.protocol.ClawlaneError`):
 
@@ -142,6 +143,7 @@ from .cron import RunQuery as RunQuery
 from .cron import SqliteCronStore as SqliteCronStore
 from .cron import open_cron as open_cron
 from .cron import wall_ms as wall_ms
+from .operator import ProgressCards as ProgressCards
 from .operator import Question as Question
 from .operator import QuestionError as QuestionError
 from .operator import Questions as Questions
@@ -271,6 +273,7 @@ __all__ = [
     "PluginApprovals",
     "PostgresBackend",
     "PostgresDocument",
+    "ProgressCards",
     "PublishConflict",
     "PublishResult",
     "Publisher",

@@ -1,5 +1,6 @@
 """What a run shows its operators and waits on them for: the questions an agent asks
-(`ask_user`, `question.*`).
+(`ask_user`, `question.*`) and the sessions' progress cards (`progress_card`,
+`progressCard.*`).
 
 - `Questions`: the gateway's registry of questions, and the runs' `runtime.tools.QuestionDesk`:
   `open` raises one and tells the operators holding `operator.questions`
@@ -7,8 +8,11 @@
   `cancel` are an operator's answer (first wins; `question.resolved` tells them all);
   `wait`, `settle`, `get`, `pending`; `run` is the task that expires them; `statistics()`.
 - `Question`: one question and its wire views (`record`, `wait_result`, `resolved_event`).
-- `operator_desks` makes a gateway's plugin approvals and questions and hands them to its
-  runs; `run_desks` is the task that expires both.
+- `ProgressCards`: each session's card (`get`, `put`: replaced whole, `progressCard.changed`
+  to the operators holding `operator.read`), and the runs' `runtime.tools.CardDesk`; its
+  rules and bounds: `_cards`' docstring.
+- `operator_desks` makes a gateway's plugin approvals, questions and progress cards and
+  hands them to its runs; `run_desks` is the task that expires the first two.
 
 How one ends, who is told, the answer checks and the bounds: `_questions`' docstring.
 
@@ -17,6 +21,8 @@ Errors (under `ActorError`): `QuestionError` (`reason`: OpenClaw's code, `QUESTI
 `QuestionsFull` (too many pending).
 """
 
+from ._cards import MAX_CARDS as MAX_CARDS
+from ._cards import ProgressCards as ProgressCards
 from ._desks import operator_desks as operator_desks
 from ._desks import run_desks as run_desks
 from ._questions import MAX_PENDING as MAX_PENDING
@@ -28,8 +34,10 @@ from ._questions import QuestionsFull as QuestionsFull
 from ._questions import QuestionStatistics as QuestionStatistics
 
 __all__ = [
+    "MAX_CARDS",
     "MAX_PENDING",
     "QUESTIONS_SCOPE",
+    "ProgressCards",
     "Question",
     "QuestionError",
     "QuestionStatistics",

@@ -1,5 +1,6 @@
-"""The gateway's two desks where runs wait on an operator, made and kept together: the plugin
-approvals (`actors.approvals`) and the questions (`_questions`)."""
+"""The gateway's desks where runs meet its operators, made and kept together: the plugin
+approvals (`actors.approvals`), the questions (`_questions`) and the progress cards
+(`_cards`)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from runtime.agent import TurnServices
 
 from ..approvals import Approver, PluginApprovals
 from ..runs import EventHub
+from ._cards import ProgressCards
 from ._questions import Questions
 
 __all__ = ["operator_desks", "run_desks"]
@@ -27,15 +29,17 @@ class _Host(Protocol):
 
 def operator_desks(
     supervisor: _Host, connections: Mapping[str, Approver]
-) -> tuple[PluginApprovals, Questions]:
-    """The plugin approvals and the questions of a gateway whose connections are
-    `connections`; the supervisor's runs ask through them (`services.approvals`,
-    `services.questions`). Not a checkpoint."""
+) -> tuple[PluginApprovals, Questions, ProgressCards]:
+    """The plugin approvals, the questions and the progress cards of a gateway whose
+    connections are `connections`; the supervisor's runs reach them through its services
+    (`approvals`, `questions`, `cards`). Not a checkpoint."""
     approvals = PluginApprovals(supervisor.hub, connections)
     questions = Questions(supervisor.hub, connections)
+    cards = ProgressCards(supervisor.hub, connections)
     supervisor.services.approvals = approvals
     supervisor.services.questions = questions
-    return approvals, questions
+    supervisor.services.cards = cards
+    return approvals, questions, cards
 
 
 async def run_desks(approvals: PluginApprovals, questions: Questions) -> None:

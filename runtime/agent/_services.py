@@ -36,6 +36,7 @@ from ..model._generation import ModelRuntimeGeneration, RunStores
 from ..model._plugins import PluginRegistry
 from ..protocol import ClawlaneError
 from ..tools import (
+    CardDesk,
     ExecApprover,
     ExecSettings,
     ProcessRegistry,
@@ -95,6 +96,9 @@ class TurnServices:
         """The host's background commands (the gateway's supervisor sets its registry): with
         it `exec` can yield into the background and `process` is offered; without it (the
         embedded runtime) every command runs in the foreground."""
+        self.cards: CardDesk | None = None
+        """Where `progress_card` keeps the session's card: the gateway sets its cards;
+        without them (the embedded runtime) `progress_card` is not offered."""
         self.questions: QuestionDesk | None = None
         """Where `ask_user` asks the operators: the gateway sets its registry of questions;
         without one (the embedded runtime) `ask_user` is not offered."""
@@ -287,6 +291,7 @@ class TurnServices:
                 processes=self.processes if policy.permits("process") else None,
                 exec_settings=self.agent_exec_settings(generation, agent_id),
                 questions=self.questions,
+                cards=self.cards,
             )
             tools = (*builtins, *self.plugins.tools())
             tools = (*tools, *self.memory_tools(generation))

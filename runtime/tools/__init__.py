@@ -84,6 +84,10 @@ from ._process import ProcessRegistry as ProcessRegistry
 from ._process import exec_event_prompt as exec_event_prompt
 from ._process import open_process_registry as open_process_registry
 from ._process_tool import ProcessTool as ProcessTool
+from ._progress import CardDesk as CardDesk
+from ._progress import ProgressCardError as ProgressCardError
+from ._progress import ProgressCardTool as ProgressCardTool
+from ._progress import normalize_card as normalize_card
 from ._sandbox import ensure_workspace as ensure_workspace
 from ._sandbox import resolve_in_workspace as resolve_in_workspace
 from ._sessions_history import HistoryView as HistoryView
@@ -117,6 +121,7 @@ __all__ = [
     "ApplyPatchTool",
     "AskOutcome",
     "AskUserTool",
+    "CardDesk",
     "CoreTool",
     "EditTool",
     "EgressBlockedError",
@@ -136,6 +141,8 @@ __all__ = [
     "ProcessLimits",
     "ProcessRegistry",
     "ProcessTool",
+    "ProgressCardError",
+    "ProgressCardTool",
     "QuestionDesk",
     "QuestionShapeError",
     "ReadTool",
@@ -167,6 +174,7 @@ __all__ = [
     "expand_tool_names",
     "guard_exec",
     "invoke_tool",
+    "normalize_card",
     "normalize_tool_name",
     "open_process_registry",
     "parse_patch",

@@ -12,6 +12,7 @@ from ._fs import EditTool, LsTool, ReadTool, WriteTool
 from ._patch import ApplyPatchTool
 from ._process import ProcessRegistry
 from ._process_tool import ProcessTool
+from ._progress import CardDesk, ProgressCardTool
 from ._tool import Tool, ToolContext, ToolResult, text_result
 from ._web import WebSettings, web_tools
 
@@ -42,12 +43,13 @@ def builtin_tools(
     processes: ProcessRegistry | None = None,
     exec_settings: ExecSettings | None = None,
     questions: QuestionDesk | None = None,
+    cards: CardDesk | None = None,
 ) -> list[Tool]:
     """Fresh instances of the built-ins, in OpenClaw's catalog order: ls, read, write, edit,
     apply_patch, exec (with `exec_settings`, `tools.exec.*`), process (with the host's
     `processes`; without them exec runs in the foreground only), message; with `web`
     (`tools.web.*`), then web_search and web_fetch, each unless disabled there; ask_user
-    with the host's `questions`."""
+    with the host's `questions`, progress_card with its `cards`."""
     return [
         LsTool(),
         ReadTool(),
@@ -58,5 +60,6 @@ def builtin_tools(
         *((ProcessTool(processes),) if processes is not None else ()),
         MessageTool(),
         *(web_tools(web) if web is not None else ()),
+        *((ProgressCardTool(cards),) if cards is not None else ()),
         *((AskUserTool(questions),) if questions is not None else ()),
     ]

@@ -427,7 +427,7 @@ async def test_the_agents_tools_panel_shows_what_a_run_in_the_session_is_offered
     web_memory = ["web_search", "web_fetch", "memory_search", "memory_get"]
     sessions = ["sessions_list", "sessions_history", "sessions_send", "sessions_spawn"]
     sessions += ["session_status", "agents_list"]
-    offered = [*ours, *web_memory[:2], "ask_user", *web_memory[2:], *sessions]
+    offered = [*ours, *web_memory[:2], "progress_card", "ask_user", *web_memory[2:], *sessions]
     assert [t["id"] for t in core["tools"]] == offered
     [notice] = full["notices"]
     assert notice["severity"] == "info" and "subagents" in notice["message"]
@@ -440,7 +440,7 @@ async def test_the_agents_tools_panel_shows_what_a_run_in_the_session_is_offered
     [only] = coding["groups"]
     # OpenClaw's coding profile: files, runtime, web and memory, not `message`; exec denied.
     coding_tools = ["ls", "read", "write", "edit", "apply_patch", "process", *web_memory[:2]]
-    coding_tools += ["ask_user", *web_memory[2:]]
+    coding_tools += ["progress_card", "ask_user", *web_memory[2:]]
     coding_tools += sessions[:5]  # and the session tools, all but agents_list
     assert [t["id"] for t in only["tools"]] == coding_tools
     assert unknown["code"] == "INVALID_REQUEST" and "unknown session key" in unknown["message"]

@@ -41,9 +41,14 @@ What OpenClaw's clients get (its CLI, terminal UI and Control UI, 2026.9.6):
   `.list` (scope `operator.approvals`), and the `plugin.approval.requested` / `.resolved`
   events to the connections holding that scope; a run's tool call that a plugin's
   `before_tool_call` wants approved waits for them (`actors.approvals`).
-- Features clawlane does not have answer with the schema's empty value: `question.list`,
+- Questions (`_questions`): `question.request`, `.waitAnswer`, `.resolve`, `.get`, `.list`
+  (scope `operator.questions`), and the `question.requested` / `.resolved` events to the
+  connections holding it; a run's `ask_user` waits for the answer (`actors.Questions`).
+- Progress cards (`_cards`): `progressCard.get` / `.put` and the `progressCard.changed`
+  event; a run's `progress_card` writes the same card (`actors.ProgressCards`).
+- Features clawlane does not have answer with the schema's empty value:
   `exec.approval.list`, `openclaw.approval.list`,
-  `taskSuggestions.list`, `tasks.list`, `talk.catalog`, `progressCard.get`,
+  `taskSuggestions.list`, `tasks.list`, `talk.catalog`,
   `sessions.catalog.list`, `sessions.groups.*`, `board.get`, `projects.list`,
   `channels.status`, `node.list`, `usage.status`, `hooks.status`, `last-heartbeat` (null),
   `approval.history`, `exec.approval.grants.list`, `channels.pairing.list`,

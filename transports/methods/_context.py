@@ -34,6 +34,7 @@ from actors import (
     CronScheduler,
     EventHub,
     PluginApprovals,
+    ProgressCards,
     Publisher,
     Questions,
     RecoveryReport,
@@ -138,6 +139,11 @@ class Host(Protocol):
     @property
     def questions(self) -> Questions:
         """The questions pending for the operators (`question.*`, `ask_user`)."""
+        ...
+
+    @property
+    def cards(self) -> ProgressCards:
+        """The sessions' progress cards (`progressCard.*`, `progress_card`)."""
         ...
 
     @property

@@ -34,7 +34,6 @@ from runtime.protocol import (
     ChatMetadataParams,
     GatewayError,
     ModelsAuthStatusParams,
-    ProgressCardGetParams,
     SessionsCatalogListParams,
     SessionsCompanionStateParams,
     SessionsGroupsListParams,
@@ -89,7 +88,6 @@ def register(methods: MethodTable) -> None:
     methods.add("sessions.groups.list", groups_list, SessionsGroupsListParams)
     methods.add("sessions.groups.defaults", groups_defaults, OpenParams, scope=read)
     methods.add("update.status", update_status, UpdateStatusParams)
-    methods.add("progressCard.get", progress_card, ProgressCardGetParams)
     methods.add("talk.catalog", talk_catalog, TalkCatalogParams)
     methods.add("tasks.list", tasks_list, TasksListParams)
     methods.add("system.info", system_info, SystemInfoParams)
@@ -210,7 +208,12 @@ def _clawlane_tools(call: Call) -> dict[str, Any]:
     sup = call.gateway.supervisor
     web = TurnServices.web_settings(sup.generation)
     tools = [
-        *builtin_tools(web, processes=sup.services.processes, questions=sup.services.questions),
+        *builtin_tools(
+            web,
+            processes=sup.services.processes,
+            questions=sup.services.questions,
+            cards=sup.services.cards,
+        ),
         *sup.services.memory_tools(sup.generation),
     ]
     sessions = sup.services.sessions  # the gateway's: sessions_list, sessions_send, ...
@@ -482,12 +485,6 @@ async def groups_list(call: Call, params: SessionsGroupsListParams) -> dict[str,
 async def groups_defaults(call: Call, params: OpenParams) -> dict[str, Any]:
     await trio.lowlevel.checkpoint()
     return {"defaults": []}
-
-
-async def progress_card(call: Call, params: ProgressCardGetParams) -> dict[str, Any]:
-    key_of(call, params.sessionKey, opt(params.agentId))
-    await trio.lowlevel.checkpoint()
-    return {"card": None}
 
 
 async def tasks_list(call: Call, params: TasksListParams) -> dict[str, Any]:

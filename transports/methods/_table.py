@@ -41,6 +41,7 @@ from . import (
     _agents,
     _approvals,
     _branches,
+    _cards,
     _clients,
     _config,
     _config_form,
@@ -113,6 +114,7 @@ class Methods:
         _previews.register(self)  # sessions.preview
         _exec_approvals.register(self, gateway)  # exec.approval*, approval.*, exec policy
         _questions.register(self)  # question.*
+        _cards.register(self)  # progressCard.get/put
 
     def add(
         self, name: str, handler: Handler, params: type[Any] | None, *, scope: str | None = None

@@ -197,7 +197,7 @@ class Gateway:
         self.router: Router | None = None  # sessions across the cluster's nodes
         self.methods = Methods(self)
         self.connections: dict[str, ClientConnection] = {}
-        self.approvals, self.questions = operator_desks(supervisor, self.connections)
+        self.approvals, self.questions, self.cards = operator_desks(supervisor, self.connections)
         self._ids = itertools.count(1)
         self.started = time.time()
         self.accepting = True

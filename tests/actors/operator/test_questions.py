@@ -4,43 +4,18 @@ canonical, and what the tool returns to the model in each case."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-import attrs
 import pytest
 import trio
 import trio.testing
 
 from actors import EventHub
 from actors.operator import QuestionError, Questions
-from runtime.tools import AskUserTool, ToolContext, invoke_tool
+from runtime.tools import AskUserTool, invoke_tool
+from tests.actors.operator._conn import Conn, ctx
 from tests.conftest import frame_checker
-
-
-@attrs.define(eq=False)
-class Conn:
-    """A connection as the questions see it; keeps the frames it is sent."""
-
-    conn_id: str
-    scopes: frozenset[str]
-    role: str = "operator"
-    frames: list[dict[str, Any]] = attrs.field(factory=list)
-
-    @property
-    def wants_tool_events(self) -> bool:
-        return False
-
-    def has_scope(self, scope: str) -> bool:
-        return scope in self.scopes or "operator.admin" in self.scopes
-
-    def push_event(self, frame: bytes) -> None:
-        self.frames.append(json.loads(frame))
-
-    def events(self, name: str) -> list[dict[str, Any]]:
-        return [f["payload"] for f in self.frames if f["event"] == name]
-
 
 OPERATOR = frozenset({"operator.questions"})
 PICK: dict[str, Any] = {
@@ -53,21 +28,6 @@ PICK: dict[str, Any] = {
 
 def setup(*conns: Conn) -> Questions:
     return Questions(EventHub(), {c.conn_id: c for c in conns}, now_ms=lambda: 1_000)
-
-
-def ctx(tmp_path: Path, session_key: str = "agent:main:main") -> ToolContext:
-    async def send(text: str) -> None:
-        raise AssertionError(text)
-
-    return ToolContext(
-        workspace=tmp_path,
-        agent_id="main",
-        session_key=session_key,
-        session_id="s-1",
-        run_id="run-1",
-        on_update=lambda _p: None,
-        send_message=send,
-    )
 
 
 def asked(**extra: Any) -> dict[str, Any]:
