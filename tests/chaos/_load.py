@@ -86,6 +86,10 @@ class Load:
         )
         return ", ".join(f"{k}: {n}" for k, n in sorted(got.items()))
 
+    def sessions_ok(self) -> set[str]:
+        """The sessions with a run that ended `ok`."""
+        return {r.session for r in self.acked if r.outcome == "ok"}
+
     def ok_since(self, node: str, since: float) -> int:
         return sum(
             1 for r in self.acked if r.node == node and r.outcome == "ok" and r.sent_at >= since
@@ -154,15 +158,23 @@ class Load:
 
 
 async def drive(
-    load: Load, nodes: list[Node], sessions: int, stop: trio.Event, *, per_node: int = 2
+    load: Load,
+    nodes: list[Node],
+    sessions: int,
+    stop: trio.Event,
+    *,
+    per_node: int = 2,
+    shared: bool = True,
 ) -> None:
-    """`per_node` workers on each node, the sessions shared out between them (each session
-    used from both nodes: half its runs are forwarded)."""
+    """`per_node` workers on each node, the sessions shared out between them: with
+    `shared`, each session is used from both nodes (half its runs are forwarded); else
+    each node has `sessions` of its own (none forwarded, no lease changes hands)."""
     keys = [f"s{i}" for i in range(sessions)]
     async with trio.open_nursery() as nursery:
         for node in nodes:
+            own = keys if shared else [f"{node.name}-{k}" for k in keys]
             for w in range(per_node):
-                nursery.start_soon(load.worker, node, keys[w::per_node], stop)
+                nursery.start_soon(load.worker, node, own[w::per_node], stop)
 
 
 async def probe(

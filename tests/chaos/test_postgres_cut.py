@@ -2,10 +2,13 @@
 refuse new ones), then healed: during the cut, runs are refused `UNAVAILABLE` naming the
 store (never an internal error, never an ack without a durable journal row); within one
 second of the database returning each node acknowledges a run again (and it ends `ok`);
-every acknowledged run ended once, nothing ran twice, every node serves the same config."""
+every acknowledged run ended once, nothing ran twice, every node serves the same config.
+Once with each session used from one node, once with sessions used from both (leases change
+hands and sessions are loaded during the cut)."""
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import pytest
@@ -27,23 +30,54 @@ RECOVERY_BOUND_S = 1.0
 
 
 @pytest.mark.xfail(
-    reason="a node exits during the cut: a StoreError from advance_fence, as it adopts a "
-    "session's lease (transports/cluster/_leases.py _adopt), escapes the request and ends "
-    "the gateway ('cannot open the store'); to be fixed, then this mark goes",
+    reason="2 runs in 3: a group commit whose connection was cut as it committed is "
+    "reported failed although it committed; the run then ends `error` and its end is "
+    "written a second time: the journal ends ['ok', 'error'] (agent.wait answers error, the "
+    "transcript holds its reply)",
     strict=False,
 )
 async def test_postgresql_cut_under_load(tmp_path: Path, pg_url: str) -> None:
+    """Each session used from one node and every one run before the cut: no lease changes
+    hands, no session is loaded during the cut (that is the next test)."""
+    await cut_and_heal(tmp_path, pg_url, shared=False)
+
+
+@pytest.mark.xfail(
+    reason="a node exits during the cut: as it adopts a session's lease, a StoreError "
+    "from advance_fence (transports/cluster/_leases.py _adopt) escapes the request and ends "
+    "the gateway ('cannot open the store: cannot record the fencing token ...'); or a "
+    "request waiting on a session whose load failed gets RuntimeError 'session ... could "
+    "not be loaded' (actors/_supervisor.py), which ends it ('the gateway stopped')",
+    strict=False,
+)
+async def test_postgresql_cut_under_load_on_sessions_used_from_both_nodes(
+    tmp_path: Path, pg_url: str
+) -> None:
+    await cut_and_heal(tmp_path, pg_url, shared=True)
+
+
+async def cut_and_heal(tmp_path: Path, pg_url: str, *, shared: bool) -> None:
     with trio.fail_after(150 if FULL else 60):
         async with open_cluster(tmp_path, pg_url) as cluster:
             load, stop = Load("pg"), trio.Event()
-            found = figures("PostgreSQL cut under load", load)
+            where = "used from both nodes" if shared else "each used from one node"
+            found = figures(f"PostgreSQL cut under load, sessions {where}", load)
             recovery = found.recovery_s
             names = [n.name for n in cluster.nodes]
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(drive, load, cluster.nodes, SESSIONS, stop)
-                await until(
-                    lambda: all(load.ok_since(n, 0) >= 3 for n in names), "runs", timeout_s=30
+                nursery.start_soon(
+                    functools.partial(drive, shared=shared), load, cluster.nodes, SESSIONS, stop
                 )
+                if shared:
+                    await until(
+                        lambda: all(load.ok_since(n, 0) >= 3 for n in names), "runs", timeout_s=30
+                    )
+                else:  # no session is loaded or taken over during the cut
+                    await until(
+                        lambda: len(load.sessions_ok()) == 2 * SESSIONS,
+                        "a run on every session",
+                        timeout_s=30,
+                    )
                 for node in cluster.nodes:
                     node.pg.cut()
                 cut_at = trio.current_time()
