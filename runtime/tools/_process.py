@@ -43,6 +43,7 @@ from ._proctree import (
     JOB_ENV,
     JobRecords,
     decode_status,
+    kill_marked,
     kill_tree,
     new_job_token,
     spawn_tree,
@@ -417,6 +418,10 @@ class ProcessRegistry:
                     if job.exit_reason is None:
                         job.exit_reason = "shutdown"
                     await kill_tree(proc)
+                if proc.returncode is not None and proc.returncode < 0:
+                    # The keeper died of a signal: had it been killed outright, its tree
+                    # would be the system's now. What carries the job's marker dies here.
+                    await trio.to_thread.run_sync(kill_marked, job.token)
                 for pipe in (proc.stdin, proc.stdout, proc.stderr):
                     if pipe is not None:
                         await pipe.aclose()

@@ -16,8 +16,9 @@ The keeper
   it exits (trio starts processes from worker threads, which come and go); when its parent
   process is then no longer its owner (a crash, kill -9), it kills the tree.
 
-A keeper killed outright (SIGKILL) leaves its tree to the system; `JobRecords` covers that
-case across a crash: each job's keeper pid, start time and marker are recorded in the state
+A keeper killed outright (SIGKILL, by someone else) leaves its tree to the system: its owner
+then kills what carries the job's marker (`kill_marked`), and `JobRecords` covers that case
+across a crash: each job's keeper pid, start time and marker are recorded in the state
 dir while it runs, and `JobRecords.sweep` at start kills what a dead owner left, after checking
 the pids are still the keeper (its start time and command line) or carry the job's marker in
 their environment (`JOB_ENV`).
@@ -44,6 +45,7 @@ __all__ = [
     "KEEPER_MARK",
     "JobRecords",
     "decode_status",
+    "kill_marked",
     "kill_tree",
     "new_job_token",
     "spawn_tree",
@@ -282,6 +284,14 @@ def _kill_leftovers(token: str, keeper: int, start: int) -> int:
     killed = 0
     if _start_ticks(keeper) == start and KEEPER_MARK in _cmdline(keeper):
         killed += _sigkill(keeper)
+    return killed + kill_marked(token)
+
+
+def kill_marked(token: str) -> int:
+    """SIGKILL every process whose environment carries job `token`'s marker (`JOB_ENV`):
+    what a keeper killed outright left to the system. Returns how many. Blocking: it reads
+    /proc (a few ms); run it in a worker thread."""
+    killed = 0
     marker = f"{JOB_ENV}={token}".encode()
     for name in os.listdir("/proc"):
         if name.isdigit() and int(name) != os.getpid():

@@ -146,7 +146,8 @@ async def test_output_streams_to_on_update_while_the_command_runs(
             assert updates == [("stdout", "first\n")]
             await trio.to_thread.run_sync(open_gate, abandon_on_cancel=True)
     [result] = results
-    assert _text(result) == "first\ngo\nsecond\n"
+    # stdout and stderr are two pipes: their relative order is the scheduler's.
+    assert _text(result) in ("first\ngo\nsecond\n", "first\nsecond\ngo\n")
     assert ("stdout", "go\n") in updates
     assert ("stderr", "second\n") in updates
 

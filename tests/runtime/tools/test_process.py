@@ -8,6 +8,7 @@ kernel, not for another task.
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -325,3 +326,20 @@ async def test_an_ended_job_is_kept_for_its_cleanup_time(ctx: ToolContext) -> No
             await trio.sleep(0.002)  # the wall clock must pass the job's end
             assert registry.get(ctx.session_key, sid) is None
             assert registry.list(ctx.session_key) == []
+
+
+async def test_a_keeper_killed_outright_still_takes_its_tree_along(
+    registry: ProcessRegistry, ctx: ToolContext
+) -> None:
+    """Someone SIGKILLs the keeper (the OOM killer, an operator): the registry kills what
+    carries the job's marker."""
+    with trio.fail_after(15):
+        sid, _ = await _background(registry, ctx, "setsid sleep 100 & echo $!; echo ready; wait")
+        job = registry.get(ctx.session_key, sid)
+        assert job is not None and job.pid is not None
+        await _ready(registry, ctx, sid)
+        grandchild = int(job.output.text().split()[0])
+        os.kill(job.pid, signal.SIGKILL)
+        await job.done.wait()
+        assert job.exit_signal == "SIGKILL"
+        await _assert_all_gone([grandchild])
