@@ -110,6 +110,7 @@ COMMANDS: Final = (
     SlashCommand("commands", "List all slash commands.", "status"),
     SlashCommand("status", "Show current status.", "status", accepts_args=True),
     SlashCommand("stop", "Stop the current run.", "session"),
+    SlashCommand("approve", "Approve or deny exec requests.", "management", accepts_args=True),
     SlashCommand("reset", "Reset the current session.", "session", accepts_args=True),
     SlashCommand("new", "Start a new session.", "session", accepts_args=True),
     SlashCommand(

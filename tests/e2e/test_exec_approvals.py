@@ -338,3 +338,43 @@ async def test_bad_resolves_are_clear_errors(tmp_path: Path) -> None:
     for answer in (first, second):
         frame_checker().validate("ApprovalResolveResult", answer)
     assert not marker(tmp_path).exists()
+
+
+async def slash(client: GatewayClient, text: str, key: str) -> str:
+    """The reply to a slash command sent with `chat.send` on session `main`."""
+    ack = await client.request(
+        "chat.send", {"sessionKey": "main", "message": text, "idempotencyKey": key}
+    )
+    assert ack["runId"] == key
+    async for event, payload, _seq in client.events:
+        if event == "chat" and payload.get("runId") == key and payload["state"] == "final":
+            message = payload["message"]
+            assert message["model"] == "gateway-injected"
+            return str(message["content"][0]["text"])
+    raise AssertionError("connection closed before the reply")
+
+
+async def test_approve_in_chat_send_resolves_the_pending_approval(tmp_path: Path) -> None:
+    async with running_gateway(tmp_path, config(mode="ask")) as gw:
+        done: dict[str, Any] = {}
+        with trio.fail_after(20):
+            async with (
+                open_client(gw, scopes=OPERATOR) as runner,
+                open_client(gw, scopes=[*OPERATOR, *APPROVER]) as approver,
+                trio.open_nursery() as nursery,
+            ):
+                usage = await slash(approver, "/approve", "s0")
+                assert usage.startswith("Usage: /approve <id> <decision>")
+                unknown = await slash(approver, "/approve nope deny", "s1")
+                assert unknown == "❌ Failed to submit approval: unknown or expired approval id"
+                await start_run(nursery, runner, "r1", done)
+                requested = await next_event(approver, "exec.approval.requested")
+                approval_id = requested["id"]
+                refused = await slash(runner, f"/approve {approval_id} allow-once", "s2")
+                assert refused == "❌ /approve requires operator.approvals for gateway clients."
+                assert not marker(tmp_path).exists()
+                answer = await slash(approver, f"/approve {approval_id} allow-once", "s3")
+                assert answer == f"✅ Approval allow-once submitted for {approval_id}."
+                again = await slash(approver, f"/approve deny {approval_id}", "s4")
+                assert again == "❌ Failed to submit approval: approval already resolved"
+    assert done["final"]["status"] == "ok" and marker(tmp_path).exists()

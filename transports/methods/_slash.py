@@ -2,7 +2,9 @@
 
 `/new` and `/reset` start the session afresh and run the rest of the message as `agent` does;
 a bare one runs the greeting prompt after today's and yesterday's daily notes (`_memory`).
-`/stop` aborts (the stop-phrase path of `chat.send`). Every other command answers at once
+`/stop` aborts (the stop-phrase path of `chat.send`). `/approve <id> <decision>` resolves a
+pending exec (else plugin) approval, as an operator holding `operator.approvals` would with
+`exec.approval.resolve`. Every other command answers at once
 without the model: the ack is `{runId, status:"started"}`, the user's line and the reply are
 written to the transcript (the line with the client's idempotency key `<runId>:user`, the
 reply with the run id), and one `chat` event `final` carries the reply (OpenClaw's
@@ -14,7 +16,7 @@ reason (the session is not changed); a repeated idempotency key answers from the
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 import trio
@@ -32,12 +34,13 @@ from runtime.agent import (
     parse_duration_ms,
 )
 from runtime.llm import AssistantMessage, ProviderError, TextContent, UserMessage
-from runtime.loop import now_ms
+from runtime.loop import ApprovalDecision, now_ms
 from runtime.model import GenerationError
-from runtime.protocol import ChatSendParams
+from runtime.protocol import ChatSendParams, GatewayError
 from runtime.usage import RESET_WORDS, effective_usage_mode, next_usage_mode, normalize_usage_mode
 
 from ._context import Call
+from ._exec_approvals import exec_desk, resolve_in
 from ._memory import bare_reset_message
 from ._submit import changed, session_actor, submit_message
 from ._usage import usage_cost_text
@@ -337,7 +340,47 @@ async def _usage(call: Call, actor: SessionActor, args: str) -> str:
     return f"⚙️ Usage footer: {mode}."
 
 
+_DECISION_WORDS: Final[dict[str, ApprovalDecision]] = {
+    **dict.fromkeys(("allow", "once", "allow-once", "allowonce"), "allow-once"),
+    **dict.fromkeys(("always", "allow-always", "allowalways"), "allow-always"),
+    **dict.fromkeys(("deny", "reject", "block"), "deny"),
+}
+_APPROVE_USAGE: Final = (
+    "Usage: /approve <id> <decision> (see the pending approval message for available decisions)"
+)
+
+
+async def _approve(call: Call, actor: SessionActor, args: str) -> str:
+    """`/approve <id> allow-once|allow-always|deny` (or the decision first), as OpenClaw's:
+    the exec approval with that id, else the plugin one; the caller needs
+    `operator.approvals`."""
+    await trio.lowlevel.checkpoint()
+    words = args.split()
+    if len(words) < 2:
+        return _APPROVE_USAGE
+    if words[0].lower() in _DECISION_WORDS:
+        decision, approval_id = _DECISION_WORDS[words[0].lower()], " ".join(words[1:])
+    elif words[1].lower() in _DECISION_WORDS:
+        decision, approval_id = _DECISION_WORDS[words[1].lower()], words[0]
+    else:
+        return _APPROVE_USAGE
+    if not call.conn.has_scope("operator.approvals"):
+        return "❌ /approve requires operator.approvals for gateway clients."
+    registries = (exec_desk(call.gateway), call.gateway.approvals)
+    for n, registry in enumerate(registries):
+        try:
+            resolve_in(call, registry, approval_id, decision)
+        except GatewayError as exc:
+            not_found = (exc.details or {}).get("reason") == "APPROVAL_NOT_FOUND"
+            if not_found and n + 1 < len(registries):
+                continue
+            return f"❌ Failed to submit approval: {exc.message}"
+        break
+    return f"✅ Approval {decision} submitted for {approval_id}."
+
+
 _HANDLERS = {
+    "approve": _approve,
     "help": _help,
     "commands": _commands,
     "status": _status,
