@@ -9,14 +9,16 @@ import datetime as dt
 import attrs
 import pytest
 
-from runtime.agent._compaction import ContextBudget
+from runtime.agent._compaction import ContextBudget, summary_message
 from runtime.agent._memoryflush import (
     FLUSH_PROMPT_MARKER,
+    FlushLedger,
     FlushTools,
+    MemoryFlush,
     flush_prompts,
     flush_threshold,
 )
-from runtime.llm._types import ToolCallContent, ToolSpec
+from runtime.llm._types import ToolCallContent, ToolSpec, UserMessage
 from runtime.loop._agent import Emit, NoTools, ToolOutcome
 from runtime.model._config import ConfigError, parse_config
 from runtime.model._settings import MemoryFlushSettings
@@ -110,3 +112,38 @@ async def test_the_flush_gets_file_tools_and_leaves_the_runs_records_alone() -> 
     message = ToolCallContent(id="2", name="message", arguments={"text": "hi"})
     refused = await tools.call(message, lambda stream, data: None)
     assert refused.message.isError and inner.called == ["write"]
+
+
+def _flush_of(settings: MemoryFlushSettings, ledger: FlushLedger) -> MemoryFlush:
+    budget = ContextBudget(context_window=32_768, reserve_tokens=8_192, keep_recent_tokens=20_000)
+    return MemoryFlush(
+        settings=settings,
+        budget=budget,
+        session_id="s1",
+        session_key="agent:main:s1",
+        agent_id="main",
+        run_id="r1",
+        tools=NoTools(),
+        system_prompt="",
+        idle_timeout=None,
+        ledger=ledger,
+    )
+
+
+def test_due_near_the_threshold_or_past_the_byte_size_once_per_cycle() -> None:
+    ledger = FlushLedger(capacity=2)
+    flush = _flush_of(MemoryFlushSettings(forceFlushTranscriptBytes="1kb"), ledger)
+    short = [UserMessage(content="hello", timestamp=0)]
+    long = [UserMessage(content="x" * 2048, timestamp=0)]
+    assert not flush.due(1_000, short)
+    assert flush.due(20_576, short)  # the threshold: 24,576 - 4,000
+    assert flush.due(1_000, long)  # past forceFlushTranscriptBytes
+    ledger.record("s1", long)
+    assert not flush.due(30_000, long)  # flushed in this cycle
+    compacted = [summary_message("what happened so far", now_ms=0), *short]
+    assert flush.due(30_000, compacted)  # a compaction started a new cycle
+    ledger.record("s2", short)
+    ledger.record("s3", short)
+    assert flush.due(30_000, long)  # the oldest session forgotten (capacity 2)
+    off = _flush_of(MemoryFlushSettings(forceFlushTranscriptBytes=0), FlushLedger())
+    assert not off.due(1_000, long)
