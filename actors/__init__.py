@@ -37,7 +37,8 @@ up (each folder's face is its manual):
   supervisor whose runs have them): OpenClaw's session tools over the supervisor's sessions
   (`sessions_list`, `sessions_history`, `sessions_send`, `session_status`, `agents_list`),
   and `sessions_spawn`'s subagents (`_subagents`: the `subagent` lane, lineage in the
-  child's row, limits, the announce back to the parent).
+  child's row, limits, the announce back to the parent), kept as tasks of their session
+  tree (`_subagent_tasks`: `subagents` list/wait/cancel, `agents_wait`, `sessions_yield`).
 - `operator/`: `Questions`, the questions a run's `ask_user` (or a client) asks the operators
   (`Question`), and the runs' `runtime.tools.QuestionDesk`; `operator_desks` and
   `run_desks` make and run a gateway's approvals and questions together; `ProgressCards`,

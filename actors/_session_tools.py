@@ -34,18 +34,22 @@ from runtime.sessions import (
     resolve_session_key,
 )
 from runtime.tools import (
+    AgentsWaitParams,
     SessionsHistoryParams,
     SessionsListParams,
     SessionsSendParams,
     SessionsSpawnParams,
     SessionStatusParams,
+    SessionsYieldParams,
+    SubagentsParams,
     ToolContext,
     ToolError,
     sanitize_history,
 )
 from runtime.usage import PriceTable, call_cost, format_token_count, format_usd
 
-from ._subagents import Subagents, reply_text, submit_run
+from ._subagent_tasks import reply_text
+from ._subagents import Subagents, submit_run
 from ._supervisor import Supervisor, open_supervisor
 from .runs import RunRecord
 
@@ -56,6 +60,12 @@ log = logging.getLogger("clawlane.session_tools")
 LIST_LIMIT_DEFAULT: Final = 100
 LIST_LIMIT_MAX: Final = 200
 SEND_TIMEOUT_DEFAULT_S: Final = 30
+AGENTS_WAIT_DEFAULT_S: Final = 30
+NO_PENDING_CHILD: Final = (
+    "No pending child completion is owned by this turn. If the assigned work is complete, "
+    "return its result normally. An unfinished subagent waiting for an incoming continuation "
+    'must explicitly set waitFor: "message".'
+)
 NO_REPLY_MESSAGE: Final = "No visible reply or pending announcement. Continue or retry if needed."
 _SILENT: Final = frozenset({"", "NO_REPLY", "no_reply"})
 
@@ -79,7 +89,7 @@ class GatewaySessions:
 
     def __init__(self, sup: Supervisor, nursery: trio.Nursery) -> None:
         self.sup = sup
-        self.subagents = Subagents(sup, nursery)
+        self.spawner = Subagents(sup, nursery)
 
     # --- resolving a target -----------------------------------------------------------------
 
@@ -341,10 +351,45 @@ class GatewaySessions:
 
     def agents(self, ctx: ToolContext) -> dict[str, Any]:
         """The agents `sessions_spawn` may run as from this session (the requester's first)."""
-        return self.subagents.agents_view(ctx.agent_id)
+        return self.spawner.agents_view(ctx.agent_id)
 
     async def spawn(self, ctx: ToolContext, args: SessionsSpawnParams) -> dict[str, Any]:
-        return await self.subagents.spawn(ctx, args, await self._row(ctx.session_key))
+        return await self.spawner.spawn(ctx, args, await self._row(ctx.session_key))
+
+    # --- subagents, agents_wait, sessions_yield (`actors._subagent_tasks`) -----------------
+
+    async def subagents(self, ctx: ToolContext, args: SubagentsParams) -> dict[str, Any]:
+        """`list` (the default), `wait` or `cancel` this session tree's subagent runs."""
+        book = self.spawner.book
+        if args.action == "wait":
+            if not args.taskIds:
+                raise ToolError("taskIds required")
+            timeout = 30 if args.timeoutSeconds is None else args.timeoutSeconds
+            return await book.wait(ctx.session_key, args.taskIds, timeout)
+        await trio.lowlevel.checkpoint()
+        if args.action == "cancel":
+            if not args.taskId:
+                raise ToolError("taskId required")
+            return book.cancel(ctx.session_key, args.taskId)
+        return book.list_view(ctx.session_key, args.recentMinutes)
+
+    async def agents_wait(self, ctx: ToolContext, args: AgentsWaitParams) -> dict[str, Any]:
+        """The listed spawned runs' results, waiting up to `timeoutSeconds` (default 30)."""
+        timeout = AGENTS_WAIT_DEFAULT_S if args.timeoutSeconds is None else args.timeoutSeconds
+        return await self.spawner.book.agents_wait(ctx.session_key, args.ids, timeout)
+
+    def yield_turn(self, ctx: ToolContext, args: SessionsYieldParams) -> dict[str, Any]:
+        """`yielded` while this session has spawned runs still going (their results arrive
+        as announce runs); else OpenClaw's error. The run is not stopped by force: the
+        model ends its turn."""
+        pending = self.spawner.book.pending(ctx.session_key)
+        if not pending:
+            return {"status": "error", "error": NO_PENDING_CHILD}
+        result: dict[str, Any] = {"status": "yielded"}
+        if args.acknowledgment:
+            result["acknowledgment"] = args.acknowledgment
+        result["pendingChildren"] = [r.child_key for r in pending]
+        return result
 
 
 def _wanted(row: SessionRow, args: SessionsListParams, active: dict[str, list[str]]) -> bool:

@@ -31,11 +31,12 @@ from runtime.tools import SessionsSpawnParams, ToolContext, ToolError
 
 from ._admission import Admission
 from ._errors import ActorError
+from ._subagent_tasks import SpawnedRun, TaskBook, reply_text
 from ._supervisor import Supervisor
 from .runs import RunRecord
 from .session import RunRequest
 
-__all__ = ["Subagents", "announce_message", "reply_text", "submit_run"]
+__all__ = ["Subagents", "announce_message", "submit_run"]
 
 log = logging.getLogger("clawlane.subagents")
 
@@ -44,15 +45,6 @@ ANNOUNCE_HEAD: Final = (
     "was asked before treating the task as done; reply NO_REPLY if nothing more is owed."
 )
 _LEAF_NOTE: Final = "You may not spawn further subagents."
-
-
-def reply_text(record: RunRecord) -> str:
-    """The text a run replied (its final payloads' text, joined)."""
-    final = record.final or {}
-    payloads = final.get("payloads") or []
-    return "\n\n".join(
-        str(p.get("text")) for p in payloads if isinstance(p, dict) and p.get("text")
-    )
 
 
 def announce_message(record: RunRecord, child_key: str, title: str | None) -> str:
@@ -128,8 +120,8 @@ class Subagents:
     def __init__(self, sup: Supervisor, nursery: trio.Nursery) -> None:
         self.sup = sup
         self._nursery = nursery
-        self.active: dict[str, dict[str, RunRecord]] = {}
-        """Each parent session's children with a run not ended yet: child key → its run."""
+        self.book = TaskBook()
+        """The spawned runs, as the tasks of their parents' trees."""
 
     def _settings(self) -> Any:
         return self.sup.generation.config.agents.defaults.subagents
@@ -161,7 +153,7 @@ class Subagents:
                 f"sessions_spawn is not allowed at this depth (current depth: {depth}, max: "
                 f"{settings.maxSpawnDepth}; agents.defaults.subagents.maxSpawnDepth)."
             )
-        running = self.active.get(ctx.session_key, {})
+        running = self.book.pending(ctx.session_key)
         if len(running) >= settings.maxChildrenPerAgent:
             return (
                 "sessions_spawn has reached max active children for this session "
@@ -220,7 +212,7 @@ class Subagents:
             )
         except (ClawlaneError, ActorError) as exc:
             return {"status": "error", "error": f"the subagent could not start: {exc}"}
-        self.active.setdefault(ctx.session_key, {})[child_key] = record
+        self.book.add(SpawnedRun(record, ctx.session_key, child_key, title))
         announce = args.expectsCompletionMessage is not False
         self._nursery.start_soon(
             self._follow, ctx.session_key, ctx.agent_id, child_key, record, title, announce, args
@@ -258,13 +250,7 @@ class Subagents:
     ) -> None:
         """Wait for the child's run; announce its result to the parent. Never raises but
         `Cancelled`."""
-        try:
-            await record.done.wait()
-        finally:
-            children = self.active.get(parent_key, {})
-            children.pop(child_key, None)
-            if not children:
-                self.active.pop(parent_key, None)
+        await record.done.wait()
         try:
             if announce:
                 parent_lane = "subagent" if ":subagent:" in parent_key else "main"

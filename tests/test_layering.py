@@ -105,9 +105,11 @@ FLOORS: Final[dict[str, frozenset[str]]] = {
             "actors._admission",
         }
     ),
+    "actors._subagent_tasks": frozenset({"actors._errors", "actors.runs"}),
     "actors._subagents": frozenset(
         {
             "actors._errors",
+            "actors._subagent_tasks",
             "actors.runs",
             "actors.session",
             "actors._supervisor",
@@ -115,7 +117,13 @@ FLOORS: Final[dict[str, frozenset[str]]] = {
         }
     ),
     "actors._session_tools": frozenset(
-        {"actors._errors", "actors.runs", "actors._supervisor", "actors._subagents"}
+        {
+            "actors._errors",
+            "actors.runs",
+            "actors._supervisor",
+            "actors._subagent_tasks",
+            "actors._subagents",
+        }
     ),
     "actors.cron": frozenset(
         {

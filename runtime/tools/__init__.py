@@ -24,9 +24,10 @@ guard (`EgressPolicy`); a target it refuses raises `EgressBlockedError` (a `Tool
 the tool, which reports it as an error result. `web_search` is offered, without a provider.
 
 Sessions: OpenClaw's session tools (`session_tools(host)`: `sessions_list`,
-`sessions_history`, `sessions_send`, `sessions_spawn`, `session_status`, `agents_list`) are
-shells over a `SessionsHost` the host that owns the sessions passes in (the gateway's
-`actors._session_tools`); `sanitize_history` is `sessions_history`'s bounded, redacted view.
+`sessions_history`, `sessions_send`, `sessions_spawn`, `agents_wait`, `sessions_yield`,
+`subagents`, `session_status`, `agents_list`) are shells over a `SessionsHost` the host
+that owns the sessions passes in (the gateway's `actors._session_tools`);
+`sanitize_history` is `sessions_history`'s bounded, redacted view.
 
 Errors: `ToolError` → `SandboxError` (a path leaves the workspace), `ToolPolicyError` (an
 unknown group or profile in the policy), `PatchError` (an `apply_patch` input that is
@@ -92,12 +93,15 @@ from ._sandbox import ensure_workspace as ensure_workspace
 from ._sandbox import resolve_in_workspace as resolve_in_workspace
 from ._sessions_history import HistoryView as HistoryView
 from ._sessions_history import sanitize_history as sanitize_history
+from ._sessions_tools import AgentsWaitParams as AgentsWaitParams
 from ._sessions_tools import SessionsHistoryParams as SessionsHistoryParams
 from ._sessions_tools import SessionsHost as SessionsHost
 from ._sessions_tools import SessionsListParams as SessionsListParams
 from ._sessions_tools import SessionsSendParams as SessionsSendParams
 from ._sessions_tools import SessionsSpawnParams as SessionsSpawnParams
 from ._sessions_tools import SessionStatusParams as SessionStatusParams
+from ._sessions_tools import SessionsYieldParams as SessionsYieldParams
+from ._sessions_tools import SubagentsParams as SubagentsParams
 from ._sessions_tools import session_tools as session_tools
 from ._tool import Tool as Tool
 from ._tool import ToolContext as ToolContext
@@ -118,6 +122,7 @@ __all__ = [
     "SECTIONS",
     "TOOL_ALIASES",
     "TOOL_GROUPS",
+    "AgentsWaitParams",
     "ApplyPatchTool",
     "AskOutcome",
     "AskUserTool",
@@ -153,6 +158,8 @@ __all__ = [
     "SessionsListParams",
     "SessionsSendParams",
     "SessionsSpawnParams",
+    "SessionsYieldParams",
+    "SubagentsParams",
     "Tool",
     "ToolContext",
     "ToolError",

@@ -1,5 +1,6 @@
 """OpenClaw's session tools: `sessions_list`, `sessions_history`, `sessions_send`,
-`session_status`, `agents_list` and `sessions_spawn`, with its names and parameter schemas.
+`session_status`, `agents_list`, `sessions_spawn`, `agents_wait`, `sessions_yield` and
+`subagents`, with its names and parameter schemas.
 
 The sessions live above the runtime (the gateway's supervisor owns them), so each tool is a
 shell over a `SessionsHost` the host passes in (`session_tools(host)`), the way `message`
@@ -20,16 +21,20 @@ from ._tool import Tool, ToolContext, ToolResult, text_result
 
 __all__ = [
     "AgentsListParams",
+    "AgentsWaitParams",
     "SessionStatusParams",
     "SessionsHistoryParams",
     "SessionsHost",
     "SessionsListParams",
     "SessionsSendParams",
     "SessionsSpawnParams",
+    "SessionsYieldParams",
+    "SubagentsParams",
     "session_tools",
 ]
 
 _ERROR_STATUSES: Final = frozenset({"error", "forbidden", "timeout"})
+"""A result with one of these statuses (or `success: false`) is an error result."""
 
 ListKind = Literal["main", "group", "cron", "hook", "node", "other"]
 
@@ -130,6 +135,40 @@ class SessionsSpawnParams(_Params, frozen=True):
     context: Literal["isolated", "fork"] | None = None
 
 
+class SubagentsParams(_Params, frozen=True):
+    """`subagents`: `list` this session tree's subagent runs (the default), `wait` for
+    `taskIds` (at most `timeoutSeconds`, 60), or `cancel` `taskId`."""
+
+    action: Literal["list", "wait", "cancel"] | None = None
+    recentMinutes: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    taskId: Annotated[str, msgspec.Meta(description="Task id")] | None = None
+    taskIds: Annotated[list[str], msgspec.Meta(min_length=1, max_length=32)] | None = None
+    timeoutSeconds: Annotated[int, msgspec.Meta(ge=0, le=60)] | None = None
+
+
+class AgentsWaitParams(_Params, frozen=True):
+    """`agents_wait`: wait for spawned runs (`ids`: their run ids) to finish."""
+
+    ids: Annotated[
+        list[Annotated[str, msgspec.Meta(min_length=1)]],
+        msgspec.Meta(min_length=1, max_length=1000),
+    ]
+    timeoutSeconds: Annotated[float, msgspec.Meta(ge=0)] | None = None
+
+
+class SessionsYieldParams(_Params, frozen=True):
+    """`sessions_yield`: end this turn to receive the pending subagents' results."""
+
+    waitFor: Literal["message"] | None = None
+    message: (
+        Annotated[str, msgspec.Meta(description="Private context for the resumed turn.")] | None
+    ) = None
+    acknowledgment: (
+        Annotated[str, msgspec.Meta(description="Optional waiting reply for the parent turn.")]
+        | None
+    ) = None
+
+
 class SessionsHost(Protocol):
     """What the session tools need from the host that owns the sessions (the gateway).
 
@@ -150,9 +189,15 @@ class SessionsHost(Protocol):
 
     async def spawn(self, ctx: ToolContext, args: SessionsSpawnParams) -> dict[str, Any]: ...
 
+    async def subagents(self, ctx: ToolContext, args: SubagentsParams) -> dict[str, Any]: ...
+
+    async def agents_wait(self, ctx: ToolContext, args: AgentsWaitParams) -> dict[str, Any]: ...
+
+    def yield_turn(self, ctx: ToolContext, args: SessionsYieldParams) -> dict[str, Any]: ...
+
 
 def _result(payload: dict[str, Any]) -> ToolResult:
-    is_error = payload.get("status") in _ERROR_STATUSES
+    is_error = payload.get("status") in _ERROR_STATUSES or payload.get("success") is False
     return text_result(json.dumps(payload, indent=2), is_error=is_error, details=payload)
 
 
@@ -238,6 +283,44 @@ class SessionsSpawnTool(_SessionTool):
         return _result(await self.host.spawn(ctx, args))
 
 
+class SubagentsTool(_SessionTool):
+    name = "subagents"
+    description = (
+        "Background work of this session tree: list subagent runs and their status, wait "
+        "for selected taskIds to finish (timeoutSeconds, at most 60; a timeout cancels "
+        "nothing), or cancel a taskId."
+    )
+    params = SubagentsParams
+    mutating = True
+
+    async def run(self, args: SubagentsParams, ctx: ToolContext) -> ToolResult:
+        return _result(await self.host.subagents(ctx, args))
+
+
+class AgentsWaitTool(_SessionTool):
+    name = "agents_wait"
+    description = (
+        "Wait up to timeoutSeconds for subagent runs this session spawned (ids: their "
+        "runIds) and collect their results: completed ones with their text, the rest pending."
+    )
+    params = AgentsWaitParams
+
+    async def run(self, args: AgentsWaitParams, ctx: ToolContext) -> ToolResult:
+        return _result(await self.host.agents_wait(ctx, args))
+
+
+class SessionsYieldTool(_SessionTool):
+    name = "sessions_yield"
+    description = (
+        "End this turn for pending child completion events; this is not a final-result "
+        "submission. Each subagent's result arrives later as a new message in this session."
+    )
+    params = SessionsYieldParams
+
+    async def run(self, args: SessionsYieldParams, ctx: ToolContext) -> ToolResult:
+        return _result(self.host.yield_turn(ctx, args))
+
+
 def session_tools(host: SessionsHost) -> list[Tool]:
     """The session tools over `host`, in OpenClaw's catalog order."""
     return [
@@ -245,6 +328,9 @@ def session_tools(host: SessionsHost) -> list[Tool]:
         SessionsHistoryTool(host),
         SessionsSendTool(host),
         SessionsSpawnTool(host),
+        AgentsWaitTool(host),
+        SessionsYieldTool(host),
+        SubagentsTool(host),
         SessionStatusTool(host),
         AgentsListTool(host),
     ]

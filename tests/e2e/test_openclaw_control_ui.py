@@ -382,7 +382,8 @@ async def test_the_plugins_and_systems_pages_list_what_this_gateway_has(tmp_path
     assert web["x_search"]["tags"] == ["unavailable"]
     ours_now = {t["id"]: t for t in groups["sessions"]["tools"]}
     assert "tags" not in ours_now["sessions_send"] and "tags" not in ours_now["sessions_spawn"]
-    assert ours_now["subagents"]["tags"] == ["unavailable"]
+    assert "tags" not in ours_now["subagents"] and "tags" not in ours_now["agents_wait"]
+    assert ours_now["sessions_search"]["tags"] == ["unavailable"]
     assert "not available in clawlane" in web["x_search"]["description"]
     [weather] = groups["plugin:ui_plugin"]["tools"]
     assert weather["source"] == "plugin" and weather["defaultProfiles"] == ["full"]
@@ -426,11 +427,11 @@ async def test_the_agents_tools_panel_shows_what_a_run_in_the_session_is_offered
     ours = ["ls", "read", "write", "edit", "apply_patch", "exec", "process", "message"]
     web_memory = ["web_search", "web_fetch", "memory_search", "memory_get"]
     sessions = ["sessions_list", "sessions_history", "sessions_send", "sessions_spawn"]
-    sessions += ["session_status", "agents_list"]
+    sessions += ["agents_wait", "sessions_yield", "subagents", "session_status", "agents_list"]
     offered = [*ours, *web_memory[:2], "progress_card", "ask_user", *web_memory[2:], *sessions]
     assert [t["id"] for t in core["tools"]] == offered
     [notice] = full["notices"]
-    assert notice["severity"] == "info" and "subagents" in notice["message"]
+    assert notice["severity"] == "info" and "sessions_search" in notice["message"]
     assert "sessions_spawn" not in notice["message"]
     assert core["tools"][1]["label"] == "Read" and core["tools"][1]["rawDescription"]
     [weather] = connected["tools"]
@@ -441,7 +442,7 @@ async def test_the_agents_tools_panel_shows_what_a_run_in_the_session_is_offered
     # OpenClaw's coding profile: files, runtime, web and memory, not `message`; exec denied.
     coding_tools = ["ls", "read", "write", "edit", "apply_patch", "process", *web_memory[:2]]
     coding_tools += ["progress_card", "ask_user", *web_memory[2:]]
-    coding_tools += sessions[:5]  # and the session tools, all but agents_list
+    coding_tools += sessions[:8]  # and the session tools, all but agents_list
     assert [t["id"] for t in only["tools"]] == coding_tools
     assert unknown["code"] == "INVALID_REQUEST" and "unknown session key" in unknown["message"]
     assert mismatch["code"] == "INVALID_REQUEST" and "does not match" in mismatch["message"]

@@ -222,3 +222,61 @@ async def test_a_child_at_max_spawn_depth_cannot_spawn(tmp_path: Path) -> None:
         "error": "sessions_spawn is not allowed at this depth (current depth: 1, max: 1; "
         "agents.defaults.subagents.maxSpawnDepth).",
     }
+
+
+async def test_subagents_lists_and_cancels_agents_wait_collects_and_yield_needs_children(
+    tmp_path: Path,
+) -> None:
+    watch = Watch()
+    main = "agent:main:main"
+    async with running_gateway(tmp_path) as gw:
+        with trio.fail_after(30):
+            async with open_client(gw, caps=["tool-events"], on_event=watch) as client:
+                first = " ".join(
+                    [
+                        spawn("[[stall]]", label="slow"),
+                        spawn("[[reply:quick]]", label="fast"),
+                        directive("sessions_yield", {}),
+                        directive("subagents", {}),
+                    ]
+                )
+                await client.request(
+                    "agent", {"message": first, "idempotencyKey": "p1"}, expect_final=True
+                )
+                slow, fast, yielded, listed = tool_results(watch.events, "p1")
+                slow_id, fast_id = details(slow)["runId"], details(fast)["runId"]
+                await watch.ended(main, 2)  # p1, then the fast child's announce
+                second = " ".join(
+                    [
+                        directive("agents_wait", {"ids": [fast_id, "nope"]}),
+                        directive("subagents", {"action": "cancel", "taskId": slow_id}),
+                        directive("subagents", {"action": "wait", "taskIds": [slow_id]}),
+                        directive("sessions_yield", {}),
+                    ]
+                )
+                await client.request(
+                    "agent", {"message": second, "idempotencyKey": "p2"}, expect_final=True
+                )
+                waited, cancelled, settled, no_yield = tool_results(watch.events, "p2")
+                await watch.ended(main, 4)  # and the cancelled child's announce
+    assert details(yielded)["status"] == "yielded"
+    assert details(slow)["childSessionKey"] in details(yielded)["pendingChildren"]
+    listing = details(listed)
+    assert listing["action"] == "list" and listing["total"] == 2
+    assert {t["label"] for t in listing["tasks"]} == {"slow", "fast"}
+    assert {t["taskId"] for t in listing["tasks"]} == {slow_id, fast_id}
+    collected = details(waited)
+    [done] = collected["completed"]
+    assert done["runId"] == fast_id and done["status"] == "done" and done["result"] == "quick"
+    assert collected["pending"] == [] and collected["errors"] == [
+        {"runId": "nope", "error": "not_found"}
+    ]
+    assert details(cancelled) == {
+        "status": "cancelled",
+        "taskId": slow_id,
+        "found": True,
+        "cancelled": True,
+    }
+    [task] = details(settled)["tasks"]
+    assert task["status"] == "cancelled" and details(settled)["pending"] == []
+    assert no_yield["isError"] and "No pending child completion" in details(no_yield)["error"]
