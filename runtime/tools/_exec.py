@@ -7,7 +7,8 @@ top of `ENV_ALLOWLIST`; `PATH` and loader variables refused, as OpenClaw's host 
 older clawlane name), `yieldMs` (default `tools.exec.backgroundMs`, 10,000, clamped to
 10–120,000) and `background`. `pty`, `host`, `elevated`, `ask`, `node` and `title` are accepted
 as OpenClaw's schema has them; clawlane runs every command on the gateway host, without a
-terminal (`host` `sandbox` or `node` is refused).
+terminal (`host` `sandbox` or `node` is refused; `pty: true` runs without one, the result
+starting with a warning that says so, as OpenClaw's PTY fallback does).
 
 With a `ProcessRegistry` (`processes`) a command still running after `yieldMs` (at once with
 `background`) goes on as a job of the session and the call returns `status: "running"` with
@@ -205,8 +206,10 @@ class ExecTool:
         if self.processes is None:
             limits = ProcessLimits(max_output_bytes=self.max_output_bytes)
             async with open_process_registry(limits=limits) as private:
-                return await self._run(private, argv, args, ctx, cwd, timeout, can_yield=False)
-        return await self._run(self.processes, argv, args, ctx, cwd, timeout, can_yield=True)
+                result = await self._run(private, argv, args, ctx, cwd, timeout, can_yield=False)
+        else:
+            result = await self._run(self.processes, argv, args, ctx, cwd, timeout, can_yield=True)
+        return _with_pty_warning(result, args) if args.pty else result
 
     async def _run(
         self,
@@ -262,6 +265,19 @@ class ExecTool:
             return 0.0
         ms = args.yieldMs if args.yieldMs is not None else self.background_ms
         return min(max(ms, 10.0), 120_000.0) / 1000
+
+
+def _with_pty_warning(result: ToolResult, args: ExecParams) -> ToolResult:
+    """`pty: true` ran without a terminal: say so first, as OpenClaw's fallback does."""
+    command = args.command if isinstance(args.command, str) else " ".join(args.command)
+    warning = f"Warning: PTY is not available; ran without PTY for `{command}`.\n\n"
+    content = list(result.content)
+    first = content[0] if content else None
+    if isinstance(first, TextContent):
+        content[0] = TextContent(text=warning + first.text)
+    else:
+        content.insert(0, TextContent(text=warning.rstrip()))
+    return ToolResult(content=content, is_error=result.is_error, details=result.details)
 
 
 def _refusal(args: ExecParams) -> str | None:
