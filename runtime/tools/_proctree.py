@@ -143,6 +143,10 @@ while True:
     if pid == leader:
         status = st
     if status is not None or killing:
+        try:  # no child left: no descendant either (orphans come to us): skip the scan
+            os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:
+            break
         kill_all()
 if status is None or os.WIFEXITED(status):
     os._exit(os.WEXITSTATUS(status) if status is not None else 137)
