@@ -142,6 +142,7 @@ from ._types import ModelRequest as ModelRequest
 from ._types import ProviderError as ProviderError
 from ._types import TextContent as TextContent
 from ._types import TextDelta as TextDelta
+from ._types import ToolCallContent as ToolCallContent
 from ._types import ToolResultMessage as ToolResultMessage
 from ._types import ToolSpec as ToolSpec
 from ._types import Usage as Usage
@@ -161,6 +162,7 @@ __all__ = [
     "ProviderError",
     "TextContent",
     "TextDelta",
+    "ToolCallContent",
     "ToolResultMessage",
     "ToolSpec",
     "Usage",

@@ -7,6 +7,7 @@
 | `GET /metrics`, `/api/diagnostics/prometheus` | Bearer token (when the gateway has one) | Prometheus text format |
 | `GET /`, `/dashboard/*` | none (the page asks for the token itself) | the live dashboard |
 | `/v1/models`, `/v1/chat/completions` | Bearer token | OpenAI-compatible, when enabled (`_openai_http`) |
+| `POST /tools/invoke` | Bearer token | one tool invoked directly, as OpenClaw's (`_tools_invoke`) |
 
 Everything else is 404; a known path with another method is 405 with `Allow`. Readiness
 is OpenClaw's decision for what clawlane has: the store is open, a generation is published,
@@ -36,6 +37,8 @@ from ..access import SCOPE_SHARED_SECRET, AuthRateLimiter, Peer, browser_origin_
 from ._counters import MetricsHost
 from ._openai import OpenAiHost, OpenAiRoutes, error_response
 from ._server import Exchange, Request, Response, Route
+from ._tools_invoke import MAX_BODY_BYTES as TOOLS_INVOKE_MAX_BODY
+from ._tools_invoke import tools_invoke
 
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
@@ -208,6 +211,11 @@ class HttpRoutes:
             if req.method not in ("GET", "HEAD"):
                 return _method_not_allowed("GET, HEAD")
             return Route(self.dashboard_file)
+        if path == "/tools/invoke":
+            if req.method != "POST":
+                return _method_not_allowed("POST")
+            refused = await self._authorize(req, peer)
+            return refused or Route(self.tools_invoke, TOOLS_INVOKE_MAX_BODY)
         if path.startswith("/v1/") and self.chat_completions_enabled:
             refused = await self._authorize(req, peer)
             return refused if refused is not None else self.openai.route(req)
@@ -224,6 +232,9 @@ class HttpRoutes:
         )
 
     # --- handlers ---------------------------------------------------------------------------
+
+    async def tools_invoke(self, req: Request, exchange: Exchange) -> Response:
+        return await tools_invoke(self.gw.supervisor, req, exchange)
 
     async def live(self, req: Request, exchange: Exchange) -> Response:
         return _json_response(200, {"ok": True, "status": "live"})

@@ -46,6 +46,9 @@ What OpenClaw's clients get (its CLI, terminal UI and Control UI, 2026.9.6):
   connections holding it; a run's `ask_user` waits for the answer (`actors.Questions`).
 - Progress cards (`_cards`): `progressCard.get` / `.put` and the `progressCard.changed`
   event; a run's `progress_card` writes the same card (`actors.ProgressCards`).
+- `tools.invoke` (`_tools_invoke`): an operator invokes one of an agent's tools directly,
+  under its policy and hooks (`invoke_gateway_tool`, `InvokeOutcome`; HTTP's
+  `POST /tools/invoke` goes through the same function).
 - Features clawlane does not have answer with the schema's empty value:
   `exec.approval.list`, `openclaw.approval.list`,
   `taskSuggestions.list`, `tasks.list`, `talk.catalog`,
@@ -83,6 +86,8 @@ from ._status import health_view as health_view
 from ._submit import ORDERED_METHODS as ORDERED_METHODS
 from ._submit import reserve_ticket as reserve_ticket
 from ._table import Methods as Methods
+from ._tools_invoke import InvokeOutcome as InvokeOutcome
+from ._tools_invoke import invoke_gateway_tool as invoke_gateway_tool
 
 __all__ = [
     "ORDERED_METHODS",
@@ -92,10 +97,12 @@ __all__ = [
     "Connected",
     "Forwarder",
     "Host",
+    "InvokeOutcome",
     "Methods",
     "Route",
     "Sampler",
     "health_view",
+    "invoke_gateway_tool",
     "reserve_ticket",
     "restore_idempotency",
     "start_agent",

@@ -55,6 +55,7 @@ from . import (
     _previews,
     _questions,
     _sessions,
+    _tools_invoke,
     _usage,
 )
 from ._agent import agent, start_agent
@@ -115,6 +116,7 @@ class Methods:
         _exec_approvals.register(self, gateway)  # exec.approval*, approval.*, exec policy
         _questions.register(self)  # question.*
         _cards.register(self)  # progressCard.get/put
+        _tools_invoke.register(self)  # tools.invoke
 
     def add(
         self, name: str, handler: Handler, params: type[Any] | None, *, scope: str | None = None

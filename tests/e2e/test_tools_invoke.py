@@ -1,0 +1,123 @@
+"""`tools.invoke` and `POST /tools/invoke` on a real gateway: an operator invokes one of an
+agent's tools directly, scoped as OpenClaw's (the method needs `operator.write`; HTTP needs
+the gateway's token and keeps OpenClaw's deny list); the answers in OpenClaw's shapes (the
+WebSocket's validated against `ToolsInvokeResult`), a plugin's block refused, and the
+refusals."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import trio
+
+from tests.conftest import local_config, open_client, running_gateway
+from transports import GatewayRequestError
+from transports.server._gateway import Gateway
+
+TOKEN = "invoke-token"
+WRITER = ["operator.read", "operator.write"]
+
+
+def base_url(gw: Gateway) -> str:
+    return f"http://127.0.0.1:{gw.listeners[0].socket.getsockname()[1]}"
+
+
+def workspace(tmp_path: Path) -> Path:
+    path = tmp_path / "state" / "workspaces" / "main"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def text_of(output: dict[str, Any]) -> str:
+    return " ".join(c["text"] for c in output["content"] if c["type"] == "text")
+
+
+async def test_an_operator_invokes_a_tool_over_the_websocket(tmp_path: Path) -> None:
+    (workspace(tmp_path) / "note.txt").write_text("hello from the workspace\n")
+    async with running_gateway(tmp_path, local_config(), token=TOKEN) as gw:
+
+        def block_edit(event: Any) -> Any:
+            return {"block": True, "blockReason": "no edits"} if event.toolName == "edit" else None
+
+        gw.supervisor.hooks.register("before_tool_call", block_edit, plugin_id="guard")
+        with trio.fail_after(20):
+            async with (
+                open_client(gw, scopes=WRITER) as writer,
+                open_client(gw, scopes=["operator.read"]) as reader,
+            ):
+                read = await writer.request(
+                    "tools.invoke", {"name": "read", "args": {"path": "note.txt"}}
+                )
+                assert (read["ok"], read["toolName"], read["source"]) == (True, "read", "core")
+                assert "hello from the workspace" in text_of(read["output"])
+                listed = await writer.request(
+                    "tools.invoke", {"name": "ls", "sessionKey": "main", "agentId": "main"}
+                )
+                assert listed["ok"] and "note.txt" in text_of(listed["output"])
+                missing = await writer.request("tools.invoke", {"name": "browser"})
+                assert missing == {
+                    "ok": False,
+                    "toolName": "browser",
+                    "error": {"code": "not_found", "message": "Tool not available: browser"},
+                }
+                owner_only = await writer.request("tools.invoke", {"name": "gateway"})
+                assert owner_only["error"]["code"] == "not_found"
+                bad = await writer.request("tools.invoke", {"name": "read", "args": {"path": 7}})
+                assert not bad["ok"] and "invalid arguments for read" in bad["error"]["message"]
+                blocked = await writer.request(
+                    "tools.invoke",
+                    {"name": "edit", "args": {"path": "note.txt", "oldText": "a", "newText": "b"}},
+                )
+                assert blocked["error"]["code"] == "forbidden"
+                assert "no edits" in blocked["error"]["message"]
+                other = await writer.request(
+                    "tools.invoke", {"name": "read", "sessionKey": "main", "agentId": "ops"}
+                )
+                assert other["error"]["code"] == "validation_error"
+                with pytest.raises(GatewayRequestError) as scope:
+                    await reader.request("tools.invoke", {"name": "read"})
+                assert "operator.write" in str(scope.value)
+    assert (workspace(tmp_path) / "note.txt").read_text() == "hello from the workspace\n"
+
+
+async def test_post_tools_invoke_needs_the_token_and_keeps_openclaws_deny_list(
+    tmp_path: Path,
+) -> None:
+    (workspace(tmp_path) / "note.txt").write_text("over http\n")
+    async with running_gateway(tmp_path, local_config(), token=TOKEN) as gw:
+        auth = {"authorization": f"Bearer {TOKEN}"}
+        with trio.fail_after(20):
+            async with httpx.AsyncClient(base_url=base_url(gw), timeout=10) as http:
+                ok = await http.post(
+                    "/tools/invoke",
+                    headers=auth,
+                    json={"tool": "read", "args": {"path": "note.txt"}, "dryRun": False},
+                )
+                assert ok.status_code == 200 and ok.json()["ok"] is True
+                assert "over http" in text_of(ok.json()["result"])
+                denied = await http.post(
+                    "/tools/invoke", headers=auth, json={"tool": "exec", "args": {"command": "id"}}
+                )
+                assert denied.status_code == 404
+                assert denied.json() == {
+                    "ok": False,
+                    "error": {"type": "not_found", "message": "Tool not available: exec"},
+                }
+                bad = await http.post(
+                    "/tools/invoke", headers=auth, json={"name": "read", "args": {"path": 7}}
+                )
+                assert bad.status_code == 400 and bad.json()["error"]["type"] == "tool_error"
+                unnamed = await http.post("/tools/invoke", headers=auth, json={"args": {}})
+                assert unnamed.status_code == 400
+                assert unnamed.json()["error"]["type"] == "invalid_request"
+                broken = await http.post("/tools/invoke", headers=auth, content=b"{")
+                assert broken.status_code == 400
+                anonymous = await http.post("/tools/invoke", json={"tool": "read"})
+                assert anonymous.status_code == 401
+                wrong = await http.get("/tools/invoke", headers=auth)
+                assert wrong.status_code == 405 and wrong.headers["allow"] == "POST"
+    assert json.loads(json.dumps(ok.json()))["result"]["isError"] is False
