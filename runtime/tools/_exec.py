@@ -20,7 +20,10 @@ cancelled (a run's abort), its whole process tree is killed, including what left
 group (`setsid`). The output streams to `ctx.on_update` while the call waits.
 
 `exec` is not confined by the path sandbox: it is a shell, and can read anything the gateway's
-user can. Whether an agent gets it at all is a matter of tool policy (`group:runtime`).
+user can. Whether an agent gets it at all is a matter of tool policy (`group:runtime`); which
+commands it runs, of the exec policy (`_exec_guard`): the agent's `tools.exec` tightened by
+the host approvals document and by the call's `ask`, applied before anything starts (a command
+it does not allow outright is refused, or waits for an operator's approval).
 """
 
 from __future__ import annotations
@@ -127,7 +130,9 @@ class ExecParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         | None
     ) = None
     elevated: Annotated[bool, msgspec.Meta(description="Host elevation if allowed.")] | None = None
-    ask: Annotated[str, msgspec.Meta(description="Stricter approvals (none here).")] | None = None
+    ask: (
+        Annotated[str, msgspec.Meta(description="off|on-miss|always: can only ask more.")] | None
+    ) = None
     node: Annotated[str, msgspec.Meta(description="Node id/name for host=node.")] | None = None
 
 

@@ -41,6 +41,11 @@ What OpenClaw's clients get (its CLI, terminal UI and Control UI, 2026.9.6):
   `.list` (scope `operator.approvals`), and the `plugin.approval.requested` / `.resolved`
   events to the connections holding that scope; a run's tool call that a plugin's
   `before_tool_call` wants approved waits for them (`actors.approvals`).
+- Exec approvals (`_exec_approvals`): `exec.approvals.get` / `.set` (the host approvals
+  document, compare-and-set by its hash), `exec.approval.request`, `.waitDecision`,
+  `.resolve`, `.get`, `.list`, the kind-agnostic `approval.get`, `.resolve`, `.history`, and
+  the `exec.approval.requested` / `.resolved` events; a run's `exec` that the exec policy
+  asks about waits for them (`actors.ExecApprovals`); `/approve` in `chat.send` (`_slash`).
 - Questions (`_questions`): `question.request`, `.waitAnswer`, `.resolve`, `.get`, `.list`
   (scope `operator.questions`), and the `question.requested` / `.resolved` events to the
   connections holding it; a run's `ask_user` waits for the answer (`actors.Questions`).
@@ -50,13 +55,13 @@ What OpenClaw's clients get (its CLI, terminal UI and Control UI, 2026.9.6):
   under its policy and hooks (`invoke_gateway_tool`, `InvokeOutcome`; HTTP's
   `POST /tools/invoke` goes through the same function).
 - Features clawlane does not have answer with the schema's empty value:
-  `exec.approval.list`, `openclaw.approval.list`,
+  `openclaw.approval.list`,
   `taskSuggestions.list`, `tasks.list`, `talk.catalog`,
   `sessions.catalog.list`, `sessions.groups.*`, `board.get`, `projects.list`,
   `channels.status`, `node.list`, `usage.status`, `hooks.status`, `last-heartbeat` (null),
-  `approval.history`, `exec.approval.grants.list`, `channels.pairing.list`,
+  `exec.approval.grants.list`, `channels.pairing.list`,
   `skills.search`, `skills.library.list`, `plugins.catalog.browse`, `webSearch.status`.
-  Not answered (`unknown method`): `exec.approvals.get`, `themes.list` and the other panels
+  Not answered (`unknown method`): `themes.list` and the other panels
   of features clawlane does not have.
 - Transcript rows keep the client's idempotency key (`<runId>:user`), returned as
   `idempotencyKey` and `__openclaw.idempotencyKey` by `chat.history`, `chat.startup` and

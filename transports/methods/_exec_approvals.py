@@ -336,7 +336,15 @@ def snapshot(approval: PluginApproval) -> dict[str, Any]:
     if approval.pending:
         return {**out, "status": "pending"}
     out["resolvedAtMs"] = approval.ended_at_ms
+    source = {k: approval.request.get(k) for k in ("agentId", "sessionKey")}
+    if any(source.values()):
+        out["source"] = {k: v for k, v in source.items() if v}
     reason = approval.reason
+    if reason == "user":
+        who = approval.resolved_by
+        out["resolver"] = {"kind": "device", "id": who} if who else {"kind": "device"}
+    else:
+        out["resolver"] = {"kind": "system"}
     if reason == "user" and approval.decision in ("allow-once", "allow-always"):
         return {**out, "status": "allowed", "decision": approval.decision, "reason": "user"}
     if reason in ("user", "no-route"):
