@@ -35,7 +35,8 @@ up (each folder's face is its manual):
 - `cron/`: `CronScheduler` (`open_cron`), durable jobs and their runs.
 - `GatewaySessions` (`open_session_tools`, `_session_tools`; `open_gateway_supervisor`: a
   supervisor whose runs have them): OpenClaw's session tools over the supervisor's sessions
-  (`sessions_list`, `sessions_history`, `sessions_send`, `session_status`, `agents_list`),
+  (`sessions_list`, `sessions_history`, `sessions_send`, `session_status`, `agents_list`;
+  what each session reaches: `_session_visibility`),
   and `sessions_spawn`'s subagents (`_subagents`: the `subagent` lane, lineage in the
   child's row, limits, the announce back to the parent), kept as tasks of their session
   tree (`_subagent_tasks`: `subagents` list/wait/cancel, `agents_wait`, `sessions_yield`).

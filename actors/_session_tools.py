@@ -6,10 +6,11 @@
 one, gives it to the supervisor's turns (`TurnServices.sessions`) and owns the tasks that
 announce a subagent's result, cancelled when it exits.
 
-Every session is visible to every session (OpenClaw's default `tools.sessions.visibility`
-`all`). A run `sessions_send` starts goes on the target's lane as a followup run on the
-`nested` global lane, so a sender holding a `main` slot never waits for its own slot; the
-sender waits for it at most `timeoutSeconds`, and the run goes on when the wait ends.
+What a session may reach follows `tools.sessions.visibility` and `tools.agentToAgent`
+(`actors._session_visibility`; by default every session, across agents too). A run
+`sessions_send` starts goes on the target's lane as a followup run on the `nested` global
+lane, so a sender holding a `main` slot never waits for its own slot; the sender waits for
+it at most `timeoutSeconds`, and the run goes on when the wait ends.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ from runtime.tools import (
 )
 from runtime.usage import PriceTable, call_cost, format_token_count, format_usd
 
+from ._session_visibility import denial
 from ._subagent_tasks import reply_text
 from ._subagents import Subagents, submit_run
 from ._supervisor import Supervisor, open_supervisor
@@ -105,6 +107,25 @@ class GatewaySessions:
             return actor.row
         return await self.sup.store.get_session(key)
 
+    async def _denied(self, ctx: ToolContext, action: str, row: SessionRow) -> str | None:
+        """Why the caller may not reach `row`'s session (`actors._session_visibility`)."""
+        if row.key == ctx.session_key:
+            return None
+        parents: dict[str, str] = {}
+        key = row.key
+        current_row: SessionRow | None = row
+        for _ in range(16):  # the target's lineage, for `tree` and the owned-child exception
+            parent = current_row.spawnedBy if current_row is not None else None
+            if parent is None or parent in parents:
+                break
+            parents[key] = parent
+            key = parent
+            current_row = await self._row(parent)
+        tools = self.sup.generation.config.tools
+        return denial(
+            tools, action, ctx.session_key, ctx.agent_id, row.key, row.agentId, parents.get
+        )
+
     # --- sessions_list ----------------------------------------------------------------------
 
     async def list_sessions(self, ctx: ToolContext, args: SessionsListParams) -> dict[str, Any]:
@@ -117,6 +138,13 @@ class GatewaySessions:
         for rec in self.sup.registry.active():
             active.setdefault(rec.session_key, []).append(rec.run_id)
         rows = [r for r in rows if r.key not in ("global", "unknown") and _wanted(r, args, active)]
+        tools, parents = self.sup.generation.config.tools, {r.key: r.spawnedBy for r in rows}
+        rows = [
+            r
+            for r in rows
+            if denial(tools, "list", ctx.session_key, ctx.agent_id, r.key, r.agentId, parents.get)
+            is None
+        ]
         children: dict[str, list[str]] = {}
         for row in rows:
             if row.parentSessionKey:
@@ -184,6 +212,9 @@ class GatewaySessions:
         row = await self._row(key)
         if row is None:
             return {"sessionKey": key, "status": "error", "error": f"Session not found: {key}"}
+        refused = await self._denied(ctx, "history", row)
+        if refused is not None:
+            return {"sessionKey": key, "status": "forbidden", "error": refused}
         entries = await self.sup.store.load_entries(row.sessionId)
         messages = [msgspec.to_builtins(e.message) for e in branch_messages(entries)]
         if not args.includeTools:
@@ -222,6 +253,9 @@ class GatewaySessions:
         row = await self._row(key)
         if row is None:
             return _send_error(run_id, f"Session not found: {key}", key)
+        refused = await self._denied(ctx, "send", row)
+        if refused is not None:
+            return {"runId": run_id, "status": "forbidden", "error": refused, "sessionKey": key}
         record = await submit_run(
             self.sup,
             key,
@@ -275,6 +309,9 @@ class GatewaySessions:
         row = await self._row(key)
         if row is None:
             return {"status": "error", "error": f"Session not found: {key}", "sessionKey": key}
+        refused = await self._denied(ctx, "status", row)
+        if refused is not None:
+            return {"status": "forbidden", "error": refused, "sessionKey": key}
         gen = self.sup.generation
         changed = False
         if args.model is not None:

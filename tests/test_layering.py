@@ -106,6 +106,7 @@ FLOORS: Final[dict[str, frozenset[str]]] = {
         }
     ),
     "actors._subagent_tasks": frozenset({"actors._errors", "actors.runs"}),
+    "actors._session_visibility": frozenset({"actors._errors"}),
     "actors._subagents": frozenset(
         {
             "actors._errors",
@@ -121,6 +122,7 @@ FLOORS: Final[dict[str, frozenset[str]]] = {
             "actors._errors",
             "actors.runs",
             "actors._supervisor",
+            "actors._session_visibility",
             "actors._subagent_tasks",
             "actors._subagents",
         }

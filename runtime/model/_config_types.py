@@ -300,6 +300,23 @@ class ToolsExecConfig(_Strict, frozen=True):
     applyPatch: dict[str, Any] | None = None
 
 
+class ToolsSessionsConfig(_Strict, frozen=True):
+    """`tools.sessions`: which sessions the session tools reach (`visibility`: `self`, `tree`:
+    this session and those it spawned, all of its agent's from the agent's main session,
+    `agent`, `all`, the default)."""
+
+    visibility: Literal["self", "tree", "agent", "all"] = "all"
+
+
+class AgentToAgentConfig(_Strict, frozen=True):
+    """`tools.agentToAgent`: whether the session tools may cross agents (`enabled`, default
+    true) and between which (`allow`: ids or `*` patterns both agents must match; empty:
+    any)."""
+
+    enabled: bool = True
+    allow: list[str] | None = None
+
+
 class GlobalToolsConfig(ToolsConfig, frozen=True):
     """The root `tools`: the policy keys every scope has, and the global tool settings.
     `toolSearch`: OpenClaw's switch for Tool Search; clawlane accepts only `false` (or an
@@ -308,6 +325,8 @@ class GlobalToolsConfig(ToolsConfig, frozen=True):
     web: ToolsWebConfig = ToolsWebConfig()
     exec: ToolsExecConfig = ToolsExecConfig()
     toolSearch: bool | ToolSearchConfig | None = None
+    sessions: ToolsSessionsConfig = ToolsSessionsConfig()
+    agentToAgent: AgentToAgentConfig = AgentToAgentConfig()
 
 
 class SubagentsConfig(_Strict, frozen=True):

@@ -280,3 +280,35 @@ async def test_subagents_lists_and_cancels_agents_wait_collects_and_yield_needs_
     [task] = details(settled)["tasks"]
     assert task["status"] == "cancelled" and details(settled)["pending"] == []
     assert no_yield["isError"] and "No pending child completion" in details(no_yield)["error"]
+
+
+async def test_visibility_self_keeps_a_session_to_itself(tmp_path: Path) -> None:
+    config = local_config(tools__sessions={"visibility": "self"})
+    watch = Watch()
+    async with running_gateway(tmp_path, config) as gw:
+        with trio.fail_after(30):
+            async with open_client(gw, caps=["tool-events"], on_event=watch) as client:
+                await client.request(
+                    "agent",
+                    {"message": "hi", "sessionKey": "agent:main:other", "idempotencyKey": "o"},
+                    expect_final=True,
+                )
+                msg = " ".join(
+                    [
+                        directive("sessions_list", {}),
+                        directive("sessions_history", {"sessionKey": "agent:main:other"}),
+                        directive("sessions_send", {"sessionKey": "other", "message": "hi"}),
+                    ]
+                )
+                await client.request(
+                    "agent", {"message": msg, "idempotencyKey": "self"}, expect_final=True
+                )
+    listed, history, sent = tool_results(watch.events, "self")
+    assert [row["key"] for row in details(listed)["sessions"]] == ["agent:main:main"]
+    assert history["isError"] and details(history)["status"] == "forbidden"
+    assert details(history)["error"] == (
+        "Session history visibility is restricted to the current session "
+        "(tools.sessions.visibility=self)."
+    )
+    assert sent["isError"] and details(sent)["status"] == "forbidden"
+    assert [p["runId"] for p in watch.ends("agent:main:other")] == ["o"]  # nothing sent
