@@ -37,6 +37,7 @@ from ..model._plugins import PluginRegistry
 from ..protocol import ClawlaneError
 from ..tools import (
     CardDesk,
+    ConfigReader,
     ExecApprover,
     ExecSettings,
     ProcessRegistry,
@@ -96,6 +97,9 @@ class TurnServices:
         """The host's background commands (the gateway's supervisor sets its registry): with
         it `exec` can yield into the background and `process` is offered; without it (the
         embedded runtime) every command runs in the foreground."""
+        self.config_reader: ConfigReader | None = None
+        """What the `gateway` tool reads (the gateway's config methods set it); without it
+        (the embedded runtime) `gateway` is not offered."""
         self.cards: CardDesk | None = None
         """Where `progress_card` keeps the session's card: the gateway sets its cards;
         without them (the embedded runtime) `progress_card` is not offered."""
@@ -292,6 +296,7 @@ class TurnServices:
                 exec_settings=self.agent_exec_settings(generation, agent_id),
                 questions=self.questions,
                 cards=self.cards,
+                config_reader=self.config_reader,
             )
             tools = (*builtins, *self.plugins.tools())
             tools = (*tools, *self.memory_tools(generation))

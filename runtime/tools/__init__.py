@@ -23,6 +23,12 @@ The web tools, given `WebSettings` (`tools.web.*`): `web_fetch` reads a page thr
 guard (`EgressPolicy`); a target it refuses raises `EgressBlockedError` (a `ToolError`) inside
 the tool, which reports it as an error result. `web_search` is offered, without a provider.
 
+The tools that reach the gateway's operators are shells over small interfaces the host hands
+`builtin_tools` (the gateway's actors implement them; the embedded runtime has none, so it
+offers none of these): `ask_user` (`AskUserTool`, a `QuestionDesk`: `_ask`), `progress_card`
+(`ProgressCardTool`, a `CardDesk`: `_progress`) and `gateway` (`GatewayTool`, a
+`ConfigReader`: the config and its schema, read only: `_gateway`).
+
 Sessions: OpenClaw's session tools (`session_tools(host)`: `sessions_list`,
 `sessions_history`, `sessions_send`, `sessions_spawn`, `agents_wait`, `sessions_yield`,
 `subagents`, `session_status`, `agents_list`) are shells over a `SessionsHost` the host
@@ -71,6 +77,8 @@ from ._fs import EditTool as EditTool
 from ._fs import LsTool as LsTool
 from ._fs import ReadTool as ReadTool
 from ._fs import WriteTool as WriteTool
+from ._gateway import ConfigReader as ConfigReader
+from ._gateway import GatewayTool as GatewayTool
 from ._patch import ApplyPatchTool as ApplyPatchTool
 from ._patch import PatchError as PatchError
 from ._patch import apply_patch as apply_patch
@@ -127,6 +135,7 @@ __all__ = [
     "AskOutcome",
     "AskUserTool",
     "CardDesk",
+    "ConfigReader",
     "CoreTool",
     "EditTool",
     "EgressBlockedError",
@@ -137,6 +146,7 @@ __all__ = [
     "ExecPolicy",
     "ExecSettings",
     "ExecTool",
+    "GatewayTool",
     "HistoryView",
     "Job",
     "JobLimitError",

@@ -9,6 +9,7 @@ import msgspec
 from ._ask import AskUserTool, QuestionDesk
 from ._exec import ExecSettings
 from ._fs import EditTool, LsTool, ReadTool, WriteTool
+from ._gateway import ConfigReader, GatewayTool
 from ._patch import ApplyPatchTool
 from ._process import ProcessRegistry
 from ._process_tool import ProcessTool
@@ -44,12 +45,14 @@ def builtin_tools(
     exec_settings: ExecSettings | None = None,
     questions: QuestionDesk | None = None,
     cards: CardDesk | None = None,
+    config_reader: ConfigReader | None = None,
 ) -> list[Tool]:
     """Fresh instances of the built-ins, in OpenClaw's catalog order: ls, read, write, edit,
     apply_patch, exec (with `exec_settings`, `tools.exec.*`), process (with the host's
     `processes`; without them exec runs in the foreground only), message; with `web`
     (`tools.web.*`), then web_search and web_fetch, each unless disabled there; ask_user
-    with the host's `questions`, progress_card with its `cards`."""
+    with the host's `questions`, progress_card with its `cards`,
+    gateway with its `config_reader`."""
     return [
         LsTool(),
         ReadTool(),
@@ -62,4 +65,5 @@ def builtin_tools(
         *(web_tools(web) if web is not None else ()),
         *((ProgressCardTool(cards),) if cards is not None else ()),
         *((AskUserTool(questions),) if questions is not None else ()),
+        *((GatewayTool(config_reader),) if config_reader is not None else ()),
     ]

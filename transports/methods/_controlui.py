@@ -213,6 +213,7 @@ def _clawlane_tools(call: Call) -> dict[str, Any]:
             processes=sup.services.processes,
             questions=sup.services.questions,
             cards=sup.services.cards,
+            config_reader=sup.services.config_reader,
         ),
         *sup.services.memory_tools(sup.generation),
     ]

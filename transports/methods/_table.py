@@ -51,6 +51,7 @@ from . import (
     _devices,
     _diagnostics,
     _exec_approvals,
+    _gateway_tool,
     _memory,
     _previews,
     _questions,
@@ -89,6 +90,7 @@ class Methods:
     def __init__(self, gateway: Host) -> None:
         self.gateway = gateway
         self._table: dict[str, _Method] = {}
+        _gateway_tool.attach(gateway)  # what a run's `gateway` tool reads
         self.router: Forwarder | None = None
         """The cluster's router, set by a gateway that is a node of one (`_routing`)."""
         self.add("agent", agent, AgentParams, scope="operator.write")
