@@ -13,6 +13,9 @@ Who is told: every operator connection holding `operator.read` gets `progressCar
 sends it (a conditional clear that changed nothing sends nothing). The event is a refresh
 hint: clients read the card with `progressCard.get`.
 
+A session reset clears its card (`reset`, as OpenClaw's `sessions.reset`); a deleted
+session's card is forgotten (`forget`).
+
 Bounds: at most `MAX_CARDS` sessions' cards (their revisions included) are kept; the one
 written longest ago is forgotten first. Cards live as long as the gateway (not in the
 store: a restart starts without cards). All calls run in the trio thread; none is a
@@ -113,6 +116,16 @@ class ProgressCards:
         ]
         if targets:
             self._hub.send_to(targets, CHANGED, {"sessionKey": session_key, "revision": revision})
+
+    def reset(self, session_key: str) -> None:
+        """A session reset (`sessions.reset`) clears its card, as OpenClaw's reset does
+        (a session that never had one is left alone)."""
+        if session_key in self._slots:
+            self.put(session_key, {})
+
+    def forget(self, session_key: str) -> None:
+        """A deleted session's card (and its revision) goes with it."""
+        self._slots.pop(session_key, None)
 
     def __len__(self) -> int:
         return len(self._slots)

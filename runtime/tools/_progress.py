@@ -7,6 +7,9 @@ most 50 steps, each a non-empty `step` of at most 512 UTF-8 bytes and a `status`
 `pending`, `in_progress` or `completed`, at most one `in_progress`; invisible and
 bidirectional-control characters are removed from both before storing.
 
+The card belongs to the session the user talks to: a subagent's session gets a tool error
+(its result goes back to its parent, which owns the card), as OpenClaw's.
+
 The tool knows nothing of connections: the host hands it a `CardDesk` (the gateway's
 `actors.ProgressCards`), which keeps the card and tells the operators it changed. The
 model reads `Progress card updated (rev N, done/total done)`, `Progress card updated (rev N)`
@@ -146,6 +149,11 @@ class ProgressCardTool:
     async def run(self, args: ProgressCardParams, ctx: ToolContext) -> ToolResult:
         """Store the card (not a checkpoint inside; the call is one). A card that breaks
         the rules raises `ProgressCardError` (an error result the model reads)."""
+        if ":subagent:" in ctx.session_key:
+            raise ProgressCardError(
+                "progress_card is available only in the parent session; report progress in "
+                "your result instead"
+            )
         plan = None if args.plan is None else msgspec.to_builtins(args.plan)
         card = self._desk.put(
             ctx.session_key, normalize_card(args.markdown, plan), agent_id=ctx.agent_id

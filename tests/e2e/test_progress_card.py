@@ -90,3 +90,19 @@ async def test_progress_card_put_refuses_as_openclaw(
                 with pytest.raises(GatewayRequestError) as refused:
                     await client.request("progressCard.put", {"sessionKey": "main", **params})
     assert refused.value.code == "INVALID_REQUEST" and error in str(refused.value)
+
+
+async def test_sessions_reset_clears_the_card(tmp_path: Path) -> None:
+    async with running_gateway(tmp_path) as gw:
+        with trio.fail_after(20):
+            async with open_client(gw) as client:
+                await client.request(
+                    "agent", {"message": "hi", "idempotencyKey": "first"}, expect_final=True
+                )
+                put = {"sessionKey": "main", "markdown": "a task"}
+                assert (await client.request("progressCard.put", put))["card"]["revision"] == 1
+                await client.request("sessions.reset", {"key": "main"})
+                got = await client.request("progressCard.get", {"sessionKey": "main"})
+                assert got == {"card": None}
+                again = await client.request("progressCard.put", put)
+                assert again["card"]["revision"] == 3  # the reset's clear counted

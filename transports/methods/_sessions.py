@@ -568,6 +568,7 @@ async def sessions_reset(call: Call, params: SessionsResetParams) -> dict[str, A
     with trio.fail_after(30):
         await _stop_everything(actor, "reset")
     await actor.reset_and_announce(opt(params.reason) or "reset")
+    call.gateway.cards.reset(key)  # the previous task's progress card, as OpenClaw's reset
     changed(call, key, "reset", actor)
     return {"ok": True, "key": key, "entry": row_payload(actor)}
 
@@ -584,6 +585,7 @@ async def sessions_delete(call: Call, params: SessionsDeleteParams) -> dict[str,
             await _stop_everything(actor, "deleted")
     delete_transcript = opt(params.deleteTranscript)
     deleted = await sup.forget_session(key, delete_transcript=delete_transcript is not False)
+    call.gateway.cards.forget(key)
     changed(call, key, "delete")
     # `archived`: the transcripts kept aside (none: a deleted transcript is deleted).
     return {"ok": True, "key": key, "deleted": deleted, "archived": []}

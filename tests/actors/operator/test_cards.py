@@ -103,3 +103,25 @@ async def test_the_tool_writes_the_sessions_card_and_answers_a_receipt(tmp_path:
     bad = await invoke_tool(tool, {"plan": plan("in_progress", "in_progress")}, ctx(tmp_path))
     assert bad.is_error and "at most one in_progress step" in bad.content[0].text  # type: ignore[union-attr]
     assert [p["revision"] for p in reader.events("progressCard.changed")] == [1, 2, None]
+
+
+async def test_a_reset_clears_the_card_and_a_delete_forgets_it() -> None:
+    reader = Conn("a", READER)
+    cards = setup(reader)
+    cards.reset(KEY)  # never had a card: nothing happens, nobody is told
+    assert reader.frames == []
+    cards.put(KEY, {"markdown": "work"})
+    cards.reset(KEY)
+    assert cards.get(KEY) is None
+    assert [p["revision"] for p in reader.events("progressCard.changed")] == [1, None]
+    cards.forget(KEY)
+    fresh = cards.put(KEY, {"markdown": "new task"})
+    assert fresh is not None and fresh["revision"] == 1 and len(cards) == 1
+
+
+async def test_a_subagent_is_told_the_card_is_its_parents(tmp_path: Path) -> None:
+    cards = setup()
+    child = ctx(tmp_path, session_key="agent:main:subagent:1234")
+    result = await invoke_tool(ProgressCardTool(cards), {"markdown": "x"}, child)
+    assert result.is_error and "only in the parent session" in result.content[0].text  # type: ignore[union-attr]
+    assert len(cards) == 0

@@ -201,3 +201,11 @@ async def test_a_bad_question_is_a_tool_error_and_nobody_is_asked(
     result = await invoke_tool(AskUserTool(questions), args, ctx(tmp_path))
     assert result.is_error and error in result.content[0].text  # type: ignore[union-attr]
     assert op.frames == []
+
+
+async def test_a_subagent_cannot_ask_the_user(tmp_path: Path) -> None:
+    op = Conn("a", OPERATOR)
+    child = ctx(tmp_path, session_key="agent:main:subagent:1234")
+    result = await invoke_tool(AskUserTool(setup(op)), asked(), child)
+    assert result.is_error and "only in the main session" in result.content[0].text  # type: ignore[union-attr]
+    assert op.frames == []
