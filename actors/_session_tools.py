@@ -211,7 +211,7 @@ class GatewaySessions:
         key = self._key(ctx, args.sessionKey)
         row = await self._row(key)
         if row is None:
-            return {"sessionKey": key, "status": "error", "error": f"Session not found: {key}"}
+            return {"status": "error", "error": f"No session found: {key}"}
         refused = await self._denied(ctx, "history", row)
         if refused is not None:
             return {"sessionKey": key, "status": "forbidden", "error": refused}
@@ -252,7 +252,7 @@ class GatewaySessions:
             )
         row = await self._row(key)
         if row is None:
-            return _send_error(run_id, f"Session not found: {key}", key)
+            return _send_error(run_id, f"No session found: {key}", key)
         refused = await self._denied(ctx, "send", row)
         if refused is not None:
             return {"runId": run_id, "status": "forbidden", "error": refused, "sessionKey": key}
@@ -308,7 +308,7 @@ class GatewaySessions:
         key = self._key(ctx, args.sessionKey) if args.sessionKey else ctx.session_key
         row = await self._row(key)
         if row is None:
-            return {"status": "error", "error": f"Session not found: {key}", "sessionKey": key}
+            return {"status": "error", "error": f"No session found: {key}"}
         refused = await self._denied(ctx, "status", row)
         if refused is not None:
             return {"status": "forbidden", "error": refused, "sessionKey": key}
@@ -372,16 +372,18 @@ class GatewaySessions:
         price = PriceTable.of(gen.config).prices.get((provider, model))
         cost = call_cost(usage, price)
         lines = [
-            f"Model: {ref}",
-            f"Tokens: {format_token_count(row.inputTokens)} in / "
+            f"🧠 Model: {ref}",
+            "",
+            f"🧮 Tokens: {format_token_count(row.inputTokens)} in / "
             f"{format_token_count(row.outputTokens)} out",
-            context,
-            f"Cost: {format_usd(cost.total)} (estimated)" if cost is not None else "Cost: n/a",
-            f"Session: {row.key} · updated {_ago(row.updatedAt)}",
-            f"Compactions: {row.compactionCount}",
+            f"💵 Cost: {format_usd(cost.total)}" if cost is not None else "💵 Cost: n/a",
+            f"📚 {context}",
+            "",
+            f"🧵 Session: {row.key} • updated {_ago(row.updatedAt)}",
+            f"🗜️ Compactions: {row.compactionCount}",
         ]
         if row.parentSessionKey:
-            lines.append(f"Spawned by: {row.parentSessionKey} (depth {row.spawnDepth or 1})")
+            lines.append(f"🌱 Spawned by: {row.parentSessionKey} (depth {row.spawnDepth or 1})")
         return "\n".join(lines)
 
     # --- agents_list, sessions_spawn --------------------------------------------------------
@@ -456,7 +458,7 @@ def _preview(message: dict[str, Any]) -> str:
 def _ago(ts: int) -> str:
     seconds = max(0, (now_ms() - ts) // 1000)
     if seconds < 60:
-        return f"{seconds}s ago"
+        return "just now"
     if seconds < 3600:
         return f"{seconds // 60}m ago"
     return f"{seconds // 3600}h ago"

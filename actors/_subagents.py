@@ -1,8 +1,9 @@
 """Subagents as OpenClaw runs them: `sessions_spawn`, its limits, and the announce back.
 
 `Subagents.spawn` makes a child session `agent:<agentId>:subagent:<uuid>` whose row records
-its lineage (`spawnedBy` / `parentSessionKey`, `spawnDepth`: what `sessions.list` shows and
-the Control UI's session tree follows) and runs the task there on the `subagent` global lane
+its lineage (`spawnedBy` / `parentSessionKey`, `spawnDepth`, `subagentRole`; the parent's
+row lists it in `childSessions`: what `sessions.list` shows and the Control UI's session
+tree follows, as OpenClaw's) and runs the task there on the `subagent` global lane
 (its slots: `agents.defaults.subagents.maxConcurrent`), in the child's own transcript. It
 answers at once with OpenClaw's receipt (`status: accepted`, `childSessionKey`, `runId`).
 When the child's run ends, its result is announced to the parent as OpenClaw does: a
@@ -45,6 +46,13 @@ ANNOUNCE_HEAD: Final = (
     "was asked before treating the task as done; reply NO_REPLY if nothing more is owed."
 )
 _LEAF_NOTE: Final = "You may not spawn further subagents."
+CHILDREN_KEPT: Final = 20
+RECEIPT_NOTE: Final = (
+    "The child's final reply comes back to this session as a completion message. Carry on "
+    "with independent work and wait for every required child's completion before your final "
+    "answer; do not poll. If a completion arrives after your final answer, reply only NO_REPLY."
+)
+QUIET_NOTE: Final = "No completion message will come back: check on the child with subagents."
 
 
 def announce_message(record: RunRecord, child_key: str, title: str | None) -> str:
@@ -191,14 +199,18 @@ class Subagents:
         title = args.label or args.taskName
         timeout = args.runTimeoutSeconds
         timeout = settings.runTimeoutSeconds if timeout is None else timeout
+        model_ref = args.model or _model(settings.model)
+        role = "orchestrator" if child_depth < settings.maxSpawnDepth else "leaf"
         try:
             actor = await self.sup.session(child_key, agent.id)
             await actor.save_row(
                 spawnedBy=ctx.session_key,
                 parentSessionKey=ctx.session_key,
                 spawnDepth=child_depth,
+                subagentRole=role,
                 **({"label": title} if title else {}),
             )
+            await self._adopt(ctx, child_key)
             record = await submit_run(
                 self.sup,
                 child_key,
@@ -207,7 +219,7 @@ class Subagents:
                 lane="subagent",
                 origin="subagent",
                 timeout_s=float(timeout) or None,
-                model_ref=args.model or _model(settings.model),
+                model_ref=model_ref,
                 extra_system_prompt=self._context(ctx, child_depth),
             )
         except (ClawlaneError, ActorError) as exc:
@@ -225,7 +237,22 @@ class Subagents:
             "expectsCompletionMessage": announce,
             "context": "isolated",
             **({"taskName": args.taskName} if args.taskName else {}),
+            "note": RECEIPT_NOTE if announce else QUIET_NOTE,
+            **self._resolved(model_ref or agent.primary),
         }
+
+    async def _adopt(self, ctx: ToolContext, child_key: str) -> None:
+        """Record the child in its parent's row (`childSessions`, the latest 20)."""
+        parent = await self.sup.session(ctx.session_key, ctx.agent_id)
+        if parent.row is None:
+            return
+        children = (*(parent.row.childSessions or ()), child_key)[-CHILDREN_KEPT:]
+        await parent.save_row(childSessions=children)
+
+    def _resolved(self, ref: str) -> dict[str, Any]:
+        ref = self.sup.generation.aliases.get(ref, ref)
+        provider, _, _model_id = ref.partition("/")
+        return {"resolvedModel": ref, "resolvedProvider": provider, "modelApplied": True}
 
     def _context(self, ctx: ToolContext, depth: int) -> str:
         limit = self._settings().maxSpawnDepth

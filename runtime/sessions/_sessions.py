@@ -201,6 +201,10 @@ class SessionRow(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_d
     `spawnedBy`, and `parentSessionKey` alike), and how deep it is (1: a child of a root)."""
     parentSessionKey: str | None = None
     spawnDepth: int | None = None
+    subagentRole: str | None = None
+    """`orchestrator` (it may spawn in turn) or `leaf`, as its depth was when spawned."""
+    childSessions: tuple[str, ...] | None = None
+    """The sessions it spawned, the latest 20."""
 
 
 def openclaw_row_meta(entry: MessageEntry, seq: int) -> dict[str, Any]:

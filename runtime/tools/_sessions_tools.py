@@ -255,7 +255,12 @@ class SessionStatusTool(_SessionTool):
     params = SessionStatusParams
 
     async def run(self, args: SessionStatusParams, ctx: ToolContext) -> ToolResult:
-        return _result(await self.host.status(ctx, args))
+        """The card's text for the model (as OpenClaw's), the payload as `details`."""
+        payload = await self.host.status(ctx, args)
+        card = payload.get("statusText")
+        if payload.get("ok") is True and isinstance(card, str):
+            return text_result(card, details=payload)
+        return _result(payload)
 
 
 class AgentsListTool(_SessionTool):

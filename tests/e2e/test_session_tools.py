@@ -112,7 +112,7 @@ async def test_sessions_send_returns_the_reply_inline_and_a_missing_target_is_an
     [target_end] = [p for p in watch.ends("agent:main:other") if p["runId"] == reply["runId"]]
     assert target_end["data"]["phase"] == "end"
     assert missing["isError"] and details(missing)["status"] == "error"
-    assert "Session not found: agent:main:nope" in details(missing)["error"]
+    assert details(missing)["error"] == "No session found: agent:main:nope"
     rows = {row["key"]: row for row in details(listed)["sessions"]}
     assert {"agent:main:main", "agent:main:other"} <= set(rows)
     assert rows["agent:main:other"]["kind"] == "other"
@@ -126,10 +126,11 @@ async def test_sessions_send_returns_the_reply_inline_and_a_missing_target_is_an
     ]
     assert texts[-2:] == ["[[reply:pong]]", "pong"]
     assert details(history)["droppedMessages"] is False
-    card = details(status)
+    card = status["result"]["details"]
     assert card["ok"] is True and card["sessionKey"] == "agent:main:other"
-    assert "Model: local/" in card["statusText"] and "Tokens: " in card["statusText"]
-    assert "Context: " in card["statusText"] and "Cost: " in card["statusText"]
+    text = status["result"]["content"][0]["text"]
+    assert text == card["statusText"] and text.startswith("🧠 Model: local/")
+    assert "🧮 Tokens: " in text and "📚 Context: " in text and "💵 Cost: " in text
     listing = details(agents)
     assert listing["requester"] == "main" and listing["agents"][0]["id"] == "main"
 
@@ -167,7 +168,11 @@ async def test_sessions_spawn_runs_a_child_and_announces_its_result_to_the_paren
     assert child["spawnedBy"] == "agent:main:main"
     assert child["parentSessionKey"] == "agent:main:main"
     assert child["spawnDepth"] == 1 and child["label"] == "research"
+    assert child["subagentRole"] == "orchestrator"
     assert "spawnedBy" not in rows["agent:main:main"]
+    assert rows["agent:main:main"]["childSessions"] == [child_key]
+    assert receipt["resolvedModel"].startswith("local/") and receipt["modelApplied"] is True
+    assert "completion message" in receipt["note"]
 
 
 def spawn(task: str, **more: Any) -> str:
