@@ -15,8 +15,9 @@ from typing import Any
 import pytest
 import trio
 
-from tests.conftest import frame_checker, open_client, running_gateway
+from tests.conftest import frame_checker, local_config, open_client, running_gateway
 from tests.e2e._events import next_event, recorder_events, run_events
+from tests.e2e._openclaw import CONTROL_UI_CONNECT, TUI_CONNECT, UI_ORIGIN, openclaw_client
 from transports import GatewayClient, GatewayRequestError
 
 RUNNER = ["operator.read", "operator.write"]
@@ -164,3 +165,34 @@ async def test_a_clients_question_expires_and_the_methods_refuse_as_openclaw(
                 with pytest.raises(GatewayRequestError) as scope:
                     await reader.request("question.list", {})
                 assert "operator.questions" in str(scope.value)
+
+
+async def test_openclaws_control_ui_and_terminal_ui_see_and_answer_the_question(
+    tmp_path: Path,
+) -> None:
+    """With exactly the connect frames OpenClaw's Control UI and TUI send: the UI's chat.send
+    asks, both are told, the TUI lists it (as it restores prompts), the UI answers, and the
+    chat's final reply comes after the answer."""
+    config = local_config(
+        gateway__auth={"mode": "none"}, gateway__controlUi={"allowedOrigins": [UI_ORIGIN]}
+    )
+    run_id = "ui-asks"
+    async with running_gateway(tmp_path, config) as gw:
+        with trio.fail_after(30):
+            async with (
+                openclaw_client(gw, CONTROL_UI_CONNECT) as ui,
+                openclaw_client(gw, TUI_CONNECT) as tui,
+            ):
+                params = {"sessionKey": "main", "message": MESSAGE, "idempotencyKey": run_id}
+                assert (await ui.call("chat.send", params))["runId"] == run_id
+                requested = await ui.until(lambda e, p: e == "question.requested")
+                assert (await tui.until(lambda e, p: e == "question.requested")) == requested
+                assert (await tui.call("question.list", {}))["questions"] == [requested]
+                answers = {"answers": {"target": ["Staging (Recommended)"]}}
+                resolved = await ui.call(
+                    "question.resolve", {"id": requested["id"], "answers": answers}
+                )
+                assert resolved["status"] == "answered"
+                final = await ui.chat_final(run_id)
+                assert final["state"] == "final"
+                assert await tui.until(lambda e, p: e == "question.resolved")
