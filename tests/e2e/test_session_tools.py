@@ -317,3 +317,58 @@ async def test_visibility_self_keeps_a_session_to_itself(tmp_path: Path) -> None
     )
     assert sent["isError"] and details(sent)["status"] == "forbidden"
     assert [p["runId"] for p in watch.ends("agent:main:other")] == ["o"]  # nothing sent
+
+
+async def test_send_without_waiting_a_send_timing_out_and_a_quiet_deleted_child(
+    tmp_path: Path,
+) -> None:
+    watch = Watch()
+    main = "agent:main:main"
+    async with running_gateway(tmp_path) as gw:
+        with trio.fail_after(30):
+            async with open_client(gw, caps=["tool-events"], on_event=watch) as client:
+                for key in ("agent:main:a", "agent:main:b"):
+                    await client.request(
+                        "agent",
+                        {"message": "[[reply:up]]", "sessionKey": key, "idempotencyKey": key},
+                        expect_final=True,
+                    )
+                msg = " ".join(
+                    [
+                        directive(
+                            "sessions_send",
+                            {"sessionKey": "a", "message": "[[reply:later]]", "timeoutSeconds": 0},
+                        ),
+                        directive(
+                            "sessions_send",
+                            {"sessionKey": "b", "message": "[[stall]]", "timeoutSeconds": 1},
+                        ),
+                        spawn("[[reply:quiet]]", expectsCompletionMessage=False, cleanup="delete"),
+                    ]
+                )
+                await client.request(
+                    "agent", {"message": msg, "idempotencyKey": "m"}, expect_final=True
+                )
+                queued, late, quiet = tool_results(watch.events, "m")
+                await watch.ended("agent:main:a", 2)  # the queued send ran
+                child_run = details(quiet)["runId"]
+                while not terminal_events(watch.events, child_run):
+                    await watch.changed.wait()
+                await client.request("chat.abort", {"sessionKey": "agent:main:b"})
+                await watch.ended("agent:main:b", 2)
+                gone = details(quiet)["childSessionKey"]
+                listed = await client.request("sessions.list", {})
+                while gone in {row["key"] for row in listed["sessions"]}:  # deleted once ended
+                    listed = await client.request("sessions.list", {})
+                history = await client.request("chat.history", {"sessionKey": main})
+    assert details(queued)["status"] == "accepted" and not queued["isError"]
+    assert details(queued)["targetDisposition"] == "queued"
+    assert late["isError"] and details(late)["status"] == "timeout"
+    assert details(late)["sentBeforeError"] is True
+    assert details(quiet)["status"] == "accepted"
+    assert details(quiet)["expectsCompletionMessage"] is False
+    # No announce run for the quiet child, and its session is gone (cleanup delete).
+    assert [p["runId"] for p in watch.ends(main)] == ["m"]
+    keys = {row["key"] for row in listed["sessions"]}
+    assert {"agent:main:a", "agent:main:b", main} <= keys
+    assert not any("[Subagent Result]" in json.dumps(m) for m in history["messages"])
