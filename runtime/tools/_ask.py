@@ -10,8 +10,9 @@ returns how it ended. OpenClaw's contract, as its docs and tool state it:
   the texts and cuts `header` to 12 characters; ids must be distinct, option labels distinct
   and at most 64 characters;
 - one question pending per session at a time (a second one is a tool error); only the
-  sessions a person talks to ask: a subagent's session (`agent:<id>:subagent:<uuid>`) gets a
-  tool error saying so, as OpenClaw offers it to the main session only;
+  sessions a person talks to ask: a subagent's session (`agent:<id>:subagent:<uuid>`) or a
+  scheduled job's own session (`agent:<id>:cron:...`, which nobody watches) gets a tool error
+  saying so, as OpenClaw offers it to the main session only;
 - answered: `{status: "answered", answers: {answers: {<id>: [values]}}}`, its text one line
   per question (`header: values`) and then that JSON; expired or cancelled:
   `{status: "no_answer"}`, and the model is told to proceed with its best judgment;
@@ -249,10 +250,10 @@ class AskUserTool:
         """Wait for the operators' answer (a checkpoint; up to the timeout). A bad question
         or a question already pending for the session raises `ToolError` (an error result);
         cancelled, the question is cancelled and the cancellation propagates."""
-        if ":subagent:" in ctx.session_key:
+        if ":subagent:" in ctx.session_key or ":cron:" in ctx.session_key:
             raise ToolError(
-                "ask_user is available only in the main session; a subagent returns its "
-                "question to its parent instead"
+                "ask_user is available only in the main session; a subagent or a scheduled "
+                "job has nobody to answer it (decide, or report the question in the result)"
             )
         questions = _wire_questions(args)
         if self._desk.pending_for_session(ctx.session_key):

@@ -203,9 +203,9 @@ async def test_a_bad_question_is_a_tool_error_and_nobody_is_asked(
     assert op.frames == []
 
 
-async def test_a_subagent_cannot_ask_the_user(tmp_path: Path) -> None:
+@pytest.mark.parametrize("key", ["agent:main:subagent:1234", "agent:main:cron:daily:run:1"])
+async def test_a_subagent_or_a_scheduled_job_cannot_ask_the_user(tmp_path: Path, key: str) -> None:
     op = Conn("a", OPERATOR)
-    child = ctx(tmp_path, session_key="agent:main:subagent:1234")
-    result = await invoke_tool(AskUserTool(setup(op)), asked(), child)
+    result = await invoke_tool(AskUserTool(setup(op)), asked(), ctx(tmp_path, session_key=key))
     assert result.is_error and "only in the main session" in result.content[0].text  # type: ignore[union-attr]
     assert op.frames == []
