@@ -277,22 +277,28 @@ class Supervisor:
         )
 
     async def session(self, key: str, agent_id: str) -> SessionActor:
-        """The actor for `key`, loading its row on first use. A checkpoint."""
-        actor = self._sessions.get(key)
-        if actor is None:
-            actor = SessionActor(key=key, agent_id=agent_id, services=self.session_services)
-            self._sessions[key] = actor
-            await actor.load()
-            if actor.created and actor.row is not None and self.hooks.has("session_start"):
-                await self.hooks.fire(
-                    "session_start",
-                    SessionStartEvent(sessionId=actor.row.sessionId, sessionKey=key),
-                )
-        else:
+        """The actor for `key`, loading its row on first use. A checkpoint. Raises
+        `StoreError` when its row cannot be read (the database away): the actor is
+        forgotten, and the next request loads it again."""
+        while (actor := self._sessions.get(key)) is not None:
             await actor.loaded.wait()
-        if actor.row is None:
-            self._sessions.pop(key, None)
-            raise RuntimeError(f"session {key} could not be loaded")
+            if actor.row is not None:
+                return actor
+            if self._sessions.get(key) is actor:  # its load failed: load it here
+                del self._sessions[key]
+        actor = SessionActor(key=key, agent_id=agent_id, services=self.session_services)
+        self._sessions[key] = actor
+        try:
+            await actor.load()
+        finally:
+            if actor.row is None and self._sessions.get(key) is actor:
+                del self._sessions[key]
+        assert actor.row is not None
+        if actor.created and self.hooks.has("session_start"):
+            await self.hooks.fire(
+                "session_start",
+                SessionStartEvent(sessionId=actor.row.sessionId, sessionKey=key),
+            )
         return actor
 
     async def forget_session(self, key: str, *, delete_transcript: bool = True) -> bool:

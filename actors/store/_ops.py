@@ -86,6 +86,8 @@ class Waiter:
     message: str = ""
     subject: str | None = None
     """Appended to `message` (quoted) in the error, when given."""
+    store: str | None = None
+    """The store whose commit failed (its location), named in the error."""
     cause: BaseException | None = None
     result: object = None
     callback: Callable[[StoreError | None], None] | None = None
@@ -101,6 +103,7 @@ class Waiter:
         if isinstance(cause, FencedOut):  # its own message names the session and tokens
             return FencedOut(cause.key, cause.token, cause.current)
         what = self.message if self.subject is None else f"{self.message} {self.subject!r}"
+        what = what if self.store is None else f"{what} in {self.store}"
         error = StoreError(f"{what}: {self.cause}")
         error.__cause__ = self.cause
         return error

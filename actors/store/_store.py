@@ -729,11 +729,11 @@ class Store:
         self._failure_logged_at = now
         self._failures_unlogged = 0
 
-    @staticmethod
-    def _wake(op: Op, cause: BaseException | None, result: object) -> None:
+    def _wake(self, op: Op, cause: BaseException | None, result: object) -> None:
         waiter = op.waiter
         if waiter is not None:
             waiter.cause = cause
+            waiter.store = self._path if cause is not None else None
             waiter.result = result
             waiter.set()
             if waiter.callback is not None:

@@ -42,14 +42,6 @@ async def test_postgresql_cut_under_load(tmp_path: Path, pg_url: str) -> None:
     await cut_and_heal(tmp_path, pg_url, shared=False)
 
 
-@pytest.mark.xfail(
-    reason="a node exits during the cut: as it adopts a session's lease, a StoreError "
-    "from advance_fence (transports/cluster/_leases.py _adopt) escapes the request and ends "
-    "the gateway ('cannot open the store: cannot record the fencing token ...'); or a "
-    "request waiting on a session whose load failed gets RuntimeError 'session ... could "
-    "not be loaded' (actors/_supervisor.py), which ends it ('the gateway stopped')",
-    strict=False,
-)
 async def test_postgresql_cut_under_load_on_sessions_used_from_both_nodes(
     tmp_path: Path, pg_url: str
 ) -> None:

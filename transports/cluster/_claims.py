@@ -124,12 +124,12 @@ class Reaper:
         if claim is None:
             return
         session = _note_decoder.decode(claim.ack).sessionKey
-        if await router.owner(session) != router.node_id:
-            log.warning("run %s: its session %s is served elsewhere now", run_id, session)
-            return
-        await router.own_actor(session)
         since = int(time.time() * 1000) - LOST_RUN_HORIZON_MS
-        try:
+        try:  # taking the session (its fencing token, its row) needs the store too
+            if await router.owner(session) != router.node_id:
+                log.warning("run %s: its session %s is served elsewhere now", run_id, session)
+                return
+            await router.own_actor(session)
             await report_lost(router.gateway.supervisor, run_id, since_ms=since)
         except StoreError as exc:
             log.warning("run %s: not reported in its session: %s", run_id, exc)

@@ -15,7 +15,8 @@ holds them.
   A release in flight makes a request here wait for it, then take the lease again (it
   would otherwise adopt the lease being released, and lose it when the release lands).
 
-Errors: `ClusterError` (Redis failing), `ClusterUnavailable` (no reachable owner).
+Errors: `ClusterError` (Redis failing), `ClusterUnavailable` (no reachable owner),
+`StoreError` (the store cannot record a lease's fencing token, or load the session).
 """
 
 from __future__ import annotations
@@ -96,11 +97,16 @@ class SessionLeases:
         raise ClusterUnavailable(f"session {key!r} has no reachable owner")
 
     async def _adopt(self, key: str, lease: Lease) -> None:
+        """Hold `lease` here once the store knows its fencing token. A `StoreError` (the
+        database away) leaves it not adopted: the request is answered the store's outage,
+        and the next one adopts it (this node still holds it in Redis, or takes it again)."""
         known = self.held.get(key)
         if known is not None and known.token >= lease.token:
             return
-        self.held[key] = lease
         await self.gateway.supervisor.store.advance_fence(Fence(key, lease.token))
+        known = self.held.get(key)
+        if known is None or known.token < lease.token:
+            self.held[key] = lease
         self._fence_actor(key)
 
     def _fence_actor(self, key: str) -> None:

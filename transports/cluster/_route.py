@@ -59,6 +59,7 @@ from actors import (
     Cluster,
     ClusterError,
     RunRecord,
+    StoreError,
     Ticket,
 )
 from runtime import telemetry
@@ -225,6 +226,8 @@ class Router:
                 await self._run_request(conn, frame, scope, target[1], hops)
         except ClusterError as exc:
             conn.respond_error(frame.id, unavailable(f"the cluster cannot serve this now: {exc}"))
+        except StoreError as exc:  # taking the session's lease or loading it: an outage
+            conn.respond_error(frame.id, unavailable(f"the store is unavailable: {exc}"))
         except GatewayError as exc:
             conn.respond_error(frame.id, exc)
 
