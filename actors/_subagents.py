@@ -265,6 +265,11 @@ class Subagents:
             lines.append(_LEAF_NOTE)
         return "\n".join(lines)
 
+    async def _parent_exists(self, key: str) -> bool:
+        if any(actor.key == key for actor in self.sup.sessions()):
+            return True
+        return await self.sup.store.get_session(key) is not None
+
     async def _follow(
         self,
         parent_key: str,
@@ -279,6 +284,8 @@ class Subagents:
         `Cancelled`."""
         await record.done.wait()
         try:
+            if announce and not await self._parent_exists(parent_key):
+                announce = False  # deleted meanwhile: the announce must not bring it back
             if announce:
                 parent_lane = "subagent" if ":subagent:" in parent_key else "main"
                 await submit_run(

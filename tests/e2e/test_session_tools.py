@@ -372,3 +372,35 @@ async def test_send_without_waiting_a_send_timing_out_and_a_quiet_deleted_child(
     keys = {row["key"] for row in listed["sessions"]}
     assert {"agent:main:a", "agent:main:b", main} <= keys
     assert not any("[Subagent Result]" in json.dumps(m) for m in history["messages"])
+
+
+async def test_a_deleted_parent_is_not_brought_back_by_its_childs_announce(
+    tmp_path: Path,
+) -> None:
+    watch = Watch()
+    parent = "agent:main:boss"
+    async with running_gateway(tmp_path) as gw:
+        with trio.fail_after(30):
+            async with open_client(gw, caps=["tool-events"], on_event=watch) as client:
+                await client.request(
+                    "agent",
+                    {"message": spawn("[[stall]]"), "sessionKey": parent, "idempotencyKey": "b"},
+                    expect_final=True,
+                )
+                [spawned] = tool_results(watch.events, "b")
+                child_run = details(spawned)["runId"]
+                await client.request("sessions.delete", {"key": parent})
+                await client.request(
+                    "chat.abort", {"sessionKey": details(spawned)["childSessionKey"]}
+                )
+                while not terminal_events(watch.events, child_run):
+                    await watch.changed.wait()
+                # A whole run elsewhere: an announce due by then would have been queued.
+                await client.request(
+                    "agent",
+                    {"message": "hi", "sessionKey": "agent:main:x", "idempotencyKey": "x"},
+                    expect_final=True,
+                )
+                listed = await client.request("sessions.list", {})
+    assert parent not in {row["key"] for row in listed["sessions"]}
+    assert [p["runId"] for p in watch.ends(parent)] == ["b"]
