@@ -38,6 +38,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 HOME_CACHE = Path.home() / ".cache"
@@ -294,7 +295,36 @@ def cli_checks(oc: OpenClaw) -> None:
     )
     shows(oc, ["channels", "status"], "openclaw channels status (none here)", "Gateway reachable")
     cron_checks(oc)
+    approvals_checks(oc)
     follow_checks(oc)
+
+
+def approvals_checks(oc: OpenClaw) -> None:
+    """`openclaw approvals get|allowlist add|set --gateway`: the host approvals document (with
+    `--workers N` each command may land on another worker: one document in PostgreSQL)."""
+
+    def snapshot() -> dict[str, Any]:
+        r = oc.run("approvals", "get", "--gateway", "--json")
+        try:
+            found: dict[str, Any] = json.loads(r.stdout[r.stdout.index("{") :])
+        except ValueError:
+            return {"stdout": r.stdout + r.stderr}
+        return found
+
+    first = snapshot()
+    ok = first.get("exists") is False and bool(first.get("effectivePolicy", {}).get("scopes"))
+    check(ok, "openclaw approvals get --gateway --json (with effectivePolicy)", json.dumps(first))
+    r = oc.run("approvals", "allowlist", "add", "--gateway", "--agent", "main", "/usr/bin/true")
+    check(r.returncode == 0, "openclaw approvals allowlist add --gateway", r.stdout + r.stderr)
+    after = snapshot()
+    agents = after.get("file", {}).get("agents", {})
+    listed = [e.get("pattern") for e in agents.get("main", {}).get("allowlist", [])]
+    check(listed == ["/usr/bin/true"], "the allowlist entry is in the document", json.dumps(after))
+    bad = oc.work / "bad-approvals.json"
+    bad.write_text(json.dumps({"version": 1, "defaults": {"security": "open"}}))
+    r = oc.run("approvals", "set", "--gateway", "--file", str(bad))
+    ok = r.returncode != 0 and "file.defaults.security" in r.stdout + r.stderr
+    check(ok, "openclaw approvals set refuses a bad value naming it", r.stdout + r.stderr)
 
 
 def cron_checks(oc: OpenClaw) -> None:
