@@ -13,19 +13,22 @@ The card belongs to the session the user talks to: a subagent's session gets a t
 The tool knows nothing of connections: the host hands it a `CardDesk` (the gateway's
 `actors.ProgressCards`), which keeps the card and tells the operators it changed. The
 model reads `Progress card updated (rev N, done/total done)`, `Progress card updated (rev N)`
-(no plan) or `Progress card cleared`; `details` is `{revision, steps: {completed, total} |
-null}`.
+(no plan) or `Progress card cleared`, then `details` as JSON (OpenClaw's two blocks);
+`details` is `{revision, steps: {completed, total} | null}`.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Annotated, Any, Final, Literal, Protocol
 
 import msgspec
 
+from runtime.llm import TextContent
+
 from ._errors import ToolError
-from ._tool import ToolContext, ToolResult, text_result
+from ._tool import ToolContext, ToolResult
 
 __all__ = [
     "CardDesk",
@@ -170,4 +173,5 @@ class ProgressCardTool:
             text = f"Progress card updated (rev {card['revision']}, {done}/{len(steps)} done)"
         else:
             text = f"Progress card updated (rev {card['revision']})"
-        return text_result(text, details=payload)
+        blocks = [TextContent(text=text), TextContent(text=json.dumps(payload, indent=2))]
+        return ToolResult(content=list(blocks), details=payload)

@@ -1,8 +1,8 @@
 """The `gateway` tool on a real gateway: a run driven by the `local` model's
-`[[tool:gateway ...]]` directive reads a config subtree; invoked by an admin with
-`tools.invoke`, `config.get` by path (secrets redacted, a missing path and the whole
-snapshot's size refused as OpenClaw's), `config.schema.lookup`, and `update.run` refused;
-the tool writes nothing."""
+`[[tool:gateway ...]]` directives reads config subtrees by path (secrets redacted, a missing
+path and the whole snapshot's size refused as OpenClaw's), looks up the schema, and is
+refused `update.run`; the tool writes nothing, and `tools.invoke` never reaches it (OpenClaw's
+default deny list)."""
 
 from __future__ import annotations
 
@@ -14,17 +14,6 @@ import trio
 
 from tests.conftest import local_config, open_client, running_gateway
 from tests.e2e._events import recorder_events, run_events
-
-ADMIN = ["operator.admin"]
-
-
-def gateway_call(**args: Any) -> dict[str, Any]:
-    return {"name": "gateway", "args": args}
-
-
-def payload(answer: dict[str, Any]) -> dict[str, Any]:
-    assert answer["ok"] is True, answer
-    return dict(answer["output"]["details"])
 
 
 async def test_a_run_reads_a_config_subtree(tmp_path: Path) -> None:
@@ -49,62 +38,72 @@ async def test_a_run_reads_a_config_subtree(tmp_path: Path) -> None:
 
 
 async def test_config_reads_and_schema_lookups_as_openclaws(tmp_path: Path) -> None:
+    openai = {
+        "baseUrl": "http://127.0.0.1:9/v1",
+        "apiKey": "sk-very-secret",
+        "api": "openai-completions",
+        "models": [{"id": "gpt-test"}],
+    }
+    local = {"api": "local", "models": [{"id": "echo", "name": "Echo"}]}
     config = local_config(
-        models__providers__openai={
-            "baseUrl": "http://127.0.0.1:9/v1",
-            "apiKey": "sk-very-secret",
-            "api": "openai-completions",
-            "models": [{"id": "gpt-test"}],
-        }
+        models__providers={"local": local, "openai": openai},
+        agents__defaults__model={"primary": "local/echo"},
     )
+    calls = [
+        {"action": "config.get", "path": "models.providers.openai"},
+        {"action": "config.get", "path": "models.providers.openai.models[0]"},
+        {"action": "config.get", "path": "agents.nope"},
+        {"action": "config.schema.lookup", "path": "agents.defaults"},
+        {"action": "config.schema.lookup", "path": "nope.x"},
+        {"action": "update.run"},
+        {"action": "config.get"},
+    ]
+    message = " ".join(f"[[tool:gateway {json.dumps(c)}]]" for c in calls)
+    events, on_event = recorder_events()
     async with running_gateway(tmp_path, config) as gw:
         with trio.fail_after(20):
-            async with open_client(gw, scopes=ADMIN) as admin:
-                provider = payload(
-                    await admin.request(
-                        "tools.invoke",
-                        gateway_call(action="config.get", path="models.providers.openai"),
-                    )
+            async with open_client(gw, caps=["tool-events"], on_event=on_event) as client:
+                await client.request(
+                    "agent", {"message": message, "idempotencyKey": "reads"}, expect_final=True
                 )
-                first = payload(
-                    await admin.request(
-                        "tools.invoke",
-                        gateway_call(action="config.get", path="models.providers.openai.models[0]"),
-                    )
-                )
-                missing = await admin.request(
-                    "tools.invoke", gateway_call(action="config.get", path="agents.nope")
-                )
-                lookup = payload(
-                    await admin.request(
-                        "tools.invoke",
-                        gateway_call(action="config.schema.lookup", path="agents.defaults"),
-                    )
-                )
-                unknown = payload(
-                    await admin.request(
-                        "tools.invoke", gateway_call(action="config.schema.lookup", path="nope.x")
-                    )
-                )
-                update = payload(
-                    await admin.request("tools.invoke", gateway_call(action="update.run"))
-                )
-                whole = await admin.request("tools.invoke", gateway_call(action="config.get"))
-    result = provider["result"]
+            invoked = await _invoke_as_admin(gw)
+    results = [
+        d for p in run_events(events, "reads", "tool") if (d := p["data"])["phase"] == "result"
+    ]
+    assert [r["name"] for r in results] == ["gateway"] * len(calls)
+    provider, first, missing, lookup, unknown, update, whole = results
+    result = provider["result"]["details"]["result"]
     assert result["path"] == "models.providers.openai" and result["hash"]
     assert result["config"]["baseUrl"] == "http://127.0.0.1:9/v1"
-    assert "sk-very-secret" not in json.dumps(provider)
-    assert first["result"]["config"]["id"] == "gpt-test"
-    assert not missing["ok"] and "config path not found: agents.nope" in missing["error"]["message"]
-    assert lookup["ok"] is True and lookup["result"]["path"] == "agents.defaults"
-    assert unknown == {
+    assert "sk-very-secret" not in json.dumps(results)
+    assert first["result"]["details"]["result"]["config"]["id"] == "gpt-test"
+    assert missing["isError"] and "config path not found: agents.nope" in json.dumps(missing)
+    assert lookup["result"]["details"]["ok"] is True
+    assert lookup["result"]["details"]["result"]["path"] == "agents.defaults"
+    assert unknown["result"]["details"] == {
         "ok": False,
         "code": "schema_path_not_found",
         "path": "nope.x",
         "message": "config schema path not found",
     }
-    assert update["ok"] is False and update["code"] == "unsupported"
-    if whole["ok"]:
-        assert len(json.dumps(whole["output"]["details"], indent=2)) <= 12_000
+    update_details = update["result"]["details"]
+    assert update_details["ok"] is False and update_details["code"] == "unsupported"
+    if whole["isError"]:
+        assert "use path to request a narrower config subtree" in json.dumps(whole)
     else:
-        assert "use path to request a narrower config subtree" in whole["error"]["message"]
+        assert len(json.dumps(whole["result"]["details"], indent=2)) <= 12_000
+    # OpenClaw's tools.invoke never reaches the gateway tool (its default deny list).
+    assert invoked == {
+        "ok": False,
+        "toolName": "gateway",
+        "error": {"code": "not_found", "message": "Tool not available: gateway"},
+    }
+
+
+async def _invoke_as_admin(gw: Any) -> dict[str, Any]:
+    async with open_client(gw, scopes=["operator.admin"]) as admin:
+        args = {"action": "config.get", "path": "models"}
+        answer: dict[str, Any] = await admin.request(
+            "tools.invoke", {"name": "gateway", "args": args}
+        )
+        return answer

@@ -6,7 +6,6 @@ refusals."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -40,46 +39,58 @@ async def test_an_operator_invokes_a_tool_over_the_websocket(tmp_path: Path) -> 
     (workspace(tmp_path) / "note.txt").write_text("hello from the workspace\n")
     async with running_gateway(tmp_path, local_config(), token=TOKEN) as gw:
 
-        def block_edit(event: Any) -> Any:
-            return {"block": True, "blockReason": "no edits"} if event.toolName == "edit" else None
+        def block_card(event: Any) -> Any:
+            args = event.params
+            if event.toolName == "progress_card" and args.get("markdown") == "forbidden":
+                return {"block": True, "blockReason": "not that"}
+            return None
 
-        gw.supervisor.hooks.register("before_tool_call", block_edit, plugin_id="guard")
+        gw.supervisor.hooks.register("before_tool_call", block_card, plugin_id="guard")
         with trio.fail_after(20):
             async with (
                 open_client(gw, scopes=WRITER) as writer,
                 open_client(gw, scopes=["operator.read"]) as reader,
             ):
-                read = await writer.request(
-                    "tools.invoke", {"name": "read", "args": {"path": "note.txt"}}
+                card = await writer.request(
+                    "tools.invoke", {"name": "progress_card", "args": {"markdown": "Halfway."}}
                 )
-                assert (read["ok"], read["toolName"], read["source"]) == (True, "read", "core")
-                assert "hello from the workspace" in text_of(read["output"])
-                listed = await writer.request(
-                    "tools.invoke", {"name": "ls", "sessionKey": "main", "agentId": "main"}
+                assert (card["ok"], card["toolName"], card["source"]) == (
+                    True,
+                    "progress_card",
+                    "core",
                 )
-                assert listed["ok"] and "note.txt" in text_of(listed["output"])
-                missing = await writer.request("tools.invoke", {"name": "browser"})
-                assert missing == {
-                    "ok": False,
-                    "toolName": "browser",
-                    "error": {"code": "not_found", "message": "Tool not available: browser"},
-                }
-                owner_only = await writer.request("tools.invoke", {"name": "gateway"})
-                assert owner_only["error"]["code"] == "not_found"
-                bad = await writer.request("tools.invoke", {"name": "read", "args": {"path": 7}})
-                assert not bad["ok"] and "invalid arguments for read" in bad["error"]["message"]
+                assert text_of(card["output"]).startswith("Progress card updated (rev 1)")
+                assert card["output"]["details"] == {"revision": 1, "steps": None}
+                stored = await reader.request("progressCard.get", {"sessionKey": "main"})
+                assert stored["card"]["markdown"] == "Halfway."
+                for name in ("read", "exec", "gateway", "browser"):
+                    missing = await writer.request(
+                        "tools.invoke", {"name": name, "sessionKey": "main", "agentId": "main"}
+                    )
+                    assert missing == {
+                        "ok": False,
+                        "toolName": name,
+                        "error": {"code": "not_found", "message": f"Tool not available: {name}"},
+                    }
+                bad = await writer.request(
+                    "tools.invoke", {"name": "progress_card", "args": {"plan": "no"}}
+                )
+                assert not bad["ok"] and bad["error"]["code"] == "internal_error"
+                assert "invalid arguments for progress_card" in bad["error"]["message"]
                 blocked = await writer.request(
-                    "tools.invoke",
-                    {"name": "edit", "args": {"path": "note.txt", "oldText": "a", "newText": "b"}},
+                    "tools.invoke", {"name": "progress_card", "args": {"markdown": "forbidden"}}
                 )
-                assert blocked["error"]["code"] == "forbidden"
-                assert "no edits" in blocked["error"]["message"]
+                assert blocked["error"] == {
+                    "code": "forbidden",
+                    "message": "tool call blocked: not that",
+                }
                 other = await writer.request(
-                    "tools.invoke", {"name": "read", "sessionKey": "main", "agentId": "ops"}
+                    "tools.invoke",
+                    {"name": "progress_card", "sessionKey": "main", "agentId": "ops"},
                 )
                 assert other["error"]["code"] == "validation_error"
                 with pytest.raises(GatewayRequestError) as scope:
-                    await reader.request("tools.invoke", {"name": "read"})
+                    await reader.request("tools.invoke", {"name": "progress_card"})
                 assert "operator.write" in str(scope.value)
     assert (workspace(tmp_path) / "note.txt").read_text() == "hello from the workspace\n"
 
@@ -87,7 +98,6 @@ async def test_an_operator_invokes_a_tool_over_the_websocket(tmp_path: Path) -> 
 async def test_post_tools_invoke_needs_the_token_and_keeps_openclaws_deny_list(
     tmp_path: Path,
 ) -> None:
-    (workspace(tmp_path) / "note.txt").write_text("over http\n")
     async with running_gateway(tmp_path, local_config(), token=TOKEN) as gw:
         auth = {"authorization": f"Bearer {TOKEN}"}
         with trio.fail_after(20):
@@ -95,20 +105,23 @@ async def test_post_tools_invoke_needs_the_token_and_keeps_openclaws_deny_list(
                 ok = await http.post(
                     "/tools/invoke",
                     headers=auth,
-                    json={"tool": "read", "args": {"path": "note.txt"}, "dryRun": False},
+                    json={"tool": "progress_card", "args": {"markdown": "x"}, "dryRun": False},
                 )
                 assert ok.status_code == 200 and ok.json()["ok"] is True
-                assert "over http" in text_of(ok.json()["result"])
-                denied = await http.post(
-                    "/tools/invoke", headers=auth, json={"tool": "exec", "args": {"command": "id"}}
-                )
-                assert denied.status_code == 404
-                assert denied.json() == {
-                    "ok": False,
-                    "error": {"type": "not_found", "message": "Tool not available: exec"},
-                }
+                assert ok.json()["result"]["details"] == {"revision": 1, "steps": None}
+                for name in ("exec", "read", "sessions_send"):
+                    denied = await http.post(
+                        "/tools/invoke", headers=auth, json={"tool": name, "args": {}}
+                    )
+                    assert denied.status_code == 404
+                    assert denied.json() == {
+                        "ok": False,
+                        "error": {"type": "not_found", "message": f"Tool not available: {name}"},
+                    }
                 bad = await http.post(
-                    "/tools/invoke", headers=auth, json={"name": "read", "args": {"path": 7}}
+                    "/tools/invoke",
+                    headers=auth,
+                    json={"name": "progress_card", "args": {"plan": 1}},
                 )
                 assert bad.status_code == 400 and bad.json()["error"]["type"] == "tool_error"
                 unnamed = await http.post("/tools/invoke", headers=auth, json={"args": {}})
@@ -116,8 +129,8 @@ async def test_post_tools_invoke_needs_the_token_and_keeps_openclaws_deny_list(
                 assert unnamed.json()["error"]["type"] == "invalid_request"
                 broken = await http.post("/tools/invoke", headers=auth, content=b"{")
                 assert broken.status_code == 400
-                anonymous = await http.post("/tools/invoke", json={"tool": "read"})
+                anonymous = await http.post("/tools/invoke", json={"tool": "progress_card"})
                 assert anonymous.status_code == 401
                 wrong = await http.get("/tools/invoke", headers=auth)
                 assert wrong.status_code == 405 and wrong.headers["allow"] == "POST"
-    assert json.loads(json.dumps(ok.json()))["result"]["isError"] is False
+    assert ok.json()["result"]["isError"] is False

@@ -53,7 +53,5 @@ async def tools_invoke(supervisor: Supervisor, req: Request, exchange: Exchange)
         params = msgspec.convert({"name": name, **fields}, ToolsInvokeParams)
     except msgspec.ValidationError as exc:
         return _invalid(f"invalid tools.invoke request: {exc}")
-    outcome = await invoke_gateway_tool(
-        supervisor, params, owner=True, surface="http", action=action
-    )
+    outcome = await invoke_gateway_tool(supervisor, params, owner=True, action=action)
     return _answer(outcome.status, outcome.http())

@@ -6,12 +6,16 @@ What a call goes through, in order:
 - the target session: `sessionKey` (default the agent's `main`) made canonical; an `agentId`
   that is unknown or not the session's agent is refused (`agent id "x" does not match
   session agent "y"`);
-- the tool: the agent's tools under its policy (the tools a run there is offered, with
-  OpenClaw's aliases); one the policy does not offer is `Tool not available: <name>`
-  (HTTP 404); `cron` (`automations`), `gateway` and `nodes` need `operator.admin` (OpenClaw's
-  owner-only tools); over HTTP OpenClaw's default deny list also applies (`exec`, `spawn`,
-  `shell`, `fs_write`, `fs_delete`, `fs_move`, `apply_patch`, `sessions_spawn`,
-  `sessions_send`, `cron`, `gateway`, `nodes`);
+- the tool: one of the agent's tools under its policy (what a run there is offered, with
+  OpenClaw's aliases) that OpenClaw scopes to its gateway: its own tools (`group:openclaw`:
+  `sessions_list`, `session_status`, `progress_card`, `memory_get`, `web_fetch`, ...) and the
+  plugins' tools, never the workspace's file and command tools (`read`, `write`, `edit`,
+  `ls`, `apply_patch`, `exec`, `process`), as OpenClaw's `tools.invoke` resolves them
+  (observed on its 2026.9.6 gateway); OpenClaw's default deny list holds on both surfaces
+  (OpenClaw resolves both as its HTTP surface: `exec`, `spawn`, `shell`, `fs_write`,
+  `fs_delete`, `fs_move`, `apply_patch`, `sessions_spawn`, `sessions_send`, `cron`,
+  `gateway`, `nodes`), and the owner-only `cron`, `gateway` and `nodes` need
+  `operator.admin` besides; anything else is `Tool not available: <name>` (HTTP 404);
 - the call: the plugins' `before_tool_call` hooks (a block is refused: `tool_call_blocked`,
   HTTP 403; an approval a hook asks for is asked of the operators only with `confirm: true`),
   the arguments validated, the tool run in the agent's workspace, `after_tool_call`.
@@ -27,7 +31,7 @@ would send has no conversation to go to here: it is the tool's error.
 from __future__ import annotations
 
 import os
-from typing import Any, Final, Literal
+from typing import Any, Final
 
 import attrs
 import trio
@@ -37,7 +41,7 @@ from runtime.llm import TextContent, ToolCallContent
 from runtime.model import GenerationError
 from runtime.protocol import ToolsInvokeParams, opt
 from runtime.sessions import SessionKeyError
-from runtime.tools import normalize_tool_name
+from runtime.tools import TOOL_GROUPS, normalize_tool_name
 
 from ._context import Call, MethodTable
 
@@ -68,6 +72,8 @@ _RPC_CODES: Final = {
     "tool_error": "internal_error",
 }
 _REFUSED_PREFIXES: Final = ("tool call blocked", "tool call not approved")
+_GATEWAY_SCOPED: Final = TOOL_GROUPS["group:openclaw"]
+"""The core tools OpenClaw's gateway lets an operator invoke: its own, not the workspace's."""
 
 
 @attrs.frozen
@@ -116,7 +122,6 @@ async def invoke_gateway_tool(
     params: ToolsInvokeParams,
     *,
     owner: bool,
-    surface: Literal["rpc", "http"],
     action: str | None = None,
 ) -> InvokeOutcome:
     """Invoke one tool as the module docstring says; `owner`: the caller holds
@@ -141,7 +146,7 @@ async def invoke_gateway_tool(
         await trio.lowlevel.checkpoint()
         message = f'agent id "{requested_agent}" does not match session agent "{agent.id}"'
         return _refused(400, name, "invalid_request", message)
-    if (canonical in OWNER_ONLY and not owner) or (surface == "http" and canonical in HTTP_DENY):
+    if (canonical in OWNER_ONLY and not owner) or canonical in HTTP_DENY:
         await trio.lowlevel.checkpoint()
         return _refused(404, name, "not_found", f"Tool not available: {name}")
     return await _run(supervisor, params, name, key, agent, action)
@@ -179,7 +184,8 @@ async def _run(
     )
     assert tools.toolset is not None
     tool = tools.toolset.find(name)
-    if tool is None:
+    owners = {n for r in supervisor.plugins.plugins.values() for n in r.tools}
+    if tool is None or (tool.name not in _GATEWAY_SCOPED and tool.name not in owners):
         return _refused(404, name, "not_found", f"Tool not available: {name}")
     if opt(params.confirm) is not True:
         tools.approvals = None  # OpenClaw's report mode: no operator is asked
@@ -187,7 +193,6 @@ async def _run(
     if action is not None and "action" not in args and "action" in tool.params.__struct_fields__:
         args["action"] = action
     outcome = await tools.call(ToolCallContent(id=call_id, name=name, arguments=args), _no_emit)
-    owners = {n for r in supervisor.plugins.plugins.values() for n in r.tools}
     source = "plugin" if tool.name in owners else "core"
     if not outcome.message.isError:
         return InvokeOutcome(200, tool.name, result=outcome.result, source=source)
@@ -207,5 +212,5 @@ def register(methods: MethodTable) -> None:
 
 async def tools_invoke(call: Call, params: ToolsInvokeParams) -> dict[str, Any]:
     owner = call.conn.has_scope("operator.admin")
-    outcome = await invoke_gateway_tool(call.gateway.supervisor, params, owner=owner, surface="rpc")
+    outcome = await invoke_gateway_tool(call.gateway.supervisor, params, owner=owner)
     return outcome.rpc()
