@@ -395,6 +395,16 @@ class GatewaySessions:
     async def spawn(self, ctx: ToolContext, args: SessionsSpawnParams) -> dict[str, Any]:
         return await self.spawner.spawn(ctx, args, await self._row(ctx.session_key))
 
+    def subagent_role(self, session_key: str) -> str | None:
+        """A subagent session's role now: `leaf` at `maxSpawnDepth`, else `orchestrator`."""
+        if ":subagent:" not in session_key:
+            return None
+        actor = self.sup.peek_session(session_key)
+        row = actor.row if actor is not None else None
+        depth = (row.spawnDepth if row is not None else None) or 1
+        limit = self.sup.generation.config.agents.defaults.subagents.maxSpawnDepth
+        return "leaf" if depth >= limit else "orchestrator"
+
     # --- subagents, agents_wait, sessions_yield (`actors._subagent_tasks`) -----------------
 
     async def subagents(self, ctx: ToolContext, args: SubagentsParams) -> dict[str, Any]:

@@ -50,6 +50,7 @@ from ..tools import (
     ensure_workspace,
     requested_policy,
     session_tools,
+    subagent_denied,
 )
 from ._blocks import BlockFlusher, BlockSink
 from ._chunking import BlockStreamingSettings
@@ -120,7 +121,7 @@ class TurnServices:
         self._workspaces: dict[str, Path] = {}
         self._making: dict[str, trio.Event] = {}
         self._toolsets: dict[
-            tuple[int, int, str, str], tuple[tuple[Any, ...], ToolPolicy, ToolSet]
+            tuple[int, int, str, str, str], tuple[tuple[Any, ...], ToolPolicy, ToolSet]
         ] = {}
         self._turn_settings: tuple[int, dict[str, Any]] | None = None
         self.memory = MemoryService(workspace_root.parent / "memory")
@@ -283,7 +284,8 @@ class TurnServices:
                     MessageSentEvent(to=session_key, content=content, success=True),
                 )
 
-        key = (generation.number, self.plugins.version, agent_id, model_ref or "")
+        role = self.sessions.subagent_role(session_key) if self.sessions is not None else None
+        key = (generation.number, self.plugins.version, agent_id, model_ref or "", role or "")
         shared = self._toolsets.get(key)
         if shared is None:
             if len(self._toolsets) >= _TOOLSETS_MAX:
@@ -302,6 +304,8 @@ class TurnServices:
             tools = (*tools, *self.memory_tools(generation))
             if self.sessions is not None:
                 tools = (*tools, *session_tools(self.sessions))
+            denied = subagent_denied(role)  # a subagent is offered less, as OpenClaw's
+            tools = tuple(tool for tool in tools if tool.name not in denied)
             shared = self._toolsets[key] = (tools, policy, ToolSet.of(tools, policy))
         tools, policy, toolset = shared
         return RunTools(

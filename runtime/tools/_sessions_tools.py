@@ -31,7 +31,33 @@ __all__ = [
     "SessionsYieldParams",
     "SubagentsParams",
     "session_tools",
+    "subagent_denied",
 ]
+
+SUBAGENT_DENIED: Final = frozenset(
+    {
+        "gateway",
+        "agents_list",
+        "openclaw",
+        "session_status",
+        "progress_card",
+        "automations",
+        "message",
+        "sessions_send",
+        "conversations_list",
+        "conversations_send",
+        "conversations_turn",
+    }
+)
+"""The tools OpenClaw never offers a subagent session, whatever its depth."""
+LEAF_DENIED: Final = SUBAGENT_DENIED | {
+    "subagents",
+    "sessions_list",
+    "sessions_history",
+    "sessions_search",
+    "sessions_spawn",
+}
+"""... and those a leaf subagent (at `maxSpawnDepth`) is not offered either."""
 
 _ERROR_STATUSES: Final = frozenset({"error", "forbidden", "timeout"})
 """A result with one of these statuses (or `success: false`) is an error result."""
@@ -194,6 +220,18 @@ class SessionsHost(Protocol):
     async def agents_wait(self, ctx: ToolContext, args: AgentsWaitParams) -> dict[str, Any]: ...
 
     def yield_turn(self, ctx: ToolContext, args: SessionsYieldParams) -> dict[str, Any]: ...
+
+    def subagent_role(self, session_key: str) -> str | None:
+        """`orchestrator` or `leaf` for a subagent session (as its depth is now against
+        `maxSpawnDepth`), None for any other session. Not a checkpoint."""
+        ...
+
+
+def subagent_denied(role: str | None) -> frozenset[str]:
+    """The tools a session of subagent `role` is not offered (none for other sessions)."""
+    if role is None:
+        return frozenset()
+    return LEAF_DENIED if role == "leaf" else SUBAGENT_DENIED
 
 
 def _result(payload: dict[str, Any]) -> ToolResult:

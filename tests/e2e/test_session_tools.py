@@ -44,6 +44,9 @@ class Watch:
         self.changed.set()
         self.changed = trio.Event()
 
+    def events_of(self, stream: str) -> list[dict[str, Any]]:
+        return [p for (e, p, _s) in self.events if e == "agent" and p["stream"] == stream]
+
     def ends(self, key: str) -> list[dict[str, Any]]:
         return [
             p
@@ -204,29 +207,47 @@ async def test_spawn_limits_refuse_with_a_tool_error(tmp_path: Path) -> None:
     assert announce["data"]["phase"] == "end"
 
 
-async def test_a_child_at_max_spawn_depth_cannot_spawn(tmp_path: Path) -> None:
-    config = local_config(agents__defaults__subagents={"maxSpawnDepth": 1})
+async def test_subagents_are_offered_fewer_tools_and_a_leaf_none_to_orchestrate(
+    tmp_path: Path,
+) -> None:
+    config = local_config(agents__defaults__subagents={"maxSpawnDepth": 2})
     watch = Watch()
     async with running_gateway(tmp_path, config) as gw:
         with trio.fail_after(30):
             async with open_client(gw, caps=["tool-events"], on_event=watch) as client:
-                msg = spawn(spawn("grandchild"))
+                leaf_task = " ".join([spawn("grandchild"), directive("sessions_list", {})])
+                child_task = " ".join(
+                    [
+                        directive("sessions_send", {"sessionKey": "main", "message": "hi"}),
+                        directive("sessions_list", {}),
+                        spawn(leaf_task),
+                    ]
+                )
                 await client.request(
-                    "agent", {"message": msg, "idempotencyKey": "depth"}, expect_final=True
+                    "agent",
+                    {"message": spawn(child_task), "idempotencyKey": "depth"},
+                    expect_final=True,
                 )
                 [spawned] = tool_results(watch.events, "depth")
-                await watch.ended("agent:main:main", 2)
+                await watch.ended("agent:main:main", 2)  # the run, then its child's announce
+                # The child's run, then its own child's (the leaf's) announce.
+                await watch.ended(details(spawned)["childSessionKey"], 2)
     child_run = details(spawned)["runId"]
-    # The child's tool events go to who watches it; its reply quotes the refused call.
-    [end] = terminal_events(watch.events, child_run)
-    assert end["data"]["phase"] == "end"
+    # A subagent's tool events go to who watches it; its reply quotes each call's result.
     reply = run_events(watch.events, child_run, "assistant")[-1]["data"]["text"]
-    refused = json.loads(reply.removeprefix("Tool results: sessions_spawn failed: "))
-    assert refused == {
-        "status": "forbidden",
-        "error": "sessions_spawn is not allowed at this depth (current depth: 1, max: 1; "
-        "agents.defaults.subagents.maxSpawnDepth).",
-    }
+    assert reply.startswith("Tool results: sessions_send failed: ")
+    assert "not available" in reply.split("; sessions_list")[0]  # never offered to subagents
+    assert "sessions_list: {" in reply and '"count"' in reply  # an orchestrator lists
+    assert "sessions_spawn: {" in reply and '"accepted"' in reply  # and spawns, to depth 2
+    leaf = [
+        p["data"]["text"]
+        for p in watch.events_of("assistant")
+        if p["sessionKey"].count(":subagent:") == 1
+        and p["sessionKey"] != details(spawned)["childSessionKey"]
+        and p["data"]["text"].startswith("Tool results: ")
+    ]
+    [leaf_reply] = leaf[-1:]
+    assert leaf_reply.count("not available") == 2, leaf_reply  # a leaf: no spawn, no list
 
 
 async def test_subagents_lists_and_cancels_agents_wait_collects_and_yield_needs_children(
