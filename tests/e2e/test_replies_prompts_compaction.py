@@ -212,7 +212,9 @@ async def test_a_long_conversation_compacts_survives_an_overflow_and_keeps_answe
         models__providers__local={
             "api": "local",
             "models": [{"id": "echo", "contextWindow": 6000}],  # budget 3000, keeps 1500
-        }
+        },
+        # no tool schemas: in a window this small they alone would fill the budget
+        tools__deny=["*"],
     )
     events, on_event = recorder_events()
     key = "agent:main:long"

@@ -222,6 +222,14 @@ async def test_a_dead_collector_never_fails_or_stalls_a_run(tmp_path: Path) -> N
                     auth = {"authorization": f"Bearer {gw.auth.token}"}
                     scraped = (await http.get("/metrics", headers=auth)).text
                 status = (await _status(gw))["clawlane"]["telemetry"]
+                async with raw_client(gw) as raw:
+                    rid = await raw.send("diagnostics.stability", {"type": "telemetry.exporter"})
+                    stability = (await raw.response(rid))["payload"]
+    # what `openclaw doctor`'s exporter check reads: one record per signal
+    exporters = {e["target"]: e for e in stability["events"]}
+    assert sorted(exporters) == ["logs", "metrics", "traces"]
+    assert {e["source"] for e in exporters.values()} == {"otlp"}
+    assert {e["outcome"] for e in exporters.values()} <= {"started", "failure"}
     for signal in ("traces", "metrics", "logs"):
         assert f'clawlane_telemetry_exporter_up{{signal="{signal}"}}' in scraped
         assert f'clawlane_telemetry_dropped_total{{signal="{signal}"}}' in scraped
@@ -277,9 +285,15 @@ async def test_a_compaction_is_a_span_of_its_run(tmp_path: Path) -> None:
                 "models": [{"id": "echo", "contextWindow": 6000}],  # budget 3000
             },
             diagnostics__otel={"enabled": True, "endpoint": receiver.url, "metrics": False},
+            tools__deny=["*"],  # in a window this small the tool schemas alone fill it
         )
         with trio.fail_after(60):
-            async with provider_gateway(tmp_path, config) as gw, open_client(gw) as client:
+            # the events go to a callback: unread, they would fill the client's bounded
+            # event channel and stop its reader before the final arrives
+            async with (
+                provider_gateway(tmp_path, config) as gw,
+                open_client(gw, on_event=lambda *e: None) as client,
+            ):
                 for i in range(40):
                     await ask(client, long_message(i), f"long-{i}", sessionKey="long")
                     row = await gw.supervisor.store.get_session("agent:main:long")

@@ -3,8 +3,10 @@ stability`, `openclaw doctor`'s exporter check) and `gateway.identity.get` (oper
 
 - `diagnostics.stability {limit?, type?, sinceSeq?}`: the registry's stability record
   (`actors.runs.StabilityRecorder`): the last `limit` (1 to 1000, default 50) diagnostic
-  events, or the telemetry exporters' health with `type: "telemetry.exporter"`, in OpenClaw's
-  shape. A limit out of range is `INVALID_REQUEST` naming it.
+  events, or the telemetry exporters' health with `type: "telemetry.exporter"` (one record
+  per OTLP signal, `started`, `failure` or `recovered` as `runtime.telemetry.health` says
+  when asked; none while telemetry is off), in OpenClaw's shape. A limit out of range is
+  `INVALID_REQUEST` naming it.
 - `gateway.identity.get`: this gateway process's own device identity, an ed25519 key pair
   kept in the state dir (`identity/gateway-device.json`, mode 0600, made on first use):
   `{deviceId, publicKey}` (the hex SHA-256 of the raw key, and the key as base64url), as
@@ -18,6 +20,7 @@ from typing import Annotated, Any
 import msgspec
 import trio
 
+from runtime import telemetry
 from runtime.devices import DeviceIdentity
 
 from ._context import Call, MethodTable
@@ -43,6 +46,25 @@ def register(methods: MethodTable) -> None:
 async def diagnostics_stability(call: Call, params: DiagnosticsStabilityParams) -> dict[str, Any]:
     await trio.lowlevel.checkpoint()
     recorder = call.gateway.registry.stability
+    exporters = telemetry.health()  # the OTLP exporters' state now (None: telemetry off)
+    for signal in (exporters or {}).get("signals", ()):
+        state = (
+            "failure"
+            if not signal.get("ok")
+            else (
+                "started"
+                if not signal.get("exportsOk")
+                else "recovered"
+                if signal.get("exportsFailed")
+                else "started"
+            )
+        )
+        recorder.exporter_health(
+            "otlp",
+            signal=signal["signal"],
+            status=state,
+            reason="export_failed" if state == "failure" else None,
+        )
     return recorder.snapshot(
         limit=params.limit or 50,
         type_=(params.type or "").strip() or None,
