@@ -37,6 +37,8 @@ from actors import (
     ApprovalNotFound,
     ApprovalsFull,
     DecisionNotOffered,
+    PluginApproval,
+    PluginApprovals,
 )
 from runtime.loop import APPROVAL_DECISIONS, ApprovalDecision
 from runtime.protocol import (
@@ -84,7 +86,15 @@ async def approval_request(call: Call, params: PluginApprovalRequestParams) -> d
         approval = approvals.open(params, requested_by=call.conn.conn_id)
     except ApprovalsFull as exc:
         raise GatewayError(UNAVAILABLE, str(exc), retryable=True) from exc
-    if approval.pending and params.twoPhase is True:
+    return await answer_decided(call, approvals, approval, two_phase=params.twoPhase is True)
+
+
+async def answer_decided(
+    call: Call, desk: PluginApprovals, approval: PluginApproval, *, two_phase: bool
+) -> dict[str, Any]:
+    """A request's answer once `approval` is decided; with `two_phase`, first the `accepted`
+    answer on the same request id (OpenClaw's `twoPhase`), as soon as it is pending."""
+    if approval.pending and two_phase:
         call.respond(
             {
                 "status": "accepted",
@@ -94,7 +104,7 @@ async def approval_request(call: Call, params: PluginApprovalRequestParams) -> d
                 "expiresAtMs": approval.expires_at_ms,
             }
         )
-    await approvals.settle(approval)
+    await desk.settle(approval)
     return approval.answer()
 
 

@@ -65,7 +65,7 @@ from runtime.protocol import (
 )
 from runtime.tools import ExecPolicy, ToolPolicyError, validate_document
 
-from ._approvals import WaitDecisionParams
+from ._approvals import WaitDecisionParams, answer_decided
 from ._clients import EmptyParams
 from ._context import Call, Host, MethodTable
 
@@ -247,18 +247,7 @@ async def exec_request(call: Call, params: ExecApprovalRequestParams) -> dict[st
         )
     except ApprovalsFull as exc:
         raise GatewayError(UNAVAILABLE, str(exc), retryable=True) from exc
-    if approval.pending and params.twoPhase is True:
-        call.respond(
-            {
-                "status": "accepted",
-                "id": approval.id,
-                "deliveryRoute": "approval-client",
-                "createdAtMs": approval.created_at_ms,
-                "expiresAtMs": approval.expires_at_ms,
-            }
-        )
-    await approvals.settle(approval)
-    return approval.answer()
+    return await answer_decided(call, approvals, approval, two_phase=params.twoPhase is True)
 
 
 async def exec_wait(call: Call, params: WaitDecisionParams) -> dict[str, Any]:
