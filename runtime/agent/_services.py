@@ -50,7 +50,7 @@ from ..tools import (
     ensure_workspace,
     requested_policy,
     session_tools,
-    subagent_denied,
+    subagent_policy,
 )
 from ._blocks import BlockFlusher, BlockSink
 from ._chunking import BlockStreamingSettings
@@ -304,8 +304,10 @@ class TurnServices:
             tools = (*tools, *self.memory_tools(generation))
             if self.sessions is not None:
                 tools = (*tools, *session_tools(self.sessions))
-            denied = subagent_denied(role)  # a subagent is offered less, as OpenClaw's
-            tools = tuple(tool for tool in tools if tool.name not in denied)
+            sub = generation.config.tools.subagents.tools
+            offered = subagent_policy(role, sub.allow, sub.alsoAllow, sub.deny)
+            if offered is not None:  # a subagent is offered less, as OpenClaw's
+                tools = tuple(offered.filter(tools))
             shared = self._toolsets[key] = (tools, policy, ToolSet.of(tools, policy))
         tools, policy, toolset = shared
         return RunTools(

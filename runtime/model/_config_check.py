@@ -31,6 +31,7 @@ from ._config_types import (
     Config,
     ConfigError,
     ConfigIssue,
+    SubagentToolPolicy,
     ToolProviderPolicyConfig,
     ToolsConfig,
     ToolSearchConfig,
@@ -177,6 +178,7 @@ def _check(config: Config) -> None:
         raise ConfigError('required with storage.backend "postgres"', path="storage.postgres.url")
     plugin_ids = [i for spec in config.plugins.load for i in _plugin_ids(spec)]
     _check_tools(config.tools, "tools", plugin_ids)
+    _check_tools(config.tools.subagents.tools, "tools.subagents.tools", plugin_ids)
     _check_tool_search(config.tools.toolSearch)
     _check_tools(config.agents.defaults.tools, "agents.defaults.tools", plugin_ids)
     for i, agent in enumerate(config.agents.entries):
@@ -206,7 +208,9 @@ def _plugin_ids(spec: str) -> list[str]:
 
 
 def _check_tools(
-    tools: ToolsConfig | ToolProviderPolicyConfig | None, path: str, plugin_ids: list[str]
+    tools: ToolsConfig | ToolProviderPolicyConfig | SubagentToolPolicy | None,
+    path: str,
+    plugin_ids: list[str],
 ) -> None:
     """OpenClaw's rules for a tool policy: `allow` and `alsoAllow` not both, and every
     entry a tool, alias, group or pattern OpenClaw defines (or a loaded plugin's id)."""

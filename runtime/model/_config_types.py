@@ -317,6 +317,21 @@ class AgentToAgentConfig(_Strict, frozen=True):
     allow: list[str] | None = None
 
 
+class SubagentToolPolicy(_Strict, frozen=True):
+    """`tools.subagents.tools`: the tools subagent sessions are offered beyond OpenClaw's
+    fixed denials (`allow`, or `alsoAllow` on top of everything else, and `deny`)."""
+
+    allow: list[str] | None = None
+    alsoAllow: list[str] | None = None
+    deny: list[str] | None = None
+
+
+class ToolsSubagentsConfig(_Strict, frozen=True):
+    """`tools.subagents` (OpenClaw's keys)."""
+
+    tools: SubagentToolPolicy = SubagentToolPolicy()
+
+
 class GlobalToolsConfig(ToolsConfig, frozen=True):
     """The root `tools`: the policy keys every scope has, and the global tool settings.
     `toolSearch`: OpenClaw's switch for Tool Search; clawlane accepts only `false` (or an
@@ -327,6 +342,7 @@ class GlobalToolsConfig(ToolsConfig, frozen=True):
     toolSearch: bool | ToolSearchConfig | None = None
     sessions: ToolsSessionsConfig = ToolsSessionsConfig()
     agentToAgent: AgentToAgentConfig = AgentToAgentConfig()
+    subagents: ToolsSubagentsConfig = ToolsSubagentsConfig()
 
 
 class SubagentsConfig(_Strict, frozen=True):

@@ -112,6 +112,7 @@ from ._sessions_tools import SessionsYieldParams as SessionsYieldParams
 from ._sessions_tools import SubagentsParams as SubagentsParams
 from ._sessions_tools import session_tools as session_tools
 from ._sessions_tools import subagent_denied as subagent_denied
+from ._sessions_tools import subagent_policy as subagent_policy
 from ._tool import Tool as Tool
 from ._tool import ToolContext as ToolContext
 from ._tool import ToolResult as ToolResult
@@ -203,6 +204,7 @@ __all__ = [
     "sanitize_result",
     "session_tools",
     "subagent_denied",
+    "subagent_policy",
     "text_result",
     "tool_spec",
     "unknown_entries",

@@ -13,10 +13,12 @@ raises (the message is the result's text, through `invoke_tool`).
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Annotated, Any, Final, Literal, Protocol
 
 import msgspec
 
+from ._policy import ToolPolicy
 from ._tool import Tool, ToolContext, ToolResult, text_result
 
 __all__ = [
@@ -32,6 +34,7 @@ __all__ = [
     "SubagentsParams",
     "session_tools",
     "subagent_denied",
+    "subagent_policy",
 ]
 
 SUBAGENT_DENIED: Final = frozenset(
@@ -232,6 +235,21 @@ def subagent_denied(role: str | None) -> frozenset[str]:
     if role is None:
         return frozenset()
     return LEAF_DENIED if role == "leaf" else SUBAGENT_DENIED
+
+
+def subagent_policy(
+    role: str | None,
+    allow: Sequence[str] | None = None,
+    also_allow: Sequence[str] | None = None,
+    deny: Sequence[str] | None = None,
+) -> ToolPolicy | None:
+    """What a session of subagent `role` is offered besides its agent's policy: OpenClaw's
+    fixed denials for the role and `tools.subagents.tools` (`allow`, `also_allow`, `deny`);
+    None for other sessions. Raises `ToolPolicyError` for an unknown group."""
+    if role is None:
+        return None
+    denied = [*(deny or ()), *sorted(subagent_denied(role))]
+    return ToolPolicy.of(allow=allow, deny=denied, also_allow=also_allow)
 
 
 def _result(payload: dict[str, Any]) -> ToolResult:

@@ -13,6 +13,7 @@ from typing import Any
 
 import trio
 
+from runtime.model import ConfigError
 from tests.conftest import local_config, open_client, running_gateway
 from tests.e2e._events import Events, run_events, terminal_events
 
@@ -425,3 +426,36 @@ async def test_a_deleted_parent_is_not_brought_back_by_its_childs_announce(
                 listed = await client.request("sessions.list", {})
     assert parent not in {row["key"] for row in listed["sessions"]}
     assert [p["runId"] for p in watch.ends(parent)] == ["b"]
+
+
+async def test_tools_subagents_tools_deny_takes_more_from_subagents(tmp_path: Path) -> None:
+    config = local_config(tools__subagents={"tools": {"deny": ["sessions_list"]}})
+    watch = Watch()
+    async with running_gateway(tmp_path, config) as gw:
+        with trio.fail_after(30):
+            async with open_client(gw, caps=["tool-events"], on_event=watch) as client:
+                task = " ".join([directive("sessions_list", {}), directive("ls", {})])
+                await client.request(
+                    "agent",
+                    {
+                        "message": f"{spawn(task)} {directive('sessions_list', {})}",
+                        "idempotencyKey": "deny",
+                    },
+                    expect_final=True,
+                )
+                spawned, listed = tool_results(watch.events, "deny")
+                await watch.ended("agent:main:main", 2)
+    assert not listed["isError"]  # the parent is not a subagent
+    reply = run_events(watch.events, details(spawned)["runId"], "assistant")[-1]["data"]["text"]
+    first, second = reply.removeprefix("Tool results: ").split("; ls")
+    assert first.startswith("sessions_list failed") and "not available" in first
+    assert "failed" not in second
+
+
+def test_tools_subagents_tools_names_only_known_tools() -> None:
+    try:
+        local_config(tools__subagents={"tools": {"deny": ["group:nope"]}})
+    except ConfigError as exc:
+        assert exc.path == "tools.subagents.tools.deny[0]"
+    else:
+        raise AssertionError("an unknown group was accepted")
