@@ -297,7 +297,7 @@ class TurnServices:
                 processes=self.processes if policy.permits("process") else None,
                 exec_settings=self.agent_exec_settings(generation, agent_id),
                 questions=self.questions,
-                cards=self.cards,
+                cards=self.cards if generation.config.tools.updatePlan is not False else None,
                 config_reader=self.config_reader,
             )
             tools = (*builtins, *self.plugins.tools())

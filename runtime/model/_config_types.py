@@ -335,11 +335,13 @@ class ToolsSubagentsConfig(_Strict, frozen=True):
 class GlobalToolsConfig(ToolsConfig, frozen=True):
     """The root `tools`: the policy keys every scope has, and the global tool settings.
     `toolSearch`: OpenClaw's switch for Tool Search; clawlane accepts only `false` (or an
-    object with `enabled: false`), which is what it does whether set or not."""
+    object with `enabled: false`), which is what it does whether set or not. `updatePlan`:
+    `false` removes `progress_card` (once `update_plan`) from every run, as OpenClaw's."""
 
     web: ToolsWebConfig = ToolsWebConfig()
     exec: ToolsExecConfig = ToolsExecConfig()
     toolSearch: bool | ToolSearchConfig | None = None
+    updatePlan: bool | None = None
     sessions: ToolsSessionsConfig = ToolsSessionsConfig()
     agentToAgent: AgentToAgentConfig = AgentToAgentConfig()
     subagents: ToolsSubagentsConfig = ToolsSubagentsConfig()

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import trio
 
-from tests.conftest import frame_checker, open_client, running_gateway
+from tests.conftest import frame_checker, local_config, open_client, running_gateway
 from tests.e2e._events import next_event, recorder_events, run_events
 from transports import GatewayRequestError
 
@@ -106,3 +106,24 @@ async def test_sessions_reset_clears_the_card(tmp_path: Path) -> None:
                 assert got == {"card": None}
                 again = await client.request("progressCard.put", put)
                 assert again["card"]["revision"] == 3  # the reset's clear counted
+
+
+async def test_tools_update_plan_false_takes_progress_card_away(tmp_path: Path) -> None:
+    """OpenClaw's `tools.updatePlan: false`: no run is offered the card tool (a call is
+    refused as an unknown tool) and tools.effective does not list it."""
+    events, on_event = recorder_events()
+    async with running_gateway(tmp_path, local_config(tools__updatePlan=False)) as gw:
+        with trio.fail_after(20):
+            async with open_client(gw, caps=["tool-events"], on_event=on_event) as client:
+                await client.request(
+                    "agent", {"message": MESSAGE, "idempotencyKey": "off"}, expect_final=True
+                )
+                effective = await client.request("tools.effective", {"sessionKey": "main"})
+                card = await client.request("progressCard.get", {"sessionKey": "main"})
+    [result] = [
+        d for p in run_events(events, "off", "tool") if (d := p["data"])["phase"] == "result"
+    ]
+    assert result["isError"] and "not available" in json.dumps(result["result"])
+    offered = {t["id"] for g in effective["groups"] for t in g["tools"]}
+    assert "progress_card" not in offered and "ask_user" in offered
+    assert card == {"card": None}

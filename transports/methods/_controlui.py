@@ -212,7 +212,7 @@ def _clawlane_tools(call: Call) -> dict[str, Any]:
             web,
             processes=sup.services.processes,
             questions=sup.services.questions,
-            cards=sup.services.cards,
+            cards=None if sup.generation.config.tools.updatePlan is False else sup.services.cards,
             config_reader=sup.services.config_reader,
         ),
         *sup.services.memory_tools(sup.generation),
