@@ -65,7 +65,15 @@ from .session import (
     SessionCounters,
     SessionServices,
 )
-from .store import JournalRow, RunOutcome, Store, WriteBacklog, WriteGroup, ended_row
+from .store import (
+    JournalRow,
+    RunOutcome,
+    Store,
+    WriteBacklog,
+    WriteGroup,
+    end_unless_ended,
+    ended_row,
+)
 
 log = logging.getLogger("clawlane.supervisor")
 
@@ -503,7 +511,8 @@ class Supervisor:
                 if error is not None:
                     self.journal_later(row)
 
-            self.store_commit(WriteGroup(run=row, on_commit=done))
+            # unless the first commit, reported failed, went through: one end per run
+            self.store_commit(WriteGroup(calls=(end_unless_ended(row),), on_commit=done))
 
     def submit(
         self, actor: SessionActor, request: RunRequest, settings: QueueSettings | None = None

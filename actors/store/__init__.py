@@ -46,6 +46,7 @@ from ._ops import Fence as Fence
 from ._ops import SqlConnection as SqlConnection
 from ._ops import StoreBackend as StoreBackend
 from ._ops import WriteGroup as WriteGroup
+from ._ops import end_unless_ended as end_unless_ended
 from ._sqlite import SqliteBackend as SqliteBackend
 from ._store import Store as Store
 from ._store import open_store as open_store
@@ -95,6 +96,7 @@ __all__ = [
     "WriteBacklog",
     "WriteGroup",
     "accepted_row",
+    "end_unless_ended",
     "ended_row",
     "open_config_document",
     "open_pairing",

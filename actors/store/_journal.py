@@ -256,3 +256,14 @@ def ended_row(identity: RunIdentity, *, ended_at: int, outcome: RunOutcome) -> J
         None,
         outcome,
     )
+
+
+END_UNLESS_ENDED: Final = """
+INSERT INTO runs(run_id, ended_at, body) SELECT ?, ?, ? WHERE NOT EXISTS (
+    SELECT 1 FROM runs WHERE run_id = ? AND ended_at IS NOT NULL AND id > COALESCE(
+        (SELECT MAX(id) FROM runs WHERE run_id = ? AND ended_at IS NULL), 0
+    )
+)
+"""
+"""A run's end row, unless the run's acceptance is already followed by an end row
+(`actors.store._ops.end_unless_ended`)."""

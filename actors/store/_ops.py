@@ -29,7 +29,7 @@ import trio
 from runtime.sessions import SessionRow, TranscriptEntry
 
 from .._errors import FencedOut, StoreError
-from ._journal import JournalRow
+from ._journal import END_UNLESS_ENDED, JournalRow
 
 __all__ = [
     "Append",
@@ -48,6 +48,7 @@ __all__ = [
     "Waiter",
     "Write",
     "WriteGroup",
+    "end_unless_ended",
     "fenced_keys",
     "list_query",
     "put_checked",
@@ -363,3 +364,17 @@ def list_query(
         sql += f" LIMIT {mark}"
         params.append(max(limit, 0))
     return sql, params
+
+
+def end_unless_ended(row: JournalRow) -> Callable[[SqlConnection], bool]:
+    """The statement (a `WriteGroup` call) that writes end row `row` again after its commit
+    was reported failed: a commit cut off as it went through may have committed it (the
+    connection lost after COMMIT was sent), and a run's end is written once. True when it
+    wrote the row."""
+    assert row.ended_at is not None
+
+    def write(conn: SqlConnection) -> bool:
+        args = (row.run_id, row.ended_at, row.body, row.run_id, row.run_id)
+        return conn.execute(END_UNLESS_ENDED, args).rowcount == 1
+
+    return write

@@ -33,7 +33,8 @@ A connection that breaks (the server restarted, the connection terminated) fails
 batch or read in progress with `psycopg.Error` (the store's `StoreError`); the writer
 connects again at its next batch and a broken reader is dropped, so writes and reads
 resume when the server is back. A commit cut off mid-way has an unknown outcome (the
-caller is told it failed; it may have committed).
+caller is told it failed; it may have committed: a run's end row written again after such
+a failure is written only when the run has none, `actors.store._ops.end_unless_ended`).
 
 Errors: `psycopg.Error` from the blocking calls (the store maps it to `StoreError`);
 `open` raises `StoreError` itself, in one line, for a server it cannot reach and for an
