@@ -528,6 +528,8 @@ async def open_session_tools(sup: Supervisor) -> AsyncIterator[GatewaySessions]:
 @asynccontextmanager
 async def open_gateway_supervisor(**kwargs: Any) -> AsyncIterator[Supervisor]:
     """`open_supervisor(**kwargs)` with the session tools offered to its runs from the
-    start (`open_session_tools`), as the gateway runs it."""
+    start (`open_session_tools`), as the gateway runs it. The arguments are let go once the
+    supervisor holds them: a startup generation kept here would never retire."""
     async with open_supervisor(**kwargs) as sup, open_session_tools(sup):
+        kwargs.clear()
         yield sup
