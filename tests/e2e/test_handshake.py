@@ -62,6 +62,28 @@ async def test_challenge_is_the_first_frame_and_hello_ok_validates(gateway) -> N
             assert hello["type"] == "hello-ok" and hello["protocol"] == 4
             assert hello["server"]["connId"]
             assert "agent" in hello["features"]["methods"] and "tick" in hello["features"]["events"]
+            # every event the gateway sends is advertised, once (each method module names its)
+            events = hello["features"]["events"]
+            assert len(events) == len(set(events))
+            for sent in (
+                "connect.challenge",
+                "agent",
+                "chat",
+                "sessions.changed",
+                "session.message",
+                "runtime.generation",
+                "cron",
+                "plugin.approval.requested",
+                "exec.approval.requested",
+                "exec.approval.resolved",
+                "question.requested",
+                "question.resolved",
+                "progressCard.changed",
+                "users.prefs.changed",
+                "device.pair.requested",
+                "presence",
+            ):
+                assert sent in events, sent
             assert hello["snapshot"]["sessionDefaults"]["mainSessionKey"] == "agent:main:main"
             assert hello["policy"]["maxPayload"] == 25 * 1024 * 1024
             # Exactly what was asked for, nothing added; the paired device gets a token.

@@ -68,6 +68,7 @@ class WaitDecisionParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True
 
 
 def register(methods: MethodTable) -> None:
+    methods.advertise("plugin.approval.requested", "plugin.approval.resolved")
     methods.add("plugin.approval.request", approval_request, PluginApprovalRequestParams)
     methods.add("plugin.approval.waitDecision", approval_wait, WaitDecisionParams)
     methods.add("plugin.approval.resolve", approval_resolve, PluginApprovalResolveParams)

@@ -38,6 +38,7 @@ __all__ = ["register"]
 
 
 def register(methods: MethodTable) -> None:
+    methods.advertise("progressCard.changed")
     methods.add("progressCard.get", card_get, ProgressCardGetParams)
     methods.add("progressCard.put", card_put, ProgressCardPutParams)
 

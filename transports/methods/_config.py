@@ -32,7 +32,7 @@ from typing import Any
 
 import msgspec
 
-from actors import PublishConflict, Publisher, PublishResult
+from actors import GENERATION_EVENT, PublishConflict, Publisher, PublishResult
 from runtime.model import (
     ConfigError,
     ConfigSnapshot,
@@ -56,6 +56,7 @@ from ._context import Call, MethodTable
 
 def register(methods: MethodTable) -> None:
     """Add the config methods to a gateway's method table."""
+    methods.advertise(GENERATION_EVENT)
     methods.add("config.get", config_get, ConfigGetParams)
     methods.add("config.set", config_set, ConfigSetParams, scope="operator.admin")
     methods.add("config.patch", config_patch, ConfigPatchParams, scope="operator.admin")

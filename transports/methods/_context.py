@@ -238,11 +238,14 @@ Handler = Callable[[Call, Any], Awaitable[Any]]
 
 
 class MethodTable(Protocol):
-    """Where a method module's `register` adds its handlers."""
+    """Where a method module's `register` adds its handlers, and names the events it sends
+    (`hello-ok.features.events`)."""
 
     def add(
         self, name: str, handler: Handler, params: type[Any] | None, *, scope: str | None = None
     ) -> None: ...
+
+    def advertise(self, *events: str) -> None: ...
 
 
 def store_unavailable(exc: StoreError) -> GatewayError:

@@ -75,6 +75,7 @@ class OpenParams(msgspec.Struct, frozen=True):
 
 
 def register(methods: MethodTable) -> None:
+    methods.advertise("users.prefs.changed")
     read = "operator.read"
     methods.add("chat.startup", chat_startup, None, scope=read)
     methods.add("chat.metadata", chat_metadata, ChatMetadataParams)

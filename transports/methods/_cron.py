@@ -57,6 +57,7 @@ __all__ = ["register"]
 
 
 def register(methods: MethodTable) -> None:
+    methods.advertise("cron")
     methods.add("cron.status", cron_status, CronStatusParams)
     methods.add("cron.list", cron_list, CronListParams)
     methods.add("cron.get", cron_get, CronGetParams)

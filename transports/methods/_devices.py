@@ -244,6 +244,7 @@ async def token_revoke(call: Call, params: DeviceTokenRevokeParams) -> None:
 
 
 def register(methods: MethodTable) -> None:
+    methods.advertise("device.pair.requested", "device.pair.resolved")
     methods.add("device.pair.list", pair_list, DevicePairListParams, scope=PAIRING_SCOPE)
     methods.add("device.pair.approve", pair_approve, DevicePairApproveParams, scope=PAIRING_SCOPE)
     methods.add("device.pair.reject", pair_reject, DevicePairRejectParams, scope=PAIRING_SCOPE)

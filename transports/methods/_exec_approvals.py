@@ -81,6 +81,7 @@ _DEFAULT_HISTORY_LIMIT: Final = 50
 
 def register(methods: MethodTable, host: Host) -> None:
     """Add the methods, and give the host's runs its exec approvals (`exec_desk`)."""
+    methods.advertise("exec.approval.requested", "exec.approval.resolved")
     exec_desk(host)
     methods.add("exec.approvals.get", approvals_get, ExecApprovalsGetParams)
     methods.add("exec.approvals.set", approvals_set, ExecApprovalsSetParams)

@@ -73,6 +73,7 @@ class _ResolveCancel(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 def register(methods: MethodTable) -> None:
+    methods.advertise("question.requested", "question.resolved")
     methods.add("question.request", question_request, QuestionRequestParams)
     methods.add("question.waitAnswer", question_wait, QuestionWaitAnswerParams)
     methods.add("question.resolve", question_resolve, None)

@@ -143,6 +143,7 @@ class RunsReplayParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 def register(methods: MethodTable) -> None:
+    methods.advertise("sessions.changed", "session.message")
     methods.add("chat.send", chat_send, ChatSendParams)
     methods.add("chat.history", chat_history, ChatHistoryParams)
     methods.add("chat.abort", chat_abort, ChatAbortParams)

@@ -90,9 +90,11 @@ class Methods:
     def __init__(self, gateway: Host) -> None:
         self.gateway = gateway
         self._table: dict[str, _Method] = {}
+        self._events: list[str] = []
         _gateway_tool.attach(gateway)  # what a run's `gateway` tool reads
         self.router: Forwarder | None = None
         """The cluster's router, set by a gateway that is a node of one (`_routing`)."""
+        self.advertise("agent", "chat")  # a run's events, and `chat` derived from them
         self.add("agent", agent, AgentParams, scope="operator.write")
         self.add("agent.wait", agent_wait, AgentWaitParams)
         self.add("health", health, None)
@@ -128,6 +130,16 @@ class Methods:
 
     def names(self) -> list[str]:
         return sorted(self._table)
+
+    def advertise(self, *events: str) -> None:
+        """Name events this gateway sends (`hello-ok.features.events`), in order, once."""
+        for event in events:
+            if event not in self._events:
+                self._events.append(event)
+
+    def events(self) -> list[str]:
+        """The events advertised (`advertise`)."""
+        return list(self._events)
 
     def params_type(self, name: str) -> type[Any] | None:
         """The type method `name`'s params decode to (None: any object). KeyError when

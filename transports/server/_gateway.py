@@ -23,7 +23,6 @@ import trio
 from wsproto.events import Request
 
 from actors import (
-    GENERATION_EVENT,
     CronScheduler,
     EventHub,
     Publisher,
@@ -118,24 +117,8 @@ CAPABILITIES: Final = (
     "session-scoped-model-catalog",  # models.list / chat.metadata take a sessionKey
     "session-scoped-chat-metadata",
 )
-EVENTS: Final = (
-    "connect.challenge",
-    "agent",
-    "chat",
-    "tick",
-    "shutdown",
-    "health",
-    "sessions.changed",
-    "session.message",
-    "device.pair.requested",
-    "device.pair.resolved",
-    "plugin.approval.requested",
-    "plugin.approval.resolved",
-    "presence",
-    "users.prefs.changed",
-    GENERATION_EVENT,  # clawlane-only: "runtime.generation" (publishes and failed builds)
-    "cron",
-)
+CONNECTION_EVENTS: Final = ("connect.challenge", "tick", "shutdown", "health", "presence")
+"""What every connection may get; the method modules advertise the rest (`Methods.events`)."""
 
 
 def extension_specs(roots: list[str]) -> list[str | Path]:
@@ -351,7 +334,7 @@ class Gateway:
             "server": {"version": VERSION, "connId": conn.conn_id, "bootId": self.boot_id},
             "features": {
                 "methods": self.methods.names(),
-                "events": list(EVENTS),
+                "events": [*CONNECTION_EVENTS, *self.methods.events()],
                 "capabilities": list(CAPABILITIES),
             },
             "snapshot": {
