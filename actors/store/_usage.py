@@ -25,6 +25,7 @@ from typing import Any, Final, Protocol, TypeVar
 
 import attrs
 
+from runtime import telemetry
 from runtime.llm import Message
 from runtime.model import Config
 from runtime.usage import ADDED, Bucket, PriceTable, StoredBucket, rollup_messages
@@ -142,6 +143,11 @@ def usage_write(
     `session` (its agent and key), for `WriteGroup.calls`: run in the writer's transaction."""
     rollup = rollup_messages(messages, PriceTable.for_config(config))
     agent_id, session_key = session.agent_id, session.key
+    if telemetry.STATE.on:  # OpenClaw's openclaw.cost.usd, per provider and model
+        for b in rollup.buckets.values():
+            if b.total_cost:
+                where = {"openclaw.provider": b.provider, "openclaw.model": b.model}
+                telemetry.record("cost.usd", b.total_cost, {**where, "openclaw.agent": agent_id})
     bucket_rows = [
         (session_id, b.bucket, b.provider, b.model, agent_id, session_key, *_values(b))
         for b in rollup.buckets.values()

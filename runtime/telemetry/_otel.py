@@ -40,6 +40,7 @@ log = logging.getLogger("clawlane.telemetry")
 INSTRUMENTS: Final = {
     # name (the owned ones get `metricNamePrefix`), kind, unit, description
     "tokens": ("counter", "{token}", "Tokens used by model calls, by openclaw.token"),
+    "cost.usd": ("counter", "USD", "What model calls cost (reported, else the price table)"),
     "run.duration_ms": ("histogram", "ms", "A run's time from its start to its end"),
     "queue.wait_ms": ("histogram", "ms", "A run's time from its acceptance to its start"),
     "model_call.duration_ms": ("histogram", "ms", "One model request, to its last byte"),

@@ -49,7 +49,7 @@ def _config(server: SSEServer, endpoint: str, **otel: Any) -> Config:
                     "prov": {
                         "api": "openai-completions",
                         "baseUrl": f"{server.url}/v1",
-                        "models": [{"id": "m1"}],
+                        "models": [{"id": "m1", "cost": {"input": 3.0, "output": 15.0}}],
                     }
                 }
             },
@@ -160,6 +160,8 @@ async def test_one_agent_request_is_one_trace_from_the_callers_span_to_the_provi
     ):
         assert histogram_count(receiver, name) > 0, (name, sorted(receiver.metrics))
     assert "openclaw.tokens" in receiver.metrics
+    (cost,) = receiver.metrics["openclaw.cost.usd"][-1].sum.data_points  # priced model
+    assert cost.as_double > 0
     assert "openclaw.gateway.rpc.requests" in receiver.metrics
     assert histogram_count(receiver, "openclaw.gateway.rpc.handler_ms") > 0
     # what /metrics serves, mirrored: its counters and gauges under their own names
