@@ -176,6 +176,12 @@ class Subagents:
         """Start the child's run and answer with the receipt, or refuse. A checkpoint."""
         if not args.task.strip():
             raise ToolError("task required")
+        if args.attachments:
+            return {
+                "status": "forbidden",
+                "error": "attachments are disabled for sessions_spawn (enable "
+                "tools.sessions_spawn.attachments.enabled)",
+            }
         depth = (parent.spawnDepth or 0) if parent is not None else 0
         refused = self._refusal(ctx, depth)
         if refused is not None:

@@ -332,6 +332,23 @@ class ToolsSubagentsConfig(_Strict, frozen=True):
     tools: SubagentToolPolicy = SubagentToolPolicy()
 
 
+class SpawnAttachmentsConfig(_Strict, frozen=True):
+    """`tools.sessions_spawn.attachments` (OpenClaw's keys). clawlane stages no attachments:
+    only `enabled: false` (the default) is accepted; the limits are accepted with it."""
+
+    enabled: bool = False
+    maxTotalBytes: PositiveInt | None = None
+    maxFiles: PositiveInt | None = None
+    maxFileBytes: PositiveInt | None = None
+    retainOnSessionKeep: bool | None = None
+
+
+class ToolsSessionsSpawnConfig(_Strict, frozen=True):
+    """`tools.sessions_spawn`."""
+
+    attachments: SpawnAttachmentsConfig = SpawnAttachmentsConfig()
+
+
 class GlobalToolsConfig(ToolsConfig, frozen=True):
     """The root `tools`: the policy keys every scope has, and the global tool settings.
     `toolSearch`: OpenClaw's switch for Tool Search; clawlane accepts only `false` (or an
@@ -345,6 +362,7 @@ class GlobalToolsConfig(ToolsConfig, frozen=True):
     sessions: ToolsSessionsConfig = ToolsSessionsConfig()
     agentToAgent: AgentToAgentConfig = AgentToAgentConfig()
     subagents: ToolsSubagentsConfig = ToolsSubagentsConfig()
+    sessions_spawn: ToolsSessionsSpawnConfig = ToolsSessionsSpawnConfig()
 
 
 class SubagentsConfig(_Strict, frozen=True):

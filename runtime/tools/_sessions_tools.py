@@ -162,6 +162,13 @@ class SessionsSpawnParams(_Params, frozen=True):
         | None
     ) = None
     context: Literal["isolated", "fork"] | None = None
+    attachments: (
+        Annotated[
+            list[dict[str, Any]],
+            msgspec.Meta(max_length=50, description="Inline file snapshots (disabled here)."),
+        ]
+        | None
+    ) = None
 
 
 class SubagentsParams(_Params, frozen=True):

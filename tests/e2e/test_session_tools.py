@@ -179,11 +179,20 @@ async def test_sessions_spawn_runs_a_child_and_announces_its_result_to_the_paren
     assert "completion message" in receipt["note"]
 
 
+def _dumps(value: Any) -> str:
+    """JSON with `]` and `}` escaped inside strings (the structure keeps its own)."""
+    if isinstance(value, str):
+        return json.dumps(value).replace("]", "\\u005d").replace("}", "\\u007d")
+    if isinstance(value, list):
+        return "[" + ", ".join(_dumps(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{json.dumps(k)}: {_dumps(v)}" for k, v in value.items()) + "}"
+    return json.dumps(value)
+
+
 def spawn(task: str, **more: Any) -> str:
     """A `sessions_spawn` directive whose task may itself hold directives."""
-    body = json.dumps({"task": task, **more})
-    inner = body[1:-1].replace("]", "\\u005d").replace("}", "\\u007d")
-    return f"[[tool:sessions_spawn {{{inner}}}]]"
+    return f"[[tool:sessions_spawn {_dumps({'task': task, **more})}]]"
 
 
 async def test_spawn_limits_refuse_with_a_tool_error(tmp_path: Path) -> None:
@@ -459,3 +468,32 @@ def test_tools_subagents_tools_names_only_known_tools() -> None:
         assert exc.path == "tools.subagents.tools.deny[0]"
     else:
         raise AssertionError("an unknown group was accepted")
+
+
+async def test_spawn_attachments_are_refused_as_openclaw_refuses_them_when_disabled(
+    tmp_path: Path,
+) -> None:
+    attachments = {"enabled": False, "maxFiles": 5}
+    config = local_config(tools__sessions_spawn={"attachments": attachments})
+    watch = Watch()
+    async with running_gateway(tmp_path, config) as gw:
+        with trio.fail_after(30):
+            async with open_client(gw, caps=["tool-events"], on_event=watch) as client:
+                files = [{"name": "notes.txt", "content": "hello"}]
+                await client.request(
+                    "agent",
+                    {"message": spawn("work", attachments=files), "idempotencyKey": "att"},
+                    expect_final=True,
+                )
+    [refused] = tool_results(watch.events, "att")
+    assert refused["isError"] and details(refused) == {
+        "status": "forbidden",
+        "error": "attachments are disabled for sessions_spawn (enable "
+        "tools.sessions_spawn.attachments.enabled)",
+    }
+    try:
+        local_config(tools__sessions_spawn={"attachments": {"enabled": True}})
+    except ConfigError as exc:
+        assert exc.path == "tools.sessions_spawn.attachments.enabled"
+    else:
+        raise AssertionError("attachments were enabled")
