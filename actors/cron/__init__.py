@@ -4,6 +4,9 @@
   and the webhooks of finished runs.
 - `_run`: one firing: its run on the `cron` global lane, and its history entry.
 - `_store`: jobs and run history behind `CronStore` (SQLite or PostgreSQL through the store).
+- `_tool_host`: `CronToolHost`, what the model's `automations` tool (alias `cron`) reaches:
+  `open_cron` (the scheduler's, wrapped) sets it on the supervisor's `services` while the
+  scheduler runs, so a run can add, list, update, remove and run jobs as `cron.*` does.
 
 OpenClaw's automations surface: the `cron.*` methods (`transports.methods._cron`; `openclaw
 cron list|add|run|runs|get|edit|rm` work against clawlane as against OpenClaw's gateway),
@@ -32,11 +35,11 @@ from ._scheduler import CronNotFound as CronNotFound
 from ._scheduler import CronScheduler as CronScheduler
 from ._scheduler import FiringLease as FiringLease
 from ._scheduler import LocalLease as LocalLease
-from ._scheduler import open_cron as open_cron
 from ._scheduler import wall_ms as wall_ms
 from ._store import CronStore as CronStore
 from ._store import RunQuery as RunQuery
 from ._store import SqliteCronStore as SqliteCronStore
+from ._tool_host import open_cron as open_cron
 
 __all__ = [
     "CRON_JOBS_MAX_BYTES",

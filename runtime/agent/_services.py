@@ -36,6 +36,7 @@ from ..model._generation import ModelRuntimeGeneration, RunStores
 from ..model._plugins import PluginRegistry
 from ..protocol import ClawlaneError
 from ..tools import (
+    AutomationsHost,
     CardDesk,
     ConfigReader,
     ExecApprover,
@@ -43,9 +44,11 @@ from ..tools import (
     ProcessRegistry,
     QuestionDesk,
     SessionsHost,
+    Tool,
     ToolPolicy,
     ToolScope,
     WebSettings,
+    automations_tools,
     builtin_tools,
     ensure_workspace,
     requested_policy,
@@ -115,6 +118,10 @@ class TurnServices:
         """The sessions the session tools reach (the gateway sets its host): with it
         `sessions_list`, `sessions_send`, `sessions_spawn`, ... are offered; without it (the
         embedded runtime) they are not."""
+        self.automations: AutomationsHost | None = None
+        """The scheduler the `automations` tool reaches (the gateway's cron scheduler sets
+        its host while it runs); without it (the embedded runtime, a cluster node not running
+        cron) `automations` is not offered."""
         self.approvals: ApprovalGate | None = None
         """Where a tool call a plugin wants approved is asked: the gateway sets its registry
         of plugin approvals; without one (the embedded runtime) such calls are refused."""
@@ -302,8 +309,7 @@ class TurnServices:
             )
             tools = (*builtins, *self.plugins.tools())
             tools = (*tools, *self.memory_tools(generation))
-            if self.sessions is not None:
-                tools = (*tools, *session_tools(self.sessions))
+            tools = (*tools, *self.host_tools())
             sub = generation.config.tools.subagents.tools
             offered = subagent_policy(role, sub.allow, sub.alsoAllow, sub.deny)
             if offered is not None:  # a subagent is offered less, as OpenClaw's
@@ -324,6 +330,16 @@ class TurnServices:
             approvals=self.approvals,
             trigger="cron" if cron else "user",
         )
+
+    def host_tools(self) -> list[Tool]:
+        """The tools over the gateway's hosts: the session tools and `automations`, each
+        while its host is set."""
+        tools: list[Tool] = []
+        if self.sessions is not None:
+            tools += session_tools(self.sessions)
+        if self.automations is not None:
+            tools += automations_tools(self.automations)
+        return tools
 
     def turn_spec(
         self,

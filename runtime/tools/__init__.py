@@ -33,7 +33,9 @@ Sessions: OpenClaw's session tools (`session_tools(host)`: `sessions_list`,
 `sessions_history`, `sessions_send`, `sessions_spawn`, `agents_wait`, `sessions_yield`,
 `subagents`, `session_status`, `agents_list`) are shells over a `SessionsHost` the host
 that owns the sessions passes in (the gateway's `actors._session_tools`);
-`sanitize_history` is `sessions_history`'s bounded, redacted view.
+`sanitize_history` is `sessions_history`'s bounded, redacted view. Automation: OpenClaw's
+`automations` (alias `cron`; `automations_tools(host)`) is a shell over an `AutomationsHost`,
+the gateway's cron scheduler (`actors.cron`), each action one `cron.*` operation (`_automations`).
 
 Errors: `ToolError` → `SandboxError` (a path leaves the workspace), `ToolPolicyError` (an
 unknown group or profile in the policy), `PatchError` (an `apply_patch` input that is
@@ -46,6 +48,9 @@ from ._ask import AskUserTool as AskUserTool
 from ._ask import QuestionDesk as QuestionDesk
 from ._ask import QuestionShapeError as QuestionShapeError
 from ._ask import question_shape_error as question_shape_error
+from ._automations import AutomationsHost as AutomationsHost
+from ._automations import AutomationsParams as AutomationsParams
+from ._automations import automations_tools as automations_tools
 from ._builtins import MessageTool as MessageTool
 from ._builtins import builtin_tools as builtin_tools
 from ._catalog import CORE_TOOLS as CORE_TOOLS
@@ -136,6 +141,8 @@ __all__ = [
     "ApplyPatchTool",
     "AskOutcome",
     "AskUserTool",
+    "AutomationsHost",
+    "AutomationsParams",
     "CardDesk",
     "ConfigReader",
     "CoreTool",
@@ -185,6 +192,7 @@ __all__ = [
     "WebSettings",
     "WriteTool",
     "apply_patch",
+    "automations_tools",
     "builtin_tools",
     "document_policy",
     "effective_policy",

@@ -429,7 +429,7 @@ async def test_the_agents_tools_panel_shows_what_a_run_in_the_session_is_offered
     sessions = ["sessions_list", "sessions_history", "sessions_send", "sessions_spawn"]
     sessions += ["agents_wait", "sessions_yield", "subagents", "session_status", "agents_list"]
     operator = ["progress_card", "ask_user", "gateway"]
-    offered = [*ours, *web_memory[:2], *operator, *web_memory[2:], *sessions]
+    offered = [*ours, *web_memory[:2], *operator, *web_memory[2:], *sessions, "automations"]
     assert [t["id"] for t in core["tools"]] == offered
     [notice] = full["notices"]
     assert notice["severity"] == "info" and "sessions_search" in notice["message"]
@@ -443,7 +443,7 @@ async def test_the_agents_tools_panel_shows_what_a_run_in_the_session_is_offered
     # OpenClaw's coding profile: files, runtime, web and memory, not `message`; exec denied.
     coding_tools = ["ls", "read", "write", "edit", "apply_patch", "process", *web_memory[:2]]
     coding_tools += [*operator, *web_memory[2:]]
-    coding_tools += sessions[:8]  # and the session tools, all but agents_list
+    coding_tools += [*sessions[:8], "automations"]  # the session tools but agents_list
     assert [t["id"] for t in only["tools"]] == coding_tools
     assert unknown["code"] == "INVALID_REQUEST" and "unknown session key" in unknown["message"]
     assert mismatch["code"] == "INVALID_REQUEST" and "does not match" in mismatch["message"]

@@ -50,7 +50,7 @@ from runtime.protocol import (
     invalid_request,
     opt,
 )
-from runtime.tools import CORE_TOOLS, PROFILES, SECTIONS, builtin_tools, session_tools
+from runtime.tools import CORE_TOOLS, PROFILES, SECTIONS, builtin_tools
 from runtime.users import PrefsTooLarge, UserPrefsError
 
 from . import _sessions as sessions
@@ -218,8 +218,8 @@ def _clawlane_tools(call: Call) -> dict[str, Any]:
         ),
         *sup.services.memory_tools(sup.generation),
     ]
-    sessions = sup.services.sessions  # the gateway's: sessions_list, sessions_send, ...
-    return {tool.name: tool for tool in [*tools, *(session_tools(sessions) if sessions else ())]}
+    # the gateway's hosts': sessions_list, sessions_send, ..., automations
+    return {tool.name: tool for tool in [*tools, *sup.services.host_tools()]}
 
 
 async def tools_catalog(call: Call, params: ToolsCatalogParams) -> dict[str, Any]:

@@ -1,0 +1,191 @@
+"""OpenClaw's scheduling tool, `automations` (alias `cron`), over a real gateway's cron
+scheduler, driven by the `local` model's `[[tool:...]]` directives and checked as a client
+that asked for tool events sees them: a run adds a job, lists it, runs it now (its firing
+is a real cron run), updates and removes it, each answered with the `cron.*` method's
+result; a bad argument or an unknown job is a tool error the model sees. `tools.catalog`
+lists the tool as available."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from tests.conftest import local_config, open_client, running_gateway
+from tests.e2e._events import Events, run_events
+
+
+def directive(name: str, args: dict[str, Any]) -> str:
+    return f"[[tool:{name} {json.dumps(args)}]]"
+
+
+def tool_results(events: Events, run_id: str) -> list[dict[str, Any]]:
+    return [p["data"] for p in run_events(events, run_id, "tool") if p["data"]["phase"] == "result"]
+
+
+def details(result: dict[str, Any]) -> dict[str, Any]:
+    payload = result["result"]["details"]
+    assert json.loads(result["result"]["content"][0]["text"]) == payload
+    return dict(payload)
+
+
+def error_text(result: dict[str, Any]) -> str:
+    assert result["isError"], result
+    return str(result["result"]["content"][0]["text"])
+
+
+class Watch:
+    def __init__(self) -> None:
+        self.events: Events = []
+        self.changed = trio.Event()
+
+    def __call__(self, event: str, payload: Any, seq: int | None) -> None:
+        self.events.append((event, payload, seq))
+        self.changed.set()
+        self.changed = trio.Event()
+
+    def cron(self, job_id: str, action: str) -> list[dict[str, Any]]:
+        return [
+            p
+            for (e, p, _s) in self.events
+            if e == "cron" and p.get("jobId") == job_id and p.get("action") == action
+        ]
+
+    async def cron_event(self, job_id: str, action: str) -> dict[str, Any]:
+        while not self.cron(job_id, action):
+            await self.changed.wait()
+        return self.cron(job_id, action)[0]
+
+
+PLAIN = {  # OpenClaw's defaults fill the rest
+    "name": "reminder",
+    "schedule": {"kind": "every", "everyMs": 7_200_000},
+    "payload": {"kind": "agentTurn", "message": "remind"},
+}
+JOB = {
+    "name": "digest",
+    "schedule": {"kind": "every", "everyMs": 3_600_000},
+    "sessionTarget": "isolated",
+    "payload": {"kind": "agentTurn", "message": "tick"},
+    "delivery": {"mode": "none"},
+}
+
+
+async def test_a_run_adds_lists_runs_updates_and_removes_a_job(tmp_path: Path) -> None:
+    watch = Watch()
+    async with running_gateway(tmp_path) as gw:
+        with trio.fail_after(30):
+            async with open_client(gw, caps=["tool-events"], on_event=watch) as client:
+
+                async def run(key: str, *calls: tuple[str, dict[str, Any]]) -> list[Any]:
+                    msg = " ".join(directive(name, args) for name, args in calls)
+                    await client.request(
+                        "agent", {"message": msg, "idempotencyKey": key}, expect_final=True
+                    )
+                    return tool_results(watch.events, key)
+
+                added, plain, listed = await run(
+                    "add",
+                    ("automations", {"action": "add", "job": JOB}),
+                    ("automations", {"action": "add", "job": PLAIN}),
+                    ("cron", {"action": "list"}),  # OpenClaw's alias
+                )
+                await client.request("cron.remove", {"id": details(plain)["id"]})
+                job = details(added)
+                job_id = job["id"]
+                [ran] = await run(
+                    "run", ("automations", {"action": "run", "jobId": job_id, "runMode": "force"})
+                )
+                finished = await watch.cron_event(job_id, "finished")
+                gotten = await client.request("cron.get", {"id": job_id})
+                updated, history, removed, gone, bad, missing = await run(
+                    "edit",
+                    (
+                        "automations",
+                        {
+                            "action": "update",
+                            "jobId": job_id,
+                            "job": {"name": "weekly", "enabled": False},
+                        },
+                    ),
+                    ("automations", {"action": "runs", "jobId": job_id}),
+                    ("automations", {"action": "remove", "jobId": job_id}),
+                    ("automations", {"action": "get", "jobId": job_id}),
+                    (
+                        "automations",
+                        {"action": "add", "job": {"name": "x", "schedule": {"kind": "every"}}},
+                    ),
+                    ("automations", {"action": "remove"}),
+                )
+                after = await client.request("cron.list", {"includeDisabled": True})
+                catalog = await client.request("tools.catalog", {})
+    assert added["name"] == "automations" and not added["isError"]
+    assert job["name"] == "digest" and job["agentId"] == "main"  # the calling agent's
+    assert job["schedule"]["everyMs"] == 3_600_000 and job["enabled"] is True
+    default = details(plain)
+    assert default["sessionTarget"] == "current" and default["wakeMode"] == "now"
+    assert default["sessionKey"] == "agent:main:main" and default["agentId"] == "main"
+    page = details(listed)
+    assert [j["id"] for j in page["jobs"]] == [job_id, default["id"]] and page["total"] == 2
+    assert page["hasMore"] is False and page["jobs"][0]["effectiveAgentId"] == "main"
+    receipt = details(ran)
+    assert receipt["ok"] is True and receipt["enqueued"] is True
+    assert receipt["runId"].startswith(f"manual:{job_id}:")
+    assert finished["jobId"] == job_id
+    assert gotten["state"]["lastRunStatus"] == "ok"
+    change = details(updated)
+    assert change["id"] == job_id and change["name"] == "weekly" and change["enabled"] is False
+    runs = details(history)
+    assert runs["total"] == 1 and runs["entries"][0]["status"] == "ok"
+    assert details(removed) == {"ok": True, "removed": True}
+    assert "cron job not found: " + job_id in error_text(gone)
+    assert error_text(bad).startswith("automations failed: invalid cron.add params: ")
+    assert "everyMs" in error_text(bad)
+    assert "jobId required" in error_text(missing)
+    assert after["jobs"] == []  # removed, and the bad add stored nothing
+    entries = {t["id"]: t for g in catalog["groups"] for t in g["tools"]}
+    assert "unavailable" not in entries["automations"].get("tags", [])
+
+
+async def test_an_unknown_action_is_a_tool_error(tmp_path: Path) -> None:
+    watch = Watch()
+    async with running_gateway(tmp_path) as gw:
+        with trio.fail_after(30):
+            async with open_client(gw, caps=["tool-events"], on_event=watch) as client:
+                msg = directive("automations", {"action": "frobnicate"})
+                await client.request(
+                    "agent", {"message": msg, "idempotencyKey": "bad"}, expect_final=True
+                )
+    [result] = tool_results(watch.events, "bad")
+    assert error_text(result).startswith("invalid arguments for automations: ")
+    assert "$.action" in error_text(result)
+
+
+async def test_the_policy_names_it_by_group_and_alias(tmp_path: Path) -> None:
+    """`group:automation` offers it (tools.effective lists it); a deny naming the `cron`
+    alias takes it away: a call is refused as a tool the run does not have."""
+    watch = Watch()
+    allowed = local_config(tools__profile="minimal", tools__alsoAllow=["group:automation"])
+    async with running_gateway(tmp_path / "allowed", allowed) as gw:
+        with trio.fail_after(30):
+            async with open_client(gw, caps=["tool-events"], on_event=watch) as client:
+                msg = directive("automations", {"action": "status"})
+                await client.request(
+                    "agent", {"message": msg, "idempotencyKey": "on"}, expect_final=True
+                )
+                effective = await client.request("tools.effective", {"sessionKey": "main"})
+    [status] = tool_results(watch.events, "on")
+    assert not status["isError"] and details(status)["enabled"] is True
+    assert details(status)["jobs"] == 0
+    offered = {t["id"] for g in effective["groups"] for t in g["tools"]}
+    assert "automations" in offered and "exec" not in offered
+    async with running_gateway(tmp_path / "denied", local_config(tools__deny=["cron"])) as gw:
+        with trio.fail_after(30):
+            async with open_client(gw, caps=["tool-events"], on_event=watch) as client:
+                await client.request(
+                    "agent", {"message": msg, "idempotencyKey": "off"}, expect_final=True
+                )
+    [refused] = tool_results(watch.events, "off")
+    assert "not available" in error_text(refused)
