@@ -241,6 +241,8 @@ class SessionActor:
         """Place a request per its queue mode. Returns True when the drain task must start.
 
         Not a checkpoint. Raises `LaneFull` (drop policy `new`, queue at its cap)."""
+        if telemetry.STATE.on:
+            telemetry.record("queue.lane.enqueue", 1, {"openclaw.lane": req.lane})
         req.queue_mode = settings.mode
         if not self.busy:
             self.lane.items.append(req)

@@ -4,7 +4,9 @@ tool calls, compactions and its end's store commit are its children. Its attribu
 run id, the session id, the agent, the provider and model the run used (its final meta), its outcome, the
 time it waited in the session's lane (`openclaw.run.queued_ms`) and the time it ran
 (`openclaw.run.duration_ms`); the same two figures go to the `queue.wait_ms` and
-`run.duration_ms` metrics. The session actor calls here only when
+`run.duration_ms` metrics, and its start to `queue.lane.dequeue` and `queue.depth` (the
+runs still waiting in the lane; `queue.lane.enqueue` is counted as a run is placed). The
+session actor calls here only when
 `runtime.telemetry.STATE.on`."""
 
 from __future__ import annotations
@@ -24,6 +26,9 @@ async def traced_run(
 ) -> None:
     """`execute(req)` inside the run's span. `actor`: the session actor (its agent id)."""
     rec = req.record
+    lane = {"openclaw.lane": req.lane}
+    telemetry.record("queue.lane.dequeue", 1, lane)
+    telemetry.record("queue.depth", len(actor.lane.items), lane)
     span = telemetry.start_span(
         RUN_SPAN,
         {

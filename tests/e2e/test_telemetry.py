@@ -160,6 +160,8 @@ async def test_one_agent_request_is_one_trace_from_the_callers_span_to_the_provi
     ):
         assert histogram_count(receiver, name) > 0, (name, sorted(receiver.metrics))
     assert "openclaw.tokens" in receiver.metrics
+    for lane_metric in ("openclaw.queue.lane.enqueue", "openclaw.queue.lane.dequeue"):
+        assert lane_metric in receiver.metrics, sorted(receiver.metrics)
     (cost,) = receiver.metrics["openclaw.cost.usd"][-1].sum.data_points  # priced model
     assert cost.as_double > 0
     assert "openclaw.gateway.rpc.requests" in receiver.metrics
