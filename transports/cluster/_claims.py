@@ -130,7 +130,7 @@ class Reaper:
                 log.warning("run %s: its session %s is served elsewhere now", run_id, session)
                 return
             await router.own_actor(session)
-            await report_lost(router.gateway.supervisor, run_id, since_ms=since)
+            await report_lost(router.gateway.actors.supervisor, run_id, since_ms=since)
         except StoreError as exc:
             log.warning("run %s: not reported in its session: %s", run_id, exc)
 

@@ -103,7 +103,7 @@ class SessionLeases:
         known = self.held.get(key)
         if known is not None and known.token >= lease.token:
             return
-        await self.gateway.supervisor.store.advance_fence(Fence(key, lease.token))
+        await self.gateway.actors.supervisor.store.advance_fence(Fence(key, lease.token))
         known = self.held.get(key)
         if known is None or known.token < lease.token:
             self.held[key] = lease
@@ -112,14 +112,14 @@ class SessionLeases:
     def _fence_actor(self, key: str) -> None:
         """The session's actor here (if any) writes with the token of the lease held now."""
         lease = self.held.get(key)
-        actor = self.gateway.supervisor.peek_session(key)
+        actor = self.gateway.actors.supervisor.peek_session(key)
         if lease is not None and actor is not None:
             actor.fence = Fence(key, lease.token)
 
     async def own_actor(self, key: str) -> None:
         """The session's actor here, carrying this node's fencing token (for a known agent:
         the handler answers an unknown one)."""
-        sup = self.gateway.supervisor
+        sup = self.gateway.actors.supervisor
         lease = self.held.get(key)
         if lease is None:
             return
@@ -187,7 +187,7 @@ class SessionLeases:
     async def _release_idle(self) -> None:
         """Give up the leases of the sessions whose actors are gone here (reaped idle), all
         at once (a reaper pass can forget tens of thousands)."""
-        sup = self.gateway.supervisor
+        sup = self.gateway.actors.supervisor
         gone = self.held.keys() - sup.session_keys()
         await self._release([k for k in gone if not sup.order.outstanding(k)])
 
@@ -231,7 +231,7 @@ class SessionLeases:
     async def let_go(self, key: str) -> None:
         """(Another node asked, `take_session`.) Give the session up if it is idle here:
         its actor forgotten, its lease released. A checkpoint."""
-        sup = self.gateway.supervisor
+        sup = self.gateway.actors.supervisor
         actor = sup.peek_session(key)
         if key not in self.held or sup.order.outstanding(key) or (actor and actor.busy):
             await trio.lowlevel.checkpoint()
@@ -240,7 +240,7 @@ class SessionLeases:
         await self._release([key])
 
     def _lose(self, keys: Iterable[str]) -> None:
-        sup = self.gateway.supervisor
+        sup = self.gateway.actors.supervisor
         for key in keys:
             if self.held.pop(key, None) is None:
                 continue

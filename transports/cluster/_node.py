@@ -37,7 +37,6 @@ from actors import (
     ClusterError,
     NodeIdInUse,
     Publisher,
-    RunRegistry,
     StoreError,
     Version,
     open_cluster,
@@ -82,8 +81,6 @@ class _Loaded(RouterHost, Protocol):
     router: Router | None
     presence_list: Presence
 
-    @property
-    def registry(self) -> RunRegistry: ...
     @property
     def connections(self) -> Mapping[str, Any]: ...
 
@@ -419,7 +416,7 @@ def _load(gateway: _Loaded) -> dict[str, Any]:
     connections: Sized = gateway.connections
     router = gateway.router
     return {
-        "activeRuns": gateway.registry.statistics().active_runs,
+        "activeRuns": gateway.actors.registry.statistics().active_runs,
         "connections": len(connections),
         "sessionsOwned": len(router.leases.held) if router is not None else 0,  # their leases
     }

@@ -188,7 +188,7 @@ class Router:
             if not isinstance(agent_id, str | None):
                 return None
             try:
-                key = self.gateway.supervisor.resolve_key(raw, agent_id)
+                key = self.gateway.actors.supervisor.resolve_key(raw, agent_id)
             except SessionKeyError:
                 return None
             return ("session", key)
@@ -202,7 +202,7 @@ class Router:
         """The request's place in its session's order (runs of the session only)."""
         if target is None or target[0] != "session" or method not in STARTS_RUN:
             return None
-        return self.gateway.supervisor.order.reserve(target[1])
+        return self.gateway.actors.supervisor.order.reserve(target[1])
 
     # --- serving a routed request -----------------------------------------------------------
 
@@ -310,7 +310,7 @@ class Router:
     def _finish_claim(self, run_id: str) -> None:
         """Store how the claimed run ends, when it ends (`REFUSED` when it was not
         accepted), with the next batch. Not a checkpoint."""
-        record = self.gateway.registry.get(run_id)
+        record = self.gateway.actors.registry.get(run_id)
         if record is None:
             self.batch.finish(f"run:{run_id}", REFUSED)
         elif record.ended:
@@ -337,7 +337,7 @@ class Router:
         """`cron.*`: served by the node running the job (holding the lease `job:<job>`),
         else here (where the method answers `UNAVAILABLE` when nobody runs it)."""
         holder = None
-        if not hops and self.gateway.cron is None:
+        if not hops and self.gateway.actors.cron is None:
             holder = await self.cluster.leases.holder(f"job:{job}")
         if holder is None or holder.owner == self.node_id or holder.owner not in self.alive:
             await self._local(conn, frame, scope, None)
@@ -353,7 +353,7 @@ class Router:
         hops: int,
     ) -> None:
         gw = self.gateway
-        if gw.registry.get(run_id) is not None or gw.hub.is_open(run_id):
+        if gw.actors.registry.get(run_id) is not None or gw.actors.hub.is_open(run_id):
             await self._local(conn, frame, scope, None)
             return
         claim = await self.cluster.claims.get(f"run:{run_id}")
@@ -405,7 +405,7 @@ class Router:
                 params = {**params, "idempotencyKey": str(uuid.uuid4())}
             run_id = params.get("idempotencyKey")
             if isinstance(run_id, str):
-                self.gateway.hub.expect_remote(run_id, conn)
+                self.gateway.actors.hub.expect_remote(run_id, conn)
         fid = f"{self.node_id}:{next(self._fids)}"
         fwd = Forward(conn, frame.id, frame.method, node, incarnation=self._started.get(node))
         if isinstance(params, dict) and isinstance(params.get("runId"), str):
@@ -574,7 +574,7 @@ class Router:
                 params = frame.params if isinstance(frame.params, dict) else {}
                 run_id = params.get("runId")
                 if proxy.relay_events and isinstance(run_id, str):
-                    record = self.gateway.registry.get(run_id)
+                    record = self.gateway.actors.registry.get(run_id)
                     if record is not None:
                         await record.done.wait()  # the live frames go on until the end
         finally:
@@ -586,7 +586,7 @@ class Router:
             self.send(proxy.node, {"t": "end", "fid": proxy.fid})
 
     def _on_events(self, data: bytes) -> None:
-        hub = self.gateway.hub
+        hub = self.gateway.actors.hub
         try:
             batch = decode_batch(data)
         except (ValueError, msgspec.ValidationError) as exc:
@@ -604,7 +604,7 @@ class Router:
         inbox = inbox_channel(self.node_id)
         self._cursors[inbox] = await self.cluster.channels.tail(inbox)
         self._feed_ok_at = trio.current_time()
-        hub = self.gateway.hub
+        hub = self.gateway.actors.hub
         self._told = hub.interest
         # The hello goes out before anything else this node tells the others (the notices
         # `_refresh_nodes` sends to the nodes it finds): a node that gets a hello forgets
@@ -615,7 +615,7 @@ class Router:
         await self._refresh_nodes(records)
         hub.relay = self._relay
         hub.on_interest = self._tell_interest
-        self.gateway.supervisor.session_gate = self.leases.take_session
+        self.gateway.actors.supervisor.session_gate = self.leases.take_session
         nursery.start_soon(self.outbox.run)
         nursery.start_soon(self.batch.run)
         nursery.start_soon(self._run_feeds)
@@ -655,14 +655,14 @@ class Router:
 
     def _set_wanted(self) -> None:
         self._wanted = max(self.wanting.values(), default=0)
-        self.gateway.hub.remote_interest = self._wanted
+        self.gateway.actors.hub.remote_interest = self._wanted
 
     def _tell_interest(self) -> None:
         """(The hub, when a connection here starts reading more.) Tell the other nodes at
         once if this node now needs more of their runs; a drop is told at the next
         refresh."""
-        if self.gateway.hub.interest > self._told:
-            self._tell(self.gateway.hub.interest)
+        if self.gateway.actors.hub.interest > self._told:
+            self._tell(self.gateway.actors.hub.interest)
 
     def _tell(self, interest: int) -> None:
         self._told = interest
@@ -709,8 +709,8 @@ class Router:
                 fwd.poke()
         self.wanting = {n: v for n, v in self.wanting.items() if n in alive}
         self._set_wanted()
-        if self._told != self.gateway.hub.interest:
-            self._tell(self.gateway.hub.interest)
+        if self._told != self.gateway.actors.hub.interest:
+            self._tell(self.gateway.actors.hub.interest)
 
     async def _run_feeds(self) -> None:
         """Follow this node's inbox and the other nodes' event feeds until cancelled."""

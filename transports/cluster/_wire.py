@@ -59,6 +59,7 @@ __all__ = [
     "ForwardedClient",
     "MethodCaller",
     "Outbox",
+    "RouterActors",
     "RouterHost",
     "answer_from_final",
     "conn_info",
@@ -252,8 +253,8 @@ class MethodCaller(Protocol):
     def admissible(self, conn: Any, frame: RequestFrame) -> bool: ...
 
 
-class RouterHost(Protocol):
-    """The gateway as the router sees it."""
+class RouterActors(Protocol):
+    """What runs, as the router sees it (the gateway's `actors` role)."""
 
     @property
     def supervisor(self) -> Supervisor: ...
@@ -262,10 +263,18 @@ class RouterHost(Protocol):
     @property
     def registry(self) -> RunRegistry: ...
     @property
-    def methods(self) -> MethodCaller: ...
-    @property
     def cron(self) -> object | None:
         """This node's cron scheduler while it runs cron, else None."""
+
+
+class RouterHost(Protocol):
+    """The gateway as the router sees it: what runs (`actors`), the method table, and
+    where the other nodes' notices land."""
+
+    @property
+    def actors(self) -> RouterActors: ...
+    @property
+    def methods(self) -> MethodCaller: ...
 
     def on_note(self, note: dict[str, Any]) -> None:
         """A notice another node sent every node (`Router.tell_all`) or this one."""

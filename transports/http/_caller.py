@@ -24,17 +24,16 @@ import attrs
 import msgspec
 import trio
 
-from actors import EventHub
 from runtime.protocol import GatewayError, RequestFrame
 
-from ..methods import Cancellable, Methods
+from ..methods import Actors, Cancellable, Methods
 
 
 class CallerHost(Protocol):
     """The gateway as an in-process caller sees it."""
 
     @property
-    def hub(self) -> EventHub: ...
+    def actors(self) -> Actors: ...
     @property
     def methods(self) -> Methods: ...
     @property
@@ -169,4 +168,4 @@ class Caller:
 
     def close(self) -> None:
         """Forget every subscription (the hub's, too)."""
-        self.gateway.hub.detach(self)
+        self.gateway.actors.hub.detach(self)

@@ -94,12 +94,12 @@ class GatewayCollector(Collector):
         info = GaugeMetricFamily(
             "clawlane_build_info", "The gateway's version (value 1).", labels=["version"]
         )
-        info.add_metric([gw.version], 1)
+        info.add_metric([gw.process.version], 1)
         yield info
         yield GaugeMetricFamily(
             "clawlane_uptime_seconds",
             "Seconds since the gateway started.",
-            time.time() - gw.started,
+            time.time() - gw.process.started,
         )
         yield GaugeMetricFamily(
             "clawlane_ready", "1 when /readyz answers 200.", 1 if not gw.readiness_failures() else 0
@@ -107,10 +107,10 @@ class GatewayCollector(Collector):
 
     def _runs(self) -> Iterator[Metric]:
         gw = self._gw
-        runs = gw.registry.metrics.snapshot()
-        reg = gw.registry.statistics()
-        sup = gw.supervisor.statistics()
-        hub = gw.hub.statistics()
+        runs = gw.actors.registry.metrics.snapshot()
+        reg = gw.actors.registry.statistics()
+        sup = gw.actors.supervisor.statistics()
+        hub = gw.actors.hub.statistics()
         yield CounterMetricFamily(
             "clawlane_runs_started", "Runs accepted (each gets lifecycle start).", runs.started
         )
@@ -135,7 +135,7 @@ class GatewayCollector(Collector):
         yield _histogram(
             "clawlane_run_first_event_seconds",
             "From a run's acceptance to its first output event (queueing included).",
-            {(): gw.hub.first_event.snapshot()},
+            {(): gw.actors.hub.first_event.snapshot()},
             [],
         )
         errors = CounterMetricFamily(
@@ -179,7 +179,7 @@ class GatewayCollector(Collector):
         )
 
     def _lanes(self) -> Iterator[Metric]:
-        lanes = self._gw.supervisor.lanes
+        lanes = self._gw.actors.supervisor.lanes
         capacity = GaugeMetricFamily(
             "clawlane_lane_capacity", "Slots of a global lane.", labels=["lane"]
         )
@@ -207,7 +207,7 @@ class GatewayCollector(Collector):
     def _connections(self) -> Iterator[Metric]:
         gw = self._gw
         roles = dict.fromkeys(ROLES, 0)
-        for conn in gw.connections.values():
+        for conn in gw.process.connections.values():
             role = conn.role if conn.role in roles else "other"
             roles[role] += 1
         family = GaugeMetricFamily(
@@ -217,7 +217,7 @@ class GatewayCollector(Collector):
         )
         for role, n in roles.items():
             family.add_metric([role], n)
-        family.add_metric(["pending"], max(gw.websocket_sockets - len(gw.connections), 0))
+        family.add_metric(["pending"], max(gw.websocket_sockets - len(gw.process.connections), 0))
         yield family
         yield GaugeMetricFamily(
             "clawlane_http_connections", "Open plain HTTP connections.", gw.http_sockets
@@ -236,7 +236,7 @@ class GatewayCollector(Collector):
         )
 
     def _store(self) -> Iterator[Metric]:
-        sup = self._gw.supervisor
+        sup = self._gw.actors.supervisor
         store = sup.store.statistics()
         yield GaugeMetricFamily(
             "clawlane_store_queue_depth", "Writes submitted and not yet committed.", store.pending
@@ -270,9 +270,9 @@ class GatewayCollector(Collector):
         yield GaugeMetricFamily(
             "clawlane_generation",
             "The serving model runtime generation's number.",
-            gw.supervisor.generation.number,
+            gw.actors.supervisor.generation.number,
         )
-        pub = gw.publisher.statistics() if gw.publisher is not None else None
+        pub = gw.actors.publisher.statistics() if gw.actors.publisher is not None else None
         yield CounterMetricFamily(
             "clawlane_generation_publishes", "Generations published.", pub.published if pub else 0
         )

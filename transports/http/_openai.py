@@ -38,18 +38,14 @@ from typing import Any, Final, Protocol
 import msgspec
 import trio
 
-from actors import Supervisor
-
 from .._errors import TransportError
 from ._caller import Answer, Caller, CallerHost
 from ._server import Exchange, Request, Response, Route
 
 
 class OpenAiHost(CallerHost, Protocol):
-    """The gateway as the OpenAI-compatible routes see it."""
-
-    @property
-    def supervisor(self) -> Supervisor: ...
+    """The gateway as the OpenAI-compatible routes see it: what an in-process caller sees
+    (the supervisor among its `actors`), and its slow-consumer count."""
 
     slow_consumer_closes: int
     """Counted here too: an SSE stream closed for a slow consumer."""
@@ -101,7 +97,7 @@ def agent_for_model(model: str | None, default_agent: str) -> str | None:
 
 
 def model_ids(gw: OpenAiHost) -> list[str]:
-    gen = gw.supervisor.generation
+    gen = gw.actors.supervisor.generation
     ids = ["openclaw", "openclaw/default"]
     ids.extend(
         f"openclaw/{agent}" for agent in sorted(gen.agents) if f"openclaw/{agent}" not in ids
@@ -237,7 +233,7 @@ def agent_params(
     if not isinstance(payload.get("stream", False), bool):
         raise InvalidRequest("`stream` must be a boolean.")
     validate_sampling(payload)
-    gen = gw.supervisor.generation
+    gen = gw.actors.supervisor.generation
     agent_id = (req.header("x-openclaw-agent-id") or "").strip().lower() or agent_for_model(
         model, gen.default_agent
     )

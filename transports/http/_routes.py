@@ -107,7 +107,7 @@ class HttpRoutes:
     @property
     def chat_completions_enabled(self) -> bool:
         # Read from the serving generation: a config change turns it on or off at once.
-        return self.gw.supervisor.generation.config.gateway.http.endpoints.chatCompletions.enabled
+        return self.gw.actors.supervisor.generation.config.gateway.http.endpoints.chatCompletions.enabled
 
     def peer(self, req: Request) -> Peer:
         """Where a request comes from, as the WebSocket upgrade's `Peer`: direct loopback
@@ -125,7 +125,7 @@ class HttpRoutes:
     def authorized(self, req: Request) -> bool:
         """The caller proves the gateway's token (or the gateway has none). Not a
         checkpoint; counts nothing (see `_authorize`)."""
-        auth = self.gw.auth
+        auth = self.gw.trust.auth
         if auth.mode != "token":
             return True
         given = bearer_token(req)
@@ -143,7 +143,7 @@ class HttpRoutes:
         """None when the Bearer token is right; else 401, or 429 while the caller is
         locked out. A wrong token counts as a failed attempt, answered late on loopback
         (the WebSocket handshake's `gateway.auth.rateLimit`). A checkpoint."""
-        if self.gw.auth.mode != "token":
+        if self.gw.trust.auth.mode != "token":
             return None
         limiter, key = self._limiter(peer)
         check = limiter.check(key, SCOPE_SHARED_SECRET)
@@ -234,7 +234,7 @@ class HttpRoutes:
     # --- handlers ---------------------------------------------------------------------------
 
     async def tools_invoke(self, req: Request, exchange: Exchange) -> Response:
-        return await tools_invoke(self.gw.supervisor, req, exchange)
+        return await tools_invoke(self.gw.actors.supervisor, req, exchange)
 
     async def live(self, req: Request, exchange: Exchange) -> Response:
         return _json_response(200, {"ok": True, "status": "live"})
@@ -243,9 +243,9 @@ class HttpRoutes:
         failing = self.gw.readiness_failures()
         ready = not failing
         body: dict[str, object] = {"ready": ready}
-        if self.peer(req).local or (self.authorized(req) and self.gw.auth.mode == "token"):
+        if self.peer(req).local or (self.authorized(req) and self.gw.trust.auth.mode == "token"):
             body["failing"] = failing
-            body["uptimeMs"] = int((time.time() - self.gw.started) * 1000)
+            body["uptimeMs"] = int((time.time() - self.gw.process.started) * 1000)
         return _json_response(200 if ready else 503, body)
 
     async def metrics(self, req: Request, exchange: Exchange) -> Response:

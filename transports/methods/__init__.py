@@ -2,7 +2,9 @@
 
 A handler sees the gateway and the connection calling it through `Call` (`call.gateway`:
 a `Host`, `call.conn`: a `Client`, both defined in `_context`), never through `Gateway` or
-`ClientConnection`: those import this package, not the other way round.
+`ClientConnection`: those import this package, not the other way round. A `Host` is three
+roles: `actors` (`Actors`: what runs), `trust` (`Trust`: who may do what) and `process`
+(`Process`: this process as a node), e.g. `call.gateway.actors.supervisor`.
 
 - `Methods`: the method table (validate params, check the scope, run the handler, answer);
   each method module adds its handlers with its `register`: `_agent` (`agent`, with its
@@ -79,11 +81,14 @@ What OpenClaw's clients get (its CLI, terminal UI and Control UI, 2026.9.6):
 
 from ._agent import restore_idempotency as restore_idempotency
 from ._agent import start_agent as start_agent
+from ._context import Actors as Actors
 from ._context import Call as Call
 from ._context import Cancellable as Cancellable
 from ._context import Client as Client
 from ._context import Connected as Connected
 from ._context import Host as Host
+from ._context import Process as Process
+from ._context import Trust as Trust
 from ._dashboard import Sampler as Sampler
 from ._routing import Forwarder as Forwarder
 from ._routing import Route as Route
@@ -96,6 +101,7 @@ from ._tools_invoke import invoke_gateway_tool as invoke_gateway_tool
 
 __all__ = [
     "ORDERED_METHODS",
+    "Actors",
     "Call",
     "Cancellable",
     "Client",
@@ -104,8 +110,10 @@ __all__ = [
     "Host",
     "InvokeOutcome",
     "Methods",
+    "Process",
     "Route",
     "Sampler",
+    "Trust",
     "health_view",
     "invoke_gateway_tool",
     "reserve_ticket",

@@ -104,7 +104,7 @@ def restore_idempotency(gw: Host, runs: list[RecoveredRun]) -> None:
         else:
             cached = CachedResponse(ok=True, payload={"runId": rec.run_id, "status": "started"})
         cached.stored = now - run.age_s
-        gw.registry.dedupe.put(f"{run.kind}:{rec.run_id}", cached)
+        gw.actors.registry.dedupe.put(f"{run.kind}:{rec.run_id}", cached)
 
 
 def _send_cached(conn: Client, req_id: str, cached: CachedResponse) -> None:
@@ -118,10 +118,10 @@ def _send_cached(conn: Client, req_id: str, cached: CachedResponse) -> None:
 def _send_final(gw: Host, conn: Client, req_id: str, record: RunRecord) -> None:
     """The final `res` (cached under the key, unless a terminal answer is there already)."""
     dedupe_key = f"agent:{record.run_id}"
-    cached = gw.registry.dedupe.get(dedupe_key)
+    cached = gw.actors.registry.dedupe.get(dedupe_key)
     if cached is None or not cached.terminal:
         cached = _final_response(record)
-        gw.registry.dedupe.put(dedupe_key, cached)
+        gw.actors.registry.dedupe.put(dedupe_key, cached)
     _send_cached(conn, req_id, cached)
 
 
@@ -148,7 +148,7 @@ def _authorize(conn: Client, params: AgentParams) -> None:
 
 def _plan(gw: Host, conn: Client, params: AgentParams) -> _Plan:
     """Check the request against the current generation. Raises `GatewayError`."""
-    sup = gw.supervisor
+    sup = gw.actors.supervisor
     gen = sup.generation
     lane = opt(params.lane) or "main"
     if lane not in sup.lanes:
@@ -201,7 +201,7 @@ def _touch_row(actor: SessionActor, params: AgentParams) -> int:
 
 
 def _check_not_in_flight(gw: Host, run_id: str) -> None:
-    existing = gw.registry.get(run_id)
+    existing = gw.actors.registry.get(run_id)
     if existing is not None and not existing.ended:
         raise invalid_request(f"run {run_id} is already in flight")
 
@@ -209,7 +209,7 @@ def _check_not_in_flight(gw: Host, run_id: str) -> None:
 def _timeout_s(gw: Host, params: AgentParams) -> float | None:
     timeout = opt(params.timeout)
     if timeout is None:
-        return run_timeout_seconds(gw.supervisor.generation.config.agents.defaults) or None
+        return run_timeout_seconds(gw.actors.supervisor.generation.config.agents.defaults) or None
     return float(timeout) or None  # a 64-bit integer at most (`check_params_values`)
 
 
@@ -266,7 +266,7 @@ async def _await_final(call: Call, record: RunRecord) -> None:
 
 async def agent(call: Call, params: AgentParams) -> None:
     gw = call.gateway
-    sup = gw.supervisor
+    sup = gw.actors.supervisor
     conn = call.conn
     _authorize(conn, params)
     run_id = params.idempotencyKey
@@ -278,10 +278,10 @@ async def agent(call: Call, params: AgentParams) -> None:
         if cached.payload is None and cached.error is None:
             raise GatewayError(UNAVAILABLE, "the original request did not complete; retry")
         _send_cached(conn, call.id, cached)
-        record = gw.registry.get(run_id)
+        record = gw.actors.registry.get(run_id)
         if cached.terminal or record is None or not cached.ok:
             return
-        gw.hub.add_owner(run_id, conn)
+        gw.actors.hub.add_owner(run_id, conn)
         await _await_final(call, record)
         return
     admission.reserve()
@@ -367,8 +367,8 @@ def start_agent(gw: Host, conn: Client, frame: RequestFrame) -> tuple[bool, Tick
     general path must take it, with its place in its session's order when one was taken
     (the caller hands it on). Never raises; not a checkpoint. The caller has checked the
     in-flight cap and the request id."""
-    sup = gw.supervisor
-    reg = gw.registry
+    sup = gw.actors.supervisor
+    reg = gw.actors.registry
     try:
         if not conn.has_scope(AGENT_SCOPE):
             raise missing_scope(AGENT_SCOPE, [AGENT_SCOPE])
@@ -397,7 +397,7 @@ def _start_accepting(
     ticket: Ticket,
 ) -> tuple[bool, Ticket | None]:
     """`start_agent` once the request has its place in its session's order."""
-    sup = gw.supervisor
+    sup = gw.actors.supervisor
     actor = sup.peek_session(plan.key)
     if actor is None or actor.row is None:
         return False, ticket

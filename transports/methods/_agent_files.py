@@ -120,7 +120,7 @@ def agent_id_of(raw: str) -> str | None:
 
 
 def _agent(call: Call, raw: str) -> str:
-    generation = call.gateway.supervisor.generation
+    generation = call.gateway.actors.supervisor.generation
     agent_id = agent_id_of(raw)
     if agent_id is None or agent_id not in generation.agents:
         raise invalid_request(f'agent "{raw}" not found')
@@ -130,10 +130,10 @@ def _agent(call: Call, raw: str) -> str:
 async def agent_workspace(call: Call, agent_id: str, *, create: bool) -> Path:
     """The agent's workspace directory as the serving generation sets it (the configured
     one, else the state dir's `workspaces/<id>`); created when `create`. A checkpoint."""
-    generation = call.gateway.supervisor.generation
+    generation = call.gateway.actors.supervisor.generation
     spec = generation.agents.get(agent_id)
     configured = spec.workspace if spec is not None else None
-    default = call.gateway.state_dir / "workspaces" / agent_id
+    default = call.gateway.process.state_dir / "workspaces" / agent_id
 
     def where() -> Path:
         path = Path(os.path.abspath(os.path.expanduser(configured))) if configured else default

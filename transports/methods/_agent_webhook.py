@@ -49,7 +49,7 @@ def attach_webhook(gw: Host, params: AgentParams, record: RunRecord) -> None:
     url = params.webhook if isinstance(params.webhook, str) else None
     if url is None:
         return
-    if gw.webhooks is None:
+    if gw.actors.webhooks is None:
         log.warning("run %s: webhook %s not delivered: the gateway is stopping", record.run_id, url)
         return
-    gw.webhooks.watch(record, url, lambda: run_result(record))
+    gw.actors.webhooks.watch(record, url, lambda: run_result(record))

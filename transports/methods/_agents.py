@@ -73,7 +73,7 @@ def _line(value: str | None) -> str | None:
 
 
 def _publisher(call: Call) -> Publisher:
-    publisher = call.gateway.publisher
+    publisher = call.gateway.actors.publisher
     if publisher is None:
         raise GatewayError(UNAVAILABLE, "agent changes are unavailable: no publisher")
     return publisher
@@ -250,7 +250,7 @@ async def agents_delete(call: Call, params: AgentsDeleteParams) -> dict[str, Any
     result: dict[str, Any] = {"ok": True, "agentId": agent_id, "removedBindings": 0}
     if opt(params.deleteFiles) is False:
         return result
-    trash = call.gateway.state_dir / "trash" / "agents"
+    trash = call.gateway.process.state_dir / "trash" / "agents"
     removed, failed = await trio.to_thread.run_sync(_to_trash, where, trash, agent_id)
     result["removed"] = removed
     if failed:

@@ -82,7 +82,7 @@ def _not_found() -> GatewayError:
 
 
 async def approval_request(call: Call, params: PluginApprovalRequestParams) -> dict[str, Any]:
-    approvals = call.gateway.approvals
+    approvals = call.gateway.actors.approvals
     try:
         approval = approvals.open(params, requested_by=call.conn.conn_id)
     except ApprovalsFull as exc:
@@ -113,10 +113,10 @@ async def approval_wait(call: Call, params: WaitDecisionParams) -> dict[str, Any
     approval_id = params.id.strip()
     if not approval_id:
         raise invalid_request("id is required")
-    approval = call.gateway.approvals.get(approval_id)
+    approval = call.gateway.actors.approvals.get(approval_id)
     if approval is None:
         raise invalid_request("approval expired or not found")
-    await call.gateway.approvals.wait(approval)
+    await call.gateway.actors.approvals.wait(approval)
     return approval.wait_answer()
 
 
@@ -126,7 +126,7 @@ async def approval_resolve(call: Call, params: PluginApprovalResolveParams) -> d
         raise _not_found()  # a chat channel's reviewer: none here to vouch for one
     resolved_by = getattr(call.conn, "client_id", None) or None
     try:
-        call.gateway.approvals.resolve(params.id, decision, resolved_by=resolved_by)
+        call.gateway.actors.approvals.resolve(params.id, decision, resolved_by=resolved_by)
     except ApprovalNotFound as exc:
         raise _not_found() from exc
     except ApprovalAlreadyResolved as exc:
@@ -150,4 +150,4 @@ def _decision(value: str) -> ApprovalDecision:
 
 async def approval_list(call: Call, params: EmptyParams) -> list[dict[str, Any]]:
     await trio.lowlevel.checkpoint()
-    return [approval.view() for approval in call.gateway.approvals.pending()]
+    return [approval.view() for approval in call.gateway.actors.approvals.pending()]

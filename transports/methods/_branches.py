@@ -76,8 +76,8 @@ async def _session(
         raise GatewayError(
             UNAVAILABLE, f"{action} is unavailable while the agent is working.", retryable=True
         )
-    await call.gateway.supervisor.store.flush()
-    entries = await call.gateway.supervisor.store.load_entries(actor.row.sessionId)
+    await call.gateway.actors.supervisor.store.flush()
+    entries = await call.gateway.actors.supervisor.store.load_entries(actor.row.sessionId)
     return actor, entries
 
 
@@ -102,7 +102,7 @@ async def branches_list(call: Call, params: SessionsBranchesListParams) -> dict[
     key = key_of(call, params.sessionKey, opt(params.agentId))
     actor = await session_actor(call, key)
     assert actor.row is not None
-    entries = await call.gateway.supervisor.store.load_entries(actor.row.sessionId)
+    entries = await call.gateway.actors.supervisor.store.load_entries(actor.row.sessionId)
     return {"branches": branch_tips(entries)}
 
 

@@ -57,7 +57,7 @@ def _session(call: Call, raw: str, agent_id: str | None) -> str:
 async def card_get(call: Call, params: ProgressCardGetParams) -> dict[str, Any]:
     key = _session(call, params.sessionKey, opt(params.agentId))
     await trio.lowlevel.checkpoint()
-    return {"card": call.gateway.cards.get(key)}
+    return {"card": call.gateway.actors.cards.get(key)}
 
 
 async def card_put(call: Call, params: ProgressCardPutParams) -> dict[str, Any]:
@@ -73,6 +73,6 @@ async def card_put(call: Call, params: ProgressCardPutParams) -> dict[str, Any]:
         raise invalid_request("expectedRevision is only valid when clearing a card")
     agent_id = opt(params.agentId)
     key = _session(call, params.sessionKey, agent_id)
-    stored = call.gateway.cards.put(key, card, agent_id=agent_id, expected_revision=expected)
+    stored = call.gateway.actors.cards.put(key, card, agent_id=agent_id, expected_revision=expected)
     await trio.lowlevel.checkpoint()
     return {"card": stored}

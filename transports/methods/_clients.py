@@ -81,7 +81,7 @@ async def agents_list(call: Call, params: AgentsListParams) -> dict[str, Any]:
 
 
 async def agent_identity(call: Call, params: AgentIdentityParams) -> dict[str, Any]:
-    gen = call.gateway.supervisor.generation
+    gen = call.gateway.actors.supervisor.generation
     spec = agent_spec(call, opt(params.agentId), opt(params.sessionKey))
     entry = next((a for a in gen.config.agents.entries if a.id == spec.id), None)
     identity = entry.identity if entry is not None else None
@@ -103,7 +103,7 @@ async def sessions_create(call: Call, params: SessionsCreateParams) -> dict[str,
     """A new session (the terminal UI's `/new` sends `key: "tui-<uuid>"`); with `message`,
     its first run starts at once (`runStarted`, `runId`). With `fork` (and
     `parentSessionKey`), it starts with the parent's transcript (`_fork`)."""
-    sup = call.gateway.supervisor
+    sup = call.gateway.actors.supervisor
     agent_id = opt(params.agentId)
     forked = await _fork_source(call, params)
     raw = opt(params.key) or f"session-{uuid.uuid4()}"
@@ -164,7 +164,7 @@ async def _fork_source(call: Call, params: SessionsCreateParams) -> list[Transcr
         return None
     if parent is None:
         raise invalid_request("fork requires parentSessionKey")
-    sup = call.gateway.supervisor
+    sup = call.gateway.actors.supervisor
     parent_key = key_of(call, parent, opt(params.agentId))
     parent_actor = sup.peek_session(parent_key)
     if parent_actor is not None and parent_actor.busy and not last_completed:
@@ -247,7 +247,7 @@ async def skills_status(call: Call, params: SkillsStatusParams) -> dict[str, Any
     roots'; first name wins), in OpenClaw's report shape: `eligible` when the executables
     and environment variables a skill requires are all here (it is then listed in the
     system prompt: `modelVisible`), else what is `missing`."""
-    sup = call.gateway.supervisor
+    sup = call.gateway.actors.supervisor
     spec = agent_spec(call, opt(params.agentId), opt(params.sessionKey))
     workspace = await sup.workspace_for(spec.id, spec.workspace)
     roots = sup.turn_settings()["resource_roots"]
@@ -295,7 +295,7 @@ def _skill_view(skill: Skill, eligible: bool, workspace: Path) -> dict[str, Any]
 async def hooks_status(call: Call, params: HooksStatusParams) -> dict[str, Any]:
     """`openclaw hooks list`: none. clawlane loads no `HOOK.md` hooks (a workspace's
     `hooks/` is not read); its internal hooks are what plugins register in code."""
-    sup = call.gateway.supervisor
+    sup = call.gateway.actors.supervisor
     spec = agent_spec(call, opt(params.agentId))
     workspace = await sup.workspace_for(spec.id, spec.workspace)
     return {

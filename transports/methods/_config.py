@@ -64,7 +64,7 @@ def register(methods: MethodTable) -> None:
 
 
 def _publisher(call: Call) -> Publisher:
-    publisher = getattr(call.gateway, "publisher", None)
+    publisher = call.gateway.actors.publisher
     if not isinstance(publisher, Publisher):
         raise GatewayError(UNAVAILABLE, "config methods are unavailable: no publisher")
     return publisher

@@ -57,7 +57,7 @@ async def config_schema(call: Call, params: ConfigSchemaParams) -> dict[str, Any
     return {
         "schema": msgspec.json.decode(msgspec.json.encode(form.schema)),
         "uiHints": msgspec.json.decode(msgspec.json.encode(form.hints)),
-        "version": call.gateway.version,
+        "version": call.gateway.process.version,
         "generatedAt": datetime.datetime.now(datetime.UTC).isoformat().replace("+00:00", "Z"),
     }
 
@@ -71,7 +71,7 @@ async def config_schema_lookup(call: Call, params: ConfigSchemaLookupParams) -> 
 
 async def config_open_file(call: Call, params: ConfigGetParams) -> dict[str, Any]:
     await trio.lowlevel.checkpoint()
-    path = call.gateway.config_path
+    path = call.gateway.process.config_path
     where = (
         str(path)
         if path is not None

@@ -8,11 +8,16 @@ through its `Call` (`call.gateway`, `call.conn`).
 - `Client`: the calling connection: who it is (role, scopes, device), where its answers go
   (`respond`, `respond_error`), and, as the hub's `Subscriber`, where its events go; its
   requests in flight (`pending`) and the sessions its UI has open (`viewed_sessions`).
-- `Connected`: a connection the gateway lists (`Host.connections`): a `Client` with its
+- `Connected`: a connection the gateway lists (`Host.process.connections`): a `Client` with its
   client's name and mode and its outbox.
-- `Host`: the gateway: the actors (supervisor, hub, registry, cron, publisher, plugin
-  approvals), trust (pairing, auth), where its state lives, and the few things only it can do (presence,
-  `device.pair.*` events, closing a device's connections).
+- `Host`: the gateway, as three roles: `actors` (`Actors`: what runs: the supervisor, hub,
+  registry, cron, webhooks, publisher, recovery, and the operators' desks: plugin approvals,
+  questions, progress cards), `trust` (`Trust`: who may do what: auth, pairing, users'
+  prefs, and the `device.pair.*` / `users.prefs.changed` events and closing a device's
+  connections that go with them) and `process` (`Process`: this process as a node: version,
+  boot, state dir and config path, listeners, connections, the dashboard sampler, the
+  clock, presence and the cluster's view). The gateway builds each once
+  (`transports.server._roles`).
 - `Call`: one request as its handler sees it: the two above, the frame, its cancel scope
   and its place in its session's submission order; `MethodTable`: where a method module
   adds its handlers (`_table.Methods`).
@@ -52,6 +57,7 @@ from runtime.users import UserPrefs
 from ..access import AuthSettings
 
 __all__ = [
+    "Actors",
     "Call",
     "Cancellable",
     "Client",
@@ -59,7 +65,9 @@ __all__ = [
     "Handler",
     "Host",
     "MethodTable",
+    "Process",
     "Samples",
+    "Trust",
 ]
 
 
@@ -114,8 +122,9 @@ class Samples(Protocol):
     def samples(self) -> Iterable[dict[str, Any]]: ...
 
 
-class Host(Protocol):
-    """The gateway as the methods see it (see the module docstring)."""
+class Actors(Protocol):
+    """What runs: the supervisor and its hub and registry, cron, the runs' webhooks, the
+    publisher, what recovery found, and the operators' desks."""
 
     @property
     def supervisor(self) -> Supervisor: ...
@@ -146,42 +155,19 @@ class Host(Protocol):
         """The sessions' progress cards (`progressCard.*`, `progress_card`)."""
         ...
 
-    @property
-    def pairing(self) -> PairingStore: ...
+
+class Trust(Protocol):
+    """Who may do what: the gateway's auth, the paired devices, the users' prefs, and
+    telling the connections (of every node) when those change."""
+
     @property
     def auth(self) -> AuthSettings: ...
     @property
-    def state_dir(self) -> Path: ...
-    @property
-    def config_path(self) -> Path | None: ...
-    @property
-    def version(self) -> str: ...
-    @property
-    def boot_id(self) -> str: ...
-    @property
-    def started(self) -> float:
-        """When the gateway started (epoch seconds)."""
-        ...
-
-    @property
-    def listeners(self) -> Sequence[trio.SocketListener]: ...
-    @property
-    def connections(self) -> Mapping[str, Connected]: ...
+    def pairing(self) -> PairingStore: ...
     @property
     def user_prefs(self) -> UserPrefs:
         """The Control UI's `users.prefs.*` (the state dir's file, or the cluster's)."""
         ...
-
-    @property
-    def sampler(self) -> Samples: ...
-
-    def now_ms(self) -> int: ...
-
-    async def cluster_view(self) -> dict[str, Any] | None:
-        """The cluster's nodes, None without `cluster.redis.url`."""
-        ...
-
-    def presence(self) -> list[dict[str, Any]]: ...
 
     def pairing_event(self, event: str, payload: dict[str, Any]) -> None:
         """`device.pair.*` to the operators holding `operator.pairing`."""
@@ -198,6 +184,50 @@ class Host(Protocol):
     def disconnect_device(self, device_id: str, reason: str, *, role: str | None = None) -> None:
         """Close the connections of a device whose pairing or token went away."""
         ...
+
+
+class Process(Protocol):
+    """This process as a node: its version and boot, where its state lives, its sockets
+    and connections, its clock, its presence and its view of the cluster."""
+
+    @property
+    def version(self) -> str: ...
+    @property
+    def boot_id(self) -> str: ...
+    @property
+    def started(self) -> float:
+        """When the gateway started (epoch seconds)."""
+        ...
+
+    @property
+    def state_dir(self) -> Path: ...
+    @property
+    def config_path(self) -> Path | None: ...
+    @property
+    def listeners(self) -> Sequence[trio.SocketListener]: ...
+    @property
+    def connections(self) -> Mapping[str, Connected]: ...
+    @property
+    def sampler(self) -> Samples: ...
+
+    def now_ms(self) -> int: ...
+
+    def presence(self) -> list[dict[str, Any]]: ...
+
+    async def cluster_view(self) -> dict[str, Any] | None:
+        """The cluster's nodes, None without `cluster.redis.url`."""
+        ...
+
+
+class Host(Protocol):
+    """The gateway as the methods see it: three roles (see the module docstring)."""
+
+    @property
+    def actors(self) -> Actors: ...
+    @property
+    def trust(self) -> Trust: ...
+    @property
+    def process(self) -> Process: ...
 
 
 @attrs.define(eq=False)
@@ -223,7 +253,7 @@ class Call:
         ticket = self.ticket
         if ticket is None or ticket.key != key or ticket.released:
             self.release_ticket()
-            ticket = self.ticket = self.gateway.supervisor.order.reserve(key)
+            ticket = self.ticket = self.gateway.actors.supervisor.order.reserve(key)
         return ticket
 
     def release_ticket(self) -> None:

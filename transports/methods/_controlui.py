@@ -120,7 +120,7 @@ async def diagnostics_lanes(call: Call, params: OpenParams) -> dict[str, Any]:
     are never reset or drained, so `generation` stays 0 and `draining` false."""
     await trio.lowlevel.checkpoint()
     lanes = []
-    for name, lane in sorted(call.gateway.supervisor.lanes.items()):
+    for name, lane in sorted(call.gateway.actors.supervisor.lanes.items()):
         stats = lane.statistics()
         lanes.append(
             {
@@ -151,7 +151,9 @@ async def plugins_list(call: Call, params: OpenParams) -> dict[str, Any]:
             "state": "enabled",
             "removable": False,
         }
-        for record in sorted(call.gateway.supervisor.plugins.plugins.values(), key=lambda r: r.id)
+        for record in sorted(
+            call.gateway.actors.supervisor.plugins.plugins.values(), key=lambda r: r.id
+        )
     ]
     return {"plugins": plugins, "diagnostics": [], "mutationAllowed": False}
 
@@ -179,7 +181,7 @@ async def web_search_status(call: Call, params: WebSearchStatusParams) -> dict[s
     """No web search: clawlane's agents have no search tool and no search provider."""
     await trio.lowlevel.checkpoint()
     defaults = defaults_view(
-        call.gateway.supervisor.generation, agent_spec(call, opt(params.agentId)).id
+        call.gateway.actors.supervisor.generation, agent_spec(call, opt(params.agentId)).id
     )
     return {
         "enabled": False,
@@ -206,7 +208,7 @@ _UNAVAILABLE_TAG: Final = "unavailable"
 def _clawlane_tools(call: Call) -> dict[str, Any]:
     """The built-in tools a run is given, by name: the web tools as `tools.web` configures
     them, the memory tools unless `memory.search.enabled` is false."""
-    sup = call.gateway.supervisor
+    sup = call.gateway.actors.supervisor
     web = TurnServices.web_settings(sup.generation)
     tools = [
         *builtin_tools(
@@ -249,7 +251,7 @@ async def tools_catalog(call: Call, params: ToolsCatalogParams) -> dict[str, Any
             tools.append(entry)
         groups.append({"id": section, "label": label, "source": "core", "tools": tools})
     if opt(params.includePlugins) is not False:
-        registry = call.gateway.supervisor.plugins
+        registry = call.gateway.actors.supervisor.plugins
         by_name = {tool.name: tool for tool in registry.tools()}
         for record in sorted(registry.plugins.values(), key=lambda r: r.id):
             tools = [
@@ -289,7 +291,7 @@ async def tools_effective(call: Call, params: ToolsEffectiveParams) -> dict[str,
     by source as OpenClaw groups them (`core`, then `plugin`). OpenClaw tools the policy
     permits that clawlane does not have are named in an `info` notice. The session must
     exist; an `agentId` other than the session's is `INVALID_REQUEST`."""
-    sup = call.gateway.supervisor
+    sup = call.gateway.actors.supervisor
     key = key_of(call, params.sessionKey)
     if await sup.store.get_session(key) is None:
         raise invalid_request(f'unknown session key "{params.sessionKey}"')
@@ -376,7 +378,7 @@ async def chat_startup(call: Call, params: dict[str, Any]) -> dict[str, Any]:
     key = history["sessionKey"]
     actor = await session_actor(call, key)
     assert actor.row is not None
-    gen = call.gateway.supervisor.generation
+    gen = call.gateway.actors.supervisor.generation
     info = session_view(call.gateway, actor.row)
     info["key"] = key
     return {
@@ -394,7 +396,7 @@ async def chat_startup(call: Call, params: dict[str, Any]) -> dict[str, Any]:
 
 
 def _metadata(call: Call, agent_id: str | None) -> dict[str, Any]:
-    gen = call.gateway.supervisor.generation
+    gen = call.gateway.actors.supervisor.generation
     return {
         "models": catalog_view(gen, agent_id),
         "commands": commands_view(),
@@ -411,7 +413,7 @@ async def chat_metadata(call: Call, params: ChatMetadataParams) -> dict[str, Any
 
 async def models_auth_status(call: Call, params: ModelsAuthStatusParams) -> dict[str, Any]:
     """Each configured provider and where its credential comes from (never the secret)."""
-    gen = call.gateway.supervisor.generation
+    gen = call.gateway.actors.supervisor.generation
     agent_id = agent_spec(call, opt(params.agentId) or None).id
     providers = []
     for provider_id, pconf in gen.config.models.providers.items():
@@ -464,7 +466,7 @@ async def viewers_set(call: Call, params: SessionKeysParams) -> dict[str, Any]:
             f"invalid sessions.viewers.set params: at most {MAX_VIEWED_SESSIONS} sessionKeys"
         )
     keys = [key_of(call, raw) for raw in params.sessionKeys]
-    hub = call.gateway.hub
+    hub = call.gateway.actors.hub
     for old in call.conn.viewed_sessions - set(keys):
         hub.unwatch_session(call.conn, old)
     for key in keys:
@@ -542,13 +544,13 @@ def _system_info(port: int, started: float) -> dict[str, Any]:
 
 async def system_info(call: Call, params: SystemInfoParams) -> dict[str, Any]:
     gw = call.gateway
-    port = gw.listeners[0].socket.getsockname()[1] if gw.listeners else 0
-    return await trio.to_thread.run_sync(_system_info, port, gw.started)
+    port = gw.process.listeners[0].socket.getsockname()[1] if gw.process.listeners else 0
+    return await trio.to_thread.run_sync(_system_info, port, gw.process.started)
 
 
 async def system_presence(call: Call, params: dict[str, Any]) -> list[dict[str, Any]]:
     await trio.lowlevel.checkpoint()
-    return call.gateway.presence()
+    return call.gateway.process.presence()
 
 
 # --- user preferences (the state dir's file, or the cluster's document) -----------------------
@@ -556,7 +558,7 @@ async def system_presence(call: Call, params: dict[str, Any]) -> list[dict[str, 
 
 async def prefs_get(call: Call, params: UsersPrefsGetParams) -> dict[str, Any]:
     with _prefs_errors():
-        entries = await call.gateway.user_prefs.get(opt(params.keys))
+        entries = await call.gateway.trust.user_prefs.get(opt(params.keys))
     return {"status": "ok", "entries": entries}
 
 
@@ -565,10 +567,10 @@ async def prefs_set(call: Call, params: UsersPrefsSetParams) -> dict[str, Any]:
         if not 1 <= len(name) <= 256:
             raise invalid_request("invalid users.prefs.set params: a key is 1 to 256 characters")
     with _prefs_errors():
-        done = await call.gateway.user_prefs.set(params.entries, opt(params.expectedEntries))
+        done = await call.gateway.trust.user_prefs.set(params.entries, opt(params.expectedEntries))
     if not done:
         return {"status": "conflict"}
-    call.gateway.prefs_changed(dict(params.entries))
+    call.gateway.trust.prefs_changed(dict(params.entries))
     return {"status": "ok"}
 
 
@@ -639,7 +641,7 @@ def _empty(name: str, answer: dict[str, Any]) -> Any:
                 raise invalid_request(f"invalid {name} params: sessionKey is required")
             out["sessionKey"] = key_of(call, key)
         if name == "mentions.list":
-            out["gatewayInstanceId"] = call.gateway.boot_id
+            out["gatewayInstanceId"] = call.gateway.process.boot_id
         await trio.lowlevel.checkpoint()
         return out
 

@@ -69,7 +69,7 @@ def register(methods: MethodTable) -> None:
 
 
 def _cron(call: Call) -> CronScheduler:
-    cron = call.gateway.cron
+    cron = call.gateway.actors.cron
     if cron is None:
         raise GatewayError(UNAVAILABLE, "the cron scheduler is not running")
     return cron
@@ -110,7 +110,7 @@ def _preview(job: CronJob) -> dict[str, str]:
 
 def _check_runtime(call: Call, job: CronJob) -> None:
     """What only the current generation can tell: the agent and the model exist."""
-    gen = call.gateway.supervisor.generation
+    gen = call.gateway.actors.supervisor.generation
     try:
         spec = gen.agent(job.agentId)
     except GenerationError as exc:
@@ -167,7 +167,7 @@ async def cron_list(call: Call, params: CronListParams) -> dict[str, Any]:
     if opt(params.trigger) == "conditional":
         jobs = []  # clawlane has no condition triggers
     agent = opt(params.agentId)
-    default_agent = call.gateway.supervisor.generation.default_agent
+    default_agent = call.gateway.actors.supervisor.generation.default_agent
     if agent:
         jobs = [j for j in jobs if (j.agentId or default_agent) == agent.lower()]
     query = (opt(params.query) or "").strip().lower()

@@ -55,10 +55,10 @@ class Sampler:
 
     def _counters(self) -> _Counters:
         gw = self._gw
-        runs = gw.registry.metrics
-        first = gw.hub.first_event.snapshot()
+        runs = gw.actors.registry.metrics
+        first = gw.actors.hub.first_event.snapshot()
         ended = sum(runs.snapshot().ended.values())
-        events = gw.hub.statistics().events_emitted
+        events = gw.actors.hub.statistics().events_emitted
         return (time.monotonic(), runs.started, ended, events, first.sum, first.count)
 
     def sample(self) -> None:
@@ -69,8 +69,8 @@ class Sampler:
             return
         dt = max(now[0] - last[0], 1e-6)
         firsts = now[5] - last[5]
-        sup = self._gw.supervisor.statistics()
-        main = self._gw.supervisor.lanes["main"].statistics()
+        sup = self._gw.actors.supervisor.statistics()
+        main = self._gw.actors.supervisor.lanes["main"].statistics()
         self.samples.append(
             {
                 "ts": int(time.time() * 1000),
@@ -121,17 +121,17 @@ def _connection_view(conn: Any) -> dict[str, Any]:
 
 async def dashboard(call: Call, params: EmptyParams) -> dict[str, Any]:
     gw = call.gateway
-    sup = gw.supervisor
+    sup = gw.actors.supervisor
     s = sup.statistics()
-    active = sorted(gw.registry.active(), key=lambda r: r.accepted_at, reverse=True)
-    conns = list(gw.connections.values())
+    active = sorted(gw.actors.registry.active(), key=lambda r: r.accepted_at, reverse=True)
+    conns = list(gw.process.connections.values())
     store = sup.store.statistics()
-    pub = gw.publisher.statistics() if gw.publisher is not None else None
+    pub = gw.actors.publisher.statistics() if gw.actors.publisher is not None else None
     await trio.lowlevel.checkpoint()
     return {
         "ts": int(time.time() * 1000),
-        "uptimeMs": int((time.time() - gw.started) * 1000),
-        "version": gw.version,
+        "uptimeMs": int((time.time() - gw.process.started) * 1000),
+        "version": gw.process.version,
         "generation": sup.generation.number,
         "lanes": [
             {
@@ -166,14 +166,14 @@ async def dashboard(call: Call, params: EmptyParams) -> dict[str, Any]:
 async def generations(call: Call, params: EmptyParams) -> dict[str, Any]:
     gw = call.gateway
     await trio.lowlevel.checkpoint()
-    history = gw.publisher.history() if gw.publisher is not None else []
-    return {"serving": gw.supervisor.generation.describe(), "history": history}
+    history = gw.actors.publisher.history() if gw.actors.publisher is not None else []
+    return {"serving": gw.actors.supervisor.generation.describe(), "history": history}
 
 
 async def series(call: Call, params: SeriesParams) -> dict[str, Any]:
     since = opt(params.sinceMs) or 0
     await trio.lowlevel.checkpoint()
-    samples = [s for s in call.gateway.sampler.samples if s["ts"] > since]
+    samples = [s for s in call.gateway.process.sampler.samples if s["ts"] > since]
     return {"intervalMs": int(SAMPLE_INTERVAL_S * 1000), "samples": samples}
 
 

@@ -85,7 +85,7 @@ def _denied(message: str) -> GatewayError:
 
 async def _flush(call: Call) -> None:
     try:
-        await call.gateway.pairing.flush()
+        await call.gateway.trust.pairing.flush()
     except PairingStoreError as exc:
         raise GatewayError("UNAVAILABLE", str(exc), retryable=True) from exc
 
@@ -93,7 +93,7 @@ async def _flush(call: Call) -> None:
 async def _refresh(call: Call) -> None:
     """What the other processes sharing the pairing file (`--workers`) wrote, first."""
     try:
-        await call.gateway.pairing.refresh()
+        await call.gateway.trust.pairing.refresh()
     except PairingStoreError as exc:
         raise GatewayError("UNAVAILABLE", str(exc), retryable=True) from exc
 
@@ -105,12 +105,12 @@ def _resolved(request_id: str, device_id: str, decision: str, now: int) -> dict[
 async def pair_list(call: Call, params: DevicePairListParams) -> dict[str, Any]:
     await _refresh(call)
     gw = call.gateway
-    pending, paired = gw.pairing.records(now=gw.now_ms())
+    pending, paired = gw.trust.pairing.records(now=gw.process.now_ms())
     authz = _authz(call)
     if authz.caller_device_id and not authz.is_admin:
         pending = [p for p in pending if p.deviceId == authz.caller_device_id]
         paired = [d for d in paired if d.deviceId == authz.caller_device_id]
-    connected = gw.connected_device_ids()
+    connected = gw.trust.connected_device_ids()
     await _flush(call)  # expired requests pruned
     return {
         "pending": [p.public() for p in pending],
@@ -121,8 +121,8 @@ async def pair_list(call: Call, params: DevicePairListParams) -> dict[str, Any]:
 async def pair_approve(call: Call, params: DevicePairApproveParams) -> dict[str, Any]:
     await _refresh(call)
     gw = call.gateway
-    store = gw.pairing
-    now = gw.now_ms()
+    store = gw.trust.pairing
+    now = gw.process.now_ms()
     request_id = params.requestId.strip()
     authz = _authz(call)
     if not authz.is_admin:
@@ -141,7 +141,7 @@ async def pair_approve(call: Call, params: DevicePairApproveParams) -> dict[str,
     if not isinstance(result, Approved):
         raise _denied(result.message)
     await _flush(call)
-    gw.pairing_event(
+    gw.trust.pairing_event(
         "device.pair.resolved", _resolved(request_id, result.device.deviceId, "approved", now)
     )
     return {"requestId": request_id, "device": result.device.redacted()}
@@ -150,8 +150,8 @@ async def pair_approve(call: Call, params: DevicePairApproveParams) -> dict[str,
 async def pair_reject(call: Call, params: DevicePairRejectParams) -> dict[str, Any]:
     await _refresh(call)
     gw = call.gateway
-    store = gw.pairing
-    now = gw.now_ms()
+    store = gw.trust.pairing
+    now = gw.process.now_ms()
     request_id = params.requestId.strip()
     authz = _authz(call)
     if authz.caller_device_id and not authz.is_admin:
@@ -162,7 +162,7 @@ async def pair_reject(call: Call, params: DevicePairRejectParams) -> dict[str, A
     if rejected is None:
         raise _denied("unknown requestId")
     await _flush(call)
-    gw.pairing_event(
+    gw.trust.pairing_event(
         "device.pair.resolved", _resolved(request_id, rejected.deviceId, "rejected", now)
     )
     return {"requestId": request_id, "deviceId": rejected.deviceId}
@@ -176,15 +176,15 @@ async def pair_remove(call: Call, params: DevicePairRemoveParams) -> None:
     if authz.denies_other_device(target):
         raise _denied("device pairing removal denied")
     if authz.caller_device_id and not authz.is_admin:
-        device = gw.pairing.paired(target)
+        device = gw.trust.pairing.paired(target)
         if device is not None and any(r != "operator" for r in device.approved_roles()):
             raise _denied("device pairing removal denied")
-    removed = gw.pairing.remove(target)
+    removed = gw.trust.pairing.remove(target)
     if removed is None:
         raise _denied("unknown deviceId")
     await _flush(call)
     call.respond({"deviceId": removed})
-    gw.disconnect_device(removed, "device-pair-removed")
+    gw.trust.disconnect_device(removed, "device-pair-removed")
 
 
 async def token_rotate(call: Call, params: DeviceTokenRotateParams) -> None:
@@ -194,19 +194,19 @@ async def token_rotate(call: Call, params: DeviceTokenRotateParams) -> None:
     role = params.role.strip()
     if authz.denies_other_device(params.deviceId) or authz.denies_role(role):
         raise _denied("device token rotation denied")
-    result = gw.pairing.rotate_token(
+    result = gw.trust.pairing.rotate_token(
         params.deviceId,
         role=role,
         scopes=opt(params.scopes),
         caller_scopes=authz.caller_scopes if role == "operator" else None,
-        now=gw.now_ms(),
+        now=gw.process.now_ms(),
     )
     if isinstance(result, TokenRefused):
         raise _denied("device token rotation denied")
     await _flush(call)
     in_band = bool(authz.caller_device_id and authz.caller_device_id == params.deviceId.strip())
     call.respond(_rotated(params.deviceId, result, in_band))
-    gw.disconnect_device(params.deviceId.strip(), "device-token-rotated", role=result.role)
+    gw.trust.disconnect_device(params.deviceId.strip(), "device-token-rotated", role=result.role)
 
 
 def _rotated(device_id: str, entry: DeviceToken, in_band: bool) -> dict[str, Any]:
@@ -226,8 +226,8 @@ async def token_revoke(call: Call, params: DeviceTokenRevokeParams) -> None:
     role = params.role.strip()
     if authz.denies_other_device(params.deviceId) or authz.denies_role(role):
         raise _denied("device token revocation denied")
-    now = gw.now_ms()
-    result = gw.pairing.revoke_token(
+    now = gw.process.now_ms()
+    result = gw.trust.pairing.revoke_token(
         params.deviceId,
         role=role,
         caller_scopes=authz.caller_scopes if role == "operator" else None,
@@ -240,7 +240,7 @@ async def token_revoke(call: Call, params: DeviceTokenRevokeParams) -> None:
     call.respond(
         {"deviceId": device_id, "role": result.role, "revokedAtMs": result.revokedAtMs or now}
     )
-    gw.disconnect_device(device_id, "device-token-revoked", role=result.role)
+    gw.trust.disconnect_device(device_id, "device-token-revoked", role=result.role)
 
 
 def register(methods: MethodTable) -> None:

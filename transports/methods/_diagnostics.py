@@ -45,7 +45,7 @@ def register(methods: MethodTable) -> None:
 
 async def diagnostics_stability(call: Call, params: DiagnosticsStabilityParams) -> dict[str, Any]:
     await trio.lowlevel.checkpoint()
-    recorder = call.gateway.registry.stability
+    recorder = call.gateway.actors.registry.stability
     exporters = telemetry.health()  # the OTLP exporters' state now (None: telemetry off)
     for signal in (exporters or {}).get("signals", ()):
         state = (
@@ -73,6 +73,6 @@ async def diagnostics_stability(call: Call, params: DiagnosticsStabilityParams) 
 
 
 async def gateway_identity(call: Call, params: GatewayIdentityParams) -> dict[str, Any]:
-    path = call.gateway.state_dir / "identity" / "gateway-device.json"
+    path = call.gateway.process.state_dir / "identity" / "gateway-device.json"
     identity = await trio.to_thread.run_sync(DeviceIdentity.load_or_create, path)
     return {"deviceId": identity.device_id, "publicKey": identity.public_key}

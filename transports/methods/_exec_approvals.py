@@ -102,23 +102,23 @@ class _LiveConnections(Mapping[str, Any]):
         self._host = host
 
     def __getitem__(self, key: str) -> Any:
-        return self._host.connections[key]
+        return self._host.process.connections[key]
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._host.connections)
+        return iter(self._host.process.connections)
 
     def __len__(self) -> int:
-        return len(self._host.connections)
+        return len(self._host.process.connections)
 
 
 def exec_desk(host: Host) -> ExecApprovals:
     """The host's `ExecApprovals` (made at the first call, over the document in its
     supervisor's store): what its runs' exec asks (`TurnServices.exec_approver`)."""
-    services = host.supervisor.services
+    services = host.actors.supervisor.services
     desk = services.exec_approver
     if not isinstance(desk, ExecApprovals):
-        document = ExecApprovalsDocument(host.supervisor.store)
-        desk = ExecApprovals(host.hub, _LiveConnections(host), document)
+        document = ExecApprovalsDocument(host.actors.supervisor.store)
+        desk = ExecApprovals(host.actors.hub, _LiveConnections(host), document)
         services.exec_approver = desk
     return desk
 
@@ -345,7 +345,7 @@ def snapshot(approval: PluginApproval) -> dict[str, Any]:
 
 
 def _registries(call: Call) -> dict[str, PluginApprovals]:
-    return {"exec": _exec(call), "plugin": call.gateway.approvals}
+    return {"exec": _exec(call), "plugin": call.gateway.actors.approvals}
 
 
 def _find(call: Call, approval_id: str) -> tuple[PluginApprovals, PluginApproval] | None:

@@ -28,7 +28,7 @@ class GatewayConfigReader:
         """The redacted snapshot `config.get` answers. A checkpoint. Raises
         `runtime.model.ConfigError` (the file cannot be read) or `RuntimeError` (the
         gateway has not started its publisher)."""
-        publisher = getattr(self._gateway, "publisher", None)
+        publisher = self._gateway.actors.publisher
         if not isinstance(publisher, Publisher):
             raise RuntimeError("the gateway's config is not available yet")
         try:
@@ -44,4 +44,4 @@ class GatewayConfigReader:
 
 def attach(gateway: Host) -> None:
     """Give the gateway's runs their `gateway` tool's reader. Not a checkpoint."""
-    gateway.supervisor.services.config_reader = GatewayConfigReader(gateway)
+    gateway.actors.supervisor.services.config_reader = GatewayConfigReader(gateway)

@@ -42,7 +42,7 @@ async def bare_reset_message(call: Call, key: str) -> str:
     """The model's message for a bare `/new` or `/reset` on session `key`: the startup context
     loaded from the agent's daily notes (if any), then the greeting prompt with the date
     (so that the agent knows which notes are today's). A checkpoint (file I/O in a thread)."""
-    sup = call.gateway.supervisor
+    sup = call.gateway.actors.supervisor
     agent_id = key.split(":")[1] if key.startswith("agent:") else sup.generation.default_agent
     spec = sup.generation.agent(agent_id)
     workspace = await sup.workspace_for(spec.id, spec.workspace)
@@ -57,7 +57,7 @@ def _agent(call: Call, params: dict[str, Any]) -> tuple[str, str | None]:
     raw = params.get("agentId")
     if raw is not None and not isinstance(raw, str):
         raise invalid_request("agentId must be a string")
-    gen = call.gateway.supervisor.generation
+    gen = call.gateway.actors.supervisor.generation
     if raw is not None and not raw.strip():
         raise invalid_request("unknown agentId")
     try:
@@ -68,7 +68,7 @@ def _agent(call: Call, params: dict[str, Any]) -> tuple[str, str | None]:
 
 
 def _settings(call: Call, agent_id: str) -> MemorySettings:
-    return memory_settings(call.gateway.supervisor.generation.config, agent_id)
+    return memory_settings(call.gateway.actors.supervisor.generation.config, agent_id)
 
 
 def _number(params: dict[str, Any], name: str) -> float | None:
@@ -91,7 +91,7 @@ async def memory_search(call: Call, params: dict[str, Any]) -> dict[str, Any]:
     settings = _settings(call, agent_id)
     if not settings.enabled:
         raise GatewayError(UNAVAILABLE, "memory search is disabled (memory.search.enabled)")
-    sup = call.gateway.supervisor
+    sup = call.gateway.actors.supervisor
     workspace = await sup.workspace_for(agent_id, configured)
     limit = min(_SEARCH_MAX, max(1, math.floor(max_results or _SEARCH_DEFAULT)))
     outcome = await sup.services.memory.search(
@@ -169,7 +169,7 @@ async def doctor_memory_status(call: Call, params: dict[str, Any]) -> dict[str, 
             "agentId": agent_id,
             "embedding": {"ok": False, "error": "memory search disabled"},
         }
-    sup = call.gateway.supervisor
+    sup = call.gateway.actors.supervisor
     workspace = await sup.workspace_for(agent_id, configured)
     status = await sup.services.memory.status(agent_id, workspace, settings)
     probe = params.get("probe") is True or params.get("deep") is True
@@ -215,7 +215,7 @@ def _read_diary(workspace: Path) -> dict[str, Any]:
 async def dream_diary(call: Call, params: dict[str, Any]) -> dict[str, Any]:
     """`doctor.memory.dreamDiary`: the agent's `DREAMS.md`, if it has one."""
     agent_id, configured = _agent(call, params)
-    workspace = await call.gateway.supervisor.workspace_for(agent_id, configured)
+    workspace = await call.gateway.actors.supervisor.workspace_for(agent_id, configured)
     diary = await trio.to_thread.run_sync(_read_diary, workspace)
     return {"agentId": agent_id, **diary}
 

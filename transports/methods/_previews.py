@@ -41,7 +41,7 @@ def _cut(text: str, max_chars: int) -> str:
 
 
 async def sessions_preview(call: Call, params: SessionsPreviewParams) -> dict[str, Any]:
-    store = call.gateway.supervisor.store
+    store = call.gateway.actors.supervisor.store
     limit = params.limit if isinstance(params.limit, int) else LIMIT_DEFAULT
     max_chars = params.maxChars if isinstance(params.maxChars, int) else CHARS_DEFAULT
     keys = [k.strip() for k in params.keys if k.strip()][:KEYS_MAX]

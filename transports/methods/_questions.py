@@ -100,7 +100,7 @@ async def question_request(call: Call, params: QuestionRequestParams) -> dict[st
     if session_key is not None and agent_id is None and session_key.startswith("agent:"):
         agent_id = session_key.split(":")[1]
     try:
-        question = call.gateway.questions.open(
+        question = call.gateway.actors.questions.open(
             questions,
             timeout_ms=min(opt(params.timeoutMs) or DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS),
             question_id=opt(params.id),
@@ -117,7 +117,7 @@ async def question_request(call: Call, params: QuestionRequestParams) -> dict[st
 
 
 async def question_wait(call: Call, params: QuestionWaitAnswerParams) -> dict[str, Any]:
-    questions = call.gateway.questions
+    questions = call.gateway.actors.questions
     question = questions.get(params.id)
     if question is None:
         raise _not_found(params.id)
@@ -134,7 +134,7 @@ async def question_wait(call: Call, params: QuestionWaitAnswerParams) -> dict[st
 
 async def question_resolve(call: Call, params: Any) -> dict[str, Any]:
     is_cancel = isinstance(params, dict) and "cancel" in params
-    questions = call.gateway.questions
+    questions = call.gateway.actors.questions
     try:
         if is_cancel:
             cancel = decode_params("question.resolve", params, _ResolveCancel)
@@ -159,7 +159,7 @@ async def question_resolve(call: Call, params: Any) -> dict[str, Any]:
 
 
 async def question_get(call: Call, params: QuestionGetParams) -> dict[str, Any]:
-    question = call.gateway.questions.get(params.id)
+    question = call.gateway.actors.questions.get(params.id)
     if question is None:
         raise _not_found(params.id)
     await trio.lowlevel.checkpoint()
@@ -168,4 +168,4 @@ async def question_get(call: Call, params: QuestionGetParams) -> dict[str, Any]:
 
 async def question_list(call: Call, params: QuestionListParams) -> dict[str, Any]:
     await trio.lowlevel.checkpoint()
-    return {"questions": [q.record() for q in call.gateway.questions.pending()]}
+    return {"questions": [q.record() for q in call.gateway.actors.questions.pending()]}

@@ -195,7 +195,7 @@ async def chat_send(call: Call, params: ChatSendParams) -> dict[str, Any]:
         await call.ticket_for(key).turn()
         run_ids = actor.abort(None, "stop")
         call.release_ticket()
-        internal = call.gateway.supervisor.internal_hooks
+        internal = call.gateway.actors.supervisor.internal_hooks
         if internal.has_listeners("command", "stop"):
             await internal.trigger(
                 InternalHookEvent(
@@ -247,7 +247,7 @@ async def chat_history(call: Call, params: ChatHistoryParams) -> dict[str, Any]:
     max_chars = opt(params.maxChars)
     if max_chars is not None and not 1 <= max_chars <= 500_000:
         raise invalid_request("invalid chat.history params: maxChars must be between 1 and 500000")
-    entries = await call.gateway.supervisor.store.load_entries(actor.row.sessionId)
+    entries = await call.gateway.actors.supervisor.store.load_entries(actor.row.sessionId)
     rows: list[dict[str, Any]] = []
     seq = 0
     for entry in branch_messages(entries):  # the branch the session is on
@@ -272,7 +272,7 @@ async def chat_history(call: Call, params: ChatHistoryParams) -> dict[str, Any]:
         total += size
         kept.append(row)
     kept.reverse()
-    active = [r.run_id for r in call.gateway.registry.active() if r.session_key == key]
+    active = [r.run_id for r in call.gateway.actors.registry.active() if r.session_key == key]
     info = session_view(call.gateway, actor.row, active_run_ids=active)
     info["key"] = key
     result: dict[str, Any] = {
@@ -282,7 +282,7 @@ async def chat_history(call: Call, params: ChatHistoryParams) -> dict[str, Any]:
         "pendingInputs": {"items": [], "total": 0},
         "hasMore": len(kept) < seq,
         "totalMessages": seq,
-        "defaults": defaults_view(call.gateway.supervisor.generation, actor.agent_id),
+        "defaults": defaults_view(call.gateway.actors.supervisor.generation, actor.agent_id),
         # The session as `sessions.describe` shows it (the terminal UI's footer reads it).
         "sessionInfo": info,
     }
@@ -297,7 +297,7 @@ async def chat_abort(call: Call, params: ChatAbortParams) -> dict[str, Any]:
     key = key_of(call, params.sessionKey, opt(params.agentId))
     run_id = opt(params.runId)
     if run_id is not None:
-        record = call.gateway.registry.get(run_id)
+        record = call.gateway.actors.registry.get(run_id)
         if record is not None and record.session_key != key:
             raise invalid_request("runId does not match sessionKey")
     actor = await session_actor(call, key)
@@ -327,10 +327,10 @@ async def chat_inject(call: Call, params: ChatInjectParams) -> dict[str, Any]:
             "timestamp": message.timestamp,
         },
     }
-    hub = call.gateway.hub
+    hub = call.gateway.actors.hub
     targets = set(hub.session_watchers(key)) | {
         c
-        for c in call.gateway.connections.values()
+        for c in call.gateway.process.connections.values()
         if c.has_scope("operator.read") and not c.scoped
     }
     hub.send_to(targets, "chat", payload)
@@ -344,7 +344,7 @@ async def sessions_get(call: Call, params: SessionsKeyParams) -> dict[str, Any]:
     key = key_of(call, params.key, params.agentId)
     actor = await session_actor(call, key)
     assert actor.row is not None
-    entries = await call.gateway.supervisor.store.load_entries(actor.row.sessionId)
+    entries = await call.gateway.actors.supervisor.store.load_entries(actor.row.sessionId)
     messages = [msgspec.to_builtins(e.message) for e in branch_messages(entries)]
     if params.limit:
         messages = messages[-params.limit :]
@@ -361,7 +361,7 @@ async def sessions_resolve(call: Call, params: SessionsResolveParamsX) -> dict[s
     address, `/chat/<agent>/<session>`) `reference`: `{key, slug}`, the key first, else the
     session whose key ends in a UUID and whose title makes that slug. Exactly one way of
     naming it; none found is `INVALID_REQUEST`, or `{ok: false}` with `allowMissing`."""
-    sup = call.gateway.supervisor
+    sup = call.gateway.actors.supervisor
     agent_id = opt(params.agentId)
     named = [opt(params.key), opt(params.sessionId), opt(params.label), opt(params.shortId)]
     count = sum(1 for v in named if v) + (params.reference is not msgspec.UNSET)
@@ -393,7 +393,7 @@ async def sessions_resolve(call: Call, params: SessionsResolveParamsX) -> dict[s
 async def _resolve_reference(
     call: Call, reference: SessionReference, params: SessionsResolveParamsX
 ) -> dict[str, Any]:
-    store = call.gateway.supervisor.store
+    store = call.gateway.actors.supervisor.store
     agent_id = opt(params.agentId)
     key = key_of(call, reference.key, agent_id)
     row = await store.get_session(key)
@@ -454,7 +454,7 @@ def _agent_of(call: Call, key: str) -> str:
     """The agent a session key names (`agent:<id>:...`), else the default agent."""
     if key.startswith("agent:"):
         return key.split(":")[1]
-    return call.gateway.supervisor.generation.default_agent
+    return call.gateway.actors.supervisor.generation.default_agent
 
 
 _PATCH_FIELDS: Final = (
@@ -491,14 +491,14 @@ async def _free_label(call: Call, actor: SessionActor, raw: str) -> str:
     label = raw.strip()
     if not label:
         raise invalid_request("invalid sessions.patch params: invalid label: empty")
-    rows = await call.gateway.supervisor.store.list_sessions(agent_id=actor.agent_id)
+    rows = await call.gateway.actors.supervisor.store.list_sessions(agent_id=actor.agent_id)
     if any(row.label == label and row.key != actor.key for row in rows):
         raise invalid_request(f"invalid sessions.patch params: label already in use: {label}")
     return label
 
 
 async def sessions_patch(call: Call, params: SessionsPatchParamsX) -> dict[str, Any]:
-    sup = call.gateway.supervisor
+    sup = call.gateway.actors.supervisor
     key = key_of(call, params.key, opt(params.agentId))
     actor = await session_actor(call, key)
     assert actor.row is not None
@@ -548,7 +548,7 @@ async def sessions_patch(call: Call, params: SessionsPatchParamsX) -> dict[str, 
     provider, _, model = gen.aliases.get(ref, ref).partition("/")
     return {
         "ok": True,
-        "path": str(call.gateway.supervisor.store.path),
+        "path": str(call.gateway.actors.supervisor.store.path),
         "key": key,
         "entry": row_payload(actor),
         "resolved": {"modelProvider": provider, "model": model},
@@ -569,13 +569,13 @@ async def sessions_reset(call: Call, params: SessionsResetParams) -> dict[str, A
     with trio.fail_after(30):
         await _stop_everything(actor, "reset")
     await actor.reset_and_announce(opt(params.reason) or "reset")
-    call.gateway.cards.reset(key)  # the previous task's progress card, as OpenClaw's reset
+    call.gateway.actors.cards.reset(key)  # the previous task's progress card, as OpenClaw's reset
     changed(call, key, "reset", actor)
     return {"ok": True, "key": key, "entry": row_payload(actor)}
 
 
 async def sessions_delete(call: Call, params: SessionsDeleteParams) -> dict[str, Any]:
-    sup = call.gateway.supervisor
+    sup = call.gateway.actors.supervisor
     key = key_of(call, params.key, opt(params.agentId))
     agent = key.split(":")[1] if key.startswith("agent:") else sup.generation.default_agent
     if key in (f"agent:{agent}:{DEFAULT_MAIN_KEY}", "global"):
@@ -586,7 +586,7 @@ async def sessions_delete(call: Call, params: SessionsDeleteParams) -> dict[str,
             await _stop_everything(actor, "deleted")
     delete_transcript = opt(params.deleteTranscript)
     deleted = await sup.forget_session(key, delete_transcript=delete_transcript is not False)
-    call.gateway.cards.forget(key)
+    call.gateway.actors.cards.forget(key)
     changed(call, key, "delete")
     # `archived`: the transcripts kept aside (none: a deleted transcript is deleted).
     return {"ok": True, "key": key, "deleted": deleted, "archived": []}
@@ -598,7 +598,7 @@ async def sessions_abort(call: Call, params: SessionsAbortParams) -> dict[str, A
         raise invalid_request("invalid sessions.abort params: key or runId is required")
     if raw_key is None:
         assert run_id is not None
-        record = call.gateway.registry.get(run_id)
+        record = call.gateway.actors.registry.get(run_id)
         if record is None:
             return {"ok": True, "aborted": False, "runIds": []}
         raw_key = record.session_key
@@ -634,20 +634,20 @@ async def sessions_steer(call: Call, params: SessionsSendParams) -> dict[str, An
 
 
 async def sessions_subscribe(call: Call, params: EmptyParams) -> dict[str, Any]:
-    call.gateway.hub.subscribe_changes(call.conn)
+    call.gateway.actors.hub.subscribe_changes(call.conn)
     await trio.lowlevel.checkpoint()
     return {"subscribed": True}
 
 
 async def sessions_unsubscribe(call: Call, params: EmptyParams) -> dict[str, Any]:
-    removed = call.gateway.hub.unsubscribe_changes(call.conn)
+    removed = call.gateway.actors.hub.unsubscribe_changes(call.conn)
     await trio.lowlevel.checkpoint()
     return {"subscribed": False, "removed": removed}
 
 
 async def messages_subscribe(call: Call, params: SessionsMessagesSubscribeParams) -> dict[str, Any]:
     key = key_of(call, params.key, opt(params.agentId))
-    call.gateway.hub.watch_session(call.conn, key)
+    call.gateway.actors.hub.watch_session(call.conn, key)
     await trio.lowlevel.checkpoint()
     return {"subscribed": True, "key": key}
 
@@ -656,7 +656,7 @@ async def messages_unsubscribe(
     call: Call, params: SessionsMessagesUnsubscribeParams
 ) -> dict[str, Any]:
     key = key_of(call, params.key, opt(params.agentId))
-    call.gateway.hub.unwatch_session(call.conn, key)
+    call.gateway.actors.hub.unwatch_session(call.conn, key)
     await trio.lowlevel.checkpoint()
     return {"subscribed": False, "key": key}
 
@@ -680,7 +680,7 @@ async def sessions_compact(call: Call, params: SessionsCompactParams) -> dict[st
 async def sessions_system_prompt(call: Call, params: SessionsKeyParams) -> dict[str, Any]:
     """clawlane: the system prompt report (sections and token estimates) a run of this
     session would get now (admins only)."""
-    sup = call.gateway.supervisor
+    sup = call.gateway.actors.supervisor
     key = key_of(call, params.key, params.agentId)
     actor = await session_actor(call, key)
     assert actor.row is not None
@@ -714,10 +714,10 @@ async def runs_replay(call: Call, params: RunsReplayParams) -> dict[str, Any]:
     """Replay a run's `agent` events after `afterSeq` to this connection, then keep it
     subscribed to the rest of the run. `gap: true` means the buffer no longer reaches back:
     reload history (`chat.history`) instead."""
-    hub = call.gateway.hub
+    hub = call.gateway.actors.hub
     full = call.conn.wants_tool_events
     replay = hub.replay(params.runId, params.afterSeq, full=full)
-    record = call.gateway.registry.get(params.runId)
+    record = call.gateway.actors.registry.get(params.runId)
     if replay is None and record is not None and record.restored and record.ended:
         replay_terminal(hub, record)  # a run of the previous process: its terminal event
         replay = hub.replay(params.runId, params.afterSeq, full=full)

@@ -65,7 +65,7 @@ async def run_slash_command(
             mode=None,
             reset=command.name,
         )
-    reg = call.gateway.registry
+    reg = call.gateway.actors.registry
     dedupe_key = f"chat:{run_id}"
     if reg.dedupe.get(dedupe_key) is not None:
         await trio.lowlevel.checkpoint()
@@ -102,7 +102,7 @@ async def _answer(call: Call, actor: SessionActor, run_id: str, line: str, reply
             MessageTags(idempotency_key=run_id, run_id=run_id),
         ],
     )
-    hub = call.gateway.hub
+    hub = call.gateway.actors.hub
     assert actor.row is not None
     hub.open_run(
         run_id, actor.key, owner=call.conn, session_id=actor.row.sessionId, agent_id=actor.agent_id
@@ -136,13 +136,13 @@ async def _status(call: Call, actor: SessionActor, args: str) -> str:
     assert actor.row is not None
     view = session_view(gw, actor.row)
     settings = actor.queue_settings()
-    uptime_s = int(time_since(gw.started))
+    uptime_s = int(time_since(gw.process.started))
     used, window = int(view.get("totalTokens") or 0), int(view.get("contextTokens") or 0)
     pct = f" ({used * 100 // window}%)" if window else ""
     await trio.lowlevel.checkpoint()
     return "\n".join(
         [
-            f"🦞 clawlane {gw.version}",
+            f"🦞 clawlane {gw.process.version}",
             f"⏱️ Uptime: gateway {_duration(uptime_s)}",
             "",
             f"🧠 Model: {view['modelProvider']}/{view['model']}",
@@ -196,7 +196,7 @@ async def _compact(call: Call, actor: SessionActor, args: str) -> str:
 
 
 async def _think(call: Call, actor: SessionActor, args: str) -> str:
-    gen = call.gateway.supervisor.generation
+    gen = call.gateway.actors.supervisor.generation
     ref = model_ref(gen, actor.agent_id, actor.row)
     entry = next((e for e in gen.catalog if f"{e.provider}/{e.id}" == ref), None)
     levels = [t["id"] for t in thinking_levels(bool(entry and entry.reasoning))]
@@ -245,7 +245,7 @@ async def _reasoning(call: Call, actor: SessionActor, args: str) -> str:
 
 
 async def _model(call: Call, actor: SessionActor, args: str) -> str:
-    gen = call.gateway.supervisor.generation
+    gen = call.gateway.actors.supervisor.generation
     current = model_ref(gen, actor.agent_id, actor.row)
     if not args:
         await trio.lowlevel.checkpoint()
@@ -271,7 +271,7 @@ async def _model(call: Call, actor: SessionActor, args: str) -> str:
 
 
 async def _models(call: Call, actor: SessionActor, args: str) -> str:
-    gen = call.gateway.supervisor.generation
+    gen = call.gateway.actors.supervisor.generation
     current = model_ref(gen, actor.agent_id, actor.row)
     lines = ["🧠 Models", ""]
     for e in gen.catalog_for(actor.agent_id):
@@ -333,7 +333,7 @@ async def _usage(call: Call, actor: SessionActor, args: str) -> str:
     if word and requested is None:
         await trio.lowlevel.checkpoint()
         return "⚙️ Usage: /usage off|tokens|full|reset|cost"
-    configured = call.gateway.supervisor.generation.config.messages.responseUsage
+    configured = call.gateway.actors.supervisor.generation.config.messages.responseUsage
     current = effective_usage_mode(actor.row.responseUsage, configured, actor.row.channel)
     mode = requested or next_usage_mode(current)
     await _patch(call, actor, responseUsage=mode)
@@ -366,7 +366,7 @@ async def _approve(call: Call, actor: SessionActor, args: str) -> str:
         return _APPROVE_USAGE
     if not call.conn.has_scope("operator.approvals"):
         return "❌ /approve requires operator.approvals for gateway clients."
-    registries = (exec_desk(call.gateway), call.gateway.approvals)
+    registries = (exec_desk(call.gateway), call.gateway.actors.approvals)
     for n, registry in enumerate(registries):
         try:
             resolve_in(call, registry, approval_id, decision)

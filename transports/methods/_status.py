@@ -73,7 +73,7 @@ def _heartbeat(agent_id: str) -> dict[str, Any]:
 
 async def _session_counts(gw: Host) -> tuple[dict[str, int], dict[str, list[dict[str, Any]]]]:
     """Sessions per agent and each agent's most recent ones (at most 5)."""
-    rows = await gw.supervisor.store.list_sessions(limit=None)
+    rows = await gw.actors.supervisor.store.list_sessions(limit=None)
     counts: dict[str, int] = {}
     recent: dict[str, list[dict[str, Any]]] = {}
     t = now_ms()
@@ -92,8 +92,8 @@ async def _session_counts(gw: Host) -> tuple[dict[str, int], dict[str, list[dict
 async def health_view(gw: Host, *, extras: bool = True) -> dict[str, Any]:
     """The `health` result (with `extras`, clawlane's block too). A checkpoint."""
     started = time.perf_counter()
-    gen = gw.supervisor.generation
-    path = str(gw.supervisor.store.path)  # the SQLite file, or the PostgreSQL server
+    gen = gw.actors.supervisor.generation
+    path = str(gw.actors.supervisor.store.path)  # the SQLite file, or the PostgreSQL server
     counts, recent = await _session_counts(gw)
     agents = [
         {
@@ -113,11 +113,11 @@ async def health_view(gw: Host, *, extras: bool = True) -> dict[str, Any]:
         "ts": now_ms(),
         "durationMs": 0,
         "plugins": {
-            "loaded": sorted(gw.supervisor.plugins.plugins),
+            "loaded": sorted(gw.actors.supervisor.plugins.plugins),
             "errors": [],
             "unavailable": [],
         },
-        "configReload": {"hotReloadStatus": "active" if gw.config_path else "disabled"},
+        "configReload": {"hotReloadStatus": "active" if gw.process.config_path else "disabled"},
         "channels": {},
         "channelOrder": [],
         "channelLabels": {},
@@ -136,13 +136,13 @@ async def health_view(gw: Host, *, extras: bool = True) -> dict[str, Any]:
     }
     view["durationMs"] = int((time.perf_counter() - started) * 1000)
     if extras:
-        sup = gw.supervisor.statistics()
+        sup = gw.actors.supervisor.statistics()
         view["clawlane"] = {
-            "version": gw.version,
-            "uptimeMs": int((time.time() - gw.started) * 1000),
+            "version": gw.process.version,
+            "uptimeMs": int((time.time() - gw.process.started) * 1000),
             "generation": sup.generation,
             "sessions": {"active": sup.sessions, "busy": sup.busy_sessions},
-            "runs": {"active": gw.registry.statistics().active_runs},
+            "runs": {"active": gw.actors.registry.statistics().active_runs},
         }
         await add_cluster(gw, view["clawlane"])
     return view
@@ -150,23 +150,23 @@ async def health_view(gw: Host, *, extras: bool = True) -> dict[str, Any]:
 
 async def add_cluster(gw: Host, block: dict[str, Any]) -> None:
     """The cluster's nodes under clawlane's block, with `cluster.redis.url`."""
-    cluster = await gw.cluster_view()
+    cluster = await gw.process.cluster_view()
     if cluster is not None:
         block["cluster"] = cluster
 
 
 def clawlane_status(gw: Host) -> dict[str, Any]:
     """clawlane's own figures (what `status` answered before it took OpenClaw's shape)."""
-    sup = gw.supervisor
+    sup = gw.actors.supervisor
     gen = sup.generation
     s = sup.statistics()
-    hub = gw.hub.statistics()
-    reg = gw.registry.statistics()
+    hub = gw.actors.hub.statistics()
+    reg = gw.actors.registry.statistics()
     store = sup.store.statistics()
     return {
-        "version": gw.version,
-        "uptimeMs": int((time.time() - gw.started) * 1000),
-        "authMode": gw.auth.mode,
+        "version": gw.process.version,
+        "uptimeMs": int((time.time() - gw.process.started) * 1000),
+        "authMode": gw.trust.auth.mode,
         "generation": {
             "number": gen.number,
             "builtAt": gen.built_at_ms,
@@ -193,7 +193,7 @@ def clawlane_status(gw: Host) -> dict[str, Any]:
         "crashes": s.crashes,
         # For `clawlane loadtest` (RSS/CPU by pid when it runs on the same machine).
         "process": {"pid": os.getpid(), "rssBytes": _proc.memory_info().rss},
-        "publisher": gw.publisher.status_view() if gw.publisher is not None else None,
+        "publisher": gw.actors.publisher.status_view() if gw.actors.publisher is not None else None,
         "durability": durability_view(gw),
         "telemetry": telemetry.health() or {"enabled": False},
     }
@@ -201,9 +201,9 @@ def clawlane_status(gw: Host) -> dict[str, Any]:
 
 def durability_view(gw: Host) -> dict[str, Any]:
     """clawlane's durability: failed writes, turns not stored, what the last start recovered."""
-    store = gw.supervisor.store.statistics()
-    sup = gw.supervisor.statistics()
-    recovery = gw.recovery
+    store = gw.actors.supervisor.store.statistics()
+    sup = gw.actors.supervisor.statistics()
+    recovery = gw.actors.recovery
     return {
         "storeFailedCommits": store.failed_commits,
         "storeFailedWrites": store.failed_writes,
@@ -224,18 +224,18 @@ def durability_view(gw: Host) -> dict[str, Any]:
 
 async def status_view(gw: Host, *, cli_projection: bool = False) -> dict[str, Any]:
     """The `status` result. A checkpoint."""
-    gen = gw.supervisor.generation
+    gen = gw.actors.supervisor.generation
     counts, recent = await _session_counts(gw)
-    path = str(gw.supervisor.store.path)  # the SQLite file, or the PostgreSQL server
+    path = str(gw.actors.supervisor.store.path)  # the SQLite file, or the PostgreSQL server
     default = gen.agent(None)
     default_ref = gen.aliases.get(default.primary, default.primary)
     window = next(
         (e.contextWindow for e in gen.catalog if f"{e.provider}/{e.id}" == default_ref), None
     )
     memory = _proc.memory_info()
-    active = gw.registry.statistics().active_runs
+    active = gw.actors.registry.statistics().active_runs
     view: dict[str, Any] = {
-        "runtimeVersion": gw.version,
+        "runtimeVersion": gw.process.version,
         "heartbeat": {
             "defaultAgentId": gen.default_agent,
             "agents": [

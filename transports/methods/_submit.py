@@ -54,7 +54,7 @@ ORDERED_METHODS: Final = {
 
 def key_of(call: Call, raw: str, agent_id: str | None = None) -> str:
     try:
-        return call.gateway.supervisor.resolve_key(raw, agent_id)
+        return call.gateway.actors.supervisor.resolve_key(raw, agent_id)
     except SessionKeyError as exc:
         raise invalid_request(str(exc)) from exc
 
@@ -66,13 +66,13 @@ def agent_spec(call: Call, agent_id: str | None, session_key: str | None = None)
         key = key_of(call, session_key)
         agent_id = key.split(":")[1] if key.startswith("agent:") else None
     try:
-        return call.gateway.supervisor.generation.agent(agent_id)
+        return call.gateway.actors.supervisor.generation.agent(agent_id)
     except GenerationError as exc:
         raise invalid_request(str(exc)) from exc
 
 
 async def session_actor(call: Call, key: str) -> SessionActor:
-    sup = call.gateway.supervisor
+    sup = call.gateway.actors.supervisor
     agent_id = key.split(":")[1] if key.startswith("agent:") else sup.generation.default_agent
     agent_spec(call, agent_id)
     return await sup.session(key, agent_id)
@@ -85,7 +85,7 @@ def row_payload(actor: SessionActor) -> dict[str, Any]:
 
 
 def changed(call: Call, key: str, reason: str, actor: SessionActor | None = None) -> None:
-    hub = call.gateway.hub
+    hub = call.gateway.actors.hub
     if not hub.has_change_subscribers:
         return  # nobody listens: build nothing
     payload: dict[str, Any] = {"sessionKey": key, "reason": reason, "ts": now_ms()}
@@ -113,10 +113,10 @@ def reserve_ticket(gw: Host, frame: RequestFrame) -> Ticket | None:
     if not isinstance(raw, str) or not isinstance(agent_id, str | None):
         return None
     try:
-        key = gw.supervisor.resolve_key(raw, agent_id)
+        key = gw.actors.supervisor.resolve_key(raw, agent_id)
     except SessionKeyError:
         return None
-    return gw.supervisor.order.reserve(key)
+    return gw.actors.supervisor.order.reserve(key)
 
 
 class _InFlight(Exception):
@@ -137,7 +137,9 @@ async def submit_message(
     once the run is in the journal and every earlier request of the session is placed.
     `reset` ("new" / "reset"): the run starts the session afresh first (`/new`, `/reset`).
     A checkpoint; cancelled before its run is accepted, the run is journaled as refused."""
-    admission = Admission(call.gateway.supervisor, kind="chat", run_id=run_id, owner=call.conn)
+    admission = Admission(
+        call.gateway.actors.supervisor, kind="chat", run_id=run_id, owner=call.conn
+    )
     cached = admission.repeat()
     if cached is not None:
         call.release_ticket()  # a repeat starts no run: later requests need not wait
@@ -163,7 +165,7 @@ async def submit_message(
 async def _answer_repeat(call: Call, run_id: str, cached: CachedResponse) -> dict[str, Any]:
     """The answer to a repeated idempotency key, once the first request has its own."""
     await cached.ready.wait()
-    record = call.gateway.registry.get(run_id)
+    record = call.gateway.actors.registry.get(run_id)
     if record is not None and not record.ended:
         return {"runId": run_id, "status": "in_flight"}
     if record is not None and record.ended:
@@ -199,7 +201,7 @@ class _Submission:
             raise invalid_request(
                 f"the session's queue is full ({settings.cap} pending); message rejected"
             )
-        existing = call.gateway.registry.get(admission.run_id)
+        existing = call.gateway.actors.registry.get(admission.run_id)
         if existing is not None and not existing.ended:
             raise _InFlight
         try:
@@ -221,7 +223,7 @@ class _Submission:
             agent_id=actor.agent_id,
             accepted_at=t,
         )
-        sup = self.call.gateway.supervisor
+        sup = self.call.gateway.actors.supervisor
         default_timeout = run_timeout_seconds(sup.generation.config.agents.defaults)
         timeout_s = self.timeout_ms / 1000 if self.timeout_ms is not None else default_timeout
         return RunRequest(

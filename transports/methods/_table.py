@@ -252,7 +252,7 @@ def _refuse(conn: Client, frame: RequestFrame, error: GatewayError) -> None:
 async def agent_wait(call: Call, params: AgentWaitParams) -> dict[str, Any]:
     timeout_ms = opt(params.timeoutMs)
     timeout_s = (30_000 if timeout_ms is None else timeout_ms) / 1000
-    record = await call.gateway.registry.wait(params.runId, timeout_s)
+    record = await call.gateway.actors.registry.wait(params.runId, timeout_s)
     if record is None:
         return {"runId": params.runId, "status": "timeout"}
     result: dict[str, Any] = {"runId": record.run_id, "status": record.wait_status()}
@@ -282,7 +282,7 @@ def _row_view(gw: Host, row: Any, active: list[str], cache: dict[str, Any]) -> d
 
 async def sessions_list(call: Call, params: SessionsListParams) -> dict[str, Any]:
     gw = call.gateway
-    sup = gw.supervisor
+    sup = gw.actors.supervisor
     active_minutes = opt(params.activeMinutes)
     # Longer ago than the epoch is every session (and a time the store can hold).
     after = max(now_ms() - active_minutes * 60_000, 0) if active_minutes else None
@@ -304,7 +304,7 @@ async def sessions_list(call: Call, params: SessionsListParams) -> dict[str, Any
     limit = opt(params.limit)
     rows = rows[offset : offset + limit if limit else None]
     active: dict[str, list[str]] = {}
-    for rec in gw.registry.active():
+    for rec in gw.actors.registry.active():
         active.setdefault(rec.session_key, []).append(rec.run_id)
     cache: dict[str, Any] = {}
     return {
@@ -319,7 +319,7 @@ async def sessions_list(call: Call, params: SessionsListParams) -> dict[str, Any
 
 
 async def models_list(call: Call, params: ModelsListParams) -> dict[str, Any]:
-    gen = call.gateway.supervisor.generation
+    gen = call.gateway.actors.supervisor.generation
     agent_id = opt(params.agentId)
     session_key = opt(params.sessionKey)
     if agent_id is None and session_key and session_key.startswith("agent:"):

@@ -212,5 +212,5 @@ def register(methods: MethodTable) -> None:
 
 async def tools_invoke(call: Call, params: ToolsInvokeParams) -> dict[str, Any]:
     owner = call.conn.has_scope("operator.admin")
-    outcome = await invoke_gateway_tool(call.gateway.supervisor, params, owner=owner)
+    outcome = await invoke_gateway_tool(call.gateway.actors.supervisor, params, owner=owner)
     return outcome.rpc()

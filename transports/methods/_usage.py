@@ -97,7 +97,7 @@ def _range(
 
 
 def _agent(call: Call, agent_id: str | None) -> str:
-    gen = call.gateway.supervisor.generation
+    gen = call.gateway.actors.supervisor.generation
     try:
         return gen.agent(agent_id).id
     except GenerationError as exc:
@@ -117,11 +117,11 @@ async def usage_cost(call: Call, params: UsageCostParams) -> dict[str, Any]:
     if params.agentScope == "all" and params.agentId:
         raise invalid_request("agentScope=all cannot be combined with agentId")
     agent_id = None if params.agentScope == "all" else _agent(call, params.agentId)
-    store = UsageStore(call.gateway.supervisor.store)
+    store = UsageStore(call.gateway.actors.supervisor.store)
     recent = max(span.start_ms, span.end_ms - 400 * 86_400_000)
     step = span.calendar.slot_ms(recent, span.end_ms)
     slots = await store.by_slot(UsageScope(span.start_ms, span.end_ms, agent_id), step)
-    return cost_summary(slots, span, call.gateway.now_ms())
+    return cost_summary(slots, span, call.gateway.process.now_ms())
 
 
 def _usage_scope(call: Call, params: SessionsUsageParams) -> tuple[str | None, str | None]:
@@ -193,7 +193,7 @@ async def sessions_usage(call: Call, params: SessionsUsageParams) -> dict[str, A
     )
     agent_id, key = _usage_scope(call, params)
     family = opt(params.groupBy) == "family" or opt(params.includeHistorical) is True
-    sup = call.gateway.supervisor
+    sup = call.gateway.actors.supervisor
     store = UsageStore(sup.store)
     scope = UsageScope(span.start_ms, span.end_ms, agent_id, key)
     sums = await _sums(call, store, scope, span, agent_id)
@@ -216,7 +216,7 @@ async def sessions_usage(call: Call, params: SessionsUsageParams) -> dict[str, A
     quarters, tools = sums.slots, sums.tools
     totals, aggregates = fleet_aggregates(quarters, per_unit, tools, activity, day)
     return {
-        "updatedAt": call.gateway.now_ms(),
+        "updatedAt": call.gateway.process.now_ms(),
         "startDate": span.start_date,
         "endDate": span.end_date,
         "sessions": entries,
@@ -259,7 +259,9 @@ async def _sums(
         sums.activity = await store.activity(scope, step)
 
     async def rows() -> None:
-        listed = await call.gateway.supervisor.store.list_sessions(limit=None, agent_id=agent_id)
+        listed = await call.gateway.actors.supervisor.store.list_sessions(
+            limit=None, agent_id=agent_id
+        )
         sums.rows = {r.key: r for r in listed}
 
     async with trio.open_nursery() as nursery:
@@ -321,7 +323,7 @@ async def _transcript(call: Call, params: SessionUsageParams, what: str) -> tupl
     if not params.key.strip():
         raise invalid_request(f"key is required for {what}")
     key = key_of(call, params.key, params.agentId)
-    store = call.gateway.supervisor.store
+    store = call.gateway.actors.supervisor.store
     row = await store.get_session(key)
     if row is None:
         raise invalid_request(f"Invalid session key: {params.key}")
@@ -333,13 +335,13 @@ async def usage_timeseries(call: Call, params: SessionUsageParams) -> dict[str, 
     session_id, messages = await _transcript(call, params, "timeseries")
     if not messages:
         raise invalid_request(f"No transcript found for session: {params.key}")
-    prices = PriceTable.for_config(call.gateway.supervisor.generation.config)
+    prices = PriceTable.for_config(call.gateway.actors.supervisor.generation.config)
     return session_timeseries(session_id, messages, prices, max_points=200)
 
 
 async def usage_logs(call: Call, params: SessionUsageParams) -> dict[str, Any]:
     _, messages = await _transcript(call, params, "logs")
-    prices = PriceTable.for_config(call.gateway.supervisor.generation.config)
+    prices = PriceTable.for_config(call.gateway.actors.supervisor.generation.config)
     limit = min(params.limit or 200, 1000)
     return {"logs": session_logs(messages, prices, limit=limit)}
 
@@ -347,8 +349,8 @@ async def usage_logs(call: Call, params: SessionUsageParams) -> dict[str, Any]:
 async def usage_cost_text(call: Call, agent_id: str, key: str, session_id: str) -> str:
     """`/usage cost`: this session's cost and tokens, today's and the last 30 days' cost
     (of the session's agent, days in the gateway's time), as OpenClaw words it."""
-    store = UsageStore(call.gateway.supervisor.store)
-    now = call.gateway.now_ms()
+    store = UsageStore(call.gateway.actors.supervisor.store)
+    now = call.gateway.process.now_ms()
     own = await store.by_session(UsageScope(0, now, session_key=key))
     session = totals_view(sb.bucket for sb in own if sb.session_id == session_id)
     span = resolve_range(resolve_calendar("gateway", None, None), range_name="30d", now_ms=now)

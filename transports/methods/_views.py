@@ -135,10 +135,10 @@ def agent_view(gen: ModelRuntimeGeneration, agent_id: str) -> dict[str, Any]:
 
 def agents_view(gw: Host) -> dict[str, Any]:
     """`agents.list`: the generation's agents."""
-    gen = gw.supervisor.generation
+    gen = gw.actors.supervisor.generation
     agents = [agent_view(gen, agent_id) for agent_id in gen.agents]
     for agent in agents:
-        agent.setdefault("workspace", str(gw.state_dir / "workspaces" / agent["id"]))
+        agent.setdefault("workspace", str(gw.process.state_dir / "workspaces" / agent["id"]))
     return {
         "defaultId": gen.default_agent,
         "ownership": "sole",
@@ -159,7 +159,7 @@ def session_view(
     """A session as `sessions.describe` / `sessions.list` show it: the row, plus the model
     a run would use now, its context window, and the context tokens of the last run.
     `cache` (one dict per listing) keeps the model lookups of rows that share a model."""
-    gen = gw.supervisor.generation
+    gen = gw.actors.supervisor.generation
     data = msgspec.to_builtins(row)
     assert isinstance(data, dict)
     ref = model_ref(gen, row.agentId, row)
@@ -174,7 +174,7 @@ def session_view(
     active = (
         active_run_ids
         if active_run_ids is not None
-        else [r.run_id for r in gw.registry.active() if r.session_key == row.key]
+        else [r.run_id for r in gw.actors.registry.active() if r.session_key == row.key]
     )
     data.update(
         kind=session_kind(row.key),

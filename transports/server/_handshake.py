@@ -335,7 +335,7 @@ class _Admission:
     def _check_origin(self) -> None:
         if not (self.peer.has_origin or self.is_browser_ui or self.is_webchat):
             return
-        ui = self.gw.supervisor.generation.config.gateway.controlUi
+        ui = self.gw.actors.supervisor.generation.config.gateway.controlUi
         decision = check_origin(
             self.peer.origin,
             host=self.peer.host,
@@ -353,9 +353,9 @@ class _Admission:
     async def _shared_auth(self) -> _AuthResult:
         """Step 3. A wrong token is counted now (with the loopback delay) unless a device
         came along: then it may be a device token, and counts only if that fails too."""
-        if self.gw.auth.mode != "token":
+        if self.gw.trust.auth.mode != "token":
             return _AuthResult(True, "none")
-        expected = self.gw.auth.token
+        expected = self.gw.trust.auth.token
         assert expected is not None
         if not self.token:
             return _AuthResult(False, "token", "token_missing")
@@ -441,8 +441,12 @@ class _Admission:
         check = self.limiter.check(self.rate_key, SCOPE_DEVICE_TOKEN)
         if not check.allowed:
             return _AuthResult(False, auth.method, "rate_limited", check.retry_after_ms)
-        reason = self.gw.pairing.verify_token(
-            self.device.id, candidate, role=self.role, scopes=self.scopes, now=self.gw.now_ms()
+        reason = self.gw.trust.pairing.verify_token(
+            self.device.id,
+            candidate,
+            role=self.role,
+            scopes=self.scopes,
+            now=self.gw.process.now_ms(),
         )
         if reason is None:
             self.limiter.reset(self.rate_key, SCOPE_DEVICE_TOKEN)
@@ -462,8 +466,8 @@ class _Admission:
         self, proof: DeviceProof, auth: _AuthResult
     ) -> tuple[str, int] | None:
         """Steps 7 and 8. Returns the device token to hand out (and when it was issued)."""
-        store = self.gw.pairing
-        now = self.gw.now_ms()
+        store = self.gw.trust.pairing
+        now = self.gw.process.now_ms()
         client = self.params.client
         backend = self.client_id == "gateway-client" and self.client_mode == "backend"
         skip_backend = (
@@ -473,7 +477,7 @@ class _Admission:
             and auth.method != "device-token"
         )
         ui_auth_none = (
-            self.is_operator_ui and self.role == "operator" and self.gw.auth.mode == "none"
+            self.is_operator_ui and self.role == "operator" and self.gw.trust.auth.mode == "none"
         )
         paired = store.paired(proof.device_id)
         is_paired = paired is not None and paired.publicKey == proof.public_key
@@ -507,10 +511,10 @@ class _Admission:
         return token.token, token.rotatedAtMs or token.createdAtMs
 
     async def _refresh_pairing(self) -> None:
-        await self._pairing_io(self.gw.pairing.refresh)
+        await self._pairing_io(self.gw.trust.pairing.refresh)
 
     async def _flush(self) -> None:
-        await self._pairing_io(self.gw.pairing.flush)
+        await self._pairing_io(self.gw.trust.pairing.flush)
 
     async def _pairing_io(self, io: Callable[[], Awaitable[None]]) -> None:
         """The pairing file read or written; when it cannot be, the connect is refused as
@@ -542,9 +546,8 @@ class _Admission:
         return True
 
     async def _require_pairing(self, reason: str, proof: DeviceProof, existing: Any) -> None:
-        gw = self.gw
-        store = gw.pairing
-        now = gw.now_ms()
+        trust, now = self.gw.trust, self.gw.process.now_ms()
+        store = trust.pairing
         client = self.params.client
         silent = self._silent(reason, existing)
         result = store.request(
@@ -564,7 +567,7 @@ class _Admission:
             now=now,
         )
         for old in result.superseded:
-            gw.pairing_event("device.pair.resolved", _resolved(old, "rejected", now))
+            trust.pairing_event("device.pair.resolved", _resolved(old, "rejected", now))
         if result.request.silent:
             caller = list(
                 dict.fromkeys([*self.scopes, *(existing.access_scopes() if existing else [])])
@@ -580,13 +583,14 @@ class _Admission:
                 log.info(
                     "device pairing auto-approved device=%s role=%s", proof.device_id, self.role
                 )
-                gw.pairing_event("device.pair.resolved", _resolved(result.request, "approved", now))
+                resolved = _resolved(result.request, "approved", now)
+                trust.pairing_event("device.pair.resolved", resolved)
                 for gone in store.prune_superseded_silent(
-                    proof.device_id, connected=gw.connected_device_ids(), now=now
+                    proof.device_id, connected=trust.connected_device_ids(), now=now
                 ):
-                    gw.disconnect_device(gone.deviceId, "device-pair-removed")
+                    trust.disconnect_device(gone.deviceId, "device-pair-removed")
         elif result.created:
-            gw.pairing_event("device.pair.requested", result.request.public())
+            trust.pairing_event("device.pair.requested", result.request.public())
         live = store.paired(proof.device_id)
         client_family = _opt(client.deviceFamily)
         if (
@@ -599,7 +603,7 @@ class _Admission:
             return
         pending = store.pending(result.request.requestId, now=now)
         if result.request.silent and pending is not None:
-            gw.pairing_event("device.pair.requested", pending.public())
+            trust.pairing_event("device.pair.requested", pending.public())
         await self._flush()
         requirement, hint = _PAIRING[reason]
         message = f"pairing required: {requirement}"
