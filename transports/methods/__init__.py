@@ -17,7 +17,7 @@ roles: `actors` (`Actors`: what runs), `trust` (`Trust`: who may do what) and `p
   `_agent_files` (`agents.files.*`, `agents.workspace.*`: an agent's bootstrap files and
   its workspace, confined to it), `_config_form` (`config.schema`, `config.schema.lookup`,
   `config.openFile`: the Control UI's config form), `_branches` (`sessions.rewind`,
-  `sessions.fork`, `sessions.branches.list/switch`), `_diagnostics`
+  `sessions.fork`, `sessions.branches.list/switch`), `_previews` (`sessions.preview`), `_diagnostics`
   (`diagnostics.stability`, `gateway.identity.get`), `_memory` (`memory.search`,
   `doctor.memory.*`); views in `_views` and `_status`.
 - What the reader does before a handler task exists: `Methods.route` (`_routing`: the
