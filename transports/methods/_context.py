@@ -16,8 +16,8 @@ through its `Call` (`call.gateway`, `call.conn`).
   prefs, and the `device.pair.*` / `users.prefs.changed` events and closing a device's
   connections that go with them) and `process` (`Process`: this process as a node: version,
   boot, state dir and config path, listeners, connections, the dashboard sampler, the
-  clock, presence and the cluster's view). The gateway builds each once
-  (`transports.server._roles`).
+  clock, presence and the cluster's view). The `Gateway` is all three, each seen only
+  through its role's Protocol.
 - `Call`: one request as its handler sees it: the two above, the frame, its cancel scope
   and its place in its session's submission order; `MethodTable`: where a method module
   adds its handlers (`_table.Methods`).

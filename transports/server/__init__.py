@@ -4,9 +4,8 @@
   store, the publisher, the cron scheduler and (with cluster config) the node, listens,
   accepts, and serves each socket as WebSocket or plain HTTP. `GatewayOptions` is what the
   CLI hands it.
-- `_roles`: the gateway as the methods see it (`methods.Host`): `GatewayActors` (what runs),
-  `GatewayTrust` (who may do what), `GatewayProcess` (this process as a node), each built
-  once by `Gateway` and reading through to it.
+  The methods see it through three roles (`methods.Host`: `actors`, `trust`, `process`),
+  each the gateway itself typed as that role's Protocol.
 - `_handshake`: the `connect` admission in OpenClaw's order (protocol, origin, auth, device
   identity, pairing, scopes) -> `Admitted`.
 - `_connection`: one client after its upgrade: the handshake, then one reader and the

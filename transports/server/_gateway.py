@@ -96,7 +96,6 @@ from ..websocket import CLOSE_GOING_AWAY, CLOSE_POLICY, WebSocketServerConnectio
 from ._connection import ClientConnection
 from ._connlog import log_connection_closed, log_connection_opened
 from ._handshake import Admitted
-from ._roles import GatewayActors, GatewayProcess, GatewayTrust
 from ._startup import open_gateway_documents, tune_gc
 from ._state_lock import open_listeners, own_state_dir
 from ._version import VERSION
@@ -179,8 +178,6 @@ class Gateway:
         self.node: ClusterNode | None = None  # with cluster.redis.url
         self.config_document: ConfigDocument | None = None  # a cluster on PostgreSQL
         self.router: Router | None = None  # sessions across the cluster's nodes
-        self.actors, self.trust = GatewayActors(self), GatewayTrust(self)
-        self.process = GatewayProcess(self)  # the methods' view: `methods.Host`'s roles
         self.methods = Methods(self)
         self.connections: dict[str, ClientConnection] = {}
         self.approvals, self.questions, self.cards = operator_desks(supervisor, self.connections)
@@ -228,6 +225,20 @@ class Gateway:
         )
 
     # --- trust: peers, origins, pairing events -----------------------------------------
+
+    # The methods' roles (`methods.Host`): the gateway itself, each seen only through its
+    # role's Protocol (`methods.Actors`, `Trust`, `Process`), which it satisfies as it is.
+    @property
+    def actors(self) -> Gateway:
+        return self
+
+    @property
+    def trust(self) -> Gateway:
+        return self
+
+    @property
+    def process(self) -> Gateway:
+        return self
 
     def is_local_address(self, address: str) -> bool:
         return is_loopback_address(address) and address not in self.remote_peer_addresses
