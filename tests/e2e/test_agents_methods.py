@@ -124,6 +124,15 @@ async def test_create_update_delete_change_the_config_and_the_serving_generation
             await refused(c, "agents.delete", {"agentId": "ops-bot"})
 
 
+async def test_a_relative_workspace_is_under_the_state_dir(tmp_path: Path) -> None:
+    with trio.fail_after(20):
+        async with agents_gateway(tmp_path) as (_, path, c):
+            created = await call(c, "agents.create", {"name": "rel", "workspace": "team/rel"})
+    expected = tmp_path / "state" / "workspaces" / "team" / "rel"
+    assert created["workspace"] == str(expected)
+    assert roster(path)[1]["workspace"] == str(expected)
+
+
 async def test_a_stale_base_is_retried_not_lost(tmp_path: Path) -> None:
     """Two creates at once: each is a compare-and-set, so both agents end up listed."""
     with trio.fail_after(20):

@@ -9,8 +9,8 @@ serves it). Shapes and checks follow OpenClaw 2026.9.6:
 
 - `agents.create {name, workspace?, model?, emoji?, avatar?}`: the id is the name made an
   agent id (`[a-z0-9][a-z0-9_-]{0,63}`); a name with no letter or digit, an id that exists
-  and the reserved ids are refused. The entry records `name`, `workspace` (when given) and
-  `model`; `identity` {name, emoji, avatar}, also written into the workspace's `IDENTITY.md`
+  and the reserved ids are refused. The entry records `name`, `workspace` (when given; a
+  relative one is under the state dir's `workspaces/`) and `model`; `identity` {name, emoji, avatar}, also written into the workspace's `IDENTITY.md`
   (its `- Name:` / `- Emoji:` / `- Avatar:` lines replaced or added, the rest kept). When
   `agents.list` was empty (one implicit default agent), that agent is listed first so it
   stays. Answer `{ok, agentId, name, workspace, model?}`.
@@ -122,10 +122,15 @@ async def _change_roster(call: Call, reason: str, change: Any) -> Any:
     raise AssertionError("unreachable")
 
 
-def _workspace_param(raw: str | None) -> str | None:
+def _workspace_param(call: Call, raw: str | None) -> str | None:
+    """A `workspace` param as the absolute path the config records: `~` expanded, and a
+    relative path under the state dir's `workspaces/` (never the gateway's working dir)."""
     if raw is None or not raw.strip():
         return None
-    return os.path.abspath(os.path.expanduser(raw.strip()))
+    path = os.path.expanduser(raw.strip())
+    if not os.path.isabs(path):
+        path = os.path.join(call.gateway.process.state_dir, "workspaces", path)
+    return os.path.abspath(path)
 
 
 async def agents_create(call: Call, params: AgentsCreateParams) -> dict[str, Any]:
@@ -138,7 +143,7 @@ async def agents_create(call: Call, params: AgentsCreateParams) -> dict[str, Any
         )
     if agent_id in RESERVED_AGENT_IDS:
         raise invalid_request(f'"{agent_id}" is reserved')
-    workspace = _workspace_param(opt(params.workspace))
+    workspace = _workspace_param(call, opt(params.workspace))
     model = (opt(params.model) or "").strip() or None
     identity = {
         k: v
@@ -186,7 +191,7 @@ async def agents_update(call: Call, params: AgentsUpdateParams) -> dict[str, Any
             f"agentRuntime {runtime!r}: clawlane runs every agent on its embedded runtime (auto)"
         )
     name = _line(opt(params.name))
-    workspace = _workspace_param(opt(params.workspace))
+    workspace = _workspace_param(call, opt(params.workspace))
     identity = {
         k: v
         for k, v in (
