@@ -204,7 +204,7 @@ async def _report_interrupted(sup: Supervisor, row: JournalRow, accepted: Accept
             row=stored,
             session_id=stored.sessionId,
             entries=entries,
-            calls=usage if entries else (),  # its lines count in the usage reports
+            usage=usage if entries else None,  # its lines count in the usage reports
         )
     )
     actor.forget_transcript()  # the next run reads what was just written

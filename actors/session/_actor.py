@@ -727,9 +727,9 @@ class SessionActor:
                 session_id=row.sessionId,
                 entries=entries,
                 on_commit=commit,  # the run's usage goes with its transcript
-                calls=usage_write(self, row.sessionId, messages, self.services.generation().config)
+                usage=usage_write(self, row.sessionId, messages, self.services.generation().config)
                 if entries
-                else (),
+                else None,
             )
         )
         return EndWrite(commit, [e for e in entries if isinstance(e, MessageEntry)])

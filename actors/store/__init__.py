@@ -16,7 +16,7 @@
 - `_exec_approvals`: the host exec approvals document (`ExecApprovalsDocument`: one row,
   compare-and-set by its hash; `ExecApprovalsChanged` when it moved on).
 - `_usage`: the usage aggregates (`UsageStore`), added as runs end in the same transaction
-  as their transcript (`usage_write` in `WriteGroup.calls`).
+  as their transcript (`usage_write` in `WriteGroup.usage`), merged per write batch.
 - `_backlog`: writes that wait while the store's channel is full, fed to it in order.
 
 A write that fails is reported, never taken for success: `StoreError` (under `ActorError`).

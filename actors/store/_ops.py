@@ -32,6 +32,7 @@ from .._errors import FencedOut, StoreError
 from ._journal import END_UNLESS_ENDED, JournalRow
 
 __all__ = [
+    "AddUsage",
     "Append",
     "Barrier",
     "Call",
@@ -179,8 +180,10 @@ class WriteGroup:
       block. (`Store.commit_durable` waits instead and takes none.)
     - `fence`: the session's lease token; with it the group is refused whole when the store
       holds a newer token for that key.
-    - `calls`: other modules' statements run in the same transaction, after the rest (a run's
-      usage aggregates, `actors.store._usage`)."""
+    - `usage`: the run's usage aggregates (`actors.store._usage`), added in the same
+      transaction; the backends merge a batch's usage rows and upsert them once, at the
+      batch's end (a run's own statements would cut the batch's multi-row inserts).
+    - `calls`: other modules' statements run in the same transaction, after the rest."""
 
     run: JournalRow | None = None
     row: SessionRow | None = None
@@ -188,7 +191,18 @@ class WriteGroup:
     entries: Sequence[TranscriptEntry] = ()
     on_commit: Callable[[StoreError | None], None] | None = None
     fence: Fence | None = None
+    usage: AddUsage | None = None
     calls: Sequence[Callable[[SqlConnection], object]] = ()
+
+
+@attrs.frozen(eq=False)
+class AddUsage:
+    """Rows to add to the usage aggregates (`actors.store._usage`: `usage_write` makes
+    them, `UsageBatch` merges a batch's and upserts them): `buckets` in `usage_buckets`'
+    column order, `tools` in `usage_tools`'."""
+
+    buckets: tuple[tuple[Any, ...], ...]
+    tools: tuple[tuple[Any, ...], ...]
 
 
 @attrs.frozen(eq=False)
@@ -197,7 +211,7 @@ class Group:
     group is refused whole (its parts' own fences are not looked at). A fenced group with
     no writes only advances its key's token (`Store.advance_fence`)."""
 
-    writes: tuple[PutRow | Append | PutRun | Call, ...]
+    writes: tuple[PutRow | Append | PutRun | AddUsage | Call, ...]
     waiter: Waiter | None = None
     fence: Fence | None = None
 
@@ -315,7 +329,7 @@ class Fences:
 def put_checked(
     op: PutRow | Append | PutRun | Group,
     fences: Fences | None,
-    put: Callable[[PutRow | Append | PutRun | Call], None],
+    put: Callable[[PutRow | Append | PutRun | AddUsage | Call], None],
 ) -> FencedOut | None:
     """A row, entries or journal write of a batch (a `Group`'s writes together) handed to
     the backend's `put`, unless its fence is refused: then the refusal, and nothing is

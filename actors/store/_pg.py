@@ -55,6 +55,7 @@ from psycopg.conninfo import conninfo_to_dict
 from .._errors import StoreError
 from . import _usage
 from ._ops import (
+    AddUsage,
     Append,
     Call,
     Fences,
@@ -509,7 +510,7 @@ class _Gathered:
     delete, another module's statements, the commit) flushes them: one statement per table.
     """
 
-    __slots__ = ("conn", "entries", "next_seq", "rows", "runs")
+    __slots__ = ("conn", "entries", "next_seq", "rows", "runs", "usage")
 
     def __init__(self, conn: psycopg.Connection[Any], next_seq: dict[str, int]) -> None:
         self.conn = conn
@@ -517,13 +518,16 @@ class _Gathered:
         self.rows: dict[str, PutRow] = {}  # the last write of a key wins
         self.entries: tuple[list[str], list[int], list[str], list[bytes]] = ([], [], [], [])
         self.runs: tuple[list[str], list[int | None], list[bytes]] = ([], [], [])
+        self.usage = _usage.UsageBatch()
 
-    def put(self, op: PutRow | Append | PutRun | Call) -> None:
+    def put(self, op: PutRow | Append | PutRun | AddUsage | Call) -> None:
         if isinstance(op, PutRow):
             self.rows.pop(op.key, None)
             self.rows[op.key] = op
         elif isinstance(op, Append):
             self.append(op)
+        elif isinstance(op, AddUsage):
+            self.usage.add(op)
         elif isinstance(op, Call):  # a group's other statements, after what it wrote so far
             self.flush()
             op.fn(_Qmark(self.conn))
@@ -567,3 +571,8 @@ class _Gathered:
         if self.runs[0]:
             conn.execute(_INSERT_RUNS, self.runs)
             self.runs = ([], [], [])
+        self.usage.flush(self._executemany)
+
+    def _executemany(self, sql: str, rows: list[list[Any]]) -> None:
+        with self.conn.cursor() as cur:  # one round trip for all rows (psycopg's pipeline)
+            cur.executemany(sql.replace("?", "%s"), rows)

@@ -29,6 +29,7 @@ from typing import Any, Final, TypeVar
 from .._errors import StoreError
 from . import _journal, _usage
 from ._ops import (
+    AddUsage,
     Append,
     Barrier,
     Call,
@@ -221,7 +222,7 @@ class _Runs:
     see them in the table (a delete, another module's statements, the commit) flushes them
     as multi-row statements."""
 
-    __slots__ = ("conn", "entries", "next_seq", "rows", "runs")
+    __slots__ = ("conn", "entries", "next_seq", "rows", "runs", "usage")
 
     def __init__(self, conn: sqlite3.Connection, next_seq: dict[str, int]) -> None:
         self.conn = conn
@@ -229,12 +230,15 @@ class _Runs:
         self.rows: list[tuple[str, str, str, int, bytes]] = []
         self.entries: list[tuple[str, int, str, bytes]] = []
         self.runs: list[Any] = []  # flat: `_journal.WIDTH` values a row
+        self.usage = _usage.UsageBatch()
 
-    def put(self, op: PutRow | Append | PutRun | Call) -> None:
+    def put(self, op: PutRow | Append | PutRun | AddUsage | Call) -> None:
         if isinstance(op, PutRow):
             self.rows.append((op.key, op.agent_id, op.session_id, op.updated_at, op.body))
         elif isinstance(op, Append):
             self.append(op)
+        elif isinstance(op, AddUsage):
+            self.usage.add(op)
         elif isinstance(op, Call):  # a group's other statements, after what it wrote so far
             self.flush()
             op.fn(self.conn)
@@ -270,6 +274,7 @@ class _Runs:
         if runs:
             _insert_flat(conn, _journal.PUT_HEAD, _journal.WIDTH, runs)
             runs.clear()
+        self.usage.flush(conn.executemany)
 
 
 def write_batch(

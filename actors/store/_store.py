@@ -70,6 +70,7 @@ from .._metrics import COMMIT_BUCKETS, Histogram
 from . import _journal
 from ._journal import JournalRow
 from ._ops import (
+    AddUsage,
     Append,
     Barrier,
     Call,
@@ -378,12 +379,14 @@ class Store:
         return [r for r in last.values() if not r.ended or (r.ended_at or 0) >= since_ms]
 
     def _group(self, group: WriteGroup) -> Group:
-        parts: list[PutRow | Append | PutRun | Call] = []
+        parts: list[PutRow | Append | PutRun | AddUsage | Call] = []
         if group.entries:
             assert group.session_id is not None
             parts.append(self._append_op(group.session_id, group.entries, None))
         if group.row is not None:
             parts.append(self._put_op(group.row, None, None))
+        if group.usage is not None:
+            parts.append(group.usage)
         parts.extend(Call(fn) for fn in group.calls)
         if group.run is not None:
             parts.append(PutRun(group.run))

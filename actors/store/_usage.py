@@ -7,8 +7,8 @@ Two tables in the gateway's store, on either backend (portable SQL, `?` placehol
   tokens and cost by kind, calls, missing costs, messages by role, tool calls and results,
   errors, latency (count, sum, least, greatest), first and last message time; with the
   session's key and agent. A run's end adds its buckets (`usage_write`) in the same
-  transaction as its transcript entries (`WriteGroup.calls`), so the aggregates hold exactly
-  what the transcripts hold.
+  transaction as its transcript entries (`WriteGroup.usage`), so the aggregates hold exactly
+  what the transcripts hold; a write batch merges its runs' rows first (`UsageBatch`).
 - `usage_tools`: the tool calls of each session and quarter hour, by tool (a report hangs
   them on one of that quarter's buckets).
 
@@ -30,7 +30,7 @@ from runtime.llm import Message
 from runtime.model import Config
 from runtime.usage import ADDED, Bucket, PriceTable, StoredBucket, rollup_messages
 
-from ._ops import SqlConnection
+from ._ops import AddUsage, SqlConnection
 
 _T = TypeVar("_T")
 
@@ -41,7 +41,7 @@ class _Reader(Protocol):
     async def read(self, fn: Callable[[SqlConnection], _T]) -> _T: ...
 
 
-__all__ = ["SCHEMA", "UsageScope", "UsageStore", "usage_write"]
+__all__ = ["SCHEMA", "UsageBatch", "UsageScope", "UsageStore", "usage_write"]
 
 _FLOATS: Final = frozenset(
     {
@@ -138,31 +138,88 @@ class _Session(Protocol):
 
 def usage_write(
     session: _Session, session_id: str, messages: Sequence[Message], config: Config
-) -> tuple[Callable[[SqlConnection], object]]:
-    """The statements that add a run's `messages` (priced by `config`) to the aggregates of
-    `session` (its agent and key), for `WriteGroup.calls`: run in the writer's transaction."""
+) -> AddUsage | None:
+    """The rows that add a run's `messages` (priced by `config`) to the aggregates of
+    `session` (its agent and key), for `WriteGroup.usage` (None: nothing to add)."""
     rollup = rollup_messages(messages, PriceTable.for_config(config))
+    if not rollup.buckets and not rollup.tools:
+        return None
     agent_id, session_key = session.agent_id, session.key
     if telemetry.STATE.on:  # OpenClaw's openclaw.cost.usd, per provider and model
         for b in rollup.buckets.values():
             if b.total_cost:
                 where = {"openclaw.provider": b.provider, "openclaw.model": b.model}
                 telemetry.record("cost.usd", b.total_cost, {**where, "openclaw.agent": agent_id})
-    bucket_rows = [
-        (session_id, b.bucket, b.provider, b.model, agent_id, session_key, *_values(b))
-        for b in rollup.buckets.values()
-    ]
-    tool_rows = [
-        (session_id, q, name, agent_id, session_key, n) for (q, name), n in rollup.tools.items()
-    ]
+    return AddUsage(
+        tuple(
+            (session_id, b.bucket, b.provider, b.model, agent_id, session_key, *_values(b))
+            for b in rollup.buckets.values()
+        ),
+        tuple(
+            (session_id, q, name, agent_id, session_key, n) for (q, name), n in rollup.tools.items()
+        ),
+    )
 
-    def write(conn: SqlConnection) -> None:
-        for row in bucket_rows:
-            conn.execute(_UPSERT_BUCKET, row)
-        for tool_row in tool_rows:
-            conn.execute(_UPSERT_TOOL, tool_row)
 
-    return (write,)
+_KEY: Final = 4
+"""A bucket row's key columns (session, quarter, provider, model), then agent and key."""
+_AT: Final = {c: _KEY + 2 + i for i, c in enumerate(_COLUMNS)}
+_ADDED_AT: Final = tuple(_AT[c] for c in ADDED)
+
+
+def _merged(old: list[Any], new: tuple[Any, ...]) -> None:
+    """`new` (a bucket row of the same key) added into `old`, as `_UPSERT_BUCKET` adds."""
+    old[_KEY : _KEY + 2] = new[_KEY : _KEY + 2]  # the session's agent and key: the latest
+    for i in _ADDED_AT:
+        old[i] += new[i]
+    for c, pick in (
+        ("latency_min", min),
+        ("first_ts", min),
+        ("latency_max", max),
+        ("last_ts", max),
+    ):
+        i = _AT[c]
+        if new[i] is not None:
+            old[i] = new[i] if old[i] is None else pick(old[i], new[i])
+
+
+class UsageBatch:
+    """The usage rows of one write batch, merged by key: the backends' gatherers add each
+    committed group's `AddUsage` and upsert what they hold when they flush (one statement
+    per bucket and tool the batch touched, whatever the number of runs)."""
+
+    __slots__ = ("buckets", "tools")
+
+    def __init__(self) -> None:
+        self.buckets: dict[tuple[Any, ...], list[Any]] = {}
+        self.tools: dict[tuple[Any, ...], list[Any]] = {}
+
+    def add(self, op: AddUsage) -> None:
+        for row in op.buckets:
+            key = row[:_KEY]
+            held = self.buckets.get(key)
+            if held is None:
+                self.buckets[key] = list(row)
+            else:
+                _merged(held, row)
+        for tool in op.tools:
+            key = tool[:3]
+            held = self.tools.get(key)
+            if held is None:
+                self.tools[key] = list(tool)
+            else:
+                held[3:5] = tool[3:5]
+                held[5] += tool[5]
+
+    def flush(self, executemany: Callable[[str, list[list[Any]]], object]) -> None:
+        """Upsert what is held (`executemany(sql, rows)` with `?` placeholders), then hold
+        nothing."""
+        if self.buckets:
+            executemany(_UPSERT_BUCKET, list(self.buckets.values()))
+            self.buckets.clear()
+        if self.tools:
+            executemany(_UPSERT_TOOL, list(self.tools.values()))
+            self.tools.clear()
 
 
 def _summed(c: str) -> str:

@@ -61,11 +61,11 @@ async def test_runs_add_up_in_their_transaction_and_read_back_by_range(db: Db) -
                 await store.commit_durable(
                     WriteGroup(
                         row=row,
-                        calls=usage_write(_Session(), "sid-u", turn(ts, tokens, tool=tool), CONFIG),
+                        usage=usage_write(_Session(), "sid-u", turn(ts, tokens, tool=tool), CONFIG),
                     )
                 )
             await store.commit_durable(
-                WriteGroup(calls=usage_write(_Session(), "sid-u", turn(T0 + 3_600_000, 10), CONFIG))
+                WriteGroup(usage=usage_write(_Session(), "sid-u", turn(T0 + 3_600_000, 10), CONFIG))
             )
             usage = UsageStore(store)
             found = await usage.buckets(UsageScope(T0, T0 + 899_999))
@@ -113,10 +113,43 @@ async def test_a_refused_group_adds_no_usage(db: Db) -> None:
         async with open_store(backend=db.backend()) as store:
             await store.advance_fence(Fence("agent:main:u", 5))
             stale = WriteGroup(
-                calls=usage_write(_Session(), "sid-u", turn(T0, 100), CONFIG),
+                usage=usage_write(_Session(), "sid-u", turn(T0, 100), CONFIG),
                 row=new_session_row("agent:main:u", now_ms=T0, session_id="sid-u"),
                 fence=Fence("agent:main:u", 4),
             )
             with pytest.raises(FencedOut):
                 await store.commit_durable(stale)
             assert await UsageStore(store).buckets(UsageScope(0, T0 * 2)) == []
+
+
+async def test_a_batch_merges_its_runs_usage_and_leaves_out_a_refused_group(db: Db) -> None:
+    """Groups committed together are merged per bucket and tool before the upsert
+    (`UsageBatch`): the sums, least and greatest are those of the runs one by one, and a
+    group refused by its fence in the middle of the batch adds nothing."""
+    with trio.fail_after(20):
+        async with open_store(backend=db.backend()) as store:
+            await store.advance_fence(Fence("agent:main:u", 5))
+            ok_fence = Fence("agent:main:u", 5)
+            turns = [(T0 + 2_000, 100, True), (T0, 300, True), (T0 + 60_000, 50, False)]
+            for i, (ts, tokens, tool) in enumerate(turns):
+                store.commit_nowait(
+                    WriteGroup(
+                        usage=usage_write(_Session(), "sid-u", turn(ts, tokens, tool=tool), CONFIG),
+                        fence=ok_fence,
+                    )
+                )
+                if i == 0:  # a stale group between them: refused whole, its usage too
+                    stale = WriteGroup(
+                        usage=usage_write(_Session(), "sid-u", turn(T0, 7_000), CONFIG),
+                        row=new_session_row("agent:main:u", now_ms=T0, session_id="sid-u"),
+                        fence=Fence("agent:main:u", 4),
+                    )
+                    store.commit_nowait(stale)
+            await store.flush()
+            found = await UsageStore(store).buckets(UsageScope(T0, T0 + 899_999))
+            echo = next(sb for sb in found if sb.bucket.model == "echo")
+            b = echo.bucket
+            assert (b.calls, b.input, b.output) == (3, 450, 450)
+            assert (b.first_ts, b.last_ts) == (T0 + 1_000, T0 + 61_000)
+            assert (b.latency_count, b.latency_min, b.latency_max) == (3, 1000.0, 1000.0)
+            assert echo.tools == {"exec": 2}
