@@ -11,6 +11,6 @@ fi
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "clawlane: installing dependencies into $venv" >&2
   "$venv/bin/python" -m pip install -q --upgrade pip >&2
-  "$venv/bin/python" -m pip install -q -e "$root[dev,otel]" >&2
+  "$venv/bin/python" -m pip install -q -e "$root[dev,otel,memory]" >&2
   echo "$want" > "$stamp"
 fi

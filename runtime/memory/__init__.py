@@ -18,8 +18,10 @@ its workspace, searched through a per-agent index.
   30-day recency half-life for dated notes, `minScore` with keyword matches kept).
 - Embeddings (`_embed`): `memory.search.provider` as any OpenAI-compatible `/embeddings`
   endpoint (`remote.baseUrl`, `apiKey`, `headers`, `model`); vectors kept in the index per
-  endpoint and model, cached by text hash (`memory.search.cache.enabled`), compared by cosine
-  similarity. An endpoint that fails or does not answer within its timeout leaves keyword
+  endpoint and model as float32 blobs, cached by text hash (`memory.search.cache.enabled`),
+  compared by cosine similarity in memory (`_vectors`: a per-agent, per-model numpy float32
+  matrix with the `clawlane[memory]` extra, kept current as chunks change; a pure-Python
+  loop without it). An endpoint that fails or does not answer within its timeout leaves keyword
   results with a `warning` (never a failed search or run); `doctor.memory.status` with
   `probe` embeds one text to check it.
 - Tools (`_tools`): `memory_search` and `memory_get` (`memory_tools`), with OpenClaw's names,

@@ -1,5 +1,5 @@
 """Embeddings for the vector side of memory search: an OpenAI-compatible `/embeddings` client
-(`EmbeddingClient`) and the vector arithmetic (`pack`, `unpack`, `VectorTable`).
+(`EmbeddingClient`) and how a vector is kept (`pack`, `unpack`: float32 bytes).
 
 The client posts `{model, input: [texts]}` to `<baseUrl>/embeddings` with the configured key
 and headers, in batches of `BATCH` texts, and returns one vector per text, normalized to unit
@@ -8,10 +8,7 @@ the timeout, a status that is not 2xx, a body that is not the OpenAI shape, vect
 different lengths) is `EmbeddingFailed` with a one-line reason, which the search turns into a
 note on keyword results: the provider never fails a search or a run.
 
-`VectorTable` is one index's embedded chunks for one model, decoded once (and again only when
-the index changes), searched by brute force: cosine similarity against every chunk, in C
-through `math.dist` (no numpy in the default install). It grows with chunks x dimensions:
-`scripts/bench_memory` times it at 10,000 chunks (256 and 1,536 dimensions).
+The vectors in memory and their search are `_vectors.VectorTable`'s.
 """
 
 from __future__ import annotations
@@ -31,7 +28,6 @@ __all__ = [
     "EmbeddingClient",
     "EmbeddingFailed",
     "EmbeddingSettings",
-    "VectorTable",
     "pack",
     "unpack",
 ]
@@ -138,43 +134,7 @@ class EmbeddingClient:
         except msgspec.DecodeError as exc:
             raise EmbeddingFailed(f"{url} answered an unexpected body: {exc}") from exc
         if len(items) != len(batch) or any(not item.embedding for item in items):
-            raise EmbeddingFailed(
-                f"{url} answered {len(items)} embeddings for {len(batch)} texts"
-            )
+            raise EmbeddingFailed(f"{url} answered {len(items)} embeddings for {len(batch)} texts")
         if all(item.index >= 0 for item in items):
             items = sorted(items, key=lambda item: item.index)
         return [normalize(item.embedding) for item in items]
-
-
-@attrs.frozen
-class VectorRow:
-    id: int
-    path: str
-    start_line: int
-    end_line: int
-    text: str
-    vector: array.array[float]
-
-
-@attrs.define(eq=False)
-class VectorTable:
-    """One index's vectors for one model, tagged with the index revision they were read at."""
-
-    revision: int
-    rows: list[VectorRow]
-
-    def search(self, query: Sequence[float], limit: int) -> list[tuple[VectorRow, float]]:
-        """The `limit` rows most similar to `query` (a unit vector), with their cosine
-        similarity clamped to [0, 1]. Blocking (pure computation)."""
-        dims = len(query)
-        point = tuple(query)
-        dist = math.dist
-        # Unit vectors: |a - b|^2 = 2 - 2 cos(a, b); `math.dist` runs in C, about twice as
-        # fast as summing the products in Python.
-        scored = [
-            (max(0.0, 1.0 - dist(row.vector.tolist(), point) ** 2 / 2), row)
-            for row in self.rows
-            if len(row.vector) == dims
-        ]
-        scored.sort(key=lambda e: -e[0])
-        return [(row, score) for score, row in scored[:limit]]

@@ -13,7 +13,10 @@ rebuilt from the files, which are the truth; `status().rebuilt` says why it last
 Embeddings (the vector side, `_embed`): each chunk may carry one, filed under the endpoint and
 model that made it; a cache keyed by the chunk text's hash keeps them across re-chunking and
 rebuilt chunks (at most `EMBEDDING_CACHE_MAX`, least recently used dropped), so unchanged
-text is never embedded twice. `vector_table` decodes them once per index revision.
+text is never embedded twice. Vectors are stored as float32 blobs; `vector_search` compares a
+query with all of a model's vectors in memory (`_vectors.VectorTable`: a numpy matrix with the
+`memory` extra), read from the file once and then kept current as chunks are dropped or
+embedded, not read again on every change.
 
 Everything here blocks (SQLite, file I/O): callers run it in a worker thread. One lock per
 index serializes its users.
@@ -34,10 +37,10 @@ from typing import Final
 import attrs
 
 from ._chunks import chunk_markdown
-from ._embed import VectorRow, VectorTable, unpack
 from ._files import dated_day, list_memory_files
+from ._vectors import NUMPY, VectorTable
 
-__all__ = ["DEFAULT_MAX_INDEX_BYTES", "IndexStatus", "KeywordHit", "MemoryIndex"]
+__all__ = ["DEFAULT_MAX_INDEX_BYTES", "IndexStatus", "KeywordHit", "MemoryIndex", "VectorHit"]
 
 DEFAULT_MAX_INDEX_BYTES: Final = 64 * 1024 * 1024
 SNIPPET_MAX_CHARS: Final = 700
@@ -89,6 +92,18 @@ class KeywordHit:
 
 
 @attrs.frozen
+class VectorHit:
+    """A chunk close to the query: its place, its text and its cosine similarity."""
+
+    id: int
+    path: str
+    start_line: int
+    end_line: int
+    text: str
+    score: float
+
+
+@attrs.frozen
 class IndexStatus:
     files: int
     chunks: int
@@ -111,7 +126,12 @@ class MemoryIndex:
     """The index of one agent's memory files (see the module docstring). No I/O until used."""
 
     def __init__(
-        self, db_path: Path, workspace: Path, *, max_bytes: int = DEFAULT_MAX_INDEX_BYTES
+        self,
+        db_path: Path,
+        workspace: Path,
+        *,
+        max_bytes: int = DEFAULT_MAX_INDEX_BYTES,
+        numpy: bool = NUMPY,
     ) -> None:
         self.db_path = db_path
         self.workspace = workspace
@@ -123,6 +143,9 @@ class MemoryIndex:
         self.revision = 0
         """Bumped whenever the chunks or their embeddings change."""
         self._vectors: dict[str, VectorTable] = {}
+        """The vectors in memory, by model (loaded when first searched)."""
+        self.numpy = numpy
+        """Vector tables use numpy (False: the pure-Python side, as without the extra)."""
 
     # --- the database ---------------------------------------------------------------------
 
@@ -160,6 +183,7 @@ class MemoryIndex:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(f"{self.db_path}{suffix}")
         self._rebuilt = why
+        self._vectors.clear()
         self.revision += 1
 
     # --- keeping it current ---------------------------------------------------------------
@@ -217,9 +241,11 @@ class MemoryIndex:
             self.revision += 1
         return report.added + report.removed
 
-    @staticmethod
-    def _drop(db: sqlite3.Connection, rel: str) -> None:
+    def _drop(self, db: sqlite3.Connection, rel: str) -> None:
         ids = [row[0] for row in db.execute("SELECT id FROM chunks WHERE path = ?", (rel,))]
+        for table in self._vectors.values():
+            for i in ids:
+                table.discard(i)
         db.executemany("DELETE FROM chunks_fts WHERE rowid = ?", ((i,) for i in ids))
         db.execute("DELETE FROM chunks WHERE path = ?", (rel,))
         db.execute("DELETE FROM files WHERE path = ?", (rel,))
@@ -361,27 +387,61 @@ class MemoryIndex:
             except BaseException:
                 if db.in_transaction:
                     db.execute("ROLLBACK")
+                self._vectors.clear()  # they may hold vectors the file does not
                 raise
+            for name, table in self._vectors.items():
+                for i, _h, blob in rows:
+                    if name == model:
+                        table.put(i, blob)
+                    else:
+                        table.discard(i)
             self.revision += 1
 
     def vector_table(self, model: str) -> VectorTable:
-        """Every chunk embedded by `model`, decoded (reused while the index is unchanged).
-        Blocking."""
-        with self.lock:
-            table = self._vectors.get(model)
-            if table is not None and table.revision == self.revision:
-                return table
+        """The vectors of the chunks `model` embedded, in memory: read from the file when
+        first asked for, then kept current by the index. Call under `lock`. Blocking."""
+        table = self._vectors.get(model)
+        if table is None:
             db = self._connect()
-            rows = [
-                VectorRow(i, path, start, end, text, unpack(blob))
-                for i, path, start, end, text, blob in db.execute(
-                    "SELECT id, path, start_line, end_line, text, embedding FROM chunks"
-                    " WHERE model = ? AND embedding IS NOT NULL",
+            table = VectorTable(numpy=self.numpy)
+            table.load(
+                db.execute(
+                    "SELECT id, embedding FROM chunks WHERE model = ? AND embedding IS NOT NULL",
                     (model,),
                 )
-            ]
-            table = self._vectors[model] = VectorTable(self.revision, rows)
-            return table
+            )
+            self._vectors[model] = table
+        return table
+
+    def vector_search(self, model: str, query: Sequence[float], limit: int) -> list[VectorHit]:
+        """The `limit` chunks `model` embedded closest to `query` (a unit vector), best
+        first. Blocking."""
+        with self.lock:
+            try:
+                return self._vector_search(model, query, limit)
+            except sqlite3.DatabaseError as exc:
+                self._rebuild(f"index rebuilt after a database error: {exc}")
+                self._sync()
+                return self._vector_search(model, query, limit)
+
+    def _vector_search(self, model: str, query: Sequence[float], limit: int) -> list[VectorHit]:
+        found = self.vector_table(model).search(query, limit)
+        if not found:
+            return []
+        db = self._connect()
+        marks = ",".join("?" * len(found))
+        rows = {
+            row[0]: row
+            for row in db.execute(
+                f"SELECT id, path, start_line, end_line, text FROM chunks WHERE id IN ({marks})",
+                [i for i, _score in found],
+            )
+        }
+        return [
+            VectorHit(i, rows[i][1], rows[i][2], rows[i][3], rows[i][4], score)
+            for i, score in found
+            if i in rows
+        ]
 
     def status(self) -> IndexStatus:
         """What the index holds now (without syncing). Blocking."""

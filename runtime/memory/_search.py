@@ -33,7 +33,7 @@ import attrs
 import trio
 
 from ._embed import EmbeddingClient, EmbeddingFailed, pack
-from ._index import SNIPPET_MAX_CHARS, IndexStatus, KeywordHit, MemoryIndex
+from ._index import SNIPPET_MAX_CHARS, IndexStatus, KeywordHit, MemoryIndex, VectorHit
 from ._settings import EmbeddingSettings, MemorySettings
 
 __all__ = ["MemoryService", "SearchHit", "SearchOutcome", "rank"]
@@ -74,16 +74,6 @@ class SearchHit:
         out["snippet"] = self.snippet
         out["source"] = "memory"
         return out
-
-
-@attrs.frozen
-class VectorHit:
-    id: int
-    path: str
-    start_line: int
-    end_line: int
-    text: str
-    score: float
 
 
 def _decay(day: dt.date | None, today: dt.date, half_life_days: float) -> float:
@@ -257,8 +247,9 @@ class MemoryService:
             await self._catch_up(index, client, cache=settings.cache)
         with trio.move_on_at(deadline) as scope:
             (vector,) = await client.embed([query])
-            table = await trio.to_thread.run_sync(index.vector_table, client.identity)
-            found = await trio.to_thread.run_sync(table.search, vector, limit)
+            hits = await trio.to_thread.run_sync(
+                index.vector_search, client.identity, vector, limit
+            )
         if scope.cancelled_caught:
             raise EmbeddingFailed(
                 f"{embedding.base_url} did not answer within {embedding.timeout_s:g} s"
@@ -267,10 +258,6 @@ class MemoryService:
         if catching.cancelled_caught:
             pending = await trio.to_thread.run_sync(index.pending_embeddings, client.identity)
             note = PENDING_NOTE.format(pending=pending)
-        hits = [
-            VectorHit(row.id, row.path, row.start_line, row.end_line, row.text, score)
-            for row, score in found
-        ]
         return hits, note
 
     async def _catch_up(self, index: MemoryIndex, client: EmbeddingClient, *, cache: bool) -> None:
@@ -278,9 +265,7 @@ class MemoryService:
         round (each round kept as soon as it is in). Raises `EmbeddingFailed`."""
         model = client.identity
         while True:
-            pending = await trio.to_thread.run_sync(
-                index.chunks_for_embedding, model, _EMBED_ROUND
-            )
+            pending = await trio.to_thread.run_sync(index.chunks_for_embedding, model, _EMBED_ROUND)
             if not pending:
                 return
             hashes = [hashlib.sha256(text.encode()).hexdigest() for _i, text in pending]
