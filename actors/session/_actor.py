@@ -667,6 +667,7 @@ class SessionActor:
                 history_entries=functools.partial(services.store.load_entries, rec.session_id),
                 fallbacks=agent.fallbacks if not req.model_ref else (),
                 on_block=run.deliver_block,
+                row=self.row,
             )
             log_run_started(rec, spec.model_ref)  # issue 14: "run started" log line
             await run_turn(spec, run.emit, run.progress, run.turn)

@@ -102,7 +102,9 @@ class TurnCompactor:
                 tools=spec.tools,
                 system_prompt=self.system_prompt,
                 idle_timeout=spec.idle_timeout,
+                record=spec.memory_flush,
             )
+        self._flush.compaction_count = spec.compaction_count + len(self.result.compactions)
         usable = spec.compaction.enabled and self._flush.enabled(self.model)
         return self._flush if usable else None
 
@@ -111,9 +113,8 @@ class TurnCompactor:
         threshold (on the history, without the waiting user message). A checkpoint."""
         flush = self._memory_flush()
         if flush is not None and flush.due(self.tokens(), self.history):
-            await flush.run(
-                self.model, self.history, self.history, self.emit, self.spec.generation
-            )
+            await flush.run(self.model, self.history, self.emit, self.spec.generation)
+            self.result.memory_flush = flush.record
 
     async def _history_ids(self) -> list[str | None]:
         if self._ids is None:
@@ -191,10 +192,11 @@ class TurnCompactor:
         if plan is None:
             return False
         flush = self._memory_flush() if reason == "auto-threshold" else None
-        if flush is not None and not flush.ledger.flushed(self.spec.session_id, self.history):
+        if flush is not None and not flush.flushed():
             # Save what matters before the summary replaces it (after the run: the whole run).
             seen = items if whole_run else self.history
-            await flush.run(self.model, self.history, seen, self.emit, self.spec.generation)
+            await flush.run(self.model, seen, self.emit, self.spec.generation)
+            self.result.memory_flush = flush.record
         self.emit("compaction", {"phase": "start"})
         await self._fire_before(len(items), plan.cut - plan.start, tokens_before)
         summary = ""

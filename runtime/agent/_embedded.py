@@ -428,6 +428,7 @@ class _Turn:
             reasoning_level=self.session.row.reasoningLevel,
             history_entries=self._entries if self.host._store is not None else None,
             system_prompt=system_prompt,
+            row=self.session.row,
         )
         spec.max_attempts = self.host._retry_attempts
         await run_turn(spec, self.emit, self.progress, self.result)

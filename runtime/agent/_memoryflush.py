@@ -6,9 +6,11 @@ facts from a long session outlive the summary.
 - When: the context passes the flush threshold, `softThresholdTokens` (4000) below the
   compaction threshold (the prompt budget) and at most half of that budget below it, as
   OpenClaw's plan; or its text passes `forceFlushTranscriptBytes` (2 MiB); and always before
-  a compaction that would otherwise run unflushed. At most once per compaction cycle
-  (`FlushLedger`: the cycle is the session and the summary its context starts from) and once
-  per turn.
+  a compaction that would otherwise run unflushed. At most once per compaction cycle and
+  once per turn. The cycle is the session row's `compactionCount` (with the compactions of
+  the turn so far); the ledger is the row's `memoryFlush` (`MemoryFlushRecord`), where
+  OpenClaw keeps it, persisted with the row as the run ends: a restart, or another node of
+  a cluster, sees what was flushed.
 - What: a model turn on a private copy of the conversation (the history before the waiting
   user message, or the whole finished run after it) plus OpenClaw's flush prompt, with the
   flush system prompt appended to the run's, and the run's file and memory tools
@@ -20,18 +22,15 @@ facts from a long session outlive the summary.
 - Skipped when the run cannot write (no `write`/`edit` tool: a read-only workspace), when a
   plugin harness runs the model (it owns its context), and when the flush is disabled.
 - A flush that fails (provider error, bad `model`) is logged and the run goes on: it is
-  optional maintenance. Cancellation propagates.
-
-The ledger is in process memory (bounded): after a restart, or on another node of a
-cluster, a session near its threshold may flush once more in the same cycle.
+  optional maintenance. As OpenClaw's, the ledger counts it (`failed`, `failureCount`) and a
+  later turn of the cycle tries again; after `MAX_FLUSH_FAILURES` the cycle is given up
+  (`succeeded`). Cancellation propagates.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import logging
-from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any, Final
 
@@ -58,15 +57,18 @@ from ..loop._agent import (
 )
 from ..model._generation import GenerationError, ResolvedModel
 from ..model._settings import MemoryFlushSettings
-from ._compaction import ContextBudget, summary_of
+from ..sessions._sessions import MemoryFlushRecord
+from ._compaction import ContextBudget
 
 __all__ = [
     "FLUSH_PROMPT_MARKER",
-    "FlushLedger",
+    "MAX_FLUSH_FAILURES",
     "FlushTools",
     "MemoryFlush",
     "flush_prompts",
     "flush_threshold",
+    "flushed_in_cycle",
+    "next_record",
 ]
 
 log = logging.getLogger("clawlane.memory.flush")
@@ -151,33 +153,31 @@ def flush_threshold(budget: ContextBudget, settings: MemoryFlushSettings) -> int
     return max(0, threshold - soft)
 
 
-def _cycle(history: Sequence[Message]) -> str:
-    """The compaction cycle a context is in: the summary it starts from (none: the first)."""
-    summary = summary_of(history[0]) if history else None
-    if summary is None:
-        return ""
-    return hashlib.blake2b(summary.encode(), digest_size=12).hexdigest()
+MAX_FLUSH_FAILURES: Final = 3
+"""Failed flushes in a compaction cycle before it is given up (OpenClaw's)."""
 
 
-@attrs.define
-class FlushLedger:
-    """Which compaction cycle each session last flushed in (bounded: the oldest sessions are
-    forgotten first). Not a checkpoint; one per process (`LEDGER`)."""
-
-    capacity: int = 4096
-    _cycles: OrderedDict[str, str] = attrs.field(factory=OrderedDict)
-
-    def flushed(self, session_id: str, history: Sequence[Message]) -> bool:
-        return self._cycles.get(session_id) == _cycle(history)
-
-    def record(self, session_id: str, history: Sequence[Message]) -> None:
-        self._cycles[session_id] = _cycle(history)
-        self._cycles.move_to_end(session_id)
-        while len(self._cycles) > self.capacity:
-            self._cycles.popitem(last=False)
+def flushed_in_cycle(record: MemoryFlushRecord | None, compaction_count: int) -> bool:
+    """Has the session flushed in the cycle `compaction_count` names? (OpenClaw's
+    `hasAlreadyFlushedForCurrentCompaction`.)"""
+    return record is not None and record.compactionCount == compaction_count
 
 
-LEDGER: Final = FlushLedger()
+def next_record(
+    record: MemoryFlushRecord | None, compaction_count: int, *, ok: bool
+) -> MemoryFlushRecord:
+    """The ledger after a flush in the cycle `compaction_count`: `succeeded` there; or one
+    more failure, the cycle given up (`succeeded`) at `MAX_FLUSH_FAILURES`."""
+    if ok:
+        return MemoryFlushRecord(kind="succeeded", compactionCount=compaction_count)
+    failures = (record.failureCount or 0) + 1 if record and record.kind == "failed" else 1
+    if failures >= MAX_FLUSH_FAILURES:
+        log.warning(
+            "memory flush failed %d times; skipping it until the next compaction", failures
+        )
+        return MemoryFlushRecord(kind="succeeded", compactionCount=compaction_count)
+    last = record.compactionCount if record is not None else None
+    return MemoryFlushRecord(kind="failed", compactionCount=last, failureCount=failures)
 
 
 def _text_bytes(messages: Sequence[Message]) -> int:
@@ -208,9 +208,17 @@ class MemoryFlush:
     tools: ToolRunner
     system_prompt: str
     idle_timeout: float | None
-    ledger: FlushLedger = LEDGER
+    record: MemoryFlushRecord | None = None
+    """The ledger: the session row's `memoryFlush` (then this turn's flush's)."""
+    compaction_count: int = 0
+    """The cycle the context is in: the row's `compactionCount` plus this turn's
+    compactions (the compactor keeps it current)."""
     done: bool = False
     """This turn flushed already (or tried to)."""
+
+    def flushed(self) -> bool:
+        """Flushed in the current cycle (by this turn or an earlier one)."""
+        return flushed_in_cycle(self.record, self.compaction_count)
 
     def enabled(self, model: ResolvedModel) -> bool:
         plugin = model.harness is not None and not model.harness.builtin
@@ -224,21 +232,22 @@ class MemoryFlush:
         if not near:
             force = self.settings.force_bytes() or 0
             near = force > 0 and _text_bytes(history) >= force
-        return near and not self.ledger.flushed(self.session_id, history)
+        return near and not self.flushed()
 
     async def run(
-        self,
-        model: ResolvedModel,
-        history: Sequence[Message],
-        context: Sequence[Message],
-        emit: Any,
-        generation: Any,
+        self, model: ResolvedModel, context: Sequence[Message], emit: Any, generation: Any
     ) -> bool:
-        """Run the flush turn on a copy of `context` (the cycle is `history`'s); True when it
-        ran to its end. Emits the run's `run_status` phases. A checkpoint; a failure is
-        logged, cancellation propagates."""
+        """Run the flush turn on a copy of `context`; True when it ran to its end. Emits the
+        run's `run_status` phases and keeps the outcome in `record`. A checkpoint; a failure
+        is logged, cancellation propagates (the ledger left as it was)."""
         self.done = True
-        self.ledger.record(self.session_id, history)
+        ok = await self._run(model, context, emit, generation)
+        self.record = next_record(self.record, self.compaction_count, ok=ok)
+        return ok
+
+    async def _run(
+        self, model: ResolvedModel, context: Sequence[Message], emit: Any, generation: Any
+    ) -> bool:
         if self.settings.model:
             try:
                 model = generation.resolve(self.settings.model, agent_id=self.agent_id)

@@ -308,6 +308,7 @@ def ended_row(
         outputTokens=row.outputTokens + usage.output,
         totalTokens=row.totalTokens + usage.totalTokens,
         compactionCount=row.compactionCount + compactions,
+        memoryFlush=turn.memory_flush if turn and turn.memory_flush else row.memoryFlush,
         contextTokens=(
             turn.context_tokens
             if turn is not None and turn.context_tokens is not None

@@ -15,7 +15,7 @@ from ..hooks._registry import HookRegistry
 from ..llm._types import Message, UserMessage
 from ..loop._agent import NoTools, SteerInbox, ToolRunner
 from ..model._generation import ModelRuntimeGeneration, ResolvedModel, RunStores
-from ..sessions._sessions import TranscriptEntry
+from ..sessions._sessions import MemoryFlushRecord, TranscriptEntry
 from ._blocks import BlockFlusher, BlockReply, BlockSink
 from ._bootstrap import DEFAULT_BOOTSTRAP_MAX_CHARS, DEFAULT_BOOTSTRAP_TOTAL_MAX_CHARS
 from ._chunking import DEFAULT_TEXT_CHUNK_LIMIT, BlockStreamingSettings
@@ -74,6 +74,10 @@ class TurnSpec:
     compaction: CompactionSettings = attrs.field(factory=CompactionSettings)
     history_entries: HistoryEntries | None = None
     """Without it, a compaction may only keep from this run's user message on."""
+    compaction_count: int = 0
+    """The session row's `compactionCount` as the run starts (the memory flush's cycle)."""
+    memory_flush: MemoryFlushRecord | None = None
+    """The session row's `memoryFlush`: the memory flush's ledger."""
     # reply shaping
     reasoning_level: str | None = None
     block_streaming: BlockStreamingSettings | None = None
@@ -106,6 +110,9 @@ class TurnResult:
     reasoning_mode: ReasoningMode = "off"
     reasoning_text: str = ""
     block_replies: list[BlockReply] = attrs.field(factory=list)
+    memory_flush: MemoryFlushRecord | None = None
+    """The memory flush's ledger when the turn flushed (or tried to): the row's new
+    `memoryFlush` (`ended_row`)."""
 
     _report: SystemPromptReport | None = attrs.field(default=None, init=False)
 

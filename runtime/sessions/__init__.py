@@ -10,6 +10,7 @@ from ._branches import check_switch as check_switch
 from ._branches import cut_before_user_message as cut_before_user_message
 from ._branches import message_text as message_text
 from ._sessions import DEFAULT_MAIN_KEY as DEFAULT_MAIN_KEY
+from ._sessions import MemoryFlushRecord as MemoryFlushRecord
 from ._sessions import MessageEntry as MessageEntry
 from ._sessions import SessionKeyError as SessionKeyError
 from ._sessions import SessionRow as SessionRow
@@ -33,6 +34,7 @@ __all__ = [
     "BRANCH_MARKER",
     "DEFAULT_MAIN_KEY",
     "BranchError",
+    "MemoryFlushRecord",
     "MessageEntry",
     "SessionKeyError",
     "SessionRow",

@@ -158,6 +158,19 @@ def session_kind(key: str) -> SessionKind:
 # --- session rows ------------------------------------------------------------------------
 
 
+class MemoryFlushRecord(
+    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True
+):
+    """OpenClaw's `SessionEntry.memoryFlush`: the memory flush's ledger, kept in the row so a
+    restart neither flushes twice in a compaction cycle nor skips one. `succeeded`: flushed
+    (or given up, after 3 failures) in the cycle `compactionCount` names; `failed`: the
+    last `failureCount` flushes failed (`compactionCount`: the last cycle that succeeded)."""
+
+    kind: Literal["succeeded", "failed"]
+    compactionCount: int | None = None
+    failureCount: int | None = None
+
+
 class SessionRow(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """One session's persisted row (OpenClaw `SessionEntry` names; times in epoch ms).
 
@@ -205,6 +218,8 @@ class SessionRow(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_d
     """`orchestrator` (it may spawn in turn) or `leaf`, as its depth was when spawned."""
     childSessions: tuple[str, ...] | None = None
     """The sessions it spawned, the latest 20."""
+    memoryFlush: MemoryFlushRecord | None = None
+    """The memory flush's ledger (`runtime.agent._memoryflush`), as OpenClaw keeps it."""
 
 
 def openclaw_row_meta(entry: MessageEntry, seq: int) -> dict[str, Any]:

@@ -1,27 +1,36 @@
 """`agents.defaults.compaction.memoryFlush` as OpenClaw's keys take it, where the flush
 starts (OpenClaw's plan: `softThresholdTokens` below the compaction threshold, never more
-than half of it), and the tools the flush turn gets."""
+than half of it), its ledger (the session row's `memoryFlush`, as OpenClaw's), and the tools
+the flush turn gets."""
 
 from __future__ import annotations
 
 import datetime as dt
 
 import attrs
+import msgspec
 import pytest
 
-from runtime.agent._compaction import ContextBudget, summary_message
+from runtime.agent._compaction import ContextBudget
 from runtime.agent._memoryflush import (
     FLUSH_PROMPT_MARKER,
-    FlushLedger,
+    MAX_FLUSH_FAILURES,
     FlushTools,
     MemoryFlush,
     flush_prompts,
     flush_threshold,
+    next_record,
 )
 from runtime.llm._types import ToolCallContent, ToolSpec, UserMessage
 from runtime.loop._agent import Emit, NoTools, ToolOutcome
 from runtime.model._config import ConfigError, parse_config
 from runtime.model._settings import MemoryFlushSettings
+from runtime.sessions import (
+    MemoryFlushRecord,
+    SessionRow,
+    decode_session_row,
+    encode_session_row,
+)
 
 
 def _flush(raw: dict[str, object]) -> MemoryFlushSettings:
@@ -114,7 +123,9 @@ async def test_the_flush_gets_file_tools_and_leaves_the_runs_records_alone() -> 
     assert refused.message.isError and inner.called == ["write"]
 
 
-def _flush_of(settings: MemoryFlushSettings, ledger: FlushLedger) -> MemoryFlush:
+def _flush_of(
+    settings: MemoryFlushSettings, record: MemoryFlushRecord | None = None, count: int = 0
+) -> MemoryFlush:
     budget = ContextBudget(context_window=32_768, reserve_tokens=8_192, keep_recent_tokens=20_000)
     return MemoryFlush(
         settings=settings,
@@ -126,24 +137,42 @@ def _flush_of(settings: MemoryFlushSettings, ledger: FlushLedger) -> MemoryFlush
         tools=NoTools(),
         system_prompt="",
         idle_timeout=None,
-        ledger=ledger,
+        record=record,
+        compaction_count=count,
     )
 
 
 def test_due_near_the_threshold_or_past_the_byte_size_once_per_cycle() -> None:
-    ledger = FlushLedger(capacity=2)
-    flush = _flush_of(MemoryFlushSettings(forceFlushTranscriptBytes="1kb"), ledger)
+    flush = _flush_of(MemoryFlushSettings(forceFlushTranscriptBytes="1kb"))
     short = [UserMessage(content="hello", timestamp=0)]
     long = [UserMessage(content="x" * 2048, timestamp=0)]
     assert not flush.due(1_000, short)
     assert flush.due(20_576, short)  # the threshold: 24,576 - 4,000
     assert flush.due(1_000, long)  # past forceFlushTranscriptBytes
-    ledger.record("s1", long)
+    flush.record = MemoryFlushRecord(kind="succeeded", compactionCount=0)
     assert not flush.due(30_000, long)  # flushed in this cycle
-    compacted = [summary_message("what happened so far", now_ms=0), *short]
-    assert flush.due(30_000, compacted)  # a compaction started a new cycle
-    ledger.record("s2", short)
-    ledger.record("s3", short)
-    assert flush.due(30_000, long)  # the oldest session forgotten (capacity 2)
-    off = _flush_of(MemoryFlushSettings(forceFlushTranscriptBytes=0), FlushLedger())
+    flush.compaction_count = 1
+    assert flush.due(30_000, long)  # a compaction started a new cycle
+    # the ledger as the session row has it after a restart
+    again = _flush_of(MemoryFlushSettings(), MemoryFlushRecord("succeeded", 3), count=3)
+    assert not again.due(30_000, short)
+    off = _flush_of(MemoryFlushSettings(forceFlushTranscriptBytes=0))
     assert not off.due(1_000, long)
+
+
+def test_the_ledger_counts_failures_and_gives_the_cycle_up_as_openclaw() -> None:
+    done = next_record(None, 2, ok=True)
+    assert done == MemoryFlushRecord(kind="succeeded", compactionCount=2)
+    record: MemoryFlushRecord | None = done
+    for failures in range(1, MAX_FLUSH_FAILURES):
+        record = next_record(record, 3, ok=False)  # the cycle after: it keeps failing
+        assert record == MemoryFlushRecord("failed", compactionCount=2, failureCount=failures)
+    record = next_record(record, 3, ok=False)
+    assert record == MemoryFlushRecord("succeeded", compactionCount=3)  # given up for cycle 3
+    assert next_record(None, 0, ok=False) == MemoryFlushRecord("failed", failureCount=1)
+    # kept in the session row under OpenClaw's names
+    row = SessionRow(key="agent:main:s", sessionId="s", agentId="main", createdAt=1, updatedAt=1)
+    stored = msgspec.structs.replace(row, compactionCount=3, memoryFlush=record)
+    raw = msgspec.json.decode(encode_session_row(stored))
+    assert raw["memoryFlush"] == {"kind": "succeeded", "compactionCount": 3}
+    assert decode_session_row(encode_session_row(stored)) == stored
