@@ -17,14 +17,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any, Final
 
 import attrs
 import msgspec
 import trio
 
-from ..heartbeat import HeartbeatRespondTool, HeartbeatResponses, SystemEventQueue
 from ..hooks._events import MessageSendingEvent, MessageSentEvent
 from ..hooks._internal import InternalHooks
 from ..hooks._registry import HookRegistry
@@ -33,7 +31,7 @@ from ..loop._agent import SteerInbox, ToolRunner
 from ..loop._approval import ApprovalGate
 from ..loop._toolrunner import RunTools, ToolSet
 from ..memory import MemoryService, memory_tools
-from ..model._config import ToolsConfig, ToolSearchConfig, llm_idle_timeout_seconds
+from ..model._config import ToolsConfig, llm_idle_timeout_seconds
 from ..model._generation import ModelRuntimeGeneration, RunStores
 from ..model._plugins import PluginRegistry
 from ..protocol import ClawlaneError
@@ -57,9 +55,7 @@ from ..tools import (
     requested_policy,
     session_tools,
     subagent_policy,
-    tool_spec,
 )
-from ..tools._search import tool_search_settings
 from ._blocks import BlockFlusher, BlockSink
 from ._chunking import BlockStreamingSettings
 from ._compaction import CompactionSettings
@@ -86,13 +82,6 @@ def _scope(tools: ToolsConfig | None) -> ToolScope | None:
         for key, entry in tools.byProvider.items()
     }
     return ToolScope(tools.profile, tools.allow, tools.alsoAllow, tools.deny, by_provider)
-
-
-def _search_setting(setting: bool | ToolSearchConfig | None) -> bool | dict[str, Any] | None:
-    """`tools.toolSearch` as plain data for `runtime.tools.tool_search_settings`."""
-    if setting is None or isinstance(setting, bool):
-        return setting
-    return dict(msgspec.to_builtins(setting))
 
 
 SendMessage = Callable[[str, int], None]
@@ -134,11 +123,6 @@ class TurnServices:
         """The scheduler the `automations` tool reaches (the gateway's cron scheduler sets
         its host while it runs); without it (the embedded runtime, a cluster node not running
         cron) `automations` is not offered."""
-        self.system_events = SystemEventQueue()
-        """Texts queued for a session's next turn (`system-event`, `wake`): the turn's
-        message carries them first (`runtime.heartbeat`)."""
-        self.heartbeat_responses = HeartbeatResponses()
-        """What heartbeat runs' `heartbeat_respond` accepted, for the heartbeat runner."""
         self.approvals: ApprovalGate | None = None
         """Where a tool call a plugin wants approved is asked: the gateway sets its registry
         of plugin approvals; without one (the embedded runtime) such calls are refused."""
@@ -286,7 +270,6 @@ class TurnServices:
         send: SendMessage,
         cron: bool = False,
         model_ref: str | None = None,
-        heartbeat: bool = False,
     ) -> RunTools:
         """The tools of one run: built-ins and plugin tools, the agent's policy, the hooks,
         the host's approvals (none asked for a `cron` run: no one watches it); a message the
@@ -332,18 +315,8 @@ class TurnServices:
             offered = subagent_policy(role, sub.allow, sub.alsoAllow, sub.deny)
             if offered is not None:  # a subagent is offered less, as OpenClaw's
                 tools = tuple(offered.filter(tools))
-            search = tool_search_settings(_search_setting(generation.config.tools.toolSearch))
-            owners = {name: r.id for r in self.plugins.plugins.values() for name in r.tools}
-            toolset = ToolSet.of(tools, policy, search, owners=owners)
-            shared = self._toolsets[key] = (tools, policy, toolset)
+            shared = self._toolsets[key] = (tools, policy, ToolSet.of(tools, policy))
         tools, policy, toolset = shared
-        if heartbeat:  # offered to a heartbeat run whatever the policy (OpenClaw forces it)
-            respond = HeartbeatRespondTool(self.heartbeat_responses)
-            tools = (*tools, respond)
-            toolset = ToolSet(
-                MappingProxyType({**toolset.by_name, respond.name: respond}),
-                (*toolset.specs, tool_spec(respond)),
-            )
         return RunTools(
             tools=tools,
             policy=policy,
