@@ -54,6 +54,9 @@ from ._config_check import parse_config as parse_config
 from ._config_form import ConfigForm as ConfigForm
 from ._config_form import config_form_schema as config_form_schema
 from ._config_form import lookup_config_schema as lookup_config_schema
+from ._config_heartbeat import HeartbeatActiveHours as HeartbeatActiveHours
+from ._config_heartbeat import HeartbeatConfig as HeartbeatConfig
+from ._config_heartbeat import parse_duration_ms as parse_duration_ms
 from ._config_text import ConfigSyntaxError as ConfigSyntaxError
 from ._config_text import backup_path as backup_path
 from ._config_text import decode_config_text as decode_config_text
@@ -91,6 +94,8 @@ __all__ = [
     "GenerationBuilder",
     "GenerationError",
     "GenerationInputs",
+    "HeartbeatActiveHours",
+    "HeartbeatConfig",
     "ModelCost",
     "ModelRuntimeGeneration",
     "PluginRegistry",
@@ -112,6 +117,7 @@ __all__ = [
     "load_plugins",
     "lookup_config_schema",
     "parse_config",
+    "parse_duration_ms",
     "read_config_snapshot",
     "redact_config",
     "restore_redacted",

@@ -17,6 +17,7 @@ import msgspec
 from ..llm._retry import resolve_idle_timeout
 from ..protocol import ClawlaneError
 from ..telemetry import DiagnosticsConfig
+from ._config_heartbeat import HeartbeatConfig
 from ._config_memory import MemoryConfig
 from ._settings import BlockStreamingChunk, BlockStreamingCoalesce, CompactionSettings
 
@@ -404,6 +405,10 @@ class AgentDefaults(_Strict, frozen=True):
     resources: list[str] = []
     """Resource package roots (skills, prompts, themes, extensions) besides the workspace."""
     subagents: SubagentsConfig = SubagentsConfig()
+    heartbeat: HeartbeatConfig | None = None
+    """Heartbeat runs (`runtime.model._config_heartbeat`, acted on by `runtime.heartbeat`)."""
+    userTimezone: str | None = None
+    """The user's IANA time zone (heartbeat `activeHours` default; host zone when unset)."""
 
 
 def run_timeout_seconds(defaults: AgentDefaults) -> float | None:
@@ -462,6 +467,8 @@ class AgentEntry(_Strict, frozen=True):
     models: dict[str, AgentModelPolicy] = {}
     auth: AuthConfig | None = None
     tools: ToolsConfig | None = None
+    heartbeat: HeartbeatConfig | None = None
+    """Merged over `agents.defaults.heartbeat`; when any agent has one, only those run."""
 
 
 class AgentsConfig(_Strict, frozen=True):

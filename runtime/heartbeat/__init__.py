@@ -1,0 +1,70 @@
+"""Heartbeats as OpenClaw 2026.9.6 runs them, the parts without I/O: settings, prompt, reply.
+
+- `_settings`: which agents run heartbeats and how (`heartbeat_agents`, `resolve_heartbeat`
+  → `HeartbeatSettings`: cadence, session, prompt, `ackMaxChars`, timeout, `activeHours`
+  checked by `in_active_hours`).
+- `_reply`: OpenClaw's default prompt (`HEARTBEAT_PROMPT`, `build_prompt` with the workspace's
+  `HEARTBEAT.md` as the monitor scratch, `is_effectively_empty` for the skip), `HEARTBEAT_OK`
+  (`strip_heartbeat_token`), the verdict on a reply (`classify_reply`) and the `heartbeat`
+  event's payload (`heartbeat_event`).
+- `_events`: `SystemEventQueue`, the texts `system-event` and `wake` queue for a session's
+  next turn, read by the model as `System: [time] text` lines before its message.
+- `_respond`: the `heartbeat_respond` tool, offered in heartbeat runs only, and
+  `HeartbeatResponses`, where its accepted responses wait for the runner.
+
+The runner (schedule, wakes, runs, the event, `last-heartbeat`) is `actors.heartbeat`; the
+methods (`set-heartbeats`, `wake`, `system-event`, `last-heartbeat`) are
+`transports.methods._heartbeat`.
+"""
+
+from ._events import SystemEvent as SystemEvent
+from ._events import SystemEventQueue as SystemEventQueue
+from ._events import format_system_events as format_system_events
+from ._reply import HEARTBEAT_PROMPT as HEARTBEAT_PROMPT
+from ._reply import HEARTBEAT_RESPONSE_TOOL_PROMPT as HEARTBEAT_RESPONSE_TOOL_PROMPT
+from ._reply import HEARTBEAT_TOKEN as HEARTBEAT_TOKEN
+from ._reply import HEARTBEAT_TRANSCRIPT_MARKER as HEARTBEAT_TRANSCRIPT_MARKER
+from ._reply import ReplyVerdict as ReplyVerdict
+from ._reply import StrippedReply as StrippedReply
+from ._reply import build_prompt as build_prompt
+from ._reply import classify_reply as classify_reply
+from ._reply import heartbeat_event as heartbeat_event
+from ._reply import indicator_type as indicator_type
+from ._reply import is_effectively_empty as is_effectively_empty
+from ._reply import strip_heartbeat_token as strip_heartbeat_token
+from ._respond import HeartbeatRespondParams as HeartbeatRespondParams
+from ._respond import HeartbeatRespondTool as HeartbeatRespondTool
+from ._respond import HeartbeatResponses as HeartbeatResponses
+from ._settings import DEFAULT_ACK_MAX_CHARS as DEFAULT_ACK_MAX_CHARS
+from ._settings import DEFAULT_EVERY as DEFAULT_EVERY
+from ._settings import HeartbeatSettings as HeartbeatSettings
+from ._settings import heartbeat_agents as heartbeat_agents
+from ._settings import in_active_hours as in_active_hours
+from ._settings import resolve_heartbeat as resolve_heartbeat
+
+__all__ = [
+    "DEFAULT_ACK_MAX_CHARS",
+    "DEFAULT_EVERY",
+    "HEARTBEAT_PROMPT",
+    "HEARTBEAT_RESPONSE_TOOL_PROMPT",
+    "HEARTBEAT_TOKEN",
+    "HEARTBEAT_TRANSCRIPT_MARKER",
+    "HeartbeatRespondParams",
+    "HeartbeatRespondTool",
+    "HeartbeatResponses",
+    "HeartbeatSettings",
+    "ReplyVerdict",
+    "StrippedReply",
+    "SystemEvent",
+    "SystemEventQueue",
+    "build_prompt",
+    "classify_reply",
+    "format_system_events",
+    "heartbeat_agents",
+    "heartbeat_event",
+    "in_active_hours",
+    "indicator_type",
+    "is_effectively_empty",
+    "resolve_heartbeat",
+    "strip_heartbeat_token",
+]

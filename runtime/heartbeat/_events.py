@@ -1,0 +1,112 @@
+"""System events: short texts queued for a session's next turn (OpenClaw's system events).
+
+`system-event` and `wake` (and an `automations` job's `systemEvent` in the main session)
+enqueue a text under a session key; the session's next turn, whatever starts it (a user's
+message, a heartbeat), takes every queued text and its model reads them before the message
+as OpenClaw formats them: `System: [<local time>] <text>` (further lines of a text as
+`System: <line>`), then a blank line. Texts that only say a heartbeat poll happened are
+dropped, as OpenClaw's `compactSystemEvent` drops them.
+
+Bounded: at most `MAX_EVENTS_PER_SESSION` texts per session (the oldest dropped first), each
+cut to `MAX_EVENT_CHARS`, and at most `MAX_SESSIONS` sessions with queued texts (the oldest
+session's queue dropped first). Not thread-safe; no checkpoints.
+"""
+
+from __future__ import annotations
+
+import collections
+import time
+from typing import Final
+
+import attrs
+
+__all__ = [
+    "MAX_EVENTS_PER_SESSION",
+    "SystemEvent",
+    "SystemEventQueue",
+    "format_system_events",
+]
+
+MAX_EVENTS_PER_SESSION: Final = 20
+MAX_EVENT_CHARS: Final = 4000
+MAX_SESSIONS: Final = 10_000
+
+
+@attrs.frozen
+class SystemEvent:
+    text: str
+    ts: int
+    """Epoch milliseconds."""
+
+
+def _timestamp(ts_ms: int) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime(ts_ms / 1000))
+
+
+def _compact(text: str) -> str | None:
+    trimmed = text.strip()
+    lower = trimmed.lower()
+    if not trimmed or "reason periodic" in lower or lower.startswith("read heartbeat.md"):
+        return None
+    if "heartbeat poll" in lower or "heartbeat wake" in lower:
+        return None
+    return trimmed
+
+
+def format_system_events(events: list[SystemEvent]) -> str | None:
+    """The `System:` block of `events` (None when nothing is left to say)."""
+    lines: list[str] = []
+    for event in events:
+        text = _compact(event.text)
+        if text is None:
+            continue
+        for i, line in enumerate(text.split("\n")):
+            lines.append(
+                f"System: [{_timestamp(event.ts)}] {line}" if i == 0 else f"System: {line}"
+            )
+    return "\n".join(lines) if lines else None
+
+
+class SystemEventQueue:
+    """Queued system events per session key (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self._queues: collections.OrderedDict[str, collections.deque[SystemEvent]] = (
+            collections.OrderedDict()
+        )
+
+    def enqueue(self, session_key: str, text: str, *, ts: int | None = None) -> None:
+        """Queue `text` for `session_key`'s next turn. A repeat of the last queued text is
+        not queued twice (as OpenClaw's)."""
+        text = text.strip()[:MAX_EVENT_CHARS]
+        if not text:
+            return
+        queue = self._queues.get(session_key)
+        if queue is None:
+            queue = self._queues[session_key] = collections.deque(maxlen=MAX_EVENTS_PER_SESSION)
+            while len(self._queues) > MAX_SESSIONS:
+                self._queues.popitem(last=False)
+        elif queue and queue[-1].text == text:
+            return
+        queue.append(SystemEvent(text, int(time.time() * 1000) if ts is None else ts))
+
+    def peek(self, session_key: str) -> list[SystemEvent]:
+        return list(self._queues.get(session_key, ()))
+
+    def has(self, session_key: str) -> bool:
+        return bool(self._queues.get(session_key))
+
+    def drain(self, session_key: str) -> list[SystemEvent]:
+        """Take every queued event of `session_key`."""
+        queue = self._queues.pop(session_key, None)
+        return list(queue) if queue else []
+
+    def prepend(self, session_key: str, message: str) -> str:
+        """`message` with `session_key`'s queued events before it (taken from the queue)."""
+        block = format_system_events(self.drain(session_key))
+        if block is None:
+            return message
+        return f"{block}\n\n{message}" if message else block
+
+    def __len__(self) -> int:
+        return sum(len(q) for q in self._queues.values())
