@@ -1,7 +1,11 @@
 """Durable state: session rows, transcripts, the run journal, shared documents.
 
 - `_store`: the `Store` actor, the one owner of the database: writes come over a channel and
-  commit in groups (group commit) from a worker thread, so no trio task blocks on disk.
+  commit in groups (group commit) from a worker thread, so no trio task blocks on disk. A
+  commit that got no answer (the connection lost as it committed) is reported as the
+  database says it went, asked once it can be (`_ops.CommitUnknown`). `_readers`: its
+  reader connections (a dead one replaced, a read retried once); `_counts`: what its
+  writer counts and logs (`StoreStatistics`).
 - `_ops`: the backend seam: the operations on the write channel, and `Fence` checks.
 - `_sqlite`: the embedded backend (WAL, one file in the state dir); `_pg`: PostgreSQL
   (psycopg 3 in the worker thread, same groups); `_config`: which one the config asks for

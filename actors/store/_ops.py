@@ -36,6 +36,7 @@ __all__ = [
     "Append",
     "Barrier",
     "Call",
+    "CommitUnknown",
     "Delete",
     "Fence",
     "Fences",
@@ -234,10 +235,29 @@ class Call:
 @attrs.frozen(eq=False)
 class Barrier:
     """A flush marker. `low` is the number of operations already processed when the flush
-    began: a failed operation at an index at or above it makes the flush fail."""
+    began: a failed operation at an index at or above it makes the flush fail. `hold`: it
+    also waits for the commits taken before it whose outcome is still unknown (a flush);
+    a read's marker does not (whatever the database holds is what it reads)."""
 
     low: int
     waiter: Waiter
+    hold: bool = True
+
+
+class CommitUnknown(Exception):
+    """`StoreBackend.write_batch` lost its connection as the batch committed (COMMIT was
+    sent, no answer came back): the batch may have committed. `results` are what
+    `write_batch` returns if it did; `cause` is the driver's error. `resolve()` (blocking,
+    in the writer's thread) asks the database: True committed, False not, None cannot tell
+    yet; it raises the driver's errors while the database cannot be reached."""
+
+    def __init__(
+        self, results: list[object], cause: Exception, resolve: Callable[[], bool | None]
+    ) -> None:
+        super().__init__(str(cause))
+        self.results = results
+        self.cause = cause
+        self.resolve = resolve
 
 
 Write = PutRow | Append | PutRun | Group | Delete | Call

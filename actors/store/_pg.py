@@ -32,9 +32,10 @@ it was written, is vacuumed by the writer after each prune (`_vacuum_journal`).
 A connection that breaks (the server restarted, the connection terminated) fails the
 batch or read in progress with `psycopg.Error` (the store's `StoreError`); the writer
 connects again at its next batch and a broken reader is dropped, so writes and reads
-resume when the server is back. A commit cut off mid-way has an unknown outcome (the
-caller is told it failed; it may have committed: a run's end row written again after such
-a failure is written only when the run has none, `actors.store._ops.end_unless_ended`).
+resume when the server is back. A commit cut off mid-way (COMMIT sent, no answer) may
+have committed: `write_batch` raises `CommitUnknown`, and the store asks the server, once
+it can be reached, whether the batch's transaction committed (`pg_xact_status` of the id
+each batch reads as it begins) before it tells the writes' callers either way.
 
 Errors: `psycopg.Error` from the blocking calls (the store maps it to `StoreError`);
 `open` raises `StoreError` itself, in one line, for a server it cannot reach and for an
@@ -43,6 +44,7 @@ unsupported schema version.
 
 from __future__ import annotations
 
+import functools
 import logging
 import select
 import time
@@ -58,6 +60,7 @@ from ._ops import (
     AddUsage,
     Append,
     Call,
+    CommitUnknown,
     Fences,
     Group,
     PutRow,
@@ -200,6 +203,12 @@ CROSS JOIN LATERAL (SELECT key, row FROM sessions WHERE key = k.key OFFSET 0) AS
 """
 """One primary-key probe per key whatever the plan cache holds (`_LOCK_FENCES`; the
 `OFFSET 0` keeps the subquery from being flattened)."""
+_XACT_ID: Final = "SELECT pg_current_xact_id()::text"
+_XACT_STATUS: Final = "SELECT pg_xact_status(%s::xid8)"
+_TERMINATE: Final = "SELECT pg_terminate_backend(%s, 1000)"
+"""A batch's transaction id, read as it begins (one statement), is how the outcome of a
+COMMIT that got no answer is found (`PostgresBackend._committed`): `pg_xact_status` says
+whether it committed, once its backend has ended (terminated if need be: a second's wait)."""
 _NEXT_SEQ: Final = "SELECT COALESCE(MAX(seq) + 1, 0) FROM entries WHERE session_id = %s"
 _NEXT_SEQS: Final = """
 SELECT s, (SELECT COALESCE(MAX(seq) + 1, 0) FROM entries WHERE session_id = s)
@@ -342,11 +351,8 @@ class PostgresBackend:
         the writer's connection was lost."""
         conn = self._writer
         if conn is None or not _alive(conn):
-            self._writer = None
             next_seq.clear()
-            if conn is not None:
-                self.close_reader(conn)
-            conn = self._writer = self._connect()
+            conn = self._reconnect()
         if len(next_seq) > _NEXT_SEQ_MAX or any(_adopts(op) for op in writes):
             # A session taken over (`Store.advance_fence`): its transcript may have grown
             # on the node that had it, so the next entry numbers are read again.
@@ -355,8 +361,11 @@ class PostgresBackend:
         pending = _Gathered(conn, next_seq)
         keys = fenced_keys(writes)
         pruned = 0
+        xid: str | None = None  # the transaction's id: whether it committed, if unheard
+        pid, committing = conn.info.backend_pid, False
         try:
             with conn.transaction():
+                (xid,) = conn.execute(_XACT_ID).fetchone() or (None,)
                 fences = self._lock_fences(conn, keys) if keys else None
                 self._read_next_seqs(conn, writes, next_seq)
                 for op in writes:
@@ -372,12 +381,48 @@ class PostgresBackend:
                     conn.execute(_RAISE_FENCES, args, prepare=False)
                 if prune is not None:
                     pruned = self._prune(conn, *prune)
-        except BaseException:
+                committing = True
+        except BaseException as exc:
             next_seq.clear()
+            lost = conn.closed or conn.broken
+            if committing and xid is not None and isinstance(exc, psycopg.Error) and lost:
+                # COMMIT went out, no answer came back: it may have committed
+                resolve = functools.partial(self._committed, xid, pid)
+                raise CommitUnknown(results, exc, resolve) from exc
             raise
         if pruned:
             self._vacuum_journal(conn)
         return results
+
+    def _reconnect(self) -> psycopg.Connection[Any]:
+        """A new writer connection in place of one lost (closed first)."""
+        conn, self._writer = self._writer, None
+        if conn is not None:
+            self.close_reader(conn)
+        self._writer = self._connect()
+        return self._writer
+
+    def _committed(self, xid: str, pid: int) -> bool | None:
+        """Whether transaction `xid`, whose COMMIT got no answer, committed (True) or not
+        (False), asked on the writer's connection (made again if it was lost): None when
+        the server cannot tell (the transaction is too old to be known). A transaction
+        still in progress (its backend, `pid`, has not yet read the COMMIT or the end of
+        its connection) is ended first: its backend is terminated and waited for (a
+        second), so that the answer is final. Raises `psycopg.Error` while the server
+        cannot be reached. Called by the store's writer (`CommitUnknown.resolve`)."""
+        conn = self._writer
+        if conn is None or not _alive(conn):
+            conn = self._reconnect()
+        for attempt in range(2):
+            (status,) = conn.execute(_XACT_STATUS, (xid,)).fetchone() or (None,)
+            if status != "in progress":
+                break
+            if attempt == 0:
+                try:
+                    conn.execute(_TERMINATE, (pid,))
+                except psycopg.errors.InsufficientPrivilege:
+                    return None  # not ours to end: asked again later
+        return True if status == "committed" else False if status == "aborted" else None
 
     @staticmethod
     def _lock_fences(conn: psycopg.Connection[Any], keys: dict[str, int]) -> Fences:

@@ -14,7 +14,12 @@ row per accepted run, written when it is accepted and again when it ends, in the
 commit as the rows and entries that go with it). A write that fails is never silent: its
 waiter or commit callback gets the error, the failure is logged (at most once per
 `FAILURE_LOG_INTERVAL_S`, with the count since) and counted in `statistics()`, and the
-writer goes on with the next batch, so writes resume when the disk does.
+writer goes on with the next batch, so writes resume when the disk does. A commit that got
+no answer (`CommitUnknown`: PostgreSQL's connection lost as it committed) is neither: its
+callers wait while the writer asks the database whether it went through, before each batch
+and every `RESOLVE_RETRY_S` until it can be reached (later batches go on meanwhile), and
+then hear the truth; after `RESOLVE_WITHIN_S` without an answer it is reported failed,
+its outcome unknown. Flushes wait for it too; reads do not.
 
 The SQL side (the schema, the batch writer and the reads, all run in worker threads) is
 a backend behind one interface (`actors.store._ops.StoreBackend`, beside the operations on
@@ -44,7 +49,9 @@ from __future__ import annotations
 
 import functools
 import logging
+import math
 import time
+from collections import deque
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -68,12 +75,14 @@ from runtime.sessions import (
 from .._errors import FencedOut, StoreClosedError, StoreError
 from .._metrics import COMMIT_BUCKETS, Histogram
 from . import _journal
+from ._counts import StoreStatistics, WriterCounts
 from ._journal import JournalRow
 from ._ops import (
     AddUsage,
     Append,
     Barrier,
     Call,
+    CommitUnknown,
     Delete,
     Fence,
     Group,
@@ -86,56 +95,36 @@ from ._ops import (
     Write,
     WriteGroup,
 )
+from ._readers import Readers
 from ._sqlite import SqliteBackend
 from ._traced import CommitTraces
 
 log = logging.getLogger("clawlane.store")
 
 
-class _DeadReader(Exception):
-    """A read failed and took its reader with it (`StoreError` in `error`)."""
-
-    def __init__(self, error: StoreError) -> None:
-        super().__init__(str(error))
-        self.error = error
 DEFAULT_BATCH_MAX: Final = 512
 DEFAULT_QUEUE_MAX: Final = 4096
-_MAX_READERS: Final = 4
 _KEYS_PER_QUERY: Final = 500
-FAILURE_LOG_INTERVAL_S: Final = 10.0
 RUNS_KEEP: Final = 1000
 RUNS_TTL_MS: Final = 300_000
+RESOLVE_WITHIN_S: Final = 30.0
+"""How long the writer keeps asking whether a commit that got no answer went through (the
+database away meanwhile), before its writes are reported failed with the outcome unknown."""
+RESOLVE_RETRY_S: Final = 0.2
 
 _T = TypeVar("_T")
 _U = TypeVar("_U")
 
 
-@attrs.frozen
-class StoreStatistics:
-    """A snapshot of the writer.
+@attrs.frozen(eq=False)
+class _Unresolved:
+    """A batch whose commit got no answer (`CommitUnknown`), from operation `first` on:
+    its callers hear how it went once the database says (or `deadline` passes)."""
 
-    `pending`: writes submitted (including those waiting for channel space) and not yet
-    committed or failed. `commits`: transactions committed. `rows_written` /
-    `entries_written`: session rows upserted and transcript entries appended by them.
-    `last_batch_size`: writes in the last committed transaction. `failed_commits`:
-    transactions rolled back; `failed_writes`: the writes they held; `last_error`,
-    `last_error_at_ms`: the last failure's message and time; `failing`: the last commit
-    failed (writes have not resumed yet); `runs_written`: run journal rows;
-    `fenced_out`: fenced writes refused (`FencedOut`), not counted as written.
-    """
-
-    pending: int
-    commits: int
-    rows_written: int
-    entries_written: int
-    last_batch_size: int
-    failed_commits: int
-    failed_writes: int = 0
-    last_error: str | None = None
-    last_error_at_ms: int | None = None
-    failing: bool = False
-    runs_written: int = 0
-    fenced_out: int = 0
+    batch: list[Op]
+    first: int
+    unknown: CommitUnknown
+    deadline: float
 
 
 @attrs.define(eq=False)
@@ -179,28 +168,16 @@ class Store:
         self._batch_max = batch_max
         self._send, self._receive = trio.open_memory_channel[Op](queue_max)
         self._closed = False
-        self._readers: list[Any] = []
-        self._reader_slots = trio.Semaphore(_MAX_READERS)
+        self._readers = Readers(backend, lambda: self._closed, self._check_open)
         # writer bookkeeping: operations are numbered in the order the writer takes them
         self._taken = 0
         self._processed = 0
         self._last_failed = -1
         self._last_failure: BaseException | None = None
         self._pending = 0
-        self._commits = 0
-        self._failed_commits = 0
-        self._rows_written = 0
-        self._entries_written = 0
-        self._last_batch_size = 0
-        self._failed_writes = 0
-        self._last_error: str | None = None
-        self._last_error_at: int | None = None
-        self._failing = False
-        self._runs_written = 0
-        self._fenced_out = 0
-        self._fenced_logged_at = float("-inf")
-        self._failure_logged_at = float("-inf")
-        self._failures_unlogged = 0
+        self._counts = WriterCounts(self._path)
+        self._unresolved: deque[_Unresolved] = deque()  # oldest first
+        self._held: list[Barrier] = []  # flushes that wait for them
         self._runs_keep = runs_keep
         self._runs_ttl_ms = runs_ttl_ms
         self._last_prune = time.monotonic()
@@ -227,20 +204,7 @@ class Store:
 
     def statistics(self) -> StoreStatistics:
         """Not a checkpoint."""
-        return StoreStatistics(
-            pending=self._pending,
-            commits=self._commits,
-            rows_written=self._rows_written,
-            entries_written=self._entries_written,
-            last_batch_size=self._last_batch_size,
-            failed_commits=self._failed_commits,
-            failed_writes=self._failed_writes,
-            last_error=self._last_error,
-            last_error_at_ms=self._last_error_at,
-            failing=self._failing,
-            runs_written=self._runs_written,
-            fenced_out=self._fenced_out,
-        )
+        return self._counts.snapshot(pending=self._pending, unresolved=len(self._unresolved))
 
     # --- writes ------------------------------------------------------------------------
 
@@ -531,71 +495,31 @@ class Store:
         if self._closed:
             raise StoreClosedError(f"store {self._path} is closed")
 
-    async def _barrier(self) -> Waiter | None:
+    async def _barrier(self, *, hold: bool = True) -> Waiter | None:
         """Enqueue a flush marker; None (after a checkpoint) if nothing is pending.
 
         The writer parked in `receive` holds nothing and has processed everything taken,
-        and the channel is empty: then there is nothing to wait for.
+        and the channel is empty: then there is nothing to wait for. `hold`: the commits
+        whose outcome is unknown are pending too (`Barrier.hold`).
         """
         self._check_open()
-        if self._receive.statistics().tasks_waiting_receive:
+        unresolved = hold and self._unresolved
+        if self._receive.statistics().tasks_waiting_receive and not unresolved:
             await trio.lowlevel.checkpoint()
             return None
         waiter = Waiter(message="a write enqueued before this flush failed to commit")
-        await self._submit(Barrier(self._processed, waiter))
+        low = self._unresolved[0].first if unresolved else self._processed
+        await self._submit(Barrier(low, waiter, hold))
         return waiter
 
     async def _read(self, query: Callable[[Any], _T]) -> _T:
-        """`query(reader)` in a worker thread on a reader of the backend's, once the writes
-        enqueued before it are done. A kept reader that died while idle (a PostgreSQL
-        connection cut while the database was away) is replaced before it is used; one that
-        fails and is no longer usable is closed, not kept, and when it was a kept one the
-        read is tried once more on a fresh connection (reads are idempotent): a blip that is
-        over fails no read."""
-        waiter = await self._barrier()
+        """`query(reader)` in a worker thread on a reader of the backend's (`Readers`: a
+        dead one is replaced, a read retried once), once the writes enqueued before it are
+        done (those whose commit got no answer are whatever the database holds)."""
+        waiter = await self._barrier(hold=False)
         if waiter is not None:
             await waiter.wait_done()  # a failed earlier write is not this read's error
-        async with self._reader_slots:
-            self._check_open()
-            kept = self._readers.pop() if self._readers else None
-            if kept is not None and not self._backend.reader_ok(kept):
-                with trio.CancelScope(shield=True):  # died while idle: replaced before use
-                    await trio.to_thread.run_sync(self._backend.close_reader, kept)
-                kept = None
-            if kept is not None:
-                try:
-                    return await self._read_on(kept, query)
-                except _DeadReader:
-                    pass  # it died unnoticed: once more, on a fresh connection
-            try:
-                return await self._read_on(None, query)
-            except _DeadReader as dead:
-                raise dead.error from dead.error.__cause__
-
-    async def _read_on(self, conn: Any, query: Callable[[Any], _T]) -> _T:
-        """`query` on `conn` (None: a fresh reader), which is kept for the next read unless
-        it failed for good. Raises `StoreError`, or `_DeadReader` (carrying it) when the
-        reader is no longer usable."""
-        backend = self._backend
-        keep = True
-        try:
-            if conn is None:
-                conn = await trio.to_thread.run_sync(backend.open_reader)
-            return await trio.to_thread.run_sync(query, conn)
-        except self._errors as exc:
-            keep = conn is not None and backend.reader_ok(conn)
-            error = StoreError(f"read from {self._path} failed: {exc}")
-            error.__cause__ = exc
-            if not keep:
-                raise _DeadReader(error) from exc
-            raise error from exc
-        finally:
-            if conn is not None:
-                if self._closed or not keep:
-                    with trio.CancelScope(shield=True):
-                        await trio.to_thread.run_sync(backend.close_reader, conn)
-                else:
-                    self._readers.append(conn)
+        return await self._readers.read(query)
 
     def _decode(self, decode: Callable[[_U], _T], data: _U) -> _T:
         try:
@@ -604,7 +528,9 @@ class Store:
             raise StoreError(f"corrupt data in {self._path}: {exc}") from exc
 
     async def _run_writer(self) -> None:
-        """The writer task: commit batches until the channel is closed and drained.
+        """The writer task: commit batches until the channel is closed and drained. While
+        commits that got no answer are unresolved, it asks about them before each batch
+        and every `RESOLVE_RETRY_S` (`_resolve`).
 
         Shielded, so cancelling the surrounding scope never drops enqueued writes; it ends
         when `open_store` closes the channel.
@@ -612,18 +538,23 @@ class Store:
         with trio.CancelScope(shield=True):
             batch: list[Op] = []
             try:
-                async for first in self._receive:
-                    batch = [first]
-                    while len(batch) < self._batch_max:
+                while True:
+                    if self._unresolved:
+                        await self._resolve()
+                    with trio.move_on_after(RESOLVE_RETRY_S if self._unresolved else math.inf):
+                        batch = [await self._receive.receive()]
+                    while batch and len(batch) < self._batch_max:
                         try:
                             batch.append(self._receive.receive_nowait())
                         except (trio.WouldBlock, trio.EndOfChannel):
                             break
-                    if self._traces.pending:
+                    if batch and self._traces.pending:
                         await self._traces.commit(self._commit, batch)
-                    else:
+                    elif batch:
                         await self._commit(batch)
                     batch = []
+            except trio.EndOfChannel:
+                await self._resolve(last=True)
             except BaseException as exc:
                 # A bug, not a disk error: fail everyone still waiting, then crash loudly.
                 self._closed = True
@@ -633,13 +564,14 @@ class Store:
                     except (trio.WouldBlock, trio.EndOfChannel):
                         break
                 self._receive.close()
-                for op in batch:
+                for op in [*batch, *self._held, *(o for u in self._unresolved for o in u.batch)]:
                     self._wake(op, exc, None)
                 raise
 
     async def _commit(self, batch: list[Op]) -> None:
         first = self._taken
         self._taken += len(batch)
+        self._processed += len(batch)
         writes = [op for op in batch if not isinstance(op, Barrier)]
         results: list[object] = [None] * len(writes)
         failure: Exception | None = None
@@ -650,26 +582,78 @@ class Store:
                 results = await trio.to_thread.run_sync(
                     self._backend.write_batch, writes, self._next_seq, prune
                 )
+            except CommitUnknown as unknown:  # told once the database says (`_resolve`)
+                deadline = time.monotonic() + RESOLVE_WITHIN_S
+                self._unresolved.append(_Unresolved(batch, first, unknown, deadline))
+                self._counts.note_failure(unknown.cause)
+                return
             except self._errors as exc:
                 failure = exc
-                self._failed_commits += 1
-                self._failed_writes += len(writes)
-                self._last_failed = first + len(batch) - 1
-                self._last_failure = exc
-                self._report_failure(exc, len(writes))
             else:
                 self.commit_seconds.observe(time.perf_counter() - t0)
-                self._commits += 1
-                self._last_batch_size = len(writes)
-                self._count_written(writes, results)
-                if self._failing:
-                    log.warning("store %s: writes resumed", self._path)
-                    self._failing = False
-        self._processed += len(batch)
+                self._counts.resumed()
+        self._settle(batch, first, writes, results, failure)
+
+    async def _resolve(self, *, last: bool = False) -> None:
+        """Ask the backend whether the unresolved commits went through, oldest first, and
+        tell their callers; stop at the first it cannot answer yet (the database still
+        away), unless its deadline has passed or the store is closing (`last`): then its
+        writes are reported failed, their outcome unknown. Then wake the flushes held."""
+        while self._unresolved:
+            item = self._unresolved[0]
+            try:
+                committed = await trio.to_thread.run_sync(item.unknown.resolve)
+            except self._errors:
+                committed = None
+            if committed is None and not last and time.monotonic() < item.deadline:
+                return
+            self._unresolved.popleft()
+            writes = [op for op in item.batch if not isinstance(op, Barrier)]
+            failure: Exception | None = None
+            if committed is None:
+                failure = StoreError(
+                    f"no answer to its commit, whose outcome is unknown: {item.unknown}"
+                )
+            elif not committed:
+                failure = item.unknown.cause
+            log.warning(
+                "store %s: a commit of %d writes that got no answer %s",
+                self._path,
+                len(writes),
+                "went through" if committed else "did not" if committed is False else "is unknown",
+            )
+            self._settle(item.batch, item.first, writes, item.unknown.results, failure, live=False)
+        held, self._held = self._held, []
+        for op in held:
+            late = self._last_failed >= op.low
+            self._wake(op, self._last_failure if late else None, None)
+
+    def _settle(
+        self,
+        batch: list[Op],
+        first: int,
+        writes: list[Write],
+        results: list[object],
+        failure: Exception | None,
+        *,
+        live: bool = True,
+    ) -> None:
+        """Count a batch's commit (or its failure) and wake its callers (`live`: it was
+        just made, not found out later). Flushes wait on for the unresolved commits taken
+        before them (`_held`)."""
+        if writes and failure is not None:
+            self._counts.failed(failure, len(writes), failing=live)
+            self._last_failed = max(self._last_failed, first + len(batch) - 1)
+            self._last_failure = failure
+        elif writes:
+            self._counts.committed(writes, results)
         self._pending -= len(writes)
         result_of = dict(zip(map(id, writes), results, strict=True))
         for op in batch:
             if isinstance(op, Barrier):
+                if failure is None and op.hold and self._unresolved:
+                    self._held.append(op)
+                    continue
                 late = self._last_failed >= op.low
                 self._wake(op, failure or (self._last_failure if late else None), None)
             else:
@@ -679,21 +663,6 @@ class Store:
                 else:
                     self._wake(op, failure, result)
 
-    def _count_written(self, writes: Sequence[Write], results: Sequence[object]) -> None:
-        for op, result in zip(writes, results, strict=True):
-            if isinstance(result, FencedOut):
-                self._fenced_out += 1
-                if op.waiter is None:
-                    self._report_fenced(result)
-                continue
-            for part in op.writes if isinstance(op, Group) else (op,):
-                if isinstance(part, PutRow):
-                    self._rows_written += 1
-                elif isinstance(part, Append):
-                    self._entries_written += len(part.items)
-                elif isinstance(part, PutRun):
-                    self._runs_written += 1
-
     def _prune_now(self) -> tuple[int, int] | None:
         """Every `PRUNE_INTERVAL_S`: the journal's ended rows to drop with this batch."""
         now = time.monotonic()
@@ -701,36 +670,6 @@ class Store:
             return None
         self._last_prune = now
         return (int(time.time() * 1000) - self._runs_ttl_ms, self._runs_keep)
-
-    def _report_fenced(self, refused: FencedOut) -> None:
-        """Log a refused write nobody hears of (no waiter, no callback), at most one line
-        per `FAILURE_LOG_INTERVAL_S`."""
-        now = time.monotonic()
-        if now - self._fenced_logged_at >= FAILURE_LOG_INTERVAL_S:
-            self._fenced_logged_at = now
-            log.warning("store %s: %s (%d refused in all)", self._path, refused, self._fenced_out)
-
-    def _report_failure(self, exc: Exception, writes: int) -> None:
-        """Log a failed commit: the first at once, then at most one line per interval
-        (with the count since), so a full disk does not flood the log."""
-        self._last_error = f"{type(exc).__name__}: {exc}"
-        self._last_error_at = int(time.time() * 1000)
-        self._failing = True
-        self._failures_unlogged += 1
-        now = time.monotonic()
-        if now - self._failure_logged_at < FAILURE_LOG_INTERVAL_S:
-            return
-        log.error(
-            "store %s: a commit of %d writes failed (%s); %d failed commits since the last "
-            "report, %d in all; the writes are reported to their callers as not stored",
-            self._path,
-            writes,
-            self._last_error,
-            self._failures_unlogged,
-            self._failed_commits,
-        )
-        self._failure_logged_at = now
-        self._failures_unlogged = 0
 
     def _wake(self, op: Op, cause: BaseException | None, result: object) -> None:
         waiter = op.waiter
@@ -790,7 +729,7 @@ async def open_store(
                 store._send.close()  # the writer drains what is left, then ends
     finally:
         store._closed = True
-        readers = list(store._readers)
-        store._readers.clear()
+        readers = list(store._readers.kept)
+        store._readers.kept.clear()
         with trio.CancelScope(shield=True):
             await trio.to_thread.run_sync(backend.close, readers)

@@ -29,13 +29,6 @@ RECOVERY_BOUND_S = 1.0
 """From the database back to a run acknowledged on each node (issue 37: one second)."""
 
 
-@pytest.mark.xfail(
-    reason="a group commit whose connection was cut as it committed is reported failed "
-    "although it committed: the run ends `error` (agent.wait answers error) while the "
-    "journal ends ['ok'] (its end is not written again: actors.store.end_unless_ended) and "
-    "the transcript holds its reply; the outcome is not resolved before it is reported",
-    strict=False,
-)
 async def test_postgresql_cut_under_load(tmp_path: Path, pg_url: str) -> None:
     """Each session used from one node and every one run before the cut: no lease changes
     hands, no session is loaded during the cut (that is the next test)."""
