@@ -38,8 +38,10 @@ up (each folder's face is its manual):
   (`sessions_list`, `sessions_history`, `sessions_send`, `session_status`, `agents_list`;
   what each session reaches: `_session_visibility`),
   and `sessions_spawn`'s subagents (`_subagents`: the `subagent` lane, lineage in the
-  child's row, limits, the announce back to the parent), kept as tasks of their session
-  tree (`_subagent_tasks`: `subagents` list/wait/cancel, `agents_wait`, `sessions_yield`).
+  child's row, limits, the announce back to the parent; journaled with their runs, so that
+  a restart announces the interrupted ones, `adopt_subagents`; stopped with their parent's
+  run or session, `stop_subagents`), kept as tasks of their session tree
+  (`_subagent_tasks`: `subagents` list/wait/cancel, `agents_wait`, `sessions_yield`).
 - `operator/`: `Questions`, the questions a run's `ask_user` (or a client) asks the operators
   (`Question`), and the runs' `runtime.tools.QuestionDesk`; `operator_desks` and
   `run_desks` make and run a gateway's approvals and questions together; `ProgressCards`,
@@ -96,8 +98,10 @@ from ._recovery import recover_runs as recover_runs
 from ._recovery import replay_terminal as replay_terminal
 from ._recovery import report_lost as report_lost
 from ._session_tools import GatewaySessions as GatewaySessions
+from ._session_tools import adopt_subagents as adopt_subagents
 from ._session_tools import open_gateway_supervisor as open_gateway_supervisor
 from ._session_tools import open_session_tools as open_session_tools
+from ._session_tools import stop_subagents as stop_subagents
 from ._supervisor import RunInFlight as RunInFlight
 from ._supervisor import RunRefused as RunRefused
 from ._supervisor import ShuttingDown as ShuttingDown
@@ -318,6 +322,7 @@ __all__ = [
     "Version",
     "WebhookSettings",
     "accepted_row",
+    "adopt_subagents",
     "deliver_webhook",
     "normalize_drop",
     "normalize_mode",
@@ -340,6 +345,7 @@ __all__ = [
     "run_desks",
     "run_single_owner",
     "serve_run_webhooks",
+    "stop_subagents",
     "store_backend",
     "wall_ms",
 ]

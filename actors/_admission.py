@@ -73,6 +73,8 @@ def journal_row(request: RunRequest, order: int, queue_mode: str | None) -> Jour
             resetReason=request.reset_reason,
             queueMode=queue_mode,
             debounce=request.debounce,
+            origin=request.origin if request.origin != "webchat" else None,
+            spawn=request.spawn,
         ),
     )
 

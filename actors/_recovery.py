@@ -41,6 +41,7 @@ from .store import (
     AcceptedRun,
     JournalRow,
     RunOutcome,
+    SpawnLink,
     WriteGroup,
     ended_row,
     usage_write,
@@ -64,6 +65,11 @@ class RecoveredRun:
     kind: str
     record: RunRecord
     age_s: float
+    interrupted: bool = False
+    """Accepted and not ended when the previous process stopped (reported failed or
+    queued again)."""
+    spawn: SpawnLink | None = None
+    """A subagent's run: the session that spawned it (`actors._subagents` announces it)."""
 
 
 @attrs.frozen
@@ -119,7 +125,7 @@ async def recover_runs(
         sup.registry.add(rec)
         sup.registry.finish(rec)
         age = max(0.0, wall - (row.ended_at or 0) / 1000)
-        recovered.append(RecoveredRun(row.kind, rec, age))
+        recovered.append(RecoveredRun(row.kind, rec, age, spawn=outcome.spawn))
     pending = [(r, _accepted(r)) for r in rows if not r.ended and pending_too]
     pending.sort(key=lambda pair: pair[1].order)  # the order the requests were received
     failed = rerun = 0
@@ -130,7 +136,7 @@ async def recover_runs(
         else:
             rec = await _report_interrupted(sup, row, accepted)
             failed += 1
-        recovered.append(RecoveredRun(row.kind, rec, 0.0))
+        recovered.append(RecoveredRun(row.kind, rec, 0.0, True, accepted.spawn))
     await sup.store.flush()
     if failed or rerun:
         log.warning(
@@ -169,7 +175,7 @@ async def _report_interrupted(sup: Supervisor, row: JournalRow, accepted: Accept
     """The run failed: say so in its session (transcript, row), its journal row and its
     record."""
     t = now_ms()
-    outcome = RunOutcome(status="error", error=INTERRUPTED)
+    outcome = RunOutcome(status="error", error=INTERRUPTED, spawn=accepted.spawn)
     journal = ended_row(row.identity, ended_at=t, outcome=outcome)
     rec = _restored(journal, outcome)
     sup.registry.add(rec)
@@ -257,6 +263,8 @@ async def _run_again(sup: Supervisor, row: JournalRow, accepted: AcceptedRun) ->
         reset_reason=accepted.resetReason,
         debounce=accepted.debounce,
         kind=row.kind,
+        origin=accepted.origin or "webchat",
+        spawn=accepted.spawn,
     )
     admission = Admission(sup, kind=row.kind, run_id=row.run_id, dedupe=False)
     try:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, Final
 
@@ -49,13 +49,21 @@ from runtime.tools import (
 )
 from runtime.usage import PriceTable, call_cost, format_token_count, format_usd
 
+from ._recovery import RecoveredRun
 from ._session_visibility import denial
-from ._subagent_tasks import reply_text
+from ._subagent_tasks import pending_children_message, reply_text
 from ._subagents import Subagents, submit_run
 from ._supervisor import Supervisor, open_supervisor
 from .runs import RunRecord
 
-__all__ = ["GatewaySessions", "list_kind", "open_gateway_supervisor", "open_session_tools"]
+__all__ = [
+    "GatewaySessions",
+    "adopt_subagents",
+    "list_kind",
+    "open_gateway_supervisor",
+    "open_session_tools",
+    "stop_subagents",
+]
 
 log = logging.getLogger("clawlane.session_tools")
 
@@ -67,6 +75,11 @@ NO_PENDING_CHILD: Final = (
     "No pending child completion is owned by this turn. If the assigned work is complete, "
     "return its result normally. An unfinished subagent waiting for an incoming continuation "
     'must explicitly set waitFor: "message".'
+)
+CRON_YIELD: Final = (
+    "Isolated automation turns cannot use sessions_yield because no requester continuation "
+    "is available. Finish this turn so the scheduler can handle child output under the "
+    "job's delivery policy."
 )
 NO_REPLY_MESSAGE: Final = "No visible reply or pending announcement. Continue or retry if needed."
 _SILENT: Final = frozenset({"", "NO_REPLY", "no_reply"})
@@ -237,8 +250,10 @@ class GatewaySessions:
         run_id = str(uuid.uuid4())
         if not args.message.strip():
             raise ToolError("message required")
-        if args.mode in ("notify", "resume"):
-            return _send_error(run_id, f"mode={args.mode} is not supported by clawlane")
+        if args.mode == "notify":
+            return _send_error(run_id, "mode=notify is not supported by clawlane")
+        if args.mode == "resume" and (args.watch or (args.timeoutSeconds or 0) > 0):
+            return _send_error(run_id, "mode=resume does not wait: omit watch and timeoutSeconds")
         key = await self._send_target(ctx, args)
         if isinstance(key, dict):
             return key | {"runId": run_id}
@@ -256,6 +271,10 @@ class GatewaySessions:
         refused = await self._denied(ctx, "send", row)
         if refused is not None:
             return {"runId": run_id, "status": "forbidden", "error": refused, "sessionKey": key}
+        if args.mode in ("resume", None):
+            resumed = await self._resume(ctx, args, key, row)
+            if resumed is not None:
+                return resumed
         record = await submit_run(
             self.sup,
             key,
@@ -279,6 +298,45 @@ class GatewaySessions:
         with trio.move_on_after(timeout):
             await record.done.wait()
         return _send_outcome(record, key, timeout)
+
+    async def _resume(
+        self, ctx: ToolContext, args: SessionsSendParams, key: str, row: SessionRow
+    ) -> dict[str, Any] | None:
+        """OpenClaw's task resume: a child of this session paused by `sessions_yield`
+        `waitFor: "message"` runs `args.message` as its task's continuation (the task keeps
+        its id, and announces its result once, to its parent); the send does not wait.
+        None for an ordinary send (no such task, and `mode` not `resume`)."""
+        task = self.spawner.paused_task(key)
+        if task is None or task.parent_key != ctx.session_key:
+            if args.mode != "resume":
+                return None
+            return _send_error(
+                str(uuid.uuid4()),
+                "Task resume requires a child of this session paused by sessions_yield.",
+                key,
+            )
+        record = await submit_run(
+            self.sup,
+            key,
+            row.agentId,
+            args.message,
+            lane="subagent",
+            origin="sessions_send",
+            extra_system_prompt=(
+                f"This message continues your task; it was sent by session {ctx.session_key} "
+                "(your parent) with sessions_send."
+            ),
+            spawn=task.link,
+        )
+        self.spawner.resume(task, record)
+        return {
+            "status": "accepted",
+            "mode": "resume",
+            "runId": record.run_id,
+            "taskRunId": task.task_id,
+            "sessionKey": key,
+            "completion": "task",
+        }
 
     async def _send_target(self, ctx: ToolContext, args: SessionsSendParams) -> Any:
         if args.sessionKey and args.sessionKey.strip():
@@ -428,17 +486,29 @@ class GatewaySessions:
         return await self.spawner.book.agents_wait(ctx.session_key, args.ids, timeout)
 
     def yield_turn(self, ctx: ToolContext, args: SessionsYieldParams) -> dict[str, Any]:
-        """`yielded` while this session has spawned runs still going (their results arrive
-        as announce runs); else OpenClaw's error. The run is not stopped by force: the
-        model ends its turn."""
-        pending = self.spawner.book.pending(ctx.session_key)
-        if not pending:
-            return {"status": "error", "error": NO_PENDING_CHILD}
-        result: dict[str, Any] = {"status": "yielded"}
-        if args.acknowledgment:
-            result["acknowledgment"] = args.acknowledgment
-        result["pendingChildren"] = [r.child_key for r in pending]
-        return result
+        """OpenClaw's claim: `yielded` when this run spawned children that announce back,
+        or a subagent waits for a continuation (`waitFor: "message"`: its run pauses, its
+        parent hears of it after the continuation); `already_pending` when only earlier
+        turns' children are pending; else its error. The tool then ends the turn."""
+        if list_kind(ctx.session_key) == "cron":
+            return {"status": "error", "error": CRON_YIELD}
+        book = self.spawner.book
+        claimed = book.claim_yield(ctx.session_key, ctx.run_id)
+        if not claimed and args.waitFor == "message" and ":subagent:" in ctx.session_key:
+            claimed = self.spawner.pause(ctx.session_key, ctx.run_id)
+        if claimed:
+            result: dict[str, Any] = {"status": "yielded"}
+            if args.acknowledgment and args.acknowledgment.strip():
+                result["acknowledgment"] = args.acknowledgment.strip()
+            return result
+        pending = book.unsettled(ctx.session_key, exclude_run=ctx.run_id)
+        if pending:
+            return {
+                "status": "already_pending",
+                "message": pending_children_message(pending),
+                "pendingChildren": pending,
+            }
+        return {"status": "error", "error": NO_PENDING_CHILD}
 
 
 def _wanted(row: SessionRow, args: SessionsListParams, active: dict[str, list[str]]) -> bool:
@@ -509,6 +579,22 @@ def _send_outcome(record: RunRecord, key: str, timeout: float) -> dict[str, Any]
         "delivery": {"status": "skipped", "mode": "announce"},
         "reply": reply,
     }
+
+
+def stop_subagents(sup: Supervisor, key: str, run_id: str | None = None) -> list[str]:
+    """OpenClaw's cascade stop: abort the running subagents session `key` spawned (only
+    those its run `run_id` spawned, when given) and their descendants; they announce
+    nothing. Their task ids (none without the session tools). Not a checkpoint."""
+    host = sup.services.sessions
+    return host.spawner.stop(key, run_id) if isinstance(host, GatewaySessions) else []
+
+
+def adopt_subagents(sup: Supervisor, recovered: Sequence[RecoveredRun]) -> int:
+    """After `recover_runs`: the subagent runs the journal knew join the session tools'
+    book, and those whose parent was never told how they ended are announced (see
+    `Subagents.adopt`). Returns how many. Not a checkpoint."""
+    host = sup.services.sessions
+    return host.spawner.adopt(recovered) if isinstance(host, GatewaySessions) else 0
 
 
 @asynccontextmanager

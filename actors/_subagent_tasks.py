@@ -2,7 +2,8 @@
 
 `TaskBook` keeps each `sessions_spawn` run (`SpawnedRun`: its task id is its run id, the
 parent and child sessions, the label, the run's record) and answers OpenClaw's `subagents`
-(`list`, `wait`, `cancel`), `agents_wait` and `sessions_yield` for a calling session. A
+(`list`, `wait`, `cancel`), `agents_wait` and `sessions_yield`'s claim (`claim_yield`,
+`unsettled`: a run may yield for the children it spawned itself) for a calling session. A
 session sees and controls the tasks of its tree: the runs it spawned and, recursively, those
 its children spawned. The book holds at most `BOOK_MAX` runs; past that the oldest ended
 ones are forgotten. Everything runs in the trio thread; only the waits are checkpoints.
@@ -11,6 +12,7 @@ ones are forgotten. Everything runs in the trio thread; only the waits are check
 from __future__ import annotations
 
 import collections
+import datetime
 from collections.abc import Iterable
 from typing import Any, Final
 
@@ -20,13 +22,58 @@ import trio
 from runtime.loop import now_ms
 
 from .runs import RunRecord
+from .store import SpawnLink
 
-__all__ = ["BOOK_MAX", "SpawnedRun", "TaskBook", "reply_text"]
+__all__ = ["BOOK_MAX", "SpawnedRun", "TaskBook", "pending_children_message", "reply_text"]
 
 BOOK_MAX: Final = 512
 WAIT_MAX_S: Final = 60
 RECENT_MINUTES: Final = 30
 _STATUS: Final = {"queued": "queued", "running": "running", "ok": "completed", "error": "failed"}
+
+
+def pending_children_message(children: list[dict[str, Any]]) -> str:
+    """OpenClaw's `already_pending` message for the pending `children` of a session."""
+    paused = [c for c in children if c["state"] == "paused"]
+    active = [c for c in children if c["state"] != "paused"]
+    parts = []
+    if active:
+        owner = (
+            "An earlier turn of this session already yielded for"
+            if any(c["wakeArmed"] for c in active)
+            else "An earlier turn of this session already spawned"
+        )
+        parts.append(
+            f"{owner} {_count(len(active))} whose completion is still pending: "
+            f"{'; '.join(map(_describe, active))}. Their completion will arrive in this "
+            "session as a later turn; do not re-spawn, re-send, or poll to wake them."
+        )
+    if paused:
+        one = len(paused) == 1
+        parts.append(
+            f"{_count(len(paused))} spawned by an earlier turn of this session "
+            f"{'is' if one else 'are'} paused by {'its' if one else 'their'} own "
+            "sessions_yield and will not complete until an incoming continuation arrives: "
+            f"{'; '.join(map(_describe, paused))}. Send that continuation with sessions_send "
+            "if this session owns it; otherwise the work stays waiting."
+        )
+    parts.append("This turn owns no new claim, so no yield is needed: end this turn normally.")
+    return " ".join(parts)
+
+
+def _count(n: int) -> str:
+    return f"{n} {'child session' if n == 1 else 'child sessions'}"
+
+
+def _describe(child: dict[str, Any]) -> str:
+    key = child["childSessionKey"]
+    name = f"{child['label']} ({key})" if child.get("label") else key
+    started = child.get("startedAt")
+    when = ""
+    if isinstance(started, int):
+        stamp = datetime.datetime.fromtimestamp(started / 1000, datetime.UTC)
+        when = f", started {stamp.isoformat(timespec='milliseconds').replace('+00:00', 'Z')}"
+    return f"{name}, {child['state']}{when}"
 
 
 def reply_text(record: RunRecord) -> str:
@@ -43,14 +90,39 @@ class SpawnedRun:
     """One `sessions_spawn` run."""
 
     record: RunRecord
+    """Its run; after a continuation resumed it (`sessions_yield` `waitFor: "message"`),
+    the continuation's."""
     parent_key: str
     child_key: str
     label: str | None
+    link: SpawnLink
+    """What the journal keeps of it: the parent, whether it announces, the spawning run."""
     created_at: int = attrs.field(factory=now_ms)
+    requester_yielded: bool = False
+    """The spawning run ended its turn with `sessions_yield` waiting for it."""
+    delivered: bool = False
+    """Its end was dealt with: announced to the parent, or nothing to announce."""
+    paused: bool = False
+    """Its run ended with `sessions_yield` `waitFor: "message"`: it waits for a
+    continuation (`sessions_send`), and the parent hears of it only after that."""
+    resumed: trio.Event = attrs.field(factory=trio.Event)
+    """Set when a continuation takes a paused task on (or a stop ends it)."""
+    suppressed: bool = False
+    """Stopped by its parent's abort (a cascade): nothing is announced."""
+    task_id: str = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self.task_id = self.record.run_id
 
     @property
-    def task_id(self) -> str:
-        return self.record.run_id
+    def requester_run(self) -> str | None:
+        """The parent's run that spawned it (a `sessions_yield` of that run claims it)."""
+        return self.link.requesterRun
+
+    @property
+    def announce(self) -> bool:
+        """Its result is announced to the parent (`expectsCompletionMessage` not false)."""
+        return self.link.announce
 
     def status(self) -> str:
         """OpenClaw's task status: queued, running, completed, failed, timed_out, cancelled."""
@@ -111,26 +183,93 @@ class TaskBook:
     def add(self, run: SpawnedRun) -> None:
         self._runs[run.task_id] = run
         if len(self._runs) > BOOK_MAX:
-            ended = [k for k, r in self._runs.items() if r.record.ended]
+            ended = [k for k, r in self._runs.items() if r.record.ended and not r.paused]
             for key in ended[: len(self._runs) - BOOK_MAX]:
                 del self._runs[key]
 
-    def tree(self, caller: str) -> list[SpawnedRun]:
-        """The runs `caller` spawned and, recursively, those its children spawned."""
+    def tree(self, caller: str, run_id: str | None = None) -> list[SpawnedRun]:
+        """The runs `caller` spawned (only its run `run_id`, when given) and, recursively,
+        those its children spawned."""
         parents, seen, found = [caller], {caller}, []
         while parents:
             parent = parents.pop()
             for run in self._runs.values():
-                if run.parent_key == parent:
+                if run.parent_key == parent and (
+                    parent != caller or run_id is None or run.requester_run == run_id
+                ):
                     found.append(run)
                     if run.child_key not in seen:
                         seen.add(run.child_key)
                         parents.append(run.child_key)
         return found
 
+    def by_child_run(self, child_key: str, run_id: str) -> SpawnedRun | None:
+        """The task of subagent session `child_key` whose run is now `run_id`."""
+        return next(
+            (
+                r
+                for r in reversed(self._runs.values())
+                if r.child_key == child_key and r.record.run_id == run_id
+            ),
+            None,
+        )
+
+    def paused(self, child_key: str) -> SpawnedRun | None:
+        """The task of subagent session `child_key` paused for a continuation, if any."""
+        return next(
+            (r for r in reversed(self._runs.values()) if r.child_key == child_key and r.paused),
+            None,
+        )
+
     def pending(self, caller: str) -> list[SpawnedRun]:
         """The runs `caller` spawned itself that have not ended."""
-        return [r for r in self._runs.values() if r.parent_key == caller and not r.record.ended]
+        return [
+            r
+            for r in self._runs.values()
+            if r.parent_key == caller and (not r.record.ended or r.paused)
+        ]
+
+    # --- sessions_yield ------------------------------------------------------------------
+
+    def claim_yield(self, caller: str, run_id: str) -> bool:
+        """Whether run `run_id` of `caller` spawned children that announce back (a
+        `sessions_yield` of that run is then accepted: each is marked as waited for)."""
+        mine = [
+            r
+            for r in self._runs.values()
+            if r.parent_key == caller and r.requester_run == run_id and r.announce
+        ]
+        for run in mine:
+            run.requester_yielded = True
+        return bool(mine)
+
+    def unsettled(self, caller: str, exclude_run: str | None) -> list[dict[str, Any]]:
+        """OpenClaw's pending children of `caller` not spawned by run `exclude_run`: the
+        latest announcing run of each child that is running, paused (yielded for a message)
+        or completing (its announce not yet handed over), oldest first."""
+        latest: dict[str, SpawnedRun] = {}
+        for run in self._runs.values():
+            if run.parent_key == caller and run.announce:
+                latest[run.child_key] = run
+        children = []
+        for run in latest.values():
+            if exclude_run is not None and run.requester_run == exclude_run:
+                continue
+            if not run.record.ended:
+                state = "running"
+            elif run.paused:
+                state = "paused"
+            elif not run.delivered:
+                state = "completing"
+            else:
+                continue
+            child: dict[str, Any] = {"runId": run.task_id, "childSessionKey": run.child_key}
+            if run.label:
+                child["label"] = run.label
+            child["startedAt"] = run.record.started_at or run.created_at
+            child |= {"state": state, "wakeArmed": run.requester_yielded}
+            children.append(child)
+        return sorted(children, key=lambda c: c["startedAt"])
 
     # --- subagents ----------------------------------------------------------------------
 
@@ -173,12 +312,16 @@ class TaskBook:
         }
 
     def cancel(self, caller: str, task_id: str) -> dict[str, Any]:
-        """`subagents` `cancel`: abort the task's run (and, through its announce, nothing
-        else); a task outside the caller's tree is `forbidden`. Not a checkpoint."""
+        """`subagents` `cancel`: abort the task's run and its descendants' (they announce
+        nothing; the task itself announces its cancellation); a task outside the caller's
+        tree is `forbidden`. Not a checkpoint."""
         run = next((r for r in self.tree(caller) if r.task_id == task_id), None)
         if run is None:
             return {"status": "forbidden", "error": "Task outside session tree."}
         cancelled = run.record.abort("stop")
+        for below in self.tree(run.child_key):  # OpenClaw's cascade: its descendants too
+            below.suppressed = True
+            below.record.abort("stop")
         result: dict[str, Any] = {
             "status": "cancelled" if cancelled else "error",
             "taskId": task_id,

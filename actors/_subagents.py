@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Sequence
 from typing import Any, Final
 
 import trio
@@ -32,10 +33,12 @@ from runtime.tools import SessionsSpawnParams, ToolContext, ToolError
 
 from ._admission import Admission
 from ._errors import ActorError
+from ._recovery import RecoveredRun
 from ._subagent_tasks import SpawnedRun, TaskBook, reply_text
 from ._supervisor import Supervisor
 from .runs import RunRecord
 from .session import RunRequest
+from .store import INTERRUPTED, SpawnLink
 
 __all__ = ["Subagents", "announce_message", "submit_run"]
 
@@ -52,6 +55,7 @@ RECEIPT_NOTE: Final = (
     "with independent work and wait for every required child's completion before your final "
     "answer; do not poll. If a completion arrives after your final answer, reply only NO_REPLY."
 )
+ANNOUNCE_SUFFIX: Final = ":announce"
 QUIET_NOTE: Final = "No completion message will come back: check on the child with subagents."
 
 
@@ -86,16 +90,19 @@ async def submit_run(
     timeout_s: float | None = None,
     model_ref: str | None = None,
     extra_system_prompt: str | None = None,
+    run_id: str | None = None,
+    spawn: SpawnLink | None = None,
 ) -> RunRecord:
     """Queue a followup run on session `key` (created when new) on global lane `lane`: the
-    one way these tools start a run (no idempotency key, no journal row: the caller keeps
-    its own account). A checkpoint. Raises `GatewayError`, `ActorError`."""
+    one way these tools start a run. No idempotency key; the run is journaled as accepted
+    like a client's (a restart reports it failed or runs it again), with `spawn` for a
+    subagent's run. A checkpoint. Raises `GatewayError`, `ActorError`."""
     if sup.session_gate is not None:
         await sup.session_gate(key)  # in a cluster: the session moves to this node
     actor = await sup.session(key, agent_id)
     assert actor.row is not None
     record = RunRecord(
-        run_id=str(uuid.uuid4()),
+        run_id=run_id or str(uuid.uuid4()),
         session_key=key,
         session_id=actor.row.sessionId,
         agent_id=agent_id,
@@ -109,10 +116,21 @@ async def submit_run(
         timeout_s=timeout_s,
         model_ref=model_ref,
         extra_system_prompt=extra_system_prompt,
+        spawn=spawn,
     )
     admission = Admission(sup, kind="agent", run_id=record.run_id, dedupe=False)
-    await admission.admit(actor, request, "followup", writes_row=False, journal=False)
+    try:
+        await admission.admit(actor, request, "followup", writes_row=False)
+    except BaseException as exc:
+        admission.refuse(exc)
+        raise
     return record
+
+
+def announce_run_id(task_id: str) -> str:
+    """The run id of the announce of task `task_id` (one per task: a restart that finds
+    it in the journal knows the announce was handed over)."""
+    return f"{task_id}{ANNOUNCE_SUFFIX}"
 
 
 def _agent_allowed(requester: str, target: str, allow: list[str] | None) -> bool:
@@ -217,6 +235,15 @@ class Subagents:
                 **({"label": title} if title else {}),
             )
             await self._adopt(ctx, child_key)
+            announce = args.expectsCompletionMessage is not False
+            link = SpawnLink(
+                parentKey=ctx.session_key,
+                parentAgent=ctx.agent_id,
+                label=title,
+                announce=announce,
+                cleanup=args.cleanup,
+                requesterRun=ctx.run_id,
+            )
             record = await submit_run(
                 self.sup,
                 child_key,
@@ -227,14 +254,13 @@ class Subagents:
                 timeout_s=float(timeout) or None,
                 model_ref=model_ref,
                 extra_system_prompt=self._context(ctx, child_depth),
+                spawn=link,
             )
         except (ClawlaneError, ActorError) as exc:
             return {"status": "error", "error": f"the subagent could not start: {exc}"}
-        self.book.add(SpawnedRun(record, ctx.session_key, child_key, title))
-        announce = args.expectsCompletionMessage is not False
-        self._nursery.start_soon(
-            self._follow, ctx.session_key, ctx.agent_id, child_key, record, title, announce, args
-        )
+        run = SpawnedRun(record, ctx.session_key, child_key, title, link=link)
+        self.book.add(run)
+        self._nursery.start_soon(self._follow, run)
         return {
             "status": "accepted",
             "childSessionKey": child_key,
@@ -276,38 +302,110 @@ class Subagents:
             return True
         return await self.sup.store.get_session(key) is not None
 
-    async def _follow(
-        self,
-        parent_key: str,
-        parent_agent: str,
-        child_key: str,
-        record: RunRecord,
-        title: str | None,
-        announce: bool,
-        args: SessionsSpawnParams,
-    ) -> None:
-        """Wait for the child's run; announce its result to the parent. Never raises but
+    async def _follow(self, run: SpawnedRun) -> None:
+        """Wait for the child's run (and, while it is paused by `sessions_yield`, for the
+        continuation that resumes it); announce its result to the parent. Never raises but
         `Cancelled`."""
-        await record.done.wait()
+        while True:
+            await run.record.done.wait()
+            if not run.paused:
+                break
+            await run.resumed.wait()  # `resume` hands the continuation's record over
+        link = run.link
+        if self.sup.closing:
+            return  # stopped by the shutdown: the restart announces it (`adopt`)
         try:
-            if announce and not await self._parent_exists(parent_key):
+            announce = link.announce and not run.suppressed
+            if announce and not await self._parent_exists(run.parent_key):
                 announce = False  # deleted meanwhile: the announce must not bring it back
             if announce:
-                parent_lane = "subagent" if ":subagent:" in parent_key else "main"
+                parent_lane = "subagent" if ":subagent:" in run.parent_key else "main"
                 await submit_run(
                     self.sup,
-                    parent_key,
-                    parent_agent,
-                    announce_message(record, child_key, title),
+                    run.parent_key,
+                    link.parentAgent,
+                    announce_message(run.record, run.child_key, run.label),
                     lane=parent_lane,
                     origin="subagent-announce",
+                    run_id=announce_run_id(run.task_id),
                 )
-            if args.cleanup == "delete":
-                await self.sup.forget_session(child_key)
+            run.delivered = True
+            if link.cleanup == "delete":
+                await self.sup.forget_session(run.child_key)
         except (ClawlaneError, ActorError) as exc:
-            log.warning("could not announce subagent %s to %s: %s", child_key, parent_key, exc)
+            log.warning(
+                "could not announce subagent %s to %s: %s", run.child_key, run.parent_key, exc
+            )
         except Exception:
-            log.exception("could not announce subagent %s to %s", child_key, parent_key)
+            log.exception("could not announce subagent %s to %s", run.child_key, run.parent_key)
+
+    # --- sessions_yield waitFor message, and its continuation -----------------------------
+
+    def pause(self, child_key: str, run_id: str) -> bool:
+        """Subagent `child_key`'s run `run_id` yields for a continuation: its task waits
+        (no announce) until `resume`. False when that run is no task of this gateway's."""
+        run = self.book.by_child_run(child_key, run_id)
+        if run is None:
+            return False
+        run.paused = True
+        return True
+
+    def paused_task(self, child_key: str) -> SpawnedRun | None:
+        """The task of subagent session `child_key` paused for a continuation, if any."""
+        return self.book.paused(child_key)
+
+    def resume(self, run: SpawnedRun, record: RunRecord) -> None:
+        """Run `record` (a continuation sent to the paused child) carries `run`'s task on:
+        the task's result, and its announce, are that run's (unless it yields again)."""
+        run.record = record
+        run.paused = False
+        run.resumed.set()
+        run.resumed = trio.Event()
+
+    # --- stopping a tree, and a restart ---------------------------------------------------
+
+    def stop(self, session_key: str, run_id: str | None = None) -> list[str]:
+        """Abort the running subagents of `session_key`'s tree (only those run `run_id`
+        spawned, and theirs, when given), as OpenClaw's cascade stop: they end aborted and
+        announce nothing. Returns their task ids. Not a checkpoint."""
+        stopped = []
+        for run in self.book.tree(session_key, run_id):
+            run.suppressed = True
+            if run.record.ended and not run.paused:
+                continue
+            actor = self.sup.peek_session(run.child_key)
+            aborted = actor.abort(run.task_id, "stop") if actor is not None else []
+            if aborted or run.record.abort("stop") or run.paused:
+                stopped.append(run.task_id)
+            if run.paused:
+                run.paused = False
+                run.resumed.set()
+        return stopped
+
+    def adopt(self, recovered: Sequence[RecoveredRun]) -> int:
+        """After a restart: the subagent runs the journal knew join the book, and those
+        whose end the parent never heard of (interrupted: reported failed or running again;
+        stopped by the shutdown) are followed and announced as usual. Returns how many."""
+        handed = {  # announces that ran, or will (one refused at the shutdown did not)
+            r.record.run_id
+            for r in recovered
+            if r.record.run_id.endswith(ANNOUNCE_SUFFIX)
+            and (r.interrupted or r.record.started_at is not None)
+        }
+        owed = 0
+        for item in recovered:
+            link, rec = item.spawn, item.record
+            if link is None:
+                continue
+            run = SpawnedRun(rec, link.parentKey, rec.session_key, link.label, link=link)
+            interrupted = item.interrupted or rec.error == INTERRUPTED
+            stopped = rec.status == "aborted" and rec.abort_reason == "shutdown"
+            run.delivered = not (interrupted or stopped) or announce_run_id(rec.run_id) in handed
+            self.book.add(run)
+            if not run.delivered:
+                owed += 1
+                self._nursery.start_soon(self._follow, run)
+        return owed
 
 
 def _model(configured: Any) -> str | None:

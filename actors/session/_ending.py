@@ -232,6 +232,8 @@ def _announce_end(services: SessionServices[Any], key: str, rec: RunRecord, end:
             }
             if text:
                 fields["message"] = assistant_message(text, ended)
+            if rec.status == "ok" and end.progress.yielded is not None:
+                fields["yielded"] = True  # the turn ended with sessions_yield
             chat.close("final" if rec.status == "ok" else "aborted", **fields)
     finally:
         services.registry.finish(rec)

@@ -15,7 +15,7 @@ from runtime import telemetry
 from runtime.loop import SteerInbox, now_ms
 
 from ..runs import RunRecord, Subscriber
-from ..store import JournalRow, RunIdentity, RunOutcome, ended_row
+from ..store import JournalRow, RunIdentity, RunOutcome, SpawnLink, ended_row
 
 __all__ = ["QueueMode", "RunRequest"]
 
@@ -47,6 +47,9 @@ class RunRequest:
     """`agent` or `chat`: the idempotency cache its key lives in (`actors.store._journal`)."""
     journaled: bool = False
     """Its acceptance is in the run journal: its end is written there too."""
+    spawn: SpawnLink | None = None
+    """A subagent's run: the session that spawned it (journaled with the run, so that a
+    restart can still announce its result there)."""
     trace: Any = attrs.field(factory=telemetry.capture)
     """The trace context it was made in (its RPC's span) while telemetry is on: its run's
     span continues it (`actors.session._traced`). None when off."""
@@ -74,5 +77,6 @@ class RunRequest:
                 abortReason=rec.abort_reason,
                 startedAt=rec.started_at,
                 final=rec.final if self.kind == "agent" else None,
+                spawn=self.spawn,
             ),
         )

@@ -44,6 +44,7 @@ from ._journal import AcceptedRun as AcceptedRun
 from ._journal import JournalRow as JournalRow
 from ._journal import RunIdentity as RunIdentity
 from ._journal import RunOutcome as RunOutcome
+from ._journal import SpawnLink as SpawnLink
 from ._journal import accepted_row as accepted_row
 from ._journal import ended_row as ended_row
 from ._ops import Fence as Fence
@@ -90,6 +91,7 @@ __all__ = [
     "PostgresDocument",
     "RunIdentity",
     "RunOutcome",
+    "SpawnLink",
     "SqlConnection",
     "SqliteBackend",
     "Store",

@@ -75,6 +75,23 @@ SELECT COALESCE(
 
 LOAD: Final = "SELECT run_id, ended_at, body FROM runs ORDER BY id"
 """Every row, in the order written; the last row of a run id is what it is now."""
+LAST_OF: Final = "SELECT run_id, ended_at, body FROM runs WHERE run_id = ? ORDER BY id DESC LIMIT 1"
+"""One run's last row (`Store.load_run`: a scan of the small table, made only when a
+cluster's Redis may have forgotten the run's claim)."""
+
+
+class SpawnLink(msgspec.Struct, frozen=True, omit_defaults=True):
+    """A `sessions_spawn` run's tie to the session that spawned it: what a restart needs
+    to announce its result there (`actors._subagents`)."""
+
+    parentKey: str
+    parentAgent: str
+    label: str | None = None
+    announce: bool = True
+    """Its result is announced to the parent (`expectsCompletionMessage` not false)."""
+    cleanup: str | None = None
+    requesterRun: str | None = None
+    """The parent's run that spawned it."""
 
 
 class AcceptedRun(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -93,6 +110,10 @@ class AcceptedRun(msgspec.Struct, frozen=True, omit_defaults=True):
     debounce: bool = False
     attempt: int = 1
     """1 for the first execution; a run executed again after a restart counts up."""
+    origin: str | None = None
+    """Who asked for it when not a client (`subagent`, `subagent-announce`, ...)."""
+    spawn: SpawnLink | None = None
+    """A subagent's run: the session that spawned it."""
 
 
 class RunOutcome(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -104,6 +125,8 @@ class RunOutcome(msgspec.Struct, frozen=True, omit_defaults=True):
     startedAt: int | None = None
     final: Any = None
     """The `agent` final result (`{payloads, meta}`); omitted for chat runs."""
+    spawn: SpawnLink | None = None
+    """A subagent's run: the session that spawned it (as accepted)."""
 
 
 class _Stored(msgspec.Struct, frozen=True, omit_defaults=True):

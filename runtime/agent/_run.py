@@ -229,6 +229,10 @@ def final_payload(
     }
     if state.aborted:
         meta["aborted"] = True
+    elif progress.yielded is not None:  # OpenClaw's: the turn ended with sessions_yield
+        meta["yielded"] = True
+        if progress.yielded.acknowledgment:
+            meta["yieldAcknowledgment"] = progress.yielded.acknowledgment
     if error is not None:
         meta["error"] = {"kind": "provider", "message": error}
     served = turn.attempts.selected or turn.model

@@ -19,7 +19,7 @@ import contextlib
 import math
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 import attrs
 import msgspec
@@ -56,6 +56,22 @@ Emit = Callable[[str, dict[str, Any]], None]
 """`emit(stream, data)`: synchronous and non-blocking (the hub stamps, encodes, fans out)."""
 
 
+YIELD_CONTEXT: Final = (
+    "[Context: The previous turn ended intentionally via sessions_yield while waiting for a "
+    "follow-up event.]"
+)
+YIELD_SKIPPED: Final = "skipped: the turn ended (sessions_yield)"
+
+
+@attrs.frozen
+class TurnYield:
+    """A tool ended the run's turn (`sessions_yield`): the private context for the
+    session's next turn, and the waiting reply the call asked for (if any)."""
+
+    message: str
+    acknowledgment: str | None = None
+
+
 @attrs.frozen
 class ToolOutcome:
     """What a tool call produced, already sanitised for emitting and persisting."""
@@ -63,6 +79,8 @@ class ToolOutcome:
     message: ToolResultMessage
     result: Any
     meta: str | None = None
+    yielded: TurnYield | None = None
+    """The call ended the turn: no further tool call or model turn in this run."""
 
 
 class ToolRunner(Protocol):
@@ -180,6 +198,8 @@ class RunProgress:
     stop_reason: StopReason = "stop"
     turns: int = 0
     streamed_output: bool = False
+    yielded: TurnYield | None = None
+    """A tool ended the turn (`sessions_yield`); the run ended after its result."""
 
 
 def now_ms() -> int:
@@ -303,6 +323,8 @@ async def run_agent(inp: AgentRunInput, emit: Emit, progress: RunProgress) -> Ru
                 return progress
             continue
         await _run_tool_calls(inp, calls, emit, transcript, progress)
+        if progress.yielded is not None:
+            return progress  # OpenClaw's yield: the turn ends after the tool's result
         steered = _take_steered(inp)
         if steered:
             _append_steered(steered, transcript, progress)
@@ -442,20 +464,15 @@ async def _run_tool_calls(
     progress: RunProgress,
 ) -> None:
     """Run a turn's tool calls in order, each with its `start` and `result` events; a message
-    steered in meanwhile skips the rest (each gets an error result)."""
+    steered in meanwhile, or a call that ended the turn (`progress.yielded`), skips the rest
+    (each gets an error result)."""
     for i, call in enumerate(calls):
+        if progress.yielded is not None:
+            _skip(calls[i:], YIELD_SKIPPED, transcript, progress)
+            return
         if inp.steer_inbox is not None and inp.steer_inbox.pending():
             # A steering message arrived: the rest of this turn's tool calls are skipped.
-            for skipped in calls[i:]:
-                message = ToolResultMessage(
-                    toolCallId=skipped.id,
-                    toolName=skipped.name,
-                    content=[TextContent("skipped: the user sent a new message")],
-                    isError=True,
-                    timestamp=now_ms(),
-                )
-                transcript.append(message)
-                progress.messages.append(message)
+            _skip(calls[i:], "skipped: the user sent a new message", transcript, progress)
             return
         emit(
             "tool",
@@ -475,8 +492,30 @@ async def _run_tool_calls(
         if outcome.meta is not None:
             data["meta"] = outcome.meta
         emit("tool", data)
-        transcript.append(outcome.message)
-        progress.messages.append(outcome.message)
+        message = outcome.message
+        if outcome.yielded is not None:
+            # What the next turn reads of this one: OpenClaw keeps it as hidden context.
+            context = f"{outcome.yielded.message}\n\n{YIELD_CONTEXT}"
+            content = [*message.content, TextContent(context)]
+            message = msgspec.structs.replace(message, content=content)
+            progress.yielded = outcome.yielded
+        transcript.append(message)
+        progress.messages.append(message)
+
+
+def _skip(
+    calls: list[ToolCallContent], why: str, transcript: list[Message], progress: RunProgress
+) -> None:
+    for skipped in calls:
+        message = ToolResultMessage(
+            toolCallId=skipped.id,
+            toolName=skipped.name,
+            content=[TextContent(why)],
+            isError=True,
+            timestamp=now_ms(),
+        )
+        transcript.append(message)
+        progress.messages.append(message)
 
 
 __all__ = [
@@ -487,6 +526,7 @@ __all__ = [
     "RunProgress",
     "ToolOutcome",
     "ToolRunner",
+    "TurnYield",
     "now_ms",
     "provider_clean",
     "run_agent",

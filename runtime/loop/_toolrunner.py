@@ -39,7 +39,7 @@ from ..tools import (
     sanitize_result,
     tool_spec,
 )
-from ._agent import Emit, ToolOutcome
+from ._agent import Emit, ToolOutcome, TurnYield
 from ._approval import (
     NO_APPROVER,
     UNATTENDED,
@@ -106,7 +106,10 @@ class RunTools:
     refused)."""
     trigger: str = "user"
     """What started the run: `user`, or `cron` (unattended: no approval is asked for)."""
+    yielded: TurnYield | None = None
+    """A call ended the turn (`sessions_yield` through `ToolContext.end_turn`)."""
     _by_name: Mapping[str, Tool] = attrs.field(init=False)
+    _yielding: TurnYield | None = attrs.field(init=False, default=None)
 
     def __attrs_post_init__(self) -> None:
         if self.toolset is None:
@@ -165,6 +168,7 @@ class RunTools:
                     return self._error(call, refused)
             params = dict(decision.params)
         started = time.monotonic()
+        self._yielding = None
         result = await invoke_tool(tool, params, self._context(call, emit))
         duration_ms = (time.monotonic() - started) * 1000
         if result.is_error:
@@ -191,7 +195,10 @@ class RunTools:
         )
         if hooks is not None and hooks.has("tool_result_persist"):
             message = _persisted(hooks, message, call)
-        return ToolOutcome(message=message, result=shown, meta=_summary(call.name, params))
+        yielded = self._take_yield(result)
+        return ToolOutcome(
+            message=message, result=shown, meta=_summary(call.name, params), yielded=yielded
+        )
 
     async def _approve(self, call: ToolCallContent, approval: dict[str, Any]) -> str | None:
         """Ask an operator whether the call may run: None when allowed, else the error the
@@ -251,7 +258,20 @@ class RunTools:
             on_update=on_update,
             send_message=self._send,
             env=self.env,
+            end_turn=self._end_turn,
         )
+
+    def _take_yield(self, result: ToolResult) -> TurnYield | None:
+        """The turn's end a call that succeeded asked for (the run's first), else None."""
+        yielded, self._yielding = self._yielding, None
+        if yielded is None or result.is_error or self.yielded is not None:
+            return None
+        self.yielded = yielded
+        return yielded
+
+    def _end_turn(self, message: str, acknowledgment: str | None) -> None:
+        """The call asks the run to end its turn once its result is in."""
+        self._yielding = TurnYield(message, acknowledgment)
 
 
 def _persisted(

@@ -381,12 +381,23 @@ class SessionsYieldTool(_SessionTool):
     name = "sessions_yield"
     description = (
         "End this turn for pending child completion events; this is not a final-result "
-        "submission. Each subagent's result arrives later as a new message in this session."
+        "submission. Return completed work normally. An unfinished subagent waiting for an "
+        'incoming continuation must set waitFor:"message". acknowledgment can send a waiting '
+        "reply for an otherwise-silent interactive parent."
     )
     params = SessionsYieldParams
 
     async def run(self, args: SessionsYieldParams, ctx: ToolContext) -> ToolResult:
-        return _result(self.host.yield_turn(ctx, args))
+        """As OpenClaw's: when the host accepts the claim (`yielded`), the run ends its
+        turn after this result (`ctx.end_turn`), `message` (default `Turn yielded.`) kept
+        as private context for the session's next turn."""
+        if ctx.end_turn is None:
+            return _result({"status": "error", "error": "Yield not supported in this context"})
+        payload = self.host.yield_turn(ctx, args)
+        if payload.get("status") == "yielded":
+            message = (args.message or "").strip() or "Turn yielded."
+            ctx.end_turn(message, (args.acknowledgment or "").strip() or None)
+        return _result(payload)
 
 
 def session_tools(host: SessionsHost) -> list[Tool]:

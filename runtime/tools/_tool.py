@@ -51,6 +51,11 @@ class ToolContext:
     env: Mapping[str, str] = field(factory=dict)
     """The run's environment for commands: what its eligible skills require (their `env`
     requirements, from the gateway's environment), on top of the exec allowlist."""
+    end_turn: Callable[[str, str | None], None] | None = None
+    """`end_turn(message, acknowledgment)`: the run ends its turn once this call's result is
+    in (OpenClaw's `onYield`, what `sessions_yield` asks): no further model turn, `message`
+    kept as private context for the session's next turn. None where a run cannot yield.
+    Synchronous."""
 
 
 class ToolResult(msgspec.Struct, frozen=True, forbid_unknown_fields=True, rename="camel"):

@@ -260,7 +260,7 @@ async def test_subagents_are_offered_fewer_tools_and_a_leaf_none_to_orchestrate(
     assert leaf_reply.count("not available") == 2, leaf_reply  # a leaf: no spawn, no list
 
 
-async def test_subagents_lists_and_cancels_agents_wait_collects_and_yield_needs_children(
+async def test_subagents_lists_and_cancels_agents_wait_collects_and_yield_ends_the_turn(
     tmp_path: Path,
 ) -> None:
     watch = Watch()
@@ -272,31 +272,58 @@ async def test_subagents_lists_and_cancels_agents_wait_collects_and_yield_needs_
                     [
                         spawn("[[stall]]", label="slow"),
                         spawn("[[reply:quick]]", label="fast"),
-                        directive("sessions_yield", {}),
                         directive("subagents", {}),
+                        directive("sessions_yield", {"acknowledgment": "on it"}),
+                        directive("session_status", {}),  # never called: the turn ended
                     ]
                 )
-                await client.request(
+                answer = await client.request(
                     "agent", {"message": first, "idempotencyKey": "p1"}, expect_final=True
                 )
-                slow, fast, yielded, listed = tool_results(watch.events, "p1")
+                slow, fast, listed, yielded = tool_results(watch.events, "p1")
                 slow_id, fast_id = details(slow)["runId"], details(fast)["runId"]
                 await watch.ended(main, 2)  # p1, then the fast child's announce
                 second = " ".join(
                     [
                         directive("agents_wait", {"ids": [fast_id, "nope"]}),
+                        directive("sessions_yield", {}),  # p2 spawned nothing: slow is p1's
                         directive("subagents", {"action": "cancel", "taskId": slow_id}),
                         directive("subagents", {"action": "wait", "taskIds": [slow_id]}),
-                        directive("sessions_yield", {}),
                     ]
                 )
                 await client.request(
                     "agent", {"message": second, "idempotencyKey": "p2"}, expect_final=True
                 )
-                waited, cancelled, settled, no_yield = tool_results(watch.events, "p2")
+                waited, pending, cancelled, settled = tool_results(watch.events, "p2")
                 await watch.ended(main, 4)  # and the cancelled child's announce
-    assert details(yielded)["status"] == "yielded"
-    assert details(slow)["childSessionKey"] in details(yielded)["pendingChildren"]
+                await client.request(
+                    "agent",
+                    {
+                        "message": directive("sessions_yield", {}),
+                        "sessionKey": "agent:main:solo",
+                        "idempotencyKey": "p3",
+                    },
+                    expect_final=True,
+                )
+                [no_yield] = tool_results(watch.events, "p3")
+                history = await client.request("chat.history", {"sessionKey": main})
+    # The yield ended p1's turn after its result: no later model turn, no reply text.
+    assert details(yielded) == {"status": "yielded", "acknowledgment": "on it"}
+    assert not yielded["isError"]
+    assert run_events(watch.events, "p1", "assistant") == []
+    [end] = terminal_events(watch.events, "p1")
+    assert end["data"]["phase"] == "end" and end["data"]["aborted"] is False
+    meta = answer["result"]["meta"]
+    assert meta["yielded"] is True and meta["yieldAcknowledgment"] == "on it"
+    [final] = [p for (e, p, _s) in watch.events if e == "chat" and p["runId"] == "p1"][-1:]
+    assert final["state"] == "final" and final["yielded"] is True
+    # The next turn reads the yield's private context with its result.
+    results = [m for m in history["messages"] if m.get("toolName") == "sessions_yield"]
+    texts = [b["text"] for b in results[0]["content"]]
+    assert texts[-1] == (
+        "Turn yielded.\n\n[Context: The previous turn ended intentionally via sessions_yield "
+        "while waiting for a follow-up event.]"
+    )
     listing = details(listed)
     assert listing["action"] == "list" and listing["total"] == 2
     assert {t["label"] for t in listing["tasks"]} == {"slow", "fast"}
@@ -307,6 +334,13 @@ async def test_subagents_lists_and_cancels_agents_wait_collects_and_yield_needs_
     assert collected["pending"] == [] and collected["errors"] == [
         {"runId": "nope", "error": "not_found"}
     ]
+    # A later turn does not own p1's children: OpenClaw's already_pending, turn goes on.
+    owed = details(pending)
+    assert owed["status"] == "already_pending" and not pending["isError"]
+    [child] = owed["pendingChildren"]
+    assert child["runId"] == slow_id and child["label"] == "slow"
+    assert child["state"] == "running" and child["wakeArmed"] is True
+    assert owed["message"].startswith("An earlier turn of this session already yielded for 1 ")
     assert details(cancelled) == {
         "status": "cancelled",
         "taskId": slow_id,

@@ -20,9 +20,11 @@ from actors import (
     QueueMode,
     SessionActor,
     SessionBusy,
+    Supervisor,
     normalize_drop,
     normalize_mode,
     replay_terminal,
+    stop_subagents,
 )
 from runtime.agent import (
     BASE_SYSTEM_PROMPT,
@@ -194,6 +196,7 @@ async def chat_send(call: Call, params: ChatSendParams) -> dict[str, Any]:
         # A stop takes effect in its place: messages received before it are on the lane.
         await call.ticket_for(key).turn()
         run_ids = actor.abort(None, "stop")
+        stop_subagents(call.gateway.actors.supervisor, key)  # OpenClaw's /stop: the child tree
         call.release_ticket()
         internal = call.gateway.actors.supervisor.internal_hooks
         if internal.has_listeners("command", "stop"):
@@ -302,6 +305,8 @@ async def chat_abort(call: Call, params: ChatAbortParams) -> dict[str, Any]:
             raise invalid_request("runId does not match sessionKey")
     actor = await session_actor(call, key)
     run_ids = actor.abort(run_id, "rpc")
+    if run_id is not None:  # OpenClaw's exact-run stop: that run's subagents too
+        stop_subagents(call.gateway.actors.supervisor, key, run_id)
     return {"ok": True, "aborted": bool(run_ids), "runIds": run_ids}
 
 
@@ -555,7 +560,8 @@ async def sessions_patch(call: Call, params: SessionsPatchParamsX) -> dict[str, 
     }
 
 
-async def _stop_everything(actor: SessionActor, reason: Any) -> None:
+async def _stop_everything(actor: SessionActor, reason: Any, sup: Supervisor) -> None:
+    stop_subagents(sup, actor.key)  # as OpenClaw's reset: the session's subagent tree too
     for run_id in actor.abort(None, reason):
         record = actor.services.registry.get(run_id)
         if record is not None:
@@ -567,7 +573,7 @@ async def sessions_reset(call: Call, params: SessionsResetParams) -> dict[str, A
     key = key_of(call, params.key, opt(params.agentId))
     actor = await session_actor(call, key)
     with trio.fail_after(30):
-        await _stop_everything(actor, "reset")
+        await _stop_everything(actor, "reset", call.gateway.actors.supervisor)
     await actor.reset_and_announce(opt(params.reason) or "reset")
     call.gateway.actors.cards.reset(key)  # the previous task's progress card, as OpenClaw's reset
     changed(call, key, "reset", actor)
@@ -583,7 +589,7 @@ async def sessions_delete(call: Call, params: SessionsDeleteParams) -> dict[str,
     actor = sup.peek_session(key)
     if actor is not None:
         with trio.fail_after(30):
-            await _stop_everything(actor, "deleted")
+            await _stop_everything(actor, "deleted", sup)
     delete_transcript = opt(params.deleteTranscript)
     deleted = await sup.forget_session(key, delete_transcript=delete_transcript is not False)
     call.gateway.actors.cards.forget(key)
@@ -605,6 +611,8 @@ async def sessions_abort(call: Call, params: SessionsAbortParams) -> dict[str, A
     key = key_of(call, raw_key, opt(params.agentId))
     actor = await session_actor(call, key)
     run_ids = actor.abort(run_id, "rpc")
+    # OpenClaw's: the run's subagents, or (no runId) the session's whole subagent tree
+    stop_subagents(call.gateway.actors.supervisor, key, run_id)
     return {"ok": True, "aborted": bool(run_ids), "runIds": run_ids}
 
 

@@ -31,6 +31,7 @@ from actors import (
     RunWebhooks,
     SqliteCronStore,
     Supervisor,
+    adopt_subagents,
     open_config_document,
     open_cron,
     open_gateway_supervisor,
@@ -653,6 +654,7 @@ async def _make_gateway(
     alone = config.cluster.redis.url is None  # a cluster's unended runs are the reaper's
     mode = config.gateway.interruptedRuns
     gateway.recovery = await recover_runs(supervisor, interrupted=mode, pending_too=alone)
+    adopt_subagents(supervisor, gateway.recovery.runs)  # their parents hear how they ended
     restore_idempotency(gateway, gateway.recovery.runs)
     return gateway
 

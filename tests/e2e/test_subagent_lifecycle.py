@@ -1,0 +1,221 @@
+"""Subagents over their parents' lifetimes, on a real gateway driven by the `local` model's
+`[[tool:...]]` directives: a parent's stop (`chat.abort` of the run that spawned them,
+`sessions.abort` of the session, `sessions.delete`) stops its running subagents and their
+descendants, which then announce nothing (OpenClaw's cascade stop); a child paused by
+`sessions_yield` `waitFor: "message"` announces nothing until its parent's `sessions_send`
+continuation resumes its task, and then announces that run's result once; and a restart
+tells a parent how the subagents it was waiting for ended (a graceful one: stopped by the
+shutdown; after a kill -9: failed, or run again), from the run journal."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from actors.store import INTERRUPTED
+from tests.conftest import local_config, open_client, running_gateway
+from tests.e2e._events import run_events, terminal_events
+from tests.e2e.test_crash_recovery import client, gateway_process, kill9, write_config
+from tests.e2e.test_session_tools import Watch, details, directive, spawn, tool_results
+
+
+def assistant_text(watch: Watch, run_id: str) -> str:
+    return " ".join(
+        p["data"].get("delta", "") for p in run_events(watch.events, run_id, "assistant")
+    )
+
+
+async def ended_run(watch: Watch, run_id: str) -> dict[str, Any]:
+    """The terminal lifecycle payload of `run_id`, once it has ended."""
+    while not terminal_events(watch.events, run_id):
+        await watch.changed.wait()
+    return terminal_events(watch.events, run_id)[0]
+
+
+async def test_a_parents_stop_stops_its_subagents_and_they_announce_nothing(
+    tmp_path: Path,
+) -> None:
+    config = local_config(agents__defaults__subagents={"maxSpawnDepth": 2})
+    watch = Watch()
+    a, b, c = "agent:main:a", "agent:main:b", "agent:main:c"
+    async with running_gateway(tmp_path, config) as gw:
+        with trio.fail_after(30):
+            async with open_client(gw, caps=["tool-events"], on_event=watch) as client:
+                for key, task in ((a, "[[stall]]"), (b, spawn("[[stall]]")), (c, "[[stall]]")):
+                    await client.request(
+                        "agent",
+                        {"message": spawn(task), "sessionKey": key, "idempotencyKey": key},
+                        expect_final=True,
+                    )
+                children = {k: details(tool_results(watch.events, k)[0]) for k in (a, b, c)}
+                # b's child spawned a grandchild, then ended (and announced itself to b).
+                b_child = children[b]["childSessionKey"]
+                await watch.ended(b_child, 1)
+                await watch.ended(b, 2)
+                rows = (await client.request("sessions.list", {}))["sessions"]
+                [grand_key] = [r["key"] for r in rows if r.get("spawnedBy") == b_child]
+                # The exact run's stop, the session's stop, the session's deletion.
+                await client.request("chat.abort", {"sessionKey": a, "runId": a})
+                await client.request("sessions.abort", {"key": b})
+                await client.request("sessions.delete", {"key": c})
+                stopped = [
+                    await ended_run(watch, children[a]["runId"]),
+                    *await watch.ended(grand_key, 1),
+                    await ended_run(watch, children[c]["runId"]),
+                ]
+                # A whole run on each parent: an announce due by then would be before it.
+                for key in (a, b):
+                    await client.request(
+                        "agent",
+                        {"message": "after", "sessionKey": key, "idempotencyKey": f"{key}:2"},
+                        expect_final=True,
+                    )
+                histories = [
+                    await client.request("chat.history", {"sessionKey": k}) for k in (a, b_child)
+                ]
+    for end in stopped:
+        assert end["data"]["aborted"] is True and end["data"]["stopReason"] == "stop"
+    assert [p["runId"] for p in watch.ends(a)] == [a, f"{a}:2"]
+    assert len(watch.ends(b)) == 3  # its run, its child's announce, the run after
+    assert [p["runId"] for p in watch.ends(c)] == [c]
+    # Nothing was announced of the stopped ones: not to a, not to b's child.
+    for history in histories:
+        assert not any("[Subagent Result]" in json.dumps(m) for m in history["messages"])
+
+
+async def test_a_child_paused_for_a_message_announces_once_after_its_continuation(
+    tmp_path: Path,
+) -> None:
+    watch = Watch()
+    main = "agent:main:main"
+    async with running_gateway(tmp_path) as gw:
+        with trio.fail_after(30):
+            async with open_client(gw, caps=["tool-events"], on_event=watch) as client:
+                waits = spawn(directive("sessions_yield", {"waitFor": "message"}), label="remote")
+                await client.request(
+                    "agent", {"message": waits, "idempotencyKey": "p1"}, expect_final=True
+                )
+                receipt = details(tool_results(watch.events, "p1")[0])
+                child, task = receipt["childSessionKey"], receipt["runId"]
+                await ended_run(watch, task)
+                child_history = await client.request("chat.history", {"sessionKey": child})
+                second = " ".join(
+                    [
+                        directive("subagents", {}),
+                        directive("sessions_yield", {}),
+                        directive(
+                            "sessions_send",
+                            {"sessionKey": child, "message": "[[reply:remote-done]]"},
+                        ),
+                    ]
+                )
+                await client.request(
+                    "agent", {"message": second, "idempotencyKey": "p2"}, expect_final=True
+                )
+                listed, owed, resumed = tool_results(watch.events, "p2")
+                ends = await watch.ended(main, 3)  # p1, p2, then the one announce
+                await client.request(
+                    "agent", {"message": "after", "idempotencyKey": "p3"}, expect_final=True
+                )
+    [paused] = [m for m in child_history["messages"] if m.get("toolName") == "sessions_yield"]
+    assert json.loads(paused["content"][0]["text"]) == {"status": "yielded"}
+    [task_row] = details(listed)["tasks"]
+    assert task_row["taskId"] == task
+    [pending] = details(owed)["pendingChildren"]
+    assert pending["state"] == "paused" and pending["childSessionKey"] == child
+    assert "paused by its own sessions_yield" in details(owed)["message"]
+    continuation = details(resumed)
+    assert continuation["status"] == "accepted" and continuation["mode"] == "resume"
+    assert continuation["taskRunId"] == task and continuation["completion"] == "task"
+    assert continuation["runId"] != task and continuation["sessionKey"] == child
+    [announce] = [p for p in ends if p["runId"] not in ("p1", "p2")]
+    assert announce["runId"] == f"{task}:announce"
+    text = assistant_text(watch, announce["runId"])
+    assert "remote-done" in text and "remote" in text
+    assert len(watch.ends(main)) == 4  # and no second announce before the run after
+
+
+async def test_a_graceful_restart_tells_the_parent_its_subagent_was_stopped(
+    tmp_path: Path,
+) -> None:
+    watch = Watch()
+    main = "agent:main:main"
+    async with running_gateway(tmp_path) as gw:
+        with trio.fail_after(30):
+            async with open_client(gw, caps=["tool-events"], on_event=watch) as client:
+                await client.request(
+                    "agent",
+                    {"message": spawn("[[stall]]", label="long"), "idempotencyKey": "p1"},
+                    expect_final=True,
+                )
+                receipt = details(tool_results(watch.events, "p1")[0])
+                while not run_events(watch.events, receipt["runId"], "lifecycle"):
+                    await watch.changed.wait()  # the child's run has started
+    after = Watch()
+    async with running_gateway(tmp_path) as gw:
+        with trio.fail_after(30):
+            async with open_client(gw, caps=["tool-events"], on_event=after) as client:
+                announced = f"{receipt['runId']}:announce"  # it may have run before we connected
+                waited = await client.request(
+                    "agent.wait", {"runId": announced, "timeoutMs": 20000}
+                )
+                history = await client.request("chat.history", {"sessionKey": main})
+                await client.request(
+                    "agent",
+                    {"message": directive("subagents", {}), "idempotencyKey": "p2"},
+                    expect_final=True,
+                )
+                [listed] = tool_results(after.events, "p2")
+    assert waited["status"] == "ok"
+    [message] = [
+        m
+        for m in history["messages"]
+        if "[Subagent Result]" in json.dumps(m) and m["role"] == "user"
+    ]
+    text = json.dumps(message)
+    assert "Task: long" in text and "was aborted (shutdown)" in text
+    [task] = details(listed)["tasks"]
+    assert task["taskId"] == receipt["runId"] and task["status"] == "cancelled"
+
+
+@pytest.mark.parametrize("mode", ["fail", "rerun"])
+async def test_after_kill_9_the_parent_hears_how_its_interrupted_subagent_ended(
+    tmp_path: Path, mode: str
+) -> None:
+    """The child's run was journaled as accepted with its parent: reported failed (`fail`)
+    or run again (`rerun`), its end is announced to the parent as usual."""
+    state = tmp_path / "state"
+    config = write_config(state, interruptedRuns=mode)
+    main = "agent:main:main"
+    task = "[[stall]]" if mode == "fail" else "[[delay:1500]] [[reply:finished]]"
+    with trio.fail_after(90):
+        async with gateway_process(state, config) as (url, proc), client(url) as (c, _):
+            await c.request("agent", {"message": spawn(task, label="job"), "idempotencyKey": "p"})
+            assert (await c.request("agent.wait", {"runId": "p", "timeoutMs": 10_000}))[
+                "status"
+            ] == "ok"
+            history = await c.request("chat.history", {"sessionKey": main})
+            [spawned] = [m for m in history["messages"] if m.get("toolName") == "sessions_spawn"]
+            child_run = json.loads(spawned["content"][0]["text"])["runId"]
+            await kill9(proc)
+        async with gateway_process(state, config) as (url, proc), client(url) as (c, _):
+            announce = f"{child_run}:announce"
+            waited = await c.request("agent.wait", {"runId": announce, "timeoutMs": 20_000})
+            child = await c.request("agent.wait", {"runId": child_run, "timeoutMs": 1000})
+            history = await c.request("chat.history", {"sessionKey": main})
+    assert waited["status"] == "ok", waited
+    [message] = [
+        m for m in history["messages"] if m["role"] == "user" and "[Subagent Result]" in str(m)
+    ]
+    text = str(message["content"])
+    assert "Task: job" in text and f"(run {child_run})" in text
+    if mode == "fail":
+        assert child["status"] == "error" and child["error"] == INTERRUPTED
+        assert f"Status: failed: {INTERRUPTED}" in text
+    else:
+        assert child["status"] == "ok"
+        assert "Status: completed successfully" in text and "finished" in text
