@@ -193,6 +193,7 @@ from .store import RunIdentity as RunIdentity
 from .store import SqliteBackend as SqliteBackend
 from .store import Store as Store
 from .store import StoreBackend as StoreBackend
+from .store import TranscriptSearch as TranscriptSearch
 from .store import UsageScope as UsageScope
 from .store import UsageStore as UsageStore
 from .store import accepted_row as accepted_row
@@ -317,6 +318,7 @@ __all__ = [
     "Supervisor",
     "SupervisorStatistics",
     "Ticket",
+    "TranscriptSearch",
     "UsageScope",
     "UsageStore",
     "Version",

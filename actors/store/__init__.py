@@ -19,6 +19,8 @@
   text, when, by which node, why), read without the lock, written as a compare-and-set.
 - `_exec_approvals`: the host exec approvals document (`ExecApprovalsDocument`: one row,
   compare-and-set by its hash; `ExecApprovalsChanged` when it moved on).
+- `_search`: full-text search over the transcripts (`TranscriptSearch`: FTS5 on SQLite,
+  PostgreSQL's text search), indexed by triggers as entries are written.
 - `_usage`: the usage aggregates (`UsageStore`), added as runs end in the same transaction
   as their transcript (`usage_write` in `WriteGroup.usage`), merged per write batch.
 - `_backlog`: writes that wait while the store's channel is full, fed to it in order.
@@ -52,6 +54,7 @@ from ._ops import SqlConnection as SqlConnection
 from ._ops import StoreBackend as StoreBackend
 from ._ops import WriteGroup as WriteGroup
 from ._ops import end_unless_ended as end_unless_ended
+from ._search import TranscriptSearch as TranscriptSearch
 from ._sqlite import SqliteBackend as SqliteBackend
 from ._store import Store as Store
 from ._store import open_store as open_store
@@ -97,6 +100,7 @@ __all__ = [
     "Store",
     "StoreBackend",
     "StoredConfig",
+    "TranscriptSearch",
     "UsageScope",
     "UsageStore",
     "WriteBacklog",

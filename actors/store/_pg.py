@@ -72,6 +72,7 @@ from ._ops import (
     list_query,
     put_checked,
 )
+from ._search import PG_SCHEMA as _SEARCH_SCHEMA
 
 __all__ = ["SCHEMA_VERSION", "PostgresBackend", "server_location"]
 
@@ -79,7 +80,7 @@ _T = TypeVar("_T")
 
 log = logging.getLogger("clawlane.store")
 
-SCHEMA_VERSION: Final = 6
+SCHEMA_VERSION: Final = 7
 _LISTED_MS: Final = 60_000
 _LISTED: Final = f"updated_at / {_LISTED_MS}"
 """`sessions.listed_at`, the column `sessions.list`'s indexes hold: the minute of
@@ -145,6 +146,7 @@ _MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
         "CREATE INDEX sessions_agent_listed_at ON sessions(agent_id, listed_at)",
     ),
     _usage.SCHEMA,  # 6: the usage aggregates, kept as runs end (`actors.store._usage`)
+    _SEARCH_SCHEMA,  # 7: full-text search over the transcripts (`actors.store._search`)
 )
 _LOCK_KEY: Final = 0x636C61776C616E65  # "clawlane": one migration at a time per database
 

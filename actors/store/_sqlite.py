@@ -46,6 +46,7 @@ from ._ops import (
     list_query,
     put_checked,
 )
+from ._search import SQLITE_SCHEMA as _SEARCH_SCHEMA
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -132,7 +133,9 @@ def open_writer(path: Path) -> sqlite3.Connection:
             raise StoreError(f"{path}: cannot switch to WAL mode (journal_mode={mode})")
         conn.execute("BEGIN IMMEDIATE")
         try:
-            for statement in (_SCHEMA + _journal.SCHEMA).split(";") + list(_usage.SCHEMA):
+            schema = (_SCHEMA + _journal.SCHEMA).split(";") + list(_usage.SCHEMA)
+            schema += list(_SEARCH_SCHEMA)  # (its triggers' bodies hold semicolons)
+            for statement in schema:
                 if statement.strip():
                     conn.execute(statement)
             found = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()

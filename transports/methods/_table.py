@@ -55,6 +55,7 @@ from . import (
     _memory,
     _previews,
     _questions,
+    _session_search,
     _sessions,
     _tools_invoke,
     _usage,
@@ -121,6 +122,7 @@ class Methods:
         _questions.register(self)  # question.*
         _cards.register(self)  # progressCard.get/put
         _tools_invoke.register(self)  # tools.invoke
+        _session_search.register(self)  # sessions.search
 
     def add(
         self, name: str, handler: Handler, params: type[Any] | None, *, scope: str | None = None

@@ -61,14 +61,8 @@ async def test_the_schema_is_migrated_once_and_a_newer_one_is_refused(pg_url: st
         async with trio.open_nursery() as nursery:  # nodes starting together: one migrates
             for _ in range(3):
                 nursery.start_soon(_open_and_close, pg_url)
-        assert await trio.to_thread.run_sync(db.query, "SELECT version FROM schema_version") == [
-            (1,),
-            (2,),
-            (3,),
-            (4,),
-            (5,),
-            (6,),
-        ]
+        versions = await trio.to_thread.run_sync(db.query, "SELECT version FROM schema_version")
+        assert versions == [(v,) for v in range(1, pg_ops.SCHEMA_VERSION + 1)]
         await trio.to_thread.run_sync(db.query, "INSERT INTO schema_version VALUES (99)")
         with pytest.raises(StoreError, match="unsupported schema version 99"):
             await _open_and_close(pg_url)
