@@ -26,9 +26,13 @@ its workspace, searched through a per-agent index.
   `probe` embeds one text to check it.
 - Tools (`_tools`): `memory_search` and `memory_get` (`memory_tools`), with OpenClaw's names,
   parameters and result shapes; `memory_get` is confined to the memory files.
+- Imports (`_migrate`): `migrations.memory.plan` / `.apply` as OpenClaw's: Claude Code's
+  auto-memory and Hermes' memories on this host, planned item by item with a fingerprint,
+  copied into `memory/imports/...` of the agent's workspace (`plan_memory_imports`,
+  `apply_memory_import`; `MigrationError` for a request that cannot be carried out).
 - Settings (`_settings`): `MemorySettings`, the config's `memory.search.*` as a search uses it.
 
-Nothing here raises its own errors: a corrupt index is rebuilt, an unreadable file is left
+Nothing here raises its own errors but `MigrationError` (an import that cannot be done): a corrupt index is rebuilt, an unreadable file is left
 out, an embeddings failure (`_embed.EmbeddingFailed`, caught inside) becomes a note, and the
 tools report bad input as error results (`runtime.tools.invoke_tool`).
 """
@@ -40,6 +44,10 @@ from ._files import list_memory_files as list_memory_files
 from ._files import startup_prelude as startup_prelude
 from ._index import IndexStatus as IndexStatus
 from ._index import MemoryIndex as MemoryIndex
+from ._migrate import MigrationError as MigrationError
+from ._migrate import apply_memory_import as apply_memory_import
+from ._migrate import plan_memory_imports as plan_memory_imports
+from ._search import IMPORTS_KEPT as IMPORTS_KEPT
 from ._search import MemoryService as MemoryService
 from ._search import SearchHit as SearchHit
 from ._search import SearchOutcome as SearchOutcome
@@ -51,6 +59,7 @@ from ._tools import MemorySearchTool as MemorySearchTool
 from ._tools import memory_tools as memory_tools
 
 __all__ = [
+    "IMPORTS_KEPT",
     "EmbeddingSettings",
     "IndexStatus",
     "MemoryGetTool",
@@ -58,13 +67,16 @@ __all__ = [
     "MemorySearchTool",
     "MemoryService",
     "MemorySettings",
+    "MigrationError",
     "SearchHit",
     "SearchOutcome",
     "StartupLimits",
+    "apply_memory_import",
     "dated_day",
     "is_memory_path",
     "list_memory_files",
     "memory_tools",
+    "plan_memory_imports",
     "rank",
     "startup_prelude",
 ]

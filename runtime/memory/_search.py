@@ -25,6 +25,7 @@ import datetime as dt
 import functools
 import hashlib
 import time
+from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
@@ -36,7 +37,7 @@ from ._embed import EmbeddingClient, EmbeddingFailed, pack
 from ._index import SNIPPET_MAX_CHARS, IndexStatus, KeywordHit, MemoryIndex, VectorHit
 from ._settings import EmbeddingSettings, MemorySettings
 
-__all__ = ["MemoryService", "SearchHit", "SearchOutcome", "rank"]
+__all__ = ["IMPORTS_KEPT", "MemoryService", "SearchHit", "SearchOutcome", "rank"]
 
 _CANDIDATE_MULTIPLIER: Final = 4
 _KEYWORD_FLOOR: Final = 50
@@ -44,6 +45,7 @@ PENDING_NOTE: Final = (
     "{pending} memory chunks are not embedded yet (the embeddings endpoint is catching up);"
     " until then they are found by keywords only"
 )
+IMPORTS_KEPT: Final = 256
 _EMBED_ROUND: Final = 256
 """Chunks embedded per round of a search's catch-up (each round's vectors are kept)."""
 
@@ -163,6 +165,11 @@ class MemoryService:
         """The wall clock searches date their recency by (tests replace it)."""
         self._probes: dict[EmbeddingSettings, dict[str, Any]] = {}
         """The last embedding probe's answer, by endpoint settings."""
+        self.imports: OrderedDict[str, tuple[str, dict[str, Any] | str]] = OrderedDict()
+        """`migrations.memory.apply`'s answers by idempotency key: the request's fingerprint
+        and its result (or error message); the latest `IMPORTS_KEPT`."""
+        self.importing: set[str] = set()
+        """The agent:provider memory imports running now."""
 
     def index_for(self, agent_id: str, workspace: Path, settings: MemorySettings) -> MemoryIndex:
         """The agent's index (one per agent; made when first asked for). Not a checkpoint."""

@@ -3,7 +3,8 @@ memory index: `{agentId, provider, searchMode, results}`), `doctor.memory.status
 provider, embedding: {ok, error?}, dreaming}`, and clawlane's `index`: files, chunks, bytes),
 and the dreaming methods, answered truthfully: clawlane does not dream, so `dreaming.enabled`
 is false, `doctor.memory.dreamDiary` reads `DREAMS.md` if there is one, and the methods that
-would change dreaming state are `UNAVAILABLE`, saying so.
+would change dreaming state are `UNAVAILABLE`, saying so. `migrations.memory.*` (importing
+Claude Code's or Hermes' memory) are `_memory_imports`'.
 
 Also the message of a bare `/new` or `/reset` (`bare_reset_message`): OpenClaw's startup
 context (today's and yesterday's daily notes) before the greeting prompt.
@@ -23,6 +24,7 @@ from runtime.memory import MemorySettings, startup_prelude
 from runtime.model import GenerationError
 from runtime.protocol import UNAVAILABLE, GatewayError, invalid_request
 
+from . import _memory_imports
 from ._context import Call, MethodTable
 
 __all__ = ["RESET_GREETING", "bare_reset_message", "register"]
@@ -228,6 +230,7 @@ async def dreaming_off(call: Call, params: dict[str, Any]) -> dict[str, Any]:
 
 
 def register(methods: MethodTable) -> None:
+    _memory_imports.register(methods)
     methods.add("memory.search", memory_search, None)
     methods.add("doctor.memory.status", doctor_memory_status, None)
     methods.add("doctor.memory.dreamDiary", dream_diary, None)
@@ -239,5 +242,3 @@ def register(methods: MethodTable) -> None:
         "doctor.memory.dedupeDreamDiary",
     ):
         methods.add(name, dreaming_off, None)
-
-
