@@ -11,7 +11,7 @@ up (each folder's face is its manual):
   `RunIdentity`, `accepted_row`); `Fence`: a session's lease token on its writes;
   `open_pairing`, `open_prefs`: the documents beside it; `open_config_document`
   (`ConfigDocument`): the cluster's config, one document for every node; `UsageStore`:
-  the usage aggregates, kept as runs end.
+  the usage aggregates, kept as runs end; `AuditTable` (`AuditFilter`): the audit log.
 - `cluster/`: what gateway nodes share, behind small interfaces (`Cluster`, `open_cluster`:
   leases with fencing tokens, claims, run feeds, node records, single-owner jobs), in one
   process (`open_local_cluster`) or on Redis.
@@ -185,6 +185,8 @@ from .session import SessionBusy as SessionBusy
 from .session import normalize_drop as normalize_drop
 from .session import normalize_mode as normalize_mode
 from .store import AcceptedRun as AcceptedRun
+from .store import AuditFilter as AuditFilter
+from .store import AuditTable as AuditTable
 from .store import ExecApprovalsChanged as ExecApprovalsChanged
 from .store import ExecApprovalsDocument as ExecApprovalsDocument
 from .store import Fence as Fence
@@ -238,6 +240,8 @@ __all__ = [
     "ApprovalAlreadyResolved",
     "ApprovalNotFound",
     "ApprovalsFull",
+    "AuditFilter",
+    "AuditTable",
     "CachedResponse",
     "ChannelMessage",
     "Channels",

@@ -55,7 +55,15 @@ from runtime.sessions import SessionRow, resolve_session_key
 from runtime.tools import Job, ProcessRegistry, exec_event_prompt, open_process_registry
 
 from ._errors import ActorError, StoreError
-from .runs import ChatFlusher, EventHub, RunRecord, RunRegistry, SubmissionOrder, Subscriber
+from .runs import (
+    AuditRecorder,
+    ChatFlusher,
+    EventHub,
+    RunRecord,
+    RunRegistry,
+    SubmissionOrder,
+    Subscriber,
+)
 from .session import (
     GlobalLane,
     LaneFull,
@@ -212,6 +220,8 @@ class Supervisor:
         self.closing = False
         """Set by `shutdown_runs`: `accept_run` refuses new runs."""
         self.counters = SessionCounters()
+        self.audit: AuditRecorder | None = None
+        """The runs' audit log (`actors.runs.AuditRecorder`), set by `open_supervisor`."""
         self.processes: ProcessRegistry | None = None
         """The background commands' registry (`use_processes`); None: exec in the foreground."""
         self._exec_events: dict[str, list[str]] = {}
@@ -687,6 +697,11 @@ async def open_supervisor(
         )
         sup.use_processes(processes)
         del generation  # the supervisor holds the serving one; a pinned one never retires
+        audit = sup.audit = AuditRecorder(
+            store, lambda: sup.generation.config.logging.audit.enabled
+        )
+        sup.hub.audit = audit.record
+        nursery.start_soon(audit.run, name="audit-writer")
         nursery.start_soon(sup.pacer.run, name="pacer")
         nursery.start_soon(sup.chat_flusher.run, name="chat-flusher")
         nursery.start_soon(sup.block_flusher.run, name="block-flusher")
@@ -697,4 +712,5 @@ async def open_supervisor(
         finally:
             with trio.CancelScope(shield=True), trio.move_on_after(SHUTDOWN_GRACE_S + 20):
                 await sup.shutdown_runs()
+                await audit.flush()  # the runs' ends, in the audit log
             nursery.cancel_scope.cancel()

@@ -10,6 +10,9 @@
 - `_webhook`: the signed webhook POST when a run ends, retried with backoff.
 - `_stability`: `StabilityRecorder` (the registry's `stability`): runs' ends and exporters'
   health as a bounded ring of diagnostic events (`diagnostics.stability`).
+- `_audit`: `AuditRecorder` (the supervisor's `audit`, fed by `EventHub.audit`): the runs'
+  and tool calls' lifecycle events into the store's audit log (`audit.list`), through a
+  bounded queue and the store's group commit, off the runs' path.
 
 What is promised about runs (with the store's run journal, `actors.store._journal`, and
 startup recovery, `actors._recovery`):
@@ -46,6 +49,8 @@ startup recovery, `actors._recovery`):
   sessions' contexts are the supervisor's (`gateway.idleContextsMaxBytes`).
 """
 
+from ._audit import AuditRecorder as AuditRecorder
+from ._audit import AuditStatistics as AuditStatistics
 from ._chat import ChatFlusher as ChatFlusher
 from ._chat import ChatStream as ChatStream
 from ._chat import assistant_message as assistant_message
@@ -83,6 +88,8 @@ __all__ = [
     "RELAY_CLOSE",
     "RELAY_SESSIONS_CHANGED",
     "RELAY_SESSION_MESSAGE",
+    "AuditRecorder",
+    "AuditStatistics",
     "CachedResponse",
     "ChatFlusher",
     "ChatStream",

@@ -86,6 +86,11 @@ MAX_REMOTE_RUNS: Final = 100_000
 
 Relay = Callable[[int, str, str, bytes, "bytes | None"], None]
 """`(kind, run id, session key, frame, public frame or None)`: one frame for other nodes."""
+Audit = Callable[
+    [str, int, int, str, dict[str, Any], "str | None", "str | None", "str | None"], None
+]
+"""`(run id, seq, ts, stream, data, agent id, session key, session id)`: a `lifecycle` or
+`tool` event for the audit log (`actors.runs._audit.AuditRecorder.record`)."""
 
 _Frames = tuple[int, int, bytes, bytes | None]
 """A replayable event: (seq, public seq or 0 for a tool event, frame, public frame or None)."""
@@ -161,6 +166,8 @@ class EventHub:
         """Acceptance to first output event, per run (`/metrics`)."""
         self.relay: Relay | None = None
         """Where this node's frames go for the other nodes (cluster mode), else None."""
+        self.audit: Audit | None = None
+        """Where the runs' `lifecycle` and `tool` events go for the audit log, else None."""
         self.remote_interest = 0
         """What the other nodes need (cluster mode, kept by the router; the highest of
         their `interest`): build `session.message` (`READS_RUNS`) and `sessions.changed`
@@ -423,6 +430,10 @@ class EventHub:
         if self._replay_bytes > self.replay_max_bytes:
             self._trim_replay()
         self._events += 1
+        if self.audit is not None and (is_tool or stream == "lifecycle"):
+            self.audit(
+                run_id, rs.seq_all, ts, stream, data, rs.agent_id, rs.session_key, rs.session_id
+            )
         if self.relay is not None:
             self.relay(RELAY_AGENT, run_id, rs.session_key, full_frame, public_frame)
         self._fan_out(rs.owners, rs.session_key, full_frame, public_frame)

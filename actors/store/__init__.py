@@ -24,6 +24,9 @@
 - `_usage`: the usage aggregates (`UsageStore`), added as runs end in the same transaction
   as their transcript (`usage_write` in `WriteGroup.usage`), merged per write batch.
 - `_backlog`: writes that wait while the store's channel is full, fed to it in order.
+- `_audit`: the audit log of runs and tool calls (`AuditTable`: bounded by age and rows,
+  inserted in the writer's batches under a savepoint; `AuditFilter`, `AuditPage`: what
+  `audit.list` reads), fed by `actors.runs.AuditRecorder`.
 
 A write that fails is reported, never taken for success: `StoreError` (under `ActorError`).
 """
@@ -33,6 +36,9 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Final
 
+from ._audit import AuditFilter as AuditFilter
+from ._audit import AuditPage as AuditPage
+from ._audit import AuditTable as AuditTable
 from ._backlog import WriteBacklog as WriteBacklog
 from ._config import open_config_document as open_config_document
 from ._config import open_pairing as open_pairing
@@ -83,6 +89,9 @@ _LAZY: Final = {
 __all__ = [
     "INTERRUPTED",
     "AcceptedRun",
+    "AuditFilter",
+    "AuditPage",
+    "AuditTable",
     "ConfigDocument",
     "ConfigRecord",
     "ExecApprovalsChanged",

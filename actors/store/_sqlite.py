@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Final, TypeVar
 
 from .._errors import StoreError
-from . import _journal, _usage
+from . import _audit, _journal, _usage
 from ._ops import (
     AddUsage,
     Append,
@@ -74,7 +74,8 @@ _T = TypeVar("_T")
 SCHEMA_VERSION: Final = 2
 """1: sessions, entries, the run journal; 2: `session_fences` (made by `_SCHEMA`'s
 `IF NOT EXISTS`, so a version 1 file only has its number raised). The usage aggregates
-(`_usage.SCHEMA`) are made the same way, whatever the version."""
+(`_usage.SCHEMA`) and the audit log (`_audit.SQLITE_SCHEMA`) are made the same way,
+whatever the version."""
 _MIGRATES: Final = frozenset({"1"})
 """Schema versions `open_writer` brings up to `SCHEMA_VERSION`."""
 
@@ -135,7 +136,7 @@ def open_writer(path: Path) -> sqlite3.Connection:
         try:
             schema = (_SCHEMA + _journal.SCHEMA).split(";") + list(_usage.SCHEMA)
             schema += list(_SEARCH_SCHEMA)  # (its triggers' bodies hold semicolons)
-            for statement in schema:
+            for statement in schema + list(_audit.SQLITE_SCHEMA):
                 if statement.strip():
                     conn.execute(statement)
             found = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()

@@ -498,13 +498,24 @@ class PluginsConfig(_Strict, frozen=True):
     load: list[str] = []
 
 
+class LoggingAuditConfig(_Strict, frozen=True):
+    """`logging.audit` (OpenClaw's audit ledger): `enabled` records runs and tool calls in
+    the audit log (`audit.list`; on by default); `executionIdentity` and `messages` load as
+    OpenClaw's (clawlane keeps no execution identities and has no channels' messages)."""
+
+    enabled: bool = True
+    executionIdentity: bool = False
+    messages: Literal["off", "direct", "all"] = "off"
+
+
 class LoggingConfig(_Strict, frozen=True):
     """OpenClaw's `logging` keys that clawlane honours: the file `logs.tail` reads (one JSON
-    object a line) and its level; `maxFileBytes` rotates it."""
+    object a line) and its level; `maxFileBytes` rotates it; `audit`, the audit log."""
 
     level: Literal["trace", "debug", "info", "warn", "error", "fatal", "silent"] | None = None
     file: str | None = None
     maxFileBytes: Annotated[int, msgspec.Meta(gt=0)] | None = None
+    audit: LoggingAuditConfig = LoggingAuditConfig()
 
 
 class CronSsrfPolicy(_Strict, frozen=True):

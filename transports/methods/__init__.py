@@ -18,7 +18,8 @@ roles: `actors` (`Actors`: what runs), `trust` (`Trust`: who may do what) and `p
   its workspace, confined to it), `_config_form` (`config.schema`, `config.schema.lookup`,
   `config.openFile`: the Control UI's config form), `_branches` (`sessions.rewind`,
   `sessions.fork`, `sessions.branches.list/switch`), `_previews` (`sessions.preview`), `_diagnostics`
-  (`diagnostics.stability`, `gateway.identity.get`), `_memory` (`memory.search`,
+  (`diagnostics.stability`, `gateway.identity.get`), `_audit` (`audit.list`,
+  `audit.activity.list`: the store's audit log of runs and tool calls), `_memory` (`memory.search`,
   `doctor.memory.*`); views in `_views` and `_status`.
 - What the reader does before a handler task exists: `Methods.route` (`_routing`: the
   cluster's router when the gateway is a node, `agent`'s task-free path `start_agent`, a

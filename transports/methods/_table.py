@@ -40,6 +40,7 @@ from . import (
     _agent_files,
     _agents,
     _approvals,
+    _audit,
     _branches,
     _cards,
     _clients,
@@ -116,6 +117,7 @@ class Methods:
         _agent_files.register(self)  # agents.files.* and agents.workspace.*
         _config_form.register(self)  # config.schema, config.schema.lookup, config.openFile
         _diagnostics.register(self)  # diagnostics.stability, gateway.identity.get
+        _audit.register(self)  # audit.list, audit.activity.list
         _branches.register(self)  # sessions.branches.*, sessions.rewind, sessions.fork
         _previews.register(self)  # sessions.preview
         _exec_approvals.register(self, gateway)  # exec.approval*, approval.*, exec policy

@@ -1,0 +1,294 @@
+"""The audit log: metadata-only records of runs and tool calls, what `audit.list` and
+`audit.activity.list` read (OpenClaw 2026.9.6's audit ledger).
+
+One table in the gateway's store, `audit_events`, on either backend: `sequence` numbers the
+rows in the order they were written (SQLite's `AUTOINCREMENT`, PostgreSQL's identity: one
+order for every node of a cluster), and `source_id` (run, event seq, time, action) is
+unique, so an event recorded twice is kept once. No text of a prompt, a reply, a tool's
+arguments or its result is kept: the tool call's id is kept as its SHA-256.
+
+Bounded as OpenClaw bounds it: rows older than 30 days (`RETENTION_MS`) are dropped, up to
+`PRUNE_BATCH` at a time, with each insert, and when the table holds more than `MAX_ROWS`
+the oldest go, down to `MAX_ROWS - PRUNE_BATCH`; a listing never shows a row older than the
+retention either. The count is kept by `AuditTable` (read once, then counted as rows go in
+and out, read again every `RECOUNT_EVERY` inserts, since other nodes insert too).
+
+`AuditTable.insert` runs inside a batch of the store's writer (`Store.write`) under a
+savepoint: a failure of the audit statements is rolled back alone and reported in its
+result, never failing the run rows, transcripts and journal rows of the same batch.
+
+Every read is a checkpoint and raises `StoreError` when the database fails.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable, Sequence
+from typing import Any, Final, Protocol, TypeVar
+
+import attrs
+
+from ._ops import SqlConnection
+
+__all__ = [
+    "COLUMNS",
+    "MAX_ROWS",
+    "PG_SCHEMA",
+    "RETENTION_MS",
+    "SQLITE_SCHEMA",
+    "AuditFilter",
+    "AuditPage",
+    "AuditTable",
+]
+
+log = logging.getLogger("clawlane.audit")
+
+_T = TypeVar("_T")
+
+RETENTION_MS: Final = 30 * 86_400_000
+MAX_ROWS: Final = 100_000
+PRUNE_BATCH: Final = 1024
+RECOUNT_EVERY: Final = 20_000
+_CHUNK: Final = 400
+"""Rows a multi-row INSERT carries (`len(COLUMNS)` parameters each: within both servers'
+parameter limits)."""
+
+COLUMNS: Final = (
+    "event_id",
+    "source_id",
+    "source_sequence",
+    "occurred_at",
+    "kind",
+    "action",
+    "status",
+    "error_code",
+    "actor_type",
+    "actor_id",
+    "agent_id",
+    "session_key",
+    "session_id",
+    "run_id",
+    "tool_call_id",
+    "tool_name",
+)
+"""What a row holds besides its `sequence`, in the order `AuditTable.insert` takes it
+(`event_id` is made there: a row handed in starts at `source_id`)."""
+
+
+def _schema(sequence: str) -> tuple[str, ...]:
+    return (
+        f"""CREATE TABLE IF NOT EXISTS audit_events(
+    sequence {sequence},
+    event_id TEXT NOT NULL UNIQUE,
+    source_id TEXT NOT NULL UNIQUE,
+    source_sequence BIGINT NOT NULL,
+    occurred_at BIGINT NOT NULL,
+    kind TEXT NOT NULL,
+    action TEXT NOT NULL,
+    status TEXT NOT NULL,
+    error_code TEXT,
+    actor_type TEXT NOT NULL,
+    actor_id TEXT NOT NULL,
+    agent_id TEXT,
+    session_key TEXT,
+    session_id TEXT,
+    run_id TEXT,
+    tool_call_id TEXT,
+    tool_name TEXT
+)""",
+        "CREATE INDEX IF NOT EXISTS audit_events_time ON audit_events(occurred_at, sequence)",
+        "CREATE INDEX IF NOT EXISTS audit_events_agent ON audit_events(agent_id, sequence)",
+        "CREATE INDEX IF NOT EXISTS audit_events_session ON audit_events(session_key, sequence)",
+        "CREATE INDEX IF NOT EXISTS audit_events_run ON audit_events(run_id, sequence)",
+    )
+
+
+SQLITE_SCHEMA: Final = _schema("INTEGER PRIMARY KEY AUTOINCREMENT")
+PG_SCHEMA: Final = _schema("BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY")
+"""The table and its indexes (OpenClaw's: by time, agent, session and run), made by each
+backend as it opens the store (SQLite: with its schema; PostgreSQL: a migration)."""
+
+_INSERT_HEAD: Final = "INSERT INTO audit_events(" + ", ".join(COLUMNS) + ") VALUES "
+_ROW: Final = "(" + ", ".join("?" * len(COLUMNS)) + ")"
+_INSERT_TAIL: Final = " ON CONFLICT(source_id) DO NOTHING"
+_EXPIRED: Final = (
+    "DELETE FROM audit_events WHERE sequence IN (SELECT sequence FROM audit_events "
+    "WHERE occurred_at < ? ORDER BY occurred_at, sequence LIMIT ?)"
+)
+_OVERFLOW: Final = "SELECT sequence FROM audit_events ORDER BY sequence DESC LIMIT 1 OFFSET "
+_SELECT: Final = (
+    "SELECT sequence, event_id, source_sequence, occurred_at, kind, action, status, "
+    "error_code, actor_type, actor_id, agent_id, session_key, session_id, run_id, "
+    "tool_call_id, tool_name FROM audit_events"
+)
+
+
+class _Reader(Protocol):
+    """What `AuditTable` needs of the `Store`: its readers."""
+
+    async def read(self, fn: Callable[[SqlConnection], _T]) -> _T: ...
+
+
+@attrs.frozen
+class AuditFilter:
+    """What a listing keeps (the params of `audit.list` / `audit.activity.list`): `after`
+    and `before` bound `occurredAt` (inclusive), `cursor` is the `sequence` to list below."""
+
+    limit: int = 100
+    cursor: int | None = None
+    agent_id: str | None = None
+    session_key: str | None = None
+    run_id: str | None = None
+    kind: str | None = None
+    status: str | None = None
+    after: int | None = None
+    before: int | None = None
+
+    def where(self, now_ms: int) -> tuple[str, list[object]]:
+        clauses = ["occurred_at >= ?"]
+        args: list[object] = [now_ms - RETENTION_MS]
+        for column, value in (
+            ("agent_id", self.agent_id),
+            ("session_key", self.session_key),
+            ("run_id", self.run_id),
+            ("kind", self.kind),
+            ("status", self.status),
+        ):
+            if value is not None:
+                clauses.append(f"{column} = ?")
+                args.append(value)
+        if self.cursor is not None:
+            clauses.append("sequence < ?")
+            args.append(self.cursor)
+        if self.after is not None:
+            clauses.append("occurred_at >= ?")
+            args.append(self.after)
+        if self.before is not None:
+            clauses.append("occurred_at <= ?")
+            args.append(self.before)
+        return " WHERE " + " AND ".join(clauses), args
+
+
+@attrs.frozen
+class AuditPage:
+    """A listing: the events newest first (OpenClaw's shape, `AuditEvent` without the
+    activity's `eventType`/`schemaVersion`), and the cursor of the next page (None: the
+    last page)."""
+
+    events: list[dict[str, Any]]
+    next_cursor: int | None
+
+
+def _event(row: Sequence[Any]) -> dict[str, Any]:
+    (
+        seq,
+        event_id,
+        source_seq,
+        occurred,
+        kind,
+        action,
+        status,
+        error_code,
+        actor_type,
+        actor_id,
+        agent_id,
+        session_key,
+        session_id,
+        run_id,
+        tool_call_id,
+        tool_name,
+    ) = row
+    event: dict[str, Any] = {
+        "eventId": str(event_id),
+        "sequence": int(seq),
+        "sourceSequence": int(source_seq),
+        "occurredAt": int(occurred),
+        "kind": str(kind),
+        "action": str(action),
+        "status": str(status),
+    }
+    if error_code is not None:
+        event["errorCode"] = str(error_code)
+    event["actor"] = {"type": str(actor_type), "id": str(actor_id)}
+    event["agentId"] = str(agent_id or "unknown")
+    if session_key:
+        event["sessionKey"] = str(session_key)
+    if session_id:
+        event["sessionId"] = str(session_id)
+    event["runId"] = str(run_id)
+    if tool_call_id:
+        event["toolCallId"] = str(tool_call_id)
+    if tool_name:
+        event["toolName"] = str(tool_name)
+    event["redaction"] = "metadata_only"
+    return event
+
+
+class AuditTable:
+    """The `audit_events` table of one store: `inserter` (run in the writer's transaction)
+    and `list` (on a reader). The inserts keep the row count they have seen (the one writer
+    thread runs them one at a time)."""
+
+    def __init__(self, store: _Reader) -> None:
+        self._store = store
+        self._count: int | None = None
+        self._since_count = 0
+        self.failures = 0
+        """Inserts rolled back (their rows are lost; the batch around them committed)."""
+
+    def inserter(
+        self, rows: Sequence[tuple[Any, ...]], now_ms: int
+    ) -> Callable[[SqlConnection], int]:
+        """The function `Store.write` runs in the writer's transaction: insert `rows`
+        (`COLUMNS` without `event_id`) and drop what is beyond the bounds, under a
+        savepoint. It returns the rows inserted, or -1 when the statements failed (rolled
+        back to the savepoint, logged and counted in `failures`)."""
+        return lambda conn: self._insert(conn, rows, now_ms)
+
+    def _insert(self, conn: SqlConnection, rows: Sequence[tuple[Any, ...]], now_ms: int) -> int:
+        conn.execute("SAVEPOINT audit_events")
+        try:
+            added = 0
+            for i in range(0, len(rows), _CHUNK):
+                chunk = rows[i : i + _CHUNK]
+                args: list[Any] = []
+                for row in chunk:
+                    args.append(uuid.uuid4().hex)
+                    args.extend(row)
+                sql = _INSERT_HEAD + ", ".join([_ROW] * len(chunk)) + _INSERT_TAIL
+                added += max(conn.execute(sql, args).rowcount, 0)
+            self._prune(conn, added, now_ms)
+            conn.execute("RELEASE SAVEPOINT audit_events")
+        except Exception as exc:  # the driver's error: this batch's audit rows alone go
+            conn.execute("ROLLBACK TO SAVEPOINT audit_events")
+            conn.execute("RELEASE SAVEPOINT audit_events")
+            self._count = None
+            self.failures += 1
+            log.warning("audit: %d events not recorded: %s", len(rows), exc)
+            return -1
+        return added
+
+    def _prune(self, conn: SqlConnection, added: int, now_ms: int) -> None:
+        expired = conn.execute(_EXPIRED, (now_ms - RETENTION_MS, PRUNE_BATCH)).rowcount
+        self._since_count += added
+        if self._count is None or self._since_count >= RECOUNT_EVERY:
+            (count,) = conn.execute("SELECT COUNT(*) FROM audit_events").fetchone()
+            self._count, self._since_count = int(count), 0
+        else:
+            self._count = max(0, self._count + added - max(expired, 0))
+        if self._count > MAX_ROWS:
+            found = conn.execute(f"{_OVERFLOW}{int(MAX_ROWS - PRUNE_BATCH)}").fetchone()
+            if found is not None:
+                cut = conn.execute("DELETE FROM audit_events WHERE sequence <= ?", (found[0],))
+                self._count = max(0, self._count - max(cut.rowcount, 0))
+
+    async def list(self, which: AuditFilter, now_ms: int) -> AuditPage:
+        """A page of events, newest first (by `sequence`), with the next page's cursor."""
+        where, args = which.where(now_ms)
+        sql = f"{_SELECT}{where} ORDER BY sequence DESC LIMIT ?"
+        args.append(which.limit + 1)
+        rows = await self._store.read(lambda c: c.execute(sql, args).fetchall())
+        more = len(rows) > which.limit
+        events = [_event(r) for r in rows[: which.limit]]
+        return AuditPage(events, events[-1]["sequence"] if more and events else None)
