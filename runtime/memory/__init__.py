@@ -10,8 +10,19 @@ its workspace, searched through a per-agent index.
   table of the files' chunks (about 400 tokens, 80 of overlap, whole lines), kept current
   incrementally (a search first re-chunks only files whose size or time changed, whoever
   changed them), bounded in indexed bytes, rebuilt from the files when it is corrupt.
-  It stays per-agent SQLite on every storage backend (PostgreSQL included): it is a cache of
-  files on the gateway host's disk, rebuilt from them at will, so it lives beside them.
+  It stays per-agent SQLite FTS5 on every storage backend, PostgreSQL included, by decision
+  (issue 34 allowed PostgreSQL full-text search there): the index is a cache of files on
+  the disk of the host that runs the agent, rebuilt from them at will, so it lives beside
+  them. Workers of one host (`--workers N`) share the state dir and so the workspace and
+  the index file (SQLite WAL; each worker's vectors in memory follow the others' writes
+  through `data_version`). Nodes on other hosts each have their own state dir and
+  workspaces: an index shared in PostgreSQL would list files that a node's `memory_get`
+  and `read` cannot open, while an index per node in PostgreSQL would be the same local
+  cache behind a network round trip per sync and per search. Only a workspace that all
+  nodes mount (a shared filesystem) would make a shared index true, and then each node's
+  SQLite index, synced by file size and time from the same files, is already correct (at
+  the cost of indexing once per node). Memory that follows a session from node to node
+  needs shared workspaces, not a shared index; clawlane does not provide them.
 - Search (`_search`): `MemoryService` (the agents' indexes; `search`, `status`,
   `embedding_status`) and `rank` (OpenClaw's ranking: bm25 keywords, filename hits first,
   with an embeddings endpoint `vectorWeight 0.7 × cosine + textWeight 0.3 × keyword`, a

@@ -146,6 +146,9 @@ class MemoryIndex:
         """The vectors in memory, by model (loaded when first searched)."""
         self.numpy = numpy
         """Vector tables use numpy (False: the pure-Python side, as without the extra)."""
+        self._data_version: int | None = None
+        """SQLite's `data_version` when the tables were last known current: it moves when
+        another connection (another worker process on this state dir) commits."""
 
     # --- the database ---------------------------------------------------------------------
 
@@ -171,7 +174,10 @@ class MemoryIndex:
         return db
 
     def close(self) -> None:
-        """Close the database (it opens again when next used)."""
+        """Close the database (it opens again when next used) and forget the vectors in
+        memory (read again when next searched)."""
+        self._vectors.clear()
+        self._data_version = None
         if self._db is not None:
             self._db.close()
             self._db = None
@@ -399,10 +405,15 @@ class MemoryIndex:
 
     def vector_table(self, model: str) -> VectorTable:
         """The vectors of the chunks `model` embedded, in memory: read from the file when
-        first asked for, then kept current by the index. Call under `lock`. Blocking."""
+        first asked for, then kept current by the index, and read again when another
+        process has written to the index file since. Call under `lock`. Blocking."""
+        db = self._connect()
+        (version,) = db.execute("PRAGMA data_version").fetchone()
+        if version != self._data_version:
+            self._vectors.clear()
+            self._data_version = version
         table = self._vectors.get(model)
         if table is None:
-            db = self._connect()
             table = VectorTable(numpy=self.numpy)
             table.load(
                 db.execute(

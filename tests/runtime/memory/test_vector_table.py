@@ -124,3 +124,35 @@ def test_an_index_keeps_its_vectors_current_as_files_change(tmp_path: Path, nump
     assert [(h.id, h.path) for h in live] == [(h.id, h.path) for h in again]
     assert [h.score for h in live] == pytest.approx([h.score for h in again])
     fresh.close()
+
+
+@pytest.mark.parametrize("numpy", SIDES)
+def test_another_process_writing_the_index_file_is_seen(tmp_path: Path, numpy: bool) -> None:
+    """Two workers of one state dir (`--workers`) share an agent's index file: what one
+    re-chunks and embeds, the other's vectors in memory follow (SQLite's data_version)."""
+    rng = random.Random(4)
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    note = ws / "memory" / "notes.md"
+    note.write_text("# Notes\n\nfirst version\n")
+    a = MemoryIndex(tmp_path / "index.sqlite", ws, numpy=numpy)
+    b = MemoryIndex(tmp_path / "index.sqlite", ws, numpy=numpy)
+
+    def embed(index: MemoryIndex) -> list[float]:
+        pending = index.chunks_for_embedding("m", 100)
+        vector = _vector(rng, 8)
+        rows = [(i, f"h{i}{rng.random()}", pack(vector)) for i, _text in pending]
+        index.store_embeddings("m", rows, cache=False, now=0)
+        return vector
+
+    a.sync()
+    first = embed(a)
+    (hit,) = b.vector_search("m", first, 5)  # b reads the table from the file
+    assert "first version" in hit.text and hit.score == pytest.approx(1.0, abs=1e-5)
+    note.write_text("# Notes\n\nsecond version, rewritten by the other worker\n")
+    a.sync()  # a re-chunks the file (new chunk ids) and embeds them
+    second = embed(a)
+    (hit,) = b.vector_search("m", second, 5)
+    assert "second version" in hit.text and hit.score == pytest.approx(1.0, abs=1e-5)
+    a.close()
+    b.close()
