@@ -31,7 +31,8 @@ up (each folder's face is its manual):
   cluster on PostgreSQL its config is the cluster's document (`use_document`), written by
   the reasons in `DOCUMENT_REASONS`.
 - `recover_runs` (`_recovery`): what a start makes of the journal (`RecoveredRun`,
-  `RecoveryReport`, `replay_terminal`, `report_lost`).
+  `RecoveryReport`, `replay_terminal`, `report_lost`); `recall_run`: what it says of one
+  run a cluster node's Redis forgot.
 - `cron/`: `CronScheduler` (`open_cron`), durable jobs and their runs.
 - `GatewaySessions` (`open_session_tools`, `_session_tools`; `open_gateway_supervisor`: a
   supervisor whose runs have them): OpenClaw's session tools over the supervisor's sessions
@@ -94,6 +95,7 @@ from ._publisher import Publisher as Publisher
 from ._publisher import PublishResult as PublishResult
 from ._recovery import RecoveredRun as RecoveredRun
 from ._recovery import RecoveryReport as RecoveryReport
+from ._recovery import recall_run as recall_run
 from ._recovery import recover_runs as recover_runs
 from ._recovery import replay_terminal as replay_terminal
 from ._recovery import report_lost as report_lost
@@ -345,6 +347,7 @@ __all__ = [
     "open_store_backend",
     "open_supervisor",
     "operator_desks",
+    "recall_run",
     "recover_runs",
     "replay_terminal",
     "report_lost",
