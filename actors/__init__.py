@@ -117,6 +117,7 @@ from .approvals import DecisionNotOffered as DecisionNotOffered
 from .approvals import ExecApprovals as ExecApprovals
 from .approvals import PluginApproval as PluginApproval
 from .approvals import PluginApprovals as PluginApprovals
+from .approvals import StandingGrants as StandingGrants
 from .cluster import ChannelMessage as ChannelMessage
 from .cluster import Channels as Channels
 from .cluster import Claim as Claim
@@ -187,6 +188,7 @@ from .session import SessionBusy as SessionBusy
 from .session import normalize_drop as normalize_drop
 from .session import normalize_mode as normalize_mode
 from .store import AcceptedRun as AcceptedRun
+from .store import ApprovalRecords as ApprovalRecords
 from .store import AuditFilter as AuditFilter
 from .store import AuditTable as AuditTable
 from .store import ExecApprovalsChanged as ExecApprovalsChanged
@@ -241,6 +243,7 @@ __all__ = [
     "Admission",
     "ApprovalAlreadyResolved",
     "ApprovalNotFound",
+    "ApprovalRecords",
     "ApprovalsFull",
     "AuditFilter",
     "AuditTable",
@@ -312,6 +315,7 @@ __all__ = [
     "ShuttingDown",
     "SqliteBackend",
     "SqliteCronStore",
+    "StandingGrants",
     "Store",
     "StoreBackend",
     "StoreClosedError",

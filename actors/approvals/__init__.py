@@ -13,6 +13,11 @@ document (`ApprovalsDocument`, the store's) and add allow-always entries to it.
 - `PluginApproval`: one approval and its wire views (`view`, `answer`, `wait_answer`).
 - `Approver`: a connection as the approvals see it.
 
+- `StandingGrants` (`_grants`): the standing grants for cron runs' execs (`CronRuns`:
+  which runs are a cron job's, `CronRunSource`), kept in the store (`GrantStore`).
+- Ended approvals are written to the store as they end (`ApprovalRecordStore`:
+  `stored_history`, `lookup`), so `approval.history` holds 30 days across restarts.
+
 How one ends, who is told, what the events carry, and the bounds: `_plugin`'s docstring.
 A run's side (what a refused call becomes for the model): `runtime.loop._approval`.
 
@@ -24,11 +29,18 @@ ago), `ApprovalAlreadyResolved` (ended otherwise than by this decision),
 from ._exec import ApprovalsDocument as ApprovalsDocument
 from ._exec import ExecApprovals as ExecApprovals
 from ._exec import exec_request_record as exec_request_record
+from ._grants import CronRuns as CronRuns
+from ._grants import CronRunSource as CronRunSource
+from ._grants import GrantStore as GrantStore
+from ._grants import StandingGrants as StandingGrants
+from ._grants import grant_binding as grant_binding
 from ._plugin import APPROVALS_SCOPE as APPROVALS_SCOPE
+from ._plugin import HISTORY_TTL_MS as HISTORY_TTL_MS
 from ._plugin import MAX_ENDED as MAX_ENDED
 from ._plugin import MAX_PENDING as MAX_PENDING
 from ._plugin import ApprovalAlreadyResolved as ApprovalAlreadyResolved
 from ._plugin import ApprovalNotFound as ApprovalNotFound
+from ._plugin import ApprovalRecordStore as ApprovalRecordStore
 from ._plugin import ApprovalsFull as ApprovalsFull
 from ._plugin import ApprovalStatistics as ApprovalStatistics
 from ._plugin import Approver as Approver
@@ -38,17 +50,24 @@ from ._plugin import PluginApprovals as PluginApprovals
 
 __all__ = [
     "APPROVALS_SCOPE",
+    "HISTORY_TTL_MS",
     "MAX_ENDED",
     "MAX_PENDING",
     "ApprovalAlreadyResolved",
     "ApprovalNotFound",
+    "ApprovalRecordStore",
     "ApprovalStatistics",
     "ApprovalsDocument",
     "ApprovalsFull",
     "Approver",
+    "CronRunSource",
+    "CronRuns",
     "DecisionNotOffered",
     "ExecApprovals",
+    "GrantStore",
     "PluginApproval",
     "PluginApprovals",
+    "StandingGrants",
     "exec_request_record",
+    "grant_binding",
 ]

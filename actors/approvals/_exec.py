@@ -18,10 +18,16 @@ wins, ended ones remembered 10 minutes, at most `MAX_PENDING`, the operators hol
 As the runs' `runtime.tools.ExecApprover` it also reads the document (`document`) and adds
 allow-always entries to the agent's allowlist (`allow_always`), through the store's
 `ExecApprovalsDocument` (given as `ApprovalsDocument`: this package does not import the store).
+
+A cron job's run (`cron_runs`, registered by the scheduler) is asked differently when the
+gateway keeps standing grants (`grants`, `_grants`): a grant for the same job and operation
+lets the exec go without a prompt; otherwise the approval carries the `standing-grant`
+scope line and `allow-always` mints a grant instead of an allowlist entry.
 """
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, Protocol
@@ -31,10 +37,21 @@ import trio
 from runtime.loop import ApprovalDecision
 from runtime.tools import DEFAULT_EXEC_APPROVAL_TIMEOUT_MS, ExecAnswer, ExecAsk
 
+from .._errors import StoreError
 from ..runs import EventHub
-from ._plugin import ApprovalsFull, Approver, PluginApproval, PluginApprovals, _wall_ms
+from ._grants import CronRuns, StandingGrants, grant_binding
+from ._plugin import (
+    ApprovalRecordStore,
+    ApprovalsFull,
+    Approver,
+    PluginApproval,
+    PluginApprovals,
+    _wall_ms,
+)
 
 __all__ = ["ApprovalsDocument", "ExecApprovals", "exec_request_record"]
+
+log = logging.getLogger("clawlane.approvals")
 
 _EXEC_KEYS: Final = (
     "command",
@@ -55,6 +72,7 @@ _EXEC_KEYS: Final = (
     "turnSourceTo",
     "turnSourceAccountId",
     "turnSourceThreadId",
+    "scope",
 )
 _ALL: Final[tuple[ApprovalDecision, ...]] = ("allow-once", "allow-always", "deny")
 _ONCE: Final[tuple[ApprovalDecision, ...]] = ("allow-once", "deny")
@@ -78,8 +96,9 @@ class ApprovalsDocument(Protocol):
 def exec_request_record(given: Mapping[str, Any]) -> dict[str, Any]:
     """OpenClaw's exec request record of `given` (its keys, null where unknown)."""
     record = {key: given.get(key) for key in _EXEC_KEYS}
-    if record["commandArgv"] is None:
-        del record["commandArgv"]  # an array or absent, never null
+    for key in ("commandArgv", "scope"):
+        if record[key] is None:
+            del record[key]  # present only when given, never null
     record["allowedDecisions"] = list(_allowed(given))
     return record
 
@@ -107,11 +126,17 @@ class ExecApprovals(PluginApprovals):
         document: ApprovalsDocument | None,
         *,
         now_ms: Callable[[], int] = _wall_ms,
+        records: ApprovalRecordStore | None = None,
+        grants: StandingGrants | None = None,
     ) -> None:
-        super().__init__(hub, connections, now_ms=now_ms)
+        super().__init__(hub, connections, now_ms=now_ms, records=records)
         self._document = document
         self.ask_timeout_ms: int | None = None
         """How long a run's exec waits for a decision (None: the request's, 30 minutes)."""
+        self.cron_runs = CronRuns()
+        """The cron runs in progress (the scheduler registers each firing's run)."""
+        self.grants = grants
+        """The standing grants for cron runs (None: a cron run is asked as any other)."""
 
     def open_exec(
         self,
@@ -180,11 +205,32 @@ class ExecApprovals(PluginApprovals):
         return file
 
     async def ask(self, request: ExecAsk) -> ExecAnswer:
-        """Raise the approval for a run's command and wait for its end. A checkpoint;
-        cancelled (the run aborted), it ends `run-aborted` and the cancellation goes on."""
+        """Raise the approval for a run's command and wait for its end (a cron run's exec a
+        standing grant covers goes at once: `standing-grant`). A checkpoint; cancelled (the
+        run aborted), it ends `run-aborted` and the cancellation goes on."""
+        source = self.cron_runs.get(request.run_id)
+        grants = self.grants
+        binding = None
+        record = request.record()
+        if (
+            grants is not None
+            and source is not None
+            and source.agent_id == request.agent_id
+            and request.allow_always
+            and request.ask != "always"
+        ):
+            binding = grant_binding(request.command, request.cwd, request.env)
+            try:
+                used = await grants.use(source, binding)
+            except StoreError as exc:
+                log.warning("standing grants unreadable, asking: %s", exc)
+                used = "no-grant"
+            if used == "consumed":
+                return ExecAnswer("allow-once", "standing-grant", None, granted=True)
+            record["scope"] = grants.scope(source, request.command)
         try:
             timeout_ms = self.ask_timeout_ms or request.timeout_ms
-            approval = self.open_exec(request.record(), timeout_ms=timeout_ms)
+            approval = self.open_exec(record, timeout_ms=timeout_ms)
         except ApprovalsFull:
             await trio.lowlevel.checkpoint()
             return ExecAnswer(None, "no-route")
@@ -193,7 +239,22 @@ class ExecApprovals(PluginApprovals):
         except trio.Cancelled:
             self._end(approval, None, "run-aborted")
             raise
-        return ExecAnswer(approval.decision, approval.reason or "timeout", approval.id)
+        granted = False
+        if approval.decision == "allow-always" and binding is not None:
+            assert grants is not None and source is not None
+            try:
+                minted = await grants.mint(
+                    approval.id, source, binding, approval.grant_expires_in_days
+                )
+            except StoreError as exc:
+                log.warning("approval %s: standing grant not minted: %s", approval.id, exc)
+                minted = None
+            granted = True  # allowed once either way; never an allowlist entry
+            if minted is None:
+                log.info("approval %s: the job changed since it fired, no grant", approval.id)
+        return ExecAnswer(
+            approval.decision, approval.reason or "timeout", approval.id, granted=granted
+        )
 
     async def allow_always(self, agent_id: str, entries: Sequence[dict[str, Any]]) -> None:
         """Add `entries` to `agent_id`'s allowlist (those it has already are skipped)."""

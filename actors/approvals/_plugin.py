@@ -35,7 +35,11 @@ as `no-route`); ended ones are kept 10 minutes (at most `MAX_ENDED`) to answer a
 resolve or a late `waitDecision`, then forgotten ("unknown or expired"). A deadline is kept
 by whoever `settle`s the approval and, for those no one waits on (a client that asked and
 went away), by the `run` task. `history` keeps the last `MAX_HISTORY` ended ones of the last
-30 days for `approval.history` / `approval.get` (in memory: a restart forgets them).
+30 days in memory; with `records` (the store's `ApprovalRecords`, shared by a cluster's
+nodes) each ended approval is also written there as it ends (`record`), and
+`stored_history` / `lookup` read them back for `approval.history` / `approval.get`, across
+restarts and nodes. A write the store cannot take at once (its channel full) is counted
+(`statistics().unrecorded`) and logged, never waited for.
 
 Everything runs in the trio thread; which calls are checkpoints is said on each.
 """
@@ -43,6 +47,7 @@ Everything runs in the trio thread; which calls are checkpoints is said on each.
 from __future__ import annotations
 
 import collections
+import logging
 import math
 import time
 import uuid
@@ -62,15 +67,17 @@ from runtime.loop import (
 )
 from runtime.protocol import PluginApprovalRequestParams
 
-from .._errors import ActorError
+from .._errors import ActorError, StoreError
 from ..runs import EventHub, Subscriber
 
 __all__ = [
     "APPROVALS_SCOPE",
+    "HISTORY_TTL_MS",
     "MAX_ENDED",
     "MAX_PENDING",
     "ApprovalAlreadyResolved",
     "ApprovalNotFound",
+    "ApprovalRecordStore",
     "ApprovalStatistics",
     "ApprovalsFull",
     "Approver",
@@ -78,6 +85,8 @@ __all__ = [
     "PluginApproval",
     "PluginApprovals",
 ]
+
+log = logging.getLogger("clawlane.approvals")
 
 APPROVALS_SCOPE: Final = "operator.approvals"
 REQUESTED: Final = "plugin.approval.requested"
@@ -139,6 +148,24 @@ class Approver(Subscriber, Protocol):
     def has_scope(self, scope: str) -> bool: ...
 
 
+class ApprovalRecordStore(Protocol):
+    """The store's `ApprovalRecords`, as the approvals use it (this package does not import
+    the store)."""
+
+    def record_nowait(
+        self,
+        record: dict[str, Any],
+        *,
+        on_commit: Callable[[StoreError | None], None] | None = None,
+    ) -> None: ...
+
+    async def history(
+        self, *, kind: str | None, since_ms: int, offset: int, limit: int
+    ) -> list[dict[str, Any]]: ...
+
+    async def find(self, approval_id: str) -> dict[str, Any] | None: ...
+
+
 def _wall_ms() -> int:
     return int(time.time() * 1000)
 
@@ -165,6 +192,8 @@ class PluginApproval:
     """`plugin` or `exec` (`actors.approvals._exec`)."""
     ended_at_ms: int = 0
     """When it ended, wall clock (0: pending)."""
+    grant_expires_in_days: int | None = None
+    """The resolve's `grantExpiresInDays` (an allow-always that mints a standing grant)."""
 
     @property
     def pending(self) -> bool:
@@ -197,6 +226,41 @@ class PluginApproval:
         assert self.reason is not None, "a pending approval has no outcome"
         return ApprovalOutcome(self.decision, self.reason, self.id)
 
+    def record(self) -> dict[str, Any]:
+        """What the store keeps of an ended approval (`ApprovalRecordStore`)."""
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "request": self.request,
+            "allowedDecisions": list(self.allowed),
+            "createdAtMs": self.created_at_ms,
+            "expiresAtMs": self.expires_at_ms,
+            "endedAtMs": self.ended_at_ms,
+            "decision": self.decision,
+            "terminalReason": self.reason,
+            "resolvedBy": self.resolved_by,
+        }
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> PluginApproval:
+        """An ended approval as the store kept it (`record`)."""
+        approval = cls(
+            id=str(record["id"]),
+            request=dict(record.get("request") or {}),
+            allowed=tuple(allowed_decisions(record.get("allowedDecisions"))),
+            created_at_ms=int(record.get("createdAtMs") or 0),
+            expires_at_ms=int(record.get("expiresAtMs") or 0),
+            deadline=-math.inf,
+            decision=record.get("decision"),
+            reason=record.get("terminalReason") or "timeout",
+            resolved_by=record.get("resolvedBy"),
+            ended_at=-math.inf,
+            kind=str(record.get("kind") or "plugin"),
+            ended_at_ms=int(record.get("endedAtMs") or 0),
+        )
+        approval.done.set()
+        return approval
+
 
 @attrs.frozen
 class ApprovalStatistics:
@@ -207,6 +271,8 @@ class ApprovalStatistics:
     expired: int
     cancelled: int
     unrouted: int
+    unrecorded: int = 0
+    """Ended approvals the store could not take at once (not in `stored_history`)."""
 
 
 def request_record(params: PluginApprovalRequestParams, run_id: str | None) -> dict[str, Any]:
@@ -233,10 +299,13 @@ class PluginApprovals:
         connections: Mapping[str, Approver],
         *,
         now_ms: Callable[[], int] = _wall_ms,
+        records: ApprovalRecordStore | None = None,
     ) -> None:
         self._hub = hub
         self._connections = connections
         self._now_ms = now_ms
+        self.records = records
+        """Where ended approvals are kept (None: in memory only)."""
         self._pending: dict[str, PluginApproval] = {}
         self._ended: collections.OrderedDict[str, PluginApproval] = collections.OrderedDict()
         self._history: collections.deque[PluginApproval] = collections.deque(maxlen=MAX_HISTORY)
@@ -337,7 +406,12 @@ class PluginApprovals:
     # --- answering ---------------------------------------------------------------------------
 
     def resolve(
-        self, approval_id: str, decision: ApprovalDecision, *, resolved_by: str | None
+        self,
+        approval_id: str,
+        decision: ApprovalDecision,
+        *,
+        resolved_by: str | None,
+        grant_expires_in_days: int | None = None,
     ) -> bool:
         """An operator's `decision`: True when it ended the approval, False when it repeats
         the decision that did. Raises `ApprovalNotFound`, `ApprovalAlreadyResolved`,
@@ -351,6 +425,7 @@ class PluginApprovals:
             raise ApprovalAlreadyResolved(approval)
         if decision not in approval.allowed:
             raise DecisionNotOffered(decision, approval.allowed)
+        approval.grant_expires_in_days = grant_expires_in_days
         self._end(approval, decision, "user", resolved_by)
         return True
 
@@ -370,6 +445,7 @@ class PluginApprovals:
         self._history.appendleft(approval)
         self._pending.pop(approval.id, None)
         self._remember(approval)
+        self._record(approval)
         self._counts[_COUNTED[reason] if decision is None else _COUNTED[decision]] += 1
         approval.done.set()
         if reason == "no-route":
@@ -385,6 +461,21 @@ class PluginApprovals:
                 "terminalReason": reason,
             }
             self._hub.send_to(targets, self.RESOLVED, payload)
+
+    def _record(self, approval: PluginApproval) -> None:
+        """Hand the ended `approval` to the store (when there is one), never waiting."""
+        if self.records is None:
+            return
+
+        def committed(error: StoreError | None) -> None:
+            if error is not None:
+                log.warning("approval %s: not recorded: %s", approval.id, error)
+
+        try:
+            self.records.record_nowait(approval.record(), on_commit=committed)
+        except (trio.WouldBlock, StoreError) as exc:
+            self._counts["unrecorded"] += 1
+            log.warning("approval %s: not recorded: %s", approval.id, exc or "store busy")
 
     def _remember(self, approval: PluginApproval) -> None:
         ended = self._ended
@@ -421,6 +512,35 @@ class PluginApprovals:
         """The pending approvals, oldest first. Not a checkpoint."""
         return list(self._pending.values())
 
+    async def stored_history(
+        self, *, offset: int, limit: int, every_kind: bool = False
+    ) -> list[PluginApproval]:
+        """A page of the ended approvals of this kind (`every_kind`: of every kind the
+        store keeps) of the last 30 days, newest first: the store's (every node's, across
+        restarts) when there is one, else `history`. A checkpoint; raises `StoreError`."""
+        if self.records is None:
+            await trio.lowlevel.checkpoint()
+            return self.history()[offset : offset + limit]
+        since = self._now_ms() - HISTORY_TTL_MS
+        kind = None if every_kind else self.KIND
+        found = await self.records.history(kind=kind, since_ms=since, offset=offset, limit=limit)
+        return [PluginApproval.from_record(record) for record in found]
+
+    async def lookup(self, approval_id: str) -> PluginApproval | None:
+        """`find`, then the store's records of the last 30 days. A checkpoint; raises
+        `StoreError`."""
+        found = self.find(approval_id)
+        if found is not None or self.records is None:
+            await trio.lowlevel.checkpoint()
+            return found
+        record = await self.records.find(approval_id)
+        if record is None or record.get("kind") != self.KIND:
+            return None
+        approval = PluginApproval.from_record(record)
+        if approval.ended_at_ms < self._now_ms() - HISTORY_TTL_MS:
+            return None
+        return approval
+
     def statistics(self) -> ApprovalStatistics:
         c = self._counts
         return ApprovalStatistics(
@@ -431,6 +551,7 @@ class PluginApprovals:
             expired=c["expired"],
             cancelled=c["cancelled"],
             unrouted=c["unrouted"],
+            unrecorded=c["unrecorded"],
         )
 
     # --- deadlines no one waits on -----------------------------------------------------------

@@ -19,12 +19,15 @@ unless `agents.defaults.llm.idleTimeoutSeconds` or `agents.defaults.timeoutSecon
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
 import attrs
+import msgspec
 
 from runtime.agent import normalize_think_level
 from runtime.cron import CronJob
@@ -35,6 +38,7 @@ from runtime.protocol import CronAddParamsPayloadAgentTurn, GatewayError, descri
 from runtime.sessions import DEFAULT_MAIN_KEY, SessionKeyError
 
 from .._admission import Admission
+from ..approvals import CronRunSource, ExecApprovals
 from ..cluster import ClusterError
 from ..runs import RunRecord
 from ..session import RunRequest
@@ -42,7 +46,7 @@ from ..session import RunRequest
 if TYPE_CHECKING:
     from .._supervisor import Supervisor
 
-__all__ = ["SCHEDULER_WATCHDOG_S", "FiringOutcome", "execute"]
+__all__ = ["SCHEDULER_WATCHDOG_S", "FiringOutcome", "execute", "job_revision"]
 
 log = logging.getLogger("clawlane.cron")
 
@@ -80,6 +84,37 @@ class FiringOutcome:
             if value is not None:
                 out[name] = value
         return out
+
+
+def job_revision(job: CronJob) -> str:
+    """The job's definition, hashed: what it runs and when, without its state, its times or
+    whether it is enabled (a standing grant is bound to it: pausing and resuming keeps it)."""
+    definition = msgspec.to_builtins(job)
+    for key in ("state", "updatedAtMs", "createdAtMs", "enabled"):
+        definition.pop(key, None)
+    text = json.dumps(definition, sort_keys=True, separators=(",", ":"))
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+def _register_cron_run(
+    sup: Supervisor,
+    job: CronJob,
+    agent_id: str,
+    run_id: str,
+    lookup: Callable[[str], CronJob | None] | None,
+) -> Callable[[], None]:
+    """Tell the exec approvals `run_id` is `job`'s (standing grants); returns what forgets
+    it."""
+    approvals = sup.services.exec_approver
+    if not isinstance(approvals, ExecApprovals):
+        return lambda: None
+
+    def current() -> str | None:
+        found = lookup(job.id) if lookup is not None else job
+        return None if found is None else job_revision(found)
+
+    source = CronRunSource(agent_id, job.id, job.name, job_revision(job), current)
+    return approvals.cron_runs.register(run_id, source)
 
 
 def _session_key(sup: Supervisor, job: CronJob, agent_id: str) -> str:
@@ -153,10 +188,14 @@ def _run_outcome(outcome: FiringOutcome, record: RunRecord, timeout_s: float | N
 
 
 async def execute(
-    sup: Supervisor, job: CronJob, clock: Callable[[], int] = now_ms
+    sup: Supervisor,
+    job: CronJob,
+    clock: Callable[[], int] = now_ms,
+    lookup: Callable[[str], CronJob | None] | None = None,
 ) -> FiringOutcome:
-    """Run `job`'s payload to its end (times from `clock`, the scheduler's). Never raises
-    but `Cancelled`. A checkpoint."""
+    """Run `job`'s payload to its end (times from `clock`, the scheduler's; `lookup` reads
+    a job as the scheduler has it now, for the standing grants). Never raises but
+    `Cancelled`. A checkpoint."""
     started = clock()
     outcome = FiringOutcome(status="error", started_at=started, ended_at=started)
     gen = sup.generation
@@ -205,12 +244,16 @@ async def execute(
         # Registered, streamed and queued, or refused / ended (no phantom run); no
         # journal row and no idempotency key: the scheduler keeps the firing's history.
         admission = Admission(sup, kind="agent", run_id=record.run_id, dedupe=False)
-        await admission.admit(actor, request, "followup", writes_row=False, journal=False)
+        forget = _register_cron_run(sup, job, spec.id, record.run_id, lookup)
         try:
-            await record.done.wait()
-        except BaseException:
-            record.abort("shutdown")
-            raise
+            await admission.admit(actor, request, "followup", writes_row=False, journal=False)
+            try:
+                await record.done.wait()
+            except BaseException:
+                record.abort("shutdown")
+                raise
+        finally:
+            forget()
         _run_outcome(outcome, record, timeout_s)
     except (GenerationError, SessionKeyError, GatewayError, ClusterError) as exc:
         outcome.error = str(exc)

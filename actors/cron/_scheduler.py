@@ -332,7 +332,7 @@ class CronScheduler:
                     "runAtMs": started,
                 }
             )
-            outcome = await execute(self.supervisor, snapshot, self.clock)
+            outcome = await execute(self.supervisor, snapshot, self.clock, self.jobs.get)
             await self._finish(snapshot, run_id, trigger, outcome)
         except StoreError:
             log.exception("cron job %s: the store failed", job_id)

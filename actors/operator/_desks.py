@@ -32,8 +32,10 @@ def operator_desks(
 ) -> tuple[PluginApprovals, Questions, ProgressCards]:
     """The plugin approvals, the questions and the progress cards of a gateway whose
     connections are `connections`; the supervisor's runs reach them through its services
-    (`approvals`, `questions`, `cards`). Not a checkpoint."""
-    approvals = PluginApprovals(supervisor.hub, connections)
+    (`approvals`, `questions`, `cards`). The plugin approvals record their ended ones
+    where the exec approvals do, when those were made first. Not a checkpoint."""
+    records = getattr(supervisor.services.exec_approver, "records", None)
+    approvals = PluginApprovals(supervisor.hub, connections, records=records)
     questions = Questions(supervisor.hub, connections)
     cards = ProgressCards(supervisor.hub, connections)
     supervisor.services.approvals = approvals

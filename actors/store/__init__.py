@@ -12,6 +12,8 @@
   (`storage.backend`), opened with `open_configured_store`. `_pg` and `_documents` are
   imported only when the config names PostgreSQL (or their names are first used here).
 - `_journal`: every accepted run, durable before its ack, ended when the run ends.
+- `_approval_records`: `ApprovalRecords`, the ended approvals of the last 30 days and the
+  standing grants for cron runs, in tables of their own (created when missing).
 - `_documents`: documents the gateways of a cluster share (device pairing, config), under a
   row lock with a hash for compare-and-set.
 - `_config_document`: `ConfigDocument`, the cluster's config as one such document (opened
@@ -39,6 +41,7 @@ from typing import TYPE_CHECKING, Final
 from ._audit import AuditFilter as AuditFilter
 from ._audit import AuditPage as AuditPage
 from ._audit import AuditTable as AuditTable
+from ._approval_records import ApprovalRecords as ApprovalRecords
 from ._backlog import WriteBacklog as WriteBacklog
 from ._config import open_config_document as open_config_document
 from ._config import open_pairing as open_pairing
@@ -89,6 +92,7 @@ _LAZY: Final = {
 __all__ = [
     "INTERRUPTED",
     "AcceptedRun",
+    "ApprovalRecords",
     "AuditFilter",
     "AuditPage",
     "AuditTable",

@@ -275,8 +275,10 @@ class ToolsExecConfig(_Strict, frozen=True):
     to 1 min-3 h), `notifyOnExit` and `notifyOnExitEmptySuccess`, and the exec policy
     (`runtime.tools._exec_policy`): `mode` or the older `security` + `ask` (not both),
     `askFallback`, `strictInlineEval`, `safeBins`, `safeBinTrustedDirs`, `autoAllowSkills`
-    (accepted; clawlane has no skill bins). It accepts the others (hosts, nodes, the reviewer,
-    `applyPatch`) and runs every command on the gateway host."""
+    (accepted; clawlane has no skill bins), `grantExpiryDays` (the default lifetime of a
+    standing grant a cron run's allow-always mints; unset: until revoked). It accepts the
+    others (hosts, nodes, the reviewer, `applyPatch`) and runs every command on the gateway
+    host."""
 
     timeoutSeconds: NonNegInt | None = None
     backgroundMs: PositiveInt | None = None
@@ -296,6 +298,7 @@ class ToolsExecConfig(_Strict, frozen=True):
     safeBinProfiles: dict[str, Any] | None = None
     approvalRunningNoticeMs: NonNegInt | None = None
     strictInlineEval: bool | None = None
+    grantExpiryDays: Annotated[int, msgspec.Meta(ge=1, le=3650)] | None = None
     commandHighlighting: bool | None = None
     reviewer: dict[str, Any] | None = None
     applyPatch: dict[str, Any] | None = None

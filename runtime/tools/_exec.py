@@ -204,7 +204,14 @@ class ExecTool:
         timeout = _timeout(args, self.default_timeout)
         path = _child_env(dict(ctx.env)).get("PATH")
         denied = await guard_exec(
-            self.policy, self.approver, args.command, cwd=cwd, path=path, ctx=ctx, call_ask=args.ask
+            self.policy,
+            self.approver,
+            args.command,
+            cwd=cwd,
+            path=path,
+            ctx=ctx,
+            call_ask=args.ask,
+            env=args.env,
         )
         if denied is not None:  # the exec policy: nothing runs before an allow
             return text_result(denied, is_error=True, details={"status": "denied"})

@@ -11,10 +11,12 @@ the host approvals document (`ExecApprover.document`, `effective_policy`) and by
   `exec.approval.requested` to its operators) and waits. `allow-once` runs the command once;
   `allow-always` runs it and adds the command's allowlist entries to the document
   (`ExecApprover.allow_always`; not for inline eval or an unresolved executable); `deny` is a
-  tool error. No decision (the approval timed out, or no operator could answer it at all) is
-  settled by `askFallback` (`fallback`); with the default `deny` that is a refusal, "Headless
-  runs cannot wait for interactive exec approval" when no one could be asked. Without an
-  approver (the embedded runtime) an ask is settled so at once.
+  tool error. A cron job's run may instead be let go by a standing grant, or its allow-always
+  mint one (`ExecAnswer.granted`: no allowlist entry then). No decision (the approval timed
+  out, or no operator could answer it at all) is settled by `askFallback` (`fallback`); with
+  the default `deny` that is a refusal, "Headless runs cannot wait for interactive exec
+  approval" when no one could be asked. Without an approver (the embedded runtime) an ask is
+  settled so at once.
 
 Nothing runs before an allow. Cancelled while waiting (the run aborted), the approver cancels
 the approval and the cancellation goes on: the command never starts.
@@ -71,6 +73,8 @@ class ExecAsk:
     allow_always: bool
     """Whether allow-always is offered (not for what it could not persist)."""
     timeout_ms: int = DEFAULT_EXEC_APPROVAL_TIMEOUT_MS
+    env: Mapping[str, str] | None = None
+    """The call's env overrides (a standing grant binds their hash)."""
 
     def record(self) -> dict[str, Any]:
         """The `request` of `exec.approval.requested` (OpenClaw's keys)."""
@@ -100,6 +104,9 @@ class ExecAnswer:
     decision: str | None
     reason: str
     approval_id: str | None = None
+    granted: bool = False
+    """A standing grant let it go, or its allow-always minted one (for a cron job's run):
+    no allowlist entry is added then."""
 
 
 class ExecApprover(Protocol):
@@ -136,6 +143,7 @@ async def guard_exec(
     path: str | None,
     ctx: ToolContext,
     call_ask: str | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> str | None:
     """Apply the exec policy to `command` (see the module docstring): None when it may run,
     else the refusal for the model. A checkpoint; cancellable (nothing then runs)."""
@@ -150,7 +158,7 @@ async def guard_exec(
         return None
     if verdict.action == "deny":
         return verdict.reason
-    return await _ask(effective, approver, analysis, verdict, cwd=cwd, ctx=ctx)
+    return await _ask(effective, approver, analysis, verdict, cwd=cwd, ctx=ctx, env=env)
 
 
 async def _ask(
@@ -161,6 +169,7 @@ async def _ask(
     *,
     cwd: Path,
     ctx: ToolContext,
+    env: Mapping[str, str] | None,
 ) -> str | None:
     if approver is None:
         settled = fallback(policy, analysis, verdict, "no-route")
@@ -177,10 +186,11 @@ async def _ask(
         resolved_path=analysis.segments[0].resolved if analysis.segments else None,
         reason=verdict.reason,
         allow_always=bool(entries),
+        env=dict(env) if env else None,
     )
     answer = await approver.ask(request)
     if answer.decision in ("allow-once", "allow-always"):
-        if answer.decision == "allow-always" and entries:
+        if answer.decision == "allow-always" and entries and not answer.granted:
             await approver.allow_always(ctx.agent_id, entries)
         return None
     if answer.decision == "deny":

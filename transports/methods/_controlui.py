@@ -605,9 +605,7 @@ _EMPTY: Final[dict[str, Any]] = {
         "role": "admin",
         "allowedVisibilities": ["shared"],
     },
-    # No approval flow and no chat channels to pair senders of.
-    "approval.history": {"items": []},
-    "exec.approval.grants.list": {"grants": []},
+    # No chat channels to pair senders of.
     "channels.pairing.list": {
         "accounts": [],
         "requests": [],

@@ -22,7 +22,11 @@ the gateway's `actors.ExecApprovals` (and its `PluginApprovals` for `approval.*`
   `status` pending / allowed / denied / expired / cancelled, `presentation`, `urlPath`);
   `approval.resolve` answers `{applied, approval}`: `applied` false when another answer
   ended it first (first answer wins) or the same answer is repeated. History: the approvals
-  that ended in the last 30 days while this gateway ran (at most 1000 per kind), newest first.
+  that ended in the last 30 days, newest first, as the store keeps them (every node's of a
+  cluster, across restarts; `actors.ApprovalRecords`).
+- `exec.approval.grants.list` / `.revoke`: the standing grants for cron runs (`_exec_grants`);
+  `exec.approval.resolve` and `approval.resolve` take `grantExpiresInDays` for the grant an
+  allow-always on a cron run's approval mints.
 
 Every approval method but the document's needs `operator.approvals` (`operator.admin`
 satisfies it): without it the call is refused before anything happens.
@@ -30,6 +34,7 @@ satisfies it): without it the call is refused before anything happens.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator, Mapping
 from typing import Any, Final
 from urllib.parse import quote
@@ -40,6 +45,7 @@ import trio
 from actors import (
     ApprovalAlreadyResolved,
     ApprovalNotFound,
+    ApprovalRecords,
     ApprovalsFull,
     DecisionNotOffered,
     ExecApprovals,
@@ -47,6 +53,8 @@ from actors import (
     ExecApprovalsDocument,
     PluginApproval,
     PluginApprovals,
+    StandingGrants,
+    StoreError,
 )
 from runtime.loop import APPROVAL_DECISIONS, ApprovalDecision
 from runtime.protocol import (
@@ -65,6 +73,7 @@ from runtime.protocol import (
 )
 from runtime.tools import ExecPolicy, ToolPolicyError, validate_document
 
+from . import _exec_grants
 from ._approvals import WaitDecisionParams, answer_decided
 from ._clients import EmptyParams
 from ._context import Call, Host, MethodTable
@@ -93,6 +102,7 @@ def register(methods: MethodTable, host: Host) -> None:
     methods.add("approval.get", approval_get, ApprovalGetParams)
     methods.add("approval.resolve", approval_resolve, ApprovalResolveParams)
     methods.add("approval.history", approval_history, ApprovalHistoryParams)
+    _exec_grants.register(methods)
 
 
 class _LiveConnections(Mapping[str, Any]):
@@ -111,16 +121,41 @@ class _LiveConnections(Mapping[str, Any]):
         return len(self._host.process.connections)
 
 
+def _job_name(host: Host, job_id: str) -> str | None:
+    cron = host.actors.cron
+    job = cron.jobs.get(job_id) if cron is not None else None
+    return job.name if job is not None else None
+
+
 def exec_desk(host: Host) -> ExecApprovals:
-    """The host's `ExecApprovals` (made at the first call, over the document in its
-    supervisor's store): what its runs' exec asks (`TurnServices.exec_approver`)."""
-    services = host.actors.supervisor.services
+    """The host's `ExecApprovals` (made at the first call, over the document, the approval
+    records and the standing grants in its supervisor's store): what its runs' exec asks
+    (`TurnServices.exec_approver`). The plugin approvals record their ended ones in the
+    same store."""
+    supervisor = host.actors.supervisor
+    services = supervisor.services
     desk = services.exec_approver
     if not isinstance(desk, ExecApprovals):
-        document = ExecApprovalsDocument(host.actors.supervisor.store)
-        desk = ExecApprovals(host.actors.hub, _LiveConnections(host), document)
+        document = ExecApprovalsDocument(supervisor.store)
+        records = ApprovalRecords(supervisor.store)
+        grants = StandingGrants(
+            records,
+            now_ms=_wall_ms,
+            job_names=lambda job_id: _job_name(host, job_id),
+            expiry_days=lambda: supervisor.generation.config.tools.exec.grantExpiryDays,
+        )
+        desk = ExecApprovals(
+            host.actors.hub, _LiveConnections(host), document, records=records, grants=grants
+        )
         services.exec_approver = desk
+        plugin = getattr(host.actors, "approvals", None)  # made after the methods
+        if isinstance(plugin, PluginApprovals):
+            plugin.records = records
     return desk
+
+
+def _wall_ms() -> int:
+    return int(time.time() * 1000)
 
 
 def _exec(call: Call) -> ExecApprovals:
@@ -209,12 +244,19 @@ def _decision(value: str) -> ApprovalDecision:
 
 
 def resolve_in(
-    call: Call, registry: PluginApprovals, approval_id: str, decision: ApprovalDecision
+    call: Call,
+    registry: PluginApprovals,
+    approval_id: str,
+    decision: ApprovalDecision,
+    grant_days: int | None = None,
 ) -> bool:
-    """An operator's decision on `registry`'s approval, OpenClaw's errors for the others."""
+    """An operator's decision on `registry`'s approval, OpenClaw's errors for the others
+    (`grant_days`: the lifetime of the standing grant an allow-always mints)."""
     resolved_by = getattr(call.conn, "client_id", None) or None
     try:
-        return registry.resolve(approval_id, decision, resolved_by=resolved_by)
+        return registry.resolve(
+            approval_id, decision, resolved_by=resolved_by, grant_expires_in_days=grant_days
+        )
     except ApprovalNotFound as exc:
         raise _not_found() from exc
     except ApprovalAlreadyResolved as exc:
@@ -263,9 +305,13 @@ async def exec_resolve(call: Call, params: ExecApprovalResolveParams) -> dict[st
     decision = _decision(params.decision)
     if params.reviewer is not msgspec.UNSET:
         raise _not_found()  # a chat channel's reviewer: none here to vouch for one
-    resolve_in(call, _exec(call), params.id, decision)
+    resolve_in(call, _exec(call), params.id, decision, _days(params.grantExpiresInDays))
     await trio.lowlevel.checkpoint()
     return {"ok": True}
+
+
+def _days(value: object) -> int | None:
+    return value if isinstance(value, int) else None
 
 
 def _exec_view(approval: PluginApproval) -> dict[str, Any]:
@@ -276,8 +322,7 @@ def _exec_view(approval: PluginApproval) -> dict[str, Any]:
 
 
 async def exec_get(call: Call, params: ExecApprovalGetParams) -> dict[str, Any]:
-    await trio.lowlevel.checkpoint()
-    approval = _exec(call).find(params.id)
+    approval = await _lookup(_exec(call), params.id)
     if approval is None:
         raise _not_found()
     return _exec_view(approval)
@@ -295,13 +340,16 @@ def _presentation(approval: PluginApproval) -> dict[str, Any]:
     request = approval.request
     allowed = list(approval.allowed)
     if approval.kind == "exec":
-        return {
+        view = {
             "kind": "exec",
             "commandText": request.get("command") or "(command)",
             "host": request.get("host"),
             "agentId": request.get("agentId") or None,
             "allowedDecisions": allowed,
         }
+        if isinstance(request.get("scope"), dict):
+            view["scope"] = request["scope"]
+        return view
     return {
         "kind": "plugin",
         "title": request.get("title") or "",
@@ -348,17 +396,23 @@ def _registries(call: Call) -> dict[str, PluginApprovals]:
     return {"exec": _exec(call), "plugin": call.gateway.actors.approvals}
 
 
-def _find(call: Call, approval_id: str) -> tuple[PluginApprovals, PluginApproval] | None:
+async def _lookup(registry: PluginApprovals, approval_id: str) -> PluginApproval | None:
+    try:
+        return await registry.lookup(approval_id)
+    except StoreError as exc:
+        raise GatewayError(UNAVAILABLE, f"approval records: {exc}", retryable=True) from exc
+
+
+async def _find(call: Call, approval_id: str) -> tuple[PluginApprovals, PluginApproval] | None:
     for registry in _registries(call).values():
-        approval = registry.find(approval_id)
+        approval = await _lookup(registry, approval_id)
         if approval is not None:
             return registry, approval
     return None
 
 
 async def approval_get(call: Call, params: ApprovalGetParams) -> dict[str, Any]:
-    await trio.lowlevel.checkpoint()
-    found = _find(call, params.id)
+    found = await _find(call, params.id)
     if found is None:
         raise _not_found()
     return {"approval": snapshot(found[1])}
@@ -370,27 +424,20 @@ async def approval_resolve(call: Call, params: ApprovalResolveParams) -> dict[st
         raise _not_found()  # system-agent approvals: none here
     if params.reviewer is not msgspec.UNSET:
         raise _not_found()
-    approval = registry.find(params.id)
+    approval = await _lookup(registry, params.id)
     if approval is None:
         raise _not_found()
     applied = False
     if approval.pending:
-        applied = resolve_in(call, registry, params.id, params.decision)
+        days = _days(params.grantExpiresInDays)
+        applied = resolve_in(call, registry, params.id, params.decision, days)
     await trio.lowlevel.checkpoint()
     return {"applied": applied, "approval": snapshot(approval)}
 
 
 async def approval_history(call: Call, params: ApprovalHistoryParams) -> dict[str, Any]:
-    await trio.lowlevel.checkpoint()
     kinds = _registries(call)
-    chosen = [kinds[params.kind]] if isinstance(params.kind, str) and params.kind in kinds else []
-    if not isinstance(params.kind, str):
-        chosen = list(kinds.values())
-    items = sorted(
-        (a for registry in chosen for a in registry.history()),
-        key=lambda a: a.ended_at_ms,
-        reverse=True,
-    )
+    kind = params.kind if isinstance(params.kind, str) else None
     start = 0
     if isinstance(params.cursor, str):
         try:
@@ -398,8 +445,32 @@ async def approval_history(call: Call, params: ApprovalHistoryParams) -> dict[st
         except ValueError as exc:
             raise invalid_request("invalid cursor") from exc
     limit = params.limit if isinstance(params.limit, int) else _DEFAULT_HISTORY_LIMIT
-    page = items[start : start + limit]
-    answer: dict[str, Any] = {"items": [snapshot(a) for a in page]}
-    if start + limit < len(items):
+    if kind is not None and kind not in kinds:
+        await trio.lowlevel.checkpoint()
+        return {"items": []}  # system-agent approvals: none here
+    try:
+        page = await _history_page(kinds, kind, start, limit + 1)
+    except StoreError as exc:
+        raise GatewayError(UNAVAILABLE, f"approval records: {exc}", retryable=True) from exc
+    answer: dict[str, Any] = {"items": [snapshot(a) for a in page[:limit]]}
+    if len(page) > limit:
         answer["nextCursor"] = str(start + limit)
     return answer
+
+
+async def _history_page(
+    kinds: Mapping[str, PluginApprovals], kind: str | None, start: int, count: int
+) -> list[PluginApproval]:
+    """`count` ended approvals from `start`, newest first: the store's records (of `kind`,
+    or all kinds), else what this gateway remembers."""
+    if kinds["exec"].records is not None:
+        registry = kinds[kind or "exec"]
+        return await registry.stored_history(offset=start, limit=count, every_kind=kind is None)
+    await trio.lowlevel.checkpoint()
+    chosen = [kinds[kind]] if kind is not None else list(kinds.values())
+    items = sorted(
+        (a for registry in chosen for a in registry.history()),
+        key=lambda a: a.ended_at_ms,
+        reverse=True,
+    )
+    return items[start : start + count]
