@@ -44,6 +44,12 @@ RESULT_DEFINITIONS: dict[str, str] = {
 }
 
 
+#: Results checked against their 2026.9.6 definition although the published schema has one:
+#: what 2026.9.6's clients read (the published `SessionsSearchResult` predates the Control
+#: UI's scoped search, whose answer adds the `sessions` it hit).
+NEWER_RESULTS: frozenset[str] = frozenset({"SessionsSearchResult"})
+
+
 def _pascal(method: str) -> str:
     return "".join(w[:1].upper() + w[1:] for w in re.split(r"[.\-_]", method) if w)
 
@@ -60,6 +66,8 @@ class FrameChecker:
         # definitions have (`UsersPrefsGetResult`, ...) is checked against that one.
         for name, definition in newer["definitions"].items():
             defs.setdefault(name, definition)
+        for name in NEWER_RESULTS:
+            defs[name] = newer["definitions"][name]
         # `health` answers the snapshot's health shape, plus clawlane's own block.
         health = copy.deepcopy(defs["Snapshot"]["properties"]["health"])
         health["properties"]["clawlane"] = {"type": "object"}

@@ -56,6 +56,7 @@ from . import (
     _memory,
     _previews,
     _questions,
+    _session_bulk,
     _session_search,
     _sessions,
     _tools_invoke,
@@ -125,6 +126,7 @@ class Methods:
         _cards.register(self)  # progressCard.get/put
         _tools_invoke.register(self)  # tools.invoke
         _session_search.register(self)  # sessions.search
+        _session_bulk.register(self)  # sessions.patchMany, sessions.cleanup
 
     def add(
         self, name: str, handler: Handler, params: type[Any] | None, *, scope: str | None = None
