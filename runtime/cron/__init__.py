@@ -9,6 +9,8 @@ from ._cron_jobs import job_from_add as job_from_add
 from ._cron_jobs import job_view as job_view
 from ._cron_jobs import next_run_after as next_run_after
 from ._cron_jobs import webhook_url_problem as webhook_url_problem
+from ._cron_list import effective_agent as effective_agent
+from ._cron_list import select_jobs as select_jobs
 from ._cron_params import CronGetParams as CronGetParams
 from ._cron_params import CronRemoveParams as CronRemoveParams
 from ._cron_params import CronRunParams as CronRunParams
@@ -28,6 +30,7 @@ __all__ = [
     "JobIdError",
     "apply_patch",
     "decode_job",
+    "effective_agent",
     "encode_job",
     "error_backoff_ms",
     "format_iso_ms",
@@ -35,5 +38,6 @@ __all__ = [
     "job_from_add",
     "job_view",
     "next_run_after",
+    "select_jobs",
     "webhook_url_problem",
 ]

@@ -22,7 +22,11 @@ def directive(name: str, args: dict[str, Any]) -> str:
 
 
 def tool_results(events: Events, run_id: str) -> list[dict[str, Any]]:
-    return [p["data"] for p in run_events(events, run_id, "tool") if p["data"]["phase"] == "result"]
+    return [
+        p["data"]
+        for p in run_events(events, run_id, "tool")
+        if p["data"]["phase"] == "result" and p["data"]["name"] != "tool_call"
+    ]
 
 
 def details(result: dict[str, Any]) -> dict[str, Any]:
@@ -75,7 +79,8 @@ JOB = {
 
 async def test_a_run_adds_lists_runs_updates_and_removes_a_job(tmp_path: Path) -> None:
     watch = Watch()
-    async with running_gateway(tmp_path) as gw:
+    # The model calls the tool by its `cron` alias directly: all schemas offered directly.
+    async with running_gateway(tmp_path, local_config(tools__toolSearch=False)) as gw:
         with trio.fail_after(30):
             async with open_client(gw, caps=["tool-events"], on_event=watch) as client:
 
@@ -189,3 +194,97 @@ async def test_the_policy_names_it_by_group_and_alias(tmp_path: Path) -> None:
                 )
     [refused] = tool_results(watch.events, "off")
     assert "not available" in error_text(refused)
+
+
+def job(name: str, message: str = "tick", **more: Any) -> dict[str, Any]:
+    """A `cron.add` job (the tool fills `wakeMode`; the method wants it)."""
+    payload = {"kind": "agentTurn", "message": message}
+    return {**JOB, "name": name, "wakeMode": "now", "payload": payload, **more}
+
+
+async def test_a_run_reaches_only_its_agents_jobs_and_lists_them_as_cron_list_does(
+    tmp_path: Path,
+) -> None:
+    """OpenClaw's caller scope: another agent's job is unknown to the tool (get, remove),
+    a job for another agent is refused, `agentId` cannot move a job; `list` takes
+    `cron.list`'s query and sort. `next_check` outside a paced run and `wake` for another
+    agent's session are refused as OpenClaw refuses them."""
+    config = local_config(agents__list=[{"id": "main", "default": True}, {"id": "ops"}])
+    watch = Watch()
+    async with running_gateway(tmp_path, config) as gw:
+        with trio.fail_after(30):
+            async with open_client(gw, caps=["tool-events"], on_event=watch) as client:
+                ops = await client.request("cron.add", job("ops-alpha", agentId="ops"))
+                ids = {
+                    name: (await client.request("cron.add", job(name)))["id"]
+                    for name in ("alpha", "beta", "gamma")
+                }
+                calls = [
+                    {"action": "list", "query": "a", "sortBy": "name", "sortDir": "desc"},
+                    {"action": "get", "jobId": ops["id"]},
+                    {"action": "remove", "jobId": ops["id"]},
+                    {"action": "add", "job": job("mine-for-ops", agentId="ops")},
+                    {"action": "update", "jobId": ids["beta"], "job": {"agentId": "ops"}},
+                    {"action": "next_check", "in": "15m"},
+                    {"action": "wake", "text": "psst", "sessionKey": "agent:ops:main"},
+                    {"action": "wake", "text": " "},
+                ]
+                msg = " ".join(directive("automations", c) for c in calls)
+                await client.request(
+                    "agent", {"message": msg, "idempotencyKey": "scope"}, expect_final=True
+                )
+                everything = await client.request(
+                    "cron.list", {"query": "ALPHA", "sortBy": "name", "sortDir": "asc"}
+                )
+    listed, got, removed, added, moved, checked, woke, empty = tool_results(watch.events, "scope")
+    page = details(listed)
+    assert [j["name"] for j in page["jobs"]] == ["gamma", "beta", "alpha"]  # no ops-alpha
+    assert page["total"] == 3 and page["scope"] == "caller"
+    assert f"cron job not found: {ops['id']}" in error_text(got)
+    assert f"cron job not found: {ops['id']}" in error_text(removed)
+    assert "invalid cron.add params: job agentId outside caller scope" in error_text(added)
+    assert "agentId cannot be changed by caller scope" in error_text(moved)
+    assert "cron next_check is only available to the currently running job" in error_text(checked)
+    assert "sessionKey outside caller scope" in error_text(woke)
+    assert "text required" in error_text(empty)
+    # The operator's cron.list sees every agent's jobs, filtered and sorted the same way.
+    assert [j["name"] for j in everything["jobs"]] == ["alpha", "ops-alpha"]
+
+
+async def test_an_isolated_jobs_run_reaches_only_its_own_job(tmp_path: Path) -> None:
+    """OpenClaw's self scope: inside a cron job's isolated run the tool sees its own job
+    (status says only whether the scheduler is on), may not reach another job, and
+    `next_check` is refused for want of pacing (clawlane makes no paced jobs)."""
+    watch = Watch()
+    async with running_gateway(tmp_path) as gw:
+        with trio.fail_after(30):
+            async with open_client(gw, caps=["tool-events"], on_event=watch) as client:
+                other = await client.request("cron.add", job("other"))
+                calls = [
+                    {"action": "status"},
+                    {"action": "list"},
+                    {"action": "next_check", "in": "15m"},
+                    {"action": "remove", "jobId": other["id"]},
+                    {"action": "add", "job": job("spawned")},
+                ]
+                message = " ".join(directive("automations", c) for c in calls)
+                own = await client.request("cron.add", job("self", message))
+                await client.request("cron.run", {"id": own["id"], "mode": "force"})
+                await watch.cron_event(own["id"], "finished")
+                names = [j["name"] for j in (await client.request("cron.list", {}))["jobs"]]
+    prefix = f"agent:main:cron:{own['id']}:run:"
+    [reply] = [
+        p["data"]["text"]
+        for (e, p, _s) in watch.events
+        if e == "agent"
+        and p["stream"] == "assistant"
+        and p.get("sessionKey", "").startswith(prefix)
+        and p["data"]["text"].startswith("Tool results: ")
+    ][-1:]
+    status, listed, checked, removed, added = reply.removeprefix("Tool results: ").split("; ")
+    assert status.replace(" ", "").replace("\n", "") == 'automations:{"enabled":true}'
+    assert f'"id": "{own["id"]}"' in listed and other["id"] not in listed
+    assert checked.endswith("failed: cron next_check requires pacing on the current job")
+    assert removed.endswith("failed: Automations tool is restricted to the current automation.")
+    assert added == removed
+    assert sorted(names) == ["other", "self"]  # nothing removed, nothing added

@@ -35,6 +35,7 @@ from runtime.cron import (
     apply_patch,
     job_from_add,
     job_view,
+    select_jobs,
     webhook_url_problem,
 )
 from runtime.model import GenerationError
@@ -141,41 +142,11 @@ async def _checkpoint() -> None:
     await trio.lowlevel.checkpoint()
 
 
-def _list_sort_key(sort_by: str) -> Any:
-    if sort_by == "name":
-        return lambda j: (j.name.lower(), j.id)
-    if sort_by == "updatedAtMs":
-        return lambda j: (j.updatedAtMs, j.id)
-    return lambda j: (j.state.nextRunAtMs is None, j.state.nextRunAtMs or 0, j.id)
-
-
 async def cron_list(call: Call, params: CronListParams) -> dict[str, Any]:
     cron = _cron(call)
     await _checkpoint()
-    jobs = list(cron.jobs.values())
-    enabled = opt(params.enabled) or ("all" if opt(params.includeDisabled) else "enabled")
-    if enabled == "enabled":
-        jobs = [j for j in jobs if j.enabled]
-    elif enabled == "disabled":
-        jobs = [j for j in jobs if not j.enabled]
-    kind = opt(params.scheduleKind)
-    if kind and kind != "all":
-        jobs = [j for j in jobs if j.schedule.__struct_config__.tag == kind]
-    status = opt(params.lastRunStatus)
-    if status and status != "all":
-        jobs = [j for j in jobs if (j.state.lastRunStatus or "unknown") == status]
-    if opt(params.trigger) == "conditional":
-        jobs = []  # clawlane has no condition triggers
-    agent = opt(params.agentId)
     default_agent = call.gateway.actors.supervisor.generation.default_agent
-    if agent:
-        jobs = [j for j in jobs if (j.agentId or default_agent) == agent.lower()]
-    query = (opt(params.query) or "").strip().lower()
-    if query:
-        jobs = [j for j in jobs if query in f"{j.name} {j.description or ''} {j.id}".lower()]
-    jobs.sort(key=_list_sort_key(opt(params.sortBy) or "nextRunAtMs"))
-    if opt(params.sortDir) == "desc":
-        jobs.reverse()
+    jobs = select_jobs(cron.jobs.values(), params, default_agent)
     total = len(jobs)
     offset = opt(params.offset) or 0
     limit = opt(params.limit) or 50
