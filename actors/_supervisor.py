@@ -79,6 +79,7 @@ from .store import (
     Store,
     WriteBacklog,
     WriteGroup,
+    backfill_usage,
     end_unless_ended,
     ended_row,
 )
@@ -219,6 +220,8 @@ class Supervisor:
         brought (a cron firing) uses a session, so that this node owns it."""
         self.closing = False
         """Set by `shutdown_runs`: `accept_run` refuses new runs."""
+        self.usage_backfilled = trio.Event()
+        """Set when `backfill_usage` has ended (done or stopped)."""
         self.counters = SessionCounters()
         self.audit: AuditRecorder | None = None
         """The runs' audit log (`actors.runs.AuditRecorder`), set by `open_supervisor`."""
@@ -617,6 +620,17 @@ class Supervisor:
             idle_context_bytes=self.idle_contexts.bytes,
             contexts_dropped=self.idle_contexts.dropped,
         )
+
+    async def backfill_usage(self) -> None:
+        """Add the usage of turns stored before the aggregates were kept (`backfill_usage`:
+        once per session); the gateway runs it in the background after startup. A store
+        failure is logged, and the next start goes on from there."""
+        try:
+            await backfill_usage(self.store, lambda: self.generation.config)
+        except StoreError as exc:
+            log.warning("usage backfill stopped: %s (the next start goes on)", exc)
+        finally:
+            self.usage_backfilled.set()
 
     async def shutdown_runs(self, *, grace_s: float | None = None) -> None:
         """Refuse new runs, abort every run (queued or active) with reason `shutdown` and

@@ -24,7 +24,9 @@
 - `_search`: full-text search over the transcripts (`TranscriptSearch`: FTS5 on SQLite,
   PostgreSQL's text search), indexed by triggers as entries are written.
 - `_usage`: the usage aggregates (`UsageStore`), added as runs end in the same transaction
-  as their transcript (`usage_write` in `WriteGroup.usage`), merged per write batch.
+  as their transcript (`usage_write` in `WriteGroup.usage`), merged per write batch;
+  `_usage_backfill`: the turns stored before the aggregates were kept, added once
+  (`backfill_usage`, in the background after startup).
 - `_backlog`: writes that wait while the store's channel is full, fed to it in order.
 - `_audit`: the audit log of runs and tool calls (`AuditTable`: bounded by age and rows,
   inserted in the writer's batches under a savepoint; `AuditFilter`, `AuditPage`: what
@@ -70,6 +72,7 @@ from ._store import open_store as open_store
 from ._usage import UsageScope as UsageScope
 from ._usage import UsageStore as UsageStore
 from ._usage import usage_write as usage_write
+from ._usage_backfill import backfill_usage as backfill_usage
 
 if TYPE_CHECKING:
     from ._config_document import ConfigDocument as ConfigDocument
@@ -119,6 +122,7 @@ __all__ = [
     "WriteBacklog",
     "WriteGroup",
     "accepted_row",
+    "backfill_usage",
     "end_unless_ended",
     "ended_row",
     "open_config_document",

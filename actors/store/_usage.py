@@ -28,7 +28,7 @@ import attrs
 from runtime import telemetry
 from runtime.llm import Message
 from runtime.model import Config
-from runtime.usage import ADDED, Bucket, PriceTable, StoredBucket, rollup_messages
+from runtime.usage import ADDED, Bucket, PriceTable, Rollup, StoredBucket, rollup_messages
 
 from ._ops import AddUsage, SqlConnection
 
@@ -41,7 +41,7 @@ class _Reader(Protocol):
     async def read(self, fn: Callable[[SqlConnection], _T]) -> _T: ...
 
 
-__all__ = ["SCHEMA", "UsageBatch", "UsageScope", "UsageStore", "usage_write"]
+__all__ = ["SCHEMA", "UsageBatch", "UsageScope", "UsageStore", "bucket_rows", "usage_write"]
 
 _FLOATS: Final = frozenset(
     {
@@ -150,6 +150,15 @@ def usage_write(
             if b.total_cost:
                 where = {"openclaw.provider": b.provider, "openclaw.model": b.model}
                 telemetry.record("cost.usd", b.total_cost, {**where, "openclaw.agent": agent_id})
+    return bucket_rows(session_id, agent_id, session_key, rollup)
+
+
+def bucket_rows(
+    session_id: str, agent_id: str, session_key: str, rollup: Rollup
+) -> AddUsage | None:
+    """`rollup`'s buckets and tool calls as rows of the session (None: nothing to add)."""
+    if not rollup.buckets and not rollup.tools:
+        return None
     return AddUsage(
         tuple(
             (session_id, b.bucket, b.provider, b.model, agent_id, session_key, *_values(b))

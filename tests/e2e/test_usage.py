@@ -7,6 +7,7 @@ bad inputs are OpenClaw's; `/usage` in `chat.send` sets the footer and answers t
 from __future__ import annotations
 
 import datetime as dt
+import sqlite3
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -365,3 +366,28 @@ async def test_a_reset_session_is_one_family_or_two_instances(tmp_path: Path) ->
             assert families["totals"] == instances["totals"]
             legacy = await c.request("sessions.usage", {"includeHistorical": True})
             assert [s["scope"] for s in legacy["sessions"]] == ["family"]
+
+
+async def test_turns_stored_before_the_aggregates_are_backfilled_at_start(
+    tmp_path: Path,
+) -> None:
+    """A store upgraded from a clawlane that kept no usage aggregates: its transcripts are
+    there, its aggregates are not. The next start adds them once (in the background), and
+    the reports equal the hand computation again."""
+    with trio.fail_after(30):
+        async with usage_gateway(tmp_path, {}) as (gw, c):
+            await run(c, "agent:main:a", "hello there")
+            await run(c, "agent:main:a", "and a second question")
+            expected = by_hand(await calls_of(gw, "agent:main:a"))
+        db = tmp_path / "state" / "clawlane.sqlite"
+        with sqlite3.connect(db) as conn:  # what the store of an older clawlane holds
+            for table in ("usage_buckets", "usage_tools", "usage_backfill"):
+                conn.execute(f"DELETE FROM {table}")
+        async with usage_gateway(tmp_path, {}) as (gw, c):
+            await gw.supervisor.usage_backfilled.wait()
+            usage = await c.request("sessions.usage", {})
+            assert_totals(usage["totals"], expected)
+            assert usage["sessions"][0]["usage"]["messageCounts"]["total"] == 4
+        async with usage_gateway(tmp_path, {}) as (gw, c):  # once: a restart adds nothing
+            await gw.supervisor.usage_backfilled.wait()
+            assert_totals((await c.request("usage.cost", {}))["totals"], expected)

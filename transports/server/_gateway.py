@@ -684,6 +684,7 @@ async def _start_services(
     gateway.http_routes = HttpRoutes(gateway, await trio.to_thread.run_sync(load_dashboard))
     nursery.start_soon(gateway.sampler.run)
     nursery.start_soon(run_desks, gateway.approvals, gateway.questions)  # their expiry
+    nursery.start_soon(gateway.supervisor.backfill_usage)  # turns stored before usage was kept
     if gateway.node is None:
         await nursery.start(_run_cron, gateway, store, options.cron_clock)
 
