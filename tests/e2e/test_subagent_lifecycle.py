@@ -219,3 +219,38 @@ async def test_after_kill_9_the_parent_hears_how_its_interrupted_subagent_ended(
     else:
         assert child["status"] == "ok"
         assert "Status: completed successfully" in text and "finished" in text
+
+
+async def test_sessions_send_modes_refuse_as_openclaws(tmp_path: Path) -> None:
+    """`notify`, `steer` and `resume` need an existing target (OpenClaw's refusal);
+    `resume` needs a child of the caller paused by `sessions_yield`, and does not wait."""
+    watch = Watch()
+    async with running_gateway(tmp_path) as gw:
+        with trio.fail_after(30):
+            async with open_client(gw, caps=["tool-events"], on_event=watch) as client:
+                await client.request(
+                    "agent",
+                    {"message": "hi", "sessionKey": "agent:main:peer", "idempotencyKey": "peer"},
+                    expect_final=True,
+                )
+                sends: list[dict[str, Any]] = [
+                    {"sessionKey": "agent:main:gone", "message": "x", "mode": "notify"},
+                    {"sessionKey": "agent:main:gone", "message": "x", "mode": "steer"},
+                    {"sessionKey": "agent:main:peer", "message": "x", "mode": "resume"},
+                    {"sessionKey": "peer", "message": "x", "mode": "resume", "timeoutSeconds": 5},
+                ]
+                msg = " ".join(directive("sessions_send", s) for s in sends)
+                await client.request(
+                    "agent", {"message": msg, "idempotencyKey": "modes"}, expect_final=True
+                )
+    notified, steered, resumed, waited = tool_results(watch.events, "modes")
+    missing = (
+        "Cannot notify, steer, or resume a missing session. Use mode=followup to start a new turn."
+    )
+    assert notified["isError"] and details(notified)["error"] == missing
+    assert steered["isError"] and details(steered)["error"] == missing
+    assert resumed["isError"] and details(resumed)["error"] == (
+        "Task resume requires a child of this session paused by sessions_yield."
+    )
+    assert waited["isError"] and "mode=resume does not wait" in details(waited)["error"]
+    assert [p["runId"] for p in watch.ends("agent:main:peer")] == ["peer"]  # nothing ran
