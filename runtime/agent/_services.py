@@ -40,6 +40,7 @@ from ..tools import (
     AutomationsHost,
     CardDesk,
     ConfigReader,
+    DenialStreaks,
     ExecApprover,
     ExecSettings,
     ProcessRegistry,
@@ -59,6 +60,7 @@ from ..tools import (
 from ._blocks import BlockFlusher, BlockSink
 from ._chunking import BlockStreamingSettings
 from ._compaction import CompactionSettings
+from ._exec_reviewer import exec_reviewer
 from ._memorysettings import memory_settings
 from ._prompt import PromptCache
 from ._turnspec import HistoryEntries, TurnSpec
@@ -115,6 +117,8 @@ class TurnServices:
         """The host's exec approvals and approvals document (the gateway sets its
         `actors.ExecApprovals`); without one an exec the policy asks about is settled by
         `askFallback` at once."""
+        self.review_streaks = DenialStreaks()
+        """Consecutive exec auto-reviewer denials per session (`mode: auto`)."""
         self.sessions: SessionsHost | None = None
         """The sessions the session tools reach (the gateway sets its host): with it
         `sessions_list`, `sessions_send`, `sessions_spawn`, ... are offered; without it (the
@@ -207,8 +211,14 @@ class TurnServices:
         entry = next((a for a in config.agents.entries if a.id == agent_id), None)
         agent_tools = entry.tools if entry and entry.tools else config.agents.defaults.tools
         policy = requested_policy(config.tools.exec, agent_tools.exec if agent_tools else None)
+        reviewer = None
+        if policy.auto_review:
+            reviewer = exec_reviewer(generation, agent_id, self.review_streaks)
         return attrs.evolve(
-            self.exec_settings(generation), policy=policy, approver=self.exec_approver
+            self.exec_settings(generation),
+            policy=policy,
+            approver=self.exec_approver,
+            reviewer=reviewer,
         )
 
     @staticmethod

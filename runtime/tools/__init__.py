@@ -17,7 +17,8 @@ Exec policy (`_exec_policy`, `_exec_command`, `_exec_guard`): OpenClaw's `tools.
 (or `security` + `ask`), `askFallback`, `strictInlineEval`, `safeBins` as `ExecPolicy`
 (`requested_policy`), tightened by the host approvals document (`effective_policy`); `exec`
 asks its host's `ExecApprover` (`guard_exec`) before a command the policy does not allow
-outright, and runs nothing before an allow.
+outright, and runs nothing before an allow. `mode: auto` asks the auto-reviewer model first
+(`_exec_review`: `ModelReviewer`, `ExecReviewer`, `DenialStreaks`, `parse_review`).
 
 The web tools, given `WebSettings` (`tools.web.*`): `web_fetch` reads a page through an SSRF
 guard (`EgressPolicy`); a target it refuses raises `EgressBlockedError` (a `ToolError`) inside
@@ -72,12 +73,16 @@ from ._exec_guard import DEFAULT_EXEC_APPROVAL_TIMEOUT_MS as DEFAULT_EXEC_APPROV
 from ._exec_guard import ExecAnswer as ExecAnswer
 from ._exec_guard import ExecApprover as ExecApprover
 from ._exec_guard import ExecAsk as ExecAsk
+from ._exec_guard import ExecReviewer as ExecReviewer
 from ._exec_guard import guard_exec as guard_exec
 from ._exec_policy import ExecPolicy as ExecPolicy
 from ._exec_policy import document_policy as document_policy
 from ._exec_policy import effective_policy as effective_policy
 from ._exec_policy import requested_policy as requested_policy
 from ._exec_policy import validate_document as validate_document
+from ._exec_review import DenialStreaks as DenialStreaks
+from ._exec_review import ModelReviewer as ModelReviewer
+from ._exec_review import parse_review as parse_review
 from ._fs import EditTool as EditTool
 from ._fs import LsTool as LsTool
 from ._fs import ReadTool as ReadTool
@@ -146,6 +151,7 @@ __all__ = [
     "CardDesk",
     "ConfigReader",
     "CoreTool",
+    "DenialStreaks",
     "EditTool",
     "EgressBlockedError",
     "EgressPolicy",
@@ -153,6 +159,7 @@ __all__ = [
     "ExecApprover",
     "ExecAsk",
     "ExecPolicy",
+    "ExecReviewer",
     "ExecSettings",
     "ExecTool",
     "GatewayTool",
@@ -161,6 +168,7 @@ __all__ = [
     "JobLimitError",
     "LsTool",
     "MessageTool",
+    "ModelReviewer",
     "PatchError",
     "ProcessLimits",
     "ProcessRegistry",
@@ -205,6 +213,7 @@ __all__ = [
     "normalize_tool_name",
     "open_process_registry",
     "parse_patch",
+    "parse_review",
     "question_shape_error",
     "requested_policy",
     "resolve_in_workspace",

@@ -38,7 +38,7 @@ from attrs import frozen
 
 from runtime.llm._types import TextContent
 
-from ._exec_guard import ExecApprover, guard_exec
+from ._exec_guard import ExecApprover, ExecReviewer, guard_exec
 from ._exec_policy import ExecPolicy
 from ._process import (
     TIMEOUT_RETRY_GUIDANCE,
@@ -151,6 +151,8 @@ class ExecSettings:
     """The agent's exec policy from the config (`requested_policy`)."""
     approver: ExecApprover | None = None
     """The host's approvals and approvals document (None: asks settle by `askFallback`)."""
+    reviewer: ExecReviewer | None = None
+    """The auto-reviewer for `mode: auto` (None: a human is asked)."""
 
     def tool(self, processes: ProcessRegistry | None) -> ExecTool:
         """An `exec` with these settings over `processes`."""
@@ -163,6 +165,7 @@ class ExecSettings:
             notify_on_exit_empty_success=self.notify_on_exit_empty_success,
             policy=self.policy,
             approver=self.approver,
+            reviewer=self.reviewer,
         )
 
 
@@ -180,6 +183,7 @@ class ExecTool:
     max_output_bytes: int = EXEC_MAX_OUTPUT_BYTES
     policy: ExecPolicy = _DEFAULT_POLICY
     approver: ExecApprover | None = None
+    reviewer: ExecReviewer | None = None
 
     name: ClassVar[str] = "exec"
     description: ClassVar[str] = (
@@ -212,6 +216,7 @@ class ExecTool:
             ctx=ctx,
             call_ask=args.ask,
             env=args.env,
+            reviewer=self.reviewer,
         )
         if denied is not None:  # the exec policy: nothing runs before an allow
             return text_result(denied, is_error=True, details={"status": "denied"})

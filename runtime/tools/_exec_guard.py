@@ -18,13 +18,19 @@ the host approvals document (`ExecApprover.document`, `effective_policy`) and by
   approval" when no one could be asked. Without an approver (the embedded runtime) an ask is
   settled so at once.
 
+Under `mode: auto` (`ExecPolicy.auto_review`) an ask on an allowlist miss goes first to the
+auto-reviewer (`ExecReviewer`, `_exec_review`): its allow runs the command once, its deny is
+a tool error with its rationale, its ask (or a command it may not judge) goes on to the human
+approval with the rationale as the request's `warningText`.
+
 Nothing runs before an allow. Cancelled while waiting (the run aborted), the approver cancels
 the approval and the cancellation goes on: the command never starts.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import functools
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final, Protocol, get_args
 
@@ -43,6 +49,16 @@ from ._exec_policy import (
     effective_policy,
     fallback,
 )
+from ._exec_review import (
+    DENIAL_GUIDANCE,
+    ESCALATE_AFTER,
+    SKIPPED,
+    DenialStreaks,
+    Review,
+    ReviewInput,
+    review_input,
+    reviewable,
+)
 from ._tool import ToolContext
 
 __all__ = [
@@ -50,6 +66,7 @@ __all__ = [
     "ExecAnswer",
     "ExecApprover",
     "ExecAsk",
+    "ExecReviewer",
     "guard_exec",
 ]
 
@@ -75,10 +92,13 @@ class ExecAsk:
     timeout_ms: int = DEFAULT_EXEC_APPROVAL_TIMEOUT_MS
     env: Mapping[str, str] | None = None
     """The call's env overrides (a standing grant binds their hash)."""
+    warning: str | None = None
+    """What the auto-reviewer said, shown with the request (`warningText`)."""
 
     def record(self) -> dict[str, Any]:
         """The `request` of `exec.approval.requested` (OpenClaw's keys)."""
         return {
+            "warningText": self.warning,
             "command": self.command,
             "cwd": self.cwd,
             "host": "gateway",
@@ -107,6 +127,17 @@ class ExecAnswer:
     granted: bool = False
     """A standing grant let it go, or its allow-always minted one (for a cron job's run):
     no allowlist entry is added then."""
+
+
+class ExecReviewer(Protocol):
+    """The auto-reviewer (`_exec_review.ModelReviewer`)."""
+
+    @property
+    def streaks(self) -> DenialStreaks: ...
+
+    async def review(self, request: ReviewInput) -> Review:
+        """The verdict on one command. A checkpoint; never raises but `Cancelled`."""
+        ...
 
 
 class ExecApprover(Protocol):
@@ -144,6 +175,7 @@ async def guard_exec(
     ctx: ToolContext,
     call_ask: str | None = None,
     env: Mapping[str, str] | None = None,
+    reviewer: ExecReviewer | None = None,
 ) -> str | None:
     """Apply the exec policy to `command` (see the module docstring): None when it may run,
     else the refusal for the model. A checkpoint; cancellable (nothing then runs)."""
@@ -158,7 +190,47 @@ async def guard_exec(
         return None
     if verdict.action == "deny":
         return verdict.reason
-    return await _ask(effective, approver, analysis, verdict, cwd=cwd, ctx=ctx, env=env)
+    warning = None
+    answered = None
+    if reviewer is not None and effective.auto_review and effective.ask == "on-miss":
+        answered = functools.partial(reviewer.streaks.reset, ctx.session_key)
+        request = review_input(analysis, cwd=str(cwd), env=env, reason=verdict.reason)
+        refusal, warning = await _auto_review(reviewer, analysis, request, ctx.session_key)
+        if refusal is not None:
+            return refusal or None  # "": the reviewer allowed it once
+    return await _ask(
+        effective,
+        approver,
+        analysis,
+        verdict,
+        cwd=cwd,
+        ctx=ctx,
+        env=env,
+        warning=warning,
+        answered=answered,
+    )
+
+
+async def _auto_review(
+    reviewer: ExecReviewer, analysis: CommandAnalysis, request: ReviewInput, session: str
+) -> tuple[str | None, str | None]:
+    """The reviewer's verdict as (`""`: allowed once, a refusal, or None: ask a human with
+    the second item as the warning)."""
+    if not reviewable(analysis):
+        await trio.lowlevel.checkpoint()
+        return None, SKIPPED
+    review = await reviewer.review(request)
+    if review.decision == "allow-once":
+        reviewer.streaks.reset(session)
+        return "", None
+    if review.decision == "deny":
+        if reviewer.streaks.denied(session) < ESCALATE_AFTER:
+            return (
+                f"exec denied by the auto-reviewer (risk {review.risk}): {review.rationale}. "
+                f"{DENIAL_GUIDANCE}"
+            ), None
+        return None, f"{ESCALATE_AFTER} consecutive reviewer denials: {review.rationale}"
+    return None, f"exec reviewer asked for a human (risk {review.risk}): {review.rationale}"
 
 
 async def _ask(
@@ -170,7 +242,11 @@ async def _ask(
     cwd: Path,
     ctx: ToolContext,
     env: Mapping[str, str] | None,
+    warning: str | None = None,
+    answered: Callable[[], None] | None = None,
 ) -> str | None:
+    """Raise the approval and settle what it ends as (`answered`: called when a human
+    decided)."""
     if approver is None:
         settled = fallback(policy, analysis, verdict, "no-route")
         return None if settled.action == "allow" else settled.reason
@@ -187,8 +263,11 @@ async def _ask(
         reason=verdict.reason,
         allow_always=bool(entries),
         env=dict(env) if env else None,
+        warning=warning,
     )
     answer = await approver.ask(request)
+    if answered is not None and answer.reason == "user":
+        answered()
     if answer.decision in ("allow-once", "allow-always"):
         if answer.decision == "allow-always" and entries and not answer.granted:
             await approver.allow_always(ctx.agent_id, entries)

@@ -2,7 +2,7 @@
 
 The requested policy comes from the config (`requested_policy`): `tools.exec.mode` (`deny`,
 `allowlist`, `ask`, `auto`, `full`; `ask` is allowlist plus asking on a miss, `auto` the same
-here since clawlane has no reviewer model) or the older `security` (`deny`, `allowlist`,
+with the auto-reviewer model asked before a human, `ExecPolicy.auto_review`: `_exec_review`) or the older `security` (`deny`, `allowlist`,
 `full`) and `ask` (`off`, `on-miss`, `always`) pair, never both in one object; `askFallback`
 (`deny`, `allowlist`, `full`), `autoAllowSkills`, `strictInlineEval`, `safeBins`,
 `safeBinTrustedDirs`. The global `tools.exec` is overridden key by key by the agent's
@@ -96,6 +96,8 @@ class ExecPolicy:
     strict_inline_eval: bool = False
     safe_bins: tuple[str, ...] = DEFAULT_SAFE_BINS
     safe_bin_trusted_dirs: tuple[str, ...] = DEFAULT_SAFE_BIN_TRUSTED_DIRS
+    auto_review: bool = False
+    """`mode: auto`: an allowlist miss goes to the auto-reviewer before a human."""
 
     def view(self) -> dict[str, Any]:
         """OpenClaw's policy fields."""
@@ -141,6 +143,7 @@ def _layer(layer: Any, where: str) -> dict[str, Any]:
                 f"replace them with mode (e.g. security full, ask off is mode full)"
             )
         out["security"], out["ask"] = MODES[_choice(mode, tuple(MODES), f"{where}.mode")]
+        out["auto_review"] = mode == "auto"
     if security is not None:
         out["security"] = _choice(security, get_args(Security), f"{where}.security")
     if ask is not None:
