@@ -34,6 +34,8 @@ up (each folder's face is its manual):
   `RecoveryReport`, `replay_terminal`, `report_lost`); `recall_run`: what it says of one
   run a cluster node's Redis forgot.
 - `cron/`: `CronScheduler` (`open_cron`), durable jobs and their runs.
+- `heartbeat/`: `Heartbeats` (`open_heartbeats`, `Supervisor.heartbeats`): the agents'
+  heartbeat runs, on schedule and on a wake, and the `heartbeat` event.
 - `GatewaySessions` (`open_session_tools`, `_session_tools`; `open_gateway_supervisor`: a
   supervisor whose runs have them): OpenClaw's session tools over the supervisor's sessions
   (`sessions_list`, `sessions_history`, `sessions_send`, `session_status`, `agents_list`;
@@ -152,6 +154,8 @@ from .cron import RunQuery as RunQuery
 from .cron import SqliteCronStore as SqliteCronStore
 from .cron import open_cron as open_cron
 from .cron import wall_ms as wall_ms
+from .heartbeat import Heartbeats as Heartbeats
+from .heartbeat import open_heartbeats as open_heartbeats
 from .operator import ProgressCards as ProgressCards
 from .operator import Question as Question
 from .operator import QuestionError as QuestionError
@@ -272,6 +276,7 @@ __all__ = [
     "FiringLease",
     "GatewaySessions",
     "Generations",
+    "Heartbeats",
     "HeldLease",
     "HistogramSnapshot",
     "HubStatistics",
@@ -342,6 +347,7 @@ __all__ = [
     "open_config_document",
     "open_cron",
     "open_gateway_supervisor",
+    "open_heartbeats",
     "open_local_cluster",
     "open_pairing",
     "open_prefs",

@@ -56,6 +56,7 @@ from ._session_visibility import denial
 from ._subagent_tasks import pending_children_message, reply_text
 from ._subagents import Subagents, submit_run
 from ._supervisor import Supervisor, open_supervisor
+from .heartbeat import open_heartbeats
 from .runs import RunRecord
 
 __all__ = [
@@ -649,8 +650,9 @@ async def open_session_tools(sup: Supervisor) -> AsyncIterator[GatewaySessions]:
 @asynccontextmanager
 async def open_gateway_supervisor(**kwargs: Any) -> AsyncIterator[Supervisor]:
     """`open_supervisor(**kwargs)` with the session tools offered to its runs from the
-    start (`open_session_tools`), as the gateway runs it. The arguments are let go once the
-    supervisor holds them: a startup generation kept here would never retire."""
-    async with open_supervisor(**kwargs) as sup, open_session_tools(sup):
+    start (`open_session_tools`) and its agents' heartbeats (`open_heartbeats`), as the
+    gateway runs it. The arguments are let go once the supervisor holds them: a startup
+    generation kept here would never retire."""
+    async with open_supervisor(**kwargs) as sup, open_session_tools(sup), open_heartbeats(sup):
         kwargs.clear()
         yield sup

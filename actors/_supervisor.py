@@ -55,6 +55,7 @@ from runtime.sessions import SessionRow, resolve_session_key
 from runtime.tools import Job, ProcessRegistry, exec_event_prompt, open_process_registry
 
 from ._errors import ActorError, StoreError
+from .heartbeat import Heartbeats
 from .runs import (
     AuditRecorder,
     ChatFlusher,
@@ -225,6 +226,8 @@ class Supervisor:
         self.counters = SessionCounters()
         self.audit: AuditRecorder | None = None
         """The runs' audit log (`actors.runs.AuditRecorder`), set by `open_supervisor`."""
+        self.heartbeats: Heartbeats | None = None
+        """The agents' heartbeats (`actors.heartbeat.open_heartbeats` sets them while open)."""
         self.processes: ProcessRegistry | None = None
         """The background commands' registry (`use_processes`); None: exec in the foreground."""
         self._exec_events: dict[str, list[str]] = {}

@@ -30,6 +30,7 @@ from typing import Any
 import attrs
 
 from runtime.agent import ChatDeltaThrottle, DeadlineFlusher, DeltaEmit, SilentStreamFilter
+from runtime.heartbeat import strip_heartbeat_token
 
 from ._hub import EventHub
 
@@ -59,6 +60,10 @@ class ChatStream:
     hub: EventHub
     run_id: str
     flusher: ChatFlusher | None = None
+    heartbeat: bool = False
+    """A heartbeat run's stream, as OpenClaw's chat shows one: no deltas, and a `final`
+    whose `HEARTBEAT_OK` acknowledgment is dropped (the text left over is shown when it is
+    longer than 300 characters; the token stripped)."""
     _filter: SilentStreamFilter = attrs.field(factory=SilentStreamFilter)
     _throttle: ChatDeltaThrottle = attrs.field(factory=ChatDeltaThrottle)
     _shown: str = ""
@@ -89,6 +94,8 @@ class ChatStream:
         if shown is None:
             return
         self._shown = shown
+        if self.heartbeat:
+            return
         self._send(self._throttle.offer(shown, _mono_ms() if now is None else now))
         if self._throttle.has_pending() and self.flusher is not None:
             self.flusher.add(self)
@@ -188,7 +195,23 @@ class ChatStream:
             return
         self.flush()
         self._closed = True
+        if self.heartbeat and "message" in fields:
+            _heartbeat_final(fields)
         self.hub.emit_chat(self.run_id, state, **fields)
+
+
+def _heartbeat_final(fields: dict[str, Any]) -> None:
+    """A heartbeat's terminal chat fields without its acknowledgment (OpenClaw's
+    `normalizeHeartbeatChatFinalText`, its budget 300 characters)."""
+    message = fields["message"]
+    text = "".join(str(c.get("text", "")) for c in message.get("content", ()))
+    stripped = strip_heartbeat_token(text, heartbeat=True, ack_max_chars=300)
+    if not stripped.did_strip:
+        return
+    if stripped.should_skip:
+        del fields["message"]
+    else:
+        fields["message"] = assistant_message(stripped.text, message.get("timestamp", 0))
 
 
 CHAT_FLUSH_QUANTUM_MS = 10

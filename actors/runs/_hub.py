@@ -70,6 +70,7 @@ class AgentEventPayload(msgspec.Struct, frozen=True, omit_defaults=True):
     sessionKey: str
     sessionId: str | None = None
     agentId: str | None = None
+    isHeartbeat: bool | None = None
 
 
 RELAY_AGENT: Final = 0
@@ -111,6 +112,7 @@ class _RunStream:
     ended: bool = False
     opened_ms: int = 0
     replay_bytes: int = 0
+    heartbeat: bool | None = None
 
 
 @attrs.frozen
@@ -324,6 +326,13 @@ class EventHub:
         if owner is not None:
             rs.owners.add(owner)
 
+    def mark_heartbeat(self, run_id: str) -> None:
+        """Run `run_id` is a heartbeat: its agent events carry `isHeartbeat: true` (as
+        OpenClaw's). Before its first event."""
+        rs = self._runs.get(run_id)
+        if rs is not None:
+            rs.heartbeat = True
+
     def add_owner(self, run_id: str, owner: Subscriber) -> None:
         rs = self._runs.get(run_id)
         if rs is not None:
@@ -406,6 +415,7 @@ class EventHub:
             sessionKey=rs.session_key,
             sessionId=rs.session_id,
             agentId=rs.agent_id,
+            isHeartbeat=rs.heartbeat,
         )
         full_frame = encode_event("agent", full)
         if is_tool:

@@ -31,6 +31,9 @@ class RunRecord(RunState):
     on_done: list[Callable[[RunRecord], None]] | None = None
     """Called (synchronously, in order) when the run ends, after `done` is set: for callers
     that answer without a task waiting on `done`. A callback that raises is logged."""
+    heartbeat: bool = False
+    """A heartbeat run (`actors.heartbeat`): its chat output is shown as OpenClaw shows a
+    heartbeat's (`ChatStream`)."""
     restored: bool = False
     """Loaded from the run journal at startup (it ran, or was interrupted, before a
     restart): it has no event stream of this process (`actors._recovery`)."""

@@ -587,7 +587,9 @@ class SessionActor:
         """Run `req`'s turn (`runtime.run_guarded`), then end it (`actors.session._ending`)."""
         rec = req.record
         services = self.services
-        chat = ChatStream(services.hub, rec.run_id, flusher=services.chat_flusher)
+        chat = ChatStream(
+            services.hub, rec.run_id, flusher=services.chat_flusher, heartbeat=rec.heartbeat
+        )
         run = _Run(req=req, chat=chat, scope=trio.CancelScope())
         rec.cancel_scope = run.scope
         if rec.aborted:
@@ -644,6 +646,7 @@ class SessionActor:
                 send=_message_sender(run.chat, rec.run_id),
                 cron=req.lane == "cron",
                 model_ref=model_ref,
+                heartbeat=rec.heartbeat,
             )
             req.inbox = SteerInbox()
             spec = turn.turn_spec(
@@ -653,7 +656,7 @@ class SessionActor:
                 session_key=self.key,
                 session_id=rec.session_id,
                 agent_id=agent.id,
-                message=req.prompt or req.message,
+                message=turn.system_events.prepend(self.key, req.prompt or req.message),
                 steer_inbox=req.inbox,
                 history=list(history),
                 history_tokens=self.history_tokens(),

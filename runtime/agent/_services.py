@@ -17,12 +17,14 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, Final
 
 import attrs
 import msgspec
 import trio
 
+from ..heartbeat import HeartbeatRespondTool, HeartbeatResponses, SystemEventQueue
 from ..hooks._events import MessageSendingEvent, MessageSentEvent
 from ..hooks._internal import InternalHooks
 from ..hooks._registry import HookRegistry
@@ -56,6 +58,7 @@ from ..tools import (
     requested_policy,
     session_tools,
     subagent_policy,
+    tool_spec,
 )
 from ._blocks import BlockFlusher, BlockSink
 from ._chunking import BlockStreamingSettings
@@ -127,6 +130,11 @@ class TurnServices:
         """The scheduler the `automations` tool reaches (the gateway's cron scheduler sets
         its host while it runs); without it (the embedded runtime, a cluster node not running
         cron) `automations` is not offered."""
+        self.system_events = SystemEventQueue()
+        """Texts queued for a session's next turn (`system-event`, `wake`): the turn's
+        message carries them first (`runtime.heartbeat`)."""
+        self.heartbeat_responses = HeartbeatResponses()
+        """What heartbeat runs' `heartbeat_respond` accepted, for the heartbeat runner."""
         self.approvals: ApprovalGate | None = None
         """Where a tool call a plugin wants approved is asked: the gateway sets its registry
         of plugin approvals; without one (the embedded runtime) such calls are refused."""
@@ -280,6 +288,7 @@ class TurnServices:
         send: SendMessage,
         cron: bool = False,
         model_ref: str | None = None,
+        heartbeat: bool = False,
     ) -> RunTools:
         """The tools of one run: built-ins and plugin tools, the agent's policy, the hooks,
         the host's approvals (none asked for a `cron` run: no one watches it); a message the
@@ -327,6 +336,13 @@ class TurnServices:
                 tools = tuple(offered.filter(tools))
             shared = self._toolsets[key] = (tools, policy, ToolSet.of(tools, policy))
         tools, policy, toolset = shared
+        if heartbeat:  # offered to a heartbeat run whatever the policy (OpenClaw forces it)
+            respond = HeartbeatRespondTool(self.heartbeat_responses)
+            tools = (*tools, respond)
+            toolset = ToolSet(
+                MappingProxyType({**toolset.by_name, respond.name: respond}),
+                (*toolset.specs, tool_spec(respond)),
+            )
         return RunTools(
             tools=tools,
             policy=policy,

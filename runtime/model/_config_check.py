@@ -27,6 +27,7 @@ from typing import Any, Final
 import msgspec
 
 from ..tools import unknown_entries
+from ._config_heartbeat import heartbeat_problem
 from ._config_types import (
     Config,
     ConfigError,
@@ -188,6 +189,12 @@ def _check(config: Config) -> None:
     _check_tools(config.agents.defaults.tools, "agents.defaults.tools", plugin_ids)
     for i, agent in enumerate(config.agents.entries):
         _check_tools(agent.tools, f"agents.list[{i}].tools", plugin_ids)
+    blocks = [
+        (f"agents.list[{i}].heartbeat", a.heartbeat) for i, a in enumerate(config.agents.entries)
+    ]
+    for where, block in [("agents.defaults.heartbeat", config.agents.defaults.heartbeat), *blocks]:
+        if (problem := heartbeat_problem(block)) is not None:
+            raise ConfigError(problem[1], path=f"{where}.{problem[0]}")
 
 
 def _check_tool_search(setting: bool | ToolSearchConfig | None) -> None:

@@ -19,7 +19,7 @@ from typing import Annotated, Final, Literal
 
 import msgspec
 
-__all__ = ["HeartbeatActiveHours", "HeartbeatConfig", "parse_duration_ms"]
+__all__ = ["HeartbeatActiveHours", "HeartbeatConfig", "heartbeat_problem", "parse_duration_ms"]
 
 _DURATION: Final = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h|d)?$")
 _UNIT_MS: Final = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
@@ -36,18 +36,37 @@ def parse_duration_ms(text: str, *, default_unit: str = "m") -> int:
     return round(value * _UNIT_MS[unit])
 
 
-def _check_time(raw: str | None, *, allow_24: bool, name: str) -> None:
+def _time_problem(raw: str | None, *, allow_24: bool) -> str | None:
     if raw is None:
-        return
+        return None
     match = _TIME.match(raw)
     if match is None:
-        raise ValueError(f'activeHours.{name}: invalid time (use "HH:MM" 24h format)')
+        return 'invalid time (use "HH:MM" 24h format)'
     if match.group(1) == "24" and match.group(2) != "00":
-        raise ValueError(
-            f"activeHours.{name}: invalid time (24:00 is the only allowed 24:xx value)"
-        )
+        return "invalid time (24:00 is the only allowed 24:xx value)"
     if match.group(1) == "24" and not allow_24:
-        raise ValueError(f"activeHours.{name}: invalid time (start cannot be 24:00)")
+        return "invalid time (start cannot be 24:00)"
+    return None
+
+
+def heartbeat_problem(block: HeartbeatConfig | None) -> tuple[str, str] | None:
+    """OpenClaw's checks of a `heartbeat` block: `(key path inside the block, message)` of
+    its first problem, None when it has none (`_config_check` raises it as a
+    `ConfigError`)."""
+    if block is None:
+        return None
+    if block.every is not None:
+        try:
+            parse_duration_ms(block.every)
+        except ValueError:
+            return "every", "invalid duration (use ms, s, m, h)"
+    window = block.activeHours
+    if window is not None:
+        for name, raw, allow_24 in (("start", window.start, False), ("end", window.end, True)):
+            problem = _time_problem(raw, allow_24=allow_24)
+            if problem is not None:
+                return f"activeHours.{name}", problem
+    return None
 
 
 class _Strict(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
@@ -61,10 +80,6 @@ class HeartbeatActiveHours(_Strict, frozen=True):
     start: str | None = None
     end: str | None = None
     timezone: str | None = None
-
-    def __post_init__(self) -> None:
-        _check_time(self.start, allow_24=False, name="start")
-        _check_time(self.end, allow_24=True, name="end")
 
 
 class HeartbeatConfig(_Strict, frozen=True):
@@ -89,10 +104,3 @@ class HeartbeatConfig(_Strict, frozen=True):
     includeSystemPromptSection: bool | None = None
     skipWhenBusy: bool | None = None
     suppressToolErrorWarnings: bool | None = None
-
-    def __post_init__(self) -> None:
-        if self.every is not None:
-            try:
-                parse_duration_ms(self.every)
-            except ValueError:
-                raise ValueError("every: invalid duration (use ms, s, m, h)") from None

@@ -18,9 +18,9 @@ roles: `actors` (`Actors`: what runs), `trust` (`Trust`: who may do what) and `p
   its workspace, confined to it), `_config_form` (`config.schema`, `config.schema.lookup`,
   `config.openFile`: the Control UI's config form), `_branches` (`sessions.rewind`,
   `sessions.fork`, `sessions.branches.list/switch`), `_previews` (`sessions.preview`), `_diagnostics`
-  (`diagnostics.stability`, `gateway.identity.get`), `_audit` (`audit.list`,
-  `audit.activity.list`: the store's audit log of runs and tool calls), `_memory` (`memory.search`,
-  `doctor.memory.*`); views in `_views` and `_status`.
+  (`diagnostics.stability`, `gateway.identity.get`), `_memory` (`memory.search`,
+  `doctor.memory.*`), `_heartbeat` (`last-heartbeat`, `set-heartbeats`, `wake`,
+  `system-event`: the agents' heartbeats, `actors.heartbeat`); views in `_views` and `_status`.
 - What the reader does before a handler task exists: `Methods.route` (`_routing`: the
   cluster's router when the gateway is a node, `agent`'s task-free path `start_agent`, a
   place in the session's order for the other methods that start runs), then
@@ -61,7 +61,7 @@ What OpenClaw's clients get (its CLI, terminal UI and Control UI, 2026.9.6):
   `openclaw.approval.list`,
   `taskSuggestions.list`, `tasks.list`, `talk.catalog`,
   `sessions.catalog.list`, `sessions.groups.*`, `board.get`, `projects.list`,
-  `channels.status`, `node.list`, `usage.status`, `hooks.status`, `last-heartbeat` (null),
+  `channels.status`, `node.list`, `usage.status`, `hooks.status`,
   `exec.approval.grants.list`, `channels.pairing.list`,
   `skills.search`, `skills.library.list`, `plugins.catalog.browse`, `webSearch.status`.
   Not answered (`unknown method`): `themes.list` and the other panels

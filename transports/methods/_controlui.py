@@ -103,7 +103,6 @@ def register(methods: MethodTable) -> None:
         ("diagnostics.lanes", diagnostics_lanes),
         ("plugins.list", plugins_list),
         ("environments.list", environments_list),
-        ("last-heartbeat", last_heartbeat),
     ):
         methods.add(name, handler, OpenParams, scope=read)
     # Panels of features clawlane does not have: their empty answers.
@@ -352,13 +351,6 @@ def _summary(description: str) -> str:
     cut = text[: _SUMMARY_MAX - 3]
     space = cut.rfind(" ")
     return (cut[:space] if space >= 48 else cut).rstrip() + "..."
-
-
-async def last_heartbeat(call: Call, params: OpenParams) -> None:
-    """null: clawlane runs no heartbeat turns (OpenClaw answers null before its first).
-    Answered here: a handler's None means it answered itself."""
-    await trio.lowlevel.checkpoint()
-    call.conn.respond(call.frame.id, None)
 
 
 # --- chat -----------------------------------------------------------------------------------

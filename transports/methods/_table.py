@@ -53,6 +53,7 @@ from . import (
     _diagnostics,
     _exec_approvals,
     _gateway_tool,
+    _heartbeat,
     _memory,
     _previews,
     _questions,
@@ -111,6 +112,7 @@ class Methods:
         _clients.register(self)  # what OpenClaw's CLI and terminal UI call
         _controlui.register(self)  # what OpenClaw's Control UI calls
         _cron.register(self)  # cron.*
+        _heartbeat.register(self)  # last-heartbeat, set-heartbeats, wake, system-event
         _memory.register(self)  # memory.search, doctor.memory.*
         _approvals.register(self)  # plugin.approval.*
         _usage.register(self)  # sessions.usage*, usage.cost

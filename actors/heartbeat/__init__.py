@@ -1,0 +1,17 @@
+"""Heartbeats: periodic agent turns in an agent's main session, as OpenClaw 2026.9.6 runs them.
+
+- `_runner`: `Heartbeats` (`open_heartbeats`, then `Supervisor.heartbeats`): the schedule
+  (`agents.defaults.heartbeat.every`, per agent `agents.list[].heartbeat`), one heartbeat
+  (`run_heartbeat`: its skips, its run marked `heartbeat`, the verdict on its reply), wakes
+  (`wake_now`, `enqueue` a system event for a session's next turn), on/off (`set_enabled`),
+  the `heartbeat` event to every connection and the last one (`last_event`).
+
+What a heartbeat is, without I/O (settings, prompt, `HEARTBEAT_OK`, system events,
+`heartbeat_respond`): `runtime.heartbeat`. The methods: `transports.methods._heartbeat`.
+"""
+
+from ._runner import RESCAN_S as RESCAN_S
+from ._runner import Heartbeats as Heartbeats
+from ._runner import open_heartbeats as open_heartbeats
+
+__all__ = ["RESCAN_S", "Heartbeats", "open_heartbeats"]

@@ -1,0 +1,115 @@
+"""The heartbeat schedule on virtual time: a real store file, a real supervisor, the cron
+scheduler (heartbeats fire only while it runs) and the local model; trio's `MockClock` jumps,
+so hours pass in moments (the same clock as the cron scheduler's tests: it never jumps while
+a thread works)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from actors import Heartbeats, open_cron, open_heartbeats, open_store, open_supervisor
+from actors.cron._store import SqliteCronStore
+from runtime.model._generation import build_generation
+from tests.actors.cron.test_scheduler import VIRTUAL_LIMIT_S, autojump_clock, clock
+from tests.conftest import local_config
+
+__all__ = ["autojump_clock"]  # the fixture, used by name
+
+MIN = 60.0
+
+
+class Beats:
+    """The heartbeat events, with the virtual time each was emitted at."""
+
+    def __init__(self, beats: Heartbeats) -> None:
+        self.items: list[tuple[float, dict[str, Any]]] = []
+        self.changed = trio.Event()
+        emit = beats.emit
+
+        def record(event: dict[str, Any]) -> None:
+            emit(event)
+            self.items.append((trio.current_time(), event))
+            self.changed.set()
+            self.changed = trio.Event()
+
+        beats.emit = record  # type: ignore[method-assign]
+
+    async def wait(self, n: int) -> None:
+        while len(self.items) < n:
+            await self.changed.wait()
+
+
+@asynccontextmanager
+async def heartbeats(path: Path, **config: Any) -> AsyncIterator[tuple[Heartbeats, Beats]]:
+    gen = build_generation(local_config(**config), 1)
+    async with (
+        open_store(path / "db.sqlite") as store,
+        open_supervisor(generation=gen, store=store, workspace_root=path / "ws") as sup,
+        open_cron(sup, SqliteCronStore(store), emit=lambda _p: None, clock=clock) as cron,
+        open_heartbeats(sup, wall=clock) as beats,
+    ):
+        cron.max_wait_s = 7 * 24 * 3600.0  # virtual time: no need to re-read the wall clock
+        cron.wake()
+        beats.rescan_s = 24 * 3600.0  # virtual time: no config changes to pick up
+        yield beats, Beats(beats)
+
+
+async def test_heartbeats_fire_every_interval_in_the_main_session(
+    tmp_path: Path, autojump_clock: Any
+) -> None:
+    with trio.fail_after(VIRTUAL_LIMIT_S):
+        async with heartbeats(
+            tmp_path,
+            agents__defaults__heartbeat={"every": "10m", "prompt": "[[reply:HEARTBEAT_OK]]"},
+        ) as (beats, seen):
+            start = trio.current_time()
+            await seen.wait(3)
+            times = [round((t - start) / MIN) for t, _e in seen.items[:3]]
+            assert times == [10, 20, 30]
+            assert [e["status"] for _t, e in seen.items[:3]] == ["ok-token"] * 3
+            assert all(e["reason"] == "interval" for _t, e in seen.items[:3])
+            assert beats.last_event == seen.items[-1][1]
+            sessions = {k for k in beats._sup.session_keys()}
+            assert sessions == {"agent:main:main"}
+
+
+async def test_disabled_heartbeats_are_skipped_and_every_0m_fires_none(
+    tmp_path: Path, autojump_clock: Any
+) -> None:
+    with trio.fail_after(VIRTUAL_LIMIT_S):
+        async with heartbeats(tmp_path, agents__defaults__heartbeat={"every": "10m"}) as (
+            beats,
+            seen,
+        ):
+            beats.set_enabled(False)
+            await seen.wait(2)
+            assert [(e["status"], e["reason"]) for _t, e in seen.items] == [
+                ("skipped", "disabled")
+            ] * 2
+            assert beats.runs == 0
+        async with heartbeats(tmp_path / "off", agents__defaults__heartbeat={"every": "0m"}) as (
+            beats,
+            seen,
+        ):
+            await trio.sleep(3600)  # a virtual hour: nothing fires
+            assert seen.items == [] and beats.runs == 0
+
+
+async def test_cron_disabled_stops_the_schedule_but_not_a_wake(
+    tmp_path: Path, autojump_clock: Any
+) -> None:
+    with trio.fail_after(VIRTUAL_LIMIT_S):
+        async with heartbeats(
+            tmp_path,
+            cron__enabled=False,
+            agents__defaults__heartbeat={"every": "5m", "prompt": "[[reply:NO_REPLY]]"},
+        ) as (beats, seen):
+            await trio.sleep(900)  # three cadences
+            assert seen.items == []
+            event = await beats.run_heartbeat("main", reason="wake")
+            assert event["status"] == "ok-empty"  # NO_REPLY: nothing to say
