@@ -203,7 +203,9 @@ from .store import RunIdentity as RunIdentity
 from .store import SqliteBackend as SqliteBackend
 from .store import Store as Store
 from .store import StoreBackend as StoreBackend
+from .store import SessionGroups as SessionGroups
 from .store import TranscriptSearch as TranscriptSearch
+from .store import UnknownGroup as UnknownGroup
 from .store import UsageScope as UsageScope
 from .store import UsageStore as UsageStore
 from .store import accepted_row as accepted_row
@@ -317,6 +319,7 @@ __all__ = [
     "RunWebhooks",
     "SessionActor",
     "SessionBusy",
+    "SessionGroups",
     "ShuttingDown",
     "SqliteBackend",
     "SqliteCronStore",
@@ -334,6 +337,7 @@ __all__ = [
     "SupervisorStatistics",
     "Ticket",
     "TranscriptSearch",
+    "UnknownGroup",
     "UsageScope",
     "UsageStore",
     "Version",

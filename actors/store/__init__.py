@@ -23,6 +23,8 @@
   compare-and-set by its hash; `ExecApprovalsChanged` when it moved on).
 - `_search`: full-text search over the transcripts (`TranscriptSearch`: FTS5 on SQLite,
   PostgreSQL's text search), indexed by triggers as entries are written.
+- `_session_groups`: the session groups' catalog (`SessionGroups`), one document in a
+  table of its own, changed in the writer's transactions (`UnknownGroup`).
 - `_usage`: the usage aggregates (`UsageStore`), added as runs end in the same transaction
   as their transcript (`usage_write` in `WriteGroup.usage`), merged per write batch;
   `_usage_backfill`: the turns stored before the aggregates were kept, added once
@@ -66,6 +68,8 @@ from ._ops import StoreBackend as StoreBackend
 from ._ops import WriteGroup as WriteGroup
 from ._ops import end_unless_ended as end_unless_ended
 from ._search import TranscriptSearch as TranscriptSearch
+from ._session_groups import SessionGroups as SessionGroups
+from ._session_groups import UnknownGroup as UnknownGroup
 from ._sqlite import SqliteBackend as SqliteBackend
 from ._store import Store as Store
 from ._store import open_store as open_store
@@ -115,8 +119,10 @@ __all__ = [
     "SqliteBackend",
     "Store",
     "StoreBackend",
+    "SessionGroups",
     "StoredConfig",
     "TranscriptSearch",
+    "UnknownGroup",
     "UsageScope",
     "UsageStore",
     "WriteBacklog",

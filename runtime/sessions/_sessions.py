@@ -183,6 +183,8 @@ class SessionRow(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_d
     createdAt: int
     updatedAt: int
     label: str | None = None
+    category: str | None = None
+    """The session group it is filed under (`sessions.groups.*`; set by `sessions.patch`)."""
     displayName: str | None = None
     channel: str | None = None
     model: str | None = None

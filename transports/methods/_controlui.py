@@ -36,7 +36,6 @@ from runtime.protocol import (
     ModelsAuthStatusParams,
     SessionsCatalogListParams,
     SessionsCompanionStateParams,
-    SessionsGroupsListParams,
     SessionsObserverVisibilityParams,
     SystemInfoParams,
     TalkCatalogParams,
@@ -86,8 +85,6 @@ def register(methods: MethodTable) -> None:
     )
     methods.add("sessions.viewers.set", viewers_set, SessionKeysParams, scope=read)
     methods.add("sessions.catalog.list", catalog_list, SessionsCatalogListParams)
-    methods.add("sessions.groups.list", groups_list, SessionsGroupsListParams)
-    methods.add("sessions.groups.defaults", groups_defaults, OpenParams, scope=read)
     methods.add("update.status", update_status, UpdateStatusParams)
     methods.add("talk.catalog", talk_catalog, TalkCatalogParams)
     methods.add("tasks.list", tasks_list, TasksListParams)
@@ -471,16 +468,6 @@ async def viewers_set(call: Call, params: SessionKeysParams) -> dict[str, Any]:
 async def catalog_list(call: Call, params: SessionsCatalogListParams) -> dict[str, Any]:
     await trio.lowlevel.checkpoint()
     return {"catalogs": []}  # no external session catalogs (Claude Code, ...) here
-
-
-async def groups_list(call: Call, params: SessionsGroupsListParams) -> dict[str, Any]:
-    await trio.lowlevel.checkpoint()
-    return {"groups": [], "sectionOrder": []}
-
-
-async def groups_defaults(call: Call, params: OpenParams) -> dict[str, Any]:
-    await trio.lowlevel.checkpoint()
-    return {"defaults": []}
 
 
 async def tasks_list(call: Call, params: TasksListParams) -> dict[str, Any]:

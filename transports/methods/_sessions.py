@@ -71,6 +71,7 @@ from runtime.sessions import (
 from runtime.usage import normalize_usage_mode
 
 from ._context import Call, MethodTable
+from ._session_groups import groups_of
 from ._slash import run_slash_command
 from ._submit import (
     changed,
@@ -464,6 +465,7 @@ def _agent_of(call: Call, key: str) -> str:
 
 _PATCH_FIELDS: Final = (
     "label",
+    "category",
     "thinkingLevel",
     "verboseLevel",
     "reasoningLevel",
@@ -502,6 +504,17 @@ async def _free_label(call: Call, actor: SessionActor, raw: str) -> str:
     return label
 
 
+async def _file_under(call: Call, raw: str) -> str:
+    """The session group `raw` names (trimmed), added to the groups when new, as OpenClaw's
+    `sessions.patch {category}` adds it. A checkpoint."""
+    category = raw.strip()
+    if not category:
+        raise invalid_request("invalid sessions.patch params: invalid category: empty")
+    if await groups_of(call).register(category):
+        call.gateway.actors.hub.sessions_changed({"reason": "groups", "ts": now_ms()})
+    return category
+
+
 async def sessions_patch(call: Call, params: SessionsPatchParamsX) -> dict[str, Any]:
     sup = call.gateway.actors.supervisor
     key = key_of(call, params.key, opt(params.agentId))
@@ -514,6 +527,8 @@ async def sessions_patch(call: Call, params: SessionsPatchParamsX) -> dict[str, 
             changes[name] = _patch_level(name, value)
     if changes.get("label") is not None:
         changes["label"] = await _free_label(call, actor, changes["label"])
+    if changes.get("category") is not None:
+        changes["category"] = await _file_under(call, changes["category"])
     if not isinstance(params.model, msgspec.UnsetType):
         if params.model is None:
             changes["modelOverride"] = None

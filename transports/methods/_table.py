@@ -58,6 +58,7 @@ from . import (
     _previews,
     _questions,
     _session_bulk,
+    _session_groups,
     _session_search,
     _sessions,
     _tools_invoke,
@@ -129,6 +130,7 @@ class Methods:
         _tools_invoke.register(self)  # tools.invoke
         _session_search.register(self)  # sessions.search
         _session_bulk.register(self)  # sessions.patchMany, sessions.cleanup
+        _session_groups.register(self)  # sessions.groups.*
 
     def add(
         self, name: str, handler: Handler, params: type[Any] | None, *, scope: str | None = None
