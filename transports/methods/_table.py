@@ -59,6 +59,7 @@ from . import (
     _questions,
     _session_bulk,
     _session_groups,
+    _session_placement,
     _session_search,
     _sessions,
     _tools_invoke,
@@ -131,6 +132,7 @@ class Methods:
         _session_search.register(self)  # sessions.search
         _session_bulk.register(self)  # sessions.patchMany, sessions.cleanup
         _session_groups.register(self)  # sessions.groups.*
+        _session_placement.register(self)  # sessions.move
 
     def add(
         self, name: str, handler: Handler, params: type[Any] | None, *, scope: str | None = None
