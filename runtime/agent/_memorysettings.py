@@ -3,7 +3,13 @@ unset). Pure; read once per config generation and agent."""
 
 from __future__ import annotations
 
-from ..memory import EmbeddingSettings, MemorySettings
+from ..memory import (
+    LOCAL_BASE_URL,
+    LOCAL_MODEL,
+    LOCAL_TIMEOUT_S,
+    EmbeddingSettings,
+    MemorySettings,
+)
 from ..model._config_types import Config
 
 __all__ = ["DEFAULT_EMBEDDING_MODEL", "memory_settings"]
@@ -14,12 +20,17 @@ _KEYWORD_ONLY = ("none", "")
 
 def _embedding(config: Config) -> EmbeddingSettings | None:
     """The embeddings endpoint `memory.search.provider` names: `remote.baseUrl`, else the
-    `models.providers.<provider>` entry's `baseUrl` and `apiKey`; None for `none` or when
-    no endpoint is configured (keywords only, as OpenClaw's `auto` falls back)."""
+    `models.providers.<provider>` entry's `baseUrl` and `apiKey`; `local`: the model on this
+    machine (`runtime.memory`'s local provider); None for `none` or when no endpoint is
+    configured (keywords only, as OpenClaw's `auto` falls back)."""
     search = config.memory.search
     provider = (search.provider or "auto").strip().lower()
     if provider in _KEYWORD_ONLY:
         return None
+    if provider == "local":  # the model on this machine (the local-embeddings extra)
+        return EmbeddingSettings(
+            base_url=LOCAL_BASE_URL, model=search.model or LOCAL_MODEL, timeout_s=LOCAL_TIMEOUT_S
+        )
     remote = search.remote
     entry = config.models.providers.get(search.provider or "")
     base_url = remote.baseUrl or (entry.baseUrl if entry else None)

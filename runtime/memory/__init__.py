@@ -34,7 +34,9 @@ its workspace, searched through a per-agent index.
   matrix with the `clawlane[memory]` extra, kept current as chunks change; a pure-Python
   loop without it). An endpoint that fails or does not answer within its timeout leaves keyword
   results with a `warning` (never a failed search or run); `doctor.memory.status` with
-  `probe` embeds one text to check it.
+  `probe` embeds one text to check it. `memory.search.provider: "local"` embeds on this
+  machine instead (`_local`: all-MiniLM-L6-v2 from the `clawlane[local-embeddings]` extra,
+  no network; without the extra, keyword results with a note naming it).
 - Tools (`_tools`): `memory_search` and `memory_get` (`memory_tools`), with OpenClaw's names,
   parameters and result shapes; `memory_get` is confined to the memory files.
 - Imports (`_migrate`): `migrations.memory.plan` / `.apply` as OpenClaw's: Claude Code's
@@ -55,6 +57,10 @@ from ._files import list_memory_files as list_memory_files
 from ._files import startup_prelude as startup_prelude
 from ._index import IndexStatus as IndexStatus
 from ._index import MemoryIndex as MemoryIndex
+from ._local import LOCAL_BASE_URL as LOCAL_BASE_URL
+from ._local import LOCAL_MODEL as LOCAL_MODEL
+from ._local import LOCAL_TIMEOUT_S as LOCAL_TIMEOUT_S
+from ._local import local_available as local_available
 from ._migrate import MigrationError as MigrationError
 from ._migrate import apply_memory_import as apply_memory_import
 from ._migrate import plan_memory_imports as plan_memory_imports
@@ -71,6 +77,9 @@ from ._tools import memory_tools as memory_tools
 
 __all__ = [
     "IMPORTS_KEPT",
+    "LOCAL_BASE_URL",
+    "LOCAL_MODEL",
+    "LOCAL_TIMEOUT_S",
     "EmbeddingSettings",
     "IndexStatus",
     "MemoryGetTool",
@@ -86,6 +95,7 @@ __all__ = [
     "dated_day",
     "is_memory_path",
     "list_memory_files",
+    "local_available",
     "memory_tools",
     "plan_memory_imports",
     "rank",

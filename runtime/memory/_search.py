@@ -33,8 +33,9 @@ from typing import Any, Final
 import attrs
 import trio
 
-from ._embed import EmbeddingClient, EmbeddingFailed, pack
+from ._embed import EmbeddingFailed, pack
 from ._index import SNIPPET_MAX_CHARS, IndexStatus, KeywordHit, MemoryIndex, VectorHit
+from ._local import Embedder, embedding_client
 from ._settings import EmbeddingSettings, MemorySettings
 
 __all__ = ["IMPORTS_KEPT", "MemoryService", "SearchHit", "SearchOutcome", "rank"]
@@ -248,7 +249,7 @@ class MemoryService:
         chunks are not embedded yet. The index's embeddings catch up first, for at most half
         the timeout (what is done is kept; the next search goes on). Raises
         `EmbeddingFailed`. A checkpoint."""
-        client = EmbeddingClient(embedding)
+        client = embedding_client(embedding)
         deadline = trio.current_time() + embedding.timeout_s
         with trio.move_on_after(embedding.timeout_s / 2) as catching:
             await self._catch_up(index, client, cache=settings.cache)
@@ -267,7 +268,7 @@ class MemoryService:
             note = PENDING_NOTE.format(pending=pending)
         return hits, note
 
-    async def _catch_up(self, index: MemoryIndex, client: EmbeddingClient, *, cache: bool) -> None:
+    async def _catch_up(self, index: MemoryIndex, client: Embedder, *, cache: bool) -> None:
         """Embed the chunks that have no vector from this endpoint and model yet, round by
         round (each round kept as soon as it is in). Raises `EmbeddingFailed`."""
         model = client.identity
@@ -324,7 +325,7 @@ class MemoryService:
                     "error": "memory embedding readiness not checked; ask with probe: true",
                 }
             )
-        client = EmbeddingClient(embedding)
+        client = embedding_client(embedding)
         answer: dict[str, Any] = {"ok": True}
         try:
             with trio.fail_after(embedding.timeout_s):

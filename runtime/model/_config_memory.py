@@ -1,7 +1,7 @@
 """The config's `memory` key: OpenClaw's `memory.*` and `memory.search.*` (the builtin engine's
 keys), strict like the rest. What clawlane acts on: `memory.search.enabled`, `provider`
-(`none`, `auto`, `openai`, `openai-compatible`: an OpenAI-compatible `/embeddings`
-endpoint), `model`, `remote.{baseUrl, apiKey, headers}`, `query.{maxResults, minScore}`,
+(`none`, `auto`, `openai`, `openai-compatible`: an OpenAI-compatible `/embeddings` endpoint;
+`local`: a model on this machine, the `local-embeddings` extra), `model`, `remote.{baseUrl, apiKey, headers}`, `query.{maxResults, minScore}`,
 `memory.citations`, and clawlane's own `memory.search.maxIndexBytes` (the index's bound).
 The other keys are OpenClaw's and accepted so that its config files load; they change
 nothing here (`sources: ["sessions"]`, `extraPaths`, multimodal, dreaming: off)."""
