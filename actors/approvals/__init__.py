@@ -15,6 +15,8 @@ document (`ApprovalsDocument`, the store's) and add allow-always entries to it.
 
 - `StandingGrants` (`_grants`): the standing grants for cron runs' execs (`CronRuns`:
   which runs are a cron job's, `CronRunSource`), kept in the store (`GrantStore`).
+- `ApprovalPeers`: a cluster's other nodes (`transports.cluster`): approvals raised on one
+  node reach every node's operators and are answered through any of them.
 - Ended approvals are written to the store as they end (`ApprovalRecordStore`:
   `stored_history`, `lookup`), so `approval.history` holds 30 days across restarts.
 
@@ -40,6 +42,7 @@ from ._plugin import MAX_ENDED as MAX_ENDED
 from ._plugin import MAX_PENDING as MAX_PENDING
 from ._plugin import ApprovalAlreadyResolved as ApprovalAlreadyResolved
 from ._plugin import ApprovalNotFound as ApprovalNotFound
+from ._plugin import ApprovalPeers as ApprovalPeers
 from ._plugin import ApprovalRecordStore as ApprovalRecordStore
 from ._plugin import ApprovalsFull as ApprovalsFull
 from ._plugin import ApprovalStatistics as ApprovalStatistics
@@ -55,6 +58,7 @@ __all__ = [
     "MAX_PENDING",
     "ApprovalAlreadyResolved",
     "ApprovalNotFound",
+    "ApprovalPeers",
     "ApprovalRecordStore",
     "ApprovalStatistics",
     "ApprovalsDocument",

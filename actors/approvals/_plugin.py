@@ -28,7 +28,10 @@ Event payloads, as OpenClaw's gateway sends them:
   `decision` is the operator's, or `deny` when none was made (OpenClaw reports an expired or
   cancelled approval so); `terminalReason` (clawlane's addition, OpenClaw's
   `ApprovalTerminalReason` words) says which end it was.
-Both are sent to this gateway's connections only (a cluster's other nodes do not see them).
+Both are sent to this gateway's connections and, in a cluster, to the other nodes' (`peers`:
+`ApprovalPeers`, the node's `transports.cluster` side, which tells them and forwards their
+answers here); an approval raised while no operator is connected here waits when one is
+connected on another node, and `pending_views` lists the other nodes' pending ones too.
 
 Bounds: at most `MAX_PENDING` pending (more: `ApprovalsFull`; a run's call is then refused
 as `no-route`); ended ones are kept 10 minutes (at most `MAX_ENDED`) to answer a repeated
@@ -77,6 +80,7 @@ __all__ = [
     "MAX_PENDING",
     "ApprovalAlreadyResolved",
     "ApprovalNotFound",
+    "ApprovalPeers",
     "ApprovalRecordStore",
     "ApprovalStatistics",
     "ApprovalsFull",
@@ -146,6 +150,27 @@ class Approver(Subscriber, Protocol):
     role: str
 
     def has_scope(self, scope: str) -> bool: ...
+
+
+class ApprovalPeers(Protocol):
+    """The other nodes of a cluster, as the approvals use them (the node's
+    `transports.cluster` side)."""
+
+    def approvers_elsewhere(self) -> int:
+        """How many operators who may answer are connected to the other nodes."""
+        ...
+
+    def raised(self, kind: str, view: dict[str, Any]) -> None:
+        """Tell the other nodes' operators an approval was raised here (its view)."""
+        ...
+
+    def ended(self, kind: str, approval_id: str, payload: dict[str, Any]) -> None:
+        """Tell them it ended (the resolved event's payload)."""
+        ...
+
+    def pending_elsewhere(self, kind: str) -> list[dict[str, Any]]:
+        """The views of the approvals of `kind` pending on the other nodes."""
+        ...
 
 
 class ApprovalRecordStore(Protocol):
@@ -306,6 +331,8 @@ class PluginApprovals:
         self._now_ms = now_ms
         self.records = records
         """Where ended approvals are kept (None: in memory only)."""
+        self.peers: ApprovalPeers | None = None
+        """The other nodes of the cluster (None: this gateway alone)."""
         self._pending: dict[str, PluginApproval] = {}
         self._ended: collections.OrderedDict[str, PluginApproval] = collections.OrderedDict()
         self._history: collections.deque[PluginApproval] = collections.deque(maxlen=MAX_HISTORY)
@@ -367,10 +394,14 @@ class PluginApprovals:
         self._pending[approval.id] = approval
         self._counts["raised"] += 1
         targets = self.approvers(exclude=requested_by)
-        if not targets:
+        elsewhere = self.peers.approvers_elsewhere() if self.peers is not None else 0
+        if not targets and not elsewhere:
             self._end(approval, None, "no-route")
             return approval
-        self._hub.send_to(targets, self.REQUESTED, approval.view())
+        if targets:
+            self._hub.send_to(targets, self.REQUESTED, approval.view())
+        if self.peers is not None:
+            self.peers.raised(self.KIND, approval.view())
         self._changed.set()
         return approval
 
@@ -450,17 +481,19 @@ class PluginApprovals:
         approval.done.set()
         if reason == "no-route":
             return  # no one was told it was raised
+        payload = {
+            "id": approval.id,
+            "decision": decision or "deny",
+            "resolvedBy": resolved_by,
+            "ts": self._now_ms(),
+            "request": approval.request,
+            "terminalReason": reason,
+        }
         targets = self.approvers()
         if targets:
-            payload = {
-                "id": approval.id,
-                "decision": decision or "deny",
-                "resolvedBy": resolved_by,
-                "ts": self._now_ms(),
-                "request": approval.request,
-                "terminalReason": reason,
-            }
             self._hub.send_to(targets, self.RESOLVED, payload)
+        if self.peers is not None:
+            self.peers.ended(self.KIND, approval.id, payload)
 
     def _record(self, approval: PluginApproval) -> None:
         """Hand the ended `approval` to the store (when there is one), never waiting."""
@@ -511,6 +544,21 @@ class PluginApprovals:
     def pending(self) -> list[PluginApproval]:
         """The pending approvals, oldest first. Not a checkpoint."""
         return list(self._pending.values())
+
+    def pending_views(self) -> list[dict[str, Any]]:
+        """The views of the pending approvals, this gateway's and (in a cluster) the
+        other nodes'. Not a checkpoint."""
+        views = [approval.view() for approval in self.pending()]
+        if self.peers is not None:
+            views += self.peers.pending_elsewhere(self.KIND)
+        return views
+
+    def notify(self, event: str, payload: dict[str, Any]) -> None:
+        """Send another node's approval event to this gateway's operators who may answer.
+        Not a checkpoint."""
+        targets = self.approvers()
+        if targets:
+            self._hub.send_to(targets, event, payload)
 
     async def stored_history(
         self, *, offset: int, limit: int, every_kind: bool = False

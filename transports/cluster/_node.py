@@ -54,6 +54,7 @@ from runtime.model import (
 )
 
 from .._errors import GatewayConfigError
+from ._approvals import ClusterApprovals
 from ._presence import Presence
 from ._route import Router, RouterHost
 
@@ -467,6 +468,8 @@ async def start_node(
     )
     node.router = router
     gateway.methods.router = router  # requests reach it through the method table
+    router.approvals = ClusterApprovals.attach(gateway, router)
+    nursery.start_soon(router.approvals.run)
     gateway.presence_list.node_id = node.node_id
     await router.start(nursery)
     nursery.start_soon(gateway.presence_list.run_telling, router.tell_all)

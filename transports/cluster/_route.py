@@ -35,7 +35,9 @@ through `Router.handle` instead of straight to the method table:
   `agent.wait` `error`); its leases expire; its runs are the reaper's (`_cluster_claims`).
 
 What concerns every node's connections (a device's pairing events, its removal or revoked
-token closing its connections) goes to every node as a notice (`tell_all`). Redis failing
+token closing its connections) goes to every node as a notice (`tell_all`). An approval
+pending on another node is answered there: its resolve, wait and get go to that node
+(`("node", id)` targets, `_approvals`). Redis failing
 answers `UNAVAILABLE` (retryable) for what needs it; the router recovers by itself.
 """
 
@@ -66,6 +68,7 @@ from runtime import telemetry
 from runtime.protocol import UNAVAILABLE, GatewayError, RequestFrame
 from runtime.sessions import SessionKeyError
 
+from ._approvals import APPROVAL_METHODS, ClusterApprovals
 from ._claims import ClaimBatch, FinalsBudget, Reaper, without_payloads
 from ._leases import SessionLeases
 from ._wire import (
@@ -158,6 +161,8 @@ class Router:
         """When this node last read the feeds (Redis answered)."""
         self._started: dict[str, int | None] = {}
         """When each live node's process started (its record's `startedAtMs`)."""
+        self.approvals: ClusterApprovals | None = None
+        """The cluster's approvals (set by `open_node`)."""
 
     @property
     def alive(self) -> set[str]:
@@ -177,6 +182,9 @@ class Router:
         params = frame.params
         if not isinstance(params, dict):
             return None
+        if frame.method in APPROVAL_METHODS:  # pending on another node: answered there
+            owner = self.approvals.owner(params.get("id")) if self.approvals else None
+            return ("node", owner) if owner is not None else None
         name = SESSION_METHODS.get(frame.method)
         if frame.method == "sessions.create" and params.get("key") is None:
             params["key"] = f"session-{uuid.uuid4()}"  # as the method would name it: routed
@@ -222,6 +230,8 @@ class Router:
                 await self._session_request(conn, frame, scope, ticket, target[1], hops)
             elif target[0] == "job":
                 await self._job_request(conn, frame, scope, target[1], hops)
+            elif target[0] == "node":
+                await self._forward(conn, frame, scope, None, target[1], hops, direct=True)
             else:
                 await self._run_request(conn, frame, scope, target[1], hops)
         except ClusterError as exc:
@@ -486,7 +496,7 @@ class Router:
                 if "release" in message:  # a session another node must run (cron's)
                     assert self._nursery is not None
                     self._nursery.start_soon(self.leases.let_go, str(message["release"]))
-                else:
+                elif self.approvals is None or not self.approvals.on_note(message):
                     self.gateway.on_note(message)
                 return
             fwd = self._forwards.get(str(message.get("fid")))

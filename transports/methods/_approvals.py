@@ -150,4 +150,4 @@ def _decision(value: str) -> ApprovalDecision:
 
 async def approval_list(call: Call, params: EmptyParams) -> list[dict[str, Any]]:
     await trio.lowlevel.checkpoint()
-    return [approval.view() for approval in call.gateway.actors.approvals.pending()]
+    return call.gateway.actors.approvals.pending_views()

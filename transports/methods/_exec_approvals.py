@@ -330,7 +330,7 @@ async def exec_get(call: Call, params: ExecApprovalGetParams) -> dict[str, Any]:
 
 async def exec_list(call: Call, params: EmptyParams) -> list[dict[str, Any]]:
     await trio.lowlevel.checkpoint()
-    return [approval.view() for approval in _exec(call).pending()]
+    return _exec(call).pending_views()
 
 
 # --- kind-agnostic approvals ----------------------------------------------------------------

@@ -1,0 +1,171 @@
+"""Approvals across a cluster's nodes: an approval raised on one node (a run's exec or plugin
+approval, or a client's request) is shown to the operators of every node and answered
+through any of them (`ClusterApprovals`, the approvals' `actors.ApprovalPeers`).
+
+- **Who can answer.** Each node tells the others how many operators who may answer
+  (`operator.approvals`) are connected to it (a `{"approvers": n}` notice when the count
+  changes, and every `RETELL_S` so a node that joins learns it). An approval raised on a
+  node with none of its own waits when another node has one, instead of ending `no-route`.
+- **Raised and ended.** The owner tells every node (`{"approval": "requested" | "resolved",
+  kind, payload}`); each sends `exec.approval.requested` / `resolved` (or the plugin ones)
+  to its own operators and keeps the pending ones' views (`pending_elsewhere`: what
+  `exec.approval.list` / `plugin.approval.list` add), forgetting a node's when it is gone.
+- **Answering anywhere.** The router sends `exec.approval.resolve`, `plugin.approval.resolve`,
+  `approval.resolve`, `*.waitDecision` and `*.get` for an approval pending on another node
+  to that node (`owner`: `Router.target` gives `("node", id)`), which answers as if the
+  operator were its own (first answer wins there).
+
+Ended approvals are in the store the nodes share (`actors.ApprovalRecords`), so
+`approval.get` and `approval.history` read them on any node. A node that joins after an
+approval was raised does not list it (it learns of those raised from then on); answering
+it by id still works through the node that raised it once that node has told it (the next
+notice). Notices are as reliable as the router's (Redis streams, bounded): one lost is not
+repeated, so a missed `requested` leaves that card absent on one node.
+"""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Callable
+from typing import Any, Final, Protocol
+
+import trio
+
+from actors import ExecApprovals, PluginApprovals
+
+__all__ = ["APPROVAL_METHODS", "ClusterApprovals"]
+
+APPROVAL_METHODS: Final = frozenset(
+    {
+        "exec.approval.resolve",
+        "exec.approval.waitDecision",
+        "exec.approval.get",
+        "plugin.approval.resolve",
+        "plugin.approval.waitDecision",
+        "approval.resolve",
+        "approval.get",
+    }
+)
+MAX_REMOTE: Final = 4096
+CHECK_S: Final = 0.2
+RETELL_S: Final = 5.0
+_EVENTS: Final = {
+    ("exec", "requested"): "exec.approval.requested",
+    ("exec", "resolved"): "exec.approval.resolved",
+    ("plugin", "requested"): "plugin.approval.requested",
+    ("plugin", "resolved"): "plugin.approval.resolved",
+}
+
+
+class _Router(Protocol):
+    node_id: str
+
+    @property
+    def alive(self) -> set[str]: ...
+
+    def tell_all(self, note: dict[str, Any]) -> None: ...
+
+
+class ClusterApprovals:
+    """This node's side of the cluster's approvals (see the module docstring)."""
+
+    def __init__(self, registries: dict[str, PluginApprovals], router: _Router) -> None:
+        self.registries = registries
+        self.router = router
+        self._pending: collections.OrderedDict[str, tuple[str, str, dict[str, Any]]] = (
+            collections.OrderedDict()
+        )
+        """Approvals pending on other nodes: id -> (node, kind, view)."""
+        self._approvers: dict[str, int] = {}
+        self._told = -1
+
+    @classmethod
+    def attach(cls, gateway: Any, router: _Router) -> ClusterApprovals:
+        """The node's approvals (its exec desk and its plugin approvals) joined to the
+        cluster through `router`. Not a checkpoint."""
+        registries: dict[str, PluginApprovals] = {"plugin": gateway.approvals}
+        desk = gateway.actors.supervisor.services.exec_approver
+        if isinstance(desk, ExecApprovals):
+            registries["exec"] = desk
+        joined = cls(registries, router)
+        for registry in registries.values():
+            registry.peers = joined
+        return joined
+
+    def detach(self) -> None:
+        for registry in self.registries.values():
+            if registry.peers is self:
+                registry.peers = None
+
+    # --- actors.ApprovalPeers ---------------------------------------------------------------
+
+    def _others(self) -> set[str]:
+        return self.router.alive - {self.router.node_id}
+
+    def approvers_elsewhere(self) -> int:
+        others = self._others()
+        return sum(n for node, n in self._approvers.items() if node in others)
+
+    def raised(self, kind: str, view: dict[str, Any]) -> None:
+        self.router.tell_all({"approval": "requested", "kind": kind, "payload": view})
+
+    def ended(self, kind: str, approval_id: str, payload: dict[str, Any]) -> None:
+        self.router.tell_all(
+            {"approval": "resolved", "kind": kind, "id": approval_id, "payload": payload}
+        )
+
+    def pending_elsewhere(self, kind: str) -> list[dict[str, Any]]:
+        others = self._others()
+        return [view for node, k, view in self._pending.values() if k == kind and node in others]
+
+    # --- what the router asks ----------------------------------------------------------------
+
+    def owner(self, approval_id: object) -> str | None:
+        """The node an approval is pending on, when it is another live node."""
+        if not isinstance(approval_id, str):
+            return None
+        found = self._pending.get(approval_id.strip())
+        if found is None or found[0] not in self._others():
+            return None
+        return found[0]
+
+    def on_note(self, note: dict[str, Any]) -> bool:
+        """Take another node's approval notice; False when `note` is not one."""
+        node = str(note.get("from"))
+        if "approvers" in note:
+            count = note["approvers"]
+            self._approvers[node] = count if isinstance(count, int) else 0
+            return True
+        what, kind = note.get("approval"), note.get("kind")
+        event = _EVENTS.get((str(kind), str(what)))
+        payload = note.get("payload")
+        registry = self.registries.get(str(kind))
+        if event is None or registry is None or not isinstance(payload, dict):
+            return "approval" in note
+        approval_id = str(payload.get("id"))
+        if what == "requested":
+            self._pending[approval_id] = (node, str(kind), payload)
+            while len(self._pending) > MAX_REMOTE:
+                self._pending.popitem(last=False)
+        else:
+            self._pending.pop(approval_id, None)
+        registry.notify(event, payload)
+        return True
+
+    # --- telling the others how many can answer here -----------------------------------------
+
+    def _local_approvers(self) -> int:
+        registry = next(iter(self.registries.values()))
+        return len(registry.approvers())
+
+    async def run(self, *, clock: Callable[[], float] = trio.current_time) -> None:
+        """Tell the other nodes this node's approver count when it changes, and again every
+        `RETELL_S`. Never returns; cancel it to stop."""
+        told_at = -RETELL_S
+        while True:
+            count = self._local_approvers()
+            now = clock()
+            if count != self._told or now - told_at >= RETELL_S:
+                self.router.tell_all({"approvers": count})
+                self._told, told_at = count, now
+            await trio.sleep(CHECK_S)
