@@ -172,9 +172,7 @@ def next_record(
         return MemoryFlushRecord(kind="succeeded", compactionCount=compaction_count)
     failures = (record.failureCount or 0) + 1 if record and record.kind == "failed" else 1
     if failures >= MAX_FLUSH_FAILURES:
-        log.warning(
-            "memory flush failed %d times; skipping it until the next compaction", failures
-        )
+        log.warning("memory flush failed %d times; skipping it until the next compaction", failures)
         return MemoryFlushRecord(kind="succeeded", compactionCount=compaction_count)
     last = record.compactionCount if record is not None else None
     return MemoryFlushRecord(kind="failed", compactionCount=last, failureCount=failures)

@@ -139,7 +139,9 @@ async def test_the_flush_saves_the_fact_before_compaction_once_per_cycle(tmp_pat
 
     # a new session finds what the flush saved
     (found,) = [
-        p["data"] for p in run_events(events, "later", "tool") if p["data"]["phase"] == "result"
+        p["data"]
+        for p in run_events(events, "later", "tool")
+        if p["data"]["phase"] == "result" and p["data"]["name"] != "tool_call"
     ]
     details = found["result"]["details"]
     assert details["results"][0]["path"] == f"memory/{today}.md"
@@ -214,4 +216,5 @@ async def test_the_ledger_in_the_session_row_outlives_a_restart(tmp_path: Path) 
             await store.flush()
             row = await store.get_session(key)
             assert row is not None and row.memoryFlush is not None
-            assert row.memoryFlush.compactionCount == row.compactionCount > cycle
+            flushed_in = row.memoryFlush.compactionCount
+            assert flushed_in is not None and cycle < flushed_in <= row.compactionCount

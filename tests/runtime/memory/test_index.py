@@ -97,9 +97,7 @@ def test_filename_hits_rank_first_and_recency_orders_daily_notes(
     assert _search(index, "2026-06-01.md")[0] == "memory/2026-06-01.md"
 
 
-def test_the_indexed_text_is_bounded_in_bytes_newest_notes_first(
-    tmp_path: Path, ws: Path
-) -> None:
+def test_the_indexed_text_is_bounded_in_bytes_newest_notes_first(tmp_path: Path, ws: Path) -> None:
     _write(ws, "MEMORY.md", "evergreen fact zebra\n" * 10)
     for day in range(1, 8):
         _write(ws, f"memory/2026-12-0{day}.md", f"note of day {day} zebra\n" * 10)
@@ -107,8 +105,12 @@ def test_the_indexed_text_is_bounded_in_bytes_newest_notes_first(
     idx = MemoryIndex(tmp_path / "b.sqlite", ws, max_bytes=size)
     try:
         found = set(_search(idx, "zebra", 20))
-        assert found == {"MEMORY.md", "memory/2026-12-07.md", "memory/2026-12-06.md",
-                         "memory/2026-12-05.md"}
+        assert found == {
+            "MEMORY.md",
+            "memory/2026-12-07.md",
+            "memory/2026-12-06.md",
+            "memory/2026-12-05.md",
+        }
         status = idx.status()
         assert status.indexed_bytes <= size and status.skipped_files == 4
     finally:
