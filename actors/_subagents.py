@@ -9,6 +9,9 @@ answers at once with OpenClaw's receipt (`status: accepted`, `childSessionKey`, 
 When the child's run ends, its result is announced to the parent as OpenClaw does: a
 separate followup run on the parent's session whose message carries the result (unless the
 call set `expectsCompletionMessage: false`); a parent still running gets it after that run.
+A child whose run ends with `sessions_yield` is not done: its task waits for a continuation
+(its own children's announce, or with `waitFor: "message"` its parent's `sessions_send`)
+and is announced once, with the result of the run that ends it.
 
 Limits, with OpenClaw's keys under `agents.defaults.subagents` and its refusals (a
 `forbidden` result the model sees): `maxSpawnDepth` (a session at that depth spawns no
@@ -308,6 +311,8 @@ class Subagents:
         `Cancelled`."""
         while True:
             await run.record.done.wait()
+            if _yielded(run.record) and not run.suppressed:
+                run.paused = True  # its turn ended with sessions_yield: not done yet
             if not run.paused:
                 break
             await run.resumed.wait()  # `resume` hands the continuation's record over
@@ -320,7 +325,7 @@ class Subagents:
                 announce = False  # deleted meanwhile: the announce must not bring it back
             if announce:
                 parent_lane = "subagent" if ":subagent:" in run.parent_key else "main"
-                await submit_run(
+                record = await submit_run(
                     self.sup,
                     run.parent_key,
                     link.parentAgent,
@@ -329,6 +334,9 @@ class Subagents:
                     origin="subagent-announce",
                     run_id=announce_run_id(run.task_id),
                 )
+                waiting = self.book.paused(run.parent_key)
+                if waiting is not None:  # a subagent that yielded for its children goes on
+                    self.resume(waiting, record)
             run.delivered = True
             if link.cleanup == "delete":
                 await self.sup.forget_session(run.child_key)
@@ -343,7 +351,9 @@ class Subagents:
 
     def pause(self, child_key: str, run_id: str) -> bool:
         """Subagent `child_key`'s run `run_id` yields for a continuation: its task waits
-        (no announce) until `resume`. False when that run is no task of this gateway's."""
+        (no announce) until `resume` (a `sessions_send` continuation; for a subagent that
+        yielded for its own children, their announce). False when that run is no task of
+        this gateway's."""
         run = self.book.by_child_run(child_key, run_id)
         if run is None:
             return False
@@ -385,7 +395,8 @@ class Subagents:
     def adopt(self, recovered: Sequence[RecoveredRun]) -> int:
         """After a restart: the subagent runs the journal knew join the book, and those
         whose end the parent never heard of (interrupted: reported failed or running again;
-        stopped by the shutdown) are followed and announced as usual. Returns how many."""
+        stopped by the shutdown; ended before their announce was handed over) are followed
+        and announced as usual. Returns how many."""
         handed = {  # announces that ran, or will (one refused at the shutdown did not)
             r.record.run_id
             for r in recovered
@@ -398,14 +409,32 @@ class Subagents:
             if link is None:
                 continue
             run = SpawnedRun(rec, link.parentKey, rec.session_key, link.label, link=link)
-            interrupted = item.interrupted or rec.error == INTERRUPTED
-            stopped = rec.status == "aborted" and rec.abort_reason == "shutdown"
-            run.delivered = not (interrupted or stopped) or announce_run_id(rec.run_id) in handed
+            due = _owed(item) or _yielded(rec)  # a yielded one waits for its continuation
+            run.delivered = not due or announce_run_id(rec.run_id) in handed
             self.book.add(run)
             if not run.delivered:
                 owed += 1
                 self._nursery.start_soon(self._follow, run)
         return owed
+
+
+def _yielded(record: RunRecord) -> bool:
+    """The run ended its turn with `sessions_yield` (its task goes on in a continuation)."""
+    meta = (record.final or {}).get("meta") or {} if record.status == "ok" else {}
+    return meta.get("yielded") is True
+
+
+def _owed(item: RecoveredRun) -> bool:
+    """Whether a restored subagent run's end is still to be announced, had the journal no
+    announce of it: interrupted, stopped by the shutdown, or ended by itself (an abort
+    `stop` was a parent's or the `subagents` tool's, which announce or not themselves; a
+    run paused by `sessions_yield` waits for its continuation)."""
+    rec = item.record
+    if item.interrupted or rec.error == INTERRUPTED:
+        return True
+    if rec.status == "aborted":
+        return rec.abort_reason == "shutdown"
+    return not _yielded(rec)
 
 
 def _model(configured: Any) -> str | None:

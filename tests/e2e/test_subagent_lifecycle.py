@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 import trio
 
-from actors.store import INTERRUPTED
+from actors import RecoveredRun, RunRecord, adopt_subagents
+from actors.store import INTERRUPTED, SpawnLink
+from runtime.loop import now_ms
 from tests.conftest import local_config, open_client, running_gateway
 from tests.e2e._events import run_events, terminal_events
 from tests.e2e.test_crash_recovery import client, gateway_process, kill9, write_config
@@ -24,7 +26,7 @@ from tests.e2e.test_session_tools import Watch, details, directive, spawn, tool_
 
 
 def assistant_text(watch: Watch, run_id: str) -> str:
-    return " ".join(
+    return "".join(
         p["data"].get("delta", "") for p in run_events(watch.events, run_id, "assistant")
     )
 
@@ -254,3 +256,91 @@ async def test_sessions_send_modes_refuse_as_openclaws(tmp_path: Path) -> None:
     )
     assert waited["isError"] and "mode=resume does not wait" in details(waited)["error"]
     assert [p["runId"] for p in watch.ends("agent:main:peer")] == ["peer"]  # nothing ran
+
+
+async def test_a_child_that_yields_for_its_own_child_is_announced_after_its_continuation(
+    tmp_path: Path,
+) -> None:
+    """An orchestrator's yield is not its result: its grandchild's announce continues it,
+    and the parent hears of it once, with that continuation's reply."""
+    config = local_config(agents__defaults__subagents={"maxSpawnDepth": 2})
+    watch = Watch()
+    main = "agent:main:main"
+    async with running_gateway(tmp_path, config) as gw:
+        with trio.fail_after(30):
+            async with open_client(gw, caps=["tool-events"], on_event=watch) as client:
+                orchestrate = " ".join(
+                    [spawn("[[reply:deep-result]]", label="deep"), directive("sessions_yield", {})]
+                )
+                await client.request(
+                    "agent",
+                    {"message": spawn(orchestrate, label="boss"), "idempotencyKey": "p1"},
+                    expect_final=True,
+                )
+                receipt = details(tool_results(watch.events, "p1")[0])
+                child, task = receipt["childSessionKey"], receipt["runId"]
+                ends = await watch.ended(main, 2)  # p1, then the one announce
+                child_ends = await watch.ended(child, 2)  # its yielded run, its continuation
+                await client.request(
+                    "agent", {"message": "after", "idempotencyKey": "p2"}, expect_final=True
+                )
+    [announce] = [p for p in ends if p["runId"] != "p1"]
+    assert announce["runId"] == f"{task}:announce"
+    continuation = child_ends[1]["runId"]
+    assert continuation.endswith(":announce") and continuation != announce["runId"]
+    text = assistant_text(watch, announce["runId"])
+    assert "Task: boss" in text and "deep-result" in text  # the continuation's reply
+    assert f"(run {continuation})" in text
+    assert [p["runId"] for p in watch.ends(main)] == ["p1", announce["runId"], "p2"]
+
+
+async def test_a_restart_announces_a_child_that_ended_before_its_announce_was_handed_over(
+    tmp_path: Path,
+) -> None:
+    """The journal has the child's end and no announce of it (the process stopped in
+    between): the restart announces it; a paused child's end and a stopped child's are
+    not announced."""
+    main = "agent:main:main"
+    async with running_gateway(tmp_path) as gw:
+        with trio.fail_after(30):
+            async with open_client(gw, caps=["tool-events"], on_event=Watch()) as client:
+                await client.request(
+                    "agent", {"message": "hi", "idempotencyKey": "p1"}, expect_final=True
+                )
+                link = SpawnLink(parentKey=main, parentAgent="main", label="late")
+                ended = [
+                    restored("done", "ok", {"payloads": [{"text": "late-result"}], "meta": {}}),
+                    restored("paused", "ok", {"payloads": [], "meta": {"yielded": True}}),
+                    restored("stopped", "aborted", None, abort_reason="stop"),
+                ]
+                owed = adopt_subagents(
+                    gw.supervisor, [RecoveredRun("agent", r, 1.0, spawn=link) for r in ended]
+                )
+                waited = await client.request(
+                    "agent.wait", {"runId": "done:announce", "timeoutMs": 10_000}
+                )
+                history = await client.request("chat.history", {"sessionKey": main})
+    assert owed == 2  # the ended one, and the paused one (it waits for its continuation)
+    assert waited["status"] == "ok"
+    results = [
+        m for m in history["messages"] if m["role"] == "user" and "[Subagent Result]" in str(m)
+    ]
+    assert len(results) == 1 and "late-result" in str(results[0])
+
+
+def restored(run_id: str, status: Literal["ok", "aborted"], final: Any, **more: Any) -> RunRecord:
+    record = RunRecord(
+        run_id=run_id,
+        session_key=f"agent:main:subagent:{run_id}",
+        session_id=run_id,
+        agent_id="main",
+        accepted_at=now_ms(),
+        status=status,
+        final=final,
+        ended_at=now_ms(),
+        aborted=status == "aborted",
+        restored=True,
+        **more,
+    )
+    record.done.set()
+    return record
