@@ -339,9 +339,10 @@ class TurnServices:
         if heartbeat:  # offered to a heartbeat run whatever the policy (OpenClaw forces it)
             respond = HeartbeatRespondTool(self.heartbeat_responses)
             tools = (*tools, respond)
-            toolset = ToolSet(
-                MappingProxyType({**toolset.by_name, respond.name: respond}),
-                (*toolset.specs, tool_spec(respond)),
+            toolset = attrs.evolve(  # the rest of the set (a search catalog) kept
+                toolset,
+                by_name=MappingProxyType({**toolset.by_name, respond.name: respond}),
+                specs=(*toolset.specs, tool_spec(respond)),
             )
         return RunTools(
             tools=tools,

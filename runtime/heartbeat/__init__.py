@@ -9,6 +9,8 @@
   event's payload (`heartbeat_event`).
 - `_events`: `SystemEventQueue`, the texts `system-event` and `wake` queue for a session's
   next turn, read by the model as `System: [time] text` lines before its message.
+- `_history`: what `chat.history` hides of heartbeats (`hidden_in_history`: the prompt's
+  user message, acknowledgment-only replies), as OpenClaw's chat display does.
 - `_respond`: the `heartbeat_respond` tool, offered in heartbeat runs only, and
   `HeartbeatResponses`, where its accepted responses wait for the runner.
 
@@ -20,6 +22,8 @@ methods (`set-heartbeats`, `wake`, `system-event`, `last-heartbeat`) are
 from ._events import SystemEvent as SystemEvent
 from ._events import SystemEventQueue as SystemEventQueue
 from ._events import format_system_events as format_system_events
+from ._history import hidden_in_history as hidden_in_history
+from ._history import is_heartbeat_prompt as is_heartbeat_prompt
 from ._reply import HEARTBEAT_PROMPT as HEARTBEAT_PROMPT
 from ._reply import HEARTBEAT_RESPONSE_TOOL_PROMPT as HEARTBEAT_RESPONSE_TOOL_PROMPT
 from ._reply import HEARTBEAT_TOKEN as HEARTBEAT_TOKEN
@@ -62,9 +66,11 @@ __all__ = [
     "format_system_events",
     "heartbeat_agents",
     "heartbeat_event",
+    "hidden_in_history",
     "in_active_hours",
     "indicator_type",
     "is_effectively_empty",
+    "is_heartbeat_prompt",
     "resolve_heartbeat",
     "strip_heartbeat_token",
 ]

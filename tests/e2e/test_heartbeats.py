@@ -58,9 +58,13 @@ def _run_of(w: Watch, prefix: str = "heartbeat-") -> str:
 
 async def test_an_ok_heartbeat_is_silent_and_last_heartbeat_answers_it(tmp_path: Path) -> None:
     w = Watch()
-    config = _heartbeat(every="0m", prompt="Status? [[reply:HEARTBEAT_OK]]")
-    async with running_gateway(tmp_path, config) as gw, open_client(gw, on_event=w) as client:
+    async with (
+        running_gateway(tmp_path, _heartbeat(every="0m")) as gw,
+        open_client(gw, on_event=w) as client,
+    ):
         with trio.fail_after(30):
+            ws = await gw.supervisor.workspace_for("main", None)
+            (ws / "HEARTBEAT.md").write_text("- Anything urgent? [[reply:HEARTBEAT_OK]]\n")
             assert await client.request("last-heartbeat", {}) is None
             await _wake(client)
             event = await _event(w, 1)
@@ -76,10 +80,18 @@ async def test_an_ok_heartbeat_is_silent_and_last_heartbeat_answers_it(tmp_path:
             chat = w.chat(run_id)
             assert [c["state"] for c in chat] == ["final"]  # no deltas, and no message
             assert "message" not in chat[0]
-            # The turn is in the session's transcript, as OpenClaw keeps it for audit.
+            # The turn stays in the transcript (audit, the model's context); the chat's
+            # history hides the prompt and the acknowledgment, as OpenClaw's does.
             history = await client.request("chat.history", {"sessionKey": KEY})
-            texts = json.dumps(history["messages"])
-            assert "Status?" in texts and "HEARTBEAT_OK" in texts
+            assert history["messages"] == [] and history["totalMessages"] == 2
+            await client.request(
+                "agent",
+                {"sessionKey": KEY, "message": "hi", "idempotencyKey": "r1"},
+                expect_final=True,
+            )
+            history = await client.request("chat.history", {"sessionKey": KEY})
+            assert [m["role"] for m in history["messages"]] == ["user", "assistant"]
+            assert history["messages"][0]["__openclaw"]["seq"] == 3
 
 
 async def test_an_alert_is_shown_and_the_event_previews_it(tmp_path: Path) -> None:

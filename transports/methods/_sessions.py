@@ -39,6 +39,7 @@ from runtime.agent import (
     normalize_verbose_level,
     system_prompt_report,
 )
+from runtime.heartbeat import hidden_in_history
 from runtime.hooks import InternalHookEvent
 from runtime.llm import AssistantMessage, ProviderError, TextContent
 from runtime.loop import now_ms
@@ -254,10 +255,12 @@ async def chat_history(call: Call, params: ChatHistoryParams) -> dict[str, Any]:
     entries = await call.gateway.actors.supervisor.store.load_entries(actor.row.sessionId)
     rows: list[dict[str, Any]] = []
     seq = 0
-    for entry in branch_messages(entries):  # the branch the session is on
+    branch = branch_messages(entries)  # the branch the session is on
+    hidden = hidden_in_history([e.message for e in branch])  # heartbeats' prompts and acks
+    for i, entry in enumerate(branch):
         message = entry.message
         seq += 1
-        shown = _display(message, max_chars)
+        shown = None if i in hidden else _display(message, max_chars)
         if shown is None:
             continue
         shown["__openclaw"] = openclaw_row_meta(entry, seq)

@@ -16,12 +16,15 @@ from runtime.heartbeat import (
     classify_reply,
     heartbeat_agents,
     heartbeat_event,
+    hidden_in_history,
     in_active_hours,
     is_effectively_empty,
+    is_heartbeat_prompt,
     resolve_heartbeat,
     strip_heartbeat_token,
 )
 from runtime.heartbeat._events import MAX_EVENTS_PER_SESSION
+from runtime.llm import AssistantMessage, TextContent, UserMessage
 from runtime.model import parse_duration_ms
 from runtime.model._config import ConfigError, parse_config
 from runtime.model._generation import build_generation
@@ -273,3 +276,28 @@ def test_system_events_are_bounded_deduplicated_and_taken_once() -> None:
         queue.enqueue("k", f"e{i}")
     assert len(queue.peek("k")) == MAX_EVENTS_PER_SESSION
     assert queue.peek("k")[0].text == "e5"
+
+
+# --- the chat's history -----------------------------------------------------------------------
+
+
+def test_history_hides_heartbeat_prompts_and_acknowledgments() -> None:
+    def user(text: str) -> UserMessage:
+        return UserMessage(content=text, timestamp=0)
+
+    def said(text: str) -> AssistantMessage:
+        return AssistantMessage(content=[TextContent(text)], timestamp=0)
+
+    messages = [
+        user(f"System: [2026-12-07 10:00:00 UTC] ping\n\n{HEARTBEAT_PROMPT}\n\nHeartbeat monitor"),
+        said("HEARTBEAT_OK"),
+        user("[OpenClaw heartbeat poll]"),
+        said("NO_REPLY"),
+        user("a question"),
+        said("an answer HEARTBEAT_OK, with more than the budget " + "x" * 300),
+        user("Custom prompt"),  # OpenClaw's display hides only its own prompt
+        said("Disk full"),
+    ]
+    assert hidden_in_history(messages) == {0, 1, 2, 3}
+    assert is_heartbeat_prompt(HEARTBEAT_PROMPT)
+    assert not is_heartbeat_prompt(f"Before. {HEARTBEAT_PROMPT}")
