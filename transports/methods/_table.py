@@ -58,6 +58,8 @@ from . import (
     _previews,
     _questions,
     _session_bulk,
+    _session_diff,
+    _session_files,
     _session_groups,
     _session_placement,
     _session_search,
@@ -133,6 +135,8 @@ class Methods:
         _session_bulk.register(self)  # sessions.patchMany, sessions.cleanup
         _session_groups.register(self)  # sessions.groups.*
         _session_placement.register(self)  # sessions.move
+        _session_files.register(self)  # sessions.files.list/get
+        _session_diff.register(self)  # sessions.diff
 
     def add(
         self, name: str, handler: Handler, params: type[Any] | None, *, scope: str | None = None
