@@ -48,7 +48,8 @@ What OpenClaw's clients get (its CLI, terminal UI and Control UI, 2026.9.6):
   document, compare-and-set by its hash), `exec.approval.request`, `.waitDecision`,
   `.resolve`, `.get`, `.list`, the kind-agnostic `approval.get`, `.resolve`, `.history`, and
   the `exec.approval.requested` / `.resolved` events; a run's `exec` that the exec policy
-  asks about waits for them (`actors.ExecApprovals`); `/approve` in `chat.send` (`_slash`).
+  asks about waits for them (`actors.ExecApprovals`); `/approve` in `chat.send` (`_slash`);
+  the standing grants for cron runs, `exec.approval.grants.list` / `.revoke` (`_exec_grants`).
 - Questions (`_questions`): `question.request`, `.waitAnswer`, `.resolve`, `.get`, `.list`
   (scope `operator.questions`), and the `question.requested` / `.resolved` events to the
   connections holding it; a run's `ask_user` waits for the answer (`actors.Questions`).
@@ -62,7 +63,7 @@ What OpenClaw's clients get (its CLI, terminal UI and Control UI, 2026.9.6):
   `taskSuggestions.list`, `tasks.list`, `talk.catalog`,
   `sessions.catalog.list`, `sessions.groups.*`, `board.get`, `projects.list`,
   `channels.status`, `node.list`, `usage.status`, `hooks.status`,
-  `exec.approval.grants.list`, `channels.pairing.list`,
+  `channels.pairing.list`,
   `skills.search`, `skills.library.list`, `plugins.catalog.browse`, `webSearch.status`.
   Not answered (`unknown method`): `themes.list` and the other panels
   of features clawlane does not have.
