@@ -2,8 +2,8 @@
 `agent.identity.get`, `sessions.create` (the terminal UI's `/new`), `sessions.describe`
 (after every turn: the footer's model and tokens), `commands.list`, `logs.tail`, and the
 lists of features clawlane does not have (`exec.approval.list`,
-`openclaw.approval.list`, `taskSuggestions.list`), which answer with the schema's empty
-list (`plugin.approval.list` and `question.list` are real: `_approvals`, `_questions`); `skills.status` (`openclaw skills list/info/check`: the skills a run
+`openclaw.approval.list`, `taskSuggestions.list`, `users.list`: no user profiles), which
+answer with the schema's empty list (`plugin.approval.list` and `question.list` are real: `_approvals`, `_questions`); `skills.status` (`openclaw skills list/info/check`: the skills a run
 in the agent's workspace would see), and the inventories of what clawlane does not have:
 `channels.status` (no chat channels), `node.list` (no node hosts), `usage.status` (no
 provider quota polling), each answered empty as OpenClaw's gateway answers with none.
@@ -73,6 +73,7 @@ def register(methods: MethodTable) -> None:
     methods.add("usage.status", usage_status, EmptyParams)
     for name in ("exec.approval.list", "openclaw.approval.list"):
         methods.add(name, empty_list, EmptyParams)
+    methods.add("users.list", users_list, EmptyParams)
 
 
 async def agents_list(call: Call, params: AgentsListParams) -> dict[str, Any]:
@@ -222,6 +223,12 @@ async def logs_tail(call: Call, params: LogsTailParams) -> dict[str, Any]:
 async def task_suggestions_list(call: Call, params: TaskSuggestionsListParams) -> dict[str, Any]:
     await trio.lowlevel.checkpoint()
     return {"suggestions": []}
+
+
+async def users_list(call: Call, params: EmptyParams) -> dict[str, Any]:
+    """No user profiles (the Control UI's "Assign to..." menu lists them): none."""
+    await trio.lowlevel.checkpoint()
+    return {"profiles": []}
 
 
 async def empty_list(call: Call, params: EmptyParams) -> list[Any]:
