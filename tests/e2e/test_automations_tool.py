@@ -288,3 +288,25 @@ async def test_an_isolated_jobs_run_reaches_only_its_own_job(tmp_path: Path) -> 
     assert removed.endswith("failed: Automations tool is restricted to the current automation.")
     assert added == removed
     assert sorted(names) == ["other", "self"]  # nothing removed, nothing added
+
+
+async def test_wake_queues_a_system_event_for_the_sessions_next_turn(tmp_path: Path) -> None:
+    """`wake` (mode next-heartbeat, the default): the text waits as a system event, and the
+    session's next turn reads it before its message."""
+    watch = Watch()
+    async with running_gateway(tmp_path) as gw:
+        with trio.fail_after(30):
+            async with open_client(gw, caps=["tool-events"], on_event=watch) as client:
+                msg = directive("automations", {"action": "wake", "text": "ping-event"})
+                await client.request(
+                    "agent", {"message": msg, "idempotencyKey": "w1"}, expect_final=True
+                )
+                await client.request(
+                    "agent", {"message": "hello", "idempotencyKey": "w2"}, expect_final=True
+                )
+                history = await client.request("chat.history", {"sessionKey": "main"})
+    [woke] = tool_results(watch.events, "w1")
+    assert not woke["isError"] and details(woke) == {"ok": True}
+    users = [m["content"] for m in history["messages"] if m["role"] == "user"]
+    text = users[-1] if isinstance(users[-1], str) else json.dumps(users[-1])
+    assert "System: [" in text and "ping-event" in text and text.endswith("hello")

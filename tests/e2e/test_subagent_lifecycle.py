@@ -201,8 +201,11 @@ async def test_after_kill_9_the_parent_hears_how_its_interrupted_subagent_ended(
                 "status"
             ] == "ok"
             history = await c.request("chat.history", {"sessionKey": main})
-            [spawned] = [m for m in history["messages"] if m.get("toolName") == "sessions_spawn"]
-            child_run = json.loads(spawned["content"][0]["text"])["runId"]
+            # the model called sessions_spawn through Tool Search's tool_call
+            [spawned] = [m for m in history["messages"] if m.get("toolName") == "tool_call"]
+            envelope = json.loads(spawned["content"][0]["text"])
+            assert envelope["tool"]["name"] == "sessions_spawn"
+            child_run = json.loads(envelope["result"]["content"][0]["text"])["runId"]
             await kill9(proc)
         async with gateway_process(state, config) as (url, proc), client(url) as (c, _):
             announce = f"{child_run}:announce"
@@ -344,3 +347,39 @@ def restored(run_id: str, status: Literal["ok", "aborted"], final: Any, **more: 
     )
     record.done.set()
     return record
+
+
+async def test_sessions_send_notify_starts_no_run_and_the_next_turn_reads_it(
+    tmp_path: Path,
+) -> None:
+    watch = Watch()
+    peer = "agent:main:peer"
+    async with running_gateway(tmp_path) as gw:
+        with trio.fail_after(30):
+            async with open_client(gw, caps=["tool-events"], on_event=watch) as client:
+                await client.request(
+                    "agent",
+                    {"message": "hi", "sessionKey": peer, "idempotencyKey": "peer"},
+                    expect_final=True,
+                )
+                note = {"sessionKey": peer, "message": "note-this", "mode": "notify"}
+                await client.request(
+                    "agent",
+                    {"message": directive("sessions_send", note), "idempotencyKey": "n"},
+                    expect_final=True,
+                )
+                await client.request(
+                    "agent",
+                    {"message": "next", "sessionKey": peer, "idempotencyKey": "peer2"},
+                    expect_final=True,
+                )
+                history = await client.request("chat.history", {"sessionKey": peer})
+    [sent] = tool_results(watch.events, "n")
+    queued = details(sent)
+    assert queued["status"] == "queued" and queued["runStarted"] is False
+    assert queued["durability"] == "process" and queued["sessionKey"] == peer
+    assert queued["notificationId"]
+    assert [p["runId"] for p in watch.ends(peer)] == ["peer", "peer2"]  # notify ran nothing
+    text = str([m["content"] for m in history["messages"] if m["role"] == "user"][-1])
+    assert "[Inter-session message] sourceSession=agent:main:main sourceTool=sessions_send" in text
+    assert "note-this" in text
