@@ -164,14 +164,17 @@ async def report_lost(sup: Supervisor, run_id: str, *, since_ms: int) -> bool:
     return False
 
 
-async def recall_run(sup: Supervisor, run_id: str) -> RecoveredRun | JournalRow | None:
+async def recall_run(
+    sup: Supervisor, run_id: str, *, restore: bool = True
+) -> RecoveredRun | JournalRow | None:
     """What the journal says of a run this process does not know (a cluster node whose
-    Redis forgot the run's claim: the run may have been accepted by any node). An ended run
-    comes back as `recover_runs` restores one: its record, ended, in the registry
-    (`agent.wait` answers it; `transports.methods.restore_idempotency` makes its cached
-    answer). A run accepted and not ended is its journal row (a node may be running it:
-    it must not run again). None: the journal has no row of it. A checkpoint; raises
-    `StoreError`."""
+    Redis forgot the run's claim, or whose node cannot be asked: the run may have been
+    accepted by any node). An ended run comes back as `recover_runs` restores one: its
+    record, ended, in the registry (`agent.wait` answers it;
+    `transports.methods.restore_idempotency` makes its cached answer); with `restore`
+    false the record is kept out of the registry (only read). A run accepted and not ended
+    is its journal row (a node may be running it: it must not run again). None: the
+    journal has no row of it. A checkpoint; raises `StoreError`."""
     row = await sup.store.load_run(run_id)
     if row is None or not row.ended:
         return row
@@ -180,8 +183,9 @@ async def recall_run(sup: Supervisor, run_id: str) -> RecoveredRun | JournalRow 
     except msgspec.DecodeError:
         outcome = RunOutcome(status="error", error="the run's stored outcome is unreadable")
     rec = _restored(row, outcome)
-    sup.registry.add(rec)
-    sup.registry.finish(rec)
+    if restore:
+        sup.registry.add(rec)
+        sup.registry.finish(rec)
     age = max(0.0, time.time() - (row.ended_at or 0) / 1000)
     return RecoveredRun(row.kind, rec, age)
 

@@ -165,6 +165,10 @@ class Claim:
     first: bool
     ack: bytes
     final: bytes | None = None
+    doubtful: bool = attrs.field(default=False, eq=False)
+    """The claims' memory is younger than a claim's TTL (Redis restarted empty, or the
+    cluster is new): a key found unclaimed may have been claimed and forgotten, so its
+    run may have been accepted already; the caller asks the durable journal first."""
 
 
 @attrs.frozen

@@ -12,7 +12,10 @@ Keys, under the configured prefix `P` (`cluster.redis.keyPrefix`):
   `session_fences`, refuse an older one); without the expiry every session key ever used
   stayed in Redis. `reacquire` of a key whose fence expired takes it (nobody took it in a
   day).
-- `P idem:<key>` a hash {a: ack, f: final} with a PX expiry.
+- `P idem:<key>` a hash {a: ack, f: final} with a PX expiry; `P claims-since` when the
+  claims' memory began (ms; set as a node starts, or by the first claim in an empty
+  Redis): within a claim's TTL of it, and after a node started, a key that node finds
+  unclaimed may have been forgotten (`Claim.doubtful`).
 - `P run:<run id>` a stream, entry id `<seq>-0`, fields {f: frame, t: 1 if terminal};
   trimmed with `MAXLEN ~`; expires `ended_ttl_s` after its terminal frame (and
   `idle_ttl_s` after any frame, for runs whose node died).
@@ -166,29 +169,52 @@ redis.call('SET', KEYS[1], value)
 redis.call('PUBLISH', ARGV[3], value)
 return n + 1
 """
+_CLAIMS_SINCE: Final = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('SET', KEYS[1], now, 'NX')
+return now
+"""
+"""The claims' memory begins now unless it has begun (`P claims-since`); the server's clock
+in ms (what a node started at: `RedisClaims.begin`)."""
 _CLAIM_MANY: Final = """
-local n = (#ARGV - 2) / 2
+local n = (#ARGV - 3) / 2
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local since = redis.call('GET', KEYS[3])
+if not since then
+  since = now
+  redis.call('SET', KEYS[3], now)
+end
+since = tonumber(since)
+local doubt = 0
+if now - since < tonumber(ARGV[1]) and since > tonumber(ARGV[3]) then doubt = 1 end
 local out = {}
 local listed = false
 for i = 1, n do
-  local key = KEYS[i + 2]
-  if redis.call('HSETNX', key, 'a', ARGV[i + 2]) == 0 then
+  local key = KEYS[i + 3]
+  if redis.call('HSETNX', key, 'a', ARGV[i + 3]) == 0 then
     out[i] = redis.call('HMGET', key, 'a', 'f')
   else
     redis.call('PEXPIRE', key, ARGV[1])
     if ARGV[2] ~= '' then
-      redis.call('SADD', KEYS[1], ARGV[n + i + 2])
+      redis.call('SADD', KEYS[1], ARGV[n + i + 3])
       listed = true
     end
     out[i] = 1
   end
 end
 if listed then redis.call('SADD', KEYS[2], ARGV[2]) end
-return out
+return {doubt, out}
 """
 """Claim each key not claimed yet (a claim's hash always has its ack `a`: `HSETNX` is the
 test and the write), list it under its owner, and the owner once among the owners; a key
-claimed already answers its ack and final. Three commands a claim."""
+claimed already answers its ack and final. Three commands a claim. And whether the claims
+may have been forgotten (`Claim.doubtful`): `P claims-since` holds when Redis's memory of
+them began (the server's clock in ms: set by a node as it starts, or by the first claim
+after Redis started empty); they may, when that is less than a claim's TTL ago and after
+this node started (`ARGV[3]`: before, the journal it read as it started covered the runs
+ended until then)."""
 _FINISH_MANY: Final = """
 local n = (#ARGV - 2) / 2
 local out = {}
@@ -444,10 +470,20 @@ class RedisClaims(Claims):
         self._prefix = prefix
         self._unfinished = client.register_script(_UNFINISHED)
         self._claim_many = client.register_script(_CLAIM_MANY)
+        self._since = client.register_script(_CLAIMS_SINCE)
+        self.started_ms = 0
+        """When this node started, on Redis's clock (`begin`)."""
         self._finish_many = client.register_script(_FINISH_MANY)
 
     def _key(self, key: str) -> str:
         return f"{self._prefix}idem:{key}"
+
+    async def begin(self) -> None:
+        """As the node starts: the claims' memory begins now unless it has begun, and
+        this node's start is noted (`started_ms`)."""
+        with _mapped("idempotency claims"):
+            now: Any = await self._since(keys=[f"{self._prefix}claims-since"], args=[])
+        self.started_ms = int(now)
 
     def _owned(self, owner: str | None) -> str:
         return f"{self._prefix}owned:{owner or ''}"
@@ -465,19 +501,21 @@ class RedisClaims(Claims):
     ) -> list[Claim]:
         if not items:
             return []
-        owners = f"{self._prefix}owners"
-        keys = [self._owned(owner), owners, *(self._key(k) for k, _ in items)]
-        args: list[int | str | bytes] = [int(self.ttl_s * 1000), owner or ""]
+        owners, since = f"{self._prefix}owners", f"{self._prefix}claims-since"
+        keys = [self._owned(owner), owners, since, *(self._key(k) for k, _ in items)]
+        args: list[int | str | bytes] = [int(self.ttl_s * 1000), owner or "", self.started_ms]
         args += [ack for _, ack in items] + [key for key, _ in items]
         with _mapped("idempotency claim"):
-            reply: Any = await self._claim_many(keys=keys, args=args)
+            got: Any = await self._claim_many(keys=keys, args=args)
+        doubt, reply = got
+        doubtful = doubt == 1
         claims = []
         for (_key, ack), got in zip(items, reply, strict=True):
             if got == 1:
-                claims.append(Claim(True, ack))
+                claims.append(Claim(True, ack, doubtful=doubtful))
             else:
                 final = None if got[1] is None else bytes(got[1])
-                claims.append(Claim(False, bytes(got[0] or b""), final))
+                claims.append(Claim(False, bytes(got[0] or b""), final, doubtful))
         return claims
 
     async def finish_many(
@@ -738,10 +776,12 @@ async def open_redis_cluster(
         except (*_UNAVAILABLE, coredis.exceptions.RedisError, trio.TooSlowError) as exc:
             reason = str(exc) or type(exc).__name__
             raise ClusterUnavailable(f"cannot reach Redis at {redact_url(url)}: {reason}") from None
+        claims = RedisClaims(client, prefix=prefix)
+        await claims.begin()
         yield Cluster(
             node_id=node_id,
             leases=RedisLeases(control, prefix=prefix, owner=node_id, ttl_s=lease_ttl_s),
-            claims=RedisClaims(client, prefix=prefix),
+            claims=claims,
             streams=RedisRunStreams(client, prefix=prefix),
             generations=RedisGenerations(client, prefix=prefix),
             nodes=RedisNodeRecords(control, prefix=prefix, node_id=node_id),

@@ -9,7 +9,7 @@ The registry (`actors.runs._registry`) keeps records; the session actor mutates 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Literal
+from typing import Any, Literal
 
 import attrs
 import trio
@@ -60,3 +60,14 @@ class RunRecord(RunState):
         if self.status == "aborted":
             return "timeout"
         return "error"
+
+    def wait_answer(self) -> dict[str, Any]:
+        """What `agent.wait` answers for the run once it has ended (on any node)."""
+        result: dict[str, Any] = {"runId": self.run_id, "status": self.wait_status()}
+        if self.started_at is not None:
+            result["startedAt"] = self.started_at
+        if self.ended_at is not None:
+            result["endedAt"] = self.ended_at
+        if self.status == "error" and self.error:
+            result["error"] = self.error
+        return result

@@ -342,6 +342,23 @@ class Store:
             last[row.run_id] = row
         return [r for r in last.values() if not r.ended or (r.ended_at or 0) >= since_ms]
 
+    async def load_run(self, run_id: str) -> JournalRow | None:
+        """The journal's last row of `run_id` (what it is now), None when it has none (never
+        accepted here, or pruned). Sees every write enqueued before the call. A
+        checkpoint. Raises `StoreError` (also for a row that does not decode)."""
+
+        def last(conn: SqlConnection) -> Any:
+            return conn.execute(_journal.LAST_OF, (run_id,)).fetchone()
+
+        found = await self.read(last)
+        if found is None:
+            return None
+        _, ended_at, body = found
+        return self._decode(
+            lambda b: JournalRow.stored(run_id, ended_at, bytes(b)),
+            body,
+        )
+
     def _group(self, group: WriteGroup) -> Group:
         parts: list[PutRow | Append | PutRun | AddUsage | Call] = []
         if group.entries:

@@ -25,13 +25,6 @@ RECOVERY_BOUND_S = 10.0
 """From Redis back to a run acknowledged and ended `ok` on each node."""
 
 
-@pytest.mark.xfail(
-    FULL,
-    reason="in the full version (40 sessions, 4 s outage) a run refused UNAVAILABLE while "
-    "Redis was away had run all the same, and a retry of its idempotency key ran it a "
-    "second time (its claim went with Redis; the journal in PostgreSQL was not asked)",
-    strict=False,
-)
 async def test_redis_restarted_empty_under_load(tmp_path: Path, pg_url: str) -> None:
     with trio.fail_after(150 if FULL else 60):
         async with open_cluster(tmp_path, pg_url) as cluster:

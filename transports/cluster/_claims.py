@@ -2,7 +2,10 @@
 becomes of those of a node that is gone.
 
 `ClaimBatch` sends this node's claims and finals to Redis together (see its docstring);
-`FinalsBudget` bounds the bytes of the finals a node leaves there.
+`FinalsBudget` bounds the bytes of the finals a node leaves there. `recall`: a key found
+unclaimed while Redis's claims are younger than a claim's TTL (`Claim.doubtful`: Redis
+restarted empty) is looked up in the run journal (PostgreSQL) before its run goes ahead:
+a run accepted already, by any node, never runs twice.
 
 The reaper: what becomes of the runs of a node that is gone.
 
@@ -23,15 +26,26 @@ from __future__ import annotations
 import collections
 import logging
 import time
+from collections.abc import Callable
 from typing import Any, Final, Protocol
 
 import attrs
 import msgspec
 import trio
 
-from actors import Claim, Claims, Cluster, ClusterError, StoreError, report_lost
+from actors import (
+    Claim,
+    Claims,
+    Cluster,
+    ClusterError,
+    RecoveredRun,
+    StoreError,
+    recall_run,
+    report_lost,
+)
 
-from ._wire import RETRY_S, ClaimFinal, ClaimNote, lost_reason
+from ..methods import restore_idempotency
+from ._wire import RETRY_S, ClaimFinal, ClaimNote, lost_reason, unavailable
 
 __all__ = [
     "FINALS_MAX_BYTES",
@@ -40,6 +54,7 @@ __all__ = [
     "ClaimBatch",
     "FinalsBudget",
     "Reaper",
+    "recall",
 ]
 
 log = logging.getLogger("clawlane.cluster")
@@ -133,6 +148,37 @@ class Reaper:
             await report_lost(router.gateway.actors.supervisor, run_id, since_ms=since)
         except StoreError as exc:
             log.warning("run %s: not reported in its session: %s", run_id, exc)
+
+
+async def recall(
+    gateway: Any, batch: ClaimBatch, run_id: str, finish_claim: Callable[[str], None]
+) -> bool:
+    """The first claim of `run_id` made while Redis may have forgotten an earlier one
+    (`Claim.doubtful`): what this node or the journal knows of the run. True: nothing (the
+    claim stands: run it). False: the run is known here now, running or ended (an ended
+    one restored from the journal: its record, its cached answer): the local method
+    answers the repeat, and the claim gets its final (`finish_claim`). Raises
+    `GatewayError` (`UNAVAILABLE`, retryable) for a run the journal has accepted and not
+    ended (a node may be running it: the claim is finished refused, so a retry asks
+    again), `StoreError` when the journal cannot be read (likewise)."""
+    actors = gateway.actors
+    try:
+        if actors.registry.get(run_id) is None:
+            found = await recall_run(actors.supervisor, run_id)
+            if found is None:
+                return True
+            if not isinstance(found, RecoveredRun):
+                raise unavailable(
+                    f"run {run_id} was accepted and has not ended yet (Redis, which knew "
+                    "where it runs, restarted); retry"
+                )
+            restore_idempotency(gateway, [found])
+            log.warning("run %s: its claim was forgotten; answered from the journal", run_id)
+    except BaseException:
+        batch.finish(f"run:{run_id}", batch.refused)
+        raise
+    finish_claim(run_id)
+    return False
 
 
 @attrs.define(eq=False)

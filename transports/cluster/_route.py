@@ -65,12 +65,13 @@ from actors import (
     Ticket,
 )
 from runtime import telemetry
-from runtime.protocol import UNAVAILABLE, GatewayError, RequestFrame
+from runtime.protocol import GatewayError, RequestFrame
 from runtime.sessions import SessionKeyError
 
 from ._approvals import APPROVAL_METHODS, ClusterApprovals
-from ._claims import ClaimBatch, FinalsBudget, Reaper, without_payloads
+from ._claims import ClaimBatch, FinalsBudget, Reaper, recall, without_payloads
 from ._leases import SessionLeases
+from ._outcomes import answer_gone, lost_answer, wait_deadline
 from ._wire import (
     Caller,
     ClaimFinal,
@@ -303,7 +304,8 @@ class Router:
         note = ClaimNote(node=self.node_id, sessionKey=key, method=frame.method)
         claim = await self.batch.claim(f"run:{run_id}", msgspec.json.encode(note))
         if claim.first or claim.final == REFUSED:
-            return True
+            doubt = claim.doubtful  # Redis may have forgotten an earlier claim: the journal says
+            return not doubt or await recall(self.gateway, self.batch, run_id, self._finish_claim)
         if claim.final is not None:  # it ended (here or elsewhere): answered from the claim,
             # which outlives this node's bounded idempotency cache
             answer_from_final(conn, frame, run_id, claim.final)
@@ -376,9 +378,8 @@ class Router:
             answer_from_final(conn, frame, run_id, final)
         elif note.node in self.alive:
             await self._forward(conn, frame, scope, None, note.node, hops, direct=True)
-        elif frame.method == "agent.wait":
-            error = lost_reason(run_id, note.node)
-            conn.respond(frame.id, {"runId": run_id, "status": "error", "error": error})
+        elif frame.method == "agent.wait":  # its node is lost: the journal's answer first
+            conn.respond(frame.id, await lost_answer(gw, run_id, note.node))
         elif frame.method == "runs.replay":
             conn.respond(frame.id, lost_replay(run_id, frame.params))
         else:
@@ -419,7 +420,7 @@ class Router:
         fid = f"{self.node_id}:{next(self._fids)}"
         fwd = Forward(conn, frame.id, frame.method, node, incarnation=self._started.get(node))
         if isinstance(params, dict) and isinstance(params.get("runId"), str):
-            fwd.run_id = params["runId"]
+            fwd.run_id, fwd.deadline = params["runId"], wait_deadline(params)
         message: dict[str, Any] = {
             "t": "req",
             "fid": fid,
@@ -457,27 +458,16 @@ class Router:
             if fwd.done:
                 return
             if fwd.node not in self.alive:
-                self._answer_gone(fwd, f"node {fwd.node} was lost before the request ended")
-                return
-            if fwd.incarnation not in (None, self._started.get(fwd.node)):
-                self._answer_gone(fwd, f"node {fwd.node} restarted before the request ended")
-                return
-            if trio.current_time() - self._feed_ok_at > self.ttl_s:
-                self._answer_gone(fwd, f"node {fwd.node} cannot be reached: Redis is unreachable")
-                return
-
-    def _answer_gone(self, fwd: Forward, reason: str) -> None:
-        """The request's node cannot answer: an answer here instead (retryable; a repeat of
-        its idempotency key never runs it twice)."""
-        if fwd.method == "agent.wait":
-            run_id = fwd.run_id or ""
-            fwd.conn.respond(fwd.req_id, {"runId": run_id, "status": "error", "error": reason})
-        elif fwd.method == "agent" and fwd.answers:
-            fwd.conn.respond_error(
-                fwd.req_id, GatewayError(UNAVAILABLE, f"run interrupted: {reason}")
-            )
-        elif not fwd.answers:
-            fwd.conn.respond_error(fwd.req_id, unavailable(reason))
+                gone = f"node {fwd.node} was lost before the request ended"
+            elif fwd.incarnation not in (None, self._started.get(fwd.node)):
+                gone = f"node {fwd.node} restarted before the request ended"
+            elif trio.current_time() - self._feed_ok_at > self.ttl_s:
+                gone = f"node {fwd.node} cannot be reached: Redis is unreachable"
+            else:
+                continue
+            fwd.done = True  # answered here: what its node says from now on is dropped
+            await answer_gone(self.gateway, fwd, gone)  # agent.wait: the journal's answer
+            return
 
     # --- messages from other nodes --------------------------------------------------------
 
@@ -519,6 +509,8 @@ class Router:
                     fwd.poke()
 
     def _on_answer(self, fwd: Forward, kind: str, message: dict[str, Any]) -> None:
+        if fwd.done:
+            return
         if fwd.incarnation is None and isinstance(message.get("inc"), int):
             fwd.incarnation = message["inc"]  # sent before this node knew its process
         if kind == "res":

@@ -318,6 +318,8 @@ class Forward:
     node: str
     run_id: str | None = None
     """The run an `agent.wait` asks for."""
+    deadline: float = float("inf")
+    """When an `agent.wait` stops waiting (trio's clock)."""
     incarnation: int | None = None
     """When `node` started, as its record said when the request was sent (a node started
     again under its id never answers what its former process was sent)."""

@@ -271,14 +271,7 @@ async def agent_wait(call: Call, params: AgentWaitParams) -> dict[str, Any]:
     record = await call.gateway.actors.registry.wait(params.runId, timeout_s)
     if record is None:
         return {"runId": params.runId, "status": "timeout"}
-    result: dict[str, Any] = {"runId": record.run_id, "status": record.wait_status()}
-    if record.started_at is not None:
-        result["startedAt"] = record.started_at
-    if record.ended_at is not None:
-        result["endedAt"] = record.ended_at
-    if record.status == "error" and record.error:
-        result["error"] = record.error
-    return result
+    return record.wait_answer()
 
 
 # --- read methods ---------------------------------------------------------------------------
