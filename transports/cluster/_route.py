@@ -104,6 +104,9 @@ SESSION_METHODS: Final = {
     **dict.fromkeys(("sessions.reset", "sessions.patch", "sessions.compact"), "key"),
     **dict.fromkeys(("sessions.delete", "sessions.create"), "key"),
     **dict.fromkeys(("sessions.get", "sessions.describe", "sessions.systemPrompt"), "key"),
+    # the owner's workspace holds what its runs read and wrote
+    **dict.fromkeys(("sessions.files.list", "sessions.files.get", "sessions.diff"), "sessionKey"),
+    "sessions.move": "key",
 }
 """Methods that act on a session, and the param naming it (reads too: the owner's
 actor is the fresh one, a copy on another node would go stale)."""
