@@ -17,7 +17,13 @@ roles: `actors` (`Actors`: what runs), `trust` (`Trust`: who may do what) and `p
   `_agent_files` (`agents.files.*`, `agents.workspace.*`: an agent's bootstrap files and
   its workspace, confined to it), `_config_form` (`config.schema`, `config.schema.lookup`,
   `config.openFile`: the Control UI's config form), `_branches` (`sessions.rewind`,
-  `sessions.fork`, `sessions.branches.list/switch`), `_previews` (`sessions.preview`), `_diagnostics`
+  `sessions.fork`, `sessions.branches.list/switch`), `_previews` (`sessions.preview`),
+  `_session_search` (`sessions.search`: full text over the transcripts, the store's
+  index), `_session_bulk` (`sessions.patchMany`, `sessions.cleanup`), `_session_groups`
+  (`sessions.groups.*`: the sidebar's groups, a session's `category`), `_session_placement`
+  (`sessions.move`), `_session_files` (`sessions.files.list/get`: what a session touched,
+  its workspace, confined), `_session_diff` (`sessions.diff`: the workspace checkout's
+  changes, by git), `_diagnostics`
   (`diagnostics.stability`, `gateway.identity.get`), `_memory` (`memory.search`,
   `doctor.memory.*`), `_heartbeat` (`last-heartbeat`, `set-heartbeats`, `wake`,
   `system-event`: the agents' heartbeats, `actors.heartbeat`); views in `_views` and `_status`.
@@ -61,7 +67,7 @@ What OpenClaw's clients get (its CLI, terminal UI and Control UI, 2026.9.6):
 - Features clawlane does not have answer with the schema's empty value:
   `openclaw.approval.list`,
   `taskSuggestions.list`, `tasks.list`, `talk.catalog`,
-  `sessions.catalog.list`, `sessions.groups.*`, `board.get`, `projects.list`,
+  `sessions.catalog.list`, `board.get`, `projects.list`,
   `channels.status`, `node.list`, `usage.status`, `hooks.status`,
   `channels.pairing.list`,
   `skills.search`, `skills.library.list`, `plugins.catalog.browse`, `webSearch.status`.
