@@ -33,7 +33,7 @@ from ..loop._agent import SteerInbox, ToolRunner
 from ..loop._approval import ApprovalGate
 from ..loop._toolrunner import RunTools, ToolSet
 from ..memory import MemoryService, memory_tools
-from ..model._config import ToolsConfig, llm_idle_timeout_seconds
+from ..model._config import ToolsConfig, ToolSearchConfig, llm_idle_timeout_seconds
 from ..model._generation import ModelRuntimeGeneration, RunStores
 from ..model._plugins import PluginRegistry
 from ..protocol import ClawlaneError
@@ -60,6 +60,7 @@ from ..tools import (
     subagent_policy,
     tool_spec,
 )
+from ..tools._search import tool_search_settings
 from ._blocks import BlockFlusher, BlockSink
 from ._chunking import BlockStreamingSettings
 from ._compaction import CompactionSettings
@@ -87,6 +88,13 @@ def _scope(tools: ToolsConfig | None) -> ToolScope | None:
         for key, entry in tools.byProvider.items()
     }
     return ToolScope(tools.profile, tools.allow, tools.alsoAllow, tools.deny, by_provider)
+
+
+def _search_setting(setting: bool | ToolSearchConfig | None) -> bool | dict[str, Any] | None:
+    """`tools.toolSearch` as plain data for `runtime.tools.tool_search_settings`."""
+    if setting is None or isinstance(setting, bool):
+        return setting
+    return dict(msgspec.to_builtins(setting))
 
 
 SendMessage = Callable[[str, int], None]
@@ -334,7 +342,10 @@ class TurnServices:
             offered = subagent_policy(role, sub.allow, sub.alsoAllow, sub.deny)
             if offered is not None:  # a subagent is offered less, as OpenClaw's
                 tools = tuple(offered.filter(tools))
-            shared = self._toolsets[key] = (tools, policy, ToolSet.of(tools, policy))
+            search = tool_search_settings(_search_setting(generation.config.tools.toolSearch))
+            owners = {name: r.id for r in self.plugins.plugins.values() for name in r.tools}
+            toolset = ToolSet.of(tools, policy, search, owners=owners)
+            shared = self._toolsets[key] = (tools, policy, toolset)
         tools, policy, toolset = shared
         if heartbeat:  # offered to a heartbeat run whatever the policy (OpenClaw forces it)
             respond = HeartbeatRespondTool(self.heartbeat_responses)

@@ -215,6 +215,14 @@ async def run_turn(
     budget = context_budget(spec.context_window or model.definition.contextWindow, spec.compaction)
     prepared = await _prepare(spec, budget)
     system_prompt, sections, user = await _shape_prompt(spec, hooks, ctx, legacy, prepared)
+    directory = _tool_directory(spec.tools)
+    if directory is not None:  # where OpenClaw has it: with the tools, before the context
+        at = next(
+            (i + 1 for i, s in enumerate(sections) if s.name in ("base", "hook:systemPrompt")),
+            0,
+        )
+        sections.insert(at, PromptSection("tools:deferred", directory))
+        system_prompt = join_sections(sections)
     result.user_message = user
     tool_specs = spec.tools.specs()
     result.report_factory = _report_factory(spec, prepared, sections, tool_specs, model)
@@ -237,6 +245,14 @@ async def run_turn(
     )
     await _ending(turn, started)
     return result
+
+
+def _tool_directory(tools: object) -> str | None:
+    """OpenClaw's list of the tools Tool Search defers (`runtime.tools.ToolCatalog`), for
+    the end of the system prompt; None when the run's tools defer none."""
+    catalog = getattr(getattr(tools, "toolset", None), "catalog", None)
+    directory = getattr(catalog, "directory", None)
+    return f"### Deferred Tool Schemas\n{directory}" if isinstance(directory, str) else None
 
 
 def _hook_context(spec: TurnSpec) -> AgentHookContext:

@@ -9,7 +9,10 @@ user message steer it, for tests, demos and load tests (all are removed from the
 - `[[think:TEXT]]`       stream TEXT as reasoning before the reply.
 - `[[tool:NAME {json}]]` call tool NAME with those arguments; several directives make a loop
                          of that many tool turns, one call per turn, in order; once all
-                         results are in, reply with a summary of them.
+                         results are in, reply with a summary of them. A NAME not offered
+                         but listed in the system prompt's Tool Search directory is called
+                         through `tool_call` (`{"id": NAME, "args": {json}}`), as a model
+                         following that directory would, and its summary line names NAME.
 - `[[fail]]`, `[[fail:KIND]]`, `[[fail:KIND:MESSAGE]]`
                          fail before any output with a `ProviderError` of KIND (default `server`).
 - `[[fail-after:N]]`     fail with a `server` error after N deltas (partial output).
@@ -304,7 +307,7 @@ class LocalProvider:
             # One tool call per turn, in order: a message with N tool directives makes a loop
             # of N tool turns and a final answer.
             await pace()
-            for tool_delta in _tool_turn(plan, len(results), input_tokens):
+            for tool_delta in _tool_turn(plan, len(results), input_tokens, request):
                 yield tool_delta
             return
 
@@ -395,9 +398,11 @@ def _overflow(plan: _Plan, request: ModelRequest) -> tuple[ProviderError | None,
     return error, plan.overflow[1] or 0
 
 
-def _tool_turn(plan: _Plan, index: int, input_tokens: int) -> tuple[ModelDelta, ...]:
+def _tool_turn(
+    plan: _Plan, index: int, input_tokens: int, request: ModelRequest
+) -> tuple[ModelDelta, ...]:
     """The deltas of the turn that calls the plan's tool number `index`."""
-    name, args = plan.tools[index]
+    name, args = _through_search(*plan.tools[index], request)
     call_id = f"call_{index + 1}"
     output = len(plan.tools)
     return (
@@ -409,16 +414,45 @@ def _tool_turn(plan: _Plan, index: int, input_tokens: int) -> tuple[ModelDelta, 
     )
 
 
+_DEFERRED_HEADING: Final = "Available deferred-schema tools:"
+_DEFERRED_ROW = re.compile(r"^- ([A-Za-z0-9][A-Za-z0-9_.:-]*)(?: \(|:|$)", re.MULTILINE)
+
+
+def _through_search(name: str, args: str, request: ModelRequest) -> tuple[str, str]:
+    """As a model reading OpenClaw's Tool Search directory would: a directive naming a tool
+    that is not offered but listed among the deferred ones calls it through `tool_call`."""
+    if any(t.name == name for t in request.tools) or not any(
+        t.name == "tool_call" for t in request.tools
+    ):
+        return name, args
+    _, found, listing = request.system_prompt.partition(_DEFERRED_HEADING)
+    if not found or name not in _DEFERRED_ROW.findall(listing.partition("\n\n")[0]):
+        return name, args
+    return "tool_call", f'{{"id": {msgspec.json.encode(name).decode()}, "args": {args or "{}"}}}'
+
+
+def _result_line(result: ToolResultMessage) -> str:
+    """One tool result as the summary reply shows it; a `tool_call`'s envelope is read for
+    the tool it called and that tool's own result."""
+    text = " ".join(c.text for c in result.content if isinstance(c, TextContent))
+    name = result.toolName
+    if name == "tool_call":
+        try:
+            envelope = msgspec.json.decode(text)
+            name = str(envelope["tool"]["name"])
+            inner = envelope["result"]["content"]
+            text = " ".join(str(c.get("text", "")) for c in inner if isinstance(c, dict))
+        except (msgspec.DecodeError, KeyError, TypeError):
+            pass
+    return f"{name}{' failed' if result.isError else ''}: {text[:200]}"
+
+
 def _reply(plan: _Plan, results: list[ToolResultMessage]) -> str:
     """The text of a final answer: `[[reply:...]]`, a summary of the tool results, or an echo."""
     if results and plan.reply is not None:
         return plan.reply
     if results:
-        summary = "; ".join(
-            f"{r.toolName}{' failed' if r.isError else ''}: "
-            + " ".join(c.text for c in r.content if isinstance(c, TextContent))[:200]
-            for r in reversed(results)
-        )
+        summary = "; ".join(_result_line(r) for r in reversed(results))
         return f"Tool results: {summary}"
     if plan.reply is not None:
         return plan.reply

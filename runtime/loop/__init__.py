@@ -5,6 +5,11 @@
   `provider_clean` says when a context needs no repair for a provider).
 - `_toolrunner`: `RunTools`, the run's tools: the agent's policy, the plugins'
   `before_tool_call` / `after_tool_call` / `tool_result_persist` hooks around each call.
+- `_searchcall`: Tool Search in a run (OpenClaw's default, `tools.toolSearch`): a
+  `tool_call` runs its target as a nested call of its own through `RunTools.call` (policy,
+  hooks, approvals, exec policy), its `tool` events named for the real tool with
+  `parentToolCallId`; a deferred tool called by name is refused (mode `tools`) or run
+  (mode `directory`); `call_directly` runs an operator's call (`tools.invoke`) by name.
 - `_approval`: a call a plugin's `before_tool_call` wants approved (`requireApproval`) waits
   for an operator through the host's `ApprovalGate` (the gateway's `actors.approvals`) and
   runs only when allowed; denied, expired, unanswerable (no operator connection holds
@@ -25,6 +30,7 @@ from ._approval import ApprovalOutcome as ApprovalOutcome
 from ._approval import TerminalReason as TerminalReason
 from ._approval import allowed_decisions as allowed_decisions
 from ._approval import approval_timeout_ms as approval_timeout_ms
+from ._searchcall import call_directly as call_directly
 from ._toolrunner import RunTools as RunTools
 
 __all__ = [
@@ -38,6 +44,7 @@ __all__ = [
     "TerminalReason",
     "allowed_decisions",
     "approval_timeout_ms",
+    "call_directly",
     "now_ms",
     "provider_clean",
 ]

@@ -31,9 +31,12 @@ from ..hooks._registry import HookRegistry
 from ..llm._types import TextContent, ToolCallContent, ToolResultMessage, ToolSpec
 from ..tools import (
     Tool,
+    ToolCatalog,
     ToolContext,
     ToolPolicy,
     ToolResult,
+    ToolSearchSettings,
+    ToolSurface,
     invoke_tool,
     normalize_tool_name,
     sanitize_result,
@@ -51,6 +54,7 @@ from ._approval import (
     resolution_of,
     warn_timeout_behavior,
 )
+from ._searchcall import route as search_route
 
 _to_builtins = msgspec.to_builtins
 
@@ -61,16 +65,32 @@ def _now_ms() -> int:
 
 @attrs.frozen(eq=False)
 class ToolSet:
-    """The tools a policy permits, by name, and their specs: the same for every run of an
-    agent under one generation and plugin registry, so callers build it once and share it."""
+    """The tools a policy permits, by name, and the specs offered to the model: the same for
+    every run of an agent under one generation and plugin registry, so callers build it once
+    and share it. With Tool Search (`search`: `tools.toolSearch`, see
+    `runtime.tools.ToolSurface`) the specs are the directly offered tools and the control
+    tools; `catalog` holds the rest, reached through `tool_call` (`_searchcall`)."""
 
     by_name: Mapping[str, Tool]
     specs: tuple[ToolSpec, ...]
+    catalog: ToolCatalog | None = None
 
     @classmethod
-    def of(cls, tools: Sequence[Tool], policy: ToolPolicy) -> ToolSet:
+    def of(
+        cls,
+        tools: Sequence[Tool],
+        policy: ToolPolicy,
+        search: ToolSearchSettings | None = None,
+        *,
+        owners: Mapping[str, str] | None = None,
+    ) -> ToolSet:
+        """`owners`: each plugin tool's plugin id (its Tool Search catalog id)."""
         by_name = {t.name: t for t in tools if policy.permits(t.name)}
-        return cls(MappingProxyType(by_name), tuple(tool_spec(t) for t in by_name.values()))
+        surface = ToolSurface.of(list(by_name.values()), search, owners=owners)
+        for control in surface.direct:
+            by_name.setdefault(control.name, control)
+        specs = tuple(tool_spec(t) for t in surface.direct)
+        return cls(MappingProxyType(by_name), specs, surface.catalog)
 
     def find(self, name: str) -> Tool | None:
         """The tool a model's call names: its exact name, else the tool an OpenClaw alias
@@ -139,6 +159,10 @@ class RunTools:
 
     async def call(self, call: ToolCallContent, emit: Emit) -> ToolOutcome:
         assert self.toolset is not None
+        if self.toolset.catalog is not None:  # Tool Search: `tool_call`, a deferred name
+            routed = await search_route(self, self.toolset.catalog, call, emit)
+            if routed is not None:
+                return routed
         tool = self.toolset.find(call.name)
         if tool is None:
             return self._error(call, f"tool {call.name!r} is not available to this agent")

@@ -46,6 +46,7 @@ from ._config_types import ConfigError as ConfigError
 from ._config_types import ConfigIssue as ConfigIssue
 from ._config_types import ProviderConfig as ProviderConfig
 from ._config_types import ToolsConfig as ToolsConfig
+from ._config_types import ToolSearchConfig as ToolSearchConfig
 from ._config_types import llm_idle_timeout_seconds as llm_idle_timeout_seconds
 
 

@@ -35,7 +35,6 @@ from ._config_types import (
     SubagentToolPolicy,
     ToolProviderPolicyConfig,
     ToolsConfig,
-    ToolSearchConfig,
 )
 
 __all__ = [
@@ -185,7 +184,6 @@ def _check(config: Config) -> None:
             "clawlane does not stage sessions_spawn attachments: set it to false (or remove it)",
             path="tools.sessions_spawn.attachments.enabled",
         )
-    _check_tool_search(config.tools.toolSearch)
     _check_tools(config.agents.defaults.tools, "agents.defaults.tools", plugin_ids)
     for i, agent in enumerate(config.agents.entries):
         _check_tools(agent.tools, f"agents.list[{i}].tools", plugin_ids)
@@ -195,20 +193,6 @@ def _check(config: Config) -> None:
     for where, block in [("agents.defaults.heartbeat", config.agents.defaults.heartbeat), *blocks]:
         if (problem := heartbeat_problem(block)) is not None:
             raise ConfigError(problem[1], path=f"{where}.{problem[0]}")
-
-
-def _check_tool_search(setting: bool | ToolSearchConfig | None) -> None:
-    """clawlane has no Tool Search: a config asking for it is refused, not silently run
-    without it. Unset and `false` (or `enabled: false`) mean what clawlane does."""
-    if setting is None or setting is False:
-        return
-    if isinstance(setting, ToolSearchConfig) and setting.enabled is False:
-        return
-    raise ConfigError(
-        "Tool Search is not available in clawlane: every tool schema is offered directly, "
-        "as OpenClaw does with tools.toolSearch: false; set it to false (or remove it)",
-        path="tools.toolSearch",
-    )
 
 
 def _plugin_ids(spec: str) -> list[str]:

@@ -258,9 +258,11 @@ class ToolsWebConfig(_Strict, frozen=True):
 
 
 class ToolSearchConfig(_Strict, frozen=True):
-    """`tools.toolSearch` as an object (OpenClaw's keys). clawlane has no Tool Search: it
-    offers every tool schema directly, as OpenClaw does with `toolSearch: false`, so only a
-    setting that turns it off (`enabled: false`) is accepted (`runtime.model._config_check`)."""
+    """`tools.toolSearch` as an object (OpenClaw's keys, read by
+    `runtime.tools.tool_search_settings`): `enabled` (unset: on when any other key is set),
+    `mode` (`tools`; `directory`; `code`, which clawlane runs as `tools`, as OpenClaw does
+    where it cannot start its code bridge), `searchDefaultLimit`, `maxSearchLimit`;
+    `codeTimeoutMs` is accepted."""
 
     enabled: bool | None = None
     mode: Literal["code", "tools", "directory"] | None = None
@@ -355,8 +357,9 @@ class ToolsSessionsSpawnConfig(_Strict, frozen=True):
 
 class GlobalToolsConfig(ToolsConfig, frozen=True):
     """The root `tools`: the policy keys every scope has, and the global tool settings.
-    `toolSearch`: OpenClaw's switch for Tool Search; clawlane accepts only `false` (or an
-    object with `enabled: false`), which is what it does whether set or not. `updatePlan`:
+    `toolSearch`: OpenClaw's Tool Search, on when unset (most tool schemas deferred behind
+    `tool_search` / `tool_describe` / `tool_call`); `false` offers every schema directly
+    (`runtime.tools._search`). Global only, as OpenClaw's. `updatePlan`:
     `false` removes `progress_card` (once `update_plan`) from every run, as OpenClaw's."""
 
     web: ToolsWebConfig = ToolsWebConfig()

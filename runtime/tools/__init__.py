@@ -38,9 +38,16 @@ that owns the sessions passes in (the gateway's `actors._session_tools`);
 `automations` (alias `cron`; `automations_tools(host)`) is a shell over an `AutomationsHost`,
 the gateway's cron scheduler (`actors.cron`), each action one `cron.*` operation (`_automations`).
 
+Tool Search (`_search`, ranking in `_search_rank`): OpenClaw's default surface, where a run
+is offered its core coding tools and `tool_search` / `tool_describe` / `tool_call` directly
+and finds the rest in a `ToolCatalog` (`ToolSurface.of`, `tool_search_settings` for
+`tools.toolSearch`; `call_target` reads a `tool_call`'s target and input, which the agent
+loop then runs as a call of its own).
+
 Errors: `ToolError` → `SandboxError` (a path leaves the workspace), `ToolPolicyError` (an
 unknown group or profile in the policy), `PatchError` (an `apply_patch` input that is
-malformed or does not match; the tool reports it as an error result), `JobLimitError` (a
+malformed or does not match; the tool reports it as an error result), `ToolSearchError`
+(a Tool Search call names no catalog entry or a bad query: an error result), `JobLimitError` (a
 command refused: its agent has as many running commands as allowed, or the host is closing).
 """
 
@@ -109,6 +116,13 @@ from ._progress import ProgressCardTool as ProgressCardTool
 from ._progress import normalize_card as normalize_card
 from ._sandbox import ensure_workspace as ensure_workspace
 from ._sandbox import resolve_in_workspace as resolve_in_workspace
+from ._search import CatalogEntry as CatalogEntry
+from ._search import ToolCatalog as ToolCatalog
+from ._search import ToolSearchError as ToolSearchError
+from ._search import ToolSearchSettings as ToolSearchSettings
+from ._search import ToolSurface as ToolSurface
+from ._search import call_target as call_target
+from ._search import tool_search_settings as tool_search_settings
 from ._sessions_history import HistoryView as HistoryView
 from ._sessions_history import sanitize_history as sanitize_history
 from ._sessions_tools import AgentsWaitParams as AgentsWaitParams
@@ -149,6 +163,7 @@ __all__ = [
     "AutomationsHost",
     "AutomationsParams",
     "CardDesk",
+    "CatalogEntry",
     "ConfigReader",
     "CoreTool",
     "DenialStreaks",
@@ -188,12 +203,16 @@ __all__ = [
     "SessionsYieldParams",
     "SubagentsParams",
     "Tool",
+    "ToolCatalog",
     "ToolContext",
     "ToolError",
     "ToolPolicy",
     "ToolPolicyError",
     "ToolResult",
     "ToolScope",
+    "ToolSearchError",
+    "ToolSearchSettings",
+    "ToolSurface",
     "WebFetchSettings",
     "WebFetchTool",
     "WebSearchTool",
@@ -202,6 +221,7 @@ __all__ = [
     "apply_patch",
     "automations_tools",
     "builtin_tools",
+    "call_target",
     "document_policy",
     "effective_policy",
     "ensure_workspace",
@@ -223,6 +243,7 @@ __all__ = [
     "subagent_denied",
     "subagent_policy",
     "text_result",
+    "tool_search_settings",
     "tool_spec",
     "unknown_entries",
     "validate_document",

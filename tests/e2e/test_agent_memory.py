@@ -23,7 +23,7 @@ def _tool_results(events: Events, run_id: str) -> list[dict[str, Any]]:
     out = []
     for payload in run_events(events, run_id, "tool"):
         data = payload["data"]
-        if data["phase"] == "result":
+        if data["phase"] == "result" and data["name"] != "tool_call":
             out.append(data)
     return out
 

@@ -85,7 +85,9 @@ async def test_the_operators_answer_reaches_the_run(tmp_path: Path) -> None:
                 assert (await operator.request("question.list", {})) == {"questions": []}
     assert done["final"]["status"] == "ok"
     [result] = [
-        d for p in run_events(events, "asks", "tool") if (d := p["data"])["phase"] == "result"
+        d
+        for p in run_events(events, "asks", "tool")
+        if (d := p["data"])["phase"] == "result" and d["name"] != "tool_call"
     ]
     assert result["name"] == "ask_user" and not result["isError"]
     text = json.dumps(result["result"])

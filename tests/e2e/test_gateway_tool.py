@@ -29,7 +29,9 @@ async def test_a_run_reads_a_config_subtree(tmp_path: Path) -> None:
                 )
     assert final["status"] == "ok"
     [result] = [
-        d for p in run_events(events, "cfg", "tool") if (d := p["data"])["phase"] == "result"
+        d
+        for p in run_events(events, "cfg", "tool")
+        if (d := p["data"])["phase"] == "result" and d["name"] != "tool_call"
     ]
     assert result["name"] == "gateway" and not result["isError"]
     details = result["result"]["details"]
@@ -68,7 +70,9 @@ async def test_config_reads_and_schema_lookups_as_openclaws(tmp_path: Path) -> N
                 )
             invoked = await _invoke_as_admin(gw)
     results = [
-        d for p in run_events(events, "reads", "tool") if (d := p["data"])["phase"] == "result"
+        d
+        for p in run_events(events, "reads", "tool")
+        if (d := p["data"])["phase"] == "result" and d["name"] != "tool_call"
     ]
     assert [r["name"] for r in results] == ["gateway"] * len(calls)
     provider, first, missing, lookup, unknown, update, whole = results

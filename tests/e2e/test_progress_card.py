@@ -65,7 +65,9 @@ async def test_a_runs_card_reaches_the_operators_and_a_client_replaces_it(
                     await viewer.request("progressCard.put", {"sessionKey": "main"})
                 assert "operator.write" in str(read_only.value)
     results = [
-        d for p in run_events(events, "card", "tool") if (d := p["data"])["phase"] == "result"
+        d
+        for p in run_events(events, "card", "tool")
+        if (d := p["data"])["phase"] == "result" and d["name"] != "tool_call"
     ]
     assert [r["name"] for r in results] == ["progress_card"] and not results[0]["isError"]
     assert "Progress card updated (rev 1, 1/3 done)" in json.dumps(results[0]["result"])
@@ -121,7 +123,9 @@ async def test_tools_update_plan_false_takes_progress_card_away(tmp_path: Path) 
                 effective = await client.request("tools.effective", {"sessionKey": "main"})
                 card = await client.request("progressCard.get", {"sessionKey": "main"})
     [result] = [
-        d for p in run_events(events, "off", "tool") if (d := p["data"])["phase"] == "result"
+        d
+        for p in run_events(events, "off", "tool")
+        if (d := p["data"])["phase"] == "result" and d["name"] != "tool_call"
     ]
     assert result["isError"] and "not available" in json.dumps(result["result"])
     offered = {t["id"] for g in effective["groups"] for t in g["tools"]}

@@ -23,7 +23,11 @@ def directive(name: str, args: dict[str, Any]) -> str:
 
 
 def tool_results(events: Events, run_id: str) -> list[dict[str, Any]]:
-    return [p["data"] for p in run_events(events, run_id, "tool") if p["data"]["phase"] == "result"]
+    return [
+        p["data"]
+        for p in run_events(events, run_id, "tool")
+        if p["data"]["phase"] == "result" and p["data"]["name"] != "tool_call"
+    ]
 
 
 def details(result: dict[str, Any]) -> dict[str, Any]:

@@ -20,7 +20,11 @@ PAGE += b"<p>Loopback text.</p></main></body></html>"
 
 
 def tool_results(events: Events, run_id: str) -> list[dict[str, Any]]:
-    return [p["data"] for p in run_events(events, run_id, "tool") if p["data"]["phase"] == "result"]
+    return [
+        p["data"]
+        for p in run_events(events, run_id, "tool")
+        if p["data"]["phase"] == "result" and p["data"]["name"] != "tool_call"
+    ]
 
 
 def directive(name: str, args: dict[str, Any]) -> str:

@@ -38,6 +38,7 @@ import trio
 
 from actors import Supervisor
 from runtime.llm import TextContent, ToolCallContent
+from runtime.loop import call_directly
 from runtime.model import GenerationError
 from runtime.protocol import ToolsInvokeParams, opt
 from runtime.sessions import SessionKeyError
@@ -192,7 +193,8 @@ async def _run(
     args = dict(opt(params.args) or {})
     if action is not None and "action" not in args and "action" in tool.params.__struct_fields__:
         args["action"] = action
-    outcome = await tools.call(ToolCallContent(id=call_id, name=name, arguments=args), _no_emit)
+    call_content = ToolCallContent(id=call_id, name=name, arguments=args)
+    outcome = await call_directly(tools, call_content, _no_emit)  # deferred ones too
     source = "plugin" if tool.name in owners else "core"
     if not outcome.message.isError:
         return InvokeOutcome(200, tool.name, result=outcome.result, source=source)

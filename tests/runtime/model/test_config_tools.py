@@ -109,15 +109,21 @@ def test_a_bad_profile_and_allow_with_also_allow_are_refused() -> None:
     assert path == "tools.alsoAllow" and "cannot both be set" in message
 
 
-@pytest.mark.parametrize("setting", [False, {"enabled": False, "mode": "tools"}])
-def test_tool_search_off_loads_as_it_is_what_clawlane_does(setting: object) -> None:
+@pytest.mark.parametrize(
+    "setting",
+    [
+        False,
+        True,
+        {"enabled": False, "mode": "tools"},
+        {"mode": "directory"},
+        {"enabled": True},
+        {"mode": "code", "codeTimeoutMs": 5000, "searchDefaultLimit": 4, "maxSearchLimit": 9},
+    ],
+)
+def test_every_tool_search_setting_openclaw_has_loads(setting: object) -> None:
     assert issues({"tools": {"toolSearch": setting}}) == []
 
 
-@pytest.mark.parametrize("setting", [True, {"mode": "directory"}, {"enabled": True}])
-def test_asking_for_tool_search_is_a_config_error_saying_what_to_set(setting: object) -> None:
-    [(path, message)] = issues({"tools": {"toolSearch": setting}})
-    assert path == "tools.toolSearch"
-    assert "not available in clawlane" in message and "toolSearch: false" in message
+def test_a_tool_search_mode_openclaw_does_not_have_is_refused_with_its_path() -> None:
     [(path, _message)] = issues({"tools": {"toolSearch": {"mode": "everything"}}})
     assert path == "tools.toolSearch.mode"
