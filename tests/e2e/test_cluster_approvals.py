@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 import trio
 
 from actors import ExecApprovals
@@ -17,7 +18,7 @@ from tests.actors._databases import pg_url
 from tests.conftest import open_client
 from tests.e2e._events import next_event
 from tests.e2e.test_cluster_nodes import two_nodes, wait_for
-from transports import Gateway, GatewayClient
+from transports import Gateway, GatewayClient, GatewayRequestError
 
 __all__ = ["pg_url"]  # the fixture, used by name
 
@@ -37,6 +38,18 @@ async def knows_an_approver_elsewhere(gw: Gateway) -> None:
     assert router is not None and router.approvals is not None
     joined = router.approvals
     await wait_for(lambda: joined.approvers_elsewhere() > 0, "the approver on B", timeout_s=10)
+
+
+async def recorded(client: GatewayClient, approval_id: str) -> dict[str, Any]:
+    """`approval.get` through another node once the owner's store write landed (it is
+    written in the owner's next group commit, after the resolved event was sent)."""
+    for _ in range(100):
+        try:
+            got: dict[str, Any] = await client.request("approval.get", {"id": approval_id})
+            return got
+        except GatewayRequestError:
+            await trio.sleep(0.05)
+    raise AssertionError(f"{approval_id} never recorded")
 
 
 def marker(tmp_path: Path) -> Path:
@@ -75,8 +88,12 @@ async def test_an_exec_approval_raised_on_a_is_listed_and_resolved_through_b(
                 )
                 resolved = await next_event(approver, "exec.approval.resolved")
             async with open_client(b) as admin:
-                got = await admin.request("approval.get", {"id": requested["id"]})
+                got = await recorded(admin, requested["id"])
                 history = await admin.request("approval.history", {"kind": "exec"})
+                again = {"id": requested["id"], "decision": "allow-once"}
+                repeated = await admin.request("exec.approval.resolve", again)
+                with pytest.raises(GatewayRequestError, match="approval already resolved"):
+                    await admin.request("exec.approval.resolve", {**again, "decision": "deny"})
     assert raised_on_a == [requested["id"]] and raised_on_b == []
     assert [item["id"] for item in listed] == [requested["id"]]
     assert answer == {"ok": True}
@@ -84,6 +101,7 @@ async def test_an_exec_approval_raised_on_a_is_listed_and_resolved_through_b(
     assert done["final"]["status"] == "ok" and marker(tmp_path).exists()
     assert got["approval"]["status"] == "allowed"
     assert [item["id"] for item in history["items"]] == [requested["id"]]
+    assert repeated == {"ok": True}  # the same answer again, through B, from the store
 
 
 async def ask_plugin(client: GatewayClient, got: dict[str, Any]) -> None:

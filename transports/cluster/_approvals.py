@@ -16,11 +16,12 @@ through any of them (`ClusterApprovals`, the approvals' `actors.ApprovalPeers`).
   operator were its own (first answer wins there).
 
 Ended approvals are in the store the nodes share (`actors.ApprovalRecords`), so
-`approval.get` and `approval.history` read them on any node. A node that joins after an
-approval was raised does not list it (it learns of those raised from then on); answering
-it by id still works through the node that raised it once that node has told it (the next
-notice). Notices are as reliable as the router's (Redis streams, bounded): one lost is not
-repeated, so a missed `requested` leaves that card absent on one node.
+`approval.get` and `approval.history` read them on any node, and a resolve repeated after
+the end is answered from there. A node that joins is told the approvals pending here
+(`_greet`, as soon as this node sees it alive). Notices are as reliable as the router's
+(Redis streams, bounded): one lost is not repeated, so a missed `requested` leaves that
+card absent on one node until it ends. A node restarted under the same id while this node
+never saw it gone is not greeted again.
 """
 
 from __future__ import annotations
@@ -65,6 +66,8 @@ class _Router(Protocol):
 
     def tell_all(self, note: dict[str, Any]) -> None: ...
 
+    def tell(self, node: str, note: dict[str, Any]) -> None: ...
+
 
 class ClusterApprovals:
     """This node's side of the cluster's approvals (see the module docstring)."""
@@ -78,6 +81,8 @@ class ClusterApprovals:
         """Approvals pending on other nodes: id -> (node, kind, view)."""
         self._approvers: dict[str, int] = {}
         self._told = -1
+        self._greeted: set[str] = set()
+        """The live nodes told this node's pending approvals."""
 
     @classmethod
     def attach(cls, gateway: Any, router: _Router) -> ClusterApprovals:
@@ -144,6 +149,8 @@ class ClusterApprovals:
             return "approval" in note
         approval_id = str(payload.get("id"))
         if what == "requested":
+            if approval_id in self._pending:
+                return True  # told twice (raised, then greeted): shown once
             self._pending[approval_id] = (node, str(kind), payload)
             while len(self._pending) > MAX_REMOTE:
                 self._pending.popitem(last=False)
@@ -158,11 +165,22 @@ class ClusterApprovals:
         registry = next(iter(self.registries.values()))
         return len(registry.approvers())
 
+    def _greet(self) -> None:
+        """Tell each node alive since the last look the approvals pending here."""
+        others = self._others()
+        for node in others - self._greeted:
+            for kind, registry in self.registries.items():
+                for approval in registry.pending():
+                    note = {"approval": "requested", "kind": kind, "payload": approval.view()}
+                    self.router.tell(node, note)
+        self._greeted = others
+
     async def run(self, *, clock: Callable[[], float] = trio.current_time) -> None:
         """Tell the other nodes this node's approver count when it changes, and again every
-        `RETELL_S`. Never returns; cancel it to stop."""
+        `RETELL_S`; greet the nodes that join. Never returns; cancel it to stop."""
         told_at = -RETELL_S
         while True:
+            self._greet()
             count = self._local_approvers()
             now = clock()
             if count != self._told or now - told_at >= RETELL_S:

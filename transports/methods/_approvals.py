@@ -39,6 +39,7 @@ from actors import (
     DecisionNotOffered,
     PluginApproval,
     PluginApprovals,
+    StoreError,
 )
 from runtime.loop import APPROVAL_DECISIONS, ApprovalDecision
 from runtime.protocol import (
@@ -53,7 +54,7 @@ from runtime.protocol import (
 from ._clients import EmptyParams
 from ._context import Call, MethodTable
 
-__all__ = ["WaitDecisionParams", "register"]
+__all__ = ["WaitDecisionParams", "ended_already", "register"]
 
 _NOT_FOUND_DETAILS: Final = {
     "reason": "APPROVAL_NOT_FOUND",
@@ -109,6 +110,31 @@ async def answer_decided(
     return approval.answer()
 
 
+async def ended_already(
+    registry: PluginApprovals, approval_id: str, decision: ApprovalDecision
+) -> bool:
+    """Whether `approval_id` ended before this resolve, as the store records it (past the
+    10 minutes this gateway remembers an ended one, or ended on another node of a cluster):
+    True when `decision` repeats the operator's, `approval already resolved` when it does
+    not; False when it is pending here or unknown (the resolve then answers). A checkpoint."""
+    if registry.get(approval_id) is not None:
+        await trio.lowlevel.checkpoint()
+        return False
+    try:
+        found = await registry.lookup(approval_id)
+    except StoreError:
+        return False  # the resolve says it is unknown
+    if found is None or found.pending:
+        return False
+    if found.reason == "user" and found.decision == decision:
+        return True
+    raise GatewayError(
+        INVALID_REQUEST,
+        "approval already resolved",
+        details={"reason": "APPROVAL_ALREADY_RESOLVED"},
+    )
+
+
 async def approval_wait(call: Call, params: WaitDecisionParams) -> dict[str, Any]:
     approval_id = params.id.strip()
     if not approval_id:
@@ -125,6 +151,8 @@ async def approval_resolve(call: Call, params: PluginApprovalResolveParams) -> d
     if params.reviewer is not msgspec.UNSET:
         raise _not_found()  # a chat channel's reviewer: none here to vouch for one
     resolved_by = getattr(call.conn, "client_id", None) or None
+    if await ended_already(call.gateway.actors.approvals, params.id, decision):
+        return {"ok": True}
     try:
         call.gateway.actors.approvals.resolve(params.id, decision, resolved_by=resolved_by)
     except ApprovalNotFound as exc:

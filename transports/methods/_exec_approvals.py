@@ -74,7 +74,7 @@ from runtime.protocol import (
 from runtime.tools import ExecPolicy, ToolPolicyError, validate_document
 
 from . import _exec_grants
-from ._approvals import WaitDecisionParams, answer_decided
+from ._approvals import WaitDecisionParams, answer_decided, ended_already
 from ._clients import EmptyParams
 from ._context import Call, Host, MethodTable
 
@@ -305,7 +305,8 @@ async def exec_resolve(call: Call, params: ExecApprovalResolveParams) -> dict[st
     decision = _decision(params.decision)
     if params.reviewer is not msgspec.UNSET:
         raise _not_found()  # a chat channel's reviewer: none here to vouch for one
-    resolve_in(call, _exec(call), params.id, decision, _days(params.grantExpiresInDays))
+    if not await ended_already(_exec(call), params.id, decision):
+        resolve_in(call, _exec(call), params.id, decision, _days(params.grantExpiresInDays))
     await trio.lowlevel.checkpoint()
     return {"ok": True}
 
