@@ -9,6 +9,7 @@ not installed; Chromium and Playwright as the dashboard's test."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,7 @@ def marker(tmp_path: Path) -> Path:
 
 def approve_in_the_ui(
     ui_port: int, gw_port: int, shot: Path, start_run: Any, tmp_path: Path
-) -> dict[str, Any]:
+) -> Callable[[Any], dict[str, Any]]:
     """Open the UI on the gateway, start the run once it is connected, then answer the
     card it shows with allow-once."""
 
