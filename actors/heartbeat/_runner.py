@@ -6,15 +6,20 @@ A heartbeat of an agent (`run_heartbeat`), as OpenClaw 2026.9.6's runner:
    when heartbeats are off (`set-heartbeats`: `disabled`), outside `activeHours`
    (`quiet-hours`), when its session has a run going or queued (`requests-in-flight`), or
    when the workspace's `HEARTBEAT.md` exists but is effectively empty and no system event
-   waits (`empty-heartbeat-file`);
+   waits (`empty-heartbeat-file`), or when a scheduled poll with no system event waiting
+   has nowhere to deliver an alert (`no-route`: clawlane has no channels, so every
+   `target` but `none`; OpenClaw skips such polls before the model runs);
 2. else one run in the heartbeat's session (the agent's main session unless `session` says
    otherwise) with OpenClaw's prompt (`runtime.heartbeat.build_prompt`), the queued system
    events before it, the heartbeat's `model` and timeout, `heartbeat_respond` offered; the
    run is marked as a heartbeat (`RunRecord.heartbeat`): its agent events carry
    `isHeartbeat: true`, its chat deltas are not sent and its chat `final` drops a
    `HEARTBEAT_OK` acknowledgment (`actors.runs.ChatStream`);
-3. its verdict (`classify_reply`) becomes the `heartbeat` event: `ok-empty`, `ok-token`
-   (`silent: true`) or `sent` (an alert, with its `preview`); a failed run is `failed`.
+3. its verdict (`classify_reply`) becomes the `heartbeat` event: `ok-empty` or `ok-token`
+   (`silent: true`, `reason` the wake's), an alert `skipped` with `reason` `no-route` (or
+   `target-none`), its `preview` and `indicatorType: "alert"` (OpenClaw's event for an
+   alert with no delivery target: the alert itself is the run's chat reply), a failed run
+   `failed`.
 
 Every event goes to every connection (OpenClaw's `heartbeat` event needs no scope) and is
 kept as the last one (`last-heartbeat`).
@@ -240,6 +245,8 @@ class Heartbeats:
         has_events = sup.services.system_events.has(key)
         if not has_events and is_effectively_empty(scratch):
             return self._skipped("empty-heartbeat-file", started)
+        if reason == "interval" and settings.target != "none" and not has_events:
+            return self._skipped("no-route", started)  # no channel to deliver an alert to
         try:
             record = await self._submit(
                 settings, key, build_prompt(settings.prompt, scratch, response_tool=False)
@@ -302,14 +309,25 @@ class Heartbeats:
         verdict = classify_reply(
             _reply_text(record.final), ack_max_chars=settings.ack_max_chars, response=response
         )
-        event = heartbeat_event(
-            ts=self._wall(),
-            status=verdict.status,
-            reason=reason if verdict.status != "sent" else None,
-            preview=verdict.preview,
-            duration_ms=self._wall() - started,
-            silent=True if verdict.status != "sent" else None,
-        )
+        if verdict.status == "sent":
+            # An alert, shown in the session's chat; no channel delivers it (OpenClaw's
+            # event for an alert without a delivery target).
+            event = heartbeat_event(
+                ts=self._wall(),
+                status="skipped",
+                reason="target-none" if settings.target == "none" else "no-route",
+                preview=verdict.preview,
+                duration_ms=self._wall() - started,
+                indicator="alert",
+            )
+        else:
+            event = heartbeat_event(
+                ts=self._wall(),
+                status=verdict.status,
+                reason=reason,
+                duration_ms=self._wall() - started,
+                silent=True,
+            )
         self.emit(event)
         return event
 

@@ -1,8 +1,8 @@
 """Heartbeats as OpenClaw 2026.9.6 runs them, the parts without I/O: settings, prompt, reply.
 
-- `_settings`: which agents run heartbeats and how (`heartbeat_agents`, `resolve_heartbeat`
+- `_settings`: which agents run heartbeats and how (`heartbeat_agents`; `resolve_heartbeat`
   → `HeartbeatSettings`: cadence, session, prompt, `ackMaxChars`, timeout, `activeHours`
-  checked by `in_active_hours`).
+  checked by `in_active_hours`; `heartbeat_summary`, what `health` and `status` show).
 - `_reply`: OpenClaw's default prompt (`HEARTBEAT_PROMPT`, `build_prompt` with the workspace's
   `HEARTBEAT.md` as the monitor scratch, `is_effectively_empty` for the skip), `HEARTBEAT_OK`
   (`strip_heartbeat_token`), the verdict on a reply (`classify_reply`) and the `heartbeat`
@@ -43,6 +43,7 @@ from ._settings import DEFAULT_ACK_MAX_CHARS as DEFAULT_ACK_MAX_CHARS
 from ._settings import DEFAULT_EVERY as DEFAULT_EVERY
 from ._settings import HeartbeatSettings as HeartbeatSettings
 from ._settings import heartbeat_agents as heartbeat_agents
+from ._settings import heartbeat_summary as heartbeat_summary
 from ._settings import in_active_hours as in_active_hours
 from ._settings import resolve_heartbeat as resolve_heartbeat
 
@@ -66,6 +67,7 @@ __all__ = [
     "format_system_events",
     "heartbeat_agents",
     "heartbeat_event",
+    "heartbeat_summary",
     "hidden_in_history",
     "in_active_hours",
     "indicator_type",

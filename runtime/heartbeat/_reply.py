@@ -11,10 +11,11 @@
   the end of a reply (markup around it and up to 4 trailing non-word characters allowed) is
   an acknowledgment: in a heartbeat, the reply is dropped when what is left is at most
   `ack_max_chars` (300) characters; in the middle it means nothing.
-- `classify_reply`: the event status a heartbeat's final reply gives, as OpenClaw's runner:
+- `classify_reply`: the verdict on a heartbeat's final reply, as OpenClaw's runner:
   `ok-empty` (no reply), `ok-token` (`NO_REPLY`, an acknowledgment, or `heartbeat_respond`
   with `notify: false`), `sent` (an alert: the text that is left, or the tool's
-  `notificationText`).
+  `notificationText`). clawlane has no channel to send an alert to, so its event is
+  OpenClaw's for an alert without a delivery target (`actors.heartbeat`).
 - `heartbeat_event`: the `heartbeat` event payload (`ts`, `status`, `reason`, `preview` at
   most 200 characters, `durationMs`, `silent`, `indicatorType`).
 
@@ -65,6 +66,13 @@ _TOOL_FALLBACK: Final = (
 HEARTBEAT_RESPONSE_TOOL_PROMPT: Final = f"{_CONTEXT_PROMPT} {_TOOL_INSTRUCTIONS} {_TOOL_FALLBACK}"
 HEARTBEAT_TRANSCRIPT_MARKER: Final = "[OpenClaw heartbeat poll]"
 PREVIEW_CHARS: Final = 200
+_MESSAGES: Final = {
+    "target-none": "Heartbeat delivery is disabled by configuration (target: none).",
+    "no-route": (
+        "Heartbeat has no delivery route yet. Message your bot once, or set "
+        "agents.defaults.heartbeat.target."
+    ),
+}
 
 _HEADING: Final = re.compile(r"^#+(\s|$)")
 _STUB: Final = re.compile(r"^[-*+]\s*(\[[\sXx]?\]\s*)?$")
@@ -231,15 +239,19 @@ def heartbeat_event(
     reason: str | None = None,
     preview: str | None = None,
     silent: bool | None = None,
+    indicator: str | None = None,
 ) -> dict[str, Any]:
-    """The `heartbeat` event's payload, as OpenClaw's `emitHeartbeatEvent` enriches it."""
+    """The `heartbeat` event's payload, as OpenClaw's `emitHeartbeatEvent` enriches it
+    (`indicator`: the `indicatorType` when the status's own is not the one; a
+    `no-route` or `target-none` skip gets OpenClaw's `message`)."""
     event: dict[str, Any] = {"ts": ts, "status": status}
     for name, value in (
         ("reason", reason),
         ("preview", preview),
         ("durationMs", duration_ms),
         ("silent", silent),
-        ("indicatorType", indicator_type(status)),
+        ("indicatorType", indicator or indicator_type(status)),
+        ("message", _MESSAGES.get(reason or "")),
     ):
         if value is not None:
             event[name] = value

@@ -1,8 +1,7 @@
 """Which agents run heartbeats and how: the `heartbeat` blocks of the config resolved per agent.
 
-As OpenClaw 2026.9.6: `agents.defaults.heartbeat` applies to every agent unless some
-`agents.list[]` entry has a `heartbeat` block, in which case only those agents run heartbeats,
-each with its block merged key by key over the defaults. `every` defaults to `30m`; `0m`
+As OpenClaw 2026.9.6: who runs heartbeats is `heartbeat_agents`; an agent's settings are its
+`agents.list[]` block merged key by key over `agents.defaults.heartbeat`. `every` defaults to `30m`; `0m`
 turns the cadence off (a wake still runs one). The run's session is the agent's main session
 (`agent:<id>:main`) unless `session` names another; the prompt is OpenClaw's default unless
 `prompt` is set (sent as is); the reply's `HEARTBEAT_OK` suppression budget is 300 characters
@@ -18,7 +17,7 @@ midnight allowed. Pure.
 from __future__ import annotations
 
 import datetime as dt
-from typing import Final
+from typing import Any, Final
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import attrs
@@ -33,11 +32,14 @@ from runtime.model import (
 )
 from runtime.sessions import DEFAULT_MAIN_KEY
 
+from ._reply import HEARTBEAT_PROMPT
+
 __all__ = [
     "DEFAULT_ACK_MAX_CHARS",
     "DEFAULT_EVERY",
     "HeartbeatSettings",
     "heartbeat_agents",
+    "heartbeat_summary",
     "in_active_hours",
     "resolve_heartbeat",
 ]
@@ -52,8 +54,12 @@ class HeartbeatSettings:
     """One agent's heartbeat, resolved."""
 
     agent_id: str
+    every: str
+    """The cadence as configured (`30m` by default)."""
     every_ms: int
     """0: no cadence (wakes only)."""
+    session: str | None
+    """`session` as configured (None: the main session)."""
     session_key: str
     prompt: str | None
     """The configured prompt, or None for OpenClaw's default."""
@@ -77,12 +83,47 @@ def _merge(base: HeartbeatConfig | None, over: HeartbeatConfig | None) -> Heartb
 
 
 def heartbeat_agents(config: Config, agent_ids: list[str]) -> list[str]:
-    """The agents that run heartbeats: those with a `heartbeat` block when any entry has
-    one, else every agent."""
-    with_block = [e.id.lower() for e in config.agents.entries if e.heartbeat is not None]
-    if with_block:
-        return [a for a in agent_ids if a in with_block]
-    return list(agent_ids)
+    """The agents that run heartbeats, as OpenClaw enrolls them: those with a `heartbeat`
+    block when any `agents.list[]` entry has one; else `agents.defaults.heartbeat.agentId`;
+    else every agent when `agents.defaults.heartbeat` is set; else the agent marked
+    `default`, or the only agent (several agents and none of that: none)."""
+    entries = config.agents.entries
+    explicit = {e.id.lower() for e in entries if e.heartbeat is not None}
+    if explicit:
+        return [a for a in agent_ids if a in explicit]
+    block = config.agents.defaults.heartbeat
+    if block is not None and block.agentId:
+        return [a for a in agent_ids if a == block.agentId.strip().lower()]
+    if block is not None:
+        return list(agent_ids)
+    marked = {e.id.lower() for e in entries if e.default}
+    if marked:
+        return [a for a in agent_ids if a in marked][:1]
+    return list(agent_ids) if len(agent_ids) == 1 else []
+
+
+def heartbeat_summary(generation: ModelRuntimeGeneration, agent_id: str) -> dict[str, Any]:
+    """The agent's heartbeat as `health` and `status` show it (OpenClaw's
+    `buildHeartbeatSummary`: `enabled`, `every`, `everyMs`, `prompt`, `target`, `model`,
+    `session`, `ackMaxChars`)."""
+    config = generation.config
+    settings = resolve_heartbeat(generation, agent_id)
+    enabled = settings.every_ms > 0 and agent_id in heartbeat_agents(
+        config, sorted(generation.agents)
+    )
+    summary: dict[str, Any] = {
+        "enabled": enabled,
+        "every": settings.every if enabled else "disabled",
+        "everyMs": settings.every_ms if enabled else None,
+        "prompt": settings.prompt or HEARTBEAT_PROMPT,
+        "target": settings.target,
+        "ackMaxChars": DEFAULT_ACK_MAX_CHARS,
+    }
+    if settings.model is not None:
+        summary["model"] = settings.model
+    if settings.session is not None:
+        summary["session"] = settings.session
+    return summary
 
 
 def resolve_heartbeat(generation: ModelRuntimeGeneration, agent_id: str) -> HeartbeatSettings:
@@ -109,7 +150,9 @@ def resolve_heartbeat(generation: ModelRuntimeGeneration, agent_id: str) -> Hear
     prompt = (block.prompt or "").strip() or None
     return HeartbeatSettings(
         agent_id=agent_id,
+        every=(block.every or DEFAULT_EVERY).strip(),
         every_ms=every_ms,
+        session=session or None,
         session_key=key.lower(),
         prompt=prompt,
         ack_max_chars=DEFAULT_ACK_MAX_CHARS if block.ackMaxChars is None else block.ackMaxChars,

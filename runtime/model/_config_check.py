@@ -191,7 +191,8 @@ def _check(config: Config) -> None:
         (f"agents.list[{i}].heartbeat", a.heartbeat) for i, a in enumerate(config.agents.entries)
     ]
     for where, block in [("agents.defaults.heartbeat", config.agents.defaults.heartbeat), *blocks]:
-        if (problem := heartbeat_problem(block)) is not None:
+        problem = heartbeat_problem(block, defaults=where == "agents.defaults.heartbeat")
+        if problem is not None:
             raise ConfigError(problem[1], path=f"{where}.{problem[0]}")
 
 

@@ -49,12 +49,19 @@ def _time_problem(raw: str | None, *, allow_24: bool) -> str | None:
     return None
 
 
-def heartbeat_problem(block: HeartbeatConfig | None) -> tuple[str, str] | None:
-    """OpenClaw's checks of a `heartbeat` block: `(key path inside the block, message)` of
-    its first problem, None when it has none (`_config_check` raises it as a
+def heartbeat_problem(
+    block: HeartbeatConfig | None, *, defaults: bool = True
+) -> tuple[str, str] | None:
+    """OpenClaw's checks of a `heartbeat` block (`defaults`: the one of
+    `agents.defaults`, which alone may name `agentId`): `(key path inside the block,
+    message)` of its first problem, None when it has none (`_config_check` raises it as a
     `ConfigError`)."""
     if block is None:
         return None
+    if block.agentId is not None and not defaults:
+        return "agentId", "unknown key (only agents.defaults.heartbeat takes agentId)"
+    if block.agentId is not None and not block.agentId.strip():
+        return "agentId", "must not be empty"
     if block.every is not None:
         try:
             parse_duration_ms(block.every)
@@ -98,6 +105,8 @@ class HeartbeatConfig(_Strict, frozen=True):
     timeoutSeconds: Annotated[int, msgspec.Meta(gt=0)] | None = None
     lightContext: bool | None = None
     isolatedSession: bool | None = None
+    agentId: str | None = None
+    """Only in `agents.defaults.heartbeat`: the one agent that runs heartbeats."""
     # Retired by OpenClaw (its doctor removes them); accepted so older configs load.
     ackMaxChars: Annotated[int, msgspec.Meta(ge=0)] | None = None
     includeReasoning: bool | None = None

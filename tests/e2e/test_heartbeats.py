@@ -101,8 +101,10 @@ async def test_an_alert_is_shown_and_the_event_previews_it(tmp_path: Path) -> No
         with trio.fail_after(30):
             await _wake(client)
             event = await _event(w, 1)
-            assert event["status"] == "sent", event
+            # No channel to deliver it to: OpenClaw's event for an undeliverable alert.
+            assert (event["status"], event["reason"]) == ("skipped", "no-route"), event
             assert event["preview"] == "Disk is 95% full" and event["indicatorType"] == "alert"
+            assert event["message"].startswith("Heartbeat has no delivery route yet.")
             run_id = _run_of(w)
             await w.ended(run_id)
             chat = w.chat(run_id)
@@ -131,7 +133,7 @@ async def test_text_beside_the_token_is_an_acknowledgment_up_to_ack_max_chars(
             )
             await _wake(client)
             event = await _event(w, 2)
-            assert (event["status"], event["preview"]) == ("sent", "all quiet")
+            assert (event["reason"], event["preview"]) == ("no-route", "all quiet")
 
 
 async def test_the_default_prompt_reads_heartbeat_md_as_monitor_scratch(tmp_path: Path) -> None:
@@ -146,7 +148,7 @@ async def test_the_default_prompt_reads_heartbeat_md_as_monitor_scratch(tmp_path
             await _wake(client)
             event = await _event(w, 1)
             # The local model echoes its message: the default prompt, then the scratch.
-            assert event["status"] == "sent"
+            assert event["indicatorType"] == "alert"
             run_id = _run_of(w)
             final = await w.until(
                 lambda e, p: e == "chat" and p["runId"] == run_id and p["state"] == "final"
@@ -264,7 +266,7 @@ async def test_heartbeat_respond_decides_the_outcome(tmp_path: Path) -> None:
         with trio.fail_after(30):
             await _wake(client)
             event = await _event(w, 1)
-            assert (event["status"], event["preview"]) == ("sent", "Call Bob")
+            assert (event["reason"], event["preview"]) == ("no-route", "Call Bob")
             run_id = _run_of(w)
             await w.ended(run_id)
             # The tool's result, as the model read it, is in the session's transcript.
@@ -284,6 +286,21 @@ async def test_heartbeat_respond_decides_the_outcome(tmp_path: Path) -> None:
             refused = [m for m in other["messages"] if m.get("role") == "toolResult"]
             assert [(m["toolName"], m["isError"]) for m in refused] == [("heartbeat_respond", True)]
             assert gw.supervisor.heartbeats is not None
+
+
+async def test_target_none_runs_for_internal_state_only(tmp_path: Path) -> None:
+    w = Watch()
+    config = _heartbeat(every="0m", target="none", prompt="[[reply:Backup failed]]")
+    async with running_gateway(tmp_path, config) as gw, open_client(gw, on_event=w) as client:
+        with trio.fail_after(30):
+            await _wake(client)
+            event = await _event(w, 1)
+            assert (event["status"], event["reason"]) == ("skipped", "target-none")
+            assert event["message"] == (
+                "Heartbeat delivery is disabled by configuration (target: none)."
+            )
+            assert event["preview"] == "Backup failed"
+            del gw
 
 
 async def test_quiet_hours_skip_and_a_config_with_every_key_loads(tmp_path: Path) -> None:
@@ -312,4 +329,12 @@ async def test_quiet_hours_skip_and_a_config_with_every_key_loads(tmp_path: Path
             await _wake(client)
             event = await _event(w, 1)
             assert (event["status"], event["reason"]) == ("skipped", "quiet-hours")
+            # health and status show the heartbeat as configured (schema-checked frames).
+            health = await client.request("health", {})
+            beat = health["agents"][0]["heartbeat"]
+            assert (beat["enabled"], beat["every"], beat["everyMs"]) == (True, "30m", 1_800_000)
+            assert health["heartbeatSeconds"] == 1800
+            status = await client.request("status", {})
+            assert status["heartbeat"]["agents"][0]["every"] == "30m"
+            assert status["queuedSystemEvents"] == ["check now"]  # the wake's, still queued
             del gw

@@ -309,7 +309,8 @@ async def test_status_and_health_have_openclaws_shapes_and_clawlanes_block(tmp_p
             assert health["ok"] is True and health["defaultAgentId"] == "main"
             (agent,) = health["agents"]
             assert agent["agentId"] == "main" and agent["isDefault"] is True
-            assert agent["sessions"]["count"] == 1 and agent["heartbeat"]["enabled"] is False
+            assert agent["sessions"]["count"] == 1
+            assert agent["heartbeat"]["every"] == "30m"  # the sole agent: OpenClaw's default
             assert agent["sessions"]["recent"][0]["key"] == "agent:main:main"
             assert health["sessions"]["count"] == 1 and "eventLoop" in health
             assert health["clawlane"]["generation"] == 1

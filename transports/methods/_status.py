@@ -21,6 +21,7 @@ import trio
 import trio.lowlevel
 
 from runtime import telemetry
+from runtime.heartbeat import heartbeat_summary
 
 from ._context import Host
 
@@ -59,16 +60,10 @@ async def event_loop_view() -> dict[str, Any]:
     }
 
 
-def _heartbeat(agent_id: str) -> dict[str, Any]:
-    # clawlane has no heartbeat runs: every agent's is off, as OpenClaw shows "every: 0m".
-    return {
-        "enabled": False,
-        "every": "disabled",
-        "everyMs": None,
-        "prompt": "",
-        "target": "none",
-        "ackMaxChars": 300,
-    }
+def _heartbeat_seconds(summaries: list[dict[str, Any]]) -> int:
+    """OpenClaw's `heartbeatSeconds`: the first enabled agent's cadence (0: none)."""
+    every = next((s["everyMs"] for s in summaries if s["enabled"]), None)
+    return round(every / 1000) if every else 0
 
 
 async def _session_counts(gw: Host) -> tuple[dict[str, int], dict[str, list[dict[str, Any]]]]:
@@ -95,11 +90,12 @@ async def health_view(gw: Host, *, extras: bool = True) -> dict[str, Any]:
     gen = gw.actors.supervisor.generation
     path = str(gw.actors.supervisor.store.path)  # the SQLite file, or the PostgreSQL server
     counts, recent = await _session_counts(gw)
+    beats = {agent_id: heartbeat_summary(gen, agent_id) for agent_id in gen.agents}
     agents = [
         {
             "agentId": agent_id,
             "isDefault": agent_id == gen.default_agent,
-            "heartbeat": _heartbeat(agent_id),
+            "heartbeat": beats[agent_id],
             "sessions": {
                 "path": path,
                 "count": counts.get(agent_id, 0),
@@ -121,7 +117,7 @@ async def health_view(gw: Host, *, extras: bool = True) -> dict[str, Any]:
         "channels": {},
         "channelOrder": [],
         "channelLabels": {},
-        "heartbeatSeconds": 0,
+        "heartbeatSeconds": _heartbeat_seconds(list(beats.values())),
         "defaultAgentId": gen.default_agent,
         "agents": agents,
         "sessions": {
@@ -241,16 +237,18 @@ async def status_view(gw: Host, *, cli_projection: bool = False) -> dict[str, An
             "agents": [
                 {
                     "agentId": agent_id,
-                    "enabled": False,
-                    "every": "disabled",
-                    "everyMs": None,
-                    "waitingForRoute": False,
+                    **{k: s[k] for k in ("enabled", "every", "everyMs")},
+                    "waitingForRoute": False,  # no channels: nothing to route to
                 }
-                for agent_id in gen.agents
+                for agent_id, s in ((a, heartbeat_summary(gen, a)) for a in gen.agents)
             ],
         },
         "channelSummary": [],
-        "queuedSystemEvents": [],
+        "queuedSystemEvents": [
+            e.text
+            for a in gen.agents
+            for e in gw.actors.supervisor.services.system_events.peek(f"agent:{a}:main")
+        ],
         "tasks": {
             "total": active,
             "active": active,

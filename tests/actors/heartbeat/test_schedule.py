@@ -65,7 +65,11 @@ async def test_heartbeats_fire_every_interval_in_the_main_session(
     with trio.fail_after(VIRTUAL_LIMIT_S):
         async with heartbeats(
             tmp_path,
-            agents__defaults__heartbeat={"every": "10m", "prompt": "[[reply:HEARTBEAT_OK]]"},
+            agents__defaults__heartbeat={
+                "every": "10m",
+                "target": "none",  # internal runs: no channel route needed
+                "prompt": "[[reply:HEARTBEAT_OK]]",
+            },
         ) as (beats, seen):
             start = trio.current_time()
             await seen.wait(3)
@@ -98,6 +102,22 @@ async def test_disabled_heartbeats_are_skipped_and_every_0m_fires_none(
         ):
             await trio.sleep(3600)  # a virtual hour: nothing fires
             assert seen.items == [] and beats.runs == 0
+
+
+async def test_a_scheduled_poll_with_nowhere_to_deliver_skips_before_the_model(
+    tmp_path: Path, autojump_clock: Any
+) -> None:
+    with trio.fail_after(VIRTUAL_LIMIT_S):
+        async with heartbeats(tmp_path, agents__defaults__heartbeat={"every": "10m"}) as (
+            beats,
+            seen,
+        ):
+            await seen.wait(1)
+            assert [(e["status"], e["reason"]) for _t, e in seen.items] == [("skipped", "no-route")]
+            assert beats.runs == 0
+            beats.enqueue("agent:main:main", "Build finished")  # an event: the poll runs
+            await seen.wait(2)
+            assert beats.runs == 1 and seen.items[1][1]["indicatorType"] == "alert"
 
 
 async def test_cron_disabled_stops_the_schedule_but_not_a_wake(

@@ -16,6 +16,7 @@ from runtime.heartbeat import (
     classify_reply,
     heartbeat_agents,
     heartbeat_event,
+    heartbeat_summary,
     hidden_in_history,
     in_active_hours,
     is_effectively_empty,
@@ -114,7 +115,7 @@ def test_a_per_agent_block_merges_over_the_defaults_and_limits_who_runs() -> Non
     ops = resolve_heartbeat(gen, "ops")
     assert (ops.every_ms, ops.prompt, ops.session_key) == (3_600_000, "P", "agent:ops:ops-room")
     assert ops.timeout_s == 99  # agents.defaults.timeoutSeconds
-    assert heartbeat_agents(_gen({}).config, ["a", "b"]) == ["a", "b"]  # no block: all
+    assert heartbeat_agents(_gen({}).config, ["main"]) == ["main"]  # no block: the sole agent
 
 
 def test_active_hours() -> None:
@@ -301,3 +302,32 @@ def test_history_hides_heartbeat_prompts_and_acknowledgments() -> None:
     assert hidden_in_history(messages) == {0, 1, 2, 3}
     assert is_heartbeat_prompt(HEARTBEAT_PROMPT)
     assert not is_heartbeat_prompt(f"Before. {HEARTBEAT_PROMPT}")
+
+
+def test_who_runs_heartbeats_as_openclaw_enrolls_them() -> None:
+    two = [{"id": "main"}, {"id": "ops"}]
+    assert heartbeat_agents(parse_config({"agents": {"list": two}}), ["main", "ops"]) == []
+    marked = [{"id": "main", "default": True}, {"id": "ops"}]
+    assert heartbeat_agents(parse_config({"agents": {"list": marked}}), ["main", "ops"]) == ["main"]
+    named = {"agents": {"defaults": {"heartbeat": {"agentId": "ops"}}, "list": two}}
+    assert heartbeat_agents(parse_config(named), ["main", "ops"]) == ["ops"]
+    everyone = {"agents": {"defaults": {"heartbeat": {"every": "1h"}}, "list": two}}
+    assert heartbeat_agents(parse_config(everyone), ["main", "ops"]) == ["main", "ops"]
+    with pytest.raises(ConfigError, match=r"agents\.list\[0\]\.heartbeat\.agentId"):
+        parse_config({"agents": {"list": [{"id": "a", "heartbeat": {"agentId": "a"}}]}})
+
+
+def test_the_summary_health_and_status_show() -> None:
+    gen = _gen({"agents": {"defaults": {"heartbeat": {"every": "45m", "model": "local/echo"}}}})
+    assert heartbeat_summary(gen, "main") == {
+        "enabled": True,
+        "every": "45m",
+        "everyMs": 2_700_000,
+        "prompt": HEARTBEAT_PROMPT,
+        "target": "owner",
+        "ackMaxChars": 300,
+        "model": "local/echo",
+    }
+    off = _gen({"agents": {"defaults": {"heartbeat": {"every": "0m"}}}})
+    assert heartbeat_summary(off, "main")["every"] == "disabled"
+    assert heartbeat_summary(off, "main")["everyMs"] is None
