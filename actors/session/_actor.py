@@ -73,7 +73,7 @@ from runtime.sessions import (
 from .._errors import ActorError, FencedOut, StoreError
 from ..runs import ChatStream, RunRecord, log_run_started
 from ..store import Fence, WriteGroup, usage_write
-from ._ending import CommitWait, EndWrite, RunEnd, end_unrun, finish_run
+from ._ending import CommitWait, EndWrite, RunEnd, end_unrun, finish_run, store_flush_ledger
 from ._lane import Lane, QueueSettings, resolve_queue_settings
 from ._request import RunRequest
 from ._services import SessionServices
@@ -671,6 +671,7 @@ class SessionActor:
                 fallbacks=agent.fallbacks if not req.model_ref else (),
                 on_block=run.deliver_block,
                 row=self.row,
+                on_memory_flush=functools.partial(store_flush_ledger, self),
             )
             log_run_started(rec, spec.model_ref)  # issue 14: "run started" log line
             await run_turn(spec, run.emit, run.progress, run.turn)

@@ -40,12 +40,13 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 import attrs
+import msgspec
 import trio
 
 from runtime.agent import AbortReason, RunOutcome, TurnResult, final_payload
 from runtime.llm import UserMessage
 from runtime.loop import RunProgress, RunTools, now_ms
-from runtime.sessions import MessageEntry, SessionRow
+from runtime.sessions import MemoryFlushRecord, MessageEntry, SessionRow
 from runtime.usage import PriceTable, effective_usage_mode, usage_footer
 
 from .._errors import StoreError
@@ -127,6 +128,16 @@ class RunHost(Protocol):
     def store_commit(self, group: WriteGroup) -> None:
         """The session's writes, with its fence (`SessionActor.store_commit`)."""
         ...
+
+
+def store_flush_ledger(actor: RunHost, record: MemoryFlushRecord) -> None:
+    """A running turn's memory flush ledger (`TurnSpec.on_memory_flush`) in the session's
+    row, handed to the store at once with the fence, not only as the run ends (OpenClaw
+    stores it right after the flush): a run cut short after its flush does not flush again
+    in that compaction cycle. Not a checkpoint."""
+    if actor.row is not None:
+        actor.row = msgspec.structs.replace(actor.row, memoryFlush=record)
+        actor.store_commit(WriteGroup(row=actor.row, session_id=actor.row.sessionId))
 
 
 def finish_run(actor: RunHost, req: RunRequest, end: RunEnd) -> None:

@@ -108,13 +108,20 @@ class TurnCompactor:
         usable = spec.compaction.enabled and self._flush.enabled(self.model)
         return self._flush if usable else None
 
+    def _flushed(self, flush: MemoryFlush) -> None:
+        """Keep the ledger after a flush: in the result (the row as the run ends), and in
+        the store at once (`TurnSpec.on_memory_flush`)."""
+        self.result.memory_flush = flush.record
+        if flush.record is not None and self.spec.on_memory_flush is not None:
+            self.spec.on_memory_flush(flush.record)
+
     async def flush_memory(self) -> None:
         """Before the attempts: the memory flush when the context nears the compaction
         threshold (on the history, without the waiting user message). A checkpoint."""
         flush = self._memory_flush()
         if flush is not None and flush.due(self.tokens(), self.history):
             await flush.run(self.model, self.history, self.emit, self.spec.generation)
-            self.result.memory_flush = flush.record
+            self._flushed(flush)
 
     async def _history_ids(self) -> list[str | None]:
         if self._ids is None:
@@ -196,7 +203,7 @@ class TurnCompactor:
             # Save what matters before the summary replaces it (after the run: the whole run).
             seen = items if whole_run else self.history
             await flush.run(self.model, seen, self.emit, self.spec.generation)
-            self.result.memory_flush = flush.record
+            self._flushed(flush)
         self.emit("compaction", {"phase": "start"})
         await self._fire_before(len(items), plan.cut - plan.start, tokens_before)
         summary = ""

@@ -37,7 +37,7 @@ from ..model._config import ToolsConfig, ToolSearchConfig, llm_idle_timeout_seco
 from ..model._generation import ModelRuntimeGeneration, RunStores
 from ..model._plugins import PluginRegistry
 from ..protocol import ClawlaneError
-from ..sessions._sessions import SessionRow
+from ..sessions._sessions import MemoryFlushRecord, SessionRow
 from ..tools import (
     AutomationsHost,
     CardDesk,
@@ -405,6 +405,7 @@ class TurnServices:
         cron: bool = False,
         system_prompt: str | None = None,
         row: SessionRow | None = None,
+        on_memory_flush: Callable[[MemoryFlushRecord], None] | None = None,
     ) -> TurnSpec:
         """One run's `TurnSpec` with this host's hooks, caches and the generation's
         settings (and what the session's `row` says of its compactions and memory flush).
@@ -412,6 +413,8 @@ class TurnServices:
         extra: dict[str, Any] = {} if system_prompt is None else {"system_prompt": system_prompt}
         if row is not None:
             extra.update(compaction_count=row.compactionCount, memory_flush=row.memoryFlush)
+        if on_memory_flush is not None:
+            extra["on_memory_flush"] = on_memory_flush
         return TurnSpec(
             run_id=run_id,
             session_key=session_key,

@@ -78,6 +78,10 @@ class TurnSpec:
     """The session row's `compactionCount` as the run starts (the memory flush's cycle)."""
     memory_flush: MemoryFlushRecord | None = None
     """The session row's `memoryFlush`: the memory flush's ledger."""
+    on_memory_flush: Callable[[MemoryFlushRecord], None] | None = None
+    """Stores the ledger as soon as a flush ran (or failed), before the run goes on, as
+    OpenClaw's does: a run cut short after its flush must not flush again in the cycle.
+    Must not block."""
     # reply shaping
     reasoning_level: str | None = None
     block_streaming: BlockStreamingSettings | None = None

@@ -6,10 +6,12 @@ the flush turn gets."""
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
 import attrs
 import msgspec
 import pytest
+import trio
 
 from runtime.agent._compaction import ContextBudget
 from runtime.agent._memoryflush import (
@@ -21,8 +23,17 @@ from runtime.agent._memoryflush import (
     flush_threshold,
     next_record,
 )
-from runtime.llm._types import ToolCallContent, ToolSpec, UserMessage
-from runtime.loop._agent import Emit, NoTools, ToolOutcome
+from runtime.agent._turn import run_turn
+from runtime.agent._turnspec import TurnResult, TurnSpec
+from runtime.llm._types import (
+    AssistantMessage,
+    Message,
+    TextContent,
+    ToolCallContent,
+    ToolSpec,
+    UserMessage,
+)
+from runtime.loop._agent import Emit, NoTools, RunProgress, ToolOutcome
 from runtime.model._config import ConfigError, parse_config
 from runtime.model._settings import MemoryFlushSettings
 from runtime.sessions import (
@@ -31,6 +42,7 @@ from runtime.sessions import (
     decode_session_row,
     encode_session_row,
 )
+from tests.runtime.agent.test_compaction import generation
 
 
 def _flush(raw: dict[str, object]) -> MemoryFlushSettings:
@@ -176,3 +188,38 @@ def test_the_ledger_counts_failures_and_gives_the_cycle_up_as_openclaw() -> None
     raw = msgspec.json.decode(encode_session_row(stored))
     assert raw["memoryFlush"] == {"kind": "succeeded", "compactionCount": 3}
     assert decode_session_row(encode_session_row(stored)) == stored
+
+
+async def test_the_ledger_is_handed_over_as_soon_as_the_flush_ran() -> None:
+    """`TurnSpec.on_memory_flush` hears the ledger right after the flush, before the run's
+    own answer streams (the session actor stores it then, as OpenClaw does)."""
+    gen = generation(context_window=12_000)  # budget 6,000: the flush from 3,000 tokens
+    history: list[Message] = []
+    for i in range(4):  # about 3,500 tokens: past the flush threshold, short of compaction
+        history.append(UserMessage(content="note " * 700 + str(i), timestamp=0))
+        history.append(AssistantMessage(content=[TextContent(f"ok {i}")], timestamp=0))
+    events: list[tuple[str, Any]] = []
+    spec = TurnSpec(
+        run_id="r1",
+        session_key="agent:main:t",
+        session_id="s1",
+        agent_id="main",
+        message="and now?",
+        history=history,
+        generation=gen,
+        stores=gen.fork_stores(),
+        model_ref="local/echo",
+        tools=_RunTools(),
+        compaction_count=2,
+        memory_flush=MemoryFlushRecord("succeeded", compactionCount=1),
+        on_memory_flush=lambda record: events.append(("ledger", record)),
+    )
+    result = TurnResult()
+    with trio.fail_after(10):
+        await run_turn(spec, lambda s, d: events.append((s, d)), RunProgress(), result)
+    streams = [s if s != "run_status" else d["phase"] for s, d in events]
+    ledger = MemoryFlushRecord("succeeded", compactionCount=2)
+    assert ("ledger", ledger) in events and result.memory_flush == ledger
+    flushed = streams.index("ledger")
+    assert streams[:flushed] == ["memory_flushing", "preparing_context"]
+    assert "assistant" in streams[flushed:]  # the run's own answer came after
