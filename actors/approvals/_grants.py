@@ -23,8 +23,9 @@ prompt on every occurrence, as OpenClaw's do.
 `exec.approval.grants.list` shows the ledger (`view`), newest first, revoked and expired
 grants included; `exec.approval.grants.revoke` is idempotent.
 
-Not as OpenClaw: a job edited and then edited back to its earlier definition revives the
-grant (OpenClaw counts definition generations and fails closed).
+An edit of the job's definition voids its grants for good (`job_changed`: the scheduler
+calls it), so editing it back does not revive them, as OpenClaw's definition generations
+fail closed.
 """
 
 from __future__ import annotations
@@ -156,6 +157,8 @@ class GrantStore(Protocol):
 
     async def grants(self, limit: int) -> list[Any]: ...
 
+    async def void_job(self, cron_job_id: str) -> None: ...
+
     async def revoke(self, grant_id: str, *, revoked_by: str, now_ms: int) -> str: ...
 
     async def find(self, approval_id: str) -> dict[str, Any] | None: ...
@@ -257,6 +260,10 @@ class StandingGrants:
             now_ms=now,
             expires_at_ms=None if days is None else now + days * DAY_MS,
         )
+
+    async def job_changed(self, job_id: str) -> None:
+        """The job's definition changed: its grants never match again. A checkpoint."""
+        await self._store.void_job(job_id)
 
     async def view(self, limit: int) -> list[dict[str, Any]]:
         """`exec.approval.grants.list`'s grants (`ExecApprovalStandingGrant`). A

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 import msgspec
+import trio
 
 from runtime.agent import normalize_think_level
 from runtime.cron import CronJob
@@ -38,6 +39,7 @@ from runtime.protocol import CronAddParamsPayloadAgentTurn, GatewayError, descri
 from runtime.sessions import DEFAULT_MAIN_KEY, SessionKeyError
 
 from .._admission import Admission
+from .._errors import StoreError
 from ..approvals import CronRunSource, ExecApprovals
 from ..cluster import ClusterError
 from ..runs import RunRecord
@@ -46,7 +48,7 @@ from ..session import RunRequest
 if TYPE_CHECKING:
     from .._supervisor import Supervisor
 
-__all__ = ["SCHEDULER_WATCHDOG_S", "FiringOutcome", "execute", "job_revision"]
+__all__ = ["SCHEDULER_WATCHDOG_S", "FiringOutcome", "execute", "job_revision", "void_grants"]
 
 log = logging.getLogger("clawlane.cron")
 
@@ -115,6 +117,21 @@ def _register_cron_run(
 
     source = CronRunSource(agent_id, job.id, job.name, job_revision(job), current)
     return approvals.cron_runs.register(run_id, source)
+
+
+async def void_grants(sup: Supervisor, old: CronJob, new: CronJob) -> None:
+    """`new` replaces `old`: when its definition changed, the standing grants minted for
+    the job never match again. A checkpoint; a store failure is logged (a grant is still
+    checked against the job's definition at each use)."""
+    approvals = sup.services.exec_approver
+    grants = approvals.grants if isinstance(approvals, ExecApprovals) else None
+    if grants is None or job_revision(old) == job_revision(new):
+        await trio.lowlevel.checkpoint()
+        return
+    try:
+        await grants.job_changed(new.id)
+    except StoreError as exc:
+        log.warning("cron job %s: its standing grants were not voided: %s", new.id, exc)
 
 
 def _session_key(sup: Supervisor, job: CronJob, agent_id: str) -> str:

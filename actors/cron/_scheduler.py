@@ -59,7 +59,7 @@ from runtime.protocol import (
 
 from .._errors import ActorError, StoreError
 from ..runs import WebhookAttempt, WebhookClient, WebhookSettings, deliver_webhook
-from ._run import FiringOutcome, execute
+from ._run import FiringOutcome, execute, void_grants
 from ._store import CronStore, RunQuery
 
 __all__ = [
@@ -526,12 +526,14 @@ class CronScheduler:
         if job.id not in self.jobs:
             raise CronNotFound(job.id)
         size = self._check_room(job)
+        old = self.jobs[job.id]
         if job.id in self._running:
-            job.state.runningAtMs = self.jobs[job.id].state.runningAtMs
+            job.state.runningAtMs = old.state.runningAtMs
         await self.store.put_job(job)
         self.jobs[job.id] = job
         self._sizes[job.id] = size
         self._changed(job, "updated")
+        await void_grants(self.supervisor, old, job)  # an edit voids its standing grants
         return job
 
     async def remove(self, job_id: str) -> None:

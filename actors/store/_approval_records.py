@@ -16,7 +16,9 @@ migration is needed:
   one row per grant. `mint` replaces the grants of the same (agent, job, binding) and prunes
   the expired ones, as OpenClaw's mint does; `consume` counts a use only while the grant is
   neither revoked nor expired (one conditional `UPDATE`, so a revocation on another node
-  wins); `revoke` is idempotent (`revoked`, `already-revoked`, `not-found`).
+  wins); `revoke` is idempotent (`revoked`, `already-revoked`, `not-found`); `void_job`
+  marks a job's grants as minted for a definition it no longer has (it was edited), so an
+  edit made back cannot revive them.
 
 Every async call is a checkpoint and may raise `StoreError`.
 """
@@ -257,6 +259,19 @@ class ApprovalRecords:
             return cursor.rowcount == 1
 
         return await self._store.write(write, what="use a standing grant")
+
+    async def void_job(self, cron_job_id: str) -> None:
+        """Make `cron_job_id`'s grants match no definition of the job again (it was
+        edited). A checkpoint."""
+        await self.open()
+        await self._store.write(
+            lambda c: c.execute(
+                "UPDATE exec_grants SET job_revision = ? || job_revision "
+                "WHERE cron_job_id = ? AND job_revision NOT LIKE ?",
+                ("void:", cron_job_id, "void:%"),
+            ),
+            what="void a job's standing grants",
+        )
 
     async def grants(self, limit: int) -> list[GrantRow]:
         """Every grant (revoked and expired ones too), newest first. A checkpoint."""

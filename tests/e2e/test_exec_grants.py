@@ -2,7 +2,8 @@
 model's `[[tool:exec ...]]` directive as a cron job's payload, `tools.exec.mode: ask`):
 allow-always on a cron run's approval mints a grant (no allowlist entry), the job's next
 runs execute that command without a prompt and are counted, a revoke makes the next one
-prompt again; editing the job voids the grant, pausing it does not; grants and history
+prompt again; editing the job voids the grant (editing it back does not revive it), pausing
+it does not; grants and history
 survive a restart. Answers validated against OpenClaw's schemas."""
 
 from __future__ import annotations
@@ -159,8 +160,10 @@ async def test_an_edit_voids_the_grant_a_pause_keeps_it_and_both_outlive_a_resta
             got = await admin.request("approval.get", {"id": first["id"]})
             history = await admin.request("approval.history", {})
 
-            await admin.request("cron.update", {"id": job_id, "patch": {"name": "renamed"}})
+            for name in ("renamed", "nightly"):  # edited, then edited back
+                await admin.request("cron.update", {"id": job_id, "patch": {"name": name}})
             edited = await fire_and_answer(admin, approver, events, job_id, 2, "allow-once")
+            [voided] = await grants(approver)
 
     assert first["request"]["scope"]["expiresInDays"] == 3
     assert minted["expiresAtMs"] - minted["createdAtMs"] == 3 * 86_400_000
@@ -169,7 +172,8 @@ async def test_an_edit_voids_the_grant_a_pause_keeps_it_and_both_outlive_a_resta
     assert got["approval"]["decision"] == "allow-always"
     frame_checker().validate("ApprovalGetResult", got)
     assert [item["id"] for item in history["items"]] == [first["id"]]
-    assert edited["request"]["scope"]["automation"] == "renamed"
+    assert edited["request"]["scope"]["automation"] == "nightly"  # prompted: no revival
+    assert voided["grantId"] == minted["grantId"] and voided["useCount"] == 1
 
 
 async def test_an_interactive_run_is_not_covered_by_a_cron_grant(tmp_path: Path) -> None:

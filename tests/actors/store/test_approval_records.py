@@ -107,3 +107,14 @@ async def test_a_revoke_through_one_node_stops_a_use_through_the_other(pg_url: s
             assert await on_a.revoke(grant, revoked_by="op", now_ms=NOW + 2) == "revoked"
             assert not await on_b.consume(grant, NOW + 3)
     assert seen is not None and seen.grant_id == grant
+
+
+async def test_an_edited_jobs_grants_match_no_definition_again(db: Db) -> None:
+    with trio.fail_after(30):
+        async with open_store(backend=db.backend()) as store:
+            records = ApprovalRecords(store)
+            await mint(records, "v1")
+            await records.void_job("job")
+            await records.void_job("job")
+            voided = await records.lookup("main", "job", "v1")
+    assert voided is not None and voided.job_revision == "void:sha256:r"
