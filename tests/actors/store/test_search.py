@@ -110,3 +110,24 @@ async def test_a_store_from_before_the_index_is_indexed_as_it_opens(db: Db) -> N
         async with open_store(backend=db.backend()) as store:  # indexed once, not twice
             page = await TranscriptSearch(store).search("ancient", limit=10, agent_id="main")
             assert len(page.hits) == 2
+
+
+async def test_a_sqlite_store_indexed_by_the_first_trigger_gets_the_new_one(tmp_path) -> None:
+    path = tmp_path / "s.db"
+    with trio.fail_after(30):
+        async with open_store(path):
+            pass
+        old = "CREATE TRIGGER entries_search_added AFTER INSERT ON entries BEGIN SELECT 1; END"
+        db = Db("sqlite", path=path)
+        await trio.to_thread.run_sync(db.query, old)
+        async with open_store(path) as store:
+            row = new_session_row("agent:main:n", now_ms=T0, session_id="sid-n")
+            await store.put_session(row)
+            await store.append_entries(row.sessionId, transcript("fresh words"))
+            page = await TranscriptSearch(store).search("fresh", limit=10, agent_id="main")
+            assert len(page.hits) == 2
+        triggers = await trio.to_thread.run_sync(
+            db.query, "SELECT name FROM sqlite_master WHERE type = 'trigger' ORDER BY name"
+        )
+        assert ("entries_search_added",) not in triggers
+        assert ("entries_search_indexed",) in triggers
