@@ -200,10 +200,10 @@ from .store import ExecApprovalsDocument as ExecApprovalsDocument
 from .store import Fence as Fence
 from .store import JournalRow as JournalRow
 from .store import RunIdentity as RunIdentity
+from .store import SessionGroups as SessionGroups
 from .store import SqliteBackend as SqliteBackend
 from .store import Store as Store
 from .store import StoreBackend as StoreBackend
-from .store import SessionGroups as SessionGroups
 from .store import TranscriptSearch as TranscriptSearch
 from .store import UnknownGroup as UnknownGroup
 from .store import UsageScope as UsageScope

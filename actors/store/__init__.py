@@ -42,10 +42,10 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Final
 
+from ._approval_records import ApprovalRecords as ApprovalRecords
 from ._audit import AuditFilter as AuditFilter
 from ._audit import AuditPage as AuditPage
 from ._audit import AuditTable as AuditTable
-from ._approval_records import ApprovalRecords as ApprovalRecords
 from ._backlog import WriteBacklog as WriteBacklog
 from ._config import open_config_document as open_config_document
 from ._config import open_pairing as open_pairing
@@ -114,12 +114,12 @@ __all__ = [
     "PostgresDocument",
     "RunIdentity",
     "RunOutcome",
+    "SessionGroups",
     "SpawnLink",
     "SqlConnection",
     "SqliteBackend",
     "Store",
     "StoreBackend",
-    "SessionGroups",
     "StoredConfig",
     "TranscriptSearch",
     "UnknownGroup",
