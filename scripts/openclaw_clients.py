@@ -297,6 +297,32 @@ def cli_checks(oc: OpenClaw) -> None:
     cron_checks(oc)
     approvals_checks(oc)
     follow_checks(oc)
+    audit_checks(oc)
+
+
+def audit_checks(oc: OpenClaw) -> None:
+    """`openclaw audit`: the CLI's run above, started and finished, in the audit log (as a
+    table and as JSON: `audit.list`, `audit.activity.list`), and a message filter on runs
+    refused (by the CLI itself; the gateway refuses it too, tests/e2e/test_audit.py)."""
+    shows(
+        oc,
+        ["audit", "--kind", "agent_run", "--limit", "20"],
+        "openclaw audit lists the runs",
+        "agent.run.started",
+        "agent.run.finished",
+        "succeeded",
+    )
+    r = oc.run("audit", "--json", "--limit", "20")
+    try:
+        events = json.loads(r.stdout[r.stdout.index("{") :])["events"]
+        ok = r.returncode == 0 and all(e["redaction"] == "metadata_only" for e in events)
+        ok = ok and {e["action"] for e in events} >= {"agent.run.started", "agent.run.finished"}
+    except (ValueError, KeyError):
+        ok = False
+    check(ok, "openclaw audit --json (audit.activity.list)", r.stdout + r.stderr)
+    r = oc.run("audit", "--kind", "agent_run", "--channel", "slack")
+    ok = r.returncode != 0 and "only applies to" in r.stdout + r.stderr
+    check(ok, "openclaw audit refuses a message filter on runs", r.stdout + r.stderr)
 
 
 def approvals_checks(oc: OpenClaw) -> None:

@@ -160,6 +160,7 @@ class AuditRecorder:
         self._failed = 0
         self._progress = trio.Event()
         self._logged_at = float("-inf")
+        self._running = False
 
     def statistics(self) -> AuditStatistics:
         """Not a checkpoint."""
@@ -201,24 +202,40 @@ class AuditRecorder:
 
     async def flush(self) -> None:
         """Wait until every event recorded before the call is in the store (or was lost
-        with a failed commit). A checkpoint."""
+        with a failed commit). When the writer task is not running (not yet, or cancelled,
+        as at shutdown) the caller writes what waits itself. A checkpoint."""
         target = self._enqueued
         while self._settled < target:
-            await self._progress.wait()
+            if self._running:
+                await self._progress.wait()
+                continue
+            rows = self._take(BATCH_MAX)
+            if not rows:
+                break
+            await self._write(rows)
         await trio.lowlevel.checkpoint()
 
     async def run(self) -> None:
         """The writer task: insert what waits, one batch per commit of the store. Runs
-        until cancelled; what is taken when it is cancelled is still handed to the store
-        (its commit not waited for)."""
-        async for first in self._receive:
-            rows = [first]
-            while len(rows) < BATCH_MAX:
-                try:
-                    rows.append(self._receive.receive_nowait())
-                except trio.WouldBlock:
-                    break
-            await self._write(rows)
+        until cancelled; a batch taken when it is cancelled is still handed to the store
+        (its commit not waited for), and what is left for `flush`."""
+        self._running = True
+        try:
+            async for first in self._receive:
+                await self._write([first, *self._take(BATCH_MAX - 1)])
+        finally:
+            self._running = False
+            self._progress.set()  # a flush waiting on this task writes what is left
+
+    def _take(self, most: int) -> list[tuple[Any, ...]]:
+        """What waits in the channel, up to `most` rows. Not a checkpoint."""
+        rows: list[tuple[Any, ...]] = []
+        while len(rows) < most:
+            try:
+                rows.append(self._receive.receive_nowait())
+            except trio.WouldBlock:
+                break
+        return rows
 
     async def _write(self, rows: list[tuple[Any, ...]]) -> None:
         insert = self.table.inserter(rows, int(time.time() * 1000))

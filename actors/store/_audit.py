@@ -254,7 +254,7 @@ class AuditTable:
                 chunk = rows[i : i + _CHUNK]
                 args: list[Any] = []
                 for row in chunk:
-                    args.append(uuid.uuid4().hex)
+                    args.append(str(uuid.uuid4()))
                     args.extend(row)
                 sql = _INSERT_HEAD + ", ".join([_ROW] * len(chunk)) + _INSERT_TAIL
                 added += max(conn.execute(sql, args).rowcount, 0)

@@ -6,6 +6,7 @@ failing audit insert rolls back alone, never the run's own writes."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -229,3 +230,33 @@ async def test_a_failing_audit_insert_rolls_back_alone(tmp_path: Path) -> None:
         page = await table.list(AuditFilter(), 1)
     assert [tuple(r) for r in kept] == [("kept",)]
     assert page.events == [] and table.failures == 1
+
+
+async def test_a_flush_without_the_writer_writes_what_waits(tmp_path: Path) -> None:
+    """At shutdown the writer task may be cancelled before the runs' last events are in:
+    the supervisor's flush writes them itself instead of waiting for it."""
+    from actors import open_store
+    from actors.runs import AuditRecorder
+
+    t = int(time.time() * 1000)
+    start = {"phase": "start", "startedAt": t}
+    end = {"phase": "end", "startedAt": t, "endedAt": t + 1, "aborted": False}
+    with trio.fail_after(10):
+        async with open_store(tmp_path / "s.db") as store:
+            rec = AuditRecorder(store, lambda: True)
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(rec.run)
+                rec.record("a", 1, t, "lifecycle", start, "main", "agent:main:k", "sid")
+                await rec.flush()
+                nursery.cancel_scope.cancel()
+            rec.record("a", 2, t + 1, "lifecycle", end, "main", "agent:main:k", "sid")
+            rec.record("a", 3, t + 2, "tool", {"phase": "start", "name": "read"}, None, None, None)
+            await rec.flush()
+            page = await AuditTable(store).list(AuditFilter(), t + 3)
+    assert [e["action"] for e in page.events] == [
+        "tool.action.started",
+        "agent.run.finished",
+        "agent.run.started",
+    ]
+    assert page.events[0]["actor"] == {"type": "system", "id": "unknown"}
+    assert rec.statistics().recorded == 3 and rec.statistics().pending == 0
