@@ -22,7 +22,7 @@ descriptions, sorted, at most 18,000 characters (descriptions shortened first, t
 dropped), with OpenClaw's guidance.
 
 The control tools' results are OpenClaw's: `tool_search` returns the hits as a JSON array
-of `{id, source, sourceName, name, description, input}` (`input`: a compact signature,
+of `{id, source, sourceName, name, label, description, input}` (`input`: a compact signature,
 `_search_rank.input_signature`), or `{results: [{query, candidates}]}` for a batch;
 `tool_describe` the entry with its full `parameters`; `tool_call` runs the target through
 the run's tool runner (policy, hooks, approvals, the exec policy: `runtime.loop`) and returns
@@ -131,6 +131,7 @@ class CatalogEntry:
             "source": "openclaw",
             "sourceName": self.source_name,
             "name": self.name,
+            "label": _label(self.name),
             "description": self.description,
             "input": input_signature(self.parameters),
         }
@@ -138,6 +139,11 @@ class CatalogEntry:
     def described(self) -> dict[str, Any]:
         """What `tool_describe` returns: the hit and its full input schema."""
         return {**self.compact(), "parameters": self.parameters}
+
+
+def _label(name: str) -> str:
+    """A tool's display label as OpenClaw's read (`web_fetch` → `Web Fetch`)."""
+    return " ".join(word[:1].upper() + word[1:] for word in name.split("_") if word)
 
 
 def _entry_text(entry: CatalogEntry) -> str:

@@ -159,6 +159,7 @@ def test_search_ranks_by_meaning_words_and_an_exact_name_first() -> None:
         "source": "openclaw",
         "sourceName": "weatherplug",
         "name": "weather",
+        "label": "Weather",
         "description": "Current weather and forecast",
         "input": "{ city: string; days?: number /* integer */ }",
     }
