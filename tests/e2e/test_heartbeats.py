@@ -22,6 +22,7 @@ import trio
 from runtime.heartbeat import HEARTBEAT_PROMPT
 from runtime.model._generation import build_generation
 from tests.conftest import local_config, open_client, running_gateway
+from tests.e2e.test_openclaw_cli_grants import NODE, PACKAGE, TOKEN, openclaw
 from tests.e2e.test_sessions_chat import Watch
 from transports import Gateway, GatewayClient, GatewayRequestError
 
@@ -338,3 +339,36 @@ async def test_quiet_hours_skip_and_a_config_with_every_key_loads(tmp_path: Path
             assert status["heartbeat"]["agents"][0]["every"] == "30m"
             assert status["queuedSystemEvents"] == ["check now"]  # the wake's, still queued
             del gw
+
+
+async def test_openclaws_system_cli_drives_heartbeats(tmp_path: Path) -> None:
+    """`openclaw system event|heartbeat ...` (OpenClaw's own CLI on Node 24) against
+    clawlane; skipped without the package (`../shared/openclaw-peer/peer.sh install`)."""
+    if not NODE.exists() or not (PACKAGE / "openclaw.mjs").exists():
+        pytest.skip(f"Node 24 ({NODE}) or the openclaw package ({PACKAGE}) is not installed")
+    w = Watch()
+    config = _heartbeat(every="0m", prompt="[[reply:HEARTBEAT_OK]]")
+    home = tmp_path / "openclaw-home"
+    with trio.fail_after(240):
+        async with (
+            running_gateway(tmp_path, config, token=TOKEN) as gw,
+            open_client(gw, token=TOKEN, on_event=w),
+        ):
+            port = gw.listeners[0].socket.getsockname()[1]
+
+            async def cli(*args: str) -> Any:
+                done = await trio.to_thread.run_sync(lambda: openclaw(port, home, *args))
+                assert done.returncode == 0, done.stderr
+                return json.loads(done.stdout)
+
+            sent = await cli(
+                "system", "event", "--text", "deploy finished", "--mode", "now", "--json"
+            )
+            assert sent == {"ok": True}
+            event = await _event(w, 1)
+            assert event["status"] == "ok-token"
+            assert await cli("system", "heartbeat", "last", "--json") == event
+            off = await cli("system", "heartbeat", "disable", "--json")
+            assert off == {"ok": True, "enabled": False}
+            beats = gw.supervisor.heartbeats
+            assert beats is not None and beats.enabled is False
