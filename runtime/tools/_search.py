@@ -425,7 +425,8 @@ class ToolSearchTool:
         if len(json.dumps([q for q, _l in searches], ensure_ascii=False).encode()) > 512:
             raise ToolSearchError("serialized batch query text may use at most 512 UTF-8 bytes.")
         groups = [
-            {"query": q, "candidates": self.catalog.search(q, limit)} for q, limit in searches
+            {"query": q, "candidates": [_brief(h) for h in self.catalog.search(q, limit)]}
+            for q, limit in searches
         ]
         payload = _bounded_batch(groups)
         return text_result(_json_text(payload), details=payload)
@@ -435,6 +436,11 @@ class ToolSearchTool:
         if limit is None:
             return settings.search_default_limit
         return min(limit, settings.max_search_limit)
+
+
+def _brief(hit: dict[str, Any]) -> dict[str, Any]:
+    """A batch hit with its description on one line of at most 180 characters."""
+    return {**hit, "description": _shorten(hit["description"], 180)}
 
 
 def _bounded_batch(groups: list[dict[str, Any]]) -> dict[str, Any]:

@@ -236,6 +236,7 @@ async def test_tool_search_answers_one_query_or_a_batch(ctx: ToolContext) -> Non
     payload = json.loads(batch.content[0].text)  # type: ignore[union-attr]
     assert [g["query"] for g in payload["results"]] == ["fetch a page", "send"]
     assert payload["results"][0]["candidates"][0]["name"] == "web_fetch"
+    assert all(len(c["description"]) <= 180 for g in payload["results"] for c in g["candidates"])
     bad = await invoke_tool(search, {"queries": [{"query": "x"}], "limit": 2}, ctx)
     assert bad.is_error and "set limit on each batch query" in bad.content[0].text  # type: ignore[union-attr]
     nothing = await invoke_tool(search, {}, ctx)
