@@ -172,6 +172,13 @@ class ApprovalPeers(Protocol):
         """The views of the approvals of `kind` pending on the other nodes."""
         ...
 
+    def resolve_elsewhere(
+        self, kind: str, approval_id: str, decision: ApprovalDecision, resolved_by: str | None
+    ) -> bool:
+        """Send an operator's decision to the node the approval is pending on (False: no
+        other node has it pending). Its outcome is that node's resolved event."""
+        ...
+
 
 class ApprovalRecordStore(Protocol):
     """The store's `ApprovalRecords`, as the approvals use it (this package does not import

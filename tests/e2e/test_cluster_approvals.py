@@ -132,3 +132,44 @@ async def test_a_plugin_approval_asked_on_a_is_answered_through_b(
                 await next_event(reviewer, "plugin.approval.resolved")
     assert [item["id"] for item in listed] == [requested["id"]]
     assert got["answer"]["decision"] == "deny" and got["answer"]["id"] == requested["id"]
+
+
+async def test_approve_in_a_chat_on_b_answers_an_approval_raised_on_a(
+    tmp_path: Path, pg_url: str
+) -> None:
+    with trio.fail_after(60):
+        async with two_nodes(tmp_path, pg_url, tools__exec={"mode": "ask"}) as nodes:
+            a, b = nodes[0].gw, nodes[1].gw
+            done: dict[str, Any] = {}
+            async with (
+                open_client(b, scopes=APPROVER) as approver,
+                open_client(b, on_event=lambda *_: None) as chatter,
+                open_client(a, scopes=OPERATOR, on_event=lambda *_: None) as runner,
+                trio.open_nursery() as nursery,
+            ):
+                await knows_an_approver_elsewhere(a)
+
+                async def go() -> None:
+                    done["final"] = await runner.request(
+                        "agent",
+                        {"message": RUN, "idempotencyKey": "s1", "sessionKey": "main"},
+                        expect_final=True,
+                    )
+
+                nursery.start_soon(go)
+                requested = await next_event(approver, "exec.approval.requested")
+                await chatter.request(
+                    "chat.send",
+                    {
+                        "sessionKey": "elsewhere",  # a session of B's: the command runs on B
+                        "message": f"/approve {requested['id']} allow-once",
+                        "idempotencyKey": "approve-1",
+                        "deliver": False,
+                    },
+                )
+                resolved = await next_event(approver, "exec.approval.resolved")
+                assert b.router is not None
+                forwarded_by_b = b.router.forwarded
+    assert (resolved["id"], resolved["decision"]) == (requested["id"], "allow-once")
+    assert done["final"]["status"] == "ok" and marker(tmp_path).exists()
+    assert forwarded_by_b == 0  # the chat ran on B; the decision went to A as a notice

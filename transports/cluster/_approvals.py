@@ -10,7 +10,9 @@ through any of them (`ClusterApprovals`, the approvals' `actors.ApprovalPeers`).
   kind, payload}`); each sends `exec.approval.requested` / `resolved` (or the plugin ones)
   to its own operators and keeps the pending ones' views (`pending_elsewhere`: what
   `exec.approval.list` / `plugin.approval.list` add), forgetting a node's when it is gone.
-- **Answering anywhere.** The router sends `exec.approval.resolve`, `plugin.approval.resolve`,
+- **Answering anywhere.** `/approve` in `chat.send` on a node that does not hold the
+  approval sends the decision to the node that does (`resolve_elsewhere`, a `resolve`
+  notice; its resolved event is the outcome). The router sends `exec.approval.resolve`, `plugin.approval.resolve`,
   `approval.resolve`, `*.waitDecision` and `*.get` for an approval pending on another node
   to that node (`owner`: `Router.target` gives `("node", id)`), which answers as if the
   operator were its own (first answer wins there).
@@ -27,12 +29,14 @@ never saw it gone is not greeted again.
 from __future__ import annotations
 
 import collections
+import logging
 from collections.abc import Callable
 from typing import Any, Final, Protocol
 
 import trio
 
-from actors import ExecApprovals, PluginApprovals
+from actors import ActorError, ExecApprovals, PluginApprovals
+from runtime.loop import APPROVAL_DECISIONS, ApprovalDecision
 
 __all__ = ["APPROVAL_METHODS", "ClusterApprovals"]
 
@@ -47,6 +51,8 @@ APPROVAL_METHODS: Final = frozenset(
         "approval.get",
     }
 )
+log = logging.getLogger("clawlane.cluster")
+
 MAX_REMOTE: Final = 4096
 CHECK_S: Final = 0.2
 RETELL_S: Final = 5.0
@@ -123,6 +129,34 @@ class ClusterApprovals:
         others = self._others()
         return [view for node, k, view in self._pending.values() if k == kind and node in others]
 
+    def resolve_elsewhere(
+        self, kind: str, approval_id: str, decision: ApprovalDecision, resolved_by: str | None
+    ) -> bool:
+        owner = self.owner(approval_id)
+        found = self._pending.get(approval_id.strip())
+        if owner is None or found is None or found[1] != kind:
+            return False
+        note = {"approval": "resolve", "kind": kind, "id": found[2].get("id")}
+        self.router.tell(owner, {**note, "decision": decision, "resolvedBy": resolved_by})
+        return True
+
+    def _resolve_here(self, note: dict[str, Any]) -> None:
+        """Another node's `/approve` of an approval pending here."""
+        registry = self.registries.get(str(note.get("kind")))
+        decision = note.get("decision")
+        if registry is None or decision not in APPROVAL_DECISIONS:
+            return
+        by = note.get("resolvedBy")
+        try:
+            registry.resolve(str(note.get("id")), decision, resolved_by=by and str(by))
+        except ActorError as exc:  # ended meanwhile, or not offered: its event says so
+            log.info(
+                "approval %s: a decision from %s not taken: %s",
+                note.get("id"),
+                note.get("from"),
+                exc,
+            )
+
     # --- what the router asks ----------------------------------------------------------------
 
     def owner(self, approval_id: object) -> str | None:
@@ -142,6 +176,9 @@ class ClusterApprovals:
             self._approvers[node] = count if isinstance(count, int) else 0
             return True
         what, kind = note.get("approval"), note.get("kind")
+        if what == "resolve":
+            self._resolve_here(note)
+            return True
         event = _EVENTS.get((str(kind), str(what)))
         payload = note.get("payload")
         registry = self.registries.get(str(kind))

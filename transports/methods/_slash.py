@@ -21,7 +21,13 @@ from typing import TYPE_CHECKING, Any, Final
 import msgspec
 import trio
 
-from actors import CachedResponse, SessionBusy, normalize_drop, normalize_mode
+from actors import (
+    CachedResponse,
+    PluginApprovals,
+    SessionBusy,
+    normalize_drop,
+    normalize_mode,
+)
 from runtime.agent import (
     QUEUE_MODES,
     MessageTags,
@@ -374,9 +380,28 @@ async def _approve(call: Call, actor: SessionActor, args: str) -> str:
             not_found = (exc.details or {}).get("reason") == "APPROVAL_NOT_FOUND"
             if not_found and n + 1 < len(registries):
                 continue
+            if not_found and _elsewhere(call, registries, approval_id, decision):
+                break  # pending on another node of the cluster: sent there
             return f"❌ Failed to submit approval: {exc.message}"
         break
     return f"✅ Approval {decision} submitted for {approval_id}."
+
+
+def _elsewhere(
+    call: Call,
+    registries: tuple[PluginApprovals, ...],
+    approval_id: str,
+    decision: ApprovalDecision,
+) -> bool:
+    """Send the decision to the cluster node the approval is pending on, if one is."""
+    resolved_by = getattr(call.conn, "client_id", None) or None
+    for registry in registries:
+        peers = registry.peers
+        if peers is not None and peers.resolve_elsewhere(
+            registry.KIND, approval_id, decision, resolved_by
+        ):
+            return True
+    return False
 
 
 _HANDLERS = {
