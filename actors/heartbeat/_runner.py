@@ -10,7 +10,8 @@ A heartbeat of an agent (`run_heartbeat`), as OpenClaw 2026.9.6's runner:
    has nowhere to deliver an alert (`no-route`: clawlane has no channels, so every
    `target` but `none`; OpenClaw skips such polls before the model runs);
 2. else one run in the heartbeat's session (the agent's main session unless `session` says
-   otherwise) with OpenClaw's prompt (`runtime.heartbeat.build_prompt`), the queued system
+   otherwise; with `isolatedSession`, `<that session>:heartbeat` made fresh for each run,
+   taking the session's queued system events, as OpenClaw's) with OpenClaw's prompt (`runtime.heartbeat.build_prompt`), the queued system
    events before it, the heartbeat's `model` and timeout, `heartbeat_respond` offered; the
    run is marked as a heartbeat (`RunRecord.heartbeat`): its agent events carry
    `isHeartbeat: true`, its chat deltas are not sent and its chat `final` drops a
@@ -236,20 +237,26 @@ class Heartbeats:
         except (GenerationError, ValueError) as exc:
             return self._failed(str(exc), started)
         key = session_key or settings.session_key
+        run_key = f"{key}:heartbeat" if settings.isolated_session else key
         if not in_active_hours(settings, self._wall()):
             return self._skipped("quiet-hours", started)
-        current = sup.peek_session(key)
-        if current is not None and current.busy:
-            return self._skipped("requests-in-flight", started)
+        for busy_key in {key, run_key}:
+            current = sup.peek_session(busy_key)
+            if current is not None and current.busy:
+                return self._skipped("requests-in-flight", started)
         scratch = await self._scratch(agent_id)
         has_events = sup.services.system_events.has(key)
         if not has_events and is_effectively_empty(scratch):
             return self._skipped("empty-heartbeat-file", started)
         if reason == "interval" and settings.target != "none" and not has_events:
             return self._skipped("no-route", started)  # no channel to deliver an alert to
+        if run_key != key:  # the isolated run takes the session's queued events
+            queue = sup.services.system_events
+            for queued in queue.drain(key):
+                queue.enqueue(run_key, queued.text, ts=queued.ts)
         try:
             record = await self._submit(
-                settings, key, build_prompt(settings.prompt, scratch, response_tool=False)
+                settings, run_key, build_prompt(settings.prompt, scratch, response_tool=False)
             )
         except (GenerationError, LaneFull) as exc:
             return self._failed(str(exc), started)
@@ -284,6 +291,7 @@ class Heartbeats:
             origin="heartbeat",
             timeout_s=settings.timeout_s,
             model_ref=settings.model,
+            reset=settings.isolated_session,  # a fresh session each run, no history
         )
         sup.accept_run(actor, request, actor.queue_settings("followup"))
         sup.hub.mark_heartbeat(record.run_id)

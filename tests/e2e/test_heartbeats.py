@@ -372,3 +372,26 @@ async def test_openclaws_system_cli_drives_heartbeats(tmp_path: Path) -> None:
             assert off == {"ok": True, "enabled": False}
             beats = gw.supervisor.heartbeats
             assert beats is not None and beats.enabled is False
+
+
+async def test_an_isolated_heartbeat_runs_in_a_fresh_session_each_time(tmp_path: Path) -> None:
+    w = Watch()
+    config = _heartbeat(every="0m", isolatedSession=True, prompt="[[reply:HEARTBEAT_OK]]")
+    async with running_gateway(tmp_path, config) as gw, open_client(gw, on_event=w) as client:
+        with trio.fail_after(30):
+            await _wake(client, "first")
+            assert (await _event(w, 1))["status"] == "ok-token"
+            await _wake(client, "second")
+            assert (await _event(w, 2))["status"] == "ok-token"
+            runs = {
+                p["runId"]: (p["sessionKey"], p["sessionId"])
+                for (e, p, _s) in w.events
+                if e == "agent" and str(p["runId"]).startswith("heartbeat-")
+            }
+            assert {k for k, _i in runs.values()} == {"agent:main:main:heartbeat"}
+            assert len({i for _k, i in runs.values()}) == 2  # a fresh session id per run
+            history = await client.request("chat.history", {"sessionKey": KEY})
+            assert history["totalMessages"] == 0  # the main session is untouched
+            iso = await client.request("chat.history", {"sessionKey": "agent:main:main:heartbeat"})
+            assert iso["totalMessages"] == 2  # only the last run's prompt and reply
+            del gw
