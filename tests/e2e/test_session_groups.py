@@ -123,6 +123,10 @@ async def test_groups_are_made_filled_renamed_and_deleted(
             assert (cats["agent:main:a"], cats["agent:main:b"]) == ("Work", "Errands")
             listed = await call(c, "sessions.groups.list", {})
             assert names(listed) == ["Work", "Home", "Later", "Errands"]  # a new name added
+            grouped = await c.request("sessions.list", {"group": "Errands"})
+            assert sorted(r["key"] for r in grouped["sessions"]) == ["agent:main:b", "agent:main:c"]
+            ungrouped = await c.request("sessions.list", {"group": ""})
+            assert "agent:main:a" not in {r["key"] for r in ungrouped["sessions"]}
 
             busy = await refused(c, "sessions.groups.put", {"names": ["Home"]})
             assert busy.code == "INVALID_REQUEST"

@@ -124,6 +124,11 @@ async def test_messages_are_found_ranked_and_scoped(
             assert {s["key"] for s in every["sessions"]} == {k for k, _ in hits(every)}
             by_label = await search(c, query="lazy", scope={"search": "beta"})
             assert {k for k, _ in hits(by_label)} == {"agent:main:beta"}
+            await c.request("sessions.patch", {"key": "agent:main:beta", "category": "Naps"})
+            by_group = await search(c, query="lazy", scope={"group": "Naps"})
+            assert {k for k, _ in hits(by_group)} == {"agent:main:beta"}
+            ungrouped = await search(c, query="lazy", scope={"group": ""})
+            assert "agent:main:beta" not in {k for k, _ in hits(ungrouped)}
             assert (await search(c, query="lazy", scope={"archived": True}))["results"] == []
 
             # Kept current: a new message is found at once; a deleted session's are gone.

@@ -11,8 +11,8 @@ at most 25). Every whitespace-separated token of the query must occur in a messa
   `agentId` qualifies them, and without `sessionKeys` is refused: "agentId requires
   sessionKeys"). `scope` beside `agentId` or `sessionKeys` is refused.
 - With `scope` (the Control UI's: its session list's filters): the sessions that list
-  shows (`agentId`, `activeMinutes`, `label`, `search`, `includeGlobal`, `includeUnknown`,
-  `spawnedBy`, `excludeSubagents`, `excludeCron`; `archived: true` and `pinned: true`
+  shows (`agentId`, `activeMinutes`, `label`, `search`, `group`, `includeGlobal`,
+  `includeUnknown`, `spawnedBy`, `excludeSubagents`, `excludeCron`; `archived: true` and `pinned: true`
   match nothing, clawlane neither archives nor pins), and the answer adds `sessions`:
   the rows of the sessions hit, as `sessions.list` shows them.
 
@@ -161,7 +161,7 @@ def _scope_filter(
     """Whether the session list `scope` describes shows the session of a key (`rows` holds
     the rows read so far; a key not in it is let through, its row is read after)."""
     label, needle = opt(scope.label), (opt(scope.search) or "").lower()
-    spawned_by = opt(scope.spawnedBy)
+    spawned_by, group = opt(scope.spawnedBy), opt(scope.group)
 
     def accept(key: str) -> bool:
         if key == "global" and not opt(scope.includeGlobal):
@@ -176,6 +176,8 @@ def _scope_filter(
         if row is None:
             return key not in rows
         if label and row.label != label:
+            return False
+        if group is not None and (row.category or "") != group:
             return False
         if needle and needle not in key.lower() and needle not in (row.label or "").lower():
             return False
@@ -195,7 +197,12 @@ async def _search_scoped(
     minutes = opt(scope.activeMinutes)
     after = max(int(time.time() * 1000) - minutes * 60_000, 0) if minutes else None
     rows: dict[str, SessionRow | None] = {}
-    if opt(scope.label) or opt(scope.search) or opt(scope.spawnedBy):
+    if (
+        opt(scope.label)
+        or opt(scope.search)
+        or opt(scope.spawnedBy)
+        or opt(scope.group) is not None
+    ):
         for row in await sup.store.list_sessions(agent_id=agent_id, updated_after_ms=after):
             rows[row.key] = row
         known = {key for key, row in rows.items() if row is not None}

@@ -304,6 +304,9 @@ async def sessions_list(call: Call, params: SessionsListParams) -> dict[str, Any
     if search:
         needle = search.lower()
         rows = [r for r in rows if needle in r.key.lower() or needle in (r.label or "").lower()]
+    group = opt(params.group)
+    if group is not None:  # a session group (its rows' category); "" the ungrouped
+        rows = [r for r in rows if (r.category or "") == group]
     if not opt(params.includeGlobal):
         rows = [r for r in rows if r.key != "global"]
     if not opt(params.includeUnknown):
