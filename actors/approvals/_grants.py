@@ -1,8 +1,9 @@
 """Standing grants for scheduled runs, as OpenClaw 2026.9.6 has them ("Standing grants for
 automations").
 
-An exec approval raised by a cron job's run (`CronRuns`: the scheduler registers each
-firing's run id with its job, `CronRunSource`) carries OpenClaw's `scope` line
+An exec approval raised by a cron job's run in an isolated session (`CronRuns`: the
+scheduler registers each such firing's run id with its job, `CronRunSource`; a job that runs
+in the main or a named session is asked as any run, as OpenClaw's) carries OpenClaw's `scope` line
 (`{kind: "standing-grant", automation, command, expiresInDays?}`); resolved `allow-always`
 it mints a grant (`StandingGrants.mint`) instead of an allowlist entry: bound to that agent,
 job, job definition (`CronRunSource.revision`: the job's definition without its state, so

@@ -7,8 +7,9 @@ Where a job's payload runs (OpenClaw's execution styles):
 - `current` (a job created with a `sessionKey`): that session;
 - `main` + `systemEvent`: the agent's main session. `wakeMode: "now"` runs one turn with
   the message `System: <text>` (OpenClaw wakes its heartbeat to process the event at once;
-  clawlane has no heartbeat, so the turn is the wake). `next-heartbeat` appends the text to
-  the main session's transcript without a model call; the next turn there sees it.
+  here the turn is the wake). `next-heartbeat` queues the text as a system event of the
+  main session (`runtime.heartbeat.SystemEventQueue`) without a model call: the session's
+  next turn (a message, a heartbeat) reads it as `System: [time] <text>`, as OpenClaw's.
 
 Every agent turn goes through the session's own lane and then the `cron` global lane (cap
 `cron.maxConcurrentRuns`, default 1), like any run: lifecycle and chat events, transcript,
@@ -32,7 +33,6 @@ import trio
 
 from runtime.agent import normalize_think_level
 from runtime.cron import CronJob
-from runtime.llm import AssistantMessage, TextContent
 from runtime.loop import now_ms
 from runtime.model import GenerationError, ModelRuntimeGeneration
 from runtime.protocol import CronAddParamsPayloadAgentTurn, GatewayError, describe_exception
@@ -105,10 +105,10 @@ def _register_cron_run(
     run_id: str,
     lookup: Callable[[str], CronJob | None] | None,
 ) -> Callable[[], None]:
-    """Tell the exec approvals `run_id` is `job`'s (standing grants); returns what forgets
-    it."""
+    """Tell the exec approvals `run_id` is `job`'s (standing grants: only for a run in an
+    isolated session, as OpenClaw registers only those); returns what forgets it."""
     approvals = sup.services.exec_approver
-    if not isinstance(approvals, ExecApprovals):
+    if not isinstance(approvals, ExecApprovals) or job.sessionTarget != "isolated":
         return lambda: None
 
     def current() -> str | None:
@@ -234,13 +234,7 @@ async def execute(
         outcome.session_id = row.sessionId
         if not isinstance(payload, CronAddParamsPayloadAgentTurn) and job.wakeMode != "now":
             text = payload.text
-            await actor.append_messages(
-                [
-                    AssistantMessage(
-                        content=[TextContent(text)], timestamp=now_ms(), stopReason="stop"
-                    )
-                ]
-            )
+            sup.services.system_events.enqueue(key, text)  # for the session's next turn
             outcome.status, outcome.summary = "ok", text
             return outcome
         cap = gen.config.cron.maxConcurrentRuns

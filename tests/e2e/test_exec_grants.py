@@ -217,3 +217,16 @@ async def test_the_grant_methods_need_the_approvals_scope(tmp_path: Path) -> Non
             async with open_client(gw, scopes=APPROVER) as approver:
                 with pytest.raises(GatewayRequestError, match="limit"):
                     await approver.request("exec.approval.grants.list", {"limit": 501})
+
+
+async def test_a_job_run_in_a_named_session_is_asked_as_any_run(tmp_path: Path) -> None:
+    events = CronEvents()
+    with trio.fail_after(60):
+        async with (
+            running_gateway(tmp_path, config()) as gw,
+            open_client(gw, scopes=ADMIN, on_event=events) as admin,
+            open_client(gw, scopes=APPROVER) as approver,
+        ):
+            added = await admin.request("cron.add", {**job(), "sessionTarget": "session:ops"})
+            requested = await fire_and_answer(admin, approver, events, added["id"], 1, "deny")
+    assert "scope" not in requested["request"]
