@@ -124,7 +124,7 @@ def audit_row(
     at = occurred if isinstance(occurred, int) and occurred >= 0 else ts
     agent = agent_id or "unknown"
     return (
-        f"{run_id}:{seq}:{at}:{action}",
+        f"{at}:{run_id}:{seq}:{action}",
         seq,
         at,
         kind,
