@@ -15,7 +15,7 @@ import trio
 from actors import Heartbeats, open_cron, open_heartbeats, open_store, open_supervisor
 from actors.cron._store import SqliteCronStore
 from runtime.model._generation import build_generation
-from tests.actors.cron.test_scheduler import VIRTUAL_LIMIT_S, autojump_clock, clock
+from tests.actors.cron.test_scheduler import VIRTUAL_LIMIT_S, autojump_clock, clock, job
 from tests.conftest import local_config
 
 __all__ = ["autojump_clock"]  # the fixture, used by name
@@ -27,6 +27,7 @@ class Beats:
     """The heartbeat events, with the virtual time each was emitted at."""
 
     def __init__(self, beats: Heartbeats) -> None:
+        self.cron: Any = None
         self.items: list[tuple[float, dict[str, Any]]] = []
         self.changed = trio.Event()
         emit = beats.emit
@@ -53,10 +54,12 @@ async def heartbeats(path: Path, **config: Any) -> AsyncIterator[tuple[Heartbeat
         open_cron(sup, SqliteCronStore(store), emit=lambda _p: None, clock=clock) as cron,
         open_heartbeats(sup, wall=clock) as beats,
     ):
+        seen = Beats(beats)
+        seen.cron = cron
         cron.max_wait_s = 7 * 24 * 3600.0  # virtual time: no need to re-read the wall clock
         cron.wake()
         beats.rescan_s = 24 * 3600.0  # virtual time: no config changes to pick up
-        yield beats, Beats(beats)
+        yield beats, seen
 
 
 async def test_heartbeats_fire_every_interval_in_the_main_session(
@@ -133,3 +136,25 @@ async def test_cron_disabled_stops_the_schedule_but_not_a_wake(
             assert seen.items == []
             event = await beats.run_heartbeat("main", reason="wake")
             assert event["status"] == "ok-empty"  # NO_REPLY: nothing to say
+
+
+async def test_a_cron_system_event_for_the_next_heartbeat_waits_in_the_main_session(
+    tmp_path: Path, autojump_clock: Any
+) -> None:
+    with trio.fail_after(VIRTUAL_LIMIT_S):
+        async with heartbeats(
+            tmp_path,
+            agents__defaults__heartbeat={"every": "0m", "prompt": "[[reply:HEARTBEAT_OK]]"},
+        ) as (beats, seen):
+            queue = beats._sup.services.system_events
+            payload = {"kind": "systemEvent", "text": "Water the plants"}
+            plants = await seen.cron.add(
+                job(id="plants", sessionTarget="main", wakeMode="next-heartbeat",
+                    delivery=None, payload=payload)
+            )  # fmt: skip
+            await seen.cron.run_now(plants.id, "force")
+            await trio.sleep(60)  # virtual: the firing is over
+            assert [e.text for e in queue.peek("agent:main:main")] == ["Water the plants"]
+            assert beats.runs == 0  # no model call until a turn comes
+            event = await beats.run_heartbeat("main", reason="wake")
+            assert event["status"] == "ok-token" and queue.peek("agent:main:main") == []
