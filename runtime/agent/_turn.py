@@ -47,6 +47,7 @@ from typing import Any, Final
 import attrs
 import msgspec
 
+from ..heartbeat import drop_heartbeat_turns
 from ..hooks._events import (
     AgentEndEvent,
     AgentHookContext,
@@ -565,7 +566,7 @@ async def _attempt(turn: _Turn, stream: _TurnStream, compactor: TurnCompactor) -
         model_id=model.model_id,
         api=model.api,
         system_prompt=turn.system_prompt,
-        history=list(history),
+        history=drop_heartbeat_turns(history),  # heartbeats that were noise (OpenClaw's)
         user_message=turn.user,
         params=dict(model.params),
         tools=spec.tools,

@@ -10,7 +10,8 @@
 - `_events`: `SystemEventQueue`, the texts `system-event` and `wake` queue for a session's
   next turn, read by the model as `System: [time] text` lines before its message.
 - `_history`: what `chat.history` hides of heartbeats (`hidden_in_history`: the prompt's
-  user message, acknowledgment-only replies), as OpenClaw's chat display does.
+  user message, acknowledgment-only replies), as OpenClaw's chat display does, and what
+  the model's context leaves out (`drop_heartbeat_turns`: heartbeat turns that were noise).
 - `_respond`: the `heartbeat_respond` tool, offered in heartbeat runs only, and
   `HeartbeatResponses`, where its accepted responses wait for the runner.
 
@@ -22,6 +23,7 @@ methods (`set-heartbeats`, `wake`, `system-event`, `last-heartbeat`) are
 from ._events import SystemEvent as SystemEvent
 from ._events import SystemEventQueue as SystemEventQueue
 from ._events import format_system_events as format_system_events
+from ._history import drop_heartbeat_turns as drop_heartbeat_turns
 from ._history import hidden_in_history as hidden_in_history
 from ._history import is_heartbeat_prompt as is_heartbeat_prompt
 from ._reply import HEARTBEAT_PROMPT as HEARTBEAT_PROMPT
@@ -64,6 +66,7 @@ __all__ = [
     "SystemEventQueue",
     "build_prompt",
     "classify_reply",
+    "drop_heartbeat_turns",
     "format_system_events",
     "heartbeat_agents",
     "heartbeat_event",

@@ -14,6 +14,7 @@ from runtime.heartbeat import (
     SystemEventQueue,
     build_prompt,
     classify_reply,
+    drop_heartbeat_turns,
     heartbeat_agents,
     heartbeat_event,
     heartbeat_summary,
@@ -25,7 +26,13 @@ from runtime.heartbeat import (
     strip_heartbeat_token,
 )
 from runtime.heartbeat._events import MAX_EVENTS_PER_SESSION
-from runtime.llm import AssistantMessage, TextContent, UserMessage
+from runtime.llm import (
+    AssistantMessage,
+    TextContent,
+    ToolCallContent,
+    ToolResultMessage,
+    UserMessage,
+)
 from runtime.model import parse_duration_ms
 from runtime.model._config import ConfigError, parse_config
 from runtime.model._generation import build_generation
@@ -331,3 +338,25 @@ def test_the_summary_health_and_status_show() -> None:
     off = _gen({"agents": {"defaults": {"heartbeat": {"every": "0m"}}}})
     assert heartbeat_summary(off, "main")["every"] == "disabled"
     assert heartbeat_summary(off, "main")["everyMs"] is None
+
+
+def test_the_models_context_leaves_out_heartbeat_turns_that_were_noise() -> None:
+    def user(text: str) -> UserMessage:
+        return UserMessage(content=text, timestamp=0)
+
+    def said(text: str) -> AssistantMessage:
+        return AssistantMessage(content=[TextContent(text)], timestamp=0)
+
+    def calls(name: str, **args: Any) -> AssistantMessage:
+        return AssistantMessage(content=[ToolCallContent("c1", name, args)], timestamp=0)
+
+    def result(error: bool = False) -> ToolResultMessage:
+        return ToolResultMessage("c1", "t", [TextContent("r")], error, 0)
+
+    quiet = [user(HEARTBEAT_PROMPT), calls("read", path="x"), result(), said("HEARTBEAT_OK")]
+    silent = [user(HEARTBEAT_PROMPT), calls("heartbeat_respond", notify=False), result()]
+    alert = [user(HEARTBEAT_PROMPT), said("Disk full")]
+    raised = [user(HEARTBEAT_PROMPT), calls("heartbeat_respond", notify=True), result()]
+    chat = [user("hi"), said("HEARTBEAT_OK")]  # not a heartbeat's turn: kept
+    messages = [*quiet, *silent, *alert, *raised, *chat]
+    assert drop_heartbeat_turns(messages) == [*alert, *raised, *chat]
