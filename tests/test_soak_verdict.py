@@ -54,3 +54,21 @@ def test_the_warmup_is_a_quarter_at_least_30_s_at_most_half(soak: ModuleType) ->
     assert soak.warmup_seconds(600) == 150
     assert soak.warmup_seconds(120) == 30
     assert soak.warmup_seconds(60) == 30
+
+
+def test_bounded_buffers_filling_are_taken_out_and_a_leak_beside_them_is_not(
+    soak: ModuleType,
+) -> None:
+    """RSS less what the bounded buffers held (read every 2 s): buffers growing 3 MiB/min
+    toward their bound pass; the same RSS with buffers that stay flat (the growth is
+    elsewhere) fails."""
+    rss = [(float(t), int((150 + 3 * t / 60) * MIB)) for t in range(600)]
+    filling = [(float(t), int((20 + 3 * t / 60) * MIB)) for t in range(0, 600, 2)]
+    net = soak.rss_slope(soak.net_of(rss, filling), after_s=150)
+    assert net is not None and net.mib_per_min == pytest.approx(0.0, abs=0.1)
+    assert soak.verdict(net, 2.0, "RSS less the bounded buffers")[0]
+    flat = [(float(t), 20 * MIB) for t in range(0, 600, 2)]
+    leak = soak.rss_slope(soak.net_of(rss, flat), after_s=150)
+    assert leak is not None and leak.mib_per_min == pytest.approx(3.0, abs=0.1)
+    assert not soak.verdict(leak, 2.0)[0]
+    assert soak.net_of(rss[:5], [(10.0, MIB)]) == []  # no reading yet: nothing to take out

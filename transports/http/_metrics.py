@@ -172,6 +172,16 @@ class GatewayCollector(Collector):
         yield CounterMetricFamily(
             "clawlane_events_emitted", "Agent events emitted by runs.", hub.events_emitted
         )
+        yield GaugeMetricFamily(
+            "clawlane_replay_bytes",
+            "Bytes of event frames the runs' replay buffers hold (bounded).",
+            hub.replay_bytes,
+        )
+        yield GaugeMetricFamily(
+            "clawlane_replay_runs_retained",
+            "Ended runs whose replay buffers are kept for late subscribers (bounded).",
+            hub.retained_runs,
+        )
         yield CounterMetricFamily(
             "clawlane_events_delivered",
             "Event frames queued to subscribers (each event once per receiver).",

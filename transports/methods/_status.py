@@ -184,7 +184,13 @@ def clawlane_status(gw: Host) -> dict[str, Any]:
             for name, ls in ((n, lane.statistics()) for n, lane in sup.lanes.items())
         },
         "connections": hub.connections,
-        "events": {"emitted": hub.events_emitted, "delivered": hub.frames_delivered},
+        "events": {
+            "emitted": hub.events_emitted,
+            "delivered": hub.frames_delivered,
+            "replayBytes": hub.replay_bytes,  # the replay buffers (bounded)
+            "retainedRuns": hub.retained_runs,
+        },
+        "idleContextBytes": s.idle_context_bytes,  # idle sessions' contexts (bounded)
         "store": {"pending": store.pending, "commits": store.commits},
         "crashes": s.crashes,
         # For `clawlane loadtest` (RSS/CPU by pid when it runs on the same machine).

@@ -104,6 +104,8 @@ async def test_runs_are_counted_by_status_with_durations_and_first_events(gw: Ga
     assert value(after, "clawlane_events_emitted_total") > value(
         before, "clawlane_events_emitted_total"
     )
+    assert value(after, "clawlane_replay_bytes") > value(before, "clawlane_replay_bytes")
+    assert value(after, "clawlane_replay_runs_retained") == 4  # ended, kept for replay
     assert value(after, "clawlane_lane_wait_seconds_count", lane="main") == 4
     assert value(after, "clawlane_lane_capacity", lane="main") == 8
     assert value(after, "clawlane_store_commits_total") >= 1
