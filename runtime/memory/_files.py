@@ -72,17 +72,35 @@ def list_memory_files(workspace: Path) -> Iterator[tuple[str, os.stat_result]]:
         if st is not None:
             yield name, st
     memory_dir = workspace / "memory"
-    if not _is_real_dir(memory_dir):
+    if _is_real_dir(memory_dir):
+        yield from _walk(str(memory_dir), "memory/")
+
+
+def _walk(directory: str, prefix: str) -> Iterator[tuple[str, os.stat_result]]:
+    """The `.md` files under `directory` (by name, a directory's files before its
+    subdirectories; hidden subdirectories and symlinks left out), as `prefix` + their path.
+    Strings and `os.scandir`, not `pathlib`: a search stats every memory file."""
+    try:
+        with os.scandir(directory) as it:
+            entries = sorted(it, key=lambda e: e.name)
+    except OSError:
         return
-    for dirpath, dirnames, filenames in os.walk(memory_dir, followlinks=False):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        base = Path(dirpath)
-        for name in sorted(filenames):
-            if not name.lower().endswith(".md"):
+    subdirs = []
+    for entry in entries:
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                if not entry.name.startswith("."):
+                    subdirs.append(entry)
                 continue
-            st = _regular(base / name)
-            if st is not None:
-                yield (base / name).relative_to(workspace).as_posix(), st
+            if not entry.name.lower().endswith(".md") or not entry.is_file(follow_symlinks=False):
+                continue
+            st = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        if st.st_size <= MAX_FILE_BYTES:
+            yield prefix + entry.name, st
+    for entry in subdirs:
+        yield from _walk(entry.path, f"{prefix}{entry.name}/")
 
 
 def _regular(path: Path) -> os.stat_result | None:

