@@ -58,6 +58,7 @@ class GatewayCollector(Collector):
     def collect(self) -> Iterator[Metric]:
         yield from self._process()
         yield from self._runs()
+        yield from self._events()
         yield from self._lanes()
         yield from self._connections()
         yield from self._store()
@@ -110,7 +111,6 @@ class GatewayCollector(Collector):
         runs = gw.actors.registry.metrics.snapshot()
         reg = gw.actors.registry.statistics()
         sup = gw.actors.supervisor.statistics()
-        hub = gw.actors.hub.statistics()
         yield CounterMetricFamily(
             "clawlane_runs_started", "Runs accepted (each gets lifecycle start).", runs.started
         )
@@ -169,8 +169,17 @@ class GatewayCollector(Collector):
             "Idle sessions' contexts let go past the bound (reloaded at their next run).",
             sup.contexts_dropped,
         )
+
+    def _events(self) -> Iterator[Metric]:
+        """The runs' events: emitted, delivered, and what the replay buffers keep."""
+        hub = self._gw.actors.hub.statistics()
         yield CounterMetricFamily(
             "clawlane_events_emitted", "Agent events emitted by runs.", hub.events_emitted
+        )
+        yield CounterMetricFamily(
+            "clawlane_events_delivered",
+            "Event frames queued to subscribers (each event once per receiver).",
+            hub.frames_delivered,
         )
         yield GaugeMetricFamily(
             "clawlane_replay_bytes",
@@ -181,11 +190,6 @@ class GatewayCollector(Collector):
             "clawlane_replay_runs_retained",
             "Ended runs whose replay buffers are kept for late subscribers (bounded).",
             hub.retained_runs,
-        )
-        yield CounterMetricFamily(
-            "clawlane_events_delivered",
-            "Event frames queued to subscribers (each event once per receiver).",
-            hub.frames_delivered,
         )
 
     def _lanes(self) -> Iterator[Metric]:
