@@ -29,7 +29,7 @@ from typing import Any, Final
 import trio
 
 from runtime.loop import now_ms
-from runtime.model import GenerationError
+from runtime.model import AgentSpec, GenerationError
 from runtime.protocol import ClawlaneError
 from runtime.sessions import SessionRow
 from runtime.tools import SessionsSpawnParams, ToolContext, ToolError
@@ -191,10 +191,11 @@ class Subagents:
             )
         return None
 
-    async def spawn(
+    def _admit(
         self, ctx: ToolContext, args: SessionsSpawnParams, parent: SessionRow | None
-    ) -> dict[str, Any]:
-        """Start the child's run and answer with the receipt, or refuse. A checkpoint."""
+    ) -> tuple[AgentSpec, int] | dict[str, Any]:
+        """The child's agent and the parent's spawn depth, or OpenClaw's refusal to answer
+        (attachments, depth and children limits, an agent not allowed or not known)."""
         if not args.task.strip():
             raise ToolError("task required")
         if args.attachments:
@@ -207,17 +208,28 @@ class Subagents:
         refused = self._refusal(ctx, depth)
         if refused is not None:
             return {"status": "forbidden", "error": refused}
-        settings = self._settings()
+        allow = self._settings().allowAgents
         try:
             agent = self.sup.generation.agent(args.agentId or ctx.agent_id)
         except GenerationError as exc:
             return {"status": "error", "error": str(exc)}
-        if not _agent_allowed(ctx.agent_id, agent.id, settings.allowAgents):
-            allowed = ", ".join(settings.allowAgents or ()) or "none"
+        if not _agent_allowed(ctx.agent_id, agent.id, allow):
+            allowed = ", ".join(allow or ()) or "none"
             return {
                 "status": "forbidden",
                 "error": f"agentId is not allowed for sessions_spawn (allowed: {allowed})",
             }
+        return agent, depth
+
+    async def spawn(
+        self, ctx: ToolContext, args: SessionsSpawnParams, parent: SessionRow | None
+    ) -> dict[str, Any]:
+        """Start the child's run and answer with the receipt, or refuse. A checkpoint."""
+        admitted = self._admit(ctx, args, parent)
+        if isinstance(admitted, dict):
+            return admitted
+        agent, depth = admitted
+        settings = self._settings()
         child_key = f"agent:{agent.id}:subagent:{uuid.uuid4()}"
         child_depth = depth + 1
         lane = self.sup.lanes["subagent"]

@@ -320,6 +320,40 @@ class TurnServices:
                 )
 
         role = self.sessions.subagent_role(session_key) if self.sessions is not None else None
+        tools, policy, toolset = self._toolset(generation, agent_id, model_ref, role)
+        if heartbeat:  # offered to a heartbeat run whatever the policy (OpenClaw forces it)
+            respond = HeartbeatRespondTool(self.heartbeat_responses)
+            tools = (*tools, respond)
+            toolset = attrs.evolve(  # the rest of the set (a search catalog) kept
+                toolset,
+                by_name=MappingProxyType({**toolset.by_name, respond.name: respond}),
+                specs=(*toolset.specs, tool_spec(respond)),
+            )
+        return RunTools(
+            tools=tools,
+            policy=policy,
+            toolset=toolset,
+            workspace=workspace,
+            agent_id=agent_id,
+            session_key=session_key,
+            session_id=session_id,
+            run_id=run_id,
+            deliver_message=deliver,
+            hooks=hooks,
+            approvals=self.approvals,
+            trigger="cron" if cron else "user",
+        )
+
+    def _toolset(
+        self,
+        generation: ModelRuntimeGeneration,
+        agent_id: str,
+        model_ref: str | None,
+        role: str | None,
+    ) -> tuple[tuple[Tool, ...], ToolPolicy, ToolSet]:
+        """The agent's tools, policy and offered set for a run of `model_ref` by a session
+        of `role` (a subagent's is smaller): built once per generation, plugins' version,
+        agent, model and role, and shared by the runs alike."""
         key = (generation.number, self.plugins.version, agent_id, model_ref or "", role or "")
         shared = self._toolsets.get(key)
         if shared is None:
@@ -346,29 +380,7 @@ class TurnServices:
             owners = {name: r.id for r in self.plugins.plugins.values() for name in r.tools}
             toolset = ToolSet.of(tools, policy, search, owners=owners)
             shared = self._toolsets[key] = (tools, policy, toolset)
-        tools, policy, toolset = shared
-        if heartbeat:  # offered to a heartbeat run whatever the policy (OpenClaw forces it)
-            respond = HeartbeatRespondTool(self.heartbeat_responses)
-            tools = (*tools, respond)
-            toolset = attrs.evolve(  # the rest of the set (a search catalog) kept
-                toolset,
-                by_name=MappingProxyType({**toolset.by_name, respond.name: respond}),
-                specs=(*toolset.specs, tool_spec(respond)),
-            )
-        return RunTools(
-            tools=tools,
-            policy=policy,
-            toolset=toolset,
-            workspace=workspace,
-            agent_id=agent_id,
-            session_key=session_key,
-            session_id=session_id,
-            run_id=run_id,
-            deliver_message=deliver,
-            hooks=hooks,
-            approvals=self.approvals,
-            trigger="cron" if cron else "user",
-        )
+        return shared
 
     def host_tools(self) -> list[Tool]:
         """The tools over the gateway's hosts: the session tools and `automations`, each
