@@ -133,6 +133,28 @@ async def test_a_relative_workspace_is_under_the_state_dir(tmp_path: Path) -> No
     assert roster(path)[1]["workspace"] == str(expected)
 
 
+async def test_a_workspace_the_host_cannot_hold_is_refused_and_the_config_kept(
+    tmp_path: Path,
+) -> None:
+    """A name too long for the file system, a path through a file: INVALID_REQUEST naming
+    `workspace`, the roster as it was (the fuzz had made it an internal error after the
+    config had already changed)."""
+    (tmp_path / "a-file").write_text("x")
+    with trio.fail_after(20):
+        async with agents_gateway(tmp_path) as (_, path, c):
+            before = path.read_text()
+            for params in (
+                {"name": "long", "workspace": "w" * 300},
+                {"name": "through", "workspace": str(tmp_path / "a-file" / "ws")},
+            ):
+                err = await refused(c, "agents.create", params)
+                assert err.message.startswith("workspace cannot be used"), err.message
+                err = await refused(c, "agents.update", {"agentId": "main", **params})
+                assert err.message.startswith("workspace cannot be used"), err.message
+            assert path.read_text() == before
+            await c.request("health", {})  # the connection carries on
+
+
 async def test_a_stale_base_is_retried_not_lost(tmp_path: Path) -> None:
     """Two creates at once: each is a compare-and-set, so both agents end up listed."""
     with trio.fail_after(20):

@@ -29,6 +29,7 @@ would make invalid, naming the key); `UNAVAILABLE` without a publisher.
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from pathlib import Path
@@ -122,15 +123,28 @@ async def _change_roster(call: Call, reason: str, change: Any) -> Any:
     raise AssertionError("unreachable")
 
 
-def _workspace_param(call: Call, raw: str | None) -> str | None:
+async def _workspace_param(call: Call, raw: str | None) -> str | None:
     """A `workspace` param as the absolute path the config records: `~` expanded, and a
-    relative path under the state dir's `workspaces/` (never the gateway's working dir)."""
+    relative path under the state dir's `workspaces/` (never the gateway's working dir).
+    The folder is made first: a path this host cannot hold (a name too long, a parent that
+    is a file, no permission) is refused naming `workspace`, before the config changes."""
     if raw is None or not raw.strip():
         return None
-    path = os.path.expanduser(raw.strip())
+    made = functools.partial(_make_workspace, call.gateway.process.state_dir, raw.strip())
+    try:
+        return await trio.to_thread.run_sync(made)
+    except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise invalid_request(f"workspace cannot be used: {reason}") from None
+
+
+def _make_workspace(state_dir: Path, raw: str) -> str:
+    path = os.path.expanduser(raw)
     if not os.path.isabs(path):
-        path = os.path.join(call.gateway.process.state_dir, "workspaces", path)
-    return os.path.abspath(path)
+        path = os.path.join(state_dir, "workspaces", path)
+    path = os.path.abspath(path)
+    os.makedirs(path, exist_ok=True)
+    return path
 
 
 async def agents_create(call: Call, params: AgentsCreateParams) -> dict[str, Any]:
@@ -143,7 +157,7 @@ async def agents_create(call: Call, params: AgentsCreateParams) -> dict[str, Any
         )
     if agent_id in RESERVED_AGENT_IDS:
         raise invalid_request(f'"{agent_id}" is reserved')
-    workspace = _workspace_param(call, opt(params.workspace))
+    workspace = await _workspace_param(call, opt(params.workspace))
     model = (opt(params.model) or "").strip() or None
     identity = {
         k: v
@@ -191,7 +205,7 @@ async def agents_update(call: Call, params: AgentsUpdateParams) -> dict[str, Any
             f"agentRuntime {runtime!r}: clawlane runs every agent on its embedded runtime (auto)"
         )
     name = _line(opt(params.name))
-    workspace = _workspace_param(call, opt(params.workspace))
+    workspace = await _workspace_param(call, opt(params.workspace))
     identity = {
         k: v
         for k, v in (
