@@ -101,15 +101,16 @@ def _schema(sequence: str) -> tuple[str, ...]:
 )""",
         "CREATE INDEX IF NOT EXISTS audit_events_time ON audit_events(occurred_at, sequence)",
         "CREATE INDEX IF NOT EXISTS audit_events_agent ON audit_events(agent_id, sequence)",
-        "CREATE INDEX IF NOT EXISTS audit_events_session ON audit_events(session_key, sequence)",
-        "CREATE INDEX IF NOT EXISTS audit_events_run ON audit_events(run_id, sequence)",
     )
 
 
 SQLITE_SCHEMA: Final = _schema("INTEGER PRIMARY KEY AUTOINCREMENT")
 PG_SCHEMA: Final = _schema("BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY")
-"""The table and its indexes (OpenClaw's: by time, agent, session and run), made by each
-backend as it opens the store (SQLite: with its schema; PostgreSQL: a migration)."""
+"""The table and its indexes, made by each backend as it opens the store (SQLite: with its
+schema; PostgreSQL: a migration). By time and by agent, whose keys grow at the end; not by
+session or run, as OpenClaw's: their keys are scattered, and each such index cost more than
+the rest of a row's insert together (a session's or a run's events are found by a scan of
+the table's at most `MAX_ROWS` rows, newest first)."""
 
 _INSERT_HEAD: Final = "INSERT INTO audit_events(" + ", ".join(COLUMNS) + ") VALUES "
 _ROW: Final = "(" + ", ".join("?" * len(COLUMNS)) + ")"
