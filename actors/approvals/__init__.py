@@ -16,7 +16,8 @@ document (`ApprovalsDocument`, the store's) and add allow-always entries to it.
 - `StandingGrants` (`_grants`): the standing grants for cron runs' execs (`CronRuns`:
   which runs are a cron job's, `CronRunSource`), kept in the store (`GrantStore`).
 - `ApprovalPeers`: a cluster's other nodes (`transports.cluster`): approvals raised on one
-  node reach every node's operators and are answered through any of them.
+  node reach every node's operators and are answered through any of them (`DeskPeers`:
+  what the questions use of them too).
 - Ended approvals are written to the store as they end (`ApprovalRecordStore`:
   `stored_history`, `lookup`), so `approval.history` holds 30 days across restarts.
 
@@ -48,6 +49,7 @@ from ._plugin import ApprovalsFull as ApprovalsFull
 from ._plugin import ApprovalStatistics as ApprovalStatistics
 from ._plugin import Approver as Approver
 from ._plugin import DecisionNotOffered as DecisionNotOffered
+from ._plugin import DeskPeers as DeskPeers
 from ._plugin import PluginApproval as PluginApproval
 from ._plugin import PluginApprovals as PluginApprovals
 
@@ -67,6 +69,7 @@ __all__ = [
     "CronRunSource",
     "CronRuns",
     "DecisionNotOffered",
+    "DeskPeers",
     "ExecApprovals",
     "GrantStore",
     "PluginApproval",

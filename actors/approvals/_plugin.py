@@ -86,6 +86,7 @@ __all__ = [
     "ApprovalsFull",
     "Approver",
     "DecisionNotOffered",
+    "DeskPeers",
     "PluginApproval",
     "PluginApprovals",
 ]
@@ -152,24 +153,29 @@ class Approver(Subscriber, Protocol):
     def has_scope(self, scope: str) -> bool: ...
 
 
-class ApprovalPeers(Protocol):
-    """The other nodes of a cluster, as the approvals use them (the node's
-    `transports.cluster` side)."""
-
-    def approvers_elsewhere(self) -> int:
-        """How many operators who may answer are connected to the other nodes."""
-        ...
+class DeskPeers(Protocol):
+    """The other nodes of a cluster, as a desk whose items an operator of any node sees
+    uses them (the approvals, the questions: the node's `transports.cluster` side). `kind`
+    names the desk (`exec`, `plugin`, `question`)."""
 
     def raised(self, kind: str, view: dict[str, Any]) -> None:
-        """Tell the other nodes' operators an approval was raised here (its view)."""
+        """Tell the other nodes' operators an item was raised here (its view)."""
         ...
 
-    def ended(self, kind: str, approval_id: str, payload: dict[str, Any]) -> None:
+    def ended(self, kind: str, item_id: str, payload: dict[str, Any]) -> None:
         """Tell them it ended (the resolved event's payload)."""
         ...
 
     def pending_elsewhere(self, kind: str) -> list[dict[str, Any]]:
-        """The views of the approvals of `kind` pending on the other nodes."""
+        """The views of the items of `kind` pending on the other nodes."""
+        ...
+
+
+class ApprovalPeers(DeskPeers, Protocol):
+    """The other nodes of a cluster, as the approvals use them."""
+
+    def approvers_elsewhere(self) -> int:
+        """How many operators who may answer are connected to the other nodes."""
         ...
 
     def resolve_elsewhere(

@@ -11,6 +11,9 @@
 - `ProgressCards`: each session's card (`get`, `put`: replaced whole, `progressCard.changed`
   to the operators holding `operator.read`), and the runs' `runtime.tools.CardDesk`; its
   rules and bounds: `_cards`' docstring.
+- In a cluster the questions and the cards are joined to the other nodes by the node's
+  `transports.cluster` side: `Questions.peers` (`actors.approvals.DeskPeers`, as the approvals'),
+  `ProgressCards.peers` (`CardPeers`).
 - `operator_desks` makes a gateway's plugin approvals, questions and progress cards and
   hands them to its runs; `run_desks` is the task that expires the first two.
 
@@ -22,6 +25,7 @@ Errors (under `ActorError`): `QuestionError` (`reason`: OpenClaw's code, `QUESTI
 """
 
 from ._cards import MAX_CARDS as MAX_CARDS
+from ._cards import CardPeers as CardPeers
 from ._cards import ProgressCards as ProgressCards
 from ._desks import operator_desks as operator_desks
 from ._desks import run_desks as run_desks
@@ -37,6 +41,7 @@ __all__ = [
     "MAX_CARDS",
     "MAX_PENDING",
     "QUESTIONS_SCOPE",
+    "CardPeers",
     "ProgressCards",
     "Question",
     "QuestionError",

@@ -16,6 +16,14 @@ hint: clients read the card with `progressCard.get`.
 A session reset clears its card (`reset`, as OpenClaw's `sessions.reset`); a deleted
 session's card is forgotten (`forget`).
 
+In a cluster every node keeps every card: each write and forget here is told to the other
+nodes (`peers`: `CardPeers`, the node's `transports.cluster` side), which take it (`take`:
+a revision older than the one kept is passed over) and send `progressCard.changed` to their
+own operators; a node that joins is told the cards kept here (`slots`). The writes of a
+session's card happen on the node that owns the session (its runs; `progressCard.put` and
+`get` are routed there), so its revisions follow one another; the copies let the card move
+with the session when another node takes it over.
+
 Bounds: at most `MAX_CARDS` sessions' cards (their revisions included) are kept; the one
 written longest ago is forgotten first. Cards live as long as the gateway (not in the
 store: a restart starts without cards). All calls run in the trio thread; none is a
@@ -27,14 +35,14 @@ from __future__ import annotations
 import collections
 import time
 from collections.abc import Callable, Mapping
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import attrs
 
 from ..approvals import Approver
 from ..runs import EventHub
 
-__all__ = ["MAX_CARDS", "ProgressCards"]
+__all__ = ["MAX_CARDS", "CardPeers", "ProgressCards"]
 
 MAX_CARDS: Final = 10_000
 CHANGED: Final = "progressCard.changed"
@@ -52,6 +60,15 @@ class _Slot:
     card: dict[str, Any] | None
 
 
+class CardPeers(Protocol):
+    """The other nodes of a cluster, as the progress cards use them."""
+
+    def card_changed(self, slot: dict[str, Any]) -> None:
+        """Tell them a session's card changed: `{sessionKey, revision, updatedAt, card}`
+        (card null: cleared), or `{sessionKey, forget: true}`."""
+        ...
+
+
 class ProgressCards:
     """The progress cards of one gateway (see the module docstring); the runs'
     `runtime.tools.CardDesk`."""
@@ -67,6 +84,8 @@ class ProgressCards:
         self._connections = connections
         self._now_ms = now_ms
         self._slots: collections.OrderedDict[str, _Slot] = collections.OrderedDict()
+        self.peers: CardPeers | None = None
+        """The other nodes of the cluster (None: this gateway alone)."""
 
     def get(self, session_key: str) -> dict[str, Any] | None:
         """The card of `session_key`, or None."""
@@ -108,7 +127,10 @@ class ProgressCards:
         self._changed(session_key, revision)
         return stored
 
-    def _changed(self, session_key: str, revision: int | None) -> None:
+    def _changed(self, session_key: str, revision: int | None, *, here: bool = True) -> None:
+        slot = self._slots.get(session_key)
+        if here and self.peers is not None and slot is not None:
+            self.peers.card_changed(_wire(session_key, slot))
         targets = [
             c
             for c in self._connections.values()
@@ -125,10 +147,50 @@ class ProgressCards:
 
     def forget(self, session_key: str) -> None:
         """A deleted session's card (and its revision) goes with it."""
-        self._slots.pop(session_key, None)
+        if self._slots.pop(session_key, None) is not None and self.peers is not None:
+            self.peers.card_changed({"sessionKey": session_key, "forget": True})
+
+    def take(self, wire: dict[str, Any], *, tell: bool = True) -> None:
+        """Another node's write (or forget) of a card (`CardPeers.card_changed`'s); told
+        to this gateway's operators unless `tell` is false (a joining node's greeting). A
+        revision older than the one kept, or malformed, is passed over."""
+        key, revision = wire.get("sessionKey"), wire.get("revision")
+        if not isinstance(key, str):
+            return
+        if wire.get("forget") is True:
+            self._slots.pop(key, None)
+            return
+        card, updated_at = wire.get("card"), wire.get("updatedAt")
+        if not isinstance(revision, int) or not isinstance(updated_at, int):
+            return
+        if not isinstance(card, dict | None):
+            return
+        slot = self._slots.get(key)
+        if slot is not None and slot.revision >= revision:
+            return
+        self._slots[key] = _Slot(revision, updated_at, card)
+        self._slots.move_to_end(key)
+        while len(self._slots) > MAX_CARDS:
+            self._slots.popitem(last=False)
+        if tell:
+            self._changed(key, None if card is None else revision, here=False)
+
+    def slots(self) -> list[dict[str, Any]]:
+        """Every card kept (cleared ones with their revision), as `take` reads them,
+        written longest ago first."""
+        return [_wire(key, slot) for key, slot in self._slots.items()]
 
     def __len__(self) -> int:
         return len(self._slots)
+
+
+def _wire(session_key: str, slot: _Slot) -> dict[str, Any]:
+    return {
+        "sessionKey": session_key,
+        "revision": slot.revision,
+        "updatedAt": slot.updated_at,
+        "card": slot.card,
+    }
 
 
 def _finished(slot: _Slot | None, expected: int) -> bool:

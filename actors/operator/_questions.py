@@ -8,12 +8,17 @@ waits in `ask`) and what the `question.*` methods read and change (`open`, `reso
 Who is told: the operator connections whose scopes satisfy `operator.questions`
 (`operator.admin` satisfies every operator scope) get `question.requested` (the record) when
 one is raised and `question.resolved` (`{id, status, answers?}`) when it ends, however it
-ended; both go to this gateway's connections only. A question with no operator connected
-stays pending (an operator who connects later finds it with `question.list`), as OpenClaw's.
+ended; both go to this gateway's connections and, in a cluster, to the other nodes' (`peers`:
+`actors.approvals.DeskPeers`, the node's `transports.cluster` side, which tells them, lists this
+node's pending ones there and forwards their answers here; `records` lists the other nodes'
+pending ones too). A question with no operator connected stays pending (an operator who
+connects later finds it with `question.list`), as OpenClaw's.
 
 How one ends (`QuestionStatus`): `answered` (the first valid answer wins; a later one is
 `QUESTION_ALREADY_TERMINAL`), `cancelled` (an operator's `question.resolve {cancel: true}`,
-or the asking run aborted), `expired` (its `timeoutMs` passed). Answers are checked as
+or the asking run ended: `resolvedBy: "requester-inactive"`, as OpenClaw cancels a question
+whose run is gone, so answering it is `question '<id>' is already cancelled` for 15 s, then
+not found), `expired` (its `timeoutMs` passed). Answers are checked as
 OpenClaw checks them: every question answered, no empty value, one value unless
 `multiSelect`, a value that is not an option only when the question allows free text
 (`isOther`); values matching an option (spaces aside) take the option's label.
@@ -40,7 +45,7 @@ import trio
 from runtime.tools import AskOutcome
 
 from .._errors import ActorError
-from ..approvals import Approver
+from ..approvals import Approver, DeskPeers
 from ..runs import EventHub
 
 __all__ = [
@@ -57,6 +62,8 @@ QUESTIONS_SCOPE: Final = "operator.questions"
 REQUESTED: Final = "question.requested"
 RESOLVED: Final = "question.resolved"
 MAX_PENDING: Final = 1024
+KIND: Final = "question"
+REQUESTER_INACTIVE: Final = "requester-inactive"
 ENDED_GRACE_S: Final = 15.0
 
 QuestionStatus = Literal["pending", "answered", "cancelled", "expired"]
@@ -125,6 +132,10 @@ class Question:
             out["resolvedBy"] = self.resolved_by
         return out
 
+    def view(self) -> dict[str, Any]:
+        """The record, as a cluster's other nodes are told it (`actors.approvals.DeskPeers`)."""
+        return self.record()
+
     def wait_result(self, *, include_resolution_id: bool = False) -> dict[str, Any]:
         """The `QuestionWaitAnswerResult`."""
         if self.status != "answered":
@@ -168,6 +179,8 @@ class Questions:
         self._ended: collections.OrderedDict[str, Question] = collections.OrderedDict()
         self._changed = trio.Event()
         self._counts: collections.Counter[str] = collections.Counter()
+        self.peers: DeskPeers | None = None
+        """The other nodes of the cluster (None: this gateway alone)."""
 
     def operators(self) -> list[Approver]:
         """The connections told of questions. Not a checkpoint."""
@@ -192,7 +205,9 @@ class Questions:
     ) -> Question:
         """Raise a question (shape already checked) and tell the operators. Raises
         `QuestionError` (`QUESTION_ID_IN_USE`), `QuestionsFull`. Not a checkpoint."""
-        if question_id is not None and self.get(question_id) is not None:
+        if question_id is not None and (
+            self.get(question_id) is not None or self._elsewhere(question_id)
+        ):
             raise QuestionError("QUESTION_ID_IN_USE", f"question '{question_id}' already exists")
         if len(self._pending) >= MAX_PENDING:
             raise QuestionsFull(f"{MAX_PENDING} questions are pending already")
@@ -213,8 +228,16 @@ class Questions:
         targets = self.operators()
         if targets:
             self._hub.send_to(targets, REQUESTED, question.record())
+        if self.peers is not None:
+            self.peers.raised(KIND, question.view())
         self._changed.set()
         return question
+
+    def _elsewhere(self, question_id: str) -> bool:
+        """Whether a question `question_id` is pending on another node of the cluster."""
+        if self.peers is None:
+            return False
+        return any(v.get("id") == question_id for v in self.peers.pending_elsewhere(KIND))
 
     def pending_for_session(self, session_key: str) -> bool:
         """`runtime.tools.QuestionDesk`: a run of `session_key` has a question pending."""
@@ -244,7 +267,7 @@ class Questions:
         try:
             await self.settle(question)
         except trio.Cancelled:
-            self._end(question, "cancelled")
+            self._end(question, "cancelled", REQUESTER_INACTIVE)
             raise
         if question.status == "answered":
             return AskOutcome("answered", question.answers)
@@ -317,6 +340,8 @@ class Questions:
         targets = self.operators()
         if targets:
             self._hub.send_to(targets, RESOLVED, question.resolved_event())
+        if self.peers is not None:
+            self.peers.ended(KIND, question.id, question.resolved_event())
         self._changed.set()
 
     # --- reading -----------------------------------------------------------------------------
@@ -340,6 +365,21 @@ class Questions:
         for question in [q for q in self._pending.values() if q.deadline <= now]:
             self._end(question, "expired")
         return sorted(self._pending.values(), key=lambda q: (q.created_at_ms, q.id))
+
+    def records(self) -> list[dict[str, Any]]:
+        """The records of the pending questions, this gateway's and (in a cluster) the
+        other nodes', oldest first. Not a checkpoint."""
+        views = [q.record() for q in self.pending()]
+        if self.peers is not None:
+            views += self.peers.pending_elsewhere(KIND)
+        return sorted(views, key=lambda v: (v.get("createdAtMs", 0), str(v.get("id"))))
+
+    def notify(self, event: str, payload: dict[str, Any]) -> None:
+        """Send another node's question event to this gateway's operators. Not a
+        checkpoint."""
+        targets = self.operators()
+        if targets:
+            self._hub.send_to(targets, event, payload)
 
     def statistics(self) -> QuestionStatistics:
         c = self._counts

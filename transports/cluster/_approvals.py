@@ -1,6 +1,9 @@
-"""Approvals across a cluster's nodes: an approval raised on one node (a run's exec or plugin
-approval, or a client's request) is shown to the operators of every node and answered
-through any of them (`ClusterApprovals`, the approvals' `actors.ApprovalPeers`).
+"""Approvals, questions and progress cards across a cluster's nodes: an approval raised on
+one node (a run's exec or plugin approval, or a client's request) or a question (a run's
+`ask_user`, or a client's `question.request`) is shown to the operators of every node and
+answered through any of them (`ClusterApprovals`, the approvals' `actors.ApprovalPeers` and
+the questions' `actors.approvals.DeskPeers`); a progress card written on one node is kept by every
+node (the cards' `actors.operator.CardPeers`).
 
 - **Who can answer.** Each node tells the others how many operators who may answer
   (`operator.approvals`) are connected to it (a `{"approvers": n}` notice when the count
@@ -16,6 +19,20 @@ through any of them (`ClusterApprovals`, the approvals' `actors.ApprovalPeers`).
   `approval.resolve`, `*.waitDecision` and `*.get` for an approval pending on another node
   to that node (`owner`: `Router.target` gives `("node", id)`), which answers as if the
   operator were its own (first answer wins there).
+
+- **Questions** go the same way as approvals (kind `question`: `question.requested` /
+  `resolved` to each node's operators holding `operator.questions`, `question.list` adds
+  the other nodes' pending ones, `question.resolve` / `waitAnswer` / `get` go to the node
+  holding the question, also for 15 s after it ended, as long as that node keeps it to
+  answer a late call: `question '<id>' is already <status>` there, as OpenClaw's). A
+  question raised with an id pending on another node is `QUESTION_ID_IN_USE`. A question
+  is not stored: when its node is gone, it is gone (each node tells its operators
+  `question.resolved` `cancelled`, as OpenClaw cancels a question whose run is gone, and
+  answering it is `question '<id>' was not found`).
+- **Progress cards.** Every write and forget of a card is told to every node (`{"card":
+  ...}`), which keeps the copy and sends `progressCard.changed` to its own operators; a
+  node that joins is told every card kept here (`{"cards": [...]}`, `CARDS_PER_NOTE` a
+  notice). `progressCard.put` and `get` are routed to the session's owner (`_route`).
 
 Ended approvals are in the store the nodes share (`actors.ApprovalRecords`), so
 `approval.get` and `approval.history` read them on any node, and a resolve repeated after
@@ -35,10 +52,10 @@ from typing import Any, Final, Protocol
 
 import trio
 
-from actors import ActorError, ExecApprovals, PluginApprovals
+from actors import ActorError, ExecApprovals, PluginApprovals, ProgressCards, Questions
 from runtime.loop import APPROVAL_DECISIONS, ApprovalDecision
 
-__all__ = ["APPROVAL_METHODS", "ClusterApprovals"]
+__all__ = ["APPROVAL_METHODS", "DESK_METHODS", "QUESTION_METHODS", "ClusterApprovals"]
 
 APPROVAL_METHODS: Final = frozenset(
     {
@@ -51,17 +68,33 @@ APPROVAL_METHODS: Final = frozenset(
         "approval.get",
     }
 )
+QUESTION_METHODS: Final = frozenset({"question.resolve", "question.waitAnswer", "question.get"})
+DESK_METHODS: Final = APPROVAL_METHODS | QUESTION_METHODS
+"""What the router sends to the node holding the approval or question its `id` names."""
 log = logging.getLogger("clawlane.cluster")
 
 MAX_REMOTE: Final = 4096
 CHECK_S: Final = 0.2
 RETELL_S: Final = 5.0
+ENDED_GRACE_S: Final = 15.0
+"""How long a question's node answers for it after it ended (`actors.Questions`')."""
+CARDS_PER_NOTE: Final = 64
 _EVENTS: Final = {
     ("exec", "requested"): "exec.approval.requested",
     ("exec", "resolved"): "exec.approval.resolved",
     ("plugin", "requested"): "plugin.approval.requested",
     ("plugin", "resolved"): "plugin.approval.resolved",
+    ("question", "requested"): "question.requested",
+    ("question", "resolved"): "question.resolved",
 }
+
+Desk = PluginApprovals | Questions
+Key = tuple[str, str]
+"""An item of another node: (`approval` or `question`, its id)."""
+
+
+def _family(kind: str) -> str:
+    return "question" if kind == "question" else "approval"
 
 
 class _Router(Protocol):
@@ -78,13 +111,25 @@ class _Router(Protocol):
 class ClusterApprovals:
     """This node's side of the cluster's approvals (see the module docstring)."""
 
-    def __init__(self, registries: dict[str, PluginApprovals], router: _Router) -> None:
+    def __init__(
+        self,
+        registries: dict[str, Desk],
+        router: _Router,
+        *,
+        cards: ProgressCards | None = None,
+        clock: Callable[[], float] = trio.current_time,
+    ) -> None:
         self.registries = registries
         self.router = router
-        self._pending: collections.OrderedDict[str, tuple[str, str, dict[str, Any]]] = (
+        self.cards = cards
+        self._clock = clock
+        self._pending: collections.OrderedDict[Key, tuple[str, str, dict[str, Any]]] = (
             collections.OrderedDict()
         )
-        """Approvals pending on other nodes: id -> (node, kind, view)."""
+        """Approvals and questions pending on other nodes: (family, id) -> (node, kind,
+        view)."""
+        self._ended: collections.OrderedDict[Key, tuple[str, float]] = collections.OrderedDict()
+        """Questions that ended on other nodes: (family, id) -> (node, when it ended here)."""
         self._approvers: dict[str, int] = {}
         self._told = -1
         self._greeted: set[str] = set()
@@ -94,19 +139,23 @@ class ClusterApprovals:
     def attach(cls, gateway: Any, router: _Router) -> ClusterApprovals:
         """The node's approvals (its exec desk and its plugin approvals) joined to the
         cluster through `router`. Not a checkpoint."""
-        registries: dict[str, PluginApprovals] = {"plugin": gateway.approvals}
+        registries: dict[str, Desk] = {"plugin": gateway.approvals}
         desk = gateway.actors.supervisor.services.exec_approver
         if isinstance(desk, ExecApprovals):
             registries["exec"] = desk
-        joined = cls(registries, router)
+        registries["question"] = gateway.questions
+        joined = cls(registries, router, cards=gateway.cards)
         for registry in registries.values():
             registry.peers = joined
+        gateway.cards.peers = joined
         return joined
 
     def detach(self) -> None:
         for registry in self.registries.values():
             if registry.peers is self:
                 registry.peers = None
+        if self.cards is not None and self.cards.peers is self:
+            self.cards.peers = None
 
     # --- actors.ApprovalPeers ---------------------------------------------------------------
 
@@ -129,11 +178,14 @@ class ClusterApprovals:
         others = self._others()
         return [view for node, k, view in self._pending.values() if k == kind and node in others]
 
+    def card_changed(self, slot: dict[str, Any]) -> None:
+        self.router.tell_all({"card": slot})
+
     def resolve_elsewhere(
         self, kind: str, approval_id: str, decision: ApprovalDecision, resolved_by: str | None
     ) -> bool:
         owner = self.owner(approval_id)
-        found = self._pending.get(approval_id.strip())
+        found = self._pending.get(("approval", approval_id.strip()))
         if owner is None or found is None or found[1] != kind:
             return False
         note = {"approval": "resolve", "kind": kind, "id": found[2].get("id")}
@@ -144,7 +196,7 @@ class ClusterApprovals:
         """Another node's `/approve` of an approval pending here."""
         registry = self.registries.get(str(note.get("kind")))
         decision = note.get("decision")
-        if registry is None or decision not in APPROVAL_DECISIONS:
+        if not isinstance(registry, PluginApprovals) or decision not in APPROVAL_DECISIONS:
             return
         by = note.get("resolvedBy")
         try:
@@ -159,14 +211,28 @@ class ClusterApprovals:
 
     # --- what the router asks ----------------------------------------------------------------
 
-    def owner(self, approval_id: object) -> str | None:
-        """The node an approval is pending on, when it is another live node."""
-        if not isinstance(approval_id, str):
+    def owner(self, item_id: object, family: str = "approval") -> str | None:
+        """The node an approval (or a question) is pending on, when it is another live
+        node; for a question, also one that ended there in the last `ENDED_GRACE_S`."""
+        if not isinstance(item_id, str):
             return None
-        found = self._pending.get(approval_id.strip())
-        if found is None or found[0] not in self._others():
-            return None
-        return found[0]
+        key = (family, item_id.strip() if family == "approval" else item_id)
+        found = self._pending.get(key)
+        node = found[0] if found is not None else None
+        if node is None and key in self._ended:
+            ended_node, at = self._ended[key]
+            node = ended_node if at + ENDED_GRACE_S > self._clock() else None
+        return node if node in self._others() else None
+
+    def route(self, method: str, params: dict[str, Any]) -> str | None:
+        """The node a `DESK_METHODS` request goes to (None: this one answers)."""
+        item_id = params.get("id")
+        if method not in QUESTION_METHODS:
+            return self.owner(item_id)
+        here = self.registries.get("question")
+        if isinstance(item_id, str) and here is not None and here.get(item_id) is not None:
+            return None  # a question of this node's (its ids are the clients' to choose)
+        return self.owner(item_id, "question")
 
     def on_note(self, note: dict[str, Any]) -> bool:
         """Take another node's approval notice; False when `note` is not one."""
@@ -174,6 +240,9 @@ class ClusterApprovals:
         if "approvers" in note:
             count = note["approvers"]
             self._approvers[node] = count if isinstance(count, int) else 0
+            return True
+        if "card" in note or "cards" in note:
+            self._take_cards(note)
             return True
         what, kind = note.get("approval"), note.get("kind")
         if what == "resolve":
@@ -184,32 +253,68 @@ class ClusterApprovals:
         registry = self.registries.get(str(kind))
         if event is None or registry is None or not isinstance(payload, dict):
             return "approval" in note
-        approval_id = str(payload.get("id"))
+        key = (_family(str(kind)), str(payload.get("id")))
         if what == "requested":
-            if approval_id in self._pending:
+            if key in self._pending:
                 return True  # told twice (raised, then greeted): shown once
-            self._pending[approval_id] = (node, str(kind), payload)
+            self._pending[key] = (node, str(kind), payload)
             while len(self._pending) > MAX_REMOTE:
                 self._pending.popitem(last=False)
         else:
-            self._pending.pop(approval_id, None)
+            self._pending.pop(key, None)
+            if kind == "question":  # its node still answers for it a while
+                self._ended[key] = (node, self._clock())
+                self._forget_ended()
         registry.notify(event, payload)
         return True
+
+    def _forget_ended(self) -> None:
+        horizon = self._clock() - ENDED_GRACE_S
+        ended = self._ended
+        while ended and (len(ended) > MAX_REMOTE or next(iter(ended.values()))[1] <= horizon):
+            ended.popitem(last=False)
+
+    def _take_cards(self, note: dict[str, Any]) -> None:
+        """Another node's card write (`card`), or the cards it keeps (`cards`: greeting)."""
+        if self.cards is None:
+            return
+        if isinstance(note.get("card"), dict):
+            self.cards.take(note["card"])
+        for slot in note.get("cards") or ():
+            if isinstance(slot, dict):
+                self.cards.take(slot, tell=False)
+
+    def _gone(self, nodes: set[str]) -> None:
+        """Forget the questions pending on `nodes` (gone), telling this node's operators
+        they ended `cancelled` (their runs are gone with their node)."""
+        questions = self.registries.get("question")
+        for key, (node, kind, _view) in list(self._pending.items()):
+            if node in nodes and kind == "question":
+                del self._pending[key]
+                if questions is not None:
+                    questions.notify("question.resolved", {"id": key[1], "status": "cancelled"})
 
     # --- telling the others how many can answer here -----------------------------------------
 
     def _local_approvers(self) -> int:
-        registry = next(iter(self.registries.values()))
+        registry = self.registries["plugin"]
+        assert isinstance(registry, PluginApprovals)
         return len(registry.approvers())
 
     def _greet(self) -> None:
-        """Tell each node alive since the last look the approvals pending here."""
+        """Tell each node alive since the last look the approvals and questions pending
+        here and the cards kept here; forget the questions of the nodes gone."""
         others = self._others()
         for node in others - self._greeted:
             for kind, registry in self.registries.items():
-                for approval in registry.pending():
-                    note = {"approval": "requested", "kind": kind, "payload": approval.view()}
+                for item in registry.pending():
+                    note = {"approval": "requested", "kind": kind, "payload": item.view()}
                     self.router.tell(node, note)
+            slots = self.cards.slots() if self.cards is not None else []
+            for start in range(0, len(slots), CARDS_PER_NOTE):
+                self.router.tell(node, {"cards": slots[start : start + CARDS_PER_NOTE]})
+        if self._greeted - others:
+            self._gone(self._greeted - others)
         self._greeted = others
 
     async def run(self, *, clock: Callable[[], float] = trio.current_time) -> None:

@@ -35,10 +35,10 @@ through `Router.handle` instead of straight to the method table:
   `agent.wait` `error`); its leases expire; its runs are the reaper's (`_cluster_claims`).
 
 What concerns every node's connections (a device's pairing events, its removal or revoked
-token closing its connections) goes to every node as a notice (`tell_all`). An approval
-pending on another node is answered there: its resolve, wait and get go to that node
-(`("node", id)` targets, `_approvals`). Redis failing
-answers `UNAVAILABLE` (retryable) for what needs it; the router recovers by itself.
+token closing its connections) goes to every node as a notice (`tell_all`). An approval or
+a question pending on another node is answered there: its resolve, wait and get go to that
+node (`("node", id)` targets, `_approvals`, which also keeps every node's progress cards).
+Redis failing answers `UNAVAILABLE` (retryable); the router recovers by itself.
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ from runtime import telemetry
 from runtime.protocol import GatewayError, RequestFrame
 from runtime.sessions import SessionKeyError
 
-from ._approvals import APPROVAL_METHODS, ClusterApprovals
+from ._approvals import DESK_METHODS, ClusterApprovals
 from ._claims import ClaimBatch, FinalsBudget, Reaper, recall, without_payloads
 from ._leases import SessionLeases
 from ._outcomes import answer_gone, lost_answer, wait_deadline
@@ -102,11 +102,11 @@ SESSION_METHODS: Final = {
     **dict.fromkeys(("sessions.branches.switch", "sessions.rewind", "sessions.fork"), "sessionKey"),
     **dict.fromkeys(("sessions.send", "sessions.steer", "sessions.abort"), "key"),
     **dict.fromkeys(("sessions.reset", "sessions.patch", "sessions.compact"), "key"),
-    **dict.fromkeys(("sessions.delete", "sessions.create"), "key"),
+    **dict.fromkeys(("sessions.delete", "sessions.create", "sessions.move"), "key"),
     **dict.fromkeys(("sessions.get", "sessions.describe", "sessions.systemPrompt"), "key"),
+    **dict.fromkeys(("progressCard.get", "progressCard.put"), "sessionKey"),
     # the owner's workspace holds what its runs read and wrote
     **dict.fromkeys(("sessions.files.list", "sessions.files.get", "sessions.diff"), "sessionKey"),
-    "sessions.move": "key",
 }
 """Methods that act on a session, and the param naming it (reads too: the owner's
 actor is the fresh one, a copy on another node would go stale)."""
@@ -121,7 +121,7 @@ REFUSED: Final = b"refused"
 """A claim's final when its run was not accepted: the key may be tried again."""
 
 Target = tuple[str, str]
-"""`("session", key)`, `("run", run id)` or `("job", "cron")` (the `cron.*` methods)."""
+"""`("session", key)`, `("run", run id)`, `("job", "cron")` (`cron.*`) or `("node", id)`."""
 
 _note_decoder = msgspec.json.Decoder(ClaimNote)
 
@@ -186,8 +186,8 @@ class Router:
         params = frame.params
         if not isinstance(params, dict):
             return None
-        if frame.method in APPROVAL_METHODS:  # pending on another node: answered there
-            owner = self.approvals.owner(params.get("id")) if self.approvals else None
+        if frame.method in DESK_METHODS:  # pending on another node: answered there
+            owner = self.approvals.route(frame.method, params) if self.approvals else None
             return ("node", owner) if owner is not None else None
         name = SESSION_METHODS.get(frame.method)
         if frame.method == "sessions.create" and params.get("key") is None:

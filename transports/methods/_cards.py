@@ -14,6 +14,10 @@ and the session hovercard):
 
 `sessionKey` is made canonical (`main` is `agent:<default>:main`); an `agentId` that is
 unknown or not the session's owner is `INVALID_REQUEST`.
+
+In a cluster both are served by the node that owns the session (the router sends them
+there), and every node keeps every card and tells its own operators `progressCard.changed`
+(`transports.cluster`).
 """
 
 from __future__ import annotations

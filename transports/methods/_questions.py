@@ -19,7 +19,13 @@ gateway's `actors.Questions`: what OpenClaw's TUI and Control UI call to show an
   `{questions: [...]}`, oldest first.
 
 Unknown ids (or ended more than 15 s ago) are `question '<id>' was not found`
-(`details.reason: QUESTION_NOT_FOUND`), as OpenClaw answers.
+(`details.reason: QUESTION_NOT_FOUND`), as OpenClaw answers; a question whose run ended is
+cancelled (`resolvedBy: requester-inactive`), so answering it is `question '<id>' is already
+cancelled` until then.
+
+In a cluster `question.list` lists every node's pending questions, and the router sends
+`question.resolve`, `question.waitAnswer` and `question.get` for a question of another node
+to that node (`transports.cluster`), whose answer is the one given here.
 """
 
 from __future__ import annotations
@@ -168,4 +174,4 @@ async def question_get(call: Call, params: QuestionGetParams) -> dict[str, Any]:
 
 async def question_list(call: Call, params: QuestionListParams) -> dict[str, Any]:
     await trio.lowlevel.checkpoint()
-    return {"questions": [q.record() for q in call.gateway.actors.questions.pending()]}
+    return {"questions": call.gateway.actors.questions.records()}
