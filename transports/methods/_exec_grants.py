@@ -31,7 +31,7 @@ _DEFAULT_LIMIT: Final = 200
 class GrantsListParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """`ExecApprovalGrantsListParams`."""
 
-    limit: Annotated[int, msgspec.Meta(ge=1, le=500)] | None = None
+    limit: Annotated[int, msgspec.Meta(ge=1, le=500)] | msgspec.UnsetType = msgspec.UNSET
 
 
 class GrantsRevokeParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -56,7 +56,8 @@ async def grants_list(call: Call, params: GrantsListParams) -> dict[str, Any]:
     if grants is None:
         return {"grants": []}
     try:
-        return {"grants": await grants.view(params.limit or _DEFAULT_LIMIT)}
+        limit = params.limit if isinstance(params.limit, int) else _DEFAULT_LIMIT
+        return {"grants": await grants.view(limit)}
     except StoreError as exc:
         raise store_unavailable(exc) from exc
 
