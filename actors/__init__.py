@@ -106,6 +106,7 @@ from ._session_tools import adopt_subagents as adopt_subagents
 from ._session_tools import open_gateway_supervisor as open_gateway_supervisor
 from ._session_tools import open_session_tools as open_session_tools
 from ._session_tools import stop_subagents as stop_subagents
+from ._supervisor import HeartbeatControl as HeartbeatControl
 from ._supervisor import RunInFlight as RunInFlight
 from ._supervisor import RunRefused as RunRefused
 from ._supervisor import ShuttingDown as ShuttingDown
@@ -278,6 +279,7 @@ __all__ = [
     "FiringLease",
     "GatewaySessions",
     "Generations",
+    "HeartbeatControl",
     "Heartbeats",
     "HeldLease",
     "HistogramSnapshot",

@@ -41,7 +41,7 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, KeysView
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import attrs
 import trio
@@ -55,7 +55,6 @@ from runtime.sessions import SessionRow, resolve_session_key
 from runtime.tools import Job, ProcessRegistry, exec_event_prompt, open_process_registry
 
 from ._errors import ActorError, StoreError
-from .heartbeat import Heartbeats
 from .runs import (
     AuditRecorder,
     ChatFlusher,
@@ -112,6 +111,18 @@ class RunInFlight(RunRefused):
 
 class ShuttingDown(RunRefused):
     """The gateway is shutting down: no new runs."""
+
+
+class HeartbeatControl(Protocol):
+    """What the supervisor holds of the agents' heartbeats, for the methods and the tools
+    that reach them through it: `actors.heartbeat.Heartbeats`, a floor above this one."""
+
+    last_event: dict[str, Any] | None
+
+    def set_enabled(self, enabled: bool) -> None: ...
+    def session_for(self, agent_id: str) -> str: ...
+    def enqueue(self, session_key: str, text: str) -> None: ...
+    def wake_now(self, agent_id: str, reason: str, session_key: str | None = None) -> None: ...
 
 
 @attrs.frozen
@@ -226,7 +237,7 @@ class Supervisor:
         self.counters = SessionCounters()
         self.audit: AuditRecorder | None = None
         """The runs' audit log (`actors.runs.AuditRecorder`), set by `open_supervisor`."""
-        self.heartbeats: Heartbeats | None = None
+        self.heartbeats: HeartbeatControl | None = None
         """The agents' heartbeats (`actors.heartbeat.open_heartbeats` sets them while open)."""
         self.processes: ProcessRegistry | None = None
         """The background commands' registry (`use_processes`); None: exec in the foreground."""

@@ -34,6 +34,7 @@ _RUNTIME_BELOW_AGENT: Final = frozenset(
         "runtime.loop",
         "runtime.model",
         "runtime.memory",
+        "runtime.heartbeat",
     }
 )
 
@@ -66,13 +67,16 @@ FLOORS: Final[dict[str, frozenset[str]]] = {
     "runtime.users": frozenset({"runtime.devices"}),
     "runtime.cron": frozenset(),
     "runtime.memory": frozenset({"runtime.tools"}),
+    "runtime.heartbeat": frozenset(
+        {"runtime.llm", "runtime.sessions", "runtime.tools", "runtime.model"}
+    ),
     "runtime.usage": frozenset({"runtime.llm", "runtime.model"}),
     # actors: state owners
     "actors._errors": frozenset(),
     "actors._metrics": frozenset(),
     "actors.cluster": frozenset({"actors._errors"}),
     "actors.store": frozenset({"actors._errors", "actors._metrics"}),
-    "actors.runs": frozenset({"actors._errors", "actors._metrics"}),
+    "actors.runs": frozenset({"actors._errors", "actors._metrics", "actors.store"}),
     "actors.approvals": frozenset({"actors._errors", "actors.runs"}),
     "actors.operator": frozenset({"actors._errors", "actors.runs", "actors.approvals"}),
     "actors.session": frozenset(
@@ -105,17 +109,22 @@ FLOORS: Final[dict[str, frozenset[str]]] = {
             "actors._admission",
         }
     ),
-    "actors._subagent_tasks": frozenset({"actors._errors", "actors.runs"}),
+    "actors._subagent_tasks": frozenset({"actors._errors", "actors.store", "actors.runs"}),
     "actors._session_visibility": frozenset({"actors._errors"}),
     "actors._subagents": frozenset(
         {
             "actors._errors",
+            "actors.store",
+            "actors._recovery",
             "actors._subagent_tasks",
             "actors.runs",
             "actors.session",
             "actors._supervisor",
             "actors._admission",
         }
+    ),
+    "actors.heartbeat": frozenset(
+        {"actors._errors", "actors.runs", "actors.session", "actors._supervisor"}
     ),
     "actors._session_tools": frozenset(
         {
@@ -125,11 +134,14 @@ FLOORS: Final[dict[str, frozenset[str]]] = {
             "actors._session_visibility",
             "actors._subagent_tasks",
             "actors._subagents",
+            "actors._recovery",
+            "actors.heartbeat",
         }
     ),
     "actors.cron": frozenset(
         {
             "actors._errors",
+            "actors.approvals",
             "actors.cluster",
             "actors.store",
             "actors.runs",
@@ -144,7 +156,7 @@ FLOORS: Final[dict[str, frozenset[str]]] = {
     "transports.client": frozenset({"transports._errors"}),
     "transports.access": frozenset({"transports._errors"}),
     "transports.methods": frozenset({"transports.access", "transports.websocket"}),
-    "transports.cluster": frozenset({"transports._errors"}),
+    "transports.cluster": frozenset({"transports._errors", "transports.methods"}),
     "transports.http": frozenset(
         {"transports._errors", "transports.access", "transports.cluster", "transports.methods"}
     ),

@@ -33,8 +33,7 @@ import attrs
 import trio
 
 from .._errors import StoreError
-from ..store import Store
-from ..store._audit import AuditTable
+from ..store import AuditTable, Store
 
 __all__ = ["QUEUE_MAX", "AuditRecorder", "AuditStatistics", "audit_row"]
 

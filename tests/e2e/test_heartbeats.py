@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 import trio
 
+from actors import Heartbeats
 from runtime.heartbeat import HEARTBEAT_PROMPT
 from runtime.model._generation import build_generation
 from tests.conftest import local_config, open_client, running_gateway
@@ -169,7 +170,7 @@ async def test_an_effectively_empty_heartbeat_md_skips_the_run(tmp_path: Path) -
             ws = await gw.supervisor.workspace_for("main", None)
             (ws / "HEARTBEAT.md").write_text("# Heartbeat\n\n<!-- nothing yet -->\n- [ ]\n")
             beats = gw.supervisor.heartbeats
-            assert beats is not None
+            assert isinstance(beats, Heartbeats)
             event = await beats.run_heartbeat("main", reason="interval")
             assert event["status"] == "skipped" and event["reason"] == "empty-heartbeat-file"
             assert (await _event(w, 1)) == event
@@ -235,7 +236,7 @@ async def test_next_heartbeat_mode_waits_for_the_next_turn(tmp_path: Path) -> No
             answer = await client.request("wake", {"mode": "next-heartbeat", "text": "later"})
             assert answer == {"ok": True}
             beats = gw.supervisor.heartbeats
-            assert beats is not None and beats.runs == 0
+            assert isinstance(beats, Heartbeats) and beats.runs == 0
             assert [e for e, _p, _s in w.events if e == "heartbeat"] == []
             final = await client.request(
                 "agent",
@@ -371,7 +372,7 @@ async def test_openclaws_system_cli_drives_heartbeats(tmp_path: Path) -> None:
             off = await cli("system", "heartbeat", "disable", "--json")
             assert off == {"ok": True, "enabled": False}
             beats = gw.supervisor.heartbeats
-            assert beats is not None and beats.enabled is False
+            assert isinstance(beats, Heartbeats) and beats.enabled is False
 
 
 async def test_an_isolated_heartbeat_runs_in_a_fresh_session_each_time(tmp_path: Path) -> None:

@@ -28,7 +28,7 @@ from typing import Any, Literal
 import msgspec
 import trio
 
-from actors import Heartbeats
+from actors import HeartbeatControl
 from runtime.heartbeat import heartbeat_agents
 from runtime.protocol import UNAVAILABLE, GatewayError, invalid_request
 
@@ -78,7 +78,7 @@ def register(methods: MethodTable) -> None:
     methods.add("system-event", system_event, SystemEventParams, scope="operator.admin")
 
 
-def _beats(call: Call) -> Heartbeats:
+def _beats(call: Call) -> HeartbeatControl:
     beats = call.gateway.actors.supervisor.heartbeats
     if beats is None:
         raise GatewayError(UNAVAILABLE, "heartbeats are not running")

@@ -224,20 +224,11 @@ def durability_view(gw: Host) -> dict[str, Any]:
     }
 
 
-async def status_view(gw: Host, *, cli_projection: bool = False) -> dict[str, Any]:
-    """The `status` result. A checkpoint."""
+def _heartbeat_view(gw: Host) -> dict[str, Any]:
+    """`status`'s heartbeat settings per agent, its channels (none) and the system events
+    waiting for each agent's main session."""
     gen = gw.actors.supervisor.generation
-    counts, recent = await _session_counts(gw)
-    path = str(gw.actors.supervisor.store.path)  # the SQLite file, or the PostgreSQL server
-    default = gen.agent(None)
-    default_ref = gen.aliases.get(default.primary, default.primary)
-    window = next(
-        (e.contextWindow for e in gen.catalog if f"{e.provider}/{e.id}" == default_ref), None
-    )
-    memory = _proc.memory_info()
-    active = gw.actors.registry.statistics().active_runs
-    view: dict[str, Any] = {
-        "runtimeVersion": gw.process.version,
+    return {
         "heartbeat": {
             "defaultAgentId": gen.default_agent,
             "agents": [
@@ -255,6 +246,24 @@ async def status_view(gw: Host, *, cli_projection: bool = False) -> dict[str, An
             for a in gen.agents
             for e in gw.actors.supervisor.services.system_events.peek(f"agent:{a}:main")
         ],
+    }
+
+
+async def status_view(gw: Host, *, cli_projection: bool = False) -> dict[str, Any]:
+    """The `status` result. A checkpoint."""
+    gen = gw.actors.supervisor.generation
+    counts, recent = await _session_counts(gw)
+    path = str(gw.actors.supervisor.store.path)  # the SQLite file, or the PostgreSQL server
+    default = gen.agent(None)
+    default_ref = gen.aliases.get(default.primary, default.primary)
+    window = next(
+        (e.contextWindow for e in gen.catalog if f"{e.provider}/{e.id}" == default_ref), None
+    )
+    memory = _proc.memory_info()
+    active = gw.actors.registry.statistics().active_runs
+    view: dict[str, Any] = {
+        "runtimeVersion": gw.process.version,
+        **_heartbeat_view(gw),
         "tasks": {
             "total": active,
             "active": active,
