@@ -20,7 +20,8 @@ roles: `actors` (`Actors`: what runs), `trust` (`Trust`: who may do what) and `p
   `sessions.fork`, `sessions.branches.list/switch`), `_previews` (`sessions.preview`),
   `_session_search` (`sessions.search`: full text over the transcripts, the store's
   index), `_session_bulk` (`sessions.patchMany`, `sessions.cleanup`), `_session_groups`
-  (`sessions.groups.*`: the sidebar's groups, a session's `category`), `_session_placement`
+  (`sessions.groups.*`: the sidebar's groups, a session's `category`), with `_owners`
+  (in a cluster each session's part done by its owner, `Call.router`), `_session_placement`
   (`sessions.move`), `_session_files` (`sessions.files.list/get`: what a session touched,
   its workspace, confined), `_session_diff` (`sessions.diff`: the workspace checkout's
   changes, by git), `_diagnostics`

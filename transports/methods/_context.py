@@ -18,9 +18,11 @@ through its `Call` (`call.gateway`, `call.conn`).
   boot, state dir and config path, listeners, connections, the dashboard sampler, the
   clock, presence and the cluster's view). The `Gateway` is all three, each seen only
   through its role's Protocol.
-- `Call`: one request as its handler sees it: the two above, the frame, its cancel scope
-  and its place in its session's submission order; `MethodTable`: where a method module
-  adds its handlers (`_table.Methods`).
+- `Forwarder`: the cluster's router as the methods see it (`_routing`), when the gateway
+  is a node of one.
+- `Call`: one request as its handler sees it: the two above, the frame, its cancel scope,
+  its place in its session's submission order and the router; `MethodTable`: where a
+  method module adds its handlers (`_table.Methods`).
 
 Everything here is read in the trio thread; nothing is a checkpoint.
 """
@@ -62,6 +64,7 @@ __all__ = [
     "Cancellable",
     "Client",
     "Connected",
+    "Forwarder",
     "Handler",
     "Host",
     "MethodTable",
@@ -230,6 +233,30 @@ class Host(Protocol):
     def process(self) -> Process: ...
 
 
+class Forwarder(Protocol):
+    """The cluster's router as the method table uses it (`transports.cluster.Router`)."""
+
+    def target(self, frame: RequestFrame) -> Any:
+        """What the request concerns, when the router must take it; None otherwise."""
+        ...
+
+    def reserve(self, target: Any, method: str) -> Ticket | None:
+        """The request's place in its session's order (runs of a session only)."""
+        ...
+
+    async def handle(
+        self,
+        conn: Client,
+        frame: RequestFrame,
+        scope: trio.CancelScope,
+        ticket: Ticket | None,
+        target: Any,
+    ) -> None:
+        """Serve the request here or on the node that owns its target. Never raises but
+        `Cancelled`; the caller releases `ticket`."""
+        ...
+
+
 @attrs.define(eq=False)
 class Call:
     """One request as its handler sees it (`_table.Methods.call` makes it)."""
@@ -242,6 +269,9 @@ class Call:
     """The request's place in its session's submission order, taken by the reader
     (`actors.runs._order`; runs of `agent`, `chat.send`, `sessions.send`); released when the
     handler returns."""
+    router: Forwarder | None = None
+    """The cluster's router when the gateway is a node of one (`_owners`: one session's
+    part of a many-session method goes to that session's owner)."""
 
     @property
     def id(self) -> str:

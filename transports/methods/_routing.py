@@ -20,41 +20,15 @@ node of a cluster).
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any
 
 import attrs
-import trio
 
 from actors import Ticket
-from runtime.protocol import RequestFrame
 
-from ._context import Client
+from ._context import Forwarder as Forwarder
 
 __all__ = ["Forwarder", "Route"]
-
-
-class Forwarder(Protocol):
-    """The cluster's router as the method table uses it (`transports.cluster.Router`)."""
-
-    def target(self, frame: RequestFrame) -> Any:
-        """What the request concerns, when the router must take it; None otherwise."""
-        ...
-
-    def reserve(self, target: Any, method: str) -> Ticket | None:
-        """The request's place in its session's order (runs of a session only)."""
-        ...
-
-    async def handle(
-        self,
-        conn: Client,
-        frame: RequestFrame,
-        scope: trio.CancelScope,
-        ticket: Ticket | None,
-        target: Any,
-    ) -> None:
-        """Serve the request here or on the node that owns its target. Never raises but
-        `Cancelled`; the caller releases `ticket`."""
-        ...
 
 
 @attrs.define(eq=False, slots=True)

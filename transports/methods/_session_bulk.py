@@ -21,10 +21,15 @@ do it: `sessions.patchMany` and `sessions.cleanup`.
   agent's or `agent`'s), or `{allAgents: true, mode, dryRun: false, stores}`. clawlane
   archives nothing (`archived`, `capArchived` 0), keeps no session artifacts on disk
   (`unreferencedArtifacts` empty) and has no disk budget (`diskBudget` null).
+
+In a cluster each session's change is made by the node that owns it (`_owners`): a target's
+patch is its `sessions.patch` there, a pruned session its `sessions.delete` there (kept when
+a run is going on it: that node's runs are not seen here).
 """
 
 from __future__ import annotations
 
+import functools
 import re
 import time
 from typing import Annotated, Any, Final, Literal
@@ -44,6 +49,7 @@ from runtime.protocol import (
 from runtime.sessions import DEFAULT_MAIN_KEY, SessionRow
 
 from ._context import Call, MethodTable
+from ._owners import on_owner
 from ._sessions import SessionsPatchParamsX, sessions_delete, sessions_patch
 from ._submit import changed, key_of
 
@@ -165,8 +171,10 @@ async def _patch_one(
             raise invalid_request(
                 f"session {key} changed: expected sessionId {expected}, found {found}"
             )
-    params = msgspec.convert({"key": key, **patch}, SessionsPatchParamsX)
-    return await sessions_patch(call, params)
+    raw = {"key": key, **patch}
+    params = msgspec.convert(raw, SessionsPatchParamsX)
+    local = functools.partial(sessions_patch, call, params)
+    return await on_owner(call, "sessions.patch", raw, local)
 
 
 async def patch_many(call: Call, params: SessionsPatchManyParams) -> dict[str, Any]:
@@ -254,6 +262,13 @@ def _plan(
     return why
 
 
+async def _delete_idle(call: Call, key: str) -> dict[str, Any]:
+    """Delete session `key` unless a run is going on it: by its owner in a cluster (whose
+    runs this node does not see)."""
+    local = functools.partial(sessions_delete, call, SessionsDeleteParams(key=key))
+    return await on_owner(call, "sessions.delete", {"key": key, "ifIdle": True}, local)
+
+
 async def _clean_agent(
     call: Call, agent_id: str, params: SessionsCleanupParams, active: str | None
 ) -> dict[str, Any]:
@@ -284,7 +299,7 @@ async def _clean_agent(
     )
     for key, reason in plan.items():
         try:
-            result = await sessions_delete(call, SessionsDeleteParams(key=key))
+            result = await _delete_idle(call, key)
         except GatewayError:
             continue  # gone meanwhile, or refused: left as it is
         if result.get("deleted"):

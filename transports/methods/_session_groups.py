@@ -20,11 +20,13 @@ the `category`.
 Writes answer `{ok: true, groups, sectionOrder}` (rename and delete add `updatedSessions`;
 update answers `{ok: true, defaults}`) and send `sessions.changed` (reason `groups`). An
 unknown group is `INVALID_REQUEST` (`unknown session group: <name>`). Refiling a group's
-sessions does not change their `updatedAt` (the list keeps its order).
+sessions does not change their `updatedAt` (the list keeps its order); in a cluster each
+session is refiled by the node that owns it (`_owners`).
 """
 
 from __future__ import annotations
 
+import functools
 import weakref
 from pathlib import Path
 from typing import Annotated, Any, Final
@@ -39,6 +41,7 @@ from runtime.protocol import invalid_request, missing_scope
 from runtime.sessions import SessionRow
 
 from ._context import Call, MethodTable
+from ._owners import on_owner
 from ._submit import session_actor
 
 __all__ = ["groups_of", "register"]
@@ -110,12 +113,20 @@ async def _members(call: Call) -> dict[str, list[SessionRow]]:
 
 
 async def _refile(call: Call, rows: list[SessionRow], category: str | None) -> int:
-    """Move `rows` to `category` through their actors (their `updatedAt` kept)."""
+    """Move `rows` to `category` through their actors (their `updatedAt` kept): in a
+    cluster each by its owner (`_owners`), a `sessions.patch` there."""
+
+    async def here(key: str) -> bool:
+        actor = await session_actor(call, key)
+        if actor.row is None or actor.row.category == category:
+            return False
+        await actor.save_row(category=category)
+        return True
+
     moved = 0
     for row in rows:
-        actor = await session_actor(call, row.key)
-        if actor.row is not None and actor.row.category != category:
-            await actor.save_row(category=category)
+        patch = {"key": row.key, "category": category, "keepUpdatedAt": True}
+        if await on_owner(call, "sessions.patch", patch, functools.partial(here, row.key)):
             moved += 1
     return moved
 
@@ -167,17 +178,19 @@ async def groups_rename(call: Call, params: GroupsRenameParams) -> dict[str, Any
     if not to:
         raise invalid_request("group rename requires non-empty names")
     moved = 0
-    if to != name:
-        moved = await _refile(call, (await _members(call)).get(name, []), to)
+    if to != name:  # the group first: a session refiled under `to` finds it (`_file_under`)
+        members = (await _members(call)).get(name, [])
         await _rename(call, name, to)
+        moved = await _refile(call, members, to)
     _announce(call)
     return _listed(await groups_of(call).catalog(), updatedSessions=moved)
 
 
 async def groups_delete(call: Call, params: GroupsDeleteParams) -> dict[str, Any]:
     name = await _known(call, params.name)
-    moved = await _refile(call, (await _members(call)).get(name, []), None)
+    members = (await _members(call)).get(name, [])
     await _rename(call, name, None)
+    moved = await _refile(call, members, None)
     _announce(call)
     return _listed(await groups_of(call).catalog(), updatedSessions=moved)
 

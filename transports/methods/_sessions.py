@@ -114,6 +114,18 @@ class SessionsPatchParamsX(
     queueDebounceMs: int | msgspec.UnsetType | None = msgspec.UNSET
     queueCap: int | msgspec.UnsetType | None = msgspec.UNSET
     queueDrop: str | msgspec.UnsetType | None = msgspec.UNSET
+    keepUpdatedAt: bool | msgspec.UnsetType = msgspec.UNSET
+    """clawlane's: the session keeps its `updatedAt` (its place in the list), as a group's
+    sessions refiled by `sessions.groups.rename` / `delete` on their owner (`_owners`)."""
+
+
+class SessionsDeleteParamsX(
+    SessionsDeleteParams, frozen=True, forbid_unknown_fields=True, omit_defaults=True
+):
+    """`SessionsDeleteParams` plus clawlane's `ifIdle`: a session with a run going is kept
+    (`deleted: false`), as `sessions.cleanup` has its owner delete it (`_owners`)."""
+
+    ifIdle: bool | msgspec.UnsetType = msgspec.UNSET
 
 
 class SessionReference(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -156,7 +168,7 @@ def register(methods: MethodTable) -> None:
     methods.add("sessions.resolve", sessions_resolve, SessionsResolveParamsX)
     methods.add("sessions.patch", sessions_patch, SessionsPatchParamsX, scope="operator.admin")
     methods.add("sessions.reset", sessions_reset, SessionsResetParams)
-    methods.add("sessions.delete", sessions_delete, SessionsDeleteParams, scope="operator.admin")
+    methods.add("sessions.delete", sessions_delete, SessionsDeleteParamsX, scope="operator.admin")
     methods.add("sessions.abort", sessions_abort, SessionsAbortParams)
     methods.add("sessions.send", sessions_send, SessionsSendParams)
     methods.add("sessions.steer", sessions_steer, SessionsSendParams, scope="operator.write")
@@ -563,7 +575,9 @@ async def sessions_patch(call: Call, params: SessionsPatchParamsX) -> dict[str, 
             if value is not None and value < (1 if name == "queueCap" else 0):
                 raise invalid_request(f"invalid sessions.patch params: {name} is out of range")
             changes[name] = value
-    await actor.save_row(updatedAt=now_ms(), **changes)
+    if not opt(params.keepUpdatedAt):
+        changes["updatedAt"] = now_ms()
+    await actor.save_row(**changes)
     changed(call, key, "patch", actor)
     gen = sup.generation
     spec = gen.agent(actor.agent_id)
@@ -605,6 +619,10 @@ async def sessions_delete(call: Call, params: SessionsDeleteParams) -> dict[str,
     if key in (f"agent:{agent}:{DEFAULT_MAIN_KEY}", "global"):
         raise invalid_request(f"cannot delete the main session ({key})")
     actor = sup.peek_session(key)
+    if isinstance(params, SessionsDeleteParamsX) and opt(params.ifIdle):
+        running = any(r.session_key == key for r in call.gateway.actors.registry.active())
+        if running or (actor is not None and actor.busy):
+            return {"ok": True, "key": key, "deleted": False, "archived": []}
     if actor is not None:
         with trio.fail_after(30):
             await _stop_everything(actor, "deleted", sup)

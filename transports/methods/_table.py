@@ -241,7 +241,7 @@ class Methods:
     ) -> None:
         """Run one request to its response(s). Never raises but Cancelled. `ticket` (the
         request's place in its session's order) is released when the handler returns."""
-        call = Call(self.gateway, conn, frame, scope, ticket)
+        call = Call(self.gateway, conn, frame, scope, ticket, router=self.router)
         try:
             method, params = self._admit(conn, frame)
             result = await method.handler(call, params)
