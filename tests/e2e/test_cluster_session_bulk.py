@@ -19,6 +19,7 @@ __all__ = ["pg_url"]  # the fixture, used by name
 
 KEY = "agent:main:owned-by-b"
 PEER = "agent:main:direct:peer-1"
+EMPTY = "agent:main:empty"
 WRITE = ["operator.read", "operator.write"]
 
 
@@ -119,3 +120,11 @@ async def test_cleanup_through_a_keeps_a_session_running_on_b(tmp_path: Path, pg
                 assert [r.run_id for r in b.gw.actors.registry.active()] == ["s"]
                 aborted = await admin_a.request("sessions.abort", {"key": PEER})
                 assert aborted["aborted"] is True
+
+                # a session without a message, created on B: pruned by B (`fixMissing`)
+                await cb.request("sessions.create", {"key": EMPTY})
+                assert owner_of(nodes, EMPTY) is b
+                cleaned = await admin_a.request("sessions.cleanup", {"fixMissing": True})
+                assert cleaned["missing"] == 1
+                assert b.gw.actors.supervisor.peek_session(EMPTY) is None
+                assert await _stored(b, EMPTY) is None
