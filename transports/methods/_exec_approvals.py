@@ -315,18 +315,29 @@ def _days(value: object) -> int | None:
     return value if isinstance(value, int) else None
 
 
-def _exec_view(approval: PluginApproval) -> dict[str, Any]:
-    view = approval.view()
-    if not approval.pending:
-        view.update(decision=approval.decision, terminalReason=approval.reason)
-    return view
+def _exec_details(approval: PluginApproval) -> dict[str, Any]:
+    """OpenClaw's `exec.approval.get` answer: what a prompt shows of a pending approval (the
+    ACP bridge builds `session/request_permission` options from `allowedDecisions`)."""
+    request = approval.request
+    command = str(request.get("command") or "")
+    preview = str(request.get("commandPreview") or "").strip()
+    return {
+        "id": approval.id,
+        "commandText": command,
+        "commandPreview": preview if preview and preview != command else None,
+        "allowedDecisions": list(approval.allowed),
+        "host": request.get("host"),
+        "nodeId": request.get("nodeId"),
+        "agentId": request.get("agentId"),
+        "expiresAtMs": approval.expires_at_ms,
+    }
 
 
 async def exec_get(call: Call, params: ExecApprovalGetParams) -> dict[str, Any]:
     approval = await _lookup(_exec(call), params.id)
-    if approval is None:
+    if approval is None or not approval.pending:  # OpenClaw's answers pending ones only
         raise _not_found()
-    return _exec_view(approval)
+    return _exec_details(approval)
 
 
 async def exec_list(call: Call, params: EmptyParams) -> list[dict[str, Any]]:
