@@ -74,6 +74,7 @@ from .session import (
     SessionServices,
 )
 from .store import (
+    Fence,
     JournalRow,
     RunOutcome,
     Store,
@@ -230,6 +231,10 @@ class Supervisor:
         self.session_gate: Callable[[str], Awaitable[None]] | None = None
         """In a cluster (the router's `take_session`): awaited before a run that no request
         brought (a cron firing) uses a session, so that this node owns it."""
+        self.session_fence: Callable[[str], Fence] | None = None
+        """In a cluster (the router's `SessionLeases.fence_of`): the fence an actor made
+        here carries from its start, its writes refused unless this node holds the
+        session's lease (an actor made as the lease was being lost must not write unfenced)."""
         self.closing = False
         """Set by `shutdown_runs`: `accept_run` refuses new runs."""
         self.usage_backfilled = trio.Event()
@@ -322,6 +327,8 @@ class Supervisor:
             if self._sessions.get(key) is actor:  # its load failed: load it here
                 del self._sessions[key]
         actor = SessionActor(key=key, agent_id=agent_id, services=self.session_services)
+        if self.session_fence is not None:
+            actor.fence = self.session_fence(key)
         self._sessions[key] = actor
         try:
             await actor.load()
@@ -742,3 +749,4 @@ async def open_supervisor(
                 await sup.shutdown_runs()
                 await audit.flush()  # the runs' ends, in the audit log
             nursery.cancel_scope.cancel()
+

@@ -26,7 +26,7 @@ import psycopg
 import trio
 
 from tests.chaos._cluster import Cluster
-from tests.chaos._load import Load, Run, is_misreport, reply_of
+from tests.chaos._load import Load, Run, end_of, is_misreport, reply_of
 from transports.client._client import GatewayClient, GatewayRequestError
 
 STRICT = os.environ.get("CLAWLANE_CHAOS_STRICT", "") == "1"
@@ -115,7 +115,7 @@ async def outcome_everywhere(clients: list[GatewayClient], run: Run) -> list[str
             run.misreported = run.misreported or waited
             seen.append("misreported")
         else:
-            seen.append(str(waited.get("status")))
+            seen.append(end_of(waited) or str(waited.get("status")))
             if waited.get("status") == "error":
                 run.errors.append(str(waited.get("error")))
     return seen

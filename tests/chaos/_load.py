@@ -55,6 +55,15 @@ def is_misreport(waited: dict[str, Any]) -> bool:
     return waited.get("status") == "error" and any(w in error for w in UNREACHABLE)
 
 
+def end_of(waited: dict[str, Any]) -> str | None:
+    """How a run ended by an `agent.wait` answer: `ok`, `error`, or `aborted` (which
+    `agent.wait` answers `timeout`, with the run's `endedAt`); None while it runs."""
+    status = waited.get("status")
+    if status in ("ok", "error", "aborted"):
+        return str(status)
+    return "aborted" if status == "timeout" and "endedAt" in waited else None
+
+
 def reply_of(run_id: str) -> str:
     return f"done {run_id}"
 
@@ -135,8 +144,8 @@ class Load:
         if is_misreport(waited):
             run.misreported = waited  # not the run's end: its node could not be asked
             return
-        if waited.get("status") in ("ok", "error", "aborted"):
-            run.outcome = waited["status"]
+        if (end := end_of(waited)) is not None:
+            run.outcome = end
             run.waited = waited
 
     async def worker(self, node: Node, sessions: list[str], stop: trio.Event) -> None:

@@ -7,7 +7,14 @@ holds them.
   here the lease's fencing token (the store refuses writes with an older one).
 - **Keeping.** `run_leases` renews every held lease in one round trip each third of the
   TTL; a renewal that comes after the lease lapsed takes it again when nobody took it
-  since; a lease really lost aborts the session's runs and forgets its actor.
+  since; a lease lost aborts the session's runs and forgets its actor (with its copy of
+  the session). So does a lease not renewed within the TTL (`LAPSED_FRACTION`: Redis not
+  answering, the process frozen), as soon as this node sees it: when the renewal has not
+  come back by then, or when a request on its session comes first and Redis does not
+  renew it then (the request then asks Redis who owns it; taken here again, the session
+  is loaded as stored). An actor made here while this node does not hold the lease (a
+  request racing its loss) carries a fence the store refuses (`fence_of`), and is dropped
+  when this node takes the lease.
 - **Moving.** A session whose actor was reaped idle here has its lease released, so the
   next request on any node takes it. A run that no request brings (a cron firing on the
   node running cron) moves its session here: `take_session` asks the owner to let it go
@@ -39,6 +46,11 @@ log = logging.getLogger("clawlane.cluster")
 
 HANDOFF_WAIT_S: Final = 30.0
 HANDOFF_RETRY_S: Final = 0.25
+NO_LEASE: Final = 0
+"""The fencing token of an actor made on a node that does not hold its session's lease."""
+LAPSED_FRACTION: Final = 0.9
+"""Held leases taken or last renewed longer ago than this part of the TTL are lost here
+(`SessionLeases._lose`): they may have expired in Redis and gone to another node."""
 
 
 def _session_of(lease: Lease) -> str:
@@ -69,6 +81,8 @@ class SessionLeases:
         self.leases_lost = 0
         self.leases_late = 0
         self._renewed_at = 0.0
+        self._adopted: dict[str, float] = {}
+        """When leases were taken since the last renewal (each good for a TTL from then)."""
         self._releasing: dict[str, trio.Event] = {}
 
     async def owner(self, key: str) -> str:
@@ -76,38 +90,63 @@ class SessionLeases:
         now. A lease still held by a node that is gone is waited out (its TTL)."""
         while (releasing := self._releasing.get(key)) is not None:
             await releasing.wait()  # this node is giving it up: ask Redis once that is done
-        if key in self.held:
+        if key in self.held and (not self._lapsed(key) or await self._renew_lapsed(key)):
             return self.node_id
         leases = self.cluster.leases
         with trio.move_on_after(self.ttl_s * 2):
             while True:
+                asked = trio.current_time()  # the lease, if taken, lasts a TTL from about then
                 lease = await leases.acquire(f"session:{key}")
                 if lease is not None:
-                    await self._adopt(key, lease)
+                    await self._adopt(key, lease, asked)
                     return self.node_id
                 holder = await leases.holder(f"session:{key}")
                 if holder is None:
                     continue
-                if holder.owner == self.node_id:
-                    await self._adopt(key, holder)
-                    return self.node_id
+                if holder.owner == self.node_id:  # kept in Redis, given up here (lapsed)
+                    asked = trio.current_time()
+                    if await leases.renew(holder):
+                        await self._adopt(key, holder, asked)
+                        return self.node_id
+                    continue
                 if holder.owner in self.alive:
                     return holder.owner
                 await trio.sleep(self.ttl_s / 10)  # a gone node's lease: until it expires
         raise ClusterUnavailable(f"session {key!r} has no reachable owner")
 
-    async def _adopt(self, key: str, lease: Lease) -> None:
-        """Hold `lease` here once the store knows its fencing token. A `StoreError` (the
-        database away) leaves it not adopted: the request is answered the store's outage,
-        and the next one adopts it (this node still holds it in Redis, or takes it again)."""
+    async def _adopt(self, key: str, lease: Lease, taken_at: float) -> None:
+        """Hold `lease` (taken or renewed at `taken_at`: good for a TTL from then) here once
+        the store knows its fencing token. An actor of the session with an older fence
+        (made here while this node did not hold the lease: its copy may predate another
+        node's writes) is dropped, its runs aborted. A `StoreError` (the database away)
+        leaves it not adopted: the request is answered the store's outage, and the next one
+        adopts it (this node still holds it in Redis, or takes it again)."""
         known = self.held.get(key)
         if known is not None and known.token >= lease.token:
             return
-        await self.gateway.actors.supervisor.store.advance_fence(Fence(key, lease.token))
+        sup = self.gateway.actors.supervisor
+        await sup.store.advance_fence(Fence(key, lease.token))
         known = self.held.get(key)
         if known is None or known.token < lease.token:
+            actor = sup.peek_session(key)
+            if actor is not None and actor.fence is not None and actor.fence.token < lease.token:
+                self._drop_actor(key)  # made here without the lease (`fence_of`)
             self.held[key] = lease
+            self._adopted[key] = taken_at
         self._fence_actor(key)
+
+    def fence_of(self, key: str) -> Fence:
+        """The fence of an actor made here for session `key` (`Supervisor.session_fence`):
+        the token of the lease held, else `NO_LEASE`, older than any a node took (its
+        writes are refused: this node does not own the session)."""
+        lease = self.held.get(key)
+        return Fence(key, lease.token if lease is not None else NO_LEASE)
+
+    def _drop_actor(self, key: str) -> None:
+        """Forget the session's actor here (if any), its runs aborted."""
+        actor = self.gateway.actors.supervisor.drop_session(key)
+        if actor is not None:
+            actor.abort(None, "interrupt")
 
     def _fence_actor(self, key: str) -> None:
         """The session's actor here (if any) writes with the token of the lease held now."""
@@ -134,28 +173,62 @@ class SessionLeases:
 
     async def run_leases(self) -> None:
         """Renew every held lease each third of the TTL, then give up those of sessions
-        gone idle here. Until cancelled."""
+        gone idle here. Until cancelled. The actors made here from now on carry the lease's
+        fence from their start (`fence_of`)."""
+        self.gateway.actors.supervisor.session_fence = self.fence_of
         self._renewed_at = trio.current_time()
         while True:
             await trio.sleep(self.ttl_s / 3)
             await self._renew_all()
             await self._release_idle()
 
+    def _lapsed(self, key: str) -> bool:
+        """The held lease of `key` was taken or last renewed too long ago to be trusted: it
+        may have expired in Redis (this node was frozen, or cut off from Redis)."""
+        since = max(self._renewed_at, self._adopted.get(key, self._renewed_at))
+        return trio.current_time() - since > self.ttl_s * LAPSED_FRACTION
+
+    async def _renew_lapsed(self, key: str) -> bool:
+        """Renew the lease of `key`, not renewed within its TTL (a freeze, a partition, a
+        renewal late): True if Redis still had it (nobody took it: the session's copy here
+        is the stored one), else the lease is lost here (`_lose`: the caller asks Redis
+        who owns it). Bounded by a third of the TTL."""
+        lease = self.held[key]
+        asked = trio.current_time()
+        renewed = False
+        with trio.move_on_after(self.ttl_s / 3):
+            try:
+                renewed = await self.cluster.leases.renew(lease)
+            except ClusterError as exc:
+                log.warning("node %s: lease of session %s not renewed: %s", self.node_id, key, exc)
+        if self.held.get(key) is not lease:
+            return False  # renewed, lost or released meanwhile: ask again
+        if renewed:
+            self._adopted[key] = asked
+            return True
+        self._lose([key])
+        return False
+
     async def _renew_all(self) -> None:
         """One renewal of every held lease (one round trip). A lease that expired before
         its renewal came (an overloaded node, a slow Redis) is taken again if nobody took
         it since; one another node took, or all of them when Redis could not renew them
-        before they could expire, are lost."""
+        before they could expire, are lost: also when Redis does not answer by then (a
+        partition: the call waits on, and the leases with it, until the heal)."""
         leases = list(self.held.values())
         sent = trio.current_time()
-        try:
-            results = await self.cluster.leases.renew_many(leases)
-        except ClusterError as exc:
-            log.warning("node %s: session leases not renewed: %s", self.node_id, exc)
-            if trio.current_time() - self._renewed_at > self.ttl_s * 0.9:
-                self._lose(list(self.held))
+        left = self._renewed_at + self.ttl_s * LAPSED_FRACTION - sent
+        results: list[bool] | None = None
+        with trio.move_on_after(max(left, self.ttl_s / 3)):
+            try:
+                results = await self.cluster.leases.renew_many(leases)
+            except ClusterError as exc:
+                log.warning("node %s: session leases not renewed: %s", self.node_id, exc)
+        if results is None:
+            self._lose([key for key in self.held if self._lapsed(key)])
             return
         self._renewed_at = sent
+        self._adopted = {k: t for k, t in self._adopted.items() if t > sent}
         late = [lease for lease, ok in zip(leases, results, strict=True) if not ok]
         if late:
             await self._renew_late(late)
@@ -240,12 +313,11 @@ class SessionLeases:
         await self._release([key])
 
     def _lose(self, keys: Iterable[str]) -> None:
-        sup = self.gateway.actors.supervisor
+        """Give up the leases of `keys`: their actors forgotten, their runs aborted."""
         for key in keys:
+            self._adopted.pop(key, None)
             if self.held.pop(key, None) is None:
                 continue
             self.leases_lost += 1
             log.warning("node %s: lost the lease of session %s", self.node_id, key)
-            actor = sup.drop_session(key)
-            if actor is not None:
-                actor.abort(None, "interrupt")
+            self._drop_actor(key)

@@ -140,19 +140,30 @@ class ClusterNode:
 
     async def run_heartbeat(self, load: Callable[[], dict[str, Any]]) -> None:
         """Renew the record every third of the TTL (and at `beat_soon`) until cancelled; a
-        failed renewal is logged and retried at the next beat. Raises `GatewayConfigError` (the gateway
+        failed renewal (or one Redis has not answered within the TTL) is logged and retried
+        at the next beat. Raises `GatewayConfigError` (the gateway
         stops) when another process has taken this node id meanwhile: it started while
         this node's record had expired (Redis away or this process stalled past the TTL),
         and the two would renew each other's leases and read each other's inbox."""
+        failing = False
         while True:
-            try:
-                await self.beat(load())
-            except NodeIdInUse as exc:
-                raise GatewayConfigError(_in_use(self, _record_of(exc.record) or {})) from exc
-            except ClusterError as exc:
+            error: str | None = None
+            with trio.move_on_after(self.ttl_s) as cut:  # Redis cut off: it would wait on
+                try:
+                    await self.beat(load())
+                except NodeIdInUse as exc:
+                    raise GatewayConfigError(_in_use(self, _record_of(exc.record) or {})) from exc
+                except ClusterError as exc:
+                    error = str(exc)
+            if cut.cancelled_caught:
+                error = "Redis did not answer within the lease TTL"
+            if error is not None:
                 if self.last_beat_error is None:
-                    log.warning("node %s: heartbeat not stored: %s", self.node_id, exc)
-                self.last_beat_error = str(exc)
+                    log.warning("node %s: heartbeat not stored: %s", self.node_id, error)
+                self.last_beat_error = error
+            elif failing:
+                log.info("node %s: heartbeat stored again", self.node_id)
+            failing = error is not None
             with trio.move_on_after(self.ttl_s / 3):
                 await self._beat_now.wait()
             self._beat_now = trio.Event()

@@ -386,3 +386,26 @@ async def _until_waiting_on_a_lock(db: Db) -> None:
         if found[0]:
             return
         await trio.sleep(0.01)
+
+
+async def test_a_node_that_takes_a_session_back_numbers_its_entries_after_the_other_nodes(
+    pg_url: str,
+) -> None:
+    """Each node's writer keeps the next entry number of the transcripts it appends to; a
+    session that went to the other node and came back (`advance_fence`) is read again, so
+    its entries follow those the other node wrote meanwhile (no `entries_pkey` clash)."""
+    db = Db("postgres", url=pg_url)
+    key, sid = "agent:main:back", "sid-back"
+    builder = TranscriptBuilder()
+    with trio.fail_after(TIMEOUT):
+        async with (
+            open_store(backend=db.backend()) as a,
+            open_store(backend=db.backend()) as b,
+        ):
+            for node, token, text in ((a, 4, "a1"), (b, 5, "b1"), (a, 6, "a2"), (b, 7, "b2")):
+                await node.advance_fence(Fence(key, token))  # the session moves to `node`
+                entries = messages(builder, text, text + "'")
+                group = WriteGroup(session_id=sid, entries=entries, fence=Fence(key, token))
+                await node.commit_durable(group)
+            stored = texts(await a.load_entries(sid))
+            assert stored == [m for t in ("a1", "b1", "a2", "b2") for m in (t, t + "'")]

@@ -1,0 +1,90 @@
+"""A node serves a session only while it can prove its lease: two gateways on one
+PostgreSQL schema and one Redis. A renewal Redis does not answer within the TTL gives the
+leases up (their actors forgotten) instead of waiting on; an actor made on a node that does
+not hold the session's lease (a request racing the lease's loss) writes nothing, and is
+dropped when the node takes the lease (its copy may predate another node's writes).
+Skipped, saying why, only when Redis or PostgreSQL cannot be reached."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from actors import FencedOut
+from runtime.llm import UserMessage
+from tests.actors._databases import pg_url
+from tests.conftest import open_client
+from tests.e2e.test_cluster_nodes import ADMIN, TTL_MS, two_nodes
+from transports.cluster._leases import LAPSED_FRACTION, NO_LEASE
+
+__all__ = ["pg_url"]  # the fixture, used by name
+
+
+async def _stuck(*_args: Any) -> Any:
+    await trio.sleep_forever()  # Redis not answering (a partition)
+
+
+async def test_a_renewal_not_answered_within_the_ttl_gives_the_leases_up(
+    tmp_path: Path, pg_url: str
+) -> None:
+    with trio.fail_after(60):
+        async with two_nodes(tmp_path, pg_url) as nodes:
+            a = nodes[0]
+            ra = a.gw.router
+            assert ra is not None
+            key = "agent:main:stuck"
+            async with open_client(a.gw, scopes=ADMIN) as ca:
+                params = {"message": "x", "idempotencyKey": "stuck1", "sessionKey": "stuck"}
+                await ca.request("agent", params, expect_final=True)
+                assert key in ra.leases.held and a.gw.supervisor.peek_session(key) is not None
+                leases = ra.cluster.leases
+                leases.renew_many = _stuck  # type: ignore[method-assign,assignment]
+                try:
+                    started = trio.current_time()
+                    with trio.fail_after(TTL_MS / 1000 * 3):
+                        while key in ra.leases.held:  # the background renewals are stuck too
+                            await ra.leases._renew_all()
+                    waited = trio.current_time() - started
+                finally:
+                    del leases.renew_many
+                # given up by the lease's deadline (a third of the TTL late at most)
+                assert waited <= TTL_MS / 1000 * (LAPSED_FRACTION + 0.5), waited
+                assert ra.leases.leases_lost >= 1
+                assert a.gw.supervisor.peek_session(key) is None
+                params = {"message": "y", "idempotencyKey": "stuck2", "sessionKey": "stuck"}
+                final = await ca.request("agent", params, expect_final=True)
+                assert final["status"] == "ok", final
+                assert key in ra.leases.held
+
+
+async def test_an_actor_made_without_the_lease_writes_nothing_and_goes_when_it_is_taken(
+    tmp_path: Path, pg_url: str
+) -> None:
+    with trio.fail_after(60):
+        async with two_nodes(tmp_path, pg_url) as nodes:
+            a, b = nodes
+            ra, rb = a.gw.router, b.gw.router
+            assert ra is not None and rb is not None
+            key = "agent:main:unleased"
+            async with open_client(b.gw, scopes=ADMIN) as cb:
+                params = {"message": "x", "idempotencyKey": "unl1", "sessionKey": "unleased"}
+                await cb.request("agent", params, expect_final=True)
+            assert key in rb.leases.held and key not in ra.leases.held
+            stale = await a.gw.supervisor.session(key, "main")  # as a racing request would
+            assert stale.fence is not None and stale.fence.token == NO_LEASE
+            with pytest.raises(FencedOut):
+                await stale.append_messages([UserMessage(content="not mine", timestamp=0)])
+            await rb.leases.let_go(key)  # b gives it up: a's next request takes it
+            async with open_client(a.gw, scopes=ADMIN) as ca:
+                params = {"message": "y", "idempotencyKey": "unl2", "sessionKey": "unleased"}
+                final = await ca.request("agent", params, expect_final=True)
+                assert final["status"] == "ok", final
+                history = await ca.request("chat.history", {"sessionKey": "unleased"})
+            fresh = a.gw.supervisor.peek_session(key)
+            assert fresh is not None and fresh is not stale
+            assert fresh.fence is not None and fresh.fence.token == ra.leases.held[key].token
+            texts = str(history["messages"])
+            assert "not mine" not in texts and "y" in texts
