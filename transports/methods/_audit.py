@@ -29,7 +29,7 @@ import msgspec
 import trio
 
 from actors import AuditFilter, AuditTable, StoreError
-from runtime.protocol import invalid_request
+from runtime.protocol import invalid_request, opt
 
 from ._context import Call, MethodTable, store_unavailable
 
@@ -43,29 +43,29 @@ _DIGITS = re.compile(r"\d+")
 
 
 class AuditListParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    agentId: _NonEmpty | None = None
-    sessionKey: _NonEmpty | None = None
-    runId: _NonEmpty | None = None
-    kind: Literal["agent_run", "tool_action"] | None = None
-    status: _Status | None = None
-    after: _Ms | None = None
-    before: _Ms | None = None
-    limit: _Limit | None = None
-    cursor: _NonEmpty | None = None
+    agentId: _NonEmpty | msgspec.UnsetType = msgspec.UNSET
+    sessionKey: _NonEmpty | msgspec.UnsetType = msgspec.UNSET
+    runId: _NonEmpty | msgspec.UnsetType = msgspec.UNSET
+    kind: Literal["agent_run", "tool_action"] | msgspec.UnsetType = msgspec.UNSET
+    status: _Status | msgspec.UnsetType = msgspec.UNSET
+    after: _Ms | msgspec.UnsetType = msgspec.UNSET
+    before: _Ms | msgspec.UnsetType = msgspec.UNSET
+    limit: _Limit | msgspec.UnsetType = msgspec.UNSET
+    cursor: _NonEmpty | msgspec.UnsetType = msgspec.UNSET
 
 
 class AuditActivityListParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    agentId: _NonEmpty | None = None
-    sessionKey: _NonEmpty | None = None
-    runId: _NonEmpty | None = None
-    kind: Literal["agent_run", "tool_action", "message"] | None = None
-    status: _Status | None = None
-    direction: Literal["inbound", "outbound"] | None = None
-    channel: _NonEmpty | None = None
-    after: _Ms | None = None
-    before: _Ms | None = None
-    limit: _Limit | None = None
-    cursor: _NonEmpty | None = None
+    agentId: _NonEmpty | msgspec.UnsetType = msgspec.UNSET
+    sessionKey: _NonEmpty | msgspec.UnsetType = msgspec.UNSET
+    runId: _NonEmpty | msgspec.UnsetType = msgspec.UNSET
+    kind: Literal["agent_run", "tool_action", "message"] | msgspec.UnsetType = msgspec.UNSET
+    status: _Status | msgspec.UnsetType = msgspec.UNSET
+    direction: Literal["inbound", "outbound"] | msgspec.UnsetType = msgspec.UNSET
+    channel: _NonEmpty | msgspec.UnsetType = msgspec.UNSET
+    after: _Ms | msgspec.UnsetType = msgspec.UNSET
+    before: _Ms | msgspec.UnsetType = msgspec.UNSET
+    limit: _Limit | msgspec.UnsetType = msgspec.UNSET
+    cursor: _NonEmpty | msgspec.UnsetType = msgspec.UNSET
 
 
 def register(methods: MethodTable) -> None:
@@ -78,11 +78,12 @@ def _cursor(method: str, params: AuditListParams | AuditActivityListParams) -> i
     or a range that ends before it starts (OpenClaw's check and words)."""
     cursor = None
     bad = False
-    if params.cursor is not None:
-        text = params.cursor.strip()
+    given, after, before = opt(params.cursor), opt(params.after), opt(params.before)
+    if given is not None:
+        text = given.strip()
         bad = not _DIGITS.fullmatch(text) or int(text) < 1
         cursor = None if bad else int(text)
-    if params.after is not None and params.before is not None and params.after > params.before:
+    if after is not None and before is not None and after > before:
         bad = True
     if bad:
         raise invalid_request(f"invalid {method} range or cursor")
@@ -94,15 +95,15 @@ def _filter(params: AuditListParams | AuditActivityListParams, cursor: int | Non
         return (value or "").strip() or None
 
     return AuditFilter(
-        limit=params.limit or 100,
+        limit=opt(params.limit) or 100,
         cursor=cursor,
-        agent_id=text(params.agentId),
-        session_key=text(params.sessionKey),
-        run_id=text(params.runId),
-        kind=params.kind,
-        status=params.status,
-        after=params.after,
-        before=params.before,
+        agent_id=text(opt(params.agentId)),
+        session_key=text(opt(params.sessionKey)),
+        run_id=text(opt(params.runId)),
+        kind=opt(params.kind),
+        status=opt(params.status),
+        after=opt(params.after),
+        before=opt(params.before),
     )
 
 
@@ -126,14 +127,19 @@ async def audit_list(call: Call, params: AuditListParams) -> dict[str, Any]:
 
 def _conflict(params: AuditActivityListParams) -> str | None:
     """OpenClaw's `findAuditActivityFilterConflict`, in its words."""
+    kind, session_key = opt(params.kind), opt(params.sessionKey)
     message_field = (
-        "direction" if params.direction is not None else "channel" if params.channel else None
+        "direction"
+        if opt(params.direction) is not None
+        else "channel"
+        if opt(params.channel)
+        else None
     )
-    if params.kind == "message" and params.sessionKey is not None:
+    if kind == "message" and session_key is not None:
         return "sessionKey only applies to kind agent_run or tool_action"
-    if params.kind is not None and params.kind != "message" and message_field:
+    if kind is not None and kind != "message" and message_field:
         return f"{message_field} only applies to kind message"
-    if params.kind is None and params.sessionKey is not None and message_field:
+    if kind is None and session_key is not None and message_field:
         return f"{message_field} cannot be combined with sessionKey"
     return None
 
@@ -143,7 +149,8 @@ async def audit_activity_list(call: Call, params: AuditActivityListParams) -> di
     if conflict is not None:
         raise invalid_request(f"invalid audit.activity.list filters: {conflict}")
     cursor = _cursor("audit.activity.list", params)
-    if params.kind == "message" or params.direction is not None or params.channel is not None:
+    direction, channel = opt(params.direction), opt(params.channel)
+    if opt(params.kind) == "message" or direction is not None or channel is not None:
         await trio.lowlevel.checkpoint()
         return {"events": []}  # no channel messages are recorded here
     result = await _page(call, _filter(params, cursor))
