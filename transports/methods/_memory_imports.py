@@ -39,7 +39,7 @@ _REUSED: Final = "memory import idempotency key was reused"
 
 class MigrationsMemoryPlanParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     agentId: _Text
-    overwrite: bool | None = None
+    overwrite: bool | msgspec.UnsetType = msgspec.UNSET  # optional, never null
 
 
 class MigrationsMemoryApplyParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -48,7 +48,7 @@ class MigrationsMemoryApplyParams(msgspec.Struct, frozen=True, forbid_unknown_fi
     providerId: _Text
     planFingerprint: Annotated[str, msgspec.Meta(pattern="^[a-f0-9]{64}$")]
     itemIds: Annotated[list[_Text], msgspec.Meta(min_length=1, max_length=2000)]
-    overwrite: bool | None = None
+    overwrite: bool | msgspec.UnsetType = msgspec.UNSET  # optional, never null
 
 
 async def _target(call: Call, raw: str) -> tuple[str, Any]:
