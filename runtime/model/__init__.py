@@ -50,6 +50,7 @@ from ._config import snapshot_from_text as snapshot_from_text
 from ._config import write_config_text as write_config_text
 from ._config_check import config_issues as config_issues
 from ._config_check import config_schema as config_schema
+from ._config_check import fold_agent_entries as fold_agent_entries
 from ._config_check import parse_config as parse_config
 from ._config_form import ConfigForm as ConfigForm
 from ._config_form import config_form_schema as config_form_schema
@@ -111,6 +112,7 @@ __all__ = [
     "config_text",
     "config_to_builtins",
     "decode_config_text",
+    "fold_agent_entries",
     "has_comments",
     "keep_previous",
     "load_config",

@@ -89,11 +89,39 @@ def validation_error_at(
     return path, message
 
 
+def fold_agent_entries(raw: dict[str, Any]) -> dict[str, Any]:
+    """OpenClaw 2026.9.6's `agents.entries` (`{id: entry}`, what its CLI writes when it
+    migrates a config, e.g. on `openclaw agents add`) as entries of `agents.list`, after
+    those already listed; an id in both is a config error naming it. `raw` is not changed."""
+    agents = raw.get("agents")
+    if not isinstance(agents, dict) or "entries" not in agents:
+        return raw
+    by_id = agents["entries"]
+    if not isinstance(by_id, dict):
+        raise ConfigError("expected an object of agents by id", path="agents.entries")
+    listed = agents.get("list", [])
+    if not isinstance(listed, list):
+        return raw  # the list's own error is reported as it is
+    seen = {e.get("id") for e in listed if isinstance(e, dict)}
+    folded = list(listed)
+    for agent_id, entry in by_id.items():
+        if not isinstance(entry, dict):
+            raise ConfigError("expected an object", path=f"agents.entries.{agent_id}")
+        if agent_id in seen:
+            raise ConfigError(
+                f"agent {agent_id!r} is in both agents.list and agents.entries",
+                path=f"agents.entries.{agent_id}",
+            )
+        folded.append({**entry, "id": agent_id})
+    rest = {k: v for k, v in agents.items() if k != "entries"}
+    return {**raw, "agents": {**rest, "list": folded}}
+
+
 def parse_config(raw: Any, *, env: dict[str, str] | None = None) -> Config:
     """Decode a JSON-like value into a `Config`. Raises `ConfigError` naming the key path."""
     if not isinstance(raw, dict):
         raise ConfigError("the config must be a JSON object")
-    raw = substitute_env(raw, "", dict(os.environ) if env is None else env)
+    raw = fold_agent_entries(substitute_env(raw, "", dict(os.environ) if env is None else env))
     try:
         config = msgspec.convert(raw, Config)
     except msgspec.ValidationError as exc:

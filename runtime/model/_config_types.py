@@ -392,6 +392,9 @@ class SubagentsConfig(_Strict, frozen=True):
 
 
 class AgentDefaults(_Strict, frozen=True):
+    systemAgent: dict[str, Any] | None = None
+    """OpenClaw 2026.9.6's `{agentId}` of the agent its own chat assistant runs as: accepted
+    (clawlane has no such assistant)."""
     model: str | AgentModelConfig | None = None
     models: dict[str, AgentModelPolicy] = {}
     timeoutSeconds: NonNegInt | None = None
@@ -469,6 +472,9 @@ class AgentEntry(_Strict, frozen=True):
     identity: AgentIdentityConfig | None = None
     default: bool = False
     workspace: str | None = None
+    agentDir: str | None = None
+    """OpenClaw's per-agent state folder (its auth profiles, its session store): accepted;
+    clawlane keeps an agent's state in the gateway's store and state dir."""
     model: str | AgentModelConfig | None = None
     models: dict[str, AgentModelPolicy] = {}
     auth: AuthConfig | None = None
@@ -480,6 +486,10 @@ class AgentEntry(_Strict, frozen=True):
 class AgentsConfig(_Strict, frozen=True):
     defaults: AgentDefaults = AgentDefaults()
     entries: list[AgentEntry] = msgspec.field(default_factory=list, name="list")
+    """`agents.list`, and OpenClaw 2026.9.6's `agents.entries` (a map by id, what its CLI
+    writes when it migrates a config): `parse_config` folds the map into this list."""
+    ownership: str | None = None
+    """OpenClaw 2026.9.6's `agents.ownership` (`explicit`): accepted, nothing to act on."""
 
 
 class QueueConfig(_Strict, frozen=True):
@@ -603,6 +613,11 @@ class Config(_Strict, frozen=True):
     """`memory.*`: memory search (`runtime.model._config_memory`)."""
     diagnostics: DiagnosticsConfig = DiagnosticsConfig()
     """`diagnostics.*`: OpenTelemetry export (`diagnostics.otel`, `runtime.telemetry`)."""
+    talk: dict[str, Any] | None = None
+    """OpenClaw's voice settings (`talk`): accepted, clawlane has no voice."""
+    meta: dict[str, Any] | None = None
+    """What OpenClaw's CLI records of its own edits (`meta.lastTouchedVersion`,
+    `meta.migrations`): kept in the file, read by no one here."""
 
 
 class ConfigError(ClawlaneError):

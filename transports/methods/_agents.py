@@ -39,7 +39,7 @@ import msgspec
 import trio
 
 from actors import PublishConflict, Publisher
-from runtime.model import ConfigError, GenerationError
+from runtime.model import ConfigError, GenerationError, fold_agent_entries
 from runtime.protocol import (
     UNAVAILABLE,
     AgentsCreateParams,
@@ -81,7 +81,14 @@ def _publisher(call: Call) -> Publisher:
 
 
 def _entries(parsed: Any) -> list[dict[str, Any]]:
-    agents = parsed.get("agents") if isinstance(parsed, dict) else None
+    """The roster as `agents.list` entries, OpenClaw 2026.9.6's `agents.entries` map folded
+    in (a change writes it back as `agents.list` alone: `_change_roster`)."""
+    if not isinstance(parsed, dict):
+        return []
+    try:
+        agents = fold_agent_entries(parsed).get("agents")
+    except ConfigError:
+        agents = parsed.get("agents")
     entries = agents.get("list") if isinstance(agents, dict) else None
     return [dict(e) for e in entries if isinstance(e, dict)] if isinstance(entries, list) else []
 
@@ -104,7 +111,11 @@ async def _change_roster(call: Call, reason: str, change: Any) -> Any:
         entries = _entries(snapshot.parsed)
         default = publisher.generation.default_agent
         new_entries, result = change(entries, None if entries else default)
-        patch = msgspec.json.encode({"agents": {"list": new_entries}}).decode()
+        agents: dict[str, Any] = {"list": new_entries}
+        raw_agents = snapshot.parsed.get("agents") if isinstance(snapshot.parsed, dict) else None
+        if isinstance(raw_agents, dict) and "entries" in raw_agents:
+            agents["entries"] = None  # folded into the list written (a merge patch's delete)
+        patch = msgspec.json.encode({"agents": agents}).decode()
         try:
             await publisher.write_patch(
                 patch, base_hash=snapshot.hash, replace_paths=("agents.list",), reason=reason
