@@ -36,7 +36,6 @@ import msgspec
 
 from ..hooks._events import (
     AfterToolCallEvent,
-    BeforeToolCallEvent,
     ToolHookContext,
     ToolResultPersistEvent,
 )
@@ -66,7 +65,11 @@ class RunTools(Protocol):
 
     def _error(self, call: ToolCallContent, text: str) -> ToolOutcome: ...
 
-    async def _approve(self, call: ToolCallContent, approval: dict[str, Any]) -> str | None: ...
+    def hook_context(self, call: ToolCallContent) -> ToolHookContext: ...
+
+    async def before_call(
+        self, call: ToolCallContent, params: dict[str, Any], hook_ctx: ToolHookContext
+    ) -> dict[str, Any] | ToolOutcome: ...
 
 
 __all__ = ["call_directly", "route"]
@@ -105,30 +108,12 @@ async def call_directly(runner: RunTools, call: ToolCallContent, emit: Emit) -> 
 async def _tool_call(
     runner: RunTools, catalog: ToolCatalog, call: ToolCallContent, emit: Emit
 ) -> ToolOutcome:
-    params: dict[str, Any] = dict(call.arguments)
     hooks = runner.hooks
-    hook_ctx = ToolHookContext(
-        toolName=call.name,
-        agentId=runner.agent_id,
-        sessionKey=runner.session_key,
-        sessionId=runner.session_id,
-        runId=runner.run_id,
-        toolCallId=call.id,
-    )
-    if hooks is not None and hooks.has("before_tool_call"):
-        decision = await hooks.run_before_tool_call(
-            BeforeToolCallEvent(
-                toolName=call.name, params=params, runId=runner.run_id, toolCallId=call.id
-            ),
-            hook_ctx,
-        )
-        if decision.block:
-            return runner._error(call, f"tool call blocked: {decision.block_reason or 'blocked'}")
-        if decision.require_approval is not None:
-            refused = await runner._approve(call, decision.require_approval)
-            if refused is not None:
-                return runner._error(call, refused)
-        params = dict(decision.params)
+    hook_ctx = runner.hook_context(call)
+    gated = await runner.before_call(call, dict(call.arguments), hook_ctx)
+    if isinstance(gated, ToolOutcome):
+        return gated
+    params = gated
     try:
         entry, target_input = call_target(params, catalog)
     except ToolError as exc:

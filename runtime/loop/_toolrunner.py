@@ -166,31 +166,12 @@ class RunTools:
         tool = self.toolset.find(call.name)
         if tool is None:
             return self._error(call, f"tool {call.name!r} is not available to this agent")
-        params: dict[str, Any] = dict(call.arguments)
         hooks = self.hooks
-        ctx_hook = ToolHookContext(
-            toolName=call.name,
-            agentId=self.agent_id,
-            sessionKey=self.session_key,
-            sessionId=self.session_id,
-            runId=self.run_id,
-            toolCallId=call.id,
-        )
-        if hooks is not None and hooks.has("before_tool_call"):
-            decision = await hooks.run_before_tool_call(
-                BeforeToolCallEvent(
-                    toolName=call.name, params=params, runId=self.run_id, toolCallId=call.id
-                ),
-                ctx_hook,
-            )
-            if decision.block:
-                reason = decision.block_reason or "blocked by a plugin"
-                return self._error(call, f"tool call blocked: {reason}")
-            if decision.require_approval is not None:
-                refused = await self._approve(call, decision.require_approval)
-                if refused is not None:
-                    return self._error(call, refused)
-            params = dict(decision.params)
+        ctx_hook = self.hook_context(call)
+        gated = await self.before_call(call, dict(call.arguments), ctx_hook)
+        if isinstance(gated, ToolOutcome):
+            return gated
+        params = gated
         started = time.monotonic()
         self._yielding = None
         result = await invoke_tool(tool, params, self._context(call, emit))
@@ -223,6 +204,42 @@ class RunTools:
         return ToolOutcome(
             message=message, result=shown, meta=_summary(call.name, params), yielded=yielded
         )
+
+    def hook_context(self, call: ToolCallContent) -> ToolHookContext:
+        """What the `before_tool_call` / `after_tool_call` hooks are told of `call`."""
+        return ToolHookContext(
+            toolName=call.name,
+            agentId=self.agent_id,
+            sessionKey=self.session_key,
+            sessionId=self.session_id,
+            runId=self.run_id,
+            toolCallId=call.id,
+        )
+
+    async def before_call(
+        self, call: ToolCallContent, params: dict[str, Any], hook_ctx: ToolHookContext
+    ) -> dict[str, Any] | ToolOutcome:
+        """The `before_tool_call` gate, for a call the model made directly or through Tool
+        Search's `tool_call`: the params to run with (a plugin may change them), or the
+        outcome of a call a plugin blocked or whose approval was refused. A checkpoint when
+        a hook runs."""
+        hooks = self.hooks
+        if hooks is None or not hooks.has("before_tool_call"):
+            return params
+        decision = await hooks.run_before_tool_call(
+            BeforeToolCallEvent(
+                toolName=call.name, params=params, runId=self.run_id, toolCallId=call.id
+            ),
+            hook_ctx,
+        )
+        if decision.block:
+            reason = decision.block_reason or "blocked by a plugin"
+            return self._error(call, f"tool call blocked: {reason}")
+        if decision.require_approval is not None:
+            refused = await self._approve(call, decision.require_approval)
+            if refused is not None:
+                return self._error(call, refused)
+        return dict(decision.params)
 
     async def _approve(self, call: ToolCallContent, approval: dict[str, Any]) -> str | None:
         """Ask an operator whether the call may run: None when allowed, else the error the
