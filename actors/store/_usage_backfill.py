@@ -54,7 +54,7 @@ _SCHEMA: Final = (
 session id, when this store began to keep the aggregates."""
 _SINCE: Final = "SELECT done_ms FROM usage_backfill WHERE session_id = ''"
 _MARK_START: Final = "INSERT INTO usage_backfill(session_id, done_ms) VALUES ('', ?)"
-_TODO: Final = (
+_NOT_MARKED: Final = (
     "SELECT s.key, s.row FROM sessions s WHERE NOT EXISTS "
     "(SELECT 1 FROM usage_backfill b WHERE b.session_id = s.session_id) ORDER BY s.key"
 )
@@ -109,7 +109,7 @@ async def backfill_usage(store: Store, config: Callable[[], Config]) -> int:
 
 def _pending(conn: SqlConnection) -> tuple[int | None, list[tuple[str, bytes]]]:
     found = conn.execute(_SINCE).fetchone()
-    rows = conn.execute(_TODO).fetchall()
+    rows = conn.execute(_NOT_MARKED).fetchall()
     return (int(found[0]) if found else None), [(str(k), bytes(b)) for k, b in rows]
 
 
