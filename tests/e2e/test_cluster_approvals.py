@@ -40,18 +40,6 @@ async def knows_an_approver_elsewhere(gw: Gateway) -> None:
     await wait_for(lambda: joined.approvers_elsewhere() > 0, "the approver on B", timeout_s=10)
 
 
-async def recorded(client: GatewayClient, approval_id: str) -> dict[str, Any]:
-    """`approval.get` through another node once the owner's store write landed (it is
-    written in the owner's next group commit, after the resolved event was sent)."""
-    for _ in range(100):
-        try:
-            got: dict[str, Any] = await client.request("approval.get", {"id": approval_id})
-            return got
-        except GatewayRequestError:
-            await trio.sleep(0.05)
-    raise AssertionError(f"{approval_id} never recorded")
-
-
 def marker(tmp_path: Path) -> Path:
     return tmp_path / "node-a" / "state" / "workspaces" / "main" / "marker.txt"
 
@@ -87,8 +75,11 @@ async def test_an_exec_approval_raised_on_a_is_listed_and_resolved_through_b(
                     "exec.approval.resolve", {"id": requested["id"], "decision": "allow-once"}
                 )
                 resolved = await next_event(approver, "exec.approval.resolved")
+            # The owner's record of the end went into its store as the approval ended
+            # (`commit_nowait`): once that store has flushed, any node reads it.
+            await a.supervisor.store.flush()
             async with open_client(b) as admin:
-                got = await recorded(admin, requested["id"])
+                got = await admin.request("approval.get", {"id": requested["id"]})
                 history = await admin.request("approval.history", {"kind": "exec"})
                 again = {"id": requested["id"], "decision": "allow-once"}
                 repeated = await admin.request("exec.approval.resolve", again)
