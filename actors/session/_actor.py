@@ -55,6 +55,7 @@ from runtime.agent import (
     run_tags,
     run_turn,
 )
+from runtime.heartbeat import holds_heartbeat_turns
 from runtime.llm import Message, UserMessage, estimate_message_tokens
 from runtime.loop import RunProgress, RunTools, SteerInbox, now_ms, provider_clean
 from runtime.model import ModelRuntimeGeneration
@@ -488,13 +489,14 @@ class SessionActor:
         if self._history_tokens is not None:
             self._history_tokens += sum(estimate_message_tokens(m) for m in messages)
         if self._history_clean:
-            self._history_clean = provider_clean(messages)
+            self._history_clean = provider_clean(messages) and not holds_heartbeat_turns(messages)
 
     def history_clean(self) -> bool:
-        """Whether the context is as a provider sees it (`provider_clean`): kept as it
-        grows, so a run need not walk it all. Not a checkpoint."""
+        """Whether the context goes to a provider as it is (`provider_clean`, and no heartbeat
+        turn for the run to drop): kept as it grows, so a run need not walk it all."""
         if self._history_clean is None:
-            self._history_clean = provider_clean(self._history or ())
+            history = self._history or ()
+            self._history_clean = provider_clean(history) and not holds_heartbeat_turns(history)
         return self._history_clean
 
     def history_tokens(self) -> int:

@@ -566,7 +566,8 @@ async def _attempt(turn: _Turn, stream: _TurnStream, compactor: TurnCompactor) -
         model_id=model.model_id,
         api=model.api,
         system_prompt=turn.system_prompt,
-        history=drop_heartbeat_turns(history),  # heartbeats that were noise (OpenClaw's)
+        # heartbeats that were noise (OpenClaw's); a clean history holds none
+        history=history if clean else drop_heartbeat_turns(history),
         user_message=turn.user,
         params=dict(model.params),
         tools=spec.tools,

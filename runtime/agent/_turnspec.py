@@ -52,8 +52,9 @@ class TurnSpec:
     history_tokens: int | None = None
     """`history`'s estimated size when the caller knows it (else it is counted)."""
     history_clean: bool = False
-    """`history` is as a provider sees it (`runtime.loop.provider_clean`), as the caller
-    knows: the attempts send it without walking it again."""
+    """`history` is as a provider sees it (`runtime.loop.provider_clean`) and holds no
+    heartbeat prompt (`runtime.heartbeat.holds_heartbeat_turns`), as the caller knows: the
+    attempts send it without walking it again."""
     system_prompt: str = BASE_SYSTEM_PROMPT
     extra_system_prompt: str | None = None
     workspace_dir: str | None = None

@@ -25,6 +25,7 @@ from ._events import SystemEventQueue as SystemEventQueue
 from ._events import format_system_events as format_system_events
 from ._history import drop_heartbeat_turns as drop_heartbeat_turns
 from ._history import hidden_in_history as hidden_in_history
+from ._history import holds_heartbeat_turns as holds_heartbeat_turns
 from ._history import is_heartbeat_prompt as is_heartbeat_prompt
 from ._reply import HEARTBEAT_PROMPT as HEARTBEAT_PROMPT
 from ._reply import HEARTBEAT_RESPONSE_TOOL_PROMPT as HEARTBEAT_RESPONSE_TOOL_PROMPT
@@ -72,6 +73,7 @@ __all__ = [
     "heartbeat_event",
     "heartbeat_summary",
     "hidden_in_history",
+    "holds_heartbeat_turns",
     "in_active_hours",
     "indicator_type",
     "is_effectively_empty",

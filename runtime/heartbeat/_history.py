@@ -29,7 +29,12 @@ from ._reply import (
     strip_heartbeat_token,
 )
 
-__all__ = ["drop_heartbeat_turns", "hidden_in_history", "is_heartbeat_prompt"]
+__all__ = [
+    "drop_heartbeat_turns",
+    "hidden_in_history",
+    "holds_heartbeat_turns",
+    "is_heartbeat_prompt",
+]
 
 _MARKERS: Final = (
     HEARTBEAT_TRANSCRIPT_MARKER,
@@ -146,6 +151,12 @@ def _span_end(messages: Sequence[Any], start: int) -> int | None:
     if output and not terminal:
         return None
     return index
+
+
+def holds_heartbeat_turns(messages: Sequence[Any]) -> bool:
+    """Whether any of `messages` is a heartbeat's prompt (`drop_heartbeat_turns` has
+    something to look at). Pure."""
+    return any(isinstance(m, UserMessage) and is_heartbeat_prompt(_user_text(m)) for m in messages)
 
 
 def drop_heartbeat_turns(messages: Sequence[Any]) -> list[Any]:

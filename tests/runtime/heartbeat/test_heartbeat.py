@@ -19,6 +19,7 @@ from runtime.heartbeat import (
     heartbeat_event,
     heartbeat_summary,
     hidden_in_history,
+    holds_heartbeat_turns,
     in_active_hours,
     is_effectively_empty,
     is_heartbeat_prompt,
@@ -360,3 +361,6 @@ def test_the_models_context_leaves_out_heartbeat_turns_that_were_noise() -> None
     chat = [user("hi"), said("HEARTBEAT_OK")]  # not a heartbeat's turn: kept
     messages = [*quiet, *silent, *alert, *raised, *chat]
     assert drop_heartbeat_turns(messages) == [*alert, *raised, *chat]
+    # what lets a session's run skip that walk: a context with no heartbeat prompt
+    assert holds_heartbeat_turns(messages) and holds_heartbeat_turns(quiet)
+    assert not holds_heartbeat_turns(chat) and not holds_heartbeat_turns([])
