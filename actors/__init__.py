@@ -39,12 +39,13 @@ up (each folder's face is its manual):
 - `GatewaySessions` (`open_session_tools`, `_session_tools`; `open_gateway_supervisor`: a
   supervisor whose runs have them): OpenClaw's session tools over the supervisor's sessions
   (`sessions_list`, `sessions_history`, `sessions_send`, `session_status`, `agents_list`;
-  what each session reaches: `_session_visibility`),
+  what each session reaches and what the tools answer: `runtime.agent`'s session views,
+  which the embedded runtime's host shares),
   and `sessions_spawn`'s subagents (`_subagents`: the `subagent` lane, lineage in the
   child's row, limits, the announce back to the parent; journaled with their runs, so that
   a restart announces the interrupted ones, `adopt_subagents`; stopped with their parent's
   run or session, `stop_subagents`), kept as tasks of their session tree
-  (`_subagent_tasks`: `subagents` list/wait/cancel, `agents_wait`, `sessions_yield`).
+  (`runtime.agent.TaskBook`: `subagents` list/wait/cancel, `agents_wait`, `sessions_yield`).
 - `operator/`: `Questions`, the questions a run's `ask_user` (or a client) asks the operators
   (`Question`), and the runs' `runtime.tools.QuestionDesk`; `operator_desks` and
   `run_desks` make and run a gateway's approvals and questions together; `ProgressCards`,

@@ -28,58 +28,36 @@ from typing import Any, Final
 
 import trio
 
+from runtime.agent import (
+    CHILDREN_KEPT,
+    SpawnedRun,
+    TaskBook,
+    agents_view,
+    announce_message,
+    spawn_admission,
+    spawn_receipt,
+    subagent_context,
+    subagent_model,
+    yielded,
+)
 from runtime.loop import now_ms
-from runtime.model import AgentSpec, GenerationError
 from runtime.protocol import ClawlaneError
 from runtime.sessions import SessionRow
-from runtime.tools import SessionsSpawnParams, ToolContext, ToolError
+from runtime.tools import SessionsSpawnParams, ToolContext
 
 from ._admission import Admission
 from ._errors import ActorError
 from ._recovery import RecoveredRun
-from ._subagent_tasks import SpawnedRun, TaskBook, reply_text
 from ._supervisor import Supervisor
 from .runs import RunRecord
 from .session import RunRequest
 from .store import INTERRUPTED, SpawnLink
 
-__all__ = ["Subagents", "announce_message", "submit_run"]
+__all__ = ["Subagents", "submit_run"]
 
 log = logging.getLogger("clawlane.subagents")
 
-ANNOUNCE_HEAD: Final = (
-    "[Subagent Result] A subagent you spawned has finished. Check its result against what "
-    "was asked before treating the task as done; reply NO_REPLY if nothing more is owed."
-)
-_LEAF_NOTE: Final = "You may not spawn further subagents."
-CHILDREN_KEPT: Final = 20
-RECEIPT_NOTE: Final = (
-    "The child's final reply comes back to this session as a completion message. Carry on "
-    "with independent work and wait for every required child's completion before your final "
-    "answer; do not poll. If a completion arrives after your final answer, reply only NO_REPLY."
-)
 ANNOUNCE_SUFFIX: Final = ":announce"
-QUIET_NOTE: Final = "No completion message will come back: check on the child with subagents."
-
-
-def announce_message(record: RunRecord, child_key: str, title: str | None) -> str:
-    """The parent's announce message for the child's ended run `record`."""
-    if record.status == "ok":
-        outcome = "completed successfully"
-    elif record.status == "aborted":
-        outcome = f"was aborted ({record.abort_reason or 'aborted'})"
-    else:
-        outcome = f"failed: {record.error or 'error'}"
-    lines = [ANNOUNCE_HEAD, ""]
-    if title:
-        lines.append(f"Task: {title}")
-    lines += [
-        f"Child session: {child_key} (run {record.run_id})",
-        f"Status: {outcome}",
-        "Result:",
-        reply_text(record) or "(no output)",
-    ]
-    return "\n".join(lines)
 
 
 async def submit_run(
@@ -136,13 +114,6 @@ def announce_run_id(task_id: str) -> str:
     return f"{task_id}{ANNOUNCE_SUFFIX}"
 
 
-def _agent_allowed(requester: str, target: str, allow: list[str] | None) -> bool:
-    if target == requester:
-        return True
-    entries = [a.strip().lower() for a in allow or () if a.strip()]
-    return "*" in entries or target in entries
-
-
 class Subagents:
     """Spawns subagent runs and announces their results (see the module docstring)."""
 
@@ -157,75 +128,14 @@ class Subagents:
 
     def agents_view(self, requester: str) -> dict[str, Any]:
         """`agents_list`: the agents a child of `requester` may run as, requester first."""
-        gen = self.sup.generation
-        allow = self._settings().allowAgents
-        allow_any = any(a.strip() == "*" for a in allow or ())
-        names = {e.id.lower(): e.name for e in gen.config.agents.entries if e.name}
-        others = sorted(a for a in gen.agents if a != requester)
-        ids = [requester, *(a for a in others if _agent_allowed(requester, a, allow))]
-        agents = []
-        for agent_id in ids:
-            spec = gen.agents.get(agent_id)
-            entry: dict[str, Any] = {"id": agent_id, "configured": spec is not None}
-            if agent_id in names:
-                entry["name"] = names[agent_id]
-            if spec is not None:
-                entry["model"] = spec.primary
-                entry["agentRuntime"] = {"id": "openclaw", "source": "implicit"}
-            agents.append(entry)
-        return {"requester": requester, "allowAny": allow_any, "agents": agents}
-
-    def _refusal(self, ctx: ToolContext, depth: int) -> str | None:
-        settings = self._settings()
-        if depth >= settings.maxSpawnDepth:
-            return (
-                f"sessions_spawn is not allowed at this depth (current depth: {depth}, max: "
-                f"{settings.maxSpawnDepth}; agents.defaults.subagents.maxSpawnDepth)."
-            )
-        running = self.book.pending(ctx.session_key)
-        if len(running) >= settings.maxChildrenPerAgent:
-            return (
-                "sessions_spawn has reached max active children for this session "
-                f"({len(running)}/{settings.maxChildrenPerAgent}; "
-                "agents.defaults.subagents.maxChildrenPerAgent)."
-            )
-        return None
-
-    def _admit(
-        self, ctx: ToolContext, args: SessionsSpawnParams, parent: SessionRow | None
-    ) -> tuple[AgentSpec, int] | dict[str, Any]:
-        """The child's agent and the parent's spawn depth, or OpenClaw's refusal to answer
-        (attachments, depth and children limits, an agent not allowed or not known)."""
-        if not args.task.strip():
-            raise ToolError("task required")
-        if args.attachments:
-            return {
-                "status": "forbidden",
-                "error": "attachments are disabled for sessions_spawn (enable "
-                "tools.sessions_spawn.attachments.enabled)",
-            }
-        depth = (parent.spawnDepth or 0) if parent is not None else 0
-        refused = self._refusal(ctx, depth)
-        if refused is not None:
-            return {"status": "forbidden", "error": refused}
-        allow = self._settings().allowAgents
-        try:
-            agent = self.sup.generation.agent(args.agentId or ctx.agent_id)
-        except GenerationError as exc:
-            return {"status": "error", "error": str(exc)}
-        if not _agent_allowed(ctx.agent_id, agent.id, allow):
-            allowed = ", ".join(allow or ()) or "none"
-            return {
-                "status": "forbidden",
-                "error": f"agentId is not allowed for sessions_spawn (allowed: {allowed})",
-            }
-        return agent, depth
+        return agents_view(self.sup.generation, requester)
 
     async def spawn(
         self, ctx: ToolContext, args: SessionsSpawnParams, parent: SessionRow | None
     ) -> dict[str, Any]:
         """Start the child's run and answer with the receipt, or refuse. A checkpoint."""
-        admitted = self._admit(ctx, args, parent)
+        gen = self.sup.generation
+        admitted = spawn_admission(gen, self.book, ctx, args, parent)
         if isinstance(admitted, dict):
             return admitted
         agent, depth = admitted
@@ -238,7 +148,7 @@ class Subagents:
         title = args.label or args.taskName
         timeout = args.runTimeoutSeconds
         timeout = settings.runTimeoutSeconds if timeout is None else timeout
-        model_ref = args.model or _model(settings.model)
+        model_ref = subagent_model(gen, args)
         role = "orchestrator" if child_depth < settings.maxSpawnDepth else "leaf"
         try:
             actor = await self.sup.session(child_key, agent.id)
@@ -268,7 +178,7 @@ class Subagents:
                 origin="subagent",
                 timeout_s=float(timeout) or None,
                 model_ref=model_ref,
-                extra_system_prompt=self._context(ctx, child_depth),
+                extra_system_prompt=subagent_context(gen, ctx.session_key, child_depth),
                 spawn=link,
             )
         except (ClawlaneError, ActorError) as exc:
@@ -276,17 +186,7 @@ class Subagents:
         run = SpawnedRun(record, ctx.session_key, child_key, title, link=link)
         self.book.add(run)
         self._nursery.start_soon(self._follow, run)
-        return {
-            "status": "accepted",
-            "childSessionKey": child_key,
-            "runId": record.run_id,
-            "mode": "run",
-            "expectsCompletionMessage": announce,
-            "context": "isolated",
-            **({"taskName": args.taskName} if args.taskName else {}),
-            "note": RECEIPT_NOTE if announce else QUIET_NOTE,
-            **self._resolved(model_ref or agent.primary),
-        }
+        return spawn_receipt(gen, args, child_key, record.run_id, model_ref or agent.primary)
 
     async def _adopt(self, ctx: ToolContext, child_key: str) -> None:
         """Record the child in its parent's row (`childSessions`, the latest 20)."""
@@ -295,22 +195,6 @@ class Subagents:
             return
         children = (*(parent.row.childSessions or ()), child_key)[-CHILDREN_KEPT:]
         await parent.save_row(childSessions=children)
-
-    def _resolved(self, ref: str) -> dict[str, Any]:
-        ref = self.sup.generation.aliases.get(ref, ref)
-        provider, _, _model_id = ref.partition("/")
-        return {"resolvedModel": ref, "resolvedProvider": provider, "modelApplied": True}
-
-    def _context(self, ctx: ToolContext, depth: int) -> str:
-        limit = self._settings().maxSpawnDepth
-        lines = [
-            f"[Subagent Context] You are running as a subagent (depth {depth}/{limit}), "
-            f"spawned by session {ctx.session_key}. Complete the task in your message; your "
-            "final reply is announced back to that session."
-        ]
-        if depth >= limit:
-            lines.append(_LEAF_NOTE)
-        return "\n".join(lines)
 
     async def _parent_exists(self, key: str) -> bool:
         if any(actor.key == key for actor in self.sup.sessions()):
@@ -323,7 +207,7 @@ class Subagents:
         `Cancelled`."""
         while True:
             await run.record.done.wait()
-            if _yielded(run.record) and not run.suppressed:
+            if yielded(run.record) and not run.suppressed:
                 run.paused = True  # its turn ended with sessions_yield: not done yet
             if not run.paused:
                 break
@@ -376,6 +260,12 @@ class Subagents:
         """The task of subagent session `child_key` paused for a continuation, if any."""
         return self.book.paused(child_key)
 
+    @staticmethod
+    def journal_link(run: SpawnedRun) -> SpawnLink:
+        """The task's journaled link (every task of this gateway's book carries one)."""
+        assert isinstance(run.link, SpawnLink)
+        return run.link
+
     def resume(self, run: SpawnedRun, record: RunRecord) -> None:
         """Run `record` (a continuation sent to the paused child) carries `run`'s task on:
         the task's result, and its announce, are that run's (unless it yields again)."""
@@ -421,19 +311,13 @@ class Subagents:
             if link is None:
                 continue
             run = SpawnedRun(rec, link.parentKey, rec.session_key, link.label, link=link)
-            due = _owed(item) or _yielded(rec)  # a yielded one waits for its continuation
+            due = _owed(item) or yielded(rec)  # a yielded one waits for its continuation
             run.delivered = not due or announce_run_id(rec.run_id) in handed
             self.book.add(run)
             if not run.delivered:
                 owed += 1
                 self._nursery.start_soon(self._follow, run)
         return owed
-
-
-def _yielded(record: RunRecord) -> bool:
-    """The run ended its turn with `sessions_yield` (its task goes on in a continuation)."""
-    meta = (record.final or {}).get("meta") or {} if record.status == "ok" else {}
-    return meta.get("yielded") is True
 
 
 def _owed(item: RecoveredRun) -> bool:
@@ -446,11 +330,4 @@ def _owed(item: RecoveredRun) -> bool:
         return True
     if rec.status == "aborted":
         return rec.abort_reason == "shutdown"
-    return not _yielded(rec)
-
-
-def _model(configured: Any) -> str | None:
-    if isinstance(configured, str):
-        return configured or None
-    primary = getattr(configured, "primary", None)
-    return primary if isinstance(primary, str) else None
+    return not yielded(rec)

@@ -61,7 +61,7 @@ FLOORS: Final[dict[str, frozenset[str]]] = {
             "runtime.loop",
         }
     ),
-    "runtime.agent": _RUNTIME_BELOW_AGENT,
+    "runtime.agent": _RUNTIME_BELOW_AGENT | {"runtime.usage"},
     "runtime.plugin_sdk": _RUNTIME_BELOW_AGENT,
     "runtime.devices": frozenset(),
     "runtime.users": frozenset({"runtime.devices"}),
@@ -109,14 +109,11 @@ FLOORS: Final[dict[str, frozenset[str]]] = {
             "actors._admission",
         }
     ),
-    "actors._subagent_tasks": frozenset({"actors._errors", "actors.store", "actors.runs"}),
-    "actors._session_visibility": frozenset({"actors._errors"}),
     "actors._subagents": frozenset(
         {
             "actors._errors",
             "actors.store",
             "actors._recovery",
-            "actors._subagent_tasks",
             "actors.runs",
             "actors.session",
             "actors._supervisor",
@@ -131,8 +128,6 @@ FLOORS: Final[dict[str, frozenset[str]]] = {
             "actors._errors",
             "actors.runs",
             "actors._supervisor",
-            "actors._session_visibility",
-            "actors._subagent_tasks",
             "actors._subagents",
             "actors._recovery",
             "actors.heartbeat",

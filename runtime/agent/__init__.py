@@ -26,6 +26,10 @@
   `sessions.compact` and `/compact` do it by hand.
 - `_fallback`: the primary model, then each of `agents.defaults.model.fallbacks`, for one
   model turn (on auth, rate-limit, overload or timeout failures before any output).
+- `_session_views`, `_session_visibility`, `_subagent_book`: what the session tools answer
+  and what a session may reach (`tools.sessions.visibility`), the subagents' limits, receipt
+  and announce, and the `TaskBook` of spawned runs (`subagents`, `agents_wait`,
+  `sessions_yield`), shared by the gateway's host (`actors`) and the embedded runtime's.
 - `_slash`: slash commands sent as chat messages: `/status`, `/help`, `/commands`,
   `/new [text]`, `/reset [text]`, `/stop`, `/model [provider/model|default]`, `/models`,
   `/think LEVEL` (`/thinking`, `/t`), `/verbose on|off|full` (`/v`), `/reasoning
@@ -63,6 +67,40 @@ from ._run import run_guarded as run_guarded
 from ._run import run_messages as run_messages
 from ._run import run_tags as run_tags
 from ._services import TurnServices as TurnServices
+from ._session_views import AGENTS_WAIT_DEFAULT_S as AGENTS_WAIT_DEFAULT_S
+from ._session_views import CHILDREN_KEPT as CHILDREN_KEPT
+from ._session_views import MISSING_FOR_MODE as MISSING_FOR_MODE
+from ._session_views import SEND_TIMEOUT_DEFAULT_S as SEND_TIMEOUT_DEFAULT_S
+from ._session_views import agent_allowed as agent_allowed
+from ._session_views import agents_view as agents_view
+from ._session_views import announce_message as announce_message
+from ._session_views import branch_dicts as branch_dicts
+from ._session_views import history_result as history_result
+from ._session_views import list_kind as list_kind
+from ._session_views import list_page as list_page
+from ._session_views import list_result as list_result
+from ._session_views import list_row as list_row
+from ._session_views import list_wanted as list_wanted
+from ._session_views import model_ref as model_ref
+from ._session_views import notify_result as notify_result
+from ._session_views import notify_text as notify_text
+from ._session_views import preview as preview
+from ._session_views import reach_denial as reach_denial
+from ._session_views import recent_messages as recent_messages
+from ._session_views import send_error as send_error
+from ._session_views import send_outcome as send_outcome
+from ._session_views import send_prompt as send_prompt
+from ._session_views import spawn_admission as spawn_admission
+from ._session_views import spawn_receipt as spawn_receipt
+from ._session_views import status_result as status_result
+from ._session_views import subagent_context as subagent_context
+from ._session_views import subagent_model as subagent_model
+from ._session_views import subagent_role as subagent_role
+from ._session_views import subagents_call as subagents_call
+from ._session_views import yield_claim as yield_claim
+from ._session_views import yielded as yielded
+from ._session_visibility import agent_of as agent_of
+from ._session_visibility import denial as denial
 from ._slash import QUEUE_MODES as QUEUE_MODES
 from ._slash import REASONING_MODES as REASONING_MODES
 from ._slash import THINK_LEVELS as THINK_LEVELS
@@ -77,14 +115,26 @@ from ._slash import normalize_reasoning_level as normalize_reasoning_level
 from ._slash import normalize_think_level as normalize_think_level
 from ._slash import normalize_verbose_level as normalize_verbose_level
 from ._slash import parse_duration_ms as parse_duration_ms
+from ._subagent_book import BOOK_MAX as BOOK_MAX
+from ._subagent_book import SpawnedRun as SpawnedRun
+from ._subagent_book import TaskBook as TaskBook
+from ._subagent_book import TaskLink as TaskLink
+from ._subagent_book import TaskRecord as TaskRecord
+from ._subagent_book import pending_children_message as pending_children_message
+from ._subagent_book import reply_text as reply_text
 from ._turn import run_turn as run_turn
 from ._turnspec import BASE_SYSTEM_PROMPT as BASE_SYSTEM_PROMPT
 from ._turnspec import TurnResult as TurnResult
 
 __all__ = [
+    "AGENTS_WAIT_DEFAULT_S",
     "BASE_SYSTEM_PROMPT",
+    "BOOK_MAX",
+    "CHILDREN_KEPT",
+    "MISSING_FOR_MODE",
     "QUEUE_MODES",
     "REASONING_MODES",
+    "SEND_TIMEOUT_DEFAULT_S",
     "THINK_LEVELS",
     "VERBOSE_LEVELS",
     "AbortReason",
@@ -99,29 +149,65 @@ __all__ = [
     "SilentStreamFilter",
     "Skill",
     "SlashCommand",
+    "SpawnedRun",
+    "TaskBook",
+    "TaskLink",
+    "TaskRecord",
     "TurnResult",
     "TurnServices",
+    "agent_allowed",
+    "agent_of",
+    "agents_view",
+    "announce_message",
+    "branch_dicts",
     "commands_text",
     "commands_view",
     "compact_session",
     "context_budget",
+    "denial",
     "discover_resources",
     "ended_row",
     "final_payload",
     "find_command",
     "format_tokens",
     "help_text",
+    "history_result",
     "is_silent_reply",
+    "list_kind",
+    "list_page",
+    "list_result",
+    "list_row",
+    "list_wanted",
     "memory_settings",
+    "model_ref",
     "normalize_reasoning_level",
     "normalize_think_level",
     "normalize_verbose_level",
+    "notify_result",
+    "notify_text",
     "parse_duration_ms",
+    "pending_children_message",
     "persist_run",
+    "preview",
+    "reach_denial",
+    "recent_messages",
+    "reply_text",
     "run_guarded",
     "run_messages",
     "run_tags",
     "run_turn",
+    "send_error",
+    "send_outcome",
+    "send_prompt",
     "skills_now",
+    "spawn_admission",
+    "spawn_receipt",
+    "status_result",
+    "subagent_context",
+    "subagent_model",
+    "subagent_role",
+    "subagents_call",
     "system_prompt_report",
+    "yield_claim",
+    "yielded",
 ]

@@ -18,7 +18,7 @@ import fnmatch
 from collections.abc import Callable
 from typing import Any, Final
 
-from runtime.sessions import parse_session_key
+from ..sessions._sessions import parse_session_key
 
 __all__ = ["agent_of", "denial"]
 

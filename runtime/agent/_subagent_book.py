@@ -1,4 +1,4 @@
-"""The subagent runs a gateway spawned, as tasks the spawning session controls.
+"""The subagent runs a host spawned, as tasks the spawning session controls.
 
 `TaskBook` keeps each `sessions_spawn` run (`SpawnedRun`: its task id is its run id, the
 parent and child sessions, the label, the run's record) and answers OpenClaw's `subagents`
@@ -7,6 +7,11 @@ parent and child sessions, the label, the run's record) and answers OpenClaw's `
 session sees and controls the tasks of its tree: the runs it spawned and, recursively, those
 its children spawned. The book holds at most `BOOK_MAX` runs; past that the oldest ended
 ones are forgotten. Everything runs in the trio thread; only the waits are checkpoints.
+
+The book is the hosts' one home of this (the gateway's `actors._subagents`, the embedded
+runtime's `_embedded_sessions`): it reads a run through `TaskRecord` (the gateway's
+`actors.RunRecord`, the embedded runtime's `TrackedRun`) and its tie to the parent through
+`TaskLink` (the gateway's journaled `SpawnLink`).
 """
 
 from __future__ import annotations
@@ -14,22 +19,74 @@ from __future__ import annotations
 import collections
 import datetime
 from collections.abc import Iterable
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import attrs
 import trio
 
-from runtime.loop import now_ms
+from ..loop._agent import now_ms
+from ._run import AbortReason, RunStatus
 
-from .runs import RunRecord
-from .store import SpawnLink
-
-__all__ = ["BOOK_MAX", "SpawnedRun", "TaskBook", "pending_children_message", "reply_text"]
+__all__ = [
+    "BOOK_MAX",
+    "SpawnedRun",
+    "TaskBook",
+    "TaskLink",
+    "TaskRecord",
+    "pending_children_message",
+    "reply_text",
+]
 
 BOOK_MAX: Final = 512
 WAIT_MAX_S: Final = 60
 RECENT_MINUTES: Final = 30
 _STATUS: Final = {"queued": "queued", "running": "running", "ok": "completed", "error": "failed"}
+
+
+class TaskRecord(Protocol):
+    """What the book reads of a spawned run and how it stops it."""
+
+    run_id: str
+    status: RunStatus
+    abort_reason: AbortReason | None
+    started_at: int | None
+    ended_at: int | None
+    error: str | None
+    final: dict[str, Any] | None
+    done: trio.Event
+
+    @property
+    def ended(self) -> bool: ...
+
+    def abort(self, reason: AbortReason) -> bool:
+        """Ask the run to stop; False if it already ended. Not a checkpoint."""
+        ...
+
+
+class TaskLink(Protocol):
+    """A spawned run's tie to the session that spawned it (the journal's field names)."""
+
+    @property
+    def parentKey(self) -> str: ...
+
+    @property
+    def parentAgent(self) -> str: ...
+
+    @property
+    def label(self) -> str | None: ...
+
+    @property
+    def announce(self) -> bool:
+        """Its result is announced to the parent (`expectsCompletionMessage` not false)."""
+        ...
+
+    @property
+    def cleanup(self) -> str | None: ...
+
+    @property
+    def requesterRun(self) -> str | None:
+        """The parent's run that spawned it."""
+        ...
 
 
 def pending_children_message(children: list[dict[str, Any]]) -> str:
@@ -76,7 +133,7 @@ def _describe(child: dict[str, Any]) -> str:
     return f"{name}, {child['state']}{when}"
 
 
-def reply_text(record: RunRecord) -> str:
+def reply_text(record: TaskRecord) -> str:
     """The text a run replied (its final payloads' text, joined)."""
     final = record.final or {}
     payloads = final.get("payloads") or []
@@ -89,13 +146,13 @@ def reply_text(record: RunRecord) -> str:
 class SpawnedRun:
     """One `sessions_spawn` run."""
 
-    record: RunRecord
+    record: TaskRecord
     """Its run; after a continuation resumed it (`sessions_yield` `waitFor: "message"`),
     the continuation's."""
     parent_key: str
     child_key: str
     label: str | None
-    link: SpawnLink
+    link: TaskLink
     """What the journal keeps of it: the parent, whether it announces, the spawning run."""
     created_at: int = attrs.field(factory=now_ms)
     requester_yielded: bool = False
@@ -370,7 +427,7 @@ def _view(run: SpawnedRun) -> dict[str, Any]:
     }
 
 
-async def _wait_all(records: Iterable[RunRecord], timeout_s: float) -> None:
+async def _wait_all(records: Iterable[TaskRecord], timeout_s: float) -> None:
     with trio.move_on_after(timeout_s):
         for record in list(records):
             await record.done.wait()

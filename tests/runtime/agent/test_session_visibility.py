@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from actors._session_visibility import denial
+from runtime.agent import denial
 from tests.conftest import local_config
 
 PARENTS = {"agent:main:subagent:a": "agent:main:other", "agent:work:subagent:b": "agent:main:main"}
