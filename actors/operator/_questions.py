@@ -42,7 +42,7 @@ from typing import Any, Final, Literal
 import attrs
 import trio
 
-from runtime.tools import AskOutcome
+from runtime.tools import AskOutcome, InvalidAnswerError, canonical_answers
 
 from .._errors import ActorError
 from ..approvals import Approver, DeskPeers
@@ -303,7 +303,10 @@ class Questions:
         """An operator's answers; returns them canonical. Raises `QuestionError`
         (not found, already ended, an invalid answer). Not a checkpoint."""
         question = self._require_pending(question_id)
-        canonical = canonical_answers(question.questions, answers)
+        try:
+            canonical = canonical_answers(question.questions, answers)
+        except InvalidAnswerError as exc:
+            raise QuestionError("QUESTION_INVALID_ANSWER", str(exc)) from exc
         question.answers = canonical
         question.resolution_id = resolution_id
         self._end(question, "answered", resolved_by)
@@ -411,34 +414,3 @@ class Questions:
             ended = self._ended
             while ended and next(iter(ended.values())).ended_at + ENDED_GRACE_S <= now:
                 ended.popitem(last=False)
-
-
-def canonical_answers(
-    questions: list[dict[str, Any]], answers: dict[str, list[str]]
-) -> dict[str, list[str]]:
-    """`answers` checked against `questions` and in canonical form (see the module
-    docstring). Raises `QuestionError` (`QUESTION_INVALID_ANSWER`)."""
-
-    def invalid(qid: str, why: str) -> QuestionError:
-        return QuestionError("QUESTION_INVALID_ANSWER", f"question '{qid}' {why}")
-
-    by_id = {q["questionId"]: q for q in questions}
-    for qid in answers:
-        if qid not in by_id:
-            raise invalid(qid, "is not part of this request")
-    canonical: dict[str, list[str]] = {}
-    for q in questions:
-        qid = q["questionId"]
-        values = answers.get(qid)
-        if not values:
-            raise invalid(qid, "requires an answer")
-        if any(not v.strip() for v in values):
-            raise invalid(qid, "contains an empty answer")
-        if not q.get("multiSelect") and len(values) > 1:
-            raise invalid(qid, "does not allow multiple answers")
-        labels = [o["label"] for o in q["options"]]
-        out = [next((lb for lb in labels if lb.strip() == v.strip()), v.strip()) for v in values]
-        if labels and not q.get("isOther") and any(v not in labels for v in out):
-            raise invalid(qid, "contains an unknown option")
-        canonical[qid] = out
-    return canonical

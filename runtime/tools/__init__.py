@@ -53,8 +53,10 @@ command refused: its agent has as many running commands as allowed, or the host 
 
 from ._ask import AskOutcome as AskOutcome
 from ._ask import AskUserTool as AskUserTool
+from ._ask import InvalidAnswerError as InvalidAnswerError
 from ._ask import QuestionDesk as QuestionDesk
 from ._ask import QuestionShapeError as QuestionShapeError
+from ._ask import canonical_answers as canonical_answers
 from ._ask import question_shape_error as question_shape_error
 from ._automations import AutomationsHost as AutomationsHost
 from ._automations import AutomationsParams as AutomationsParams
@@ -179,6 +181,7 @@ __all__ = [
     "ExecTool",
     "GatewayTool",
     "HistoryView",
+    "InvalidAnswerError",
     "Job",
     "JobLimitError",
     "LsTool",
@@ -222,6 +225,7 @@ __all__ = [
     "automations_tools",
     "builtin_tools",
     "call_target",
+    "canonical_answers",
     "document_policy",
     "effective_policy",
     "ensure_workspace",

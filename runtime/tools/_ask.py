@@ -34,8 +34,10 @@ __all__ = [
     "AskOutcome",
     "AskUserParams",
     "AskUserTool",
+    "InvalidAnswerError",
     "QuestionDesk",
     "QuestionShapeError",
+    "canonical_answers",
     "question_shape_error",
 ]
 
@@ -48,6 +50,45 @@ LABEL_CHARS: Final = 64
 
 class QuestionShapeError(ToolError, ValueError):
     """Questions that do not follow OpenClaw's shape rules (the message says which)."""
+
+
+class InvalidAnswerError(ValueError):
+    """Answers that do not answer the questions (the message names the question and why:
+    OpenClaw's `QUESTION_INVALID_ANSWER`)."""
+
+
+def canonical_answers(
+    questions: list[dict[str, Any]], answers: dict[str, list[str]]
+) -> dict[str, list[str]]:
+    """`answers` checked against `questions` (wire form) as OpenClaw checks them, in
+    canonical form: every question answered, no empty value, one value unless
+    `multiSelect`, a value that is not an option only when the question allows free text
+    (`isOther`); values matching an option (spaces aside) take the option's label. Raises
+    `InvalidAnswerError`. Pure."""
+
+    def invalid(qid: str, why: str) -> InvalidAnswerError:
+        return InvalidAnswerError(f"question '{qid}' {why}")
+
+    by_id = {q["questionId"]: q for q in questions}
+    for qid in answers:
+        if qid not in by_id:
+            raise invalid(qid, "is not part of this request")
+    canonical: dict[str, list[str]] = {}
+    for q in questions:
+        qid = q["questionId"]
+        values = answers.get(qid)
+        if not values:
+            raise invalid(qid, "requires an answer")
+        if any(not v.strip() for v in values):
+            raise invalid(qid, "contains an empty answer")
+        if not q.get("multiSelect") and len(values) > 1:
+            raise invalid(qid, "does not allow multiple answers")
+        labels = [o["label"] for o in q["options"]]
+        out = [next((lb for lb in labels if lb.strip() == v.strip()), v.strip()) for v in values]
+        if labels and not q.get("isOther") and any(v not in labels for v in out):
+            raise invalid(qid, "contains an unknown option")
+        canonical[qid] = out
+    return canonical
 
 
 @attrs.frozen
