@@ -30,15 +30,10 @@ from runtime.agent import (
     MISSING_FOR_MODE,
     SEND_TIMEOUT_DEFAULT_S,
     branch_dicts,
-    denial,
     history_result,
-    list_page,
-    list_result,
-    list_row,
-    list_wanted,
+    list_result_for,
     notify_result,
     notify_text,
-    preview,
     reach_denial,
     recent_messages,
     send_error,
@@ -122,32 +117,7 @@ class GatewaySessions:
         active: dict[str, list[str]] = {}
         for rec in self.sup.registry.active():
             active.setdefault(rec.session_key, []).append(rec.run_id)
-        rows = [
-            r for r in rows if r.key not in ("global", "unknown") and list_wanted(r, args, active)
-        ]
-        tools, parents = self.sup.generation.config.tools, {r.key: r.spawnedBy for r in rows}
-        rows = [
-            r
-            for r in rows
-            if denial(tools, "list", ctx.session_key, ctx.agent_id, r.key, r.agentId, parents.get)
-            is None
-        ]
-        children: dict[str, list[str]] = {}
-        for row in rows:
-            if row.parentSessionKey:
-                children.setdefault(row.parentSessionKey, []).append(row.key)
-        page, limit = list_page(rows, args)
-        sessions = []
-        for row in page:
-            view = list_row(self.sup.generation, row, children.get(row.key), active.get(row.key))
-            if args.messageLimit or args.includeLastMessage:
-                shown = await self._recent(row, args.messageLimit or 1)
-                if args.messageLimit:
-                    view["messages"] = shown
-                if args.includeLastMessage and shown:
-                    view["lastMessagePreview"] = preview(shown[-1])
-            sessions.append(view)
-        return list_result(sessions, len(rows), args, limit)
+        return await list_result_for(self.sup.generation, ctx, args, rows, active, self._recent)
 
     async def _recent(self, row: SessionRow, count: int) -> list[dict[str, Any]]:
         entries = await self.sup.store.load_entries(row.sessionId)

@@ -250,11 +250,7 @@ class Subagents:
         (no announce) until `resume` (a `sessions_send` continuation; for a subagent that
         yielded for its own children, their announce). False when that run is no task of
         this gateway's."""
-        run = self.book.by_child_run(child_key, run_id)
-        if run is None:
-            return False
-        run.paused = True
-        return True
+        return self.book.pause(child_key, run_id)
 
     def paused_task(self, child_key: str) -> SpawnedRun | None:
         """The task of subagent session `child_key` paused for a continuation, if any."""
@@ -269,10 +265,7 @@ class Subagents:
     def resume(self, run: SpawnedRun, record: RunRecord) -> None:
         """Run `record` (a continuation sent to the paused child) carries `run`'s task on:
         the task's result, and its announce, are that run's (unless it yields again)."""
-        run.record = record
-        run.paused = False
-        run.resumed.set()
-        run.resumed = trio.Event()
+        self.book.resume(run, record)
 
     # --- stopping a tree, and a restart ---------------------------------------------------
 

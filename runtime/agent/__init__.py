@@ -77,14 +77,10 @@ from ._session_views import announce_message as announce_message
 from ._session_views import branch_dicts as branch_dicts
 from ._session_views import history_result as history_result
 from ._session_views import list_kind as list_kind
-from ._session_views import list_page as list_page
-from ._session_views import list_result as list_result
-from ._session_views import list_row as list_row
-from ._session_views import list_wanted as list_wanted
+from ._session_views import list_result_for as list_result_for
 from ._session_views import model_ref as model_ref
 from ._session_views import notify_result as notify_result
 from ._session_views import notify_text as notify_text
-from ._session_views import preview as preview
 from ._session_views import reach_denial as reach_denial
 from ._session_views import recent_messages as recent_messages
 from ._session_views import send_error as send_error
@@ -99,7 +95,6 @@ from ._session_views import subagent_role as subagent_role
 from ._session_views import subagents_call as subagents_call
 from ._session_views import yield_claim as yield_claim
 from ._session_views import yielded as yielded
-from ._session_visibility import agent_of as agent_of
 from ._session_visibility import denial as denial
 from ._slash import QUEUE_MODES as QUEUE_MODES
 from ._slash import REASONING_MODES as REASONING_MODES
@@ -156,7 +151,6 @@ __all__ = [
     "TurnResult",
     "TurnServices",
     "agent_allowed",
-    "agent_of",
     "agents_view",
     "announce_message",
     "branch_dicts",
@@ -174,10 +168,7 @@ __all__ = [
     "history_result",
     "is_silent_reply",
     "list_kind",
-    "list_page",
-    "list_result",
-    "list_row",
-    "list_wanted",
+    "list_result_for",
     "memory_settings",
     "model_ref",
     "normalize_reasoning_level",
@@ -188,7 +179,6 @@ __all__ = [
     "parse_duration_ms",
     "pending_children_message",
     "persist_run",
-    "preview",
     "reach_denial",
     "recent_messages",
     "reply_text",

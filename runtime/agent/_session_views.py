@@ -51,6 +51,7 @@ __all__ = [
     "list_kind",
     "list_page",
     "list_result",
+    "list_result_for",
     "list_row",
     "list_wanted",
     "model_ref",
@@ -224,6 +225,45 @@ def list_result(
     if result["hasMore"]:
         result["nextOffset"] = offset + len(sessions)
     return result
+
+
+async def list_result_for(
+    gen: ModelRuntimeGeneration,
+    ctx: ToolContext,
+    args: SessionsListParams,
+    rows: list[SessionRow],
+    active: dict[str, list[str]],
+    recent: Callable[[SessionRow, int], Awaitable[list[dict[str, Any]]]],
+) -> dict[str, Any]:
+    """`sessions_list`'s payload from the host's `rows` (most recently updated first,
+    already within `agentId` and `activeMinutes`), its running runs by session (`active`)
+    and `recent(row, count)`, a session's latest messages (`recent_messages`): filtered,
+    within the caller's reach, paged, with the children and messages asked for. A
+    checkpoint when messages are asked for."""
+    rows = [r for r in rows if r.key not in ("global", "unknown") and list_wanted(r, args, active)]
+    tools, parents = gen.config.tools, {r.key: r.spawnedBy for r in rows}
+    rows = [
+        r
+        for r in rows
+        if denial(tools, "list", ctx.session_key, ctx.agent_id, r.key, r.agentId, parents.get)
+        is None
+    ]
+    children: dict[str, list[str]] = {}
+    for row in rows:
+        if row.parentSessionKey:
+            children.setdefault(row.parentSessionKey, []).append(row.key)
+    page, limit = list_page(rows, args)
+    sessions = []
+    for row in page:
+        view = list_row(gen, row, children.get(row.key), active.get(row.key))
+        if args.messageLimit or args.includeLastMessage:
+            shown = await recent(row, args.messageLimit or 1)
+            if args.messageLimit:
+                view["messages"] = shown
+            if args.includeLastMessage and shown:
+                view["lastMessagePreview"] = preview(shown[-1])
+        sessions.append(view)
+    return list_result(sessions, len(rows), args, limit)
 
 
 def recent_messages(messages: list[dict[str, Any]], count: int) -> list[dict[str, Any]]:

@@ -278,6 +278,26 @@ class TaskBook:
             None,
         )
 
+    def pause(self, child_key: str, run_id: str) -> bool:
+        """Subagent `child_key`'s run `run_id` yields for a continuation (`sessions_yield`
+        `waitFor: "message"`): its task waits, announcing nothing, until `resume`. False
+        when that run is no task of this book's."""
+        run = self.by_child_run(child_key, run_id)
+        if run is None:
+            return False
+        run.paused = True
+        return True
+
+    @staticmethod
+    def resume(run: SpawnedRun, record: TaskRecord) -> None:
+        """Run `record` (a continuation sent to the paused child, or the announce of its
+        own children) carries `run`'s task on: the task's result, and its announce, are
+        that run's (unless it yields again)."""
+        run.record = record
+        run.paused = False
+        run.resumed.set()
+        run.resumed = trio.Event()
+
     def pending(self, caller: str) -> list[SpawnedRun]:
         """The runs `caller` spawned itself that have not ended."""
         return [
