@@ -23,6 +23,25 @@ and its tree, and a turn aborted or cancelled kills those it started. Without `a
 (`aclose()` only) commands run in the foreground. A job's end wakes nothing here: the next
 turn polls it with `process`.
 
+The tools that need a host are offered as the gateway offers them, over the runtime's own
+sessions and in memory (`_embedded_sessions`, `_embedded_desks`):
+- session tools: `sessions_list` / `sessions_history` / `session_status` / `agents_list` read
+  its sessions; `sessions_send` runs a turn on the target and returns its reply inline
+  (`mode: "notify"` queues it for the target's next turn); `sessions_spawn` runs a child
+  `agent:<id>:subagent:<uuid>` as a task of the runtime (only as `async with`) within
+  `agents.defaults.subagents` limits and announces its result with a turn on the parent;
+  `subagents`, `agents_wait`, `sessions_yield` follow those tasks. Events of the turns the
+  runtime starts itself go to `rt.on_event`.
+- `ask_user`: the question is a `question.requested` event of the turn; answer it with
+  `rt.answer_question(id, answers)` (`rt.pending_questions()` lists them); without an answer
+  by its timeout the tool says no answer came (`question.resolved` either way).
+- `progress_card`: read with `rt.progress_card(session_key)`; `progressCard.changed` events.
+- `gateway`: `config.get` / `config.schema.lookup` of the current config (redacted); it
+  writes nothing (`publish` changes the config).
+- `automations` (`cron`): offered, but every action is a tool error: no scheduler here.
+- `heartbeat_respond`: offered in `run_turn(..., heartbeat=True)`; the result's `heartbeat`
+  is what it accepted.
+
 Transcripts are kept in memory, or, with `store=`, through the gateway's store interface
 (`SessionStore`: e.g. `actors.open_store` on a SQLite file), so an embedded app can close
 and reopen a session. A turn's writes are committed before its terminal event; a turn that
@@ -44,6 +63,7 @@ from types import TracebackType
 from typing import Any, Literal, Protocol
 
 import attrs
+import msgspec
 import trio
 
 from ..llm._types import Message
@@ -56,7 +76,9 @@ from ..model._generation import (
     default_provider_factory,
 )
 from ..model._plugins import PluginRegistry
+from ..sessions._branches import branch_messages
 from ..sessions._sessions import (
+    MessageEntry,
     SessionKeyError,
     SessionRow,
     TranscriptBuilder,
@@ -68,6 +90,13 @@ from ..sessions._sessions import (
 )
 from ..tools import open_process_registry
 from ._compaction import MessageTags, persist_run
+from ._embedded_desks import (
+    EmbeddedCards,
+    EmbeddedConfigReader,
+    EmbeddedQuestions,
+    NoScheduler,
+)
+from ._embedded_sessions import EmbeddedSessions, TrackedRun
 from ._reply import SilentStreamFilter
 from ._run import RunOutcome, RunState, ended_row, final_payload, run_guarded, run_messages
 from ._services import TurnServices
@@ -112,6 +141,8 @@ class _Session:
     row: SessionRow
     history: list[Message]
     builder: TranscriptBuilder
+    entries: list[TranscriptEntry] = attrs.field(factory=list)
+    """Its transcript, kept here when the runtime has no store."""
     lane: trio.Lock = attrs.field(factory=trio.Lock)
     stale: bool = False
     """A write failed: what is in memory is not what is stored (reload before the next turn)."""
@@ -133,6 +164,8 @@ class EmbeddedTurnResult:
     events: int = 0
     messages: tuple[str, ...] = ()
     """What the `message` tool sent during the turn, in order."""
+    heartbeat: Mapping[str, Any] | None = None
+    """In a heartbeat turn, what its `heartbeat_respond` accepted (None: not called)."""
 
     @property
     def generation(self) -> int:
@@ -166,6 +199,20 @@ class EmbeddedRuntime:
         self._retired: list[Any] = []
         self.published: list[Callable[[ModelRuntimeGeneration], None]] = []
         self._exits = contextlib.AsyncExitStack()
+        self._turns: dict[str, _Turn] = {}
+        """The turn going on in each session (a session runs one at a time)."""
+        self._nursery: trio.Nursery | None = None
+        self.on_event: EventCallback | None = None
+        """Receives the events of the turns the runtime starts itself (a `sessions_send`
+        target's, a subagent's, an announce), as `run_turn`'s `on_event` does."""
+        self.questions = EmbeddedQuestions(self._emit_in)
+        self.cards = EmbeddedCards(self._emit_in)
+        self.sessions = EmbeddedSessions(self)
+        services.questions = self.questions
+        services.cards = self.cards
+        services.config_reader = EmbeddedConfigReader(lambda: self._generation.config)
+        services.sessions = self.sessions
+        services.automations = NoScheduler()
 
     # --- generations ----------------------------------------------------------------------
 
@@ -199,6 +246,30 @@ class EmbeddedRuntime:
         since the runtime opened)."""
         session = self._sessions.get(self._key(session_key, None))
         return list(session.history) if session is not None else []
+
+    def progress_card(self, session_key: str) -> dict[str, Any] | None:
+        """The session's progress card (`{sessionKey, revision, updatedAt, markdown?,
+        steps?}`), or None."""
+        return self.cards.get(self._key(session_key, None))
+
+    def pending_questions(self) -> list[dict[str, Any]]:
+        """The questions `ask_user` is waiting on (the `question.requested` records)."""
+        return self.questions.pending()
+
+    def answer_question(
+        self, question_id: str, answers: Mapping[str, Sequence[str] | str]
+    ) -> dict[str, list[str]]:
+        """Answer a pending `ask_user` question: `{<questionId>: value or [values]}`; its
+        turn goes on with the answers (canonical form, returned). Raises `KeyError` (no
+        such question pending) and `ValueError` (answers that do not answer it:
+        `runtime.tools.InvalidAnswerError`). Not a checkpoint."""
+        given = {k: [v] if isinstance(v, str) else list(v) for k, v in answers.items()}
+        return self.questions.answer(question_id, given)
+
+    def _emit_in(self, session_key: str, stream: str, data: dict[str, Any]) -> None:
+        turn = self._turns.get(session_key)
+        if turn is not None:
+            turn.emit(stream, data)
 
     def _key(self, raw: str | None, agent_id: str | None) -> str:
         return resolve_session_key(
@@ -239,56 +310,173 @@ class EmbeddedRuntime:
         timeout_s: float | None = None,
         tools: ToolRunner | None = None,
         system_prompt: str | None = None,
+        extra_system_prompt: str | None = None,
+        heartbeat: bool = False,
     ) -> EmbeddedTurnResult:
         """Run one agent turn to its end and return its result.
 
         `session_key` as the gateway takes it (`agent:<id>:<rest>`, or a bare key for the
         agent's sessions); `model` overrides the agent's models (no fallback then); `tools`
-        replaces the agent's tools (built-ins and plugin tools under its policy). A
-        checkpoint; waits for the session's previous turn. Cancellation ends the turn with an
-        aborted `end` event (`stopReason: "shutdown"`) and propagates.
+        replaces the agent's tools (built-ins and plugin tools under its policy);
+        `extra_system_prompt` is added to the system prompt; `heartbeat` offers
+        `heartbeat_respond` (the result's `heartbeat` is what it accepted). System events
+        queued for the session (`sessions_send` `mode: "notify"`) come before `message`. A
+        checkpoint; waits for the session's previous turn. Cancellation ends the turn with
+        an aborted `end` event (`stopReason: "shutdown"`) and propagates.
         """
         try:
             key = self._key(session_key, agent_id)
         except SessionKeyError as exc:
             raise ValueError(str(exc)) from exc
+        record = await self.new_run(key, agent_id, run_id)
+        return await self.run(
+            record,
+            message,
+            on_event=on_event,
+            model=model,
+            timeout_s=timeout_s,
+            tools=tools,
+            system_prompt=system_prompt,
+            extra_system_prompt=extra_system_prompt,
+            heartbeat=heartbeat,
+        )
+
+    async def new_run(
+        self, key: str, agent_id: str | None = None, run_id: str | None = None
+    ) -> TrackedRun:
+        """A run of session `key` (a resolved key), not started yet. A checkpoint."""
         session = await self._session(key)
-        async with session.lane:
-            await self._close_retired()
-            if session.stale:
-                fresh = await self._load(key)
-                session.row, session.history, session.builder = (
-                    fresh.row,
-                    fresh.history,
-                    fresh.builder,
+        parsed = parse_session_key(key)
+        return TrackedRun(
+            run_id=run_id or str(uuid.uuid4()),
+            session_key=key,
+            session_id=session.row.sessionId,
+            agent_id=agent_id
+            or (parsed.agent_id if parsed else None)
+            or self._generation.default_agent,
+        )
+
+    async def run(
+        self,
+        record: TrackedRun,
+        message: str,
+        *,
+        on_event: EventCallback | None = None,
+        model: str | None = None,
+        timeout_s: float | None = None,
+        tools: ToolRunner | None = None,
+        system_prompt: str | None = None,
+        extra_system_prompt: str | None = None,
+        heartbeat: bool = False,
+    ) -> EmbeddedTurnResult:
+        """Run `record` (from `new_run`) to its end: `run_turn`'s turn; its events go to
+        `on_event`, else to `self.on_event`. `record.done` is set however it ends."""
+        key = record.session_key
+        session = await self._session(key)
+        try:
+            async with session.lane:
+                await self._close_retired()
+                if session.stale:
+                    fresh = await self._load(key)
+                    session.row, session.history, session.builder = (
+                        fresh.row,
+                        fresh.history,
+                        fresh.builder,
+                    )
+                    session.stale = False
+                record.session_id = session.row.sessionId
+                turn = _Turn(
+                    host=self,
+                    session=session,
+                    state=record,
+                    on_event=on_event or self.on_event,
+                    heartbeat=heartbeat,
                 )
-                session.stale = False
-            parsed = parse_session_key(key)
-            turn = _Turn(
-                host=self,
-                session=session,
-                state=RunState(
-                    run_id=run_id or str(uuid.uuid4()),
-                    session_key=key,
-                    session_id=session.row.sessionId,
-                    agent_id=agent_id
-                    or (parsed.agent_id if parsed else None)
-                    or self._generation.default_agent,
-                ),
-                on_event=on_event,
-            )
-            try:
-                return await turn.run(
-                    message,
-                    model=model,
-                    timeout_s=timeout_s,
-                    tools=tools,
-                    system_prompt=system_prompt,
-                )
-            finally:
-                processes = self.services.processes
-                if turn.state.aborted and processes is not None:
-                    processes.kill_run(turn.state.run_id)  # its background commands too
+                self._turns[key] = turn
+                try:
+                    return await turn.run(
+                        message,
+                        model=model,
+                        timeout_s=timeout_s,
+                        tools=tools,
+                        system_prompt=system_prompt,
+                        extra_system_prompt=extra_system_prompt,
+                    )
+                finally:
+                    self._turns.pop(key, None)
+                    if turn.state.aborted:  # its background commands and subagents too
+                        self.sessions.stop(key, record.run_id)
+                        if self.services.processes is not None:
+                            self.services.processes.kill_run(record.run_id)
+        finally:
+            record.done.set()
+
+    # --- what the session tools reach (`_embedded_sessions.SessionsRuntime`) --------------
+
+    def queue_system_event(self, session_key: str, text: str) -> None:
+        """Queue `text` for the session's next turn (it comes before that turn's message)."""
+        self.services.system_events.enqueue(session_key, text)
+
+    async def session_row(self, key: str) -> SessionRow | None:
+        """The session's row: in memory, else the store's; None for an unknown session."""
+        session = self._sessions.get(key)
+        if session is not None or self._store is None:
+            await trio.lowlevel.checkpoint()
+            return session.row if session is not None else None
+        return await self._store.get_session(key)
+
+    async def session_rows(self) -> list[SessionRow]:
+        """The sessions in memory, and those the store lists (a store with
+        `list_sessions`, as the gateway's), most recently updated first."""
+        rows = {key: session.row for key, session in self._sessions.items()}
+        lister = getattr(self._store, "list_sessions", None)
+        if lister is not None:
+            for row in await lister(limit=None):
+                rows.setdefault(row.key, row)
+        else:
+            await trio.lowlevel.checkpoint()
+        return sorted(rows.values(), key=lambda r: r.updatedAt, reverse=True)
+
+    async def session_branch(self, key: str) -> list[MessageEntry]:
+        """The message entries of the session's active branch."""
+        session = self._sessions.get(key)
+        if self._store is None:
+            await trio.lowlevel.checkpoint()
+            return branch_messages(session.entries) if session is not None else []
+        row = session.row if session is not None else await self._store.get_session(key)
+        return branch_messages(await self._store.load_entries(row.sessionId)) if row else []
+
+    async def update_row(self, key: str, agent_id: str, **changes: Any) -> SessionRow:
+        """Change the session's row (made when new) and store it."""
+        session = await self._session(key)
+        if session.row.agentId != agent_id:
+            changes.setdefault("agentId", agent_id)
+        session.row = msgspec.structs.replace(session.row, **changes)
+        if self._store is not None:
+            await self._store.save_turn(row=session.row)
+        return session.row
+
+    def peek_row(self, key: str) -> SessionRow | None:
+        session = self._sessions.get(key)
+        return session.row if session is not None else None
+
+    def running(self) -> list[RunState]:
+        return [turn.state for turn in self._turns.values()]
+
+    @property
+    def has_tasks(self) -> bool:
+        return self._nursery is not None
+
+    def start_soon(self, fn: Callable[..., Any], *args: Any) -> bool:
+        if self._nursery is None:
+            return False
+        self._nursery.start_soon(fn, *args)
+        return True
+
+    async def forget_session(self, key: str) -> None:
+        """Drop the session from memory (a stored one stays in the store)."""
+        self._sessions.pop(key, None)
+        await trio.lowlevel.checkpoint()
 
     # --- lifecycle ------------------------------------------------------------------------
 
@@ -311,9 +499,13 @@ class EmbeddedRuntime:
             await provider.aclose()
 
     async def __aenter__(self) -> EmbeddedRuntime:
-        """Open the background commands' registry. A checkpoint."""
+        """Open the background commands' registry and the nursery of the runtime's own
+        tasks (subagents, announcements, `sessions_send` targets). A checkpoint."""
         registry = await self._exits.enter_async_context(open_process_registry())
         self.services.processes = registry
+        nursery = await self._exits.enter_async_context(trio.open_nursery())
+        self._exits.callback(nursery.cancel_scope.cancel)  # leaving cancels them first
+        self._nursery = nursery
         return self
 
     async def __aexit__(
@@ -322,12 +514,13 @@ class EmbeddedRuntime:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        self._nursery = None
         try:
-            with trio.CancelScope(shield=True):
-                await self.aclose()
+            await self._exits.aclose()  # its tasks cancelled, every background command killed
         finally:
             self.services.processes = None
-            await self._exits.aclose()  # every background command killed, tree and all
+            with trio.CancelScope(shield=True):
+                await self.aclose()
 
 
 @attrs.define(eq=False)
@@ -337,8 +530,9 @@ class _Turn:
 
     host: EmbeddedRuntime
     session: _Session
-    state: RunState
+    state: TrackedRun
     on_event: EventCallback | None
+    heartbeat: bool = False
     seq: int = 0
     progress: RunProgress = attrs.field(factory=RunProgress)
     result: TurnResult = attrs.field(factory=TurnResult)
@@ -371,13 +565,19 @@ class _Turn:
         timeout_s: float | None,
         tools: ToolRunner | None,
         system_prompt: str | None,
+        extra_system_prompt: str | None,
     ) -> EmbeddedTurnResult:
         generation = self.host.generation  # fixed for the whole turn
-        scope = trio.CancelScope()
+        scope = self.state.cancel_scope = trio.CancelScope()
         if timeout_s:
             scope.deadline = trio.current_time() + timeout_s
+        if self.state.aborted:  # stopped while it waited for its session
+            scope.cancel()
         self.emit("lifecycle", self.state.start(now_ms()))
-        body = functools.partial(self._body, generation, message, model, tools, system_prompt)
+        message = self.host.services.system_events.prepend(self.state.session_key, message)
+        body = functools.partial(
+            self._body, generation, message, model, tools, (system_prompt, extra_system_prompt)
+        )
         try:
             await run_guarded(scope, body, self.outcome, what=f"run {self.state.run_id}")
         finally:
@@ -391,9 +591,10 @@ class _Turn:
         message: str,
         model: str | None,
         tools: ToolRunner | None,
-        system_prompt: str | None,
+        prompts: tuple[str | None, str | None],
     ) -> None:
         state, services = self.state, self.host.services
+        system_prompt, extra_system_prompt = prompts
         agent = generation.agent(state.agent_id)
         state.agent_id = agent.id
         stores = generation.fork_stores(agent.id)
@@ -409,6 +610,7 @@ class _Turn:
                 workspace=workspace,
                 send=self._message,
                 model_ref=model or agent.primary,
+                heartbeat=self.heartbeat,
             )
         self.tool_runner = tools
         spec = services.turn_spec(
@@ -428,6 +630,7 @@ class _Turn:
             reasoning_level=self.session.row.reasoningLevel,
             history_entries=self._entries if self.host._store is not None else None,
             system_prompt=system_prompt,
+            extra_system_prompt=extra_system_prompt,
             row=self.session.row,
         )
         spec.max_attempts = self.host._retry_attempts
@@ -484,6 +687,7 @@ class _Turn:
         session.row = ended_row(session.row, state, self.progress, turn)
         store = self.host._store
         if store is None:
+            session.entries.extend(entries)
             return
         try:
             await store.save_turn(
@@ -511,6 +715,11 @@ class _Turn:
             error=state.error if status == "error" else None,
             events=self.seq,
             messages=tuple(self.sent),
+            heartbeat=(
+                self.host.services.heartbeat_responses.take(state.run_id)
+                if self.heartbeat
+                else None
+            ),
         )
 
 

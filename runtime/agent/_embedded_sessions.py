@@ -1,0 +1,537 @@
+"""The embedded runtime's session tools (`runtime.tools.SessionsHost`) over its own sessions.
+
+`EmbeddedSessions` answers what the gateway's `actors.GatewaySessions` answers, with the
+same payloads (`_session_views`) and the same task book (`_subagent_book`), over a
+`SessionsRuntime` (the `EmbeddedRuntime`):
+
+- `sessions_list`, `sessions_history`: the sessions the runtime holds (in memory, and those
+  its store lists when it can: `list_sessions`), sanitized; `session_status`: the card;
+  `agents_list`: the agents a child may run as. What a session reaches follows
+  `tools.sessions.visibility` and `tools.agentToAgent`, as on the gateway.
+- `sessions_send`: a turn on the target session (after its running one), waited for at most
+  `timeoutSeconds` (default 30; 0: not waited for); the reply comes back inline. Used as
+  `async with`, the runtime runs the turn as a task of its own, which goes on after a
+  timeout; without it the turn runs inside the call and a timeout stops it. `mode: "notify"`
+  queues the message as a system event for the target's next turn (no turn starts).
+- `sessions_spawn`: a child session `agent:<id>:subagent:<uuid>` whose row records its
+  lineage, running the task as a task of the runtime (only as `async with`; otherwise a tool
+  error), at most `agents.defaults.subagents.maxConcurrent` at a time, within
+  `maxSpawnDepth` and `maxChildrenPerAgent`; when it ends its result is announced to the
+  parent by a turn on the parent's session (after the parent's running turn), unless
+  `expectsCompletionMessage: false`. `subagents` (list, wait, cancel), `agents_wait` and
+  `sessions_yield` read and stop the book's tasks.
+
+Leaving the runtime cancels the children and announcements still running.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
+
+import attrs
+import trio
+
+from ..loop._agent import now_ms
+from ..model._generation import GenerationError, ModelRuntimeGeneration
+from ..sessions._sessions import MessageEntry, SessionKeyError, SessionRow, resolve_session_key
+from ..tools import (
+    AgentsWaitParams,
+    SessionsHistoryParams,
+    SessionsListParams,
+    SessionsSendParams,
+    SessionsSpawnParams,
+    SessionStatusParams,
+    SessionsYieldParams,
+    SubagentsParams,
+    ToolContext,
+    ToolError,
+)
+from ._run import AbortReason, RunState
+from ._session_views import (
+    AGENTS_WAIT_DEFAULT_S,
+    CHILDREN_KEPT,
+    MISSING_FOR_MODE,
+    SEND_TIMEOUT_DEFAULT_S,
+    agents_view,
+    announce_message,
+    branch_dicts,
+    history_result,
+    list_result_for,
+    notify_result,
+    notify_text,
+    reach_denial,
+    recent_messages,
+    send_error,
+    send_outcome,
+    send_prompt,
+    spawn_admission,
+    spawn_receipt,
+    status_result,
+    subagent_context,
+    subagent_model,
+    subagent_role,
+    subagents_call,
+    yield_claim,
+    yielded,
+)
+from ._subagent_book import SpawnedRun, TaskBook
+
+__all__ = ["ChildLink", "EmbeddedSessions", "SessionsRuntime", "TrackedRun"]
+
+log = logging.getLogger("clawlane.embedded")
+
+ANNOUNCE_SUFFIX = ":announce"
+
+
+@attrs.define(eq=False, kw_only=True)
+class TrackedRun(RunState):
+    """One run of the embedded runtime, from the moment it is asked for to its end: its
+    lifecycle state, the event its waiters wait on and the scope that stops it."""
+
+    done: trio.Event = attrs.field(factory=trio.Event)
+    cancel_scope: trio.CancelScope | None = None
+
+    @property
+    def ended(self) -> bool:
+        return self.done.is_set()
+
+    def abort(self, reason: AbortReason) -> bool:
+        """Ask the run to stop (a run still waiting for its session stops as it starts).
+        False if it already ended. Not a checkpoint."""
+        if self.done.is_set():
+            return False
+        if self.abort_reason is None:
+            self.abort_reason = reason
+        self.aborted = True
+        if self.cancel_scope is not None:
+            self.cancel_scope.cancel()
+        return True
+
+
+@attrs.frozen
+class ChildLink:
+    """A spawned run's tie to its parent (`runtime.agent.TaskLink`)."""
+
+    parentKey: str
+    parentAgent: str
+    label: str | None = None
+    announce: bool = True
+    cleanup: str | None = None
+    requesterRun: str | None = None
+
+
+class SessionsRuntime(Protocol):
+    """What the session tools need of the embedded runtime. The async methods are
+    checkpoints; `start_run` and `start_soon` start tasks in the runtime's nursery."""
+
+    @property
+    def generation(self) -> ModelRuntimeGeneration: ...
+
+    def queue_system_event(self, session_key: str, text: str) -> None:
+        """Queue `text` for the session's next turn."""
+        ...
+
+    async def session_row(self, key: str) -> SessionRow | None:
+        """The session's row, or None for a session never used (nor stored)."""
+        ...
+
+    async def session_rows(self) -> list[SessionRow]:
+        """Every session's row, most recently updated first."""
+        ...
+
+    async def session_branch(self, key: str) -> list[MessageEntry]:
+        """The session's active branch."""
+        ...
+
+    async def update_row(self, key: str, agent_id: str, **changes: Any) -> SessionRow:
+        """Change the session's row (made when new) and keep it."""
+        ...
+
+    def peek_row(self, key: str) -> SessionRow | None:
+        """The row of a session in memory, or None. Not a checkpoint."""
+        ...
+
+    def running(self) -> list[RunState]:
+        """The runs going on now."""
+        ...
+
+    async def new_run(self, key: str, agent_id: str, run_id: str | None = None) -> TrackedRun:
+        """A run of session `key`, not started."""
+        ...
+
+    async def run(
+        self,
+        record: TrackedRun,
+        message: str,
+        *,
+        model: str | None = None,
+        timeout_s: float | None = None,
+        extra_system_prompt: str | None = None,
+    ) -> Any:
+        """Run `record` with `message` to its end (as `run_turn` does)."""
+        ...
+
+    @property
+    def has_tasks(self) -> bool:
+        """Whether the runtime runs tasks of its own (it is used as `async with`)."""
+        ...
+
+    def start_soon(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> bool:
+        """Start `fn(*args)` in the runtime's nursery; False when it has none."""
+        ...
+
+    async def forget_session(self, key: str) -> None:
+        """Drop the session (a child spawned with `cleanup: "delete"`)."""
+        ...
+
+
+class EmbeddedSessions:
+    """The session tools' host of an embedded runtime (see the module docstring)."""
+
+    def __init__(self, rt: SessionsRuntime) -> None:
+        self.rt = rt
+        self.book = TaskBook()
+        """The spawned runs, as the tasks of their parents' trees."""
+        self._slots = trio.CapacityLimiter(1)
+
+    # --- resolving a target ---------------------------------------------------------------
+
+    @staticmethod
+    def _key(ctx: ToolContext, raw: str) -> str:
+        try:
+            return resolve_session_key(raw, agent_id=None, default_agent=ctx.agent_id)
+        except SessionKeyError as exc:
+            raise ToolError(str(exc)) from exc
+
+    async def _denied(self, ctx: ToolContext, action: str, row: SessionRow) -> str | None:
+        return await reach_denial(self.rt.generation, ctx, action, row, self.rt.session_row)
+
+    def _active(self) -> dict[str, list[str]]:
+        active: dict[str, list[str]] = {}
+        for run in self.rt.running():
+            active.setdefault(run.session_key, []).append(run.run_id)
+        return active
+
+    # --- sessions_list, sessions_history, session_status, agents_list ---------------------
+
+    async def list_sessions(self, ctx: ToolContext, args: SessionsListParams) -> dict[str, Any]:
+        """The runtime's sessions, filtered and paged as the gateway's. A checkpoint."""
+        rows = await self.rt.session_rows()
+        if args.agentId:
+            rows = [r for r in rows if r.agentId == args.agentId.lower()]
+        if args.activeMinutes:
+            after = now_ms() - args.activeMinutes * 60_000
+            rows = [r for r in rows if r.updatedAt >= after]
+        gen = self.rt.generation
+        return await list_result_for(gen, ctx, args, rows, self._active(), self._recent)
+
+    async def _recent(self, row: SessionRow, count: int) -> list[dict[str, Any]]:
+        return recent_messages(branch_dicts(await self.rt.session_branch(row.key)), count)
+
+    async def history(self, ctx: ToolContext, args: SessionsHistoryParams) -> dict[str, Any]:
+        """The session's active branch, bounded and sanitized. A checkpoint."""
+        key = self._key(ctx, args.sessionKey)
+        row = await self.rt.session_row(key)
+        if row is None:
+            return {"status": "error", "error": f"No session found: {key}"}
+        refused = await self._denied(ctx, "history", row)
+        if refused is not None:
+            return {"sessionKey": key, "status": "forbidden", "error": refused}
+        return history_result(key, branch_dicts(await self.rt.session_branch(key)), args)
+
+    async def status(self, ctx: ToolContext, args: SessionStatusParams) -> dict[str, Any]:
+        """The `/status`-style card; `model` sets the session's model. A checkpoint."""
+        key = self._key(ctx, args.sessionKey) if args.sessionKey else ctx.session_key
+        row = await self.rt.session_row(key)
+        if row is None:
+            return {"status": "error", "error": f"No session found: {key}"}
+        refused = await self._denied(ctx, "status", row)
+        if refused is not None:
+            return {"status": "forbidden", "error": refused, "sessionKey": key}
+        changed = args.model is not None
+        if args.model is not None:
+            choice = args.model.strip()
+            if choice.lower() in ("", "default"):
+                row = await self.rt.update_row(
+                    key, row.agentId, modelOverride=None, providerOverride=None
+                )
+            else:
+                try:
+                    resolved = self.rt.generation.resolve(choice, agent_id=row.agentId)
+                except GenerationError as exc:
+                    raise ToolError(f"unknown model {args.model!r}: {exc}") from exc
+                row = await self.rt.update_row(
+                    key,
+                    row.agentId,
+                    modelOverride=resolved.model_id,
+                    providerOverride=resolved.provider_id,
+                )
+        return status_result(self.rt.generation, key, row, changed)
+
+    def agents(self, ctx: ToolContext) -> dict[str, Any]:
+        return agents_view(self.rt.generation, ctx.agent_id)
+
+    def subagent_role(self, session_key: str) -> str | None:
+        row = self.rt.peek_row(session_key)
+        depth = row.spawnDepth if row is not None else None
+        return subagent_role(self.rt.generation, session_key, depth)
+
+    # --- sessions_send --------------------------------------------------------------------
+
+    async def send(self, ctx: ToolContext, args: SessionsSendParams) -> dict[str, Any]:
+        """Run the target session with the message and wait for its reply. A checkpoint."""
+        run_id = str(uuid.uuid4())
+        if not args.message.strip():
+            raise ToolError("message required")
+        if args.mode == "resume" and (args.watch or (args.timeoutSeconds or 0) > 0):
+            return send_error(run_id, "mode=resume does not wait: omit watch and timeoutSeconds")
+        key = await self._send_target(ctx, args)
+        if isinstance(key, dict):
+            return key | {"runId": run_id}
+        timeout = 0 if args.mode == "steer" else args.timeoutSeconds
+        timeout = SEND_TIMEOUT_DEFAULT_S if timeout is None else timeout
+        if key == ctx.session_key and timeout != 0 and args.mode != "notify":
+            return send_error(
+                run_id,
+                "sessions_send cannot target the calling session; use your own reply instead",
+                key,
+            )
+        row = await self.rt.session_row(key)
+        if row is None:
+            missing = MISSING_FOR_MODE if args.mode in ("steer", "notify", "resume") else None
+            return send_error(run_id, missing or f"No session found: {key}", key)
+        refused = await self._denied(ctx, "send", row)
+        if refused is not None:
+            return {"runId": run_id, "status": "forbidden", "error": refused, "sessionKey": key}
+        if args.mode == "notify":
+            self.rt.queue_system_event(key, notify_text(ctx.session_key, args.message))
+            return notify_result(key)
+        if args.mode in ("resume", None):
+            resumed = await self._resume(ctx, args, key, row)
+            if resumed is not None:
+                return resumed
+        return await self._send_run(ctx, args.message, key, row.agentId, float(timeout))
+
+    async def _send_run(
+        self, ctx: ToolContext, message: str, key: str, agent_id: str, wait_s: float
+    ) -> dict[str, Any]:
+        record = await self.rt.new_run(key, agent_id)
+        prompt = send_prompt(ctx.session_key)
+        if not self.rt.has_tasks:  # the turn runs inside this call; the wait stops it
+            if wait_s == 0:
+                return send_error(
+                    record.run_id, "timeoutSeconds 0 needs the runtime opened with async with", key
+                )
+            await self.rt.run(record, message, extra_system_prompt=prompt, timeout_s=wait_s)
+            if record.status == "aborted" and record.abort_reason == "timeout":
+                return {
+                    "runId": record.run_id,
+                    "status": "timeout",
+                    "error": f"no reply within {wait_s:g}s; the turn was stopped",
+                    "sessionKey": key,
+                }
+            return send_outcome(record, key, wait_s)
+        self.rt.start_soon(
+            functools.partial(self.rt.run, extra_system_prompt=prompt), record, message
+        )
+        if wait_s == 0:
+            return {
+                "runId": record.run_id,
+                "status": "accepted",
+                "sessionKey": key,
+                "targetDisposition": "queued",
+                "delivery": {"status": "skipped", "mode": "announce"},
+            }
+        with trio.move_on_after(wait_s):
+            await record.done.wait()
+        return send_outcome(record, key, wait_s)
+
+    async def _send_target(self, ctx: ToolContext, args: SessionsSendParams) -> Any:
+        if args.sessionKey and args.sessionKey.strip():
+            return self._key(ctx, args.sessionKey)
+        if args.label:
+            rows = await self.rt.session_rows()
+            found = next(
+                (
+                    r.key
+                    for r in rows
+                    if r.label == args.label and (not args.agentId or r.agentId == args.agentId)
+                ),
+                None,
+            )
+            if found is None:
+                return {"status": "error", "error": f"No session found with label: {args.label}"}
+            return found
+        if args.agentId:
+            try:
+                agent = self.rt.generation.agent(args.agentId)
+            except GenerationError:
+                return {
+                    "status": "error",
+                    "error": f'Agent "{args.agentId}" not found. Run openclaw agents list to '
+                    "see configured agents.",
+                }
+            return f"agent:{agent.id}:main"
+        raise ToolError("sessionKey, label or agentId required")
+
+    async def _resume(
+        self, ctx: ToolContext, args: SessionsSendParams, key: str, row: SessionRow
+    ) -> dict[str, Any] | None:
+        """A child of this session paused by `sessions_yield` `waitFor: "message"` runs the
+        message as its task's continuation (not waited for); None for an ordinary send."""
+        task = self.book.paused(key)
+        if task is None or task.parent_key != ctx.session_key:
+            if args.mode != "resume":
+                return None
+            return send_error(
+                str(uuid.uuid4()),
+                "Task resume requires a child of this session paused by sessions_yield.",
+                key,
+            )
+        record = await self.rt.new_run(key, row.agentId)
+        prompt = (
+            f"This message continues your task; it was sent by session {ctx.session_key} "
+            "(your parent) with sessions_send."
+        )
+        if not self.rt.start_soon(self._child_run, record, args.message, prompt, None, None):
+            raise ToolError("a task resumes only in a runtime opened with async with")
+        self.book.resume(task, record)
+        return {
+            "status": "accepted",
+            "mode": "resume",
+            "runId": record.run_id,
+            "taskRunId": task.task_id,
+            "sessionKey": key,
+            "completion": "task",
+        }
+
+    # --- sessions_spawn -------------------------------------------------------------------
+
+    async def spawn(self, ctx: ToolContext, args: SessionsSpawnParams) -> dict[str, Any]:
+        """Start the child's run and answer with the receipt, or refuse. A checkpoint."""
+        gen = self.rt.generation
+        parent = await self.rt.session_row(ctx.session_key)
+        admitted = spawn_admission(gen, self.book, ctx, args, parent)
+        if isinstance(admitted, dict):
+            return admitted
+        if not self.rt.has_tasks:
+            raise ToolError(
+                "sessions_spawn needs the embedded runtime opened with `async with` (its "
+                "children run as its tasks)"
+            )
+        agent, depth = admitted
+        settings = gen.config.agents.defaults.subagents
+        self._slots.total_tokens = max(1, settings.maxConcurrent)
+        child_key, child_depth = f"agent:{agent.id}:subagent:{uuid.uuid4()}", depth + 1
+        title = args.label or args.taskName
+        timeout = args.runTimeoutSeconds
+        timeout = settings.runTimeoutSeconds if timeout is None else timeout
+        model = subagent_model(gen, args)
+        await self.rt.update_row(
+            child_key,
+            agent.id,
+            spawnedBy=ctx.session_key,
+            parentSessionKey=ctx.session_key,
+            spawnDepth=child_depth,
+            subagentRole=subagent_role(gen, child_key, child_depth),
+            **({"label": title} if title else {}),
+        )
+        children = (*((parent.childSessions if parent else None) or ()), child_key)
+        await self.rt.update_row(
+            ctx.session_key, ctx.agent_id, childSessions=children[-CHILDREN_KEPT:]
+        )
+        link = ChildLink(
+            parentKey=ctx.session_key,
+            parentAgent=ctx.agent_id,
+            label=title,
+            announce=args.expectsCompletionMessage is not False,
+            cleanup=args.cleanup,
+            requesterRun=ctx.run_id,
+        )
+        record = await self.rt.new_run(child_key, agent.id)
+        run = SpawnedRun(record, ctx.session_key, child_key, title, link=link)
+        self.book.add(run)
+        context = subagent_context(gen, ctx.session_key, child_depth)
+        self.rt.start_soon(self._child_run, record, args.task, context, model, timeout)
+        self.rt.start_soon(self._follow, run)
+        return spawn_receipt(gen, args, child_key, record.run_id, model or agent.primary)
+
+    async def _child_run(
+        self,
+        record: TrackedRun,
+        message: str,
+        context: str,
+        model: str | None,
+        limit_s: float | None,
+    ) -> None:
+        """A subagent's run, in one of the `maxConcurrent` slots (`limit_s`: its timeout)."""
+        async with self._slots:
+            await self.rt.run(
+                record,
+                message,
+                extra_system_prompt=context,
+                model=model,
+                timeout_s=float(limit_s) if limit_s else None,
+            )
+
+    async def _follow(self, run: SpawnedRun) -> None:
+        """Wait for the child's run (and, while it is paused by `sessions_yield`, for the
+        continuation that resumes it); announce its result to the parent."""
+        while True:
+            await run.record.done.wait()
+            if yielded(run.record) and not run.suppressed:
+                run.paused = True
+            if not run.paused:
+                break
+            await run.resumed.wait()
+        try:
+            await self._announce(run)
+        except Exception:
+            log.exception("could not announce subagent %s to %s", run.child_key, run.parent_key)
+
+    async def _announce(self, run: SpawnedRun) -> None:
+        link = run.link
+        announce = link.announce and not run.suppressed
+        if announce and await self.rt.session_row(run.parent_key) is None:
+            announce = False  # forgotten meanwhile: the announce must not bring it back
+        if announce:
+            record = await self.rt.new_run(
+                run.parent_key, link.parentAgent, f"{run.task_id}{ANNOUNCE_SUFFIX}"
+            )
+            message = announce_message(run.record, run.child_key, run.label)
+            waiting = self.book.paused(run.parent_key)
+            if waiting is not None:  # a subagent that yielded for its children goes on
+                self.book.resume(waiting, record)
+            self.rt.start_soon(self.rt.run, record, message)
+        run.delivered = True
+        if link.cleanup == "delete":
+            await self.rt.forget_session(run.child_key)
+
+    # --- subagents, agents_wait, sessions_yield -------------------------------------------
+
+    async def subagents(self, ctx: ToolContext, args: SubagentsParams) -> dict[str, Any]:
+        return await subagents_call(self.book, ctx, args)
+
+    async def agents_wait(self, ctx: ToolContext, args: AgentsWaitParams) -> dict[str, Any]:
+        timeout = AGENTS_WAIT_DEFAULT_S if args.timeoutSeconds is None else args.timeoutSeconds
+        return await self.book.agents_wait(ctx.session_key, args.ids, timeout)
+
+    def yield_turn(self, ctx: ToolContext, args: SessionsYieldParams) -> dict[str, Any]:
+        return yield_claim(self.book, ctx, args, self.book.pause)
+
+    def stop(self, session_key: str, run_id: str | None = None) -> list[str]:
+        """Abort the running subagents of `session_key`'s tree (only those run `run_id`
+        spawned, and theirs, when given): they end aborted and announce nothing."""
+        stopped = []
+        for run in self.book.tree(session_key, run_id):
+            run.suppressed = True
+            if run.record.abort("stop") or run.paused:
+                stopped.append(run.task_id)
+            if run.paused:
+                run.paused = False
+                run.resumed.set()
+        return stopped
