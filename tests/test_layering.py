@@ -61,7 +61,7 @@ FLOORS: Final[dict[str, frozenset[str]]] = {
             "runtime.loop",
         }
     ),
-    "runtime.agent": _RUNTIME_BELOW_AGENT | {"runtime.usage"},
+    "runtime.agent": _RUNTIME_BELOW_AGENT | {"runtime.usage", "runtime.cron"},
     "runtime.plugin_sdk": _RUNTIME_BELOW_AGENT,
     "runtime.devices": frozenset(),
     "runtime.users": frozenset({"runtime.devices"}),

@@ -4,9 +4,11 @@
   and the webhooks of finished runs.
 - `_run`: one firing: its run on the `cron` global lane, and its history entry.
 - `_store`: jobs and run history behind `CronStore` (SQLite or PostgreSQL through the store).
-- `_tool_host`: `CronToolHost`, what the model's `automations` tool (alias `cron`) reaches:
-  `open_cron` (the scheduler's, wrapped) sets it on the supervisor's `services` while the
-  scheduler runs, so a run can add, list, update, remove and run jobs as `cron.*` does.
+- `_tool_host`: `GatewayJobs`, the scheduler as the model's `automations` tool (alias
+  `cron`) reaches it through `runtime.agent.CronToolHost` (shared with the embedded
+  runtime): `open_cron` (the scheduler's, wrapped) sets it on the supervisor's `services`
+  while the scheduler runs, so a run can add, list, update, remove and run jobs as `cron.*`
+  does.
 
 OpenClaw's automations surface: the `cron.*` methods (`transports.methods._cron`; `openclaw
 cron list|add|run|runs|get|edit|rm` work against clawlane as against OpenClaw's gateway),

@@ -30,6 +30,9 @@
   and what a session may reach (`tools.sessions.visibility`), the subagents' limits, receipt
   and announce, and the `TaskBook` of spawned runs (`subagents`, `agents_wait`,
   `sessions_yield`), shared by the gateway's host (`actors`) and the embedded runtime's.
+- `_cron_host`: what the `automations` tool answers (`CronToolHost`: validation, the
+  caller's scope, the `cron.*` results) over a host's `JobScheduler`: the gateway's cron
+  scheduler (`actors.cron`) or the embedded runtime's (`_embedded_cron`, in memory).
 - `_slash`: slash commands sent as chat messages: `/status`, `/help`, `/commands`,
   `/new [text]`, `/reset [text]`, `/stop`, `/model [provider/model|default]`, `/models`,
   `/think LEVEL` (`/thinking`, `/t`), `/verbose on|off|full` (`/v`), `/reasoning
@@ -47,6 +50,8 @@ from ._compaction import MessageTags as MessageTags
 from ._compaction import compact_session as compact_session
 from ._compaction import context_budget as context_budget
 from ._compaction import persist_run as persist_run
+from ._cron_host import CronToolHost as CronToolHost
+from ._cron_host import JobScheduler as JobScheduler
 from ._flusher import DeadlineFlusher as DeadlineFlusher
 from ._memorysettings import memory_settings as memory_settings
 from ._prompt import skills_now as skills_now
@@ -135,8 +140,10 @@ __all__ = [
     "AbortReason",
     "BlockReply",
     "ChatDeltaThrottle",
+    "CronToolHost",
     "DeadlineFlusher",
     "DeltaEmit",
+    "JobScheduler",
     "MessageTags",
     "RunOutcome",
     "RunRefusedError",
