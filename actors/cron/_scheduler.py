@@ -14,8 +14,9 @@ dir's lock; in a cluster cron itself runs on one node at a time (a Redis lease,
 After a run: the history entry (`CronRunLogEntry`, OpenClaw's shape) is written, then
 delivered (`none`; `announce`: the session holds it; `webhook`: `actors.runs._webhook`, each
 attempt written to the entry as it happens, as a `delivery` diagnostics entry: the
-schema's `CronRunLogEntry` is closed, so the history stays in OpenClaw's fields), then the job's state is updated and the `cron` event `finished` is sent.
-Recurring jobs that failed back off (30 s, 60 s, 5 min, 15 min, 60 min: OpenClaw's).
+schema's `CronRunLogEntry` is closed, so the history stays in OpenClaw's fields), then
+the job's state is updated (`runtime.cron.settle_job`: recurring jobs that failed back off
+30 s, 60 s, 5 min, 15 min, 60 min, as OpenClaw's) and the `cron` event `finished` is sent.
 
 Restart policy (documented in README): a job whose run was interrupted by the gateway
 stopping gets an `error` entry ("interrupted"). A slot missed while the gateway was down:
@@ -44,12 +45,14 @@ import trio
 
 from runtime.cron import (
     CronJob,
+    completion_status,
     encode_job,
-    error_backoff_ms,
     format_iso_ms,
     host_timezone,
     job_view,
     next_run_after,
+    run_entry,
+    settle_job,
 )
 from runtime.protocol import (
     CronAddParamsDeliveryAnnounce,
@@ -223,7 +226,7 @@ class CronScheduler:
     async def _record_interrupted(self, job: CronJob, now: int) -> None:
         started = job.state.runningAtMs or now
         job.state.runningAtMs = None
-        entry = self._entry(job, f"interrupted:{job.id}:{started}", now)
+        entry = run_entry(job, f"interrupted:{job.id}:{started}", now)
         entry.update(
             status="error",
             completionStatus="failed",
@@ -239,7 +242,7 @@ class CronScheduler:
 
     async def _record_skipped(self, job: CronJob, now: int, missed: _Missed) -> None:
         job.state.nextRunAtMs = next_run_after(job.schedule, job.id, now)
-        entry = self._entry(job, f"cron:{job.id}:{missed.first_slot_ms}", now)
+        entry = run_entry(job, f"cron:{job.id}:{missed.first_slot_ms}", now)
         entry.update(
             status="skipped",
             error=missed.describe(),
@@ -308,15 +311,6 @@ class CronScheduler:
 
     # --- one firing -------------------------------------------------------------------------
 
-    def _entry(self, job: CronJob, run_id: str, now: int) -> dict[str, Any]:
-        return {
-            "ts": now,
-            "jobId": job.id,
-            "action": "finished",
-            "runId": run_id,
-            "jobName": job.name,
-        }
-
     async def _firing(self, job_id: str, run_id: str, trigger: str) -> None:
         job = self.jobs[job_id]
         snapshot = msgspec.convert(msgspec.to_builtins(job), CronJob)
@@ -343,7 +337,7 @@ class CronScheduler:
     async def _finish(
         self, snapshot: CronJob, run_id: str, trigger: str, outcome: FiringOutcome
     ) -> None:
-        entry = self._entry(snapshot, run_id, outcome.ended_at)
+        entry = run_entry(snapshot, run_id, outcome.ended_at)
         entry.update(outcome.fields())
         entry["runAtMs"] = outcome.started_at
         entry["durationMs"] = max(0, outcome.ended_at - outcome.started_at)
@@ -351,11 +345,18 @@ class CronScheduler:
         if missed is not None:
             entry["diagnostics"] = missed.diagnostics(outcome.started_at)
         await self._deliver(snapshot, entry, outcome)
-        entry["completionStatus"] = _completion(entry)
+        entry["completionStatus"] = completion_status(entry)
         # The job as it is now (it may have been updated or removed during the run).
         live = self.jobs.get(snapshot.id)
         if live is not None:
-            self._settle_state(live, trigger, outcome)
+            settle_job(
+                live,
+                trigger=trigger,
+                status=outcome.status,
+                error=outcome.error,
+                started_at=outcome.started_at,
+                ended_at=outcome.ended_at,
+            )
             live.state.lastDelivered = entry.get("delivered")
             live.state.lastDeliveryStatus = entry.get("deliveryStatus")
             live.state.lastDeliveryError = entry.get("deliveryError")
@@ -376,30 +377,6 @@ class CronScheduler:
         event = {k: v for k, v in entry.items() if k not in ("ts", "action", "jobName")}
         view = job_view(live if live is not None else snapshot, revision=False)
         self._emit({"action": "finished", **event, "job": view})
-
-    def _settle_state(self, job: CronJob, trigger: str, outcome: FiringOutcome) -> None:
-        st = job.state
-        st.runningAtMs = None
-        st.lastRunAtMs = outcome.started_at
-        st.lastRunStatus = st.lastStatus = outcome.status  # type: ignore[assignment]
-        st.lastDurationMs = max(0, outcome.ended_at - outcome.started_at)
-        st.lastError = outcome.error
-        if outcome.status == "ok":
-            st.consecutiveErrors = 0
-            st.consecutiveSkipped = 0
-        elif outcome.status == "error":
-            st.consecutiveErrors = (st.consecutiveErrors or 0) + 1
-        if isinstance(job.schedule, CronAddParamsScheduleAt):
-            if trigger != "manual":
-                st.nextRunAtMs = None
-                job.enabled = False
-        elif job.enabled and outcome.status == "error" and trigger != "manual":
-            natural = next_run_after(job.schedule, job.id, outcome.ended_at)
-            backoff = outcome.ended_at + error_backoff_ms(st.consecutiveErrors or 1)
-            st.nextRunAtMs = max(natural or backoff, backoff)
-        elif job.enabled and (st.nextRunAtMs is None or st.nextRunAtMs <= outcome.ended_at):
-            st.nextRunAtMs = next_run_after(job.schedule, job.id, outcome.ended_at)
-        job.updatedAtMs = outcome.ended_at
 
     async def _deliver(self, job: CronJob, entry: dict[str, Any], outcome: FiringOutcome) -> None:
         delivery = job.delivery
@@ -608,15 +585,6 @@ class CronScheduler:
             fired=self._fired,
             next_wake_at_ms=self.next_wake_ms(),
         )
-
-
-def _completion(entry: dict[str, Any]) -> str:
-    if entry.get("status") != "ok":
-        return "failed"
-    status = entry.get("deliveryStatus")
-    if status in ("delivered", "not-requested") or entry.get("deliverySuppressionReason"):
-        return "succeeded"
-    return "failed" if status == "not-delivered" else "unknown"
 
 
 @asynccontextmanager

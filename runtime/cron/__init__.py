@@ -1,4 +1,14 @@
-"""runtime.cron"""
+"""runtime.cron: OpenClaw's cron jobs without I/O, for the gateway's scheduler (`actors.cron`)
+and the embedded runtime's.
+
+- `_cron_schedule`: the schedule arithmetic (`at`, `every`, `cron` with time zones, DST
+  edges, the top-of-hour stagger) and the error backoff.
+- `_cron_jobs`: `CronJob`, its validation (`job_from_add`, `apply_patch`), its wire view.
+- `_cron_params`: the `cron.*` methods' params that name a job.
+- `_cron_list`: `cron.list`'s filters and sorts (`select_jobs`).
+- `_cron_runs`: what a finished run does to its job (`settle_job`) and its history entry
+  (`run_entry`, `completion_status`, `run_summary`).
+"""
 
 from ._cron_jobs import CronJob as CronJob
 from ._cron_jobs import CronJobError as CronJobError
@@ -16,6 +26,10 @@ from ._cron_params import CronRemoveParams as CronRemoveParams
 from ._cron_params import CronRunParams as CronRunParams
 from ._cron_params import CronUpdateParams as CronUpdateParams
 from ._cron_params import JobIdError as JobIdError
+from ._cron_runs import completion_status as completion_status
+from ._cron_runs import run_entry as run_entry
+from ._cron_runs import run_summary as run_summary
+from ._cron_runs import settle_job as settle_job
 from ._cron_schedule import error_backoff_ms as error_backoff_ms
 from ._cron_schedule import format_iso_ms as format_iso_ms
 from ._cron_schedule import host_timezone as host_timezone
@@ -29,6 +43,7 @@ __all__ = [
     "CronUpdateParams",
     "JobIdError",
     "apply_patch",
+    "completion_status",
     "decode_job",
     "effective_agent",
     "encode_job",
@@ -38,6 +53,9 @@ __all__ = [
     "job_from_add",
     "job_view",
     "next_run_after",
+    "run_entry",
+    "run_summary",
     "select_jobs",
+    "settle_job",
     "webhook_url_problem",
 ]
