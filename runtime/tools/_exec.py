@@ -5,15 +5,18 @@ argv list), `workdir` (relative to the workspace; default the workspace), `env` 
 top of `ENV_ALLOWLIST`; `PATH` and loader variables refused, as OpenClaw's host exec does),
 `timeoutSeconds` (default `tools.exec.timeoutSeconds`, 1800; 0 disables; `timeout` is the
 older clawlane name), `yieldMs` (default `tools.exec.backgroundMs`, 10,000, clamped to
-10–120,000) and `background`. `pty`, `host`, `elevated`, `ask`, `node` and `title` are accepted
-as OpenClaw's schema has them; clawlane runs every command on the gateway host, without a
-terminal (`host` `sandbox` or `node` is refused; `pty: true` runs without one, the result
-starting with a warning that says so, as OpenClaw's PTY fallback does).
+10–120,000), `background` and `pty`: the command runs on a pseudo-terminal (`_pty`: a real
+terminal of 120 by 30, its output one stream with CRLF line ends, its input typed at it), or,
+where none can be made, without one, the result starting with a warning that says so, as
+OpenClaw's PTY fallback does. `host`, `elevated`, `ask`, `node` and `title` are accepted as
+OpenClaw's schema has them; clawlane runs every command on the gateway host (`host` `sandbox`
+or `node` is refused).
 
 With a `ProcessRegistry` (`processes`) a command still running after `yieldMs` (at once with
 `background`) goes on as a job of the session and the call returns `status: "running"` with
-its `sessionId`, for the `process` tool; its stdin is then a pipe (`process write`). Without
-one (the `process` tool is not available) the call waits for the end and ignores both.
+its `sessionId`, for the `process` tool; its stdin is then a pipe or its terminal (`process
+write`, `send-keys`). Without one (the `process` tool is not available) the call waits for the
+end and ignores both.
 
 Every command runs under a keeper (`_proctree`): when it ends, or times out, or the call is
 cancelled (a run's abort), its whole process tree is killed, including what left its process
@@ -118,8 +121,7 @@ class ExecParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         | None
     ) = None
     pty: (
-        Annotated[bool, msgspec.Meta(description="PTY for TTY-required CLIs (not available).")]
-        | None
+        Annotated[bool, msgspec.Meta(description="PTY for TTY-required CLIs/coding agents.")] | None
     ) = None
     title: Annotated[str, msgspec.Meta(description="A short title for the command.")] | None = None
     host: (
@@ -223,10 +225,8 @@ class ExecTool:
         if self.processes is None:
             limits = ProcessLimits(max_output_bytes=self.max_output_bytes)
             async with open_process_registry(limits=limits) as private:
-                result = await self._run(private, argv, args, ctx, cwd, timeout, can_yield=False)
-        else:
-            result = await self._run(self.processes, argv, args, ctx, cwd, timeout, can_yield=True)
-        return _with_pty_warning(result, args) if args.pty else result
+                return await self._run(private, argv, args, ctx, cwd, timeout, can_yield=False)
+        return await self._run(self.processes, argv, args, ctx, cwd, timeout, can_yield=True)
 
     async def _run(
         self,
@@ -255,6 +255,7 @@ class ExecTool:
                 notify_on_exit=self.notify_on_exit,
                 notify_empty_success=self.notify_on_exit_empty_success,
                 on_chunk=lambda stream, text: _update(ctx, stream, text),
+                pty=bool(args.pty),
             )
         except JobLimitError as exc:
             return text_result(str(exc), is_error=True, details={"status": "failed"})
@@ -273,9 +274,11 @@ class ExecTool:
             raise
         if job.done.is_set():
             registry.forget(job)
-            return _finished_result(job, limit_s)
-        registry.background(job)
-        return _running_result(job)
+            result = _finished_result(job, limit_s)
+        else:
+            registry.background(job)
+            result = _running_result(job)
+        return _with_pty_warning(result, args) if args.pty and job.tty is None else result
 
     def _yield_window(self, args: ExecParams) -> float:
         if args.background:
@@ -285,7 +288,8 @@ class ExecTool:
 
 
 def _with_pty_warning(result: ToolResult, args: ExecParams) -> ToolResult:
-    """`pty: true` ran without a terminal: say so first, as OpenClaw's fallback does."""
+    """`pty: true` ran without a terminal (none could be made): say so first, as OpenClaw's
+    fallback does."""
     command = args.command if isinstance(args.command, str) else " ".join(args.command)
     warning = f"Warning: PTY is not available; ran without PTY for `{command}`.\n\n"
     content = list(result.content)

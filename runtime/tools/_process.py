@@ -14,6 +14,10 @@ aborted: its jobs, backgrounded ones too), `kill_session` (a session deleted: it
 and finished), and the registry's end (shutdown: every job). A kill is SIGTERM to the keeper,
 which SIGKILLs the tree; SIGKILL to the keeper and its group follows after a grace.
 
+A job started with `pty` runs on a pseudo-terminal (`_pty`): its output is the terminal's one
+stream (named stdout), its input is typed at the terminal; where none can be made it runs with
+pipes (`Job.tty` is None).
+
 When a backgrounded job ends by itself (not killed on request) the registry calls `on_exit`
 with it, as OpenClaw's `notifyOnExit` enqueues an `Exec completed|failed (<id>, code N) :: <tail>`
 system event (`Job.exit_event`); the host wakes the session with it.
@@ -48,6 +52,7 @@ from ._proctree import (
     new_job_token,
     spawn_tree,
 )
+from ._pty import EOT, Terminal, open_terminal, terminal_env
 
 __all__ = [
     "TIMEOUT_RETRY_GUIDANCE",
@@ -161,6 +166,8 @@ class Job:
     notify_empty_success: bool
     output: OutputLog
     proc: trio.Process | None = None
+    tty: Terminal | None = None
+    """The master side of the job's pseudo-terminal (`pty`), which carries its input and output."""
     backgrounded: bool = False
     ended_at: int | None = None
     exit_code: int | None = None
@@ -326,10 +333,13 @@ class ProcessRegistry:
         notify_on_exit: bool = True,
         notify_empty_success: bool = False,
         on_chunk: OnChunk | None = None,
+        pty: bool = False,
     ) -> Job:
-        """Start `argv` as a job of `session_key`. Raises `JobLimitError` (too many running
-        jobs for `agent_id`, or the registry is closing) and `OSError` (it could not start).
-        A checkpoint; the job's task runs in the registry's nursery, so it outlives the call."""
+        """Start `argv` as a job of `session_key`, with `pty` on a pseudo-terminal when one can
+        be made (`job.tty`; its input is then always open). Raises `JobLimitError` (too many
+        running jobs for `agent_id`, or the registry is closing) and `OSError` (it could not
+        start). A checkpoint; the job's task runs in the registry's nursery, so it outlives the
+        call."""
         running = sum(1 for j in self._jobs.values() if j.agent_id == agent_id and j.running)
         if self.closing:
             raise JobLimitError("exec: the gateway is shutting down")
@@ -357,13 +367,22 @@ class ProcessRegistry:
         # Shielded, and owned by its task before the next checkpoint: a cancellation (a run's
         # abort) arriving meanwhile can never leave a process that no task watches.
         with trio.CancelScope(shield=True):
-            job.proc = await spawn_tree(
-                argv,
-                cwd=cwd,
-                env={**env, JOB_ENV: job.token, "OPENCLAW_SHELL": "exec"},
-                stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
-            )
-        job.stdin_open = stdin
+            job.tty = _open_terminal(job) if pty else None
+            job_env = {**env, JOB_ENV: job.token, "OPENCLAW_SHELL": "exec"}
+            try:
+                job.proc = await spawn_tree(
+                    argv,
+                    cwd=cwd,
+                    env=job_env if job.tty is None else terminal_env(job_env),
+                    stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+                    tty=job.tty.slave if job.tty is not None else None,
+                )
+            finally:
+                if job.tty is not None and job.proc is None:
+                    await job.tty.aclose()
+                elif job.tty is not None:
+                    job.tty.close_slave()
+        job.stdin_open = stdin or job.tty is not None
         self._jobs[job.id] = job
         self._nursery.start_soon(self._run, job, name=f"exec-job:{job.id}")
         return job
@@ -378,8 +397,9 @@ class ProcessRegistry:
 
     async def _run(self, job: Job) -> None:
         proc = job.proc
-        assert proc is not None and proc.stdout is not None and proc.stderr is not None
-        open_streams = [2]
+        assert proc is not None
+        streams = _output_streams(job, proc)
+        open_streams = [len(streams)]
         drained = trio.Event()
 
         async def pump(stream: trio.abc.ReceiveStream, name: str) -> None:
@@ -400,8 +420,8 @@ class ProcessRegistry:
                 records, token, pid = self.records, job.token, proc.pid
                 await trio.to_thread.run_sync(lambda: records.add(token, pid))
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(pump, proc.stdout, "stdout")
-                nursery.start_soon(pump, proc.stderr, "stderr")
+                for stream, name in streams:
+                    nursery.start_soon(pump, stream, name)
                 nursery.start_soon(watch_kill)
                 deadline = math.inf if job.timeout_s is None else job.timeout_s
                 with trio.move_on_after(deadline) as scope:
@@ -422,7 +442,7 @@ class ProcessRegistry:
                     # The keeper died of a signal: had it been killed outright, its tree
                     # would be the system's now. What carries the job's marker dies here.
                     await trio.to_thread.run_sync(kill_marked, job.token)
-                for pipe in (proc.stdin, proc.stdout, proc.stderr):
+                for pipe in (proc.stdin, proc.stdout, proc.stderr, job.tty):
                     if pipe is not None:
                         await pipe.aclose()
             self._ended(job)
@@ -518,9 +538,10 @@ class ProcessRegistry:
         return sorted(jobs, key=lambda j: j.started_at, reverse=True)
 
     async def write(self, job: Job, data: bytes, *, eof: bool = False) -> None:
-        """Write `data` to the job's stdin (and close it with `eof`). Raises `ToolError` when
-        stdin is closed or takes nothing for 10 s. A checkpoint."""
-        stdin = job.proc.stdin if job.proc is not None else None
+        """Write `data` to the job's stdin (and close it with `eof`; on a terminal, type
+        Ctrl-D). Raises `ToolError` when stdin is closed or takes nothing for 10 s. A
+        checkpoint."""
+        stdin = job.tty or (job.proc.stdin if job.proc is not None else None)
         if stdin is None or not job.stdin_open:
             raise ToolError(f"Session {job.id} stdin is not writable.")
         try:
@@ -529,7 +550,10 @@ class ProcessRegistry:
                     await stdin.send_all(data)
                 if eof:
                     job.stdin_open = False
-                    await stdin.aclose()
+                    if job.tty is not None:
+                        await job.tty.send_all(EOT)
+                    else:
+                        await stdin.aclose()
         except trio.TooSlowError:
             raise ToolError(f"Session {job.id} is not reading its stdin.") from None
         except (trio.BrokenResourceError, trio.ClosedResourceError):
@@ -571,6 +595,22 @@ class ProcessRegistry:
         while self._jobs:
             await next(iter(self._jobs.values())).done.wait()
         await trio.lowlevel.checkpoint()
+
+
+def _open_terminal(job: Job) -> Terminal | None:
+    try:
+        return open_terminal()
+    except OSError as exc:
+        log.warning("exec job %s runs without a PTY: %s", job.id, exc)
+        return None
+
+
+def _output_streams(job: Job, proc: trio.Process) -> list[tuple[trio.abc.ReceiveStream, str]]:
+    """What `_run` pumps: the terminal's one stream, or the pipes."""
+    if job.tty is not None:
+        return [(job.tty, "stdout")]
+    assert proc.stdout is not None and proc.stderr is not None
+    return [(proc.stdout, "stdout"), (proc.stderr, "stderr")]
 
 
 def _now_ms() -> int:

@@ -3,11 +3,13 @@
 Actions (OpenClaw's): `list` (the session's jobs, running and ended), `poll` (the output no
 poll has read yet, and the exit status; `timeout` waits up to that many ms, at most 30,000, for
 output or the end), `log` (the retained output by lines: `offset`/`limit`; neither gives the
-last 200 lines), `write` (`data` to stdin, `eof` closes it), `send-keys` (`literal`, `hex`
-bytes and named `keys`, written to stdin: clawlane has no PTY), `submit` (a CR), `paste`
-(`text`, bracketed unless `bracketed` is false), `kill`, `clear` (forget an ended job) and
-`remove` (kill, or clear). A job is visible only to the session that started it. Failures are
-error results with `details.status` `failed` and the message in `details.error`.
+last 200 lines), `write` (`data` to stdin, `eof` closes it, or types Ctrl-D on a terminal),
+`send-keys` (`literal`, `hex` bytes and named `keys`), `submit` (a CR), `paste` (`text`,
+bracketed unless `bracketed` is false), `kill`, `clear` (forget an ended job) and `remove`
+(kill, or clear). Input goes to the job's terminal when it runs on one (`exec` `pty: true`:
+keys reach a `read` or a REPL as typed), else to its stdin pipe. A job is visible only to the
+session that started it. Failures are error results with `details.status` `failed` and the
+message in `details.error`.
 """
 
 from __future__ import annotations

@@ -7,7 +7,9 @@ or the session (`setsid`, double forks): an orphan is reparented to the keeper, 
 The keeper
 
 - runs the command with the pipes the gateway gave it and closes its own copies, so the pipes
-  reach EOF when the command's tree is gone;
+  reach EOF when the command's tree is gone; given a terminal instead (`tty`, the slave side
+  of a pseudo-terminal, `_pty`), the command gets a session of its own with that terminal as
+  its controlling terminal (`setsid`, `TIOCSCTTY`), its descendants still the keeper's;
 - when the command's first process exits, SIGKILLs every descendant still running (what a
   shell left behind with `&`), reaps them, and exits with the command's status (killing itself
   with the same signal when the command died of one);
@@ -64,6 +66,8 @@ _KILL_GRACE: Final = 2.0
 KEEPER_SOURCE: Final = r"""
 import ctypes, os, signal, sys
 mark, owner, argv = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+tty = argv[:1] == ['--tty']  # 0-2 are a terminal's slave, for the command's own session
+argv = argv[1:] if tty else argv
 libc = ctypes.CDLL(None, use_errno=True)
 libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
 try:
@@ -124,6 +128,10 @@ if leader == 0:
     try:
         for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT, signal.SIGUSR1, signal.SIGPIPE, signal.SIGXFSZ):
             signal.signal(s, signal.SIG_DFL)
+        if tty:  # a session of its own, with the terminal as its controlling terminal
+            import fcntl, termios
+            os.setsid()
+            fcntl.ioctl(0, termios.TIOCSCTTY, 0)
         os.execvp(argv[0], argv)
     except OSError as exc:
         where = ': ' + argv[0]
@@ -172,18 +180,22 @@ async def spawn_tree(
     cwd: Path,
     env: Mapping[str, str],
     stdin: int | None = subprocess.DEVNULL,
+    tty: int | None = None,
 ) -> trio.Process:
     """Start `argv` under a keeper, with stdout and stderr as pipes and `stdin` (a pipe with
-    `subprocess.PIPE`). `env` is the command's whole environment (its `JOB_ENV` marks the
-    tree). The keeper starts in a session of its own. Raises `OSError` when even the keeper
-    cannot start (a missing `cwd`); a command that cannot be executed exits with 127 and a
-    message on stderr. A checkpoint."""
+    `subprocess.PIPE`), or with `tty` (a pseudo-terminal's slave fd, which the caller still
+    owns and closes) as all three, the command in a session of its own on that terminal.
+    `env` is the command's whole environment (its `JOB_ENV` marks the tree). The keeper
+    starts in a session of its own. Raises `OSError` when even the keeper cannot start (a
+    missing `cwd`); a command that cannot be executed exits with 127 and a message on
+    stderr. A checkpoint."""
     keeper = [sys.executable, "-I", "-S", "-c", KEEPER_SOURCE, KEEPER_MARK, str(os.getpid())]
+    pipe = subprocess.PIPE if tty is None else tty
     return await trio.lowlevel.open_process(
-        [*keeper, *argv],
-        stdin=stdin,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        [*keeper, *(["--tty"] if tty is not None else []), *argv],
+        stdin=stdin if tty is None else tty,
+        stdout=pipe,
+        stderr=pipe,
         cwd=cwd,
         env=dict(env),
         start_new_session=True,

@@ -333,10 +333,3 @@ async def test_without_a_registry_background_is_ignored(ctx: ToolContext) -> Non
             ExecTool(), {"command": "sleep 0.2; echo late", "background": True}, ctx
         )
     assert _text(result) == "late\n"
-
-
-async def test_pty_runs_without_a_terminal_and_says_so(ctx: ToolContext) -> None:
-    with trio.fail_after(10):
-        result = await invoke_tool(ExecTool(), {"command": "echo hi", "pty": True}, ctx)
-    assert _text(result) == "Warning: PTY is not available; ran without PTY for `echo hi`.\n\nhi\n"
-    assert not result.is_error
