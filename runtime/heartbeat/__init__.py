@@ -9,6 +9,12 @@
   event's payload (`heartbeat_event`).
 - `_events`: `SystemEventQueue`, the texts `system-event` and `wake` queue for a session's
   next turn, read by the model as `System: [time] text` lines before its message.
+- `_wake`: when a wake may run (`should_defer`: OpenClaw's `not-due`, `min-spacing` and
+  `flood` guards over an agent's `WakePacing`; `retain`), when a busy one is tried again
+  (`retry_delay_s`, `RETRY_REASONS`) and how it ended (`WakeResult`).
+- `_event_prompts`: the message of a heartbeat a background command's completion or a cron
+  job's system event woke (`build_exec_event_prompt`, `build_cron_event_prompt`,
+  `is_exec_completion_event`, `is_cron_system_event`).
 - `_history`: what `chat.history` hides of heartbeats (`hidden_in_history`: the prompt's
   user message, acknowledgment-only replies), as OpenClaw's chat display does, and what
   the model's context leaves out (`drop_heartbeat_turns`: heartbeat turns that were noise).
@@ -20,6 +26,10 @@ methods (`set-heartbeats`, `wake`, `system-event`, `last-heartbeat`) are
 `transports.methods._heartbeat`.
 """
 
+from ._event_prompts import build_cron_event_prompt as build_cron_event_prompt
+from ._event_prompts import build_exec_event_prompt as build_exec_event_prompt
+from ._event_prompts import is_cron_system_event as is_cron_system_event
+from ._event_prompts import is_exec_completion_event as is_exec_completion_event
 from ._events import SystemEvent as SystemEvent
 from ._events import SystemEventQueue as SystemEventQueue
 from ._events import format_system_events as format_system_events
@@ -49,14 +59,26 @@ from ._settings import heartbeat_agents as heartbeat_agents
 from ._settings import heartbeat_summary as heartbeat_summary
 from ._settings import in_active_hours as in_active_hours
 from ._settings import resolve_heartbeat as resolve_heartbeat
+from ._wake import COALESCE_S as COALESCE_S
+from ._wake import RETRY_REASONS as RETRY_REASONS
+from ._wake import Deferral as Deferral
+from ._wake import WakeIntent as WakeIntent
+from ._wake import WakePacing as WakePacing
+from ._wake import WakeResult as WakeResult
+from ._wake import retain as retain
+from ._wake import retry_delay_s as retry_delay_s
+from ._wake import should_defer as should_defer
 
 __all__ = [
+    "COALESCE_S",
     "DEFAULT_ACK_MAX_CHARS",
     "DEFAULT_EVERY",
     "HEARTBEAT_PROMPT",
     "HEARTBEAT_RESPONSE_TOOL_PROMPT",
     "HEARTBEAT_TOKEN",
     "HEARTBEAT_TRANSCRIPT_MARKER",
+    "RETRY_REASONS",
+    "Deferral",
     "HeartbeatRespondParams",
     "HeartbeatRespondTool",
     "HeartbeatResponses",
@@ -65,6 +87,11 @@ __all__ = [
     "StrippedReply",
     "SystemEvent",
     "SystemEventQueue",
+    "WakeIntent",
+    "WakePacing",
+    "WakeResult",
+    "build_cron_event_prompt",
+    "build_exec_event_prompt",
     "build_prompt",
     "classify_reply",
     "drop_heartbeat_turns",
@@ -76,8 +103,13 @@ __all__ = [
     "holds_heartbeat_turns",
     "in_active_hours",
     "indicator_type",
+    "is_cron_system_event",
     "is_effectively_empty",
+    "is_exec_completion_event",
     "is_heartbeat_prompt",
     "resolve_heartbeat",
+    "retain",
+    "retry_delay_s",
+    "should_defer",
     "strip_heartbeat_token",
 ]

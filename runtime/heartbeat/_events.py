@@ -7,6 +7,11 @@ as OpenClaw formats them: `System: [<local time>] <text>` (further lines of a te
 `System: <line>`), then a blank line. Texts that only say a heartbeat poll happened are
 dropped, as OpenClaw's `compactSystemEvent` drops them.
 
+An event may carry a context key (OpenClaw's `contextKey`: `cron:<jobId>` for a cron job's,
+`exec:<id>` for a background command's): a heartbeat that a cron job or a completion woke
+takes those events into its own message (`take`), and a cron job whose wake did not run
+takes its event back (`discard`).
+
 Bounded: at most `MAX_EVENTS_PER_SESSION` texts per session (the oldest dropped first), each
 cut to `MAX_EVENT_CHARS`, and at most `MAX_SESSIONS` sessions with queued texts (the oldest
 session's queue dropped first). Not thread-safe; no checkpoints.
@@ -37,6 +42,7 @@ class SystemEvent:
     text: str
     ts: int
     """Epoch milliseconds."""
+    context_key: str | None = None
 
 
 def _timestamp(ts_ms: int) -> str:
@@ -75,7 +81,14 @@ class SystemEventQueue:
             collections.OrderedDict()
         )
 
-    def enqueue(self, session_key: str, text: str, *, ts: int | None = None) -> None:
+    def enqueue(
+        self,
+        session_key: str,
+        text: str,
+        *,
+        ts: int | None = None,
+        context_key: str | None = None,
+    ) -> None:
         """Queue `text` for `session_key`'s next turn. A repeat of the last queued text is
         not queued twice (as OpenClaw's)."""
         text = text.strip()[:MAX_EVENT_CHARS]
@@ -88,7 +101,8 @@ class SystemEventQueue:
                 self._queues.popitem(last=False)
         elif queue and queue[-1].text == text:
             return
-        queue.append(SystemEvent(text, int(time.time() * 1000) if ts is None else ts))
+        stamp = int(time.time() * 1000) if ts is None else ts
+        queue.append(SystemEvent(text, stamp, context_key))
 
     def peek(self, session_key: str) -> list[SystemEvent]:
         return list(self._queues.get(session_key, ()))
@@ -100,6 +114,26 @@ class SystemEventQueue:
         """Take every queued event of `session_key`."""
         queue = self._queues.pop(session_key, None)
         return list(queue) if queue else []
+
+    def take(self, session_key: str, events: list[SystemEvent]) -> None:
+        """Take `events` (as `peek` gave them) out of `session_key`'s queue; the others stay."""
+        queue = self._queues.get(session_key)
+        if not queue:
+            return
+        kept = [e for e in queue if not any(e is t for t in events)]
+        queue.clear()
+        queue.extend(kept)
+        if not queue:
+            del self._queues[session_key]
+
+    def discard(self, session_key: str, context_key: str, text: str) -> None:
+        """Take back the queued event `text` of `context_key` (a cron job's, when its wake
+        did not run)."""
+        text = text.strip()[:MAX_EVENT_CHARS]
+        found = [
+            e for e in self.peek(session_key) if (e.context_key, e.text) == (context_key, text)
+        ]
+        self.take(session_key, found[-1:])
 
     def prepend(self, session_key: str, message: str) -> str:
         """`message` with `session_key`'s queued events before it (taken from the queue)."""

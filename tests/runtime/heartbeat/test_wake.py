@@ -1,0 +1,102 @@
+"""OpenClaw 2026.9.6's heartbeat wake rules (`runtime.heartbeat._wake`) and the messages of a
+woken heartbeat (`_event_prompts`), with times in epoch milliseconds."""
+
+from __future__ import annotations
+
+from runtime.heartbeat import (
+    Deferral,
+    SystemEventQueue,
+    WakePacing,
+    build_cron_event_prompt,
+    build_exec_event_prompt,
+    is_cron_system_event,
+    is_exec_completion_event,
+    retain,
+    retry_delay_s,
+    should_defer,
+)
+
+MIN = 60_000
+
+
+def test_the_first_event_wake_runs_and_later_ones_wait_for_the_next_due_heartbeat() -> None:
+    pacing = WakePacing(interval_ms=30 * MIN)
+    assert should_defer("event", pacing, 1_000_000) is None  # nothing ran yet here
+    pacing.started(1_000_000)
+    later = 1_000_000 + 5 * MIN
+    assert should_defer("event", pacing, later) == Deferral("not-due", 1_000_000 + 30 * MIN)
+    # Kept from an earlier deferral: only the 30 s spacing holds it.
+    assert should_defer("event", pacing, later, retained=True) is None
+    assert should_defer("event", pacing, 1_000_000 + 10_000, retained=True) == Deferral(
+        "min-spacing", 1_000_000 + 30_000
+    )
+    # A wake-now and a tick are not held by the cadence.
+    assert should_defer("immediate", pacing, later) is None
+    assert should_defer("scheduled", pacing, later) is None
+
+
+def test_without_a_cadence_event_wakes_keep_thirty_seconds_apart() -> None:
+    pacing = WakePacing()
+    pacing.started(0)
+    assert should_defer("event", pacing, 10_000) == Deferral("min-spacing", 30_000)
+    assert should_defer("event", pacing, 30_000) is None
+
+
+def test_five_starts_in_a_minute_trip_the_flood_guard_for_all_but_manual_wakes() -> None:
+    pacing = WakePacing()
+    for t in (0, 10_000, 20_000, 30_000):
+        pacing.started(t)
+    assert should_defer("immediate", pacing, 35_000) is None  # four: not yet
+    pacing.started(40_000)
+    assert should_defer("manual", pacing, 41_000) is None
+    for intent in ("immediate", "event", "scheduled"):
+        # Until the oldest of the five is a minute old.
+        assert should_defer(intent, pacing, 41_000) == Deferral("flood", 60_001)
+    assert should_defer("immediate", pacing, 60_001) is None  # 0 s has left the window
+
+
+def test_which_deferred_wakes_are_kept_and_when_busy_ones_run_again() -> None:
+    not_due = Deferral("not-due", 1)
+    assert retain("event", not_due) and retain("immediate", Deferral("flood", 1))
+    assert not retain("scheduled", not_due)
+    assert retry_delay_s("immediate", pure_poll=False) == 1.0
+    assert retry_delay_s("event", pure_poll=False) == 1.0
+    assert retry_delay_s("scheduled", pure_poll=False) == 60.0  # events wait: idle grace
+    assert retry_delay_s("scheduled", pure_poll=True) is None  # the next tick comes
+
+
+def test_completion_events_are_recognised_and_told_as_openclaw_tells_them() -> None:
+    done = "Exec completed (ab12cd34, code 0) :: built ok"
+    failed = "Exec failed (ab12cd34, code 2)"
+    assert is_exec_completion_event(done) and is_exec_completion_event("exec finished: x")
+    assert not is_exec_completion_event("Deploy finished")
+    assert is_cron_system_event("Water the plants")
+    assert not is_cron_system_event(done) and not is_cron_system_event("HEARTBEAT_OK")
+    prompt = build_exec_event_prompt([done])
+    assert prompt.startswith("An async command you ran earlier has completed.")
+    assert f"are:\n\n{done}\n\nPlease relay" in prompt
+    quiet = build_exec_event_prompt(["Exec completed (ab12cd34, code 0)"])
+    assert quiet.startswith("An async command completion event was triggered, but no command")
+    missing = build_exec_event_prompt([failed])
+    assert "Exec failed (ab12cd34, code 2) without captured stdout/stderr." in missing
+    assert build_exec_event_prompt([done], deliver_to_user=False).endswith(
+        "Do not mention, summarize, or reuse command output."
+    )
+    assert build_cron_event_prompt(["Water"], deliver_to_user=False) == (
+        "A scheduled reminder has been triggered. The reminder content is:\n\nWater\n\n"
+        "Handle this reminder internally. Do not relay it to the user unless explicitly "
+        "requested."
+    )
+
+
+def test_the_queue_gives_up_the_events_a_heartbeat_tells_and_keeps_the_others() -> None:
+    queue = SystemEventQueue()
+    queue.enqueue("k", "Deploy finished")
+    queue.enqueue("k", "Water the plants", context_key="cron:p")
+    queue.enqueue("k", "Exec completed (a1, code 0) :: ok", context_key="exec:a1")
+    queue.take("k", [e for e in queue.peek("k") if is_exec_completion_event(e.text)])
+    assert [e.text for e in queue.peek("k")] == ["Deploy finished", "Water the plants"]
+    queue.discard("k", "cron:p", "  Water the plants ")
+    assert [e.text for e in queue.peek("k")] == ["Deploy finished"]
+    queue.take("k", queue.peek("k"))
+    assert not queue.has("k") and len(queue) == 0
