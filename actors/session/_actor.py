@@ -5,12 +5,11 @@ as follow-ups (the other queue modes come with the session-lanes work). An actor
 only while it has work: `Supervisor.submit` starts its drain task, which exits when the
 queue is empty, so an idle session costs one small object.
 
-Each run: wait for a global lane slot (cancellable: an abort while queued ends the run at
-once), fork stores from the generation current at that moment and keep them to the end,
-emit lifecycle `start`, run the attempt loop, and emit exactly one terminal lifecycle event
-(`end` or `error`) whatever happens: provider error, crash, timeout, abort, shutdown. The
-terminal event waits for the run's writes to commit (`actors.session._ending`): a turn that could
-not be stored ends with an error saying so.
+Each run: wait for a global lane slot (cancellable: an abort while queued ends the run at once),
+fork stores from the generation current at that moment and keep them to the end, emit lifecycle
+`start`, run the attempt loop, and emit exactly one terminal lifecycle event (`end` or `error`)
+whatever happens: provider error, crash, timeout, abort, shutdown. The terminal event waits for the
+run's writes to commit (`actors.session._ending`): a turn not stored ends with an error saying so.
 
 Fencing (cluster mode): `fence` is set by the cluster layer while this node holds the
 session's lease (its key and the lease's token); every durable write of the actor carries
@@ -674,6 +673,7 @@ class SessionActor:
                 on_block=run.deliver_block,
                 row=self.row,
                 on_memory_flush=functools.partial(store_flush_ledger, self),
+                light_context=req.light_context,
             )
             log_run_started(rec, spec.model_ref)  # issue 14: "run started" log line
             await run_turn(spec, run.emit, run.progress, run.turn)

@@ -43,6 +43,9 @@ class RunRequest:
     queued_while_busy: bool = False
     debounce: bool = False
     """Chat messages queued while busy wait out `debounceMs`; `agent` runs do not."""
+    light_context: bool = False
+    """The turn's system prompt leaves out the workspace's bootstrap files (a heartbeat with
+    `lightContext`: OpenClaw's `bootstrapContextMode: "lightweight"`)."""
     kind: str = "agent"
     """`agent` or `chat`: the idempotency cache its key lives in (`actors.store._journal`)."""
     journaled: bool = False

@@ -547,21 +547,24 @@ async def prepare_prompt(
     agent_id: str | None = None,
     bootstrap_max_chars: int = DEFAULT_BOOTSTRAP_MAX_CHARS,
     bootstrap_total_max_chars: int = DEFAULT_BOOTSTRAP_TOTAL_MAX_CHARS,
+    bootstrap_files: bool = True,
 ) -> PreparedPrompt:
     """Load the skills snapshot (the workspace first, then `resource_roots`) and the
     bootstrap files (through `agent:bootstrap`), and render the project context within the
-    budget. A checkpoint: file I/O runs in worker threads."""
+    budget. `bootstrap_files` False: none of the workspace's (OpenClaw's lightweight
+    context; the hooks may still add some). A checkpoint: file I/O runs in worker threads."""
     workspace, roots = _paths(workspace_dir, tuple(resource_roots))
+    files_dir = workspace if bootstrap_files else None
     if cache is None:
         cache = PromptCache(max_entries=1)
     previous = cache.previous(roots)
 
     def load() -> tuple[SkillsSnapshot, list[BootstrapFile]]:
         snapshot = load_skills_snapshot(roots, previous=previous)
-        return snapshot, load_bootstrap_files(workspace) if workspace is not None else []
+        return snapshot, load_bootstrap_files(files_dir) if files_dir is not None else []
 
     if roots:
-        loaded, files = await cache.load_shared(roots, workspace, load)
+        loaded, files = await cache.load_shared(roots, files_dir, load)
     else:
         await trio.lowlevel.checkpoint()
         loaded, listed = load()
@@ -572,7 +575,8 @@ async def prepare_prompt(
         and internal_hooks is not None
         and internal_hooks.has_listeners("agent", "bootstrap")
     )
-    key = (base, extra, budget, bootstrap_max_chars, bootstrap_total_max_chars, workspace)
+    key: tuple[object, ...] = (base, extra, budget, bootstrap_max_chars, bootstrap_total_max_chars)
+    key += (workspace, bootstrap_files)
     if not hooked:
         known = cache.prepared(key, skills, files)
         if known is not None:

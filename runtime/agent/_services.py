@@ -418,6 +418,7 @@ class TurnServices:
         system_prompt: str | None = None,
         row: SessionRow | None = None,
         on_memory_flush: Callable[[MemoryFlushRecord], None] | None = None,
+        light_context: bool = False,
     ) -> TurnSpec:
         """One run's `TurnSpec` with this host's hooks, caches and the generation's
         settings (and what the session's `row` says of its compactions and memory flush).
@@ -449,6 +450,7 @@ class TurnServices:
             history_entries=history_entries,
             fallbacks=fallbacks,
             on_block=on_block,
+            light_context=light_context,
             **self.turn_settings(generation),
             **extra,
         )

@@ -341,6 +341,7 @@ async def _prepare(spec: TurnSpec, budget: ContextBudget) -> PreparedPrompt:
         agent_id=spec.agent_id,
         bootstrap_max_chars=spec.bootstrap_max_chars,
         bootstrap_total_max_chars=spec.bootstrap_total_max_chars,
+        bootstrap_files=not spec.light_context,
     )
     run_env = getattr(spec.tools, "env", None)
     if isinstance(run_env, dict):

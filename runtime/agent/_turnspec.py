@@ -69,6 +69,9 @@ class TurnSpec:
     internal_hooks: InternalHooks | None = None
     bootstrap_max_chars: int = DEFAULT_BOOTSTRAP_MAX_CHARS
     bootstrap_total_max_chars: int = DEFAULT_BOOTSTRAP_TOTAL_MAX_CHARS
+    light_context: bool = False
+    """No workspace bootstrap files in the system prompt (OpenClaw's lightweight bootstrap
+    context: a heartbeat with `lightContext`); `agent:bootstrap` hooks may still add some."""
     # model limits and compaction
     context_window: int | None = None
     """Overrides the model definition's `contextWindow`."""
