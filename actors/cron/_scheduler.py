@@ -45,6 +45,7 @@ import trio
 
 from runtime.cron import (
     CronJob,
+    announce_fields,
     completion_status,
     encode_job,
     format_iso_ms,
@@ -384,26 +385,7 @@ class CronScheduler:
             entry.update(delivered=False, deliveryStatus="not-requested")
             return
         if isinstance(delivery, CronAddParamsDeliveryAnnounce):
-            if outcome.status == "ok" and outcome.summary:
-                entry.update(
-                    delivered=True,
-                    deliveryStatus="delivered",
-                    delivery={
-                        "intended": {"channel": "last", "to": None, "source": "last"},
-                        "resolved": {
-                            "channel": "session",
-                            "to": outcome.session_key,
-                            "source": "explicit",
-                            "ok": True,
-                        },
-                        "fallbackUsed": False,
-                        "delivered": True,
-                    },
-                )
-            else:
-                entry.update(delivered=False, deliveryStatus="not-delivered")
-                if outcome.status == "ok":
-                    entry["deliverySuppressionReason"] = "empty"
+            entry.update(announce_fields(outcome.status, outcome.summary, outcome.session_key))
             return
         assert isinstance(delivery, CronAddParamsDeliveryWebhook)
         if outcome.status == "ok" and not outcome.summary:

@@ -7,7 +7,7 @@ and the embedded runtime's.
 - `_cron_params`: the `cron.*` methods' params that name a job.
 - `_cron_list`: `cron.list`'s filters and sorts (`select_jobs`).
 - `_cron_runs`: what a finished run does to its job (`settle_job`) and its history entry
-  (`run_entry`, `completion_status`, `run_summary`).
+  (`run_entry`, `announce_fields`, `completion_status`, `run_summary`).
 """
 
 from ._cron_jobs import CronJob as CronJob
@@ -26,6 +26,7 @@ from ._cron_params import CronRemoveParams as CronRemoveParams
 from ._cron_params import CronRunParams as CronRunParams
 from ._cron_params import CronUpdateParams as CronUpdateParams
 from ._cron_params import JobIdError as JobIdError
+from ._cron_runs import announce_fields as announce_fields
 from ._cron_runs import completion_status as completion_status
 from ._cron_runs import run_entry as run_entry
 from ._cron_runs import run_summary as run_summary
@@ -42,6 +43,7 @@ __all__ = [
     "CronRunParams",
     "CronUpdateParams",
     "JobIdError",
+    "announce_fields",
     "apply_patch",
     "completion_status",
     "decode_job",

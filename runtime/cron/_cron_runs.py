@@ -5,6 +5,9 @@ Shared by the gateway's scheduler (`actors.cron`) and the embedded runtime's (in
 - `run_entry`: the start of a `CronRunLogEntry` (`{ts, jobId, action: "finished", runId,
   jobName}`); the scheduler adds the outcome (`status`, `error`, `summary`, `sessionKey`,
   ...), `runAtMs`, `durationMs` and the delivery fields.
+- `announce_fields`: the delivery fields of a run whose job announces (`delivery.mode:
+  "announce"`): the reply stays in the run's session, which completes delivery when the
+  run answered something (clawlane has no chat channels).
 - `completion_status`: the entry's `completionStatus` (`succeeded`, `failed`, `unknown`)
   from its status and delivery.
 - `settle_job`: the job's `state` after a run (OpenClaw's): last run, status, error and
@@ -25,7 +28,7 @@ from runtime.protocol import CronAddParamsScheduleAt
 from ._cron_jobs import CronJob, next_run_after
 from ._cron_schedule import error_backoff_ms
 
-__all__ = ["completion_status", "run_entry", "run_summary", "settle_job"]
+__all__ = ["announce_fields", "completion_status", "run_entry", "run_summary", "settle_job"]
 
 
 def run_entry(job: CronJob, run_id: str, now: int) -> dict[str, Any]:
@@ -36,6 +39,29 @@ def run_entry(job: CronJob, run_id: str, now: int) -> dict[str, Any]:
         "runId": run_id,
         "jobName": job.name,
     }
+
+
+def announce_fields(status: str, summary: str | None, session_key: str | None) -> dict[str, Any]:
+    if status == "ok" and summary:
+        return {
+            "delivered": True,
+            "deliveryStatus": "delivered",
+            "delivery": {
+                "intended": {"channel": "last", "to": None, "source": "last"},
+                "resolved": {
+                    "channel": "session",
+                    "to": session_key,
+                    "source": "explicit",
+                    "ok": True,
+                },
+                "fallbackUsed": False,
+                "delivered": True,
+            },
+        }
+    fields: dict[str, Any] = {"delivered": False, "deliveryStatus": "not-delivered"}
+    if status == "ok":
+        fields["deliverySuppressionReason"] = "empty"
+    return fields
 
 
 def completion_status(entry: Mapping[str, Any]) -> str:
