@@ -38,7 +38,9 @@ sessions and in memory (`_embedded_sessions`, `_embedded_desks`):
 - `progress_card`: read with `rt.progress_card(session_key)`; `progressCard.changed` events.
 - `gateway`: `config.get` / `config.schema.lookup` of the current config (redacted); it
   writes nothing (`publish` changes the config).
-- `automations` (`cron`): offered, but every action is a tool error: no scheduler here.
+- `automations` (`cron`): as `async with`, a scheduler with the jobs in memory for the
+  runtime's life (`_embedded_cron`, `rt.cron`): due jobs run as the gateway runs them, their
+  turns' events go to `rt.on_event`; without it every action is a tool error.
 - `heartbeat_respond`: offered in `run_turn(..., heartbeat=True)`; the result's `heartbeat`
   is what it accepted.
 
@@ -90,6 +92,7 @@ from ..sessions._sessions import (
 )
 from ..tools import open_process_registry
 from ._compaction import MessageTags, persist_run
+from ._embedded_cron import EmbeddedCron, open_embedded_cron
 from ._embedded_desks import (
     EmbeddedCards,
     EmbeddedConfigReader,
@@ -213,6 +216,8 @@ class EmbeddedRuntime:
         services.config_reader = EmbeddedConfigReader(lambda: self._generation.config)
         services.sessions = self.sessions
         services.automations = NoScheduler()
+        self.cron: EmbeddedCron | None = None
+        """The scheduler behind `automations`, while used as `async with`."""
 
     # --- generations ----------------------------------------------------------------------
 
@@ -500,12 +505,14 @@ class EmbeddedRuntime:
 
     async def __aenter__(self) -> EmbeddedRuntime:
         """Open the background commands' registry and the nursery of the runtime's own
-        tasks (subagents, announcements, `sessions_send` targets). A checkpoint."""
+        tasks (subagents, announcements, `sessions_send` targets, the scheduler). A
+        checkpoint."""
         registry = await self._exits.enter_async_context(open_process_registry())
         self.services.processes = registry
         nursery = await self._exits.enter_async_context(trio.open_nursery())
         self._exits.callback(nursery.cancel_scope.cancel)  # leaving cancels them first
         self._nursery = nursery
+        self.cron = await self._exits.enter_async_context(open_embedded_cron(self))
         return self
 
     async def __aexit__(
@@ -514,7 +521,7 @@ class EmbeddedRuntime:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self._nursery = None
+        self._nursery = self.cron = None
         try:
             await self._exits.aclose()  # its tasks cancelled, every background command killed
         finally:

@@ -17,8 +17,8 @@ session's card, and what the `gateway` tool reads, in memory and in-process.
   `config.get` shows it (no file: `path` null, `exists` false; `config` redacted; `hash` of
   the config) and the config schema (`runtime.model.lookup_config_schema`). The `gateway`
   tool writes nothing (as OpenClaw's); `EmbeddedRuntime.publish` is how a config changes.
-- `NoScheduler` (`runtime.tools.AutomationsHost`): the embedded runtime keeps no scheduled
-  jobs (they are the gateway's cron scheduler's, `actors.cron`, durable in its store), so
+- `NoScheduler` (`runtime.tools.AutomationsHost`): a runtime not open as `async with` has
+  no scheduler (its jobs would run as the runtime's tasks: `_embedded_cron`), so
   `automations` (alias `cron`) is offered and every action is a tool error saying so.
 
 Everything runs in the trio thread; only `ask` and the schema lookup are checkpoints.
@@ -265,8 +265,9 @@ class EmbeddedConfigReader:
 
 
 NO_SCHEDULER: Final = (
-    "automations are not available in the embedded runtime: scheduled jobs live in the "
-    "gateway's cron scheduler (run clawlane gateway, or schedule turns from your application)"
+    "automations are not available in the embedded runtime unless it is open as "
+    "`async with` (its jobs run as the runtime's tasks); durable jobs are the gateway's "
+    "(run clawlane gateway)"
 )
 
 

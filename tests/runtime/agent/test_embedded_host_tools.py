@@ -1,7 +1,8 @@
 """The embedded runtime offers the tools that need a host, as the gateway does: the session
 tools over its own sessions, `ask_user` answered through `answer_question`, `progress_card`
 read with `progress_card`, `gateway` reading its config, `heartbeat_respond` in a heartbeat
-turn, and `automations` (a tool error: no scheduler here). Driven by the `local` model's
+turn, and `automations` (a tool error without `async with`; its scheduler:
+test_embedded_automations). Driven by the `local` model's
 `[[tool:NAME {json}]]` directives; results are read from the turns' `tool` events."""
 
 from __future__ import annotations
@@ -256,12 +257,17 @@ async def test_heartbeat_respond_is_offered_in_a_heartbeat_turn_only(tmp_path: P
     assert all(failed for failed, _ in plain_events.results("heartbeat_respond"))
 
 
-async def test_automations_is_offered_and_says_why_it_cannot_schedule(tmp_path: Path) -> None:
+async def test_automations_without_async_with_says_why_it_cannot_schedule(
+    tmp_path: Path,
+) -> None:
     events = Events()
-    with trio.fail_after(30):
-        async with _runtime(tmp_path) as rt:
+    rt = _runtime(tmp_path)
+    try:
+        with trio.fail_after(30):
             await rt.run_turn(
                 tool("automations", action="list"), session_key="main", on_event=events
             )
+    finally:
+        await rt.aclose()
     [(failed, text)] = events.results("automations")
-    assert failed and "not available in the embedded runtime" in text
+    assert failed and "not available in the embedded runtime" in text and "async with" in text
