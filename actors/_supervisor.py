@@ -28,8 +28,9 @@ Background commands (`processes`, the `exec` jobs of every session): `open_super
 their registry, so every job's process tree is killed when the supervisor ends, after the
 runs; a deleted session's jobs die with it (`forget_session`) and an aborted run's with it
 (`actors.session._ending`). When a backgrounded job ends by itself its session is woken as
-OpenClaw does (`exec_finished`): its `Exec completed|failed (...)` event becomes the message
-of a followup run on that session, the events that arrive meanwhile joining the next one.
+OpenClaw does (`exec_finished`): its `Exec completed|failed (...)` event is queued as a system
+event of that session and a heartbeat wake (`heartbeats.request_wake`, `exec-event`) runs a
+turn there that tells it, the events that arrive meanwhile joining it.
 """
 
 from __future__ import annotations
@@ -37,7 +38,6 @@ from __future__ import annotations
 import collections
 import logging
 import time
-import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, KeysView
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -47,12 +47,13 @@ import attrs
 import trio
 
 from runtime.agent import TurnServices
+from runtime.heartbeat import WakeIntent, WakeResult
 from runtime.hooks import InternalHookEvent, SessionEndEvent, SessionStartEvent
 from runtime.llm import Pacer
 from runtime.loop import now_ms
 from runtime.model import ModelRuntimeGeneration
 from runtime.sessions import SessionRow, resolve_session_key
-from runtime.tools import Job, ProcessRegistry, exec_event_prompt, open_process_registry
+from runtime.tools import Job, ProcessRegistry, open_process_registry
 
 from ._errors import ActorError, StoreError
 from .runs import (
@@ -124,6 +125,19 @@ class HeartbeatControl(Protocol):
     def session_for(self, agent_id: str) -> str: ...
     def enqueue(self, session_key: str, text: str) -> None: ...
     def wake_now(self, agent_id: str, reason: str, session_key: str | None = None) -> None: ...
+    def request_wake(
+        self,
+        agent_id: str,
+        *,
+        source: str,
+        intent: WakeIntent,
+        reason: str,
+        session_key: str | None = None,
+        coalesce_s: float = ...,
+    ) -> None: ...
+    async def wake_and_wait(
+        self, agent_id: str, *, source: str, intent: WakeIntent, reason: str
+    ) -> WakeResult: ...
 
 
 @attrs.frozen
@@ -246,7 +260,6 @@ class Supervisor:
         """The agents' heartbeats (`actors.heartbeat.open_heartbeats` sets them while open)."""
         self.processes: ProcessRegistry | None = None
         """The background commands' registry (`use_processes`); None: exec in the foreground."""
-        self._exec_events: dict[str, list[str]] = {}
         self._forced = 0
         self._journal_retry: dict[str, JournalRow] = {}
         self.services = TurnServices(workspace_root=workspace_root)
@@ -425,47 +438,24 @@ class Supervisor:
         processes.on_exit = self.exec_finished
 
     def exec_finished(self, job: Job) -> None:
-        """A backgrounded job ended by itself: wake its session with the event (a subagent's
-        is not woken, as in OpenClaw: it polls). Not a checkpoint."""
-        if self.closing or ":subagent:" in job.session_key:
+        """A backgrounded job ended by itself: its end is queued as a system event of its
+        session, and (but for a subagent's, which polls, as in OpenClaw) a heartbeat wake
+        tells the session at once (`actors.heartbeat`: OpenClaw's `exec-event` wake, once the
+        session is free). Without heartbeats the event waits for the session's next turn.
+        Not a checkpoint."""
+        if self.closing:
             return
-        pending = self._exec_events.get(job.session_key)
-        if pending is not None:
-            pending.append(job.exit_event())  # the wake under way takes it next
-            return
-        self._exec_events[job.session_key] = [job.exit_event()]
-        self._nursery.start_soon(self._exec_wake, job.session_key, job.agent_id)
-
-    async def _exec_wake(self, key: str, agent_id: str) -> None:
-        """Run followup turns on `key` until no job end is left to tell. Never raises but
-        `Cancelled`."""
-        try:
-            while events := self._exec_events.get(key):
-                self._exec_events[key] = []
-                record = await self._wake_run(key, agent_id, exec_event_prompt(events))
-                await record.done.wait()
-        except (ActorError, LaneFull) as exc:
-            log.warning("could not wake %s for its background command: %s", key, exc)
-        except Exception:
-            log.exception("could not wake %s for its background command", key)
-        finally:
-            self._exec_events.pop(key, None)
-
-    async def _wake_run(self, key: str, agent_id: str, message: str) -> RunRecord:
-        if self.session_gate is not None:
-            await self.session_gate(key)  # in a cluster: the session moves to this node
-        actor = await self.session(key, agent_id)
-        assert actor.row is not None
-        record = RunRecord(
-            run_id=f"exec-event-{uuid.uuid4()}",
-            session_key=key,
-            session_id=actor.row.sessionId,
-            agent_id=agent_id,
-            accepted_at=now_ms(),
-        )
-        request = RunRequest(record=record, message=message, origin="exec-event")
-        self.accept_run(actor, request, actor.queue_settings("followup"))
-        return record
+        key = job.session_key
+        self.services.system_events.enqueue(key, job.exit_event(), context_key=f"exec:{job.id}")
+        if self.heartbeats is not None and ":subagent:" not in key:
+            self.heartbeats.request_wake(
+                job.agent_id,
+                source="exec-event",
+                intent="event",
+                reason="exec-event",
+                session_key=key,
+                coalesce_s=0.0,
+            )
 
     def accept_run(
         self,

@@ -5,11 +5,16 @@ Where a job's payload runs (OpenClaw's execution styles):
 - `isolated`: a fresh session per run, `agent:<agent>:cron:<jobId>:run:<uuid>`;
 - `session:<id>`: the named session (`agent:<agent>:<id>`), its history carried over runs;
 - `current` (a job created with a `sessionKey`): that session;
-- `main` + `systemEvent`: the agent's main session. `wakeMode: "now"` runs one turn with
-  the message `System: <text>` (OpenClaw wakes its heartbeat to process the event at once;
-  here the turn is the wake). `next-heartbeat` queues the text as a system event of the
-  main session (`runtime.heartbeat.SystemEventQueue`) without a model call: the session's
-  next turn (a message, a heartbeat) reads it as `System: [time] <text>`, as OpenClaw's.
+- `main` + `systemEvent`: the agent's main session, as OpenClaw's: the text is queued as a
+  system event of that session (`runtime.heartbeat.SystemEventQueue`, context
+  `cron:<jobId>`) and a heartbeat wake (`actors.heartbeat`, source `cron`, reason
+  `cron:<jobId>`) tells it. `wakeMode: "now"` wakes at once (`immediate`) and the firing waits
+  for that heartbeat: `ok` once it ran (or handed off to a later retry: a cron run in
+  progress, or past 2 minutes), else `skipped`/`error` with the heartbeat's reason and the
+  event taken back. `next-heartbeat` wakes as an `event`, which waits for the agent's next
+  due heartbeat (an agent without a cadence runs none: the session's next turn reads the
+  event); the firing is `ok` at once. Without heartbeats (no `open_heartbeats`) the event
+  waits for the session's next turn either way.
 
 Every agent turn goes through the session's own lane and then the `cron` global lane (cap
 `cron.maxConcurrentRuns`, default 1), like any run: lifecycle and chat events, transcript,
@@ -176,7 +181,7 @@ def _turn_options(
     `GenerationError` (an unknown `payload.model`)."""
     payload = job.payload
     if not isinstance(payload, CronAddParamsPayloadAgentTurn):
-        return f"System: {payload.text}", None, SCHEDULER_WATCHDOG_S
+        return payload.text, None, SCHEDULER_WATCHDOG_S  # a system event: no turn of its own
     model_ref: str | None = None
     timeout_s: float | None = SCHEDULER_WATCHDOG_S
     if isinstance(payload.model, str) and payload.model.strip():
@@ -202,6 +207,37 @@ def _run_outcome(outcome: FiringOutcome, record: RunRecord, timeout_s: float | N
         outcome.error = f"cron: run aborted ({record.abort_reason})"
     else:
         outcome.error = record.error or "agent run failed"
+
+
+async def _system_event(
+    sup: Supervisor, job: CronJob, agent_id: str, key: str, text: str, outcome: FiringOutcome
+) -> None:
+    """A main-session `systemEvent` firing (see the module docstring). A checkpoint."""
+    context = f"cron:{job.id}"
+    queue = sup.services.system_events
+    queue.enqueue(key, text, context_key=context)
+    outcome.summary = text
+    beats = sup.heartbeats
+    reason = f"cron:{job.id}"
+    if beats is None or job.wakeMode != "now":
+        if beats is not None:
+            beats.request_wake(agent_id, source="cron", intent="event", reason=reason)
+        await trio.lowlevel.checkpoint()
+        outcome.status = "ok"
+        return
+    try:
+        result = await beats.wake_and_wait(
+            agent_id, source="cron", intent="immediate", reason=reason
+        )
+    except BaseException:
+        queue.discard(key, context, text)
+        raise
+    if result.status == "ran" or result.handed_off:
+        outcome.status = "ok"
+        return
+    queue.discard(key, context, text)
+    outcome.status = "skipped" if result.status == "skipped" else "error"
+    outcome.error = result.reason
 
 
 async def execute(
@@ -232,10 +268,8 @@ async def execute(
             updatedAt=now_ms(), **({"thinkingLevel": level} if level else {})
         )
         outcome.session_id = row.sessionId
-        if not isinstance(payload, CronAddParamsPayloadAgentTurn) and job.wakeMode != "now":
-            text = payload.text
-            sup.services.system_events.enqueue(key, text)  # for the session's next turn
-            outcome.status, outcome.summary = "ok", text
+        if not isinstance(payload, CronAddParamsPayloadAgentTurn):
+            await _system_event(sup, job, spec.id, key, payload.text, outcome)
             return outcome
         cap = gen.config.cron.maxConcurrentRuns
         lane = sup.lane_for("cron")

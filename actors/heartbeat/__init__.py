@@ -1,10 +1,14 @@
 """Heartbeats: periodic agent turns in an agent's main session, as OpenClaw 2026.9.6 runs them.
 
 - `_runner`: `Heartbeats` (`open_heartbeats`, then `Supervisor.heartbeats`): the schedule
-  (`agents.defaults.heartbeat.every`, per agent `agents.list[].heartbeat`), one heartbeat
-  (`run_heartbeat`: its skips, its run marked `heartbeat`, the verdict on its reply), wakes
-  (`wake_now`, `enqueue` a system event for a session's next turn), on/off (`set_enabled`),
-  the `heartbeat` event to every connection and the last one (`last_event`).
+  (`agents.defaults.heartbeat.every`, per agent `agents.list[].heartbeat`), wakes
+  (`request_wake`, `wake_now`, `wake_and_wait`: paced, retried while busy, as OpenClaw's),
+  one heartbeat (`run_heartbeat`: its skips, its message, its run marked `heartbeat`, the
+  verdict on its reply), `enqueue` a system event for a session's next turn, on/off
+  (`set_enabled`), the `heartbeat` event to every connection and the last one
+  (`last_event`).
+- `_wakes`: `PendingWakes`, the wakes waiting, one per target, merged when requested
+  together.
 
 What a heartbeat is, without I/O (settings, prompt, `HEARTBEAT_OK`, system events,
 `heartbeat_respond`): `runtime.heartbeat`. The methods: `transports.methods._heartbeat`.

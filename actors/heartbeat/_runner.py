@@ -1,81 +1,122 @@
 """`Heartbeats`: the heartbeat runs of the gateway's agents, on schedule and on a wake.
 
-A heartbeat of an agent (`run_heartbeat`), as OpenClaw 2026.9.6's runner:
+Every heartbeat starts as a wake (`request_wake`, `wake_now`, `wake_and_wait`; the cadence's
+ticks too), kept per target in `_wakes.PendingWakes` and taken by `run_wakes`, which runs at
+most `MAX_ACTIVE` targets at once, one heartbeat per target at a time. A wake, as OpenClaw
+2026.9.6's runner takes it:
 
-1. skipped (a `heartbeat` event with `status: "skipped"` and its `reason`, no model call)
-   when heartbeats are off (`set-heartbeats`: `disabled`), outside `activeHours`
-   (`quiet-hours`), when its session has a run going or queued (`requests-in-flight`), or
-   when the workspace's `HEARTBEAT.md` exists but is effectively empty and no system event
-   waits (`empty-heartbeat-file`), or when a scheduled poll with no system event waiting
-   has nowhere to deliver an alert (`no-route`: clawlane has no channels, so every
-   `target` but `none`; OpenClaw skips such polls before the model runs);
-2. else one run in the heartbeat's session (the agent's main session unless `session` says
-   otherwise; with `isolatedSession`, `<that session>:heartbeat` made fresh for each run,
-   taking the session's queued system events, as OpenClaw's) with OpenClaw's prompt (`runtime.heartbeat.build_prompt`), the queued system
-   events before it, the heartbeat's `model` and timeout, `heartbeat_respond` offered; the
-   run is marked as a heartbeat (`RunRecord.heartbeat`): its agent events carry
-   `isHeartbeat: true`, its chat deltas are not sent and its chat `final` drops a
-   `HEARTBEAT_OK` acknowledgment (`actors.runs.ChatStream`);
-3. its verdict (`classify_reply`) becomes the `heartbeat` event: `ok-empty` or `ok-token`
-   (`silent: true`, `reason` the wake's), an alert `skipped` with `reason` `no-route` (or
-   `target-none`), its `preview` and `indicatorType: "alert"` (OpenClaw's event for an
-   alert with no delivery target: the alert itself is the run's chat reply), a failed run
-   `failed`.
+1. not run when heartbeats are off (`set-heartbeats`: a `disabled` event), or when it is a
+   cadence tick or a cron job's `next-heartbeat` event for an agent without a cadence (no
+   event); deferred by the agent's pacing (`runtime.heartbeat.should_defer`: `not-due`,
+   `min-spacing`, `flood`; no event), a deferred `event` or `immediate` wake runs at the time
+   the guard gives;
+2. else one heartbeat (`run_heartbeat`), skipped (a `heartbeat` event with `status:
+   "skipped"` and its `reason`, no model call) outside `activeHours` (`quiet-hours`; a
+   background command's completion and a cron wake are not held by them), when a background
+   command's wake finds no completion waiting (`no-pending-event`), when something is busy
+   (`cron-in-progress`: a cron run holds the `cron` lane; `requests-in-flight`: the session,
+   or for a tick or an event wake any session of the agent, has a run going or queued, or the
+   agent's heartbeat runs), when the workspace's `HEARTBEAT.md` exists but is effectively
+   empty and no system event waits (`empty-heartbeat-file`; a scheduled poll checks this
+   before the busy guards), or when a scheduled poll with no system event waiting has
+   nowhere to deliver an alert (`no-route`: clawlane has no channels, so every `target` but
+   `none`);
+3. a heartbeat skipped as busy is tried again (`runtime.heartbeat.retry_delay_s`: 1 s, or 60 s
+   for a scheduled poll with events waiting; a plain scheduled poll waits for its next tick),
+   each try with its own event, until it runs;
+4. a heartbeat that runs is one run in the heartbeat's session (the agent's main session
+   unless `session` says otherwise, or the session a wake names; with `isolatedSession`,
+   `<that session>:heartbeat` made fresh for each run, taking the session's queued system
+   events, as OpenClaw's), marked as a heartbeat (`RunRecord.heartbeat`: its agent events
+   carry `isHeartbeat: true`, its chat deltas are not sent and its chat `final` drops a
+   `HEARTBEAT_OK` acknowledgment, `actors.runs.ChatStream`), with the heartbeat's `model`,
+   `heartbeat_respond` offered, and with `lightContext` none of the workspace's bootstrap
+   files in its system prompt (`RunRequest.light_context`). Its message
+   (`_message`): the queued background-command completions as OpenClaw's exec completion
+   prompt (taken from the queue; the ordinary agent timeout, not the heartbeat's), else a
+   cron wake's events as its reminder prompt, else OpenClaw's heartbeat prompt with
+   `HEARTBEAT.md` as the monitor scratch (`runtime.heartbeat.build_prompt`); the events left
+   in the queue come before it as `System:` lines;
+5. its verdict (`classify_reply`) becomes the `heartbeat` event: `ok-empty` or `ok-token`
+   (`silent: true`, `reason` the wake's), a completion's relayed reply `sent` (shown in the
+   session's chat, as OpenClaw's internal projection), another alert `skipped` with `reason`
+   `no-route` (or `target-none`), its `preview` and `indicatorType: "alert"` (OpenClaw's
+   event for an alert with no delivery target: the alert itself is the run's chat reply), a
+   failed run `failed`.
 
 Every event goes to every connection (OpenClaw's `heartbeat` event needs no scope) and is
 kept as the last one (`last-heartbeat`).
 
 Schedule: each agent that runs heartbeats (`runtime.heartbeat.heartbeat_agents`) with a
-cadence fires every `every` (the first one `every` after the gateway starts or the cadence
-changes), on trio's clock. The schedule only fires while the cron scheduler runs
-(`services.automations` set and `cron.enabled`: OpenClaw's heartbeats belong to its
+cadence gets a `scheduled` wake every `every` (the first one `every` after the gateway starts
+or the cadence changes), on trio's clock. The schedule only fires while the cron scheduler
+runs (`services.automations` set and `cron.enabled`: OpenClaw's heartbeats belong to its
 automations scheduler, so `cron.enabled: false` and a cluster node not running cron fire
-none); wakes work regardless.
+none; the node running cron fires every agent's, its runs moving each session there through
+`session_gate`); wakes work regardless.
 Config changes are read at each tick and at most `RESCAN_S` (`rescan_s`) after they happen.
-
-A wake (`wake`, `system-event` with `wake: true`, `mode: "now"`) runs a heartbeat at once in
-the runner's nursery; a heartbeat already running for that agent takes the wake's events
-(they wait in the queue for its next turn).
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+import attrs
 import trio
 
 from runtime.heartbeat import (
+    COALESCE_S,
+    RETRY_REASONS,
     HeartbeatSettings,
+    SystemEvent,
+    WakeIntent,
+    WakePacing,
+    WakeResult,
+    build_cron_event_prompt,
+    build_exec_event_prompt,
     build_prompt,
     classify_reply,
     heartbeat_agents,
     heartbeat_event,
     in_active_hours,
+    is_cron_system_event,
     is_effectively_empty,
+    is_exec_completion_event,
     resolve_heartbeat,
+    retain,
+    retry_delay_s,
+    should_defer,
 )
 from runtime.loop import now_ms
 from runtime.model import GenerationError
 
 from ..runs import RunRecord
 from ..session import LaneFull, RunRequest
+from ._wakes import MAX_ACTIVE, PendingWakes, Wake, WakeWaiter
 
 if TYPE_CHECKING:
     from .._supervisor import Supervisor
 
-__all__ = ["RESCAN_S", "Heartbeats", "open_heartbeats"]
+__all__ = ["HANDOFF_S", "RESCAN_S", "Heartbeats", "open_heartbeats"]
 
 log = logging.getLogger("clawlane.heartbeat")
 
 RESCAN_S: Final = 60.0
 """The longest the schedule goes without reading the config again."""
+HANDOFF_S: Final = 120.0
+"""How long `wake_and_wait` waits through retries before it hands the wake off (OpenClaw's
+cron wait)."""
 SCRATCH_FILE: Final = "HEARTBEAT.md"
 SCRATCH_MAX_BYTES: Final = 256 * 1024
+_PERSISTENT: Final = ("exec-event", "cron")
+"""Wake sources not held by `activeHours` and whose message is their events, not the
+monitor scratch."""
 
 
 def _reply_text(final: dict[str, Any] | None) -> str:
@@ -89,6 +130,24 @@ def _reply_text(final: dict[str, Any] | None) -> str:
         and not p.get("isReasoning")
     ]
     return "\n\n".join(texts)
+
+
+@attrs.frozen
+class _Message:
+    """A heartbeat's message and what it carries."""
+
+    text: str
+    completion: bool = False
+    """It tells background-command completions: a continuation of the session's work (the
+    ordinary agent timeout; its relayed reply is shown, not an undeliverable alert)."""
+
+
+@attrs.frozen
+class _Retry:
+    reason: str
+    at: float
+    """Trio time."""
+    guard: bool
 
 
 class Heartbeats:
@@ -107,6 +166,11 @@ class Heartbeats:
         """Agent id -> (its cadence in ms, when its next heartbeat is due on trio's clock)."""
         self._running: set[str] = set()
         self._changed = trio.Event()
+        self._wakes = PendingWakes()
+        self._active: set[str] = set()
+        """The targets whose wake is being run."""
+        self._wakes_changed = trio.Event()
+        self._pacing: dict[str, WakePacing] = {}
         self.rescan_s = RESCAN_S
         """The longest the schedule sleeps without reading the config again."""
         self.runs = 0
@@ -174,7 +238,9 @@ class Heartbeats:
                     or not self._sup.generation.config.cron.enabled
                 ):
                     continue  # no automations scheduler running here: no scheduled heartbeats
-                self._nursery.start_soon(self._guarded, agent_id, "interval", None)
+                self.request_wake(
+                    agent_id, source="interval", intent="scheduled", reason="interval", coalesce_s=0
+                )
 
     # --- wakes ----------------------------------------------------------------------------
 
@@ -186,16 +252,135 @@ class Heartbeats:
         """Queue a system event for `session_key`'s next turn."""
         self._sup.services.system_events.enqueue(session_key, text)
 
-    def wake_now(self, agent_id: str, reason: str, session_key: str | None = None) -> None:
-        """Start a heartbeat of `agent_id` now (in `session_key` if given). Not a
-        checkpoint."""
-        self._nursery.start_soon(self._guarded, agent_id, reason, session_key)
+    def request_wake(
+        self,
+        agent_id: str,
+        *,
+        source: str,
+        intent: WakeIntent,
+        reason: str,
+        session_key: str | None = None,
+        coalesce_s: float = COALESCE_S,
+        waiter: WakeWaiter | None = None,
+    ) -> None:
+        """Ask for a heartbeat of `agent_id` (in `session_key` if given) `coalesce_s` from
+        now, as the module docstring says. Not a checkpoint."""
+        wake = Wake(
+            agent_id=agent_id,
+            session_key=session_key,
+            source=source,
+            intent=intent,
+            reason=reason,
+            ready_at=trio.current_time() + coalesce_s,
+            waiters=[waiter] if waiter is not None else [],
+        )
+        self._wakes.add(wake)
+        self._wakes_changed.set()
 
-    async def _guarded(self, agent_id: str, reason: str, session_key: str | None) -> None:
+    def wake_now(self, agent_id: str, reason: str, session_key: str | None = None) -> None:
+        """A wake-now of `agent_id` (`wake`, `system-event` with `wake: true`: OpenClaw's
+        `immediate` intent). Not a checkpoint."""
+        self.request_wake(
+            agent_id, source="manual", intent="immediate", reason=reason, session_key=session_key
+        )
+
+    async def wake_and_wait(
+        self, agent_id: str, *, source: str, intent: WakeIntent, reason: str
+    ) -> WakeResult:
+        """A wake of `agent_id`, waited for: how it ended, or `handed_off` once it must wait
+        for a `cron-in-progress` retry or past `HANDOFF_S` (it still runs later). A
+        checkpoint; cancelled, it stops waiting (the wake stays)."""
+        deadline = trio.current_time() + HANDOFF_S
+
+        def stop(why: str, at: float) -> bool:
+            return why == "cron-in-progress" or at > deadline
+
+        waiter = WakeWaiter(stop_on_retry=stop)
+        self.request_wake(agent_id, source=source, intent=intent, reason=reason, waiter=waiter)
+        await waiter.done.wait()
+        assert waiter.result is not None
+        return waiter.result
+
+    async def run_wakes(
+        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Take the due wakes and run them until cancelled. A checkpoint."""
+        task_status.started()
         try:
-            await self.run_heartbeat(agent_id, reason=reason, session_key=session_key)
+            while True:
+                now = trio.current_time()
+                room = MAX_ACTIVE - len(self._active)
+                for wake in self._wakes.take_ready(now, self._active, room):
+                    self._active.add(wake.target)
+                    self._nursery.start_soon(self._dispatch, wake)
+                due = self._wakes.next_due(self._active)
+                with trio.move_on_at(math.inf if due is None else due):
+                    await self._wakes_changed.wait()
+                self._wakes_changed = trio.Event()
+        finally:
+            self._wakes.cancel()
+
+    async def _dispatch(self, wake: Wake) -> None:
+        try:
+            outcome: WakeResult | _Retry = await self._attempt(wake)
         except Exception:
-            log.exception("heartbeat of %s crashed", agent_id)
+            log.exception("heartbeat of %s crashed", wake.agent_id)
+            outcome = WakeResult("failed", "internal error")
+        except BaseException:  # cancelled: the runner closes
+            wake.settle(WakeResult("skipped", "disabled"))
+            raise
+        finally:
+            self._active.discard(wake.target)
+            self._wakes_changed.set()
+        if isinstance(outcome, WakeResult):
+            wake.settle(outcome)
+            return
+        wake.hand_off(outcome.reason, outcome.at)
+        wake.ready_at = trio.current_time()
+        wake.not_before = outcome.at
+        wake.retained = wake.retained or outcome.guard
+        self._wakes.add(wake)
+
+    def _allowed(self, wake: Wake, settings: HeartbeatSettings) -> bool:
+        """A cadence tick and a cron job's event wake need the agent's cadence; a wake-now
+        and a completion do not (OpenClaw's targeted wakes; clawlane's `wake` too)."""
+        if wake.intent in ("manual", "immediate") or wake.source == "exec-event":
+            return True
+        return settings.every_ms > 0 and wake.agent_id in self._scheduled()
+
+    async def _attempt(self, wake: Wake) -> WakeResult | _Retry:
+        """One try of `wake` (see the module docstring). A checkpoint."""
+        if not self.enabled:
+            return WakeResult("skipped", self._skipped("disabled", self._wall())["reason"])
+        try:
+            settings = resolve_heartbeat(self._sup.generation, wake.agent_id)
+        except (GenerationError, ValueError) as exc:
+            return WakeResult("failed", self._failed(str(exc), self._wall())["reason"])
+        if not self._allowed(wake, settings):
+            return WakeResult("skipped", "disabled")
+        pacing = self._pacing.setdefault(wake.agent_id, WakePacing())
+        enrolled = settings.every_ms > 0 and wake.agent_id in self._scheduled()
+        pacing.interval_ms = settings.every_ms if enrolled else 0
+        started = self._wall()
+        deferral = should_defer(wake.intent, pacing, started, retained=wake.retained)
+        if deferral is not None:
+            if retain(wake.intent, deferral):
+                at = trio.current_time() + max(0, deferral.retry_at_ms - started) / 1000
+                return _Retry(deferral.reason, at, guard=True)
+            return WakeResult("skipped", deferral.reason)
+        key = wake.session_key or settings.session_key
+        pure_poll = wake.intent == "scheduled" and not self._sup.services.system_events.has(key)
+        event, ran = await self._beat(wake)
+        reason = event.get("reason")
+        if event["status"] == "skipped" and reason in RETRY_REASONS and not ran:
+            delay = retry_delay_s(wake.intent, pure_poll=pure_poll)
+            if delay is not None:
+                return _Retry(str(reason), trio.current_time() + delay, wake.intent == "scheduled")
+        if not (wake.source == "exec-event" and reason == "no-pending-event"):
+            pacing.started(started)
+        if ran:
+            return WakeResult("ran")
+        return WakeResult("failed" if event["status"] == "failed" else "skipped", reason)
 
     # --- one heartbeat --------------------------------------------------------------------
 
@@ -215,61 +400,120 @@ class Heartbeats:
     async def run_heartbeat(
         self, agent_id: str, *, reason: str = "manual", session_key: str | None = None
     ) -> dict[str, Any]:
-        """One heartbeat of `agent_id` to its end; returns its `heartbeat` event. A
-        checkpoint. Raises only `Cancelled`."""
-        started = self._wall()
+        """One heartbeat of `agent_id` to its end, now, without the wake queue's pacing and
+        retries; returns its `heartbeat` event. A checkpoint. Raises only `Cancelled`."""
         if not self.enabled:
-            return self._skipped("disabled", started)
-        if agent_id in self._running:
-            return self._skipped("requests-in-flight", started)
-        self._running.add(agent_id)
-        try:
-            return await self._run(agent_id, reason, session_key, started)
-        finally:
-            self._running.discard(agent_id)
+            return self._skipped("disabled", self._wall())
+        wake = Wake(agent_id, session_key, reason, "manual", reason, trio.current_time())
+        event, _ran = await self._beat(wake)
+        return event
 
-    async def _run(
-        self, agent_id: str, reason: str, session_key: str | None, started: int
-    ) -> dict[str, Any]:
+    async def _beat(self, wake: Wake) -> tuple[dict[str, Any], bool]:
+        """One heartbeat for `wake`: its event, and whether the model ran."""
+        started = self._wall()
+        if wake.agent_id in self._running:
+            return self._skipped("requests-in-flight", started), False
+        self._running.add(wake.agent_id)
+        try:
+            return await self._run(wake, started)
+        finally:
+            self._running.discard(wake.agent_id)
+
+    def _busy(self, wake: Wake, keys: set[str], events: list[SystemEvent]) -> str | None:
+        """Why the heartbeat may not run now (OpenClaw's busy guards), or None. A
+        completion in its own session waits for that session only."""
+        sup = self._sup
+        completion = wake.source == "exec-event" and wake.session_key is not None
+        if not (completion and any(is_exec_completion_event(e.text) for e in events)):
+            cron = sup.lanes.get("cron")
+            lane = cron.slots.statistics() if cron is not None else None
+            if lane is not None and lane.borrowed_tokens + lane.tasks_waiting > 0:
+                return "cron-in-progress"
+            if wake.intent not in ("manual", "immediate") and any(
+                actor.busy and actor.agent_id == wake.agent_id for actor in sup.sessions()
+            ):
+                return "requests-in-flight"
+        for key in keys:
+            current = sup.peek_session(key)
+            if current is not None and current.busy:
+                return "requests-in-flight"
+        return None
+
+    async def _run(self, wake: Wake, started: int) -> tuple[dict[str, Any], bool]:
         sup = self._sup
         try:
-            settings = resolve_heartbeat(sup.generation, agent_id)
+            settings = resolve_heartbeat(sup.generation, wake.agent_id)
         except (GenerationError, ValueError) as exc:
-            return self._failed(str(exc), started)
-        key = session_key or settings.session_key
+            return self._failed(str(exc), started), False
+        key = wake.session_key or settings.session_key
         run_key = f"{key}:heartbeat" if settings.isolated_session else key
-        if not in_active_hours(settings, self._wall()):
-            return self._skipped("quiet-hours", started)
-        for busy_key in {key, run_key}:
-            current = sup.peek_session(busy_key)
-            if current is not None and current.busy:
-                return self._skipped("requests-in-flight", started)
-        scratch = await self._scratch(agent_id)
-        has_events = sup.services.system_events.has(key)
-        if not has_events and is_effectively_empty(scratch):
-            return self._skipped("empty-heartbeat-file", started)
-        if reason == "interval" and settings.target != "none" and not has_events:
-            return self._skipped("no-route", started)  # no channel to deliver an alert to
+        persistent = wake.source in _PERSISTENT
+        if not persistent and not in_active_hours(settings, self._wall()):
+            return self._skipped("quiet-hours", started), False
+        events = sup.services.system_events.peek(key)
+        if wake.source == "exec-event" and not any(
+            is_exec_completion_event(e.text) for e in events
+        ):
+            return self._skipped("no-pending-event", started), False
+        scratch = None if persistent else await self._scratch(wake.agent_id)
+        idle_poll = not events and is_effectively_empty(scratch)
+        if wake.source == "interval" and idle_poll:
+            return self._skipped("empty-heartbeat-file", started), False
+        busy = self._busy(wake, {key, run_key}, events)
+        if busy is not None:
+            return self._skipped(busy, started), False
+        if idle_poll:
+            return self._skipped("empty-heartbeat-file", started), False
+        if wake.source == "interval" and settings.target != "none" and not events:
+            return self._skipped("no-route", started), False  # no channel to deliver an alert to
+        message = self._message(settings, key, scratch, wake, events)
         if run_key != key:  # the isolated run takes the session's queued events
             queue = sup.services.system_events
             for queued in queue.drain(key):
-                queue.enqueue(run_key, queued.text, ts=queued.ts)
+                queue.enqueue(run_key, queued.text, ts=queued.ts, context_key=queued.context_key)
         try:
-            record = await self._submit(
-                settings, run_key, build_prompt(settings.prompt, scratch, response_tool=False)
-            )
+            record = await self._submit(settings, run_key, message)
         except (GenerationError, LaneFull) as exc:
-            return self._failed(str(exc), started)
+            return self._failed(str(exc), started), False
         except Exception as exc:  # refused by the supervisor (shutting down, ...)
-            return self._failed(f"{type(exc).__name__}: {exc}", started)
+            return self._failed(f"{type(exc).__name__}: {exc}", started), False
         try:
             await record.done.wait()
         except BaseException:
             record.abort("shutdown")
             raise
-        return self._finish(settings, record, reason, started)
+        return self._finish(settings, record, wake.reason, started, message), True
 
-    async def _submit(self, settings: HeartbeatSettings, key: str, prompt: str) -> RunRecord:
+    def _message(
+        self,
+        settings: HeartbeatSettings,
+        key: str,
+        scratch: str | None,
+        wake: Wake,
+        events: list[SystemEvent],
+    ) -> _Message:
+        """The heartbeat's message (OpenClaw's `resolveHeartbeatRunPrompt`): completions,
+        else a cron wake's reminders, else the heartbeat prompt. The events it tells are
+        taken from the queue; the others come before it as `System:` lines."""
+        queue = self._sup.services.system_events
+        tagged = [e for e in events if (e.context_key or "").startswith("cron:")]
+        inspect = wake.source != "interval" or bool(tagged)
+        completions = [e for e in events if inspect and is_exec_completion_event(e.text)]
+        if completions:
+            queue.take(key, completions)
+            texts = [e.text for e in completions]
+            relay = settings.target != "none"  # shown in the session's chat
+            return _Message(build_exec_event_prompt(texts, deliver_to_user=relay), True)
+        cron = wake.source == "cron"
+        reminders = [e for e in events if (cron or e in tagged) and is_cron_system_event(e.text)]
+        if reminders:
+            queue.take(key, reminders)
+            # No channel to relay a reminder to: OpenClaw's prompt without a route.
+            texts = [e.text for e in reminders]
+            return _Message(build_cron_event_prompt(texts, deliver_to_user=False))
+        return _Message(build_prompt(settings.prompt, scratch, response_tool=False))
+
+    async def _submit(self, settings: HeartbeatSettings, key: str, message: _Message) -> RunRecord:
         sup = self._sup
         if settings.model is not None:
             sup.generation.resolve(settings.model, agent_id=settings.agent_id)
@@ -287,11 +531,12 @@ class Heartbeats:
         record.heartbeat = True
         request = RunRequest(
             record=record,
-            message=prompt,
+            message=message.text,
             origin="heartbeat",
-            timeout_s=settings.timeout_s,
+            timeout_s=None if message.completion else settings.timeout_s,
             model_ref=settings.model,
             reset=settings.isolated_session,  # a fresh session each run, no history
+            light_context=settings.light_context,
         )
         sup.accept_run(actor, request, actor.queue_settings("followup"))
         sup.hub.mark_heartbeat(record.run_id)
@@ -306,7 +551,12 @@ class Heartbeats:
         return event
 
     def _finish(
-        self, settings: HeartbeatSettings, record: RunRecord, reason: str, started: int
+        self,
+        settings: HeartbeatSettings,
+        record: RunRecord,
+        reason: str,
+        started: int,
+        message: _Message,
     ) -> dict[str, Any]:
         response = self._sup.services.heartbeat_responses.take(record.run_id)
         if record.status != "ok":
@@ -317,7 +567,14 @@ class Heartbeats:
         verdict = classify_reply(
             _reply_text(record.final), ack_max_chars=settings.ack_max_chars, response=response
         )
-        if verdict.status == "sent":
+        duration = self._wall() - started
+        if verdict.status == "sent" and message.completion and settings.target != "none":
+            # A completion's reply, shown in the session's chat (OpenClaw's internal
+            # projection of an exec completion into the conversation that ran it).
+            event = heartbeat_event(
+                ts=self._wall(), status="sent", preview=verdict.preview, duration_ms=duration
+            )
+        elif verdict.status == "sent":
             # An alert, shown in the session's chat; no channel delivers it (OpenClaw's
             # event for an alert without a delivery target).
             event = heartbeat_event(
@@ -325,7 +582,7 @@ class Heartbeats:
                 status="skipped",
                 reason="target-none" if settings.target == "none" else "no-route",
                 preview=verdict.preview,
-                duration_ms=self._wall() - started,
+                duration_ms=duration,
                 indicator="alert",
             )
         else:
@@ -333,7 +590,7 @@ class Heartbeats:
                 ts=self._wall(),
                 status=verdict.status,
                 reason=reason,
-                duration_ms=self._wall() - started,
+                duration_ms=duration,
                 silent=True,
             )
         self.emit(event)
@@ -345,11 +602,12 @@ async def open_heartbeats(
     sup: Supervisor, *, wall: Callable[[], int] = now_ms
 ) -> AsyncIterator[Heartbeats]:
     """Run the heartbeats of `sup`'s agents (`sup.heartbeats` while open). On exit the
-    schedule stops and running heartbeats are cancelled (their runs end with the
-    supervisor's)."""
+    schedule and the wakes stop (a waiting wake's waiters are told `disabled`) and running
+    heartbeats are cancelled (their runs end with the supervisor's)."""
     async with trio.open_nursery() as nursery:
         beats = Heartbeats(sup, nursery, wall)
         await nursery.start(beats.run_schedule)
+        await nursery.start(beats.run_wakes)
         sup.heartbeats = beats
         try:
             yield beats

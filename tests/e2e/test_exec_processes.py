@@ -111,11 +111,12 @@ async def test_a_background_job_is_polled_fed_and_its_end_wakes_the_session(
             assert f"{sid} running" in listed
             write = _tool("process", action="write", sessionId=sid, data="hi\n")
             assert f"Wrote 3 bytes to session {sid}." in await _run(client, key, write, "r4")
-            # The job ends by itself: its session is woken with OpenClaw's completion event.
+            # The job ends by itself: its end is queued as a system event of its session and
+            # a heartbeat wake tells it there (OpenClaw's exec-event wake).
             wake = await w.until(
                 lambda e, p: (
                     e == "agent"
-                    and p["runId"].startswith("exec-event-")
+                    and p["runId"].startswith("heartbeat-")
                     and p["sessionKey"] == key
                     and p["stream"] == "lifecycle"
                 )
@@ -196,7 +197,7 @@ async def test_abort_kills_the_runs_jobs_and_their_setsid_grandchildren(tmp_path
             await _assert_all_gone(pids)
             assert background.exit_reason == "aborted"
             assert not any(
-                p["runId"].startswith("exec-event-") for (e, p, _s) in w.events if e == "agent"
+                p["runId"].startswith("heartbeat-") for (e, p, _s) in w.events if e == "agent"
             )
 
 
@@ -307,12 +308,15 @@ async def test_a_completion_waits_for_its_busy_session(tmp_path: Path) -> None:
             [job] = processes.list(key)  # exec returned: its job is registered
             await job.done.wait()
             await trio.testing.wait_all_tasks_blocked()
+            # The wake finds its session busy: a `requests-in-flight` skip, tried again.
+            skipped = await w.until(lambda e, p: e == "heartbeat")
+            assert (skipped["status"], skipped["reason"]) == ("skipped", "requests-in-flight")
             assert not any(
-                p["runId"].startswith("exec-event-") for (e, p, _s) in w.events if e == "agent"
-            )  # the wake waits in the lane behind the busy run
+                p["runId"].startswith("heartbeat-") for (e, p, _s) in w.events if e == "agent"
+            )
             await client.request("chat.abort", {"sessionKey": key, "runId": "busy"})
             await w.ended("busy")
-            wake = await w.until(lambda e, p: e == "agent" and p["runId"].startswith("exec-event-"))
+            wake = await w.until(lambda e, p: e == "agent" and p["runId"].startswith("heartbeat-"))
             await w.ended(wake["runId"])
     ends = [
         n
@@ -323,6 +327,6 @@ async def test_a_completion_waits_for_its_busy_session(tmp_path: Path) -> None:
     wake_start = next(
         n
         for n, (e, p, _s) in enumerate(w.events)
-        if e == "agent" and p["runId"].startswith("exec-event-")
+        if e == "agent" and p["runId"].startswith("heartbeat-")
     )
     assert busy_end < wake_start

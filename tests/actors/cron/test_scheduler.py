@@ -294,33 +294,33 @@ async def test_a_failing_recurring_job_backs_off(tmp_path: Path, autojump_clock:
 
 
 async def test_a_system_event_into_the_main_session(tmp_path: Path, autojump_clock: Any) -> None:
+    """Without heartbeats (no `open_heartbeats`) a `systemEvent` job, whatever its
+    `wakeMode`, queues its text for the main session's next turn and makes no model call
+    (with heartbeats: tests/actors/heartbeat/test_schedule.py)."""
     events = Events()
     with trio.fail_after(VIRTUAL_LIMIT_S):
         async with scheduler(tmp_path, events) as cron:
-            quiet = await cron.add(
-                job(id="quiet", sessionTarget="main", wakeMode="next-heartbeat", delivery=None,
-                    payload={"kind": "systemEvent", "text": "Reminder: water the plants"})
-            )  # fmt: skip
-            await cron.run_now(quiet.id, "force")
-            await events.wait(lambda: bool(events.of("finished", quiet.id)))
-            [entry] = await history(cron, quiet.id)
-            assert entry["sessionKey"] == "agent:main:main"
-            assert entry["summary"] == "Reminder: water the plants"
-            assert "model" not in entry  # no model call
-            now = await cron.add(
-                job(id="now", sessionTarget="main", wakeMode="now", delivery=None,
-                    payload={"kind": "systemEvent", "text": "Check the queue"})
-            )  # fmt: skip
-            await cron.run_now(now.id, "force")
-            await events.wait(lambda: bool(events.of("finished", now.id)))
-            [turn] = await history(cron, now.id)
-            # The quiet job's text waited as a system event for this, the next turn.
-            summary = turn["summary"]
-            assert summary.startswith("You said: System: [") and "] Reminder: water" in summary
-            assert summary.endswith(" System: Check the queue")
-            assert turn["sessionKey"] == "agent:main:main"
-            actor = cron.supervisor.peek_session("agent:main:main")
-            assert actor is not None
+            queue = cron.supervisor.services.system_events
+            for job_id, mode, text in (
+                ("quiet", "next-heartbeat", "Reminder: water the plants"),
+                ("now", "now", "Check the queue"),
+            ):
+                added = await cron.add(
+                    job(id=job_id, sessionTarget="main", wakeMode=mode, delivery=None,
+                        payload={"kind": "systemEvent", "text": text})
+                )  # fmt: skip
+                await cron.run_now(added.id, "force")
+                job_ref = added.id
+                await events.wait(lambda: bool(events.of("finished", job_ref)))  # noqa: B023
+                [entry] = await history(cron, added.id)
+                assert (entry["status"], entry["summary"]) == ("ok", text)
+                assert entry["sessionKey"] == "agent:main:main"
+                assert "model" not in entry  # no model call
+            queued = queue.peek("agent:main:main")
+            assert [(e.text, e.context_key) for e in queued] == [
+                ("Reminder: water the plants", "cron:quiet"),
+                ("Check the queue", "cron:now"),
+            ]
 
 
 async def test_a_named_session_keeps_its_history_across_runs(

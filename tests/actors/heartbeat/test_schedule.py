@@ -157,4 +157,46 @@ async def test_a_cron_system_event_for_the_next_heartbeat_waits_in_the_main_sess
             assert [e.text for e in queue.peek("agent:main:main")] == ["Water the plants"]
             assert beats.runs == 0  # no model call until a turn comes
             event = await beats.run_heartbeat("main", reason="wake")
-            assert event["status"] == "ok-token" and queue.peek("agent:main:main") == []
+            # The heartbeat's message is OpenClaw's reminder prompt for the job's event (no
+            # channel to relay it to), taken from the queue; the local model echoes it.
+            assert (event["status"], event["reason"]) == ("skipped", "no-route")
+            assert event["preview"].startswith("You said: A scheduled reminder has been")
+            assert "Water the plants" in event["preview"]
+            assert queue.peek("agent:main:main") == []
+
+
+async def test_a_cron_event_for_the_next_heartbeat_runs_with_the_agents_next_due_one(
+    tmp_path: Path, autojump_clock: Any
+) -> None:
+    """With a cadence, a cron job's `next-heartbeat` event waits for the agent's next due
+    heartbeat (OpenClaw's `not-due` guard) and that heartbeat tells it."""
+    with trio.fail_after(VIRTUAL_LIMIT_S):
+        async with heartbeats(
+            tmp_path,
+            agents__defaults__heartbeat={
+                "every": "10m",
+                "target": "none",
+                "prompt": "[[reply:HEARTBEAT_OK]]",
+            },
+        ) as (_beats, seen):
+            start = trio.current_time()
+            await seen.wait(1)  # the first tick, at 10 minutes
+            await trio.sleep(2 * MIN)
+            payload = {"kind": "systemEvent", "text": "Water the plants"}
+            plants = await seen.cron.add(
+                job(id="plants", sessionTarget="main", wakeMode="next-heartbeat",
+                    delivery=None, payload=payload,
+                    schedule={"kind": "every", "everyMs": 24 * 60 * 60_000})
+            )  # fmt: skip
+            await seen.cron.run_now(plants.id, "force")
+            while trio.current_time() - start < 30 * MIN:
+                await seen.wait(len(seen.items) + 1)
+            told = [
+                (round((t - start) / MIN), e)
+                for t, e in seen.items
+                if "Water the plants" in e.get("preview", "")
+            ]
+            assert [m for m, _e in told] == [20]  # once, with the next due heartbeat
+            assert (told[0][1]["status"], told[0][1]["reason"]) == ("skipped", "target-none")
+            others = [e for _t, e in seen.items if "preview" not in e]
+            assert {(e["status"], e["reason"]) for e in others} == {("ok-token", "interval")}
