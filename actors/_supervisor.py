@@ -84,6 +84,7 @@ from .store import (
     backfill_usage,
     end_unless_ended,
     ended_row,
+    memory_indexes,
 )
 
 log = logging.getLogger("clawlane.supervisor")
@@ -721,6 +722,9 @@ async def open_supervisor(
             workspace_root=workspace_root,
         )
         sup.use_processes(processes)
+        memory = memory_indexes(store)  # on PostgreSQL: the memory indexes there too
+        if memory is not None:
+            sup.services.memory.use_indexes(memory)
         del generation  # the supervisor holds the serving one; a pinned one never retires
         audit = sup.audit = AuditRecorder(
             store, lambda: sup.generation.config.logging.audit.enabled
@@ -738,5 +742,6 @@ async def open_supervisor(
             with trio.CancelScope(shield=True), trio.move_on_after(SHUTDOWN_GRACE_S + 20):
                 await sup.shutdown_runs()
                 await audit.flush()  # the runs' ends, in the audit log
+                if memory is not None:
+                    await trio.to_thread.run_sync(memory.close)
             nursery.cancel_scope.cancel()
-

@@ -30,6 +30,10 @@
   `_usage_backfill`: the turns stored before the aggregates were kept, added once
   (`backfill_usage`, in the background after startup).
 - `_backlog`: writes that wait while the store's channel is full, fed to it in order.
+- `_memory`: the agents' memory indexes on PostgreSQL (`PostgresMemoryIndexes`, a
+  `runtime.memory.IndexFactory`: full-text search by `tsvector`, rows scoped to this host,
+  the agent and its workspace), which a gateway on PostgreSQL uses for memory search
+  instead of the SQLite files (`memory_indexes`, in `_config`).
 - `_audit`: the audit log of runs and tool calls (`AuditTable`: bounded by age and rows,
   inserted in the writer's batches under a savepoint; `AuditFilter`, `AuditPage`: what
   `audit.list` reads), fed by `actors.runs.AuditRecorder`.
@@ -47,6 +51,7 @@ from ._audit import AuditFilter as AuditFilter
 from ._audit import AuditPage as AuditPage
 from ._audit import AuditTable as AuditTable
 from ._backlog import WriteBacklog as WriteBacklog
+from ._config import memory_indexes as memory_indexes
 from ._config import open_config_document as open_config_document
 from ._config import open_pairing as open_pairing
 from ._config import open_prefs as open_prefs
@@ -84,11 +89,13 @@ if TYPE_CHECKING:
     from ._config_document import Held as Held
     from ._config_document import StoredConfig as StoredConfig
     from ._documents import PostgresDocument as PostgresDocument
+    from ._memory import PostgresMemoryIndexes as PostgresMemoryIndexes
     from ._pg import PostgresBackend as PostgresBackend
 
 _LAZY: Final = {
     "PostgresBackend": "._pg",
     "PostgresDocument": "._documents",
+    "PostgresMemoryIndexes": "._memory",
     "ConfigDocument": "._config_document",
     "ConfigRecord": "._config_document",
     "Held": "._config_document",
@@ -112,6 +119,7 @@ __all__ = [
     "JournalRow",
     "PostgresBackend",
     "PostgresDocument",
+    "PostgresMemoryIndexes",
     "RunIdentity",
     "RunOutcome",
     "SessionGroups",
@@ -131,6 +139,7 @@ __all__ = [
     "backfill_usage",
     "end_unless_ended",
     "ended_row",
+    "memory_indexes",
     "open_config_document",
     "open_pairing",
     "open_prefs",

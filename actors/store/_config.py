@@ -3,7 +3,7 @@
 and the documents beside it, the state dir's files or with `postgres` the cluster's
 documents in that database: the device pairing store (`open_pairing`) and the Control UI's
 user preferences (`open_prefs`); and in a cluster on PostgreSQL the cluster's config
-(`open_config_document`).
+(`open_config_document`); and where the agents' memory indexes live (`memory_indexes`).
 
 The backend is chosen at start (a config reload does not move the data). Errors: a
 `StoreError` from `open_store_backend` when the database cannot be opened, in one line
@@ -37,9 +37,11 @@ from ._store import DEFAULT_BATCH_MAX, DEFAULT_QUEUE_MAX, Store, open_store
 if TYPE_CHECKING:
     from ._config_document import ConfigDocument
     from ._documents import PostgresDocument
+    from ._memory import PostgresMemoryIndexes
 
 __all__ = [
     "SQLITE_FILENAME",
+    "memory_indexes",
     "open_config_document",
     "open_pairing",
     "open_prefs",
@@ -62,6 +64,19 @@ def store_backend(config: Config, state_dir: Path) -> StoreBackend:
     from ._pg import PostgresBackend
 
     return PostgresBackend(url)
+
+
+def memory_indexes(store: Store) -> PostgresMemoryIndexes | None:
+    """Where a gateway on `store` keeps its agents' memory indexes: with PostgreSQL, in that
+    database (`_memory.PostgresMemoryIndexes`, on connections like the store's readers, for
+    `runtime.memory.MemoryService.use_indexes`); with SQLite None (the state dir's files,
+    the service's default). No I/O."""
+    backend = store.backend
+    if type(backend).__name__ != "PostgresBackend":
+        return None
+    from ._memory import PostgresMemoryIndexes
+
+    return PostgresMemoryIndexes(backend.open_reader, backend.location)
 
 
 @asynccontextmanager

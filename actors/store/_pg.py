@@ -55,7 +55,7 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
 from .._errors import StoreError
-from . import _audit, _usage
+from . import _audit, _memory, _usage
 from ._ops import (
     AddUsage,
     Append,
@@ -80,7 +80,7 @@ _T = TypeVar("_T")
 
 log = logging.getLogger("clawlane.store")
 
-SCHEMA_VERSION: Final = 8
+SCHEMA_VERSION: Final = 9
 _LISTED_MS: Final = 60_000
 _LISTED: Final = f"updated_at / {_LISTED_MS}"
 """`sessions.listed_at`, the column `sessions.list`'s indexes hold: the minute of
@@ -148,6 +148,7 @@ _MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
     _usage.SCHEMA,  # 6: the usage aggregates, kept as runs end (`actors.store._usage`)
     _SEARCH_SCHEMA,  # 7: full-text search over the transcripts (`actors.store._search`)
     _audit.PG_SCHEMA,  # 8: the audit log of runs and tool calls (`actors.store._audit`)
+    _memory.PG_SCHEMA,  # 9: the agents' memory indexes (`actors.store._memory`)
 )
 _LOCK_KEY: Final = 0x636C61776C616E65  # "clawlane": one migration at a time per database
 

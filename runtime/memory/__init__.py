@@ -10,19 +10,23 @@ its workspace, searched through a per-agent index.
   table of the files' chunks (about 400 tokens, 80 of overlap, whole lines), kept current
   incrementally (a search first re-chunks only files whose size or time changed, whoever
   changed them), bounded in indexed bytes, rebuilt from the files when it is corrupt.
-  It stays per-agent SQLite FTS5 on every storage backend, PostgreSQL included, by decision
-  (issue 34 allowed PostgreSQL full-text search there): the index is a cache of files on
-  the disk of the host that runs the agent, rebuilt from them at will, so it lives beside
-  them. Workers of one host (`--workers N`) share the state dir and so the workspace and
-  the index file (SQLite WAL; each worker's vectors in memory follow the others' writes
-  through `data_version`). Nodes on other hosts each have their own state dir and
-  workspaces: an index shared in PostgreSQL would list files that a node's `memory_get`
-  and `read` cannot open, while an index per node in PostgreSQL would be the same local
-  cache behind a network round trip per sync and per search. Only a workspace that all
-  nodes mount (a shared filesystem) would make a shared index true, and then each node's
-  SQLite index, synced by file size and time from the same files, is already correct (at
-  the cost of indexing once per node). Memory that follows a session from node to node
-  needs shared workspaces, not a shared index; clawlane does not provide them.
+- Where the index lives (`_backend`): behind one interface, `IndexBackend`, which the host
+  chooses (`MemoryService.use_indexes` with an `IndexFactory`); both indexes follow the same
+  rules (`plan_sync`, `keyword_hits`, `tokens`, `relevance_score`), so a search answers the
+  same on either. By default, and on the SQLite storage backend, the SQLite file above (in
+  the state dir: the workers of one host, `--workers N`, share it through SQLite WAL; each
+  worker's vectors in memory follow the others' writes through `data_version`). On the
+  PostgreSQL storage backend the gateway keeps the index in that database instead
+  (`actors.store.PostgresMemoryIndexes`: PostgreSQL full-text search, a `tsvector` with a
+  GIN index ranked by `ts_rank_cd`; vectors as `bytea` fed to the same `VectorTable`).
+  Either way the index is a cache of the files on the disk of the host that runs the agent,
+  rebuilt from them at will, so it belongs to that host: the SQLite file by living in the
+  host's state dir, the PostgreSQL rows by a scope naming the host, the agent and the
+  workspace's path (`memory_scopes`). A node finds only its own host's files, the ones its `memory_get` and
+  `read` can open, and nodes on other hosts index their own files under scopes of their
+  own (a workspace every node mounts is indexed once per host). Memory that follows a
+  session from node to node needs shared workspaces, not a shared index; clawlane does not
+  provide them.
 - Search (`_search`): `MemoryService` (the agents' indexes; `search`, `status`,
   `embedding_status`) and `rank` (OpenClaw's ranking: bm25 keywords, filename hits first,
   with an embeddings endpoint `vectorWeight 0.7 × cosine + textWeight 0.3 × keyword`, a
@@ -50,12 +54,23 @@ out, an embeddings failure (`_embed.EmbeddingFailed`, caught inside) becomes a n
 tools report bad input as error results (`runtime.tools.invoke_tool`).
 """
 
+from ._backend import IndexBackend as IndexBackend
+from ._backend import IndexFactory as IndexFactory
+from ._backend import IndexStatus as IndexStatus
+from ._backend import KeywordHit as KeywordHit
+from ._backend import SyncPlan as SyncPlan
+from ._backend import VectorHit as VectorHit
+from ._backend import keyword_hits as keyword_hits
+from ._backend import plan_sync as plan_sync
+from ._backend import relevance_score as relevance_score
+from ._backend import tokens as tokens
+from ._chunks import Chunk as Chunk
+from ._chunks import chunk_markdown as chunk_markdown
 from ._files import StartupLimits as StartupLimits
 from ._files import dated_day as dated_day
 from ._files import is_memory_path as is_memory_path
 from ._files import list_memory_files as list_memory_files
 from ._files import startup_prelude as startup_prelude
-from ._index import IndexStatus as IndexStatus
 from ._index import MemoryIndex as MemoryIndex
 from ._local import LOCAL_BASE_URL as LOCAL_BASE_URL
 from ._local import LOCAL_MODEL as LOCAL_MODEL
@@ -74,14 +89,21 @@ from ._settings import MemorySettings as MemorySettings
 from ._tools import MemoryGetTool as MemoryGetTool
 from ._tools import MemorySearchTool as MemorySearchTool
 from ._tools import memory_tools as memory_tools
+from ._vectors import NUMPY as NUMPY
+from ._vectors import VectorTable as VectorTable
 
 __all__ = [
     "IMPORTS_KEPT",
     "LOCAL_BASE_URL",
     "LOCAL_MODEL",
     "LOCAL_TIMEOUT_S",
+    "NUMPY",
+    "Chunk",
     "EmbeddingSettings",
+    "IndexBackend",
+    "IndexFactory",
     "IndexStatus",
+    "KeywordHit",
     "MemoryGetTool",
     "MemoryIndex",
     "MemorySearchTool",
@@ -91,13 +113,21 @@ __all__ = [
     "SearchHit",
     "SearchOutcome",
     "StartupLimits",
+    "SyncPlan",
+    "VectorHit",
+    "VectorTable",
     "apply_memory_import",
+    "chunk_markdown",
     "dated_day",
     "is_memory_path",
+    "keyword_hits",
     "list_memory_files",
     "local_available",
     "memory_tools",
     "plan_memory_imports",
+    "plan_sync",
     "rank",
+    "relevance_score",
     "startup_prelude",
+    "tokens",
 ]

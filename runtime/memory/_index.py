@@ -25,27 +25,39 @@ index serializes its users.
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import os
-import re
 import sqlite3
 import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Final
 
-import attrs
-
+from ._backend import (
+    IndexStatus,
+    KeywordHit,
+    VectorHit,
+    day_text,
+    keyword_hits,
+    plan_sync,
+    relevance_score,
+    tokens,
+)
 from ._chunks import chunk_markdown
-from ._files import dated_day, list_memory_files
+from ._files import list_memory_files
 from ._vectors import NUMPY, VectorTable
 
-__all__ = ["DEFAULT_MAX_INDEX_BYTES", "IndexStatus", "KeywordHit", "MemoryIndex", "VectorHit"]
+__all__ = [
+    "DEFAULT_MAX_INDEX_BYTES",
+    "IndexStatus",
+    "KeywordHit",
+    "MemoryIndex",
+    "VectorHit",
+    "tokens",
+]
 
 DEFAULT_MAX_INDEX_BYTES: Final = 64 * 1024 * 1024
 SNIPPET_MAX_CHARS: Final = 700
 _SCHEMA_VERSION: Final = "1"
-_TOKEN: Final = re.compile(r"\w+", re.UNICODE)
 _SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS files (
@@ -65,61 +77,6 @@ CREATE TABLE IF NOT EXISTS embedding_cache (
 """
 EMBEDDING_CACHE_MAX: Final = 50_000
 """Cached embeddings kept per index (OpenClaw's bound); the least recently used go first."""
-
-
-def tokens(text: str) -> list[str]:
-    """The lower-case word tokens of `text` (as the FTS5 `unicode61` tokenizer sees them)."""
-    return [t.lower() for t in _TOKEN.findall(text)]
-
-
-@attrs.frozen
-class KeywordHit:
-    """A chunk that matched: its place, its text and how well its body and path matched."""
-
-    id: int
-    path: str
-    start_line: int
-    end_line: int
-    text: str
-    text_score: float
-    """bm25 as OpenClaw maps it to (0, 1): relevance / (1 + relevance)."""
-    path_score: float = 0.0
-    """Half the share of the query's words found in the file's path (`memory` and `md`
-    aside)."""
-    exact_path: int = 0
-    """3: the query is the full path; 2: the file name; 1: its stem; 0: none."""
-    day: dt.date | None = None
-
-
-@attrs.frozen
-class VectorHit:
-    """A chunk close to the query: its place, its text and its cosine similarity."""
-
-    id: int
-    path: str
-    start_line: int
-    end_line: int
-    text: str
-    score: float
-
-
-@attrs.frozen
-class IndexStatus:
-    files: int
-    chunks: int
-    indexed_bytes: int
-    max_bytes: int
-    db_bytes: int
-    skipped_files: int
-    db_path: str
-    rebuilt: str | None
-
-
-@attrs.define
-class _Sync:
-    added: int = 0
-    removed: int = 0
-    skipped: int = 0
 
 
 class MemoryIndex:
@@ -208,44 +165,34 @@ class MemoryIndex:
         db = self._connect()
         on_disk = dict(list_memory_files(self.workspace))
         known = {
-            row[0]: (row[1], row[2], row[3])
+            row[0]: (row[1], row[2], bool(row[3]))
             for row in db.execute("SELECT path, mtime_ns, size, indexed FROM files")
         }
-        report = _Sync()
-        budget = self.max_bytes
+        plan = plan_sync(on_disk, known, self.max_bytes)
+        added = 0
         db.execute("BEGIN")
         try:
-            for rel in known.keys() - on_disk.keys():
+            for rel in plan.removed:
                 self._drop(db, rel)
-                report.removed += 1
-            for rel in _by_priority(on_disk):
-                st = on_disk[rel]
-                fits = st.st_size <= budget
-                budget -= st.st_size if fits else 0
-                seen = known.get(rel)
-                unchanged = seen is not None and seen[:2] == (st.st_mtime_ns, st.st_size)
-                if unchanged and seen is not None and bool(seen[2]) == fits:
-                    report.skipped += 0 if fits else 1
-                    continue
+            for rel, st, fits in plan.changed:
                 self._drop(db, rel)
                 if fits:
                     self._add(db, rel, st)
-                    report.added += 1
+                    added += 1
                 else:
-                    report.skipped += 1
                     db.execute(
                         "INSERT INTO files VALUES (?, ?, ?, ?, 0)",
-                        (rel, st.st_mtime_ns, st.st_size, _day_text(rel)),
+                        (rel, st.st_mtime_ns, st.st_size, day_text(rel)),
                     )
             db.execute("COMMIT")
         except BaseException:
             if db.in_transaction:
                 db.execute("ROLLBACK")
             raise
-        self._skipped = report.skipped
-        if report.added or report.removed:
+        self._skipped = plan.skipped
+        if added or plan.removed:
             self.revision += 1
-        return report.added + report.removed
+        return added + len(plan.removed)
 
     def _drop(self, db: sqlite3.Connection, rel: str) -> None:
         ids = [row[0] for row in db.execute("SELECT id FROM chunks WHERE path = ?", (rel,))]
@@ -263,7 +210,7 @@ class MemoryIndex:
             return
         db.execute(
             "INSERT INTO files VALUES (?, ?, ?, ?, 1)",
-            (rel, st.st_mtime_ns, st.st_size, _day_text(rel)),
+            (rel, st.st_mtime_ns, st.st_size, day_text(rel)),
         )
         for chunk in chunk_markdown(text):
             cur = db.execute(
@@ -311,30 +258,18 @@ class MemoryIndex:
                 [rowid for rowid, _rank in ranked],
             )
         }
-        hits = {
-            i: KeywordHit(i, rows[i][1], rows[i][2], rows[i][3], rows[i][4], _bm25_score(rank))
-            for i, rank in ranked
-            if i in rows
-        }
-        path_hits = _path_matches(query, words, db)
-        out: list[KeywordHit] = []
-        for hit in hits.values():
-            ps, exact = path_hits.get(hit.path, (0.0, 0))
-            out.append(attrs.evolve(hit, path_score=ps, exact_path=exact, day=dated_day(hit.path)))
-        covered = {h.path for h in out}
-        for rel, (ps, exact) in path_hits.items():
-            if rel in covered:
-                continue
+        found = [(*rows[i], _bm25_score(rank)) for i, rank in ranked if i in rows]
+        paths = [row[0] for row in db.execute("SELECT path FROM files WHERE indexed = 1")]
+
+        def first_chunk(rel: str) -> tuple[int, int, int, str] | None:
             row = db.execute(
                 "SELECT id, start_line, end_line, text FROM chunks WHERE path = ?"
                 " ORDER BY start_line LIMIT 1",
                 (rel,),
             ).fetchone()
-            if row is not None:
-                out.append(
-                    KeywordHit(row[0], rel, row[1], row[2], row[3], 0.0, ps, exact, dated_day(rel))
-                )
-        return out
+            return None if row is None else (row[0], row[1], row[2], row[3])
+
+        return keyword_hits(query, words, found, paths, first_chunk)
 
     def chunks_for_embedding(self, model: str, limit: int) -> list[tuple[int, str]]:
         """Chunks without an embedding from `model`: (id, text). Blocking."""
@@ -496,51 +431,8 @@ def _size(path: Path) -> int:
         return 0
 
 
-def _day_text(rel: str) -> str | None:
-    day = dated_day(rel)
-    return day.isoformat() if day else None
-
-
-def _by_priority(files: dict[str, os.stat_result]) -> list[str]:
-    """`MEMORY.md` / `USER.md` first, then dated notes newest first, then the rest by path."""
-
-    def key(rel: str) -> tuple[int, str, str]:
-        if "/" not in rel:
-            return (0, "", rel)
-        day = dated_day(rel)
-        if day is not None:
-            return (1, f"{9999 - day.year:04d}{99 - day.month:02d}{99 - day.day:02d}", rel)
-        return (2, "", rel)
-
-    return sorted(files, key=key)
-
-
 def _bm25_score(rank: float) -> float:
-    """OpenClaw's mapping of an FTS5 bm25 rank (negative: better) into (0, 1)."""
+    """An FTS5 bm25 rank (negative: better) as OpenClaw maps it into (0, 1)."""
     if rank != rank or rank in (float("inf"), float("-inf")):
         return 0.001
-    if rank < 0:
-        relevance = -rank
-        return relevance / (1 + relevance)
-    return 1 / (1 + rank)
-
-
-_PATH_NOISE: Final = frozenset({"memory", "md"})
-
-
-def _path_matches(
-    query: str, words: Sequence[str], db: sqlite3.Connection
-) -> dict[str, tuple[float, int]]:
-    """Files whose path matches the query: (share of the query's words in the path, exact
-    specificity: 3 full path, 2 file name, 1 stem)."""
-    wanted = query.strip().lower().removeprefix("./")
-    out: dict[str, tuple[float, int]] = {}
-    for (rel,) in db.execute("SELECT path FROM files WHERE indexed = 1"):
-        low = rel.lower()
-        name = low.rsplit("/", 1)[-1]
-        exact = 3 if wanted == low else 2 if wanted == name else 1 if wanted == name[:-3] else 0
-        path_words = set(tokens(low)) - _PATH_NOISE
-        share = sum(1 for w in words if w in path_words) / len(words) / 2
-        if exact or share:
-            out[rel] = (share, exact)
-    return out
+    return relevance_score(-rank) if rank < 0 else 1 / (1 + rank)

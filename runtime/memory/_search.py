@@ -8,8 +8,9 @@ notes are evergreen). Files whose path is the query (full path, file name or ste
 Results at or above `minScore` are kept; when none is, the keyword matches are returned anyway,
 and free places are filled with keyword matches below it (OpenClaw's rules).
 
-`MemoryService` holds one `MemoryIndex` per agent (`<root>/<agentId>.sqlite`) and runs their
-blocking work in worker threads. With an embeddings endpoint configured (`MemorySettings.
+`MemoryService` holds one index per agent and runs their blocking work in worker threads:
+by default a `MemoryIndex` (`<root>/<agentId>.sqlite`); a host that keeps them elsewhere
+hands in its own `IndexFactory` (`use_indexes`: the gateway on PostgreSQL). With an embeddings endpoint configured (`MemorySettings.
 embedding`), a search is hybrid: chunks not embedded yet are embedded first (from the cache
 by text hash when it has them, else by the endpoint, in batches, kept as they arrive), the
 query is embedded, and the closest chunks by cosine similarity join the keyword hits in
@@ -33,8 +34,9 @@ from typing import Any, Final
 import attrs
 import trio
 
+from ._backend import IndexBackend, IndexFactory, IndexStatus, KeywordHit, VectorHit
 from ._embed import EmbeddingFailed, pack
-from ._index import SNIPPET_MAX_CHARS, IndexStatus, KeywordHit, MemoryIndex, VectorHit
+from ._index import SNIPPET_MAX_CHARS, MemoryIndex
 from ._local import Embedder, embedding_client
 from ._settings import EmbeddingSettings, MemorySettings
 
@@ -161,7 +163,8 @@ class MemoryService:
 
     def __init__(self, root: Path) -> None:
         self.root = root
-        self._indexes: dict[str, MemoryIndex] = {}
+        self._indexes: dict[str, IndexBackend] = {}
+        self._factory: IndexFactory = self._sqlite_index
         self.clock = time.time
         """The wall clock searches date their recency by (tests replace it)."""
         self._probes: dict[EmbeddingSettings, dict[str, Any]] = {}
@@ -172,14 +175,24 @@ class MemoryService:
         self.importing: set[str] = set()
         """The agent:provider memory imports running now."""
 
-    def index_for(self, agent_id: str, workspace: Path, settings: MemorySettings) -> MemoryIndex:
+    def use_indexes(self, factory: IndexFactory | None) -> None:
+        """Keep the agents' indexes where `factory` makes them (None: the SQLite files under
+        `root` again); the indexes made so far are closed. Not a checkpoint; blocks briefly
+        (closing: call it before searches start)."""
+        self.close()
+        self._factory = factory or self._sqlite_index
+
+    def _sqlite_index(self, agent_id: str, workspace: Path) -> IndexBackend:
+        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in agent_id)
+        return MemoryIndex(self.root / f"{safe}.sqlite", workspace)
+
+    def index_for(self, agent_id: str, workspace: Path, settings: MemorySettings) -> IndexBackend:
         """The agent's index (one per agent; made when first asked for). Not a checkpoint."""
         index = self._indexes.get(agent_id)
         if index is None or index.workspace != workspace:
             if index is not None:
                 index.close()
-            safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in agent_id)
-            index = MemoryIndex(self.root / f"{safe}.sqlite", workspace)
+            index = self._factory(agent_id, workspace)
             self._indexes[agent_id] = index
         index.max_bytes = settings.max_index_bytes
         return index
@@ -239,7 +252,7 @@ class MemoryService:
 
     async def _vector_hits(
         self,
-        index: MemoryIndex,
+        index: IndexBackend,
         query: str,
         embedding: EmbeddingSettings,
         settings: MemorySettings,
@@ -268,7 +281,7 @@ class MemoryService:
             note = PENDING_NOTE.format(pending=pending)
         return hits, note
 
-    async def _catch_up(self, index: MemoryIndex, client: Embedder, *, cache: bool) -> None:
+    async def _catch_up(self, index: IndexBackend, client: Embedder, *, cache: bool) -> None:
         """Embed the chunks that have no vector from this endpoint and model yet, round by
         round (each round kept as soon as it is in). Raises `EmbeddingFailed`."""
         model = client.identity

@@ -1,21 +1,26 @@
 """The memory index on a real SQLite file: incremental sync, keyword and filename hits,
-recency, the byte bound, a corrupt index rebuilt; the chunker; recall@5 on a labelled set."""
+recency, the byte bound, a corrupt index rebuilt; the chunker; recall@5 on a labelled set.
+
+The behaviour tests take their index from `make_index` (`index`): the same tests run on
+the PostgreSQL index with its own `make_index` (`tests/actors/store/test_memory_index.py`)."""
 
 from __future__ import annotations
 
 import datetime as dt
 import itertools
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from runtime.memory import MemoryIndex, MemorySettings, rank
+from runtime.memory import IndexBackend, MemoryIndex, MemorySettings, rank
 from runtime.memory._chunks import chunk_markdown
-from runtime.memory._index import tokens
+from runtime.memory._index import DEFAULT_MAX_INDEX_BYTES, tokens
 
 TODAY = dt.date(2026, 12, 8)
+MakeIndex = Callable[..., IndexBackend]
+"""`make_index(ws, max_bytes=...)`: an index over workspace `ws` (closed after the test)."""
 
 
 def _write(ws: Path, rel: str, text: str) -> None:
@@ -24,7 +29,7 @@ def _write(ws: Path, rel: str, text: str) -> None:
     path.write_text(text)
 
 
-def _search(index: MemoryIndex, query: str, n: int = 5) -> list[str]:
+def _search(index: IndexBackend, query: str, n: int = 5) -> list[str]:
     hits = index.keyword_search(query, limit=50)
     ranked = rank(hits, today=TODAY, settings=MemorySettings(), max_results=n, min_score=0.35)
     return [h.path for h in ranked]
@@ -37,10 +42,21 @@ def ws(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def index(tmp_path: Path, ws: Path) -> Iterator[MemoryIndex]:
-    idx = MemoryIndex(tmp_path / "idx" / "main.sqlite", ws)
-    yield idx
-    idx.close()
+def make_index(tmp_path: Path) -> Iterator[MakeIndex]:
+    made: list[MemoryIndex] = []
+
+    def make(ws: Path, max_bytes: int = DEFAULT_MAX_INDEX_BYTES) -> MemoryIndex:
+        made.append(MemoryIndex(tmp_path / "idx" / f"{len(made)}.sqlite", ws, max_bytes=max_bytes))
+        return made[-1]
+
+    yield make
+    for idx in made:
+        idx.close()
+
+
+@pytest.fixture
+def index(make_index: MakeIndex, ws: Path) -> IndexBackend:
+    return make_index(ws)
 
 
 def test_chunks_are_whole_lines_with_overlap_and_line_numbers() -> None:
@@ -57,7 +73,7 @@ def test_chunks_are_whole_lines_with_overlap_and_line_numbers() -> None:
     assert [c.start_line for c in long] == [1, 1, 1]
 
 
-def test_only_memory_files_are_indexed_and_found(index: MemoryIndex, ws: Path) -> None:
+def test_only_memory_files_are_indexed_and_found(index: IndexBackend, ws: Path) -> None:
     _write(ws, "MEMORY.md", "The deploy key lives in the vault.\n")
     _write(ws, "USER.md", "Prefers TypeScript over JavaScript.\n")
     _write(ws, "memory/2026-12-07.md", "Met Alice about the quarterly budget.\n")
@@ -69,7 +85,7 @@ def test_only_memory_files_are_indexed_and_found(index: MemoryIndex, ws: Path) -
 
 
 def test_the_index_follows_edits_additions_and_deletions_on_disk(
-    index: MemoryIndex, ws: Path
+    index: IndexBackend, ws: Path
 ) -> None:
     _write(ws, "memory/a.md", "the blue whale\n")
     assert _search(index, "whale") == ["memory/a.md"]
@@ -85,7 +101,7 @@ def test_the_index_follows_edits_additions_and_deletions_on_disk(
 
 
 def test_filename_hits_rank_first_and_recency_orders_daily_notes(
-    index: MemoryIndex, ws: Path
+    index: IndexBackend, ws: Path
 ) -> None:
     _write(ws, "memory/2026-12-07.md", "standup notes: ship the parser\n")
     _write(ws, "memory/2026-06-01.md", "standup notes: ship the parser\n")
@@ -97,30 +113,30 @@ def test_filename_hits_rank_first_and_recency_orders_daily_notes(
     assert _search(index, "2026-06-01.md")[0] == "memory/2026-06-01.md"
 
 
-def test_the_indexed_text_is_bounded_in_bytes_newest_notes_first(tmp_path: Path, ws: Path) -> None:
+def test_the_indexed_text_is_bounded_in_bytes_newest_notes_first(
+    make_index: MakeIndex, ws: Path
+) -> None:
     _write(ws, "MEMORY.md", "evergreen fact zebra\n" * 10)
     for day in range(1, 8):
         _write(ws, f"memory/2026-12-0{day}.md", f"note of day {day} zebra\n" * 10)
     size = (ws / "MEMORY.md").stat().st_size + 3 * (ws / "memory/2026-12-01.md").stat().st_size
-    idx = MemoryIndex(tmp_path / "b.sqlite", ws, max_bytes=size)
-    try:
-        found = set(_search(idx, "zebra", 20))
-        assert found == {
-            "MEMORY.md",
-            "memory/2026-12-07.md",
-            "memory/2026-12-06.md",
-            "memory/2026-12-05.md",
-        }
-        status = idx.status()
-        assert status.indexed_bytes <= size and status.skipped_files == 4
-    finally:
-        idx.close()
+    idx = make_index(ws, max_bytes=size)
+    found = set(_search(idx, "zebra", 20))
+    assert found == {
+        "MEMORY.md",
+        "memory/2026-12-07.md",
+        "memory/2026-12-06.md",
+        "memory/2026-12-05.md",
+    }
+    status = idx.status()
+    assert status.indexed_bytes <= size and status.skipped_files == 4
+    (ws / "memory/2026-12-07.md").unlink()  # room for the next newest
+    assert "memory/2026-12-04.md" in _search(idx, "zebra", 20)
 
 
 @pytest.mark.parametrize("damage", ["garbage", "truncate"])
-def test_a_corrupt_index_is_rebuilt_from_the_files(
-    index: MemoryIndex, ws: Path, damage: str
-) -> None:
+def test_a_corrupt_index_is_rebuilt_from_the_files(tmp_path: Path, ws: Path, damage: str) -> None:
+    index = MemoryIndex(tmp_path / "idx" / "main.sqlite", ws)
     _write(ws, "memory/a.md", "the kestrel nests in the tower\n")
     assert _search(index, "kestrel") == ["memory/a.md"]
     index.close()
@@ -134,9 +150,10 @@ def test_a_corrupt_index_is_rebuilt_from_the_files(
         Path(f"{db}{suffix}").unlink(missing_ok=True)
     assert _search(index, "kestrel") == ["memory/a.md"]
     assert index.status().rebuilt is not None
+    index.close()
 
 
-def test_queries_without_words_find_nothing(index: MemoryIndex, ws: Path) -> None:
+def test_queries_without_words_find_nothing(index: IndexBackend, ws: Path) -> None:
     _write(ws, "memory/a.md", "text\n")
     assert _search(index, "?!  ") == []
     assert tokens('he said "hi" AND NOT x*') == ["he", "said", "hi", "and", "not", "x"]
@@ -176,12 +193,12 @@ LABELLED = [
 ]
 
 
-def recall_at_5(index: MemoryIndex) -> float:
+def recall_at_5(index: IndexBackend) -> float:
     found = sum(1 for query, want in LABELLED if want in _search(index, query, 5))
     return found / len(LABELLED)
 
 
-def test_keyword_recall_at_5_on_the_labelled_set(index: MemoryIndex, ws: Path) -> None:
+def test_keyword_recall_at_5_on_the_labelled_set(index: IndexBackend, ws: Path) -> None:
     for rel, text in CORPUS.items():
         _write(ws, rel, text + "\n")
     recall = recall_at_5(index)
