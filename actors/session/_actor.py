@@ -755,9 +755,9 @@ class _Run:
     outcome: RunOutcome = attrs.field(factory=RunOutcome)
 
     def deliver_block(self, block: BlockReply) -> None:
-        """A block reply (block streaming): a chat `final` of its own, like a message."""
-        run_id = self.req.record.run_id
-        _send_message(self.chat, run_id, f"block-{run_id}-{block.index}", block.text)
+        """A block reply (block streaming) or a notice: a chat `final` of its own."""
+        run_id, kind = self.req.record.run_id, "notice" if block.is_notice else "block"
+        _send_message(self.chat, run_id, f"{kind}-{run_id}-{block.index}", block.text)
 
     def emit(self, stream: str, data: dict[str, Any]) -> None:
         chat = self.chat

@@ -37,6 +37,9 @@ class BlockReply:
     text: str
     index: int
     is_reasoning: bool = False
+    is_notice: bool = False
+    """A context-maintenance notice (OpenClaw's `isCompactionNotice`), not a piece of the
+    answer: delivered like a block, never counted in the reply."""
 
 
 BlockSink = Callable[[BlockReply], None]

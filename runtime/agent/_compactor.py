@@ -27,6 +27,7 @@ from ..loop._traced import TracedProvider
 from ..model._generation import ResolvedModel
 from ..sessions._sessions import build_context
 from ..telemetry import STATE, current, start_span
+from ._blocks import BlockReply
 from ._compaction import (
     CompactionReason,
     CompactionRecord,
@@ -38,7 +39,7 @@ from ._compaction import (
     summarize,
     summary_message,
 )
-from ._memoryflush import MemoryFlush
+from ._memoryflush import DEGRADED_NOTICE, MemoryFlush
 from ._turnspec import TurnResult, TurnSpec
 
 __all__ = ["TurnCompactor"]
@@ -110,10 +111,14 @@ class TurnCompactor:
 
     def _flushed(self, flush: MemoryFlush) -> None:
         """Keep the ledger after a flush: in the result (the row as the run ends), and in
-        the store at once (`TurnSpec.on_memory_flush`)."""
+        the store at once (`TurnSpec.on_memory_flush`); a flush given up is told to the
+        user with `compaction.notifyUser` (OpenClaw's notice, as a block reply)."""
+        spec = self.spec
         self.result.memory_flush = flush.record
-        if flush.record is not None and self.spec.on_memory_flush is not None:
-            self.spec.on_memory_flush(flush.record)
+        if flush.record is not None and spec.on_memory_flush is not None:
+            spec.on_memory_flush(flush.record)
+        if flush.exhausted and spec.compaction.notifyUser and spec.on_block is not None:
+            spec.on_block(BlockReply(DEGRADED_NOTICE, 0, is_notice=True))
 
     async def flush_memory(self) -> None:
         """Before the attempts: the memory flush when the context nears the compaction

@@ -24,7 +24,9 @@ facts from a long session outlive the summary.
 - A flush that fails (provider error, bad `model`) is logged and the run goes on: it is
   optional maintenance. As OpenClaw's, the ledger counts it (`failed`, `failureCount`) and a
   later turn of the cycle tries again; after `MAX_FLUSH_FAILURES` the cycle is given up
-  (`succeeded`). Cancellation propagates.
+  (`succeeded`, `exhausted`), and with `agents.defaults.compaction.notifyUser` the user is
+  told as OpenClaw tells them: a compaction notice delivered as a block reply (a chat
+  `final` of its own on the gateway), `DEGRADED_NOTICE`. Cancellation propagates.
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ from ..sessions._sessions import MemoryFlushRecord
 from ._compaction import ContextBudget
 
 __all__ = [
+    "DEGRADED_NOTICE",
     "FLUSH_PROMPT_MARKER",
     "MAX_FLUSH_FAILURES",
     "FlushTools",
@@ -155,6 +158,9 @@ def flush_threshold(budget: ContextBudget, settings: MemoryFlushSettings) -> int
 
 MAX_FLUSH_FAILURES: Final = 3
 """Failed flushes in a compaction cycle before it is given up (OpenClaw's)."""
+DEGRADED_NOTICE: Final = "⚠️ Memory maintenance temporarily failed; continuing your reply."
+"""OpenClaw's notice when the flush is given up (`memory_flush_degraded`, with
+`compaction.notifyUser`)."""
 
 
 def flushed_in_cycle(record: MemoryFlushRecord | None, compaction_count: int) -> bool:
@@ -213,6 +219,8 @@ class MemoryFlush:
     compactions (the compactor keeps it current)."""
     done: bool = False
     """This turn flushed already (or tried to)."""
+    exhausted: bool = False
+    """This turn's flush failed for the `MAX_FLUSH_FAILURES`th time: the cycle is given up."""
 
     def flushed(self) -> bool:
         """Flushed in the current cycle (by this turn or an earlier one)."""
@@ -241,6 +249,7 @@ class MemoryFlush:
         self.done = True
         ok = await self._run(model, context, emit, generation)
         self.record = next_record(self.record, self.compaction_count, ok=ok)
+        self.exhausted = not ok and self.record.kind == "succeeded"
         return ok
 
     async def _run(

@@ -74,13 +74,16 @@ class MemoryFlushSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=Tru
 
 
 class CompactionSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """`agents.defaults.compaction` (OpenClaw's keys)."""
+    """`agents.defaults.compaction` (OpenClaw's keys). `notifyUser` (off by default, as
+    OpenClaw's): brief context-maintenance notices to the user; clawlane sends the one for a
+    memory flush given up after its failures (`runtime.agent._memoryflush`)."""
 
     enabled: bool = True
     reserveTokens: int = msgspec.field(default=DEFAULT_RESERVE_TOKENS)
     reserveTokensFloor: int = msgspec.field(default=DEFAULT_RESERVE_TOKENS_FLOOR)
     keepRecentTokens: int = msgspec.field(default=DEFAULT_KEEP_RECENT_TOKENS)
     memoryFlush: MemoryFlushSettings = msgspec.field(default_factory=MemoryFlushSettings)
+    notifyUser: bool = False
 
     @classmethod
     def from_agent_defaults(cls, defaults: Mapping[str, Any]) -> Self:

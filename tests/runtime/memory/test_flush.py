@@ -13,8 +13,10 @@ import msgspec
 import pytest
 import trio
 
+from runtime.agent._blocks import BlockReply
 from runtime.agent._compaction import ContextBudget
 from runtime.agent._memoryflush import (
+    DEGRADED_NOTICE,
     FLUSH_PROMPT_MARKER,
     MAX_FLUSH_FAILURES,
     FlushTools,
@@ -35,7 +37,7 @@ from runtime.llm._types import (
 )
 from runtime.loop._agent import Emit, NoTools, RunProgress, ToolOutcome
 from runtime.model._config import ConfigError, parse_config
-from runtime.model._settings import MemoryFlushSettings
+from runtime.model._settings import CompactionSettings, MemoryFlushSettings
 from runtime.sessions import (
     MemoryFlushRecord,
     SessionRow,
@@ -223,3 +225,45 @@ async def test_the_ledger_is_handed_over_as_soon_as_the_flush_ran() -> None:
     flushed = streams.index("ledger")
     assert streams[:flushed] == ["memory_flushing", "preparing_context"]
     assert "assistant" in streams[flushed:]  # the run's own answer came after
+
+
+@pytest.mark.parametrize(
+    ("failures", "notify", "told"), [(2, True, True), (2, False, False), (1, True, False)]
+)
+async def test_a_flush_given_up_is_told_to_the_user_with_notify_user(
+    failures: int, notify: bool, told: bool
+) -> None:
+    """The flush failing for the third time in a cycle gives it up; with
+    `compaction.notifyUser` the user gets OpenClaw's notice as a block reply (the gateway
+    sends it as a chat `final` of its own), and the run answers as ever."""
+    gen = generation(context_window=12_000)
+    history: list[Message] = []
+    for i in range(4):  # past the flush threshold, short of compaction
+        history.append(UserMessage(content="note " * 700 + str(i), timestamp=0))
+        history.append(AssistantMessage(content=[TextContent(f"ok {i}")], timestamp=0))
+    blocks: list[BlockReply] = []
+    flush = MemoryFlushSettings(model="nowhere/no-such-model")  # every flush fails
+    spec = TurnSpec(
+        run_id="r1",
+        session_key="agent:main:t",
+        session_id="s1",
+        agent_id="main",
+        message="and now?",
+        history=history,
+        generation=gen,
+        stores=gen.fork_stores(),
+        model_ref="local/echo",
+        tools=_RunTools(),
+        compaction=CompactionSettings(memoryFlush=flush, notifyUser=notify),
+        compaction_count=2,
+        memory_flush=MemoryFlushRecord("failed", compactionCount=1, failureCount=failures),
+        on_block=blocks.append,
+    )
+    result, progress = TurnResult(), RunProgress()
+    with trio.fail_after(10):
+        await run_turn(spec, lambda s, d: None, progress, result)
+    assert result.memory_flush == next_record(spec.memory_flush, 2, ok=False)
+    notices = [b for b in blocks if b.is_notice]
+    assert notices == ([BlockReply(DEGRADED_NOTICE, 0, is_notice=True)] if told else [])
+    assert DEGRADED_NOTICE == "⚠️ Memory maintenance temporarily failed; continuing your reply."
+    assert progress.text == "You said: and now?"  # the run's own answer, without the notice
