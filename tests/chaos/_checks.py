@@ -99,6 +99,11 @@ WAIT_MS = 3_000
 run still going is a finding)."""
 
 
+CHECKS_AT_ONCE = 64
+"""The runs asked about at once: a connection takes at most 256 requests in flight (more are
+refused `UNAVAILABLE`, retryable), and the load can acknowledge more runs than that."""
+
+
 async def outcome_everywhere(clients: list[GatewayClient], run: Run) -> list[str]:
     """What `agent.wait` answers for `run` on each node (a client of each): its status,
     `misreported` for an `error` that is a node's view of another (see
@@ -137,9 +142,12 @@ async def assert_one_outcome(
     if not STRICT:
         excused.add("misreported")
 
+    limit = trio.CapacityLimiter(CHECKS_AT_ONCE)
+
     async def check(run: Run) -> None:
         nonlocal unknown
-        seen = await outcome_everywhere(clients, run)
+        async with limit:
+            seen = await outcome_everywhere(clients, run)
         ended = {s for s in seen if s in ("ok", "error", "aborted")}
         if len(ended) == 2 and "error" in ended and all(LOST in e for e in run.errors):
             # one node took the run's node for lost, another saw it end: a finding

@@ -115,14 +115,22 @@ class Node:
         return self.log_path.read_text(errors="replace")
 
     @asynccontextmanager
-    async def client(self) -> AsyncIterator[GatewayClient]:
-        async with open_gateway_client(self.url) as client:
+    async def client(self, *, events: bool = False) -> AsyncIterator[GatewayClient]:
+        """A connection to the node; its events are dropped as they come unless `events`
+        (then the caller reads `client.events`, or the connection stalls once 1,024 wait:
+        the client stops reading the socket, and with it the answers to its requests)."""
+        on_event = None if events else _drop_event
+        async with open_gateway_client(self.url, on_event=on_event) as client:
             yield client
 
     async def request(self, method: str, params: Any = None, *, timeout: float = 10) -> Any:  # noqa: ASYNC109
         """One request on a connection of its own."""
         async with self.client() as client:
             return await client.request(method, params, timeout=timeout)
+
+
+def _drop_event(_event: str, _payload: Any, _seq: int | None) -> None:
+    pass
 
 
 class Cluster:
