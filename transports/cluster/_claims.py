@@ -39,6 +39,7 @@ from actors import (
     Cluster,
     ClusterError,
     RecoveredRun,
+    RunRecord,
     StoreError,
     recall_run,
     report_lost,
@@ -54,6 +55,7 @@ __all__ = [
     "ClaimBatch",
     "FinalsBudget",
     "Reaper",
+    "claim_final",
     "recall",
 ]
 
@@ -64,6 +66,9 @@ FINALS_MAX_BYTES: Final = 32 * 1024 * 1024
 """The finals one node stores in Redis within a claim TTL, their bytes all told."""
 LOST_RUN_HORIZON_MS: Final = 86_400_000
 """A lost run accepted longer ago than this is not looked for in the journal."""
+REAPED_FINAL_MAX_BYTES: Final = 64 * 1024
+"""A lost node's run found ended in the journal: its claim's final past this size is
+stored without its reply text (a repeated key answers `ok` with no text)."""
 
 _note_decoder = msgspec.json.Decoder(ClaimNote)
 
@@ -121,7 +126,20 @@ class Reaper:
         claims = self.router.cluster.claims
         for key in keys:
             run_id = key[len("run:") :]
-            await self._report_in_session(key, run_id)
+            ended = await self._report_in_session(key, run_id)
+            if ended is not None:  # it ended on its node, which could not tell Redis
+                data = msgspec.json.encode(claim_final(ended))
+                if len(data) > REAPED_FINAL_MAX_BYTES:
+                    data = msgspec.json.encode(without_payloads(claim_final(ended)))
+                await claims.finish(key, data, owner=node)
+                log.warning(
+                    "node %s: run %s of node %s, gone, had ended %s: its claim says so",
+                    self.router.node_id,
+                    run_id,
+                    node,
+                    ended.status,
+                )
+                continue
             final = ClaimFinal(wait="error", error=lost_reason(run_id, node))
             await claims.finish(key, msgspec.json.encode(final), owner=node)
             log.warning(
@@ -133,21 +151,31 @@ class Reaper:
             self.reaped += 1
         return len(keys)
 
-    async def _report_in_session(self, key: str, run_id: str) -> None:
+    async def _report_in_session(self, key: str, run_id: str) -> RunRecord | None:
+        """Report the run interrupted in its session, unless its journal row has ended:
+        then that end (the run's record, kept here for `agent.wait`). The journal is read
+        once the session's fencing token has moved past the lost node's (this node took
+        the session, or another node serves it), so the lost node can no longer end the
+        run after the read: it is ended here, or never."""
         router = self.router
         claim = await router.cluster.claims.get(key)
         if claim is None:
-            return
+            return None
         session = _note_decoder.decode(claim.ack).sessionKey
         since = int(time.time() * 1000) - LOST_RUN_HORIZON_MS
+        sup = router.gateway.actors.supervisor
         try:  # taking the session (its fencing token, its row) needs the store too
-            if await router.owner(session) != router.node_id:
+            if await router.owner(session) == router.node_id:
+                await router.own_actor(session)
+                if await report_lost(sup, run_id, since_ms=since):
+                    return None
+            else:
                 log.warning("run %s: its session %s is served elsewhere now", run_id, session)
-                return
-            await router.own_actor(session)
-            await report_lost(router.gateway.actors.supervisor, run_id, since_ms=since)
+            found = await recall_run(sup, run_id)
         except StoreError as exc:
             log.warning("run %s: not reported in its session: %s", run_id, exc)
+            return None
+        return found.record if isinstance(found, RecoveredRun) else None
 
 
 async def recall(
@@ -213,6 +241,17 @@ class FinalsBudget:
         kept.append((now, size))
         self._bytes += size
         return True
+
+
+def claim_final(record: RunRecord) -> ClaimFinal:
+    """How an ended run's claim tells its end (`agent.wait`'s status, the final)."""
+    return ClaimFinal(
+        wait=record.wait_status(),
+        error=record.error if record.status == "error" else None,
+        startedAt=record.started_at,
+        endedAt=record.ended_at,
+        result=record.final if record.status != "error" else None,
+    )
 
 
 def without_payloads(final: ClaimFinal) -> ClaimFinal:

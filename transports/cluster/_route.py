@@ -69,12 +69,11 @@ from runtime.protocol import GatewayError, RequestFrame
 from runtime.sessions import SessionKeyError
 
 from ._approvals import DESK_METHODS, ClusterApprovals
-from ._claims import ClaimBatch, FinalsBudget, Reaper, recall, without_payloads
+from ._claims import ClaimBatch, FinalsBudget, Reaper, claim_final, recall, without_payloads
 from ._leases import SessionLeases
 from ._outcomes import answer_gone, lost_answer, wait_deadline
 from ._wire import (
     Caller,
-    ClaimFinal,
     ClaimNote,
     ConnInfo,
     Forward,
@@ -334,13 +333,7 @@ class Router:
             record.on_done = [*(record.on_done or []), self._store_final]
 
     def _store_final(self, record: RunRecord) -> None:
-        final = ClaimFinal(
-            wait=record.wait_status(),
-            error=record.error if record.status == "error" else None,
-            startedAt=record.started_at,
-            endedAt=record.ended_at,
-            result=record.final if record.status != "error" else None,
-        )
+        final = claim_final(record)
         data = msgspec.json.encode(final)
         if not self.finals_budget.admit(len(data)):
             data = msgspec.json.encode(without_payloads(final))
