@@ -6,9 +6,9 @@ The hub hands it each `lifecycle` and `tool` event as it is emitted (`EventHub.a
 bounded channel (`queue_max`, OpenClaw's 4096). A full channel drops the event: it is
 counted (`statistics().dropped`) and logged at most once a minute, and the run goes on (the
 log is best effort, as OpenClaw says of its own). The writer task (`run`) takes what is
-waiting and inserts it in one statement inside the store's next group commit
-(`Store.write`), then waits for that commit before taking more: while one commit is in
-flight the next batch gathers.
+waiting and hands it to the store's next group commit (`Store.add_audit`: inserted with the
+batch's other audit rows as it ends, never cutting its multi-row inserts), then waits for
+that commit before taking more: while one commit is in flight the next batch gathers.
 
 The projection is OpenClaw's: a run's `lifecycle` start is `agent.run.started`; its end is
 `agent.run.finished`, `succeeded`, or `cancelled` (`run_cancelled`) when it was aborted,
@@ -33,7 +33,7 @@ import attrs
 import trio
 
 from .._errors import StoreError
-from ..store import AuditTable, Store
+from ..store import Store
 
 __all__ = ["QUEUE_MAX", "AuditRecorder", "AuditStatistics", "audit_row"]
 
@@ -149,7 +149,6 @@ class AuditRecorder:
         self, store: Store, enabled: Callable[[], bool], *, queue_max: int = QUEUE_MAX
     ) -> None:
         self.store = store
-        self.table = AuditTable(store)
         self._enabled = enabled
         self._send, self._receive = trio.open_memory_channel[tuple[Any, ...]](queue_max)
         self._enqueued = 0
@@ -237,17 +236,16 @@ class AuditRecorder:
         return rows
 
     async def _write(self, rows: list[tuple[Any, ...]]) -> None:
-        insert = self.table.inserter(rows, int(time.time() * 1000))
         try:
-            added = await self.store.write(insert, what="record audit events")
+            added = await self.store.add_audit(rows, int(time.time() * 1000))
         except StoreError as exc:
             self._failed += len(rows)
             log.warning("audit: %d events not recorded: %s", len(rows), exc)
         else:
-            if added == -1:
-                self._failed += len(rows)
-            else:
+            if added:
                 self._recorded += len(rows)
+            else:
+                self._failed += len(rows)
         finally:
             self._settled += len(rows)
             self._progress.set()

@@ -12,12 +12,18 @@ arguments or its result is kept: the tool call's id is kept as its SHA-256.
 Bounded as OpenClaw bounds it: rows older than 30 days (`RETENTION_MS`) are dropped, up to
 `PRUNE_BATCH` at a time, with each insert, and when the table holds more than `MAX_ROWS`
 the oldest go, down to `MAX_ROWS - PRUNE_BATCH`; a listing never shows a row older than the
-retention either. The count is kept by `AuditTable` (read once, then counted as rows go in
-and out, read again every `RECOUNT_EVERY` inserts, since other nodes insert too).
+retention either. The count is kept by the writer (`AuditBounds`: read once, then counted
+as rows go in and out, read again every `RECOUNT_EVERY` inserts, since other nodes insert
+too).
 
-`AuditTable.insert` runs inside a batch of the store's writer (`Store.write`) under a
-savepoint: a failure of the audit statements is rolled back alone and reported in its
-result, never failing the run rows, transcripts and journal rows of the same batch.
+The rows go in inside a batch of the store's writer under a savepoint: a failure of the
+audit statements is rolled back alone and reported in its result, never failing the run
+rows, transcripts and journal rows of the same batch. The recorder's rows travel as
+`AddAudit` writes (`Store.add_audit`), which each backend gathers per batch (`AuditBatch`)
+and inserts as the batch ends: one multi-row statement per up to 256 rows on SQLite (in
+power-of-two sizes, so the statements stay prepared), one `unnest` of arrays on PostgreSQL
+(`PG_INSERT`); the batch's other multi-row inserts are not cut by them. `AuditTable.inserter`
+is the same as a function for `Store.write`.
 
 Every read is a checkpoint and raises `StoreError` when the database fails.
 """
@@ -31,14 +37,19 @@ from typing import Any, Final, Protocol, TypeVar
 
 import attrs
 
-from ._ops import SqlConnection
+from ._ops import AddAudit, SqlConnection
 
 __all__ = [
     "COLUMNS",
+    "INSERT_HEAD",
+    "INSERT_TAIL",
     "MAX_ROWS",
+    "PG_INSERT",
     "PG_SCHEMA",
     "RETENTION_MS",
     "SQLITE_SCHEMA",
+    "AuditBatch",
+    "AuditBounds",
     "AuditFilter",
     "AuditPage",
     "AuditTable",
@@ -112,9 +123,20 @@ session or run, as OpenClaw's: their keys are scattered, and each such index cos
 the rest of a row's insert together (a session's or a run's events are found by a scan of
 the table's at most `MAX_ROWS` rows, newest first)."""
 
-_INSERT_HEAD: Final = "INSERT INTO audit_events(" + ", ".join(COLUMNS) + ") VALUES "
+INSERT_HEAD: Final = "INSERT INTO audit_events(" + ", ".join(COLUMNS) + ") VALUES "
+INSERT_TAIL: Final = "ON CONFLICT(source_id) DO NOTHING"
+"""A multi-row insert is `INSERT_HEAD`, its rows' `(?, ...)`, then `INSERT_TAIL`."""
 _ROW: Final = "(" + ", ".join("?" * len(COLUMNS)) + ")"
-_INSERT_TAIL: Final = " ON CONFLICT(source_id) DO NOTHING"
+_PG_TYPES: Final = ["text", "text", "bigint", "bigint"] + ["text"] * (len(COLUMNS) - 4)
+PG_INSERT: Final = (
+    f"INSERT INTO audit_events({', '.join(COLUMNS)}) "
+    f"SELECT {', '.join(f'c{i}' for i in range(len(COLUMNS)))} FROM unnest("
+    + ", ".join(f"%b::{t}[]" for t in _PG_TYPES)
+    + f") WITH ORDINALITY AS t({', '.join(f'c{i}' for i in range(len(COLUMNS)))}, n) "
+    f"ORDER BY n {INSERT_TAIL}"
+)
+"""PostgreSQL's insert of a batch's rows in one statement: an array a column (`COLUMNS`,
+in that order), the rows in their order (`sequence` numbers them so)."""
 _EXPIRED: Final = (
     "DELETE FROM audit_events WHERE sequence IN (SELECT sequence FROM audit_events "
     "WHERE occurred_at < ? ORDER BY occurred_at, sequence LIMIT ?)"
@@ -240,42 +262,36 @@ def _event_ids(n: int) -> list[str]:
     return ids
 
 
-class AuditTable:
-    """The `audit_events` table of one store: `inserter` (run in the writer's transaction)
-    and `list` (on a reader). The inserts keep the row count they have seen (the one writer
-    thread runs them one at a time)."""
+Insert = Callable[[list[str], Sequence[tuple[Any, ...]]], int]
+"""How a writer inserts rows: `(event ids, rows without them)`, the rows inserted."""
 
-    def __init__(self, store: _Reader) -> None:
-        self._store = store
+
+class AuditBounds:
+    """The writer's side of the bounds: the row count it has seen (the one writer thread
+    keeps it, from insert to insert) and the inserts rolled back. One per writer: each
+    backend has one for its batches' `AddAudit` rows, an `AuditTable` one for its
+    `inserter`."""
+
+    __slots__ = ("_count", "_since_count", "failures")
+
+    def __init__(self) -> None:
         self._count: int | None = None
         self._since_count = 0
         self.failures = 0
         """Inserts rolled back (their rows are lost; the batch around them committed)."""
 
-    def inserter(
-        self, rows: Sequence[tuple[Any, ...]], now_ms: int
-    ) -> Callable[[SqlConnection], int]:
-        """The function `Store.write` runs in the writer's transaction: insert `rows`
-        (`COLUMNS` without `event_id`) and drop what is beyond the bounds, under a
-        savepoint. It returns the rows inserted, or -1 when the statements failed (rolled
-        back to the savepoint, logged and counted in `failures`)."""
-        return lambda conn: self._insert(conn, rows, now_ms)
-
-    def _insert(self, conn: SqlConnection, rows: Sequence[tuple[Any, ...]], now_ms: int) -> int:
+    def insert(
+        self, conn: SqlConnection, rows: Sequence[tuple[Any, ...]], now_ms: int, insert: Insert
+    ) -> int:
+        """Insert `rows` (`COLUMNS` without `event_id`) with `insert` and drop what is
+        beyond the bounds, under a savepoint. The rows inserted, or -1 when the statements
+        failed (rolled back to the savepoint, logged and counted in `failures`)."""
         conn.execute("SAVEPOINT audit_events")
         try:
-            added = 0
-            for i in range(0, len(rows), _CHUNK):
-                chunk = rows[i : i + _CHUNK]
-                args: list[Any] = []
-                for event_id, row in zip(_event_ids(len(chunk)), chunk, strict=True):
-                    args.append(event_id)
-                    args.extend(row)
-                sql = _INSERT_HEAD + ", ".join([_ROW] * len(chunk)) + _INSERT_TAIL
-                added += max(conn.execute(sql, args).rowcount, 0)
+            added = max(insert(_event_ids(len(rows)), rows), 0)
             self._prune(conn, added, now_ms)
             conn.execute("RELEASE SAVEPOINT audit_events")
-        except Exception as exc:  # the driver's error: this batch's audit rows alone go
+        except Exception as exc:  # the driver's error: these audit rows alone go
             conn.execute("ROLLBACK TO SAVEPOINT audit_events")
             conn.execute("RELEASE SAVEPOINT audit_events")
             self._count = None
@@ -283,6 +299,10 @@ class AuditTable:
             log.warning("audit: %d events not recorded: %s", len(rows), exc)
             return -1
         return added
+
+    def forget(self) -> None:
+        """The transaction around the inserts rolled back: count again at the next one."""
+        self._count = None
 
     def _prune(self, conn: SqlConnection, added: int, now_ms: int) -> None:
         expired = conn.execute(_EXPIRED, (now_ms - RETENTION_MS, PRUNE_BATCH)).rowcount
@@ -297,6 +317,77 @@ class AuditTable:
             if found is not None:
                 cut = conn.execute("DELETE FROM audit_events WHERE sequence <= ?", (found[0],))
                 self._count = max(0, self._count - max(cut.rowcount, 0))
+
+
+class AuditBatch:
+    """The `AddAudit` rows of one write batch, gathered by the backend's writer (`add`, with
+    the write's place among the batch's results) and inserted together as the batch ends
+    (`flush`): one insert and one prune under one savepoint, whatever the number of writes.
+    Each write's result is whether the rows went in: a failure loses the batch's audit rows
+    together (one write a batch, as the recorder waits for each), never its other writes."""
+
+    __slots__ = ("bounds", "now_ms", "rows", "slots")
+
+    def __init__(self, bounds: AuditBounds) -> None:
+        self.bounds = bounds
+        self.rows: list[tuple[Any, ...]] = []
+        self.slots: list[int] = []
+        self.now_ms = 0
+
+    def add(self, op: AddAudit, slot: int) -> None:
+        self.rows.extend(op.rows)
+        self.slots.append(slot)
+        self.now_ms = max(self.now_ms, op.now_ms)
+
+    def flush(self, conn: SqlConnection, insert: Insert, results: list[object]) -> None:
+        """Insert what is held (see `AuditBounds.insert`) and set the results of its
+        writes, then hold nothing."""
+        if not self.slots:
+            return
+        added = self.bounds.insert(conn, self.rows, self.now_ms, insert) if self.rows else 0
+        for slot in self.slots:
+            results[slot] = added >= 0
+        self.rows, self.slots, self.now_ms = [], [], 0
+
+
+def _insert_chunks(conn: SqlConnection, ids: list[str], rows: Sequence[tuple[Any, ...]]) -> int:
+    """`Insert` for any connection: multi-row statements of up to `_CHUNK` rows."""
+    added = 0
+    for i in range(0, len(rows), _CHUNK):
+        chunk = rows[i : i + _CHUNK]
+        args: list[Any] = []
+        for event_id, row in zip(ids[i : i + _CHUNK], chunk, strict=True):
+            args.append(event_id)
+            args.extend(row)
+        sql = INSERT_HEAD + ", ".join([_ROW] * len(chunk)) + " " + INSERT_TAIL
+        added += max(conn.execute(sql, args).rowcount, 0)
+    return added
+
+
+class AuditTable:
+    """The `audit_events` table of one store: `list` (on a reader) and `inserter` (a
+    function for `Store.write`, run in the writer's transaction, keeping a row count of its
+    own; the recorder's rows go as `AddAudit` writes instead, `Store.add_audit`)."""
+
+    def __init__(self, store: _Reader) -> None:
+        self._store = store
+        self._bounds = AuditBounds()
+
+    @property
+    def failures(self) -> int:
+        """Inserts rolled back (their rows are lost; the batch around them committed)."""
+        return self._bounds.failures
+
+    def inserter(
+        self, rows: Sequence[tuple[Any, ...]], now_ms: int
+    ) -> Callable[[SqlConnection], int]:
+        """The function `Store.write` runs in the writer's transaction: insert `rows`
+        (`COLUMNS` without `event_id`) and drop what is beyond the bounds, under a
+        savepoint. It returns the rows inserted, or -1 when the statements failed (rolled
+        back to the savepoint, logged and counted in `failures`)."""
+        return lambda conn: self._bounds.insert(
+            conn, rows, now_ms, lambda ids, chunk: _insert_chunks(conn, ids, chunk)
+        )
 
     async def list(self, which: AuditFilter, now_ms: int) -> AuditPage:
         """A page of events, newest first (by `sequence`), with the next page's cursor."""

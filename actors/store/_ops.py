@@ -32,6 +32,7 @@ from .._errors import FencedOut, StoreError
 from ._journal import END_UNLESS_ENDED, JournalRow
 
 __all__ = [
+    "AddAudit",
     "AddUsage",
     "Append",
     "Barrier",
@@ -207,6 +208,20 @@ class AddUsage:
 
 
 @attrs.frozen(eq=False)
+class AddAudit:
+    """Rows for the audit log (`actors.store._audit`: `COLUMNS` without `event_id`, as of
+    `now_ms`), handed to the writer by `Store.add_audit`. The backends gather a batch's
+    (`_audit.AuditBatch`) and insert them as the batch ends, in multi-row statements under
+    one savepoint: they never cut the batch's other multi-row inserts, as a `Call` would.
+    Its result: whether its rows went in (False: the batch's audit statements failed and
+    were rolled back alone, the rest of the batch committed)."""
+
+    rows: Sequence[tuple[Any, ...]]
+    now_ms: int
+    waiter: Waiter | None = None
+
+
+@attrs.frozen(eq=False)
 class Group:
     """Writes committed together (always in one transaction), with one waiter. A fenced
     group is refused whole (its parts' own fences are not looked at). A fenced group with
@@ -260,8 +275,8 @@ class CommitUnknown(Exception):
         self.resolve = resolve
 
 
-Write = PutRow | Append | PutRun | Group | Delete | Call
-Op = PutRow | Append | PutRun | Group | Delete | Call | Barrier
+Write = PutRow | Append | PutRun | Group | Delete | Call | AddAudit
+Op = PutRow | Append | PutRun | Group | Delete | Call | AddAudit | Barrier
 
 
 class StoreBackend(Protocol):
@@ -274,11 +289,12 @@ class StoreBackend(Protocol):
     `StoreError` by the store). `open` connects the writer and creates or migrates the
     schema (raising `StoreError` for a database it cannot use). `write_batch` applies the
     writes in one transaction and returns one result each (a `Delete`: whether a row went;
-    a `Call`: its function's result); `next_seq` is the writer's memory of each
-    transcript's next entry number (emptied when a batch rolls back); `prune` is
-    `(before_ms, keep)` for the run journal. A reader is anything the read methods take;
-    `reader_ok` says whether one is worth keeping after an error. `close` closes the
-    writer and `readers` (best effort, never raises; also after a failed `open`).
+    a `Call`: its function's result; an `AddAudit`: whether its rows went in); `next_seq`
+    is the writer's memory of each transcript's next entry number (emptied when a batch
+    rolls back); `prune` is `(before_ms, keep)` for the run journal. A reader is anything
+    the read methods take; `reader_ok` says whether one is worth keeping after an error.
+    `close` closes the writer and `readers` (best effort, never raises; also after a failed
+    `open`).
     """
 
     @property
@@ -316,7 +332,7 @@ def fenced_keys(writes: Sequence[Write]) -> dict[str, int]:
     fenced write, in the order they come (empty: nothing to check, no query to make)."""
     found: dict[str, int] = {}
     for op in writes:
-        if not isinstance(op, Delete | Call) and op.fence is not None:
+        if not isinstance(op, Delete | Call | AddAudit) and op.fence is not None:
             found.setdefault(op.fence.key, op.fence.token)
     return found
 

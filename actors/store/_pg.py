@@ -57,6 +57,7 @@ from psycopg.conninfo import conninfo_to_dict
 from .._errors import StoreError
 from . import _audit, _memory, _usage
 from ._ops import (
+    AddAudit,
     AddUsage,
     Append,
     Call,
@@ -315,6 +316,7 @@ class PostgresBackend:
         self._writer: psycopg.Connection[Any] | None = None
         self.fence_prune_interval_s = FENCE_PRUNE_INTERVAL_S
         self._fences_pruned_at = time.monotonic()
+        self._audit = _audit.AuditBounds()
 
     @property
     def location(self) -> str:
@@ -362,7 +364,7 @@ class PostgresBackend:
             # on the node that had it, so the next entry numbers are read again.
             next_seq.clear()
         results: list[object] = []
-        pending = _Gathered(conn, next_seq)
+        pending = _Gathered(conn, next_seq, self._audit)
         keys = fenced_keys(writes)
         pruned = 0
         xid: str | None = None  # the transaction's id: whether it committed, if unheard
@@ -375,10 +377,14 @@ class PostgresBackend:
                 for op in writes:
                     if isinstance(op, PutRow | Append | PutRun | Group):
                         results.append(put_checked(op, fences, pending.put))
+                    elif isinstance(op, AddAudit):
+                        pending.audit.add(op, len(results))
+                        results.append(False)
                     else:
                         pending.flush()
                         results.append(self._other(conn, op, next_seq))
                 pending.flush()
+                pending.audit.flush(_Qmark(conn), pending.insert_audit, results)
                 if fences is not None and fences.raised:
                     raised = fences.raised
                     args = (list(raised), list(raised.values()))
@@ -388,6 +394,7 @@ class PostgresBackend:
                 committing = True
         except BaseException as exc:
             next_seq.clear()
+            self._audit.forget()
             lost = conn.closed or conn.broken
             if committing and xid is not None and isinstance(exc, psycopg.Error) and lost:
                 # COMMIT went out, no answer came back: it may have committed
@@ -475,7 +482,7 @@ class PostgresBackend:
         """A `Call` (another module's statements) or a `Delete` (whether a row went)."""
         if isinstance(op, Call):
             return op.fn(_Qmark(conn))
-        assert not isinstance(op, PutRow | Append | PutRun | Group)
+        assert not isinstance(op, PutRow | Append | PutRun | Group | AddAudit)
         found = conn.execute("SELECT session_id FROM sessions WHERE key = %s", (op.key,)).fetchone()
         if found is not None and op.delete_transcript:
             conn.execute("DELETE FROM entries WHERE session_id = %s", (found[0],))
@@ -559,15 +566,18 @@ class _Gathered:
     delete, another module's statements, the commit) flushes them: one statement per table.
     """
 
-    __slots__ = ("conn", "entries", "next_seq", "rows", "runs", "usage")
+    __slots__ = ("audit", "conn", "entries", "next_seq", "rows", "runs", "usage")
 
-    def __init__(self, conn: psycopg.Connection[Any], next_seq: dict[str, int]) -> None:
+    def __init__(
+        self, conn: psycopg.Connection[Any], next_seq: dict[str, int], audit: _audit.AuditBounds
+    ) -> None:
         self.conn = conn
         self.next_seq = next_seq
         self.rows: dict[str, PutRow] = {}  # the last write of a key wins
         self.entries: tuple[list[str], list[int], list[str], list[bytes]] = ([], [], [], [])
         self.runs: tuple[list[str], list[int | None], list[bytes]] = ([], [], [])
         self.usage = _usage.UsageBatch()
+        self.audit = _audit.AuditBatch(audit)  # inserted once, as the batch ends
 
     def put(self, op: PutRow | Append | PutRun | AddUsage | Call) -> None:
         if isinstance(op, PutRow):
@@ -625,3 +635,13 @@ class _Gathered:
     def _executemany(self, sql: str, rows: list[list[Any]]) -> None:
         with self.conn.cursor() as cur:  # one round trip for all rows (psycopg's pipeline)
             cur.executemany(sql.replace("?", "%s"), rows)
+
+    def insert_audit(self, ids: list[str], rows: Sequence[tuple[Any, ...]]) -> int:
+        """A batch's audit rows (`_audit.Insert`) in one statement, an array a column."""
+        width = len(_audit.COLUMNS) - 1
+        if not rows:
+            return 0
+        if any(len(row) != width for row in rows):
+            raise psycopg.ProgrammingError(f"an audit row is not {width} values")
+        columns = [ids, *(list(c) for c in zip(*rows, strict=True))]
+        return max(self.conn.execute(_audit.PG_INSERT, columns).rowcount, 0)

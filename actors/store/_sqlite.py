@@ -21,6 +21,7 @@ StoreBackend`); the operations themselves live in `actors.store._ops` (re-export
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -29,6 +30,7 @@ from typing import Any, Final, TypeVar
 from .._errors import StoreError
 from . import _audit, _journal, _usage
 from ._ops import (
+    AddAudit,
     AddUsage,
     Append,
     Barrier,
@@ -201,15 +203,31 @@ def _insert_rows(
         conn.execute(_statement(head, tail, width, size), [v for row in chunk for v in row])
 
 
-def _insert_flat(conn: sqlite3.Connection, head: str, width: int, flat: list[Any]) -> None:
+def _insert_flat(
+    conn: sqlite3.Connection, head: str, width: int, flat: list[Any], tail: str = ""
+) -> int:
     """`_insert_rows` for values laid out flat already (`width` a row): no tuples to make
-    and take apart in the writer thread."""
+    and take apart in the writer thread. The rows inserted."""
     n = len(flat) // width
-    i = 0
+    i = added = 0
     while i < n:
         size = min(_ROWS_PER_STATEMENT, 1 << ((n - i).bit_length() - 1))
-        conn.execute(_statement(head, "", width, size), flat[i * width : (i + size) * width])
+        sql = _statement(head, tail, width, size)
+        added += max(conn.execute(sql, flat[i * width : (i + size) * width]).rowcount, 0)
         i += size
+    return added
+
+
+def _insert_audit(conn: sqlite3.Connection, ids: list[str], rows: Sequence[tuple[Any, ...]]) -> int:
+    """A batch's audit rows (`_audit.Insert`), with their event ids, in multi-row statements."""
+    width = len(_audit.COLUMNS)
+    flat: list[Any] = []
+    for event_id, row in zip(ids, rows, strict=True):
+        flat.append(event_id)
+        flat.extend(row)
+    if len(flat) != width * len(rows):
+        raise sqlite3.ProgrammingError(f"an audit row is not {width - 1} values")
+    return _insert_flat(conn, _audit.INSERT_HEAD, width, flat, _audit.INSERT_TAIL)
 
 
 def _statement(head: str, tail: str, width: int, size: int) -> str:
@@ -226,15 +244,18 @@ class _Runs:
     see them in the table (a delete, another module's statements, the commit) flushes them
     as multi-row statements."""
 
-    __slots__ = ("conn", "entries", "next_seq", "rows", "runs", "usage")
+    __slots__ = ("audit", "conn", "entries", "next_seq", "rows", "runs", "usage")
 
-    def __init__(self, conn: sqlite3.Connection, next_seq: dict[str, int]) -> None:
+    def __init__(
+        self, conn: sqlite3.Connection, next_seq: dict[str, int], audit: _audit.AuditBounds
+    ) -> None:
         self.conn = conn
         self.next_seq = next_seq
         self.rows: list[tuple[str, str, str, int, bytes]] = []
         self.entries: list[tuple[str, int, str, bytes]] = []
         self.runs: list[Any] = []  # flat: `_journal.WIDTH` values a row
         self.usage = _usage.UsageBatch()
+        self.audit = _audit.AuditBatch(audit)  # inserted once, as the batch ends
 
     def put(self, op: PutRow | Append | PutRun | AddUsage | Call) -> None:
         if isinstance(op, PutRow):
@@ -286,6 +307,7 @@ def write_batch(
     writes: Sequence[Write],
     next_seq: dict[str, int],
     prune: tuple[int, int] | None = None,
+    audit: _audit.AuditBounds | None = None,
 ) -> list[object]:
     """Apply `writes` in one transaction; one result per write (delete: whether a row went).
 
@@ -294,10 +316,12 @@ def write_batch(
     `next_seq` is the writer's memory of each transcript's next entry number across
     batches (filled from the table on first use); a rolled back batch empties it.
     `prune` (`(before_ms, keep)`): also drop ended journal rows older than `before_ms` or
-    beyond the newest `keep`. Runs in the writer thread.
+    beyond the newest `keep`. The batch's audit rows (`AddAudit`) go in as it ends, within
+    `audit`'s bounds (the writer's, kept across batches). Runs in the writer thread.
     """
     results: list[object] = []
-    pending = _Runs(conn, next_seq)
+    audit = audit if audit is not None else _audit.AuditBounds()
+    pending = _Runs(conn, next_seq, audit)
     if len(next_seq) > _NEXT_SEQ_MAX:
         next_seq.clear()
     keys = fenced_keys(writes)
@@ -307,6 +331,9 @@ def write_batch(
         for op in writes:
             if isinstance(op, PutRow | Append | PutRun | Group):
                 results.append(put_checked(op, fences, pending.put))
+            elif isinstance(op, AddAudit):
+                pending.audit.add(op, len(results))
+                results.append(False)
             elif isinstance(op, Call):
                 pending.flush()
                 results.append(op.fn(conn))  # a sqlite3.Connection is an SqlConnection
@@ -314,6 +341,7 @@ def write_batch(
                 pending.flush()
                 results.append(_delete(conn, op, next_seq))
         pending.flush()
+        pending.audit.flush(conn, functools.partial(_insert_audit, conn), results)
         if fences is not None and fences.raised:
             conn.executemany(_UPSERT_FENCE, list(fences.raised.items()))
         if prune is not None:
@@ -324,6 +352,7 @@ def write_batch(
         conn.execute("COMMIT")
     except BaseException:
         next_seq.clear()
+        audit.forget()
         _rollback(conn)
         raise
     return results
@@ -392,6 +421,7 @@ class SqliteBackend:
     def __init__(self, path: Path) -> None:
         self._path = path
         self._writer: sqlite3.Connection | None = None
+        self._audit = _audit.AuditBounds()
 
     @property
     def location(self) -> str:
@@ -408,7 +438,7 @@ class SqliteBackend:
         self, writes: Sequence[Write], next_seq: dict[str, int], prune: tuple[int, int] | None
     ) -> list[object]:
         assert self._writer is not None, "write_batch before open"
-        return write_batch(self._writer, writes, next_seq, prune)
+        return write_batch(self._writer, writes, next_seq, prune, self._audit)
 
     def open_reader(self) -> sqlite3.Connection:
         return open_reader(self._path)

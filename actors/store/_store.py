@@ -78,6 +78,7 @@ from . import _journal
 from ._counts import StoreStatistics, WriterCounts
 from ._journal import JournalRow
 from ._ops import (
+    AddAudit,
     AddUsage,
     Append,
     Barrier,
@@ -407,6 +408,17 @@ class Store:
         waiter = Waiter(message=f"cannot {what}")
         await self._submit(Call(fn, waiter))
         return await waiter.wait()  # type: ignore[return-value]
+
+    async def add_audit(self, rows: Sequence[tuple[Any, ...]], now_ms: int) -> bool:
+        """Add `rows` to the audit log (`actors.store._audit`: `COLUMNS` without `event_id`)
+        in the writer's next transaction, inserted with the batch's other audit rows as it
+        ends (`AddAudit`), within the log's bounds as of `now_ms`. True once committed;
+        False when the audit statements failed and were rolled back alone (the batch
+        committed). A checkpoint; raises `StoreError` when the batch failed. Cancelled while
+        waiting for the commit, the rows still go in."""
+        waiter = Waiter(message="cannot record audit events")
+        await self._submit(AddAudit(rows, now_ms, waiter))
+        return bool(await waiter.wait())
 
     async def read(self, fn: Callable[[SqlConnection], _T]) -> _T:
         """Run `fn(conn)` on a reader connection after the writes enqueued before it have
