@@ -92,9 +92,11 @@ __all__ = [
     "load_skills_snapshot",
     "prepare_prompt",
     "system_prompt_report",
+    "with_tool_directory",
 ]
 
 WAKE_ROUND: Final = 64  # runs woken per scheduler round when a shared load is done
+_PLAIN_MAX: Final = 8  # the plain prompts a prepared prompt keeps (one per tool directory)
 
 
 # --- skills ------------------------------------------------------------------------------
@@ -379,6 +381,21 @@ def join_sections(sections: Iterable[PromptSection]) -> str:
     return "\n\n".join(s.text for s in sections if s.text)
 
 
+def with_tool_directory(
+    sections: Sequence[PromptSection], directory: str | None
+) -> list[PromptSection]:
+    """`sections` with the directory of the tools Tool Search defers (`tools:deferred`,
+    `runtime.tools.ToolCatalog.directory`) where OpenClaw has it: with the tools, after the
+    base (or a hook's system prompt), before the context; `directory` None: as they are."""
+    found = list(sections)
+    if directory is not None:
+        at = next(
+            (i + 1 for i, s in enumerate(found) if s.name in ("base", "hook:systemPrompt")), 0
+        )
+        found.insert(at, PromptSection("tools:deferred", f"### Deferred Tool Schemas\n{directory}"))
+    return found
+
+
 # --- preparation -------------------------------------------------------------------------
 
 
@@ -396,8 +413,8 @@ class PreparedPrompt:
     bootstrap_max_chars: int
     bootstrap_total_max_chars: int
     workspace_dir: str | None = None
-    _plain: list[tuple[tuple[PromptSection, ...], str]] = attrs.field(
-        factory=list, init=False, eq=False, repr=False
+    _plain: dict[int, tuple[str | None, tuple[PromptSection, ...], str]] = attrs.field(
+        factory=dict, init=False, eq=False, repr=False
     )
 
     def sections(
@@ -419,20 +436,31 @@ class PreparedPrompt:
             append_system=append_system,
         )
 
-    def plain(self) -> tuple[tuple[PromptSection, ...], str]:
-        """The sections and the system prompt without hook contributions (assembled once:
-        runs of a session share a prepared prompt while nothing changed)."""
-        if not self._plain:
-            sections = tuple(
+    def plain(self, directory: str | None = None) -> tuple[tuple[PromptSection, ...], str]:
+        """The sections and the system prompt without hook contributions, with the deferred
+        tools' `directory` when given (`with_tool_directory`). Assembled once for each
+        directory (told apart by identity: a tool set's is one string, its catalog's): runs
+        share a prepared prompt while nothing changed, and the runs of one tool set its
+        directory, up to 18,000 characters not joined into the prompt again by each."""
+        known = self._plain.get(id(directory))
+        if known is not None and known[0] is directory:
+            return known[1], known[2]
+        sections = tuple(
+            with_tool_directory(
                 assemble_system_prompt(
                     base=self.base,
                     skills=self.skills.prompt,
                     context=self.context,
                     extra=self.extra,
-                )
+                ),
+                directory,
             )
-            self._plain.append((sections, join_sections(sections)))
-        return self._plain[0]
+        )
+        if len(self._plain) >= _PLAIN_MAX:
+            self._plain.clear()
+        # The entry holds `directory`, so its id is not reused while the entry lives.
+        self._plain[id(directory)] = (directory, sections, join_sections(sections))
+        return sections, self._plain[id(directory)][2]
 
     @property
     def system_prompt(self) -> str:

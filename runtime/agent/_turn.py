@@ -80,6 +80,7 @@ from ._prompt import (
     SkillsSnapshot,
     join_sections,
     prepare_prompt,
+    with_tool_directory,
 )
 from ._prompt_report import SystemPromptReport
 from ._reply import ReasoningMode
@@ -215,15 +216,9 @@ async def run_turn(
         )
     budget = context_budget(spec.context_window or model.definition.contextWindow, spec.compaction)
     prepared = await _prepare(spec, budget)
-    system_prompt, sections, user = await _shape_prompt(spec, hooks, ctx, legacy, prepared)
-    directory = _tool_directory(spec.tools)
-    if directory is not None:  # where OpenClaw has it: with the tools, before the context
-        at = next(
-            (i + 1 for i, s in enumerate(sections) if s.name in ("base", "hook:systemPrompt")),
-            0,
-        )
-        sections.insert(at, PromptSection("tools:deferred", directory))
-        system_prompt = join_sections(sections)
+    system_prompt, sections, user = await _shape_prompt(
+        spec, hooks, ctx, legacy, prepared, _tool_directory(spec.tools)
+    )
     result.user_message = user
     tool_specs = spec.tools.specs()
     result.report_factory = _report_factory(spec, prepared, sections, tool_specs, model)
@@ -249,11 +244,11 @@ async def run_turn(
 
 
 def _tool_directory(tools: object) -> str | None:
-    """OpenClaw's list of the tools Tool Search defers (`runtime.tools.ToolCatalog`), for
-    the end of the system prompt; None when the run's tools defer none."""
+    """OpenClaw's list of the tools Tool Search defers (`runtime.tools.ToolCatalog`: made
+    once for a tool set), for the system prompt; None when the run's tools defer none."""
     catalog = getattr(getattr(tools, "toolset", None), "catalog", None)
     directory = getattr(catalog, "directory", None)
-    return f"### Deferred Tool Schemas\n{directory}" if isinstance(directory, str) else None
+    return directory if isinstance(directory, str) else None
 
 
 def _hook_context(spec: TurnSpec) -> AgentHookContext:
@@ -355,9 +350,11 @@ async def _shape_prompt(
     ctx: AgentHookContext,
     legacy: AgentStartResult | None,
     prepared: PreparedPrompt,
-) -> tuple[str, list[PromptSection], UserMessage]:
+    directory: str | None,
+) -> tuple[str, Sequence[PromptSection], UserMessage]:
     """`before_prompt_build` (and the legacy hook's prompt results) around the prepared
-    prompt: the system prompt, its sections and the user message."""
+    prompt, with the deferred tools' `directory`: the system prompt, its sections and the
+    user message. Without a hook's contribution, the prepared prompt's (assembled once)."""
     hook_system: str | None = None
     prepend_context = append_context = None
     prepend_system = append_system = None
@@ -377,14 +374,17 @@ async def _shape_prompt(
         append_system = _join(
             built.append_system_context, legacy.append_system_context if legacy else None
         )
+    sections: Sequence[PromptSection]
     if hook_system is None and not prepend_system and not append_system:
-        plain, system_prompt = prepared.plain()
-        sections = list(plain)
+        sections, system_prompt = prepared.plain(directory)
     else:
-        sections = prepared.sections(
-            hook_system_prompt=hook_system,
-            prepend_system=prepend_system,
-            append_system=append_system,
+        sections = with_tool_directory(
+            prepared.sections(
+                hook_system_prompt=hook_system,
+                prepend_system=prepend_system,
+                append_system=append_system,
+            ),
+            directory,
         )
         system_prompt = join_sections(sections)
     user_text = _join(prepend_context, spec.message, append_context)
@@ -394,7 +394,7 @@ async def _shape_prompt(
 def _report_factory(
     spec: TurnSpec,
     prepared: PreparedPrompt,
-    sections: list[PromptSection],
+    sections: Sequence[PromptSection],
     tools: list[ToolSpec],
     model: ResolvedModel,
 ) -> Callable[[], SystemPromptReport]:

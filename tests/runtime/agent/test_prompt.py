@@ -27,11 +27,14 @@ from runtime.agent._chunking import (
 )
 from runtime.agent._compaction import CompactionSettings, context_budget
 from runtime.agent._prompt import (
+    PreparedPrompt,
     PromptCache,
+    SkillsSnapshot,
     assemble_system_prompt,
     load_skills_snapshot,
     prepare_prompt,
     system_prompt_report,
+    with_tool_directory,
 )
 from runtime.agent._turn import reasoning_mode, run_turn
 from runtime.agent._turnspec import BASE_SYSTEM_PROMPT, TurnResult, TurnSpec
@@ -218,6 +221,39 @@ def test_sections_come_in_order_and_a_hook_prompt_replaces_the_built_one() -> No
     ]
     replaced = assemble_system_prompt(base="B", skills="S", extra="E", hook_system_prompt="H")
     assert [s.name for s in replaced] == ["hook:systemPrompt", "extra"]
+
+
+def test_the_tool_directory_follows_the_base_and_is_joined_once_per_tool_set() -> None:
+    """The deferred tools' directory (up to 18,000 characters, one string per tool set)
+    goes after the base; a prepared prompt joins it in once, not on every run."""
+    budget = context_budget(200_000, CompactionSettings())
+    prepared = PreparedPrompt(
+        base="B",
+        extra="E",
+        skills=SkillsSnapshot(hash="h", roots=()),
+        files=(),
+        injected=(),
+        context="C",
+        budget=budget,
+        bootstrap_max_chars=100,
+        bootstrap_total_max_chars=100,
+    )
+    directory = "Available deferred-schema tools:\n- web_fetch (core): Fetch a URL."
+    other = "".join(["Available deferred-schema tools:", " none."])
+    sections, prompt = prepared.plain(directory)
+    assert [s.name for s in sections] == ["base", "tools:deferred", "context", "extra"]
+    assert prompt == f"B\n\n### Deferred Tool Schemas\n{directory}\n\nC\n\nE"
+    assert prepared.plain(directory)[1] is prompt  # the next run of the tool set
+    assert prepared.plain(other)[1] == f"B\n\n### Deferred Tool Schemas\n{other}\n\nC\n\nE"
+    assert prepared.plain()[1] == "B\n\nC\n\nE" == prepared.system_prompt
+    assert prepared.plain(directory)[1] is prompt  # kept beside the other tool sets'
+    hooked = assemble_system_prompt(base="B", extra="E", hook_system_prompt="H")
+    assert [s.name for s in with_tool_directory(hooked, directory)] == [
+        "hook:systemPrompt",
+        "tools:deferred",
+        "extra",
+    ]
+    assert with_tool_directory(hooked, None) == hooked
 
 
 # --- through a turn ----------------------------------------------------------------------
