@@ -539,6 +539,14 @@ class Supervisor:
             # unless the first commit, reported failed, went through: one end per run
             self.store_commit(WriteGroup(calls=(end_unless_ended(row),), on_commit=done))
 
+    def end_once(self, group: WriteGroup) -> None:
+        """`group`'s run end row, written unless the run's acceptance already has an end
+        row, without a session's fence: the runs a node had queued on a session whose lease
+        it lost never ran there, so nothing of theirs reaches the session, but their
+        journal rows must end (else they stay accepted for good). Not a checkpoint."""
+        if group.run is not None:
+            self.store_commit(WriteGroup(calls=(end_unless_ended(group.run),)))
+
     def submit(
         self, actor: SessionActor, request: RunRequest, settings: QueueSettings | None = None
     ) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import trio
 
-from actors import FencedOut
+from actors import Fence, FencedOut
 from runtime.llm import UserMessage
 from tests.actors._databases import pg_url
 from tests.conftest import open_client
@@ -88,3 +88,32 @@ async def test_an_actor_made_without_the_lease_writes_nothing_and_goes_when_it_i
             assert fresh.fence is not None and fresh.fence.token == ra.leases.held[key].token
             texts = str(history["messages"])
             assert "not mine" not in texts and "y" in texts
+
+
+async def test_a_run_queued_on_a_lease_lost_ends_in_the_journal(
+    tmp_path: Path, pg_url: str
+) -> None:
+    """Node a is late to notice its lease lapsed (a freeze): another node took the session
+    meanwhile (the store holds a newer fencing token), so a's writes to it are refused; the
+    run a had queued behind its stale run still ends in the journal (`aborted`, as
+    `agent.wait` answers it), not left `accepted` for good."""
+    with trio.fail_after(60):
+        async with two_nodes(tmp_path, pg_url) as nodes:
+            a, b = nodes
+            ra = a.gw.router
+            assert ra is not None
+            key = "agent:main:queued"
+            async with open_client(a.gw, scopes=ADMIN) as ca:
+                long = {"message": "[[deltas:400]] [[delay:50]]", "idempotencyKey": "q-long"}
+                assert (await ca.request("agent", {**long, "sessionKey": "queued"}))["status"]
+                queued = {"message": "next", "idempotencyKey": "q-next", "sessionKey": "queued"}
+                assert (await ca.request("agent", queued))["status"] == "accepted"
+                token = ra.leases.held[key].token
+                await b.gw.supervisor.store.advance_fence(Fence(key, token + 1))  # b took it
+                ra.leases._lose([key])  # a notices: drops its copy, aborts what it had
+                waited = await ca.request("agent.wait", {"runId": "q-next", "timeoutMs": 5000})
+                assert waited["status"] == "timeout" and "endedAt" in waited, waited  # aborted
+            await a.gw.supervisor.store.flush()
+            row = await a.gw.supervisor.store.load_run("q-next")
+            assert row is not None and row.ended, row
+            assert row.state == "aborted", row
