@@ -60,7 +60,7 @@ from ..tools import (
     subagent_policy,
     tool_spec,
 )
-from ..tools._search import tool_search_settings
+from ..tools._search import serves_locally, tool_search_settings
 from ._blocks import BlockFlusher, BlockSink
 from ._chunking import BlockStreamingSettings
 from ._compaction import CompactionSettings
@@ -95,6 +95,15 @@ def _search_setting(setting: bool | ToolSearchConfig | None) -> bool | dict[str,
     if setting is None or isinstance(setting, bool):
         return setting
     return dict(msgspec.to_builtins(setting))
+
+
+def _serves_locally(generation: ModelRuntimeGeneration, model_ref: str | None) -> bool:
+    """Whether a run of `model_ref` gets Tool Search's local limits (`serves_locally`)."""
+    provider, sep, model_id = (model_ref or "").partition("/")
+    if not sep:
+        return False
+    entry = generation.config.models.providers.get(provider)
+    return serves_locally(provider, model_id, entry.baseUrl if entry is not None else None)
 
 
 SendMessage = Callable[[str, int], None]
@@ -376,7 +385,10 @@ class TurnServices:
             offered = subagent_policy(role, sub.allow, sub.alsoAllow, sub.deny)
             if offered is not None:  # a subagent is offered less, as OpenClaw's
                 tools = tuple(offered.filter(tools))
-            search = tool_search_settings(_search_setting(generation.config.tools.toolSearch))
+            search = tool_search_settings(
+                _search_setting(generation.config.tools.toolSearch),
+                local=_serves_locally(generation, model_ref),
+            )
             owners = {name: r.id for r in self.plugins.plugins.values() for name in r.tools}
             toolset = ToolSet.of(tools, policy, search, owners=owners)
             shared = self._toolsets[key] = (tools, policy, toolset)

@@ -124,6 +124,7 @@ from ._search import ToolSearchError as ToolSearchError
 from ._search import ToolSearchSettings as ToolSearchSettings
 from ._search import ToolSurface as ToolSurface
 from ._search import call_target as call_target
+from ._search import serves_locally as serves_locally
 from ._search import tool_search_settings as tool_search_settings
 from ._sessions_history import HistoryView as HistoryView
 from ._sessions_history import sanitize_history as sanitize_history
@@ -243,6 +244,7 @@ __all__ = [
     "resolve_in_workspace",
     "sanitize_history",
     "sanitize_result",
+    "serves_locally",
     "session_tools",
     "subagent_denied",
     "subagent_policy",

@@ -11,6 +11,8 @@ and `tool_call`, as OpenClaw 2026.9.6 offers them by default.
 - `{mode: "directory"}`: as `tools`, and a model may also call a deferred tool by its exact
   name directly;
 - `searchDefaultLimit` (8) and `maxSearchLimit` (20, 1-50): how many hits a search returns.
+  Unset, a run of a model served on the operator's own hardware gets OpenClaw's smaller
+  local limits, 5 and 10 (`serves_locally`: LM Studio, and Ollama but for its hosted routes).
 
 `ToolSurface.of` splits a run's permitted tools as OpenClaw does: the core coding tools
 (`read`, `edit`, `ls`, `write`, `apply_patch`, `exec`, `process`) and the direct-only ones
@@ -33,6 +35,7 @@ the plugin's id). Pure data and small tools; nothing here blocks.
 from __future__ import annotations
 
 import json
+import urllib.parse
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Final, Literal
 
@@ -68,6 +71,8 @@ CONTROL_TOOLS: Final = ("tool_search", "tool_describe", "tool_call")
 
 _DEFAULT_LIMIT: Final = 8
 _MAX_LIMIT: Final = 20
+_LOCAL_DEFAULT_LIMIT: Final = 5
+_LOCAL_MAX_LIMIT: Final = 10
 _DIRECTORY_MAX_CHARS: Final = 18_000
 _BATCH_MAX_CHARS: Final = 4_000
 _SELECTORS: Final = ("id", "toolId", "name")
@@ -93,8 +98,35 @@ def _positive(value: Any, fallback: int) -> int:
     )
 
 
-def tool_search_settings(setting: bool | Mapping[str, Any] | None) -> ToolSearchSettings | None:
-    """`tools.toolSearch` as settings; None: off (every schema offered directly)."""
+def serves_locally(provider: str, model_id: str, base_url: str | None) -> bool:
+    """Whether OpenClaw gives a run of this model Tool Search's local limits (its LM Studio and
+    Ollama provider policies): an `lmstudio` provider always; an `ollama` one unless the
+    route is hosted (a `:cloud` or `-cloud` model, or `https://ollama.com`). Nothing else is
+    taken for local, a loopback URL or a model's name included."""
+    name = provider.strip().lower()
+    if name in ("lmstudio", "lm-studio"):
+        return True
+    if name != "ollama":
+        return False
+    _base, colon, source = model_id.strip().lower().rpartition(":")
+    cloud = bool(colon) and (source == "cloud" or ("/" not in source and source.endswith("-cloud")))
+    hosted = False
+    if base_url is not None:
+        parts = urllib.parse.urlsplit(base_url.strip())
+        hosted = parts.scheme == "https" and parts.netloc.lower() in (
+            "ollama.com",
+            "ollama.com:443",
+        )
+    return not (cloud or hosted)
+
+
+def tool_search_settings(
+    setting: bool | Mapping[str, Any] | None, *, local: bool = False
+) -> ToolSearchSettings | None:
+    """`tools.toolSearch` as settings; None: off (every schema offered directly). `local`:
+    the run's model `serves_locally` (its limits apply while the setting is unset)."""
+    if setting is None and local:
+        return ToolSearchSettings("tools", _LOCAL_DEFAULT_LIMIT, _LOCAL_MAX_LIMIT)
     if setting is None or setting is True:
         return ToolSearchSettings()
     if setting is False:

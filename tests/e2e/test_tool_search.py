@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 import trio
 
 from runtime.model._config import Config, parse_config
@@ -149,12 +150,12 @@ async def test_tools_effective_lists_every_permitted_tool_and_no_control(tmp_pat
 # --- with an OpenAI-style provider ---------------------------------------------------------------
 
 
-def provider_config(server: SSEServer, **tools: Any) -> Config:
+def provider_config(server: SSEServer, provider: str = "prov", **tools: Any) -> Config:
     raw: dict[str, Any] = {
-        "agents": {"defaults": {"model": {"primary": "prov/m1"}}},
+        "agents": {"defaults": {"model": {"primary": f"{provider}/m1"}}},
         "models": {
             "providers": {
-                "prov": {
+                provider: {
                     "api": "openai-completions",
                     "baseUrl": f"{server.url}/v1",
                     "apiKey": "sk-test",
@@ -211,6 +212,35 @@ async def test_the_provider_is_offered_the_direct_tools_and_finds_the_rest(
     assert final["status"] == "ok"
     names = [(d["phase"], d["name"]) for d in tool_events(events, "p")]
     assert ("start", "message") in names and ("result", "web_fetch") in names
+
+
+@pytest.mark.parametrize(
+    ("provider", "default", "most"), [("ollama", 5, 10), ("lmstudio", 5, 10), ("prov", 8, 20)]
+)
+async def test_a_model_served_locally_gets_openclaws_smaller_search_limits(
+    tmp_path: Path, provider: str, default: int, most: int
+) -> None:
+    """OpenClaw's Ollama and LM Studio runs search with limits 5 and 10 (others 8 and 20)
+    while `tools.toolSearch` is unset; the provider's id says which, not its loopback URL."""
+    searches = [json.dumps({"query": "session agent tool", "limit": 50}), '{"query": "session"}']
+    async with open_sse_server() as server:
+        server.push(
+            Script(chunks=chat_tool_calls([("c1", "tool_search", [searches[0]])])),
+            Script(chunks=chat_tool_calls([("c2", "tool_search", [searches[1]])])),
+            Script(chunks=chat_text(["done"])),
+        )
+        async with running_gateway(tmp_path, provider_config(server, provider)) as gw:
+            await agent(gw, "find", "limits")
+    first, second, third = (r.json() for r in server.requests)
+    (described,) = [
+        t["function"]["description"]
+        for t in first["tools"]
+        if t["function"]["name"] == "tool_search"
+    ]
+    assert f"Default limit: {default}." in described
+    hits = len(json.loads(tool_message(second, "c1")))  # 13 tools match, all told
+    assert hits == most if most == 10 else 10 < hits <= most
+    assert len(json.loads(tool_message(third, "c2"))) == default
 
 
 async def test_tool_search_false_offers_every_schema_directly(tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ from runtime.tools import (
     builtin_tools,
     call_target,
     invoke_tool,
+    serves_locally,
     tool_search_settings,
 )
 from runtime.tools._search_rank import input_signature, tokenize
@@ -81,6 +82,35 @@ def test_tool_search_settings_are_read_as_openclaw_reads_them(
     setting: Any, expected: ToolSearchSettings | None
 ) -> None:
     assert tool_search_settings(setting) == expected
+
+
+@pytest.mark.parametrize(
+    ("provider", "model", "base_url", "local"),
+    [
+        ("ollama", "llama3.2", "http://127.0.0.1:11434", True),
+        ("Ollama", "my-cloud", None, True),  # no source suffix: the daemon's model
+        ("ollama", "gpt-oss:120b-cloud", None, False),  # hosted routes keep the general limits
+        ("ollama", "qwen3:cloud", None, False),
+        ("ollama", "llama3.2", "https://ollama.com", False),
+        ("lmstudio", "qwen", "http://10.0.0.5:1234/v1", True),
+        ("openai", "gpt-4.1", "http://127.0.0.1:8080/v1", False),  # loopback alone is not local
+        ("ollama-cloud", "llama3.2", None, False),
+    ],
+)
+def test_the_models_served_locally_are_openclaws(
+    provider: str, model: str, base_url: str | None, local: bool
+) -> None:
+    assert serves_locally(provider, model, base_url) is local
+
+
+def test_a_local_model_searches_with_smaller_limits_unless_the_config_says() -> None:
+    assert tool_search_settings(None, local=True) == ToolSearchSettings(
+        search_default_limit=5, max_search_limit=10
+    )
+    assert tool_search_settings({"maxSearchLimit": 30}, local=True) == ToolSearchSettings(
+        max_search_limit=30
+    )
+    assert tool_search_settings(False, local=True) is None
 
 
 # --- the surface ------------------------------------------------------------------------------
