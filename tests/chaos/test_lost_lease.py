@@ -110,10 +110,11 @@ async def lost_lease(tmp_path: Path, pg: str, fault: str) -> Figures:
 
 
 FINDING = pytest.mark.xfail(
-    reason="intermittent (full version, strict: 1 failure in 8 scenarios): a run forwarded to "
-    "node-a and queued there behind the stale run is aborted when node-a finds its lease "
-    "lapsed, and its journal row is never ended (node-a's writes to the session are fenced "
-    "off, and nothing else ends a run that never started)",
+    reason="intermittent (full version, strict: 1 failure in 12 scenarios): a run queued on "
+    "node-a behind the stale run, while node-a is frozen past two lease TTLs, is reported "
+    "interrupted (error) by node-b's reaper; thawed, node-a aborts it and its agent.wait "
+    "answers aborted (its journal end row, written unless one exists, is not written: the "
+    "journal keeps error), so the two nodes answer differently",
     strict=False,
 )
 
