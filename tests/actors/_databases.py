@@ -92,6 +92,24 @@ def pg_url() -> Iterator[str]:
             admin.execute(f'DROP SCHEMA "{schema}" CASCADE')
 
 
+@pytest.fixture
+def pg_database_url() -> Iterator[str]:
+    """A URL of a database of this test's own (dropped after it), for what another
+    database's sessions must not touch: a snapshot held open in the shared database (another
+    test run's, a benchmark's) holds back the pruning of dead rows there, not here."""
+    try:
+        admin = psycopg.connect(PG_URL, autocommit=True, connect_timeout=3)
+    except psycopg.OperationalError as exc:
+        missing("PostgreSQL", f"cannot be reached at {PG_URL}: {_one_line(exc)}")
+    name = f"clawlane_test_{uuid.uuid4().hex[:12]}"
+    with admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+        try:
+            yield psycopg.conninfo.make_conninfo(PG_URL, dbname=name, application_name=name)
+        finally:
+            admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+
+
 @pytest.fixture(params=["sqlite", "postgres"])
 def db(request: pytest.FixtureRequest, tmp_path: Path) -> Db:
     """The test's database, on each backend in turn."""

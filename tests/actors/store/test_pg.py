@@ -32,9 +32,9 @@ from actors.store._journal import RunIdentity, RunOutcome, ended_row
 from runtime.model import ConfigError, parse_config
 from runtime.sessions._sessions import SessionRow, new_session_row
 from tests._tcp_proxy import open_tcp_proxy
-from tests.actors._databases import Db, pg_url, terminate_connections
+from tests.actors._databases import Db, pg_database_url, pg_url, terminate_connections
 
-__all__ = ["pg_url"]  # the fixture, used by name
+__all__ = ["pg_database_url", "pg_url"]  # the fixtures, used by name
 
 TIMEOUT = 30
 
@@ -208,7 +208,7 @@ async def _sizes(db: Db) -> dict[str, int]:
 
 
 async def test_rewritten_sessions_and_pruned_runs_keep_the_tables_their_size_without_autovacuum(
-    pg_url: str, monkeypatch: pytest.MonkeyPatch
+    pg_database_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """What a gateway left running does to its tables, with autovacuum off for them (as on
     the CI server; elsewhere, what happens between autovacuum's passes): each run rewrites
@@ -216,9 +216,11 @@ async def test_rewritten_sessions_and_pruned_runs_keep_the_tables_their_size_wit
     rewritten in place (the list indexes hold the minute of `updated_at`, so a rewrite
     within the minute adds no index entry) and the journal is vacuumed after each prune:
     40 rewrites of every row leave both tables and their indexes about their first size
-    (before, the session table and its indexes grew ~40x, the journal by every row)."""
+    (before, the session table and its indexes grew ~40x, the journal by every row). In a
+    database of its own: another session's open snapshot in a shared one would keep the
+    dead rows it measures."""
     monkeypatch.setattr(journal, "PRUNE_INTERVAL_S", 0.0)
-    db = Db("postgres", url=pg_url)
+    db = Db("postgres", url=pg_database_url)
     keys = [f"agent:main:{i}" for i in range(200)]
     now = int(time.time() * 1000)
     minute = now // 60_000 * 60_000
