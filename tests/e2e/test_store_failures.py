@@ -198,19 +198,15 @@ def tmpfs(path: Path, size: str) -> Iterator[None]:
 
 
 def fill(path: Path) -> None:
-    """Write `path` until the file system is full."""
-    chunk = b"\0" * 65536
-    with path.open("wb") as f:
-        try:
-            while True:
-                f.write(chunk)
-                f.flush()
-        except OSError as exc:
-            assert exc.errno == errno.ENOSPC
-    with contextlib.suppress(OSError), path.open("ab") as f:
-        while True:
-            f.write(b"\0" * 512)
-            f.flush()
+    """Write `path` until the file system is full: unbuffered, so that nothing is left to
+    write as the file closes (a buffered file's close wrote its rest, and raised ENOSPC)."""
+    with path.open("wb", buffering=0) as f:
+        for size in (65536, 512):  # big writes, then small ones into what is left
+            try:
+                while True:
+                    f.write(b"\0" * size)
+            except OSError as exc:
+                assert exc.errno == errno.ENOSPC
 
 
 async def test_a_full_file_system_never_loses_a_turn_it_reported_stored(tmp_path: Path) -> None:
