@@ -52,9 +52,17 @@ cadence gets a `scheduled` wake every `every` (the first one `every` after the g
 or the cadence changes), on trio's clock. The schedule only fires while the cron scheduler
 runs (`services.automations` set and `cron.enabled`: OpenClaw's heartbeats belong to its
 automations scheduler, so `cron.enabled: false` and a cluster node not running cron fire
-none; the node running cron fires every agent's, its runs moving each session there through
-`session_gate`); wakes work regardless.
+none; the node running cron fires every agent's); wakes work regardless.
 Config changes are read at each tick and at most `RESCAN_S` (`rescan_s`) after they happen.
+
+In a cluster (`peers`, set by `transports.cluster`): a wake whose session another node owns
+is sent to that node (`HeartbeatPeers.send_wake`) and runs there, once, paced and retried
+there, so the session does not move: a cadence tick, a wake-now of another agent. A wake
+runs here, its session moving here through `session_gate` as any run's, when nobody owns the
+session (taking its lease), when this node holds system events for it (a cron job's, which
+its heartbeat must read), or when someone here waits for it (`wake_and_wait`). The events
+emitted and `set-heartbeats` go to every node (`adopt_event`, `adopt_enabled`), so
+`last-heartbeat` answers the same on each.
 """
 
 from __future__ import annotations
@@ -65,9 +73,10 @@ import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import attrs
+import msgspec
 import trio
 
 from runtime.heartbeat import (
@@ -103,7 +112,7 @@ from ._wakes import MAX_ACTIVE, PendingWakes, Wake, WakeWaiter
 if TYPE_CHECKING:
     from .._supervisor import Supervisor
 
-__all__ = ["HANDOFF_S", "RESCAN_S", "Heartbeats", "open_heartbeats"]
+__all__ = ["HANDOFF_S", "RESCAN_S", "HeartbeatPeers", "Heartbeats", "open_heartbeats"]
 
 log = logging.getLogger("clawlane.heartbeat")
 
@@ -114,9 +123,19 @@ HANDOFF_S: Final = 120.0
 cron wait)."""
 SCRATCH_FILE: Final = "HEARTBEAT.md"
 SCRATCH_MAX_BYTES: Final = 256 * 1024
+_ENCODER: Final = msgspec.json.Encoder(order="sorted")
 _PERSISTENT: Final = ("exec-event", "cron")
 """Wake sources not held by `activeHours` and whose message is their events, not the
 monitor scratch."""
+
+
+def _newer(event: dict[str, Any], than: dict[str, Any]) -> bool:
+    """`event` is after `than` (by `ts`; equal ones by their encoding: any order all nodes
+    agree on)."""
+    ts, other = event.get("ts"), than.get("ts")
+    if not isinstance(ts, int | float) or not isinstance(other, int | float) or ts == other:
+        return _ENCODER.encode(event) > _ENCODER.encode(than)
+    return ts > other
 
 
 def _reply_text(final: dict[str, Any] | None) -> str:
@@ -130,6 +149,24 @@ def _reply_text(final: dict[str, Any] | None) -> str:
         and not p.get("isReasoning")
     ]
     return "\n\n".join(texts)
+
+
+class HeartbeatPeers(Protocol):
+    """The other nodes of a cluster (`transports.cluster`), as `Heartbeats.peers`."""
+
+    async def send_wake(self, wake: Wake, session_key: str) -> bool:
+        """Send `wake` (for `session_key`) to the node that owns that session, when another
+        node owns it: True once sent (it runs there), False when it runs here (this node
+        owns it, nobody does, or its owner cannot be told). A checkpoint."""
+        ...
+
+    def tell_event(self, event: dict[str, Any]) -> None:
+        """A `heartbeat` event emitted here, for the other nodes (`adopt_event` there)."""
+        ...
+
+    def tell_enabled(self, enabled: bool) -> None:
+        """`set-heartbeats` here, for the other nodes (`adopt_enabled` there)."""
+        ...
 
 
 @attrs.frozen
@@ -175,13 +212,27 @@ class Heartbeats:
         """The longest the schedule sleeps without reading the config again."""
         self.runs = 0
         """Heartbeat runs started (for tests and statistics)."""
+        self.sent = 0
+        """Wakes sent to the node owning their session (for tests and statistics)."""
+        self.peers: HeartbeatPeers | None = None
+        """The other nodes of this gateway's cluster, None alone (see the module docstring)."""
 
     # --- the event ------------------------------------------------------------------------
 
     def emit(self, event: dict[str, Any]) -> None:
-        """Keep `event` as the last one and send it to every connection."""
+        """Keep `event` as the last one and send it to every connection, on every node."""
         self.last_event = event
         self._sup.hub.broadcast("heartbeat", event)
+        if self.peers is not None:
+            self.peers.tell_event(event)
+
+    def adopt_event(self, event: dict[str, Any]) -> None:
+        """(Another node emitted `event`.) Send it to this node's connections; keep it as
+        the last one unless the one kept is newer (`ts`, ties broken by the encoded event,
+        so every node keeps the same one). Not a checkpoint."""
+        self._sup.hub.broadcast("heartbeat", event)
+        if self.last_event is None or _newer(event, self.last_event):
+            self.last_event = event
 
     def _skipped(self, reason: str, started: int) -> dict[str, Any]:
         event = heartbeat_event(
@@ -193,6 +244,13 @@ class Heartbeats:
     # --- the schedule ---------------------------------------------------------------------
 
     def set_enabled(self, enabled: bool) -> None:
+        """`set-heartbeats`: here and on every other node."""
+        self.adopt_enabled(enabled)
+        if self.peers is not None:
+            self.peers.tell_enabled(enabled)
+
+    def adopt_enabled(self, enabled: bool) -> None:
+        """`set-heartbeats`, here only (another node's)."""
         self.enabled = enabled
         self._changed.set()
 
@@ -262,9 +320,11 @@ class Heartbeats:
         session_key: str | None = None,
         coalesce_s: float = COALESCE_S,
         waiter: WakeWaiter | None = None,
+        routed: bool = False,
     ) -> None:
         """Ask for a heartbeat of `agent_id` (in `session_key` if given) `coalesce_s` from
-        now, as the module docstring says. Not a checkpoint."""
+        now, as the module docstring says (`routed`: another node sent it: it runs here).
+        Not a checkpoint."""
         wake = Wake(
             agent_id=agent_id,
             session_key=session_key,
@@ -273,6 +333,7 @@ class Heartbeats:
             reason=reason,
             ready_at=trio.current_time() + coalesce_s,
             waiters=[waiter] if waiter is not None else [],
+            routed=routed,
         )
         self._wakes.add(wake)
         self._wakes_changed.set()
@@ -358,6 +419,9 @@ class Heartbeats:
             return WakeResult("failed", self._failed(str(exc), self._wall())["reason"])
         if not self._allowed(wake, settings):
             return WakeResult("skipped", "disabled")
+        key = wake.session_key or settings.session_key
+        if await self._sent(wake, key):
+            return WakeResult("skipped", "sent-to-owner", handed_off=True)
         pacing = self._pacing.setdefault(wake.agent_id, WakePacing())
         enrolled = settings.every_ms > 0 and wake.agent_id in self._scheduled()
         pacing.interval_ms = settings.every_ms if enrolled else 0
@@ -368,7 +432,6 @@ class Heartbeats:
                 at = trio.current_time() + max(0, deferral.retry_at_ms - started) / 1000
                 return _Retry(deferral.reason, at, guard=True)
             return WakeResult("skipped", deferral.reason)
-        key = wake.session_key or settings.session_key
         pure_poll = wake.intent == "scheduled" and not self._sup.services.system_events.has(key)
         event, ran = await self._beat(wake)
         reason = event.get("reason")
@@ -381,6 +444,18 @@ class Heartbeats:
         if ran:
             return WakeResult("ran")
         return WakeResult("failed" if event["status"] == "failed" else "skipped", reason)
+
+    async def _sent(self, wake: Wake, key: str) -> bool:
+        """Whether `wake` went to the node that owns `key` (see the module docstring). A
+        checkpoint in a cluster."""
+        if self.peers is None or wake.routed or wake.waiters:
+            return False
+        if self._sup.services.system_events.has(key):
+            return False  # its events are here: its heartbeat must run here
+        if not await self.peers.send_wake(wake, key):
+            return False
+        self.sent += 1
+        return True
 
     # --- one heartbeat --------------------------------------------------------------------
 

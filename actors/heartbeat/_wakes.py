@@ -63,6 +63,9 @@ class Wake:
     retained: bool = False
     """Deferred before: the agent's `not-due` guard no longer holds it."""
     waiters: list[WakeWaiter] = attrs.field(factory=list)
+    routed: bool = False
+    """Sent here by another node of a cluster (`Heartbeats.peers`): it runs here, never
+    sent on."""
 
     @property
     def target(self) -> str:
@@ -106,6 +109,7 @@ def _merge(old: Wake, new: Wake) -> Wake:
         not_before=0.0 if bypass else max(old.not_before, new.not_before),
         retained=not bypass and (old.retained or new.retained),
         waiters=old.waiters + new.waiters,
+        routed=old.routed or new.routed,
     )
 
 
