@@ -227,6 +227,8 @@ def final_payload(
         "generation": state.generation,
         "stopReason": state.abort_reason if state.aborted else progress.stop_reason,
     }
+    if not state.aborted and progress.yielded is not None:
+        meta["stopReason"] = "end_turn"  # OpenClaw's for a turn sessions_yield ended
     if state.aborted:
         meta["aborted"] = True
     elif progress.yielded is not None:  # OpenClaw's: the turn ended with sessions_yield

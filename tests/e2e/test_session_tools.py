@@ -319,6 +319,7 @@ async def test_subagents_lists_and_cancels_agents_wait_collects_and_yield_ends_t
     assert end["data"]["phase"] == "end" and end["data"]["aborted"] is False
     meta = answer["result"]["meta"]
     assert meta["yielded"] is True and meta["yieldAcknowledgment"] == "on it"
+    assert meta["stopReason"] == "end_turn"  # OpenClaw's for a yielded turn
     [final] = [p for (e, p, _s) in watch.events if e == "chat" and p["runId"] == "p1"][-1:]
     assert final["state"] == "final" and final["yielded"] is True
     # The next turn reads the yield's private context with its result.
