@@ -16,11 +16,13 @@ holds them.
   request racing its loss) carries a fence the store refuses (`fence_of`), and is dropped
   when this node takes the lease.
 - **Moving.** A session whose actor was reaped idle here has its lease released, so the
-  next request on any node takes it. A run that no request brings (a cron firing on the
-  node running cron) moves its session here: `take_session` asks the owner to let it go
-  (`let_go`, done once the session is idle there) and takes the lease, bounded in time.
-  A release in flight makes a request here wait for it, then take the lease again (it
-  would otherwise adopt the lease being released, and lose it when the release lands).
+  next request on any node takes it (not while system events wait for its next turn here:
+  a bounded number, the queue keeps 10,000 sessions at most). A run that no request brings
+  (a cron firing on the node running cron) moves its session here: `take_session` asks the
+  owner to let it go (`let_go`, done once the session is idle there) and takes the lease,
+  bounded in time. A release in flight makes a request here wait for it, then take the
+  lease again (it would otherwise adopt the lease being released, and lose it when the
+  release lands).
 
 Errors: `ClusterError` (Redis failing), `ClusterUnavailable` (no reachable owner),
 `StoreError` (the store cannot record a lease's fencing token, or load the session).
@@ -30,7 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Final
 
 import trio
@@ -84,6 +86,21 @@ class SessionLeases:
         self._adopted: dict[str, float] = {}
         """When leases were taken since the last renewal (each good for a TTL from then)."""
         self._releasing: dict[str, trio.Event] = {}
+        self._pins: dict[str, int] = {}
+        """Sessions whose leases requests here keep (`pinned`): how many requests."""
+
+    @contextlib.contextmanager
+    def pinned(self, key: str) -> Iterator[None]:
+        """Keep the lease of `key`, if this node holds or takes it, until the block ends:
+        for a request that makes no actor (`wake`, `system-event` queue a text, which then
+        keeps it). Not a checkpoint."""
+        self._pins[key] = self._pins.get(key, 0) + 1
+        try:
+            yield
+        finally:
+            left = self._pins.pop(key) - 1
+            if left:
+                self._pins[key] = left
 
     async def owner(self, key: str) -> str:
         """The node that owns session `key`: this one if it holds the lease or takes it
@@ -261,10 +278,14 @@ class SessionLeases:
 
     async def _release_idle(self) -> None:
         """Give up the leases of the sessions whose actors are gone here (reaped idle), all
-        at once (a reaper pass can forget tens of thousands)."""
+        at once (a reaper pass can forget tens of thousands). Kept: a session with requests
+        waiting here, one a request here holds (`pinned`), and one with system events queued
+        here (`wake`, `system-event`: its next turn, wherever requested, comes here and
+        reads them)."""
         sup = self.gateway.actors.supervisor
-        gone = self.held.keys() - sup.session_keys()
-        await self._release([k for k in gone if not sup.order.outstanding(k)])
+        queued = sup.services.system_events
+        gone = self.held.keys() - sup.session_keys() - self._pins.keys()
+        await self._release([k for k in gone if not sup.order.outstanding(k) and not queued.has(k)])
 
     async def _release(self, keys: list[str]) -> None:
         """Give the sessions' leases up (their actors are gone here). A request for one of
