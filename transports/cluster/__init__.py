@@ -8,6 +8,8 @@ folder is what a node does with them on the edge:
 - `_route`: `Router`, one owner per session; a request for a session owned elsewhere is
   forwarded to its owner and its answers and events come back (`Target`).
 - `_node`: `open_node`, the gateway as a node: hello, node records, the router, presence.
+- `_heartbeats`: heartbeats run on the node owning their session; `wake` and `system-event`
+  queue where that node reads them; the `heartbeat` event and `set-heartbeats` on every node.
 - `_presence`: OpenClaw's presence (`system-presence`, the `presence` event, the snapshot in
   `hello-ok`): the clients and gateways connected here and on the nodes this one knows.
 
@@ -43,7 +45,10 @@ What a cluster promises (gateways sharing `cluster.redis.url` and `storage.backe
 - **Single-owner work**: cron, the config file watch and the reaper, each on one node at a
   time, taken over within the lease TTL when that node goes. A cron firing runs in a session
   this node owns: one another node holds is asked back (a firing that waited 30 s fails
-  naming the node). An `agent` run's webhook is delivered by the node running it.
+  naming the node). An `agent` run's webhook is delivered by the node running it. The
+  node running cron fires the heartbeats' ticks, each once, and sends each to the node
+  owning its session, which runs it there (`_heartbeats`): a heartbeat does not move its
+  session.
 - **Shared state**: device pairing and the Control UI's preferences are documents in
   PostgreSQL (`actors.store._documents`; the first node seeds pairing from its state dir's
   `devices/pairing.json`), so a device approved through one node connects to all; pairing

@@ -55,6 +55,7 @@ from runtime.model import (
 
 from .._errors import GatewayConfigError
 from ._approvals import ClusterApprovals
+from ._heartbeats import ClusterHeartbeats
 from ._presence import Presence
 from ._route import Router, RouterHost
 
@@ -480,6 +481,7 @@ async def start_node(
     node.router = router
     gateway.methods.router = router  # requests reach it through the method table
     router.approvals = ClusterApprovals.attach(gateway, router)
+    router.beats = ClusterHeartbeats.attach(gateway, router)  # heartbeats run where sessions are
     nursery.start_soon(router.approvals.run)
     gateway.presence_list.node_id = node.node_id
     await router.start(nursery)

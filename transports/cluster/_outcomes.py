@@ -31,6 +31,7 @@ __all__ = [
     "journal_answer",
     "journal_wait",
     "lost_answer",
+    "lost_replay",
     "wait_deadline",
 ]
 
@@ -105,3 +106,13 @@ async def answer_gone(gateway: Any, fwd: Forward, reason: str) -> None:
         fwd.conn.respond_error(fwd.req_id, GatewayError(UNAVAILABLE, f"run interrupted: {reason}"))
     elif not fwd.answers:
         fwd.conn.respond_error(fwd.req_id, unavailable(reason))
+
+
+def lost_replay(run_id: str, params: Any) -> dict[str, Any]:
+    """`runs.replay` of a run whose node is gone: its frames went with it (they live in
+    their node's memory only), and the run is over (ended there, or interrupted: nothing
+    runs it again). Answered as a replay whose buffer no longer reaches back: nothing
+    replayed, `gap` (read the transcript, `chat.history`, instead), `ended`."""
+    after = params.get("afterSeq", 0) if isinstance(params, dict) else 0
+    last = after if isinstance(after, int) and after >= 0 else 0
+    return {"runId": run_id, "replayed": 0, "gap": True, "lastSeq": last, "ended": True}

@@ -70,8 +70,9 @@ from runtime.sessions import SessionKeyError
 
 from ._approvals import DESK_METHODS, ClusterApprovals
 from ._claims import ClaimBatch, FinalsBudget, Reaper, claim_final, recall, without_payloads
+from ._heartbeats import BEAT_METHODS, ClusterHeartbeats, beat_session
 from ._leases import SessionLeases
-from ._outcomes import answer_gone, lost_answer, wait_deadline
+from ._outcomes import answer_gone, lost_answer, lost_replay, wait_deadline
 from ._wire import (
     Caller,
     ClaimNote,
@@ -88,6 +89,7 @@ from ._wire import (
     events_channel,
     inbox_channel,
     lost_reason,
+    started_ms_of,
     unavailable,
 )
 
@@ -120,7 +122,8 @@ REFUSED: Final = b"refused"
 """A claim's final when its run was not accepted: the key may be tried again."""
 
 Target = tuple[str, str]
-"""`("session", key)`, `("run", run id)`, `("job", "cron")` (`cron.*`) or `("node", id)`."""
+"""`("session", key)`, `("run", run id)`, `("job", "cron")` (`cron.*`), `("node", id)` or
+`("heartbeat", key)` (`wake`, `system-event`: `_heartbeats`)."""
 
 _note_decoder = msgspec.json.Decoder(ClaimNote)
 
@@ -166,6 +169,8 @@ class Router:
         """When each live node's process started (its record's `startedAtMs`)."""
         self.approvals: ClusterApprovals | None = None
         """The cluster's approvals (set by `open_node`)."""
+        self.beats: ClusterHeartbeats | None = None
+        """The node's heartbeats in the cluster (set by `open_node`)."""
 
     @property
     def alive(self) -> set[str]:
@@ -188,6 +193,9 @@ class Router:
         if frame.method in DESK_METHODS:  # pending on another node: answered there
             owner = self.approvals.route(frame.method, params) if self.approvals else None
             return ("node", owner) if owner is not None else None
+        if frame.method in BEAT_METHODS:  # queued where the session's owner reads it
+            beat = beat_session(self.gateway.actors.supervisor, frame.method, params)
+            return None if beat is None else ("heartbeat", beat)
         name = SESSION_METHODS.get(frame.method)
         if frame.method == "sessions.create" and params.get("key") is None:
             params["key"] = f"session-{uuid.uuid4()}"  # as the method would name it: routed
@@ -235,6 +243,13 @@ class Router:
                 await self._job_request(conn, frame, scope, target[1], hops)
             elif target[0] == "node":
                 await self._forward(conn, frame, scope, None, target[1], hops, direct=True)
+            elif target[0] == "heartbeat":  # the session's owner, taking it when it has none
+                with self.leases.pinned(target[1]):  # until its text is queued here
+                    owner = await self.leases.owner(target[1])
+                    if owner == self.node_id:
+                        await self._local(conn, frame, scope, None)
+                    else:
+                        await self._forward(conn, frame, scope, None, owner, hops)
             else:
                 await self._run_request(conn, frame, scope, target[1], hops)
         except ClusterError as exc:
@@ -482,6 +497,8 @@ class Router:
                 if "release" in message:  # a session another node must run (cron's)
                     assert self._nursery is not None
                     self._nursery.start_soon(self.leases.let_go, str(message["release"]))
+                elif self.beats is not None and "beat" in message:
+                    self.beats.on_note(message)
                 elif self.approvals is None or not self.approvals.on_note(message):
                     self.gateway.on_note(message)
                 return
@@ -686,7 +703,7 @@ class Router:
             records = await self.cluster.nodes.all()
         alive = set(records) | {self.node_id}
         for node, record in records.items():
-            self._incarnation(node, _started_ms(record))
+            self._incarnation(node, started_ms_of(record))
         joined, gone = alive - self.alive, self.alive - alive
         self.alive = alive
         for node in joined:
@@ -749,25 +766,6 @@ class Router:
             "liveNodes": sorted(self.alive),
             "nodesReadingAll": sorted(n for n, v in self.wanting.items() if v >= READS_RUNS),
         }
-
-
-def lost_replay(run_id: str, params: Any) -> dict[str, Any]:
-    """`runs.replay` of a run whose node is gone: its frames went with it (they live in
-    their node's memory only), and the run is over (ended there, or interrupted: nothing
-    runs it again). Answered as a replay whose buffer no longer reaches back: nothing
-    replayed, `gap` (read the transcript, `chat.history`, instead), `ended`."""
-    after = params.get("afterSeq", 0) if isinstance(params, dict) else 0
-    last = after if isinstance(after, int) and after >= 0 else 0
-    return {"runId": run_id, "replayed": 0, "gap": True, "lastSeq": last, "ended": True}
-
-
-def _started_ms(record: bytes) -> int | None:
-    """A node record's `startedAtMs` (`_cluster_node`), None if it has none."""
-    try:
-        value = msgspec.json.decode(record).get("startedAtMs")
-    except (msgspec.DecodeError, AttributeError):
-        return None
-    return value if isinstance(value, int) else None
 
 
 def _interest(value: object) -> int:

@@ -71,6 +71,7 @@ __all__ = [
     "events_channel",
     "inbox_channel",
     "lost_reason",
+    "started_ms_of",
     "unavailable",
 ]
 
@@ -396,6 +397,15 @@ def conn_info(conn: Caller) -> dict[str, Any]:
     data = msgspec.to_builtins(info)
     assert isinstance(data, dict)
     return data
+
+
+def started_ms_of(record: bytes) -> int | None:
+    """A node record's `startedAtMs` (`_cluster_node`), None if it has none."""
+    try:
+        value = msgspec.json.decode(record).get("startedAtMs")
+    except (msgspec.DecodeError, AttributeError):
+        return None
+    return value if isinstance(value, int) else None
 
 
 def lost_reason(run_id: str, node: str) -> str:

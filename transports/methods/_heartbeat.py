@@ -18,7 +18,10 @@
   agent's main session); `wake: true` runs a heartbeat in that session now. `{ok: true}`;
   an empty `text` is `INVALID_REQUEST` "text required"; `wake` on an unknown session too.
 
-The `heartbeat` event goes to every connection (`actors.heartbeat`).
+The `heartbeat` event goes to every connection (`actors.heartbeat`). In a cluster the router
+sends `wake` and `system-event` to the node owning the session they queue for (it reads the
+text at that session's next turn), and the events and `set-heartbeats` reach every node, so
+`last-heartbeat` answers the same on each (`transports.cluster._heartbeats`).
 """
 
 from __future__ import annotations

@@ -1,0 +1,146 @@
+"""Heartbeats on a cluster of two gateways (this process, one PostgreSQL, one Redis): a
+heartbeat runs on the node that owns its session, and both nodes show the same ones.
+
+- the cadence's tick, fired by the node running cron, runs on the node that owns the
+  heartbeat's session, which keeps its lease; a `system-event` sent through the other node
+  is queued on the owner and read by that heartbeat;
+- a `wake` through the other node runs its heartbeat on the owner; `last-heartbeat` answers
+  the same through either node, and `set-heartbeats` turns them off on both.
+
+The model is the `local` one (it answers `You said: <message>`, or its `[[...]]`
+directives). Cross-node state is polled with a bound (`wait_for`): what it reads changes in
+other nodes' tasks and in Redis. Skipped, saying why, when Redis or PostgreSQL cannot be
+reached.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from tests.actors._databases import pg_url
+from tests.conftest import open_client
+from tests.e2e.test_cluster_nodes import ADMIN, Node, holders, two_nodes, wait_for
+from tests.e2e.test_sessions_chat import Watch
+from transports import Gateway, GatewayClient
+
+__all__ = ["pg_url"]  # the fixture, used by name
+
+KEY = "agent:main:main"
+
+
+def _beats(gw: Gateway) -> Any:
+    beats = gw.supervisor.heartbeats
+    assert beats is not None
+    return beats
+
+
+def _owns(node: Node, key: str = KEY) -> bool:
+    router = node.gw.router
+    return router is not None and key in router.leases.held
+
+
+async def _lease_owner(gw: Gateway, key: str = KEY) -> str | None:
+    assert gw.router is not None
+    holder = await gw.router.cluster.leases.holder(f"session:{key}")
+    return None if holder is None else holder.owner
+
+
+async def _cron_and_other(nodes: list[Node]) -> tuple[Node, Node]:
+    await wait_for(lambda: len(holders(nodes, "cron")) == 1, "a cron owner", timeout_s=5)
+    [cron] = holders(nodes, "cron")
+    [other] = [n for n in nodes if n is not cron]
+    return cron, other
+
+
+async def _take(client: GatewayClient, run_id: str) -> None:
+    """A turn in `KEY` through `client`'s node, which takes the session's lease."""
+    final = await client.request(
+        "agent",
+        {"sessionKey": KEY, "message": "hello", "idempotencyKey": run_id},
+        expect_final=True,
+    )
+    assert final["status"] == "ok", final
+
+
+async def _same_last_heartbeat(a: GatewayClient, b: GatewayClient) -> dict[str, Any]:
+    """`last-heartbeat` through both nodes, once they agree (a tick may land between the
+    two requests: asked again, at most 50 times)."""
+    for _ in range(50):
+        first, second = await a.request("last-heartbeat", {}), await b.request("last-heartbeat", {})
+        if first is not None and first == second:
+            return dict(first)
+        await trio.sleep(0.05)
+    raise AssertionError(f"last-heartbeat differs: {first} != {second}")
+
+
+async def test_the_cron_nodes_tick_runs_on_the_sessions_owner_with_the_event_sent_elsewhere(
+    tmp_path: Path, pg_url: str
+) -> None:
+    w = Watch()
+    beat = {"every": "1s"}
+    with trio.fail_after(60):
+        async with two_nodes(tmp_path, pg_url, agents__defaults__heartbeat=beat) as nodes:
+            cron, owner = await _cron_and_other(nodes)
+            async with (
+                open_client(owner.gw, scopes=ADMIN) as at_owner,
+                open_client(cron.gw, scopes=ADMIN, on_event=w) as at_cron,
+            ):
+                await _take(at_owner, "take")
+                assert _owns(owner) and not _owns(cron)
+                ticks_sent = _beats(cron.gw).sent
+                # Queued through the node running cron, which does not own the session:
+                # the text waits on the owner, for its next turn.
+                text = "Disk check pending on host-7"
+                assert await at_cron.request("system-event", {"text": text}) == {"ok": True}
+                queue = owner.gw.supervisor.services.system_events
+                assert queue.has(KEY)
+                assert not cron.gw.supervisor.services.system_events.has(KEY)
+                # The next tick is fired by the cron node, sent to the owner and run there,
+                # reading the text: its alert reaches the cron node's client too.
+                event = await w.until(
+                    lambda e, p: e == "heartbeat" and text in (p.get("preview") or "")
+                )
+                assert (event["status"], event["reason"]) == ("skipped", "no-route")
+                assert _beats(owner.gw).runs == 1 and _beats(cron.gw).runs == 0
+                assert _beats(cron.gw).sent > ticks_sent
+                assert not queue.has(KEY)
+                # The session stayed where it was.
+                assert _owns(owner) and not _owns(cron)
+                assert await _lease_owner(cron.gw) == owner.gw.node.node_id  # type: ignore[union-attr]
+                last = await _same_last_heartbeat(at_cron, at_owner)
+                assert last["ts"] >= event["ts"]
+
+
+async def test_a_wake_through_another_node_runs_on_the_owner_and_set_heartbeats_reaches_both(
+    tmp_path: Path, pg_url: str
+) -> None:
+    w = Watch()
+    beat = {"every": "0m", "prompt": "[[reply:HEARTBEAT_OK]]"}
+    with trio.fail_after(60):
+        async with two_nodes(tmp_path, pg_url, agents__defaults__heartbeat=beat) as nodes:
+            owner, other = nodes
+            async with (
+                open_client(owner.gw, scopes=ADMIN) as at_owner,
+                open_client(other.gw, scopes=ADMIN, on_event=w) as at_other,
+            ):
+                await _take(at_owner, "take")
+                request = {"mode": "now", "text": "look now", "sessionKey": KEY}
+                assert await at_other.request("wake", request) == {"ok": True}
+                event = await w.until(lambda e, p: e == "heartbeat")
+                assert (event["status"], event["reason"]) == ("ok-token", "wake")
+                assert _beats(owner.gw).runs == 1 and _beats(other.gw).runs == 0
+                assert _owns(owner) and not _owns(other)
+                assert await _same_last_heartbeat(at_other, at_owner) == event
+                # Off through one node: off on both (a wake through the other is skipped).
+                assert await at_owner.request("set-heartbeats", {"enabled": False}) == {
+                    "ok": True,
+                    "enabled": False,
+                }
+                await wait_for(lambda: not _beats(other.gw).enabled, "off there", timeout_s=5)
+                await at_other.request("wake", {**request, "text": "again"})
+                off = await w.until(lambda e, p: e == "heartbeat" and p.get("reason") == "disabled")
+                assert off["status"] == "skipped"
+                assert _beats(owner.gw).runs == 1 and _beats(other.gw).runs == 0
