@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any, Final, Protocol
 
 import attrs
+import msgspec
 import trio
 
 from runtime.agent import TurnServices
@@ -73,6 +74,7 @@ from .session import (
     SessionActor,
     SessionCounters,
     SessionServices,
+    end_unrun,
 )
 from .store import (
     Fence,
@@ -539,11 +541,30 @@ class Supervisor:
             # unless the first commit, reported failed, went through: one end per run
             self.store_commit(WriteGroup(calls=(end_unless_ended(row),), on_commit=done))
 
-    def end_once(self, group: WriteGroup) -> None:
-        """`group`'s run end row, written unless the run's acceptance already has an end
-        row, without a session's fence: the runs a node had queued on a session whose lease
-        it lost never ran there, so nothing of theirs reaches the session, but their
-        journal rows must end (else they stay accepted for good). Not a checkpoint."""
+    def settle_dropped(self, actor: SessionActor, queued: list[RunRequest]) -> None:
+        """The runs `actor` had queued when this node found its session's lease lost: they
+        never ran here, and another node holds the session now (their writes would be
+        refused). Each ends as the journal has it when it has ended there already (the
+        other node's reaper reported it interrupted while this node could not act: frozen,
+        cut off from Redis), else `aborted`, its end row written without the session's
+        fence unless one exists by then: so every node answers it alike (but for a report
+        landing between that read and this write). Not a checkpoint: a task does it."""
+        self._nursery.start_soon(self._settle_dropped, actor, queued)
+
+    async def _settle_dropped(self, actor: SessionActor, queued: list[RunRequest]) -> None:
+        for req in queued:
+            ended_as = None
+            try:
+                row = await self.store.load_run(req.record.run_id)
+                if row is not None and row.ended and row.state == "error":
+                    ended_as = row.outcome().error or "run failed"
+            except (StoreError, msgspec.DecodeError):
+                pass  # cannot tell: it ends aborted here
+            commit, key = self._end_once, actor.key
+            end_unrun(actor.services, key, req, "interrupt", commit=commit, ended_as=ended_as)
+
+    def _end_once(self, group: WriteGroup) -> None:
+        """`group`'s run end row, unless the run's acceptance already has one; no fence."""
         if group.run is not None:
             self.store_commit(WriteGroup(calls=(end_unless_ended(group.run),)))
 

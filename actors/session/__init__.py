@@ -5,13 +5,15 @@
 - `_lane`: the queue of pending turns and OpenClaw's queue modes (`steer`, `followup`,
   `collect`, `interrupt`) with debounce, cap and drop.
 - `_request`: `RunRequest`, a run on its way through the lane.
-- `_ending`: how a run ends: its outcome, its writes, then one terminal event.
+- `_ending`: how a run ends: its outcome, its writes, then one terminal event (`end_unrun`:
+  a request that never ran).
 - `_services`: `SessionServices`, what a session actor uses, handed to it when spawned.
 - `_global_lane`: the gateway-wide lanes (`agents.defaults.maxConcurrent`, cron's).
 """
 
 from ._actor import SessionActor as SessionActor
 from ._actor import SessionBusy as SessionBusy
+from ._ending import end_unrun as end_unrun
 from ._global_lane import GlobalLane as GlobalLane
 from ._lane import LaneFull as LaneFull
 from ._lane import QueueSettings as QueueSettings
@@ -32,6 +34,7 @@ __all__ = [
     "SessionBusy",
     "SessionCounters",
     "SessionServices",
+    "end_unrun",
     "normalize_drop",
     "normalize_mode",
 ]

@@ -76,7 +76,7 @@ from ..store import Fence, WriteGroup, usage_write
 from ._ending import CommitWait, EndWrite, RunEnd, end_unrun, finish_run, store_flush_ledger
 from ._lane import Lane, QueueSettings, resolve_queue_settings
 from ._request import RunRequest
-from ._services import SessionCommit, SessionServices
+from ._services import SessionServices
 from ._traced import traced_run
 
 log = logging.getLogger("clawlane.session")
@@ -270,11 +270,8 @@ class SessionActor:
             self.finish_unrun(dropped, "dropped")
         return False
 
-    def abort(
-        self, run_id: str | None, reason: AbortReason, *, journal: SessionCommit | None = None
-    ) -> list[str]:
-        """Abort queued turns (journal rows with `journal`, else `store_commit`), then the
-        active run (or just `run_id`). Not a checkpoint."""
+    def abort(self, run_id: str | None, reason: AbortReason) -> list[str]:
+        """Abort queued turns first, then the active run (or just `run_id`). Not a checkpoint."""
         aborted: list[str] = []
         if run_id is not None:
             queued = self.lane.remove(run_id)
@@ -286,7 +283,7 @@ class SessionActor:
                 return [run_id] if running.record.abort(reason) else []
             return []
         for queued in self.lane.clear():
-            end_unrun(self.services, self.key, queued, reason, commit=journal or self.store_commit)
+            self.finish_unrun(queued, reason)
             aborted.append(queued.record.run_id)
         running = self.running
         if running is not None and running.record.abort(reason):

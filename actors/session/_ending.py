@@ -267,34 +267,43 @@ def end_unrun(
     reason: AbortReason,
     *,
     commit: SessionCommit | None = None,
+    ended_as: str | None = None,
 ) -> None:
     """End a request that never ran (dropped, cleared, aborted while queued) on session
     `key`: its start and aborted end, its waiters woken, its journal row (written with
-    `commit`, the session's `store_commit`; by default the supervisor's). Not a
-    checkpoint."""
+    `commit`, the session's `store_commit`; by default the supervisor's). `ended_as`: the
+    journal already ended it `error` with this message (another node's): so it ends here
+    too, and nothing is written. Not a checkpoint."""
     rec = req.record
     if rec.ended:
         return
     t = now_ms()
-    rec.aborted = True
-    rec.abort_reason = reason
     start = rec.start(rec.started_at or t)
-    rec.decide(RunOutcome(cancelled=True), t)
-    rec.final = {
-        "payloads": [],
-        "meta": {"durationMs": 0, "aborted": True, "stopReason": reason},
-    }
+    if ended_as is None:
+        rec.aborted = True
+        rec.abort_reason = reason
+        rec.decide(RunOutcome(cancelled=True), t)
+        rec.final = {
+            "payloads": [],
+            "meta": {"durationMs": 0, "aborted": True, "stopReason": reason},
+        }
+    else:
+        rec.decide(RunOutcome(error=ended_as), t)
     hub = services.hub
     try:
         hub.open_run(rec.run_id, key, session_id=rec.session_id, agent_id=rec.agent_id)
         hub.emit_agent(rec.run_id, "lifecycle", start)
         hub.emit_agent(rec.run_id, "lifecycle", rec.terminal_event())
-        hub.emit_chat(rec.run_id, "aborted", stopReason=reason)
+        if ended_as is None:
+            hub.emit_chat(rec.run_id, "aborted", stopReason=reason)
+        else:
+            hub.emit_chat(rec.run_id, "error", errorMessage=ended_as)
     finally:
         # Whatever failed above, the run has ended: its waiters wake, its stream closes.
         services.registry.finish(rec)
         hub.close_run(rec.run_id)
-        _journal_end(commit or services.store_commit, req)
+        if ended_as is None:
+            _journal_end(commit or services.store_commit, req)
 
 
 def finish_followers(

@@ -14,6 +14,7 @@ import pytest
 import trio
 
 from actors import Fence, FencedOut
+from actors.store import INTERRUPTED, RunOutcome, WriteGroup, ended_row
 from runtime.llm import UserMessage
 from tests.actors._databases import pg_url
 from tests.conftest import open_client
@@ -90,13 +91,15 @@ async def test_an_actor_made_without_the_lease_writes_nothing_and_goes_when_it_i
             assert "not mine" not in texts and "y" in texts
 
 
-async def test_a_run_queued_on_a_lease_lost_ends_in_the_journal(
-    tmp_path: Path, pg_url: str
+@pytest.mark.parametrize("reported", [False, True])
+async def test_a_run_queued_on_a_lease_lost_ends_once_in_the_journal(
+    tmp_path: Path, pg_url: str, reported: bool
 ) -> None:
     """Node a is late to notice its lease lapsed (a freeze): another node took the session
     meanwhile (the store holds a newer fencing token), so a's writes to it are refused; the
     run a had queued behind its stale run still ends in the journal (`aborted`, as
-    `agent.wait` answers it), not left `accepted` for good."""
+    `agent.wait` answers it), not left `accepted` for good. When the other node's reaper
+    had reported it interrupted already (`reported`), a answers that end too."""
     with trio.fail_after(60):
         async with two_nodes(tmp_path, pg_url) as nodes:
             a, b = nodes
@@ -110,10 +113,19 @@ async def test_a_run_queued_on_a_lease_lost_ends_in_the_journal(
                 assert (await ca.request("agent", queued))["status"] == "accepted"
                 token = ra.leases.held[key].token
                 await b.gw.supervisor.store.advance_fence(Fence(key, token + 1))  # b took it
-                ra.leases._lose([key])  # a notices: drops its copy, aborts what it had
+                if reported:  # as b's reaper writes it (actors.report_lost)
+                    accepted = await b.gw.supervisor.store.load_run("q-next")
+                    assert accepted is not None and not accepted.ended
+                    outcome = RunOutcome(status="error", error=INTERRUPTED)
+                    end = ended_row(accepted.identity, ended_at=1, outcome=outcome)
+                    await b.gw.supervisor.store.commit_durable(WriteGroup(run=end))
+                ra.leases._lose([key])  # a notices: drops its copy, ends what it had
                 waited = await ca.request("agent.wait", {"runId": "q-next", "timeoutMs": 5000})
-                assert waited["status"] == "timeout" and "endedAt" in waited, waited  # aborted
+                if reported:
+                    assert waited["status"] == "error" and waited["error"] == INTERRUPTED, waited
+                else:
+                    assert waited["status"] == "timeout" and "endedAt" in waited, waited
             await a.gw.supervisor.store.flush()
             row = await a.gw.supervisor.store.load_run("q-next")
             assert row is not None and row.ended, row
-            assert row.state == "aborted", row
+            assert row.state == ("error" if reported else "aborted"), row

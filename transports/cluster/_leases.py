@@ -160,12 +160,15 @@ class SessionLeases:
         return Fence(key, lease.token if lease is not None else NO_LEASE)
 
     def _drop_actor(self, key: str) -> None:
-        """Forget the session's actor here (if any), its runs aborted (those queued end in
-        the journal without the session's fence: `Supervisor.end_once`)."""
+        """Forget the session's actor here (if any), its runs aborted (those queued as the
+        journal says: `Supervisor.settle_dropped`)."""
         sup = self.gateway.actors.supervisor
         actor = sup.drop_session(key)
         if actor is not None:
-            actor.abort(None, "interrupt", journal=sup.end_once)
+            queued = actor.lane.clear()
+            actor.abort(None, "interrupt")
+            if queued:
+                sup.settle_dropped(actor, queued)
 
     def _fence_actor(self, key: str) -> None:
         """The session's actor here (if any) writes with the token of the lease held now."""
