@@ -33,7 +33,8 @@
 - `_memory`: the agents' memory indexes on PostgreSQL (`PostgresMemoryIndexes`, a
   `runtime.memory.IndexFactory`: full-text search by `tsvector`, rows scoped to this host,
   the agent and its workspace), which a gateway on PostgreSQL uses for memory search
-  instead of the SQLite files (`memory_indexes`, in `_config`).
+  instead of the SQLite files (`memory_indexes`, in `_config`); `_memory_bm25`: its
+  keyword ranking (bm25 as FTS5's, scoring only the chunks that can reach the top).
 - `_audit`: the audit log of runs and tool calls (`AuditTable`: bounded by age and rows,
   inserted in the writer's batches under a savepoint; `AuditFilter`, `AuditPage`: what
   `audit.list` reads), fed by `actors.runs.AuditRecorder`.

@@ -15,8 +15,10 @@ the same ranking.
 - Keywords: `memory_chunks.doc`, a generated `tsvector` (the `simple` configuration: lower
   case, no stemming, no stop words, as FTS5's `unicode61`) with a GIN index; the query's
   words joined by `or` (`websearch_to_tsquery`), as the SQLite index ORs them; ranked by
-  `ts_rank_cd` with every weight 1, so that a relevance is a count of covers as bm25's is a
-  sum of term scores, mapped into (0, 1) the same way (`relevance_score`).
+  bm25 as FTS5 ranks (`_memory_bm25.keyword_scores`: `ts_rank_cd` of each word as its
+  frequency, the scope's counts read once per revision, the chunks only the commonest
+  words match left unscored when they cannot reach the top), mapped into (0, 1) the same
+  way (`relevance_score`).
 - Sync: as the SQLite index's, by file size and modification time, bounded in indexed bytes.
   A sync that finds nothing changed is one read; one that changes files takes the scope's
   row lock (`FOR UPDATE`), plans again under it (two workers syncing at once: the second
@@ -61,6 +63,8 @@ from runtime.memory import (
     relevance_score,
     tokens,
 )
+
+from ._memory_bm25 import Bm25Cache, keyword_scores
 
 __all__ = [
     "EMBEDDING_CACHE_MAX",
@@ -134,32 +138,6 @@ _PRUNE_SCOPES: Final = "DELETE FROM memory_scopes WHERE used_at < %s"
 _USED: Final = "UPDATE memory_scopes SET used_at = GREATEST(used_at, %s) WHERE id = %s"
 _KNOWN: Final = "SELECT path, mtime_ns, size, indexed FROM memory_files WHERE scope_id = %s"
 _BUMP: Final = "UPDATE memory_scopes SET revision = revision + 1 WHERE id = %s RETURNING revision"
-_KEYWORD: Final = """
-WITH q AS MATERIALIZED (
-    SELECT w, websearch_to_tsquery('simple', '"' || w || '"') AS tq FROM unnest(%(words)s::text[]) AS w
-), stats AS MATERIALIZED (
-    SELECT count(*) AS n, COALESCE(avg(doc_len), 0) + 1 AS avgdl FROM memory_chunks
-    WHERE scope_id = %(scope)s
-), terms AS MATERIALIZED (
-    SELECT q.tq, GREATEST(1e-6, ln((stats.n - f.n + 0.5) / (f.n + 0.5))) AS idf
-    FROM q, stats, LATERAL (
-        SELECT count(*) AS n FROM memory_chunks AS c WHERE c.scope_id = %(scope)s AND c.doc @@ q.tq
-    ) AS f
-), hits AS MATERIALIZED (
-    SELECT c.id, c.doc || ''::tsvector AS doc, c.doc_len FROM memory_chunks AS c
-    WHERE c.scope_id = %(scope)s AND c.doc @@ websearch_to_tsquery('simple', %(match)s)
-), scored AS MATERIALIZED (
-    SELECT h.id, h.doc_len, t.idf, ts_rank_cd('{1,1,1,1}', h.doc, t.tq) AS tf
-    FROM hits AS h CROSS JOIN terms AS t
-)
-SELECT s.id, sum(s.idf * s.tf * 2.2 / (s.tf + 1.2 * (0.25 + 0.75 * s.doc_len / stats.avgdl)))
-FROM scored AS s CROSS JOIN stats WHERE s.tf > 0
-GROUP BY s.id ORDER BY 2 DESC, s.id LIMIT %(limit)s
-"""
-"""bm25 as FTS5 computes it (k1 1.2, b 0.75; a term's idf from the chunks of the scope that
-hold it), with `ts_rank_cd` of the term alone as its frequency in the chunk and the chunk's
-distinct words as its length: a rare word weighs more than a common one, as in the SQLite
-index, where `ts_rank_cd` of the whole query alone would rank `the` as high as `kestrel`."""
 _ROWS: Final = "SELECT id, path, start_line, end_line, text FROM memory_chunks WHERE id = ANY(%s)"
 _FIRST_CHUNK: Final = """
 SELECT id, start_line, end_line, text FROM memory_chunks
@@ -287,6 +265,7 @@ class PostgresMemoryIndex:
         self._used_at = 0
         self._skipped = 0
         self._vectors: dict[str, VectorTable] = {}
+        self._bm25 = Bm25Cache()
 
     # --- connections and the scope --------------------------------------------------------
 
@@ -321,6 +300,7 @@ class PostgresMemoryIndex:
     def _forget(self) -> None:
         self._scope = None
         self._vectors.clear()
+        self._bm25.clear()
 
     def _scope_id(self, conn: psycopg.Connection[Any]) -> int:
         if self._scope is not None:
@@ -424,7 +404,7 @@ class PostgresMemoryIndex:
     # --- searching ------------------------------------------------------------------------
 
     def keyword_search(self, query: str, *, limit: int, sync: bool = True) -> list[KeywordHit]:
-        """The chunks matching `query`'s words (`ts_rank_cd`), and the first chunk of each
+        """The chunks matching `query`'s words (bm25), and the first chunk of each
         file whose path matches (filename hits), best first; syncs first. Blocking."""
         words = list(dict.fromkeys(tokens(query)))
         with self.lock:
@@ -442,9 +422,7 @@ class PostgresMemoryIndex:
         words: list[str],
         limit: int,
     ) -> list[KeywordHit]:
-        match = " or ".join(f'"{w}"' for w in words)
-        args = {"words": words, "scope": scope, "match": match, "limit": limit}
-        scores = conn.execute(_KEYWORD, args).fetchall()
+        scores = keyword_scores(conn, scope, words, limit, self._bm25)
         rows = {r[0]: r for r in conn.execute(_ROWS, ([i for i, _s in scores],))}
         ranked = [(*rows[i], relevance_score(float(s))) for i, s in scores if i in rows]
         paths = [

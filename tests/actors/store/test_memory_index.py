@@ -16,7 +16,7 @@ import trio
 
 from actors import PostgresBackend
 from actors.store import PostgresMemoryIndexes
-from runtime.memory import MemoryService
+from runtime.memory import IndexBackend, MemoryService
 from runtime.memory._embed import normalize, pack
 from runtime.memory._index import DEFAULT_MAX_INDEX_BYTES
 from tests.actors._databases import pg_url, terminate_connections
@@ -74,9 +74,9 @@ def _indexes(url: str, host: str = "host-a") -> PostgresMemoryIndexes:
 @pytest.fixture
 def make_index(migrated: str) -> Iterator[MakeIndex]:
     indexes = _indexes(migrated)
-    made = []
+    made: list[IndexBackend] = []
 
-    def make(ws: Path, max_bytes: int = DEFAULT_MAX_INDEX_BYTES) -> object:
+    def make(ws: Path, max_bytes: int = DEFAULT_MAX_INDEX_BYTES) -> IndexBackend:
         idx = indexes(f"agent-{len(made)}", ws)
         idx.max_bytes = max_bytes
         made.append(idx)
@@ -207,3 +207,42 @@ async def test_a_gateway_store_on_postgresql_makes_the_memory_tables(migrated: s
     with trio.fail_after(20):
         found = await trio.to_thread.run_sync(tables)
     assert found == ["memory_chunks", "memory_embedding_cache", "memory_files", "memory_scopes"]
+
+
+def test_keyword_ranking_scores_fewer_chunks_for_the_same_answer(
+    make_index: MakeIndex, migrated: str, tmp_path: Path
+) -> None:
+    """bm25 over the chunks that hold the rarer words only, when the common words cannot lift
+    the others into the top (`keyword_scores`' pruning): the same chunks in the same order
+    with the same scores as scoring every chunk that holds a word, on notes whose words
+    follow Zipf's law, as prose's do."""
+    import random
+
+    import psycopg
+
+    from actors.store._memory_bm25 import Bm25Cache, keyword_scores
+
+    rng = random.Random(3)
+    vocabulary = [f"w{n}" for n in range(400)]
+    weights = [1 / (n + 1) for n in range(len(vocabulary))]
+    ws = tmp_path / "zipf"
+    for day in range(1, 29):
+        paragraphs = [
+            " ".join(rng.choices(vocabulary, weights, k=rng.randint(150, 220))) for _ in range(6)
+        ]
+        _write(ws, f"memory/2026-02-{day:02d}.md", "\n\n".join(paragraphs) + "\n")
+    idx = make_index(ws)
+    assert idx.sync() == 28
+    queries = [[rng.choice(vocabulary[:8]), *rng.sample(vocabulary[20:200], 2)] for _ in range(30)]
+    queries += [["w0"], ["w1", "w2"], ["w0", "w399"], ["w3", "w250", "w0", "w60"], ["nothing"]]
+    pruning, full = Bm25Cache(), Bm25Cache()
+    with psycopg.connect(migrated, autocommit=True) as conn:
+        (scope,) = conn.execute("SELECT id FROM memory_scopes").fetchone() or (0,)
+        for words in queries:
+            for limit in (5, 20, 50):
+                want = keyword_scores(conn, scope, words, limit, full, prune=False)
+                got = keyword_scores(conn, scope, words, limit, pruning)
+                assert [i for i, _ in got] == [i for i, _ in want], (words, limit)
+                assert [s for _, s in got] == pytest.approx([s for _, s in want], rel=1e-12)
+    assert pruning.pruned >= 50 and full.pruned == 0
+    assert pruning.widened >= 1  # a guess found wrong was scored again with more words
