@@ -9,7 +9,6 @@ for the kernel, not for another task.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import signal
@@ -20,44 +19,14 @@ import trio
 import trio.testing
 
 from runtime.tools import Job
+from tests._procs import assert_all_gone, running, tool_directive, turn_text
 from tests.conftest import local_config, open_client, running_gateway
 from tests.e2e.test_crash_recovery import client, gateway_process, kill9, write_config
 from tests.e2e.test_sessions_chat import Watch
-from transports import Gateway, GatewayClient
+from transports import Gateway
 
 # The job prints its setsid grandchild's pid, then waits: a tree a group kill cannot reach.
 ESCAPING = "setsid sleep 300 & echo $!; sleep 300"
-
-
-def _running(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except (ProcessLookupError, FileNotFoundError):
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-
-
-async def _assert_all_gone(pids: list[int], polls: int = 250) -> None:
-    for _ in range(polls):
-        if not any(_running(pid) for pid in pids):
-            break
-        await trio.sleep(0.02)
-    assert [pid for pid in pids if _running(pid)] == []
-
-
-def _tool(name: str, **args: Any) -> str:
-    return f"[[tool:{name} {json.dumps(args)}]]"
-
-
-async def _run(client: GatewayClient, key: str, message: str, run_id: str) -> str:
-    final = await client.request(
-        "agent",
-        {"sessionKey": key, "message": message, "idempotencyKey": run_id},
-        expect_final=True,
-    )
-    assert final["status"] == "ok", final
-    return str(final["result"]["payloads"][0]["text"])
 
 
 def _session_id(text: str) -> str:
@@ -96,7 +65,9 @@ async def test_a_background_job_is_polled_fed_and_its_end_wakes_the_session(
     ):
         with trio.fail_after(30):
             command = "echo started; read x; echo got $x; echo done"
-            text = await _run(client, key, _tool("exec", command=command, background=True), "r1")
+            text = await turn_text(
+                client, key, tool_directive("exec", command=command, background=True), "r1"
+            )
             sid = _session_id(text)
             result = next(
                 p["data"]
@@ -105,12 +76,12 @@ async def test_a_background_job_is_polled_fed_and_its_end_wakes_the_session(
             )
             assert result["result"]["details"]["status"] == "running"
             assert result["result"]["details"]["sessionId"] == sid
-            poll = _tool("process", action="poll", sessionId=sid, timeout=5000)
-            assert "started" in await _run(client, key, poll, "r2")
-            listed = await _run(client, key, _tool("process", action="list"), "r3")
+            poll = tool_directive("process", action="poll", sessionId=sid, timeout=5000)
+            assert "started" in await turn_text(client, key, poll, "r2")
+            listed = await turn_text(client, key, tool_directive("process", action="list"), "r3")
             assert f"{sid} running" in listed
-            write = _tool("process", action="write", sessionId=sid, data="hi\n")
-            assert f"Wrote 3 bytes to session {sid}." in await _run(client, key, write, "r4")
+            write = tool_directive("process", action="write", sessionId=sid, data="hi\n")
+            assert f"Wrote 3 bytes to session {sid}." in await turn_text(client, key, write, "r4")
             # The job ends by itself: its end is queued as a system event of its session and
             # a heartbeat wake tells it there (OpenClaw's exec-event wake).
             wake = await w.until(
@@ -123,8 +94,8 @@ async def test_a_background_job_is_polled_fed_and_its_end_wakes_the_session(
             )
             await w.ended(wake["runId"])
             history = await client.request("chat.history", {"sessionKey": key})
-            log = _tool("process", action="log", sessionId=sid, offset=1, limit=1)
-            assert "process: got hi" in await _run(client, key, log, "r5")
+            log = tool_directive("process", action="log", sessionId=sid, offset=1, limit=1)
+            assert "process: got hi" in await turn_text(client, key, log, "r5")
     users = [
         m["content"][0]["text"] if isinstance(m["content"], list) else m["content"]
         for m in history["messages"]
@@ -143,7 +114,7 @@ async def test_abort_kills_the_runs_jobs_and_their_setsid_grandchildren(tmp_path
         open_client(gw, on_event=w, caps=["tool-events"]) as client,
     ):
         with trio.fail_after(30):
-            message = _tool("exec", command=ESCAPING, background=True) + _tool(
+            message = tool_directive("exec", command=ESCAPING, background=True) + tool_directive(
                 "exec", command=ESCAPING, yieldMs=60000
             )
             await client.request(
@@ -190,11 +161,11 @@ async def test_abort_kills_the_runs_jobs_and_their_setsid_grandchildren(tmp_path
             assert foreground.pid is not None
             pids.append(foreground.pid)
             pids.append(int(foreground.output.text().split()[0]))
-            assert all(_running(pid) for pid in pids)
+            assert all(running(pid) for pid in pids)
             await client.request("chat.abort", {"sessionKey": key, "runId": "victim"})
             end = await w.ended("victim")
             assert end["data"]["aborted"] is True
-            await _assert_all_gone(pids)
+            await assert_all_gone(pids)
             assert background.exit_reason == "aborted"
             assert not any(
                 p["runId"].startswith("heartbeat-") for (e, p, _s) in w.events if e == "agent"
@@ -206,14 +177,16 @@ async def test_deleting_a_session_kills_its_jobs(tmp_path: Path) -> None:
     async with running_gateway(tmp_path) as gw, open_client(gw) as client:
         with trio.fail_after(30):
             sid = _session_id(
-                await _run(client, key, _tool("exec", command=ESCAPING, background=True), "w1")
+                await turn_text(
+                    client, key, tool_directive("exec", command=ESCAPING, background=True), "w1"
+                )
             )
             pids = await _job_pids(gw, key, sid)
             job = _job(gw, key, sid)
             deleted = await client.request("sessions.delete", {"key": "work"})
             assert deleted["deleted"] is True
             await job.done.wait()
-            await _assert_all_gone(pids)
+            await assert_all_gone(pids)
             processes = gw.supervisor.processes
             assert processes is not None and processes.list(key) == []
 
@@ -223,12 +196,12 @@ async def test_gateway_shutdown_kills_every_job(tmp_path: Path) -> None:
         async with running_gateway(tmp_path, local_config()) as gw, open_client(gw) as client:
             pids: list[int] = []
             for n, key in enumerate(("agent:main:a", "agent:main:b")):
-                text = await _run(
-                    client, key, _tool("exec", command=ESCAPING, background=True), f"s{n}"
+                text = await turn_text(
+                    client, key, tool_directive("exec", command=ESCAPING, background=True), f"s{n}"
                 )
                 pids += await _job_pids(gw, key, _session_id(text))
-            assert all(_running(pid) for pid in pids)
-        await _assert_all_gone(pids)
+            assert all(running(pid) for pid in pids)
+        await assert_all_gone(pids)
         assert list((tmp_path / "state" / "processes").iterdir()) == []
 
 
@@ -243,24 +216,24 @@ async def test_nothing_a_crashed_gateway_started_runs_after_its_restart(tmp_path
                 keepers, orphans = [], []
                 for n in range(2):
                     key = f"agent:main:c{n}"
-                    text = await _run(
-                        c, key, _tool("exec", command=ESCAPING, background=True), f"c{n}"
+                    text = await turn_text(
+                        c, key, tool_directive("exec", command=ESCAPING, background=True), f"c{n}"
                     )
                     keeper = re.search(r"pid (\d+)\)", text)
                     assert keeper is not None
                     keepers.append(int(keeper.group(1)))
-                    poll = _tool(
+                    poll = tool_directive(
                         "process", action="poll", sessionId=_session_id(text), timeout=5000
                     )
-                    printed = re.search(r"process: (\d+)", await _run(c, key, poll, f"p{n}"))
+                    printed = re.search(r"process: (\d+)", await turn_text(c, key, poll, f"p{n}"))
                     assert printed is not None
                     orphans.append(int(printed.group(1)))
             os.kill(keepers[0], signal.SIGKILL)  # no keeper left to clean up after job 0
             await kill9(proc)
-        await _assert_all_gone([orphans[1]])  # job 1's keeper killed its tree
-        assert _running(orphans[0])
+        await assert_all_gone([orphans[1]])  # job 1's keeper killed its tree
+        assert running(orphans[0])
         async with gateway_process(state, config):
-            await _assert_all_gone([orphans[0]])
+            await assert_all_gone([orphans[0]])
 
 
 async def test_a_reset_forgets_ended_jobs_and_keeps_running_ones(tmp_path: Path) -> None:
@@ -269,14 +242,18 @@ async def test_a_reset_forgets_ended_jobs_and_keeps_running_ones(tmp_path: Path)
     async with running_gateway(tmp_path, config) as gw, open_client(gw) as client:
         with trio.fail_after(30):
             ended = _session_id(
-                await _run(client, key, _tool("exec", command="echo hi", background=True), "e1")
+                await turn_text(
+                    client, key, tool_directive("exec", command="echo hi", background=True), "e1"
+                )
             )
             await _job(gw, key, ended).done.wait()
             running = _session_id(
-                await _run(client, key, _tool("exec", command="sleep 300", background=True), "e2")
+                await turn_text(
+                    client, key, tool_directive("exec", command="sleep 300", background=True), "e2"
+                )
             )
             await client.request("sessions.reset", {"key": "work"})
-            listed = await _run(client, key, _tool("process", action="list"), "e3")
+            listed = await turn_text(client, key, tool_directive("process", action="list"), "e3")
             assert f"{running} running" in listed
             assert ended not in listed
 
@@ -297,7 +274,7 @@ async def test_a_completion_waits_for_its_busy_session(tmp_path: Path) -> None:
         open_client(gw, on_event=w, caps=["tool-events"]) as client,
     ):
         with trio.fail_after(30):
-            message = _tool("exec", command="echo built", background=True) + "[[stall]]"
+            message = tool_directive("exec", command="echo built", background=True) + "[[stall]]"
             await client.request(
                 "agent", {"sessionKey": key, "message": message, "idempotencyKey": "busy"}
             )

@@ -9,48 +9,15 @@ for the kernel, not for another task.
 
 from __future__ import annotations
 
-import json
-import os
 import re
 from pathlib import Path
-from typing import Any
 
 import trio
 
 from runtime.tools import Job
+from tests._procs import assert_all_gone, running, tool_directive, turn_text
 from tests.conftest import open_client, running_gateway
-from transports import Gateway, GatewayClient
-
-
-def _running(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except (ProcessLookupError, FileNotFoundError):
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-
-
-async def _assert_all_gone(pids: list[int], polls: int = 250) -> None:
-    for _ in range(polls):
-        if not any(_running(pid) for pid in pids):
-            break
-        await trio.sleep(0.02)
-    assert [pid for pid in pids if _running(pid)] == []
-
-
-def _tool(name: str, **args: Any) -> str:
-    return f"[[tool:{name} {json.dumps(args)}]]"
-
-
-async def _run(client: GatewayClient, key: str, message: str, run_id: str) -> str:
-    final = await client.request(
-        "agent",
-        {"sessionKey": key, "message": message, "idempotencyKey": run_id},
-        expect_final=True,
-    )
-    assert final["status"] == "ok", final
-    return str(final["result"]["payloads"][0]["text"])
+from transports import Gateway
 
 
 def _job(gw: Gateway, key: str, text: str) -> Job:
@@ -74,7 +41,9 @@ async def test_exec_with_pty_runs_on_a_terminal(tmp_path: Path) -> None:
     command = "[ -t 0 ] && [ -t 1 ] && echo tty; stty size"
     async with running_gateway(tmp_path) as gw, open_client(gw) as client:
         with trio.fail_after(30):
-            text = await _run(client, key, _tool("exec", command=command, pty=True), "t1")
+            text = await turn_text(
+                client, key, tool_directive("exec", command=command, pty=True), "t1"
+            )
     assert "tty\r\n30 120" in text
     assert "Warning" not in text
 
@@ -84,26 +53,26 @@ async def test_a_background_terminal_takes_keys_and_dies_with_its_session(tmp_pa
     async with running_gateway(tmp_path) as gw, open_client(gw) as client:
         with trio.fail_after(30):
             reader = "echo ready; read x; echo got:$x"
-            started = _tool("exec", command=reader, pty=True, background=True)
-            job = _job(gw, key, await _run(client, key, started, "k1"))
+            started = tool_directive("exec", command=reader, pty=True, background=True)
+            job = _job(gw, key, await turn_text(client, key, started, "k1"))
             await _until_output(job, b"ready")
-            keys = _tool("process", action="send-keys", sessionId=job.id, literal="hey")
-            assert f"Sent 3 bytes to session {job.id}." in await _run(client, key, keys, "k2")
-            submit = _tool("process", action="submit", sessionId=job.id)
-            assert "(sent CR)" in await _run(client, key, submit, "k3")
+            keys = tool_directive("process", action="send-keys", sessionId=job.id, literal="hey")
+            assert f"Sent 3 bytes to session {job.id}." in await turn_text(client, key, keys, "k2")
+            submit = tool_directive("process", action="submit", sessionId=job.id)
+            assert "(sent CR)" in await turn_text(client, key, submit, "k3")
             await job.done.wait()
-            poll = _tool("process", action="poll", sessionId=job.id)
-            assert "got:hey" in await _run(client, key, poll, "k4")
+            poll = tool_directive("process", action="poll", sessionId=job.id)
+            assert "got:hey" in await turn_text(client, key, poll, "k4")
 
             escaping = "setsid sleep 300 & echo pid:$!; read x"
-            started = _tool("exec", command=escaping, pty=True, background=True)
-            job = _job(gw, key, await _run(client, key, started, "k5"))
+            started = tool_directive("exec", command=escaping, pty=True, background=True)
+            job = _job(gw, key, await turn_text(client, key, started, "k5"))
             await _until_output(job, b"\r\n")
             found = re.search(r"pid:(\d+)", job.output.text())
             assert found is not None and job.pid is not None
             pids = [job.pid, int(found.group(1))]
-            assert all(_running(pid) for pid in pids)
+            assert all(running(pid) for pid in pids)
             deleted = await client.request("sessions.delete", {"key": "work"})
             assert deleted["deleted"] is True
             await job.done.wait()
-            await _assert_all_gone(pids)
+            await assert_all_gone(pids)

@@ -7,8 +7,6 @@ task.
 
 from __future__ import annotations
 
-import json
-import os
 import re
 from pathlib import Path
 from typing import Any
@@ -17,29 +15,9 @@ import trio
 
 from runtime.agent._embedded import open_embedded_runtime
 from runtime.model._config import parse_config
+from tests._procs import assert_all_gone, running, tool_directive
 
 ESCAPING = "setsid sleep 300 & echo $!; sleep 300"
-
-
-def _running(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except (ProcessLookupError, FileNotFoundError):
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-
-
-async def _assert_all_gone(pids: list[int], polls: int = 250) -> None:
-    for _ in range(polls):
-        if not any(_running(pid) for pid in pids):
-            break
-        await trio.sleep(0.02)
-    assert [pid for pid in pids if _running(pid)] == []
-
-
-def _tool(name: str, **args: object) -> str:
-    return f"[[tool:{name} {json.dumps(args)}]]"
 
 
 async def test_a_background_job_is_seen_next_turn_and_dies_with_the_runtime(
@@ -48,22 +26,24 @@ async def test_a_background_job_is_seen_next_turn_and_dies_with_the_runtime(
     with trio.fail_after(30):
         async with open_embedded_runtime(parse_config({}), state_dir=tmp_path) as rt:
             started = await rt.run_turn(
-                _tool("exec", command=ESCAPING, background=True), session_key="work"
+                tool_directive("exec", command=ESCAPING, background=True), session_key="work"
             )
             found = re.search(r"session ([0-9a-f]+), pid (\d+)", started.text)
             assert found is not None, started.text
             sid, keeper = found.group(1), int(found.group(2))
-            poll = _tool("process", action="poll", sessionId=sid, timeout=5000)
+            poll = tool_directive("process", action="poll", sessionId=sid, timeout=5000)
             polled = await rt.run_turn(poll, session_key="work")
             printed = re.search(r"process: (\d+)", polled.text)
             assert printed is not None, polled.text
             grandchild = int(printed.group(1))
-            listed = await rt.run_turn(_tool("process", action="list"), session_key="work")
+            listed = await rt.run_turn(tool_directive("process", action="list"), session_key="work")
             assert f"{sid} running" in listed.text
-            elsewhere = await rt.run_turn(_tool("process", action="list"), session_key="other")
+            elsewhere = await rt.run_turn(
+                tool_directive("process", action="list"), session_key="other"
+            )
             assert "No running or recent sessions." in elsewhere.text
-            assert _running(keeper) and _running(grandchild)
-        await _assert_all_gone([keeper, grandchild])
+            assert running(keeper) and running(grandchild)
+        await assert_all_gone([keeper, grandchild])
 
 
 async def test_a_cancelled_turn_kills_the_jobs_it_started(tmp_path: Path) -> None:
@@ -71,7 +51,7 @@ async def test_a_cancelled_turn_kills_the_jobs_it_started(tmp_path: Path) -> Non
         async with open_embedded_runtime(parse_config({}), state_dir=tmp_path) as rt:
             processes = rt.services.processes
             assert processes is not None
-            message = _tool("exec", command=ESCAPING, background=True) + "[[stall]]"
+            message = tool_directive("exec", command=ESCAPING, background=True) + "[[stall]]"
             backgrounded = trio.Event()
 
             def on_event(payload: Any) -> None:
@@ -95,4 +75,4 @@ async def test_a_cancelled_turn_kills_the_jobs_it_started(tmp_path: Path) -> Non
             assert not scope.cancelled_caught
             await job.done.wait()
             assert job.exit_reason == "aborted"
-            await _assert_all_gone(pids)
+            await assert_all_gone(pids)

@@ -18,6 +18,7 @@ import trio
 from runtime.llm._types import TextContent
 from runtime.tools._exec import EXEC_MAX_OUTPUT_BYTES, RETENTION_CAP_NOTE, ExecTool
 from runtime.tools._tool import ToolContext, ToolResult, invoke_tool
+from tests._procs import assert_all_gone
 
 # Starts two background sleeps, records every pid (the shell's last), then waits for them.
 _SPAWN_AND_WAIT = (
@@ -32,27 +33,6 @@ def _text(result: ToolResult) -> str:
 def _update_text(partial: Any) -> str:
     assert isinstance(partial, ToolResult)
     return _text(partial)
-
-
-def _running(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-
-
-async def _assert_all_gone(pids: list[int], polls: int = 250) -> None:
-    """Poll the OS (every 20 ms, at most `polls` times) until none of `pids` runs."""
-    for _ in range(polls):
-        if not any(_running(pid) for pid in pids):
-            break
-        await trio.sleep(0.02)
-    assert [pid for pid in pids if _running(pid)] == []
 
 
 def _pids(workspace: Path) -> list[int]:
@@ -162,7 +142,7 @@ async def test_timeout_kills_the_whole_process_group(ctx: ToolContext, workspace
         assert result.details["timedOut"] is True
         assert result.details["status"] == "failed"
         assert result.details["exitSignal"] == "SIGKILL"
-        await _assert_all_gone(_pids(workspace))
+        await assert_all_gone(_pids(workspace))
 
 
 async def test_cancellation_kills_the_whole_process_group(
@@ -184,7 +164,7 @@ async def test_cancellation_kills_the_whole_process_group(
                 await ready.wait()
                 scope.cancel()
         assert scope.cancelled_caught
-        await _assert_all_gone(_pids(workspace))
+        await assert_all_gone(_pids(workspace))
 
 
 async def test_background_children_do_not_outlive_a_finished_command(
@@ -198,7 +178,7 @@ async def test_background_children_do_not_outlive_a_finished_command(
         assert not result.is_error
         assert _text(result) == "done\n"
         [pid] = [int(p) for p in (workspace / "pids").read_text().split()]
-        await _assert_all_gone([pid])
+        await assert_all_gone([pid])
 
 
 async def test_output_keeps_the_tail_with_a_marker(ctx: ToolContext) -> None:
@@ -281,7 +261,7 @@ async def test_a_grandchild_that_left_the_group_dies_when_the_call_is_cancelled(
                 await ready.wait()
                 scope.cancel()
         [pid] = [int(p) for p in (workspace / "pids").read_text().split()]
-        await _assert_all_gone([pid])
+        await assert_all_gone([pid])
 
 
 async def test_a_grandchild_that_left_the_group_dies_when_the_command_ends(
@@ -292,7 +272,7 @@ async def test_a_grandchild_that_left_the_group_dies_when_the_command_ends(
         result = await invoke_tool(ExecTool(), {"command": command}, ctx)
         assert _text(result) == "done\n"
         [pid] = [int(p) for p in (workspace / "pids").read_text().split()]
-        await _assert_all_gone([pid])
+        await assert_all_gone([pid])
 
 
 async def test_workdir_is_relative_to_the_workspace(ctx: ToolContext, workspace: Path) -> None:

@@ -25,27 +25,11 @@ from runtime.tools._exec import RETENTION_CAP_NOTE, ExecTool
 from runtime.tools._process import Job, ProcessLimits, ProcessRegistry, open_process_registry
 from runtime.tools._process_tool import ProcessTool
 from runtime.tools._tool import ToolContext, ToolResult, invoke_tool
+from tests._procs import assert_all_gone, running
 
 
 def _text(result: ToolResult) -> str:
     return "".join(b.text for b in result.content if isinstance(b, TextContent))
-
-
-def _running(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except (ProcessLookupError, FileNotFoundError):
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-
-
-async def _assert_all_gone(pids: list[int], polls: int = 250) -> None:
-    for _ in range(polls):
-        if not any(_running(pid) for pid in pids):
-            break
-        await trio.sleep(0.02)
-    assert [pid for pid in pids if _running(pid)] == []
 
 
 def _open_fds() -> set[str]:
@@ -234,13 +218,13 @@ async def test_every_kill_takes_the_whole_tree_even_a_setsid_child(
             job = await _background(registry, ctx, command)
             await _until_output(job, b"ready")
             pids = [int(p) for p in (workspace / "pids").read_text().split()]
-            assert job.pid is not None and all(_running(p) for p in [*pids, job.pid])
+            assert job.pid is not None and all(running(p) for p in [*pids, job.pid])
             if kill is not None:
                 await kill(registry, ctx, job)
                 await job.done.wait()
         # None: the registry's end (the gateway's shutdown) killed it.
         assert job.exit_signal == "SIGKILL"
-        await _assert_all_gone([*pids, job.pid])
+        await assert_all_gone([*pids, job.pid])
     assert _open_fds() <= fds  # the terminal's master and slave are closed
 
 

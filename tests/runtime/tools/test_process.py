@@ -29,27 +29,11 @@ from runtime.tools._process import (
 )
 from runtime.tools._process_tool import ProcessTool
 from runtime.tools._tool import ToolContext, ToolResult, invoke_tool
+from tests._procs import assert_all_gone, running
 
 
 def _text(result: ToolResult) -> str:
     return "".join(b.text for b in result.content if isinstance(b, TextContent))
-
-
-def _running(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except (ProcessLookupError, FileNotFoundError):
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-
-
-async def _assert_all_gone(pids: list[int], polls: int = 250) -> None:
-    for _ in range(polls):
-        if not any(_running(pid) for pid in pids):
-            break
-        await trio.sleep(0.02)
-    assert [pid for pid in pids if _running(pid)] == []
 
 
 @pytest.fixture
@@ -175,7 +159,7 @@ async def test_kill_takes_the_whole_tree_even_a_setsid_grandchild(
         await _process(registry, ctx, action="remove", sessionId=sid)
         assert registry.list(ctx.session_key) == []
         await job.done.wait()
-        await _assert_all_gone(_pids(workspace))
+        await assert_all_gone(_pids(workspace))
 
 
 async def _ready(registry: ProcessRegistry, ctx: ToolContext, sid: str) -> None:
@@ -289,10 +273,10 @@ async def test_kill_run_and_the_registry_end_kill_every_tree(
             job = registry.get(ctx.session_key, sid)
             assert job is not None
             await job.done.wait()
-            await _assert_all_gone(_pids(workspace))
+            await assert_all_gone(_pids(workspace))
             [survivor] = [int(p) for p in (workspace / "p2").read_text().split()]
-            assert _running(survivor)
-        await _assert_all_gone([survivor])
+            assert running(survivor)
+        await assert_all_gone([survivor])
 
 
 async def test_bad_process_arguments_are_tool_errors(
@@ -342,4 +326,4 @@ async def test_a_keeper_killed_outright_still_takes_its_tree_along(
         os.kill(job.pid, signal.SIGKILL)
         await job.done.wait()
         assert job.exit_signal == "SIGKILL"
-        await _assert_all_gone([grandchild])
+        await assert_all_gone([grandchild])
