@@ -18,6 +18,12 @@ A job started with `pty` runs on a pseudo-terminal (`_pty`): its output is the t
 stream (named stdout), its input is typed at the terminal; where none can be made it runs with
 pipes (`Job.tty` is None).
 
+Output is kept as OpenClaw keeps it: each stream passes, as it arrives, through a sanitizer of
+its own (`_ansi.OutputSanitizer`: UTF-8 decoded, escape sequences removed even when split
+across reads, control characters escaped) before it is counted, kept and streamed, so the
+byte bounds apply to the text a model sees. A terminal's cursor position query is answered
+from the stdout sanitizer, as OpenClaw's is.
+
 When a backgrounded job ends by itself (not killed on request) the registry calls `on_exit`
 with it, as OpenClaw's `notifyOnExit` enqueues an `Exec completed|failed (<id>, code N) :: <tail>`
 system event (`Job.exit_event`); the host wakes the session with it.
@@ -27,7 +33,6 @@ All methods run in the trio thread; those that are checkpoints say so.
 
 from __future__ import annotations
 
-import codecs
 import logging
 import math
 import re
@@ -42,6 +47,7 @@ from typing import Final, Literal
 import attrs
 import trio
 
+from ._ansi import OutputSanitizer
 from ._errors import JobLimitError, ToolError
 from ._proctree import (
     JOB_ENV,
@@ -93,8 +99,8 @@ class ProcessLimits:
 
 
 class OutputLog:
-    """A job's combined output in bytes: the retained tail (`cap`), and what no poll has read
-    yet (`pending_cap`, its oldest bytes dropped first)."""
+    """A job's combined output (sanitized, UTF-8) in bytes: the retained tail (`cap`), and what
+    no poll has read yet (`pending_cap`, its oldest bytes dropped first)."""
 
     def __init__(self, cap: int, pending_cap: int) -> None:
         self._cap = cap
@@ -143,7 +149,7 @@ def _decode(data: bytes, *, cut: bool) -> str:
 
 
 OnChunk = Callable[[str, str], None]
-"""Receives each decoded chunk of a job's output and its stream name, while a foreground
+"""Receives each sanitized chunk of a job's output and its stream name, while a foreground
 call streams it."""
 
 
@@ -180,7 +186,8 @@ class Job:
     kill_requested: trio.Event = attrs.field(factory=trio.Event)
     changed: trio.Event = attrs.field(factory=trio.Event)
     """Set (and replaced) when output arrives or the job ends: await the current one."""
-    decoders: dict[str, Callable[[bytes, bool], str]] = attrs.field(factory=dict)
+    sanitizers: dict[str, OutputSanitizer] = attrs.field(factory=dict)
+    """One per output stream, made when the job's task starts."""
 
     @property
     def pid(self) -> int | None:
@@ -399,6 +406,7 @@ class ProcessRegistry:
         proc = job.proc
         assert proc is not None
         streams = _output_streams(job, proc)
+        job.sanitizers = {name: _sanitizer(job, name) for _, name in streams}
         open_streams = [len(streams)]
         drained = trio.Event()
 
@@ -407,6 +415,7 @@ class ProcessRegistry:
                 async for chunk in stream:
                     self._take(job, name, chunk)
             finally:
+                self._take(job, name, b"", final=True)
                 open_streams[0] -= 1
                 if not open_streams[0]:
                     drained.set()
@@ -447,19 +456,19 @@ class ProcessRegistry:
                         await pipe.aclose()
             self._ended(job)
 
-    def _take(self, job: Job, stream: str, chunk: bytes | bytearray) -> None:
-        job.output.append(chunk)
-        job.last_output_at = time.monotonic()
+    def _take(
+        self, job: Job, stream: str, chunk: bytes | bytearray, *, final: bool = False
+    ) -> None:
+        """Sanitize a chunk of `stream` (`final`: its end), then keep and stream the text."""
+        text = job.sanitizers[stream].feed(bytes(chunk), final=final)
+        if chunk:
+            job.last_output_at = time.monotonic()
+        if not text:
+            return
+        job.output.append(text.encode())
         job.notify()
         if job.on_chunk is not None:
-            decoder = job.decoders.get(stream)
-            if decoder is None:
-                decoder = job.decoders[stream] = codecs.getincrementaldecoder("utf-8")(
-                    errors="replace"
-                ).decode
-            text = decoder(bytes(chunk), False)
-            if text:
-                job.on_chunk(stream, text)
+            job.on_chunk(stream, text)
 
     def _ended(self, job: Job) -> None:
         assert job.proc is not None
@@ -603,6 +612,19 @@ def _open_terminal(job: Job) -> Terminal | None:
     except OSError as exc:
         log.warning("exec job %s runs without a PTY: %s", job.id, exc)
         return None
+
+
+def _sanitizer(job: Job, stream: str) -> OutputSanitizer:
+    """`stream`'s sanitizer; a terminal's answers the cursor position queries it removes."""
+    tty = job.tty
+    if tty is None or stream != "stdout":
+        return OutputSanitizer()
+
+    def on_csi(sequence: str) -> None:
+        if sequence in ("6n", "?6n"):
+            tty.answer_cursor_query()
+
+    return OutputSanitizer(on_csi)
 
 
 def _output_streams(job: Job, proc: trio.Process) -> list[tuple[trio.abc.ReceiveStream, str]]:

@@ -22,7 +22,7 @@ import trio
 from attrs import frozen
 
 from ._errors import ToolError
-from ._exec import RETENTION_CAP_NOTE
+from ._exec import RETENTION_CAP_NOTE, sanitized
 from ._process import TIMEOUT_RETRY_GUIDANCE, Job, ProcessRegistry
 from ._tool import ToolContext, ToolResult, text_result
 
@@ -114,7 +114,11 @@ class ProcessTool:
     mutating: ClassVar[bool] = True
 
     async def run(self, args: ProcessParams, ctx: ToolContext) -> ToolResult:
-        """Do `args.action`. A checkpoint (`poll` may wait, `write` may block up to 10 s)."""
+        """Do `args.action`. A checkpoint (`poll` may wait, `write` may block up to 10 s). The
+        result's text is sanitized as `exec`'s is."""
+        return sanitized(await self._act(args, ctx))
+
+    async def _act(self, args: ProcessParams, ctx: ToolContext) -> ToolResult:
         registry = self.processes
         if args.action == "list":
             await trio.lowlevel.checkpoint()

@@ -13,8 +13,10 @@ gateway keeps the master side, a `Terminal`:
   slave side any more, which `receive_some` reports as EOF;
 - what is sent to it is typed at the command (`process write`/`send-keys`/`submit`/`paste`);
   an end of input is Ctrl-D (`EOT`), as OpenClaw's PTY stdin sends;
-- a cursor position query (`ESC [ 6 n`) is answered `ESC [ 1 ; 1 R`, as OpenClaw answers it,
-  so a program that asks where its cursor is does not wait for a reply forever.
+- a cursor position query (`ESC [ 6 n`) is answered `ESC [ 1 ; 1 R` (`answer_cursor_query`),
+  as OpenClaw answers it, so a program that asks where its cursor is does not wait for a reply
+  forever. The job's output sanitizer finds the query (`_ansi`, even split across reads) and
+  calls it, as OpenClaw's does.
 
 `TERM` is the command's own unless unset or `dumb`, then `xterm-256color` (OpenClaw's
 default). Where no pseudo-terminal can be made (no /dev/ptmx), `open_terminal` raises
@@ -26,7 +28,6 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
-import re
 import struct
 import termios
 from collections.abc import Mapping
@@ -51,7 +52,6 @@ EOT: Final = b"\x04"
 _IUTF8: Final = 0o40000
 """The input flag that makes erase remove a whole UTF-8 character (node-pty sets it; Python's
 termios does not name it; the same bit on Linux and macOS)."""
-_CURSOR_QUERY: Final = re.compile(rb"\x1b\[\??6n")
 _CURSOR_REPLY: Final = b"\x1b[1;1R"
 
 
@@ -82,11 +82,11 @@ class Terminal(trio.abc.Stream):
             if isinstance(cause, OSError) and cause.errno == errno.EIO:
                 return b""
             raise
-        if b"\x1b[" in data and _CURSOR_QUERY.search(data):
-            self._answer_cursor_query()
         return data
 
-    def _answer_cursor_query(self) -> None:
+    def answer_cursor_query(self) -> None:
+        """Type the reply to a cursor position query: the cursor is at the top left. Not a
+        checkpoint."""
         try:  # a few bytes into a terminal's input: written at once, or not at all
             os.write(self._fd, _CURSOR_REPLY)
         except OSError:
