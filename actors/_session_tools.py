@@ -27,30 +27,27 @@ import trio
 
 from runtime.agent import (
     AGENTS_WAIT_DEFAULT_S,
-    MISSING_FOR_MODE,
-    SEND_TIMEOUT_DEFAULT_S,
+    RESUME_REFUSED,
     branch_dicts,
-    history_result,
+    history_for,
     list_result_for,
     notify_result,
     notify_text,
-    reach_denial,
-    recent_messages,
+    resume_prompt,
+    resume_receipt,
+    send_admission,
     send_error,
     send_outcome,
     send_prompt,
-    status_result,
+    status_for,
     subagent_role,
     subagents_call,
     yield_claim,
 )
 from runtime.loop import now_ms
-from runtime.model import GenerationError
 from runtime.sessions import (
-    SessionKeyError,
     SessionRow,
     branch_messages,
-    resolve_session_key,
 )
 from runtime.tools import (
     AgentsWaitParams,
@@ -62,7 +59,6 @@ from runtime.tools import (
     SessionsYieldParams,
     SubagentsParams,
     ToolContext,
-    ToolError,
 )
 
 from ._recovery import RecoveredRun
@@ -88,13 +84,7 @@ class GatewaySessions:
         self.sup = sup
         self.spawner = Subagents(sup, nursery)
 
-    # --- resolving a target -----------------------------------------------------------------
-
-    def _key(self, ctx: ToolContext, raw: str) -> str:
-        try:
-            return resolve_session_key(raw, agent_id=None, default_agent=ctx.agent_id)
-        except SessionKeyError as exc:
-            raise ToolError(str(exc)) from exc
+    # --- reading the supervisor's sessions ------------------------------------------------
 
     async def _row(self, key: str) -> SessionRow | None:
         actor = next((a for a in self.sup.sessions() if a.key == key), None)
@@ -102,11 +92,19 @@ class GatewaySessions:
             return actor.row
         return await self.sup.store.get_session(key)
 
-    async def _denied(self, ctx: ToolContext, action: str, row: SessionRow) -> str | None:
-        """Why the caller may not reach `row`'s session (`runtime.agent.reach_denial`)."""
-        return await reach_denial(self.sup.generation, ctx, action, row, self._row)
+    async def _branch(self, row: SessionRow) -> list[dict[str, Any]]:
+        entries = await self.sup.store.load_entries(row.sessionId)
+        return branch_dicts(branch_messages(entries))
 
-    # --- sessions_list ----------------------------------------------------------------------
+    async def _save(self, row: SessionRow, **changes: Any) -> SessionRow:
+        actor = await self.sup.session(row.key, row.agentId)
+        return await actor.save_row(**changes)
+
+    async def _labelled(self, label: str, agent_id: str | None) -> str | None:
+        rows = await self.sup.store.list_sessions(agent_id=agent_id)
+        return next((r.key for r in rows if r.label == label), None)
+
+    # --- sessions_list, sessions_history, session_status ------------------------------------
 
     async def list_sessions(self, ctx: ToolContext, args: SessionsListParams) -> dict[str, Any]:
         """Rows most recently updated first, filtered and paged as OpenClaw's. A checkpoint."""
@@ -117,55 +115,27 @@ class GatewaySessions:
         active: dict[str, list[str]] = {}
         for rec in self.sup.registry.active():
             active.setdefault(rec.session_key, []).append(rec.run_id)
-        return await list_result_for(self.sup.generation, ctx, args, rows, active, self._recent)
-
-    async def _recent(self, row: SessionRow, count: int) -> list[dict[str, Any]]:
-        entries = await self.sup.store.load_entries(row.sessionId)
-        return recent_messages(branch_dicts(branch_messages(entries)), count)
-
-    # --- sessions_history -------------------------------------------------------------------
+        return await list_result_for(self.sup.generation, ctx, args, rows, active, self._branch)
 
     async def history(self, ctx: ToolContext, args: SessionsHistoryParams) -> dict[str, Any]:
         """The session's active branch, newest `limit` (after skipping `offset` from the
         end), sanitized (`runtime.tools.sanitize_history`). A checkpoint."""
-        key = self._key(ctx, args.sessionKey)
-        row = await self._row(key)
-        if row is None:
-            return {"status": "error", "error": f"No session found: {key}"}
-        refused = await self._denied(ctx, "history", row)
-        if refused is not None:
-            return {"sessionKey": key, "status": "forbidden", "error": refused}
-        entries = await self.sup.store.load_entries(row.sessionId)
-        return history_result(key, branch_dicts(branch_messages(entries)), args)
+        return await history_for(self.sup.generation, ctx, args, self._row, self._branch)
+
+    async def status(self, ctx: ToolContext, args: SessionStatusParams) -> dict[str, Any]:
+        """A `/status`-style card: model, tokens, context use, estimated cost. A checkpoint."""
+        return await status_for(self.sup.generation, ctx, args, self._row, self._save)
 
     # --- sessions_send ----------------------------------------------------------------------
 
     async def send(self, ctx: ToolContext, args: SessionsSendParams) -> dict[str, Any]:
         """Run the target session with the message and wait for its reply. A checkpoint."""
         run_id = str(uuid.uuid4())
-        if not args.message.strip():
-            raise ToolError("message required")
-        if args.mode == "resume" and (args.watch or (args.timeoutSeconds or 0) > 0):
-            return send_error(run_id, "mode=resume does not wait: omit watch and timeoutSeconds")
-        key = await self._send_target(ctx, args)
-        if isinstance(key, dict):
-            return key | {"runId": run_id}
-        timeout = 0 if args.mode == "steer" else args.timeoutSeconds
-        timeout = SEND_TIMEOUT_DEFAULT_S if timeout is None else timeout
-        if key == ctx.session_key and timeout != 0 and args.mode != "notify":
-            return send_error(
-                run_id,
-                "sessions_send cannot target the calling session; use your own reply instead",
-                key,
-            )
-        row = await self._row(key)
-        if row is None:
-            if args.mode in ("steer", "notify", "resume"):
-                return send_error(run_id, MISSING_FOR_MODE, key)
-            return send_error(run_id, f"No session found: {key}", key)
-        refused = await self._denied(ctx, "send", row)
-        if refused is not None:
-            return {"runId": run_id, "status": "forbidden", "error": refused, "sessionKey": key}
+        gen = self.sup.generation
+        admitted = await send_admission(gen, ctx, args, run_id, self._row, self._labelled)
+        if isinstance(admitted, dict):
+            return admitted
+        key, row, timeout = admitted
         if args.mode == "notify":
             return self._notify(ctx, args, key, run_id)
         if args.mode in ("resume", None):
@@ -216,11 +186,7 @@ class GatewaySessions:
         if task is None or task.parent_key != ctx.session_key:
             if args.mode != "resume":
                 return None
-            return send_error(
-                str(uuid.uuid4()),
-                "Task resume requires a child of this session paused by sessions_yield.",
-                key,
-            )
+            return send_error(str(uuid.uuid4()), RESUME_REFUSED, key)
         record = await submit_run(
             self.sup,
             key,
@@ -228,71 +194,11 @@ class GatewaySessions:
             args.message,
             lane="subagent",
             origin="sessions_send",
-            extra_system_prompt=(
-                f"This message continues your task; it was sent by session {ctx.session_key} "
-                "(your parent) with sessions_send."
-            ),
+            extra_system_prompt=resume_prompt(ctx.session_key),
             spawn=self.spawner.journal_link(task),
         )
         self.spawner.resume(task, record)
-        return {
-            "status": "accepted",
-            "mode": "resume",
-            "runId": record.run_id,
-            "taskRunId": task.task_id,
-            "sessionKey": key,
-            "completion": "task",
-        }
-
-    async def _send_target(self, ctx: ToolContext, args: SessionsSendParams) -> Any:
-        if args.sessionKey and args.sessionKey.strip():
-            return self._key(ctx, args.sessionKey)
-        if args.label:
-            rows = await self.sup.store.list_sessions(agent_id=args.agentId)
-            found = next((r.key for r in rows if r.label == args.label), None)
-            if found is None:
-                return {"status": "error", "error": f"No session found with label: {args.label}"}
-            return found
-        if args.agentId:
-            try:
-                agent = self.sup.generation.agent(args.agentId)
-            except GenerationError:
-                return {
-                    "status": "error",
-                    "error": f'Agent "{args.agentId}" not found. Run openclaw agents list to '
-                    "see configured agents.",
-                }
-            return f"agent:{agent.id}:main"
-        raise ToolError("sessionKey, label or agentId required")
-
-    # --- session_status ---------------------------------------------------------------------
-
-    async def status(self, ctx: ToolContext, args: SessionStatusParams) -> dict[str, Any]:
-        """A `/status`-style card: model, tokens, context use, estimated cost. A checkpoint."""
-        key = self._key(ctx, args.sessionKey) if args.sessionKey else ctx.session_key
-        row = await self._row(key)
-        if row is None:
-            return {"status": "error", "error": f"No session found: {key}"}
-        refused = await self._denied(ctx, "status", row)
-        if refused is not None:
-            return {"status": "forbidden", "error": refused, "sessionKey": key}
-        changed = False
-        if args.model is not None:
-            row, changed = await self._set_model(row, args.model)
-        return status_result(self.sup.generation, key, row, changed)
-
-    async def _set_model(self, row: SessionRow, model: str) -> tuple[SessionRow, bool]:
-        actor = await self.sup.session(row.key, row.agentId)
-        if model.strip().lower() in ("", "default"):
-            return await actor.save_row(modelOverride=None, providerOverride=None), True
-        try:
-            resolved = self.sup.generation.resolve(model.strip(), agent_id=row.agentId)
-        except GenerationError as exc:
-            raise ToolError(f"unknown model {model!r}: {exc}") from exc
-        saved = await actor.save_row(
-            modelOverride=resolved.model_id, providerOverride=resolved.provider_id
-        )
-        return saved, True
+        return resume_receipt(record.run_id, task.task_id, key)
 
     # --- agents_list, sessions_spawn --------------------------------------------------------
 

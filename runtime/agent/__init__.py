@@ -1,7 +1,8 @@
 """One run's lifecycle and the turn around the attempt loop: what every host of a run shares.
 
 - `_run`: the run lifecycle, sans-IO: a run's start, its one outcome (`ok`, `error`,
-  `aborted` with its stop reason), its one terminal event and its final `{payloads, meta}`.
+  `aborted` with its stop reason), its one terminal event and its final `{payloads, meta}`;
+  `TrackedRun` adds the event its waiters wait on and the scope that stops it.
   The gateway's session actor and the embedded runtime (`_embedded`,
   `open_embedded_runtime`: the runtime as a library) are hosts around it that say where
   events go and where the transcript is kept; both run `_turn.run_turn` with the same
@@ -26,9 +27,10 @@
   `sessions.compact` and `/compact` do it by hand.
 - `_fallback`: the primary model, then each of `agents.defaults.model.fallbacks`, for one
   model turn (on auth, rate-limit, overload or timeout failures before any output).
-- `_session_views`, `_session_visibility`, `_subagent_book`: what the session tools answer
-  and what a session may reach (`tools.sessions.visibility`), the subagents' limits, receipt
-  and announce, and the `TaskBook` of spawned runs (`subagents`, `agents_wait`,
+- `_session_calls`, `_session_views`, `_session_visibility`, `_subagent_book`: what the
+  session tools answer (`_session_calls` reading the host's sessions through its
+  callbacks) and what a session may reach (`tools.sessions.visibility`), the subagents'
+  limits, receipt and announce, and the `TaskBook` of spawned runs (`subagents`, `agents_wait`,
   `sessions_yield`), shared by the gateway's host (`actors`) and the embedded runtime's.
 - `_cron_host`: what the `automations` tool answers (`CronToolHost`: validation, the
   caller's scope, the `cron.*` results) over a host's `JobScheduler`: the gateway's cron
@@ -66,15 +68,22 @@ from ._run import AbortReason as AbortReason
 from ._run import RunOutcome as RunOutcome
 from ._run import RunRefusedError as RunRefusedError
 from ._run import RunState as RunState
+from ._run import TrackedRun as TrackedRun
 from ._run import ended_row as ended_row
 from ._run import final_payload as final_payload
 from ._run import run_guarded as run_guarded
 from ._run import run_messages as run_messages
 from ._run import run_tags as run_tags
 from ._services import TurnServices as TurnServices
+from ._session_calls import history_for as history_for
+from ._session_calls import list_result_for as list_result_for
+from ._session_calls import reach_denial as reach_denial
+from ._session_calls import send_admission as send_admission
+from ._session_calls import status_for as status_for
 from ._session_views import AGENTS_WAIT_DEFAULT_S as AGENTS_WAIT_DEFAULT_S
 from ._session_views import CHILDREN_KEPT as CHILDREN_KEPT
 from ._session_views import MISSING_FOR_MODE as MISSING_FOR_MODE
+from ._session_views import RESUME_REFUSED as RESUME_REFUSED
 from ._session_views import SEND_TIMEOUT_DEFAULT_S as SEND_TIMEOUT_DEFAULT_S
 from ._session_views import agent_allowed as agent_allowed
 from ._session_views import agents_view as agents_view
@@ -82,12 +91,12 @@ from ._session_views import announce_message as announce_message
 from ._session_views import branch_dicts as branch_dicts
 from ._session_views import history_result as history_result
 from ._session_views import list_kind as list_kind
-from ._session_views import list_result_for as list_result_for
 from ._session_views import model_ref as model_ref
 from ._session_views import notify_result as notify_result
 from ._session_views import notify_text as notify_text
-from ._session_views import reach_denial as reach_denial
 from ._session_views import recent_messages as recent_messages
+from ._session_views import resume_prompt as resume_prompt
+from ._session_views import resume_receipt as resume_receipt
 from ._session_views import send_error as send_error
 from ._session_views import send_outcome as send_outcome
 from ._session_views import send_prompt as send_prompt
@@ -134,6 +143,7 @@ __all__ = [
     "MISSING_FOR_MODE",
     "QUEUE_MODES",
     "REASONING_MODES",
+    "RESUME_REFUSED",
     "SEND_TIMEOUT_DEFAULT_S",
     "THINK_LEVELS",
     "VERBOSE_LEVELS",
@@ -155,6 +165,7 @@ __all__ = [
     "TaskBook",
     "TaskLink",
     "TaskRecord",
+    "TrackedRun",
     "TurnResult",
     "TurnServices",
     "agent_allowed",
@@ -172,6 +183,7 @@ __all__ = [
     "find_command",
     "format_tokens",
     "help_text",
+    "history_for",
     "history_result",
     "is_silent_reply",
     "list_kind",
@@ -189,16 +201,20 @@ __all__ = [
     "reach_denial",
     "recent_messages",
     "reply_text",
+    "resume_prompt",
+    "resume_receipt",
     "run_guarded",
     "run_messages",
     "run_tags",
     "run_turn",
+    "send_admission",
     "send_error",
     "send_outcome",
     "send_prompt",
     "skills_now",
     "spawn_admission",
     "spawn_receipt",
+    "status_for",
     "status_result",
     "subagent_context",
     "subagent_model",

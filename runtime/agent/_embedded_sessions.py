@@ -36,8 +36,8 @@ import attrs
 import trio
 
 from ..loop._agent import now_ms
-from ..model._generation import GenerationError, ModelRuntimeGeneration
-from ..sessions._sessions import MessageEntry, SessionKeyError, SessionRow, resolve_session_key
+from ..model._generation import ModelRuntimeGeneration
+from ..sessions._sessions import MessageEntry, SessionRow
 from ..tools import (
     AgentsWaitParams,
     SessionsHistoryParams,
@@ -50,27 +50,24 @@ from ..tools import (
     ToolContext,
     ToolError,
 )
-from ._run import AbortReason, RunState
+from ._run import RunState, TrackedRun
+from ._session_calls import history_for, list_result_for, send_admission, status_for
 from ._session_views import (
     AGENTS_WAIT_DEFAULT_S,
     CHILDREN_KEPT,
-    MISSING_FOR_MODE,
-    SEND_TIMEOUT_DEFAULT_S,
+    RESUME_REFUSED,
     agents_view,
     announce_message,
     branch_dicts,
-    history_result,
-    list_result_for,
     notify_result,
     notify_text,
-    reach_denial,
-    recent_messages,
+    resume_prompt,
+    resume_receipt,
     send_error,
     send_outcome,
     send_prompt,
     spawn_admission,
     spawn_receipt,
-    status_result,
     subagent_context,
     subagent_model,
     subagent_role,
@@ -85,31 +82,6 @@ __all__ = ["ChildLink", "EmbeddedSessions", "SessionsRuntime", "TrackedRun"]
 log = logging.getLogger("clawlane.embedded")
 
 ANNOUNCE_SUFFIX = ":announce"
-
-
-@attrs.define(eq=False, kw_only=True)
-class TrackedRun(RunState):
-    """One run of the embedded runtime, from the moment it is asked for to its end: its
-    lifecycle state, the event its waiters wait on and the scope that stops it."""
-
-    done: trio.Event = attrs.field(factory=trio.Event)
-    cancel_scope: trio.CancelScope | None = None
-
-    @property
-    def ended(self) -> bool:
-        return self.done.is_set()
-
-    def abort(self, reason: AbortReason) -> bool:
-        """Ask the run to stop (a run still waiting for its session stops as it starts).
-        False if it already ended. Not a checkpoint."""
-        if self.done.is_set():
-            return False
-        if self.abort_reason is None:
-            self.abort_reason = reason
-        self.aborted = True
-        if self.cancel_scope is not None:
-            self.cancel_scope.cancel()
-        return True
 
 
 @attrs.frozen
@@ -198,23 +170,26 @@ class EmbeddedSessions:
         """The spawned runs, as the tasks of their parents' trees."""
         self._slots = trio.CapacityLimiter(1)
 
-    # --- resolving a target ---------------------------------------------------------------
-
-    @staticmethod
-    def _key(ctx: ToolContext, raw: str) -> str:
-        try:
-            return resolve_session_key(raw, agent_id=None, default_agent=ctx.agent_id)
-        except SessionKeyError as exc:
-            raise ToolError(str(exc)) from exc
-
-    async def _denied(self, ctx: ToolContext, action: str, row: SessionRow) -> str | None:
-        return await reach_denial(self.rt.generation, ctx, action, row, self.rt.session_row)
+    # --- reading the runtime's sessions ---------------------------------------------------
 
     def _active(self) -> dict[str, list[str]]:
         active: dict[str, list[str]] = {}
         for run in self.rt.running():
             active.setdefault(run.session_key, []).append(run.run_id)
         return active
+
+    async def _branch(self, row: SessionRow) -> list[dict[str, Any]]:
+        return branch_dicts(await self.rt.session_branch(row.key))
+
+    async def _save(self, row: SessionRow, **changes: Any) -> SessionRow:
+        return await self.rt.update_row(row.key, row.agentId, **changes)
+
+    async def _labelled(self, label: str, agent_id: str | None) -> str | None:
+        rows = await self.rt.session_rows()
+        return next(
+            (r.key for r in rows if r.label == label and (not agent_id or r.agentId == agent_id)),
+            None,
+        )
 
     # --- sessions_list, sessions_history, session_status, agents_list ---------------------
 
@@ -227,50 +202,16 @@ class EmbeddedSessions:
             after = now_ms() - args.activeMinutes * 60_000
             rows = [r for r in rows if r.updatedAt >= after]
         gen = self.rt.generation
-        return await list_result_for(gen, ctx, args, rows, self._active(), self._recent)
-
-    async def _recent(self, row: SessionRow, count: int) -> list[dict[str, Any]]:
-        return recent_messages(branch_dicts(await self.rt.session_branch(row.key)), count)
+        return await list_result_for(gen, ctx, args, rows, self._active(), self._branch)
 
     async def history(self, ctx: ToolContext, args: SessionsHistoryParams) -> dict[str, Any]:
         """The session's active branch, bounded and sanitized. A checkpoint."""
-        key = self._key(ctx, args.sessionKey)
-        row = await self.rt.session_row(key)
-        if row is None:
-            return {"status": "error", "error": f"No session found: {key}"}
-        refused = await self._denied(ctx, "history", row)
-        if refused is not None:
-            return {"sessionKey": key, "status": "forbidden", "error": refused}
-        return history_result(key, branch_dicts(await self.rt.session_branch(key)), args)
+        gen = self.rt.generation
+        return await history_for(gen, ctx, args, self.rt.session_row, self._branch)
 
     async def status(self, ctx: ToolContext, args: SessionStatusParams) -> dict[str, Any]:
         """The `/status`-style card; `model` sets the session's model. A checkpoint."""
-        key = self._key(ctx, args.sessionKey) if args.sessionKey else ctx.session_key
-        row = await self.rt.session_row(key)
-        if row is None:
-            return {"status": "error", "error": f"No session found: {key}"}
-        refused = await self._denied(ctx, "status", row)
-        if refused is not None:
-            return {"status": "forbidden", "error": refused, "sessionKey": key}
-        changed = args.model is not None
-        if args.model is not None:
-            choice = args.model.strip()
-            if choice.lower() in ("", "default"):
-                row = await self.rt.update_row(
-                    key, row.agentId, modelOverride=None, providerOverride=None
-                )
-            else:
-                try:
-                    resolved = self.rt.generation.resolve(choice, agent_id=row.agentId)
-                except GenerationError as exc:
-                    raise ToolError(f"unknown model {args.model!r}: {exc}") from exc
-                row = await self.rt.update_row(
-                    key,
-                    row.agentId,
-                    modelOverride=resolved.model_id,
-                    providerOverride=resolved.provider_id,
-                )
-        return status_result(self.rt.generation, key, row, changed)
+        return await status_for(self.rt.generation, ctx, args, self.rt.session_row, self._save)
 
     def agents(self, ctx: ToolContext) -> dict[str, Any]:
         return agents_view(self.rt.generation, ctx.agent_id)
@@ -285,28 +226,11 @@ class EmbeddedSessions:
     async def send(self, ctx: ToolContext, args: SessionsSendParams) -> dict[str, Any]:
         """Run the target session with the message and wait for its reply. A checkpoint."""
         run_id = str(uuid.uuid4())
-        if not args.message.strip():
-            raise ToolError("message required")
-        if args.mode == "resume" and (args.watch or (args.timeoutSeconds or 0) > 0):
-            return send_error(run_id, "mode=resume does not wait: omit watch and timeoutSeconds")
-        key = await self._send_target(ctx, args)
-        if isinstance(key, dict):
-            return key | {"runId": run_id}
-        timeout = 0 if args.mode == "steer" else args.timeoutSeconds
-        timeout = SEND_TIMEOUT_DEFAULT_S if timeout is None else timeout
-        if key == ctx.session_key and timeout != 0 and args.mode != "notify":
-            return send_error(
-                run_id,
-                "sessions_send cannot target the calling session; use your own reply instead",
-                key,
-            )
-        row = await self.rt.session_row(key)
-        if row is None:
-            missing = MISSING_FOR_MODE if args.mode in ("steer", "notify", "resume") else None
-            return send_error(run_id, missing or f"No session found: {key}", key)
-        refused = await self._denied(ctx, "send", row)
-        if refused is not None:
-            return {"runId": run_id, "status": "forbidden", "error": refused, "sessionKey": key}
+        gen = self.rt.generation
+        admitted = await send_admission(gen, ctx, args, run_id, self.rt.session_row, self._labelled)
+        if isinstance(admitted, dict):
+            return admitted
+        key, row, timeout = admitted
         if args.mode == "notify":
             self.rt.queue_system_event(key, notify_text(ctx.session_key, args.message))
             return notify_result(key)
@@ -350,34 +274,6 @@ class EmbeddedSessions:
             await record.done.wait()
         return send_outcome(record, key, wait_s)
 
-    async def _send_target(self, ctx: ToolContext, args: SessionsSendParams) -> Any:
-        if args.sessionKey and args.sessionKey.strip():
-            return self._key(ctx, args.sessionKey)
-        if args.label:
-            rows = await self.rt.session_rows()
-            found = next(
-                (
-                    r.key
-                    for r in rows
-                    if r.label == args.label and (not args.agentId or r.agentId == args.agentId)
-                ),
-                None,
-            )
-            if found is None:
-                return {"status": "error", "error": f"No session found with label: {args.label}"}
-            return found
-        if args.agentId:
-            try:
-                agent = self.rt.generation.agent(args.agentId)
-            except GenerationError:
-                return {
-                    "status": "error",
-                    "error": f'Agent "{args.agentId}" not found. Run openclaw agents list to '
-                    "see configured agents.",
-                }
-            return f"agent:{agent.id}:main"
-        raise ToolError("sessionKey, label or agentId required")
-
     async def _resume(
         self, ctx: ToolContext, args: SessionsSendParams, key: str, row: SessionRow
     ) -> dict[str, Any] | None:
@@ -387,27 +283,13 @@ class EmbeddedSessions:
         if task is None or task.parent_key != ctx.session_key:
             if args.mode != "resume":
                 return None
-            return send_error(
-                str(uuid.uuid4()),
-                "Task resume requires a child of this session paused by sessions_yield.",
-                key,
-            )
+            return send_error(str(uuid.uuid4()), RESUME_REFUSED, key)
         record = await self.rt.new_run(key, row.agentId)
-        prompt = (
-            f"This message continues your task; it was sent by session {ctx.session_key} "
-            "(your parent) with sessions_send."
-        )
+        prompt = resume_prompt(ctx.session_key)
         if not self.rt.start_soon(self._child_run, record, args.message, prompt, None, None):
             raise ToolError("a task resumes only in a runtime opened with async with")
         self.book.resume(task, record)
-        return {
-            "status": "accepted",
-            "mode": "resume",
-            "runId": record.run_id,
-            "taskRunId": task.task_id,
-            "sessionKey": key,
-            "completion": "task",
-        }
+        return resume_receipt(record.run_id, task.task_id, key)
 
     # --- sessions_spawn -------------------------------------------------------------------
 

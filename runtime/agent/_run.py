@@ -44,6 +44,7 @@ __all__ = [
     "RunRefusedError",
     "RunState",
     "RunStatus",
+    "TrackedRun",
     "ended_row",
     "final_payload",
     "run_guarded",
@@ -178,6 +179,32 @@ class RunState:
         final = dict(self.final or {"payloads": [], "meta": {}})
         final["meta"] = {**final.get("meta", {}), "error": {"kind": kind, "message": message}}
         self.final = final
+
+
+@attrs.define(eq=False, kw_only=True)
+class TrackedRun(RunState):
+    """One run from the moment it is asked for to its end: its lifecycle state, the event
+    its waiters wait on (`done`, set by its host however it ends) and the scope that stops
+    it. The embedded runtime's runs; the gateway's `actors.RunRecord` adds what it keeps."""
+
+    done: trio.Event = attrs.field(factory=trio.Event)
+    cancel_scope: trio.CancelScope | None = None
+
+    @property
+    def ended(self) -> bool:
+        return self.done.is_set()
+
+    def abort(self, reason: AbortReason) -> bool:
+        """Ask the run to stop (a run still waiting for its session or lane stops as it
+        starts). False if it already ended. Not a checkpoint."""
+        if self.done.is_set():
+            return False
+        if self.abort_reason is None:
+            self.abort_reason = reason
+        self.aborted = True
+        if self.cancel_scope is not None:
+            self.cancel_scope.cancel()
+        return True
 
 
 def final_payload(

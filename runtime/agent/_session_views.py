@@ -2,10 +2,10 @@
 texts, and its limits on subagents.
 
 The hosts (the gateway's `actors._session_tools` / `actors._subagents`, the embedded
-runtime's `_embedded_sessions`) find the sessions, rows and runs; this module turns them
-into what the model reads, the same way for both: `sessions_list` rows and filters,
-`sessions_history`'s window, `session_status`'s card, `sessions_send`'s outcome and its
-`notify` text, `agents_list`, `sessions_spawn`'s admission (OpenClaw's refusals with their
+runtime's `_embedded_sessions`) find the sessions, rows and runs (`_session_calls` reads
+them through the host's callbacks); this module turns them into what the model reads, the
+same way for both: `sessions_list` rows and filters, `sessions_history`'s window, `session_status`'s card and model change,
+`sessions_send`'s outcome, its `notify` text and a task's resume, `agents_list`, `sessions_spawn`'s admission (OpenClaw's refusals with their
 config keys under `agents.defaults.subagents`), receipt, subagent context and the announce
 message, and `sessions_yield`'s claim over the host's `TaskBook`. Pure functions (the
 waits of `subagents_call` aside); none does I/O.
@@ -14,7 +14,7 @@ waits of `subagents_call` aside); none does I/O.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, Final
 
 import msgspec
@@ -23,7 +23,11 @@ import trio
 from ..llm._types import Usage
 from ..loop._agent import now_ms
 from ..model._generation import AgentSpec, GenerationError, ModelRuntimeGeneration
-from ..sessions._sessions import MessageEntry, SessionRow, parse_session_key
+from ..sessions._sessions import (
+    MessageEntry,
+    SessionRow,
+    parse_session_key,
+)
 from ..tools import (
     SessionsHistoryParams,
     SessionsListParams,
@@ -35,13 +39,13 @@ from ..tools import (
     sanitize_history,
 )
 from ..usage import PriceTable, call_cost, format_token_count, format_usd
-from ._session_visibility import denial
 from ._subagent_book import TaskBook, TaskRecord, pending_children_message, reply_text
 
 __all__ = [
     "AGENTS_WAIT_DEFAULT_S",
     "CHILDREN_KEPT",
     "MISSING_FOR_MODE",
+    "RESUME_REFUSED",
     "SEND_TIMEOUT_DEFAULT_S",
     "agent_allowed",
     "agents_view",
@@ -51,15 +55,15 @@ __all__ = [
     "list_kind",
     "list_page",
     "list_result",
-    "list_result_for",
     "list_row",
     "list_wanted",
     "model_ref",
     "notify_result",
     "notify_text",
     "preview",
-    "reach_denial",
     "recent_messages",
+    "resume_prompt",
+    "resume_receipt",
     "send_error",
     "send_outcome",
     "send_prompt",
@@ -88,6 +92,7 @@ CRON_YIELD: Final = (
     "is available. Finish this turn so the scheduler can handle child output under the "
     "job's delivery policy."
 )
+RESUME_REFUSED: Final = "Task resume requires a child of this session paused by sessions_yield."
 MISSING_FOR_MODE: Final = (
     "Cannot notify, steer, or resume a missing session. Use mode=followup to start a new turn."
 )
@@ -113,31 +118,6 @@ RECEIPT_NOTE: Final = (
     "answer; do not poll. If a completion arrives after your final answer, reply only NO_REPLY."
 )
 QUIET_NOTE: Final = "No completion message will come back: check on the child with subagents."
-
-
-async def reach_denial(
-    gen: ModelRuntimeGeneration,
-    ctx: ToolContext,
-    action: str,
-    row: SessionRow,
-    row_of: Callable[[str], Awaitable[SessionRow | None]],
-) -> str | None:
-    """Why the caller may not reach `row`'s session for `action` (`_session_visibility`),
-    or None; `row_of` finds a session's row, for the target's lineage. A checkpoint."""
-    if row.key == ctx.session_key:
-        return None
-    parents: dict[str, str] = {}
-    key = row.key
-    current_row: SessionRow | None = row
-    for _ in range(16):  # the target's lineage, for `tree` and the owned-child exception
-        parent = current_row.spawnedBy if current_row is not None else None
-        if parent is None or parent in parents:
-            break
-        parents[key] = parent
-        key = parent
-        current_row = await row_of(parent)
-    tools = gen.config.tools
-    return denial(tools, action, ctx.session_key, ctx.agent_id, row.key, row.agentId, parents.get)
 
 
 # --- sessions_list ---------------------------------------------------------------------------
@@ -225,45 +205,6 @@ def list_result(
     if result["hasMore"]:
         result["nextOffset"] = offset + len(sessions)
     return result
-
-
-async def list_result_for(
-    gen: ModelRuntimeGeneration,
-    ctx: ToolContext,
-    args: SessionsListParams,
-    rows: list[SessionRow],
-    active: dict[str, list[str]],
-    recent: Callable[[SessionRow, int], Awaitable[list[dict[str, Any]]]],
-) -> dict[str, Any]:
-    """`sessions_list`'s payload from the host's `rows` (most recently updated first,
-    already within `agentId` and `activeMinutes`), its running runs by session (`active`)
-    and `recent(row, count)`, a session's latest messages (`recent_messages`): filtered,
-    within the caller's reach, paged, with the children and messages asked for. A
-    checkpoint when messages are asked for."""
-    rows = [r for r in rows if r.key not in ("global", "unknown") and list_wanted(r, args, active)]
-    tools, parents = gen.config.tools, {r.key: r.spawnedBy for r in rows}
-    rows = [
-        r
-        for r in rows
-        if denial(tools, "list", ctx.session_key, ctx.agent_id, r.key, r.agentId, parents.get)
-        is None
-    ]
-    children: dict[str, list[str]] = {}
-    for row in rows:
-        if row.parentSessionKey:
-            children.setdefault(row.parentSessionKey, []).append(row.key)
-    page, limit = list_page(rows, args)
-    sessions = []
-    for row in page:
-        view = list_row(gen, row, children.get(row.key), active.get(row.key))
-        if args.messageLimit or args.includeLastMessage:
-            shown = await recent(row, args.messageLimit or 1)
-            if args.messageLimit:
-                view["messages"] = shown
-            if args.includeLastMessage and shown:
-                view["lastMessagePreview"] = preview(shown[-1])
-        sessions.append(view)
-    return list_result(sessions, len(rows), args, limit)
 
 
 def recent_messages(messages: list[dict[str, Any]], count: int) -> list[dict[str, Any]]:
@@ -443,6 +384,26 @@ def notify_result(key: str) -> dict[str, Any]:
         "notificationId": str(uuid.uuid4()),
         "durability": "process",
         "runStarted": False,
+    }
+
+
+def resume_prompt(source_key: str) -> str:
+    """The extra system prompt of a paused task's continuation sent from `source_key`."""
+    return (
+        f"This message continues your task; it was sent by session {source_key} "
+        "(your parent) with sessions_send."
+    )
+
+
+def resume_receipt(run_id: str, task_id: str, key: str) -> dict[str, Any]:
+    """The answer to a send that resumed task `task_id` of session `key` (not waited for)."""
+    return {
+        "status": "accepted",
+        "mode": "resume",
+        "runId": run_id,
+        "taskRunId": task_id,
+        "sessionKey": key,
+        "completion": "task",
     }
 
 

@@ -1,0 +1,238 @@
+"""What the session tools do the same way on every host, reading the host's sessions
+through its callbacks (`RowOf`: a session's row by key; `BranchOf`: a row's active branch
+as plain data; the change of a row; a session found by its label): the target a call names
+(`target_key`) and whether the caller may reach it (`reach_denial`, over the target's
+lineage), `sessions_list`'s page (`list_result_for`), `sessions_history`'s and
+`session_status`'s answers (`history_for`, `status_for` with `model_override`) and
+`sessions_send`'s checks before it starts anything (`send_admission`). What they answer is
+made by `_session_views`. The hosts: the gateway's `actors._session_tools`, the embedded
+runtime's `_embedded_sessions`. Each call is a checkpoint when it reads; none does I/O of
+its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from ..model._generation import GenerationError, ModelRuntimeGeneration
+from ..sessions._sessions import SessionKeyError, SessionRow, resolve_session_key
+from ..tools import (
+    SessionsHistoryParams,
+    SessionsListParams,
+    SessionsSendParams,
+    SessionStatusParams,
+    ToolContext,
+    ToolError,
+)
+from ._session_views import (
+    MISSING_FOR_MODE,
+    SEND_TIMEOUT_DEFAULT_S,
+    history_result,
+    list_page,
+    list_result,
+    list_row,
+    list_wanted,
+    preview,
+    recent_messages,
+    send_error,
+    status_result,
+)
+from ._session_visibility import denial
+
+__all__ = [
+    "BranchOf",
+    "RowOf",
+    "history_for",
+    "list_result_for",
+    "model_override",
+    "reach_denial",
+    "send_admission",
+    "status_for",
+    "target_key",
+]
+
+RowOf = Callable[[str], Awaitable[SessionRow | None]]
+"""The host's reading of a session's row by key (None: no such session). A checkpoint."""
+BranchOf = Callable[[SessionRow], Awaitable[list[dict[str, Any]]]]
+"""The host's reading of a session's active branch, as plain data (`branch_dicts`)."""
+
+
+async def reach_denial(
+    gen: ModelRuntimeGeneration,
+    ctx: ToolContext,
+    action: str,
+    row: SessionRow,
+    row_of: RowOf,
+) -> str | None:
+    """Why the caller may not reach `row`'s session for `action` (`_session_visibility`),
+    or None; `row_of` finds a session's row, for the target's lineage. A checkpoint."""
+    if row.key == ctx.session_key:
+        return None
+    parents: dict[str, str] = {}
+    key = row.key
+    current_row: SessionRow | None = row
+    for _ in range(16):  # the target's lineage, for `tree` and the owned-child exception
+        parent = current_row.spawnedBy if current_row is not None else None
+        if parent is None or parent in parents:
+            break
+        parents[key] = parent
+        key = parent
+        current_row = await row_of(parent)
+    tools = gen.config.tools
+    return denial(tools, action, ctx.session_key, ctx.agent_id, row.key, row.agentId, parents.get)
+
+
+def target_key(ctx: ToolContext, raw: str) -> str:
+    """The session key `raw` names, from the calling agent. Raises `ToolError`."""
+    try:
+        return resolve_session_key(raw, agent_id=None, default_agent=ctx.agent_id)
+    except SessionKeyError as exc:
+        raise ToolError(str(exc)) from exc
+
+
+async def list_result_for(
+    gen: ModelRuntimeGeneration,
+    ctx: ToolContext,
+    args: SessionsListParams,
+    rows: list[SessionRow],
+    active: dict[str, list[str]],
+    branch: BranchOf,
+) -> dict[str, Any]:
+    """`sessions_list`'s payload from the host's `rows` (most recently updated first,
+    already within `agentId` and `activeMinutes`), its running runs by session (`active`)
+    and `branch(row)`, a session's messages (the latest shown: `recent_messages`): filtered,
+    within the caller's reach, paged, with the children and messages asked for. A
+    checkpoint when messages are asked for."""
+    rows = [r for r in rows if r.key not in ("global", "unknown") and list_wanted(r, args, active)]
+    tools, parents = gen.config.tools, {r.key: r.spawnedBy for r in rows}
+    rows = [
+        r
+        for r in rows
+        if denial(tools, "list", ctx.session_key, ctx.agent_id, r.key, r.agentId, parents.get)
+        is None
+    ]
+    children: dict[str, list[str]] = {}
+    for row in rows:
+        if row.parentSessionKey:
+            children.setdefault(row.parentSessionKey, []).append(row.key)
+    page, limit = list_page(rows, args)
+    sessions = []
+    for row in page:
+        view = list_row(gen, row, children.get(row.key), active.get(row.key))
+        if args.messageLimit or args.includeLastMessage:
+            shown = recent_messages(await branch(row), args.messageLimit or 1)
+            if args.messageLimit:
+                view["messages"] = shown
+            if args.includeLastMessage and shown:
+                view["lastMessagePreview"] = preview(shown[-1])
+        sessions.append(view)
+    return list_result(sessions, len(rows), args, limit)
+
+
+async def history_for(
+    gen: ModelRuntimeGeneration,
+    ctx: ToolContext,
+    args: SessionsHistoryParams,
+    row_of: RowOf,
+    branch: BranchOf,
+) -> dict[str, Any]:
+    """`sessions_history`'s payload: the named session's branch (`history_result`), or its
+    error when there is no such session or it is beyond the caller's reach. A checkpoint."""
+    key = target_key(ctx, args.sessionKey)
+    row = await row_of(key)
+    if row is None:
+        return {"status": "error", "error": f"No session found: {key}"}
+    refused = await reach_denial(gen, ctx, "history", row, row_of)
+    if refused is not None:
+        return {"sessionKey": key, "status": "forbidden", "error": refused}
+    return history_result(key, await branch(row), args)
+
+
+def model_override(gen: ModelRuntimeGeneration, row: SessionRow, choice: str) -> dict[str, Any]:
+    """The row changes `session_status`'s `model: choice` makes: none (`default` or empty),
+    else the model it resolves to for the session's agent. Raises `ToolError`."""
+    if choice.strip().lower() in ("", "default"):
+        return {"modelOverride": None, "providerOverride": None}
+    try:
+        resolved = gen.resolve(choice.strip(), agent_id=row.agentId)
+    except GenerationError as exc:
+        raise ToolError(f"unknown model {choice!r}: {exc}") from exc
+    return {"modelOverride": resolved.model_id, "providerOverride": resolved.provider_id}
+
+
+async def status_for(
+    gen: ModelRuntimeGeneration,
+    ctx: ToolContext,
+    args: SessionStatusParams,
+    row_of: RowOf,
+    save: Callable[..., Awaitable[SessionRow]],
+) -> dict[str, Any]:
+    """`session_status`'s payload for the named session (the caller's when none), or its
+    error; `model` sets the session's model through `save(row, **changes)`, the host's
+    change of a row. A checkpoint."""
+    key = target_key(ctx, args.sessionKey) if args.sessionKey else ctx.session_key
+    row = await row_of(key)
+    if row is None:
+        return {"status": "error", "error": f"No session found: {key}"}
+    refused = await reach_denial(gen, ctx, "status", row, row_of)
+    if refused is not None:
+        return {"status": "forbidden", "error": refused, "sessionKey": key}
+    if args.model is not None:
+        row = await save(row, **model_override(gen, row, args.model))
+    return status_result(gen, key, row, args.model is not None)
+
+
+async def send_admission(
+    gen: ModelRuntimeGeneration,
+    ctx: ToolContext,
+    args: SessionsSendParams,
+    run_id: str,
+    row_of: RowOf,
+    labelled: Callable[[str, str | None], Awaitable[str | None]],
+) -> tuple[str, SessionRow, float] | dict[str, Any]:
+    """`sessions_send`'s checks before it does anything: the target's key, its row and how
+    long the send waits (`timeoutSeconds`, default 30; 0 for `steer`), or the payload that
+    refuses it (a resume that would wait, no such session or agent, the caller itself
+    waited for, beyond the caller's reach). `labelled(label, agentId)` finds a session by
+    its label. Raises `ToolError` (no message, no target). A checkpoint."""
+    if not args.message.strip():
+        raise ToolError("message required")
+    if args.mode == "resume" and (args.watch or (args.timeoutSeconds or 0) > 0):
+        return send_error(run_id, "mode=resume does not wait: omit watch and timeoutSeconds")
+    if args.sessionKey and args.sessionKey.strip():
+        key = target_key(ctx, args.sessionKey)
+    elif args.label:
+        found = await labelled(args.label, args.agentId)
+        if found is None:
+            error = f"No session found with label: {args.label}"
+            return {"status": "error", "error": error, "runId": run_id}
+        key = found
+    elif args.agentId:
+        try:
+            key = f"agent:{gen.agent(args.agentId).id}:main"
+        except GenerationError:
+            return {
+                "status": "error",
+                "error": f'Agent "{args.agentId}" not found. Run openclaw agents list to '
+                "see configured agents.",
+                "runId": run_id,
+            }
+    else:
+        raise ToolError("sessionKey, label or agentId required")
+    timeout = 0 if args.mode == "steer" else args.timeoutSeconds
+    timeout = SEND_TIMEOUT_DEFAULT_S if timeout is None else timeout
+    if key == ctx.session_key and timeout != 0 and args.mode != "notify":
+        return send_error(
+            run_id,
+            "sessions_send cannot target the calling session; use your own reply instead",
+            key,
+        )
+    row = await row_of(key)
+    if row is None:
+        missing = MISSING_FOR_MODE if args.mode in ("steer", "notify", "resume") else None
+        return send_error(run_id, missing or f"No session found: {key}", key)
+    refused = await reach_denial(gen, ctx, "send", row, row_of)
+    if refused is not None:
+        return {"runId": run_id, "status": "forbidden", "error": refused, "sessionKey": key}
+    return key, row, timeout
