@@ -30,14 +30,13 @@ import json
 import logging
 import uuid
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
-import attrs
 import msgspec
 import trio
 
 from runtime.agent import normalize_think_level
-from runtime.cron import CronJob
+from runtime.cron import CronJob, FiringOutcome
 from runtime.loop import now_ms
 from runtime.model import GenerationError, ModelRuntimeGeneration
 from runtime.protocol import CronAddParamsPayloadAgentTurn, GatewayError, describe_exception
@@ -53,44 +52,11 @@ from ..session import RunRequest
 if TYPE_CHECKING:
     from .._supervisor import Supervisor
 
-__all__ = ["SCHEDULER_WATCHDOG_S", "FiringOutcome", "execute", "job_revision", "void_grants"]
+__all__ = ["SCHEDULER_WATCHDOG_S", "execute", "job_revision", "void_grants"]
 
 log = logging.getLogger("clawlane.cron")
 
 SCHEDULER_WATCHDOG_S: Final = 3600.0
-
-
-@attrs.define
-class FiringOutcome:
-    """What a firing produced, before delivery."""
-
-    status: str  # "ok" | "error" | "skipped"
-    started_at: int
-    ended_at: int
-    summary: str | None = None
-    error: str | None = None
-    session_key: str | None = None
-    session_id: str | None = None
-    agent_run_id: str | None = None
-    model: str | None = None
-    provider: str | None = None
-    usage: dict[str, int] | None = None
-
-    def fields(self) -> dict[str, Any]:
-        """The outcome in `CronRunLogEntry` names."""
-        out: dict[str, Any] = {"status": self.status}
-        for name, value in (
-            ("summary", self.summary),
-            ("error", self.error),
-            ("sessionKey", self.session_key),
-            ("sessionId", self.session_id),
-            ("model", self.model),
-            ("provider", self.provider),
-            ("usage", self.usage),
-        ):
-            if value is not None:
-                out[name] = value
-        return out
 
 
 def job_revision(job: CronJob) -> str:
@@ -150,30 +116,6 @@ def _session_key(sup: Supervisor, job: CronJob, agent_id: str) -> str:
     return sup.resolve_key(job.sessionKey, agent_id)  # current
 
 
-def _summary(final: dict[str, Any] | None) -> str | None:
-    if not final:
-        return None
-    texts = [
-        str(p.get("text"))
-        for p in final.get("payloads", [])
-        if isinstance(p, dict) and p.get("text") and not p.get("isError")
-    ]
-    return "\n\n".join(texts) if texts else None
-
-
-def _agent_meta(outcome: FiringOutcome, final: dict[str, Any] | None) -> None:
-    meta = (final or {}).get("meta", {}).get("agentMeta", {})
-    outcome.model = meta.get("model")
-    outcome.provider = meta.get("provider")
-    usage = meta.get("usage")
-    if isinstance(usage, dict):
-        outcome.usage = {
-            "input_tokens": int(usage.get("input") or 0),
-            "output_tokens": int(usage.get("output") or 0),
-            "total_tokens": int(usage.get("total") or 0),
-        }
-
-
 def _turn_options(
     gen: ModelRuntimeGeneration, job: CronJob, agent_id: str
 ) -> tuple[str, str | None, float | None]:
@@ -193,20 +135,6 @@ def _turn_options(
     if isinstance(payload.timeoutSeconds, float | int):
         timeout_s = float(payload.timeoutSeconds) or None
     return payload.message, model_ref, timeout_s
-
-
-def _run_outcome(outcome: FiringOutcome, record: RunRecord, timeout_s: float | None) -> None:
-    """What the ended run of a firing says: its status or error, summary and usage."""
-    _agent_meta(outcome, record.final)
-    outcome.summary = _summary(record.final)
-    if record.status == "ok":
-        outcome.status = "ok"
-    elif record.aborted and record.abort_reason == "timeout":
-        outcome.error = f"cron: job execution timed out after {timeout_s:g}s"
-    elif record.aborted:
-        outcome.error = f"cron: run aborted ({record.abort_reason})"
-    else:
-        outcome.error = record.error or "agent run failed"
 
 
 async def _system_event(
@@ -299,7 +227,7 @@ async def execute(
                 raise
         finally:
             forget()
-        _run_outcome(outcome, record, timeout_s)
+        outcome.take_run(record, timeout_s)
     except (GenerationError, SessionKeyError, GatewayError, ClusterError) as exc:
         outcome.error = str(exc)
     except Exception as exc:  # a bug: this firing fails, the scheduler carries on

@@ -45,15 +45,18 @@ import trio
 
 from runtime.cron import (
     CronJob,
+    FiringOutcome,
     announce_fields,
     completion_status,
     encode_job,
+    finished_entry,
     format_iso_ms,
     host_timezone,
     job_view,
+    next_due_ms,
     next_run_after,
     run_entry,
-    settle_job,
+    settle_firing,
 )
 from runtime.protocol import (
     CronAddParamsDeliveryAnnounce,
@@ -63,7 +66,7 @@ from runtime.protocol import (
 
 from .._errors import ActorError, StoreError
 from ..runs import WebhookAttempt, WebhookClient, WebhookSettings, deliver_webhook
-from ._run import FiringOutcome, execute, void_grants
+from ._run import execute, void_grants
 from ._store import CronStore, RunQuery
 
 __all__ = [
@@ -266,12 +269,7 @@ class CronScheduler:
         self._wake.set()
 
     def next_wake_ms(self) -> int | None:
-        times = [
-            j.state.nextRunAtMs
-            for j in self.jobs.values()
-            if j.enabled and j.state.nextRunAtMs is not None and j.id not in self._running
-        ]
-        return min(times) if times else None
+        return next_due_ms(self.jobs.values(), self._running)
 
     async def run_timer(self) -> None:
         """Fire due jobs until cancelled. `cron.enabled: false` stops automatic firing."""
@@ -338,10 +336,7 @@ class CronScheduler:
     async def _finish(
         self, snapshot: CronJob, run_id: str, trigger: str, outcome: FiringOutcome
     ) -> None:
-        entry = run_entry(snapshot, run_id, outcome.ended_at)
-        entry.update(outcome.fields())
-        entry["runAtMs"] = outcome.started_at
-        entry["durationMs"] = max(0, outcome.ended_at - outcome.started_at)
+        entry = finished_entry(snapshot, run_id, outcome)
         missed = self._missed.pop(snapshot.id, None) if trigger == "missed" else None
         if missed is not None:
             entry["diagnostics"] = missed.diagnostics(outcome.started_at)
@@ -349,29 +344,10 @@ class CronScheduler:
         entry["completionStatus"] = completion_status(entry)
         # The job as it is now (it may have been updated or removed during the run).
         live = self.jobs.get(snapshot.id)
-        if live is not None:
-            settle_job(
-                live,
-                trigger=trigger,
-                status=outcome.status,
-                error=outcome.error,
-                started_at=outcome.started_at,
-                ended_at=outcome.ended_at,
-            )
-            live.state.lastDelivered = entry.get("delivered")
-            live.state.lastDeliveryStatus = entry.get("deliveryStatus")
-            live.state.lastDeliveryError = entry.get("deliveryError")
-            if live.state.nextRunAtMs is not None:
-                entry["nextRunAtMs"] = live.state.nextRunAtMs
+        spent = live is not None and settle_firing(live, entry, trigger, outcome)
         await self.store.put_run(entry)
         if live is not None and self.jobs.get(live.id) is live:
-            delete = (
-                isinstance(live.schedule, CronAddParamsScheduleAt)
-                and trigger != "manual"
-                and live.deleteAfterRun
-                and entry["completionStatus"] == "succeeded"
-            )
-            if delete:
+            if spent:
                 await self._delete(live)
             else:
                 await self._save(live)

@@ -48,21 +48,21 @@ from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
 from typing import Any, Final, Protocol
 
-import attrs
 import msgspec
 import trio
 
 from ..cron import (
     CronJob,
     CronJobError,
+    FiringOutcome,
     announce_fields,
     completion_status,
+    finished_entry,
     host_timezone,
     job_view,
+    next_due_ms,
     next_run_after,
-    run_entry,
-    run_summary,
-    settle_job,
+    settle_firing,
 )
 from ..model import GenerationError, ModelRuntimeGeneration
 from ..protocol import (
@@ -117,37 +117,6 @@ class CronRuntime(Protocol):
         ...
 
     async def update_row(self, key: str, agent_id: str, **changes: Any) -> Any: ...
-
-
-@attrs.define
-class _Outcome:
-    """What a firing produced, in `CronRunLogEntry` names (`fields`)."""
-
-    status: str
-    started_at: int
-    ended_at: int
-    summary: str | None = None
-    error: str | None = None
-    session_key: str | None = None
-    session_id: str | None = None
-    model: str | None = None
-    provider: str | None = None
-    usage: dict[str, int] | None = None
-
-    def fields(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"status": self.status}
-        for name, value in (
-            ("summary", self.summary),
-            ("error", self.error),
-            ("sessionKey", self.session_key),
-            ("sessionId", self.session_id),
-            ("model", self.model),
-            ("provider", self.provider),
-            ("usage", self.usage),
-        ):
-            if value is not None:
-                out[name] = value
-        return out
 
 
 class EmbeddedCron:
@@ -281,12 +250,7 @@ class EmbeddedCron:
         self._wake.set()
 
     def next_wake_ms(self) -> int | None:
-        times = [
-            j.state.nextRunAtMs
-            for j in self.jobs.values()
-            if j.enabled and j.state.nextRunAtMs is not None and j.id not in self._running
-        ]
-        return min(times) if times else None
+        return next_due_ms(self.jobs.values(), self._running)
 
     async def run_timer(self) -> None:
         """Fire due jobs until cancelled (with `cron.enabled: false`, none)."""
@@ -348,11 +312,8 @@ class EmbeddedCron:
             self._running.pop(job_id, None)
             self.rearm()
 
-    def _finish(self, snapshot: CronJob, run_id: str, trigger: str, outcome: _Outcome) -> None:
-        entry = run_entry(snapshot, run_id, outcome.ended_at)
-        entry.update(outcome.fields())
-        entry["runAtMs"] = outcome.started_at
-        entry["durationMs"] = max(0, outcome.ended_at - outcome.started_at)
+    def _finish(self, snapshot: CronJob, run_id: str, trigger: str, outcome: FiringOutcome) -> None:
+        entry = finished_entry(snapshot, run_id, outcome)
         if isinstance(snapshot.delivery, CronAddParamsDeliveryAnnounce):
             entry.update(announce_fields(outcome.status, outcome.summary, outcome.session_key))
         else:
@@ -360,26 +321,9 @@ class EmbeddedCron:
         entry["completionStatus"] = completion_status(entry)
         live = self.jobs.get(snapshot.id)  # as it is now: updated or removed meanwhile
         if live is not None:
-            settle_job(
-                live,
-                trigger=trigger,
-                status=outcome.status,
-                error=outcome.error,
-                started_at=outcome.started_at,
-                ended_at=outcome.ended_at,
-            )
-            live.state.lastDelivered = entry.get("delivered")
-            live.state.lastDeliveryStatus = entry.get("deliveryStatus")
-            if live.state.nextRunAtMs is not None:
-                entry["nextRunAtMs"] = live.state.nextRunAtMs
+            spent = settle_firing(live, entry, trigger, outcome)
             self._runs[live.id].append(entry)
-            done = (
-                isinstance(live.schedule, CronAddParamsScheduleAt)
-                and trigger != "manual"
-                and live.deleteAfterRun
-                and entry["completionStatus"] == "succeeded"
-            )
-            if done:
+            if spent:
                 self.jobs.pop(live.id, None)
                 self._runs.pop(live.id, None)
         event = {k: v for k, v in entry.items() if k not in ("ts", "action", "jobName")}
@@ -396,10 +340,10 @@ class EmbeddedCron:
         default = self.rt.generation.default_agent
         return resolve_session_key(raw, agent_id=agent_id, default_agent=default)
 
-    async def _execute(self, job: CronJob) -> _Outcome:
+    async def _execute(self, job: CronJob) -> FiringOutcome:
         """Run `job`'s payload to its end. Never raises but `Cancelled`. A checkpoint."""
         started = self.now_ms()
-        outcome = _Outcome(status="error", started_at=started, ended_at=started)
+        outcome = FiringOutcome(status="error", started_at=started, ended_at=started)
         try:
             generation = self.rt.generation
             spec = generation.agent(job.agentId)
@@ -442,7 +386,7 @@ class EmbeddedCron:
 
     async def _turn(
         self,
-        outcome: _Outcome,
+        outcome: FiringOutcome,
         key: str,
         agent_id: str,
         message: str,
@@ -456,27 +400,9 @@ class EmbeddedCron:
             self._slots.total_tokens = cap
         async with self._slots:
             record = await self.rt.new_run(key, agent_id)
-            result = await self.rt.run(record, message, model=model, timeout_s=timeout_s)
+            await self.rt.run(record, message, model=model, timeout_s=timeout_s)
         outcome.session_id = record.session_id
-        if message:
-            outcome.summary = run_summary(result.payloads)
-        meta = dict(result.meta).get("agentMeta") or {}
-        outcome.model, outcome.provider = meta.get("model"), meta.get("provider")
-        usage = meta.get("usage")
-        if isinstance(usage, dict):
-            outcome.usage = {
-                "input_tokens": int(usage.get("input") or 0),
-                "output_tokens": int(usage.get("output") or 0),
-                "total_tokens": int(usage.get("total") or 0),
-            }
-        if result.status == "ok":
-            outcome.status = "ok"
-        elif record.aborted and record.abort_reason == "timeout":
-            outcome.error = f"cron: job execution timed out after {timeout_s:g}s"
-        elif record.aborted:
-            outcome.error = f"cron: run aborted ({record.abort_reason})"
-        else:
-            outcome.error = result.error or "agent run failed"
+        outcome.take_run(record, timeout_s, summary=bool(message))
 
     async def _event_turn(self, key: str, agent_id: str) -> None:
         """A turn that reads the session's queued system events (`wake` `now`)."""

@@ -7,7 +7,9 @@ and the embedded runtime's.
 - `_cron_params`: the `cron.*` methods' params that name a job.
 - `_cron_list`: `cron.list`'s filters and sorts (`select_jobs`).
 - `_cron_runs`: what a finished run does to its job (`settle_job`) and its history entry
-  (`run_entry`, `announce_fields`, `completion_status`, `run_summary`).
+  (`run_entry`, `announce_fields`, `completion_status`, `run_summary`), a firing's outcome
+  and what it does to its job (`FiringOutcome`, `finished_entry`, `settle_firing`), the
+  timer's next slot (`next_due_ms`).
 """
 
 from ._cron_jobs import CronJob as CronJob
@@ -26,10 +28,15 @@ from ._cron_params import CronRemoveParams as CronRemoveParams
 from ._cron_params import CronRunParams as CronRunParams
 from ._cron_params import CronUpdateParams as CronUpdateParams
 from ._cron_params import JobIdError as JobIdError
+from ._cron_runs import EndedRun as EndedRun
+from ._cron_runs import FiringOutcome as FiringOutcome
 from ._cron_runs import announce_fields as announce_fields
 from ._cron_runs import completion_status as completion_status
+from ._cron_runs import finished_entry as finished_entry
+from ._cron_runs import next_due_ms as next_due_ms
 from ._cron_runs import run_entry as run_entry
 from ._cron_runs import run_summary as run_summary
+from ._cron_runs import settle_firing as settle_firing
 from ._cron_runs import settle_job as settle_job
 from ._cron_schedule import error_backoff_ms as error_backoff_ms
 from ._cron_schedule import format_iso_ms as format_iso_ms
@@ -42,6 +49,8 @@ __all__ = [
     "CronRemoveParams",
     "CronRunParams",
     "CronUpdateParams",
+    "EndedRun",
+    "FiringOutcome",
     "JobIdError",
     "announce_fields",
     "apply_patch",
@@ -50,14 +59,17 @@ __all__ = [
     "effective_agent",
     "encode_job",
     "error_backoff_ms",
+    "finished_entry",
     "format_iso_ms",
     "host_timezone",
     "job_from_add",
     "job_view",
+    "next_due_ms",
     "next_run_after",
     "run_entry",
     "run_summary",
     "select_jobs",
+    "settle_firing",
     "settle_job",
     "webhook_url_problem",
 ]

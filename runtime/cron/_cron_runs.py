@@ -16,19 +16,36 @@ Shared by the gateway's scheduler (`actors.cron`) and the embedded runtime's (in
   30 s, 60 s, 5 min, 15 min, 60 min), unless run by hand; otherwise its next slot after the
   run's end, when the one it had has passed.
 - `run_summary`: the text a run answered (its final payloads' texts, errors left out).
+- `FiringOutcome`: what a firing produced (`take_run` reads its ended run: status or
+  error, summary, model and usage), `finished_entry` the entry it starts, and
+  `settle_firing` what it does to the job as it is now.
+- `next_due_ms`: the earliest slot of the enabled jobs not running, for the timer.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Container, Iterable, Mapping
+from typing import Any, Protocol
+
+import attrs
 
 from runtime.protocol import CronAddParamsScheduleAt
 
 from ._cron_jobs import CronJob, next_run_after
 from ._cron_schedule import error_backoff_ms
 
-__all__ = ["announce_fields", "completion_status", "run_entry", "run_summary", "settle_job"]
+__all__ = [
+    "EndedRun",
+    "FiringOutcome",
+    "announce_fields",
+    "completion_status",
+    "finished_entry",
+    "next_due_ms",
+    "run_entry",
+    "run_summary",
+    "settle_firing",
+    "settle_job",
+]
 
 
 def run_entry(job: CronJob, run_id: str, now: int) -> dict[str, Any]:
@@ -117,3 +134,125 @@ def run_summary(payloads: Iterable[Any]) -> str | None:
         if isinstance(p, Mapping) and p.get("text") and not p.get("isError")
     ]
     return "\n\n".join(texts) if texts else None
+
+
+class EndedRun(Protocol):
+    """What `FiringOutcome.take_run` reads of a firing's ended run (`runtime.agent.RunState`
+    and the gateway's `RunRecord` are ones)."""
+
+    @property
+    def status(self) -> str: ...
+    @property
+    def error(self) -> str | None: ...
+    @property
+    def aborted(self) -> bool: ...
+    @property
+    def abort_reason(self) -> str | None: ...
+    @property
+    def final(self) -> dict[str, Any] | None: ...
+
+
+@attrs.define
+class FiringOutcome:
+    """What a firing produced, before delivery."""
+
+    status: str  # "ok" | "error" | "skipped"
+    started_at: int
+    ended_at: int
+    summary: str | None = None
+    error: str | None = None
+    session_key: str | None = None
+    session_id: str | None = None
+    agent_run_id: str | None = None
+    model: str | None = None
+    provider: str | None = None
+    usage: dict[str, int] | None = None
+
+    def fields(self) -> dict[str, Any]:
+        """The outcome in `CronRunLogEntry` names."""
+        out: dict[str, Any] = {"status": self.status}
+        for name, value in (
+            ("summary", self.summary),
+            ("error", self.error),
+            ("sessionKey", self.session_key),
+            ("sessionId", self.session_id),
+            ("model", self.model),
+            ("provider", self.provider),
+            ("usage", self.usage),
+        ):
+            if value is not None:
+                out[name] = value
+        return out
+
+    def take_run(self, run: EndedRun, timeout_s: float | None, *, summary: bool = True) -> None:
+        """What the firing's ended agent `run` says: its status or error (a timeout after
+        `timeout_s`, an abort, its error), its model, provider and usage (its final
+        `meta.agentMeta`) and, with `summary`, the text it answered (`run_summary`)."""
+        final = run.final or {}
+        meta = (final.get("meta") or {}).get("agentMeta") or {}
+        self.model, self.provider = meta.get("model"), meta.get("provider")
+        usage = meta.get("usage")
+        if isinstance(usage, dict):
+            self.usage = {
+                "input_tokens": int(usage.get("input") or 0),
+                "output_tokens": int(usage.get("output") or 0),
+                "total_tokens": int(usage.get("total") or 0),
+            }
+        if summary:
+            self.summary = run_summary(final.get("payloads") or ())
+        if run.status == "ok":
+            self.status = "ok"
+        elif run.aborted and run.abort_reason == "timeout":
+            self.error = f"cron: job execution timed out after {timeout_s:g}s"
+        elif run.aborted:
+            self.error = f"cron: run aborted ({run.abort_reason})"
+        else:
+            self.error = run.error or "agent run failed"
+
+
+def finished_entry(job: CronJob, run_id: str, outcome: FiringOutcome) -> dict[str, Any]:
+    """The history entry of `job`'s firing `run_id` as it ended, before delivery: `run_entry`
+    with the outcome's fields, `runAtMs` and `durationMs`."""
+    entry = run_entry(job, run_id, outcome.ended_at)
+    entry.update(outcome.fields())
+    entry["runAtMs"] = outcome.started_at
+    entry["durationMs"] = max(0, outcome.ended_at - outcome.started_at)
+    return entry
+
+
+def settle_firing(
+    live: CronJob, entry: dict[str, Any], trigger: str, outcome: FiringOutcome
+) -> bool:
+    """After a firing whose delivered `entry` is complete (`completionStatus` included),
+    the job as it is now (`live`): its state (`settle_job`) and last delivery; the entry
+    gets its next run. True when the job is spent: a one-shot `at` job that ran on
+    schedule, succeeded and is to be deleted after its run (`deleteAfterRun`)."""
+    settle_job(
+        live,
+        trigger=trigger,
+        status=outcome.status,
+        error=outcome.error,
+        started_at=outcome.started_at,
+        ended_at=outcome.ended_at,
+    )
+    live.state.lastDelivered = entry.get("delivered")
+    live.state.lastDeliveryStatus = entry.get("deliveryStatus")
+    live.state.lastDeliveryError = entry.get("deliveryError")
+    if live.state.nextRunAtMs is not None:
+        entry["nextRunAtMs"] = live.state.nextRunAtMs
+    return bool(
+        isinstance(live.schedule, CronAddParamsScheduleAt)
+        and trigger != "manual"
+        and live.deleteAfterRun
+        and entry["completionStatus"] == "succeeded"
+    )
+
+
+def next_due_ms(jobs: Iterable[CronJob], running: Container[str]) -> int | None:
+    """The earliest `nextRunAtMs` of the enabled `jobs` not `running` (ids), or None."""
+    times = [
+        j.state.nextRunAtMs
+        for j in jobs
+        if j.enabled and j.state.nextRunAtMs is not None and j.id not in running
+    ]
+    return min(times) if times else None
