@@ -37,8 +37,8 @@ from runtime.agent import (
     resume_receipt,
     send_admission,
     send_error,
-    send_outcome,
     send_prompt,
+    send_waited,
     status_for,
     subagent_role,
     subagents_call,
@@ -151,17 +151,7 @@ class GatewaySessions:
             origin="sessions_send",
             extra_system_prompt=send_prompt(ctx.session_key),
         )
-        if timeout == 0:
-            return {
-                "runId": record.run_id,
-                "status": "accepted",
-                "sessionKey": key,
-                "targetDisposition": "queued",
-                "delivery": {"status": "skipped", "mode": "announce"},
-            }
-        with trio.move_on_after(timeout):
-            await record.done.wait()
-        return send_outcome(record, key, timeout)
+        return await send_waited(record, key, timeout)
 
     def _notify(
         self, ctx: ToolContext, args: SessionsSendParams, key: str, run_id: str

@@ -79,6 +79,7 @@ from ._session_calls import history_for as history_for
 from ._session_calls import list_result_for as list_result_for
 from ._session_calls import reach_denial as reach_denial
 from ._session_calls import send_admission as send_admission
+from ._session_calls import send_waited as send_waited
 from ._session_calls import status_for as status_for
 from ._session_views import AGENTS_WAIT_DEFAULT_S as AGENTS_WAIT_DEFAULT_S
 from ._session_views import CHILDREN_KEPT as CHILDREN_KEPT
@@ -211,6 +212,7 @@ __all__ = [
     "send_error",
     "send_outcome",
     "send_prompt",
+    "send_waited",
     "skills_now",
     "spawn_admission",
     "spawn_receipt",

@@ -51,7 +51,13 @@ from ..tools import (
     ToolError,
 )
 from ._run import RunState, TrackedRun
-from ._session_calls import history_for, list_result_for, send_admission, status_for
+from ._session_calls import (
+    history_for,
+    list_result_for,
+    send_admission,
+    send_waited,
+    status_for,
+)
 from ._session_views import (
     AGENTS_WAIT_DEFAULT_S,
     CHILDREN_KEPT,
@@ -262,17 +268,7 @@ class EmbeddedSessions:
         self.rt.start_soon(
             functools.partial(self.rt.run, extra_system_prompt=prompt), record, message
         )
-        if wait_s == 0:
-            return {
-                "runId": record.run_id,
-                "status": "accepted",
-                "sessionKey": key,
-                "targetDisposition": "queued",
-                "delivery": {"status": "skipped", "mode": "announce"},
-            }
-        with trio.move_on_after(wait_s):
-            await record.done.wait()
-        return send_outcome(record, key, wait_s)
+        return await send_waited(record, key, wait_s)
 
     async def _resume(
         self, ctx: ToolContext, args: SessionsSendParams, key: str, row: SessionRow

@@ -4,7 +4,8 @@ as plain data; the change of a row; a session found by its label): the target a 
 (`target_key`) and whether the caller may reach it (`reach_denial`, over the target's
 lineage), `sessions_list`'s page (`list_result_for`), `sessions_history`'s and
 `session_status`'s answers (`history_for`, `status_for` with `model_override`) and
-`sessions_send`'s checks before it starts anything (`send_admission`). What they answer is
+`sessions_send`'s checks before it starts anything (`send_admission`) and its answer once
+the run started (`send_waited`). What they answer is
 made by `_session_views`. The hosts: the gateway's `actors._session_tools`, the embedded
 runtime's `_embedded_sessions`. Each call is a checkpoint when it reads; none does I/O of
 its own.
@@ -14,6 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from typing import Any
+
+import trio
 
 from ..model._generation import GenerationError, ModelRuntimeGeneration
 from ..sessions._sessions import SessionKeyError, SessionRow, resolve_session_key
@@ -25,6 +28,7 @@ from ..tools import (
     ToolContext,
     ToolError,
 )
+from ._run import TrackedRun
 from ._session_views import (
     MISSING_FOR_MODE,
     SEND_TIMEOUT_DEFAULT_S,
@@ -36,6 +40,7 @@ from ._session_views import (
     preview,
     recent_messages,
     send_error,
+    send_outcome,
     status_result,
 )
 from ._session_visibility import denial
@@ -48,6 +53,7 @@ __all__ = [
     "model_override",
     "reach_denial",
     "send_admission",
+    "send_waited",
     "status_for",
     "target_key",
 ]
@@ -236,3 +242,20 @@ async def send_admission(
     if refused is not None:
         return {"runId": run_id, "status": "forbidden", "error": refused, "sessionKey": key}
     return key, row, timeout
+
+
+async def send_waited(record: TrackedRun, key: str, wait_s: float) -> dict[str, Any]:
+    """`sessions_send`'s answer for the run `record` it started on session `key`: accepted
+    at once when `wait_s` is 0, else its outcome (`send_outcome`) after waiting for its end
+    at most `wait_s` seconds (the run goes on). A checkpoint when it waits."""
+    if wait_s == 0:
+        return {
+            "runId": record.run_id,
+            "status": "accepted",
+            "sessionKey": key,
+            "targetDisposition": "queued",
+            "delivery": {"status": "skipped", "mode": "announce"},
+        }
+    with trio.move_on_after(wait_s):
+        await record.done.wait()
+    return send_outcome(record, key, wait_s)
