@@ -25,7 +25,10 @@ the same ranking.
   finds the first's work) and writes the chunks with `COPY`, in one transaction.
 - Vectors: embeddings as little-endian float32 `bytea` (the SQLite index's blobs), fed to
   the same in-memory `VectorTable`; the scope's `revision`, raised by every change, tells a
-  process that another one changed the scope since it read its vectors (read again).
+  process that another one changed the scope since it read its vectors (read again). The ids
+  of the chunks a model has not embedded yet are kept the same way (read once, then kept
+  current as this index writes chunks and embeddings, read again after another process's
+  change), so the check a hybrid search makes first is one read of the revision, not a scan.
 
 Connections: a small pool (`POOL_KEEP` idle) of the store's reader connections (autocommit;
 each change in a transaction of its own). A connection lost (the server restarted) is
@@ -79,7 +82,7 @@ __all__ = [
 _T = TypeVar("_T")
 
 PG_SCHEMA: Final = (
-    """CREATE TABLE IF NOT EXISTS memory_scopes(
+    """CREATE TABLE memory_scopes(
     id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     host TEXT NOT NULL,
     agent_id TEXT NOT NULL,
@@ -88,7 +91,7 @@ PG_SCHEMA: Final = (
     used_at BIGINT NOT NULL,
     UNIQUE (host, agent_id, workspace)
 )""",
-    """CREATE TABLE IF NOT EXISTS memory_files(
+    """CREATE TABLE memory_files(
     scope_id BIGINT NOT NULL REFERENCES memory_scopes(id) ON DELETE CASCADE,
     path TEXT NOT NULL,
     mtime_ns BIGINT NOT NULL,
@@ -96,7 +99,7 @@ PG_SCHEMA: Final = (
     indexed BOOLEAN NOT NULL,
     PRIMARY KEY (scope_id, path)
 )""",
-    """CREATE TABLE IF NOT EXISTS memory_chunks(
+    """CREATE TABLE memory_chunks(
     id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     scope_id BIGINT NOT NULL,
     path TEXT NOT NULL,
@@ -109,9 +112,9 @@ PG_SCHEMA: Final = (
     model TEXT,
     FOREIGN KEY (scope_id, path) REFERENCES memory_files ON DELETE CASCADE
 )""",
-    "CREATE INDEX IF NOT EXISTS memory_chunks_doc ON memory_chunks USING GIN(doc)",
-    "CREATE INDEX IF NOT EXISTS memory_chunks_path ON memory_chunks(scope_id, path, start_line)",
-    """CREATE TABLE IF NOT EXISTS memory_embedding_cache(
+    "CREATE INDEX memory_chunks_doc ON memory_chunks USING GIN(doc)",
+    "CREATE INDEX memory_chunks_path ON memory_chunks(scope_id, path, start_line)",
+    """CREATE TABLE memory_embedding_cache(
     scope_id BIGINT NOT NULL REFERENCES memory_scopes(id) ON DELETE CASCADE,
     model TEXT NOT NULL,
     hash TEXT NOT NULL,
@@ -120,8 +123,7 @@ PG_SCHEMA: Final = (
     PRIMARY KEY (scope_id, model, hash)
 )""",
 )
-"""The PostgreSQL migration (`actors.store._pg._MIGRATIONS`); idempotent, as every migration
-after the search's must be (a store from before that is migrated again from there)."""
+"""The PostgreSQL migration (`actors.store._pg._MIGRATIONS`)."""
 
 EMBEDDING_CACHE_MAX: Final = 50_000
 """Cached embeddings kept per scope (as the SQLite index's); the least recently used go."""
@@ -138,13 +140,19 @@ RETURNING id, revision
 _PRUNE_SCOPES: Final = "DELETE FROM memory_scopes WHERE used_at < %s"
 _USED: Final = "UPDATE memory_scopes SET used_at = GREATEST(used_at, %s) WHERE id = %s"
 _KNOWN: Final = "SELECT path, mtime_ns, size, indexed FROM memory_files WHERE scope_id = %s"
+_REVISION: Final = "SELECT revision FROM memory_scopes WHERE id = %s"
 _BUMP: Final = "UPDATE memory_scopes SET revision = revision + 1 WHERE id = %s RETURNING revision"
 _ROWS: Final = "SELECT id, path, start_line, end_line, text FROM memory_chunks WHERE id = ANY(%s)"
 _FIRST_CHUNK: Final = """
 SELECT id, start_line, end_line, text FROM memory_chunks
 WHERE scope_id = %s AND path = %s ORDER BY start_line, id LIMIT 1
 """
+_NEW_CHUNKS: Final = "SELECT id FROM memory_chunks WHERE scope_id = %s AND path = ANY(%s)"
 _UNEMBEDDED: Final = "scope_id = %s AND (embedding IS NULL OR model IS DISTINCT FROM %s)"
+_PENDING: Final = f"SELECT id FROM memory_chunks WHERE {_UNEMBEDDED}"
+_PENDING_ROWS: Final = (
+    f"SELECT id, text FROM memory_chunks WHERE id = ANY(%s) AND {_UNEMBEDDED} ORDER BY id"
+)
 _STORE_EMBEDDINGS: Final = """
 UPDATE memory_chunks AS c SET embedding = u.e, model = %s
 FROM unnest(%s::bigint[], %s::bytea[]) AS u(i, e) WHERE c.id = u.i AND c.scope_id = %s
@@ -266,6 +274,8 @@ class PostgresMemoryIndex:
         self._used_at = 0
         self._skipped = 0
         self._vectors: dict[str, VectorTable] = {}
+        self._pending: dict[str, set[int]] = {}
+        """The ids of the chunks each model has not embedded, as of `_revision`."""
         self._bm25 = Bm25Cache()
 
     # --- connections and the scope --------------------------------------------------------
@@ -301,6 +311,7 @@ class PostgresMemoryIndex:
     def _forget(self) -> None:
         self._scope = None
         self._vectors.clear()
+        self._pending.clear()
         self._bm25.clear()
 
     def _scope_id(self, conn: psycopg.Connection[Any]) -> int:
@@ -313,6 +324,7 @@ class PostgresMemoryIndex:
         assert row is not None
         self._scope, self._revision, self._used_at = row[0], row[1], now
         self._vectors.clear()
+        self._pending.clear()
         return self._scope
 
     def close(self) -> None:
@@ -330,6 +342,13 @@ class PostgresMemoryIndex:
             return self._run(self._sync)
 
     def _sync(self, conn: psycopg.Connection[Any], scope: int) -> int:
+        try:
+            return self._sync_files(conn, scope)
+        except BaseException:
+            self._pending.clear()  # they may have taken changes the database did not
+            raise
+
+    def _sync_files(self, conn: psycopg.Connection[Any], scope: int) -> int:
         on_disk = dict(list_memory_files(self.workspace))
         plan = plan_sync(on_disk, _known(conn, scope), self.max_bytes)
         self._skipped = plan.skipped
@@ -347,6 +366,11 @@ class PostgresMemoryIndex:
             if gone:
                 self._drop(conn, scope, gone)
             added = self._add(conn, scope, plan.changed)
+            if self._pending and plan.changed:
+                paths = [rel for rel, _st, fits in plan.changed if fits]
+                new = conn.execute(_NEW_CHUNKS, (scope, paths)).fetchall()
+                for pending in self._pending.values():
+                    pending.update(i for (i,) in new)
             self._bump(conn, scope)
         return added + len(plan.removed)
 
@@ -358,6 +382,8 @@ class PostgresMemoryIndex:
         for table in self._vectors.values():
             for (i,) in ids:
                 table.discard(i)
+        for pending in self._pending.values():
+            pending.difference_update(i for (i,) in ids)
         conn.execute(
             "DELETE FROM memory_files WHERE scope_id = %s AND path = ANY(%s)", (scope, paths)
         )
@@ -400,6 +426,7 @@ class PostgresMemoryIndex:
         assert row is not None
         if row[0] != self._revision + 1:
             self._vectors.clear()
+            self._pending.clear()
         self._revision = row[0]
 
     # --- searching ------------------------------------------------------------------------
@@ -440,21 +467,44 @@ class PostgresMemoryIndex:
         return keyword_hits(query, words, ranked, paths, first_chunk)
 
     def chunks_for_embedding(self, model: str, limit: int) -> list[tuple[int, str]]:
-        """Chunks without an embedding from `model`: (id, text). Blocking."""
-        sql = f"SELECT id, text FROM memory_chunks WHERE {_UNEMBEDDED} ORDER BY id LIMIT %s"
+        """Chunks without an embedding from `model`: (id, text), by id; the first `limit`.
+        Nothing read but the scope's revision and their rows (none when every chunk is
+        embedded). Blocking."""
+
+        def rows(conn: psycopg.Connection[Any], scope: int) -> list[tuple[int, str]]:
+            ids = sorted(self._pending_ids(conn, scope, model))[: max(0, limit)]
+            if not ids:
+                return []
+            return [(r[0], r[1]) for r in conn.execute(_PENDING_ROWS, (ids, scope, model))]
+
         with self.lock:
-            return self._run(
-                lambda conn, scope: [
-                    (r[0], r[1]) for r in conn.execute(sql, (scope, model, limit)).fetchall()
-                ]
-            )
+            return self._run(rows)
 
     def pending_embeddings(self, model: str) -> int:
         """How many chunks have no embedding from `model` yet. Blocking."""
-        sql = f"SELECT count(*) FROM memory_chunks WHERE {_UNEMBEDDED}"
         with self.lock:
-            row = self._run(lambda conn, scope: conn.execute(sql, (scope, model)).fetchone())
-            return int(row[0]) if row else 0
+            return self._run(lambda conn, scope: len(self._pending_ids(conn, scope, model)))
+
+    def _pending_ids(self, conn: psycopg.Connection[Any], scope: int, model: str) -> set[int]:
+        """The ids of the chunks `model` has not embedded: read when first asked for (or
+        when another process changed the scope since), then kept current by this index's
+        writes. Call under `lock`."""
+        self._current(conn, scope)
+        pending = self._pending.get(model)
+        if pending is None:
+            pending = {r[0] for r in conn.execute(_PENDING, (scope, model))}
+            self._pending[model] = pending
+        return pending
+
+    def _current(self, conn: psycopg.Connection[Any], scope: int) -> None:
+        """Forget the vectors and pending ids in memory if another process changed the scope
+        since they were read (its revision moved)."""
+        found = conn.execute(_REVISION, (scope,)).fetchone()
+        revision = found[0] if found else -1
+        if revision != self._revision:
+            self._vectors.clear()
+            self._pending.clear()
+            self._revision = revision
 
     def cached_embeddings(self, model: str, hashes: Sequence[str]) -> dict[str, bytes]:
         """The cached embeddings of these text hashes by `model`. Blocking."""
@@ -479,6 +529,7 @@ class PostgresMemoryIndex:
                 self._run(lambda conn, scope: self._store(conn, scope, model, rows, cache, now))
             except BaseException:
                 self._vectors.clear()  # they may hold vectors the database does not
+                self._pending.clear()
                 raise
             for name, table in self._vectors.items():
                 for i, _h, blob in rows:
@@ -486,6 +537,7 @@ class PostgresMemoryIndex:
                         table.put(i, blob)
                     else:
                         table.discard(i)
+            _embedded(self._pending, model, [i for i, _h, _b in rows])
 
     def _store(
         self,
@@ -513,12 +565,7 @@ class PostgresMemoryIndex:
         return self._run(lambda conn, scope: self._table(conn, scope, model))
 
     def _table(self, conn: psycopg.Connection[Any], scope: int, model: str) -> VectorTable:
-        row = conn.execute("SELECT revision FROM memory_scopes WHERE id = %s", (scope,))
-        found = row.fetchone()
-        revision = found[0] if found else -1
-        if revision != self._revision:
-            self._vectors.clear()
-            self._revision = revision
+        self._current(conn, scope)
         table = self._vectors.get(model)
         if table is None:
             table = VectorTable(numpy=self.indexes.numpy)
@@ -567,6 +614,16 @@ class PostgresMemoryIndex:
             db_path=f"{self.indexes.location} (memory_chunks, scope {scope})",
             rebuilt=None,
         )
+
+
+def _embedded(pending: dict[str, set[int]], model: str, ids: Sequence[int]) -> None:
+    """Keep the pending ids current after `model` embedded these chunks (as the SQLite
+    index's): no longer pending for it; another model's are read again when next asked for."""
+    for name in list(pending):
+        if name == model:
+            pending[name].difference_update(ids)
+        else:
+            del pending[name]
 
 
 def _known(conn: psycopg.Connection[Any], scope: int) -> dict[str, tuple[int, int, bool]]:

@@ -16,7 +16,10 @@ rebuilt chunks (at most `EMBEDDING_CACHE_MAX`, least recently used dropped), so 
 text is never embedded twice. Vectors are stored as float32 blobs; `vector_search` compares a
 query with all of a model's vectors in memory (`_vectors.VectorTable`: a numpy matrix with the
 `memory` extra), read from the file once and then kept current as chunks are dropped or
-embedded, not read again on every change.
+embedded, not read again on every change. So are the chunks each model has not embedded yet
+(`chunks_for_embedding`, `pending_embeddings`: a hybrid search asks before each search): their
+ids are read from the file once and then kept current as chunks are written and embedded, so
+a search finds nothing to embed without scanning the chunks.
 
 Everything here blocks (SQLite, file I/O): callers run it in a worker thread. One lock per
 index serializes its users.
@@ -103,9 +106,12 @@ class MemoryIndex:
         """The vectors in memory, by model (loaded when first searched)."""
         self.numpy = numpy
         """Vector tables use numpy (False: the pure-Python side, as without the extra)."""
+        self._pending: dict[str, set[int]] = {}
+        """The ids of the chunks each model has not embedded (loaded when first asked for)."""
         self._data_version: int | None = None
-        """SQLite's `data_version` when the tables were last known current: it moves when
-        another connection (another worker process on this state dir) commits."""
+        """SQLite's `data_version` when the vectors and pending ids were last known current:
+        it moves when another connection (another worker process on this state dir)
+        commits."""
 
     # --- the database ---------------------------------------------------------------------
 
@@ -134,6 +140,7 @@ class MemoryIndex:
         """Close the database (it opens again when next used) and forget the vectors in
         memory (read again when next searched)."""
         self._vectors.clear()
+        self._pending.clear()
         self._data_version = None
         if self._db is not None:
             self._db.close()
@@ -188,6 +195,7 @@ class MemoryIndex:
         except BaseException:
             if db.in_transaction:
                 db.execute("ROLLBACK")
+            self._pending.clear()  # they may have taken changes the file did not
             raise
         self._skipped = plan.skipped
         if added or plan.removed:
@@ -199,6 +207,8 @@ class MemoryIndex:
         for table in self._vectors.values():
             for i in ids:
                 table.discard(i)
+        for pending in self._pending.values():
+            pending.difference_update(ids)
         db.executemany("DELETE FROM chunks_fts WHERE rowid = ?", ((i,) for i in ids))
         db.execute("DELETE FROM chunks WHERE path = ?", (rel,))
         db.execute("DELETE FROM files WHERE path = ?", (rel,))
@@ -217,9 +227,11 @@ class MemoryIndex:
                 "INSERT INTO chunks (path, start_line, end_line, text) VALUES (?, ?, ?, ?)",
                 (rel, chunk.start_line, chunk.end_line, chunk.text),
             )
-            db.execute(
-                "INSERT INTO chunks_fts (rowid, text) VALUES (?, ?)", (cur.lastrowid, chunk.text)
-            )
+            chunk_id = cur.lastrowid
+            assert chunk_id is not None  # an INSERT's row
+            db.execute("INSERT INTO chunks_fts (rowid, text) VALUES (?, ?)", (chunk_id, chunk.text))
+            for pending in self._pending.values():
+                pending.add(chunk_id)
 
     # --- searching ------------------------------------------------------------------------
 
@@ -272,23 +284,53 @@ class MemoryIndex:
         return keyword_hits(query, words, found, paths, first_chunk)
 
     def chunks_for_embedding(self, model: str, limit: int) -> list[tuple[int, str]]:
-        """Chunks without an embedding from `model`: (id, text). Blocking."""
+        """Chunks without an embedding from `model`: (id, text), by id; the first `limit`.
+        Nothing read but their rows (none when every chunk is embedded). Blocking."""
         with self.lock:
             db = self._connect()
-            return db.execute(
-                "SELECT id, text FROM chunks WHERE embedding IS NULL OR model IS NOT ?"
-                " ORDER BY id LIMIT ?",
-                (model, limit),
-            ).fetchall()
+            ids = sorted(self._pending_ids(db, model))[: max(0, limit)]
+            out: list[tuple[int, str]] = []
+            for start in range(0, len(ids), 500):
+                part = ids[start : start + 500]
+                marks = ",".join("?" * len(part))
+                out.extend(
+                    db.execute(
+                        f"SELECT id, text FROM chunks WHERE id IN ({marks})"
+                        " AND (embedding IS NULL OR model IS NOT ?) ORDER BY id",
+                        (*part, model),
+                    )
+                )
+            return out
 
     def pending_embeddings(self, model: str) -> int:
         """How many chunks have no embedding from `model` yet. Blocking."""
         with self.lock:
-            db = self._connect()
-            (count,) = db.execute(
-                "SELECT count(*) FROM chunks WHERE embedding IS NULL OR model IS NOT ?", (model,)
-            ).fetchone()
-            return int(count)
+            return len(self._pending_ids(self._connect(), model))
+
+    def _pending_ids(self, db: sqlite3.Connection, model: str) -> set[int]:
+        """The ids of the chunks `model` has not embedded: read from the file when first
+        asked for (or when another process wrote to it since), then kept current by this
+        index's writes. Call under `lock`."""
+        self._current(db)
+        pending = self._pending.get(model)
+        if pending is None:
+            pending = {
+                row[0]
+                for row in db.execute(
+                    "SELECT id FROM chunks WHERE embedding IS NULL OR model IS NOT ?", (model,)
+                )
+            }
+            self._pending[model] = pending
+        return pending
+
+    def _current(self, db: sqlite3.Connection) -> None:
+        """Forget the vectors and pending ids in memory if another connection has written to
+        the file since they were read (`PRAGMA data_version`)."""
+        (version,) = db.execute("PRAGMA data_version").fetchone()
+        if version != self._data_version:
+            self._vectors.clear()
+            self._pending.clear()
+            self._data_version = version
 
     def cached_embeddings(self, model: str, hashes: Sequence[str]) -> dict[str, bytes]:
         """The cached embeddings of these text hashes by `model`. Blocking."""
@@ -338,6 +380,7 @@ class MemoryIndex:
                 if db.in_transaction:
                     db.execute("ROLLBACK")
                 self._vectors.clear()  # they may hold vectors the file does not
+                self._pending.clear()
                 raise
             for name, table in self._vectors.items():
                 for i, _h, blob in rows:
@@ -345,6 +388,7 @@ class MemoryIndex:
                         table.put(i, blob)
                     else:
                         table.discard(i)
+            _embedded(self._pending, model, [i for i, _h, _b in rows])
             self.revision += 1
 
     def vector_table(self, model: str) -> VectorTable:
@@ -352,10 +396,7 @@ class MemoryIndex:
         first asked for, then kept current by the index, and read again when another
         process has written to the index file since. Call under `lock`. Blocking."""
         db = self._connect()
-        (version,) = db.execute("PRAGMA data_version").fetchone()
-        if version != self._data_version:
-            self._vectors.clear()
-            self._data_version = version
+        self._current(db)
         table = self._vectors.get(model)
         if table is None:
             table = VectorTable(numpy=self.numpy)
@@ -422,6 +463,17 @@ class MemoryIndex:
                 db_path=str(self.db_path),
                 rebuilt=self._rebuilt,
             )
+
+
+def _embedded(pending: dict[str, set[int]], model: str, ids: Sequence[int]) -> None:
+    """Keep the pending ids current after `model` embedded these chunks: they are no longer
+    pending for it; another model's ids are read again when next asked for (the chunks it had
+    embedded lost their vectors, and a chunk dropped meanwhile must not be added)."""
+    for name in list(pending):
+        if name == model:
+            pending[name].difference_update(ids)
+        else:
+            del pending[name]
 
 
 def _size(path: Path) -> int:

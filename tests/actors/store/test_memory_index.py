@@ -31,6 +31,7 @@ from tests.runtime.memory.test_index import (
     test_keyword_recall_at_5_on_the_labelled_set,
     test_only_memory_files_are_indexed_and_found,
     test_queries_without_words_find_nothing,
+    test_the_chunks_to_embed_follow_writes_and_embeddings,
     test_the_index_follows_edits_additions_and_deletions_on_disk,
     test_the_indexed_text_is_bounded_in_bytes_newest_notes_first,
 )
@@ -51,6 +52,7 @@ __all__ = [  # the fixtures, used by name, and the shared tests, run here on Pos
     "test_only_memory_files_are_indexed_and_found",
     "test_queries_without_words_find_nothing",
     "test_recall_at_5_keyword_only_and_hybrid_on_the_labelled_set",
+    "test_the_chunks_to_embed_follow_writes_and_embeddings",
     "test_the_index_follows_edits_additions_and_deletions_on_disk",
     "test_the_indexed_text_is_bounded_in_bytes_newest_notes_first",
     "test_unchanged_text_is_never_embedded_twice",
@@ -167,7 +169,9 @@ def test_the_workers_of_one_host_share_their_rows_and_vectors_follow(
         model = "test#2"
         ids = dict((text.split()[1], i) for i, text in one.chunks_for_embedding(model, 10))
         near, far = pack(normalize([1.0, 0.0])), pack(normalize([0.0, 1.0]))
+        assert two.pending_embeddings(model) == 2
         one.store_embeddings(model, [(ids["kestrel"], "k", near), (ids["falcon"], "f", far)], now=1)
+        assert two.chunks_for_embedding(model, 10) == []  # the first worker's embeddings
         assert [h.path for h in two.vector_search(model, [1.0, 0.0], 1)] == ["memory/a.md"]
         # the first worker re-embeds: the second's vectors in memory follow
         one.store_embeddings(

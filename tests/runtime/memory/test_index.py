@@ -16,6 +16,7 @@ import pytest
 
 from runtime.memory import IndexBackend, MemoryIndex, MemorySettings, rank
 from runtime.memory._chunks import chunk_markdown
+from runtime.memory._embed import normalize, pack
 from runtime.memory._index import DEFAULT_MAX_INDEX_BYTES, tokens
 
 TODAY = dt.date(2026, 12, 8)
@@ -98,6 +99,60 @@ def test_the_index_follows_edits_additions_and_deletions_on_disk(
     (ws / "memory/a.md").unlink()
     assert _search(index, "panda") == ["memory/b.md"]
     assert index.sync() == 0  # nothing changed: nothing re-indexed
+
+
+def test_the_chunks_to_embed_follow_writes_and_embeddings(index: IndexBackend, ws: Path) -> None:
+    def waiting(model: str, limit: int = 10) -> list[str]:
+        got = index.chunks_for_embedding(model, limit)
+        assert [i for i, _text in got] == sorted(i for i, _text in got)
+        assert index.pending_embeddings(model) >= len(got)
+        return [text.split()[0] for _i, text in got]
+
+    _write(ws, "memory/a.md", "alpha\n")
+    _write(ws, "memory/b.md", "bravo\n")
+    index.sync()
+    assert sorted(waiting("m")) == ["alpha", "bravo"]
+    assert waiting("m", 1) == waiting("m")[:1]
+    ids = {text.split()[0]: i for i, text in index.chunks_for_embedding("m", 10)}
+    blob = pack(normalize([1.0, 0.0]))
+    index.store_embeddings("m", [(ids["alpha"], "a", blob)], now=1)
+    assert waiting("m") == ["bravo"]
+    _write(ws, "memory/c.md", "charlie\n")
+    _write(ws, "memory/a.md", "alpha again\n")
+    os.utime(ws / "memory/a.md", ns=(1, 1))
+    index.sync()
+    assert sorted(waiting("m")) == ["alpha", "bravo", "charlie"]
+    assert index.pending_embeddings("m") == 3
+    assert sorted(waiting("other")) == ["alpha", "bravo", "charlie"]
+    rows = [(i, text, blob) for i, text in index.chunks_for_embedding("other", 10)]
+    index.store_embeddings("other", rows, now=2)  # another model's vectors replace them
+    assert waiting("other") == []
+    assert index.pending_embeddings("other") == 0
+    assert sorted(waiting("m")) == ["alpha", "bravo", "charlie"]
+    (ws / "memory/b.md").unlink()
+    index.sync()
+    assert sorted(waiting("m")) == ["alpha", "charlie"]
+    assert index.pending_embeddings("m") == 2
+
+
+def test_the_chunks_to_embed_follow_another_process_on_the_same_file(
+    tmp_path: Path, ws: Path
+) -> None:
+    _write(ws, "memory/a.md", "alpha\n")
+    one = MemoryIndex(tmp_path / "shared.sqlite", ws)
+    two = MemoryIndex(tmp_path / "shared.sqlite", ws)
+    try:
+        one.sync()
+        assert two.pending_embeddings("m") == 1
+        ((i, _text),) = one.chunks_for_embedding("m", 10)
+        one.store_embeddings("m", [(i, "a", pack(normalize([1.0])))], now=1)
+        assert two.chunks_for_embedding("m", 10) == []
+        _write(ws, "memory/b.md", "bravo\n")
+        one.sync()
+        assert [text for _i, text in two.chunks_for_embedding("m", 10)] == ["bravo"]
+    finally:
+        one.close()
+        two.close()
 
 
 def test_filename_hits_rank_first_and_recency_orders_daily_notes(
