@@ -109,21 +109,11 @@ async def lost_lease(tmp_path: Path, pg: str, fault: str) -> Figures:
         return found
 
 
-FINDING = pytest.mark.xfail(
-    reason="intermittent (full version, strict: 1 failure in 12 scenarios): a run queued on "
-    "node-a behind the stale run, while node-a is frozen past two lease TTLs, is reported "
-    "interrupted (error) by node-b's reaper; thawed, node-a aborts it and its agent.wait "
-    "answers aborted (its journal end row, written unless one exists, is not written: the "
-    "journal keeps error), so the two nodes answer differently",
-    strict=False,
-)
-
-
 @pytest.mark.parametrize(
     "fault",
     [
-        pytest.param("partitioned from Redis", marks=FINDING),
-        pytest.param("frozen (SIGSTOP)", marks=FINDING),
+        "partitioned from Redis",
+        "frozen (SIGSTOP)",
     ],
 )
 async def test_a_node_that_loses_its_lease_mid_run(tmp_path: Path, pg_url: str, fault: str) -> None:
