@@ -60,6 +60,7 @@ from runtime.memory import (
     VectorHit,
     VectorTable,
     chunk_markdown,
+    embeddings_stored,
     keyword_hits,
     list_memory_files,
     plan_sync,
@@ -531,13 +532,7 @@ class PostgresMemoryIndex:
                 self._vectors.clear()  # they may hold vectors the database does not
                 self._pending.clear()
                 raise
-            for name, table in self._vectors.items():
-                for i, _h, blob in rows:
-                    if name == model:
-                        table.put(i, blob)
-                    else:
-                        table.discard(i)
-            _embedded(self._pending, model, [i for i, _h, _b in rows])
+            embeddings_stored(self._vectors, self._pending, model, rows)
 
     def _store(
         self,
@@ -614,16 +609,6 @@ class PostgresMemoryIndex:
             db_path=f"{self.indexes.location} (memory_chunks, scope {scope})",
             rebuilt=None,
         )
-
-
-def _embedded(pending: dict[str, set[int]], model: str, ids: Sequence[int]) -> None:
-    """Keep the pending ids current after `model` embedded these chunks (as the SQLite
-    index's): no longer pending for it; another model's are read again when next asked for."""
-    for name in list(pending):
-        if name == model:
-            pending[name].difference_update(ids)
-        else:
-            del pending[name]
 
 
 def _known(conn: psycopg.Connection[Any], scope: int) -> dict[str, tuple[int, int, bool]]:

@@ -60,6 +60,7 @@ from ._backend import IndexStatus as IndexStatus
 from ._backend import KeywordHit as KeywordHit
 from ._backend import SyncPlan as SyncPlan
 from ._backend import VectorHit as VectorHit
+from ._backend import embeddings_stored as embeddings_stored
 from ._backend import keyword_hits as keyword_hits
 from ._backend import plan_sync as plan_sync
 from ._backend import relevance_score as relevance_score
@@ -119,6 +120,7 @@ __all__ = [
     "apply_memory_import",
     "chunk_markdown",
     "dated_day",
+    "embeddings_stored",
     "is_memory_path",
     "keyword_hits",
     "list_memory_files",

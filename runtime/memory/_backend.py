@@ -29,6 +29,7 @@ from typing import Final, Protocol
 import attrs
 
 from ._files import dated_day
+from ._vectors import VectorTable
 
 __all__ = [
     "IndexBackend",
@@ -39,6 +40,7 @@ __all__ = [
     "VectorHit",
     "by_priority",
     "day_text",
+    "embeddings_stored",
     "keyword_hits",
     "path_matches",
     "plan_sync",
@@ -260,3 +262,27 @@ def keyword_hits(
                 KeywordHit(row[0], rel, row[1], row[2], row[3], 0.0, ps, exact, dated_day(rel))
             )
     return out
+
+
+def embeddings_stored(
+    vectors: Mapping[str, VectorTable],
+    pending: dict[str, set[int]],
+    model: str,
+    rows: Sequence[tuple[int, str, bytes]],
+) -> None:
+    """What an index keeps in memory once `model`'s embeddings of `rows` (chunk id, text
+    hash, float32 blob) are stored: each put in `model`'s vector table and dropped from the
+    other models' (the chunk's text changed); the chunks no longer pending for `model`;
+    another model's pending ids read again when next asked for (the chunks it had embedded
+    lost their vectors, and a chunk dropped meanwhile must not come back)."""
+    for name, table in vectors.items():
+        for i, _hash, blob in rows:
+            if name == model:
+                table.put(i, blob)
+            else:
+                table.discard(i)
+    for name in list(pending):
+        if name == model:
+            pending[name].difference_update(i for i, _hash, _blob in rows)
+        else:
+            del pending[name]

@@ -40,6 +40,7 @@ from ._backend import (
     KeywordHit,
     VectorHit,
     day_text,
+    embeddings_stored,
     keyword_hits,
     plan_sync,
     relevance_score,
@@ -382,13 +383,7 @@ class MemoryIndex:
                 self._vectors.clear()  # they may hold vectors the file does not
                 self._pending.clear()
                 raise
-            for name, table in self._vectors.items():
-                for i, _h, blob in rows:
-                    if name == model:
-                        table.put(i, blob)
-                    else:
-                        table.discard(i)
-            _embedded(self._pending, model, [i for i, _h, _b in rows])
+            embeddings_stored(self._vectors, self._pending, model, rows)
             self.revision += 1
 
     def vector_table(self, model: str) -> VectorTable:
@@ -463,17 +458,6 @@ class MemoryIndex:
                 db_path=str(self.db_path),
                 rebuilt=self._rebuilt,
             )
-
-
-def _embedded(pending: dict[str, set[int]], model: str, ids: Sequence[int]) -> None:
-    """Keep the pending ids current after `model` embedded these chunks: they are no longer
-    pending for it; another model's ids are read again when next asked for (the chunks it had
-    embedded lost their vectors, and a chunk dropped meanwhile must not be added)."""
-    for name in list(pending):
-        if name == model:
-            pending[name].difference_update(ids)
-        else:
-            del pending[name]
 
 
 def _size(path: Path) -> int:
