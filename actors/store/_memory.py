@@ -83,7 +83,7 @@ __all__ = [
 _T = TypeVar("_T")
 
 PG_SCHEMA: Final = (
-    """CREATE TABLE memory_scopes(
+    """CREATE TABLE IF NOT EXISTS memory_scopes(
     id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     host TEXT NOT NULL,
     agent_id TEXT NOT NULL,
@@ -92,7 +92,7 @@ PG_SCHEMA: Final = (
     used_at BIGINT NOT NULL,
     UNIQUE (host, agent_id, workspace)
 )""",
-    """CREATE TABLE memory_files(
+    """CREATE TABLE IF NOT EXISTS memory_files(
     scope_id BIGINT NOT NULL REFERENCES memory_scopes(id) ON DELETE CASCADE,
     path TEXT NOT NULL,
     mtime_ns BIGINT NOT NULL,
@@ -100,7 +100,7 @@ PG_SCHEMA: Final = (
     indexed BOOLEAN NOT NULL,
     PRIMARY KEY (scope_id, path)
 )""",
-    """CREATE TABLE memory_chunks(
+    """CREATE TABLE IF NOT EXISTS memory_chunks(
     id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     scope_id BIGINT NOT NULL,
     path TEXT NOT NULL,
@@ -113,9 +113,9 @@ PG_SCHEMA: Final = (
     model TEXT,
     FOREIGN KEY (scope_id, path) REFERENCES memory_files ON DELETE CASCADE
 )""",
-    "CREATE INDEX memory_chunks_doc ON memory_chunks USING GIN(doc)",
-    "CREATE INDEX memory_chunks_path ON memory_chunks(scope_id, path, start_line)",
-    """CREATE TABLE memory_embedding_cache(
+    "CREATE INDEX IF NOT EXISTS memory_chunks_doc ON memory_chunks USING GIN(doc)",
+    "CREATE INDEX IF NOT EXISTS memory_chunks_path ON memory_chunks(scope_id, path, start_line)",
+    """CREATE TABLE IF NOT EXISTS memory_embedding_cache(
     scope_id BIGINT NOT NULL REFERENCES memory_scopes(id) ON DELETE CASCADE,
     model TEXT NOT NULL,
     hash TEXT NOT NULL,
@@ -124,7 +124,8 @@ PG_SCHEMA: Final = (
     PRIMARY KEY (scope_id, model, hash)
 )""",
 )
-"""The PostgreSQL migration (`actors.store._pg._MIGRATIONS`)."""
+"""The PostgreSQL migration (`actors.store._pg._MIGRATIONS`); idempotent, as every migration
+after the search's must be (a store from before that is migrated again from there)."""
 
 EMBEDDING_CACHE_MAX: Final = 50_000
 """Cached embeddings kept per scope (as the SQLite index's); the least recently used go."""
