@@ -51,6 +51,12 @@ VALID_OVERRIDES: Final[dict[str, dict[str, Any]]] = {
         "required": ["runId", "timeoutMs"],
         "properties": {"timeoutMs": {"type": "integer", "minimum": 0, "maximum": 50}},
     },
+    # Likewise a wait on a question the same batch raised (`question.request` takes the
+    # caller's id): pending until answered or its 900 s pass.
+    "question.waitAnswer": {
+        "required": ["id", "timeoutMs"],
+        "properties": {"timeoutMs": {"type": "integer", "minimum": 1, "maximum": 50}},
+    },
 }
 """What replaces the schema's `required` and field schemas for valid draws (mutations still
 go to these fields, and the sweep's largest admitted integers skip them)."""
