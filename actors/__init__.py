@@ -32,7 +32,8 @@ up (each folder's face is its manual):
   the reasons in `DOCUMENT_REASONS`.
 - `recover_runs` (`_recovery`): what a start makes of the journal (`RecoveredRun`,
   `RecoveryReport`, `replay_terminal`, `report_lost`); `recall_run`: what it says of one
-  run a cluster node's Redis forgot.
+  run a cluster node's Redis forgot; `end_lost_in_journal`: a lost node's run ended in the
+  journal when another node serves its session.
 - `cron/`: `CronScheduler` (`open_cron`), durable jobs and their runs.
 - `heartbeat/`: `Heartbeats` (`open_heartbeats`, `Supervisor.heartbeats`): the agents'
   heartbeat runs, on schedule and on a wake, and the `heartbeat` event.
@@ -98,6 +99,7 @@ from ._publisher import Publisher as Publisher
 from ._publisher import PublishResult as PublishResult
 from ._recovery import RecoveredRun as RecoveredRun
 from ._recovery import RecoveryReport as RecoveryReport
+from ._recovery import end_lost_in_journal as end_lost_in_journal
 from ._recovery import recall_run as recall_run
 from ._recovery import recover_runs as recover_runs
 from ._recovery import replay_terminal as replay_terminal
@@ -348,6 +350,7 @@ __all__ = [
     "accepted_row",
     "adopt_subagents",
     "deliver_webhook",
+    "end_lost_in_journal",
     "normalize_drop",
     "normalize_mode",
     "open_cluster",

@@ -43,6 +43,7 @@ from .store import (
     RunOutcome,
     SpawnLink,
     WriteGroup,
+    end_unless_ended,
     ended_row,
     usage_write,
 )
@@ -162,6 +163,17 @@ async def report_lost(sup: Supervisor, run_id: str, *, since_ms: int) -> bool:
             await sup.store.flush()
             return True
     return False
+
+
+async def end_lost_in_journal(sup: Supervisor, row: JournalRow) -> bool:
+    """A lost node's run whose session another node serves now (so the lost node can no
+    longer end it: its fence moved on): its journal row ended `error` (interrupted),
+    unless it has an end row by then, without touching the session (its owner's). True
+    when it wrote the row. A checkpoint; raises `StoreError`."""
+    accepted = _accepted(row)
+    outcome = RunOutcome(status="error", error=INTERRUPTED, spawn=accepted.spawn)
+    end = ended_row(row.identity, ended_at=now_ms(), outcome=outcome)
+    return await sup.store.write(end_unless_ended(end), what="end a lost node's run")
 
 
 async def recall_run(

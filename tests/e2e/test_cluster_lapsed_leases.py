@@ -129,3 +129,36 @@ async def test_a_run_queued_on_a_lease_lost_ends_once_in_the_journal(
             row = await a.gw.supervisor.store.load_run("q-next")
             assert row is not None and row.ended, row
             assert row.state == ("error" if reported else "aborted"), row
+
+
+async def test_a_lost_nodes_run_on_a_session_served_elsewhere_ends_in_the_journal(
+    tmp_path: Path, pg_url: str
+) -> None:
+    """The reaper reports a lost node's run whose session another node serves now (the
+    fencing token moved past the lost node's): the session is its owner's to touch, but the
+    run's journal row ends `error` (interrupted), as its claim and `agent.wait` say, not
+    left `accepted` for good."""
+    with trio.fail_after(60):
+        async with two_nodes(tmp_path, pg_url) as nodes:
+            a, b = nodes
+            ra, rb = a.gw.router, b.gw.router
+            assert ra is not None and rb is not None
+            key = "agent:main:elsewhere"
+            async with open_client(a.gw, scopes=ADMIN) as ca:
+                long = {"message": "[[deltas:400]] [[delay:50]]", "idempotencyKey": "e-long"}
+                assert (await ca.request("agent", {**long, "sessionKey": "elsewhere"}))["status"]
+                queued = {"message": "next", "idempotencyKey": "e-next", "sessionKey": "elsewhere"}
+                assert (await ca.request("agent", queued))["status"] == "accepted"
+                claims = rb.cluster.claims
+                for _ in range(200):  # a's claims reach Redis in its next batch (no event)
+                    if await claims.get("run:e-next") is not None:
+                        break
+                    await trio.sleep(0.05)
+                token = ra.leases.held[key].token
+                await b.gw.supervisor.store.advance_fence(Fence(key, token + 1))  # taken
+                await rb.reaper._finish_lost(ra.node_id, ["run:e-next"])  # as if a were gone
+            async with open_client(b.gw, scopes=ADMIN) as cb:
+                waited = await cb.request("agent.wait", {"runId": "e-next", "timeoutMs": 100})
+            assert waited["status"] == "error", waited
+            row = await b.gw.supervisor.store.load_run("e-next")
+            assert row is not None and row.ended and row.state == "error", row

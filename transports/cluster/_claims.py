@@ -38,9 +38,11 @@ from actors import (
     Claims,
     Cluster,
     ClusterError,
+    JournalRow,
     RecoveredRun,
     RunRecord,
     StoreError,
+    end_lost_in_journal,
     recall_run,
     report_lost,
 )
@@ -169,9 +171,12 @@ class Reaper:
                 await router.own_actor(session)
                 if await report_lost(sup, run_id, since_ms=since):
                     return None
-            else:
+                found = await recall_run(sup, run_id)
+            else:  # its owner keeps the session; the run's journal row ends here
                 log.warning("run %s: its session %s is served elsewhere now", run_id, session)
-            found = await recall_run(sup, run_id)
+                found = await recall_run(sup, run_id)
+                if isinstance(found, JournalRow) and not await end_lost_in_journal(sup, found):
+                    found = await recall_run(sup, run_id)  # ended meanwhile: as it ended
         except StoreError as exc:
             log.warning("run %s: not reported in its session: %s", run_id, exc)
             return None
