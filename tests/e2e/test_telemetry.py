@@ -150,7 +150,12 @@ async def test_one_agent_request_is_one_trace_from_the_callers_span_to_the_provi
 
     commits = [s for s in spans if s.name == "clawlane.store.commit"]
     assert commits and all(c.attributes["db.system.name"] == "sqlite" for c in commits)
-    assert run.span_id in {c.parent_span_id for c in commits}
+    # The run's writes commit in a span of the run's, or (a quick run on a busy writer) in
+    # the same batch as the request's acceptance, whose span is the batch's first trace.
+    assert run.span_id in {c.parent_span_id for c in commits} or any(
+        c.parent_span_id == rpc.span_id and c.attributes["clawlane.store.traced_writes"] >= 2
+        for c in commits
+    ), [(c.parent_span_id, c.attributes) for c in commits]
 
     for name in (
         "gen_ai.client.token.usage",
