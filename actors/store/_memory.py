@@ -590,11 +590,7 @@ class PostgresMemoryIndex:
                     lambda conn, _scope: conn.execute(sql, ([i for i, _s in found],)).fetchall()
                 )
             }
-        return [
-            VectorHit(i, rows[i][1], rows[i][2], rows[i][3], rows[i][4], score)
-            for i, score in found
-            if i in rows
-        ]
+        return VectorHit.of(found, rows)
 
     def status(self) -> IndexStatus:
         """What the index holds now (without syncing). Blocking."""

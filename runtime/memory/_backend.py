@@ -24,7 +24,7 @@ import os
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Final, Protocol
+from typing import Any, Final, Protocol
 
 import attrs
 
@@ -86,6 +86,18 @@ class VectorHit:
     end_line: int
     text: str
     score: float
+
+    @classmethod
+    def of(
+        cls, found: Sequence[tuple[int, float]], rows: Mapping[int, Sequence[Any]]
+    ) -> list[VectorHit]:
+        """The hits for `found` (chunk id, similarity), best first, from their chunk rows
+        (`id, path, start_line, end_line, text`, by id); a chunk gone meanwhile is left out."""
+        return [
+            cls(i, rows[i][1], rows[i][2], rows[i][3], rows[i][4], score)
+            for i, score in found
+            if i in rows
+        ]
 
 
 @attrs.frozen

@@ -428,11 +428,7 @@ class MemoryIndex:
                 [i for i, _score in found],
             )
         }
-        return [
-            VectorHit(i, rows[i][1], rows[i][2], rows[i][3], rows[i][4], score)
-            for i, score in found
-            if i in rows
-        ]
+        return VectorHit.of(found, rows)
 
     def status(self) -> IndexStatus:
         """What the index holds now (without syncing). Blocking."""
