@@ -21,8 +21,9 @@ pipes (`Job.tty` is None).
 Output is kept as OpenClaw keeps it: each stream passes, as it arrives, through a sanitizer of
 its own (`_ansi.OutputSanitizer`: UTF-8 decoded, escape sequences removed even when split
 across reads, control characters escaped) before it is counted, kept and streamed, so the
-byte bounds apply to the text a model sees. A terminal's cursor position query is answered
-from the stdout sanitizer, as OpenClaw's is.
+byte bounds apply to the text a model sees. The stdout sanitizer also follows the cursor key
+mode the output sets (`Job.cursor_keys`, for `process send-keys`: `_pty_keys`) and, on a
+terminal, answers its cursor position queries, as OpenClaw's does.
 
 When a backgrounded job ends by itself (not killed on request) the registry calls `on_exit`
 with it, as OpenClaw's `notifyOnExit` enqueues an `Exec completed|failed (<id>, code N) :: <tail>`
@@ -59,6 +60,7 @@ from ._proctree import (
     spawn_tree,
 )
 from ._pty import EOT, Terminal, open_terminal, terminal_env
+from ._pty_keys import CursorKeyMode
 
 __all__ = [
     "TIMEOUT_RETRY_GUIDANCE",
@@ -174,6 +176,10 @@ class Job:
     proc: trio.Process | None = None
     tty: Terminal | None = None
     """The master side of the job's pseudo-terminal (`pty`), which carries its input and output."""
+    cursor_keys: CursorKeyMode = "normal"
+    """The cursor key mode (DECCKM) its output last set: `ESC [ ? 1 h` application, `ESC [ ? 1 l`
+    normal; `unknown` until then for a job started with `pty` (even one that fell back to
+    pipes), `normal` for one without, as OpenClaw tracks it."""
     backgrounded: bool = False
     ended_at: int | None = None
     exit_code: int | None = None
@@ -370,6 +376,7 @@ class ProcessRegistry:
             notify_empty_success=notify_empty_success,
             output=OutputLog(self.limits.max_output_bytes, self.limits.pending_bytes),
             on_chunk=on_chunk,
+            cursor_keys="unknown" if pty else "normal",
         )
         # Shielded, and owned by its task before the next checkpoint: a cancellation (a run's
         # abort) arriving meanwhile can never leave a process that no task watches.
@@ -615,13 +622,16 @@ def _open_terminal(job: Job) -> Terminal | None:
 
 
 def _sanitizer(job: Job, stream: str) -> OutputSanitizer:
-    """`stream`'s sanitizer; a terminal's answers the cursor position queries it removes."""
-    tty = job.tty
-    if tty is None or stream != "stdout":
+    """`stream`'s sanitizer. stdout's sets `job.cursor_keys` from the DECCKM sequences it
+    removes, and a terminal's answers the cursor position queries it removes."""
+    if stream != "stdout":
         return OutputSanitizer()
+    tty = job.tty
 
     def on_csi(sequence: str) -> None:
-        if sequence in ("6n", "?6n"):
+        if sequence in ("?1h", "?1l"):
+            job.cursor_keys = "application" if sequence == "?1h" else "normal"
+        elif tty is not None and sequence in ("6n", "?6n"):
             tty.answer_cursor_query()
 
     return OutputSanitizer(on_csi)

@@ -4,12 +4,13 @@ Actions (OpenClaw's): `list` (the session's jobs, running and ended), `poll` (th
 poll has read yet, and the exit status; `timeout` waits up to that many ms, at most 30,000, for
 output or the end), `log` (the retained output by lines: `offset`/`limit`; neither gives the
 last 200 lines), `write` (`data` to stdin, `eof` closes it, or types Ctrl-D on a terminal),
-`send-keys` (`literal`, `hex` bytes and named `keys`), `submit` (a CR), `paste` (`text`,
-bracketed unless `bracketed` is false), `kill`, `clear` (forget an ended job) and `remove`
-(kill, or clear). Input goes to the job's terminal when it runs on one (`exec` `pty: true`:
-keys reach a `read` or a REPL as typed), else to its stdin pipe. A job is visible only to the
-session that started it. Failures are error results with `details.status` `failed` and the
-message in `details.error`.
+`send-keys` (`literal`, `hex` bytes and `keys` tokens, encoded as OpenClaw's encoder does, in
+the job's cursor key mode: `_pty_keys`), `submit` (a CR), `paste` (`text`, bracketed unless
+`bracketed` is false), `kill`, `clear` (forget an ended job) and `remove` (kill, or clear).
+Input goes to the job's terminal when it runs on one (`exec` `pty: true`: keys reach a `read`
+or a REPL as typed), else to its stdin pipe. A job is visible only to the session that
+started it. Failures are error results with `details.status` `failed` and the message in
+`details.error`.
 """
 
 from __future__ import annotations
@@ -24,6 +25,13 @@ from attrs import frozen
 from ._errors import ToolError
 from ._exec import RETENTION_CAP_NOTE, sanitized
 from ._process import TIMEOUT_RETRY_GUIDANCE, Job, ProcessRegistry
+from ._pty_keys import (
+    bracketed_paste,
+    cursor_mode_sensitive,
+    encode_keys,
+    unknown_cursor_mode_message,
+    utf16_length,
+)
 from ._tool import ToolContext, ToolResult, text_result
 
 __all__ = ["ProcessParams", "ProcessTool"]
@@ -36,24 +44,6 @@ _MAX_WRITE_BYTES: Final = 1 << 20
 Action = Literal[
     "list", "poll", "log", "write", "send-keys", "submit", "paste", "kill", "clear", "remove"
 ]
-
-_KEYS: Final = {
-    "enter": "\r",
-    "return": "\r",
-    "tab": "\t",
-    "escape": "\x1b",
-    "esc": "\x1b",
-    "space": " ",
-    "backspace": "\x7f",
-    "bspace": "\x7f",
-    "up": "\x1b[A",
-    "down": "\x1b[B",
-    "right": "\x1b[C",
-    "left": "\x1b[D",
-    "home": "\x1b[1~",
-    "end": "\x1b[4~",
-    "delete": "\x1b[3~",
-}
 
 
 class ProcessParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -309,7 +299,7 @@ async def _input(registry: ProcessRegistry, job: Job | None, args: ProcessParams
     if not job.stdin_open:
         return _fail(f"Session {sid} stdin is not writable.")
     try:
-        payload, said = _payload(args)
+        payload, said = _payload(args, job)
     except ValueError as exc:
         return _fail(str(exc))
     if len(payload) > _MAX_WRITE_BYTES:
@@ -321,8 +311,9 @@ async def _input(registry: ProcessRegistry, job: Job | None, args: ProcessParams
     return text_result(said, details={"status": "running", "sessionId": sid, "name": job.name})
 
 
-def _payload(args: ProcessParams) -> tuple[bytes, str]:
-    """The bytes an input action writes, and what its result says."""
+def _payload(args: ProcessParams, job: Job) -> tuple[bytes, str]:
+    """The bytes an input action writes, and what its result says. Raises `ValueError` with
+    the failure's text."""
     sid = args.sessionId
     if args.action == "write":
         data = (args.data or "").encode()
@@ -332,32 +323,23 @@ def _payload(args: ProcessParams) -> tuple[bytes, str]:
         return b"\r", f"Submitted session {sid} (sent CR)."
     if args.action == "paste":
         text = args.text or ""
-        if not text:
+        wrapped = bracketed_paste(text, args.bracketed is not False)
+        if not wrapped:
             raise ValueError("No paste text provided.")
-        wrapped = text if args.bracketed is False else f"\x1b[200~{text}\x1b[201~"
-        return wrapped.encode(), f"Pasted {len(text)} chars to session {sid}."
-    data = (args.literal or "").encode()
-    for raw in args.hex or ():
-        try:
-            data += bytes([int(raw.lower().removeprefix("0x"), 16)])
-        except ValueError:
-            raise ValueError(f"Invalid hex byte: {raw}") from None
-    for token in args.keys or ():
-        data += _key(token).encode()
+        return wrapped.encode(), f"Pasted {utf16_length(text)} chars to session {sid}."
+    keys = args.keys or []
+    if job.cursor_keys == "unknown" and cursor_mode_sensitive(keys):
+        raise ValueError(unknown_cursor_mode_message(str(sid)))
+    mode = "normal" if job.cursor_keys == "unknown" else job.cursor_keys
+    data, warnings = encode_keys(
+        literal=args.literal, hex_bytes=args.hex or (), keys=keys, mode=mode
+    )
     if not data:
         raise ValueError("No key data provided.")
-    return data, f"Sent {len(data)} bytes to session {sid}."
-
-
-def _key(token: str) -> str:
-    lower = token.strip().lower()
-    if lower in _KEYS:
-        return _KEYS[lower]
-    if lower[-1:].isalpha() and ((len(lower) == 3 and lower[:2] == "c-") or lower[:-1] == "^"):
-        return chr(ord(lower[-1]) - ord("a") + 1)
-    if len(token) == 1:
-        return token
-    raise ValueError(f"Unknown key: {token}")
+    said = f"Sent {len(data)} bytes to session {sid}."
+    if warnings:
+        said += "\nWarnings:\n- " + "\n- ".join(warnings)
+    return data, said
 
 
 def _duration(ms: int) -> str:
