@@ -48,7 +48,7 @@ import msgspec
 import trio
 
 from runtime.agent import TurnServices
-from runtime.heartbeat import WakeIntent, WakeResult
+from runtime.heartbeat import EventDelivery, WakeIntent, WakeResult
 from runtime.hooks import InternalHookEvent, SessionEndEvent, SessionStartEvent
 from runtime.llm import Pacer
 from runtime.loop import now_ms
@@ -141,6 +141,9 @@ class HeartbeatControl(Protocol):
     async def wake_and_wait(
         self, agent_id: str, *, source: str, intent: WakeIntent, reason: str
     ) -> WakeResult: ...
+    async def deliver_event(
+        self, agent_id: str, session_key: str, text: str, *, context_key: str, wait: bool
+    ) -> EventDelivery: ...
 
 
 @attrs.frozen

@@ -8,13 +8,15 @@ Where a job's payload runs (OpenClaw's execution styles):
 - `main` + `systemEvent`: the agent's main session, as OpenClaw's: the text is queued as a
   system event of that session (`runtime.heartbeat.SystemEventQueue`, context
   `cron:<jobId>`) and a heartbeat wake (`actors.heartbeat`, source `cron`, reason
-  `cron:<jobId>`) tells it. `wakeMode: "now"` wakes at once (`immediate`) and the firing waits
-  for that heartbeat: `ok` once it ran (or handed off to a later retry: a cron run in
-  progress, or past 2 minutes), else `skipped`/`error` with the heartbeat's reason and the
-  event taken back. `next-heartbeat` wakes as an `event`, which waits for the agent's next
-  due heartbeat (an agent without a cadence runs none: the session's next turn reads the
-  event); the firing is `ok` at once. Without heartbeats (no `open_heartbeats`) the event
-  waits for the session's next turn either way.
+  `cron:<jobId>`) tells it (`Heartbeats.deliver_event`: in a cluster on the node that owns
+  the session, which keeps it: the session does not move to this node). `wakeMode: "now"`
+  wakes at once (`immediate`) and the firing waits for that heartbeat: `ok` once it ran (or
+  handed off to a later retry: a cron run in progress, or past 2 minutes), else
+  `skipped`/`error` with the heartbeat's reason and the event taken back. `next-heartbeat`
+  wakes as an `event`, which waits for the agent's next due heartbeat (an agent without a
+  cadence runs none: the session's next turn reads the event); the firing is `ok` at once.
+  Without heartbeats (no `open_heartbeats`) the event waits for the session's next turn
+  either way.
 
 Every agent turn goes through the session's own lane and then the `cron` global lane (cap
 `cron.maxConcurrentRuns`, default 1), like any run: lifecycle and chat events, transcript,
@@ -142,28 +144,24 @@ async def _system_event(
 ) -> None:
     """A main-session `systemEvent` firing (see the module docstring). A checkpoint."""
     context = f"cron:{job.id}"
-    queue = sup.services.system_events
-    queue.enqueue(key, text, context_key=context)
     outcome.summary = text
     beats = sup.heartbeats
-    reason = f"cron:{job.id}"
-    if beats is None or job.wakeMode != "now":
-        if beats is not None:
-            beats.request_wake(agent_id, source="cron", intent="event", reason=reason)
-        await trio.lowlevel.checkpoint()
+    if beats is None:  # no heartbeat tells it: the session's next turn reads it
+        if sup.session_gate is not None:
+            await sup.session_gate(key)  # in a cluster: the session moves to this node
+        actor = await sup.session(key, agent_id)
+        outcome.session_id = (await actor.save_row(updatedAt=now_ms())).sessionId
+        sup.services.system_events.enqueue(key, text, context_key=context)
         outcome.status = "ok"
         return
-    try:
-        result = await beats.wake_and_wait(
-            agent_id, source="cron", intent="immediate", reason=reason
-        )
-    except BaseException:
-        queue.discard(key, context, text)
-        raise
-    if result.status == "ran" or result.handed_off:
+    delivered = await beats.deliver_event(
+        agent_id, key, text, context_key=context, wait=job.wakeMode == "now"
+    )
+    outcome.session_id = delivered.session_id
+    result = delivered.wake
+    if result is None or result.status == "ran" or result.handed_off:
         outcome.status = "ok"
         return
-    queue.discard(key, context, text)
     outcome.status = "skipped" if result.status == "skipped" else "error"
     outcome.error = result.reason
 
@@ -186,6 +184,9 @@ async def execute(
         outcome.session_key = key
         payload = job.payload
         message, model_ref, timeout_s = _turn_options(gen, job, spec.id)
+        if not isinstance(payload, CronAddParamsPayloadAgentTurn):
+            await _system_event(sup, job, spec.id, key, payload.text, outcome)
+            return outcome
         if sup.session_gate is not None:
             await sup.session_gate(key)  # in a cluster: the session moves to this node
         actor = await sup.session(key, spec.id)
@@ -196,9 +197,6 @@ async def execute(
             updatedAt=now_ms(), **({"thinkingLevel": level} if level else {})
         )
         outcome.session_id = row.sessionId
-        if not isinstance(payload, CronAddParamsPayloadAgentTurn):
-            await _system_event(sup, job, spec.id, key, payload.text, outcome)
-            return outcome
         cap = gen.config.cron.maxConcurrentRuns
         lane = sup.lane_for("cron")
         if lane.slots.total_tokens != cap:

@@ -55,25 +55,30 @@ automations scheduler, so `cron.enabled: false` and a cluster node not running c
 none; the node running cron fires every agent's); wakes work regardless.
 Config changes are read at each tick and at most `RESCAN_S` (`rescan_s`) after they happen.
 
+A cron job's system event (`deliver_event`, `_delivery`) is queued in its session and wakes
+the agent's heartbeat, waited for with `wakeMode: "now"`.
+
 In a cluster (`peers`, set by `transports.cluster`): a wake whose session another node owns
 is sent to that node (`HeartbeatPeers.send_wake`) and runs there, once, paced and retried
 there, so the session does not move: a cadence tick, a wake-now of another agent. A wake
 runs here, its session moving here through `session_gate` as any run's, when nobody owns the
-session (taking its lease), when this node holds system events for it (a cron job's, which
-its heartbeat must read), or when someone here waits for it (`wake_and_wait`). The events
-emitted and `set-heartbeats` go to every node (`adopt_event`, `adopt_enabled`), so
-`last-heartbeat` answers the same on each.
+session (taking its lease), when this node holds system events for it, or when someone here
+waits for it (`wake_and_wait`). A cron job's system event is queued and woken on the node
+that owns its session (`HeartbeatPeers.deliver_event`; `deliver_routed` there), which keeps
+it. The events emitted and `set-heartbeats` go to every node (`adopt_event`,
+`adopt_enabled`), so `last-heartbeat` answers the same on each.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 import msgspec
@@ -82,6 +87,7 @@ import trio
 from runtime.heartbeat import (
     COALESCE_S,
     RETRY_REASONS,
+    EventDelivery,
     HeartbeatSettings,
     SystemEvent,
     WakeIntent,
@@ -107,12 +113,14 @@ from runtime.model import GenerationError
 
 from ..runs import RunRecord
 from ..session import LaneFull, RunRequest
+from ._delivery import deliver_answering, deliver_here
+from ._peers import HeartbeatPeers
 from ._wakes import MAX_ACTIVE, PendingWakes, Wake, WakeWaiter
 
 if TYPE_CHECKING:
     from .._supervisor import Supervisor
 
-__all__ = ["HANDOFF_S", "RESCAN_S", "HeartbeatPeers", "Heartbeats", "open_heartbeats"]
+__all__ = ["HANDOFF_S", "RESCAN_S", "Heartbeats", "open_heartbeats"]
 
 log = logging.getLogger("clawlane.heartbeat")
 
@@ -149,24 +157,6 @@ def _reply_text(final: dict[str, Any] | None) -> str:
         and not p.get("isReasoning")
     ]
     return "\n\n".join(texts)
-
-
-class HeartbeatPeers(Protocol):
-    """The other nodes of a cluster (`transports.cluster`), as `Heartbeats.peers`."""
-
-    async def send_wake(self, wake: Wake, session_key: str) -> bool:
-        """Send `wake` (for `session_key`) to the node that owns that session, when another
-        node owns it: True once sent (it runs there), False when it runs here (this node
-        owns it, nobody does, or its owner cannot be told). A checkpoint."""
-        ...
-
-    def tell_event(self, event: dict[str, Any]) -> None:
-        """A `heartbeat` event emitted here, for the other nodes (`adopt_event` there)."""
-        ...
-
-    def tell_enabled(self, enabled: bool) -> None:
-        """`set-heartbeats` here, for the other nodes (`adopt_enabled` there)."""
-        ...
 
 
 @attrs.frozen
@@ -361,6 +351,47 @@ class Heartbeats:
         await waiter.done.wait()
         assert waiter.result is not None
         return waiter.result
+
+    async def deliver_event(
+        self, agent_id: str, session_key: str, text: str, *, context_key: str, wait: bool
+    ) -> EventDelivery:
+        """A cron job's system event: `text` queued for `session_key` and the agent's
+        heartbeat woken (`wait`: its end waited for), on the node that owns the session
+        (see the module docstring and `_delivery`). A checkpoint."""
+        here = functools.partial(
+            deliver_here, self._sup, agent_id, session_key, text, context_key=context_key, wait=wait
+        )
+        if self.peers is None:
+            return await here()
+        return await self.peers.deliver_event(
+            agent_id, session_key, text, context_key=context_key, wait=wait, here=here
+        )
+
+    def deliver_routed(
+        self,
+        agent_id: str,
+        session_key: str,
+        text: str,
+        *,
+        context_key: str,
+        wait: bool,
+        answer: Callable[[EventDelivery], None],
+    ) -> None:
+        """(Another node sent a cron job's system event for a session this node owns.)
+        Deliver it here, in a task of the heartbeats, and `answer` how it went (an error as
+        a `failed` wake). Not a checkpoint."""
+        self._nursery.start_soon(
+            functools.partial(
+                deliver_answering,
+                self._sup,
+                agent_id,
+                session_key,
+                text,
+                context_key=context_key,
+                wait=wait,
+                answer=answer,
+            )
+        )
 
     async def run_wakes(
         self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED

@@ -11,7 +11,8 @@
   next turn, read by the model as `System: [time] text` lines before its message.
 - `_wake`: when a wake may run (`should_defer`: OpenClaw's `not-due`, `min-spacing` and
   `flood` guards over an agent's `WakePacing`; `retain`), when a busy one is tried again
-  (`retry_delay_s`, `RETRY_REASONS`) and how it ended (`WakeResult`).
+  (`retry_delay_s`, `RETRY_REASONS`) and how it ended (`WakeResult`; a cron job's event
+  and its wake: `EventDelivery`).
 - `_event_prompts`: the message of a heartbeat a background command's completion or a cron
   job's system event woke (`build_exec_event_prompt`, `build_cron_event_prompt`,
   `is_exec_completion_event`, `is_cron_system_event`).
@@ -62,6 +63,7 @@ from ._settings import resolve_heartbeat as resolve_heartbeat
 from ._wake import COALESCE_S as COALESCE_S
 from ._wake import RETRY_REASONS as RETRY_REASONS
 from ._wake import Deferral as Deferral
+from ._wake import EventDelivery as EventDelivery
 from ._wake import WakeIntent as WakeIntent
 from ._wake import WakePacing as WakePacing
 from ._wake import WakeResult as WakeResult
@@ -79,6 +81,7 @@ __all__ = [
     "HEARTBEAT_TRANSCRIPT_MARKER",
     "RETRY_REASONS",
     "Deferral",
+    "EventDelivery",
     "HeartbeatRespondParams",
     "HeartbeatRespondTool",
     "HeartbeatResponses",

@@ -20,6 +20,8 @@ A heartbeat skipped because something is busy (`RETRY_REASONS`: `requests-in-fli
 `cron-in-progress`, ...) is tried again (`retry_delay_s`): after 1 s, or after 60 s for a
 scheduled one; a scheduled poll with no system event waiting is not retried (its next tick
 comes). Pure: times are epoch milliseconds given by the caller.
+
+`EventDelivery`: where a cron job's system event went and how its wake ended.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ __all__ = [
     "MIN_SPACING_MS",
     "RETRY_REASONS",
     "Deferral",
+    "EventDelivery",
     "WakeIntent",
     "WakePacing",
     "WakeResult",
@@ -75,6 +78,16 @@ class WakeResult:
     status: Literal["ran", "skipped", "failed"]
     reason: str | None = None
     handed_off: bool = False
+
+
+@attrs.frozen
+class EventDelivery:
+    """A cron job's system event queued for a session (`actors.heartbeat`, on the node that
+    owns the session): the session's id there (None when unknown), and how the heartbeat it
+    woke ended when that was waited for (None: not waited for, or no answer came)."""
+
+    session_id: str | None = None
+    wake: WakeResult | None = None
 
 
 @attrs.define

@@ -5,7 +5,10 @@ heartbeat runs on the node that owns its session, and both nodes show the same o
   heartbeat's session, which keeps its lease; a `system-event` sent through the other node
   is queued on the owner and read by that heartbeat;
 - a `wake` through the other node runs its heartbeat on the owner; `last-heartbeat` answers
-  the same through either node, and `set-heartbeats` turns them off on both.
+  the same through either node, and `set-heartbeats` turns them off on both;
+- a cron `systemEvent` job, fired on the node running cron, is queued on the session's owner
+  and its heartbeat runs there (`wakeMode: "now"`, the firing waiting for it), or waits
+  there for the session's next turn (`next-heartbeat`); the session does not move.
 
 The model is the `local` one (it answers `You said: <message>`, or its `[[...]]`
 directives). Cross-node state is polled with a bound (`wait_for`): what it reads changes in
@@ -144,3 +147,66 @@ async def test_a_wake_through_another_node_runs_on_the_owner_and_set_heartbeats_
                 off = await w.until(lambda e, p: e == "heartbeat" and p.get("reason") == "disabled")
                 assert off["status"] == "skipped"
                 assert _beats(owner.gw).runs == 1 and _beats(other.gw).runs == 0
+
+
+async def _fire(client: GatewayClient, w: Watch, mode: str, text: str) -> dict[str, Any]:
+    """A `systemEvent` job into the main session, run now through `client` (the cron node's
+    client, `w` its events): its `finished` cron event."""
+    job = await client.request(
+        "cron.add",
+        {
+            "name": text,
+            "schedule": {"kind": "every", "everyMs": 3_600_000},
+            "sessionTarget": "main",
+            "wakeMode": mode,
+            "payload": {"kind": "systemEvent", "text": text},
+        },
+    )
+    await client.request("cron.run", {"id": job["id"], "mode": "force"})
+    finished: dict[str, Any] = await w.until(
+        lambda e, p: e == "cron" and p["action"] == "finished" and p["jobId"] == job["id"]
+    )
+    return finished
+
+
+async def test_a_cron_system_event_is_queued_and_told_on_the_sessions_owner(
+    tmp_path: Path, pg_url: str
+) -> None:
+    w = Watch()
+    beat = {"every": "0m", "target": "none"}
+    with trio.fail_after(60):
+        async with two_nodes(tmp_path, pg_url, agents__defaults__heartbeat=beat) as nodes:
+            cron, owner = await _cron_and_other(nodes)
+            async with (
+                open_client(owner.gw, scopes=ADMIN) as at_owner,
+                open_client(cron.gw, scopes=ADMIN, on_event=w) as at_cron,
+            ):
+                await _take(at_owner, "take")
+                # wakeMode now: the firing waits for the heartbeat, which runs on the owner
+                # and reads the text there.
+                finished = await _fire(at_cron, w, "now", "Water the plants")
+                assert finished["status"] == "ok", finished
+                assert _beats(owner.gw).runs == 1 and _beats(cron.gw).runs == 0
+                event = await w.until(
+                    lambda e, p: e == "heartbeat" and "Water the plants" in (p.get("preview") or "")
+                )
+                assert (event["status"], event["reason"]) == ("skipped", "target-none")
+                assert _owns(owner) and not _owns(cron)
+                # next-heartbeat, no cadence: the text waits on the owner for the next turn.
+                finished = await _fire(at_cron, w, "next-heartbeat", "Stand up and stretch")
+                assert finished["status"] == "ok", finished
+                queued = owner.gw.supervisor.services.system_events.peek(KEY)
+                assert [(e.text, e.context_key) for e in queued] == [
+                    ("Stand up and stretch", f"cron:{finished['jobId']}")
+                ]
+                assert not cron.gw.supervisor.services.system_events.has(KEY)
+                assert _owns(owner) and not _owns(cron)
+                assert await _lease_owner(cron.gw) == owner.gw.node.node_id  # type: ignore[union-attr]
+                final = await at_cron.request(
+                    "agent",
+                    {"sessionKey": KEY, "message": "hello", "idempotencyKey": "next"},
+                    expect_final=True,
+                )
+                text = final["result"]["payloads"][0]["text"]
+                assert text.startswith("You said: System: [") and "Stand up and stretch" in text
+                assert _beats(owner.gw).runs == 1 and _owns(owner) and not _owns(cron)

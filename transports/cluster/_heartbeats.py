@@ -14,7 +14,16 @@ and every node shows the same heartbeats (`ClusterHeartbeats`, the node's
   the owner of that session (`BEAT_METHODS`, `beat_session`: the one the method queues for),
   taking its lease when nobody holds it (`Router.handle`), and the owner keeps the lease
   while the text waits (`_leases`), so the session's next turn, requested through any node,
-  runs where the text is.
+  runs where the text is. So does a cron job's system event (a `systemEvent` job into the
+  main session, fired on the node running cron: `deliver_event`): it is sent to the node
+  that owns the session (a `{"beat": "deliver"}` notice), which queues it and wakes the
+  heartbeat there (`actors.Heartbeats.deliver_routed`) and answers how it went (`{"beat":
+  "delivered"}`: at once, or with `wakeMode: "now"` once the heartbeat ended, as the cron
+  firing waits for it); nobody owning the session, this node takes it and delivers it here.
+  The cron node waits for the answer at most `ANSWER_S` (`ANSWER_WAIT_S` for a wake waited
+  for: then the wake counts as handed off); the owner gone meanwhile, the firing fails
+  naming it. A firing cancelled while it waits has its event taken back there
+  (`{"beat": "discard"}`).
 - **The same everywhere.** A `heartbeat` event emitted on any node goes to every node's
   connections and is the last one there too (`last-heartbeat` answers the same on each, the
   newest by `ts`); `set-heartbeats` turns them on or off on every node.
@@ -26,13 +35,17 @@ does not learn an earlier `set-heartbeats` nor the last event (it answers its ow
 
 from __future__ import annotations
 
+import functools
 import logging
+import uuid
+from collections.abc import Awaitable, Callable
 from typing import Any, Final, Protocol, cast
 
+import attrs
 import trio
 
 from actors import Cluster, ClusterError, Heartbeats, Supervisor
-from runtime.heartbeat import WakeIntent, resolve_heartbeat
+from runtime.heartbeat import EventDelivery, WakeIntent, WakeResult, resolve_heartbeat
 from runtime.model import GenerationError
 from runtime.sessions import SessionKeyError
 
@@ -45,6 +58,14 @@ log = logging.getLogger("clawlane.cluster")
 BEAT_METHODS: Final = frozenset({"wake", "system-event"})
 """Methods served by the owner of the session they queue a system event for."""
 _INTENTS: Final = frozenset({"manual", "immediate", "event", "scheduled"})
+_STATUSES: Final = frozenset({"ran", "skipped", "failed"})
+ANSWER_S: Final = 10.0
+"""How long a cron node waits for the owner's answer to an event it does not wait on."""
+ANSWER_WAIT_S: Final = 150.0
+"""How long it waits for the answer when the firing waits for the heartbeat (the owner's
+`wake_and_wait` hands off after 120 s)."""
+CHECK_S: Final = 0.5
+"""How often a wait for an answer checks that the owner still lives."""
 
 
 def beat_session(sup: Supervisor, method: str, params: dict[str, Any]) -> str | None:
@@ -78,21 +99,47 @@ class _Router(Protocol):
     def tell(self, node: str, note: dict[str, Any]) -> None: ...
 
 
+@attrs.define
+class _Answer:
+    """The owner's answer to a cron event sent to it, once it comes."""
+
+    value: EventDelivery | None = None
+    done: trio.Event = attrs.field(factory=trio.Event)
+
+
+def _delivery_of(note: dict[str, Any]) -> EventDelivery:
+    """The `{"beat": "delivered"}` notice's delivery. Raises `ValueError` when unreadable."""
+    session_id, wake = note.get("sessionId"), note.get("wake")
+    if not isinstance(session_id, str | None) or not isinstance(wake, dict | None):
+        raise ValueError("unreadable cron event answer")
+    if wake is None:
+        return EventDelivery(session_id)
+    status, reason = wake.get("status"), wake.get("reason")
+    if status not in _STATUSES or not isinstance(reason, str | None):
+        raise ValueError("unreadable cron event answer")
+    result = WakeResult(status, reason, handed_off=wake.get("handedOff") is True)
+    return EventDelivery(session_id, result)
+
+
 class ClusterHeartbeats:
     """This node's heartbeats joined to the cluster (see the module docstring)."""
 
-    def __init__(self, beats: Heartbeats, router: _Router) -> None:
+    def __init__(self, beats: Heartbeats, router: _Router, sup: Supervisor) -> None:
         self.beats = beats
         self.router = router
+        self.sup = sup
+        self._answers: dict[str, _Answer] = {}
+        """The cron events sent to their session's owner, by call id, until answered."""
 
     @classmethod
     def attach(cls, gateway: Any, router: _Router) -> ClusterHeartbeats | None:
         """Join the node's heartbeats (if it runs them) to the cluster through `router`.
         Not a checkpoint."""
-        beats = gateway.actors.supervisor.heartbeats
+        sup = gateway.actors.supervisor
+        beats = sup.heartbeats
         if not isinstance(beats, Heartbeats):
             return None
-        joined = cls(beats, router)
+        joined = cls(beats, router, sup)
         beats.peers = joined
         return joined
 
@@ -121,6 +168,59 @@ class ClusterHeartbeats:
         router.tell(holder.owner, note)
         return True
 
+    async def deliver_event(
+        self,
+        agent_id: str,
+        session_key: str,
+        text: str,
+        *,
+        context_key: str,
+        wait: bool,
+        here: Callable[[], Awaitable[EventDelivery]],
+    ) -> EventDelivery:
+        router = self.router
+        with router.leases.pinned(session_key):  # taken here: kept until its text is queued
+            owner = await router.leases.owner(session_key)
+            if owner == router.node_id:
+                return await here()
+        call = uuid.uuid4().hex
+        answer = self._answers[call] = _Answer()
+        event = {"sessionKey": session_key, "contextKey": context_key, "text": text}
+        note = {"beat": "deliver", "id": call, "agentId": agent_id, "wait": wait, **event}
+        try:
+            router.tell(owner, note)
+            return await self._answer_of(answer, owner, wait)
+        except BaseException:  # cancelled: the firing takes its event back
+            if wait:
+                router.tell(owner, {"beat": "discard", **event})
+            raise
+        finally:
+            del self._answers[call]
+
+    async def _answer_of(self, answer: _Answer, owner: str, wait: bool) -> EventDelivery:
+        """The owner's answer, or what its absence means (see the module docstring)."""
+        deadline = trio.current_time() + (ANSWER_WAIT_S if wait else ANSWER_S)
+        while answer.value is None:
+            now = trio.current_time()
+            if owner not in self.router.alive:
+                return EventDelivery(None, WakeResult("failed", f"node {owner} is gone"))
+            if now >= deadline:
+                log.warning("cron event sent to node %s: no answer (it may still run)", owner)
+                handed = WakeResult("skipped", "no answer", handed_off=True)
+                return EventDelivery(None, handed if wait else None)
+            with trio.move_on_after(min(CHECK_S, deadline - now)):
+                await answer.done.wait()
+        return answer.value
+
+    def _answer(self, node: str, call: str, done: EventDelivery) -> None:
+        wake = done.wake
+        view = None
+        if wake is not None:
+            view = {"status": wake.status, "reason": wake.reason, "handedOff": wake.handed_off}
+        self.router.tell(
+            node, {"beat": "delivered", "id": call, "sessionId": done.session_id, "wake": view}
+        )
+
     def tell_event(self, event: dict[str, Any]) -> None:
         self.router.tell_all({"beat": "event", "event": event})
 
@@ -147,8 +247,34 @@ class ClusterHeartbeats:
                 coalesce_s=0.0,
                 routed=True,
             )
+        elif what in ("deliver", "delivered", "discard"):
+            self._on_delivery(note)
         elif what == "event" and isinstance(note.get("event"), dict):
             self.beats.adopt_event(note["event"])
         elif what == "enabled" and isinstance(note.get("enabled"), bool):
             self.beats.adopt_enabled(note["enabled"])
         return what is not None
+
+    def _on_delivery(self, note: dict[str, Any]) -> None:
+        """A cron event for a session this node owns, its answer, or its taking back."""
+        what, call = note["beat"], note.get("id")
+        if what == "delivered":
+            answer = self._answers.get(str(call))
+            if answer is not None and answer.value is None:
+                answer.value = _delivery_of(note)
+                answer.done.set()
+            return
+        key, context, text = note.get("sessionKey"), note.get("contextKey"), note.get("text")
+        if not isinstance(key, str) or not isinstance(context, str) or not isinstance(text, str):
+            raise ValueError("unreadable cron event")
+        if what == "discard":
+            self.sup.services.system_events.discard(key, context, text)
+            return
+        self.beats.deliver_routed(
+            str(note["agentId"]),
+            key,
+            text,
+            context_key=context,
+            wait=note.get("wait") is True,
+            answer=functools.partial(self._answer, str(note["from"]), str(call)),
+        )
