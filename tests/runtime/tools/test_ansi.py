@@ -2,7 +2,8 @@
 as its streaming parser strips them, controls escaped and format characters removed, memory
 bounded however long an unterminated sequence runs; checked against OpenClaw's own functions
 when its package is installed, and applied to real processes' output through `exec` and
-`process`, pipes and terminals alike."""
+`process`, pipes and terminals alike: there only, as OpenClaw applies it (`read` returns a
+file's escapes as OpenClaw's `read` does)."""
 
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ from runtime.tools._ansi import (
     strip_ansi_text,
 )
 from runtime.tools._exec import ExecTool
+from runtime.tools._fs import ReadTool
 from runtime.tools._process import ProcessLimits, open_process_registry
 from runtime.tools._process_tool import ProcessTool
 from runtime.tools._tool import ToolContext, ToolResult, invoke_tool
@@ -286,3 +288,58 @@ async def test_a_terminal_answers_a_cursor_query_split_across_writes(ctx: ToolCo
     with trio.fail_after(10):
         result = await invoke_tool(ExecTool(), {"command": command, "pty": True}, ctx)
     assert _text(result).endswith("at:1;1\r\n") and "\x1b" not in _text(result)
+
+
+# --- where the sanitizer applies ---------------------------------------------------------------
+
+_ESCAPES_IN_A_FILE = "red \x1b[31mX\x1b[0m \x1b]0;title\x07bell\x07 \u200bzw\x01\x9b\nline2\n"
+
+
+async def test_read_returns_a_files_escapes_and_controls_as_they_are(
+    ctx: ToolContext, workspace: Path
+) -> None:
+    """OpenClaw 2026.9.6 runs its sanitizer over exec/process output only; `read` (like every
+    other tool) returns what the file holds. Its `sanitizeToolResult` redacts secrets and
+    shortens the copy events carry; its terminal UI strips escapes for display only."""
+    (workspace / "ansi.txt").write_text(_ESCAPES_IN_A_FILE)
+    result = await invoke_tool(ReadTool(), {"path": "ansi.txt"}, ctx)
+    assert _text(result) == _ESCAPES_IN_A_FILE and not result.is_error
+
+
+def _openclaw_read_tool() -> tuple[Path, str, Path, str]:
+    """OpenClaw's base `read` tool module and the module of the wrapper its agents use, with
+    the names they export them as."""
+    if not NODE.exists() or not (PACKAGE / "dist").is_dir():
+        pytest.skip(f"Node 24 ({NODE}) or the openclaw package ({PACKAGE}) is not installed")
+    found: dict[str, tuple[Path, str]] = {}
+    for pattern, export in (
+        ("tools-*.mjs", "createReadTool"),
+        ("agent-tools.read-*.mjs", "createOpenClawReadTool"),
+    ):
+        for module in sorted((PACKAGE / "dist").glob(pattern)):
+            name = re.search(rf"\b{export} as (\w+)", module.read_text())
+            if name:
+                found[export] = (module, name.group(1))
+    if len(found) < 2:
+        pytest.skip("no modules exporting OpenClaw's read tool")
+    return (*found["createReadTool"], *found["createOpenClawReadTool"])
+
+
+async def test_read_gives_what_openclaws_read_gives(
+    ctx: ToolContext, workspace: Path, tmp_path: Path
+) -> None:
+    base, base_name, wrapper, wrapper_name = _openclaw_read_tool()
+    (workspace / "ansi.txt").write_text(_ESCAPES_IN_A_FILE)
+    script = tmp_path / "read.mjs"
+    script.write_text(
+        f"import {{ {base_name} as createReadTool }} from {json.dumps(str(base))};\n"
+        f"import {{ {wrapper_name} as wrap }} from {json.dumps(str(wrapper))};\n"
+        f"const tool = wrap(createReadTool({json.dumps(str(workspace))}), {{}});\n"
+        'const result = await tool.execute("call-1", { path: "ansi.txt" });\n'
+        "const texts = result.content.filter((b) => b.type === 'text').map((b) => b.text);\n"
+        "process.stdout.write(JSON.stringify(texts.join('')));\n"
+    )
+    with trio.fail_after(60):
+        ran = await trio.run_process([str(NODE), str(script)], capture_stdout=True)
+        result = await invoke_tool(ReadTool(), {"path": "ansi.txt"}, ctx)
+    assert json.loads(ran.stdout) == _ESCAPES_IN_A_FILE == _text(result)
