@@ -12,6 +12,9 @@ keeper that owns its whole process tree (`_proctree`); with the host's `ProcessR
 (`open_process_registry`, bounded per agent by `ProcessLimits`) a command outliving `yieldMs`
 becomes a background `Job` of its session, which `process` (`ProcessTool`) lists, polls, feeds
 and kills; the registry tells the host of a job's end (`Job.exit_event`, `exec_event_prompt`).
+In a cluster the registry's `peers` (`ProcessPeers`) are the other nodes': `process` reaches
+the session's jobs there (`act_here` is what a node does for another, `job_entry` a job's `list`
+entry; `lost_entry` and `lost_result` answer for a job whose node is gone).
 
 Exec policy (`_exec_policy`, `_exec_command`, `_exec_guard`): OpenClaw's `tools.exec.mode`
 (or `security` + `ask`), `askFallback`, `strictInlineEval`, `safeBins` as `ExecPolicy`
@@ -108,10 +111,16 @@ from ._policy import expand_tool_names as expand_tool_names
 from ._policy import unknown_entries as unknown_entries
 from ._process import Job as Job
 from ._process import ProcessLimits as ProcessLimits
+from ._process import ProcessPeers as ProcessPeers
 from ._process import ProcessRegistry as ProcessRegistry
 from ._process import exec_event_prompt as exec_event_prompt
 from ._process import open_process_registry as open_process_registry
+from ._process_tool import ProcessParams as ProcessParams
 from ._process_tool import ProcessTool as ProcessTool
+from ._process_tool import act_here as act_here
+from ._process_tool import job_entry as job_entry
+from ._process_tool import lost_entry as lost_entry
+from ._process_tool import lost_result as lost_result
 from ._progress import CardDesk as CardDesk
 from ._progress import ProgressCardError as ProgressCardError
 from ._progress import ProgressCardTool as ProgressCardTool
@@ -190,6 +199,8 @@ __all__ = [
     "ModelReviewer",
     "PatchError",
     "ProcessLimits",
+    "ProcessParams",
+    "ProcessPeers",
     "ProcessRegistry",
     "ProcessTool",
     "ProgressCardError",
@@ -222,6 +233,7 @@ __all__ = [
     "WebSearchTool",
     "WebSettings",
     "WriteTool",
+    "act_here",
     "apply_patch",
     "automations_tools",
     "builtin_tools",
@@ -234,6 +246,9 @@ __all__ = [
     "expand_tool_names",
     "guard_exec",
     "invoke_tool",
+    "job_entry",
+    "lost_entry",
+    "lost_result",
     "normalize_card",
     "normalize_tool_name",
     "open_process_registry",

@@ -29,6 +29,12 @@ When a backgrounded job ends by itself (not killed on request) the registry call
 with it, as OpenClaw's `notifyOnExit` enqueues an `Exec completed|failed (<id>, code N) :: <tail>`
 system event (`Job.exit_event`); the host wakes the session with it.
 
+In a cluster the registry stays the one home of this node's jobs, and `peers` (a
+`ProcessPeers`, set by `transports.cluster`) is the other nodes': the registry tells them
+which jobs it lists (`listed`, `unlisted`) and passes a run's abort, a session's deletion and
+its reset on to them (`kill_run`, `kill_session`, `clear_finished`: `tell=False` when they
+come from there); `process` asks them for the session's jobs that run elsewhere.
+
 All methods run in the trio thread; those that are checkpoints say so.
 """
 
@@ -43,7 +49,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Final, Literal
+from typing import Any, Final, Literal, Protocol
 
 import attrs
 import trio
@@ -61,6 +67,7 @@ from ._proctree import (
 )
 from ._pty import EOT, Terminal, open_terminal, terminal_env
 from ._pty_keys import CursorKeyMode
+from ._tool import ToolResult
 
 __all__ = [
     "TIMEOUT_RETRY_GUIDANCE",
@@ -68,6 +75,7 @@ __all__ = [
     "JobLimitError",
     "OutputLog",
     "ProcessLimits",
+    "ProcessPeers",
     "ProcessRegistry",
     "derive_name",
     "exec_event_prompt",
@@ -309,6 +317,39 @@ def derive_name(command: str) -> str:
     return f"{tokens[0]} {target}"
 
 
+class ProcessPeers(Protocol):
+    """The job registries of a cluster's other nodes (`transports.cluster`), as
+    `ProcessRegistry.peers`. The telling methods are not checkpoints and never raise."""
+
+    def listed(self, job: Job) -> None:
+        """`job` is listed here now (backgrounded, or ended and kept)."""
+
+    def unlisted(self, job: Job) -> None:
+        """`job` is no longer listed here (forgotten, removed, ended and not kept)."""
+
+    def kill_run(self, run_id: str) -> None:
+        """Kill the running jobs of aborted run `run_id` on the other nodes."""
+
+    def kill_session(self, session_key: str) -> None:
+        """Kill `session_key`'s jobs on the other nodes and forget its ended ones."""
+
+    def clear_finished(self, session_key: str) -> None:
+        """Forget `session_key`'s ended jobs on the other nodes."""
+
+    async def list(self, session_key: str) -> list[tuple[dict[str, Any], str]]:
+        """`session_key`'s jobs on the other nodes, each as its `process list` entry and
+        where it runs (a job whose node is gone: ended `failed`, `exitReason` `node-lost`).
+        A checkpoint, bounded in time."""
+        ...
+
+    async def act(self, session_key: str, args: dict[str, Any]) -> ToolResult | None:
+        """`process` with `args` (its `ProcessParams` as builtins) on the node running job
+        `args["sessionId"]` of `session_key`: its result there (or the answer for a job whose
+        node is gone); None when no other node has the job. A checkpoint, bounded in time (a
+        poll's wait included)."""
+        ...
+
+
 class ProcessRegistry:
     """Create with `open_process_registry`. See the module docstring."""
 
@@ -324,6 +365,8 @@ class ProcessRegistry:
         self.limits = limits
         self.records = records
         self.on_exit = on_exit
+        self.peers: ProcessPeers | None = None
+        """The other nodes' registries, in a cluster (see the module docstring)."""
         self._jobs: dict[str, Job] = {}
         self._finished: dict[str, Job] = {}  # backgrounded and ended, oldest first
         self.closing = False
@@ -494,6 +537,9 @@ class ProcessRegistry:
         self._jobs.pop(job.id, None)
         if job.backgrounded and job.exit_reason != "session-ended":
             self._retain(job)
+            self._tell(job, listed=True)
+        elif job.backgrounded:
+            self._tell(job, listed=False)
         job.done.set()
         job.notify()
         if self.on_exit is not None and job.wants_notice() and not self.closing:
@@ -512,7 +558,8 @@ class ProcessRegistry:
         ):
             oldest = mine.pop(0)
             size -= len(oldest.output.buf)
-            self._finished.pop(oldest.id, None)
+            if self._finished.pop(oldest.id, None) is not None:
+                self._tell(oldest, listed=False)
 
     def _expire(self) -> None:
         if not self._finished:
@@ -521,7 +568,17 @@ class ProcessRegistry:
         for job_id in [
             i for i, j in self._finished.items() if (j.ended_at or 0) + j.keep_s * 1000 < now
         ]:
-            del self._finished[job_id]
+            self._tell(self._finished.pop(job_id), listed=False)
+
+    def _tell(self, job: Job, *, listed: bool) -> None:
+        """Tell the other nodes (`peers`) that `job` is listed here, or no longer is. Not
+        while closing: the other nodes then find this node gone, and its jobs lost with it."""
+        if self.peers is None or self.closing:
+            return
+        if listed:
+            self.peers.listed(job)
+        else:
+            self.peers.unlisted(job)
 
     # --- what `exec` and `process` do ----------------------------------------------------------
 
@@ -529,11 +586,24 @@ class ProcessRegistry:
         """The foreground call returns while `job` runs on: keep it, listed, stop streaming."""
         job.backgrounded = True
         job.on_chunk = None
+        self._tell(job, listed=True)
 
     def forget(self, job: Job) -> None:
         """Drop an ended job (a foreground one once its call returned, `process clear`)."""
-        if job.ended_at is not None:
-            self._finished.pop(job.id, None)
+        if job.ended_at is not None and self._finished.pop(job.id, None) is not None:
+            self._tell(job, listed=False)
+
+    def all_listed(self) -> list[Job]:
+        """Every backgrounded job, running and kept, of every session."""
+        self._expire()
+        return [j for j in (*self._jobs.values(), *self._finished.values()) if j.backgrounded]
+
+    def hide(self, job: Job) -> None:
+        """Kill a running backgrounded job and list it no more (`process remove`)."""
+        job.kill("manual-cancel")
+        if job.backgrounded:
+            job.backgrounded = False
+            self._tell(job, listed=False)
 
     def get(self, session_key: str, job_id: str) -> Job | None:
         """The backgrounded job `job_id` of `session_key`, running or kept after its end."""
@@ -576,21 +646,29 @@ class ProcessRegistry:
             job.stdin_open = False
             raise ToolError(f"Session {job.id} stdin is not writable.") from None
 
-    def kill_run(self, run_id: str) -> int:
-        """Kill every running job `run_id` started (it was aborted). Returns how many."""
+    def kill_run(self, run_id: str, *, tell: bool = True) -> int:
+        """Kill every running job `run_id` started (it was aborted), on the other nodes too
+        (`tell`). Returns how many were killed here."""
+        if tell and self.peers is not None:
+            self.peers.kill_run(run_id)
         return sum(j.kill("aborted") for j in list(self._jobs.values()) if j.run_id == run_id)
 
-    def clear_finished(self, session_key: str) -> int:
-        """Forget `session_key`'s ended jobs (it was reset, as OpenClaw does); its running
-        ones go on. Returns how many were forgotten."""
+    def clear_finished(self, session_key: str, *, tell: bool = True) -> int:
+        """Forget `session_key`'s ended jobs (it was reset, as OpenClaw does), on the other
+        nodes too (`tell`); its running ones go on. Returns how many were forgotten here."""
+        if tell and self.peers is not None:
+            self.peers.clear_finished(session_key)
         ended = [i for i, j in self._finished.items() if j.session_key == session_key]
         for job_id in ended:
-            del self._finished[job_id]
+            self._tell(self._finished.pop(job_id), listed=False)
         return len(ended)
 
-    def kill_session(self, session_key: str) -> int:
-        """Kill `session_key`'s running jobs and forget its ended ones (it was deleted)."""
-        self.clear_finished(session_key)
+    def kill_session(self, session_key: str, *, tell: bool = True) -> int:
+        """Kill `session_key`'s running jobs and forget its ended ones (it was deleted), on
+        the other nodes too (`tell`). Returns how many were killed here."""
+        if tell and self.peers is not None:
+            self.peers.kill_session(session_key)
+        self.clear_finished(session_key, tell=False)
         jobs = [j for j in self._jobs.values() if j.session_key == session_key]
         return sum(j.kill("session-ended") for j in jobs)
 

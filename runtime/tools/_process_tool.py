@@ -34,7 +34,7 @@ from ._pty_keys import (
 )
 from ._tool import ToolContext, ToolResult, text_result
 
-__all__ = ["ProcessParams", "ProcessTool"]
+__all__ = ["ProcessParams", "ProcessTool", "act_here", "job_entry", "lost_entry", "lost_result"]
 
 _LOG_TAIL_LINES: Final = 200
 _MAX_POLL_WAIT_MS: Final = 30_000
@@ -109,56 +109,116 @@ class ProcessTool:
         return sanitized(await self._act(args, ctx))
 
     async def _act(self, args: ProcessParams, ctx: ToolContext) -> ToolResult:
-        registry = self.processes
+        registry, key = self.processes, ctx.session_key
+        peers = registry.peers  # in a cluster: the jobs of this session on other nodes
         if args.action == "list":
+            elsewhere = await peers.list(key) if peers is not None else []
             await trio.lowlevel.checkpoint()
-            return _list(registry.list(ctx.session_key))
-        if not args.sessionId:
-            return _fail("sessionId is required for this action.")
-        job = registry.get(ctx.session_key, args.sessionId)
-        if args.action == "poll":
-            return await _poll(job, args)
+            return _list([(job_entry(job), "") for job in registry.list(key)] + elsewhere)
+        if args.sessionId and peers is not None and registry.get(key, args.sessionId) is None:
+            answer = await peers.act(key, msgspec.to_builtins(args))
+            if answer is not None:
+                return answer
+        return await act_here(registry, key, args)
+
+
+async def act_here(registry: ProcessRegistry, session_key: str, args: ProcessParams) -> ToolResult:
+    """`args` (any action but `list`) on `session_key`'s jobs in `registry` (this node's).
+    A checkpoint."""
+    if not args.sessionId:
         await trio.lowlevel.checkpoint()
-        if args.action == "log":
-            return (
-                _log(job, args)
-                if job is not None
-                else _fail(f"No session found for {args.sessionId}")
-            )
-        if args.action in ("kill", "remove", "clear"):
-            return _stop(registry, job, args)
-        return await _input(registry, job, args)
+        return _fail("sessionId is required for this action.")
+    job = registry.get(session_key, args.sessionId)
+    if args.action == "poll":
+        return await _poll(job, args)
+    await trio.lowlevel.checkpoint()
+    if args.action == "log":
+        return (
+            _log(job, args) if job is not None else _fail(f"No session found for {args.sessionId}")
+        )
+    if args.action in ("kill", "remove", "clear"):
+        return _stop(registry, job, args)
+    return await _input(registry, job, args)
 
 
-def _list(jobs: list[Job]) -> ToolResult:
-    now = int(time.time() * 1000)
-    sessions: list[dict[str, Any]] = []
+def job_entry(job: Job) -> dict[str, Any]:
+    """`job` as `process list` entry (OpenClaw's shape)."""
+    entry: dict[str, Any] = {
+        "sessionId": job.id,
+        "status": job.status,
+        "startedAt": job.started_at,
+        "runtimeMs": (job.ended_at or int(time.time() * 1000)) - job.started_at,
+        "cwd": job.cwd,
+        "command": job.command,
+        "name": job.name,
+        "tail": job.output.tail(),
+        "truncated": job.output.dropped > 0,
+    }
+    if job.ended_at is not None:
+        entry.update(_finished_details(job), status=job.status, endedAt=job.ended_at)
+    else:
+        entry.update(pid=job.pid, **_input_details(job))
+    return entry
+
+
+def _list(entries: list[tuple[dict[str, Any], str]]) -> ToolResult:
+    """The `list` result of `entries` (each with where it runs: `""` here), newest first."""
+    entries = sorted(entries, key=lambda found: found[0]["startedAt"], reverse=True)
     lines: list[str] = []
-    for job in jobs:
-        runtime_ms = (job.ended_at or now) - job.started_at
-        entry: dict[str, Any] = {
-            "sessionId": job.id,
-            "status": job.status,
-            "startedAt": job.started_at,
-            "runtimeMs": runtime_ms,
-            "cwd": job.cwd,
-            "command": job.command,
-            "name": job.name,
-            "tail": job.output.tail(),
-            "truncated": job.output.dropped > 0,
-        }
-        if job.ended_at is not None:
-            entry.update(_finished_details(job), status=job.status, endedAt=job.ended_at)
-        else:
-            entry.update(pid=job.pid, **_input_details(job))
-        sessions.append(entry)
-        label = job.name or job.command[:120]
-        marker = " [overall-timeout]" if job.timed_out else ""
+    for entry, where in entries:
+        label = entry["name"] or entry["command"][:120]
+        marker = " [overall-timeout]" if entry.get("exitReason") == "overall-timeout" else ""
         if entry.get("waitingForInput"):
             marker += " [input-wait]"
-        lines.append(f"{job.id} {job.status:<9} {_duration(runtime_ms)}{marker} :: {label}")
+        if where:
+            marker += f" [{where}]"
+        duration = _duration(entry["runtimeMs"])
+        lines.append(f"{entry['sessionId']} {entry['status']:<9} {duration}{marker} :: {label}")
     text = "\n".join(lines) or "No running or recent sessions."
+    sessions = [entry for entry, _ in entries]
     return text_result(text, details={"status": "completed", "sessions": sessions})
+
+
+def lost_entry(entry: dict[str, Any], lost_at: int) -> dict[str, Any]:
+    """The `list` entry of a job whose node was found gone at `lost_at` (ms), from its last
+    known `entry`: one that still ran ended then, `failed` (`exitReason` `node-lost`); one that
+    had ended keeps its end. Its output is gone with its node."""
+    known: tuple[str, ...] = ("sessionId", "startedAt", "cwd", "command", "name")
+    lost: dict[str, Any] = {k: entry[k] for k in known if k in entry}
+    lost.update(tail="", truncated=False)
+    if entry.get("status") == "running":
+        ended = max(lost_at, int(entry.get("startedAt") or lost_at))
+        lost.update(status="failed", endedAt=ended, exitReason="node-lost", timedOut=False)
+    else:
+        ended = int(entry.get("endedAt") or lost_at)
+        exit_keys = ("status", "endedAt", "exitCode", "exitSignal", "exitReason", "timedOut")
+        lost.update({k: entry[k] for k in exit_keys if k in entry})
+    lost["runtimeMs"] = ended - int(lost.get("startedAt") or ended)
+    return lost
+
+
+def lost_result(args: ProcessParams, entry: dict[str, Any], node: str) -> ToolResult:
+    """`args` on a job whose node (`node`) is gone, from its `lost_entry`: `poll` and `log`
+    tell how it ended, with no output; the input actions and `kill` fail as for an ended job;
+    `clear` and `remove` succeed (the caller forgets it)."""
+    sid, name = args.sessionId, entry.get("name") or ""
+    gone = f"node {node} is gone, and its output with it"
+    if args.action in ("clear", "remove"):
+        verb = "Cleared" if args.action == "clear" else "Removed"
+        return text_result(f"{verb} session {sid}.", details={"status": "completed"})
+    if args.action not in ("poll", "log"):
+        return _fail(f"No active session found for {sid} ({gone})")
+    exit_keys = ("exitCode", "exitSignal", "exitReason", "timedOut")
+    details = {"status": entry["status"], "sessionId": sid, "name": name}
+    details.update({k: entry[k] for k in exit_keys if k in entry})
+    if entry.get("exitReason") == "node-lost":
+        end = f"Process lost: it ran on node {node}, which is gone."
+    else:
+        end = f"Process ended ({entry['status']}) on node {node}, which is gone since."
+    if args.action == "log":
+        details.update(total=0, totalLines=0, totalChars=0, truncated=False)
+    text = f"(no output: {gone})\n\n{end}"
+    return text_result(text, is_error=entry["status"] == "failed", details=details)
 
 
 def _finished_details(job: Job) -> dict[str, Any]:
@@ -282,8 +342,7 @@ def _stop(registry: ProcessRegistry, job: Job | None, args: ProcessParams) -> To
             details={"status": "completed", "name": job.name},
         )
     if job.running:  # remove a running job: kill it and hide it at once
-        job.kill("manual-cancel")
-        job.backgrounded = False
+        registry.hide(job)
         return text_result(
             f"Removed session {sid} (termination requested).",
             details={"status": "completed", "name": job.name},
