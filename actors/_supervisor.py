@@ -444,18 +444,22 @@ class Supervisor:
         processes.on_exit = self.exec_finished
 
     def exec_finished(self, job: Job) -> None:
-        """A backgrounded job ended by itself: its end is queued as a system event of its
-        session, and (but for a subagent's, which polls, as in OpenClaw) a heartbeat wake
-        tells the session at once (`actors.heartbeat`: OpenClaw's `exec-event` wake, once the
-        session is free). Without heartbeats the event waits for the session's next turn.
-        Not a checkpoint."""
+        """A backgrounded job ended by itself: `exec_ended` with its end. Not a checkpoint."""
+        self.exec_ended(job.agent_id, job.session_key, job.id, job.exit_event())
+
+    def exec_ended(self, agent_id: str, key: str, job_id: str, text: str) -> None:
+        """Background job `job_id` of session `key` ended (here, or on another node of a
+        cluster, which sends it to the session's owner): `text` is queued as a system event
+        of the session, and (but for a subagent's, which polls, as in OpenClaw) a heartbeat
+        wake tells the session at once (`actors.heartbeat`: OpenClaw's `exec-event` wake,
+        once the session is free). Without heartbeats the event waits for the session's next
+        turn. Not a checkpoint."""
         if self.closing:
             return
-        key = job.session_key
-        self.services.system_events.enqueue(key, job.exit_event(), context_key=f"exec:{job.id}")
+        self.services.system_events.enqueue(key, text, context_key=f"exec:{job_id}")
         if self.heartbeats is not None and ":subagent:" not in key:
             self.heartbeats.request_wake(
-                job.agent_id,
+                agent_id,
                 source="exec-event",
                 intent="event",
                 reason="exec-event",
