@@ -45,6 +45,8 @@ class HeartbeatPeers(Protocol):
         """A `heartbeat` event emitted here, for the other nodes (`adopt_event` there)."""
         ...
 
-    def tell_enabled(self, enabled: bool) -> None:
-        """`set-heartbeats` here, for the other nodes (`adopt_enabled` there)."""
+    async def share_enabled(self, enabled: bool) -> None:
+        """`set-heartbeats` here: stored for the cluster (a node that starts later follows
+        it) and told to the other nodes (`adopt_enabled` there). Raises `StoreError` when
+        it cannot be stored (nothing changed). A checkpoint."""
         ...

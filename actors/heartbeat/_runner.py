@@ -66,7 +66,9 @@ session (taking its lease), when this node holds system events for it, or when s
 waits for it (`wake_and_wait`). A cron job's system event is queued and woken on the node
 that owns its session (`HeartbeatPeers.deliver_event`; `deliver_routed` there), which keeps
 it. The events emitted and `set-heartbeats` go to every node (`adopt_event`,
-`adopt_enabled`), so `last-heartbeat` answers the same on each.
+`adopt_enabled`), so `last-heartbeat` answers the same on each; `set-heartbeats` is stored
+for the cluster first (`HeartbeatPeers.share_enabled`), so a node that starts later, or
+again, follows it too.
 """
 
 from __future__ import annotations
@@ -233,11 +235,15 @@ class Heartbeats:
 
     # --- the schedule ---------------------------------------------------------------------
 
-    def set_enabled(self, enabled: bool) -> None:
-        """`set-heartbeats`: here and on every other node."""
-        self.adopt_enabled(enabled)
+    async def set_enabled(self, enabled: bool) -> None:
+        """`set-heartbeats`: here and, in a cluster, stored for every node first
+        (`HeartbeatPeers.share_enabled`: raises `StoreError`, and nothing changes, when it
+        cannot be stored). A checkpoint."""
         if self.peers is not None:
-            self.peers.tell_enabled(enabled)
+            await self.peers.share_enabled(enabled)
+        else:
+            await trio.lowlevel.checkpoint()
+        self.adopt_enabled(enabled)
 
     def adopt_enabled(self, enabled: bool) -> None:
         """`set-heartbeats`, here only (another node's)."""

@@ -6,6 +6,8 @@ heartbeat runs on the node that owns its session, and both nodes show the same o
   is queued on the owner and read by that heartbeat;
 - a `wake` through the other node runs its heartbeat on the owner; `last-heartbeat` answers
   the same through either node, and `set-heartbeats` turns them off on both;
+- `set-heartbeats` is stored for the cluster: a node that starts after it, or starts again,
+  follows it;
 - a cron `systemEvent` job, fired on the node running cron, is queued on the session's owner
   and its heartbeat runs there (`wakeMode: "now"`, the firing waiting for it), or waits
   there for the session's next turn (`next-heartbeat`); the session does not move.
@@ -18,14 +20,23 @@ reached.
 
 from __future__ import annotations
 
+import secrets
 from pathlib import Path
 from typing import Any
 
 import trio
 
+from tests.actors._cluster_nodes import drop_prefix, require_redis
 from tests.actors._databases import pg_url
-from tests.conftest import open_client
-from tests.e2e.test_cluster_nodes import ADMIN, Node, holders, two_nodes, wait_for
+from tests.conftest import open_client, running_gateway
+from tests.e2e.test_cluster_nodes import (
+    ADMIN,
+    Node,
+    holders,
+    node_config,
+    two_nodes,
+    wait_for,
+)
 from tests.e2e.test_sessions_chat import Watch
 from transports import Gateway, GatewayClient
 
@@ -210,3 +221,43 @@ async def test_a_cron_system_event_is_queued_and_told_on_the_sessions_owner(
                 text = final["result"]["payloads"][0]["text"]
                 assert text.startswith("You said: System: [") and "Stand up and stretch" in text
                 assert _beats(owner.gw).runs == 1 and _owns(owner) and not _owns(cron)
+
+
+async def test_set_heartbeats_is_followed_by_a_node_that_starts_later_or_again(
+    tmp_path: Path, pg_url: str
+) -> None:
+    await require_redis()
+    prefix = f"clawlane-test:{secrets.token_hex(6)}:"
+    beat = {"every": "0m", "prompt": "[[reply:HEARTBEAT_OK]]"}
+
+    def config(node_id: str) -> Any:
+        return node_config(pg_url, prefix, node_id, agents__defaults__heartbeat=beat)
+
+    w = Watch()
+    request = {"mode": "now", "text": "look now", "sessionKey": KEY}
+    try:
+        with trio.fail_after(60):
+            async with running_gateway(tmp_path / "a", config("node-a")) as a:
+                async with open_client(a, scopes=ADMIN) as at_a:
+                    off = await at_a.request("set-heartbeats", {"enabled": False})
+                    assert off == {"ok": True, "enabled": False}
+                # node-b starts after it: off from its start, without a notice.
+                async with (
+                    running_gateway(tmp_path / "b", config("node-b")) as b,
+                    open_client(b, scopes=ADMIN, on_event=w) as at_b,
+                ):
+                    assert not _beats(b).enabled
+                    assert await at_b.request("wake", request) == {"ok": True}
+                    skipped = await w.until(lambda e, p: e == "heartbeat")
+                    assert (skipped["status"], skipped["reason"]) == ("skipped", "disabled")
+                    assert _beats(a).runs == 0 and _beats(b).runs == 0
+            # node-a starts again, alone: still off.
+            async with running_gateway(tmp_path / "a2", config("node-a2")) as again:
+                assert not _beats(again).enabled
+                async with open_client(again, scopes=ADMIN) as client:
+                    on = await client.request("set-heartbeats", {"enabled": True})
+                    assert on == {"ok": True, "enabled": True}
+            async with running_gateway(tmp_path / "c", config("node-c")) as c:
+                assert _beats(c).enabled
+    finally:
+        await drop_prefix(prefix)

@@ -26,11 +26,14 @@ and every node shows the same heartbeats (`ClusterHeartbeats`, the node's
   (`{"beat": "discard"}`).
 - **The same everywhere.** A `heartbeat` event emitted on any node goes to every node's
   connections and is the last one there too (`last-heartbeat` answers the same on each, the
-  newest by `ts`); `set-heartbeats` turns them on or off on every node.
+  newest by `ts`); `set-heartbeats` turns them on or off on every node, and is stored in the
+  cluster's PostgreSQL (`_heartbeat_setting`), so a node that starts later, or again,
+  follows it (`start` reads it before the node serves).
 
 Notices are as reliable as the router's (Redis streams, bounded): a wake lost with its node
 does not run (a tick is never run twice; its next one comes), and a node that joins later
-does not learn an earlier `set-heartbeats` nor the last event (it answers its own).
+does not learn the last event (it answers its own); a lost `set-heartbeats` notice arrives
+through the stored setting within `_heartbeat_setting.FOLLOW_S`.
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ from runtime.heartbeat import EventDelivery, WakeIntent, WakeResult, resolve_hea
 from runtime.model import GenerationError
 from runtime.sessions import SessionKeyError
 
+from ._heartbeat_setting import HeartbeatSetting
 from ._leases import SessionLeases
 
 __all__ = ["BEAT_METHODS", "ClusterHeartbeats", "beat_session"]
@@ -128,6 +132,8 @@ class ClusterHeartbeats:
         self.beats = beats
         self.router = router
         self.sup = sup
+        self.setting = HeartbeatSetting.for_config(sup.generation.config, beats.adopt_enabled)
+        """`set-heartbeats`, stored for the cluster."""
         self._answers: dict[str, _Answer] = {}
         """The cron events sent to their session's owner, by call id, until answered."""
 
@@ -142,6 +148,12 @@ class ClusterHeartbeats:
         joined = cls(beats, router, sup)
         beats.peers = joined
         return joined
+
+    async def start(self, nursery: trio.Nursery) -> None:
+        """Take the cluster's `set-heartbeats` (before the node serves), then follow it in
+        a task of `nursery`. A checkpoint."""
+        await self.setting.load()
+        nursery.start_soon(self.setting.follow)
 
     # --- actors.heartbeat.HeartbeatPeers ---------------------------------------------------
 
@@ -224,8 +236,9 @@ class ClusterHeartbeats:
     def tell_event(self, event: dict[str, Any]) -> None:
         self.router.tell_all({"beat": "event", "event": event})
 
-    def tell_enabled(self, enabled: bool) -> None:
-        self.router.tell_all({"beat": "enabled", "enabled": enabled})
+    async def share_enabled(self, enabled: bool) -> None:
+        version = await self.setting.store(enabled)
+        self.router.tell_all({"beat": "enabled", "enabled": enabled, "version": version})
 
     # --- another node's notices ------------------------------------------------------------
 
@@ -252,7 +265,8 @@ class ClusterHeartbeats:
         elif what == "event" and isinstance(note.get("event"), dict):
             self.beats.adopt_event(note["event"])
         elif what == "enabled" and isinstance(note.get("enabled"), bool):
-            self.beats.adopt_enabled(note["enabled"])
+            version = note.get("version")
+            self.setting.take(note["enabled"], version if isinstance(version, int) else 0)
         return what is not None
 
     def _on_delivery(self, note: dict[str, Any]) -> None:

@@ -482,6 +482,8 @@ async def start_node(
     gateway.methods.router = router  # requests reach it through the method table
     router.approvals = ClusterApprovals.attach(gateway, router)
     router.beats = ClusterHeartbeats.attach(gateway, router)  # heartbeats run where sessions are
+    if router.beats is not None:
+        await router.beats.start(nursery)  # the cluster's set-heartbeats, before serving
     nursery.start_soon(router.approvals.run)
     gateway.presence_list.node_id = node.node_id
     await router.start(nursery)

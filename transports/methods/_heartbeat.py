@@ -6,7 +6,8 @@
 - `set-heartbeats` (`{enabled}`, scope `operator.admin`): turns heartbeats on or off (off:
   every heartbeat is skipped with `reason: "disabled"`); `{ok: true, enabled}`. Without a
   boolean `enabled`: `INVALID_REQUEST` "invalid set-heartbeats params: enabled (boolean)
-  required".
+  required". In a cluster it is stored for every node first: the store away, `UNAVAILABLE`
+  and nothing changes.
 - `wake` (`WakeParams`: `mode` `now` | `next-heartbeat`, `text`, `sessionKey?`, `agentId?`;
   scope `operator.write`): queues `text` as a system event for the session (default: the
   agent's heartbeat session, the default agent's without `agentId`); `mode: "now"` or a
@@ -101,7 +102,7 @@ async def set_heartbeats(call: Call, params: Any) -> dict[str, Any]:
     enabled = params.get("enabled") if isinstance(params, dict) else None
     if not isinstance(enabled, bool):
         raise invalid_request("invalid set-heartbeats params: enabled (boolean) required")
-    _beats(call).set_enabled(enabled)
+    await _beats(call).set_enabled(enabled)
     return {"ok": True, "enabled": enabled}
 
 

@@ -93,7 +93,7 @@ async def test_disabled_heartbeats_are_skipped_and_every_0m_fires_none(
             beats,
             seen,
         ):
-            beats.set_enabled(False)
+            await beats.set_enabled(False)
             await seen.wait(2)
             assert [(e["status"], e["reason"]) for _t, e in seen.items] == [
                 ("skipped", "disabled")
