@@ -51,6 +51,7 @@ from runtime.agent import (
     persist_run,
     run_guarded,
     run_messages,
+    run_notes,
     run_tags,
     run_turn,
 )
@@ -63,6 +64,7 @@ from runtime.sessions import (
     SessionRow,
     TranscriptBuilder,
     TranscriptEntry,
+    added_context,
     branch_messages,
     build_context,
     new_session_id,
@@ -700,22 +702,22 @@ class SessionActor:
         user: UserMessage | None,
         turn: TurnResult | None = None,
     ) -> EndWrite | None:
-        """Hand the run's messages, its compactions, the row and its journal row to the
-        store as one transaction (for `actors.session._ending.finish_run`). A compaction replaces
-        the in-memory context by its summary and the kept messages; the store keeps
-        everything. Returns what to wait for (None when the session has no row). Not a
-        checkpoint."""
+        """Hand the run's messages (and notes), its compactions, the row and its journal row
+        to the store as one transaction (for `actors.session._ending.finish_run`). A
+        compaction replaces the in-memory context by its summary and the kept messages; the
+        store keeps everything. Returns what to wait for (None when the session has no
+        row). Not a checkpoint."""
         if self.row is None:
             return None
         messages = run_messages(rec, progress, user)
         compactions = turn.compactions if turn is not None and user is not None else []
         entries: list[Any] = []
         if messages and self._builder is not None and self._history is not None:
-            entries, context = persist_run(
-                self._builder, messages, compactions, tags=self._row_tags(rec, messages)
-            )
+            builder, tags = self._builder, self._row_tags(rec, messages)
+            notes = run_notes(progress, messages)
+            entries, context = persist_run(builder, messages, compactions, tags=tags, notes=notes)
             if context is None:
-                self._extend_history(messages)
+                self._extend_history(added_context(entries))
             else:
                 self._history[:] = context
                 self._history_tokens = self._history_clean = None

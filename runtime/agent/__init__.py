@@ -74,6 +74,7 @@ from ._run import final_payload as final_payload
 from ._run import run_guarded as run_guarded
 from ._run import run_messages as run_messages
 from ._run import run_tags as run_tags
+from ._run_notes import run_notes as run_notes
 from ._services import TurnServices as TurnServices
 from ._session_calls import history_for as history_for
 from ._session_calls import list_result_for as list_result_for
@@ -206,6 +207,7 @@ __all__ = [
     "resume_receipt",
     "run_guarded",
     "run_messages",
+    "run_notes",
     "run_tags",
     "run_turn",
     "send_admission",

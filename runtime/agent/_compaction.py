@@ -13,11 +13,12 @@ provider) and replaced by that summary:
   to update.
 - `summarize` runs the summarisation turn (`SUMMARY_SYSTEM_PROMPT`, the conversation serialised
   as text, no tools) and returns the summary, capped at `SUMMARY_MAX_CHARS`.
-- `CompactionRecord` is what a compaction produced; `persist_run` turns a run's messages and its
-  compactions into transcript entries (`CompactionEntry {summary, firstKeptEntryId,
-  tokensBefore}`) in the order they happened, and returns the context the next run starts from
-  (summary + kept messages). Nothing is deleted: compaction adds an entry; the full history
-  stays in the store, and `build_context` honours the latest compaction on the path.
+- `CompactionRecord` is what a compaction produced; `persist_run` turns a run's messages, its
+  notes (rows beside its messages, `_run_notes`) and its compactions into transcript entries
+  (`CompactionEntry {summary, firstKeptEntryId, tokensBefore}`) in the order they happened,
+  and returns the context the next run starts from (summary + kept messages). Nothing is
+  deleted: compaction adds an entry; the full history stays in the store, and
+  `build_context` honours the latest compaction on the path.
 - `compact_history` is the manual compaction (`sessions.compact`, `/compact [instructions]`),
   between runs, on the session's lane.
 
@@ -73,6 +74,7 @@ from ..sessions._sessions import (
     CompactionEntry,
     TranscriptBuilder,
     TranscriptEntry,
+    added_context,
     build_context,
     compaction_summary_message,
     context_entries,
@@ -92,6 +94,7 @@ __all__ = [
     "CompactionSettings",
     "ContextBudget",
     "ManualCompaction",
+    "RunNote",
     "compact_history",
     "compact_session",
     "context_budget",
@@ -465,36 +468,46 @@ class MessageTags:
     steer_target: str | None = None
 
 
+RunNote = tuple[int, Callable[[TranscriptBuilder], TranscriptEntry]]
+"""A transcript row a run adds beside its messages (`runtime.agent._run_notes`): written
+before the run's message at that index (after the last one for their count), by a call
+that chains it onto the builder."""
+
+
 def persist_run(
     builder: TranscriptBuilder,
     run_messages: Sequence[Message],
     compactions: Sequence[CompactionRecord] = (),
     *,
     tags: Sequence[MessageTags] = (),
+    notes: Sequence[RunNote] = (),
 ) -> tuple[list[TranscriptEntry], list[Message] | None]:
-    """Transcript entries for a run's messages (user message first) and its compactions, in
-    the order they happened; and the context the session continues from when the run
-    compacted (None: the old context plus `run_messages`). `tags[i]` (when given) names the
-    row of `run_messages[i]`: its idempotency key, run, steer target."""
+    """Transcript entries for a run's messages (user message first), its compactions and its
+    `notes`, in the order they happened; and the context the session continues from when
+    the run compacted (None: the old context plus `added_context(entries)`). `tags[i]`
+    (when given) names the row of `run_messages[i]`: its idempotency key, run, steer
+    target."""
     ordered = sorted(compactions, key=lambda c: c.position)
+    placed = sorted(notes, key=lambda n: n[0])
     entries: list[TranscriptEntry] = []
-    run_ids: list[str] = []
-    context: list[Message] | None = None
-    pending = 0
+    at: list[int] = []  # where each run message's entry is in `entries`
+    last: tuple[CompactionEntry, Sequence[Message], int] | None = None
+    pending = noted = 0
 
-    def add_compactions(upto: int) -> None:
-        nonlocal pending, context
+    def add_before(upto: int) -> None:
+        nonlocal pending, noted, last
         while pending < len(ordered) and ordered[pending].position <= upto:
             record = ordered[pending]
             pending += 1
             if record.first_kept_entry_id is not None:
                 first_kept = record.first_kept_entry_id
-                run_start = 0
+                start = at[0] if at else len(entries)
             else:
                 run_start = record.first_kept_run_index or 0
-                if run_start >= len(run_ids):
+                if run_start >= len(at):
                     continue  # cannot point at a message not written: drop the record
-                first_kept = run_ids[run_start]
+                first_kept = entries[at[run_start]].id
+                start = at[run_start]
             entry = builder.add_compaction(
                 record.summary,
                 first_kept_entry_id=first_kept,
@@ -502,14 +515,13 @@ def persist_run(
             )
             entry = msgspec.structs.replace(entry, details=record.details())
             entries.append(entry)
-            context = [
-                compaction_summary_message(entry),
-                *record.kept_history,
-                *run_messages[run_start:],
-            ]
+            last = (entry, record.kept_history, start)
+        while noted < len(placed) and placed[noted][0] <= upto:
+            entries.append(placed[noted][1](builder))
+            noted += 1
 
     for i, message in enumerate(run_messages):
-        add_compactions(i)
+        add_before(i)
         tag = tags[i] if i < len(tags) else MessageTags()
         entry = builder.add_message(
             message,
@@ -517,9 +529,13 @@ def persist_run(
             run_id=tag.run_id,
             steer_target=tag.steer_target,
         )
+        at.append(len(entries))
         entries.append(entry)
-        run_ids.append(entry.id)
-    add_compactions(len(run_messages))
+    add_before(len(run_messages))
+    if last is None:
+        return entries, None
+    compaction, kept, start = last
+    context = [compaction_summary_message(compaction), *kept, *added_context(entries[start:])]
     return entries, context
 
 

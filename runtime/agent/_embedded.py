@@ -85,6 +85,7 @@ from ..sessions._sessions import (
     SessionRow,
     TranscriptBuilder,
     TranscriptEntry,
+    added_context,
     build_context,
     new_session_row,
     parse_session_key,
@@ -102,6 +103,7 @@ from ._embedded_desks import (
 from ._embedded_sessions import EmbeddedSessions, TrackedRun
 from ._reply import SilentStreamFilter
 from ._run import RunOutcome, RunState, ended_row, final_payload, run_guarded, run_messages
+from ._run_notes import run_notes
 from ._services import TurnServices
 from ._turn import run_turn
 from ._turnspec import TurnResult
@@ -685,10 +687,14 @@ class _Turn:
             for i in range(len(messages))
         ]
         entries, context = persist_run(
-            session.builder, messages, turn.compactions if messages else (), tags=tags
+            session.builder,
+            messages,
+            turn.compactions if messages else (),
+            tags=tags,
+            notes=run_notes(self.progress, messages),
         )
         if context is None:
-            session.history.extend(messages)
+            session.history.extend(added_context(entries))
         else:
             session.history[:] = context
         session.row = ended_row(session.row, state, self.progress, turn)

@@ -56,17 +56,14 @@ Emit = Callable[[str, dict[str, Any]], None]
 """`emit(stream, data)`: synchronous and non-blocking (the hub stamps, encodes, fans out)."""
 
 
-YIELD_CONTEXT: Final = (
-    "[Context: The previous turn ended intentionally via sessions_yield while waiting for a "
-    "follow-up event.]"
-)
 YIELD_SKIPPED: Final = "skipped: the turn ended (sessions_yield)"
 
 
 @attrs.frozen
 class TurnYield:
     """A tool ended the run's turn (`sessions_yield`): the private context for the
-    session's next turn, and the waiting reply the call asked for (if any)."""
+    session's next turn (the run's host keeps it as a hidden message: `runtime.agent`'s
+    `run_notes`), and the waiting reply the call asked for (if any)."""
 
     message: str
     acknowledgment: str | None = None
@@ -494,11 +491,7 @@ async def _run_tool_calls(
         emit("tool", data)
         message = outcome.message
         if outcome.yielded is not None:
-            # What the next turn reads of this one: OpenClaw keeps it as hidden context.
-            context = f"{outcome.yielded.message}\n\n{YIELD_CONTEXT}"
-            content = [*message.content, TextContent(context)]
-            message = msgspec.structs.replace(message, content=content)
-            progress.yielded = outcome.yielded
+            progress.yielded = outcome.yielded  # its context: a hidden message of the host's
         transcript.append(message)
         progress.messages.append(message)
 

@@ -10,12 +10,14 @@ from ._branches import check_switch as check_switch
 from ._branches import cut_before_user_message as cut_before_user_message
 from ._branches import message_text as message_text
 from ._sessions import DEFAULT_MAIN_KEY as DEFAULT_MAIN_KEY
+from ._sessions import CustomMessageEntry as CustomMessageEntry
 from ._sessions import MemoryFlushRecord as MemoryFlushRecord
 from ._sessions import MessageEntry as MessageEntry
 from ._sessions import SessionKeyError as SessionKeyError
 from ._sessions import SessionRow as SessionRow
 from ._sessions import TranscriptBuilder as TranscriptBuilder
 from ._sessions import TranscriptEntry as TranscriptEntry
+from ._sessions import added_context as added_context
 from ._sessions import build_context as build_context
 from ._sessions import decode_entries as decode_entries
 from ._sessions import decode_session_row as decode_session_row
@@ -34,12 +36,14 @@ __all__ = [
     "BRANCH_MARKER",
     "DEFAULT_MAIN_KEY",
     "BranchError",
+    "CustomMessageEntry",
     "MemoryFlushRecord",
     "MessageEntry",
     "SessionKeyError",
     "SessionRow",
     "TranscriptBuilder",
     "TranscriptEntry",
+    "added_context",
     "branch_messages",
     "branch_tips",
     "build_context",

@@ -25,12 +25,12 @@ import time
 import uuid
 from collections.abc import Callable, Container, Iterable, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypeGuard
 
 import attrs
 import msgspec
 
-from ..llm._types import AssistantMessage, Message, TextContent, UserMessage
+from ..llm._types import AssistantMessage, Message, TextContent, UserContent, UserMessage
 from ..protocol import ClawlaneError
 
 DEFAULT_AGENT_ID: Final = "main"
@@ -306,6 +306,18 @@ class CustomEntry(_Entry, frozen=True, tag="custom"):
     data: Any = None
 
 
+class CustomMessageEntry(_Entry, frozen=True, tag="custom_message"):
+    """An extension's message (pi's `custom_message`): part of the model's context, as a user
+    message with its `content`. `display: false` keeps it out of every history a client or
+    another session reads (`chat.history`, `sessions_history`, `session.message`): only the
+    model sees it (OpenClaw's private context, e.g. `sessions_yield`'s)."""
+
+    customType: str
+    content: str | list[UserContent]
+    display: bool
+    details: Any = None
+
+
 class LabelEntry(_Entry, frozen=True, tag="label"):
     """A user label on `targetId`; `label=None` clears it."""
 
@@ -323,6 +335,7 @@ TranscriptEntry = (
     | ModelChangeEntry
     | ThinkingLevelChangeEntry
     | CustomEntry
+    | CustomMessageEntry
     | LabelEntry
     | SessionInfoEntry
 )
@@ -490,6 +503,22 @@ class TranscriptBuilder:
     def add_custom(self, custom_type: str, data: Any = None) -> CustomEntry:
         return CustomEntry(**self._link(), customType=custom_type, data=data)
 
+    def add_custom_message(
+        self,
+        custom_type: str,
+        content: str | list[UserContent],
+        *,
+        display: bool,
+        details: Any = None,
+    ) -> CustomMessageEntry:
+        return CustomMessageEntry(
+            **self._link(),
+            customType=custom_type,
+            content=content,
+            display=display,
+            details=details,
+        )
+
     def add_label(self, target_id: str, label: str | None) -> LabelEntry:
         return LabelEntry(**self._link(), targetId=target_id, label=label)
 
@@ -543,13 +572,17 @@ def compaction_summary_message(entry: CompactionEntry) -> UserMessage:
     )
 
 
-def context_entries(entries: Sequence[TranscriptEntry]) -> list[MessageEntry | CompactionEntry]:
+ContextEntry = MessageEntry | CompactionEntry | CustomMessageEntry
+"""An entry that makes part of the model's context (`context_entries`)."""
+
+
+def context_entries(entries: Sequence[TranscriptEntry]) -> list[ContextEntry]:
     """The entries that make the model's context on the branch ending at the last entry.
 
     Walks leaf→root. With a compaction on that path (the latest one wins): the compaction
-    entry (it stands for its summary), then the message entries from `firstKeptEntryId` up to
-    the compaction, then every message entry after it. Without one: every message entry on
-    the path.
+    entry (it stands for its summary), then the message entries (and custom messages) from
+    `firstKeptEntryId` up to the compaction, then every one after it. Without one: every
+    message entry and custom message on the path.
     """
     path = branch_path(entries)
     compaction_at = next(
@@ -557,26 +590,47 @@ def context_entries(entries: Sequence[TranscriptEntry]) -> list[MessageEntry | C
         None,
     )
     if compaction_at is None:
-        return [e for e in path if isinstance(e, MessageEntry)]
+        return [e for e in path if _in_context(e)]
     compaction = path[compaction_at]
     assert isinstance(compaction, CompactionEntry)
-    selected: list[MessageEntry | CompactionEntry] = [compaction]
+    selected: list[ContextEntry] = [compaction]
     kept = False
     for entry in path[:compaction_at]:
         kept = kept or entry.id == compaction.firstKeptEntryId
-        if kept and isinstance(entry, MessageEntry):
+        if kept and _in_context(entry):
             selected.append(entry)
-    selected.extend(e for e in path[compaction_at + 1 :] if isinstance(e, MessageEntry))
+    selected.extend(e for e in path[compaction_at + 1 :] if _in_context(e))
     return selected
 
 
+def _in_context(entry: TranscriptEntry) -> TypeGuard[MessageEntry | CustomMessageEntry]:
+    """A message entry or a custom message: what the model reads of a branch (besides the
+    compaction summary)."""
+    return isinstance(entry, (MessageEntry, CustomMessageEntry))
+
+
+def context_message(entry: ContextEntry) -> Message:
+    """What the model reads of a context entry: a message as it is, a compaction as its
+    summary, a custom message as a user message with its content (as pi converts it)."""
+    if isinstance(entry, CompactionEntry):
+        return compaction_summary_message(entry)
+    if isinstance(entry, CustomMessageEntry):
+        return UserMessage(
+            content=entry.content, timestamp=parse_iso_timestamp(entry.timestamp) or 0
+        )
+    return entry.message
+
+
 def build_context(entries: Sequence[TranscriptEntry]) -> list[Message]:
-    """The messages the model sees (`context_entries`): a compaction becomes its summary as
-    a user message."""
-    return [
-        compaction_summary_message(e) if isinstance(e, CompactionEntry) else e.message
-        for e in context_entries(entries)
-    ]
+    """The messages the model sees (`context_entries`, each as `context_message`)."""
+    return [context_message(e) for e in context_entries(entries)]
+
+
+def added_context(entries: Sequence[TranscriptEntry]) -> list[Message]:
+    """The messages `entries` add to the model's context when appended (in order, with no
+    compaction among them): what a session's context grows by after a run
+    (`context_message` of each message entry and custom message)."""
+    return [context_message(e) for e in entries if _in_context(e)]
 
 
 # --- codecs ------------------------------------------------------------------------------
