@@ -33,10 +33,14 @@ most `MAX_ACTIVE` targets at once, one heartbeat per target at a time. A wake, a
    `heartbeat_respond` offered, and with `lightContext` none of the workspace's bootstrap
    files in its system prompt (`RunRequest.light_context`). Its message
    (`_message`): the queued background-command completions as OpenClaw's exec completion
-   prompt (taken from the queue; the ordinary agent timeout, not the heartbeat's), else a
-   cron wake's events as its reminder prompt, else OpenClaw's heartbeat prompt with
-   `HEARTBEAT.md` as the monitor scratch (`runtime.heartbeat.build_prompt`); the events left
-   in the queue come before it as `System:` lines;
+   prompt (the ordinary agent timeout, not the heartbeat's), else a cron wake's events as
+   its reminder prompt, else OpenClaw's heartbeat prompt with `HEARTBEAT.md` as the monitor
+   scratch (`runtime.heartbeat.build_prompt`). The events it tells stay queued, held, while
+   the run goes, and are taken out once it ended ok (OpenClaw consumes the events a
+   heartbeat inspected when it finishes): a run that failed, was refused or cancelled
+   leaves them for the session's next turn or heartbeat. The other queued events come
+   before its message as `System:` lines, taken when its turn starts (as any turn's, and
+   OpenClaw's reply admission);
 5. its verdict (`classify_reply`) becomes the `heartbeat` event: `ok-empty` or `ok-token`
    (`silent: true`, `reason` the wake's), a completion's relayed reply `sent` (shown in the
    session's chat, as OpenClaw's internal projection), another alert `skipped` with `reason`
@@ -169,6 +173,8 @@ class _Message:
     completion: bool = False
     """It tells background-command completions: a continuation of the session's work (the
     ordinary agent timeout; its relayed reply is shown, not an undeliverable alert)."""
+    told: list[SystemEvent] = attrs.field(factory=list)
+    """The queued events it tells (completions, a cron wake's reminders)."""
 
 
 @attrs.frozen
@@ -578,51 +584,70 @@ class Heartbeats:
             return self._skipped("empty-heartbeat-file", started), False
         if wake.source == "interval" and settings.target != "none" and not events:
             return self._skipped("no-route", started), False  # no channel to deliver an alert to
-        message = self._message(settings, key, scratch, wake, events)
-        if run_key != key:  # the isolated run takes the session's queued events
-            queue = sup.services.system_events
-            for queued in queue.drain(key):
-                queue.enqueue(run_key, queued.text, ts=queued.ts, context_key=queued.context_key)
+        message = self._message(settings, scratch, wake, events)
+        queue = sup.services.system_events
+        queue.hold(key, message.told)  # kept queued until the run ends ok
+        consumed = False
+        try:
+            if run_key != key:  # the isolated run takes the session's queued events
+                for queued in queue.drain(key):
+                    queue.enqueue(
+                        run_key, queued.text, ts=queued.ts, context_key=queued.context_key
+                    )
+            record = await self._run_message(settings, run_key, message)
+            if isinstance(record, str):
+                return self._failed(record, started), False
+            consumed = record.status == "ok"
+            return self._finish(settings, record, wake.reason, started, message), True
+        finally:
+            if consumed:
+                queue.take(key, message.told)
+            else:  # failed, refused or cancelled: the session's next turn reads them
+                queue.release(key, message.told)
+
+    async def _run_message(
+        self, settings: HeartbeatSettings, run_key: str, message: _Message
+    ) -> RunRecord | str:
+        """The heartbeat's run of `message` to its end; why it was refused instead. A
+        checkpoint; cancelled, the run is aborted."""
         try:
             record = await self._submit(settings, run_key, message)
         except (GenerationError, LaneFull) as exc:
-            return self._failed(str(exc), started), False
+            return str(exc)
         except Exception as exc:  # refused by the supervisor (shutting down, ...)
-            return self._failed(f"{type(exc).__name__}: {exc}", started), False
+            return f"{type(exc).__name__}: {exc}"
         try:
             await record.done.wait()
         except BaseException:
             record.abort("shutdown")
             raise
-        return self._finish(settings, record, wake.reason, started, message), True
+        return record
 
     def _message(
         self,
         settings: HeartbeatSettings,
-        key: str,
         scratch: str | None,
         wake: Wake,
         events: list[SystemEvent],
     ) -> _Message:
         """The heartbeat's message (OpenClaw's `resolveHeartbeatRunPrompt`): completions,
         else a cron wake's reminders, else the heartbeat prompt. The events it tells are
-        taken from the queue; the others come before it as `System:` lines."""
-        queue = self._sup.services.system_events
+        `told` (held in the queue while it runs, taken once it ended ok); the others come
+        before it as `System:` lines."""
         tagged = [e for e in events if (e.context_key or "").startswith("cron:")]
         inspect = wake.source != "interval" or bool(tagged)
         completions = [e for e in events if inspect and is_exec_completion_event(e.text)]
         if completions:
-            queue.take(key, completions)
             texts = [e.text for e in completions]
             relay = settings.target != "none"  # shown in the session's chat
-            return _Message(build_exec_event_prompt(texts, deliver_to_user=relay), True)
+            prompt = build_exec_event_prompt(texts, deliver_to_user=relay)
+            return _Message(prompt, completion=True, told=completions)
         cron = wake.source == "cron"
         reminders = [e for e in events if (cron or e in tagged) and is_cron_system_event(e.text)]
         if reminders:
-            queue.take(key, reminders)
             # No channel to relay a reminder to: OpenClaw's prompt without a route.
             texts = [e.text for e in reminders]
-            return _Message(build_cron_event_prompt(texts, deliver_to_user=False))
+            return _Message(build_cron_event_prompt(texts, deliver_to_user=False), told=reminders)
         return _Message(build_prompt(settings.prompt, scratch, response_tool=False))
 
     async def _submit(self, settings: HeartbeatSettings, key: str, message: _Message) -> RunRecord:

@@ -9,8 +9,11 @@ dropped, as OpenClaw's `compactSystemEvent` drops them.
 
 An event may carry a context key (OpenClaw's `contextKey`: `cron:<jobId>` for a cron job's,
 `exec:<id>` for a background command's): a heartbeat that a cron job or a completion woke
-takes those events into its own message (`take`), and a cron job whose wake did not run
-takes its event back (`discard`).
+tells those events in its own message, and holds them while its run goes (`hold`: they stay
+queued, and a turn's `drain` or `prepend` leaves them), then takes them out of the queue
+when the run ended ok (`take`) or gives them back to the next turn when it did not
+(`release`), as OpenClaw consumes the events a heartbeat inspected only once it finished;
+a cron job whose wake did not run takes its event back (`discard`).
 
 Bounded: at most `MAX_EVENTS_PER_SESSION` texts per session (the oldest dropped first), each
 cut to `MAX_EVENT_CHARS`, and at most `MAX_SESSIONS` sessions with queued texts (the oldest
@@ -59,6 +62,11 @@ def _compact(text: str) -> str | None:
     return trimmed
 
 
+def _among(event: SystemEvent, events: list[SystemEvent]) -> bool:
+    """`event` is one of `events` (the same queued event, not an equal one)."""
+    return any(event is e for e in events)
+
+
 def format_system_events(events: list[SystemEvent]) -> str | None:
     """The `System:` block of `events` (None when nothing is left to say)."""
     lines: list[str] = []
@@ -80,6 +88,8 @@ class SystemEventQueue:
         self._queues: collections.OrderedDict[str, collections.deque[SystemEvent]] = (
             collections.OrderedDict()
         )
+        self._held: dict[str, list[SystemEvent]] = {}
+        """The events a heartbeat's run tells, by session, while it runs (`hold`)."""
 
     def enqueue(
         self,
@@ -98,7 +108,8 @@ class SystemEventQueue:
         if queue is None:
             queue = self._queues[session_key] = collections.deque(maxlen=MAX_EVENTS_PER_SESSION)
             while len(self._queues) > MAX_SESSIONS:
-                self._queues.popitem(last=False)
+                dropped, _ = self._queues.popitem(last=False)
+                self._held.pop(dropped, None)
         elif queue and queue[-1].text == text:
             return
         stamp = int(time.time() * 1000) if ts is None else ts
@@ -111,16 +122,39 @@ class SystemEventQueue:
         return bool(self._queues.get(session_key))
 
     def drain(self, session_key: str) -> list[SystemEvent]:
-        """Take every queued event of `session_key`."""
-        queue = self._queues.pop(session_key, None)
-        return list(queue) if queue else []
+        """Take every queued event of `session_key` but those held (`hold`)."""
+        held = self._held.get(session_key)
+        if not held:
+            queue = self._queues.pop(session_key, None)
+            return list(queue) if queue else []
+        taken = [e for e in self.peek(session_key) if not _among(e, held)]
+        self._remove(session_key, taken)
+        return taken
+
+    def hold(self, session_key: str, events: list[SystemEvent]) -> None:
+        """Keep `events` (as `peek` gave them) queued while a heartbeat's run tells them:
+        `drain` and `prepend` leave them until `take` or `release`."""
+        if events:
+            self._held.setdefault(session_key, []).extend(events)
+
+    def release(self, session_key: str, events: list[SystemEvent]) -> None:
+        """No longer hold `events`: the session's next turn reads them."""
+        held = [e for e in self._held.get(session_key, ()) if not _among(e, events)]
+        if held:
+            self._held[session_key] = held
+        else:
+            self._held.pop(session_key, None)
 
     def take(self, session_key: str, events: list[SystemEvent]) -> None:
         """Take `events` (as `peek` gave them) out of `session_key`'s queue; the others stay."""
+        self.release(session_key, events)
+        self._remove(session_key, events)
+
+    def _remove(self, session_key: str, events: list[SystemEvent]) -> None:
         queue = self._queues.get(session_key)
-        if not queue:
+        if not queue or not events:
             return
-        kept = [e for e in queue if not any(e is t for t in events)]
+        kept = [e for e in queue if not _among(e, events)]
         queue.clear()
         queue.extend(kept)
         if not queue:
@@ -136,7 +170,8 @@ class SystemEventQueue:
         self.take(session_key, found[-1:])
 
     def prepend(self, session_key: str, message: str) -> str:
-        """`message` with `session_key`'s queued events before it (taken from the queue)."""
+        """`message` with `session_key`'s queued events before it (taken from the queue but
+        those held)."""
         block = format_system_events(self.drain(session_key))
         if block is None:
             return message

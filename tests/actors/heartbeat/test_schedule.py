@@ -200,3 +200,38 @@ async def test_a_cron_event_for_the_next_heartbeat_runs_with_the_agents_next_due
             assert (told[0][1]["status"], told[0][1]["reason"]) == ("skipped", "target-none")
             others = [e for _t, e in seen.items if "preview" not in e]
             assert {(e["status"], e["reason"]) for e in others} == {("ok-token", "interval")}
+
+
+async def test_a_heartbeat_whose_run_fails_leaves_the_events_it_told_queued(
+    tmp_path: Path, autojump_clock: Any
+) -> None:
+    """The events a heartbeat tells in its message (a cron job's reminder) stay queued
+    while it runs and are taken out only when it ended ok, as OpenClaw consumes them: a run
+    that fails leaves them for the session's next turn or heartbeat."""
+    with trio.fail_after(VIRTUAL_LIMIT_S):
+        async with heartbeats(
+            tmp_path, agents__defaults__heartbeat={"every": "0m", "target": "none"}
+        ) as (beats, seen):
+            queue = beats._sup.services.system_events
+            text = "Water the plants [[fail:server:provider down]]"
+            plants = await seen.cron.add(
+                job(id="plants", sessionTarget="main", wakeMode="next-heartbeat",
+                    delivery=None, payload={"kind": "systemEvent", "text": text})
+            )  # fmt: skip
+            await seen.cron.run_now(plants.id, "force")
+            await trio.sleep(60)  # virtual: the firing is over
+            event = await beats.run_heartbeat("main", reason="wake")
+            assert (event["status"], beats.runs) == ("failed", 1), event
+            assert [(e.text, e.context_key) for e in queue.peek("agent:main:main")] == [
+                (text, "cron:plants")
+            ]
+            # Told again by the next heartbeat, once (held, not also a `System:` line).
+            event = await beats.run_heartbeat("main", reason="wake")
+            assert event["status"] == "failed" and beats.runs == 2
+            [actor] = [a for a in beats._sup.sessions() if a.key == "agent:main:main"]
+            assert actor.row is not None
+            entries = await beats._sup.store.load_entries(actor.row.sessionId)
+            told = [str(e.message) for e in entries if getattr(e, "message", None) is not None]
+            asked = [m for m in told if "A scheduled reminder has been triggered" in m]
+            assert len(asked) == 2 and all(m.count("Water the plants") == 1 for m in asked)
+            assert len(queue.peek("agent:main:main")) == 1

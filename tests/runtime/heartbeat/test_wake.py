@@ -100,3 +100,21 @@ def test_the_queue_gives_up_the_events_a_heartbeat_tells_and_keeps_the_others() 
     assert [e.text for e in queue.peek("k")] == ["Deploy finished"]
     queue.take("k", queue.peek("k"))
     assert not queue.has("k") and len(queue) == 0
+
+
+def test_held_events_stay_queued_past_a_turn_until_taken_or_released() -> None:
+    queue = SystemEventQueue()
+    queue.enqueue("k", "Deploy finished")
+    queue.enqueue("k", "Exec completed (a1, code 0) :: ok", context_key="exec:a1")
+    told = [e for e in queue.peek("k") if is_exec_completion_event(e.text)]
+    queue.hold("k", told)
+    # The heartbeat's own turn reads the others as System: lines; the told one stays.
+    assert "Deploy finished" in queue.prepend("k", "poll")
+    assert queue.peek("k") == told and queue.drain("k") == []
+    queue.release("k", told)  # its run failed: the next turn reads it
+    assert "Exec completed" in queue.prepend("k", "hi") and not queue.has("k")
+    queue.enqueue("k", "Water the plants", context_key="cron:p")
+    told = queue.peek("k")
+    queue.hold("k", told)
+    queue.take("k", told)  # its run ended ok
+    assert not queue.has("k") and queue.prepend("k", "hi") == "hi"
