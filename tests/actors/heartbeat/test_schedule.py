@@ -15,6 +15,7 @@ import trio
 from actors import Heartbeats, open_cron, open_heartbeats, open_store, open_supervisor
 from actors.cron._store import SqliteCronStore
 from runtime.model._generation import build_generation
+from runtime.sessions import MessageEntry
 from tests.actors.cron.test_scheduler import VIRTUAL_LIMIT_S, autojump_clock, clock, job
 from tests.conftest import local_config
 
@@ -231,7 +232,7 @@ async def test_a_heartbeat_whose_run_fails_leaves_the_events_it_told_queued(
             [actor] = [a for a in beats._sup.sessions() if a.key == "agent:main:main"]
             assert actor.row is not None
             entries = await beats._sup.store.load_entries(actor.row.sessionId)
-            told = [str(e.message) for e in entries if getattr(e, "message", None) is not None]
+            told = [str(e.message) for e in entries if isinstance(e, MessageEntry)]
             asked = [m for m in told if "A scheduled reminder has been triggered" in m]
             assert len(asked) == 2 and all(m.count("Water the plants") == 1 for m in asked)
             assert len(queue.peek("agent:main:main")) == 1
