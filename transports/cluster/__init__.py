@@ -10,6 +10,9 @@ folder is what a node does with them on the edge:
 - `_node`: `open_node`, the gateway as a node: hello, node records, the router, presence.
 - `_heartbeats`: heartbeats run on the node owning their session; `wake` and `system-event`
   queue where that node reads them; the `heartbeat` event and `set-heartbeats` on every node.
+- `_processes`: background jobs (`exec`, `process`) stay on the node running them; `process`
+  reaches them from any node, a job of a node gone is reported lost, a job's end goes to
+  its session's owner.
 - `_presence`: OpenClaw's presence (`system-presence`, the `presence` event, the snapshot in
   `hello-ok`): the clients and gateways connected here and on the nodes this one knows.
 
@@ -54,6 +57,10 @@ What a cluster promises (gateways sharing `cluster.redis.url` and `storage.backe
   `devices/pairing.json`), so a device approved through one node connects to all; pairing
   events, a removed device or a revoked token reach every node; presence lists every node
   and its UI clients (`_presence`).
+- **Background jobs** (`_processes`): a job runs on the node whose run started it; `process`
+  lists and acts on the session's jobs on every node, a job of a node gone or restarted is
+  listed ended `failed` (`exitReason` `node-lost`, its line naming the node), and a job's
+  end wakes its session on the node owning it; abort, delete and reset reach every node.
 - **Losing a node** (`_claims`): its leases and record expire within `cluster.leaseTtlMs`,
   other nodes take its sessions, requests waiting on it are answered, and the reaper reports
   its accepted, unfinished runs failed (their claims get an `error` final, their transcripts

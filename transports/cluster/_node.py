@@ -57,6 +57,7 @@ from .._errors import GatewayConfigError
 from ._approvals import ClusterApprovals
 from ._heartbeats import ClusterHeartbeats
 from ._presence import Presence
+from ._processes import ClusterProcesses
 from ._route import Router, RouterHost
 
 __all__ = [
@@ -485,6 +486,9 @@ async def start_node(
     if router.beats is not None:
         await router.beats.start(nursery)  # the cluster's set-heartbeats, before serving
     nursery.start_soon(router.approvals.run)
+    router.processes = ClusterProcesses.attach(gateway, router)  # `process` reaches every node
+    if router.processes is not None:
+        await nursery.start(router.processes.run)
     gateway.presence_list.node_id = node.node_id
     await router.start(nursery)
     nursery.start_soon(gateway.presence_list.run_telling, router.tell_all)

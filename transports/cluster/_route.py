@@ -73,6 +73,7 @@ from ._claims import ClaimBatch, FinalsBudget, Reaper, claim_final, recall, with
 from ._heartbeats import BEAT_METHODS, ClusterHeartbeats, beat_session
 from ._leases import SessionLeases
 from ._outcomes import answer_gone, lost_answer, lost_replay, wait_deadline
+from ._processes import ClusterProcesses
 from ._wire import (
     Caller,
     ClaimNote,
@@ -148,8 +149,7 @@ class Router:
         self.batch = ClaimBatch(cluster.claims, cluster.node_id, REFUSED)
         self.finals_budget = FinalsBudget(cluster.claims.ttl_s)
         self.reaper = Reaper(self.leases)
-        self.forwarded = 0
-        self.served = 0
+        self.forwarded = self.served = 0
         self._forwards: dict[str, Forward] = {}
         self._serving: dict[str, trio.CancelScope] = {}
         self._fids = itertools.count(1)
@@ -171,6 +171,7 @@ class Router:
         """The cluster's approvals (set by `open_node`)."""
         self.beats: ClusterHeartbeats | None = None
         """The node's heartbeats in the cluster (set by `open_node`)."""
+        self.processes: ClusterProcesses | None = None  # its background jobs (`open_node`)
 
     @property
     def alive(self) -> set[str]:
@@ -494,12 +495,11 @@ class Router:
                 self._on_want(str(message["from"]), _interest(message.get("on")), kind == "hello")
                 return
             if kind == "note":
+                takers = (self.beats, self.approvals, self.processes)
                 if "release" in message:  # a session another node must run (cron's)
                     assert self._nursery is not None
                     self._nursery.start_soon(self.leases.let_go, str(message["release"]))
-                elif self.beats is not None and "beat" in message:
-                    self.beats.on_note(message)
-                elif self.approvals is None or not self.approvals.on_note(message):
+                elif not any(taker.on_note(message) for taker in takers if taker is not None):
                     self.gateway.on_note(message)
                 return
             fwd = self._forwards.get(str(message.get("fid")))

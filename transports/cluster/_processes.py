@@ -1,0 +1,530 @@
+"""Background jobs across a cluster's nodes: a job runs on the node whose run started it
+(its session's owner then) and stays there, in that node's `runtime.tools.ProcessRegistry`
+(the one home of its jobs); `ClusterProcesses`, the registry's `ProcessPeers`, lets `process`
+reach it from whichever node serves the session now.
+
+- **Known on every node.** Each node tells the others which jobs it lists (a `{"proc":
+  "listed"}` notice with the job's `list` entry when it goes to the background and when it
+  ends, `"unlisted"` when it is forgotten) and greets a node it has not seen with all of
+  them; every node keeps the others' (`MAX_KNOWN` at most, ended ones until their keep time
+  is over): where each job runs, and what it was when its node went.
+- **Asked where they run.** `process list` asks every other live node for the session's jobs
+  (an `"ask"` and its `"answer"`, `LIST_WAIT_S` at most; a node that does not answer in time
+  is shown as last told); the other actions on a job not here go to the node it is known on
+  (else to every live node: the one that has it answers) and run there as they would there
+  (`runtime.tools.act_here`), a poll's wait included (`ACT_WAIT_S` more at most); a
+  cancelled call is cancelled there too. The list lines of a job elsewhere say where
+  (`[on <node>]`); the entries keep OpenClaw's shape.
+- **Lost with their node.** A job of a node that is gone (its record expired: closed,
+  crashed, cut off) or that started again since (a restart kills its jobs) is listed as ended
+  `failed` with `exitReason` `node-lost` (`[node <id> lost]` on its line; one that had ended
+  keeps its end); `poll` and `log` say the node is gone, with no output; `kill` and the input
+  actions find nothing running; `clear` and `remove` forget it on every node. A call waiting
+  on a node that goes is answered so at once, never hangs. A node that comes back under the
+  same process (its record had expired while it was cut off) has its jobs again. A lost job
+  that was to tell its end is told to its session once, by the first live node (by id), when
+  its node stayed gone two lease TTLs (as the reaper judges a node): `Exec finished
+  (node=<id> id=<job>, node lost)`, the shape of OpenClaw's completion of a command run on
+  another node, which its heartbeat reads as a completion.
+- **Ends told to the session's owner.** A background job's end (`Supervisor.exec_ended`: its
+  system event and the `exec-event` wake) is queued on the node owning its session, found as
+  `wake` and `system-event` find it (`SessionLeases.owner`, taking the lease here when nobody
+  holds it), so the owner's heartbeat reads it there and the session does not move for it.
+- **Abort, delete, reset** reach every node (`kill_run`, `kill_session`, `clear_finished`
+  notices): each kills or forgets the jobs it runs of that run or session.
+
+Notices are as reliable as the router's (Redis streams, bounded): a lost `listed` leaves a
+job out of other nodes' knowledge until its next one (a live node is asked anyway); a lost
+answer makes the call fail after its bound, naming the node, rather than hang.
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import logging
+import time
+from collections.abc import Callable
+from typing import Any, Final, Literal, Protocol
+
+import attrs
+import msgspec
+import trio
+
+from actors import ClusterError, StoreError, Supervisor
+from runtime.tools import (
+    Job,
+    ProcessParams,
+    ProcessRegistry,
+    ToolResult,
+    act_here,
+    job_entry,
+    lost_entry,
+    lost_result,
+    text_result,
+)
+
+from ._leases import SessionLeases
+
+__all__ = ["ClusterProcesses"]
+
+log = logging.getLogger("clawlane.cluster")
+
+MAX_KNOWN: Final = 4096
+"""The other nodes' jobs a node keeps, all told (the oldest told forgotten first)."""
+LIST_WAIT_S: Final = 5.0
+ACT_WAIT_S: Final = 15.0
+"""How long an action waits for its node beyond what it waits there (a poll's `timeout`)."""
+CHECK_S: Final = 0.2
+EXPIRE_S: Final = 5.0
+GREETING_JOBS: Final = 64
+"""Jobs per greeting notice."""
+
+Ask = Literal["answered", "gone", "late"]
+
+
+class _Router(Protocol):
+    node_id: str
+    ttl_s: float
+    leases: SessionLeases
+
+    @property
+    def alive(self) -> set[str]: ...
+
+    def tell_all(self, note: dict[str, Any]) -> None: ...
+
+    def tell(self, node: str, note: dict[str, Any]) -> None: ...
+
+
+@attrs.define(eq=False)
+class _Known:
+    """A job another node lists (as it last told), and when this node found it lost."""
+
+    node: str
+    inc: int | None
+    session_key: str
+    agent_id: str
+    notify: bool
+    keep_s: float
+    entry: dict[str, Any]
+    lost_at: int | None = None
+    """When this node found its node gone or restarted (ms); None while it is not."""
+    lost_since: float = 0.0
+    """The same on trio's clock."""
+    told_lost: bool = False
+
+
+@attrs.define(eq=False)
+class _Pending:
+    """An ask this node sent, until its answer."""
+
+    node: str
+    done: trio.Event = attrs.field(factory=trio.Event)
+    answer: dict[str, Any] | None = None
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _fail(text: str) -> ToolResult:
+    return text_result(text, is_error=True, details={"status": "failed", "error": text})
+
+
+def _listed_note(job: Job) -> dict[str, Any]:
+    entry = {**job_entry(job), "tail": ""}  # its output stays on its node
+    return {
+        "proc": "listed",
+        "sessionKey": job.session_key,
+        "agentId": job.agent_id,
+        "notify": job.notify_on_exit,
+        "keepS": job.keep_s,
+        "entry": entry,
+    }
+
+
+class ClusterProcesses:
+    """This node's background jobs joined to the cluster (see the module docstring)."""
+
+    def __init__(
+        self,
+        registry: ProcessRegistry,
+        supervisor: Supervisor,
+        router: _Router,
+        *,
+        clock: Callable[[], float] = trio.current_time,
+    ) -> None:
+        self.registry = registry
+        self.supervisor = supervisor
+        self.router = router
+        self._clock = clock
+        self._known: collections.OrderedDict[tuple[str, str], _Known] = collections.OrderedDict()
+        """The other nodes' jobs: (session key, job id) -> what was told."""
+        self._inc: dict[str, int] = {}
+        """Each other node's process (when it started), as its last notice said."""
+        self._greeted: set[str] = set()
+        self._pending: dict[str, _Pending] = {}
+        self._serving: dict[tuple[str, str], trio.CancelScope] = {}
+        self._qids = itertools.count(1)
+        self._nursery: trio.Nursery | None = None
+        self._expired_at = 0.0
+        self.asked = 0
+        self.served = 0
+
+    @classmethod
+    def attach(cls, gateway: Any, router: _Router) -> ClusterProcesses | None:
+        """Join the node's job registry (if it has one) to the cluster through `router`:
+        its `peers`, and its jobs' ends told to their sessions' owners. Not a checkpoint."""
+        supervisor = gateway.actors.supervisor
+        registry = supervisor.processes
+        if not isinstance(registry, ProcessRegistry):
+            return None
+        joined = cls(registry, supervisor, router)
+        registry.peers = joined
+        registry.on_exit = joined.on_exit
+        return joined
+
+    # --- what the registry tells (runtime.tools.ProcessPeers) ------------------------------
+
+    def listed(self, job: Job) -> None:
+        self.router.tell_all(_listed_note(job))
+
+    def unlisted(self, job: Job) -> None:
+        self.router.tell_all({"proc": "unlisted", "sessionKey": job.session_key, "id": job.id})
+
+    def kill_run(self, run_id: str) -> None:
+        self.router.tell_all({"proc": "kill-run", "runId": run_id})
+
+    def kill_session(self, session_key: str) -> None:
+        self._drop(session_key, ended_only=False)
+        self.router.tell_all({"proc": "kill-session", "sessionKey": session_key})
+
+    def clear_finished(self, session_key: str) -> None:
+        self._drop(session_key, ended_only=True)
+        self.router.tell_all({"proc": "clear", "sessionKey": session_key})
+
+    def _drop(self, session_key: str, *, ended_only: bool) -> None:
+        """Forget the known jobs of `session_key` (`ended_only`: those ended or lost)."""
+        for key, known in list(self._known.items()):
+            if known.session_key != session_key:
+                continue
+            if not ended_only or self._lost(known) or known.entry.get("status") != "running":
+                del self._known[key]
+
+    # --- what `process` asks of the other nodes ----------------------------------------------
+
+    async def list(self, session_key: str) -> list[tuple[dict[str, Any], str]]:
+        """The session's jobs on the other nodes (see `ProcessPeers.list`). A checkpoint,
+        `LIST_WAIT_S` at most."""
+        found: list[tuple[dict[str, Any], str]] = []
+        answered: set[str] = set()
+
+        async def ask(node: str) -> None:
+            how, answer = await self._ask(node, {"sessionKey": session_key}, LIST_WAIT_S)
+            if how == "answered" and answer is not None:
+                answered.add(node)
+                found.extend((dict(entry), f"on {node}") for entry in answer.get("entries", ()))
+
+        async with trio.open_nursery() as nursery:
+            for node in sorted(self.router.alive - {self.router.node_id}):
+                nursery.start_soon(ask, node)
+        for known in list(self._known.values()):
+            if known.session_key != session_key:
+                continue
+            if self._lost(known):
+                assert known.lost_at is not None
+                lost = lost_entry(known.entry, known.lost_at)
+                found.append((lost, f"node {known.node} lost"))
+            elif known.node not in answered:  # as last told
+                found.append((known.entry, f"on {known.node}"))
+        return found
+
+    async def act(self, session_key: str, args: dict[str, Any]) -> ToolResult | None:
+        """`args` on the node running its job (see `ProcessPeers.act`). A checkpoint,
+        bounded by the action's wait and `ACT_WAIT_S`."""
+        params = msgspec.convert(args, ProcessParams)
+        job_id = str(params.sessionId)
+        known = self._known.get((session_key, job_id))
+        if known is not None and self._lost(known):
+            await trio.lowlevel.checkpoint()
+            return self._lost_answer(known, params)
+        if known is not None:
+            nodes = [known.node]
+        else:
+            nodes = sorted(self.router.alive - {self.router.node_id})
+        wait_s = ACT_WAIT_S
+        if params.action == "poll":
+            wait_s += min(30_000.0, params.timeout or 0.0) / 1000
+        body = {"sessionKey": session_key, "args": args}
+        results: dict[str, tuple[Ask, dict[str, Any] | None]] = {}
+        async with trio.open_nursery() as nursery:
+
+            async def ask(node: str) -> None:
+                results[node] = await self._ask(node, body, wait_s)
+                how, answer = results[node]
+                if how == "answered" and answer is not None and answer.get("found"):
+                    nursery.cancel_scope.cancel()  # the job's node answered: enough
+
+            for node in nodes:
+                nursery.start_soon(ask, node)
+        for how, answer in results.values():
+            if how == "answered" and answer is not None and answer.get("found"):
+                return msgspec.convert(answer["result"], ToolResult)
+        if known is None:
+            return None  # no other node has it
+        how, _answer = results.get(known.node, ("late", None))
+        if self._lost(known):
+            return self._lost_answer(known, params)
+        if how == "late":
+            return _fail(f"node {known.node} did not answer in time about session {job_id}")
+        self._known.pop((session_key, job_id), None)  # its node no longer has it
+        return None
+
+    def _lost_answer(self, known: _Known, params: ProcessParams) -> ToolResult:
+        assert known.lost_at is not None
+        if params.action in ("clear", "remove"):  # forgotten everywhere
+            self._known.pop((known.session_key, str(params.sessionId)), None)
+            note = {"proc": "unlisted", "sessionKey": known.session_key, "id": params.sessionId}
+            self.router.tell_all(note)
+        return lost_result(params, lost_entry(known.entry, known.lost_at), known.node)
+
+    async def _ask(
+        self, node: str, body: dict[str, Any], wait_s: float
+    ) -> tuple[Ask, dict[str, Any] | None]:
+        """Ask `node` (its answer), until `node` is gone or `wait_s` passed. A checkpoint;
+        cancelled, it tells `node` to stop."""
+        qid = f"{self.router.node_id}:{next(self._qids)}"
+        pending = self._pending[qid] = _Pending(node)
+        self.asked += 1
+        self.router.tell(node, {**body, "proc": "ask", "qid": qid})
+        deadline = self._clock() + wait_s
+        try:
+            while not pending.done.is_set():
+                if node not in self.router.alive:
+                    return "gone", None
+                if self._clock() >= deadline:
+                    return "late", None
+                with trio.move_on_after(CHECK_S):
+                    await pending.done.wait()
+            return "answered", pending.answer
+        except trio.Cancelled:
+            if not pending.done.is_set():
+                self.router.tell(node, {"proc": "cancel", "qid": qid})
+            raise
+        finally:
+            self._pending.pop(qid, None)
+
+    # --- a job's end, told to its session's owner --------------------------------------------
+
+    def on_exit(self, job: Job) -> None:
+        """(The registry's `on_exit`.) A backgrounded job ended by itself. Not a checkpoint."""
+        self._ended(job.agent_id, job.session_key, job.id, job.exit_event())
+
+    def _ended(self, agent_id: str, key: str, job_id: str, text: str) -> None:
+        if key in self.router.leases.held or self._nursery is None:
+            self.supervisor.exec_ended(agent_id, key, job_id, text)
+            return
+        self._nursery.start_soon(self._tell_owner, agent_id, key, job_id, text)
+
+    async def _tell_owner(self, agent_id: str, key: str, job_id: str, text: str) -> None:
+        """Queue the end on the session's owner: this node when it holds the lease or takes
+        it now (kept while the event waits here), else the node that holds it."""
+        leases = self.router.leases
+        owner = self.router.node_id
+        with leases.pinned(key):
+            try:
+                owner = await leases.owner(key)
+            except (ClusterError, StoreError) as exc:
+                log.warning("exec end of %s queued here: its owner is unknown: %s", key, exc)
+            if owner == self.router.node_id:
+                self.supervisor.exec_ended(agent_id, key, job_id, text)
+                return
+        note = {"proc": "ended", "agentId": agent_id, "sessionKey": key, "id": job_id}
+        self.router.tell(owner, {**note, "text": text})
+
+    # --- another node's notices --------------------------------------------------------------
+
+    def on_note(self, note: dict[str, Any]) -> bool:
+        """Take another node's notice about background jobs; False when `note` is not one.
+        Not a checkpoint."""
+        what = note.get("proc")
+        if what is None:
+            return False
+        node = str(note.get("from"))
+        self._seen(node, note.get("inc"))
+        try:
+            self._take(node, str(what), note)
+        except (KeyError, TypeError, ValueError, msgspec.ValidationError) as exc:
+            log.warning("unreadable job notice %r from %s dropped: %s", what, node, exc)
+        return True
+
+    def _take(self, node: str, what: str, note: dict[str, Any]) -> None:
+        registry = self.registry
+        if what == "listed":
+            self._remember(node, note)
+        elif what == "jobs":
+            for listed in note["jobs"]:
+                self._remember(node, {**listed, "inc": note.get("inc")})
+        elif what == "unlisted":
+            self._known.pop((str(note["sessionKey"]), str(note["id"])), None)
+        elif what == "ask":
+            self._serve(node, note)
+        elif what == "answer":
+            pending = self._pending.get(str(note["qid"]))
+            if pending is not None and pending.node == node:
+                pending.answer = note
+                pending.done.set()
+        elif what == "cancel":
+            scope = self._serving.get((node, str(note["qid"])))
+            if scope is not None:
+                scope.cancel()
+        elif what == "ended":
+            key, job_id = str(note["sessionKey"]), str(note["id"])
+            self.supervisor.exec_ended(str(note["agentId"]), key, job_id, str(note["text"]))
+        elif what == "kill-run":
+            registry.kill_run(str(note["runId"]), tell=False)
+        elif what == "kill-session":
+            self._drop(str(note["sessionKey"]), ended_only=False)
+            registry.kill_session(str(note["sessionKey"]), tell=False)
+        elif what == "clear":
+            self._drop(str(note["sessionKey"]), ended_only=True)
+            registry.clear_finished(str(note["sessionKey"]), tell=False)
+
+    def _remember(self, node: str, note: dict[str, Any]) -> None:
+        entry = dict(note["entry"])
+        key = (str(note["sessionKey"]), str(entry["sessionId"]))
+        inc = note.get("inc")
+        self._known.pop(key, None)
+        self._known[key] = _Known(
+            node=node,
+            inc=inc if isinstance(inc, int) else None,
+            session_key=key[0],
+            agent_id=str(note["agentId"]),
+            notify=bool(note.get("notify")),
+            keep_s=float(note.get("keepS") or 0),
+            entry=entry,
+        )
+        while len(self._known) > MAX_KNOWN:
+            self._known.popitem(last=False)
+
+    def _seen(self, node: str, inc: object) -> None:
+        """`node`'s process is the one that started at `inc`: if it is not the one this node
+        knew, the jobs it told before are lost (a restart kills them), and it is greeted."""
+        if not isinstance(inc, int) or self._inc.get(node) == inc:
+            return
+        if node in self._inc:  # started again: it knows nothing of this node's jobs
+            self._greeted.discard(node)
+        self._inc[node] = inc
+        self._find_lost()
+
+    def _serve(self, node: str, note: dict[str, Any]) -> None:
+        qid = str(note["qid"])
+        if self._nursery is None:
+            self.router.tell(node, {"proc": "answer", "qid": qid, "found": False})
+            return
+        scope = self._serving[(node, qid)] = trio.CancelScope()
+        self.served += 1
+        self._nursery.start_soon(self._answer, node, qid, note, scope)
+
+    async def _answer(
+        self, node: str, qid: str, note: dict[str, Any], scope: trio.CancelScope
+    ) -> None:
+        """Do what `node` asked here and answer it (nothing when it cancelled the ask)."""
+        try:
+            with scope:
+                answer = await self._here(str(note["sessionKey"]), note.get("args"))
+                self.router.tell(node, {**answer, "proc": "answer", "qid": qid})
+        finally:
+            self._serving.pop((node, qid), None)
+
+    async def _here(self, session_key: str, args: Any) -> dict[str, Any]:
+        """What another node's `process` call finds here: the session's list entries
+        (`args` None), else whether the job is here and the action's result."""
+        registry = self.registry
+        if args is None:
+            await trio.lowlevel.checkpoint()
+            return {"entries": [job_entry(job) for job in registry.list(session_key)]}
+        try:
+            params = msgspec.convert(args, ProcessParams)
+        except msgspec.ValidationError:
+            params = None
+        if (
+            params is None
+            or not params.sessionId
+            or registry.get(session_key, params.sessionId) is None
+        ):
+            await trio.lowlevel.checkpoint()
+            return {"found": False}
+        result = await act_here(registry, session_key, params)
+        return {"found": True, "result": msgspec.to_builtins(result)}
+
+    # --- the nodes that join and go ---------------------------------------------------------
+
+    def _restarted(self, known: _Known) -> bool:
+        return known.inc is not None and self._inc.get(known.node, known.inc) != known.inc
+
+    def _lost(self, known: _Known) -> bool:
+        """Whether `known`'s node is gone or started again since it told it, noting when
+        this node first found it so. A node gone that comes back (its record expired while
+        it was cut off) has its jobs again."""
+        if known.node in self.router.alive and not self._restarted(known):
+            known.lost_at = None
+            return False
+        if known.lost_at is None:
+            known.lost_at, known.lost_since = _now_ms(), self._clock()
+        return True
+
+    def _find_lost(self) -> None:
+        """Find the jobs lost since the last look; tell the sessions of those that were to
+        tell their end, once the node stayed gone two lease TTLs (as the reaper judges a
+        node lost), or at once when it restarted: by the first live node (by id) only."""
+        first = min(self.router.alive, default=self.router.node_id) == self.router.node_id
+        for known in list(self._known.values()):
+            if known.told_lost or not self._lost(known):
+                continue
+            young = self._clock() - known.lost_since < 2 * self.router.ttl_s
+            if young and not self._restarted(known):
+                continue  # not yet lost for the reaper: it may come back
+            known.told_lost = True
+            if first and known.notify and known.entry.get("status") == "running":
+                job_id = str(known.entry["sessionId"])
+                text = f"Exec finished (node={known.node} id={job_id[:8]}, node lost)"
+                self._ended(known.agent_id, known.session_key, job_id, text)
+
+    def _expire(self) -> None:
+        """Forget the known jobs ended (or lost) longer ago than their keep time."""
+        now = _now_ms()
+        for key, known in list(self._known.items()):
+            ended = known.lost_at or known.entry.get("endedAt")
+            if isinstance(ended, int) and ended + known.keep_s * 1000 < now:
+                del self._known[key]
+
+    def _greet(self) -> None:
+        """Tell each node seen since the last look the jobs listed here."""
+        others = self.router.alive - {self.router.node_id}
+        new = others - self._greeted
+        if new:
+            notes = [_listed_note(job) for job in self.registry.all_listed()]
+            for node in new:
+                for start in range(0, max(len(notes), 1), GREETING_JOBS):
+                    self.router.tell(
+                        node, {"proc": "jobs", "jobs": notes[start : start + GREETING_JOBS]}
+                    )
+        self._greeted = others
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Serve the other nodes' asks, greet the nodes that join, find the jobs lost with
+        the nodes that go. Never returns; cancel it to stop."""
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            task_status.started()
+            try:
+                while True:
+                    self._greet()
+                    self._find_lost()
+                    if self._clock() - self._expired_at >= EXPIRE_S:
+                        self._expired_at = self._clock()
+                        self._expire()
+                    await trio.sleep(CHECK_S)
+            finally:
+                self._nursery = None
