@@ -38,12 +38,39 @@ def _code(value: object) -> str | None:
     return value if isinstance(value, str) and _SAFE_CODE.match(value) else None
 
 
+def _duration(meta: dict[str, Any]) -> int | None:
+    duration = meta.get("durationMs")
+    return duration if isinstance(duration, int) and duration >= 0 else None
+
+
+def _run_event(type_: str, meta: dict[str, Any], status: str, reason: str | None) -> dict[str, Any]:
+    """The fields of a run's end event (`StabilityRecorder.run_ended`)."""
+    if type_ == "model.usage":
+        agent_meta = meta.get("agentMeta") or {}
+        usage = agent_meta.get("usage") or {}
+        fields: dict[str, Any] = {
+            "provider": _code(agent_meta.get("provider")),
+            "model": str(agent_meta.get("model"))[:200],
+            "usage": {k: v for k, v in usage.items() if isinstance(v, int)},
+            "durationMs": _duration(meta),
+        }
+    else:
+        outcome = {"ok": "completed", "aborted": "aborted"}.get(status, "error")
+        fields = {"outcome": outcome, "reason": _code(reason), "durationMs": _duration(meta)}
+    return {"type": type_, **{k: v for k, v in fields.items() if v is not None}}
+
+
+def _event(seq: int, ts: int, event: Any) -> dict[str, Any]:
+    body = event if isinstance(event, dict) else _run_event(*event)
+    return {"seq": seq, "ts": ts, **body}
+
+
 class StabilityRecorder:
     """See the module docstring."""
 
     def __init__(self, capacity: int = CAPACITY) -> None:
         self.capacity = capacity
-        self._events: collections.deque[dict[str, Any]] = collections.deque(maxlen=capacity)
+        self._events: collections.deque[tuple[int, int, Any]] = collections.deque(maxlen=capacity)
         self._seq = 0
         self.dropped = 0
         self._exporters: collections.OrderedDict[tuple[str, str], dict[str, Any]] = (
@@ -54,31 +81,24 @@ class StabilityRecorder:
 
     def record(self, type_: str, **fields: Any) -> None:
         """Append one event (`fields` must be metadata only)."""
+        self._push({"type": type_, **{k: v for k, v in fields.items() if v is not None}})
+
+    def _push(self, event: dict[str, Any] | tuple[str, dict[str, Any], str, str | None]) -> None:
+        """Append one event, numbered and stamped now: a dict of its fields, or a run's end
+        as `run_ended` keeps it (made into its dict when read: a run's end costs no more
+        than a tuple)."""
         if len(self._events) == self.capacity:
             self.dropped += 1
         self._seq += 1
-        event = {"seq": self._seq, "ts": int(time.time() * 1000), "type": type_}
-        event.update((k, v) for k, v in fields.items() if v is not None)
-        self._events.append(event)
+        self._events.append((self._seq, int(time.time() * 1000), event))
 
     def run_ended(self, record: RunRecord) -> None:
         """A run's end: `message.processed`, and `model.usage` when a model served it."""
         meta = (record.final or {}).get("meta") or {}
-        agent_meta = meta.get("agentMeta") or {}
-        duration = meta.get("durationMs")
-        duration = duration if isinstance(duration, int) and duration >= 0 else None
-        if agent_meta.get("model"):
-            usage = agent_meta.get("usage") or {}
-            self.record(
-                "model.usage",
-                provider=_code(agent_meta.get("provider")),
-                model=str(agent_meta.get("model"))[:200],
-                usage={k: v for k, v in usage.items() if isinstance(v, int)},
-                durationMs=duration,
-            )
-        outcome = {"ok": "completed", "aborted": "aborted"}.get(record.status, "error")
         reason = record.abort_reason if record.status == "aborted" else record.error_kind
-        self.record("message.processed", outcome=outcome, reason=_code(reason), durationMs=duration)
+        if (meta.get("agentMeta") or {}).get("model"):
+            self._push(("model.usage", meta, record.status, reason))
+        self._push(("message.processed", meta, record.status, reason))
 
     def exporter_health(
         self, exporter: str, *, signal: str, status: str, reason: str | None = None
@@ -107,7 +127,11 @@ class StabilityRecorder:
         self, *, limit: int = LIMIT_DEFAULT, type_: str | None = None, since_seq: int | None = None
     ) -> dict[str, Any]:
         exporters = type_ == "telemetry.exporter"
-        source = list(self._exporters.values()) if exporters else list(self._events)
+        source = (
+            list(self._exporters.values())
+            if exporters
+            else [_event(seq, ts, event) for seq, ts, event in self._events]
+        )
         matching = [
             e
             for e in source

@@ -21,6 +21,7 @@ Every read is a checkpoint and raises `StoreError` when the database fails.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from operator import attrgetter
 from typing import Any, Final, Protocol, TypeVar
 
 import attrs
@@ -125,8 +126,8 @@ _SELECT: Final = (
 )
 
 
-def _values(b: Bucket) -> list[object]:
-    return [getattr(b, c) for c in _COLUMNS]
+_values: Final[Callable[[Bucket], tuple[object, ...]]] = attrgetter(*_COLUMNS)
+"""A bucket's `_COLUMNS`, in order."""
 
 
 class _Session(Protocol):

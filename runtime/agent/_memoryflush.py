@@ -237,7 +237,9 @@ class MemoryFlush:
         near = tokens >= flush_threshold(self.budget, self.settings) > 0
         if not near:
             force = self.settings.force_bytes() or 0
-            near = force > 0 and _text_bytes(history) >= force
+            # The estimate counts a quarter token or more a character and a character is at
+            # most 4 bytes: a context under force / 16 tokens holds less text, unwalked.
+            near = force > 0 and tokens * 16 >= force and _text_bytes(history) >= force
         return near and not self.flushed()
 
     async def run(

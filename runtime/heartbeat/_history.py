@@ -43,6 +43,9 @@ _MARKERS: Final = (
     "[OpenClaw session event]",
 )
 _PROMPTS: Final = (HEARTBEAT_PROMPT, HEARTBEAT_RESPONSE_TOOL_PROMPT)
+_HEAD: Final = min(len(p) for p in (*_MARKERS, *_PROMPTS))
+_HEADS: Final = frozenset(p[:_HEAD] for p in (*_MARKERS, *_PROMPTS))
+"""The first characters of every marker and prompt: a text that starts otherwise is none."""
 
 
 def _without_system_lines(text: str) -> str:
@@ -58,7 +61,7 @@ def _without_system_lines(text: str) -> str:
 def is_heartbeat_prompt(text: str) -> bool:
     """Whether a user message's text is a heartbeat's prompt (see the module docstring)."""
     trimmed = _without_system_lines(text.strip()).strip()
-    if not trimmed:
+    if trimmed[:_HEAD] not in _HEADS:
         return False
     if trimmed in _MARKERS:
         return True

@@ -98,7 +98,7 @@ def reported_cost(usage: Usage) -> CallCost | None:
     nothing (all zero: OpenClaw's rule, a zero placeholder is no figure)."""
     c = usage.cost
     values = (c.total, c.input, c.output, c.cacheRead, c.cacheWrite)
-    if not all(math.isfinite(v) for v in values) or c.total < 0 or not any(values):
+    if not any(values) or not all(math.isfinite(v) for v in values) or c.total < 0:
         return None
     total = c.total or (c.input + c.output + c.cacheRead + c.cacheWrite)
     return CallCost(c.input, c.output, c.cacheRead, c.cacheWrite, total)
