@@ -67,6 +67,7 @@ from runtime.sessions import (
     added_context,
     branch_messages,
     build_context,
+    history_row,
     new_session_id,
     new_session_row,
     openclaw_row_meta,
@@ -433,7 +434,7 @@ class SessionActor:
         if not hub.may_be_watched(self.key):
             return
         for i, entry in enumerate(entries, 1):
-            message = msgspec.to_builtins(entry.message)
+            message = history_row(entry.message)
             message["__openclaw"] = openclaw_row_meta(entry, base + i)
             if entry.idempotencyKey is not None:
                 message["idempotencyKey"] = entry.idempotencyKey
@@ -714,7 +715,7 @@ class SessionActor:
         entries: list[Any] = []
         if messages and self._builder is not None and self._history is not None:
             builder, tags = self._builder, self._row_tags(rec, messages)
-            notes = run_notes(progress, messages)
+            notes = run_notes(progress, messages, rec.run_id)
             entries, context = persist_run(builder, messages, compactions, tags=tags, notes=notes)
             if context is None:
                 self._extend_history(added_context(entries))

@@ -31,7 +31,7 @@ import msgspec
 
 from runtime.llm import Message
 from runtime.model import Config
-from runtime.sessions import MessageEntry, decode_session_rows
+from runtime.sessions import conversation, decode_session_rows
 from runtime.usage import PriceTable, rollup_messages
 
 from ._ops import SqlConnection
@@ -95,7 +95,7 @@ async def backfill_usage(store: Store, config: Callable[[], Config]) -> int:
             log.warning("usage backfill: session %s: unreadable transcript (%s)", key[0], exc)
             later.append(row.sessionId)
             continue
-        messages = [e.message for e in entries if isinstance(e, MessageEntry)]
+        messages = conversation(entries)
         prices = PriceTable.for_config(config())
         add = _adder(key[0], row.sessionId, row.agentId, messages, prices)
         if await store.write(add, what="backfill usage"):

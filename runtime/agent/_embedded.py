@@ -691,7 +691,7 @@ class _Turn:
             messages,
             turn.compactions if messages else (),
             tags=tags,
-            notes=run_notes(self.progress, messages),
+            notes=run_notes(self.progress, messages, state.run_id),
         )
         if context is None:
             session.history.extend(added_context(entries))

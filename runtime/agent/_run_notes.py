@@ -9,6 +9,11 @@ conversation and is written beside them, at the place it happened (`RunNote`):
   message (`custom_message` `openclaw.sessions_yield`, `display: false`) after the run's
   messages. The model reads it on the session's next turn, as a user message; no history
   shows it (`chat.history`, `sessions_history`, `session.message`, the Control UI).
+- each call made through Tool Search's `tool_call` (`RunProgress.nested`): OpenClaw's nested
+  tool activity row (`runtime.sessions.nested_tool_message`: displayed, never in the model's
+  context) before the `tool_call`'s result, tagged with the run and the idempotency key
+  `<scopeId>:<toolCallId>` (one scope id per run), so `chat.history` shows the target's call
+  and result where OpenClaw's clients expect them.
 
 `run_notes` gives them for a run; both hosts (the gateway's session actor, the embedded
 runtime) pass them to `persist_run` and grow the session's context by `added_context` of what
@@ -19,15 +24,17 @@ the store. Pure functions.
 from __future__ import annotations
 
 import functools
+import uuid
 from collections.abc import Sequence
 from typing import Final
 
 from ..llm._types import Message
-from ..loop._agent import RunProgress
-from ..sessions._sessions import CustomMessageEntry, TranscriptBuilder
+from ..loop._agent import NestedCall, RunProgress
+from ..sessions._nested_tool import nested_tool_message
+from ..sessions._sessions import CustomMessageEntry, MessageEntry, TranscriptBuilder
 from ._compaction import RunNote
 
-__all__ = ["YIELD_CONTEXT", "YIELD_CONTEXT_TYPE", "run_notes", "yield_context"]
+__all__ = ["YIELD_CONTEXT", "YIELD_CONTEXT_TYPE", "nested_activity", "run_notes", "yield_context"]
 
 YIELD_CONTEXT_TYPE: Final = "openclaw.sessions_yield"
 YIELD_CONTEXT: Final = (
@@ -36,16 +43,43 @@ YIELD_CONTEXT: Final = (
 )
 
 
-def run_notes(progress: RunProgress, messages: Sequence[Message]) -> list[RunNote]:
-    """The rows a run adds beside `messages` (its `run_messages`, user message first), each
-    placed by the index of the message it comes before; none when the run wrote no
+def run_notes(progress: RunProgress, messages: Sequence[Message], run_id: str) -> list[RunNote]:
+    """The rows run `run_id` adds beside `messages` (its `run_messages`, user message first),
+    each placed by the index of the message it comes before; none when the run wrote no
     message (it never got as far as its user message)."""
     if not messages:
         return []
     notes: list[RunNote] = []
+    scope = str(uuid.uuid4())
+    for order, (position, call) in enumerate(progress.nested):
+        note = functools.partial(nested_activity, call, run_id=run_id, scope=scope, order=order)
+        notes.append((position + 1, note))  # after the user message, before the call's result
     if progress.yielded is not None:
         notes.append((len(messages), functools.partial(yield_context, progress.yielded.message)))
     return notes
+
+
+def nested_activity(
+    call: NestedCall, builder: TranscriptBuilder, *, run_id: str, scope: str, order: int
+) -> MessageEntry:
+    """The display row of a call made through `tool_call`, chained onto `builder` (after the
+    entry it follows: the assistant turn that called `tool_call`, or the result before)."""
+    message = nested_tool_message(
+        run_id=run_id,
+        scope_id=scope,
+        after_entry_id=builder.leaf_id,
+        start_order=order,
+        parent_tool_call_id=call.parent_tool_call_id,
+        tool_call_id=call.tool_call_id,
+        tool_name=call.tool_name,
+        input=call.input,
+        result=call.result,
+        is_error=call.is_error,
+        started_at=call.started_at,
+        ended_at=call.ended_at,
+    )
+    key = f"{scope}:{call.tool_call_id}"
+    return builder.add_message(message, idempotency_key=key, run_id=run_id)
 
 
 def yield_context(message: str, builder: TranscriptBuilder) -> CustomMessageEntry:

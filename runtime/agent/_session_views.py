@@ -17,12 +17,12 @@ import uuid
 from collections.abc import Callable, Iterable
 from typing import Any, Final
 
-import msgspec
 import trio
 
 from ..llm._types import Usage
 from ..loop._agent import now_ms
 from ..model._generation import AgentSpec, GenerationError, ModelRuntimeGeneration
+from ..sessions._nested_tool import history_row
 from ..sessions._sessions import (
     MessageEntry,
     SessionRow,
@@ -631,4 +631,4 @@ def yield_claim(
 def branch_dicts(entries: Iterable[MessageEntry]) -> list[dict[str, Any]]:
     """The messages of a branch's entries (`runtime.sessions.branch_messages`) as plain
     data, as the history views read them."""
-    return [msgspec.to_builtins(e.message) for e in entries]
+    return [history_row(e.message) for e in entries]

@@ -70,6 +70,23 @@ class TurnYield:
 
 
 @attrs.frozen
+class NestedCall:
+    """A call made inside another call (Tool Search's `tool_call` running its target): what
+    the transcript keeps of it for display, never for the model (OpenClaw's nested tool
+    activity; its row: `runtime.agent`'s `run_notes`). Times in epoch ms."""
+
+    tool_call_id: str
+    parent_tool_call_id: str
+    tool_name: str
+    input: Any
+    result: Any
+    """As clients were shown it (`{content, details?, isError}`)."""
+    is_error: bool
+    started_at: int
+    ended_at: int
+
+
+@attrs.frozen
 class ToolOutcome:
     """What a tool call produced, already sanitised for emitting and persisting."""
 
@@ -78,6 +95,8 @@ class ToolOutcome:
     meta: str | None = None
     yielded: TurnYield | None = None
     """The call ended the turn: no further tool call or model turn in this run."""
+    nested: tuple[NestedCall, ...] = ()
+    """The calls it made inside itself, in order."""
 
 
 class ToolRunner(Protocol):
@@ -197,6 +216,9 @@ class RunProgress:
     streamed_output: bool = False
     yielded: TurnYield | None = None
     """A tool ended the turn (`sessions_yield`); the run ended after its result."""
+    nested: list[tuple[int, NestedCall]] = attrs.field(factory=list)
+    """The calls made inside the run's tool calls, each with the number of `messages` there
+    were when it ended (its row goes before the result of the call that made it)."""
 
 
 def now_ms() -> int:
@@ -492,6 +514,7 @@ async def _run_tool_calls(
         message = outcome.message
         if outcome.yielded is not None:
             progress.yielded = outcome.yielded  # its context: a hidden message of the host's
+        progress.nested.extend((len(progress.messages), n) for n in outcome.nested)
         transcript.append(message)
         progress.messages.append(message)
 
@@ -514,6 +537,7 @@ def _skip(
 __all__ = [
     "AgentRunInput",
     "Emit",
+    "NestedCall",
     "NoTools",
     "ProviderError",
     "RunProgress",

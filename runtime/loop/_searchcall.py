@@ -11,7 +11,9 @@
   OpenClaw's nested call id (`tool_search_code:<parent id>:<name>:<n>`) and
   `parentToolCallId` (the `tool_call`'s id), between the `tool_call`'s `start` and `result`.
   The model reads OpenClaw's envelope: `{tool: {id, name, source}, result}` as JSON text, an
-  error when the target's result is one; `details` keeps the hit and the result.
+  error when the target's result is one; `details` keeps the hit and the result. The
+  target's call is also kept for display (`ToolOutcome.nested`: the transcript writes it
+  before the `tool_call`'s result as OpenClaw's nested tool activity; never for the model).
 - a deferred tool called by its name: mode `directory` runs it as a direct call; mode
   `tools` refuses it with an error saying to use `tool_call` (OpenClaw's tools mode has no
   such function either).
@@ -49,7 +51,7 @@ from ..tools import (
     normalize_tool_name,
     sanitize_result,
 )
-from ._agent import Emit, ToolOutcome
+from ._agent import Emit, NestedCall, ToolOutcome, now_ms
 
 
 class RunTools(Protocol):
@@ -120,9 +122,19 @@ async def _tool_call(
         return runner._error(call, str(exc))
     if not isinstance(target_input, dict):
         return runner._error(call, f"invalid arguments for {entry.name}: args must be an object")
-    started = time.monotonic()
+    started, started_ms = time.monotonic(), now_ms()
     nested = _nested_call(runner, call, entry.name, target_input)
     outcome = await _run_nested(runner, call, nested, emit)
+    activity = NestedCall(
+        tool_call_id=nested.id,
+        parent_tool_call_id=call.id,
+        tool_name=entry.name,
+        input=nested.arguments,
+        result=outcome.result,
+        is_error=outcome.message.isError,
+        started_at=started_ms,
+        ended_at=now_ms(),
+    )
     shown_target = outcome.result
     is_error = outcome.message.isError
     envelope = {"tool": {"id": entry.id, "name": entry.name, "source": "openclaw"}}
@@ -158,7 +170,8 @@ async def _tool_call(
             ToolResultPersistEvent(message=message, toolName=call.name, toolCallId=call.id)
         )
         message = persisted if isinstance(persisted, ToolResultMessage) else message
-    return ToolOutcome(message=message, result=shown, meta=f"tool_call {entry.name}")
+    meta = f"tool_call {entry.name}"
+    return ToolOutcome(message=message, result=shown, meta=meta, nested=(activity,))
 
 
 async def _pass(runner: RunTools, call: ToolCallContent, emit: Emit) -> ToolOutcome:

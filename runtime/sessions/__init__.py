@@ -1,5 +1,7 @@
 """runtime.sessions: session keys and rows, transcripts (pi v3 entries, `TranscriptBuilder`,
-`build_context`), and a transcript's branches (`_branches`: `branch_tips`,
+`build_context`; custom messages: the hidden `CustomMessageEntry`, the displayed
+`CustomMessage` of a call made through Tool Search, `_nested_tool`: `nested_tool_message`,
+`history_row`), and a transcript's branches (`_branches`: `branch_tips`,
 `cut_before_user_message`, `check_switch`, `BRANCH_MARKER`; errors `BranchError`)."""
 
 from ._branches import BRANCH_MARKER as BRANCH_MARKER
@@ -9,7 +11,10 @@ from ._branches import branch_tips as branch_tips
 from ._branches import check_switch as check_switch
 from ._branches import cut_before_user_message as cut_before_user_message
 from ._branches import message_text as message_text
+from ._nested_tool import history_row as history_row
+from ._nested_tool import nested_tool_message as nested_tool_message
 from ._sessions import DEFAULT_MAIN_KEY as DEFAULT_MAIN_KEY
+from ._sessions import CustomMessage as CustomMessage
 from ._sessions import CustomMessageEntry as CustomMessageEntry
 from ._sessions import MemoryFlushRecord as MemoryFlushRecord
 from ._sessions import MessageEntry as MessageEntry
@@ -19,6 +24,7 @@ from ._sessions import TranscriptBuilder as TranscriptBuilder
 from ._sessions import TranscriptEntry as TranscriptEntry
 from ._sessions import added_context as added_context
 from ._sessions import build_context as build_context
+from ._sessions import conversation as conversation
 from ._sessions import decode_entries as decode_entries
 from ._sessions import decode_session_row as decode_session_row
 from ._sessions import decode_session_rows as decode_session_rows
@@ -36,6 +42,7 @@ __all__ = [
     "BRANCH_MARKER",
     "DEFAULT_MAIN_KEY",
     "BranchError",
+    "CustomMessage",
     "CustomMessageEntry",
     "MemoryFlushRecord",
     "MessageEntry",
@@ -48,6 +55,7 @@ __all__ = [
     "branch_tips",
     "build_context",
     "check_switch",
+    "conversation",
     "cut_before_user_message",
     "decode_entries",
     "decode_session_row",
@@ -55,7 +63,9 @@ __all__ = [
     "encode_entry",
     "encode_session_row",
     "fork_path",
+    "history_row",
     "message_text",
+    "nested_tool_message",
     "new_session_id",
     "new_session_row",
     "openclaw_row_meta",

@@ -270,8 +270,24 @@ class _Entry(
     timestamp: str
 
 
+class CustomMessage(
+    msgspec.Struct, frozen=True, tag="custom", tag_field="role", omit_defaults=True
+):
+    """A message of an extension's (OpenClaw's role `custom`), kept in a message entry: a row
+    of the conversation a history shows (`display`) that the model reads only when it is not
+    `excludeFromContext` (then as a user message with its `content`). OpenClaw writes one for
+    each call made through Tool Search's `tool_call` (`_nested_tool`)."""
+
+    customType: str
+    content: str | list[UserContent]
+    display: bool
+    timestamp: int
+    excludeFromContext: bool = False
+    details: Any = None
+
+
 class MessageEntry(_Entry, frozen=True, tag="message"):
-    message: Message
+    message: Message | CustomMessage
     idempotencyKey: str | None = None
     """The client's key for this row (`<runId>:user` for the user message of a run, the run id
     for a reply the gateway wrote itself), as OpenClaw stores it: clients match their pending
@@ -470,7 +486,7 @@ class TranscriptBuilder:
 
     def add_message(
         self,
-        message: Message,
+        message: Message | CustomMessage,
         *,
         idempotency_key: str | None = None,
         run_id: str | None = None,
@@ -605,8 +621,11 @@ def context_entries(entries: Sequence[TranscriptEntry]) -> list[ContextEntry]:
 
 def _in_context(entry: TranscriptEntry) -> TypeGuard[MessageEntry | CustomMessageEntry]:
     """A message entry or a custom message: what the model reads of a branch (besides the
-    compaction summary)."""
-    return isinstance(entry, (MessageEntry, CustomMessageEntry))
+    compaction summary), but for a custom message kept for display only."""
+    if isinstance(entry, MessageEntry):
+        message = entry.message
+        return not (isinstance(message, CustomMessage) and message.excludeFromContext)
+    return isinstance(entry, CustomMessageEntry)
 
 
 def context_message(entry: ContextEntry) -> Message:
@@ -618,12 +637,25 @@ def context_message(entry: ContextEntry) -> Message:
         return UserMessage(
             content=entry.content, timestamp=parse_iso_timestamp(entry.timestamp) or 0
         )
-    return entry.message
+    message = entry.message
+    if isinstance(message, CustomMessage):
+        return UserMessage(content=message.content, timestamp=message.timestamp)
+    return message
 
 
 def build_context(entries: Sequence[TranscriptEntry]) -> list[Message]:
     """The messages the model sees (`context_entries`, each as `context_message`)."""
     return [context_message(e) for e in context_entries(entries)]
+
+
+def conversation(entries: Iterable[TranscriptEntry]) -> list[Message]:
+    """The messages of the message entries among `entries`, in order, custom messages left
+    out: the conversation's user, assistant and tool result messages (usage, previews)."""
+    return [
+        e.message
+        for e in entries
+        if isinstance(e, MessageEntry) and not isinstance(e.message, CustomMessage)
+    ]
 
 
 def added_context(entries: Sequence[TranscriptEntry]) -> list[Message]:

@@ -67,6 +67,7 @@ from runtime.sessions import (
     DEFAULT_MAIN_KEY,
     SessionRow,
     branch_messages,
+    history_row,
     openclaw_row_meta,
 )
 from runtime.usage import normalize_usage_mode
@@ -232,7 +233,7 @@ async def chat_send(call: Call, params: ChatSendParams) -> dict[str, Any]:
 
 
 def _display(message: Any, max_chars: int | None) -> dict[str, Any] | None:
-    data = msgspec.to_builtins(message)
+    data = history_row(message)
     assert isinstance(data, dict)
     if isinstance(message, AssistantMessage):
         texts = [c.text for c in message.content if isinstance(c, TextContent)]
@@ -366,7 +367,7 @@ async def sessions_get(call: Call, params: SessionsKeyParams) -> dict[str, Any]:
     actor = await session_actor(call, key)
     assert actor.row is not None
     entries = await call.gateway.actors.supervisor.store.load_entries(actor.row.sessionId)
-    messages = [msgspec.to_builtins(e.message) for e in branch_messages(entries)]
+    messages = [history_row(e.message) for e in branch_messages(entries)]
     if params.limit:
         messages = messages[-params.limit :]
     return {
@@ -426,8 +427,7 @@ async def _resolve_reference(
         matches = [
             r
             for r in rows
-            if _UUID_SUFFIX.search(r.key.split(":", 2)[-1])
-            and session_slug(_title(r)) == slug
+            if _UUID_SUFFIX.search(r.key.split(":", 2)[-1]) and session_slug(_title(r)) == slug
         ][:10]
         if len(matches) == 1:
             return _found(call, matches[0])
