@@ -7,8 +7,11 @@
   verdict on its reply), `enqueue` a system event for a session's next turn, on/off
   (`set_enabled`), the `heartbeat` event to every connection and the last one
   (`last_event`).
-- `_wakes`: `PendingWakes`, the wakes waiting, one per target, merged when requested
-  together.
+- `_wakes`: `PendingWakes`, the wakes waiting per target in OpenClaw's slots (the
+  cadence's tick, any other wake), merged when requested together.
+- `_delivery`: a cron job's system event queued in its session and the heartbeat it wakes
+  (`Heartbeats.deliver_event`).
+- `_peers`: `HeartbeatPeers`, what the heartbeats ask of a cluster's other nodes.
 
 What a heartbeat is, without I/O (settings, prompt, `HEARTBEAT_OK`, system events,
 `heartbeat_respond`): `runtime.heartbeat`. The methods: `transports.methods._heartbeat`.

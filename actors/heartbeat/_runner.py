@@ -441,9 +441,13 @@ class Heartbeats:
             return
         wake.hand_off(outcome.reason, outcome.at)
         wake.ready_at = trio.current_time()
-        wake.not_before = outcome.at
-        wake.retained = wake.retained or outcome.guard
-        self._wakes.add(wake)
+        if outcome.guard:  # deferred by pacing, or a scheduled one's 60 s: this wake waits
+            wake.not_before = outcome.at
+            wake.retained = True
+            self._wakes.add(wake)
+        else:  # busy: its target waits (OpenClaw's blockedUntil)
+            wake.not_before = 0.0
+            self._wakes.add(wake, blocked_until=outcome.at)
 
     def _allowed(self, wake: Wake, settings: HeartbeatSettings) -> bool:
         """A cadence tick and a cron job's event wake need the agent's cadence; a wake-now

@@ -236,3 +236,36 @@ async def test_a_heartbeat_whose_run_fails_leaves_the_events_it_told_queued(
             asked = [m for m in told if "A scheduled reminder has been triggered" in m]
             assert len(asked) == 2 and all(m.count("Water the plants") == 1 for m in asked)
             assert len(queue.peek("agent:main:main")) == 1
+
+
+async def test_a_tick_is_not_held_back_by_an_event_wake_deferred_past_it(
+    tmp_path: Path, autojump_clock: Any
+) -> None:
+    """A target's cadence tick and its other wakes wait in slots of their own, as OpenClaw's:
+    an event wake deferred past the next tick (`not-due`, then `min-spacing`) does not hold
+    the tick back; each runs at its own time."""
+    with trio.fail_after(VIRTUAL_LIMIT_S):
+        async with heartbeats(
+            tmp_path,
+            agents__defaults__heartbeat={
+                "every": "10m",
+                "target": "none",
+                "prompt": "[[reply:HEARTBEAT_OK]]",
+            },
+        ) as (beats, seen):
+            start = trio.current_time()
+            await seen.wait(1)  # the first tick, at 10:00
+            await trio.sleep_until(start + 19 * MIN + 50)
+            beats.wake_now("main", "wake")  # runs at once: the last start is 19:50
+            await seen.wait(2)
+            await trio.sleep(5)
+            # An event wake: not due before 29:50, kept for 20:20 (30 s from the last start).
+            beats.request_wake("main", source="manual", intent="event", reason="hook:deploy")
+            await seen.wait(4)
+            got = [(round(t - start), e["status"], e["reason"]) for t, e in seen.items]
+            assert got == [
+                (600, "ok-token", "interval"),
+                (1190, "ok-token", "wake"),
+                (1200, "ok-token", "interval"),  # the tick, on time
+                (1230, "ok-token", "hook:deploy"),  # 30 s after the tick's start
+            ]
