@@ -8,8 +8,10 @@ folder is what a node does with them on the edge:
 - `_route`: `Router`, one owner per session; a request for a session owned elsewhere is
   forwarded to its owner and its answers and events come back (`Target`).
 - `_node`: `open_node`, the gateway as a node: hello, node records, the router, presence.
-- `_heartbeats`: heartbeats run on the node owning their session; `wake` and `system-event`
-  queue where that node reads them; the `heartbeat` event and `set-heartbeats` on every node.
+- `_heartbeats`: heartbeats run on the node owning their session; `wake`, `system-event`
+  and a cron job's system event queue where that node reads them; the `heartbeat` event and
+  `set-heartbeats` on every node (`_heartbeat_setting`: stored in PostgreSQL, so a node that
+  starts later follows it).
 - `_processes`: background jobs (`exec`, `process`) stay on the node running them; `process`
   reaches them from any node, a job of a node gone is reported lost, a job's end goes to
   its session's owner.
@@ -48,12 +50,13 @@ What a cluster promises (gateways sharing `cluster.redis.url` and `storage.backe
 - **Single-owner work**: cron, the config file watch and the reaper, each on one node at a
   time, taken over within the lease TTL when that node goes. A cron firing runs in a session
   this node owns: one another node holds is asked back (a firing that waited 30 s fails
-  naming the node). An `agent` run's webhook is delivered by the node running it. The
+  naming the node), but for a `systemEvent` job's text, which is queued and told on the
+  node owning its session (`_heartbeats`). An `agent` run's webhook is delivered by the node running it. The
   node running cron fires the heartbeats' ticks, each once, and sends each to the node
   owning its session, which runs it there (`_heartbeats`): a heartbeat does not move its
   session.
-- **Shared state**: device pairing and the Control UI's preferences are documents in
-  PostgreSQL (`actors.store._documents`; the first node seeds pairing from its state dir's
+- **Shared state**: device pairing, the Control UI's preferences and `set-heartbeats` are
+  documents in PostgreSQL (`actors.store._documents`; the first node seeds pairing from its state dir's
   `devices/pairing.json`), so a device approved through one node connects to all; pairing
   events, a removed device or a revoked token reach every node; presence lists every node
   and its UI clients (`_presence`).
