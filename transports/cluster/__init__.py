@@ -51,15 +51,15 @@ What a cluster promises (gateways sharing `cluster.redis.url` and `storage.backe
   time, taken over within the lease TTL when that node goes. A cron firing runs in a session
   this node owns: one another node holds is asked back (a firing that waited 30 s fails
   naming the node), but for a `systemEvent` job's text, which is queued and told on the
-  node owning its session (`_heartbeats`). An `agent` run's webhook is delivered by the node running it. The
-  node running cron fires the heartbeats' ticks, each once, and sends each to the node
-  owning its session, which runs it there (`_heartbeats`): a heartbeat does not move its
-  session.
+  node owning its session (`_heartbeats`). An `agent` run's webhook is delivered by the
+  node running it. The node running cron fires the heartbeats' ticks, each once, and sends
+  each to the node owning its session, which runs it there (`_heartbeats`): a heartbeat
+  does not move its session.
 - **Shared state**: device pairing, the Control UI's preferences and `set-heartbeats` are
-  documents in PostgreSQL (`actors.store._documents`; the first node seeds pairing from its state dir's
-  `devices/pairing.json`), so a device approved through one node connects to all; pairing
-  events, a removed device or a revoked token reach every node; presence lists every node
-  and its UI clients (`_presence`).
+  documents in PostgreSQL (`actors.store._documents`; the first node seeds pairing from
+  its state dir's `devices/pairing.json`), so a device approved through one node connects
+  to all; pairing events, a removed device or a revoked token reach every node; presence
+  lists every node and its UI clients (`_presence`).
 - **Background jobs** (`_processes`): a job runs on the node whose run started it; `process`
   lists and acts on the session's jobs on every node, a job of a node gone or restarted is
   listed ended `failed` (`exitReason` `node-lost`, its line naming the node), and a job's
