@@ -5,6 +5,10 @@ worker thread (`trio.to_thread.run_sync`, not abandoned on cancellation: a start
 write finishes, then `Cancelled` is raised). Files are opened by their resolved real path with
 `O_NOFOLLOW`, and checked to be regular files after opening. A refused path, a missing file or
 an OS error becomes an error `ToolResult`; these tools do not raise for them.
+
+Line endings as OpenClaw's (`_line_endings`): `read` shows CRLF as LF (a lone CR kept, a BOM
+dropped), and `edit` matches `oldText` with every line ending as LF, so text copied from `read`
+matches a CRLF file, and writes each line back with the ending it had (and the BOM).
 """
 
 from __future__ import annotations
@@ -24,6 +28,13 @@ import trio
 from runtime.llm._types import ImageContent, TextContent
 
 from ._errors import SandboxError
+from ._line_endings import (
+    BOM,
+    Replacement,
+    normalize_to_lf,
+    read_view_line,
+    restore_line_endings,
+)
 from ._sandbox import resolve_in_workspace
 from ._tool import ToolContext, ToolResult, text_result
 
@@ -247,6 +258,7 @@ def _read_lines(f: Iterable[bytes], shown: str, size: int, args: ReadParams) -> 
         lineno += 1
         if lineno < start:
             continue
+        raw = read_view_line(raw, first=lineno == 1)
         if len(taken) >= limit:
             more = True
             break
@@ -356,11 +368,13 @@ def _write(workspace: Path, args: WriteParams) -> ToolResult:
 def _edit(workspace: Path, args: EditParams) -> ToolResult:
     real = resolve_in_workspace(workspace, args.path, for_write=True)
     shown = _display(workspace, real)
-    old, new = args.old_text, args.new_text
+    # Line endings: matched as LF, written back as the file has them (`_line_endings`).
+    old, new = normalize_to_lf(args.old_text), normalize_to_lf(args.new_text)
     if not old:
         return text_result("oldText must not be empty", is_error=True)
     if old == new:
-        return text_result("oldText and newText are identical: nothing to change", is_error=True)
+        same = "identical" if args.old_text == args.new_text else "the same but for line endings"
+        return text_result(f"oldText and newText are {same}: nothing to change", is_error=True)
     try:
         fd = _open(real, os.O_RDONLY, shown)
         with os.fdopen(fd, "rb") as f:
@@ -370,13 +384,10 @@ def _edit(workspace: Path, args: EditParams) -> ToolResult:
         except UnicodeDecodeError:
             raise _Refused(f"{shown} is not a UTF-8 text file") from None
 
-        count = text.count(old)
-        crlf = False
-        if count == 0 and "\r\n" in text and "\r\n" not in old:
-            # The model usually writes "\n"; match the file's CRLF lines too.
-            crlf = True
-            old, new = old.replace("\n", "\r\n"), new.replace("\n", "\r\n")
-            count = text.count(old)
+        bom = BOM if text.startswith(BOM) else ""
+        content = text[len(bom) :]
+        base = normalize_to_lf(content)  # what oldText is matched against
+        count = base.count(old)
         if count == 0:
             raise _Refused(
                 f"oldText not found in {shown}; it must match the file exactly, "
@@ -387,13 +398,17 @@ def _edit(workspace: Path, args: EditParams) -> ToolResult:
                 f"oldText occurs {count} times in {shown}; it must be unique: "
                 "include more surrounding lines"
             )
-        index = text.index(old)
-        _write_bytes(real, (text[:index] + new + text[index + len(old) :]).encode("utf-8"), shown)
+        index = base.index(old)
+        try:
+            final = restore_line_endings(content, base, [Replacement(index, len(old), new)])
+        except ValueError as exc:
+            raise _Refused(f"cannot edit {shown}: {exc}") from None
+        _write_bytes(real, (bom + final).encode("utf-8"), shown)
     except _Refused as exc:
         return text_result(str(exc), is_error=True)
-    line = text.count("\n", 0, index) + 1
+    line = base.count("\n", 0, index) + 1
     return text_result(
         f"edited {shown}: replaced {old.count(_NL) + 1} line(s) at line {line} "
         f"with {new.count(_NL) + 1} line(s)",
-        details={"path": shown, "firstChangedLine": line, "crlf": crlf},
+        details={"path": shown, "firstChangedLine": line},
     )
