@@ -6,9 +6,11 @@ row lists it in `childSessions`: what `sessions.list` shows and the Control UI's
 tree follows, as OpenClaw's) and runs the task there on the `subagent` global lane
 (its slots: `agents.defaults.subagents.maxConcurrent`), in the child's own transcript. It
 answers at once with OpenClaw's receipt (`status: accepted`, `childSessionKey`, `runId`).
-When the child's run ends, its result is announced to the parent as OpenClaw does: a
-separate followup run on the parent's session whose message carries the result (unless the
-call set `expectsCompletionMessage: false`); a parent still running gets it after that run.
+When the child's run ends, its result is announced to the parent as OpenClaw does, once the
+run that spawned it has ended: a separate followup run on the parent's session whose message
+carries the result (unless the call set `expectsCompletionMessage: false`). The children a
+turn's `sessions_yield` waits for are told together, in one continuation run once the last
+of them has settled (`runtime.agent._yield_batch`).
 A child whose run ends with `sessions_yield` is not done: its task waits for a continuation
 (its own children's announce, or with `waitFor: "message"` its parent's `sessions_send`)
 and is announced once, with the result of the run that ends it.
@@ -34,10 +36,15 @@ from runtime.agent import (
     TaskBook,
     agents_view,
     announce_message,
+    batch_children,
+    batch_run_id,
+    settle_message,
     spawn_admission,
     spawn_receipt,
     subagent_context,
     subagent_model,
+    take_batch,
+    wait_settled,
     yielded,
 )
 from runtime.loop import now_ms
@@ -183,7 +190,9 @@ class Subagents:
             )
         except (ClawlaneError, ActorError) as exc:
             return {"status": "error", "error": f"the subagent could not start: {exc}"}
-        run = SpawnedRun(record, ctx.session_key, child_key, title, link=link)
+        requester = self.sup.registry.get(ctx.run_id)
+        run = SpawnedRun(record, ctx.session_key, child_key, title, link=link, asked=args.task)
+        run.requester_done = requester.done if requester is not None else None
         self.book.add(run)
         self._nursery.start_soon(self._follow, run)
         return spawn_receipt(gen, args, child_key, record.run_id, model_ref or agent.primary)
@@ -203,45 +212,54 @@ class Subagents:
 
     async def _follow(self, run: SpawnedRun) -> None:
         """Wait for the child's run (and, while it is paused by `sessions_yield`, for the
-        continuation that resumes it); announce its result to the parent. Never raises but
-        `Cancelled`."""
-        while True:
-            await run.record.done.wait()
-            if yielded(run.record) and not run.suppressed:
-                run.paused = True  # its turn ended with sessions_yield: not done yet
-            if not run.paused:
-                break
-            await run.resumed.wait()  # `resume` hands the continuation's record over
-        link = run.link
+        continuation that resumes it) and for the run that spawned it; announce its result to
+        the parent, or with the rest of its yield's batch (`runtime.agent._yield_batch`).
+        Never raises but `Cancelled`."""
+        await wait_settled(run)  # `resume` hands a yield's continuation's record over
         if self.sup.closing:
             return  # stopped by the shutdown: the restart announces it (`adopt`)
+        batch = take_batch(self.book, run)
+        if batch is None:
+            return  # its yield's batch is told by the last of its children to settle
         try:
-            announce = link.announce and not run.suppressed
-            if announce and not await self._parent_exists(run.parent_key):
-                announce = False  # deleted meanwhile: the announce must not bring it back
-            if announce:
-                parent_lane = "subagent" if ":subagent:" in run.parent_key else "main"
-                record = await submit_run(
-                    self.sup,
-                    run.parent_key,
-                    link.parentAgent,
-                    announce_message(run.record, run.child_key, run.label),
-                    lane=parent_lane,
-                    origin="subagent-announce",
-                    run_id=announce_run_id(run.task_id),
-                )
-                waiting = self.book.paused(run.parent_key)
-                if waiting is not None:  # a subagent that yielded for its children goes on
-                    self.resume(waiting, record)
-            run.delivered = True
-            if link.cleanup == "delete":
-                await self.sup.forget_session(run.child_key)
+            await self._tell(run, batch)
         except (ClawlaneError, ActorError) as exc:
             log.warning(
                 "could not announce subagent %s to %s: %s", run.child_key, run.parent_key, exc
             )
         except Exception:
             log.exception("could not announce subagent %s to %s", run.child_key, run.parent_key)
+
+    async def _tell(self, run: SpawnedRun, batch: list[SpawnedRun]) -> None:
+        """Announce `run`'s result (its own, or as one continuation for its yield's
+        `batch`) to the parent, unless nothing is to be told or the parent is gone."""
+        link = run.link
+        if run.requester_yielded:
+            message = settle_message(batch)
+            run_id = batch_run_id(link.parentAgent, run.parent_key, batch)
+        else:
+            told = link.announce and not run.suppressed
+            message = announce_message(run.record, run.child_key, run.label) if told else None
+            run_id = announce_run_id(run.task_id)
+        if message is not None and not await self._parent_exists(run.parent_key):
+            message = None  # deleted meanwhile: the announce must not bring it back
+        if message is not None:
+            record = await submit_run(
+                self.sup,
+                run.parent_key,
+                link.parentAgent,
+                message,
+                lane="subagent" if ":subagent:" in run.parent_key else "main",
+                origin="subagent-announce",
+                run_id=run_id,
+            )
+            waiting = self.book.paused(run.parent_key)
+            if waiting is not None:  # a subagent that yielded for its children goes on
+                self.resume(waiting, record)
+        for child in batch:
+            child.delivered = True
+            if child.link.cleanup == "delete":
+                await self.sup.forget_session(child.child_key)
 
     # --- sessions_yield waitFor message, and its continuation -----------------------------
 
@@ -297,6 +315,12 @@ class Subagents:
             for r in recovered
             if r.record.run_id.endswith(ANNOUNCE_SUFFIX)
             and (r.interrupted or r.record.started_at is not None)
+        }
+        handed |= {  # and the children a yield's continuation told
+            announce_run_id(child)
+            for r in recovered
+            if r.interrupted or r.record.started_at is not None
+            for child in batch_children(r.record.run_id)
         }
         owed = 0
         for item in recovered:

@@ -136,6 +136,11 @@ from ._subagent_book import reply_text as reply_text
 from ._turn import run_turn as run_turn
 from ._turnspec import BASE_SYSTEM_PROMPT as BASE_SYSTEM_PROMPT
 from ._turnspec import TurnResult as TurnResult
+from ._yield_batch import batch_children as batch_children
+from ._yield_batch import batch_run_id as batch_run_id
+from ._yield_batch import settle_message as settle_message
+from ._yield_batch import take_batch as take_batch
+from ._yield_batch import wait_settled as wait_settled
 
 __all__ = [
     "AGENTS_WAIT_DEFAULT_S",
@@ -173,6 +178,8 @@ __all__ = [
     "agent_allowed",
     "agents_view",
     "announce_message",
+    "batch_children",
+    "batch_run_id",
     "branch_dicts",
     "commands_text",
     "commands_view",
@@ -215,6 +222,7 @@ __all__ = [
     "send_outcome",
     "send_prompt",
     "send_waited",
+    "settle_message",
     "skills_now",
     "spawn_admission",
     "spawn_receipt",
@@ -225,6 +233,8 @@ __all__ = [
     "subagent_role",
     "subagents_call",
     "system_prompt_report",
+    "take_batch",
+    "wait_settled",
     "yield_claim",
     "yielded",
 ]

@@ -17,8 +17,9 @@ same payloads (`_session_views`) and the same task book (`_subagent_book`), over
   lineage, running the task as a task of the runtime (only as `async with`; otherwise a tool
   error), at most `agents.defaults.subagents.maxConcurrent` at a time, within
   `maxSpawnDepth` and `maxChildrenPerAgent`; when it ends its result is announced to the
-  parent by a turn on the parent's session (after the parent's running turn), unless
-  `expectsCompletionMessage: false`. `subagents` (list, wait, cancel), `agents_wait` and
+  parent by a turn on the parent's session once the turn that spawned it has ended, unless
+  `expectsCompletionMessage: false`; the children a turn's `sessions_yield` waits for are
+  told together in one turn once the last has settled (`_yield_batch`). `subagents` (list, wait, cancel), `agents_wait` and
   `sessions_yield` read and stop the book's tasks.
 
 Leaving the runtime cancels the children and announcements still running.
@@ -79,9 +80,9 @@ from ._session_views import (
     subagent_role,
     subagents_call,
     yield_claim,
-    yielded,
 )
 from ._subagent_book import SpawnedRun, TaskBook
+from ._yield_batch import batch_run_id, settle_message, take_batch, wait_settled
 
 __all__ = ["ChildLink", "EmbeddedSessions", "SessionsRuntime", "TrackedRun"]
 
@@ -331,7 +332,10 @@ class EmbeddedSessions:
             requesterRun=ctx.run_id,
         )
         record = await self.rt.new_run(child_key, agent.id)
-        run = SpawnedRun(record, ctx.session_key, child_key, title, link=link)
+        run = SpawnedRun(record, ctx.session_key, child_key, title, link=link, asked=args.task)
+        requester = next((r for r in self.rt.running() if r.run_id == ctx.run_id), None)
+        if isinstance(requester, TrackedRun):
+            run.requester_done = requester.done
         self.book.add(run)
         context = subagent_context(gen, ctx.session_key, child_depth)
         self.rt.start_soon(self._child_run, record, args.task, context, model, timeout)
@@ -358,36 +362,38 @@ class EmbeddedSessions:
 
     async def _follow(self, run: SpawnedRun) -> None:
         """Wait for the child's run (and, while it is paused by `sessions_yield`, for the
-        continuation that resumes it); announce its result to the parent."""
-        while True:
-            await run.record.done.wait()
-            if yielded(run.record) and not run.suppressed:
-                run.paused = True
-            if not run.paused:
-                break
-            await run.resumed.wait()
+        continuation that resumes it) and for the run that spawned it; announce its result
+        to the parent, or with the rest of its yield's batch (`_yield_batch`)."""
+        await wait_settled(run)
+        batch = take_batch(self.book, run)
+        if batch is None:
+            return  # its yield's batch is told by the last of its children to settle
         try:
-            await self._announce(run)
+            await self._announce(run, batch)
         except Exception:
             log.exception("could not announce subagent %s to %s", run.child_key, run.parent_key)
 
-    async def _announce(self, run: SpawnedRun) -> None:
+    async def _announce(self, run: SpawnedRun, batch: list[SpawnedRun]) -> None:
         link = run.link
-        announce = link.announce and not run.suppressed
-        if announce and await self.rt.session_row(run.parent_key) is None:
-            announce = False  # forgotten meanwhile: the announce must not bring it back
-        if announce:
-            record = await self.rt.new_run(
-                run.parent_key, link.parentAgent, f"{run.task_id}{ANNOUNCE_SUFFIX}"
-            )
-            message = announce_message(run.record, run.child_key, run.label)
+        if run.requester_yielded:
+            message = settle_message(batch)
+            run_id = batch_run_id(link.parentAgent, run.parent_key, batch)
+        else:
+            told = link.announce and not run.suppressed
+            message = announce_message(run.record, run.child_key, run.label) if told else None
+            run_id = f"{run.task_id}{ANNOUNCE_SUFFIX}"
+        if message is not None and await self.rt.session_row(run.parent_key) is None:
+            message = None  # forgotten meanwhile: the announce must not bring it back
+        if message is not None:
+            record = await self.rt.new_run(run.parent_key, link.parentAgent, run_id)
             waiting = self.book.paused(run.parent_key)
             if waiting is not None:  # a subagent that yielded for its children goes on
                 self.book.resume(waiting, record)
             self.rt.start_soon(self.rt.run, record, message)
-        run.delivered = True
-        if link.cleanup == "delete":
-            await self.rt.forget_session(run.child_key)
+        for child in batch:
+            child.delivered = True
+            if child.link.cleanup == "delete":
+                await self.rt.forget_session(child.child_key)
 
     # --- subagents, agents_wait, sessions_yield -------------------------------------------
 

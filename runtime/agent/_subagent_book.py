@@ -155,8 +155,19 @@ class SpawnedRun:
     link: TaskLink
     """What the journal keeps of it: the parent, whether it announces, the spawning run."""
     created_at: int = attrs.field(factory=now_ms)
+    asked: str = ""
+    """What it was asked to do (`sessions_spawn`'s `task`)."""
+    requester_done: trio.Event | None = None
+    """Set when the spawning run has ended (None: not known, as after a restart): its end
+    is not told before (`_yield_batch`)."""
     requester_yielded: bool = False
     """The spawning run ended its turn with `sessions_yield` waiting for it."""
+    yield_generation: int = 0
+    """Which of its parent's yields claimed it (1 for the first)."""
+    settled: bool = False
+    """Its run has ended for good (not paused): its end waits only for its telling."""
+    batched: bool = False
+    """Its end is told in its yield's batch (`_yield_batch.take_batch`)."""
     delivered: bool = False
     """Its end was dealt with: announced to the parent, or nothing to announce."""
     paused: bool = False
@@ -236,11 +247,13 @@ class TaskBook:
 
     def __init__(self) -> None:
         self._runs: collections.OrderedDict[str, SpawnedRun] = collections.OrderedDict()
+        self._yields: dict[str, int] = {}
+        """How many yields of each session claimed children."""
 
     def add(self, run: SpawnedRun) -> None:
         self._runs[run.task_id] = run
         if len(self._runs) > BOOK_MAX:
-            ended = [k for k, r in self._runs.items() if r.record.ended and not r.paused]
+            ended = [k for k, r in self._runs.items() if _done_with(r)]
             for key in ended[: len(self._runs) - BOOK_MAX]:
                 del self._runs[key]
 
@@ -272,9 +285,14 @@ class TaskBook:
         )
 
     def paused(self, child_key: str) -> SpawnedRun | None:
-        """The task of subagent session `child_key` paused for a continuation, if any."""
+        """The task of subagent session `child_key` paused for a continuation, if any: marked
+        so, or its run just ended with `sessions_yield` (its follower not told yet)."""
         return next(
-            (r for r in reversed(self._runs.values()) if r.child_key == child_key and r.paused),
+            (
+                r
+                for r in reversed(self._runs.values())
+                if r.child_key == child_key and (r.paused or _ended_yielded(r))
+            ),
             None,
         )
 
@@ -316,9 +334,26 @@ class TaskBook:
             for r in self._runs.values()
             if r.parent_key == caller and r.requester_run == run_id and r.announce
         ]
-        for run in mine:
-            run.requester_yielded = True
+        if mine:
+            generation = self._yields[caller] = self._yields.get(caller, 0) + 1
+            for run in mine:
+                run.requester_yielded = True
+                run.yield_generation = generation
         return bool(mine)
+
+    def batch(self, run: SpawnedRun) -> list[SpawnedRun]:
+        """The children whose ends are told together with `run`'s: those the same yield of
+        the same run claimed (`run` alone when no yield claimed it), oldest first."""
+        if not run.requester_yielded:
+            return [run]
+        return [
+            r
+            for r in self._runs.values()
+            if r.parent_key == run.parent_key
+            and r.requester_run == run.requester_run
+            and r.requester_yielded
+            and r.yield_generation == run.yield_generation
+        ]
 
     def unsettled(self, caller: str, exclude_run: str | None) -> list[dict[str, Any]]:
         """OpenClaw's pending children of `caller` not spawned by run `exclude_run`: the
@@ -433,6 +468,20 @@ class TaskBook:
             if not runs:
                 result["success"] = False
         return result
+
+
+def _ended_yielded(run: SpawnedRun) -> bool:
+    """`run`'s run ended its turn with `sessions_yield` (and no abort stopped its task)."""
+    rec = run.record
+    if run.suppressed or not rec.ended or rec.status != "ok":
+        return False
+    meta = (rec.final or {}).get("meta") or {}
+    return meta.get("yielded") is True
+
+
+def _done_with(run: SpawnedRun) -> bool:
+    """Whether the book may forget `run`: ended, and not waiting for its yield's batch."""
+    return run.record.ended and not run.paused and (run.delivered or not run.requester_yielded)
 
 
 def _view(run: SpawnedRun) -> dict[str, Any]:

@@ -286,7 +286,7 @@ async def test_subagents_lists_and_cancels_agents_wait_collects_and_yield_ends_t
                 )
                 slow, fast, listed, yielded = tool_results(watch.events, "p1")
                 slow_id, fast_id = details(slow)["runId"], details(fast)["runId"]
-                await watch.ended(main, 2)  # p1, then the fast child's announce
+                await watch.ended(details(fast)["childSessionKey"], 1)  # told with slow's end
                 second = " ".join(
                     [
                         directive("agents_wait", {"ids": [fast_id, "nope"]}),
@@ -299,7 +299,8 @@ async def test_subagents_lists_and_cancels_agents_wait_collects_and_yield_ends_t
                     "agent", {"message": second, "idempotencyKey": "p2"}, expect_final=True
                 )
                 waited, pending, cancelled, settled = tool_results(watch.events, "p2")
-                await watch.ended(main, 4)  # and the cancelled child's announce
+                # p1, p2, and the continuation of p1's yield: both children, once slow ended
+                [_, _, batch] = await watch.ended(main, 3)
                 await client.request(
                     "agent",
                     {
@@ -340,10 +341,18 @@ async def test_subagents_lists_and_cancels_agents_wait_collects_and_yield_ends_t
     # A later turn does not own p1's children: OpenClaw's already_pending, turn goes on.
     owed = details(pending)
     assert owed["status"] == "already_pending" and not pending["isError"]
-    [child] = owed["pendingChildren"]
-    assert child["runId"] == slow_id and child["label"] == "slow"
-    assert child["state"] == "running" and child["wakeArmed"] is True
-    assert owed["message"].startswith("An earlier turn of this session already yielded for 1 ")
+    running, completing = owed["pendingChildren"]  # fast waits for slow: one batch
+    assert running["runId"] == slow_id and running["label"] == "slow"
+    assert running["state"] == "running" and running["wakeArmed"] is True
+    assert completing["runId"] == fast_id and completing["state"] == "completing"
+    assert owed["message"].startswith("An earlier turn of this session already yielded for 2 ")
+    assert batch["runId"].startswith("announce:requester-settle:main:agent:main:main:")
+    [told] = [
+        json.dumps(m["content"])
+        for m in history["messages"]
+        if m["role"] == "user" and "Child completion results" in json.dumps(m["content"])
+    ]
+    assert "status: ok" in told and "quick" in told and "status: cancelled" in told
     assert details(cancelled) == {
         "status": "cancelled",
         "taskId": slow_id,

@@ -289,8 +289,8 @@ async def test_a_child_that_yields_for_its_own_child_is_announced_after_its_cont
                 )
     [announce] = [p for p in ends if p["runId"] != "p1"]
     assert announce["runId"] == f"{task}:announce"
-    continuation = child_ends[1]["runId"]
-    assert continuation.endswith(":announce") and continuation != announce["runId"]
+    continuation = child_ends[1]["runId"]  # its yield's batch: the one grandchild
+    assert continuation.startswith(f"announce:requester-settle:main:{child}:")
     text = assistant_text(watch, announce["runId"])
     assert "Task: boss" in text and "deep-result" in text  # the continuation's reply
     assert f"(run {continuation})" in text
