@@ -452,8 +452,8 @@ class Supervisor:
         cluster, which sends it to the session's owner): `text` is queued as a system event
         of the session, and (but for a subagent's, which polls, as in OpenClaw) a heartbeat
         wake tells the session at once (`actors.heartbeat`: OpenClaw's `exec-event` wake,
-        once the session is free). Without heartbeats the event waits for the session's next
-        turn. Not a checkpoint."""
+        once the session is free). No ordinary turn reads it (as OpenClaw's): without that
+        heartbeat it stays queued for the next one that tells it. Not a checkpoint."""
         if self.closing:
             return
         self.services.system_events.enqueue(key, text, context_key=f"exec:{job_id}")

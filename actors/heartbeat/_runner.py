@@ -40,7 +40,8 @@ most `MAX_ACTIVE` targets at once, one heartbeat per target at a time. A wake, a
    heartbeat inspected when it finishes): a run that failed, was refused or cancelled
    leaves them for the session's next turn or heartbeat. The other queued events come
    before its message as `System:` lines, taken when its turn starts (as any turn's, and
-   OpenClaw's reply admission);
+   OpenClaw's reply admission), but for completions it does not tell: no turn reads those,
+   they wait for a heartbeat that tells them (`runtime.heartbeat.SystemEventQueue.drain`);
 5. its verdict (`classify_reply`) becomes the `heartbeat` event: `ok-empty` or `ok-token`
    (`silent: true`, `reason` the wake's), a completion's relayed reply `sent` (shown in the
    session's chat, as OpenClaw's internal projection), another alert `skipped` with `reason`
@@ -606,7 +607,7 @@ class Heartbeats:
         finally:
             if consumed:
                 queue.take(key, message.told)
-            else:  # failed, refused or cancelled: the session's next turn reads them
+            else:  # failed, refused or cancelled: told again later (see `release`)
                 queue.release(key, message.told)
 
     async def _run_message(

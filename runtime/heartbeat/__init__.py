@@ -8,7 +8,8 @@
   (`strip_heartbeat_token`), the verdict on a reply (`classify_reply`) and the `heartbeat`
   event's payload (`heartbeat_event`).
 - `_events`: `SystemEventQueue`, the texts `system-event` and `wake` queue for a session's
-  next turn, read by the model as `System: [time] text` lines before its message.
+  next turn, read by the model as `System: [time] text` lines before its message (but a
+  background command's completion, which only a heartbeat tells).
 - `_wake`: when a wake may run (`should_defer`: OpenClaw's `not-due`, `min-spacing` and
   `flood` guards over an agent's `WakePacing`; `retain`), when a busy one is tried again
   (`retry_delay_s`, `RETRY_REASONS`) and how it ended (`WakeResult`; a cron job's event

@@ -7,13 +7,20 @@ as OpenClaw formats them: `System: [<local time>] <text>` (further lines of a te
 `System: <line>`), then a blank line. Texts that only say a heartbeat poll happened are
 dropped, as OpenClaw's `compactSystemEvent` drops them.
 
+A background command's completion (`Exec completed|failed (...)`, `Exec finished ...`:
+`is_exec_completion_event`) is no turn's `System:` line: `drain` and `prepend` leave it
+queued, and only a heartbeat tells it, in its message (OpenClaw 2026.9.6's reply admission,
+`drainFormattedSystemEvents`, skips these events; its completion wake tells them). A
+subagent's session, which no completion wakes, finds its commands' ends with `process`.
+
 An event may carry a context key (OpenClaw's `contextKey`: `cron:<jobId>` for a cron job's,
 `exec:<id>` for a background command's): a heartbeat that a cron job or a completion woke
 tells those events in its own message, and holds them while its run goes (`hold`: they stay
 queued, and a turn's `drain` or `prepend` leaves them), then takes them out of the queue
-when the run ended ok (`take`) or gives them back to the next turn when it did not
-(`release`), as OpenClaw consumes the events a heartbeat inspected only once it finished;
-a cron job whose wake did not run takes its event back (`discard`).
+when the run ended ok (`take`) or gives them back when it did not (`release`: to the next
+turn, a completion to the next heartbeat that tells it), as OpenClaw consumes the events a
+heartbeat inspected only once it finished; a cron job whose wake did not run takes its event
+back (`discard`).
 
 Bounded: at most `MAX_EVENTS_PER_SESSION` texts per session (the oldest dropped first), each
 cut to `MAX_EVENT_CHARS`, and at most `MAX_SESSIONS` sessions with queued texts (the oldest
@@ -24,9 +31,12 @@ from __future__ import annotations
 
 import collections
 import time
+from collections.abc import Sequence
 from typing import Final
 
 import attrs
+
+from ._event_prompts import is_exec_completion_event
 
 __all__ = [
     "MAX_EVENTS_PER_SESSION",
@@ -62,7 +72,7 @@ def _compact(text: str) -> str | None:
     return trimmed
 
 
-def _among(event: SystemEvent, events: list[SystemEvent]) -> bool:
+def _among(event: SystemEvent, events: Sequence[SystemEvent]) -> bool:
     """`event` is one of `events` (the same queued event, not an equal one)."""
     return any(event is e for e in events)
 
@@ -122,13 +132,17 @@ class SystemEventQueue:
         return bool(self._queues.get(session_key))
 
     def drain(self, session_key: str) -> list[SystemEvent]:
-        """Take every queued event of `session_key` but those held (`hold`)."""
-        held = self._held.get(session_key)
-        if not held:
-            queue = self._queues.pop(session_key, None)
-            return list(queue) if queue else []
-        taken = [e for e in self.peek(session_key) if not _among(e, held)]
-        self._remove(session_key, taken)
+        """Take the queued events of `session_key` a turn reads: every one but those held
+        (`hold`) and background commands' completions (left for a heartbeat)."""
+        queue = self._queues.get(session_key)
+        if not queue:
+            return []
+        held = self._held.get(session_key, ())
+        taken = [e for e in queue if not (_among(e, held) or is_exec_completion_event(e.text))]
+        if len(taken) == len(queue):
+            del self._queues[session_key]
+        else:
+            self._remove(session_key, taken)
         return taken
 
     def hold(self, session_key: str, events: list[SystemEvent]) -> None:
@@ -138,7 +152,8 @@ class SystemEventQueue:
             self._held.setdefault(session_key, []).extend(events)
 
     def release(self, session_key: str, events: list[SystemEvent]) -> None:
-        """No longer hold `events`: the session's next turn reads them."""
+        """No longer hold `events`: the session's next turn reads them (a completion: the
+        next heartbeat that tells it)."""
         held = [e for e in self._held.get(session_key, ()) if not _among(e, events)]
         if held:
             self._held[session_key] = held
@@ -170,8 +185,7 @@ class SystemEventQueue:
         self.take(session_key, found[-1:])
 
     def prepend(self, session_key: str, message: str) -> str:
-        """`message` with `session_key`'s queued events before it (taken from the queue but
-        those held)."""
+        """`message` with `session_key`'s queued events before it (those `drain` takes)."""
         block = format_system_events(self.drain(session_key))
         if block is None:
             return message

@@ -3,7 +3,8 @@ OpenClaw client sees them (`heartbeat`, `agent`, `chat` and `cron` events):
 
 - a wake on a busy session is skipped `requests-in-flight` and tried again until it runs;
 - a background command's end is queued as a system event of its session and a heartbeat
-  wake (`exec-event`) tells it there with OpenClaw's completion prompt, its reply shown;
+  wake (`exec-event`) tells it there with OpenClaw's completion prompt, its reply shown; an
+  ordinary turn reads the other queued events but leaves it to a heartbeat;
 - a cron `systemEvent` job with `wakeMode: "now"` queues its text and waits for the
   heartbeat it wakes (through a busy session's retries); `next-heartbeat` on an agent
   without a cadence leaves the text for the session's next turn;
@@ -155,6 +156,49 @@ async def test_a_background_commands_end_wakes_its_session_through_the_event_que
             users = [m for m in history["messages"] if m["role"] == "user"]
             assert "Exec completed (" in json.dumps(users[-2])
             del gw
+
+
+async def test_an_ordinary_turn_leaves_a_completion_to_the_heartbeat_that_tells_it(
+    tmp_path: Path,
+) -> None:
+    """As OpenClaw's: a user's turn reads the other queued events as `System:` lines but not
+    a background command's completion, which stays queued until a heartbeat tells it."""
+    w = Watch()
+    async with (
+        running_gateway(tmp_path, _heartbeat(every="0m")) as gw,
+        open_client(gw, scopes=ADMIN, on_event=w, caps=["tool-events"]) as client,
+    ):
+        with trio.fail_after(30):
+            await client.request("set-heartbeats", {"enabled": False})
+            first = json.dumps({"command": "echo built; echo ok", "background": True})
+            text = await _turn(client, KEY, f"[[tool:exec {first}]]", "job")
+            found = re.search(r"session ([0-9a-f]+)", text)
+            assert found is not None, text
+            sid = found.group(1)
+            off = await _beat(w, lambda p: True)  # its wake: heartbeats are off
+            assert (off["status"], off["reason"]) == ("skipped", "disabled")
+            await client.request("system-event", {"text": "Deploy finished", "sessionKey": KEY})
+            text = await _turn(client, KEY, "hello", "next")
+            assert text.startswith("You said: System: [") and text.endswith(
+                "] Deploy finished hello"
+            )
+            assert "Exec" not in text
+            queued = gw.supervisor.services.system_events.peek(KEY)
+            assert [e.context_key for e in queued] == [f"exec:{sid}"]
+            # The next completion's heartbeat tells both.
+            await client.request("set-heartbeats", {"enabled": True})
+            second = json.dumps({"command": "echo second", "background": True})
+            await _turn(client, KEY, f"[[tool:exec {second}]]", "job2")
+            event = await _beat(w, lambda p: p["status"] != "skipped")
+            assert event["status"] == "sent"
+            await w.ended(_heartbeat_run(w))
+            history = await client.request("chat.history", {"sessionKey": KEY})
+            assert not gw.supervisor.services.system_events.has(KEY)
+    told = [m for m in history["messages"] if m["role"] == "user"][-1]
+    told_text = json.dumps(told)
+    assert "An async command you ran earlier has completed." in told_text
+    assert f"Exec completed ({sid}, code 0) :: built ok" in told_text
+    assert ":: second" in told_text and "Deploy finished" not in told_text
 
 
 async def test_a_cron_system_event_waking_now_waits_for_its_heartbeat(tmp_path: Path) -> None:

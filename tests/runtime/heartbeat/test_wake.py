@@ -105,16 +105,34 @@ def test_the_queue_gives_up_the_events_a_heartbeat_tells_and_keeps_the_others() 
 def test_held_events_stay_queued_past_a_turn_until_taken_or_released() -> None:
     queue = SystemEventQueue()
     queue.enqueue("k", "Deploy finished")
-    queue.enqueue("k", "Exec completed (a1, code 0) :: ok", context_key="exec:a1")
-    told = [e for e in queue.peek("k") if is_exec_completion_event(e.text)]
+    queue.enqueue("k", "Water the plants", context_key="cron:p")
+    told = [e for e in queue.peek("k") if is_cron_system_event(e.text) and e.context_key]
     queue.hold("k", told)
     # The heartbeat's own turn reads the others as System: lines; the told one stays.
     assert "Deploy finished" in queue.prepend("k", "poll")
     assert queue.peek("k") == told and queue.drain("k") == []
     queue.release("k", told)  # its run failed: the next turn reads it
-    assert "Exec completed" in queue.prepend("k", "hi") and not queue.has("k")
-    queue.enqueue("k", "Water the plants", context_key="cron:p")
+    assert "Water the plants" in queue.prepend("k", "hi") and not queue.has("k")
+    queue.enqueue("k", "Exec completed (a1, code 0) :: ok", context_key="exec:a1")
     told = queue.peek("k")
     queue.hold("k", told)
     queue.take("k", told)  # its run ended ok
     assert not queue.has("k") and queue.prepend("k", "hi") == "hi"
+
+
+def test_no_turn_reads_a_background_commands_completion_only_a_heartbeat_tells_it() -> None:
+    """As OpenClaw's reply admission (`drainFormattedSystemEvents` skips
+    `isExecCompletionEvent`): a turn takes the other events and leaves the completions."""
+    queue = SystemEventQueue()
+    queue.enqueue("k", "Exec completed (a1, code 0) :: built ok", context_key="exec:a1")
+    queue.enqueue("k", "Deploy finished")
+    queue.enqueue("k", "Exec finished (node=n1 id=a2, node lost)", context_key="exec:a2")
+    message = queue.prepend("k", "hello")
+    assert message.endswith("] Deploy finished\n\nhello") and "Exec" not in message
+    assert [e.context_key for e in queue.peek("k")] == ["exec:a1", "exec:a2"]
+    assert queue.prepend("k", "again") == "again" and queue.drain("k") == []
+    # A heartbeat tells them in its message and takes them once its run ended ok.
+    told = [e for e in queue.peek("k") if is_exec_completion_event(e.text)]
+    queue.hold("k", told)
+    queue.take("k", told)
+    assert not queue.has("k")
