@@ -244,7 +244,9 @@ def _announce_end(services: SessionServices[Any], key: str, rec: RunRecord, end:
             if text:
                 fields["message"] = assistant_message(text, ended)
             if rec.status == "ok" and end.progress.yielded is not None:
-                fields["yielded"] = True  # the turn ended with sessions_yield
+                # the turn ended with sessions_yield: OpenClaw's final says so, and its TUI
+                # shows the turn as yielded (not completed) only with this stop reason
+                fields |= {"yielded": True, "stopReason": "end_turn"}
             chat.close("final" if rec.status == "ok" else "aborted", **fields)
     finally:
         services.registry.finish(rec)

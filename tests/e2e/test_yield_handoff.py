@@ -284,3 +284,49 @@ async def test_the_embedded_runtime_tells_a_yielded_turn_s_children_in_one_turn_
         if isinstance(m, UserMessage) and "settled" in text_of(m)
     )
     assert_one_batch(prompt, continuation, [child["runId"] for child in spawned])
+
+
+# --- the waiting reply ---------------------------------------------------------------------
+
+
+async def test_a_silently_yielded_turn_sends_no_waiting_reply_to_gateway_clients(
+    tmp_path: Path,
+) -> None:
+    """OpenClaw's waiting reply (`acknowledgment`, else "I'm continuing this work...") is a
+    reply payload of its channel pipeline; the peer gateway sent none to its own clients
+    for such a turn (`agent`, and `chat.send` from the CLI and from the Control UI): the
+    turn's chat final is `{state: "final", stopReason: "end_turn", yielded: true}` with no
+    message, `agent`'s payloads are `[]`, its meta carries `yieldAcknowledgment`, and no
+    history row holds the text. clawlane answers the same (its final said `toolUse`, the
+    last model turn's stop reason, so OpenClaw's TUI showed the turn completed)."""
+    watch = Watch()
+    acknowledged = " ".join(
+        [
+            spawn("[[reply:child-done]]", label="kid"),
+            directive("sessions_yield", {"acknowledgment": "hang on, working"}),
+        ]
+    )
+    with trio.fail_after(60):
+        async with (
+            running_gateway(tmp_path) as gw,
+            open_client(gw, caps=["tool-events"], on_event=watch) as client,
+        ):
+            answer = await client.request(
+                "agent", {"message": acknowledged, "idempotencyKey": "a1"}, expect_final=True
+            )
+            await watch.ended(MAIN, 2)
+            await client.request(
+                "chat.send",
+                {"sessionKey": "chat", "message": acknowledged, "idempotencyKey": "c1"},
+            )
+            await watch.ended("agent:main:chat", 2)
+            history = await client.request("chat.history", {"sessionKey": "chat"})
+    assert answer["result"]["payloads"] == []
+    assert answer["result"]["meta"]["yieldAcknowledgment"] == "hang on, working"
+    for run_id in ("a1", "c1"):
+        finals = [p for (e, p, _s) in watch.events if e == "chat" and p["runId"] == run_id]
+        assert [f["state"] for f in finals] == ["final"]
+        assert finals[0]["stopReason"] == "end_turn" and finals[0]["yielded"] is True
+        assert "message" not in finals[0]
+    rows = [(r["role"], text_of(r)) for r in history["messages"] if "hang on" in text_of(r)]
+    assert not [r for r in rows if r[0] not in ("user", "toolResult")], rows
