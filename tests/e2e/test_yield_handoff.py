@@ -5,7 +5,11 @@ model's `[[tool:...]]` directives (what the peer gateway did for the same calls 
   message of the transcript: the model reads it on the session's next turn, in memory and
   after a restart from the store (SQLite and PostgreSQL), while `chat.history`,
   `sessions_history` and the `sessions_yield` result show none of it (the peer's history: the
-  result `{"status": "yielded"}` and no context row).
+  result `{"status": "yielded"}` and no context row);
+- the children the yield waits for are told together, in one continuation run once the last
+  has settled (the peer: one run `announce:requester-settle:main:<parent>:<a>,<b>:yield-1`);
+- no waiting reply goes to the gateway's clients: the turn's chat final says `yielded` and
+  `end_turn`, with no message.
 """
 
 from __future__ import annotations
