@@ -1,12 +1,13 @@
 """What a command writes, made safe to keep and to show a model: OpenClaw's output sanitizer.
 
 OpenClaw 2026.9.6 passes every chunk of an exec job's stdout and stderr through a streaming
-sanitizer before the chunk is counted, kept or shown (`createStreamingBinaryOutputSanitizer`),
-and the same rules, applied to one whole text, to a tool result's text
-(`sanitizeBinaryOutput(text, {ansiMode: "compat"})`). This module does both, in two steps:
+sanitizer before the chunk is counted, kept or shown (`createStreamingBinaryOutputSanitizer`).
+This module does the same, in two steps. (Its whole-text twin, `sanitizeBinaryOutput`, is
+applied by OpenClaw's terminal UI to what it displays, never to a tool result: a command
+echoed in `process list` reaches the model as written, so it has no counterpart here.)
 
-1. Terminal escape sequences are removed (`AnsiStripper` across chunks, `strip_ansi_text` for
-   one text). What counts as one, as OpenClaw's parser has it:
+1. Terminal escape sequences are removed (`AnsiStripper`, across chunks). What counts as one,
+   as OpenClaw's parser has it:
    - CSI: `ESC [` or the 8-bit `0x9B`, parameter and intermediate characters (0x20-0x3F),
      a final one (0x40-0x7E). A C0 control inside it is executed, not swallowed (kept in the
      output); CAN or SUB cancels it; ESC, `0x9B` or `0x9D` starts a new sequence; any other
@@ -25,9 +26,7 @@ and the same rules, applied to one whole text, to a tool result's text
 A sequence cut by a chunk's end: the streaming stripper carries only a few flags from one
 chunk to the next, never the sequence's text, so its memory stays constant however long an
 unterminated sequence runs; what it has read of one is dropped as it goes (an OSC never
-terminated swallows the rest of the stream, as OpenClaw's does). For one whole text
-(`strip_ansi_text`), a CSI still open at the end is kept, and then escaped: the text's end is
-not known to be the sequence's.
+terminated swallows the rest of the stream, as OpenClaw's does).
 
 The CSI sequences the streaming stripper removes can be reported (`on_csi`, with the
 characters after the introducer, e.g. `6n` for a cursor position query) when their parameters
@@ -49,8 +48,6 @@ __all__ = [
     "OnCsi",
     "OutputSanitizer",
     "escape_controls",
-    "sanitize_text",
-    "strip_ansi_text",
 ]
 
 OnCsi = Callable[[str], None]
@@ -221,83 +218,6 @@ class AnsiStripper:
         return i + 1
 
 
-# --- one whole text ---------------------------------------------------------------------------
-
-_OSC_AT: Final = re.compile("(?:\x1b\\]|\x9d)[^\x07\x1b\x9c]*(?:\x1b\\\\|\x07|\x9c)")
-_COMPAT_AT: Final = re.compile(
-    "(?:\x1b\\]|\x9d).*?(?:\x1b\\\\|\x07|\x9c)"
-    "|[\x1b\x9b][\\[\\]()#;?]*(?:[0-9]{1,4}(?:[;:][0-9]{0,4})*)?[0-9A-PR-TZcf-nq-uy=><~]",
-    re.DOTALL,
-)
-
-
-def _scan_csi(text: str, i: int) -> tuple[int, list[str], bool] | None:
-    """The CSI at `i`: where it ends, the C0 controls inside it, whether it ended before the
-    text did. None when none starts there."""
-    if text[i] == "\x9b":
-        cursor = i + 1
-    elif text.startswith("\x1b[", i):
-        cursor = i + 2
-    else:
-        return None
-    controls: list[str] = []
-    while cursor < len(text):
-        code = ord(text[cursor])
-        if code in (_CAN, _SUB):
-            return cursor + 1, controls, True
-        if code in (_ESC, _CSI8):
-            return cursor, controls, True
-        if code <= 0x1F or code == 0x7F:
-            controls.append(text[cursor])
-        elif code > 0x3F:  # a final character ends it; any other ends it and is text
-            return (cursor + 1 if code <= 0x7E else cursor), controls, True
-        cursor += 1
-    return cursor, controls, False
-
-
-def strip_ansi_text(text: str, *, compat: bool = False) -> str:
-    """`text` without its escape sequences, read as one whole (OpenClaw's
-    `stripAnsiForStreamChunk`): every removal is decided on the original positions, so
-    removing one never makes another; with `compat`, the looser grammar too. A CSI still open
-    at the end is kept as it is."""
-    found = _INTRODUCER.search(text)
-    if found is None:
-        return text
-    out: list[str] = []
-    copied = 0
-    i: int | None = found.start()
-    while i is not None:
-        nxt = _strip_at(text, i, compat)
-        if nxt is None:  # an open CSI at the end: kept
-            break
-        if nxt[0] > i:  # a sequence: dropped, its executed controls kept
-            out.append(text[copied:i])
-            out.extend(nxt[1])
-            copied = nxt[0]
-        found = _INTRODUCER.search(text, max(nxt[0], i + 1))
-        i = found.start() if found is not None else None
-    out.append(text[copied:])
-    return "".join(out)
-
-
-def _strip_at(text: str, i: int, compat: bool) -> tuple[int, list[str]] | None:
-    """What to do at the introducer at `i`: where the sequence there ends and the controls
-    it keeps (the same `i` when none starts there), or None for a CSI open at the end."""
-    osc = _OSC_AT.match(text, i)
-    if osc is not None:
-        return osc.end(), []
-    loose = _COMPAT_AT.match(text, i) if compat else None
-    csi = _scan_csi(text, i)
-    if csi is None:
-        return (loose.end(), []) if loose is not None else (i, [])
-    end, controls, ended = csi
-    if not ended:
-        return None
-    if not controls and loose is not None and loose.end() > end:
-        end = loose.end()
-    return end, controls
-
-
 # --- controls and format characters ----------------------------------------------------------
 
 _FORMAT_RANGES: Final = (
@@ -315,12 +235,6 @@ def escape_controls(text: str) -> str:
     CR written `\\xNN` (OpenClaw's `sanitizeStrippedBinaryOutput`)."""
     text = _FORMAT.sub("", text)
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
-
-
-def sanitize_text(text: str) -> str:
-    """One whole text made safe to show (OpenClaw's `sanitizeBinaryOutput` in compat mode,
-    which it applies to a tool result's text): sequences stripped, then controls escaped."""
-    return escape_controls(strip_ansi_text(text, compat=True))
 
 
 class OutputSanitizer:

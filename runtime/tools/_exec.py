@@ -23,9 +23,10 @@ cancelled (a run's abort), its whole process tree is killed, including what left
 group (`setsid`). The output streams to `ctx.on_update` while the call waits.
 
 Output is sanitized as OpenClaw's is: each stream as it arrives (`_process`: escape sequences
-removed, control characters escaped, before the bounds count it), and the result's text once
-more as a whole (`sanitized`, OpenClaw's rules for a tool result's text), which reaches what is
-not output, such as a command echoed in a warning.
+removed, control characters escaped, before the bounds count it). Nothing else in a result is:
+what is not output, such as a command echoed in a warning or in `process list`, is returned as
+written, as OpenClaw returns it (its whole-text `sanitizeBinaryOutput` is in its terminal UI's
+display code only).
 
 `exec` is not confined by the path sandbox: it is a shell, and can read anything the gateway's
 user can. Whether an agent gets it at all is a matter of tool policy (`group:runtime`); which
@@ -46,7 +47,6 @@ from attrs import frozen
 
 from runtime.llm._types import TextContent
 
-from ._ansi import sanitize_text
 from ._exec_guard import ExecApprover, ExecReviewer, guard_exec
 from ._exec_policy import ExecPolicy
 from ._process import (
@@ -67,7 +67,6 @@ __all__ = [
     "ExecParams",
     "ExecSettings",
     "ExecTool",
-    "sanitized",
 ]
 
 EXEC_DEFAULT_TIMEOUT = 1800.0
@@ -207,9 +206,6 @@ class ExecTool:
 
     async def run(self, args: ExecParams, ctx: ToolContext) -> ToolResult:
         """Run the command. A checkpoint; cancellation kills its tree, then raises."""
-        return sanitized(await self._call(args, ctx))
-
-    async def _call(self, args: ExecParams, ctx: ToolContext) -> ToolResult:
         refused = _refusal(args)
         if refused is not None:
             return text_result(refused, is_error=True, details={"status": "failed"})
@@ -295,16 +291,6 @@ class ExecTool:
             return 0.0
         ms = args.yieldMs if args.yieldMs is not None else self.background_ms
         return min(max(ms, 10.0), 120_000.0) / 1000
-
-
-def sanitized(result: ToolResult) -> ToolResult:
-    """`result` with each text block sanitized as OpenClaw sanitizes a tool result's text
-    (`_ansi.sanitize_text`: a no-op on output already sanitized)."""
-    content = [
-        TextContent(text=sanitize_text(b.text)) if isinstance(b, TextContent) else b
-        for b in result.content
-    ]
-    return ToolResult(content=content, is_error=result.is_error, details=result.details)
 
 
 def _with_pty_warning(result: ToolResult, args: ExecParams) -> ToolResult:

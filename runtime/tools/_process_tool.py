@@ -23,7 +23,7 @@ import trio
 from attrs import frozen
 
 from ._errors import ToolError
-from ._exec import RETENTION_CAP_NOTE, sanitized
+from ._exec import RETENTION_CAP_NOTE
 from ._process import TIMEOUT_RETRY_GUIDANCE, Job, ProcessRegistry
 from ._pty_keys import (
     bracketed_paste,
@@ -105,10 +105,8 @@ class ProcessTool:
 
     async def run(self, args: ProcessParams, ctx: ToolContext) -> ToolResult:
         """Do `args.action`. A checkpoint (`poll` may wait, `write` may block up to 10 s). The
-        result's text is sanitized as `exec`'s is."""
-        return sanitized(await self._act(args, ctx))
-
-    async def _act(self, args: ProcessParams, ctx: ToolContext) -> ToolResult:
+        output in a result was sanitized as it arrived; the rest (a command in `list`) is
+        returned as written, as OpenClaw returns it."""
         registry, key = self.processes, ctx.session_key
         peers = registry.peers  # in a cluster: the jobs of this session on other nodes
         if args.action == "list":

@@ -3,7 +3,7 @@ as its streaming parser strips them, controls escaped and format characters remo
 bounded however long an unterminated sequence runs; checked against OpenClaw's own functions
 when its package is installed, and applied to real processes' output through `exec` and
 `process`, pipes and terminals alike: there only, as OpenClaw applies it (`read` returns a
-file's escapes as OpenClaw's `read` does)."""
+file's escapes as OpenClaw's `read` does, and `process list` a command's as written)."""
 
 from __future__ import annotations
 
@@ -23,13 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from runtime.llm._types import TextContent
-from runtime.tools._ansi import (
-    AnsiStripper,
-    OutputSanitizer,
-    escape_controls,
-    sanitize_text,
-    strip_ansi_text,
-)
+from runtime.tools._ansi import AnsiStripper, OutputSanitizer, escape_controls
 from runtime.tools._exec import ExecTool
 from runtime.tools._fs import ReadTool
 from runtime.tools._process import ProcessLimits, open_process_registry
@@ -142,13 +136,8 @@ def test_a_huge_unterminated_sequence_keeps_memory_constant() -> None:
     assert stripper.write("mend") == "end" and seen == []
 
 
-def test_one_whole_text_keeps_an_open_csi_at_its_end_and_the_stream_drops_it() -> None:
-    assert sanitize_text("a\x1b[3") == "a\\x1b[3"
+def test_a_csi_open_at_the_streams_end_is_dropped() -> None:
     assert _stream(["a\x1b[3"]) == "a"
-    assert sanitize_text(MIXED) == "ared bclink defgi"
-    # Removing one sequence never makes another of what is left around it.
-    assert strip_ansi_text("\x1b\x1b[0m[31m") == "\x1b[31m"
-    assert sanitize_text("\x1b\x1b[0m[31m") == "\\x1b[31m"
 
 
 def test_bytes_are_decoded_across_chunks_and_a_broken_character_is_replaced() -> None:
@@ -176,41 +165,37 @@ def test_how_a_stream_is_cut_never_changes_what_is_left(text: str, cuts: list[in
     stripper = AnsiStripper(seen_cut.append)
     assert "".join(escape_controls(stripper.write(c)) for c in chunks) == whole
     assert seen_cut == seen_whole
-    for out in (whole, sanitize_text(text)):
-        assert re.search("[\x00-\x08\x0b-\x0c\x0e-\x1f\x7f-\x9f\xad\u200b]", out) is None
+    assert re.search("[\x00-\x08\x0b-\x0c\x0e-\x1f\x7f-\x9f\xad\u200b]", whole) is None
 
 
-def _openclaw_sanitizers() -> tuple[Path, str, str]:
-    """OpenClaw's shell-utils module and the names it exports its two sanitizers as."""
+def _openclaw_sanitizer() -> tuple[Path, str]:
+    """OpenClaw's shell-utils module and the name it exports its streaming sanitizer as."""
     if not NODE.exists() or not (PACKAGE / "dist").is_dir():
         pytest.skip(f"Node 24 ({NODE}) or the openclaw package ({PACKAGE}) is not installed")
     for module in sorted((PACKAGE / "dist").glob("shell-utils-*.mjs")):
-        source = module.read_text()
-        streaming = re.search(r"createStreamingBinaryOutputSanitizer as (\w+)", source)
-        whole = re.search(r"\bsanitizeBinaryOutput as (\w+)", source)
-        if streaming and whole:
-            return module, streaming.group(1), whole.group(1)
-    pytest.skip("no shell-utils module exporting OpenClaw's sanitizers")
+        streaming = re.search(r"createStreamingBinaryOutputSanitizer as (\w+)", module.read_text())
+        if streaming:
+            return module, streaming.group(1)
+    pytest.skip("no shell-utils module exporting OpenClaw's streaming sanitizer")
 
 
-def test_the_same_as_openclaws_own_sanitizers_on_random_chunked_text(tmp_path: Path) -> None:
-    module, streaming, whole = _openclaw_sanitizers()
+def test_the_same_as_openclaws_own_sanitizer_on_random_chunked_text(tmp_path: Path) -> None:
+    module, streaming = _openclaw_sanitizer()
     rng = random.Random(32)
     cases: list[dict[str, Any]] = []
-    for i in range(4000):
+    for _ in range(4000):
         text = "".join(rng.choice(_ALPHABET) for _ in range(rng.randint(0, 40)))
         points = sorted(rng.sample(range(len(text) + 1), min(len(text) + 1, rng.randint(0, 4))))
         chunks = [text[a:b] for a, b in zip([0, *points], [*points, len(text)], strict=True)]
-        cases.append({"stream": i % 2 == 0, "chunks": chunks})
+        cases.append({"chunks": chunks})
     cases_file = tmp_path / "cases.json"
     cases_file.write_text(json.dumps(cases))
     script = tmp_path / "oc.mjs"
     script.write_text(
         'import { readFileSync } from "node:fs";\n'
-        f"import {{ {streaming} as stream, {whole} as whole }} from {json.dumps(str(module))};\n"
+        f"import {{ {streaming} as stream }} from {json.dumps(str(module))};\n"
         f"const cases = JSON.parse(readFileSync({json.dumps(str(cases_file))}, 'utf8'));\n"
         "const out = cases.map((c) => {\n"
-        "  if (!c.stream) return { text: whole(c.chunks.join(''), { ansiMode: 'compat' }) };\n"
         "  const csi = []; const s = stream((q) => csi.push(q));\n"
         "  return { text: c.chunks.map((x) => s(x)).join(''), csi };\n"
         "});\n"
@@ -221,13 +206,10 @@ def test_the_same_as_openclaws_own_sanitizers_on_random_chunked_text(tmp_path: P
     )
     theirs = json.loads(ran.stdout)
     for case, want in zip(cases, theirs, strict=True):
-        if case["stream"]:
-            csi: list[str] = []
-            stripper = AnsiStripper(csi.append)
-            text = "".join(escape_controls(stripper.write(c)) for c in case["chunks"])
-            assert {"text": text, "csi": csi} == want, case
-        else:
-            assert {"text": sanitize_text("".join(case["chunks"]))} == want, case
+        csi: list[str] = []
+        stripper = AnsiStripper(csi.append)
+        text = "".join(escape_controls(stripper.write(c)) for c in case["chunks"])
+        assert {"text": text, "csi": csi} == want, case
 
 
 # --- real processes ----------------------------------------------------------------------------
@@ -343,3 +325,77 @@ async def test_read_gives_what_openclaws_read_gives(
         ran = await trio.run_process([str(NODE), str(script)], capture_stdout=True)
         result = await invoke_tool(ReadTool(), {"path": "ansi.txt"}, ctx)
     assert json.loads(ran.stdout) == _ESCAPES_IN_A_FILE == _text(result)
+
+
+_COMMAND_WITH_ESCAPES = "echo \x1b[31mred\x1b[0m\x07; sleep 30"
+"""A command holding an escape sequence and a BEL itself (not `printf`'s `\\033`)."""
+
+
+async def _listed_with(ctx: ToolContext, command: str) -> ToolResult:
+    """`process list` while `command` runs in the background."""
+    with trio.fail_after(10):
+        async with open_process_registry(limits=ProcessLimits()) as registry:
+            started = await invoke_tool(
+                ExecTool(processes=registry), {"command": command, "background": True}, ctx
+            )
+            assert started.details is not None, _text(started)
+            tool = ProcessTool(registry)
+            listed = await invoke_tool(tool, {"action": "list"}, ctx)
+            session = started.details["sessionId"]
+            await invoke_tool(tool, {"action": "kill", "sessionId": session}, ctx)
+    return listed
+
+
+async def test_process_list_shows_a_command_as_written(ctx: ToolContext) -> None:
+    """Only output is sanitized: OpenClaw's whole-text sanitizeBinaryOutput is its terminal
+    UI's, for display, and `process list` gives the model the command as it was written."""
+    listed = await _listed_with(ctx, _COMMAND_WITH_ESCAPES)
+    assert _text(listed).endswith(" :: echo \x1b[31mred\x1b[0m\x07;")
+    assert listed.details is not None
+    assert listed.details["sessions"][0]["command"] == _COMMAND_WITH_ESCAPES
+
+
+def _openclaw_process_tools() -> Path:
+    """OpenClaw's bash-tools module exporting `createExecTool` and `createProcessTool` by name."""
+    if not NODE.exists() or not (PACKAGE / "dist").is_dir():
+        pytest.skip(f"Node 24 ({NODE}) or the openclaw package ({PACKAGE}) is not installed")
+    for module in sorted((PACKAGE / "dist").glob("bash-tools-*.mjs")):
+        source = module.read_text()
+        names = re.search(r"export \{([^}]*)\}", source)
+        if names and {"createExecTool", "createProcessTool"} <= {
+            n.strip() for n in names.group(1).split(",")
+        }:
+            return module
+    pytest.skip("no bash-tools module exporting OpenClaw's exec and process tools")
+
+
+async def test_process_list_gives_what_openclaws_process_list_gives(
+    ctx: ToolContext, tmp_path: Path
+) -> None:
+    module = _openclaw_process_tools()
+    script = tmp_path / "list.mjs"
+    await trio.Path(script).write_text(
+        "import { createExecTool, createProcessTool } from "
+        f"{json.dumps(str(module))};\n"
+        f"const scope = {{ cwd: {json.dumps(str(ctx.workspace))}, scopeKey: 's' }};\n"
+        "const exec = createExecTool({ ...scope, security: 'full', ask: 'off', host: 'gateway' });\n"
+        "const proc = createProcessTool(scope);\n"
+        f"const started = await exec.execute('c1', {{ command: {json.dumps(_COMMAND_WITH_ESCAPES)},"
+        " background: true });\n"
+        "const listed = await proc.execute('c2', { action: 'list' });\n"
+        "await proc.execute('c3', { action: 'kill', sessionId: started.details.sessionId });\n"
+        "process.stdout.write(JSON.stringify({ text: listed.content[0].text,"
+        " command: listed.details.sessions[0].command }));\n"
+        "process.exit(0);\n"
+    )
+    home = tmp_path / "home"  # OpenClaw keeps its state under HOME: a private one
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "OPENCLAW_STATE_DIR": str(home / "state")}
+    with trio.fail_after(60):
+        ran = await trio.run_process([str(NODE), str(script)], capture_stdout=True, env=env)
+    theirs = json.loads(ran.stdout)
+    listed = await _listed_with(ctx, _COMMAND_WITH_ESCAPES)
+    assert listed.details is not None
+    ours = {"text": _text(listed), "command": listed.details["sessions"][0]["command"]}
+    # The id, status padding and duration differ run to run: compare what follows " :: ".
+    assert ours["command"] == theirs["command"] == _COMMAND_WITH_ESCAPES
+    assert ours["text"].partition(" :: ")[2] == theirs["text"].partition(" :: ")[2]
