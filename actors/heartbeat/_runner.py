@@ -21,9 +21,9 @@ most `MAX_ACTIVE` targets at once, one heartbeat per target at a time. A wake, a
    before the busy guards), or when a scheduled poll with no system event waiting has
    nowhere to deliver an alert (`no-route`: clawlane has no channels, so every `target` but
    `none`);
-3. a heartbeat skipped as busy is tried again (`runtime.heartbeat.retry_delay_s`: 1 s, or 60 s
-   for a scheduled poll with events waiting; a plain scheduled poll waits for its next tick),
-   each try with its own event, until it runs;
+3. a heartbeat skipped as busy is tried again (`runtime.heartbeat.retry_delay_s`: 1 s, or
+   60 s for a scheduled one that found a run going; a plain scheduled poll, no system event
+   waiting, waits for its next tick), each try with its own event, until it runs;
 4. a heartbeat that runs is one run in the heartbeat's session (the agent's main session
    unless `session` says otherwise, or the session a wake names; with `isolatedSession`,
    `<that session>:heartbeat` made fresh for each run, taking the session's queued system
@@ -106,6 +106,7 @@ from runtime.heartbeat import (
     classify_reply,
     heartbeat_agents,
     heartbeat_event,
+    idle_grace,
     in_active_hours,
     is_cron_system_event,
     is_effectively_empty,
@@ -442,7 +443,7 @@ class Heartbeats:
             return
         wake.hand_off(outcome.reason, outcome.at)
         wake.ready_at = trio.current_time()
-        if outcome.guard:  # deferred by pacing, or a scheduled one's 60 s: this wake waits
+        if outcome.guard:  # deferred by pacing, or a busy one's idle grace: this wake waits
             wake.not_before = outcome.at
             wake.retained = True
             self._wakes.add(wake)
@@ -484,9 +485,10 @@ class Heartbeats:
         event, ran = await self._beat(wake)
         reason = event.get("reason")
         if event["status"] == "skipped" and reason in RETRY_REASONS and not ran:
-            delay = retry_delay_s(wake.intent, pure_poll=pure_poll)
+            delay = retry_delay_s(wake.intent, str(reason), pure_poll=pure_poll)
             if delay is not None:
-                return _Retry(str(reason), trio.current_time() + delay, wake.intent == "scheduled")
+                at = trio.current_time() + delay
+                return _Retry(str(reason), at, idle_grace(wake.intent, str(reason)))
         if not (wake.source == "exec-event" and reason == "no-pending-event"):
             pacing.started(started)
         if ran:

@@ -10,8 +10,9 @@ background command's completion and the cadence). A target keeps two slots, as O
 not held back by an event wake deferred past it (`not-due`, `min-spacing`), nor an event
 wake by a tick waiting out a 60 s retry; the two run as one heartbeat (merged, the event's
 intent and reason) when both are ready together. A wake that may not run yet comes back with
-`not_before` set when a pacing guard deferred it or a scheduled one waits 60 s, retained
-(OpenClaw's `retainedWork`); a busy target's 1 s retry blocks the whole target
+`not_before` set when a pacing guard deferred it or a busy one waits out a 60 s idle grace
+(`runtime.heartbeat.idle_grace`), retained (OpenClaw's `retainedWork`); a busy target's 1 s
+retry blocks the whole target
 (`blocked_until`) instead, so every wake of it waits for that.
 
 `PendingWakes` is not thread-safe and has no checkpoints; the dispatcher that takes the ready

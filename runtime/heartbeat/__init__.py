@@ -12,7 +12,7 @@
   background command's completion, which only a heartbeat tells).
 - `_wake`: when a wake may run (`should_defer`: OpenClaw's `not-due`, `min-spacing` and
   `flood` guards over an agent's `WakePacing`; `retain`), when a busy one is tried again
-  (`retry_delay_s`, `RETRY_REASONS`) and how it ended (`WakeResult`; a cron job's event
+  (`retry_delay_s`, `idle_grace`, `RETRY_REASONS`) and how it ended (`WakeResult`; a cron job's event
   and its wake: `EventDelivery`).
 - `_event_prompts`: the message of a heartbeat a background command's completion or a cron
   job's system event woke (`build_exec_event_prompt`, `build_cron_event_prompt`,
@@ -68,6 +68,7 @@ from ._wake import EventDelivery as EventDelivery
 from ._wake import WakeIntent as WakeIntent
 from ._wake import WakePacing as WakePacing
 from ._wake import WakeResult as WakeResult
+from ._wake import idle_grace as idle_grace
 from ._wake import retain as retain
 from ._wake import retry_delay_s as retry_delay_s
 from ._wake import should_defer as should_defer
@@ -105,6 +106,7 @@ __all__ = [
     "heartbeat_summary",
     "hidden_in_history",
     "holds_heartbeat_turns",
+    "idle_grace",
     "in_active_hours",
     "indicator_type",
     "is_cron_system_event",

@@ -16,10 +16,14 @@ The flood guard (`flood`): five heartbeat starts of the agent within 60 s defer 
 a `manual` one until the oldest of them is a minute old. A deferred `event` or `immediate`
 wake is kept and runs at the time given (`retain`); a deferred `scheduled` one is dropped.
 
-A heartbeat skipped because something is busy (`RETRY_REASONS`: `requests-in-flight`,
-`cron-in-progress`, ...) is tried again (`retry_delay_s`): after 1 s, or after 60 s for a
-scheduled one; a scheduled poll with no system event waiting is not retried (its next tick
-comes). Pure: times are epoch milliseconds given by the caller.
+A heartbeat skipped because something is busy (`RETRY_REASONS`) is tried again
+(`retry_delay_s`), as OpenClaw's wake queue retries it: after 60 s (its idle grace,
+`idle_grace`: the wake waits as a deferred one) when it was `preempted`, its channel was
+not ready (`channel-not-ready`), or a scheduled one found a run going (`requests-in-flight`,
+`active-run`); after 1 s otherwise (its target blocked meanwhile), a cron run in progress
+(`cron-in-progress`) included, whatever the wake. A scheduled poll with no system event
+waiting is not retried (its next tick comes). Pure: times are epoch milliseconds given by
+the caller.
 
 `EventDelivery`: where a cron job's system event went and how its wake ended.
 """
@@ -42,6 +46,7 @@ __all__ = [
     "WakeIntent",
     "WakePacing",
     "WakeResult",
+    "idle_grace",
     "retain",
     "retry_delay_s",
     "should_defer",
@@ -59,6 +64,8 @@ IDLE_RETRY_S: Final = 60.0
 RETRY_REASONS: Final = frozenset(
     {"active-run", "requests-in-flight", "cron-in-progress", "preempted", "channel-not-ready"}
 )
+_IDLE_REASONS: Final = frozenset({"preempted", "channel-not-ready"})
+_RUN_REASONS: Final = frozenset({"requests-in-flight", "active-run"})
 _GUARD_REASONS: Final = frozenset({"not-due", "min-spacing", "flood"})
 
 
@@ -152,9 +159,16 @@ def retain(intent: WakeIntent, deferral: Deferral) -> bool:
     return deferral.reason in _GUARD_REASONS and intent in ("event", "immediate")
 
 
-def retry_delay_s(intent: WakeIntent, *, pure_poll: bool) -> float | None:
-    """How long a wake whose heartbeat was skipped as busy waits before its next try; None:
-    not tried again (a scheduled poll with no event waiting: its next tick comes)."""
-    if intent == "scheduled":
-        return None if pure_poll else IDLE_RETRY_S
-    return RETRY_S
+def idle_grace(intent: WakeIntent, reason: str) -> bool:
+    """Whether a wake skipped as busy for `reason` waits out OpenClaw's idle grace (60 s, as
+    a deferred wake: `not_before`, retained) rather than blocking its target for 1 s."""
+    return reason in _IDLE_REASONS or (reason in _RUN_REASONS and intent == "scheduled")
+
+
+def retry_delay_s(intent: WakeIntent, reason: str, *, pure_poll: bool) -> float | None:
+    """How long a wake whose heartbeat was skipped as busy for `reason` (one of
+    `RETRY_REASONS`) waits before its next try; None: not tried again (a scheduled poll with
+    no event waiting: its next tick comes)."""
+    if intent == "scheduled" and pure_poll:
+        return None
+    return IDLE_RETRY_S if idle_grace(intent, reason) else RETRY_S

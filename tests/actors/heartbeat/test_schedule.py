@@ -269,3 +269,36 @@ async def test_a_tick_is_not_held_back_by_an_event_wake_deferred_past_it(
                 (1200, "ok-token", "interval"),  # the tick, on time
                 (1230, "ok-token", "hook:deploy"),  # 30 s after the tick's start
             ]
+
+
+async def test_a_tick_skipped_while_cron_runs_is_tried_again_after_a_second(
+    tmp_path: Path, autojump_clock: Any
+) -> None:
+    """A cadence tick with a system event waiting, skipped `cron-in-progress`, is tried
+    again every second until the cron run is over, as OpenClaw's wake queue retries it (its
+    60 s idle grace is for a run going in the agent's sessions, not for cron)."""
+    with trio.fail_after(VIRTUAL_LIMIT_S):
+        async with heartbeats(
+            tmp_path,
+            agents__defaults__heartbeat={
+                "every": "10m",
+                "target": "none",
+                "prompt": "[[reply:HEARTBEAT_OK]]",
+            },
+        ) as (beats, seen):
+            start = trio.current_time()
+            slow = "[[delay:1000]] " + " ".join(f"w{i}" for i in range(10))  # ten seconds
+            payload = {"kind": "agentTurn", "message": slow}
+            daily = {"kind": "every", "everyMs": 24 * 60 * 60_000}
+            await seen.cron.add(job(id="slow", schedule=daily, payload=payload))
+            await trio.sleep_until(start + 10 * MIN - 3)
+            beats.enqueue("agent:main:main", "Build finished")  # the tick is not a bare poll
+            await seen.cron.run_now("slow", "force")  # holds the cron lane until 10:07
+            while not seen.items or seen.items[-1][1]["status"] == "skipped":
+                await seen.wait(len(seen.items) + 1)
+            got = [(round(t - start), e["status"], e["reason"]) for t, e in seen.items]
+            skips = [s for s in got if s[1:] == ("skipped", "cron-in-progress")]
+            assert got == [*skips, got[-1]] and len(skips) >= 5
+            assert [s[0] for s in skips] == list(range(600, 600 + len(skips)))  # 1 s apart
+            assert got[-1][1:] == ("ok-token", "interval") and got[-1][0] < 600 + 15
+            assert not beats._sup.services.system_events.has("agent:main:main")

@@ -6,9 +6,11 @@ from __future__ import annotations
 from runtime.heartbeat import (
     Deferral,
     SystemEventQueue,
+    WakeIntent,
     WakePacing,
     build_cron_event_prompt,
     build_exec_event_prompt,
+    idle_grace,
     is_cron_system_event,
     is_exec_completion_event,
     retain,
@@ -59,10 +61,24 @@ def test_which_deferred_wakes_are_kept_and_when_busy_ones_run_again() -> None:
     not_due = Deferral("not-due", 1)
     assert retain("event", not_due) and retain("immediate", Deferral("flood", 1))
     assert not retain("scheduled", not_due)
-    assert retry_delay_s("immediate", pure_poll=False) == 1.0
-    assert retry_delay_s("event", pure_poll=False) == 1.0
-    assert retry_delay_s("scheduled", pure_poll=False) == 60.0  # events wait: idle grace
-    assert retry_delay_s("scheduled", pure_poll=True) is None  # the next tick comes
+
+    def retry(intent: WakeIntent, reason: str) -> tuple[float | None, bool]:
+        return retry_delay_s(intent, reason, pure_poll=False), idle_grace(intent, reason)
+
+    unscheduled: tuple[WakeIntent, ...] = ("manual", "immediate", "event")
+
+    # OpenClaw's retry: a run going delays a scheduled wake by its idle grace (60 s, as a
+    # deferred wake), any other wake by 1 s (its target blocked); a cron run in progress
+    # delays every wake by 1 s; preempted and channel-not-ready, every wake by 60 s.
+    for reason in ("requests-in-flight", "active-run"):
+        assert retry("scheduled", reason) == (60.0, True)
+        for intent in unscheduled:
+            assert retry(intent, reason) == (1.0, False)
+    for intent in (*unscheduled, "scheduled"):
+        assert retry(intent, "cron-in-progress") == (1.0, False)
+        assert retry(intent, "preempted") == retry(intent, "channel-not-ready") == (60.0, True)
+    for reason in ("requests-in-flight", "cron-in-progress"):
+        assert retry_delay_s("scheduled", reason, pure_poll=True) is None  # its next tick
 
 
 def test_completion_events_are_recognised_and_told_as_openclaw_tells_them() -> None:
