@@ -30,7 +30,8 @@ runs; a deleted session's jobs die with it (`forget_session`) and an aborted run
 (`actors.session._ending`). When a backgrounded job ends by itself its session is woken as
 OpenClaw does (`exec_finished`): its `Exec completed|failed (...)` event is queued as a system
 event of that session and a heartbeat wake (`heartbeats.request_wake`, `exec-event`) runs a
-turn there that tells it, the events that arrive meanwhile joining it.
+turn there that tells it, the events that arrive meanwhile joining it; a `process` poll that
+returns the job's end takes the event back first (`exec_collected`).
 """
 
 from __future__ import annotations
@@ -442,6 +443,7 @@ class Supervisor:
         """Give runs `processes` for `exec` and `process`, and hear of their jobs' ends."""
         self.processes = self.services.processes = processes
         processes.on_exit = self.exec_finished
+        processes.on_collected = self.exec_collected
 
     def exec_finished(self, job: Job) -> None:
         """A backgrounded job ended by itself: `exec_ended` with its end. Not a checkpoint."""
@@ -466,6 +468,12 @@ class Supervisor:
                 session_key=key,
                 coalesce_s=0.0,
             )
+
+    def exec_collected(self, key: str, job_id: str) -> None:
+        """A `process` poll returned the end of job `job_id` of session `key`: its completion,
+        if queued here, is taken out (OpenClaw's poll removes it), so no heartbeat tells it
+        again and a subagent's queue does not keep it. Not a checkpoint."""
+        self.services.system_events.take_context(key, f"exec:{job_id}")
 
     def accept_run(
         self,

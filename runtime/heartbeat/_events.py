@@ -20,7 +20,9 @@ queued, and a turn's `drain` or `prepend` leaves them), then takes them out of t
 when the run ended ok (`take`) or gives them back when it did not (`release`: to the next
 turn, a completion to the next heartbeat that tells it), as OpenClaw consumes the events a
 heartbeat inspected only once it finished; a cron job whose wake did not run takes its event
-back (`discard`).
+back (`discard`). A completion whose end a `process` poll returned is taken out at once
+(`take_context`, held or not: OpenClaw 2026.9.6's poll removes the event its job queued), so
+no heartbeat tells it after the model saw it, and a subagent's queue does not keep it.
 
 Bounded: at most `MAX_EVENTS_PER_SESSION` texts per session (the oldest dropped first), each
 cut to `MAX_EVENT_CHARS`, and at most `MAX_SESSIONS` sessions with queued texts (the oldest
@@ -174,6 +176,13 @@ class SystemEventQueue:
         queue.extend(kept)
         if not queue:
             del self._queues[session_key]
+
+    def take_context(self, session_key: str, context_key: str) -> int:
+        """Take the queued events of `context_key` out of `session_key`'s queue, held or
+        not (a background command's completion, once a poll returned its end). How many."""
+        found = [e for e in self.peek(session_key) if e.context_key == context_key]
+        self.take(session_key, found)
+        return len(found)
 
     def discard(self, session_key: str, context_key: str, text: str) -> None:
         """Take back the queued event `text` of `context_key` (a cron job's, when its wake

@@ -27,7 +27,9 @@ terminal, answers its cursor position queries, as OpenClaw's does.
 
 When a backgrounded job ends by itself (not killed on request) the registry calls `on_exit`
 with it, as OpenClaw's `notifyOnExit` enqueues an `Exec completed|failed (<id>, code N) :: <tail>`
-system event (`Job.exit_event`); the host wakes the session with it.
+system event (`Job.exit_event`); the host wakes the session with it. A `process` poll that
+returns a job's end collects it (`collect`, OpenClaw's terminal poll): the host takes its
+queued completion back (`on_collected`), so no heartbeat tells what the model has seen.
 
 In a cluster the registry stays the one home of this node's jobs, and `peers` (a
 `ProcessPeers`, set by `transports.cluster`) is the other nodes': the registry tells them
@@ -202,6 +204,8 @@ class Job:
     """Set (and replaced) when output arrives or the job ends: await the current one."""
     sanitizers: dict[str, OutputSanitizer] = attrs.field(factory=dict)
     """One per output stream, made when the job's task starts."""
+    collected: bool = False
+    """A `process` poll returned its end (OpenClaw's `terminalPollObserved`)."""
 
     @property
     def pid(self) -> int | None:
@@ -367,6 +371,8 @@ class ProcessRegistry:
         self.on_exit = on_exit
         self.peers: ProcessPeers | None = None
         """The other nodes' registries, in a cluster (see the module docstring)."""
+        self.on_collected: Callable[[str, str], None] | None = None
+        """`on_collected(session_key, job_id)`: a poll returned that job's end (`collected`)."""
         self._jobs: dict[str, Job] = {}
         self._finished: dict[str, Job] = {}  # backgrounded and ended, oldest first
         self.closing = False
@@ -604,6 +610,23 @@ class ProcessRegistry:
         if job.backgrounded:
             job.backgrounded = False
             self._tell(job, listed=False)
+
+    def collect(self, job: Job) -> None:
+        """A poll returned ended `job`'s end: mark it, tell the other nodes and the host."""
+        if not job.collected:
+            job.collected = True
+            if job.id in self._finished:
+                self._tell(job, listed=True)
+        self.collected(job.session_key, job.id)
+
+    def collected(self, session_key: str, job_id: str) -> None:
+        """A poll returned the end of job `job_id` of `session_key` (here, or on another
+        node): the host takes its queued completion back (`on_collected`)."""
+        if self.on_collected is not None:
+            try:
+                self.on_collected(session_key, job_id)
+            except Exception:
+                log.exception("on_collected failed for job %s", job_id)
 
     def get(self, session_key: str, job_id: str) -> Job | None:
         """The backgrounded job `job_id` of `session_key`, running or kept after its end."""

@@ -11,6 +11,10 @@ Input goes to the job's terminal when it runs on one (`exec` `pty: true`: keys r
 or a REPL as typed), else to its stdin pipe. A job is visible only to the session that
 started it. Failures are error results with `details.status` `failed` and the message in
 `details.error`.
+
+A poll that returns a job's end collects it (`ProcessRegistry.collect`, OpenClaw 2026.9.6's
+terminal poll): its queued completion is taken back, so no heartbeat tells it again. Only a
+poll does: `log` and `list` collect nothing, `clear` and `remove` leave the completion queued.
 """
 
 from __future__ import annotations
@@ -128,7 +132,10 @@ async def act_here(registry: ProcessRegistry, session_key: str, args: ProcessPar
         return _fail("sessionId is required for this action.")
     job = registry.get(session_key, args.sessionId)
     if args.action == "poll":
-        return await _poll(job, args)
+        result = await _poll(job, args)
+        if job is not None and not job.running:  # it returned the end: OpenClaw's terminal poll
+            registry.collect(job)
+        return result
     await trio.lowlevel.checkpoint()
     if args.action == "log":
         return (

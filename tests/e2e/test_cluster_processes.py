@@ -7,6 +7,8 @@ its session now.
   its tree is left (a `setsid` grandchild included);
 - written to through B, the job ends on A by itself: its completion event and wake go to B,
   the session's owner, which runs the wake there (the session stays on B);
+- polled through B once it ended (heartbeats off, so its completion waits on B), it is
+  collected on A and B takes its completion back, as OpenClaw's poll does;
 - A gone, its job is listed through B as ended `failed` (`node-lost`, its line naming A), and
   `poll` says A is gone: nothing hangs; the session is told once, as a completion;
 - the session deleted through B: A kills its job there.
@@ -152,6 +154,32 @@ async def test_a_jobs_end_on_a_wakes_the_session_on_its_owner_b(
     users = _user_texts(history)
     assert users[-1].startswith("An async command you ran earlier has completed.")
     assert f"Exec completed ({sid}, code 0) :: started got hi" in users[-1]
+
+
+async def test_a_poll_through_b_collects_a_jobs_end_queued_on_b(
+    tmp_path: Path, pg_url: str
+) -> None:
+    with trio.fail_after(60):
+        async with two_nodes(tmp_path, pg_url) as nodes:
+            a, b = nodes
+            async with (
+                open_client(a.gw, scopes=ADMIN) as at_a,
+                open_client(b.gw, scopes=ADMIN) as at_b,
+            ):
+                await at_b.request("set-heartbeats", {"enabled": False})
+                sid = await _start_on_a_then_move(a, at_a, "read x; echo got $x")
+                await _process(at_b, "b1", action="write", sessionId=sid, data="hi\n")
+                queued = b.gw.supervisor.services.system_events
+                await wait_for(
+                    lambda: [e.context_key for e in queued.peek(KEY)] == [f"exec:{sid}"],
+                    "the end on A queued on B",
+                    timeout_s=10,
+                )
+                polled = await _process(at_b, "b2", action="poll", sessionId=sid)
+                assert "got hi" in polled and "Process exited with code 0." in polled
+                assert _owns(b) and not queued.has(KEY)
+                assert _job(a.gw, sid).collected
+                assert not a.gw.supervisor.services.system_events.has(KEY)
 
 
 async def test_a_job_of_a_node_gone_is_reported_failed_naming_it(

@@ -30,6 +30,12 @@ reach it from whichever node serves the session now.
   system event and the `exec-event` wake) is queued on the node owning its session, found as
   `wake` and `system-event` find it (`SessionLeases.owner`, taking the lease here when nobody
   holds it), so the owner's heartbeat reads it there and the session does not move for it.
+- **Collected where it is queued.** A poll through another node that returns a job's end
+  collects it on its node (`ProcessRegistry.collect`), which says so in its answer and in
+  the job's next `listed` notice (`collected`); a node hearing either takes the job's queued
+  completion back, and a node that had not yet told the owner of the end no longer does
+  (OpenClaw's poll removes the completion, or keeps it from being queued). A lost job's
+  `Exec finished` is not a completion a poll collects (as a node's in OpenClaw).
 - **Abort, delete, reset** reach every node (`kill_run`, `kill_session`, `clear_finished`
   notices): each kills or forgets the jobs it runs of that run or session.
 
@@ -112,6 +118,8 @@ class _Known:
     lost_since: float = 0.0
     """The same on trio's clock."""
     told_lost: bool = False
+    collected: bool = False
+    """A poll returned its end (on its node)."""
 
 
 @attrs.define(eq=False)
@@ -139,6 +147,7 @@ def _listed_note(job: Job) -> dict[str, Any]:
         "agentId": job.agent_id,
         "notify": job.notify_on_exit,
         "keepS": job.keep_s,
+        "collected": job.collected,
         "entry": entry,
     }
 
@@ -269,6 +278,8 @@ class ClusterProcesses:
                 nursery.start_soon(ask, node)
         for how, answer in results.values():
             if how == "answered" and answer is not None and answer.get("found"):
+                if answer.get("collected"):
+                    self._collected(session_key, job_id)
                 return msgspec.convert(answer["result"], ToolResult)
         if known is None:
             return None  # no other node has it
@@ -318,17 +329,22 @@ class ClusterProcesses:
 
     def on_exit(self, job: Job) -> None:
         """(The registry's `on_exit`.) A backgrounded job ended by itself. Not a checkpoint."""
-        self._ended(job.agent_id, job.session_key, job.id, job.exit_event())
+        self._ended(job.agent_id, job.session_key, job.id, job.exit_event(), job)
 
-    def _ended(self, agent_id: str, key: str, job_id: str, text: str) -> None:
+    def _ended(
+        self, agent_id: str, key: str, job_id: str, text: str, job: Job | None = None
+    ) -> None:
         if key in self.router.leases.held or self._nursery is None:
             self.supervisor.exec_ended(agent_id, key, job_id, text)
             return
-        self._nursery.start_soon(self._tell_owner, agent_id, key, job_id, text)
+        self._nursery.start_soon(self._tell_owner, agent_id, key, job_id, text, job)
 
-    async def _tell_owner(self, agent_id: str, key: str, job_id: str, text: str) -> None:
+    async def _tell_owner(
+        self, agent_id: str, key: str, job_id: str, text: str, job: Job | None
+    ) -> None:
         """Queue the end on the session's owner: this node when it holds the lease or takes
-        it now (kept while the event waits here), else the node that holds it."""
+        it now (kept while the event waits here), else the node that holds it; not when a
+        poll collected `job` meanwhile (OpenClaw queues no completion then)."""
         leases = self.router.leases
         owner = self.router.node_id
         with leases.pinned(key):
@@ -336,6 +352,8 @@ class ClusterProcesses:
                 owner = await leases.owner(key)
             except (ClusterError, StoreError) as exc:
                 log.warning("exec end of %s queued here: its owner is unknown: %s", key, exc)
+            if job is not None and job.collected:
+                return
             if owner == self.router.node_id:
                 self.supervisor.exec_ended(agent_id, key, job_id, text)
                 return
@@ -406,6 +424,16 @@ class ClusterProcesses:
         )
         while len(self._known) > MAX_KNOWN:
             self._known.popitem(last=False)
+        if note.get("collected"):
+            self._collected(*key)
+
+    def _collected(self, session_key: str, job_id: str) -> None:
+        """A poll returned the end of another node's job: noted, its completion taken back
+        from this node's queue (`ProcessRegistry.collected`)."""
+        known = self._known.get((session_key, job_id))
+        if known is not None:
+            known.collected = True
+        self.registry.collected(session_key, job_id)
 
     def _seen(self, node: str, inc: object) -> None:
         """`node`'s process is the one that started at `inc`: if it is not the one this node
@@ -448,15 +476,13 @@ class ClusterProcesses:
             params = msgspec.convert(args, ProcessParams)
         except msgspec.ValidationError:
             params = None
-        if (
-            params is None
-            or not params.sessionId
-            or registry.get(session_key, params.sessionId) is None
-        ):
+        job = registry.get(session_key, params.sessionId) if params and params.sessionId else None
+        if params is None or job is None:
             await trio.lowlevel.checkpoint()
             return {"found": False}
         result = await act_here(registry, session_key, params)
-        return {"found": True, "result": msgspec.to_builtins(result)}
+        collected = params.action == "poll" and job.collected  # its end returned here
+        return {"found": True, "result": msgspec.to_builtins(result), "collected": collected}
 
     # --- the nodes that join and go ---------------------------------------------------------
 

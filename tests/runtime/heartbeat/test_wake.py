@@ -152,3 +152,20 @@ def test_no_turn_reads_a_background_commands_completion_only_a_heartbeat_tells_i
     queue.hold("k", told)
     queue.take("k", told)
     assert not queue.has("k")
+
+
+def test_a_polled_completion_is_taken_back_held_or_not_and_the_others_stay() -> None:
+    """As OpenClaw's poll (`acknowledgeNotifyOnExit` removes the one event its job queued):
+    the completion goes, whether a heartbeat's run holds it or not; the rest stays."""
+    queue = SystemEventQueue()
+    queue.enqueue("k", "Exec completed (a1, code 0) :: ok", context_key="exec:a1")
+    queue.enqueue("k", "Deploy finished")
+    queue.enqueue("k", "Exec failed (a2, code 1) :: no", context_key="exec:a2")
+    told = [e for e in queue.peek("k") if is_exec_completion_event(e.text)]
+    queue.hold("k", told)  # a heartbeat telling both runs
+    assert queue.take_context("k", "exec:a1") == 1
+    assert [e.context_key for e in queue.peek("k")] == [None, "exec:a2"]
+    queue.release("k", told)  # that run failed: only a2 is left to tell
+    assert queue.take_context("k", "exec:a1") == 0
+    assert queue.take_context("k", "exec:a2") == 1
+    assert [e.text for e in queue.peek("k")] == ["Deploy finished"]

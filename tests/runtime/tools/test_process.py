@@ -258,6 +258,31 @@ async def test_a_background_end_is_announced_unless_it_was_killed(ctx: ToolConte
     assert notices[0].exit_event() == f"Exec completed ({sid}, code 2) :: built"
 
 
+async def test_only_a_poll_returning_the_end_collects_a_job(
+    registry: ProcessRegistry, ctx: ToolContext
+) -> None:
+    """OpenClaw's terminal poll (`finishedPollResult` acknowledges the job): a poll of the
+    running job, `log` and `list` collect nothing; the poll that returns the end does, and
+    the host hears of it (`on_collected`) to take its completion back."""
+    collected: list[tuple[str, str]] = []
+    registry.on_collected = lambda key, job_id: collected.append((key, job_id))
+    with trio.fail_after(15):
+        sid, _ = await _background(registry, ctx, "echo started; read x; echo got $x")
+        job = registry.get(ctx.session_key, sid)
+        assert job is not None
+        polled = await _process(registry, ctx, action="poll", sessionId=sid, timeout=5000)
+        assert "Process still running." in _text(polled)
+        await _process(registry, ctx, action="write", sessionId=sid, data="hi\n")
+        await job.done.wait()
+        await _process(registry, ctx, action="log", sessionId=sid)
+        await _process(registry, ctx, action="list")
+        assert not job.collected and collected == []
+        done = await _process(registry, ctx, action="poll", sessionId=sid)
+        assert _text(done).endswith("Process exited with code 0.")
+        assert collected == [(ctx.session_key, sid)]
+        assert getattr(registry.get(ctx.session_key, sid), "collected", None) is True
+
+
 async def test_kill_run_and_the_registry_end_kill_every_tree(
     ctx: ToolContext, workspace: Path
 ) -> None:
