@@ -22,7 +22,8 @@
 - `_exec_approvals`: the host exec approvals document (`ExecApprovalsDocument`: one row,
   compare-and-set by its hash; `ExecApprovalsChanged` when it moved on).
 - `_search`: full-text search over the transcripts (`TranscriptSearch`: FTS5 on SQLite,
-  PostgreSQL's text search), indexed by triggers as entries are written.
+  PostgreSQL's text search), indexed as entries are written (by the SQLite writer, by
+  triggers on PostgreSQL).
 - `_session_groups`: the session groups' catalog (`SessionGroups`), one document in a
   table of its own, changed in the writer's transactions (`UnknownGroup`).
 - `_usage`: the usage aggregates (`UsageStore`), added as runs end in the same transaction

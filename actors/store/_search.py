@@ -1,20 +1,23 @@
-"""Full-text search over the transcripts (`sessions.search`), kept current by the database.
+"""Full-text search over the transcripts (`sessions.search`), kept current by the writer.
 
 The user and assistant messages of every transcript are indexed as their entries are
-written: a trigger on `entries` (in the writer's transaction, so the index holds exactly
-what the transcripts hold) copies each message's text into `search_entries`, and one on
-deletes takes it out again. Nothing in Python sees the writes; imports, forks and runs
-are indexed alike. What is indexed of a message: its text parts (OpenClaw's rule: a
-string content, else the `text` parts joined by newlines), at most `TEXT_MAX` characters.
+written, in the writer's transaction (so the index holds exactly what the transcripts
+hold), at the one place each backend inserts entries: imports, forks and runs are indexed
+alike. What is indexed of a message: its text parts (OpenClaw's rule: a string content,
+else the `text` parts joined by newlines), at most `TEXT_MAX` characters.
 
-- SQLite: an FTS5 table over `search_entries` (external content, OpenClaw's tokenizer:
-  `unicode61 remove_diacritics 2`); ranked by BM25 (the score is `-bm25`, higher is
-  better), snippets by FTS5's `snippet` (48 tokens). `SQLITE_SCHEMA` creates it (and
-  indexes a store's existing transcripts once, `meta.search_indexed`).
+- SQLite: the writer adds a batch's rows to `search_entries` itself (`sqlite_index`,
+  from `actors.store._sqlite`'s flush of the batch's entries: each body decoded once by
+  msgspec; SQL parsing the JSON per row cost a gateway about 7 % of its instructions a
+  run); a trigger on deletes takes them out again. An FTS5 table over `search_entries`
+  (external content, OpenClaw's tokenizer: `unicode61 remove_diacritics 2`, kept by
+  triggers on `search_entries`); ranked by BM25 (the score is `-bm25`, higher is better),
+  snippets by FTS5's `snippet` (48 tokens). `SQLITE_SCHEMA` creates it (and indexes a
+  store's existing transcripts once, `meta.search_indexed`).
 - PostgreSQL: a `tsvector` column (the `simple` configuration: no stemming, no stop
   words) with a GIN index; ranked by `ts_rank`, snippets by `ts_headline`. `PG_SCHEMA` is
-  its migration (with the same first indexing); statement-level triggers take a batch's
-  entries in one pass.
+  its migration (with the same first indexing); statement-level triggers on `entries` take
+  a batch's entries in one pass, and take them out again.
 
 A query is OpenClaw's: every whitespace-separated token must occur (`"a" AND "b"`).
 Bounded: the newest `CANDIDATES_MAX` matching messages are ranked (beyond them the answer
@@ -27,10 +30,12 @@ Every read is a checkpoint and raises `StoreError` when the database fails.
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable, Sequence
 from typing import Any, Final, Protocol, TypeVar
 
 import attrs
+import msgspec
 
 from ._ops import SqlConnection
 
@@ -39,10 +44,13 @@ __all__ = [
     "LIMIT_MAX",
     "PG_SCHEMA",
     "SNIPPET_MAX",
+    "SQLITE_INSERT_HEAD",
     "SQLITE_SCHEMA",
     "SearchHit",
     "SearchPage",
+    "SearchRow",
     "TranscriptSearch",
+    "sqlite_index",
 ]
 
 _T = TypeVar("_T")
@@ -58,9 +66,27 @@ _USER: Final = '"message":{"role":"user"'
 _ASSISTANT: Final = '"message":{"role":"assistant"'
 """How an encoded `MessageEntry` begins (msgspec writes the tag first) and how its message
 does: other entries and tool results are passed over without parsing their JSON (a quote
-inside a JSON string is escaped, so these only match the structure). Every body is
-msgspec's JSON, so none is checked for validity first (a check that cost a third of the
-index's time)."""
+inside a JSON string is escaped, so these only match the structure)."""
+_INT64_MIN: Final = -(2**63)
+_INT64_MAX: Final = 2**63 - 1
+
+
+def _sqlite_doc(body: str) -> str:
+    """The columns `role`, `ts` and `text` SQLite reads of the message entry `body` (the
+    text neither trimmed nor cut yet): the first indexing's rule, and the writer's for a
+    body `sqlite_index` leaves to SQLite."""
+    return f"""json_extract({body}, '$.message.role') AS role,
+    CAST(COALESCE(json_extract({body}, '$.message.timestamp'), 0) AS INTEGER) AS ts,
+    CASE json_type({body}, '$.message.content')
+        WHEN 'text' THEN json_extract({body}, '$.message.content')
+        WHEN 'array' THEN (
+            SELECT group_concat(json_extract(c.value, '$.text'), char(10))
+            FROM json_each({body}, '$.message.content') AS c
+            WHERE json_extract(c.value, '$.type') = 'text'
+                AND trim(COALESCE(json_extract(c.value, '$.text'), '')) != ''
+        )
+    END AS text"""
+
 
 SQLITE_SCHEMA: Final = (
     """CREATE TABLE IF NOT EXISTS search_entries(
@@ -83,28 +109,10 @@ END""",
     """CREATE TRIGGER IF NOT EXISTS search_entries_removed AFTER DELETE ON search_entries BEGIN
     INSERT INTO search_fts(search_fts, rowid, text) VALUES ('delete', old.id, old.text);
 END""",
-    "DROP TRIGGER IF EXISTS entries_search_added",  # the first version parsed every message
-    f"""CREATE TRIGGER IF NOT EXISTS entries_search_indexed AFTER INSERT ON entries
-WHEN substr(new.body, 1, {len(_MESSAGE_PREFIX)}) = CAST('{_MESSAGE_PREFIX}' AS BLOB)
-    AND (instr(new.body, CAST('{_USER}' AS BLOB)) > 0
-        OR instr(new.body, CAST('{_ASSISTANT}' AS BLOB)) > 0)
-BEGIN
-    INSERT INTO search_entries(session_id, entry_id, role, ts, text)
-    SELECT new.session_id, new.entry_id, m.role, m.ts, substr(trim(m.text), 1, {TEXT_MAX})
-    FROM (SELECT
-        json_extract(new.body, '$.message.role') AS role,
-        CAST(COALESCE(json_extract(new.body, '$.message.timestamp'), 0) AS INTEGER) AS ts,
-        CASE json_type(new.body, '$.message.content')
-            WHEN 'text' THEN json_extract(new.body, '$.message.content')
-            WHEN 'array' THEN (
-                SELECT group_concat(json_extract(c.value, '$.text'), char(10))
-                FROM json_each(new.body, '$.message.content') AS c
-                WHERE json_extract(c.value, '$.type') = 'text'
-                    AND trim(COALESCE(json_extract(c.value, '$.text'), '')) != ''
-            )
-        END AS text) AS m
-    WHERE m.role IN ('user', 'assistant') AND trim(COALESCE(m.text, '')) != '';
-END""",
+    # The first two versions indexed from triggers on entries (SQL parsing the JSON of
+    # every message); the writer indexes a batch itself now (`sqlite_index`).
+    "DROP TRIGGER IF EXISTS entries_search_added",
+    "DROP TRIGGER IF EXISTS entries_search_indexed",
     """CREATE TRIGGER IF NOT EXISTS entries_search_removed AFTER DELETE ON entries BEGIN
     DELETE FROM search_entries WHERE session_id = old.session_id AND entry_id = old.entry_id;
 END""",
@@ -112,17 +120,7 @@ END""",
     f"""INSERT INTO search_entries(session_id, entry_id, role, ts, text)
 SELECT session_id, entry_id, role, ts, substr(trim(text), 1, {TEXT_MAX}) FROM (SELECT
     e.session_id, e.entry_id,
-    json_extract(e.body, '$.message.role') AS role,
-    CAST(COALESCE(json_extract(e.body, '$.message.timestamp'), 0) AS INTEGER) AS ts,
-    CASE json_type(e.body, '$.message.content')
-        WHEN 'text' THEN json_extract(e.body, '$.message.content')
-        WHEN 'array' THEN (
-            SELECT group_concat(json_extract(c.value, '$.text'), char(10))
-            FROM json_each(e.body, '$.message.content') AS c
-            WHERE json_extract(c.value, '$.type') = 'text'
-                AND trim(COALESCE(json_extract(c.value, '$.text'), '')) != ''
-        )
-    END AS text
+    {_sqlite_doc("e.body")}
     FROM (SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM meta WHERE key = 'search_indexed')) AS once
     CROSS JOIN entries AS e  -- (in this order: nothing is read once indexed)
     WHERE substr(e.body, 1, {len(_MESSAGE_PREFIX)}) = CAST('{_MESSAGE_PREFIX}' AS BLOB)
@@ -133,6 +131,113 @@ WHERE role IN ('user', 'assistant') AND trim(COALESCE(text, '')) != ''""",
     "INSERT OR IGNORE INTO meta(key, value) VALUES ('search_indexed', '1')",
 )
 """The SQLite side (each statement whole: trigger bodies hold semicolons)."""
+
+SearchRow = tuple[str, str, str, int, str]
+"""A row of `search_entries`: `session_id, entry_id, role, ts, text`."""
+SQLITE_INSERT_HEAD: Final = (
+    "INSERT INTO search_entries(session_id, entry_id, role, ts, text) VALUES "
+)
+"""The head of the writer's multi-row inserts of `SearchRow`s."""
+_SQLITE_INSERT_ONE: Final = f"""INSERT INTO search_entries(session_id, entry_id, role, ts, text)
+SELECT :session_id, :entry_id, role, ts, substr(trim(text), 1, {TEXT_MAX})
+FROM (SELECT {_sqlite_doc(":body")})
+WHERE role IN ('user', 'assistant') AND trim(COALESCE(text, '')) != ''"""
+"""The row of one body, read by SQLite (the rule of the trigger this replaced)."""
+
+_PREFIX_BYTES: Final = _MESSAGE_PREFIX.encode()
+_USER_BYTES: Final = _USER.encode()
+_ASSISTANT_BYTES: Final = _ASSISTANT.encode()
+_NUL_ESCAPE: Final = b"\\u0000"
+"""A JSON NUL escape: SQLite's JSON functions end a string there, so such a body is left
+to SQLite."""
+
+
+class _Part(msgspec.Struct, frozen=True, gc=False):
+    type: str | None = None
+    text: str | None = None
+
+
+class _Message(msgspec.Struct, frozen=True, gc=False):
+    role: str | None = None
+    timestamp: int | None = None
+    content: str | list[_Part] | None = None
+
+
+class _Body(msgspec.Struct, frozen=True, gc=False):
+    """What the index reads of a message entry's body: unknown fields ignored (any entry
+    and message decodes), the entry's type read from its first bytes (`_MESSAGE_PREFIX`),
+    as the trigger did; untracked by the garbage collector (nothing in it can hold a cycle)."""
+
+    message: _Message | None = None
+
+
+_decode_body: Final = msgspec.json.Decoder(_Body).decode
+
+
+def sqlite_index(
+    conn: sqlite3.Connection,
+    entries: Sequence[tuple[str, int, str, bytes]],
+    insert: Callable[[list[SearchRow]], object],
+) -> None:
+    """Index `entries` (`session_id, seq, entry_id, body`, as the writer has just inserted
+    them into `entries`): the `search_entries` rows of their user and assistant messages
+    with text go to `insert` (as many at a time as can be), in the entries' order. A
+    message's row: its text (a string content, else the `text` parts not blank joined by
+    newlines; spaces trimmed, as SQLite's `trim`; at most `TEXT_MAX` characters) and its
+    timestamp (an integer, 0 when there is none).
+
+    The rule of the trigger on `entries` that did this before, in Python, on each body
+    decoded once by msgspec; a body that does not decode that way (a float timestamp, a
+    content of another shape, a JSON NUL escape, text that is not valid JSON) is indexed
+    in its place by that trigger's own SQL on `conn`, so its row is the trigger's (and JSON
+    SQLite cannot read fails the write, as it did). Blocking."""
+    rows: list[SearchRow] = []
+    for session_id, _seq, entry_id, body in entries:
+        # (`find`, not `in`: bytes' `in` tries the needle as an int first, at a cost)
+        if not body.startswith(_PREFIX_BYTES) or (
+            body.find(_ASSISTANT_BYTES) < 0 and body.find(_USER_BYTES) < 0
+        ):
+            continue
+        try:
+            doc = _read(body)
+        except msgspec.DecodeError:
+            if rows:
+                insert(rows)
+                rows = []
+            found = {"session_id": session_id, "entry_id": entry_id, "body": body}
+            conn.execute(_SQLITE_INSERT_ONE, found)
+            continue
+        if doc is not None:
+            rows.append((session_id, entry_id, doc[0], doc[1], doc[2]))
+    if rows:
+        insert(rows)
+
+
+def _read(body: bytes) -> tuple[str, int, str] | None:
+    """A message entry's role, timestamp and text (None: not indexed). Raises
+    `msgspec.DecodeError` for a body left to SQLite."""
+    if body.find(_NUL_ESCAPE) >= 0:
+        raise msgspec.DecodeError("a NUL escape (SQLite's JSON ends the string there)")
+    message = _decode_body(body).message
+    if message is None or message.role not in ("user", "assistant"):
+        return None
+    content = message.content
+    if isinstance(content, str):
+        text = content
+    elif content:
+        text = "\n".join(
+            [p.text for p in content if p.type == "text" and p.text and p.text.strip(" ")]
+        )
+    else:
+        return None
+    text = text.strip(" ")[:TEXT_MAX]
+    if not text:
+        return None
+    ts = message.timestamp or 0
+    if not _INT64_MIN <= ts <= _INT64_MAX:  # (as SQLite's CAST of a larger number)
+        ts = _INT64_MIN if ts < 0 else _INT64_MAX
+    return message.role, ts, text
+
 
 _PG_DOC: Final = f"""CREATE FUNCTION clawlane_search_doc(
     body bytea, OUT role text, OUT ts bigint, OUT doc text

@@ -3,8 +3,10 @@ blocking work the store runs in worker threads (opening connections, `write_batc
 
 `write_batch` applies a batch of operations in one transaction (the group commit of
 `actors.store._store`): session row upserts, transcript entries and run journal rows go to SQLite
-in multi-row statements, one SQLite step per statement rather than per row. Nothing here
-touches trio; the store hands these functions to `trio.to_thread.run_sync`.
+in multi-row statements, one SQLite step per statement rather than per row. The entries'
+rows of the transcripts' search index (`actors.store._search.sqlite_index`) go in with
+them, from the one place entries are inserted. Nothing here touches trio; the store hands
+these functions to `trio.to_thread.run_sync`.
 
 Fencing: a batch with fenced writes reads the stored tokens of their sessions once
 (`session_fences`), checks each fenced write against them (`actors.store._ops.Fences`),
@@ -28,7 +30,7 @@ from pathlib import Path
 from typing import Any, Final, TypeVar
 
 from .._errors import StoreError
-from . import _audit, _journal, _usage
+from . import _audit, _journal, _search, _usage
 from ._ops import (
     AddAudit,
     AddUsage,
@@ -48,7 +50,6 @@ from ._ops import (
     list_query,
     put_checked,
 )
-from ._search import SQLITE_SCHEMA as _SEARCH_SCHEMA
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -137,7 +138,7 @@ def open_writer(path: Path) -> sqlite3.Connection:
         conn.execute("BEGIN IMMEDIATE")
         try:
             schema = (_SCHEMA + _journal.SCHEMA).split(";") + list(_usage.SCHEMA)
-            schema += list(_SEARCH_SCHEMA)  # (its triggers' bodies hold semicolons)
+            schema += list(_search.SQLITE_SCHEMA)  # (its triggers' bodies hold semicolons)
             for statement in schema + list(_audit.SQLITE_SCHEMA):
                 if statement.strip():
                     conn.execute(statement)
@@ -295,6 +296,9 @@ class _Runs:
             rows.clear()
         if entries:
             _insert_rows(conn, _INSERT_ENTRY_HEAD, "", 4, entries)
+            # (the one place entries are inserted: their messages are indexed here)
+            index = functools.partial(_insert_rows, conn, _search.SQLITE_INSERT_HEAD, "", 5)
+            _search.sqlite_index(conn, entries, index)
             entries.clear()
         if runs:
             _insert_flat(conn, _journal.PUT_HEAD, _journal.WIDTH, runs)
