@@ -222,8 +222,16 @@ class GatewaySessions:
         """OpenClaw's claim: `yielded` when this run spawned children that announce back,
         or a subagent waits for a continuation (`waitFor: "message"`: its run pauses, its
         parent hears of it after the continuation); `already_pending` when only earlier
-        turns' children are pending; else its error. The tool then ends the turn."""
-        return yield_claim(self.spawner.book, ctx, args, self.spawner.pause)
+        turns' children are pending; else its error (a subagent's background job running or
+        not collected refuses it). The tool then ends the turn."""
+        processes = self.sup.processes
+        return yield_claim(
+            self.spawner.book,
+            ctx,
+            args,
+            self.spawner.pause,
+            lambda key: processes is not None and processes.awaits_collection(key),
+        )
 
 
 def stop_subagents(sup: Supervisor, key: str, run_id: str | None = None) -> list[str]:

@@ -467,6 +467,10 @@ class EmbeddedRuntime:
         session = self._sessions.get(key)
         return session.row if session is not None else None
 
+    def jobs_await_collection(self, key: str) -> bool:
+        processes = self.services.processes
+        return processes is not None and processes.awaits_collection(key)
+
     def running(self) -> list[RunState]:
         return [turn.state for turn in self._turns.values()]
 

@@ -134,6 +134,11 @@ class SessionsRuntime(Protocol):
         """The row of a session in memory, or None. Not a checkpoint."""
         ...
 
+    def jobs_await_collection(self, key: str) -> bool:
+        """Whether a background job of session `key` runs, or ended and no poll returned
+        its end (`runtime.tools.ProcessRegistry.awaits_collection`). Not a checkpoint."""
+        ...
+
     def running(self) -> list[RunState]:
         """The runs going on now."""
         ...
@@ -405,7 +410,7 @@ class EmbeddedSessions:
         return await self.book.agents_wait(ctx.session_key, args.ids, timeout)
 
     def yield_turn(self, ctx: ToolContext, args: SessionsYieldParams) -> dict[str, Any]:
-        return yield_claim(self.book, ctx, args, self.book.pause)
+        return yield_claim(self.book, ctx, args, self.book.pause, self.rt.jobs_await_collection)
 
     def stop(self, session_key: str, run_id: str | None = None) -> list[str]:
         """Abort the running subagents of `session_key`'s tree (only those run `run_id`

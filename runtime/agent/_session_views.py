@@ -43,6 +43,7 @@ from ._subagent_book import TaskBook, TaskRecord, pending_children_message, repl
 
 __all__ = [
     "AGENTS_WAIT_DEFAULT_S",
+    "BACKGROUND_EXEC_YIELD",
     "CHILDREN_KEPT",
     "MISSING_FOR_MODE",
     "RESUME_REFUSED",
@@ -91,6 +92,11 @@ CRON_YIELD: Final = (
     "Isolated automation turns cannot use sessions_yield because no requester continuation "
     "is available. Finish this turn so the scheduler can handle child output under the "
     "job's delivery policy."
+)
+BACKGROUND_EXEC_YIELD: Final = (
+    "Background exec is still running or has an uncollected result in this subagent session. "
+    "Use process to poll and collect it before yielding; background exec completion cannot "
+    "resume this subagent, and run-scoped proxy credentials expire when the turn ends."
 )
 RESUME_REFUSED: Final = "Task resume requires a child of this session paused by sessions_yield."
 MISSING_FOR_MODE: Final = (
@@ -603,16 +609,23 @@ def yield_claim(
     ctx: ToolContext,
     args: SessionsYieldParams,
     pause: Callable[[str, str], bool],
+    awaits_collection: Callable[[str], bool],
 ) -> dict[str, Any]:
     """OpenClaw's claim: `yielded` when this run spawned children that announce back, or a
     subagent waits for a continuation (`waitFor: "message"`: `pause(child_key, run_id)`
     pauses its task, its parent hears of it after the continuation); `already_pending` when
-    only earlier turns' children are pending; else its error. The tool then ends the turn."""
+    only earlier turns' children are pending; else its error. A subagent claiming no child
+    is refused while `awaits_collection(session_key)` (a background job of it runs, or ended
+    and no poll returned its end: OpenClaw's requester-yield check, whatever `waitFor`). The
+    tool then ends the turn."""
     if list_kind(ctx.session_key) == "cron":
         return {"status": "error", "error": CRON_YIELD}
     claimed = book.claim_yield(ctx.session_key, ctx.run_id)
-    if not claimed and args.waitFor == "message" and ":subagent:" in ctx.session_key:
-        claimed = pause(ctx.session_key, ctx.run_id)
+    if not claimed and ":subagent:" in ctx.session_key:
+        if awaits_collection(ctx.session_key):
+            return {"status": "error", "error": BACKGROUND_EXEC_YIELD}
+        if args.waitFor == "message":
+            claimed = pause(ctx.session_key, ctx.run_id)
     if claimed:
         result: dict[str, Any] = {"status": "yielded"}
         if args.acknowledgment and args.acknowledgment.strip():

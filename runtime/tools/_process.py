@@ -29,7 +29,9 @@ When a backgrounded job ends by itself (not killed on request) the registry call
 with it, as OpenClaw's `notifyOnExit` enqueues an `Exec completed|failed (<id>, code N) :: <tail>`
 system event (`Job.exit_event`); the host wakes the session with it. A `process` poll that
 returns a job's end collects it (`collect`, OpenClaw's terminal poll): the host takes its
-queued completion back (`on_collected`), so no heartbeat tells what the model has seen.
+queued completion back (`on_collected`), so no heartbeat tells what the model has seen. A
+job running, or ended and not collected, holds a subagent's `sessions_yield`
+(`awaits_collection`, as in OpenClaw).
 
 In a cluster the registry stays the one home of this node's jobs, and `peers` (a
 `ProcessPeers`, set by `transports.cluster`) is the other nodes': the registry tells them
@@ -340,6 +342,10 @@ class ProcessPeers(Protocol):
     def clear_finished(self, session_key: str) -> None:
         """Forget `session_key`'s ended jobs on the other nodes."""
 
+    def awaits_collection(self, session_key: str) -> bool:
+        """`ProcessRegistry.awaits_collection` for the other nodes' jobs, as last told."""
+        ...
+
     async def list(self, session_key: str) -> list[tuple[dict[str, Any], str]]:
         """`session_key`'s jobs on the other nodes, each as its `process list` entry and
         where it runs (a job whose node is gone: ended `failed`, `exitReason` `node-lost`).
@@ -371,8 +377,7 @@ class ProcessRegistry:
         self.on_exit = on_exit
         self.peers: ProcessPeers | None = None
         """The other nodes' registries, in a cluster (see the module docstring)."""
-        self.on_collected: Callable[[str, str], None] | None = None
-        """`on_collected(session_key, job_id)`: a poll returned that job's end (`collected`)."""
+        self.on_collected: Callable[[str, str], None] | None = None  # see `collected`
         self._jobs: dict[str, Job] = {}
         self._finished: dict[str, Job] = {}  # backgrounded and ended, oldest first
         self.closing = False
@@ -627,6 +632,16 @@ class ProcessRegistry:
                 self.on_collected(session_key, job_id)
             except Exception:
                 log.exception("on_collected failed for job %s", job_id)
+
+    def awaits_collection(self, session_key: str) -> bool:
+        """Whether a backgrounded job of `session_key` runs, or ended and no poll returned
+        its end, here or (as last told) on another node: OpenClaw's check before a subagent's
+        `sessions_yield`."""
+        self._expire()
+        jobs = (*self._jobs.values(), *self._finished.values())
+        if any(j.session_key == session_key and j.backgrounded and not j.collected for j in jobs):
+            return True
+        return self.peers is not None and self.peers.awaits_collection(session_key)
 
     def get(self, session_key: str, job_id: str) -> Job | None:
         """The backgrounded job `job_id` of `session_key`, running or kept after its end."""

@@ -8,7 +8,8 @@ its session now.
 - written to through B, the job ends on A by itself: its completion event and wake go to B,
   the session's owner, which runs the wake there (the session stays on B);
 - polled through B once it ended (heartbeats off, so its completion waits on B), it is
-  collected on A and B takes its completion back, as OpenClaw's poll does;
+  collected on A and B takes its completion back, as OpenClaw's poll does; a subagent's job
+  on A refuses its `sessions_yield` through B until a poll through B returned its end;
 - A gone, its job is listed through B as ended `failed` (`node-lost`, its line naming A), and
   `poll` says A is gone: nothing hangs; the session is told once, as a completion;
 - the session deleted through B: A kills its job there.
@@ -180,6 +181,30 @@ async def test_a_poll_through_b_collects_a_jobs_end_queued_on_b(
                 assert _owns(b) and not queued.has(KEY)
                 assert _job(a.gw, sid).collected
                 assert not a.gw.supervisor.services.system_events.has(KEY)
+
+
+async def test_a_subagents_job_on_a_holds_its_yield_through_b_until_polled(
+    tmp_path: Path, pg_url: str
+) -> None:
+    solo = "agent:main:subagent:solo"
+    wait = tool_directive("sessions_yield", waitFor="message")
+    with trio.fail_after(60):
+        async with two_nodes(tmp_path, pg_url) as nodes:
+            a, b = nodes
+            async with (
+                open_client(a.gw, scopes=ADMIN) as at_a,
+                open_client(b.gw, scopes=ADMIN) as at_b,
+            ):
+                sid = await _start_on_a_then_move(a, at_a, "read x; echo got $x", solo)
+                refused = await turn_text(at_b, solo, wait, "b1")
+                assert _owns(b, solo) and "Background exec is still running" in refused
+                await _process(at_b, "b2", solo, action="write", sessionId=sid, data="hi\n")
+                await _job(a.gw, sid, solo).done.wait()
+                assert "Background exec" in await turn_text(at_b, solo, wait, "b3")
+                poll = tool_directive("process", action="poll", sessionId=sid)
+                polled = await turn_text(at_b, solo, poll + wait, "b4")
+                assert "Process exited with code 0." in polled
+                assert "Background exec" not in polled and "No pending child" in polled
 
 
 async def test_a_job_of_a_node_gone_is_reported_failed_naming_it(

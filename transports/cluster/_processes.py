@@ -35,7 +35,9 @@ reach it from whichever node serves the session now.
   the job's next `listed` notice (`collected`); a node hearing either takes the job's queued
   completion back, and a node that had not yet told the owner of the end no longer does
   (OpenClaw's poll removes the completion, or keeps it from being queued). A lost job's
-  `Exec finished` is not a completion a poll collects (as a node's in OpenClaw).
+  `Exec finished` is not a completion a poll collects (as a node's in OpenClaw). A job
+  elsewhere that runs, or ended and is not collected, holds a subagent's `sessions_yield`
+  as one here does (`awaits_collection`, as last told); a lost one does not.
 - **Abort, delete, reset** reach every node (`kill_run`, `kill_session`, `clear_finished`
   notices): each kills or forgets the jobs it runs of that run or session.
 
@@ -211,6 +213,14 @@ class ClusterProcesses:
     def clear_finished(self, session_key: str) -> None:
         self._drop(session_key, ended_only=True)
         self.router.tell_all({"proc": "clear", "sessionKey": session_key})
+
+    def awaits_collection(self, session_key: str) -> bool:
+        """Whether a job of `session_key` another node told of runs, or ended and is not
+        collected (a lost one does not: its node is gone, nothing can collect it)."""
+        return any(
+            k.session_key == session_key and not k.collected and not self._lost(k)
+            for k in self._known.values()
+        )
 
     def _drop(self, session_key: str, *, ended_only: bool) -> None:
         """Forget the known jobs of `session_key` (`ended_only`: those ended or lost)."""
