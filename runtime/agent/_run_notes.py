@@ -47,8 +47,8 @@ def run_notes(progress: RunProgress, messages: Sequence[Message], run_id: str) -
     """The rows run `run_id` adds beside `messages` (its `run_messages`, user message first),
     each placed by the index of the message it comes before; none when the run wrote no
     message (it never got as far as its user message)."""
-    if not messages:
-        return []
+    if not messages or not (progress.nested or progress.yielded is not None):
+        return []  # the common run (a random scope id costs a system call)
     notes: list[RunNote] = []
     scope = str(uuid.uuid4())
     for order, (position, call) in enumerate(progress.nested):
