@@ -5,7 +5,9 @@ The built-ins (`builtin_tools`) are OpenClaw's `ls`, `read`, `write`, `edit`, `a
 `TOOL_GROUPS`, `PROFILES` and `TOOL_ALIASES` are OpenClaw's catalog (`_catalog`): every tool
 it defines, whether clawlane has it or not. `ToolPolicy.resolve` applies OpenClaw's layered
 allow/deny (`_policy`); `normalize_tool_name` resolves an alias (`bash` → `exec`,
-`apply-patch` → `apply_patch`) for a model's call as for a policy entry.
+`apply-patch` → `apply_patch`) for a model's call as for a policy entry. `edit` (`_edit`) takes
+OpenClaw's `edits` array, matches each against the original text as OpenClaw does (exactly,
+else fuzzily: `_edit_match`, `_graphemes`) and reports jsdiff's line diff (`_line_diff`).
 
 Commands: `exec` (`ExecTool`, its `tools.exec.*` in `ExecSettings`) runs each command under a
 keeper that owns its whole process tree (`_proctree`); with the host's `ProcessRegistry`
@@ -73,6 +75,7 @@ from ._catalog import TOOL_ALIASES as TOOL_ALIASES
 from ._catalog import TOOL_GROUPS as TOOL_GROUPS
 from ._catalog import CoreTool as CoreTool
 from ._catalog import normalize_tool_name as normalize_tool_name
+from ._edit import EditTool as EditTool
 from ._egress import EgressPolicy as EgressPolicy
 from ._errors import EgressBlockedError as EgressBlockedError
 from ._errors import JobLimitError as JobLimitError
@@ -95,7 +98,6 @@ from ._exec_policy import validate_document as validate_document
 from ._exec_review import DenialStreaks as DenialStreaks
 from ._exec_review import ModelReviewer as ModelReviewer
 from ._exec_review import parse_review as parse_review
-from ._fs import EditTool as EditTool
 from ._fs import LsTool as LsTool
 from ._fs import ReadTool as ReadTool
 from ._fs import WriteTool as WriteTool

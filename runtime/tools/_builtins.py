@@ -7,8 +7,9 @@ from typing import Annotated
 import msgspec
 
 from ._ask import AskUserTool, QuestionDesk
+from ._edit import EditTool
 from ._exec import ExecSettings
-from ._fs import EditTool, LsTool, ReadTool, WriteTool
+from ._fs import LsTool, ReadTool, WriteTool
 from ._gateway import ConfigReader, GatewayTool
 from ._patch import ApplyPatchTool
 from ._process import ProcessRegistry

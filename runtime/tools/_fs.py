@@ -1,4 +1,5 @@
-"""The file tools: `ls`, `read`, `write` and `edit`, confined to the session workspace.
+"""The file tools `ls`, `read` and `write`, confined to the session workspace (`edit` is in
+`_edit`, on the helpers here).
 
 Each call resolves its path with `resolve_in_workspace` and does all its disk work in one
 worker thread (`trio.to_thread.run_sync`, not abandoned on cancellation: a started read or
@@ -7,8 +8,7 @@ write finishes, then `Cancelled` is raised). Files are opened by their resolved 
 an OS error becomes an error `ToolResult`; these tools do not raise for them.
 
 Line endings as OpenClaw's (`_line_endings`): `read` shows CRLF as LF (a lone CR kept, a BOM
-dropped), and `edit` matches `oldText` with every line ending as LF, so text copied from `read`
-matches a CRLF file, and writes each line back with the ending it had (and the BOM).
+dropped), which is what `edit` matches `oldText` against.
 """
 
 from __future__ import annotations
@@ -28,19 +28,11 @@ import trio
 from runtime.llm._types import ImageContent, TextContent
 
 from ._errors import SandboxError
-from ._line_endings import (
-    BOM,
-    Replacement,
-    normalize_to_lf,
-    read_view_line,
-    restore_line_endings,
-)
+from ._line_endings import read_view_line
 from ._sandbox import resolve_in_workspace
 from ._tool import ToolContext, ToolResult, text_result
 
 __all__ = [
-    "EditParams",
-    "EditTool",
     "LsParams",
     "LsTool",
     "ReadParams",
@@ -92,14 +84,6 @@ class WriteParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, renam
     content: Annotated[str, msgspec.Meta(description="The whole new content of the file.")]
 
 
-class EditParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, rename="camel"):
-    path: _PathArg
-    old_text: Annotated[
-        str, msgspec.Meta(description="Exact text to replace; must occur exactly once.")
-    ]
-    new_text: Annotated[str, msgspec.Meta(description="Text to put in its place.")]
-
-
 class ReadTool:
     """`read`: a text file by lines (`offset`, `limit`), or an image as image content."""
 
@@ -114,7 +98,7 @@ class ReadTool:
     mutating = False
 
     async def run(self, args: ReadParams, ctx: ToolContext) -> ToolResult:
-        return await _in_thread(self.name, _read, ctx.workspace, args)
+        return await in_thread(self.name, _read, ctx.workspace, args)
 
 
 class LsTool:
@@ -131,7 +115,7 @@ class LsTool:
     mutating = False
 
     async def run(self, args: LsParams, ctx: ToolContext) -> ToolResult:
-        return await _in_thread(self.name, _ls, ctx.workspace, args)
+        return await in_thread(self.name, _ls, ctx.workspace, args)
 
 
 class WriteTool:
@@ -146,23 +130,7 @@ class WriteTool:
     mutating = True
 
     async def run(self, args: WriteParams, ctx: ToolContext) -> ToolResult:
-        return await _in_thread(self.name, _write, ctx.workspace, args)
-
-
-class EditTool:
-    """`edit`: replace one exact, unique occurrence of `oldText` by `newText`."""
-
-    name = "edit"
-    description = (
-        "Edit a file in the workspace by replacing oldText with newText. oldText must match "
-        "the file exactly (whitespace included) and occur exactly once; include enough "
-        "surrounding lines to make it unique."
-    )
-    params = EditParams
-    mutating = True
-
-    async def run(self, args: EditParams, ctx: ToolContext) -> ToolResult:
-        return await _in_thread(self.name, _edit, ctx.workspace, args)
+        return await in_thread(self.name, _write, ctx.workspace, args)
 
 
 # --- the thread side ---------------------------------------------------------------------
@@ -170,7 +138,7 @@ class EditTool:
 _P = TypeVar("_P")
 
 
-async def _in_thread(
+async def in_thread(
     name: str, fn: Callable[[Path, _P], ToolResult], workspace: Path, args: _P
 ) -> ToolResult:
     """Run `fn` in a worker thread, mapping refused paths and OS errors to error results."""
@@ -187,7 +155,7 @@ async def _in_thread(
     return await trio.to_thread.run_sync(call)
 
 
-class _Refused(Exception):
+class Refused(Exception):
     """A file-level problem worth a plain error result (missing, a directory, not UTF-8)."""
 
 
@@ -196,14 +164,14 @@ def _display(workspace: Path, real: Path) -> str:
     return "." if rel == "." else rel
 
 
-def _open(real: Path, flags: int, shown: str) -> int:
+def open_regular(real: Path, flags: int, shown: str) -> int:
     """Open `real` without following a symlink there, and insist on a regular file."""
     try:
         fd = os.open(real, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o666)
     except FileNotFoundError:
-        raise _Refused(f"file not found: {shown}") from None
+        raise Refused(f"file not found: {shown}") from None
     except IsADirectoryError:
-        raise _Refused(f"{shown} is a directory") from None
+        raise Refused(f"{shown} is a directory") from None
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise SandboxError(f"{shown!r} changed into a symlink; refused") from None
@@ -212,7 +180,7 @@ def _open(real: Path, flags: int, shown: str) -> int:
     if not stat.S_ISREG(mode):
         os.close(fd)
         what = "a directory" if stat.S_ISDIR(mode) else "not a regular file"
-        raise _Refused(f"{shown} is {what}")
+        raise Refused(f"{shown} is {what}")
     return fd
 
 
@@ -220,8 +188,8 @@ def _read(workspace: Path, args: ReadParams) -> ToolResult:
     real = resolve_in_workspace(workspace, args.path, for_write=False)
     shown = _display(workspace, real)
     try:
-        fd = _open(real, os.O_RDONLY, shown)
-    except _Refused as exc:
+        fd = open_regular(real, os.O_RDONLY, shown)
+    except Refused as exc:
         return text_result(str(exc), is_error=True)
     with os.fdopen(fd, "rb") as f:
         size = os.fstat(f.fileno()).st_size
@@ -345,8 +313,8 @@ def _image_mime(head: bytes) -> str | None:
     return None
 
 
-def _write_bytes(real: Path, data: bytes, shown: str) -> None:
-    fd = _open(real, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, shown)
+def write_bytes(real: Path, data: bytes, shown: str) -> None:
+    fd = open_regular(real, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, shown)
     with os.fdopen(fd, "wb") as f:
         f.write(data)
 
@@ -357,58 +325,9 @@ def _write(workspace: Path, args: WriteParams) -> ToolResult:
     data = args.content.encode("utf-8")
     try:
         real.parent.mkdir(parents=True, exist_ok=True)
-        _write_bytes(real, data, shown)
-    except _Refused as exc:
+        write_bytes(real, data, shown)
+    except Refused as exc:
         return text_result(str(exc), is_error=True)
     except FileExistsError:
         return text_result(f"cannot create {shown}: a parent is not a directory", is_error=True)
     return text_result(f"wrote {len(data)} bytes to {shown}", details={"path": shown})
-
-
-def _edit(workspace: Path, args: EditParams) -> ToolResult:
-    real = resolve_in_workspace(workspace, args.path, for_write=True)
-    shown = _display(workspace, real)
-    # Line endings: matched as LF, written back as the file has them (`_line_endings`).
-    old, new = normalize_to_lf(args.old_text), normalize_to_lf(args.new_text)
-    if not old:
-        return text_result("oldText must not be empty", is_error=True)
-    if old == new:
-        same = "identical" if args.old_text == args.new_text else "the same but for line endings"
-        return text_result(f"oldText and newText are {same}: nothing to change", is_error=True)
-    try:
-        fd = _open(real, os.O_RDONLY, shown)
-        with os.fdopen(fd, "rb") as f:
-            raw = f.read()
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            raise _Refused(f"{shown} is not a UTF-8 text file") from None
-
-        bom = BOM if text.startswith(BOM) else ""
-        content = text[len(bom) :]
-        base = normalize_to_lf(content)  # what oldText is matched against
-        count = base.count(old)
-        if count == 0:
-            raise _Refused(
-                f"oldText not found in {shown}; it must match the file exactly, "
-                "whitespace and line breaks included"
-            )
-        if count > 1:
-            raise _Refused(
-                f"oldText occurs {count} times in {shown}; it must be unique: "
-                "include more surrounding lines"
-            )
-        index = base.index(old)
-        try:
-            final = restore_line_endings(content, base, [Replacement(index, len(old), new)])
-        except ValueError as exc:
-            raise _Refused(f"cannot edit {shown}: {exc}") from None
-        _write_bytes(real, (bom + final).encode("utf-8"), shown)
-    except _Refused as exc:
-        return text_result(str(exc), is_error=True)
-    line = base.count("\n", 0, index) + 1
-    return text_result(
-        f"edited {shown}: replaced {old.count(_NL) + 1} line(s) at line {line} "
-        f"with {new.count(_NL) + 1} line(s)",
-        details={"path": shown, "firstChangedLine": line},
-    )

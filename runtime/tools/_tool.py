@@ -86,6 +86,11 @@ class Tool(Protocol):
 
     `run` receives an instance of `params`. It may raise: `invoke_tool` reports the error to
     the model. It must let `trio.Cancelled` through and leave nothing running behind it.
+
+    A tool may also have `prepare_arguments(arguments) -> arguments` (OpenClaw's
+    `prepareArguments`): it gets the model's decoded arguments before they are checked against
+    `params`, to accept an older or looser form (`edit`'s top-level `oldText`/`newText`). It
+    must not raise, and must give back what it got when there is nothing to prepare.
     """
 
     @property
@@ -193,7 +198,8 @@ async def invoke_tool(tool: Tool, arguments: str | dict[str, Any], ctx: ToolCont
     """Validate `arguments` against `tool.params`, run the tool, and return its result.
 
     `arguments` is the JSON text a model produced (an empty string means `{}`) or an already
-    decoded object. Invalid JSON or arguments give an error result naming the field, e.g.
+    decoded object, prepared by the tool's `prepare_arguments` if it has one. Invalid JSON or
+    arguments give an error result naming the field, e.g.
     ``invalid arguments for read: Expected `str`, got `int` - at `$.path```; the tool does not
     run. A tool that raises gives an error result with the message (and is logged).
 
@@ -201,9 +207,14 @@ async def invoke_tool(tool: Tool, arguments: str | dict[str, Any], ctx: ToolCont
     the tool, which cleans up, and then propagates. A checkpoint when the tool runs.
     The result is not sanitized: call `sanitize_result` for events.
     """
+    prepare = getattr(tool, "prepare_arguments", None)
     try:
-        if isinstance(arguments, str):
-            args: Any = msgspec.json.decode(arguments.strip() or "{}", type=tool.params)
+        if prepare is not None:
+            if isinstance(arguments, str):
+                arguments = msgspec.json.decode(arguments.strip() or "{}")
+            args: Any = msgspec.convert(prepare(arguments), type=tool.params)
+        elif isinstance(arguments, str):
+            args = msgspec.json.decode(arguments.strip() or "{}", type=tool.params)
         else:
             args = msgspec.convert(arguments, type=tool.params)
     except msgspec.DecodeError as exc:  # also ValidationError

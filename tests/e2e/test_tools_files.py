@@ -98,3 +98,57 @@ async def test_an_alias_is_refused_when_the_policy_denies_its_tool(tmp_path: Pat
     text = final["result"]["payloads"][0]["text"]
     assert text.count("not available") == 2
     assert not (tmp_path / "state" / "workspaces" / "main" / "pwned").exists()
+
+
+async def test_edit_takes_openclaws_edits_array_and_reports_its_diff(tmp_path: Path) -> None:
+    """`edit` with OpenClaw 2026.9.6's `edits` (two blocks in one call, matched against the
+    original), the older top-level `oldText`/`newText`, and a no-op: the tool events a client
+    receives carry OpenClaw's result text and details (as OpenClaw's own edit tool gives them
+    for the same file and call)."""
+    events, on_event = recorder_events()
+    async with running_gateway(tmp_path) as gw:
+        workspace = tmp_path / "state" / "workspaces" / "main"
+        workspace.mkdir(parents=True, exist_ok=True)
+        (workspace / "app.py").write_text("import os\n\ndef main():\n    return 1\n")
+        edits = [
+            {"oldText": "    return 1", "newText": "    return 2"},
+            {"oldText": "import os\n", "newText": "import os\nimport sys\n"},
+        ]
+        msg = " ".join(
+            [
+                directive("edit", {"path": "app.py", "edits": edits}),
+                directive("edit", {"path": "app.py", "oldText": "main", "newText": "run"}),
+                directive(
+                    "edit", {"path": "app.py", "edits": [{"oldText": "sys", "newText": "sys"}]}
+                ),
+            ]
+        )
+        with trio.fail_after(20):
+            async with open_client(gw, caps=["tool-events"], on_event=on_event) as client:
+                final = await client.request(
+                    "agent", {"message": msg, "idempotencyKey": "edits"}, expect_final=True
+                )
+        app = (workspace / "app.py").read_text()
+    assert app == "import os\nimport sys\n\ndef run():\n    return 2\n"
+    seen = [d for d in tool_events(events, "edits") if d["phase"] != "update"]
+    assert [(d["phase"], d["name"]) for d in seen] == [("start", "edit"), ("result", "edit")] * 3
+    assert seen[0]["args"] == {"path": "app.py", "edits": edits}
+    first, second, third = (d for d in seen if d["phase"] == "result")
+    assert [d["isError"] for d in (first, second, third)] == [False, False, False]
+    assert first["result"]["content"] == [
+        {"type": "text", "text": "Successfully replaced 2 block(s) in app.py."}
+    ]
+    assert first["result"]["details"] == {
+        "changed": True,
+        "diff": " 1 import os\n+2 import sys\n 3 \n 4 def main():\n-4     return 1\n+5     return 2",
+        "patch": "--- app.py\n+++ app.py\n@@ -1,4 +1,5 @@\n import os\n+import sys\n \n"
+        " def main():\n-    return 1\n+    return 2\n",
+        "firstChangedLine": 2,
+    }
+    assert second["result"]["details"]["firstChangedLine"] == 4
+    assert third["result"]["content"][0]["text"] == (
+        "No changes made to app.py. The replacement text is identical to the original."
+    )
+    assert third["result"]["details"] == {"changed": False}
+    [end] = terminal_events(events, "edits")
+    assert end["data"]["phase"] == "end" and final["status"] == "ok"

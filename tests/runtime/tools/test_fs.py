@@ -1,4 +1,5 @@
-"""read, write and edit against a real workspace, including refused paths."""
+"""read and write against a real workspace, and every file tool refusing paths outside it
+(`edit` itself: test_edit.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ import pytest
 import trio
 
 from runtime.llm._types import ImageContent, TextContent
-from runtime.tools._fs import READ_MAX_BYTES, EditTool, ReadTool, WriteTool
+from runtime.tools._edit import EditTool
+from runtime.tools._fs import READ_MAX_BYTES, ReadTool, WriteTool
 from runtime.tools._tool import ToolContext, ToolResult, invoke_tool
 
 
@@ -115,83 +117,6 @@ async def test_empty_file(ctx: ToolContext, workspace: Path) -> None:
     assert _text(result) == "(empty file)"
 
 
-async def test_edit_replaces_the_unique_occurrence(ctx: ToolContext, workspace: Path) -> None:
-    (workspace / "code.py").write_text("a = 1\nb = 2\nc = 3\n")
-    with trio.fail_after(5):
-        result = await invoke_tool(
-            EditTool(),
-            {"path": "code.py", "oldText": "b = 2\n", "newText": "b = 20\nbb = 21\n"},
-            ctx,
-        )
-    assert not result.is_error, _text(result)
-    assert (workspace / "code.py").read_text() == "a = 1\nb = 20\nbb = 21\nc = 3\n"
-    assert result.details is not None
-    assert result.details["firstChangedLine"] == 2
-
-
-async def test_edit_refuses_absent_old_text(ctx: ToolContext, workspace: Path) -> None:
-    (workspace / "f.txt").write_text("alpha beta\n")
-    with trio.fail_after(5):
-        result = await invoke_tool(
-            EditTool(), {"path": "f.txt", "oldText": "gamma", "newText": "delta"}, ctx
-        )
-    assert result.is_error
-    assert _text(result).startswith("oldText not found in f.txt")
-    assert (workspace / "f.txt").read_text() == "alpha beta\n"
-
-
-async def test_edit_refuses_old_text_that_is_not_unique(ctx: ToolContext, workspace: Path) -> None:
-    (workspace / "f.txt").write_text("x = 1\nx = 1\n")
-    with trio.fail_after(5):
-        result = await invoke_tool(
-            EditTool(), {"path": "f.txt", "oldText": "x = 1", "newText": "y"}, ctx
-        )
-    assert result.is_error
-    assert _text(result).startswith("oldText occurs 2 times in f.txt; it must be unique")
-    assert (workspace / "f.txt").read_text() == "x = 1\nx = 1\n"
-
-
-@pytest.mark.parametrize(
-    ("old", "new", "message"),
-    [("", "x", "oldText must not be empty"), ("same", "same", "oldText and newText are identical")],
-)
-async def test_edit_refuses_empty_or_identical_text(
-    ctx: ToolContext, workspace: Path, old: str, new: str, message: str
-) -> None:
-    (workspace / "f.txt").write_text("same\n")
-    with trio.fail_after(5):
-        result = await invoke_tool(
-            EditTool(), {"path": "f.txt", "oldText": old, "newText": new}, ctx
-        )
-    assert result.is_error
-    assert message in _text(result)
-
-
-async def test_edit_matches_crlf_files(ctx: ToolContext, workspace: Path) -> None:
-    (workspace / "win.txt").write_bytes(b"one\r\ntwo\r\nthree\r\n")
-    with trio.fail_after(5):
-        result = await invoke_tool(
-            EditTool(), {"path": "win.txt", "oldText": "one\ntwo", "newText": "1\n2"}, ctx
-        )
-    assert not result.is_error, _text(result)
-    assert (workspace / "win.txt").read_bytes() == b"1\r\n2\r\nthree\r\n"
-
-
-async def test_edit_refuses_a_missing_file_and_a_binary_file(
-    ctx: ToolContext, workspace: Path
-) -> None:
-    (workspace / "bin").write_bytes(b"\xff\xfe\x00abc")
-    with trio.fail_after(5):
-        missing = await invoke_tool(
-            EditTool(), {"path": "nope", "oldText": "a", "newText": "b"}, ctx
-        )
-        binary = await invoke_tool(
-            EditTool(), {"path": "bin", "oldText": "abc", "newText": "x"}, ctx
-        )
-    assert _text(missing) == "file not found: nope"
-    assert _text(binary) == "bin is not a UTF-8 text file"
-
-
 async def test_file_tools_refuse_escapes_without_touching_outside(
     ctx: ToolContext, workspace: Path, outside: Path
 ) -> None:
@@ -205,7 +130,7 @@ async def test_file_tools_refuse_escapes_without_touching_outside(
         )
         write_dangling = await invoke_tool(WriteTool(), {"path": "out", "content": "x"}, ctx)
         edit_link = await invoke_tool(
-            EditTool(), {"path": "leak", "oldText": "top", "newText": "no"}, ctx
+            EditTool(), {"path": "leak", "edits": [{"oldText": "top", "newText": "no"}]}, ctx
         )
     for result in (read_up, read_link, write_abs, write_dangling, edit_link):
         assert result.is_error

@@ -7,15 +7,14 @@ from __future__ import annotations
 
 import json
 import random
-import re
 from pathlib import Path
-from typing import Any
 
 import pytest
 import trio
 
 from runtime.llm._types import TextContent
-from runtime.tools._fs import EditTool, ReadTool
+from runtime.tools._edit import EditTool
+from runtime.tools._fs import ReadTool
 from runtime.tools._line_endings import (
     Replacement,
     normalize_to_lf,
@@ -23,9 +22,7 @@ from runtime.tools._line_endings import (
     restore_line_endings,
 )
 from runtime.tools._tool import ToolContext, ToolResult, invoke_tool
-
-NODE = Path.home() / ".cache/node24/bin/node"
-PACKAGE = Path.home() / ".cache/openclaw-peer/node_modules/openclaw"
+from tests.runtime.tools._openclaw_node import openclaw_exports, run_node
 
 MIXED = b"one\r\ntwo\rthree\nfour\r\n\r\nlast"
 """CRLF, a lone CR inside a line, LF, an empty CRLF line and a last line without an ending."""
@@ -42,7 +39,8 @@ async def _read(ctx: ToolContext, path: str, **more: int) -> ToolResult:
 
 async def _edit(ctx: ToolContext, path: str, old: str, new: str) -> ToolResult:
     with trio.fail_after(5):
-        return await invoke_tool(EditTool(), {"path": path, "oldText": old, "newText": new}, ctx)
+        edits = [{"oldText": old, "newText": new}]
+        return await invoke_tool(EditTool(), {"path": path, "edits": edits}, ctx)
 
 
 # --- read --------------------------------------------------------------------------------------
@@ -78,7 +76,7 @@ async def test_edit_takes_text_copied_from_read_in_a_file_of_mixed_endings(
     assert not result.is_error, _text(result)
     # Every line keeps the ending it had; the rest of the file is untouched.
     assert (workspace / "mixed.txt").read_bytes() == b"ONE\r\nTWO\rTHREE\nFOUR\r\n\r\nlast"
-    assert result.details == {"path": "mixed.txt", "firstChangedLine": 1}
+    assert result.details is not None and result.details["firstChangedLine"] == 1
 
 
 async def test_edit_gives_added_lines_the_endings_of_those_they_replace(
@@ -94,15 +92,16 @@ async def test_edit_gives_added_lines_the_endings_of_those_they_replace(
     assert (workspace / "win.txt").read_bytes() == b"\xef\xbb\xbfa\r\nb-all\r\nc\r\n"
 
 
-async def test_edit_refuses_a_change_of_line_endings_only(
+async def test_an_edit_of_line_endings_only_changes_nothing(
     ctx: ToolContext, workspace: Path
 ) -> None:
     (workspace / "win.txt").write_bytes(b"a\r\nb\r\n")
     result = await _edit(ctx, "win.txt", "a\r\nb", "a\nb")
-    assert result.is_error
+    assert not result.is_error
     assert (
-        _text(result) == "oldText and newText are the same but for line endings: nothing to change"
+        _text(result) == "No changes made to win.txt. The replacement produced identical content."
     )
+    assert result.details == {"changed": False}
     assert (workspace / "win.txt").read_bytes() == b"a\r\nb\r\n"
 
 
@@ -118,30 +117,6 @@ def test_restoring_endings_of_several_replacements_on_shared_lines() -> None:
 
 
 # --- against OpenClaw's own tools --------------------------------------------------------------
-
-
-def _openclaw_exports(*wanted: tuple[str, str]) -> dict[str, tuple[Path, str]]:
-    """For each (module glob, export name): the module of OpenClaw's dist exporting it and the
-    name it is exported as. Skips without Node 24 or the package."""
-    if not NODE.exists() or not (PACKAGE / "dist").is_dir():
-        pytest.skip(f"Node 24 ({NODE}) or the openclaw package ({PACKAGE}) is not installed")
-    found: dict[str, tuple[Path, str]] = {}
-    for pattern, export in wanted:
-        for module in sorted((PACKAGE / "dist").glob(pattern)):
-            name = re.search(rf"\b{export} as (\w+)", module.read_text())
-            if name:
-                found[export] = (module, name.group(1))
-                break
-    if len(found) < len(wanted):
-        pytest.skip(f"no modules exporting {[w for _, w in wanted]}")
-    return found
-
-
-async def _node(script: Path, source: str) -> Any:
-    await trio.Path(script).write_text(source)
-    with trio.fail_after(120):
-        ran = await trio.run_process([str(NODE), str(script)], capture_stdout=True)
-    return json.loads(ran.stdout)
 
 
 _WORDS = ("a", "b", "ab", "é", "x=1;", "\U0001f600", "{", "}")
@@ -167,7 +142,7 @@ def _random_file(rng: random.Random) -> bytes:
 async def test_read_gives_what_openclaws_read_gives(
     ctx: ToolContext, workspace: Path, tmp_path: Path
 ) -> None:
-    found = _openclaw_exports(
+    found = openclaw_exports(
         ("tools-*.mjs", "createReadTool"), ("agent-tools.read-*.mjs", "createOpenClawReadTool")
     )
     (base, base_name), (wrapper, wrapper_name) = found.values()
@@ -175,7 +150,7 @@ async def test_read_gives_what_openclaws_read_gives(
     files = {"mixed.txt": MIXED, **{f"r{i}.txt": _random_file(rng) for i in range(150)}}
     for name, data in files.items():
         (workspace / name).write_bytes(data)
-    theirs = await _node(
+    theirs = await run_node(
         tmp_path / "read.mjs",
         f"import {{ {base_name} as createReadTool }} from {json.dumps(str(base))};\n"
         f"import {{ {wrapper_name} as wrap }} from {json.dumps(str(wrapper))};\n"
@@ -196,8 +171,12 @@ async def test_edit_writes_what_openclaws_edit_writes(
 ) -> None:
     """Random files of mixed endings (CRLF, CR, LF, CR CR LF, a BOM), edited with text copied
     from what `read` shows (sometimes written back with CRLF) and replaced by lines of any
-    ending: the same bytes written, the same calls refused (oldText not unique)."""
-    ((module, name),) = _openclaw_exports(("tools-*.mjs", "createEditTool")).values()
+    ending: the same bytes written, the same calls refused (oldText not unique), the same
+    calls answered with no change (a change of line endings only), as the edit tool OpenClaw's
+    agent runs (createHostWorkspaceEditTool: a blank oldText is refused)."""
+    ((module, name),) = openclaw_exports(
+        ("agent-tools.read-*.mjs", "createHostWorkspaceEditTool")
+    ).values()
     rng = random.Random(9)
     theirs_dir = tmp_path / "theirs"
     theirs_dir.mkdir()
@@ -210,16 +189,14 @@ async def test_edit_writes_what_openclaws_edit_writes(
         if rng.random() < 0.3:
             old = old.replace("\n", "\r\n")
         new = _random_lines(rng, rng.randint(1, 4), last_ending=rng.random() < 0.5)
-        if normalize_to_lf(old) == normalize_to_lf(new):
-            continue  # a no-op: OpenClaw answers no change, clawlane refuses it
         path = f"e{len(cases)}.txt"
         (workspace / path).write_bytes(data)
         (theirs_dir / path).write_bytes(data)
         cases.append({"path": path, "old": old, "new": new})
-    refused = await _node(
+    refused = await run_node(
         tmp_path / "edit.mjs",
         f"import {{ {name} as createEditTool }} from {json.dumps(str(module))};\n"
-        f"const tool = createEditTool({json.dumps(str(theirs_dir))});\n"
+        f"const tool = createEditTool({json.dumps(str(theirs_dir))}, {{}});\n"
         "const out = [];\n"
         f"for (const c of {json.dumps(cases)}) {{\n"
         "  try {\n"
