@@ -75,6 +75,7 @@ def journal_row(request: RunRequest, order: int, queue_mode: str | None) -> Jour
             debounce=request.debounce,
             origin=request.origin if request.origin != "webchat" else None,
             spawn=request.spawn,
+            provenance=request.record.provenance,
         ),
     )
 

@@ -31,6 +31,7 @@ import msgspec
 from runtime.llm import AssistantMessage, Message, TextContent, UserMessage
 from runtime.loop import now_ms
 from runtime.protocol import GatewayError
+from runtime.sessions import marked_prompt, prompt_kept
 
 from ._admission import Admission
 from ._errors import StoreError
@@ -224,8 +225,11 @@ async def _report_interrupted(sup: Supervisor, row: JournalRow, accepted: Accept
     actor = await sup.session(row.session_key, row.agent_id)
     assert actor.row is not None
     _, builder = await actor._transcript()
+    prompt = marked_prompt(
+        UserMessage(content=accepted.message, timestamp=row.accepted_at), accepted.provenance
+    )
     messages: list[Message] = [
-        UserMessage(content=accepted.message, timestamp=row.accepted_at),
+        prompt,
         AssistantMessage(
             content=[TextContent(f"⚠️ {INTERRUPTED}")],
             timestamp=t,
@@ -233,7 +237,8 @@ async def _report_interrupted(sup: Supervisor, row: JournalRow, accepted: Accept
             errorMessage=INTERRUPTED,
         ),
     ]
-    entries = [builder.add_message(m) for m in messages] if accepted.message else []
+    kept = messages if prompt_kept(prompt) else messages[1:]  # a child's announce: no row
+    entries = [builder.add_message(m) for m in kept] if accepted.message else []
     stored = actor.change_row(
         updatedAt=t,
         status="failed",
@@ -289,6 +294,7 @@ async def _run_again(sup: Supervisor, row: JournalRow, accepted: AcceptedRun) ->
         session_id=actor.row.sessionId,
         agent_id=row.agent_id,
         accepted_at=row.accepted_at,
+        provenance=accepted.provenance,
     )
     request = RunRequest(
         record=rec,

@@ -10,7 +10,10 @@ When the child's run ends, its result is announced to the parent as OpenClaw doe
 run that spawned it has ended: a separate followup run on the parent's session whose message
 carries the result (unless the call set `expectsCompletionMessage: false`). The children a
 turn's `sessions_yield` waits for are told together, in one continuation run once the last
-of them has settled (`runtime.agent._yield_batch`).
+of them has settled (`runtime.agent._yield_batch`). Their prompts carry OpenClaw's input
+provenance (`runtime.sessions._provenance`): an announce's is given to the model and not
+kept in the parent's transcript, a continuation's is kept with `display: false`; no history
+shows either.
 A child whose run ends with `sessions_yield` is not done: its task waits for a continuation
 (its own children's announce, or with `waitFor: "message"` its parent's `sessions_send`)
 and is announced once, with the result of the run that ends it.
@@ -39,6 +42,7 @@ from runtime.agent import (
     batch_children,
     batch_run_id,
     settle_message,
+    settle_provenance,
     spawn_admission,
     spawn_receipt,
     subagent_context,
@@ -47,9 +51,10 @@ from runtime.agent import (
     wait_settled,
     yielded,
 )
+from runtime.llm import InputProvenance
 from runtime.loop import now_ms
 from runtime.protocol import ClawlaneError
-from runtime.sessions import SessionRow
+from runtime.sessions import SUBAGENT_ANNOUNCE, SessionRow, completion_provenance
 from runtime.tools import SessionsSpawnParams, ToolContext
 
 from ._admission import Admission
@@ -80,11 +85,13 @@ async def submit_run(
     extra_system_prompt: str | None = None,
     run_id: str | None = None,
     spawn: SpawnLink | None = None,
+    provenance: InputProvenance | None = None,
 ) -> RunRecord:
     """Queue a followup run on session `key` (created when new) on global lane `lane`: the
     one way these tools start a run. No idempotency key; the run is journaled as accepted
     like a client's (a restart reports it failed or runs it again), with `spawn` for a
-    subagent's run. A checkpoint. Raises `GatewayError`, `ActorError`."""
+    subagent's run; `provenance` marks its user message (a child's completion). A
+    checkpoint. Raises `GatewayError`, `ActorError`."""
     if sup.session_gate is not None:
         await sup.session_gate(key)  # in a cluster: the session moves to this node
     actor = await sup.session(key, agent_id)
@@ -95,6 +102,7 @@ async def submit_run(
         session_id=actor.row.sessionId,
         agent_id=agent_id,
         accepted_at=now_ms(),
+        provenance=provenance,
     )
     request = RunRequest(
         record=record,
@@ -237,10 +245,12 @@ class Subagents:
         if run.requester_yielded:
             message = settle_message(batch)
             run_id = batch_run_id(link.parentAgent, run.parent_key, batch)
+            provenance = settle_provenance(batch)
         else:
             told = link.announce and not run.suppressed
             message = announce_message(run.record, run.child_key, run.label) if told else None
             run_id = announce_run_id(run.task_id)
+            provenance = completion_provenance(SUBAGENT_ANNOUNCE, run.child_key)
         if message is not None and not await self._parent_exists(run.parent_key):
             message = None  # deleted meanwhile: the announce must not bring it back
         if message is not None:
@@ -252,6 +262,7 @@ class Subagents:
                 lane="subagent" if ":subagent:" in run.parent_key else "main",
                 origin="subagent-announce",
                 run_id=run_id,
+                provenance=provenance,
             )
             waiting = self.book.paused(run.parent_key)
             if waiting is not None:  # a subagent that yielded for its children goes on

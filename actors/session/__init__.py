@@ -7,6 +7,7 @@
 - `_request`: `RunRequest`, a run on its way through the lane.
 - `_ending`: how a run ends: its outcome, its writes, then one terminal event (`end_unrun`:
   a request that never ran).
+- `_sent`: what a run sends besides its reply (block replies, notices, the `message` tool).
 - `_services`: `SessionServices`, what a session actor uses, handed to it when spawned.
 - `_global_lane`: the gateway-wide lanes (`agents.defaults.maxConcurrent`, cron's).
 """

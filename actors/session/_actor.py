@@ -67,6 +67,7 @@ from runtime.sessions import (
     added_context,
     branch_messages,
     build_context,
+    hidden_in_display,
     history_row,
     new_session_id,
     new_session_row,
@@ -79,6 +80,7 @@ from ..store import Fence, WriteGroup, usage_write
 from ._ending import CommitWait, EndWrite, RunEnd, end_unrun, finish_run, store_flush_ledger
 from ._lane import Lane, QueueSettings, resolve_queue_settings
 from ._request import RunRequest
+from ._sent import message_sender, send_message
 from ._services import SessionServices
 from ._traced import traced_run
 
@@ -264,7 +266,7 @@ class SessionActor:
             settings.mode == "steer"
             and running is not None
             and running.inbox is not None
-            and running.inbox.offer(req.message, req.record.run_id)
+            and running.inbox.offer(req.message, req.record.run_id, req.record.provenance)
         ):
             running.followers.append(req)
             req.record.status = "running"
@@ -434,6 +436,8 @@ class SessionActor:
         if not hub.may_be_watched(self.key):
             return
         for i, entry in enumerate(entries, 1):
+            if hidden_in_display(entry.message):
+                continue  # OpenClaw's display shows no row of it
             message = history_row(entry.message)
             message["__openclaw"] = openclaw_row_meta(entry, base + i)
             if entry.idempotencyKey is not None:
@@ -643,7 +647,7 @@ class SessionActor:
                 session_id=rec.session_id,
                 run_id=rec.run_id,
                 workspace=workspace,
-                send=_message_sender(run.chat, rec.run_id),
+                send=message_sender(run.chat, rec.run_id),
                 cron=req.lane == "cron",
                 model_ref=model_ref,
                 heartbeat=rec.heartbeat,
@@ -756,7 +760,7 @@ class _Run:
     def deliver_block(self, block: BlockReply) -> None:
         """A block reply (block streaming) or a notice: a chat `final` of its own."""
         run_id, kind = self.req.record.run_id, "notice" if block.is_notice else "block"
-        _send_message(self.chat, run_id, f"{kind}-{run_id}-{block.index}", block.text)
+        send_message(self.chat, run_id, f"{kind}-{run_id}-{block.index}", block.text)
 
     def emit(self, stream: str, data: dict[str, Any]) -> None:
         chat = self.chat
@@ -767,31 +771,6 @@ class _Run:
         else:
             chat.flush_agent()
             chat.hub.emit_agent(self.req.record.run_id, stream, data)
-
-
-def _send_message(chat: ChatStream, run_id: str, message_id: str, text: str) -> None:
-    """A message of run `run_id` (a block reply, the `message` tool): a chat `final` of
-    its own under `message_id`, after the run's buffered delta. Not a checkpoint."""
-    chat.flush()
-    chat.hub.emit_chat(
-        run_id,
-        "final",
-        runId=message_id,
-        message={
-            "role": "assistant",
-            "content": [{"type": "text", "text": text}],
-            "timestamp": int(time.time() * 1000),
-        },
-    )
-
-
-def _message_sender(chat: ChatStream, run_id: str) -> Callable[[str, int], None]:
-    """The `message` tool's `send(text, ts)` for run `run_id`. It holds the chat stream and
-    the id, not the `_Run`: the run's tools hold it, and a `_Run` reachable from its own
-    tools is a reference cycle per run, freed only by a full collection (the gateway's
-    collector runs rarely, `transports.server._startup.GC_THRESHOLDS`) with the run's whole
-    context in it."""
-    return lambda text, ts: _send_message(chat, run_id, f"message-{run_id}-{ts}", text)
 
 
 class SessionBusy(ActorError):

@@ -24,6 +24,8 @@ from typing import Any, Final, Literal
 import attrs
 import msgspec
 
+from runtime.llm import InputProvenance
+
 RunKind = Literal["agent", "chat"]
 """Which idempotency cache the run's key lives in (`agent:<key>` or `chat:<key>`)."""
 JournalState = Literal["accepted", "ok", "error", "aborted"]
@@ -114,6 +116,8 @@ class AcceptedRun(msgspec.Struct, frozen=True, omit_defaults=True):
     """Who asked for it when not a client (`subagent`, `subagent-announce`, ...)."""
     spawn: SpawnLink | None = None
     """A subagent's run: the session that spawned it."""
+    provenance: InputProvenance | None = None
+    """Who asked for it when no person did (a child's completion told to its parent)."""
 
 
 class RunOutcome(msgspec.Struct, frozen=True, omit_defaults=True):

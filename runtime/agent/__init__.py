@@ -139,6 +139,7 @@ from ._turnspec import TurnResult as TurnResult
 from ._yield_batch import batch_children as batch_children
 from ._yield_batch import batch_run_id as batch_run_id
 from ._yield_batch import settle_message as settle_message
+from ._yield_batch import settle_provenance as settle_provenance
 from ._yield_batch import take_batch as take_batch
 from ._yield_batch import wait_settled as wait_settled
 
@@ -223,6 +224,7 @@ __all__ = [
     "send_prompt",
     "send_waited",
     "settle_message",
+    "settle_provenance",
     "skills_now",
     "spawn_admission",
     "spawn_receipt",

@@ -69,6 +69,7 @@ from ..model._settings import DEFAULT_KEEP_RECENT_TOKENS as DEFAULT_KEEP_RECENT_
 from ..model._settings import DEFAULT_RESERVE_TOKENS as DEFAULT_RESERVE_TOKENS
 from ..model._settings import DEFAULT_RESERVE_TOKENS_FLOOR as DEFAULT_RESERVE_TOKENS_FLOOR
 from ..model._settings import CompactionSettings as CompactionSettings
+from ..sessions._provenance import prompt_kept
 from ..sessions._sessions import (
     COMPACTION_SUMMARY_PREFIX,
     CompactionEntry,
@@ -482,11 +483,11 @@ def persist_run(
     tags: Sequence[MessageTags] = (),
     notes: Sequence[RunNote] = (),
 ) -> tuple[list[TranscriptEntry], list[Message] | None]:
-    """Transcript entries for a run's messages (user message first), its compactions and its
-    `notes`, in the order they happened; and the context the session continues from when
-    the run compacted (None: the old context plus `added_context(entries)`). `tags[i]`
-    (when given) names the row of `run_messages[i]`: its idempotency key, run, steer
-    target."""
+    """Transcript entries for a run's messages (user message first, unless OpenClaw keeps
+    no row of it: `runtime.sessions.prompt_kept`), its compactions and its `notes`, in the
+    order they happened; and the context the session continues from when the run compacted
+    (None: the old context plus `added_context(entries)`). `tags[i]` (when given) names the
+    row of `run_messages[i]`: its idempotency key, run, steer target."""
     ordered = sorted(compactions, key=lambda c: c.position)
     placed = sorted(notes, key=lambda n: n[0])
     entries: list[TranscriptEntry] = []
@@ -501,10 +502,10 @@ def persist_run(
             pending += 1
             if record.first_kept_entry_id is not None:
                 first_kept = record.first_kept_entry_id
-                start = at[0] if at else len(entries)
+                start = at[0] if at and at[0] >= 0 else len(entries)
             else:
                 run_start = record.first_kept_run_index or 0
-                if run_start >= len(at):
+                if run_start >= len(at) or at[run_start] < 0:
                     continue  # cannot point at a message not written: drop the record
                 first_kept = entries[at[run_start]].id
                 start = at[run_start]
@@ -522,6 +523,11 @@ def persist_run(
 
     for i, message in enumerate(run_messages):
         add_before(i)
+        if i == 0 and isinstance(message, UserMessage) and not prompt_kept(message):
+            at.append(-1)  # no row: it stands for the run's next message
+            continue
+        if at and at[0] < 0:
+            at[0] = len(entries)
         tag = tags[i] if i < len(tags) else MessageTags()
         entry = builder.add_message(
             message,

@@ -38,6 +38,7 @@ import trio
 
 from ..loop._agent import now_ms
 from ..model._generation import ModelRuntimeGeneration
+from ..sessions._provenance import SUBAGENT_ANNOUNCE, completion_provenance
 from ..sessions._sessions import MessageEntry, SessionRow
 from ..tools import (
     AgentsWaitParams,
@@ -82,7 +83,13 @@ from ._session_views import (
     yield_claim,
 )
 from ._subagent_book import SpawnedRun, TaskBook
-from ._yield_batch import batch_run_id, settle_message, take_batch, wait_settled
+from ._yield_batch import (
+    batch_run_id,
+    settle_message,
+    settle_provenance,
+    take_batch,
+    wait_settled,
+)
 
 __all__ = ["ChildLink", "EmbeddedSessions", "SessionsRuntime", "TrackedRun"]
 
@@ -383,14 +390,17 @@ class EmbeddedSessions:
         if run.requester_yielded:
             message = settle_message(batch)
             run_id = batch_run_id(link.parentAgent, run.parent_key, batch)
+            provenance = settle_provenance(batch)
         else:
             told = link.announce and not run.suppressed
             message = announce_message(run.record, run.child_key, run.label) if told else None
             run_id = f"{run.task_id}{ANNOUNCE_SUFFIX}"
+            provenance = completion_provenance(SUBAGENT_ANNOUNCE, run.child_key)
         if message is not None and await self.rt.session_row(run.parent_key) is None:
             message = None  # forgotten meanwhile: the announce must not bring it back
         if message is not None:
             record = await self.rt.new_run(run.parent_key, link.parentAgent, run_id)
+            record.provenance = provenance  # its prompt: not kept, or kept hidden
             waiting = self.book.paused(run.parent_key)
             if waiting is not None:  # a subagent that yielded for its children goes on
                 self.book.resume(waiting, record)

@@ -27,9 +27,17 @@ import attrs
 import msgspec
 import trio
 
-from ..llm._types import AssistantMessage, Message, ProviderError, TextContent, UserMessage
+from ..llm._types import (
+    AssistantMessage,
+    InputProvenance,
+    Message,
+    ProviderError,
+    TextContent,
+    UserMessage,
+)
 from ..model._generation import GenerationError
 from ..protocol import ClawlaneError, describe_exception
+from ..sessions._provenance import marked_prompt
 from ..sessions._sessions import SessionRow
 from ._compaction import MessageTags
 from ._reply import ToolErrorInfo, build_final_payloads
@@ -127,6 +135,9 @@ class RunState:
     abort_reason: AbortReason | None = None
     generation: int | None = None
     final: dict[str, Any] | None = None
+    provenance: InputProvenance | None = None
+    """Who asked for the run when no person did (a subagent's completion told to its
+    parent): its user message carries it (`run_messages`)."""
 
     def start(self, now: int) -> dict[str, Any]:
         """The run starts now: its `lifecycle` start payload."""
@@ -278,12 +289,14 @@ def final_payload(
 
 
 def run_messages(state: RunState, progress: RunProgress, user: UserMessage | None) -> list[Message]:
-    """What a run adds to its session's transcript: its user message, then what the model
-    and the tools said; an aborted run's partial answer is kept as an aborted assistant
-    message. Nothing when the run never got as far as its user message."""
+    """What a run adds to its session's transcript: its user message (with the run's
+    `provenance`: `runtime.sessions.marked_prompt`; `persist_run` leaves out one OpenClaw
+    keeps no row of), then what the model and the tools said; an aborted run's partial
+    answer is kept as an aborted assistant message. Nothing when the run never got as far
+    as its user message."""
     if user is None:
         return []
-    messages: list[Message] = [user, *progress.messages]
+    messages: list[Message] = [marked_prompt(user, state.provenance), *progress.messages]
     if (
         state.aborted
         and progress.text

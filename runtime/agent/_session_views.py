@@ -23,6 +23,7 @@ from ..llm._types import Usage
 from ..loop._agent import now_ms
 from ..model._generation import AgentSpec, GenerationError, ModelRuntimeGeneration
 from ..sessions._nested_tool import history_row
+from ..sessions._provenance import hidden_in_display
 from ..sessions._sessions import (
     MessageEntry,
     SessionRow,
@@ -643,5 +644,5 @@ def yield_claim(
 
 def branch_dicts(entries: Iterable[MessageEntry]) -> list[dict[str, Any]]:
     """The messages of a branch's entries (`runtime.sessions.branch_messages`) as plain
-    data, as the history views read them."""
-    return [history_row(e.message) for e in entries]
+    data, as the history views read them: those OpenClaw's display hides left out."""
+    return [history_row(e.message) for e in entries if not hidden_in_display(e.message)]

@@ -10,7 +10,8 @@ lines, then `Child completion results:` with each child's task, status and resul
 data). `take_batch` hands the batch to the one caller that tells it (the last child to settle)
 and marks its children; `batch_run_id` names the continuation as OpenClaw does
 (`announce:requester-settle:<agentId>:<parentKey>:<child run ids, sorted>:yield-<n>`) and
-`batch_children` reads the children back from it (a restart knows they were told). A child
+`batch_children` reads the children back from it (a restart knows they were told);
+`settle_provenance` marks its prompt (kept, shown by no history). A child
 stopped by its parent's abort (`suppressed`) is settled but not told; a batch of only such
 children has no continuation. Not checkpoints, but `wait_for_requester`.
 """
@@ -21,6 +22,8 @@ import re
 import unicodedata
 from typing import Final
 
+from ..llm._types import InputProvenance
+from ..sessions._provenance import SUBAGENT_SETTLE, completion_provenance
 from ._session_views import yielded
 from ._subagent_book import SpawnedRun, TaskBook, reply_text
 
@@ -29,6 +32,7 @@ __all__ = [
     "batch_children",
     "batch_run_id",
     "settle_message",
+    "settle_provenance",
     "take_batch",
     "wait_for_requester",
     "wait_settled",
@@ -118,6 +122,12 @@ def settle_message(batch: list[SpawnedRun]) -> str | None:
     sections = [_finding(i, r) for i, r in enumerate(told, 1)]
     findings = "\n\n".join(["Child completion results:", "", *sections])
     return "\n".join([*SETTLE_HEAD, "", findings])
+
+
+def settle_provenance(batch: list[SpawnedRun]) -> InputProvenance:
+    """The continuation's provenance: OpenClaw's `subagent_settle`, from the first of the
+    batch's child sessions in sorted order."""
+    return completion_provenance(SUBAGENT_SETTLE, min(r.child_key for r in batch))
 
 
 def _finding(index: int, run: SpawnedRun) -> str:

@@ -135,6 +135,7 @@ from ._retry import resolve_idle_timeout as resolve_idle_timeout
 from ._retry import stream_with_retry as stream_with_retry
 from ._tokens import estimate_message_tokens as estimate_message_tokens
 from ._types import AssistantMessage as AssistantMessage
+from ._types import InputProvenance as InputProvenance
 from ._types import Message as Message
 from ._types import ModelDelta as ModelDelta
 from ._types import ModelProvider as ModelProvider
@@ -153,6 +154,7 @@ __all__ = [
     "SUPPORTED_APIS",
     "AssistantMessage",
     "IdleTimeoutError",
+    "InputProvenance",
     "LocalProvider",
     "Message",
     "ModelDelta",

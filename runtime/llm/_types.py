@@ -62,9 +62,24 @@ class Usage(msgspec.Struct, frozen=True):
     cost: UsageCost = UsageCost()
 
 
+class InputProvenance(msgspec.Struct, frozen=True, omit_defaults=True):
+    """Where a user message came from when it is no person's (OpenClaw's input provenance):
+    `kind` is `inter_session` for what another session or an internal tool routed here (a
+    subagent's completion: `sourceTool` `subagent_announce`, `subagent_settle`),
+    `internal_system` or `external_user`."""
+
+    kind: str
+    sourceSessionKey: str | None = None
+    sourceChannel: str | None = None
+    sourceTool: str | None = None
+
+
 class UserMessage(msgspec.Struct, frozen=True, tag="user", tag_field="role", omit_defaults=True):
     content: str | list[UserContent]
     timestamp: int
+    display: bool = True
+    """False: kept for the model's context, shown by no history (OpenClaw's `display`)."""
+    provenance: InputProvenance | None = None
 
 
 class AssistantMessage(

@@ -31,6 +31,7 @@ from ..llm._retry import IdleTimeoutError, stream_with_retry, watchdog_deadline
 from ..llm._types import (
     AssistantContent,
     AssistantMessage,
+    InputProvenance,
     Message,
     ModelProvider,
     ModelRequest,
@@ -137,42 +138,54 @@ class SteerInbox:
 
     _items: list[str] = attrs.field(factory=list)
     _keys: list[str | None] = attrs.field(factory=list)
+    _provenance: list[InputProvenance | None] = attrs.field(factory=list)
     _closed: bool = False
     taken_keys: list[str | None] = attrs.field(factory=list)
     """The `key` of each message `take` returned, in order (the steered run's id: its
     transcript row carries it)."""
 
-    def offer(self, text: str, key: str | None = None) -> bool:
+    def offer(
+        self, text: str, key: str | None = None, provenance: InputProvenance | None = None
+    ) -> bool:
+        """Steer `text` in (`provenance`: who routed it here when no person did, kept on
+        its user message). False when the run takes no more."""
         if self._closed:
             return False
         self._items.append(text)
         self._keys.append(key)
+        self._provenance.append(provenance)
         return True
 
     def pending(self) -> bool:
         return bool(self._items)
 
-    def take(self) -> list[str]:
+    def take(self) -> list[UserMessage]:
+        """The messages steered in since the last `take`, as user messages."""
         items, self._items = self._items, []
         keys, self._keys = self._keys, []
+        marks, self._provenance = self._provenance, []
         self.taken_keys.extend(keys)
-        return items
+        now = now_ms()
+        return [
+            UserMessage(content=text, timestamp=now, provenance=mark)
+            for text, mark in zip(items, marks, strict=True)
+        ]
 
     def close(self) -> list[str]:
         self._closed = True
-        items, self._items, self._keys = self._items, [], []
+        items, self._items, self._keys, self._provenance = self._items, [], [], []
         return items
 
 
-def _take_steered(inp: AgentRunInput) -> list[str]:
+def _take_steered(inp: AgentRunInput) -> list[UserMessage]:
     return inp.steer_inbox.take() if inp.steer_inbox is not None else []
 
 
-def _append_steered(steered: list[str], transcript: list[Message], progress: RunProgress) -> None:
-    for text in steered:
-        message = UserMessage(content=text, timestamp=now_ms())
-        transcript.append(message)
-        progress.messages.append(message)
+def _append_steered(
+    steered: list[UserMessage], transcript: list[Message], progress: RunProgress
+) -> None:
+    transcript.extend(steered)
+    progress.messages.extend(steered)
 
 
 @attrs.frozen

@@ -1,7 +1,9 @@
 """runtime.sessions: session keys and rows, transcripts (pi v3 entries, `TranscriptBuilder`,
 `build_context`; custom messages: the hidden `CustomMessageEntry`, the displayed
 `CustomMessage` of a call made through Tool Search, `_nested_tool`: `nested_tool_message`,
-`history_row`), and a transcript's branches (`_branches`: `branch_tips`,
+`history_row`), a subagent's completion in its parent's transcript (`_provenance`: the
+completion's input provenance, which prompts are kept, which rows no history shows:
+`hidden_in_display`), and a transcript's branches (`_branches`: `branch_tips`,
 `cut_before_user_message`, `check_switch`, `BRANCH_MARKER`; errors `BranchError`)."""
 
 from ._branches import BRANCH_MARKER as BRANCH_MARKER
@@ -13,6 +15,12 @@ from ._branches import cut_before_user_message as cut_before_user_message
 from ._branches import message_text as message_text
 from ._nested_tool import history_row as history_row
 from ._nested_tool import nested_tool_message as nested_tool_message
+from ._provenance import SUBAGENT_ANNOUNCE as SUBAGENT_ANNOUNCE
+from ._provenance import SUBAGENT_SETTLE as SUBAGENT_SETTLE
+from ._provenance import completion_provenance as completion_provenance
+from ._provenance import hidden_in_display as hidden_in_display
+from ._provenance import marked_prompt as marked_prompt
+from ._provenance import prompt_kept as prompt_kept
 from ._sessions import DEFAULT_MAIN_KEY as DEFAULT_MAIN_KEY
 from ._sessions import CustomMessage as CustomMessage
 from ._sessions import CustomMessageEntry as CustomMessageEntry
@@ -41,6 +49,8 @@ from ._sessions import session_kind as session_kind
 __all__ = [
     "BRANCH_MARKER",
     "DEFAULT_MAIN_KEY",
+    "SUBAGENT_ANNOUNCE",
+    "SUBAGENT_SETTLE",
     "BranchError",
     "CustomMessage",
     "CustomMessageEntry",
@@ -55,6 +65,7 @@ __all__ = [
     "branch_tips",
     "build_context",
     "check_switch",
+    "completion_provenance",
     "conversation",
     "cut_before_user_message",
     "decode_entries",
@@ -63,13 +74,16 @@ __all__ = [
     "encode_entry",
     "encode_session_row",
     "fork_path",
+    "hidden_in_display",
     "history_row",
+    "marked_prompt",
     "message_text",
     "nested_tool_message",
     "new_session_id",
     "new_session_row",
     "openclaw_row_meta",
     "parse_session_key",
+    "prompt_kept",
     "resolve_session_key",
     "session_kind",
 ]

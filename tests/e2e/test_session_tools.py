@@ -312,6 +312,7 @@ async def test_subagents_lists_and_cancels_agents_wait_collects_and_yield_ends_t
                 )
                 [no_yield] = tool_results(watch.events, "p3")
                 history = await client.request("chat.history", {"sessionKey": main})
+                stored = await client.request("sessions.get", {"key": main})
     # The yield ended p1's turn after its result: no later model turn, no reply text.
     assert details(yielded) == {"status": "yielded", "acknowledgment": "on it"}
     assert not yielded["isError"]
@@ -347,8 +348,13 @@ async def test_subagents_lists_and_cancels_agents_wait_collects_and_yield_ends_t
     assert completing["runId"] == fast_id and completing["state"] == "completing"
     assert owed["message"].startswith("An earlier turn of this session already yielded for 2 ")
     assert batch["runId"].startswith("announce:requester-settle:main:agent:main:main:")
-    [told] = [
+    [told] = [  # kept hidden: in the transcript, in no history (test_subagent_completions)
         json.dumps(m["content"])
+        for m in stored["messages"]
+        if m["role"] == "user" and "Child completion results" in json.dumps(m["content"])
+    ]
+    assert not [
+        m
         for m in history["messages"]
         if m["role"] == "user" and "Child completion results" in json.dumps(m["content"])
     ]

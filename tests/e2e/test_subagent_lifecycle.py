@@ -173,10 +173,10 @@ async def test_a_graceful_restart_tells_the_parent_its_subagent_was_stopped(
                 )
                 [listed] = tool_results(after.events, "p2")
     assert waited["status"] == "ok"
-    [message] = [
+    [message] = [  # the announce's prompt is not kept: its reply quotes it (the local model)
         m
         for m in history["messages"]
-        if "[Subagent Result]" in json.dumps(m) and m["role"] == "user"
+        if "[Subagent Result]" in json.dumps(m) and m["role"] == "assistant"
     ]
     text = json.dumps(message)
     assert "Task: long" in text and "was aborted (shutdown)" in text
@@ -213,8 +213,8 @@ async def test_after_kill_9_the_parent_hears_how_its_interrupted_subagent_ended(
             child = await c.request("agent.wait", {"runId": child_run, "timeoutMs": 1000})
             history = await c.request("chat.history", {"sessionKey": main})
     assert waited["status"] == "ok", waited
-    [message] = [
-        m for m in history["messages"] if m["role"] == "user" and "[Subagent Result]" in str(m)
+    [message] = [  # its prompt is not kept: the announce's reply quotes it
+        m for m in history["messages"] if m["role"] == "assistant" and "[Subagent Result]" in str(m)
     ]
     text = str(message["content"])
     assert "Task: job" in text and f"(run {child_run})" in text
@@ -325,8 +325,8 @@ async def test_a_restart_announces_a_child_that_ended_before_its_announce_was_ha
                 history = await client.request("chat.history", {"sessionKey": main})
     assert owed == 2  # the ended one, and the paused one (it waits for its continuation)
     assert waited["status"] == "ok"
-    results = [
-        m for m in history["messages"] if m["role"] == "user" and "[Subagent Result]" in str(m)
+    results = [  # its prompt is not kept: the announce's reply quotes it
+        m for m in history["messages"] if m["role"] == "assistant" and "[Subagent Result]" in str(m)
     ]
     assert len(results) == 1 and "late-result" in str(results[0])
 

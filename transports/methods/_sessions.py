@@ -67,6 +67,7 @@ from runtime.sessions import (
     DEFAULT_MAIN_KEY,
     SessionRow,
     branch_messages,
+    hidden_in_display,
     history_row,
     openclaw_row_meta,
 )
@@ -273,7 +274,8 @@ async def chat_history(call: Call, params: ChatHistoryParams) -> dict[str, Any]:
     for i, entry in enumerate(branch):
         message = entry.message
         seq += 1
-        shown = None if i in hidden else _display(message, max_chars)
+        hide = i in hidden or hidden_in_display(message)  # heartbeats, a child's completion
+        shown = None if hide else _display(message, max_chars)
         if shown is None:
             continue
         shown["__openclaw"] = openclaw_row_meta(entry, seq)

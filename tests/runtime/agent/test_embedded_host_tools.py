@@ -15,7 +15,7 @@ import pytest
 import trio
 
 from runtime.agent._embedded import EmbeddedRuntime, open_embedded_runtime
-from runtime.llm._types import UserMessage
+from runtime.llm._types import AssistantMessage, UserMessage
 from runtime.model._config import parse_config
 
 
@@ -143,8 +143,11 @@ async def test_sessions_spawn_runs_a_child_and_announces_its_result_to_the_paren
     assert child_end["sessionKey"] == child
     announce = next(e for e in ends if e["runId"] == f"{receipt['runId']}:announce")
     assert announce["sessionKey"] == "agent:main:main"
-    text = user_texts(rt, "main")[-1]
-    assert text.startswith("[Subagent Result]")
+    # the announce's prompt is not kept (OpenClaw's): the reply, which quotes it, is
+    assert not [t for t in user_texts(rt, "main") if t.startswith("[Subagent Result]")]
+    [reply] = [m for m in rt.transcript("main") if isinstance(m, AssistantMessage)][-1:]
+    text = text_of(reply.content)
+    assert "[Subagent Result]" in text
     assert f"Child session: {child}" in text and "child done" in text
 
 

@@ -1,0 +1,188 @@
+"""A subagent's completion in its parent's session, as OpenClaw 2026.9.6 keeps and shows it, on
+a real gateway and the embedded runtime, driven by the `local` model's `[[tool:...]]`
+directives (what the peer gateway did for the same calls is quoted):
+
+- a child's own announce: the model reads its prompt, the transcript keeps no row of it
+  (the peer's parent transcript after an announce run: the run's assistant reply only,
+  `shouldSuppressAgentPromptPersistence`), so no history shows it;
+- the continuation that tells settled children together: its prompt is kept as a user
+  message with `display: false` and OpenClaw's input provenance (the peer's row:
+  `{role: user, display: false, provenance: {kind: inter_session, sourceSessionKey: <the
+  first child key, sorted>, sourceChannel: internal, sourceTool: subagent_settle},
+  idempotencyKey: <runId>:user}`), read by the model's next turns, shown by no history
+  (`chat.history`, `sessions_history`, `session.message`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from runtime import open_embedded_runtime, parse_config
+from runtime.llm import Message, UserMessage
+from runtime.sessions import MessageEntry
+from tests.conftest import open_client, running_gateway
+from tests.e2e.test_session_tools import Watch, directive, spawn
+from tests.e2e.test_yield_handoff import MAIN, SETTLED, TWO_AND_YIELD, text_of
+
+ANNOUNCED = "[Subagent Result] A subagent you spawned has finished."
+ONE_CHILD = " ".join([spawn("[[reply:kid-done]]", label="kid"), "[[reply:parent-done]]"])
+
+
+class Ends:
+    """An embedded runtime's runs' ends (`after`: wait for one)."""
+
+    def __init__(self) -> None:
+        self.ended: list[dict[str, Any]] = []
+        self.changed = trio.Event()
+
+    def __call__(self, payload: dict[str, Any]) -> None:
+        if payload["stream"] == "lifecycle" and payload["data"]["phase"] in ("end", "error"):
+            self.ended.append(payload)
+            self.changed.set()
+            self.changed = trio.Event()
+
+    def of(self, key: str, but: str) -> list[dict[str, Any]]:
+        return [p for p in self.ended if p["sessionKey"] == key and p["runId"] != but]
+
+    async def after(self, key: str, run_id: str) -> dict[str, Any]:
+        """The first run of session `key` that is not `run_id` to end."""
+        while not self.of(key, run_id):
+            await self.changed.wait()
+        return self.of(key, run_id)[0]
+
+
+def told(rows: list[dict[str, Any]], text: str) -> list[dict[str, Any]]:
+    """The user rows holding `text` (the local model's reply quotes its prompt)."""
+    return [r for r in rows if r.get("role") == "user" and text in text_of(r)]
+
+
+async def test_a_childs_announce_prompt_is_not_kept_and_shown_by_no_history(
+    tmp_path: Path,
+) -> None:
+    watch = Watch()
+    prompts: dict[str, str] = {}
+
+    def spy(event: Any) -> None:
+        prompts[event.runId] = event.prompt
+
+    with trio.fail_after(60):
+        async with running_gateway(tmp_path) as gw:
+            gw.supervisor.hooks.register("llm_input", spy, plugin_id="spy")
+            async with open_client(gw, caps=["tool-events"], on_event=watch) as client:
+                await client.request("sessions.messages.subscribe", {"key": MAIN})
+                await client.request(
+                    "agent", {"message": ONE_CHILD, "idempotencyKey": "p1"}, expect_final=True
+                )
+                [_, announce] = await watch.ended(MAIN, 2)
+                history = await client.request("chat.history", {"sessionKey": MAIN})
+                stored = await client.request("sessions.get", {"key": MAIN})
+    assert ANNOUNCED in prompts[announce["runId"]]  # the model read it
+    assert not told(stored["messages"], ANNOUNCED)  # no row of it
+    assert not told(history["messages"], ANNOUNCED)
+    replies = [r for r in history["messages"] if r["__openclaw"].get("runId") == announce["runId"]]
+    assert [r["role"] for r in replies] == ["assistant"]  # the announce's reply is shown
+    shown = [p["message"] for (e, p, _s) in watch.events if e == "session.message"]
+    assert shown and not told(shown, ANNOUNCED)
+
+
+async def test_a_yields_continuation_prompt_is_kept_hidden_and_read_after_a_restart(
+    tmp_path: Path,
+) -> None:
+    watch = Watch()
+    seen: dict[str, list[Message]] = {}
+
+    def spy(event: Any) -> None:
+        seen[event.runId] = list(event.historyMessages)
+
+    with trio.fail_after(60):
+        async with (
+            running_gateway(tmp_path) as gw,
+            open_client(gw, caps=["tool-events"], on_event=watch) as client,
+        ):
+            await client.request("sessions.messages.subscribe", {"key": MAIN})
+            await client.request(
+                "agent", {"message": TWO_AND_YIELD, "idempotencyKey": "y"}, expect_final=True
+            )
+            [_, continuation] = await watch.ended(MAIN, 2)
+            history = await client.request("chat.history", {"sessionKey": MAIN})
+            stored = await client.request("sessions.get", {"key": MAIN})
+            entries = await gw.supervisor.store.load_entries(stored["sessionId"])
+            peek = directive("sessions_history", {"sessionKey": MAIN, "includeTools": True})
+            await client.request(
+                "agent",
+                {"message": peek, "sessionKey": "agent:main:peek", "idempotencyKey": "p"},
+                expect_final=True,
+            )
+            rows = (await client.request("sessions.list", {}))["sessions"]
+        async with running_gateway(tmp_path) as gw:
+            gw.supervisor.hooks.register("llm_input", spy, plugin_id="spy")
+            async with open_client(gw) as client:
+                await client.request(
+                    "agent", {"message": "and now?", "idempotencyKey": "y2"}, expect_final=True
+                )
+    run_id = continuation["runId"]
+    [kept] = told(stored["messages"], SETTLED)
+    children = sorted(r["key"] for r in rows if r.get("spawnedBy") == MAIN)
+    assert kept["display"] is False
+    assert kept["provenance"] == {
+        "kind": "inter_session",
+        "sourceSessionKey": children[0],
+        "sourceChannel": "internal",
+        "sourceTool": "subagent_settle",
+    }
+    [entry] = [
+        e
+        for e in entries
+        if isinstance(e, MessageEntry)
+        and isinstance(e.message, UserMessage)
+        and e.message.display is False
+    ]
+    assert entry.idempotencyKey == f"{run_id}:user" and entry.runId == run_id
+    assert not told(history["messages"], SETTLED)
+    seq = [r["__openclaw"]["seq"] for r in history["messages"]]
+    assert history["totalMessages"] == len(history["messages"]) + 1  # numbered, not shown
+    assert seq[-1] == history["totalMessages"]
+    [peeked] = [
+        p["data"]["result"]["details"]["messages"]
+        for p in watch.events_of("tool")
+        if p["runId"] == "p"
+        and p["data"]["phase"] == "result"
+        and p["data"]["name"] == "sessions_history"
+    ]
+    assert peeked and not told(peeked, SETTLED)
+    shown = [p["message"] for (e, p, _s) in watch.events if e == "session.message"]
+    assert shown and not told(shown, SETTLED)
+    context = [m for m in seen["y2"] if isinstance(m, UserMessage)]
+    assert any(SETTLED in text_of(m) for m in context)  # the model reads it from the store
+
+
+async def test_the_embedded_runtime_keeps_and_hides_completion_prompts_as_the_gateway(
+    tmp_path: Path,
+) -> None:
+    ends = Ends()
+    with trio.fail_after(30):
+        async with open_embedded_runtime(parse_config({}), state_dir=tmp_path) as rt:
+            rt.on_event = ends
+            turn = await rt.run_turn(TWO_AND_YIELD, session_key="main")
+            await ends.after(MAIN, turn.run_id)  # its continuation
+            turn = await rt.run_turn(ONE_CHILD, session_key="other")
+            await ends.after("agent:main:other", turn.run_id)  # the child's announce
+            peeked: list[dict[str, Any]] = []
+            peek = directive("sessions_history", {"sessionKey": MAIN, "includeTools": True})
+            await rt.run_turn(peek, session_key="peek", on_event=peeked.append)
+            main, other = rt.transcript("main"), rt.transcript("other")
+    [kept] = [m for m in main if isinstance(m, UserMessage) and SETTLED in text_of(m)]
+    assert kept.display is False and kept.provenance is not None
+    assert kept.provenance.sourceTool == "subagent_settle"
+    assert not [m for m in other if isinstance(m, UserMessage) and ANNOUNCED in text_of(m)]
+    [shown] = [
+        p["data"]["result"]["details"]["messages"]
+        for p in peeked
+        if p["stream"] == "tool"
+        and p["data"]["phase"] == "result"
+        and p["data"]["name"] == "sessions_history"
+    ]
+    assert shown and not told(shown, SETTLED)
