@@ -52,7 +52,7 @@ _MISMATCH: Final = "Could not find the exact text in"
 _MISMATCH_SNIPPET: Final = 800
 
 
-class EditReplacement(msgspec.Struct, frozen=True, forbid_unknown_fields=True, rename="camel"):
+class EditReplacement(msgspec.Struct, frozen=True, rename="camel"):
     old_text: Annotated[
         str,
         msgspec.Meta(description="Exact original text; unique and non-overlapping in this call."),
@@ -60,7 +60,7 @@ class EditReplacement(msgspec.Struct, frozen=True, forbid_unknown_fields=True, r
     new_text: Annotated[str, msgspec.Meta(description="Replacement text.")]
 
 
-class EditParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, rename="camel"):
+class EditParams(msgspec.Struct, frozen=True, rename="camel"):
     path: Annotated[str, msgspec.Meta(description="File path; relative/absolute.")]
     edits: Annotated[
         list[EditReplacement],

@@ -20,7 +20,7 @@ import os
 import stat
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Annotated, TypeVar
+from typing import Annotated, Literal, TypeVar
 
 import msgspec
 import trio
@@ -56,32 +56,54 @@ _IMAGE_MAGIC: tuple[tuple[bytes, str], ...] = (
 
 _NL = "\n"
 
-_PathArg = Annotated[
-    str,
-    msgspec.Meta(description="Path relative to the workspace (or absolute, inside it)."),
-]
+_PathArg = Annotated[str, msgspec.Meta(description="File path; relative/absolute.")]
+
+# The parameters are OpenClaw 2026.9.6's (its read-tool-contract, ls and write schemas): the
+# same names, types, bounds and descriptions, and unknown fields ignored as it ignores them.
 
 
-class ReadParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, rename="camel"):
+class ReadParams(msgspec.Struct, frozen=True, rename="camel"):
     path: _PathArg
-    offset: (
-        Annotated[int, msgspec.Meta(ge=1, description="First line to read (1-based).")] | None
+    offset: Annotated[int, msgspec.Meta(ge=1, description="Start line; 1-based.")] | None = None
+    limit: Annotated[float, msgspec.Meta(description="Max lines.")] | None = None
+    cursor: (
+        Annotated[
+            int,
+            msgspec.Meta(ge=0, description="Character position within the start line; 0-based."),
+        ]
+        | None
     ) = None
-    limit: Annotated[int, msgspec.Meta(ge=1, description="Maximum number of lines.")] | None = None
+    optional: (
+        Annotated[
+            Literal[True],
+            msgspec.Meta(
+                description="Missing paths return structured not_found instead of failing.",
+                extra_json_schema={"type": "boolean", "const": True},
+            ),
+        ]
+        | None
+    ) = None
 
 
-class LsParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, rename="camel"):
+class LsParams(msgspec.Struct, frozen=True, rename="camel"):
     path: Annotated[str, msgspec.Meta(description="Directory; default cwd.")] | None = None
-    limit: Annotated[int, msgspec.Meta(ge=1, description="Max entries; default 500.")] | None = None
+    limit: Annotated[float, msgspec.Meta(description="Max entries; default 500.")] | None = None
     after: (
         Annotated[str, msgspec.Meta(description="Filename cursor returned by the previous page.")]
         | None
     ) = None
 
 
-class WriteParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, rename="camel"):
+class WriteParams(msgspec.Struct, frozen=True, rename="camel"):
     path: _PathArg
-    content: Annotated[str, msgspec.Meta(description="The whole new content of the file.")]
+    content: Annotated[str, msgspec.Meta(description="File content.")]
+
+
+def _positive(limit: float | None, default: int) -> int:
+    """A model's line or entry count: whole, at least 1 (OpenClaw's normalizePositiveLimit)."""
+    if limit is None or limit != limit or limit in (float("inf"), float("-inf")):
+        return default
+    return max(1, int(limit))
 
 
 class ReadTool:
@@ -89,10 +111,9 @@ class ReadTool:
 
     name = "read"
     description = (
-        "Read a file from the workspace. Text files are returned by lines: at most "
-        f"{READ_DEFAULT_LINES} lines or {READ_MAX_BYTES // 1024} KiB per call; use offset "
-        "and limit to page through larger files. PNG, JPEG, GIF and WebP images are "
-        "returned as images."
+        "Read text/image file (jpg/png/gif/webp/bmp); images attach to model context. Text "
+        f"caps {READ_DEFAULT_LINES} lines or {READ_MAX_BYTES // 1024}KB. Continue with "
+        "offset/limit, or cursor within a long line."
     )
     params = ReadParams
     mutating = False
@@ -122,10 +143,7 @@ class WriteTool:
     """`write`: create or overwrite a file, creating missing parent directories."""
 
     name = "write"
-    description = (
-        "Write a file in the workspace, replacing it if it exists. Missing parent "
-        "directories are created."
-    )
+    description = "Write/overwrite file; creates parent directories."
     params = WriteParams
     mutating = True
 
@@ -187,13 +205,23 @@ def open_regular(real: Path, flags: int, shown: str) -> int:
 def _read(workspace: Path, args: ReadParams) -> ToolResult:
     real = resolve_in_workspace(workspace, args.path, for_write=False)
     shown = _display(workspace, real)
+    if args.optional and not os.path.lexists(real):
+        return text_result(
+            f"Optional file not found: {args.path}.",
+            details={
+                "kind": "not_found",
+                "status": "not_found",
+                "path": args.path,
+                "optional": True,
+            },
+        )
     try:
         fd = open_regular(real, os.O_RDONLY, shown)
     except Refused as exc:
         return text_result(str(exc), is_error=True)
     with os.fdopen(fd, "rb") as f:
         size = os.fstat(f.fileno()).st_size
-        head = f.read(16)
+        head = f.read(32)
         mime = _image_mime(head)
         if mime is not None:
             if size > READ_MAX_IMAGE_BYTES:
@@ -214,9 +242,28 @@ def _read(workspace: Path, args: ReadParams) -> ToolResult:
         return _read_lines(f, shown, size, args)
 
 
+def _from_cursor(line: bytes, cursor: int, lineno: int) -> bytes | str:
+    """The start line from `cursor` (UTF-16 units, as OpenClaw counts them), or OpenClaw's
+    message when the cursor is at its end or splits a character."""
+    text = line.decode("utf-8", errors="replace")
+    body = text.removesuffix(_NL)
+    units = 0
+    for index, ch in enumerate(body):
+        if units == cursor:
+            return text[index:].encode("utf-8")
+        units += 2 if ord(ch) > 0xFFFF else 1
+        if units > cursor:
+            return (
+                f"Cursor {cursor} splits a UTF-16 surrogate pair; retry with "
+                f"cursor={cursor - 1} or cursor={cursor + 1}."
+            )
+    return f"Cursor {cursor} is at or beyond the end of line {lineno} ({units} characters)."
+
+
 def _read_lines(f: Iterable[bytes], shown: str, size: int, args: ReadParams) -> ToolResult:
     start = args.offset or 1
-    limit = args.limit or READ_DEFAULT_LINES
+    limit = _positive(args.limit, READ_DEFAULT_LINES)
+    cursor = args.cursor or 0
     taken: list[bytes] = []
     used = 0
     lineno = 0
@@ -227,13 +274,23 @@ def _read_lines(f: Iterable[bytes], shown: str, size: int, args: ReadParams) -> 
         if lineno < start:
             continue
         raw = read_view_line(raw, first=lineno == 1)
+        if cursor and not taken:
+            resumed = _from_cursor(raw, cursor, lineno)
+            if isinstance(resumed, str):
+                return text_result(resumed, is_error="splits" in resumed)
+            raw = resumed
         if len(taken) >= limit:
             more = True
             break
         if used + len(raw) > READ_MAX_BYTES:
             if not taken:  # one line longer than the whole budget: show its start
-                taken.append(raw[:READ_MAX_BYTES])
-                note = f"[line {lineno} is {len(raw)} bytes; showing its first {READ_MAX_BYTES}]"
+                part = raw[:READ_MAX_BYTES].decode("utf-8", errors="ignore")
+                taken.append(part.encode("utf-8"))
+                after = cursor + len(part.encode("utf-16-le")) // 2
+                note = (
+                    f"[line {lineno} is {len(raw)} bytes from cursor {cursor}; showing "
+                    f"{len(taken[0])}] [use offset={lineno} cursor={after} to continue]"
+                )
             more = True
             break
         taken.append(raw)
@@ -247,8 +304,11 @@ def _read_lines(f: Iterable[bytes], shown: str, size: int, args: ReadParams) -> 
     end = start + len(taken) - 1
     text = b"".join(taken).decode("utf-8", errors="replace")
     if more:
-        shown_range = note or f"[showing lines {start}-{end} of {shown} ({size} bytes)]"
-        text = f"{text.rstrip(_NL)}\n\n{shown_range} [use offset={end + 1} to continue]"
+        notice = note or (
+            f"[showing lines {start}-{end} of {shown} ({size} bytes)] "
+            f"[use offset={end + 1} to continue]"
+        )
+        text = f"{text.rstrip(_NL)}\n\n{notice}"
     return text_result(
         text, details={"path": shown, "startLine": start, "endLine": end, "truncated": more}
     )
@@ -275,7 +335,7 @@ def _ls(workspace: Path, args: LsParams) -> ToolResult:
     )
     if not entries:
         return text_result("(empty directory)", details={"content": "(empty directory)"})
-    limit = args.limit or LS_DEFAULT_LIMIT
+    limit = _positive(args.limit, LS_DEFAULT_LIMIT)
     lines: list[str] = []
     used = 0
     for name, is_dir in entries[:limit]:
@@ -310,7 +370,25 @@ def _image_mime(head: bytes) -> str | None:
             return mime
     if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
         return "image/webp"
+    if head[:2] == b"BM" and _is_bmp(head):
+        return "image/bmp"
     return None
+
+
+def _is_bmp(head: bytes) -> bool:
+    """A BMP header, not text that starts with "BM": a known DIB header size, the pixel data
+    after the headers, one colour plane."""
+    if len(head) < 26:
+        return False
+    size, offset, dib = (int.from_bytes(head[i : i + 4], "little") for i in (2, 10, 14))
+    planes_at = 22 if dib == 12 else 26
+    planes = int.from_bytes(head[planes_at : planes_at + 2], "little")
+    return (
+        dib in (12, 40, 52, 56, 108, 124)
+        and offset >= 14 + dib
+        and (size == 0 or offset < size)
+        and planes == 1
+    )
 
 
 def write_bytes(real: Path, data: bytes, shown: str) -> None:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Final, Literal, Protocol
+from typing import Annotated, Any, Final, Literal, Protocol
 
 import msgspec
 
@@ -48,13 +48,26 @@ class ConfigReader(Protocol):
         ...
 
 
-class GatewayToolParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, rename="camel"):
+class GatewayToolParams(msgspec.Struct, frozen=True, rename="camel"):
+    """OpenClaw 2026.9.6's gateway tool schema (GatewayToolSchema), unknown fields ignored."""
+
     action: Literal["config.get", "config.schema.lookup", "update.run"]
     gateway_url: str | None = None
     gateway_token: str | None = None
-    timeout_ms: int | None = None
-    note: str | None = None
-    path: str | None = None
+    timeout_ms: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    note: (
+        Annotated[
+            str, msgspec.Meta(description="Short human note for the post-update restart notice.")
+        ]
+        | None
+    ) = None
+    path: (
+        Annotated[
+            str,
+            msgspec.Meta(description="Required for config.schema.lookup; optional for config.get."),
+        ]
+        | None
+    ) = None
 
 
 def _json_result(payload: dict[str, Any]) -> ToolResult:

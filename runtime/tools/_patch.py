@@ -62,7 +62,7 @@ _MOVE = "*** Move to: "
 _EOF = "*** End of File"
 
 
-class ApplyPatchParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+class ApplyPatchParams(msgspec.Struct, frozen=True):
     input: Annotated[
         str, msgspec.Meta(description="Patch content using the *** Begin Patch/End Patch format.")
     ]
@@ -561,13 +561,7 @@ class ApplyPatchTool:
     """`apply_patch`: add, update, move and delete files with one patch, all or nothing."""
 
     name = "apply_patch"
-    description = (
-        "Patch one/many files. Input requires *** Begin Patch and *** End Patch. Each file "
-        "is '*** Add File: path' (lines start with +), '*** Delete File: path' or '*** Update "
-        "File: path' (optionally '*** Move to: path'), with @@ hunks of ' ' context, '-' "
-        "removed and '+' added lines. Paths are relative to the workspace. Every file changes "
-        "or none does."
-    )
+    description = "Patch one/many files. Input requires *** Begin Patch and *** End Patch."
     params = ApplyPatchParams
     mutating = True
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Annotated, Any, Final, Literal, Protocol
+from typing import Annotated, Any, Final, Literal, Protocol, get_args
 
 import msgspec
 
@@ -117,8 +117,15 @@ def _steps(plan: Any) -> list[dict[str, str]]:
 
 
 class ProgressCardStep(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    step: str
-    status: StepStatus
+    step: Annotated[str, msgspec.Meta(min_length=1)]
+    status: Annotated[
+        StepStatus,
+        msgspec.Meta(  # OpenClaw's union of literals
+            extra_json_schema={
+                "anyOf": [{"type": "string", "const": s} for s in get_args(StepStatus)]
+            }
+        ),
+    ]
 
 
 class ProgressCardParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

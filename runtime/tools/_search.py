@@ -343,7 +343,7 @@ class ToolSurface:
 # --- the control tools -----------------------------------------------------------------------
 
 
-class _Query(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+class _Query(msgspec.Struct, frozen=True):
     query: Annotated[
         str,
         msgspec.Meta(
@@ -352,12 +352,18 @@ class _Query(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
             description="Search query, in English. Describe the capability you need.",
         ),
     ]
-    limit: Annotated[int, msgspec.Meta(ge=1, description="Maximum results for this query.")] | (
-        None
+    limit: (
+        Annotated[
+            int,
+            msgspec.Meta(
+                ge=1, description="Maximum results for this query. Defaults to 8 when omitted."
+            ),
+        ]
+        | None
     ) = None
 
 
-class ToolSearchParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+class ToolSearchParams(msgspec.Struct, frozen=True):
     query: (
         Annotated[
             str,
@@ -387,21 +393,29 @@ class ToolSearchParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
                 max_length=16,
                 description="Independent searches. Prefer this alone for several searches; a "
                 "non-empty query beside it runs as the first entry. Their effective limits may "
-                "total at most 50. The serialized query strings may use at most 512 UTF-8 "
-                "bytes in total.",
+                "total at most 50; an omitted item limit counts as 8. The serialized query "
+                "strings may use at most 512 UTF-8 bytes in total.",
             ),
         ]
         | None
     ) = None
 
 
-class ToolDescribeParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+class ToolDescribeParams(msgspec.Struct, frozen=True):
     id: Annotated[str, msgspec.Meta(description="Tool search result id or tool name.")]
 
 
 class ToolCallParams(msgspec.Struct, frozen=True):
     id: Annotated[str, msgspec.Meta(description="Tool search result id or tool name.")]
-    args: Annotated[dict[str, Any], msgspec.Meta(description="Tool input.")] | None = None
+    args: (
+        Annotated[
+            dict[str, Any],
+            msgspec.Meta(
+                description="Tool input.", extra_json_schema={"patternProperties": {"^.*$": {}}}
+            ),
+        ]
+        | None
+    ) = None
 
 
 def _json_text(payload: Any, *, compact: bool = False) -> str:

@@ -12,7 +12,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import Any, Protocol
+from types import UnionType
+from typing import Annotated, Any, Literal, Protocol, Union, get_args, get_origin
 
 import msgspec
 from attrs import field, frozen
@@ -117,7 +118,13 @@ def tool_spec(tool: Tool) -> ToolSpec:
     The top-level `$ref` is inlined, so `parameters` is `{"type": "object", "properties":
     ..., "required": [...], ...}`; nested structs are inlined too (a recursive one keeps its
     `$defs`). Optional fields (`X | None = None`) are shown as plain `X`: models may omit them,
-    and a `null` they send anyway still decodes.
+    and a `null` they send anyway still decodes. The rest is shaped as OpenClaw's TypeBox
+    schemas are: a struct's name and docstring are left out (they are for readers of the
+    code; the model reads the tool's description and the fields' `Meta` descriptions), an
+    empty `required` too; an `enum` of strings says `"type": "string"` and lists the values
+    in the order the `Literal` declares them (msgspec sorts them). A field whose
+    `Meta(extra_json_schema=...)` gives an `anyOf` or a `const` is shown by that instead of its
+    `enum` (OpenClaw writes some literals as `anyOf` of `const`s).
     """
     key = (tool.params, tool.name, tool.description)
     cached = _SPECS.get(key)
@@ -140,8 +147,8 @@ def _tool_spec(tool: Tool) -> ToolSpec:
     inlined = _inline(schema, defs, frozenset())
     if not isinstance(inlined, dict) or inlined.get("type") != "object":
         raise TypeError(f"tool {tool.name!r}: params must be a msgspec Struct type")
-    inlined.pop("title", None)
     inlined.setdefault("properties", {})
+    _declared_order(inlined, tool.params, frozenset())
     if _has_ref(inlined):
         inlined["$defs"] = defs
     return ToolSpec(name=tool.name, description=tool.description, parameters=inlined)
@@ -157,8 +164,18 @@ def _inline(node: Any, defs: dict[str, Any], seen: frozenset[str]) -> Any:
         name = ref.removeprefix("#/$defs/")
         if name in seen or name not in defs:
             return node
-        return _inline(defs[name], defs, seen | {name})
+        struct = _inline(defs[name], defs, seen | {name})
+        for key in ("title", "description"):  # the struct's name and docstring
+            struct.pop(key, None)
+        return {**struct, **{k: _inline(v, defs, seen) for k, v in node.items() if k != "$ref"}}
     out = {key: _inline(value, defs, seen) for key, value in node.items()}
+    if out.get("required") == []:
+        del out["required"]
+    values = out.get("enum")
+    if isinstance(values, list) and ("anyOf" in out or "const" in out):
+        del out["enum"]  # a Literal written as OpenClaw writes it (`Meta(extra_json_schema)`)
+    elif "type" not in out and isinstance(values, list) and all(isinstance(v, str) for v in values):
+        out["type"] = "string"
     props = out.get("properties")
     if isinstance(props, dict):
         required = set(out.get("required", ()))
@@ -166,6 +183,31 @@ def _inline(node: Any, defs: dict[str, Any], seen: frozenset[str]) -> Any:
             if key not in required and isinstance(prop, dict):
                 props[key] = _drop_null_branch(prop)
     return out
+
+
+def _declared_order(node: Any, tp: Any, seen: frozenset[type]) -> None:
+    """Put each `enum` of `node` (the inlined schema of `tp`) in its `Literal`'s order."""
+    while True:  # Annotated[X, ...] -> X; X | None -> X
+        if get_origin(tp) is Annotated:
+            tp = get_args(tp)[0]
+            continue
+        if get_origin(tp) in (Union, UnionType):
+            rest = [a for a in get_args(tp) if a is not type(None)]
+            if len(rest) == 1:
+                tp = rest[0]
+                continue
+        break
+    if not isinstance(node, dict):
+        return
+    if get_origin(tp) is Literal:
+        if sorted(map(repr, node.get("enum", ()))) == sorted(map(repr, get_args(tp))):
+            node["enum"] = list(get_args(tp))
+    elif get_origin(tp) is list:
+        _declared_order(node.get("items"), get_args(tp)[0], seen)
+    elif isinstance(tp, type) and issubclass(tp, msgspec.Struct) and tp not in seen:
+        props = node.get("properties", {})
+        for field in msgspec.structs.fields(tp):
+            _declared_order(props.get(field.encode_name), field.type, seen | {tp})
 
 
 def _drop_null_branch(prop: dict[str, Any]) -> dict[str, Any]:

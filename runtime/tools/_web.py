@@ -235,15 +235,11 @@ def _wrapped_within(text: str, limit: int, *, notice: bool) -> tuple[str, bool]:
 # --- parameters --------------------------------------------------------------------------
 
 
-class WebFetchParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True, rename="camel"):
+class WebFetchParams(msgspec.Struct, frozen=True, rename="camel"):
     url: Annotated[str, msgspec.Meta(description="HTTP(S) URL.")]
-    extract_mode: (
-        Annotated[
-            Literal["markdown", "text"],
-            msgspec.Meta(description="Extract as markdown/text (default markdown)."),
-        ]
-        | None
-    ) = None
+    extract_mode: Annotated[
+        Literal["markdown", "text"], msgspec.Meta(description="Extract as markdown/text.")
+    ] = "markdown"
     max_chars: (
         Annotated[int, msgspec.Meta(ge=100, description="Max chars returned; truncates.")] | None
     ) = None
@@ -356,7 +352,7 @@ class WebFetchTool:
             parsed = None
         if parsed is None or parsed.scheme not in ("http", "https") or not parsed.host:
             return text_result("Invalid URL: must be http or https", is_error=True)
-        mode = args.extract_mode or "markdown"
+        mode = args.extract_mode
         max_chars = settings.max_chars_for(args.max_chars)
         key = (str(parsed), mode, max_chars)
         cached = self._cached(key)
@@ -613,11 +609,11 @@ def _json_result(payload: dict[str, Any]) -> ToolResult:
 # --- web_search ----------------------------------------------------------------------------
 
 
-class WebSearchParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+class WebSearchParams(msgspec.Struct, frozen=True):
     """OpenClaw's `web_search` parameters (snake_case, as OpenClaw names them)."""
 
     query: Annotated[str, msgspec.Meta(description="Search query.")]
-    count: Annotated[int, msgspec.Meta(ge=1, le=10, description="Result count.")] | None = None
+    count: Annotated[float, msgspec.Meta(ge=1, le=10, description="Result count.")] | None = None
     country: Annotated[str, msgspec.Meta(description="2-letter country code.")] | None = None
     language: Annotated[str, msgspec.Meta(description="ISO 639-1 language.")] | None = None
     freshness: (
@@ -636,12 +632,12 @@ class WebSearchParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     ) = None
     max_tokens: (
         Annotated[
-            int, msgspec.Meta(ge=1, le=1_000_000, description="Perplexity total token budget.")
+            float, msgspec.Meta(ge=1, le=1_000_000, description="Perplexity total token budget.")
         ]
         | None
     ) = None
     max_tokens_per_page: (
-        Annotated[int, msgspec.Meta(ge=1, description="Perplexity tokens per page.")] | None
+        Annotated[float, msgspec.Meta(ge=1, description="Perplexity tokens per page.")] | None
     ) = None
 
 

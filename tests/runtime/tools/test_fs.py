@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
@@ -89,6 +90,58 @@ async def test_read_returns_an_image_as_image_content(ctx: ToolContext, workspac
     assert result.content[1] == ImageContent(
         data=base64.b64encode(png).decode(), mimeType="image/png"
     )
+
+
+async def test_read_takes_openclaws_cursor_optional_and_a_fractional_limit(
+    ctx: ToolContext, workspace: Path
+) -> None:
+    """`cursor` starts within the start line (UTF-16 units, as OpenClaw counts them), so a line
+    longer than one call's budget can be read to its end; `optional` answers a missing path
+    with OpenClaw's not_found result; unknown fields are ignored, as OpenClaw ignores them."""
+    long = "\U0001f600" + "y" * (READ_MAX_BYTES + 10)
+    (workspace / "long.txt").write_text(f"first\n{long}\nlast\n")
+
+    async def read(**args: Any) -> ToolResult:
+        with trio.fail_after(5):
+            return await invoke_tool(ReadTool(), {"path": "long.txt", **args}, ctx)
+
+    head = await read(offset=2, limit=1.7, note="ignored")
+    body, _, notice = _text(head).partition("\n\n")
+    assert body.startswith("\U0001f600y") and len(body.encode()) <= READ_MAX_BYTES
+    resume = len(body.encode("utf-16-le")) // 2
+    assert notice.endswith(f"[use offset=2 cursor={resume} to continue]")
+    rest = await read(offset=2, limit=1, cursor=resume)
+    assert body + _text(rest).partition("\n\n")[0] == long
+    assert _text(await read(offset=2, cursor=2)).startswith("yyy")
+    split = await read(offset=2, cursor=1)
+    assert (split.is_error, _text(split)) == (
+        True,
+        "Cursor 1 splits a UTF-16 surrogate pair; retry with cursor=0 or cursor=2.",
+    )
+    past = await read(offset=3, cursor=4)
+    assert _text(past) == "Cursor 4 is at or beyond the end of line 3 (4 characters)."
+    with trio.fail_after(5):
+        missing = await invoke_tool(ReadTool(), {"path": "nope/x.md", "optional": True}, ctx)
+    assert (missing.is_error, _text(missing), missing.details) == (
+        False,
+        "Optional file not found: nope/x.md.",
+        {"kind": "not_found", "status": "not_found", "path": "nope/x.md", "optional": True},
+    )
+
+
+async def test_read_tells_a_bmp_from_text_starting_with_bm(
+    ctx: ToolContext, workspace: Path
+) -> None:
+    header = b"BM" + (70).to_bytes(4, "little") + bytes(4) + (54).to_bytes(4, "little")
+    dib = (40).to_bytes(4, "little") + (1).to_bytes(4, "little") * 2 + (1).to_bytes(2, "little")
+    (workspace / "pic.bmp").write_bytes(header + dib + bytes(30))
+    (workspace / "cars.txt").write_text("BMW and other cars, a text file of some length\n")
+    with trio.fail_after(5):
+        image = await invoke_tool(ReadTool(), {"path": "pic.bmp"}, ctx)
+        text = await invoke_tool(ReadTool(), {"path": "cars.txt"}, ctx)
+    assert isinstance(image.content[1], ImageContent)
+    assert image.content[1].mimeType == "image/bmp"
+    assert _text(text).startswith("BMW and other cars")
 
 
 @pytest.mark.parametrize(

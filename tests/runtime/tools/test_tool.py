@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 import logging
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import attrs
 import jsonschema
@@ -63,11 +63,10 @@ class _Forever:
         ('{"path": 1}', "invalid arguments for read: Expected `str`, got `int` - at `$.path`"),
         ({"path": "a", "offset": 0}, "Expected `int` >= 1 - at `$.offset`"),
         ({}, "Object missing required field `path`"),
-        ({"path": "a", "bogus": True}, "Object contains unknown field `bogus`"),
         ('{"path": ', "invalid arguments for read: Input data was truncated"),
         ("[1, 2]", "Expected `object`, got `array`"),
     ],
-    ids=["dict-type", "json-type", "constraint", "missing", "unknown", "bad-json", "not-object"],
+    ids=["dict-type", "json-type", "constraint", "missing", "bad-json", "not-object"],
 )
 async def test_invalid_arguments_are_an_error_naming_the_field(
     ctx: ToolContext, arguments: str | dict[str, Any], message: str
@@ -230,6 +229,19 @@ def test_tool_spec_parameters_are_a_plain_object_schema(tool: Tool) -> None:
     jsonschema.Draft202012Validator.check_schema(params)
 
 
+async def test_unknown_fields_are_an_error_where_the_params_forbid_them(
+    ctx: ToolContext,
+) -> None:
+    """As OpenClaw's schemas say: refused with `additionalProperties: false`
+    (`forbid_unknown_fields`), ignored otherwise (`read`, as OpenClaw's read ignores them)."""
+    with trio.fail_after(5):
+        strict = await invoke_tool(_NestedTool(), {"inner": {"depth": 1}, "bogus": True}, ctx)
+    assert strict.is_error
+    assert "Object contains unknown field `bogus`" in strict.content[0].text  # type: ignore[union-attr]
+    assert tool_spec(_NestedTool()).parameters["additionalProperties"] is False
+    assert "additionalProperties" not in tool_spec(ReadTool()).parameters
+
+
 def test_tool_spec_inlines_nested_structs_and_keeps_descriptions() -> None:
     params = tool_spec(_NestedTool()).parameters
     assert params["properties"]["inner"]["properties"] == {"depth": {"type": "integer"}}
@@ -254,3 +266,46 @@ def test_builtin_tools_names_and_mutating_flags() -> None:
     assert not any(t.mutating for t in with_web[-2:])
     off = WebSettings(fetch=WebFetchSettings(enabled=False), search_enabled=False)
     assert [t.name for t in builtin_tools(off)] == [t.name for t in tools]
+
+
+class _Shaped(msgspec.Struct, frozen=True):
+    """A docstring the model does not see."""
+
+    kind: Literal["zeta", "alpha", "mid"]
+    steps: list[_Inner] | None = None
+    status: (
+        Annotated[
+            Literal["b", "a"],
+            msgspec.Meta(
+                extra_json_schema={"anyOf": [{"type": "string", "const": v} for v in ("b", "a")]}
+            ),
+        ]
+        | None
+    ) = None
+
+
+class _ShapedTool(_NestedTool):
+    name = "shaped"
+    params = _Shaped  # type: ignore[assignment]
+
+
+def test_tool_spec_shapes_schemas_as_openclaws_typebox_does() -> None:
+    params = tool_spec(_ShapedTool()).parameters
+    assert params == {
+        "type": "object",
+        "properties": {
+            "kind": {"enum": ["zeta", "alpha", "mid"], "type": "string"},
+            "steps": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {"depth": {"type": "integer"}},
+                    "required": ["depth"],
+                },
+            },
+            "status": {
+                "anyOf": [{"type": "string", "const": "b"}, {"type": "string", "const": "a"}]
+            },
+        },
+        "required": ["kind"],
+    }
