@@ -19,6 +19,7 @@ poll does: `log` and `list` collect nothing, `clear` and `remove` leave the comp
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Annotated, Any, ClassVar, Final, Literal
 
@@ -50,7 +51,9 @@ Action = Literal[
 ]
 
 
-class ProcessParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+class ProcessParams(msgspec.Struct, frozen=True):
+    """OpenClaw 2026.9.6's process parameters; unknown fields are ignored, as its are."""
+
     action: Annotated[
         Action,
         msgspec.Meta(
@@ -73,8 +76,8 @@ class ProcessParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         None
     )
     eof: Annotated[bool, msgspec.Meta(description="Close stdin after write")] | None = None
-    offset: Annotated[int, msgspec.Meta(ge=0, description="Log offset (lines)")] | None = None
-    limit: Annotated[int, msgspec.Meta(ge=0, description="Log length (lines)")] | None = None
+    offset: Annotated[float, msgspec.Meta(description="Log offset")] | None = None
+    limit: Annotated[float, msgspec.Meta(description="Log length")] | None = None
     timeout: (
         Annotated[
             float,
@@ -289,14 +292,20 @@ async def _poll(job: Job | None, args: ProcessParams) -> ToolResult:
     return text_result(text, is_error=job.status == "failed", details=_finished_details(job))
 
 
+def _lines(count: float | None) -> int | None:
+    """A model's `offset`/`limit` as OpenClaw's sliceLogLines takes it: floored, at least 0."""
+    return None if count is None else max(0, math.floor(count))
+
+
 def _log(job: Job, args: ProcessParams) -> ToolResult:
     lines = job.output.text().replace("\r\n", "\n").split("\n")
     if lines and lines[-1] == "":
         lines.pop()
     total = len(lines)
     default_tail = args.offset is None and args.limit is None
-    limit = _LOG_TAIL_LINES if default_tail else args.limit
-    start = args.offset or 0
+    # OpenClaw's sliceLogLines: a line count is whole (floored) and at least 0.
+    limit = _LOG_TAIL_LINES if default_tail else _lines(args.limit)
+    start = _lines(args.offset) or 0
     if args.offset is None and limit is not None:
         start = max(total - limit, 0)
     end = None if limit is None else start + limit

@@ -68,8 +68,9 @@ _ERROR_STATUSES: Final = frozenset({"error", "forbidden", "timeout"})
 ListKind = Literal["main", "group", "cron", "hook", "node", "other"]
 
 
-class _Params(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    pass
+class _Params(msgspec.Struct, frozen=True):
+    """OpenClaw 2026.9.6's session tool parameters: none of its schemas forbids other
+    fields, so a field clawlane does not know is ignored, as OpenClaw's validation ignores it."""
 
 
 class SessionsListParams(_Params, frozen=True):
@@ -106,17 +107,28 @@ class SessionsHistoryParams(_Params, frozen=True):
     includeTools: bool | None = None
 
 
-class SessionsSendParams(_Params, frozen=True):
+_SEND_MODES: Final = ("notify", "steer", "followup", "resume")
+
+
+class SessionsSendParams(_Params, frozen=True, kw_only=True):
     """`sessions_send`: run another session with `message`, waiting up to `timeoutSeconds`
     (default 30; 0: do not wait) for its reply."""
 
-    message: str
     sessionKey: str | None = None
     label: Annotated[str, msgspec.Meta(min_length=1, max_length=512)] | None = None
     agentId: Annotated[str, msgspec.Meta(min_length=1, max_length=64)] | None = None
+    message: str
     timeoutSeconds: Annotated[int, msgspec.Meta(ge=0)] | None = None
     watch: bool | None = None
-    mode: Literal["notify", "steer", "followup", "resume"] | None = None
+    mode: (
+        Annotated[
+            Literal["notify", "steer", "followup", "resume"],
+            msgspec.Meta(
+                extra_json_schema={"anyOf": [{"type": "string", "const": m} for m in _SEND_MODES]}
+            ),
+        ]
+        | None
+    ) = None
 
 
 class SessionStatusParams(_Params, frozen=True):
@@ -178,7 +190,13 @@ class SubagentsParams(_Params, frozen=True):
     action: Literal["list", "wait", "cancel"] | None = None
     recentMinutes: Annotated[int, msgspec.Meta(ge=1)] | None = None
     taskId: Annotated[str, msgspec.Meta(description="Task id")] | None = None
-    taskIds: Annotated[list[str], msgspec.Meta(min_length=1, max_length=32)] | None = None
+    taskIds: (
+        Annotated[
+            list[Annotated[str, msgspec.Meta(min_length=1)]],
+            msgspec.Meta(min_length=1, max_length=32),
+        ]
+        | None
+    ) = None
     timeoutSeconds: Annotated[int, msgspec.Meta(ge=0, le=60)] | None = None
 
 
@@ -195,12 +213,31 @@ class AgentsWaitParams(_Params, frozen=True):
 class SessionsYieldParams(_Params, frozen=True):
     """`sessions_yield`: end this turn to receive the pending subagents' results."""
 
-    waitFor: Literal["message"] | None = None
+    waitFor: (
+        Annotated[
+            Literal["message"],
+            msgspec.Meta(
+                description="Explicitly pause an unfinished subagent until an incoming "
+                "continuation message. Does not schedule a message or submit the final result.",
+                extra_json_schema={"type": "string", "const": "message"},
+            ),
+        ]
+        | None
+    ) = None
     message: (
-        Annotated[str, msgspec.Meta(description="Private context for the resumed turn.")] | None
+        Annotated[
+            str,
+            msgspec.Meta(description="Private context for the resumed turn; not sent to the user."),
+        ]
+        | None
     ) = None
     acknowledgment: (
-        Annotated[str, msgspec.Meta(description="Optional waiting reply for the parent turn.")]
+        Annotated[
+            str,
+            msgspec.Meta(
+                description="Optional waiting reply for an otherwise-silent interactive parent turn."
+            ),
+        ]
         | None
     ) = None
 
@@ -312,8 +349,9 @@ class SessionsSendTool(_SessionTool):
 class SessionStatusTool(_SessionTool):
     name = "session_status"
     description = (
-        "Show a /status-style card for this session (or sessionKey): model, tokens, context "
-        "use and estimated cost."
+        'Show visible-session model/usage/time/cost/tasks. `sessionKey="current"` for '
+        "current; UI labels are not keys. `model` overrides; `model=default` resets. Use for "
+        "active model/session questions."
     )
     params = SessionStatusParams
 
@@ -329,7 +367,8 @@ class SessionStatusTool(_SessionTool):
 class AgentsListTool(_SessionTool):
     name = "agents_list"
     description = (
-        "List the agent ids sessions_spawn may target from this session, with their models."
+        "List configured agent ids with name/model/runtime metadata, allowed as "
+        '`sessions_spawn(runtime:"subagent")` targets.'
     )
     params = AgentsListParams
 
@@ -354,9 +393,9 @@ class SessionsSpawnTool(_SessionTool):
 class SubagentsTool(_SessionTool):
     name = "subagents"
     description = (
-        "Background work of this session tree: list subagent runs and their status, wait "
-        "for selected taskIds to finish (timeoutSeconds, at most 60; a timeout cancels "
-        "nothing), or cancel a taskId."
+        "Background work: list status, wait for selected taskIds to finish or need attention, "
+        "or cancel a taskId. wait keeps this turn active; timeout does not cancel work or "
+        "consume completion delivery."
     )
     params = SubagentsParams
     mutating = True
@@ -382,8 +421,9 @@ class SessionsYieldTool(_SessionTool):
     description = (
         "End this turn for pending child completion events; this is not a final-result "
         "submission. Return completed work normally. An unfinished subagent waiting for an "
-        'incoming continuation must set waitFor:"message". acknowledgment can send a waiting '
-        "reply for an otherwise-silent interactive parent."
+        'incoming continuation must set waitFor:"message". Collector runs require agents_wait '
+        "instead. acknowledgment can send a waiting reply for an otherwise-silent interactive "
+        "parent."
     )
     params = SessionsYieldParams
 

@@ -99,6 +99,15 @@ async def test_a_background_job_is_polled_logged_and_reports_its_exit(
         assert _text(rest) == "l3\nl4"
         last = await _process(registry, ctx, action="log", sessionId=sid, limit=1)
         assert _text(last) == "l4"
+        # OpenClaw's numbers: floored, at least 0; a field it would ignore is ignored here too.
+        floored = await _process(
+            registry, ctx, action="log", sessionId=sid, offset=1.7, limit=2.9, cwd="/x"
+        )
+        assert _text(floored) == "l2\nl3"
+        negative = await _process(registry, ctx, action="log", sessionId=sid, offset=-3, limit=1)
+        assert _text(negative) == "l1"
+        none = await _process(registry, ctx, action="log", sessionId=sid, limit=-1)
+        assert _text(none) == "(no output recorded)"
         listed = await _process(registry, ctx, action="list")
         assert _text(listed).startswith(f"{sid} completed")
         cleared = await _process(registry, ctx, action="clear", sessionId=sid)
@@ -310,13 +319,13 @@ async def test_bad_process_arguments_are_tool_errors(
     with trio.fail_after(10):
         no_id = await _process(registry, ctx, action="poll")
         bad = await invoke_tool(ProcessTool(registry), {"action": "explode"}, ctx)
-        negative = await invoke_tool(
-            ProcessTool(registry), {"action": "log", "sessionId": "x", "offset": -1}, ctx
+        wrong = await invoke_tool(
+            ProcessTool(registry), {"action": "log", "sessionId": "x", "offset": "1"}, ctx
         )
     assert _text(no_id) == "sessionId is required for this action."
     assert no_id.details == {"status": "failed", "error": "sessionId is required for this action."}
     assert _text(bad).startswith("invalid arguments for process: ") and "$.action" in _text(bad)
-    assert "$.offset" in _text(negative)
+    assert "$.offset" in _text(wrong)
 
 
 async def test_an_ended_job_is_kept_for_its_cleanup_time(ctx: ToolContext) -> None:
