@@ -78,7 +78,7 @@ class SessionsListParams(_Params, frozen=True):
 
     kinds: list[ListKind] | None = None
     limit: Annotated[int, msgspec.Meta(ge=1)] | None = None
-    offset: Annotated[int, msgspec.Meta(ge=0)] | None = None
+    offset: Annotated[int, msgspec.Meta(ge=0, le=9007199254740991)] | None = None
     activeMinutes: Annotated[int, msgspec.Meta(ge=1)] | None = None
     activeOnly: bool | None = None
     excludeSubagents: bool | None = None
@@ -99,7 +99,9 @@ class SessionsHistoryParams(_Params, frozen=True):
         Annotated[
             int,
             msgspec.Meta(
-                ge=0, description="Plain-pagination offset: messages skipped from the end."
+                ge=0,
+                description="Plain-pagination offset. Ignored when messageId is set; limit "
+                "still bounds anchored history.",
             ),
         ]
         | None
@@ -150,18 +152,35 @@ class SessionsSpawnParams(_Params, frozen=True):
     task: str
     taskName: (
         Annotated[
-            str, msgspec.Meta(description="Stable later-target alias; starts lowercase letter.")
+            str,
+            msgspec.Meta(
+                description="Stable later-target alias; starts lowercase letter; then "
+                "lowercase/digit/_/-."
+            ),
         ]
         | None
     ) = None
     label: (
-        Annotated[str, msgspec.Meta(description="Short task title shown in UI lists.")] | None
+        Annotated[
+            str,
+            msgspec.Meta(
+                description="Short task title shown in UI lists; name the work, not the agent."
+            ),
+        ]
+        | None
     ) = None
     runtime: Literal["subagent"] | None = None
     agentId: str | None = None
     model: str | None = None
     runTimeoutSeconds: (
-        Annotated[int, msgspec.Meta(ge=0, description="Per-run timeout in seconds; 0 disables it.")]
+        Annotated[
+            int,
+            msgspec.Meta(
+                ge=0,
+                description="Per-run timeout in seconds; overrides the configured subagent "
+                "default. Zero disables the timeout.",
+            ),
+        ]
         | None
     ) = None
     thinking: str | None = None
@@ -169,7 +188,11 @@ class SessionsSpawnParams(_Params, frozen=True):
     cleanup: Literal["delete", "keep"] | None = None
     expectsCompletionMessage: (
         Annotated[
-            bool, msgspec.Meta(description="false: no completion handoff when the child finishes.")
+            bool,
+            msgspec.Meta(
+                description="false: fire-and-forget; requester gets no completion handoff when "
+                "the child finishes."
+            ),
         ]
         | None
     ) = None
