@@ -6,11 +6,14 @@ row lists it in `childSessions`: what `sessions.list` shows and the Control UI's
 tree follows, as OpenClaw's) and runs the task there on the `subagent` global lane
 (its slots: `agents.defaults.subagents.maxConcurrent`), in the child's own transcript. It
 answers at once with OpenClaw's receipt (`status: accepted`, `childSessionKey`, `runId`).
-When the child's run ends, its result is announced to the parent as OpenClaw does, once the
-run that spawned it has ended: a separate followup run on the parent's session whose message
-carries the result (unless the call set `expectsCompletionMessage: false`). The children a
-turn's `sessions_yield` waits for are told together, in one continuation run once the last
-of them has settled (`runtime.agent._yield_batch`). Their prompts carry OpenClaw's input
+When the child's run ends, its result is announced to the parent as OpenClaw does (unless
+the call set `expectsCompletionMessage: false`): steered into a run of the parent's going on
+(the spawning one, most often), else a separate followup run on the parent's session whose
+message carries the result. The children a turn's `sessions_yield` waits for are told
+together instead, in one continuation run once the last of them has settled; without a
+yield, once two or more children of a parent that is no subagent have been announced, they
+are told again together in one settle run (`runtime.agent._yield_batch`, `Subagents` is its
+`Teller`). Their prompts carry OpenClaw's input
 provenance (`runtime.sessions._provenance`): an announce's is given to the model and not
 kept in the parent's transcript, a continuation's is kept with `display: false`; no history
 shows either.
@@ -47,8 +50,7 @@ from runtime.agent import (
     spawn_receipt,
     subagent_context,
     subagent_model,
-    take_batch,
-    wait_settled,
+    tell,
     yielded,
 )
 from runtime.llm import InputProvenance
@@ -86,12 +88,14 @@ async def submit_run(
     run_id: str | None = None,
     spawn: SpawnLink | None = None,
     provenance: InputProvenance | None = None,
+    mode: str = "followup",
 ) -> RunRecord:
     """Queue a followup run on session `key` (created when new) on global lane `lane`: the
     one way these tools start a run. No idempotency key; the run is journaled as accepted
     like a client's (a restart reports it failed or runs it again), with `spawn` for a
-    subagent's run; `provenance` marks its user message (a child's completion). A
-    checkpoint. Raises `GatewayError`, `ActorError`."""
+    subagent's run; `provenance` marks its user message (a child's completion); `mode`
+    `steer` steers it into a run of the session that is going on instead. A checkpoint.
+    Raises `GatewayError`, `ActorError`."""
     if sup.session_gate is not None:
         await sup.session_gate(key)  # in a cluster: the session moves to this node
     actor = await sup.session(key, agent_id)
@@ -116,7 +120,7 @@ async def submit_run(
     )
     admission = Admission(sup, kind="agent", run_id=record.run_id, dedupe=False)
     try:
-        await admission.admit(actor, request, "followup", writes_row=False)
+        await admission.admit(actor, request, mode, writes_row=False)
     except BaseException as exc:
         admission.refuse(exc)
         raise
@@ -218,19 +222,16 @@ class Subagents:
             return True
         return await self.sup.store.get_session(key) is not None
 
+    def closing(self) -> bool:
+        """The gateway is stopping: a restart tells what is left (`adopt`)."""
+        return self.sup.closing
+
     async def _follow(self, run: SpawnedRun) -> None:
-        """Wait for the child's run (and, while it is paused by `sessions_yield`, for the
-        continuation that resumes it) and for the run that spawned it; announce its result to
-        the parent, or with the rest of its yield's batch (`runtime.agent._yield_batch`).
+        """Tell the parent how the child's task ended (`runtime.agent.tell`: its own
+        announce once its run has ended for good, then its yield's batch or its wave).
         Never raises but `Cancelled`."""
-        await wait_settled(run)  # `resume` hands a yield's continuation's record over
-        if self.sup.closing:
-            return  # stopped by the shutdown: the restart announces it (`adopt`)
-        batch = take_batch(self.book, run)
-        if batch is None:
-            return  # its yield's batch is told by the last of its children to settle
         try:
-            await self._tell(run, batch)
+            await tell(self.book, run, self)
         except (ClawlaneError, ActorError) as exc:
             log.warning(
                 "could not announce subagent %s to %s: %s", run.child_key, run.parent_key, exc
@@ -238,22 +239,14 @@ class Subagents:
         except Exception:
             log.exception("could not announce subagent %s to %s", run.child_key, run.parent_key)
 
-    async def _tell(self, run: SpawnedRun, batch: list[SpawnedRun]) -> None:
-        """Announce `run`'s result (its own, or as one continuation for its yield's
-        `batch`) to the parent, unless nothing is to be told or the parent is gone."""
+    async def announce(self, run: SpawnedRun) -> None:
+        """Tell the parent `run`'s own end (unless nothing is to be told or the parent is
+        gone): steered into a run of the parent's that is going on, else a run of its
+        own."""
         link = run.link
-        if run.requester_yielded:
-            message = settle_message(batch)
-            run_id = batch_run_id(link.parentAgent, run.parent_key, batch)
-            provenance = settle_provenance(batch)
-        else:
-            told = link.announce and not run.suppressed
-            message = announce_message(run.record, run.child_key, run.label) if told else None
-            run_id = announce_run_id(run.task_id)
-            provenance = completion_provenance(SUBAGENT_ANNOUNCE, run.child_key)
-        if message is not None and not await self._parent_exists(run.parent_key):
-            message = None  # deleted meanwhile: the announce must not bring it back
-        if message is not None:
+        told = link.announce and not run.suppressed
+        message = announce_message(run.record, run.child_key, run.label) if told else None
+        if message is not None and await self._parent_exists(run.parent_key):
             record = await submit_run(
                 self.sup,
                 run.parent_key,
@@ -261,16 +254,44 @@ class Subagents:
                 message,
                 lane="subagent" if ":subagent:" in run.parent_key else "main",
                 origin="subagent-announce",
-                run_id=run_id,
-                provenance=provenance,
+                run_id=announce_run_id(run.task_id),
+                provenance=completion_provenance(SUBAGENT_ANNOUNCE, run.child_key),
+                mode="steer",
             )
-            waiting = self.book.paused(run.parent_key)
-            if waiting is not None:  # a subagent that yielded for its children goes on
-                self.resume(waiting, record)
+            self._resume_parent(run, record)
+        run.delivered = True
+        if link.cleanup == "delete":
+            await self.sup.forget_session(run.child_key)
+
+    async def settle(self, run: SpawnedRun, batch: list[SpawnedRun]) -> None:
+        """Tell the parent the children of `batch` together (`run`'s yield's batch, or its
+        wave), unless nothing is to be told or the parent is gone."""
+        message = settle_message(batch)
+        if message is not None and await self._parent_exists(run.parent_key):
+            link = run.link
+            record = await submit_run(
+                self.sup,
+                run.parent_key,
+                link.parentAgent,
+                message,
+                lane="subagent" if ":subagent:" in run.parent_key else "main",
+                origin="subagent-announce",
+                run_id=batch_run_id(link.parentAgent, run.parent_key, batch),
+                provenance=settle_provenance(batch),
+            )
+            self._resume_parent(run, record)
         for child in batch:
             child.delivered = True
             if child.link.cleanup == "delete":
                 await self.sup.forget_session(child.child_key)
+
+    def _resume_parent(self, run: SpawnedRun, record: RunRecord) -> None:
+        """A parent that is a subagent paused by its yield for its children goes on with
+        `record` (not when `record` was steered into a run of it)."""
+        steered = record.status == "running" and record.started_at is None
+        waiting = self.book.paused(run.parent_key)
+        if waiting is not None and not steered:
+            self.resume(waiting, record)
 
     # --- sessions_yield waitFor message, and its continuation -----------------------------
 
@@ -341,6 +362,7 @@ class Subagents:
             run = SpawnedRun(rec, link.parentKey, rec.session_key, link.label, link=link)
             due = _owed(item) or yielded(rec)  # a yielded one waits for its continuation
             run.delivered = not due or announce_run_id(rec.run_id) in handed
+            run.waved = run.delivered  # told before the restart: no wave waits for it
             self.book.add(run)
             if not run.delivered:
                 owed += 1

@@ -136,11 +136,16 @@ from ._subagent_book import reply_text as reply_text
 from ._turn import run_turn as run_turn
 from ._turnspec import BASE_SYSTEM_PROMPT as BASE_SYSTEM_PROMPT
 from ._turnspec import TurnResult as TurnResult
+from ._yield_batch import Teller as Teller
 from ._yield_batch import batch_children as batch_children
 from ._yield_batch import batch_run_id as batch_run_id
 from ._yield_batch import settle_message as settle_message
 from ._yield_batch import settle_provenance as settle_provenance
 from ._yield_batch import take_batch as take_batch
+from ._yield_batch import take_waves as take_waves
+from ._yield_batch import tell as tell
+from ._yield_batch import wait_child as wait_child
+from ._yield_batch import wait_for_requester as wait_for_requester
 from ._yield_batch import wait_settled as wait_settled
 
 __all__ = [
@@ -173,6 +178,7 @@ __all__ = [
     "TaskBook",
     "TaskLink",
     "TaskRecord",
+    "Teller",
     "TrackedRun",
     "TurnResult",
     "TurnServices",
@@ -236,6 +242,10 @@ __all__ = [
     "subagents_call",
     "system_prompt_report",
     "take_batch",
+    "take_waves",
+    "tell",
+    "wait_child",
+    "wait_for_requester",
     "wait_settled",
     "yield_claim",
     "yielded",

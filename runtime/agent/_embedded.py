@@ -69,7 +69,7 @@ import msgspec
 import trio
 
 from ..llm._types import Message
-from ..loop._agent import RunProgress, ToolRunner, now_ms
+from ..loop._agent import RunProgress, SteerInbox, ToolRunner, now_ms
 from ..model._config import Config
 from ..model._generation import (
     GenerationBuilder,
@@ -411,6 +411,7 @@ class EmbeddedRuntime:
                     )
                 finally:
                     self._turns.pop(key, None)
+                    turn.inbox.close()  # what it did not take goes on as a turn of its own
                     if turn.state.aborted:  # its background commands and subagents too
                         self.sessions.stop(key, record.run_id)
                         if self.services.processes is not None:
@@ -473,6 +474,11 @@ class EmbeddedRuntime:
 
     def running(self) -> list[RunState]:
         return [turn.state for turn in self._turns.values()]
+
+    def steering(self, key: str) -> tuple[TrackedRun, SteerInbox] | None:
+        """The turn of session `key` going on and the inbox steering messages into it."""
+        turn = self._turns.get(key)
+        return None if turn is None else (turn.state, turn.inbox)
 
     @property
     def has_tasks(self) -> bool:
@@ -552,6 +558,7 @@ class _Turn:
     outcome: RunOutcome = attrs.field(factory=RunOutcome)
     tool_runner: ToolRunner | None = None
     sent: list[str] = attrs.field(factory=list)
+    inbox: SteerInbox = attrs.field(factory=SteerInbox)
 
     def emit(self, stream: str, data: dict[str, Any]) -> None:
         self.seq += 1
@@ -645,6 +652,7 @@ class _Turn:
             system_prompt=system_prompt,
             extra_system_prompt=extra_system_prompt,
             row=self.session.row,
+            steer_inbox=self.inbox,
         )
         spec.max_attempts = self.host._retry_attempts
         await run_turn(spec, self.emit, self.progress, self.result)

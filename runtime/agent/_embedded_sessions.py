@@ -17,10 +17,12 @@ same payloads (`_session_views`) and the same task book (`_subagent_book`), over
   lineage, running the task as a task of the runtime (only as `async with`; otherwise a tool
   error), at most `agents.defaults.subagents.maxConcurrent` at a time, within
   `maxSpawnDepth` and `maxChildrenPerAgent`; when it ends its result is announced to the
-  parent by a turn on the parent's session once the turn that spawned it has ended, unless
-  `expectsCompletionMessage: false`; the children a turn's `sessions_yield` waits for are
-  told together in one turn once the last has settled (`_yield_batch`). `subagents` (list, wait, cancel), `agents_wait` and
-  `sessions_yield` read and stop the book's tasks.
+  parent as soon as it has ended, steered into the parent's turn going on, else by a turn
+  of its own, unless `expectsCompletionMessage: false`; the children a turn's
+  `sessions_yield` waits for are told together in one turn once the last has settled, and
+  without a yield two or more children of a parent that is no subagent are told again
+  together once all have been (`_yield_batch`). `subagents` (list, wait, cancel),
+  `agents_wait` and `sessions_yield` read and stop the book's tasks.
 
 Leaving the runtime cancels the children and announcements still running.
 """
@@ -36,7 +38,8 @@ from typing import Any, Protocol
 import attrs
 import trio
 
-from ..loop._agent import now_ms
+from ..llm._types import InputProvenance
+from ..loop._agent import SteerInbox, now_ms
 from ..model._generation import ModelRuntimeGeneration
 from ..sessions._provenance import SUBAGENT_ANNOUNCE, completion_provenance
 from ..sessions._sessions import MessageEntry, SessionRow
@@ -83,13 +86,7 @@ from ._session_views import (
     yield_claim,
 )
 from ._subagent_book import SpawnedRun, TaskBook
-from ._yield_batch import (
-    batch_run_id,
-    settle_message,
-    settle_provenance,
-    take_batch,
-    wait_settled,
-)
+from ._yield_batch import batch_run_id, settle_message, settle_provenance, tell
 
 __all__ = ["ChildLink", "EmbeddedSessions", "SessionsRuntime", "TrackedRun"]
 
@@ -148,6 +145,11 @@ class SessionsRuntime(Protocol):
 
     def running(self) -> list[RunState]:
         """The runs going on now."""
+        ...
+
+    def steering(self, key: str) -> tuple[TrackedRun, SteerInbox] | None:
+        """Session `key`'s turn going on and the inbox that steers messages into it (it
+        takes no more once the turn has ended), or None."""
         ...
 
     async def new_run(self, key: str, agent_id: str, run_id: str | None = None) -> TrackedRun:
@@ -372,43 +374,69 @@ class EmbeddedSessions:
                 timeout_s=float(limit_s) if limit_s else None,
             )
 
+    @staticmethod
+    def closing() -> bool:
+        """Never (`_yield_batch.Teller`): leaving the runtime cancels the followers."""
+        return False
+
     async def _follow(self, run: SpawnedRun) -> None:
-        """Wait for the child's run (and, while it is paused by `sessions_yield`, for the
-        continuation that resumes it) and for the run that spawned it; announce its result
-        to the parent, or with the rest of its yield's batch (`_yield_batch`)."""
-        await wait_settled(run)
-        batch = take_batch(self.book, run)
-        if batch is None:
-            return  # its yield's batch is told by the last of its children to settle
+        """Tell the parent how the child's task ended (`_yield_batch.tell`: its own announce
+        once its run has ended for good, then its yield's batch or its wave)."""
         try:
-            await self._announce(run, batch)
+            await tell(self.book, run, self)
         except Exception:
             log.exception("could not announce subagent %s to %s", run.child_key, run.parent_key)
 
-    async def _announce(self, run: SpawnedRun, batch: list[SpawnedRun]) -> None:
+    async def announce(self, run: SpawnedRun) -> None:
+        """Tell the parent `run`'s own end (unless nothing is to be told or the parent is
+        gone): steered into its turn going on, else a turn of its own."""
         link = run.link
-        if run.requester_yielded:
-            message = settle_message(batch)
-            run_id = batch_run_id(link.parentAgent, run.parent_key, batch)
-            provenance = settle_provenance(batch)
-        else:
-            told = link.announce and not run.suppressed
-            message = announce_message(run.record, run.child_key, run.label) if told else None
+        told = link.announce and not run.suppressed
+        message = announce_message(run.record, run.child_key, run.label) if told else None
+        if message is not None and await self.rt.session_row(run.parent_key) is not None:
             run_id = f"{run.task_id}{ANNOUNCE_SUFFIX}"
             provenance = completion_provenance(SUBAGENT_ANNOUNCE, run.child_key)
-        if message is not None and await self.rt.session_row(run.parent_key) is None:
-            message = None  # forgotten meanwhile: the announce must not bring it back
-        if message is not None:
-            record = await self.rt.new_run(run.parent_key, link.parentAgent, run_id)
-            record.provenance = provenance  # its prompt: not kept, or kept hidden
-            waiting = self.book.paused(run.parent_key)
-            if waiting is not None:  # a subagent that yielded for its children goes on
-                self.book.resume(waiting, record)
-            self.rt.start_soon(self.rt.run, record, message)
+            if not await self._steer(run.parent_key, message, run_id, provenance):
+                await self._turn(run, run_id, message, provenance)
+        run.delivered = True
+        if link.cleanup == "delete":
+            await self.rt.forget_session(run.child_key)
+
+    async def settle(self, run: SpawnedRun, batch: list[SpawnedRun]) -> None:
+        """Tell the parent the children of `batch` together in a turn of its own (`run`'s
+        yield's batch, or its wave), unless nothing is to be told or the parent is gone."""
+        message = settle_message(batch)
+        if message is not None and await self.rt.session_row(run.parent_key) is not None:
+            run_id = batch_run_id(run.link.parentAgent, run.parent_key, batch)
+            await self._turn(run, run_id, message, settle_provenance(batch))
         for child in batch:
             child.delivered = True
             if child.link.cleanup == "delete":
                 await self.rt.forget_session(child.child_key)
+
+    async def _steer(
+        self, key: str, message: str, run_id: str, provenance: InputProvenance
+    ) -> bool:
+        """Steer `message` into session `key`'s turn going on; True once that turn took it
+        (it ended without: False)."""
+        going = self.rt.steering(key)
+        if going is None or not going[1].offer(message, run_id, provenance):
+            return False
+        host, inbox = going
+        await host.done.wait()
+        return run_id in inbox.taken_keys
+
+    async def _turn(
+        self, run: SpawnedRun, run_id: str, message: str, provenance: InputProvenance
+    ) -> None:
+        """A turn of the parent's telling it `message` (a parent that is a subagent paused
+        by its yield for its children goes on with it)."""
+        record = await self.rt.new_run(run.parent_key, run.link.parentAgent, run_id)
+        record.provenance = provenance  # its prompt: not kept, or kept hidden
+        waiting = self.book.paused(run.parent_key)
+        if waiting is not None:
+            self.book.resume(waiting, record)
+        self.rt.start_soon(self.rt.run, record, message)
 
     # --- subagents, agents_wait, sessions_yield -------------------------------------------
 

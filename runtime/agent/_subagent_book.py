@@ -168,6 +168,11 @@ class SpawnedRun:
     """Its run has ended for good (not paused): its end waits only for its telling."""
     batched: bool = False
     """Its end is told in its yield's batch (`_yield_batch.take_batch`)."""
+    ready: bool = False
+    """No yield claimed it, it was told on its own and its spawning run has ended: it waits
+    only for its wave (`_yield_batch.take_waves`)."""
+    waved: bool = False
+    """Its wave was dealt with (told together in a settle run, or nothing to tell)."""
     delivered: bool = False
     """Its end was dealt with: announced to the parent, or nothing to announce."""
     paused: bool = False
@@ -272,6 +277,17 @@ class TaskBook:
                         seen.add(run.child_key)
                         parents.append(run.child_key)
         return found
+
+    def children(self, parent_key: str) -> list[SpawnedRun]:
+        """The runs session `parent_key` spawned itself, in the order they were spawned."""
+        return [r for r in self._runs.values() if r.parent_key == parent_key]
+
+    def parent_of(self, child_key: str) -> str | None:
+        """The session that spawned subagent session `child_key` (None: no task of it)."""
+        return next(
+            (r.parent_key for r in reversed(self._runs.values()) if r.child_key == child_key),
+            None,
+        )
 
     def by_child_run(self, child_key: str, run_id: str) -> SpawnedRun | None:
         """The task of subagent session `child_key` whose run is now `run_id`."""
@@ -480,8 +496,10 @@ def _ended_yielded(run: SpawnedRun) -> bool:
 
 
 def _done_with(run: SpawnedRun) -> bool:
-    """Whether the book may forget `run`: ended, and not waiting for its yield's batch."""
-    return run.record.ended and not run.paused and (run.delivered or not run.requester_yielded)
+    """Whether the book may forget `run`: ended, and told (with its yield's batch, else in
+    its wave)."""
+    told = run.delivered if run.requester_yielded else run.waved
+    return run.record.ended and not run.paused and told
 
 
 def _view(run: SpawnedRun) -> dict[str, Any]:

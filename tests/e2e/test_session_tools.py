@@ -151,7 +151,9 @@ async def test_sessions_spawn_runs_a_child_and_announces_its_result_to_the_paren
         with trio.fail_after(30):
             async with open_client(gw, caps=["tool-events"], on_event=watch) as client:
                 msg = directive(
-                    "sessions_spawn", {"task": "[[reply:child-done]]", "label": "research"}
+                    # ends after its parent's turn: one ending during it would be steered in
+                    "sessions_spawn",
+                    {"task": "[[delay:500]] [[reply:child-done]]", "label": "research"},
                 )
                 await client.request(
                     "agent", {"message": msg, "idempotencyKey": "spawn-1"}, expect_final=True
@@ -275,7 +277,7 @@ async def test_subagents_lists_and_cancels_agents_wait_collects_and_yield_ends_t
                 first = " ".join(
                     [
                         spawn("[[stall]]", label="slow"),
-                        spawn("[[reply:quick]]", label="fast"),
+                        spawn("[[delay:500]] [[reply:quick]]", label="fast"),  # after the yield
                         directive("subagents", {}),
                         directive("sessions_yield", {"acknowledgment": "on it"}),
                         directive("session_status", {}),  # never called: the turn ended

@@ -186,3 +186,119 @@ async def test_the_embedded_runtime_keeps_and_hides_completion_prompts_as_the_ga
         and p["data"]["name"] == "sessions_history"
     ]
     assert shown and not told(shown, SETTLED)
+
+
+# --- a parent still running is steered; two children or more are settled together --------
+
+SLOW_PARENT = " ".join([spawn("[[reply:kid-done]]", label="kid"), "[[delay:1500]] [[reply:done]]"])
+TWO_SLOW = " ".join(
+    [
+        spawn("[[delay:300]] [[reply:A-done]]", label="A"),
+        spawn("[[delay:300]] [[reply:B-done]]", label="B"),
+        "[[reply:parent-done]]",
+    ]
+)
+SETTLED_QUIETLY = (
+    f"{SETTLED}[Subagent Context] This completion ends one child run, not necessarily the "
+    "original user request."
+)
+SILENT_IF_ANSWERED = (
+    "[Subagent Context] Reply ONLY: NO_REPLY only if you already delivered the consolidated "
+    "final answer for this batch.\n\nChild completion results:"
+)
+
+
+async def test_a_child_ending_while_its_parent_runs_is_steered_into_that_run(
+    tmp_path: Path,
+) -> None:
+    """The peer: a child ended while its parent ran a tool, its completion was a user row
+    of the parent's run (provenance subagent_announce, no `display: false`, hidden by
+    chat.history), and no announce run followed."""
+    watch = Watch()
+    with trio.fail_after(60):
+        async with (
+            running_gateway(tmp_path) as gw,
+            open_client(gw, caps=["tool-events"], on_event=watch) as client,
+        ):
+            await client.request(
+                "agent", {"message": SLOW_PARENT, "idempotencyKey": "p1"}, expect_final=True
+            )
+            await client.request(
+                "agent", {"message": "next", "idempotencyKey": "p2"}, expect_final=True
+            )
+            history = await client.request("chat.history", {"sessionKey": MAIN})
+            stored = await client.request("sessions.get", {"key": MAIN})
+    ended = [(p["runId"], p["data"].get("mergedInto")) for p in watch.ends(MAIN)]
+    [(_, merged)] = [e for e in ended if e[0].endswith(":announce")]
+    assert merged == "p1"  # steered into p1: no run of its own
+    assert [e[0] for e in ended if e[1] is None] == ["p1", "p2"]
+    rows = stored["messages"]
+    [steered] = told(rows, ANNOUNCED)
+    after = rows[rows.index(steered) + 1]  # p1's model read it: its reply quotes it
+    assert after["role"] == "assistant" and ANNOUNCED in text_of(after)
+    assert steered["provenance"]["sourceTool"] == "subagent_announce"
+    assert "display" not in steered  # hidden by its provenance, as the peer's
+    assert not told(history["messages"], ANNOUNCED)
+
+
+async def test_two_children_without_a_yield_are_settled_together_after_their_announces(
+    tmp_path: Path,
+) -> None:
+    """The peer, two children spawned by a turn that ended: an announce run each, then one
+    run announce:requester-settle:main:agent:main:d1:<a>,<b> (no yield suffix) whose prompt
+    (kept hidden) ends its context with "Reply ONLY: NO_REPLY only if you already delivered
+    the consolidated final answer for this batch." and lists both children."""
+    watch = Watch()
+    prompts: dict[str, str] = {}
+
+    def spy(event: Any) -> None:
+        prompts[event.runId] = event.prompt
+
+    with trio.fail_after(60):
+        async with running_gateway(tmp_path) as gw:
+            gw.supervisor.hooks.register("llm_input", spy, plugin_id="spy")
+            async with open_client(gw, caps=["tool-events"], on_event=watch) as client:
+                await client.request(
+                    "agent", {"message": TWO_SLOW, "idempotencyKey": "p"}, expect_final=True
+                )
+                spawned = [
+                    d["result"]["details"]
+                    for d in (p["data"] for p in watch.events_of("tool") if p["runId"] == "p")
+                    if d["phase"] == "result" and d["name"] == "sessions_spawn"
+                ]
+                runs = [p["runId"] for p in await watch.ended(MAIN, 4)]
+                await client.request(
+                    "agent", {"message": "next", "idempotencyKey": "z"}, expect_final=True
+                )
+    ids = sorted(child["runId"] for child in spawned)
+    settle = f"announce:requester-settle:main:{MAIN}:{','.join(ids)}"
+    assert runs[0] == "p" and runs[3] == settle
+    assert sorted(runs[1:3]) == sorted(f"{i}:announce" for i in ids)
+    assert [p["runId"] for p in watch.ends(MAIN)][4:] == ["z"]  # nothing more
+    prompt = prompts[settle]
+    assert prompt.startswith(SETTLED_QUIETLY) and SILENT_IF_ANSWERED in prompt
+    assert "A-done" in prompt and "B-done" in prompt
+
+
+async def test_the_embedded_runtime_steers_and_settles_as_the_gateway(tmp_path: Path) -> None:
+    ends = Ends()
+    with trio.fail_after(30):
+        async with open_embedded_runtime(parse_config({}), state_dir=tmp_path) as rt:
+            rt.on_event = ends
+            await rt.run_turn(SLOW_PARENT, session_key="main")
+            steered = rt.transcript("main")
+            turn = await rt.run_turn(TWO_SLOW, session_key="other")
+            other = "agent:main:other"
+            while not any(p["runId"].startswith("announce:") for p in ends.of(other, turn.run_id)):
+                await ends.changed.wait()
+            runs = [p["runId"] for p in ends.of(other, "")]
+            settled = rt.transcript("other")
+    [kept] = [m for m in steered if isinstance(m, UserMessage) and ANNOUNCED in text_of(m)]
+    assert kept.provenance is not None and kept.provenance.sourceTool == "subagent_announce"
+    assert not [
+        p for p in ends.ended if p["runId"].endswith(":announce") and p["sessionKey"] == MAIN
+    ]
+    assert runs[0] == turn.run_id and len(runs) == 4  # the turn, two announces, one settle
+    assert runs[3].startswith(f"announce:requester-settle:main:{other}:")
+    [prompt] = [m for m in settled if isinstance(m, UserMessage) and SETTLED in text_of(m)]
+    assert SILENT_IF_ANSWERED in text_of(prompt) and prompt.display is False

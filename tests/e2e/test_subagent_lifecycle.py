@@ -273,7 +273,10 @@ async def test_a_child_that_yields_for_its_own_child_is_announced_after_its_cont
         with trio.fail_after(30):
             async with open_client(gw, caps=["tool-events"], on_event=watch) as client:
                 orchestrate = " ".join(
-                    [spawn("[[reply:deep-result]]", label="deep"), directive("sessions_yield", {})]
+                    [  # the grandchild ends after the child's yield
+                        spawn("[[delay:500]] [[reply:deep-result]]", label="deep"),
+                        directive("sessions_yield", {}),
+                    ]
                 )
                 await client.request(
                     "agent",

@@ -37,9 +37,10 @@ CONTEXT_LINE = (
     "follow-up event.]"
 )
 HIDDEN = f"waiting for kid\n\n{CONTEXT_LINE}"
+# The children end after their parent's turn (a child ending while it runs is steered into it)
 YIELDING = " ".join(
     [
-        spawn("[[reply:child-done]]", label="kid"),
+        spawn("[[delay:500]] [[reply:child-done]]", label="kid"),
         directive("sessions_yield", {"message": "waiting for kid"}),
     ]
 )
@@ -177,8 +178,8 @@ async def test_the_embedded_runtime_keeps_the_yield_context_hidden_too(tmp_path:
 
 TWO_AND_YIELD = " ".join(
     [
-        spawn("[[reply:A-done]]", label="A"),
-        spawn("[[reply:B-done]]", label="B"),
+        spawn("[[delay:500]] [[reply:A-done]]", label="A"),
+        spawn("[[delay:500]] [[reply:B-done]]", label="B"),
         directive("sessions_yield", {}),
     ]
 )
@@ -306,7 +307,7 @@ async def test_a_silently_yielded_turn_sends_no_waiting_reply_to_gateway_clients
     watch = Watch()
     acknowledged = " ".join(
         [
-            spawn("[[reply:child-done]]", label="kid"),
+            spawn("[[delay:500]] [[reply:child-done]]", label="kid"),
             directive("sessions_yield", {"acknowledgment": "hang on, working"}),
         ]
     )

@@ -132,7 +132,9 @@ async def test_sessions_spawn_runs_a_child_and_announces_its_result_to_the_paren
 
             rt.on_event = background
             events = Events()
-            spawn = tool("sessions_spawn", task="[[reply:child done]] work", label="job")
+            # the child ends after the turn (one ending during it would be steered in)
+            task = "[[delay:500]] [[reply:child done]] work"
+            spawn = tool("sessions_spawn", task=task, label="job")
             await rt.run_turn(spawn, session_key="main", on_event=events)
             await announced.seen.wait()
     [(failed, receipt)] = events.results("sessions_spawn")
