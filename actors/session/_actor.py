@@ -67,6 +67,7 @@ from runtime.sessions import (
     added_context,
     branch_messages,
     build_context,
+    cap_row,
     hidden_in_display,
     history_row,
     new_session_id,
@@ -447,7 +448,7 @@ class SessionActor:
                 {
                     "sessionKey": self.key,
                     "agentId": self.agent_id,
-                    "message": message,
+                    "message": cap_row(message),  # OpenClaw's display cut (8,000)
                     "messageId": entry.id,
                     "messageSeq": base + i,
                 },

@@ -1,7 +1,7 @@
 """runtime.sessions: session keys and rows, transcripts (pi v3 entries, `TranscriptBuilder`,
 `build_context`; custom messages: the hidden `CustomMessageEntry`, the displayed
 `CustomMessage` of a call made through Tool Search, `_nested_tool`: `nested_tool_message`,
-`history_row`), a subagent's completion in its parent's transcript (`_provenance`: the
+`history_row`; the display's text cap: `cap_row`), a subagent's completion in its parent's transcript (`_provenance`: the
 completion's input provenance, which prompts are kept, which rows no history shows:
 `hidden_in_display`), and a transcript's branches (`_branches`: `branch_tips`,
 `cut_before_user_message`, `check_switch`, `BRANCH_MARKER`; errors `BranchError`)."""
@@ -13,6 +13,8 @@ from ._branches import branch_tips as branch_tips
 from ._branches import check_switch as check_switch
 from ._branches import cut_before_user_message as cut_before_user_message
 from ._branches import message_text as message_text
+from ._display_cap import DISPLAY_MAX_CHARS as DISPLAY_MAX_CHARS
+from ._display_cap import cap_row as cap_row
 from ._nested_tool import history_row as history_row
 from ._nested_tool import nested_tool_message as nested_tool_message
 from ._provenance import SUBAGENT_ANNOUNCE as SUBAGENT_ANNOUNCE
@@ -49,6 +51,7 @@ from ._sessions import session_kind as session_kind
 __all__ = [
     "BRANCH_MARKER",
     "DEFAULT_MAIN_KEY",
+    "DISPLAY_MAX_CHARS",
     "SUBAGENT_ANNOUNCE",
     "SUBAGENT_SETTLE",
     "BranchError",
@@ -64,6 +67,7 @@ __all__ = [
     "branch_messages",
     "branch_tips",
     "build_context",
+    "cap_row",
     "check_switch",
     "completion_provenance",
     "conversation",

@@ -79,7 +79,9 @@ What OpenClaw's clients get (its CLI, terminal UI and Control UI, 2026.9.6):
   `session.message`, so a reloaded page shows each turn once. A message steered into a
   running run records `steerTargetRunId` and the run's text continues in a new paragraph.
   `session.message` goes to a session's watchers (`sessions.messages.subscribe`) and to the
-  session-list subscribers (`sessions.subscribe`), on any node.
+  session-list subscribers (`sessions.subscribe`), on any node. Both cut each text as
+  OpenClaw's display does (`runtime.sessions.cap_row`: `chat.history`'s `maxChars`, else
+  8,000) and leave out the rows it hides (heartbeats, a subagent's completion prompts).
 - Slash commands in `chat.send` (`_slash`, the list in `runtime.agent._slash`) answer at once
   without the model (a `chat` `final` from `openclaw/gateway-injected`, both lines in the
   transcript), except `/new`, `/reset` (a fresh session, then a run) and `/stop`.

@@ -65,8 +65,10 @@ from runtime.protocol import (
 )
 from runtime.sessions import (
     DEFAULT_MAIN_KEY,
+    DISPLAY_MAX_CHARS,
     SessionRow,
     branch_messages,
+    cap_row,
     hidden_in_display,
     history_row,
     openclaw_row_meta,
@@ -233,7 +235,9 @@ async def chat_send(call: Call, params: ChatSendParams) -> dict[str, Any]:
     )
 
 
-def _display(message: Any, max_chars: int | None) -> dict[str, Any] | None:
+def _display(message: Any, max_chars: int, meta: dict[str, Any]) -> dict[str, Any] | None:
+    """A transcript message as `chat.history` shows it (None: not shown), its texts cut at
+    `max_chars` as OpenClaw's display cuts them (`runtime.sessions.cap_row`)."""
     data = history_row(message)
     assert isinstance(data, dict)
     if isinstance(message, AssistantMessage):
@@ -244,16 +248,8 @@ def _display(message: Any, max_chars: int | None) -> dict[str, Any] | None:
             {**c, "text": _TAG.sub("", c["text"]).strip()} if c.get("type") == "text" else c
             for c in data["content"]
         ]
-    if max_chars:
-        content = data.get("content")
-        if isinstance(content, str) and len(content) > max_chars:
-            data["content"] = content[:max_chars] + f"…[truncated {len(content) - max_chars} chars]"
-        elif isinstance(content, list):
-            for c in content:
-                text = c.get("text")
-                if isinstance(text, str) and len(text) > max_chars:
-                    c["text"] = text[:max_chars] + f"…[truncated {len(text) - max_chars} chars]"
-    return data
+    data["__openclaw"] = meta
+    return cap_row(data, max_chars)
 
 
 async def chat_history(call: Call, params: ChatHistoryParams) -> dict[str, Any]:
@@ -266,6 +262,7 @@ async def chat_history(call: Call, params: ChatHistoryParams) -> dict[str, Any]:
     max_chars = opt(params.maxChars)
     if max_chars is not None and not 1 <= max_chars <= 500_000:
         raise invalid_request("invalid chat.history params: maxChars must be between 1 and 500000")
+    max_chars = max_chars or DISPLAY_MAX_CHARS  # OpenClaw's default cut
     entries = await call.gateway.actors.supervisor.store.load_entries(actor.row.sessionId)
     rows: list[dict[str, Any]] = []
     seq = 0
@@ -275,10 +272,9 @@ async def chat_history(call: Call, params: ChatHistoryParams) -> dict[str, Any]:
         message = entry.message
         seq += 1
         hide = i in hidden or hidden_in_display(message)  # heartbeats, a child's completion
-        shown = None if hide else _display(message, max_chars)
+        shown = None if hide else _display(message, max_chars, openclaw_row_meta(entry, seq))
         if shown is None:
             continue
-        shown["__openclaw"] = openclaw_row_meta(entry, seq)
         if entry.idempotencyKey is not None:
             shown["idempotencyKey"] = entry.idempotencyKey
         rows.append(shown)
