@@ -17,6 +17,9 @@ are told again together in one settle run (`runtime.agent._yield_batch`, `Subage
 provenance (`runtime.sessions._provenance`): an announce's is given to the model and not
 kept in the parent's transcript, a continuation's is kept with `display: false`; no history
 shows either.
+A yield's claim is kept in the parent's transcript beside the yield (`runtime.agent.
+run_notes`, `YieldClaim`), so that after a restart the children it still owes are told in
+one continuation as before (`adopt`), not one by one.
 A child whose run ends with `sessions_yield` is not done: its task waits for a continuation
 (its own children's announce, or with `waitFor: "message"` its parent's `sessions_send`)
 and is announced once, with the result of the run that ends it.
@@ -40,6 +43,7 @@ from runtime.agent import (
     CHILDREN_KEPT,
     SpawnedRun,
     TaskBook,
+    YieldClaim,
     agents_view,
     announce_message,
     batch_children,
@@ -51,17 +55,18 @@ from runtime.agent import (
     subagent_context,
     subagent_model,
     tell,
+    yield_claims,
     yielded,
 )
 from runtime.llm import InputProvenance
 from runtime.loop import now_ms
 from runtime.protocol import ClawlaneError
-from runtime.sessions import SUBAGENT_ANNOUNCE, SessionRow, completion_provenance
+from runtime.sessions import SUBAGENT_ANNOUNCE, MessageEntry, SessionRow, completion_provenance
 from runtime.tools import SessionsSpawnParams, ToolContext
 
 from ._admission import Admission
 from ._errors import ActorError
-from ._recovery import RecoveredRun
+from ._recovery import RecoveredRun, recall_run
 from ._supervisor import Supervisor
 from .runs import RunRecord
 from .session import RunRequest
@@ -141,6 +146,7 @@ class Subagents:
         self._nursery = nursery
         self.book = TaskBook()
         """The spawned runs, as the tasks of their parents' trees."""
+        self.book.on_claim = self._claimed
 
     def _settings(self) -> Any:
         return self.sup.generation.config.agents.defaults.subagents
@@ -337,11 +343,19 @@ class Subagents:
                 run.resumed.set()
         return stopped
 
+    def _claimed(self, caller: str, run_id: str, generation: int, runs: list[SpawnedRun]) -> None:
+        """Run `run_id`'s yield claimed `runs`: its transcript keeps them beside the yield
+        (`runtime.agent.run_notes`), for a restart to tell them together still."""
+        record = self.sup.registry.get(run_id)
+        if record is not None and record.session_key == caller:
+            record.yield_claim = YieldClaim(generation, tuple(r.task_id for r in runs))
+
     def adopt(self, recovered: Sequence[RecoveredRun]) -> int:
         """After a restart: the subagent runs the journal knew join the book, and those
         whose end the parent never heard of (interrupted: reported failed or running again;
         stopped by the shutdown; ended before their announce was handed over) are followed
-        and announced as usual. Returns how many."""
+        and announced as usual, those a yield claimed together (`_restore_claims`). Returns
+        how many."""
         handed = {  # announces that ran, or will (one refused at the shutdown did not)
             r.record.run_id
             for r in recovered
@@ -354,7 +368,7 @@ class Subagents:
             if r.interrupted or r.record.started_at is not None
             for child in batch_children(r.record.run_id)
         }
-        owed = 0
+        owed: list[SpawnedRun] = []
         for item in recovered:
             link, rec = item.spawn, item.record
             if link is None:
@@ -362,12 +376,60 @@ class Subagents:
             run = SpawnedRun(rec, link.parentKey, rec.session_key, link.label, link=link)
             due = _owed(item) or yielded(rec)  # a yielded one waits for its continuation
             run.delivered = not due or announce_run_id(rec.run_id) in handed
-            run.waved = run.delivered  # told before the restart: no wave waits for it
+            # told before the restart: settled, no batch nor wave waits for it
+            run.settled = run.waved = run.delivered
+            run.suppressed = rec.status == "aborted" and rec.abort_reason == "stop"
             self.book.add(run)
             if not run.delivered:
-                owed += 1
+                owed.append(run)
+        if owed:
+            self._nursery.start_soon(self._restore_claims, owed)
+        return len(owed)
+
+    async def _restore_claims(self, owed: list[SpawnedRun]) -> None:
+        """Before following the restored runs `owed`: those a yield claimed before the
+        restart (its parent's transcript keeps the claim, `runtime.agent.yield_claims`)
+        are its batch again, a continuation already in that transcript counts them told,
+        and members the book lost are recalled from the journal. Never raises but
+        `Cancelled`."""
+        for parent in dict.fromkeys(r.parent_key for r in owed):
+            try:
+                await self._restore_parent(parent)
+            except (ClawlaneError, ActorError) as exc:
+                log.warning("could not read the yields of %s after a restart: %s", parent, exc)
+        for run in owed:
+            if not run.delivered:
                 self._nursery.start_soon(self._follow, run)
-        return owed
+
+    async def _restore_parent(self, parent: str) -> None:
+        row = await self.sup.store.get_session(parent)
+        if row is None:
+            return
+        entries = await self.sup.store.load_entries(row.sessionId)
+        claims = yield_claims(entries)
+        keys = (e.idempotencyKey for e in entries if isinstance(e, MessageEntry))
+        told = {  # the children of the continuations it ran (their prompts are kept)
+            child for key in keys if key for child in batch_children(key.removesuffix(":user"))
+        }
+        for child_id, (requester, claim) in claims.items():
+            run = self.book.get(child_id) or await self._recall(child_id)
+            if run is None or run.requester_run != requester:
+                continue
+            self.book.restore_claim(run, claim.generation)
+            if child_id in told:
+                run.settled = run.batched = run.delivered = True
+
+    async def _recall(self, run_id: str) -> SpawnedRun | None:
+        """A claimed child the restart did not restore (ended long before it): back in the
+        book, ended, from the journal (None when the journal no longer has it)."""
+        found = await recall_run(self.sup, run_id, restore=False)
+        if not isinstance(found, RecoveredRun) or found.spawn is None:
+            return None
+        link, rec = found.spawn, found.record
+        run = SpawnedRun(rec, link.parentKey, rec.session_key, link.label, link=link)
+        run.settled = True
+        self.book.add(run)
+        return run
 
 
 def _owed(item: RecoveredRun) -> bool:

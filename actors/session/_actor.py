@@ -720,7 +720,7 @@ class SessionActor:
         entries: list[Any] = []
         if messages and self._builder is not None and self._history is not None:
             builder, tags = self._builder, self._row_tags(rec, messages)
-            notes = run_notes(progress, messages, rec.run_id)
+            notes = run_notes(progress, messages, rec.run_id, rec.yield_claim)
             entries, context = persist_run(builder, messages, compactions, tags=tags, notes=notes)
             if context is None:
                 self._extend_history(added_context(entries))

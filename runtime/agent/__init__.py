@@ -74,7 +74,9 @@ from ._run import final_payload as final_payload
 from ._run import run_guarded as run_guarded
 from ._run import run_messages as run_messages
 from ._run import run_tags as run_tags
+from ._run_notes import YieldClaim as YieldClaim
 from ._run_notes import run_notes as run_notes
+from ._run_notes import yield_claims as yield_claims
 from ._services import TurnServices as TurnServices
 from ._session_calls import history_for as history_for
 from ._session_calls import list_result_for as list_result_for
@@ -182,6 +184,7 @@ __all__ = [
     "TrackedRun",
     "TurnResult",
     "TurnServices",
+    "YieldClaim",
     "agent_allowed",
     "agents_view",
     "announce_message",
@@ -248,5 +251,6 @@ __all__ = [
     "wait_for_requester",
     "wait_settled",
     "yield_claim",
+    "yield_claims",
     "yielded",
 ]

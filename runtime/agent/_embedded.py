@@ -703,7 +703,7 @@ class _Turn:
             messages,
             turn.compactions if messages else (),
             tags=tags,
-            notes=run_notes(self.progress, messages, state.run_id),
+            notes=run_notes(self.progress, messages, state.run_id, state.yield_claim),
         )
         if context is None:
             session.history.extend(added_context(entries))

@@ -41,6 +41,7 @@ from ..sessions._provenance import marked_prompt
 from ..sessions._sessions import SessionRow
 from ._compaction import MessageTags
 from ._reply import ToolErrorInfo, build_final_payloads
+from ._run_notes import YieldClaim
 
 if TYPE_CHECKING:
     from ..loop._agent import RunProgress
@@ -138,6 +139,8 @@ class RunState:
     provenance: InputProvenance | None = None
     """Who asked for the run when no person did (a subagent's completion told to its
     parent): its user message carries it (`run_messages`)."""
+    yield_claim: YieldClaim | None = None
+    """The children its `sessions_yield` claimed, kept beside the yield (`run_notes`)."""
 
     def start(self, now: int) -> dict[str, Any]:
         """The run starts now: its `lifecycle` start payload."""

@@ -9,6 +9,10 @@ conversation and is written beside them, at the place it happened (`RunNote`):
   message (`custom_message` `openclaw.sessions_yield`, `display: false`) after the run's
   messages. The model reads it on the session's next turn, as a user message; no history
   shows it (`chat.history`, `sessions_history`, `session.message`, the Control UI).
+- the children that yield claimed (`YieldClaim`, when the run's host knew them: the gateway's
+  `TaskBook.on_claim`), as a custom entry (`clawlane.yield-batch`, never in the model's
+  context, in no history) after the yield's context: a restart reads them back
+  (`yield_claims`) and still tells them together in one continuation;
 - each call made through Tool Search's `tool_call` (`RunProgress.nested`): OpenClaw's nested
   tool activity row (`runtime.sessions.nested_tool_message`: displayed, never in the model's
   context) before the `tool_call`'s result, tagged with the run and the idempotency key
@@ -25,28 +29,60 @@ from __future__ import annotations
 
 import functools
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Final
+
+import attrs
 
 from ..llm._types import Message
 from ..loop._agent import NestedCall, RunProgress
 from ..sessions._nested_tool import nested_tool_message
-from ..sessions._sessions import CustomMessageEntry, MessageEntry, TranscriptBuilder
+from ..sessions._sessions import (
+    CustomEntry,
+    CustomMessageEntry,
+    MessageEntry,
+    TranscriptBuilder,
+    TranscriptEntry,
+)
 from ._compaction import RunNote
 
-__all__ = ["YIELD_CONTEXT", "YIELD_CONTEXT_TYPE", "nested_activity", "run_notes", "yield_context"]
+__all__ = [
+    "YIELD_BATCH_TYPE",
+    "YIELD_CONTEXT",
+    "YIELD_CONTEXT_TYPE",
+    "YieldClaim",
+    "nested_activity",
+    "run_notes",
+    "yield_claims",
+    "yield_context",
+]
 
 YIELD_CONTEXT_TYPE: Final = "openclaw.sessions_yield"
+YIELD_BATCH_TYPE: Final = "clawlane.yield-batch"
 YIELD_CONTEXT: Final = (
     "[Context: The previous turn ended intentionally via sessions_yield while waiting for a "
     "follow-up event.]"
 )
 
 
-def run_notes(progress: RunProgress, messages: Sequence[Message], run_id: str) -> list[RunNote]:
+@attrs.frozen
+class YieldClaim:
+    """The children (their run ids) a run's `sessions_yield` claimed, told together in one
+    continuation (`_yield_batch`), and which of its session's yields it was."""
+
+    generation: int
+    children: tuple[str, ...]
+
+
+def run_notes(
+    progress: RunProgress,
+    messages: Sequence[Message],
+    run_id: str,
+    claim: YieldClaim | None = None,
+) -> list[RunNote]:
     """The rows run `run_id` adds beside `messages` (its `run_messages`, user message first),
     each placed by the index of the message it comes before; none when the run wrote no
-    message (it never got as far as its user message)."""
+    message (it never got as far as its user message). `claim`: what its yield claimed."""
     if not messages or not (progress.nested or progress.yielded is not None):
         return []  # the common run (a random scope id costs a system call)
     notes: list[RunNote] = []
@@ -56,7 +92,29 @@ def run_notes(progress: RunProgress, messages: Sequence[Message], run_id: str) -
         notes.append((position + 1, note))  # after the user message, before the call's result
     if progress.yielded is not None:
         notes.append((len(messages), functools.partial(yield_context, progress.yielded.message)))
+        if claim is not None:
+            notes.append((len(messages), functools.partial(_claimed, claim, run_id)))
     return notes
+
+
+def _claimed(claim: YieldClaim, run_id: str, builder: TranscriptBuilder) -> CustomEntry:
+    data = {"runId": run_id, "generation": claim.generation, "children": list(claim.children)}
+    return builder.add_custom(YIELD_BATCH_TYPE, data)
+
+
+def yield_claims(entries: Iterable[TranscriptEntry]) -> dict[str, tuple[str, YieldClaim]]:
+    """What the yields of a transcript claimed: for each child's run id, the run that yielded
+    and its claim."""
+    found: dict[str, tuple[str, YieldClaim]] = {}
+    for entry in entries:
+        if not isinstance(entry, CustomEntry) or entry.customType != YIELD_BATCH_TYPE:
+            continue
+        data = entry.data if isinstance(entry.data, dict) else {}
+        children = tuple(str(c) for c in data.get("children") or ())
+        claim = YieldClaim(int(data.get("generation") or 0), children)
+        for child in children:
+            found[child] = (str(data.get("runId")), claim)
+    return found
 
 
 def nested_activity(

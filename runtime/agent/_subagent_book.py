@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import collections
 import datetime
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, Final, Protocol
 
 import attrs
@@ -254,6 +254,8 @@ class TaskBook:
         self._runs: collections.OrderedDict[str, SpawnedRun] = collections.OrderedDict()
         self._yields: dict[str, int] = {}
         """How many yields of each session claimed children."""
+        self.on_claim: Callable[[str, str, int, list[SpawnedRun]], None] | None = None
+        """Told `(caller, run_id, generation, children)` of each claim (`claim_yield`)."""
 
     def add(self, run: SpawnedRun) -> None:
         self._runs[run.task_id] = run
@@ -277,6 +279,10 @@ class TaskBook:
                         seen.add(run.child_key)
                         parents.append(run.child_key)
         return found
+
+    def get(self, task_id: str) -> SpawnedRun | None:
+        """The task `task_id` (its first run's id), if the book has it."""
+        return self._runs.get(task_id)
 
     def children(self, parent_key: str) -> list[SpawnedRun]:
         """The runs session `parent_key` spawned itself, in the order they were spawned."""
@@ -355,7 +361,15 @@ class TaskBook:
             for run in mine:
                 run.requester_yielded = True
                 run.yield_generation = generation
+            if self.on_claim is not None:
+                self.on_claim(caller, run_id, generation, mine)
         return bool(mine)
+
+    def restore_claim(self, run: SpawnedRun, generation: int) -> None:
+        """After a restart: `run` was claimed by its session's yield number `generation`
+        (kept in the transcript: `_run_notes.yield_claims`)."""
+        run.requester_yielded, run.yield_generation = True, generation
+        self._yields[run.parent_key] = max(self._yields.get(run.parent_key, 0), generation)
 
     def batch(self, run: SpawnedRun) -> list[SpawnedRun]:
         """The children whose ends are told together with `run`'s: those the same yield of

@@ -302,3 +302,59 @@ async def test_the_embedded_runtime_steers_and_settles_as_the_gateway(tmp_path: 
     assert runs[3].startswith(f"announce:requester-settle:main:{other}:")
     [prompt] = [m for m in settled if isinstance(m, UserMessage) and SETTLED in text_of(m)]
     assert SILENT_IF_ANSWERED in text_of(prompt) and prompt.display is False
+
+
+# --- a restart while a yield's batch waits -------------------------------------------------
+
+
+async def test_a_restart_still_tells_a_yields_children_in_one_continuation(
+    tmp_path: Path,
+) -> None:
+    """The yield's claim is kept in the parent's transcript beside the yield (a custom entry,
+    `clawlane.yield-batch`): after a restart the child that had ended and the one the
+    shutdown stopped are told together, in the continuation OpenClaw names, not one by one."""
+    watch = Watch()
+    yielding = " ".join(
+        [
+            spawn("[[delay:500]] [[reply:A-done]]", label="A"),  # ends after the yield
+            spawn("[[stall]]", label="B"),
+            directive("sessions_yield", {}),
+        ]
+    )
+    with trio.fail_after(60):
+        async with (
+            running_gateway(tmp_path) as gw,
+            open_client(gw, caps=["tool-events"], on_event=watch) as client,
+        ):
+            await client.request(
+                "agent", {"message": yielding, "idempotencyKey": "y"}, expect_final=True
+            )
+            spawned = [
+                d["result"]["details"]
+                for d in (p["data"] for p in watch.events_of("tool") if p["runId"] == "y")
+                if d["phase"] == "result" and d["name"] == "sessions_spawn"
+            ]
+            a, b = (child["runId"] for child in spawned)
+            await watch.ended(spawned[0]["childSessionKey"], 1)  # A ended; B runs
+        continuation = f"announce:requester-settle:main:{MAIN}:{','.join(sorted([a, b]))}:yield-1"
+        async with running_gateway(tmp_path) as gw, open_client(gw) as client:
+            waited = await client.request(
+                "agent.wait", {"runId": continuation, "timeoutMs": 20_000}
+            )
+            await client.request(
+                "agent", {"message": "next", "idempotencyKey": "z"}, expect_final=True
+            )
+            row = await gw.supervisor.store.get_session(MAIN)
+            assert row is not None
+            entries = await gw.supervisor.store.load_entries(row.sessionId)
+    assert waited["status"] == "ok", waited
+    runs = [e.runId for e in entries if isinstance(e, MessageEntry) and e.runId]
+    assert continuation in runs and runs[-1] == "z"
+    assert not [r for r in runs if r.endswith(":announce")]  # none told on its own
+    [prompt] = [
+        e.message
+        for e in entries
+        if isinstance(e, MessageEntry) and e.idempotencyKey == f"{continuation}:user"
+    ]
+    text = text_of(prompt)
+    assert "A-done" in text and "status: cancelled" in text  # B: stopped by the shutdown
