@@ -10,7 +10,13 @@ directives (what the peer gateway did for the same calls is quoted):
   `{role: user, display: false, provenance: {kind: inter_session, sourceSessionKey: <the
   first child key, sorted>, sourceChannel: internal, sourceTool: subagent_settle},
   idempotencyKey: <runId>:user}`), read by the model's next turns, shown by no history
-  (`chat.history`, `sessions_history`, `session.message`).
+  (`chat.history`, `sessions_history`, `session.message`);
+- a child ending while its parent runs is steered into that run, a hidden user row of it
+  with the announce's provenance, and has no run of its own;
+- without a yield, two children or more, once each was announced, are told again together
+  in one settle run (OpenClaw's id without the yield's suffix, its quieter last line);
+- a restart while a yield's batch waits still tells it in one continuation (the claim is
+  kept in the parent's transcript).
 """
 
 from __future__ import annotations
