@@ -252,40 +252,55 @@ class Subagents:
         link = run.link
         told = link.announce and not run.suppressed
         message = announce_message(run.record, run.child_key, run.label) if told else None
-        if message is not None and await self._parent_exists(run.parent_key):
-            record = await submit_run(
-                self.sup,
-                run.parent_key,
-                link.parentAgent,
+        if message is not None:
+            await self._tell_parent(
+                run,
                 message,
-                lane="subagent" if ":subagent:" in run.parent_key else "main",
-                origin="subagent-announce",
                 run_id=announce_run_id(run.task_id),
                 provenance=completion_provenance(SUBAGENT_ANNOUNCE, run.child_key),
                 mode="steer",
             )
-            self._resume_parent(run, record)
         run.delivered = True
         if link.cleanup == "delete":
             await self.sup.forget_session(run.child_key)
+
+    async def _tell_parent(
+        self,
+        run: SpawnedRun,
+        message: str,
+        *,
+        run_id: str,
+        provenance: InputProvenance,
+        mode: str = "followup",
+    ) -> None:
+        """A run of `message` on `run`'s parent (`mode` steer: into its run going on),
+        unless the parent is gone (deleted meanwhile: the telling must not bring it back)."""
+        if not await self._parent_exists(run.parent_key):
+            return
+        record = await submit_run(
+            self.sup,
+            run.parent_key,
+            run.link.parentAgent,
+            message,
+            lane="subagent" if ":subagent:" in run.parent_key else "main",
+            origin="subagent-announce",
+            run_id=run_id,
+            provenance=provenance,
+            mode=mode,
+        )
+        self._resume_parent(run, record)
 
     async def settle(self, run: SpawnedRun, batch: list[SpawnedRun]) -> None:
         """Tell the parent the children of `batch` together (`run`'s yield's batch, or its
         wave), unless nothing is to be told or the parent is gone."""
         message = settle_message(batch)
-        if message is not None and await self._parent_exists(run.parent_key):
-            link = run.link
-            record = await submit_run(
-                self.sup,
-                run.parent_key,
-                link.parentAgent,
+        if message is not None:
+            await self._tell_parent(
+                run,
                 message,
-                lane="subagent" if ":subagent:" in run.parent_key else "main",
-                origin="subagent-announce",
-                run_id=batch_run_id(link.parentAgent, run.parent_key, batch),
+                run_id=batch_run_id(run.link.parentAgent, run.parent_key, batch),
                 provenance=settle_provenance(batch),
             )
-            self._resume_parent(run, record)
         for child in batch:
             child.delivered = True
             if child.link.cleanup == "delete":
