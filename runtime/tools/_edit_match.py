@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from typing import Final, NamedTuple
 
 from ._graphemes import grapheme_spans
-from ._line_endings import Replacement, normalize_to_lf
+from ._line_endings import Replacement, normalize_to_lf, splice
 
 __all__ = [
     "Applied",
@@ -300,7 +300,7 @@ def apply_edits(normalized: str, edits: Sequence[TextEdit], path: str) -> Applie
                 "edit or target disjoint regions."
             )
     replacements = [r for _, r in matched]
-    new = _splice(normalized, replacements)
+    new = splice(normalized, replacements)
     if new == normalized:
         if total == 1:
             raise NoChangeError(
@@ -312,16 +312,6 @@ def apply_edits(normalized: str, edits: Sequence[TextEdit], path: str) -> Applie
             f"No changes made to {path}. The replacements produced identical content."
         )
     return Applied(normalized, new, replacements)
-
-
-def _splice(text: str, replacements: Sequence[Replacement]) -> str:
-    parts: list[str] = []
-    cursor = 0
-    for r in replacements:
-        parts += (text[cursor : r.start], r.new_text)
-        cursor = r.start + r.length
-    parts.append(text[cursor:])
-    return "".join(parts)
 
 
 def split_no_op_edits(

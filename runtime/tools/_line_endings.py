@@ -28,6 +28,7 @@ __all__ = [
     "normalize_to_lf",
     "read_view_line",
     "restore_line_endings",
+    "splice",
 ]
 
 BOM: Final = "\ufeff"
@@ -139,7 +140,8 @@ def _groups(lines: Sequence[_Span], replacements: Sequence[Replacement]) -> list
     return groups
 
 
-def _splice(text: str, replacements: Sequence[Replacement]) -> str:
+def splice(text: str, replacements: Sequence[Replacement]) -> str:
+    """`text` with `replacements` (in order, not overlapping) made."""
     parts: list[str] = []
     cursor = 0
     for replacement in replacements:
@@ -175,11 +177,11 @@ def restore_line_endings(
             _restored_replacement(r, start, text, sources, fallback, source, lines, file_ending)
             for r in group.replacements
         ]
-        out.append(_splice(_restore(text, sources, fallback), restored))
+        out.append(splice(_restore(text, sources, fallback), restored))
         done = group.last
     out += source[done:]
     final = "".join(out)
-    if normalize_to_lf(final) != _splice(normalized, sorted(replacements, key=lambda r: r.start)):
+    if normalize_to_lf(final) != splice(normalized, sorted(replacements, key=lambda r: r.start)):
         raise ValueError("Line-ending restoration changed the normalized edit result.")
     return final
 
