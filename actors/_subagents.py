@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 import trio
@@ -94,13 +94,16 @@ async def submit_run(
     spawn: SpawnLink | None = None,
     provenance: InputProvenance | None = None,
     mode: str = "followup",
+    wanted: Callable[[], bool] | None = None,
 ) -> RunRecord:
     """Queue a followup run on session `key` (created when new) on global lane `lane`: the
     one way these tools start a run. No idempotency key; the run is journaled as accepted
     like a client's (a restart reports it failed or runs it again), with `spawn` for a
     subagent's run; `provenance` marks its user message (a child's completion); `mode`
-    `steer` steers it into a run of the session that is going on instead. A checkpoint.
-    Raises `GatewayError`, `ActorError`."""
+    `steer` steers it into a run of the session that is going on instead; `wanted`: the
+    run ends unrun (`dropped`) when it says no as it reaches the lane or is left over by
+    the run it was steered into (`RunRequest.wanted`). A checkpoint. Raises
+    `GatewayError`, `ActorError`."""
     if sup.session_gate is not None:
         await sup.session_gate(key)  # in a cluster: the session moves to this node
     actor = await sup.session(key, agent_id)
@@ -122,6 +125,7 @@ async def submit_run(
         model_ref=model_ref,
         extra_system_prompt=extra_system_prompt,
         spawn=spawn,
+        wanted=wanted,
     )
     admission = Admission(sup, kind="agent", run_id=record.run_id, dedupe=False)
     try:
@@ -259,6 +263,9 @@ class Subagents:
                 run_id=announce_run_id(run.task_id),
                 provenance=completion_provenance(SUBAGENT_ANNOUNCE, run.child_key),
                 mode="steer",
+                # a yield of the parent's claiming the child before its run took this
+                # takes the telling over (OpenClaw's completion owned by the yield)
+                wanted=lambda: not run.requester_yielded,
             )
         run.delivered = True
         if link.cleanup == "delete":
@@ -272,9 +279,11 @@ class Subagents:
         run_id: str,
         provenance: InputProvenance,
         mode: str = "followup",
+        wanted: Callable[[], bool] | None = None,
     ) -> None:
-        """A run of `message` on `run`'s parent (`mode` steer: into its run going on),
-        unless the parent is gone (deleted meanwhile: the telling must not bring it back)."""
+        """A run of `message` on `run`'s parent (`mode` steer: into its run going on; ended
+        unrun when `wanted` says no, `submit_run`), unless the parent is gone (deleted
+        meanwhile: the telling must not bring it back)."""
         if not await self._parent_exists(run.parent_key):
             return
         record = await submit_run(
@@ -287,6 +296,7 @@ class Subagents:
             run_id=run_id,
             provenance=provenance,
             mode=mode,
+            wanted=wanted,
         )
         self._resume_parent(run, record)
 
@@ -311,7 +321,7 @@ class Subagents:
         `record` (not when `record` was steered into a run of it)."""
         steered = record.status == "running" and record.started_at is None
         waiting = self.book.paused(run.parent_key)
-        if waiting is not None and not steered:
+        if waiting is not None and not steered and not record.ended:  # (ended: not wanted)
             self.resume(waiting, record)
 
     # --- sessions_yield waitFor message, and its continuation -----------------------------
@@ -371,11 +381,12 @@ class Subagents:
         stopped by the shutdown; ended before their announce was handed over) are followed
         and announced as usual, those a yield claimed together (`_restore_claims`). Returns
         how many."""
-        handed = {  # announces that ran, or will (one refused at the shutdown did not)
-            r.record.run_id
+        handed = {  # announces that ran, or will (one refused at the shutdown, or dropped
+            r.record.run_id  # as a yield took its telling over, did not)
             for r in recovered
             if r.record.run_id.endswith(ANNOUNCE_SUFFIX)
             and (r.interrupted or r.record.started_at is not None)
+            and r.record.abort_reason != "dropped"
         }
         handed |= {  # and the children a yield's continuation told
             announce_run_id(child)

@@ -250,6 +250,9 @@ class SessionActor:
         if telemetry.STATE.on:
             telemetry.record("queue.lane.enqueue", 1, {"openclaw.lane": req.lane})
         req.queue_mode = settings.mode
+        if req.wanted is not None and not req.wanted():
+            self.finish_unrun(req, "dropped")
+            return False
         if not self.busy:
             self.lane.items.append(req)
             return True
@@ -579,13 +582,17 @@ class SessionActor:
                 self.running = None
                 self.last_active = time.monotonic()
                 if req.inbox is not None:
-                    # Steered messages the run could no longer take run as follow-ups.
+                    # Steered messages the run could no longer take run as follow-ups (when wanted).
                     for text in req.inbox.close():
                         follower = next((f for f in req.followers if f.message == text), None)
-                        if follower is not None:
-                            req.followers.remove(follower)
-                            follower.record.status = "queued"
-                            self.lane.items.appendleft(follower)
+                        if follower is None:
+                            continue
+                        req.followers.remove(follower)
+                        if follower.wanted is not None and not follower.wanted():
+                            self.finish_unrun(follower, "dropped")
+                            continue
+                        follower.record.status = "queued"
+                        self.lane.items.appendleft(follower)
                 # The requests merged into the run end with it (`actors.session._ending`).
 
     async def _execute(self, req: RunRequest) -> None:

@@ -7,6 +7,7 @@ wants to be queued, and can say what its run journal end row is (`end_row`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Literal
 
 import attrs
@@ -53,6 +54,11 @@ class RunRequest:
     spawn: SpawnLink | None = None
     """A subagent's run: the session that spawned it (journaled with the run, so that a
     restart can still announce its result there)."""
+    wanted: Callable[[], bool] | None = None
+    """Whether it is still to run, asked when it reaches the lane and when a run it was
+    steered into ends without taking it (None: always): one no longer wanted ends unrun
+    (`dropped`), as a subagent's announce its parent's `sessions_yield` claimed meanwhile
+    (the yield's batch tells it)."""
     trace: Any = attrs.field(factory=telemetry.capture)
     """The trace context it was made in (its RPC's span) while telemetry is on: its run's
     span continues it (`actors.session._traced`). None when off."""

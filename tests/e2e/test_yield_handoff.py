@@ -32,6 +32,7 @@ from tests.e2e.test_session_tools import Watch, directive, spawn
 __all__ = ["pg_url"]  # the fixture, used by name
 
 MAIN = "agent:main:main"
+BATCH = "announce:requester-settle:"
 CONTEXT_LINE = (
     "[Context: The previous turn ended intentionally via sessions_yield while waiting for a "
     "follow-up event.]"
@@ -289,6 +290,102 @@ async def test_the_embedded_runtime_tells_a_yielded_turn_s_children_in_one_turn_
         if isinstance(m, UserMessage) and "settled" in text_of(m)
     )
     assert_one_batch(prompt, continuation, [child["runId"] for child in spawned])
+
+
+# --- a child ending as its parent yields ---------------------------------------------------
+
+RACE = " ".join(
+    [spawn("[[reply:kid-done]]", label="kid"), directive("sessions_yield", {"message": "wait"})]
+)
+
+
+def hold_the_yield(handed: trio.Event) -> Any:
+    """A `before_tool_call` hook holding `sessions_yield` until `handed` (the child's
+    announce reached the parent's run: its claim comes after it, its run did not take it)."""
+
+    async def hold(event: Any) -> None:
+        if event.toolName == "sessions_yield":
+            await handed.wait()
+
+    return hold
+
+
+async def test_a_child_ending_as_its_parent_yields_is_told_once_in_the_yields_batch(
+    tmp_path: Path,
+) -> None:
+    """The child ends after its parent's last steer point but before the yield claims it: its
+    announce, steered into the parent's run and not taken there, is dropped (OpenClaw's
+    completion owned by the requester's yield), and the yield's batch tells it: the model reads
+    the child's result once, in the continuation (it was told in an announce run too)."""
+    watch = Watch()
+    prompts: dict[str, str] = {}
+    handed = trio.Event()
+
+    def spy(event: Any) -> None:
+        prompts[event.runId] = event.prompt
+
+    with trio.fail_after(60):
+        async with running_gateway(tmp_path) as gw:
+            spawner = gw.supervisor.services.sessions.spawner
+            announce = spawner.announce
+
+            async def announced(run: Any) -> None:
+                await announce(run)  # steered into the parent's run going on
+                handed.set()
+
+            spawner.announce = announced
+            gw.supervisor.hooks.register("llm_input", spy, plugin_id="spy")
+            gw.supervisor.hooks.register(
+                "before_tool_call", hold_the_yield(handed), plugin_id="hold"
+            )
+            async with open_client(gw, caps=["tool-events"], on_event=watch) as client:
+                await client.request(
+                    "agent", {"message": RACE, "idempotencyKey": "y"}, expect_final=True
+                )
+                while not [p for p in watch.ends(MAIN) if p["runId"].startswith(BATCH)]:
+                    await watch.changed.wait()
+    [settle] = [p["runId"] for p in watch.ends(MAIN) if p["runId"].startswith(BATCH)]
+    [dropped] = [p for p in watch.ends(MAIN) if p["runId"].endswith(":announce")]
+    assert dropped["data"]["stopReason"] == "dropped"
+    assert sorted(r for r in prompts if r in ("y", settle) or r.endswith(":announce")) == sorted(
+        ["y", settle]
+    )  # the announce never reached the model
+    assert "kid-done" in prompts[settle]
+
+
+async def test_the_embedded_runtime_tells_a_child_ending_as_its_parent_yields_once(
+    tmp_path: Path,
+) -> None:
+    ends: list[dict[str, Any]] = []
+    done = trio.Event()
+    handed = trio.Event()
+
+    def background(payload: dict[str, Any]) -> None:
+        if payload["stream"] == "lifecycle" and payload["data"]["phase"] == "end":
+            ends.append(payload)
+            if payload["runId"].startswith(BATCH):
+                done.set()
+
+    with trio.fail_after(30):
+        async with open_embedded_runtime(parse_config({}), state_dir=tmp_path) as rt:
+            steering = rt.steering
+
+            def steer(key: str) -> Any:
+                going = steering(key)  # the announce is offered to it right after
+                handed.set()
+                return going
+
+            rt.steering = steer  # type: ignore[method-assign]
+            rt.services.hooks.register("before_tool_call", hold_the_yield(handed), plugin_id="hold")
+            rt.on_event = background
+            turn = await rt.run_turn(RACE, session_key="main")
+            await done.wait()
+            context = rt.transcript("main")
+    assert [p["runId"] for p in ends if p["sessionKey"] == MAIN and p["runId"] != turn.run_id] == [
+        next(p["runId"] for p in ends if p["runId"].startswith(BATCH))
+    ]  # no turn of the announce's own
+    told = [m for m in context if isinstance(m, UserMessage) and "kid-done" in text_of(m)]
+    assert [text_of(m) == RACE for m in told] == [True, False]  # the ask, then the batch
 
 
 # --- the waiting reply ---------------------------------------------------------------------
