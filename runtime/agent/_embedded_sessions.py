@@ -56,7 +56,6 @@ from ..tools import (
     ToolError,
 )
 from ._run import RunState, TrackedRun
-from ._services import TurnServices
 from ._session_calls import (
     history_for,
     list_result_for,
@@ -86,7 +85,6 @@ from ._session_views import (
     subagents_call,
     yield_claim,
 )
-from ._spawn_options import embedded_refusal
 from ._subagent_book import SpawnedRun, TaskBook
 from ._yield_batch import batch_run_id, settle_message, settle_provenance, tell
 
@@ -107,9 +105,6 @@ class ChildLink:
     announce: bool = True
     cleanup: str | None = None
     requesterRun: str | None = None
-    completionTarget: str | None = None
-    """`parent`: told in a private turn of its own, to the session it was spawned from."""
-    requesterSessionId: str | None = None
 
 
 class SessionsRuntime(Protocol):
@@ -118,9 +113,6 @@ class SessionsRuntime(Protocol):
 
     @property
     def generation(self) -> ModelRuntimeGeneration: ...
-
-    services: TurnServices
-    """The runtime's services (the agents' `workspace_root`)."""
 
     def queue_system_event(self, session_key: str, text: str) -> None:
         """Queue `text` for the session's next turn."""
@@ -230,8 +222,8 @@ class EmbeddedSessions:
         if args.activeMinutes:
             after = now_ms() - args.activeMinutes * 60_000
             rows = [r for r in rows if r.updatedAt >= after]
-        gen, root = self.rt.generation, self.rt.services.workspace_root
-        return await list_result_for(gen, ctx, args, rows, self._active(), self._branch, root)
+        gen = self.rt.generation
+        return await list_result_for(gen, ctx, args, rows, self._active(), self._branch)
 
     async def history(self, ctx: ToolContext, args: SessionsHistoryParams) -> dict[str, Any]:
         """The session's active branch, bounded and sanitized. A checkpoint."""
@@ -319,9 +311,6 @@ class EmbeddedSessions:
         admitted = spawn_admission(gen, self.book, ctx, args, parent)
         if isinstance(admitted, dict):
             return admitted
-        refused = embedded_refusal(args)
-        if refused is not None:
-            return refused
         if not self.rt.has_tasks:
             raise ToolError(
                 "sessions_spawn needs the embedded runtime opened with `async with` (its "
@@ -355,8 +344,6 @@ class EmbeddedSessions:
             announce=args.expectsCompletionMessage is not False,
             cleanup=args.cleanup,
             requesterRun=ctx.run_id,
-            completionTarget=args.completionTarget,
-            requesterSessionId=parent.sessionId if parent and args.completionTarget else None,
         )
         record = await self.rt.new_run(child_key, agent.id)
         run = SpawnedRun(record, ctx.session_key, child_key, title, link=link, asked=args.task)
@@ -404,26 +391,16 @@ class EmbeddedSessions:
         """Tell the parent `run`'s own end (unless nothing is to be told or the parent is
         gone): steered into its turn going on, else a turn of its own."""
         link = run.link
-        assert isinstance(link, ChildLink)
-        private = link.completionTarget == "parent"  # a turn of its own, to the same parent
         told = link.announce and not run.suppressed
-        message = (
-            announce_message(run.record, run.child_key, run.label, private=private)
-            if told
-            else None
-        )
-        parent = await self.rt.session_row(run.parent_key) if message is not None else None
-        if private and parent is not None and parent.sessionId != link.requesterSessionId:
-            parent = None
-        if message is not None and parent is not None:
+        message = announce_message(run.record, run.child_key, run.label) if told else None
+        if message is not None and await self.rt.session_row(run.parent_key) is not None:
             run_id = f"{run.task_id}{ANNOUNCE_SUFFIX}"
             provenance = completion_provenance(SUBAGENT_ANNOUNCE, run.child_key)
-            if private or (
-                not run.requester_yielded
-                and not (
-                    await self._steer(run.parent_key, message, run_id, provenance)
-                    or run.requester_yielded
-                )
+            # a yield of the parent's claiming the child before its turn took this takes
+            # the telling over (OpenClaw's completion owned by the yield: its batch tells it)
+            if not run.requester_yielded and not (
+                await self._steer(run.parent_key, message, run_id, provenance)
+                or run.requester_yielded
             ):
                 await self._turn(run, run_id, message, provenance)
         run.delivered = True
