@@ -16,6 +16,7 @@ once and kills running tools (their own cancellation).
 from __future__ import annotations
 
 import contextlib
+import logging
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -52,6 +53,8 @@ from ..llm._types import (
 )
 from ..telemetry import STATE
 from ._traced import TracedProvider, traced_tool_call
+
+log = logging.getLogger("clawlane.loop")
 
 Emit = Callable[[str, dict[str, Any]], None]
 """`emit(stream, data)`: synchronous and non-blocking (the hub stamps, encodes, fans out)."""
@@ -98,6 +101,10 @@ class ToolOutcome:
     """The call ended the turn: no further tool call or model turn in this run."""
     nested: tuple[NestedCall, ...] = ()
     """The calls it made inside itself, in order."""
+    kept: tuple[Callable[[], None], ...] = ()
+    """What the call asked to run once its result is kept (`runtime.tools.ToolContext`
+    `on_kept`): `_run_tool_calls` runs it right after appending `message` to the run's
+    messages; a run aborted before never does."""
 
 
 class ToolRunner(Protocol):
@@ -530,6 +537,16 @@ async def _run_tool_calls(
         progress.nested.extend((len(progress.messages), n) for n in outcome.nested)
         transcript.append(message)
         progress.messages.append(message)
+        _commit(outcome.kept)
+
+
+def _commit(kept: Sequence[Callable[[], None]]) -> None:
+    """Run what a call asked to run once its result is kept (its result is in)."""
+    for commit in kept:
+        try:
+            commit()
+        except Exception:
+            log.exception("a tool result's commit failed")
 
 
 def _skip(

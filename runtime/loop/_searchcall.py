@@ -34,6 +34,7 @@ import time
 import weakref
 from typing import Any, Protocol
 
+import attrs
 import msgspec
 
 from ..hooks._events import (
@@ -103,8 +104,12 @@ async def route(
 async def call_directly(runner: RunTools, call: ToolCallContent, emit: Emit) -> ToolOutcome:
     """`runner.call` for a call that does not come from the model (an operator's
     `tools.invoke`): any permitted tool by its name, deferred or not, as OpenClaw invokes
-    tools outside a model's surface. A checkpoint."""
-    return await _pass(runner, call, emit)
+    tools outside a model's surface. What the call asked to run once its result is kept
+    runs as it returns (no run keeps it: its caller takes it). A checkpoint."""
+    outcome = await _pass(runner, call, emit)
+    for commit in outcome.kept:
+        commit()
+    return attrs.evolve(outcome, kept=())
 
 
 async def _tool_call(
@@ -171,7 +176,9 @@ async def _tool_call(
         )
         message = persisted if isinstance(persisted, ToolResultMessage) else message
     meta = f"tool_call {entry.name}"
-    return ToolOutcome(message=message, result=shown, meta=meta, nested=(activity,))
+    return ToolOutcome(
+        message=message, result=shown, meta=meta, nested=(activity,), kept=outcome.kept
+    )
 
 
 async def _pass(runner: RunTools, call: ToolCallContent, emit: Emit) -> ToolOutcome:

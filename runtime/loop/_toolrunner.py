@@ -174,7 +174,8 @@ class RunTools:
         params = gated
         started = time.monotonic()
         self._yielding = None
-        result = await invoke_tool(tool, params, self._context(call, emit))
+        kept: list[Callable[[], None]] = []
+        result = await invoke_tool(tool, params, self._context(call, emit, kept.append))
         duration_ms = (time.monotonic() - started) * 1000
         if result.is_error:
             text = " ".join(c.text for c in result.content if isinstance(c, TextContent))
@@ -202,7 +203,11 @@ class RunTools:
             message = _persisted(hooks, message, call)
         yielded = self._take_yield(result)
         return ToolOutcome(
-            message=message, result=shown, meta=_summary(call.name, params), yielded=yielded
+            message=message,
+            result=shown,
+            meta=_summary(call.name, params),
+            yielded=yielded,
+            kept=tuple(kept),
         )
 
     def hook_context(self, call: ToolCallContent) -> ToolHookContext:
@@ -274,8 +279,11 @@ class RunTools:
         await notify_resolution(callback, resolution_of(outcome))
         return None if outcome.allowed else refusal(outcome, approval)
 
-    def _context(self, call: ToolCallContent, emit: Emit) -> ToolContext:
-        """What the tool sees of its run; its partial results go out as `update` events."""
+    def _context(
+        self, call: ToolCallContent, emit: Emit, on_kept: Callable[[Callable[[], None]], None]
+    ) -> ToolContext:
+        """What the tool sees of its run; its partial results go out as `update` events,
+        what it asks to run once its result is kept goes to `on_kept` (the outcome's)."""
 
         def on_update(partial: Any) -> None:
             if isinstance(partial, ToolResult):
@@ -300,6 +308,7 @@ class RunTools:
             send_message=self._send,
             env=self.env,
             end_turn=self._end_turn,
+            on_kept=on_kept,
         )
 
     def _take_yield(self, result: ToolResult) -> TurnYield | None:

@@ -28,8 +28,9 @@ terminal, answers its cursor position queries, as OpenClaw's does.
 When a backgrounded job ends by itself (not killed on request) the registry calls `on_exit`
 with it, as OpenClaw's `notifyOnExit` enqueues an `Exec completed|failed (<id>, code N) :: <tail>`
 system event (`Job.exit_event`); the host wakes the session with it. A `process` poll that
-returns a job's end collects it (`collect`, OpenClaw's terminal poll): the host takes its
-queued completion back (`on_collected`), so no heartbeat tells what the model has seen. A
+returns a job's end collects it (`collect`, OpenClaw's terminal poll) once its result is
+kept: the host takes its queued completion back (`on_collected`), so no heartbeat tells what
+the model has seen. A
 job running, or ended and not collected, holds a subagent's `sessions_yield`
 (`awaits_collection`, as in OpenClaw).
 
@@ -60,6 +61,7 @@ import trio
 
 from ._ansi import OutputSanitizer
 from ._errors import JobLimitError, ToolError
+from ._output_log import OutputLog
 from ._proctree import (
     JOB_ENV,
     JobRecords,
@@ -88,7 +90,6 @@ __all__ = [
 
 log = logging.getLogger("clawlane.tools.process")
 
-_TAIL_CHARS: Final = 2000
 _NOTIFY_TAIL_CHARS: Final = 400
 _NOTIFY_SNIPPET_CHARS: Final = 180
 _DRAIN_GRACE: Final = 1.0
@@ -110,56 +111,6 @@ class ProcessLimits:
     max_finished_per_agent: int = 50
     max_finished_bytes_per_agent: int = 2_000_000
     finished_ttl_s: float = 1800.0
-
-
-class OutputLog:
-    """A job's combined output (sanitized, UTF-8) in bytes: the retained tail (`cap`), and what
-    no poll has read yet (`pending_cap`, its oldest bytes dropped first)."""
-
-    def __init__(self, cap: int, pending_cap: int) -> None:
-        self._cap = cap
-        self._pending_cap = min(pending_cap, cap)
-        self.buf = bytearray()
-        self.total = 0
-        self.pending = bytearray()
-        self.pending_dropped = False
-
-    def append(self, chunk: bytes | bytearray) -> None:
-        self.total += len(chunk)
-        self.buf += chunk
-        if len(self.buf) > self._cap:
-            del self.buf[: len(self.buf) - self._cap]
-        self.pending += chunk
-        if len(self.pending) > self._pending_cap:
-            del self.pending[: len(self.pending) - self._pending_cap]
-            self.pending_dropped = True
-
-    @property
-    def dropped(self) -> int:
-        """Bytes no longer retained (beyond the cap)."""
-        return self.total - len(self.buf)
-
-    def drain(self) -> tuple[str, bool]:
-        """The unread output (decoded) and whether some of it was dropped; marks it read."""
-        data, dropped = bytes(self.pending), self.pending_dropped
-        self.pending.clear()
-        self.pending_dropped = False
-        return _decode(data, cut=dropped), dropped
-
-    def text(self) -> str:
-        return _decode(bytes(self.buf), cut=self.dropped > 0)
-
-    def tail(self, chars: int = _TAIL_CHARS) -> str:
-        return self.text()[-chars:]
-
-
-def _decode(data: bytes, *, cut: bool) -> str:
-    if cut:  # the cut may have split a UTF-8 sequence: skip its continuation bytes
-        skip = 0
-        while skip < min(3, len(data)) and 0x80 <= data[skip] < 0xC0:
-            skip += 1
-        data = data[skip:]
-    return data.decode("utf-8", errors="replace")
 
 
 OnChunk = Callable[[str, str], None]
@@ -352,11 +303,17 @@ class ProcessPeers(Protocol):
         A checkpoint, bounded in time."""
         ...
 
-    async def act(self, session_key: str, args: dict[str, Any]) -> ToolResult | None:
+    async def act(
+        self,
+        session_key: str,
+        args: dict[str, Any],
+        on_kept: Callable[[Callable[[], None]], None] | None = None,
+    ) -> ToolResult | None:
         """`process` with `args` (its `ProcessParams` as builtins) on the node running job
         `args["sessionId"]` of `session_key`: its result there (or the answer for a job whose
-        node is gone); None when no other node has the job. A checkpoint, bounded in time (a
-        poll's wait included)."""
+        node is gone); None when no other node has the job. A poll returning the end
+        collects the job there once its result is kept (`on_kept`; None: at once). A
+        checkpoint, bounded in time (a poll's wait included)."""
         ...
 
 
@@ -617,7 +574,8 @@ class ProcessRegistry:
             self._tell(job, listed=False)
 
     def collect(self, job: Job) -> None:
-        """A poll returned ended `job`'s end: mark it, tell the other nodes and the host."""
+        """A poll's result that returned ended `job`'s end is kept: mark it, tell the other
+        nodes and the host."""
         if not job.collected:
             job.collected = True
             if job.id in self._finished:

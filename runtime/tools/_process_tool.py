@@ -13,14 +13,19 @@ started it. Failures are error results with `details.status` `failed` and the me
 `details.error`.
 
 A poll that returns a job's end collects it (`ProcessRegistry.collect`, OpenClaw 2026.9.6's
-terminal poll): its queued completion is taken back, so no heartbeat tells it again. Only a
-poll does: `log` and `list` collect nothing, `clear` and `remove` leave the completion queued.
+terminal poll): its queued completion is taken back, so no heartbeat tells it again. It does
+so once the poll's result is kept (`ToolContext.on_kept`, OpenClaw's acknowledgement of the
+result once its message is persisted): a run aborted between the poll's return and its
+result leaves the completion queued and the job uncollected, so the model is still told of
+the end. Only a poll collects: `log` and `list` collect nothing, `clear` and `remove` leave
+the completion queued.
 """
 
 from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from typing import Annotated, Any, ClassVar, Final, Literal
 
 import msgspec
@@ -121,15 +126,25 @@ class ProcessTool:
             await trio.lowlevel.checkpoint()
             return _list([(job_entry(job), "") for job in registry.list(key)] + elsewhere)
         if args.sessionId and peers is not None and registry.get(key, args.sessionId) is None:
-            answer = await peers.act(key, msgspec.to_builtins(args))
+            answer = await peers.act(key, msgspec.to_builtins(args), ctx.on_kept)
             if answer is not None:
                 return answer
-        return await act_here(registry, key, args)
+        return await act_here(registry, key, args, ctx.on_kept)
 
 
-async def act_here(registry: ProcessRegistry, session_key: str, args: ProcessParams) -> ToolResult:
+OnKept = Callable[[Callable[[], None]], None]
+"""`ToolContext.on_kept`: runs a commit once the call's result is kept."""
+
+
+async def act_here(
+    registry: ProcessRegistry,
+    session_key: str,
+    args: ProcessParams,
+    on_kept: OnKept | None = None,
+) -> ToolResult:
     """`args` (any action but `list`) on `session_key`'s jobs in `registry` (this node's).
-    A checkpoint."""
+    A poll that returns a job's end collects it once its result is kept (`on_kept`; None:
+    at once). A checkpoint."""
     if not args.sessionId:
         await trio.lowlevel.checkpoint()
         return _fail("sessionId is required for this action.")
@@ -137,7 +152,15 @@ async def act_here(registry: ProcessRegistry, session_key: str, args: ProcessPar
     if args.action == "poll":
         result = await _poll(job, args)
         if job is not None and not job.running:  # it returned the end: OpenClaw's terminal poll
-            registry.collect(job)
+            ended = job
+
+            def collect() -> None:
+                registry.collect(ended)
+
+            if on_kept is None:
+                collect()
+            else:
+                on_kept(collect)
         return result
     await trio.lowlevel.checkpoint()
     if args.action == "log":

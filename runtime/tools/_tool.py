@@ -57,6 +57,13 @@ class ToolContext:
     in (OpenClaw's `onYield`, what `sessions_yield` asks): no further model turn, `message`
     kept as private context for the session's next turn. None where a run cannot yield.
     Synchronous."""
+    on_kept: Callable[[Callable[[], None]], None] | None = None
+    """`on_kept(commit)`: run `commit` once this call's result is kept (in the run's
+    messages, which its transcript keeps even when the run is aborted later), and never
+    when the run ends before (an abort between the call's return and its result): what a
+    call may only do once the model is sure to see its result (OpenClaw's tool result
+    acknowledgement; `process` taking a job's queued completion back). None where no run
+    keeps the result: the tool commits at once. Synchronous; a commit must not raise."""
 
 
 class ToolResult(msgspec.Struct, frozen=True, forbid_unknown_fields=True, rename="camel"):

@@ -31,10 +31,13 @@ reach it from whichever node serves the session now.
   `wake` and `system-event` find it (`SessionLeases.owner`, taking the lease here when nobody
   holds it), so the owner's heartbeat reads it there and the session does not move for it.
 - **Collected where it is queued.** A poll through another node that returns a job's end
-  collects it on its node (`ProcessRegistry.collect`), which says so in its answer and in
-  the job's next `listed` notice (`collected`); a node hearing either takes the job's queued
-  completion back, and a node that had not yet told the owner of the end no longer does
-  (OpenClaw's poll removes the completion, or keeps it from being queued). A lost job's
+  says so in its answer (`ended`); once the asker's result is kept (`ToolContext.on_kept`:
+  never when its run is aborted before) the asker takes the job's queued completion back
+  and tells the job's node (`"collect"`), which collects it (`ProcessRegistry.collect`) and
+  says so in the job's next `listed` notice (`collected`); a node hearing it takes the
+  completion back too, and a node that had not yet told the owner of the end no longer does
+  (OpenClaw's poll removes the completion, or keeps it from being queued). An ask without
+  `defer` (a node of an earlier version) is collected at once, as before. A lost job's
   `Exec finished` is not a completion a poll collects (as a node's in OpenClaw). A job
   elsewhere that runs, or ended and is not collected, holds a subagent's `sessions_yield`
   as one here does (`awaits_collection`, as last told); a lost one does not.
@@ -258,7 +261,12 @@ class ClusterProcesses:
                 found.append((known.entry, f"on {known.node}"))
         return found
 
-    async def act(self, session_key: str, args: dict[str, Any]) -> ToolResult | None:
+    async def act(
+        self,
+        session_key: str,
+        args: dict[str, Any],
+        on_kept: Callable[[Callable[[], None]], None] | None = None,
+    ) -> ToolResult | None:
         """`args` on the node running its job (see `ProcessPeers.act`). A checkpoint,
         bounded by the action's wait and `ACT_WAIT_S`."""
         params = msgspec.convert(args, ProcessParams)
@@ -274,7 +282,7 @@ class ClusterProcesses:
         wait_s = ACT_WAIT_S
         if params.action == "poll":
             wait_s += min(30_000.0, params.timeout or 0.0) / 1000
-        body = {"sessionKey": session_key, "args": args}
+        body = {"sessionKey": session_key, "args": args, "defer": True}
         results: dict[str, tuple[Ask, dict[str, Any] | None]] = {}
         async with trio.open_nursery() as nursery:
 
@@ -286,10 +294,14 @@ class ClusterProcesses:
 
             for node in nodes:
                 nursery.start_soon(ask, node)
-        for how, answer in results.values():
+        for node, (how, answer) in results.items():
             if how == "answered" and answer is not None and answer.get("found"):
-                if answer.get("collected"):
-                    self._collected(session_key, job_id)
+                if answer.get("ended") or answer.get("collected"):  # it returned the end
+
+                    def collect(node: str = node) -> None:
+                        self._collect_on(node, session_key, job_id)
+
+                    collect() if on_kept is None else on_kept(collect)
                 return msgspec.convert(answer["result"], ToolResult)
         if known is None:
             return None  # no other node has it
@@ -406,6 +418,10 @@ class ClusterProcesses:
             scope = self._serving.get((node, str(note["qid"])))
             if scope is not None:
                 scope.cancel()
+        elif what == "collect":
+            job = registry.get(str(note["sessionKey"]), str(note["id"]))
+            if job is not None and not job.running:
+                registry.collect(job)
         elif what == "ended":
             key, job_id = str(note["sessionKey"]), str(note["id"])
             self.supervisor.exec_ended(str(note["agentId"]), key, job_id, str(note["text"]))
@@ -436,6 +452,12 @@ class ClusterProcesses:
             self._known.popitem(last=False)
         if note.get("collected"):
             self._collected(*key)
+
+    def _collect_on(self, node: str, session_key: str, job_id: str) -> None:
+        """A poll's result that returned the end of `node`'s job is kept: the job is
+        collected there (a `"collect"` notice), its completion taken back here."""
+        self._collected(session_key, job_id)
+        self.router.tell(node, {"proc": "collect", "sessionKey": session_key, "id": job_id})
 
     def _collected(self, session_key: str, job_id: str) -> None:
         """A poll returned the end of another node's job: noted, its completion taken back
@@ -470,14 +492,18 @@ class ClusterProcesses:
         """Do what `node` asked here and answer it (nothing when it cancelled the ask)."""
         try:
             with scope:
-                answer = await self._here(str(note["sessionKey"]), note.get("args"))
+                key, args = str(note["sessionKey"]), note.get("args")
+                answer = await self._here(key, args, defer=bool(note.get("defer")))
                 self.router.tell(node, {**answer, "proc": "answer", "qid": qid})
         finally:
             self._serving.pop((node, qid), None)
 
-    async def _here(self, session_key: str, args: Any) -> dict[str, Any]:
+    async def _here(self, session_key: str, args: Any, *, defer: bool) -> dict[str, Any]:
         """What another node's `process` call finds here: the session's list entries
-        (`args` None), else whether the job is here and the action's result."""
+        (`args` None), else whether the job is here and the action's result. A poll that
+        returned the job's end says so (`ended`); with `defer` the job is collected when the
+        asker's result is kept (its `"collect"` notice), else at once (`collected`: a node
+        of an earlier version asks so)."""
         registry = self.registry
         if args is None:
             await trio.lowlevel.checkpoint()
@@ -490,9 +516,16 @@ class ClusterProcesses:
         if params is None or job is None:
             await trio.lowlevel.checkpoint()
             return {"found": False}
-        result = await act_here(registry, session_key, params)
-        collected = params.action == "poll" and job.collected  # its end returned here
-        return {"found": True, "result": msgspec.to_builtins(result), "collected": collected}
+        commits: list[Callable[[], None]] = []
+        result = await act_here(registry, session_key, params, commits.append if defer else None)
+        ended = params.action == "poll" and not job.running  # the poll returned its end
+        collected = ended and job.collected
+        return {
+            "found": True,
+            "result": msgspec.to_builtins(result),
+            "ended": ended,
+            "collected": collected,
+        }
 
     # --- the nodes that join and go ---------------------------------------------------------
 
