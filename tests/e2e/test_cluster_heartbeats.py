@@ -7,7 +7,7 @@ heartbeat runs on the node that owns its session, and both nodes show the same o
 - a `wake` through the other node runs its heartbeat on the owner; `last-heartbeat` answers
   the same through either node, and `set-heartbeats` turns them off on both;
 - `set-heartbeats` is stored for the cluster: a node that starts after it, or starts again,
-  follows it;
+  follows it; the whole cluster starting again has them on, as OpenClaw's gateway restarted;
 - a cron `systemEvent` job, fired on the node running cron, is queued on the session's owner
   and its heartbeat runs there (`wakeMode: "now"`, the firing waiting for it), or waits
   there for the session's next turn (`next-heartbeat`); the session does not move.
@@ -223,7 +223,7 @@ async def test_a_cron_system_event_is_queued_and_told_on_the_sessions_owner(
                 assert _beats(owner.gw).runs == 1 and _owns(owner) and not _owns(cron)
 
 
-async def test_set_heartbeats_is_followed_by_a_node_that_starts_later_or_again(
+async def test_set_heartbeats_is_followed_by_a_node_that_starts_later_not_by_a_new_cluster(
     tmp_path: Path, pg_url: str
 ) -> None:
     await require_redis()
@@ -251,13 +251,14 @@ async def test_set_heartbeats_is_followed_by_a_node_that_starts_later_or_again(
                     skipped = await w.until(lambda e, p: e == "heartbeat")
                     assert (skipped["status"], skipped["reason"]) == ("skipped", "disabled")
                     assert _beats(a).runs == 0 and _beats(b).runs == 0
-            # node-a starts again, alone: still off.
-            async with running_gateway(tmp_path / "a2", config("node-a2")) as again:
-                assert not _beats(again).enabled
-                async with open_client(again, scopes=ADMIN) as client:
-                    on = await client.request("set-heartbeats", {"enabled": True})
-                    assert on == {"ok": True, "enabled": True}
+                # node-b starts again while node-a runs: still off.
+                async with running_gateway(tmp_path / "b2", config("node-b")) as again:
+                    assert not _beats(again).enabled
+            # The whole cluster stopped: a node starting alone starts it afresh, heartbeats
+            # on (OpenClaw's gateway starts again with them on), and stores it so.
             async with running_gateway(tmp_path / "c", config("node-c")) as c:
                 assert _beats(c).enabled
+                async with running_gateway(tmp_path / "d", config("node-d")) as d:
+                    assert _beats(d).enabled
     finally:
         await drop_prefix(prefix)

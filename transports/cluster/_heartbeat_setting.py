@@ -7,7 +7,9 @@ The setting is a document in the cluster's PostgreSQL (`actors.PostgresDocument`
 config; its body `{"enabled": bool}`, its version the row's counter):
 
 - `load`: read when the node starts, before it serves (no document yet: heartbeats on, as
-  OpenClaw starts them);
+  OpenClaw starts them), when another node is live; a node that finds none starts the
+  cluster afresh (`restart`): heartbeats on, as OpenClaw's gateway starts again (its
+  setting lasts as long as its process), a stored `off` stored `on` again;
 - `store`: `set-heartbeats` writes it (the row locked for the write) before anything
   changes, and the node then tells the others (`{"beat": "enabled", "version": n}`), which
   take it at once (`take`: a setting older than the one a node holds is ignored);
@@ -69,6 +71,8 @@ class HeartbeatSetting:
         """One call on the document's connection at a time."""
         self.version = 0
         """The version of the setting this node holds (0: none read or told yet)."""
+        self.enabled = True
+        """The setting this node holds."""
 
     @classmethod
     def for_config(cls, config: Config, adopt: Callable[[bool], None]) -> HeartbeatSetting:
@@ -92,6 +96,7 @@ class HeartbeatSetting:
         if version and version <= self.version:
             return
         self.version = max(self.version, version)
+        self.enabled = enabled
         self._adopt(enabled)
 
     def _take_body(self, body: bytes | None, version: DocumentVersion) -> None:
@@ -116,6 +121,21 @@ class HeartbeatSetting:
             log.warning("set-heartbeats not read from %s: %s", document.where, exc)
             return
         self._take_body(body, version)
+
+    async def restart(self) -> None:
+        """The cluster starts afresh (no other node lives): heartbeats on, and a stored
+        `off` stored `on` (a node that starts later follows it). A write that fails is
+        logged: this node runs them, a node that starts later reads what is stored. A
+        checkpoint."""
+        await self.load()
+        if self.enabled:
+            return
+        try:
+            await self.store(True)
+        except StoreError as exc:
+            log.warning("set-heartbeats not turned on again at the cluster's start: %s", exc)
+        self.enabled = True
+        self._adopt(True)
 
     async def store(self, enabled: bool) -> int:
         """Store `enabled` as the cluster's setting; its version (0 without a document).

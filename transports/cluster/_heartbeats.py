@@ -28,7 +28,8 @@ and every node shows the same heartbeats (`ClusterHeartbeats`, the node's
   connections and is the last one there too (`last-heartbeat` answers the same on each, the
   newest by `ts`); `set-heartbeats` turns them on or off on every node, and is stored in the
   cluster's PostgreSQL (`_heartbeat_setting`), so a node that starts later, or again,
-  follows it (`start` reads it before the node serves).
+  follows it (`start` reads it before the node serves); a node starting when no other
+  lives starts the cluster afresh, heartbeats on, as OpenClaw's gateway starts again.
 
 Notices are as reliable as the router's (Redis streams, bounded): a wake lost with its node
 does not run (a tick is never run twice; its next one comes), and a node that joins later
@@ -150,9 +151,19 @@ class ClusterHeartbeats:
         return joined
 
     async def start(self, nursery: trio.Nursery) -> None:
-        """Take the cluster's `set-heartbeats` (before the node serves), then follow it in
-        a task of `nursery`. A checkpoint."""
-        await self.setting.load()
+        """Take the cluster's `set-heartbeats` (before the node serves; no other node
+        live: the cluster starts afresh, `HeartbeatSetting.restart`), then follow it in a
+        task of `nursery`. A checkpoint."""
+        router = self.router
+        try:
+            others = set(await router.cluster.nodes.all()) - {router.node_id}
+        except ClusterError as exc:
+            log.warning("set-heartbeats: the live nodes are unknown, the stored one holds: %s", exc)
+            others = {"?"}
+        if others:
+            await self.setting.load()
+        else:
+            await self.setting.restart()
         nursery.start_soon(self.setting.follow)
 
     # --- actors.heartbeat.HeartbeatPeers ---------------------------------------------------
