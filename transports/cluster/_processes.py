@@ -7,7 +7,9 @@ reach it from whichever node serves the session now.
   "listed"}` notice with the job's `list` entry when it goes to the background and when it
   ends, `"unlisted"` when it is forgotten) and greets a node it has not seen with all of
   them; every node keeps the others' (`MAX_KNOWN` at most, ended ones until their keep time
-  is over): where each job runs, and what it was when its node went.
+  is over): where each job runs, and what it was when its node went. Each node also keeps
+  them in the cluster's job records (`_job_records`: a document in its PostgreSQL), so that
+  a node joining after another went learns that node's jobs there and lists them lost.
 - **Asked where they run.** `process list` asks every other live node for the session's jobs
   (an `"ask"` and its `"answer"`, `LIST_WAIT_S` at most; a node that does not answer in time
   is shown as last told); the other actions on a job not here go to the node it is known on
@@ -75,6 +77,7 @@ from runtime.tools import (
     text_result,
 )
 
+from ._job_records import JobDocument, JobPart, part_key
 from ._leases import SessionLeases
 
 __all__ = ["ClusterProcesses"]
@@ -92,11 +95,14 @@ GREETING_JOBS: Final = 64
 """Jobs per greeting notice."""
 
 Ask = Literal["answered", "gone", "late"]
+_Notes = list[dict[str, Any]]
+_Parts = list[JobPart]
 
 
 class _Router(Protocol):
     node_id: str
     ttl_s: float
+    started_ms: int
     leases: SessionLeases
 
     @property
@@ -182,6 +188,8 @@ class ClusterProcesses:
         self._qids = itertools.count(1)
         self._nursery: trio.Nursery | None = None
         self._expired_at = 0.0
+        self.records = JobDocument(None, router.node_id, router.started_ms)
+        """Every node's jobs where every node reads them (the cluster's PostgreSQL)."""
         self.asked = 0
         self.served = 0
 
@@ -194,6 +202,8 @@ class ClusterProcesses:
         if not isinstance(registry, ProcessRegistry):
             return None
         joined = cls(registry, supervisor, router)
+        config = supervisor.generation.config
+        joined.records = JobDocument.for_config(config, router.node_id, router.started_ms)
         registry.peers = joined
         registry.on_exit = joined.on_exit
         return joined
@@ -202,9 +212,11 @@ class ClusterProcesses:
 
     def listed(self, job: Job) -> None:
         self.router.tell_all(_listed_note(job))
+        self.records.mark()
 
     def unlisted(self, job: Job) -> None:
         self.router.tell_all({"proc": "unlisted", "sessionKey": job.session_key, "id": job.id})
+        self.records.mark()
 
     def kill_run(self, run_id: str) -> None:
         self.router.tell_all({"proc": "kill-run", "runId": run_id})
@@ -226,7 +238,9 @@ class ClusterProcesses:
         )
 
     def _drop(self, session_key: str, *, ended_only: bool) -> None:
-        """Forget the known jobs of `session_key` (`ended_only`: those ended or lost)."""
+        """Forget the known jobs of `session_key` (`ended_only`: those ended or lost), in the
+        job records too (the lost ones: those of processes gone)."""
+        self.records.drop(session_key)
         for key, known in list(self._known.items()):
             if known.session_key != session_key:
                 continue
@@ -317,6 +331,7 @@ class ClusterProcesses:
         assert known.lost_at is not None
         if params.action in ("clear", "remove"):  # forgotten everywhere
             self._known.pop((known.session_key, str(params.sessionId)), None)
+            self.records.drop(known.session_key, str(params.sessionId))
             note = {"proc": "unlisted", "sessionKey": known.session_key, "id": params.sessionId}
             self.router.tell_all(note)
         return lost_result(params, lost_entry(known.entry, known.lost_at), known.node)
@@ -559,6 +574,7 @@ class ClusterProcesses:
                 job_id = str(known.entry["sessionId"])
                 text = f"Exec finished (node={known.node} id={job_id[:8]}, node lost)"
                 self._ended(known.agent_id, known.session_key, job_id, text)
+                self.records.tell(part_key(known.node, known.inc), known.session_key, job_id)
 
     def _expire(self) -> None:
         """Forget the known jobs ended (or lost) longer ago than their keep time."""
@@ -581,11 +597,58 @@ class ClusterProcesses:
                     )
         self._greeted = others
 
+    # --- the job records (`_job_records`) -------------------------------------------------
+
+    def _record_jobs(self) -> _Notes | None:
+        """This node's part of the job records (None while it closes: lost with it)."""
+        if self.registry.closing:
+            return None
+        return [_listed_note(job) for job in self.registry.all_listed()]
+
+    def _dead(self, part: JobPart) -> bool:
+        """Whether the process of `part` is gone: its node is, or started again since."""
+        if part.node == self.router.node_id:
+            return part.inc != self.router.started_ms
+        known = self._inc.get(part.node)
+        return part.node not in self.router.alive or (known is not None and known != part.inc)
+
+    def _take_parts(self, parts: _Parts) -> None:
+        """Learn the jobs of the processes gone from their parts of the job records (a node
+        that joined after they went heard none of their notices): lost, and told as their
+        part says (the nodes alive when they went told their sessions)."""
+        now = _now_ms()
+        for part in parts:
+            if not self._dead(part) or part.node == self.router.node_id:
+                continue
+            told = set(map(tuple, part.told))
+            for note in part.jobs:
+                entry = note["entry"]
+                key = (str(note["sessionKey"]), str(entry["sessionId"]))
+                if key not in self._known:
+                    if part.at + float(note.get("keepS") or 0) * 1000 < now:
+                        continue  # kept no longer
+                    self._remember(part.node, {**note, "inc": part.inc})
+                known = self._known.get(key)
+                if known is not None and key in told:
+                    known.told_lost = True
+
+    def _ready(self, since: float) -> bool:
+        """Whether this node knows the live nodes (the router refreshed them)."""
+        return len(self.router.alive) > 1 or self._clock() - since >= 1.0
+
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Serve the other nodes' asks, greet the nodes that join, find the jobs lost with
-        the nodes that go. Never returns; cancel it to stop."""
+        the nodes that go, keep the job records. Never returns; cancel it to stop."""
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
+            since = self._clock()
+            nursery.start_soon(
+                self.records.run,
+                self._record_jobs,
+                self._dead,
+                self._take_parts,
+                lambda: self._ready(since),
+            )
             task_status.started()
             try:
                 while True:
