@@ -115,7 +115,9 @@ class GatewaySessions:
         active: dict[str, list[str]] = {}
         for rec in self.sup.registry.active():
             active.setdefault(rec.session_key, []).append(rec.run_id)
-        return await list_result_for(self.sup.generation, ctx, args, rows, active, self._branch)
+        root = self.sup.services.workspace_root
+        gen = self.sup.generation
+        return await list_result_for(gen, ctx, args, rows, active, self._branch, root)
 
     async def history(self, ctx: ToolContext, args: SessionsHistoryParams) -> dict[str, Any]:
         """The session's active branch, newest `limit` (after skipping `offset` from the

@@ -56,6 +56,7 @@ from ..tools import (
     ToolError,
 )
 from ._run import RunState, TrackedRun
+from ._services import TurnServices
 from ._session_calls import (
     history_for,
     list_result_for,
@@ -113,6 +114,9 @@ class SessionsRuntime(Protocol):
 
     @property
     def generation(self) -> ModelRuntimeGeneration: ...
+
+    services: TurnServices
+    """The runtime's services (the agents' `workspace_root`)."""
 
     def queue_system_event(self, session_key: str, text: str) -> None:
         """Queue `text` for the session's next turn."""
@@ -222,8 +226,8 @@ class EmbeddedSessions:
         if args.activeMinutes:
             after = now_ms() - args.activeMinutes * 60_000
             rows = [r for r in rows if r.updatedAt >= after]
-        gen = self.rt.generation
-        return await list_result_for(gen, ctx, args, rows, self._active(), self._branch)
+        gen, root = self.rt.generation, self.rt.services.workspace_root
+        return await list_result_for(gen, ctx, args, rows, self._active(), self._branch, root)
 
     async def history(self, ctx: ToolContext, args: SessionsHistoryParams) -> dict[str, Any]:
         """The session's active branch, bounded and sanitized. A checkpoint."""

@@ -13,7 +13,9 @@ its own.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import trio
@@ -29,8 +31,10 @@ from ..tools import (
     ToolError,
 )
 from ._run import TrackedRun
+from ._session_titles import TITLED_ROWS, derived_title
 from ._session_views import (
     MISSING_FOR_MODE,
+    RELATIONSHIP_UNAVAILABLE,
     SEND_TIMEOUT_DEFAULT_S,
     history_result,
     list_page,
@@ -48,6 +52,7 @@ from ._session_visibility import denial
 __all__ = [
     "BranchOf",
     "RowOf",
+    "agent_workspace",
     "history_for",
     "list_result_for",
     "model_override",
@@ -97,6 +102,17 @@ def target_key(ctx: ToolContext, raw: str) -> str:
         raise ToolError(str(exc)) from exc
 
 
+def agent_workspace(gen: ModelRuntimeGeneration, agent_id: str, root: Path) -> str:
+    """The real path of agent `agent_id`'s workspace (its configured one, else
+    `root/<id>`), where its runs work: a subagent session's `spawnedWorkspaceDir`. Reads
+    no more of the disk than `os.path.realpath` does."""
+    try:
+        configured = gen.agent(agent_id).workspace
+    except GenerationError:
+        configured = None
+    return os.path.realpath(Path(configured).expanduser() if configured else root / agent_id)
+
+
 async def list_result_for(
     gen: ModelRuntimeGeneration,
     ctx: ToolContext,
@@ -104,13 +120,33 @@ async def list_result_for(
     rows: list[SessionRow],
     active: dict[str, list[str]],
     branch: BranchOf,
+    workspace_root: Path,
 ) -> dict[str, Any]:
     """`sessions_list`'s payload from the host's `rows` (most recently updated first,
     already within `agentId` and `activeMinutes`), its running runs by session (`active`)
-    and `branch(row)`, a session's messages (the latest shown: `recent_messages`): filtered,
-    within the caller's reach, paged, with the children and messages asked for. A
-    checkpoint when messages are asked for."""
-    rows = [r for r in rows if r.key not in ("global", "unknown") and list_wanted(r, args, active)]
+    and `branch(row)`, a session's messages (the latest shown: `recent_messages`, the
+    first user message for a derived title): filtered, within the caller's reach, paged,
+    with the children, titles and messages asked for; `workspace_root` holds the agents'
+    workspaces that are not configured (`agent_workspace`). `relationship` is refused, as
+    OpenClaw refuses it without an authenticated requesting user (clawlane knows no user
+    profiles). A checkpoint when transcripts are read."""
+    if args.relationship is not None:
+        return {"status": "error", "tool": "sessions_list", "error": RELATIONSHIP_UNAVAILABLE}
+    places: dict[str, str] = {}
+
+    def workspace(row: SessionRow) -> str | None:
+        if not row.spawnedBy:
+            return None
+        if row.agentId not in places:
+            places[row.agentId] = agent_workspace(gen, row.agentId, workspace_root)
+        return getattr(row, "spawnedCwd", None) or places[row.agentId]
+
+    agents = frozenset(gen.agents)
+    rows = [
+        r
+        for r in rows
+        if r.key not in ("global", "unknown") and list_wanted(r, args, active, workspace(r), agents)
+    ]
     tools, parents = gen.config.tools, {r.key: r.spawnedBy for r in rows}
     rows = [
         r
@@ -124,8 +160,13 @@ async def list_result_for(
             children.setdefault(row.parentSessionKey, []).append(row.key)
     page, limit = list_page(rows, args)
     sessions = []
-    for row in page:
-        view = list_row(gen, row, children.get(row.key), active.get(row.key))
+    for i, row in enumerate(page):
+        agent_dir = places.get(row.agentId) if row.spawnedBy else None
+        view = list_row(gen, row, children.get(row.key), active.get(row.key), agent_dir)
+        if args.includeDerivedTitles and i < TITLED_ROWS:
+            title = derived_title(row) or derived_title(row, await branch(row))
+            if title:
+                view["derivedTitle"] = title
         if args.messageLimit or args.includeLastMessage:
             shown = recent_messages(await branch(row), args.messageLimit or 1)
             if args.messageLimit:
@@ -144,7 +185,16 @@ async def history_for(
     branch: BranchOf,
 ) -> dict[str, Any]:
     """`sessions_history`'s payload: the named session's branch (`history_result`), or its
-    error when there is no such session or it is beyond the caller's reach. A checkpoint."""
+    error when there is no such session or it is beyond the caller's reach. `sessionId`
+    needs `messageId` and must be the session's transcript: clawlane keeps no link from a
+    session to the transcripts it had before a reset, so only its current one is. A
+    checkpoint."""
+    if args.sessionId is not None and args.messageId is None:
+        return {
+            "status": "error",
+            "tool": "sessions_history",
+            "error": "sessionId requires messageId",
+        }
     key = target_key(ctx, args.sessionKey)
     row = await row_of(key)
     if row is None:
@@ -152,6 +202,9 @@ async def history_for(
     refused = await reach_denial(gen, ctx, "history", row, row_of)
     if refused is not None:
         return {"sessionKey": key, "status": "forbidden", "error": refused}
+    if args.sessionId is not None and args.sessionId.strip() != row.sessionId:
+        error = "sessionId does not belong to sessionKey"
+        return {"status": "error", "tool": "sessions_history", "error": error}
     return history_result(key, await branch(row), args)
 
 

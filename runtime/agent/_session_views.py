@@ -14,7 +14,7 @@ waits of `subagents_call` aside); none does I/O.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Container, Iterable
 from typing import Any, Final
 
 import trio
@@ -27,6 +27,7 @@ from ..sessions._provenance import hidden_in_display
 from ..sessions._sessions import (
     MessageEntry,
     SessionRow,
+    openclaw_row_meta,
     parse_session_key,
 )
 from ..tools import (
@@ -47,6 +48,7 @@ __all__ = [
     "BACKGROUND_EXEC_YIELD",
     "CHILDREN_KEPT",
     "MISSING_FOR_MODE",
+    "RELATIONSHIP_UNAVAILABLE",
     "RESUME_REFUSED",
     "SEND_TIMEOUT_DEFAULT_S",
     "agent_allowed",
@@ -54,6 +56,7 @@ __all__ = [
     "announce_message",
     "branch_dicts",
     "history_result",
+    "list_creator",
     "list_kind",
     "list_page",
     "list_result",
@@ -82,6 +85,10 @@ __all__ = [
 
 LIST_LIMIT_DEFAULT: Final = 100
 LIST_LIMIT_MAX: Final = 200
+RELATIONSHIP_UNAVAILABLE: Final = (
+    "relationship requires an authenticated requesting user; use an explicit ownerId or "
+    "creatorId instead"
+)
 SEND_TIMEOUT_DEFAULT_S: Final = 30
 AGENTS_WAIT_DEFAULT_S: Final = 30
 NO_PENDING_CHILD: Final = (
@@ -144,9 +151,40 @@ def list_kind(key: str) -> str:
     return "other"
 
 
-def list_wanted(row: SessionRow, args: SessionsListParams, active: dict[str, list[str]]) -> bool:
-    """Whether `row` passes the call's filters (`active`: the running runs by session)."""
+def list_creator(row: SessionRow) -> str | None:
+    """The agent a session was made by, as OpenClaw records it (`createdActor`, and its
+    owner): a subagent session's, the agent of the session that spawned it. None for the
+    rest, made by an operator or a channel (OpenClaw records a person only for an
+    authenticated user profile, which clawlane has none of)."""
+    parsed = parse_session_key(row.spawnedBy) if row.spawnedBy else None
+    return parsed.agent_id if parsed is not None else None
+
+
+def list_wanted(
+    row: SessionRow,
+    args: SessionsListParams,
+    active: dict[str, list[str]],
+    workspace: str | None = None,
+    agents: Container[str] = (),
+) -> bool:
+    """Whether `row` passes the call's filters (`active`: the running runs by session;
+    `workspace`: a subagent session's working directory, `list_row`'s `workspaceDir`;
+    `agents`: the configured agents, the ones that may own a session). clawlane neither
+    archives nor pins sessions nor files them under projects: `archived: true`, `pinned:
+    true` and a `projectId` match none, as OpenClaw's filters match none of its sessions
+    without them."""
     if args.kinds and list_kind(row.key) not in args.kinds:
+        return False
+    if args.archived is True or args.pinned is True or args.projectId is not None:
+        return False
+    if args.group is not None and (row.category or "") != args.group:
+        return False
+    creator = list_creator(row)
+    if args.creatorId is not None and creator != args.creatorId.strip():
+        return False
+    if args.ownerId is not None and (creator not in agents or creator != args.ownerId.strip()):
+        return False
+    if args.workspaceDir is not None and workspace != args.workspaceDir.strip():
         return False
     if args.label and row.label != args.label:
         return False
@@ -166,8 +204,10 @@ def list_row(
     row: SessionRow,
     children: list[str] | None,
     active: list[str] | None,
+    workspace: str | None = None,
 ) -> dict[str, Any]:
-    """One `sessions_list` row (`active`: its running runs)."""
+    """One `sessions_list` row (`active`: its running runs; `workspace`: a subagent
+    session's agent workspace, its `spawnedWorkspaceDir`)."""
     view: dict[str, Any] = {
         "key": row.key,
         "sessionId": row.sessionId,
@@ -186,6 +226,21 @@ def list_row(
         value = getattr(row, name)
         if value is not None:
             view[name] = value
+    creator = list_creator(row)
+    if creator is not None:
+        actor = {"type": "agent", "id": creator, "identity": {"type": "agent", "id": creator}}
+        view["createdActor"] = actor
+        if creator in gen.agents:
+            view["owner"] = {"actor": actor}
+    cwd = getattr(row, "spawnedCwd", None)  # a subagent's `cwd`, where clawlane keeps one
+    if cwd:
+        view["spawnedCwd"] = cwd
+    if workspace is not None and row.spawnedBy:
+        view["spawnedWorkspaceDir"] = workspace
+    if cwd or (workspace is not None and row.spawnedBy):
+        view["workspaceDir"] = cwd or workspace
+    if row.category:
+        view["group"] = row.category
     if children:
         view["childSessions"] = children
     return view
@@ -235,7 +290,12 @@ def history_result(
     key: str, messages: list[dict[str, Any]], args: SessionsHistoryParams
 ) -> dict[str, Any]:
     """The session's active branch `messages` (plain data), newest `limit` after skipping
-    `offset` from the end, sanitized (`runtime.tools.sanitize_history`)."""
+    `offset` from the end, sanitized (`runtime.tools.sanitize_history`); with `messageId`,
+    the window around that message (`offset` ignored, no paging)."""
+    if args.messageId is not None:
+        anchor, tools = args.messageId.strip(), bool(args.includeTools)
+        view = sanitize_history(messages, include_tools=tools, anchor=anchor, window=args.limit)
+        return {"sessionKey": key, "messages": view.messages, **view.flags()}
     if not args.includeTools:
         messages = [m for m in messages if m.get("role") != "toolResult"]
     offset = args.offset or 0
@@ -644,5 +704,16 @@ def yield_claim(
 
 def branch_dicts(entries: Iterable[MessageEntry]) -> list[dict[str, Any]]:
     """The messages of a branch's entries (`runtime.sessions.branch_messages`) as plain
-    data, as the history views read them: those OpenClaw's display hides left out."""
-    return [history_row(e.message) for e in entries if not hidden_in_display(e.message)]
+    data, as the history views read them: those OpenClaw's display hides left out, each
+    with its `idempotencyKey` and `__openclaw` (`{id, seq, ...}`, as `chat.history`'s rows:
+    the id `sessions_history`'s `messageId` names)."""
+    rows = []
+    for seq, entry in enumerate(entries, 1):
+        if hidden_in_display(entry.message):
+            continue
+        row = history_row(entry.message)
+        if entry.idempotencyKey is not None:
+            row["idempotencyKey"] = entry.idempotencyKey
+        row["__openclaw"] = openclaw_row_meta(entry, seq)
+        rows.append(row)
+    return rows

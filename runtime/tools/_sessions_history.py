@@ -4,7 +4,10 @@
 what the tool shows another session: tool results only when asked for, thinking signatures
 and inline image data left out, credential-like text redacted, each text block cut at 4,000
 characters, and the whole at most 80 KB (the oldest messages dropped first; a single message
-too large for it replaced by a marker). The flags say what was done. Pure functions.
+too large for it replaced by a marker). The flags say what was done. With an `anchor` (a
+message's `__openclaw.id`: `messageId`) it shows the window around that message instead, as
+OpenClaw's anchored history: `window` messages (default 200) read around it, kept within
+the budget outward from it. Pure functions.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ __all__ = ["HistoryView", "redact_credentials", "sanitize_history"]
 
 TEXT_MAX: Final = 4000
 BYTES_MAX: Final = 80 * 1024
+WINDOW_DEFAULT: Final = 200
 TRUNCATED_MARKER: Final = "\n…(truncated)"
 TOO_LARGE: Final = "[sessions_history omitted: message too large]"
 REDACTED: Final = "[REDACTED]"
@@ -116,16 +120,76 @@ def _size(message: dict[str, Any]) -> int:
     return len(json.dumps(message, ensure_ascii=False).encode())
 
 
+def _message_id(message: dict[str, Any]) -> Any:
+    meta = message.get("__openclaw")
+    return meta.get("id") if isinstance(meta, dict) else None
+
+
+def _window(messages: list[dict[str, Any]], anchor: str, size: int) -> list[dict[str, Any]]:
+    """The `size` messages OpenClaw's `chat.history` reads around the one `anchor` names:
+    it and `size - size // 2 - 1` older ones, moved back to end at the newest when near it.
+    Empty when no message has that id."""
+    at = next((i for i, m in enumerate(messages) if _message_id(m) == anchor), None)
+    if at is None:
+        return []
+    start = min(max(0, at - (size - size // 2 - 1)), max(0, len(messages) - size))
+    return messages[start : start + size]
+
+
+def _around(shown: list[dict[str, Any]], at: int, max_bytes: int) -> tuple[list[int], bool]:
+    """The indexes of `shown` kept outward from `at` (one older, then one newer, while each
+    fits `max_bytes`), and whether any was left out."""
+    total = 2 + _size(shown[at]) + 1
+    start, end = at, at + 1
+    older, newer = start > 0, end < len(shown)
+    while older or newer:
+        if older:
+            size = _size(shown[start - 1]) + 1
+            if total + size <= max_bytes:
+                start, total = start - 1, total + size
+            else:
+                older = False
+        older = older and start > 0
+        if newer:
+            size = _size(shown[end]) + 1
+            if total + size <= max_bytes:
+                end, total = end + 1, total + size
+            else:
+                newer = False
+        newer = newer and end < len(shown)
+    return list(range(start, end)), end - start < len(shown)
+
+
 def sanitize_history(
-    messages: list[dict[str, Any]], *, include_tools: bool = False, max_bytes: int = BYTES_MAX
+    messages: list[dict[str, Any]],
+    *,
+    include_tools: bool = False,
+    max_bytes: int = BYTES_MAX,
+    anchor: str | None = None,
+    window: int | None = None,
 ) -> HistoryView:
-    """The view of `messages` (oldest first) `sessions_history` returns (module docstring)."""
+    """The view of `messages` (oldest first) `sessions_history` returns (module docstring);
+    `anchor` and `window`: the anchored view's message id and size."""
     marks = _Marks()
+    if anchor is not None:
+        messages = _window(messages, anchor, window or WINDOW_DEFAULT)
     shown = [
         _message(m, marks)
         for m in messages
         if include_tools or m.get("role") not in ("toolResult", "tool")
     ]
+    at = next((i for i, m in enumerate(shown) if _message_id(m) == anchor), None)
+    if anchor is not None and at is not None and _size(shown[at]) + 3 <= max_bytes:
+        kept_at, cut = _around(shown, at, max_bytes)
+        around = [shown[i] for i in kept_at]
+        return HistoryView(
+            messages=around,
+            truncated=cut or marks.truncated,
+            dropped_messages=cut,
+            content_truncated=marks.truncated,
+            content_redacted=marks.redacted,
+            bytes=2 + sum(_size(m) + 1 for m in around),
+        )
     kept: list[dict[str, Any]] = []
     total = 2  # the list's brackets
     dropped = False

@@ -82,11 +82,35 @@ class SessionsListParams(_Params, frozen=True):
     activeMinutes: Annotated[int, msgspec.Meta(ge=1)] | None = None
     activeOnly: bool | None = None
     excludeSubagents: bool | None = None
+    relationship: (
+        Annotated[
+            Literal["owned", "created", "involving"],
+            msgspec.Meta(
+                description="Relation to the authenticated requesting user; unavailable "
+                "without a trusted user identity."
+            ),
+        ]
+        | None
+    ) = None
+    ownerId: Annotated[str, msgspec.Meta(min_length=1)] | None = None
+    creatorId: Annotated[str, msgspec.Meta(min_length=1)] | None = None
+    projectId: Annotated[str, msgspec.Meta(min_length=1)] | None = None
+    workspaceDir: Annotated[str, msgspec.Meta(min_length=1)] | None = None
+    group: str | None = None
+    pinned: bool | None = None
     messageLimit: Annotated[int, msgspec.Meta(ge=0)] | None = None
     label: Annotated[str, msgspec.Meta(min_length=1)] | None = None
     agentId: Annotated[str, msgspec.Meta(min_length=1, max_length=64)] | None = None
     search: Annotated[str, msgspec.Meta(min_length=1)] | None = None
     spawnedBy: Annotated[str, msgspec.Meta(min_length=1)] | None = None
+    archived: (
+        bool
+        | Annotated[
+            Literal["all"], msgspec.Meta(extra_json_schema={"type": "string", "const": "all"})
+        ]
+        | None
+    ) = None
+    includeDerivedTitles: bool | None = None
     includeLastMessage: bool | None = None
 
 
@@ -102,6 +126,28 @@ class SessionsHistoryParams(_Params, frozen=True):
                 ge=0,
                 description="Plain-pagination offset. Ignored when messageId is set; limit "
                 "still bounds anchored history.",
+            ),
+        ]
+        | None
+    ) = None
+    messageId: (
+        Annotated[
+            str,
+            msgspec.Meta(
+                min_length=1,
+                description="Return history around this message id. Ignores offset; limit "
+                "bounds the window.",
+            ),
+        ]
+        | None
+    ) = None
+    sessionId: (
+        Annotated[
+            str,
+            msgspec.Meta(
+                min_length=1,
+                description="Transcript session id that owns messageId. Requires messageId; "
+                "omit for the latest tail.",
             ),
         ]
         | None
@@ -335,8 +381,9 @@ class SessionsListTool(_SessionTool):
     name = "sessions_list"
     description = (
         "List sessions on this gateway with optional filters (kinds, label, agentId, search, "
-        "activeMinutes, spawnedBy) and paging (limit, offset); each row has its key, agent, "
-        "kind, model, tokens, status and parent/child links."
+        "activeMinutes, spawnedBy, creatorId/ownerId, workspaceDir, group, pinned, archived) "
+        "and paging (limit, offset); each row has its key, agent, kind, model, tokens, status "
+        "and parent/child links; includeDerivedTitles adds derived titles."
     )
     params = SessionsListParams
 
@@ -348,7 +395,8 @@ class SessionsHistoryTool(_SessionTool):
     name = "sessions_history"
     description = (
         "Read the transcript of a session (by its key), sanitized and bounded: tool results "
-        "only with includeTools, long text truncated, credentials redacted."
+        "only with includeTools, long text truncated, credentials redacted. messageId (a "
+        "row's __openclaw.id) reads the window around that message; sessionId requires it."
     )
     params = SessionsHistoryParams
 
