@@ -35,12 +35,18 @@ __all__ = ["pg_url"]  # the fixture, used by name
 
 KEY = "agent:main:main"
 
-Start = Callable[[str], Awaitable[Node]]
+
+class Cluster:
+    """Nodes started one by one (`start(name)`), on one Redis `prefix` and one PostgreSQL."""
+
+    def __init__(self, start: Callable[[str], Awaitable[Node]], prefix: str) -> None:
+        self.start = start
+        self.prefix = prefix
 
 
 @asynccontextmanager
-async def cluster(tmp_path: Path, pg: str) -> AsyncIterator[Start]:
-    """Nodes started one by one (`start(name)`), on one Redis prefix and one PostgreSQL."""
+async def cluster(tmp_path: Path, pg: str) -> AsyncIterator[Cluster]:
+    """A `Cluster` for the block; its nodes are closed at its end."""
     await require_redis()
     prefix = f"clawlane-test:{secrets.token_hex(6)}:"
     nodes: list[Node] = []
@@ -55,7 +61,7 @@ async def cluster(tmp_path: Path, pg: str) -> AsyncIterator[Start]:
                 return nodes[-1]
 
             try:
-                yield start
+                yield Cluster(start, prefix)
             finally:
                 for node in nodes:
                     await node.close()
@@ -93,8 +99,8 @@ async def test_a_node_joining_after_a_node_went_lists_its_jobs_lost(
 ) -> None:
     """Before, C had never heard A's notices: it listed nothing."""
     with trio.fail_after(60):
-        async with cluster(tmp_path, pg_url) as start:
-            a = await start("node-a")
+        async with cluster(tmp_path, pg_url) as nodes:
+            a = await nodes.start("node-a")
             async with open_client(a.gw, scopes=ADMIN) as at_a:
                 exec_call = tool_directive("exec", command="sleep 300", background=True)
                 sid = _session_id(await turn_text(at_a, KEY, exec_call, "a1"))
@@ -108,7 +114,7 @@ async def test_a_node_joining_after_a_node_went_lists_its_jobs_lost(
             pid = job.pid
             await a.close()  # its job dies with it
             assert not running(pid)
-            c = await start("node-c")
+            c = await nodes.start("node-c")
             await wait_for(lambda: _records(c.gw).reads >= 1, "C read the records", timeout_s=10)
             async with open_client(c.gw, scopes=ADMIN) as at_c:
                 listed = await _process(at_c, "c1", action="list")

@@ -10,10 +10,15 @@ reach it from whichever node serves the session now.
   is over): where each job runs, and what it was when its node went. Each node also keeps
   them in the cluster's job records (`_job_records`: a document in its PostgreSQL), so that
   a node joining after another went learns that node's jobs there and lists them lost.
-- **Asked where they run.** `process list` asks every other live node for the session's jobs
-  (an `"ask"` and its `"answer"`, `LIST_WAIT_S` at most; a node that does not answer in time
-  is shown as last told); the other actions on a job not here go to the node it is known on
-  (else to every live node: the one that has it answers) and run there as they would there
+- **Asked where they run.** `process list` asks every other live node that can answer for
+  the session's jobs (an `"ask"` and its `"answer"`, `LIST_WAIT_S` at most; a node that does
+  not answer in time is shown as last told). A node can answer once it told this node of
+  jobs (any job notice: every node greets the nodes it finds, with its jobs or none), until
+  it lets an ask go unanswered (then it is not asked again before its next notice): so a
+  node of an earlier version, which knows nothing of jobs, or one that stopped answering,
+  never holds a call up for more than one wait. The other actions on a job not here go to
+  the node it is known on (else to every live node that can answer: the one that has it
+  answers) and run there as they would there
   (`runtime.tools.act_here`), a poll's wait included (`ACT_WAIT_S` more at most); a
   cancelled call is cancelled there too. The list lines of a job elsewhere say where
   (`[on <node>]`); the entries keep OpenClaw's shape.
@@ -86,7 +91,7 @@ log = logging.getLogger("clawlane.cluster")
 
 MAX_KNOWN: Final = 4096
 """The other nodes' jobs a node keeps, all told (the oldest told forgotten first)."""
-LIST_WAIT_S: Final = 5.0
+LIST_WAIT_S: Final = 2.0
 ACT_WAIT_S: Final = 15.0
 """How long an action waits for its node beyond what it waits there (a poll's `timeout`)."""
 CHECK_S: Final = 0.2
@@ -97,6 +102,7 @@ GREETING_JOBS: Final = 64
 Ask = Literal["answered", "gone", "late"]
 _Notes = list[dict[str, Any]]
 _Parts = list[JobPart]
+_Nodes = list[str]
 
 
 class _Router(Protocol):
@@ -183,6 +189,9 @@ class ClusterProcesses:
         self._inc: dict[str, int] = {}
         """Each other node's process (when it started), as its last notice said."""
         self._greeted: set[str] = set()
+        self._answering: set[str] = set()
+        """The nodes that can answer an ask: they told this node of jobs since they last
+        let an ask go unanswered (see the module docstring)."""
         self._pending: dict[str, _Pending] = {}
         self._serving: dict[tuple[str, str], trio.CancelScope] = {}
         self._qids = itertools.count(1)
@@ -262,7 +271,7 @@ class ClusterProcesses:
                 found.extend((dict(entry), f"on {node}") for entry in answer.get("entries", ()))
 
         async with trio.open_nursery() as nursery:
-            for node in sorted(self.router.alive - {self.router.node_id}):
+            for node in self._askable():
                 nursery.start_soon(ask, node)
         for known in list(self._known.values()):
             if known.session_key != session_key:
@@ -289,10 +298,7 @@ class ClusterProcesses:
         if known is not None and self._lost(known):
             await trio.lowlevel.checkpoint()
             return self._lost_answer(known, params)
-        if known is not None:
-            nodes = [known.node]
-        else:
-            nodes = sorted(self.router.alive - {self.router.node_id})
+        nodes = [known.node] if known is not None else self._askable()
         wait_s = ACT_WAIT_S
         if params.action == "poll":
             wait_s += min(30_000.0, params.timeout or 0.0) / 1000
@@ -336,6 +342,10 @@ class ClusterProcesses:
             self.router.tell_all(note)
         return lost_result(params, lost_entry(known.entry, known.lost_at), known.node)
 
+    def _askable(self) -> _Nodes:
+        """The other live nodes that can answer an ask (see the module docstring)."""
+        return sorted((self.router.alive - {self.router.node_id}) & self._answering)
+
     async def _ask(
         self, node: str, body: dict[str, Any], wait_s: float
     ) -> tuple[Ask, dict[str, Any] | None]:
@@ -351,6 +361,7 @@ class ClusterProcesses:
                 if node not in self.router.alive:
                     return "gone", None
                 if self._clock() >= deadline:
+                    self._answering.discard(node)  # not asked again before its next notice
                     return "late", None
                 with trio.move_on_after(CHECK_S):
                     await pending.done.wait()
@@ -406,6 +417,7 @@ class ClusterProcesses:
         if what is None:
             return False
         node = str(note.get("from"))
+        self._answering.add(node)
         self._seen(node, note.get("inc"))
         try:
             self._take(node, str(what), note)
