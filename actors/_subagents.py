@@ -6,6 +6,10 @@ row lists it in `childSessions`: what `sessions.list` shows and the Control UI's
 tree follows, as OpenClaw's) and runs the task there on the `subagent` global lane
 (its slots: `agents.defaults.subagents.maxConcurrent`), in the child's own transcript. It
 answers at once with OpenClaw's receipt (`status: accepted`, `childSessionKey`, `runId`).
+The call's options are carried out as OpenClaw's (`runtime.agent._spawn_options`): `cwd`
+(the child row's `spawnedCwd`, its tools' directory), `lightContext` (a lightweight-bootstrap
+run), `completionTarget: "parent"` (a private run of the parent's own, never steered) and
+`attachments` (staged for the child, removed once its end is told).
 When the child's run ends, its result is announced to the parent as OpenClaw does (unless
 the call set `expectsCompletionMessage: false`): steered into a run of the parent's going on
 (the spawning one, most often), else a separate followup run on the parent's session whose
@@ -35,6 +39,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, Final
 
 import trio
@@ -42,12 +47,15 @@ import trio
 from runtime.agent import (
     CHILDREN_KEPT,
     SpawnedRun,
+    StagedAttachments,
     TaskBook,
     YieldClaim,
     agents_view,
     announce_message,
     batch_children,
     batch_run_id,
+    prepare_child,
+    remove_attachments,
     settle_message,
     settle_provenance,
     spawn_admission,
@@ -60,6 +68,7 @@ from runtime.agent import (
 )
 from runtime.llm import InputProvenance
 from runtime.loop import now_ms
+from runtime.model import AgentSpec
 from runtime.protocol import ClawlaneError
 from runtime.sessions import SUBAGENT_ANNOUNCE, MessageEntry, SessionRow, completion_provenance
 from runtime.tools import SessionsSpawnParams, ToolContext
@@ -95,6 +104,7 @@ async def submit_run(
     provenance: InputProvenance | None = None,
     mode: str = "followup",
     wanted: Callable[[], bool] | None = None,
+    light_context: bool = False,
 ) -> RunRecord:
     """Queue a followup run on session `key` (created when new) on global lane `lane`: the
     one way these tools start a run. No idempotency key; the run is journaled as accepted
@@ -102,8 +112,9 @@ async def submit_run(
     subagent's run; `provenance` marks its user message (a child's completion); `mode`
     `steer` steers it into a run of the session that is going on instead; `wanted`: the
     run ends unrun (`dropped`) when it says no as it reaches the lane or is left over by
-    the run it was steered into (`RunRequest.wanted`). A checkpoint. Raises
-    `GatewayError`, `ActorError`."""
+    the run it was steered into (`RunRequest.wanted`); `light_context`: no workspace
+    bootstrap files in its system prompt. A checkpoint. Raises `GatewayError`,
+    `ActorError`."""
     if sup.session_gate is not None:
         await sup.session_gate(key)  # in a cluster: the session moves to this node
     actor = await sup.session(key, agent_id)
@@ -126,6 +137,7 @@ async def submit_run(
         extra_system_prompt=extra_system_prompt,
         spawn=spawn,
         wanted=wanted,
+        light_context=light_context,
     )
     admission = Admission(sup, kind="agent", run_id=record.run_id, dedupe=False)
     try:
@@ -168,6 +180,10 @@ class Subagents:
         if isinstance(admitted, dict):
             return admitted
         agent, depth = admitted
+        options = await self._child_options(args, agent)
+        if isinstance(options, dict):
+            return options
+        cwd, staged = options
         settings = self._settings()
         child_key = f"agent:{agent.id}:subagent:{uuid.uuid4()}"
         child_depth = depth + 1
@@ -187,6 +203,7 @@ class Subagents:
                 spawnDepth=child_depth,
                 subagentRole=role,
                 **({"label": title} if title else {}),
+                **({"spawnedCwd": str(cwd)} if cwd is not None else {}),
             )
             await self._adopt(ctx, child_key)
             announce = args.expectsCompletionMessage is not False
@@ -197,7 +214,13 @@ class Subagents:
                 announce=announce,
                 cleanup=args.cleanup,
                 requesterRun=ctx.run_id,
+                completionTarget=args.completionTarget,
+                requesterSessionId=parent.sessionId if parent and args.completionTarget else None,
+                attachmentsDir=str(staged.directory)
+                if staged is not None and staged.removed_after(args.cleanup)
+                else None,
             )
+            context = subagent_context(gen, ctx.session_key, child_depth)
             record = await submit_run(
                 self.sup,
                 child_key,
@@ -207,17 +230,34 @@ class Subagents:
                 origin="subagent",
                 timeout_s=float(timeout) or None,
                 model_ref=model_ref,
-                extra_system_prompt=subagent_context(gen, ctx.session_key, child_depth),
+                extra_system_prompt=f"{context}\n\n{staged.prompt}" if staged else context,
                 spawn=link,
+                light_context=args.lightContext is True,
             )
         except (ClawlaneError, ActorError) as exc:
+            if staged is not None:
+                await trio.to_thread.run_sync(remove_attachments, staged.directory)
             return {"status": "error", "error": f"the subagent could not start: {exc}"}
         requester = self.sup.registry.get(ctx.run_id)
         run = SpawnedRun(record, ctx.session_key, child_key, title, link=link, asked=args.task)
         run.requester_done = requester.done if requester is not None else None
         self.book.add(run)
         self._nursery.start_soon(self._follow, run)
-        return spawn_receipt(gen, args, child_key, record.run_id, model_ref or agent.primary)
+        receipt = staged.receipt if staged is not None else None
+        return spawn_receipt(
+            gen, args, child_key, record.run_id, model_ref or agent.primary, receipt
+        )
+
+    async def _child_options(
+        self, args: SessionsSpawnParams, agent: AgentSpec
+    ) -> tuple[Path | None, StagedAttachments | None] | dict[str, Any]:
+        """The child's working directory and staged attachments (`runtime.agent.
+        prepare_child`), or the refusal. A checkpoint."""
+        if not (args.cwd or "").strip() and not args.attachments:
+            return None, None
+        workspace = await self.sup.workspace_for(agent.id, agent.workspace)
+        config = self.sup.generation.config
+        return await trio.to_thread.run_sync(prepare_child, config, workspace, args)
 
     async def _adopt(self, ctx: ToolContext, child_key: str) -> None:
         """Record the child in its parent's row (`childSessions`, the latest 20)."""
@@ -253,23 +293,27 @@ class Subagents:
         """Tell the parent `run`'s own end (unless nothing is to be told or the parent is
         gone): steered into a run of the parent's that is going on, else a run of its
         own."""
-        link = run.link
-        told = link.announce and not run.suppressed
-        message = announce_message(run.record, run.child_key, run.label) if told else None
+        link = self.journal_link(run)
+        private = link.completionTarget == "parent"  # its own run, to the same parent only
+        told = link.announce and not run.suppressed and (not private or await self._same(run))
+        message = (
+            announce_message(run.record, run.child_key, run.label, private=private)
+            if told
+            else None
+        )
         if message is not None:
             await self._tell_parent(
                 run,
                 message,
                 run_id=announce_run_id(run.task_id),
                 provenance=completion_provenance(SUBAGENT_ANNOUNCE, run.child_key),
-                mode="steer",
+                mode="followup" if private else "steer",
                 # a yield of the parent's claiming the child before its run took this
                 # takes the telling over (OpenClaw's completion owned by the yield)
                 wanted=lambda: not run.requester_yielded,
             )
         run.delivered = True
-        if link.cleanup == "delete":
-            await self.sup.forget_session(run.child_key)
+        await self._retire(run)
 
     async def _tell_parent(
         self,
@@ -313,8 +357,24 @@ class Subagents:
             )
         for child in batch:
             child.delivered = True
-            if child.link.cleanup == "delete":
-                await self.sup.forget_session(child.child_key)
+            await self._retire(child)
+
+    async def _retire(self, run: SpawnedRun) -> None:
+        """After `run`'s end was told: its staged attachments go, its session too with
+        `cleanup` delete."""
+        link = self.journal_link(run)
+        if link.attachmentsDir:
+            await trio.to_thread.run_sync(remove_attachments, Path(link.attachmentsDir))
+        if link.cleanup == "delete":
+            await self.sup.forget_session(run.child_key)
+
+    async def _same(self, run: SpawnedRun) -> bool:
+        """`run`'s parent is still the session that spawned it (OpenClaw's private
+        completion goes to that requester session only, not to one reset meanwhile)."""
+        actor = self.sup.peek_session(run.parent_key)
+        row = actor.row if actor is not None else await self.sup.store.get_session(run.parent_key)
+        link = self.journal_link(run)
+        return row is not None and row.sessionId == link.requesterSessionId
 
     def _resume_parent(self, run: SpawnedRun, record: RunRecord) -> None:
         """A parent that is a subagent paused by its yield for its children goes on with

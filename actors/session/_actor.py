@@ -32,6 +32,7 @@ import functools
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -648,13 +649,14 @@ class SessionActor:
                 agent.id, agent.workspace
             )
             model_ref = req.model_ref or self._model_override() or agent.primary
+            cwd = self.row.spawnedCwd if self.row is not None else None  # a subagent's `cwd`
             run.tools = turn.run_tools(
                 generation,
                 agent_id=self.agent_id,
                 session_key=self.key,
                 session_id=rec.session_id,
                 run_id=rec.run_id,
-                workspace=workspace,
+                workspace=Path(cwd) if cwd else workspace,
                 send=message_sender(run.chat, rec.run_id),
                 cron=req.lane == "cron",
                 model_ref=model_ref,

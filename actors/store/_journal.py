@@ -94,6 +94,12 @@ class SpawnLink(msgspec.Struct, frozen=True, omit_defaults=True):
     cleanup: str | None = None
     requesterRun: str | None = None
     """The parent's run that spawned it."""
+    completionTarget: str | None = None
+    """`parent`: its result is told in a private run of the parent's own, only to the
+    parent session it was spawned from (`requesterSessionId`)."""
+    requesterSessionId: str | None = None
+    attachmentsDir: str | None = None
+    """Its staged attachments, removed once its end has been told."""
 
 
 class AcceptedRun(msgspec.Struct, frozen=True, omit_defaults=True):

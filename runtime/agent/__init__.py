@@ -128,6 +128,9 @@ from ._slash import normalize_reasoning_level as normalize_reasoning_level
 from ._slash import normalize_think_level as normalize_think_level
 from ._slash import normalize_verbose_level as normalize_verbose_level
 from ._slash import parse_duration_ms as parse_duration_ms
+from ._spawn_options import StagedAttachments as StagedAttachments
+from ._spawn_options import prepare_child as prepare_child
+from ._spawn_options import remove_attachments as remove_attachments
 from ._subagent_book import BOOK_MAX as BOOK_MAX
 from ._subagent_book import SpawnedRun as SpawnedRun
 from ._subagent_book import TaskBook as TaskBook
@@ -177,6 +180,7 @@ __all__ = [
     "Skill",
     "SlashCommand",
     "SpawnedRun",
+    "StagedAttachments",
     "TaskBook",
     "TaskLink",
     "TaskRecord",
@@ -217,8 +221,10 @@ __all__ = [
     "parse_duration_ms",
     "pending_children_message",
     "persist_run",
+    "prepare_child",
     "reach_denial",
     "recent_messages",
+    "remove_attachments",
     "reply_text",
     "resume_prompt",
     "resume_receipt",

@@ -86,6 +86,7 @@ from ._session_views import (
     subagents_call,
     yield_claim,
 )
+from ._spawn_options import embedded_refusal
 from ._subagent_book import SpawnedRun, TaskBook
 from ._yield_batch import batch_run_id, settle_message, settle_provenance, tell
 
@@ -106,6 +107,9 @@ class ChildLink:
     announce: bool = True
     cleanup: str | None = None
     requesterRun: str | None = None
+    completionTarget: str | None = None
+    """`parent`: told in a private turn of its own, to the session it was spawned from."""
+    requesterSessionId: str | None = None
 
 
 class SessionsRuntime(Protocol):
@@ -315,6 +319,9 @@ class EmbeddedSessions:
         admitted = spawn_admission(gen, self.book, ctx, args, parent)
         if isinstance(admitted, dict):
             return admitted
+        refused = embedded_refusal(args)
+        if refused is not None:
+            return refused
         if not self.rt.has_tasks:
             raise ToolError(
                 "sessions_spawn needs the embedded runtime opened with `async with` (its "
@@ -348,6 +355,8 @@ class EmbeddedSessions:
             announce=args.expectsCompletionMessage is not False,
             cleanup=args.cleanup,
             requesterRun=ctx.run_id,
+            completionTarget=args.completionTarget,
+            requesterSessionId=parent.sessionId if parent and args.completionTarget else None,
         )
         record = await self.rt.new_run(child_key, agent.id)
         run = SpawnedRun(record, ctx.session_key, child_key, title, link=link, asked=args.task)
@@ -395,16 +404,28 @@ class EmbeddedSessions:
         """Tell the parent `run`'s own end (unless nothing is to be told or the parent is
         gone): steered into its turn going on, else a turn of its own."""
         link = run.link
+        assert isinstance(link, ChildLink)
+        private = link.completionTarget == "parent"  # a turn of its own, to the same parent
         told = link.announce and not run.suppressed
-        message = announce_message(run.record, run.child_key, run.label) if told else None
-        if message is not None and await self.rt.session_row(run.parent_key) is not None:
+        message = (
+            announce_message(run.record, run.child_key, run.label, private=private)
+            if told
+            else None
+        )
+        parent = await self.rt.session_row(run.parent_key) if message is not None else None
+        if private and parent is not None and parent.sessionId != link.requesterSessionId:
+            parent = None
+        if message is not None and parent is not None:
             run_id = f"{run.task_id}{ANNOUNCE_SUFFIX}"
             provenance = completion_provenance(SUBAGENT_ANNOUNCE, run.child_key)
             # a yield of the parent's claiming the child before its turn took this takes
             # the telling over (OpenClaw's completion owned by the yield: its batch tells it)
-            if not run.requester_yielded and not (
-                await self._steer(run.parent_key, message, run_id, provenance)
-                or run.requester_yielded
+            if not run.requester_yielded and (
+                private  # never steered: a turn of its own
+                or not (
+                    await self._steer(run.parent_key, message, run_id, provenance)
+                    or run.requester_yielded
+                )
             ):
                 await self._turn(run, run_id, message, provenance)
         run.delivered = True

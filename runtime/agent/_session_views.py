@@ -41,6 +41,13 @@ from ..tools import (
     sanitize_history,
 )
 from ..usage import PriceTable, call_cost, format_token_count, format_usd
+from ._spawn_options import (
+    PRIVATE_COMPLETION_INSTRUCTION,
+    AttachmentLimits,
+    attachment_refusal,
+    option_refusal,
+    private_receipt_note,
+)
 from ._subagent_book import TaskBook, TaskRecord, pending_children_message, reply_text
 
 __all__ = [
@@ -534,16 +541,16 @@ def spawn_admission(
     parent: SessionRow | None,
 ) -> tuple[AgentSpec, int] | dict[str, Any]:
     """The child's agent and the parent's spawn depth, or OpenClaw's refusal to answer
-    (attachments, depth and children limits, an agent not allowed or not known). Raises
+    (the options as asked: `completionTarget`, attachments disabled or too many; depth and
+    children limits, an agent not allowed or not known). Raises
     `ToolError` for an empty task."""
     if not args.task.strip():
         raise ToolError("task required")
-    if args.attachments:
-        return {
-            "status": "forbidden",
-            "error": "attachments are disabled for sessions_spawn (enable "
-            "tools.sessions_spawn.attachments.enabled)",
-        }
+    asked = option_refusal(args, parent) or attachment_refusal(
+        args.attachments, AttachmentLimits.of(gen.config.tools.sessions_spawn.attachments)
+    )
+    if asked is not None:
+        return asked
     depth = (parent.spawnDepth or 0) if parent is not None else 0
     refused = _refusal(gen, book, ctx.session_key, depth)
     if refused is not None:
@@ -601,27 +608,36 @@ def spawn_receipt(
     child_key: str,
     run_id: str,
     model: str,
+    attachments: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """OpenClaw's answer to an accepted spawn (the child's run goes on)."""
+    """OpenClaw's answer to an accepted spawn (the child's run goes on); `attachments`:
+    the summary of its staged attachments."""
     announce = args.expectsCompletionMessage is not False
+    private = args.completionTarget == "parent"
     ref = gen.aliases.get(model, model)
+    note = private_receipt_note() if private else RECEIPT_NOTE if announce else QUIET_NOTE
     return {
         "status": "accepted",
         "childSessionKey": child_key,
         "runId": run_id,
         "mode": "run",
         "expectsCompletionMessage": announce,
+        **({"completionTarget": "parent"} if private else {}),
         "context": "isolated",
         **({"taskName": args.taskName} if args.taskName else {}),
-        "note": RECEIPT_NOTE if announce else QUIET_NOTE,
+        "note": note,
         "resolvedModel": ref,
         "resolvedProvider": ref.partition("/")[0],
         "modelApplied": True,
+        **({"attachments": attachments} if attachments is not None else {}),
     }
 
 
-def announce_message(record: TaskRecord, child_key: str, title: str | None) -> str:
-    """The parent's announce message for the child's ended run `record`."""
+def announce_message(
+    record: TaskRecord, child_key: str, title: str | None, *, private: bool = False
+) -> str:
+    """The parent's announce message for the child's ended run `record` (`private`: a
+    `completionTarget: "parent"` child's, with OpenClaw's private completion instruction)."""
     if record.status == "ok":
         outcome = "completed successfully"
     elif record.status == "aborted":
@@ -637,6 +653,8 @@ def announce_message(record: TaskRecord, child_key: str, title: str | None) -> s
         "Result:",
         reply_text(record) or "(no output)",
     ]
+    if private:
+        lines += ["", PRIVATE_COMPLETION_INSTRUCTION]
     return "\n".join(lines)
 
 

@@ -207,11 +207,6 @@ def _check(config: Config) -> None:
     plugin_ids = [i for spec in config.plugins.load for i in _plugin_ids(spec)]
     _check_tools(config.tools, "tools", plugin_ids)
     _check_tools(config.tools.subagents.tools, "tools.subagents.tools", plugin_ids)
-    if config.tools.sessions_spawn.attachments.enabled:
-        raise ConfigError(
-            "clawlane does not stage sessions_spawn attachments: set it to false (or remove it)",
-            path="tools.sessions_spawn.attachments.enabled",
-        )
     _check_tools(config.agents.defaults.tools, "agents.defaults.tools", plugin_ids)
     for i, agent in enumerate(config.agents.entries):
         _check_tools(agent.tools, f"agents.list[{i}].tools", plugin_ids)

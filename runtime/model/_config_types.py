@@ -339,8 +339,10 @@ class ToolsSubagentsConfig(_Strict, frozen=True):
 
 
 class SpawnAttachmentsConfig(_Strict, frozen=True):
-    """`tools.sessions_spawn.attachments` (OpenClaw's keys). clawlane stages no attachments:
-    only `enabled: false` (the default) is accepted; the limits are accepted with it."""
+    """`tools.sessions_spawn.attachments` (OpenClaw's keys): `sessions_spawn`'s inline
+    attachments are staged for the child only when `enabled`, within the limits (unset:
+    OpenClaw's 5 MiB in all, 50 files, 1 MiB a file); `retainOnSessionKeep` keeps them once
+    the child's end is told when its session is kept (`runtime.agent._spawn_options`)."""
 
     enabled: bool = False
     maxTotalBytes: PositiveInt | None = None

@@ -220,6 +220,9 @@ class SessionRow(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_d
     """`orchestrator` (it may spawn in turn) or `leaf`, as its depth was when spawned."""
     childSessions: tuple[str, ...] | None = None
     """The sessions it spawned, the latest 20."""
+    spawnedCwd: str | None = None
+    """A subagent's working directory (`sessions_spawn` `cwd`, a real path inside its
+    agent's workspace): its runs' tools work there instead of the workspace's root."""
     memoryFlush: MemoryFlushRecord | None = None
     """The memory flush's ledger (`runtime.agent._memoryflush`), as OpenClaw keeps it."""
 

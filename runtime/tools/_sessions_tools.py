@@ -31,6 +31,8 @@ __all__ = [
     "SessionsSendParams",
     "SessionsSpawnParams",
     "SessionsYieldParams",
+    "SpawnAttachAs",
+    "SpawnAttachment",
     "SubagentsParams",
     "session_tools",
     "subagent_denied",
@@ -191,6 +193,23 @@ class AgentsListParams(_Params, frozen=True):
     """`agents_list` takes no arguments."""
 
 
+class SpawnAttachment(_Params, frozen=True):
+    """One inline file of `sessions_spawn`'s `attachments`: `content` as UTF-8 text, or
+    base64 with `encoding: "base64"`."""
+
+    name: str
+    content: str
+    encoding: Literal["utf8", "base64"] | None = None
+    mimeType: str | None = None
+
+
+class SpawnAttachAs(_Params, frozen=True):
+    """`sessions_spawn`'s `attachAs`: where the child is asked to think of its attachments
+    as mounted (a hint in its system prompt)."""
+
+    mountPath: str | None = None
+
+
 class SessionsSpawnParams(_Params, frozen=True):
     """`sessions_spawn`: run `task` in a new subagent session; its result is announced back
     to this session when it ends."""
@@ -230,6 +249,19 @@ class SessionsSpawnParams(_Params, frozen=True):
         | None
     ) = None
     thinking: str | None = None
+    cwd: (
+        Annotated[
+            str,
+            msgspec.Meta(
+                description="Child working directory. Visible paths outside configured agent "
+                "workspaces require operator.admin. Mutually exclusive with "
+                "projectId/projectGitUrl. With no source selector and worktree=true: inherit "
+                "the same-agent parent managed repository; otherwise use the target agent "
+                "workspace."
+            ),
+        ]
+        | None
+    ) = None
     mode: Literal["run"] | None = None
     cleanup: Literal["delete", "keep"] | None = None
     expectsCompletionMessage: (
@@ -242,14 +274,54 @@ class SessionsSpawnParams(_Params, frozen=True):
         ]
         | None
     ) = None
-    context: Literal["isolated", "fork"] | None = None
-    attachments: (
+    completionTarget: (
         Annotated[
-            list[dict[str, Any]],
-            msgspec.Meta(max_length=50, description="Inline file snapshots (disabled here)."),
+            Literal["parent"],
+            msgspec.Meta(
+                description="parent: return results in a private requester turn; no automatic "
+                "channel delivery. Native hidden run only; unavailable with ACP, collect, "
+                "visible, thread, session mode, or expectsCompletionMessage=false."
+            ),
         ]
         | None
     ) = None
+    context: (
+        Annotated[
+            Literal["isolated", "fork"],
+            msgspec.Meta(
+                description='Native: explicit context="isolated" starts clean; context="fork" '
+                "copies requester transcript and requires the same agent. Omitted context is "
+                "isolated."
+            ),
+        ]
+        | None
+    ) = None
+    lightContext: (
+        Annotated[
+            bool,
+            msgspec.Meta(
+                description="Light bootstrap; subagent only; unavailable with visible=true."
+            ),
+        ]
+        | None
+    ) = None
+    attachments: (
+        Annotated[
+            list[SpawnAttachment],
+            msgspec.Meta(
+                max_length=50,
+                description="Inline snapshots; visible=true accepts only an empty array.",
+            ),
+        ]
+        | None
+    ) = None
+    attachAs: Annotated[
+        SpawnAttachAs | None,
+        msgspec.Meta(
+            description="Attachment mount hint; visible=true accepts only an omitted or blank "
+            "mountPath."
+        ),
+    ] = None
 
 
 class SubagentsParams(_Params, frozen=True):
