@@ -20,6 +20,8 @@ from attrs import field, frozen
 
 from runtime.llm._types import ImageContent, TextContent, ToolSpec, UserContent
 
+from ._coerce import coerce_arguments
+
 __all__ = [
     "Tool",
     "ToolContext",
@@ -124,12 +126,13 @@ def tool_spec(tool: Tool) -> ToolSpec:
 
     The top-level `$ref` is inlined, so `parameters` is `{"type": "object", "properties":
     ..., "required": [...], ...}`; nested structs are inlined too (a recursive one keeps its
-    `$defs`). Optional fields (`X | None = None`) are shown as plain `X`: models may omit them,
-    and a `null` they send anyway still decodes. The rest is shaped as OpenClaw's TypeBox
-    schemas are: a struct's name and docstring are left out (they are for readers of the
-    code; the model reads the tool's description and the fields' `Meta` descriptions), an
-    empty `required` too; an `enum` of strings says `"type": "string"` and lists the values
-    in the order the `Literal` declares them (msgspec sorts them). A field whose
+    `$defs`). Optional fields (`X | None = None`) are shown as plain `X`: models may omit them
+    (a `null` they send anyway is coerced as OpenClaw coerces it: 0, "" or false for a number,
+    string or boolean; for an array or object it stays None, the default). The rest is shaped
+    as OpenClaw's TypeBox schemas are: a struct's name and docstring are left out (they are
+    for readers of the code; the model reads the tool's description and the fields' `Meta`
+    descriptions), an empty `required` too; an `enum` of strings says `"type": "string"` and
+    lists the values in the order the `Literal` declares them (msgspec sorts them). A field whose
     `Meta(extra_json_schema=...)` gives an `anyOf` or a `const` is shown by that instead of its
     `enum` (OpenClaw writes some literals as `anyOf` of `const`s).
     """
@@ -247,9 +250,12 @@ async def invoke_tool(tool: Tool, arguments: str | dict[str, Any], ctx: ToolCont
     """Validate `arguments` against `tool.params`, run the tool, and return its result.
 
     `arguments` is the JSON text a model produced (an empty string means `{}`) or an already
-    decoded object, prepared by the tool's `prepare_arguments` if it has one. Invalid JSON or
+    decoded object, prepared by the tool's `prepare_arguments` if it has one, then coerced to
+    the tool's parameter schema as OpenClaw coerces them (`runtime.tools._coerce`: `"5"` for a
+    number is 5, `5` for a string is `"5"`, `"true"` for a boolean is true, a JSON string for
+    an array or object is parsed, `null` is that type's empty value). Invalid JSON or
     arguments give an error result naming the field, e.g.
-    ``invalid arguments for read: Expected `str`, got `int` - at `$.path```; the tool does not
+    ``invalid arguments for read: Expected `str`, got `array` - at `$.path```; the tool does not
     run. A tool that raises gives an error result with the message (and is logged).
 
     Never raises, except `trio.Cancelled` (and other `BaseException`s): cancellation reaches
@@ -258,14 +264,12 @@ async def invoke_tool(tool: Tool, arguments: str | dict[str, Any], ctx: ToolCont
     """
     prepare = getattr(tool, "prepare_arguments", None)
     try:
+        if isinstance(arguments, str):
+            arguments = msgspec.json.decode(arguments.strip() or "{}")
         if prepare is not None:
-            if isinstance(arguments, str):
-                arguments = msgspec.json.decode(arguments.strip() or "{}")
-            args: Any = msgspec.convert(prepare(arguments), type=tool.params)
-        elif isinstance(arguments, str):
-            args = msgspec.json.decode(arguments.strip() or "{}", type=tool.params)
-        else:
-            args = msgspec.convert(arguments, type=tool.params)
+            arguments = prepare(arguments)
+        coerced = coerce_arguments(arguments, tool_spec(tool).parameters)
+        args: Any = msgspec.convert(coerced, type=tool.params)
     except msgspec.DecodeError as exc:  # also ValidationError
         return text_result(f"invalid arguments for {tool.name}: {exc}", is_error=True)
     try:

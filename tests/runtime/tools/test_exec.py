@@ -214,10 +214,10 @@ async def test_a_missing_program_is_an_error_result(ctx: ToolContext) -> None:
     ("arguments", "where"),
     [
         ({"command": "true", "timeout": 0}, "$.timeout"),
-        ({"command": "true", "timeout": "5"}, "$.timeout"),
-        ({"command": 5}, "$.command"),
+        ({"command": "true", "timeout": "five"}, "$.timeout"),
+        ({"command": {"argv": ["true"]}}, "$.command"),
         ({"command": "true", "env": {"BAD-NAME": "x"}}, "$.env"),
-        ({"command": "true", "env": {"X": 1}}, "$.env[...]"),
+        ({"command": "true", "env": {"X": [1]}}, "$.env[...]"),
     ],
 )
 async def test_invalid_exec_arguments_name_the_field(

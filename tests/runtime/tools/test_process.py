@@ -320,7 +320,7 @@ async def test_bad_process_arguments_are_tool_errors(
         no_id = await _process(registry, ctx, action="poll")
         bad = await invoke_tool(ProcessTool(registry), {"action": "explode"}, ctx)
         wrong = await invoke_tool(
-            ProcessTool(registry), {"action": "log", "sessionId": "x", "offset": "1"}, ctx
+            ProcessTool(registry), {"action": "log", "sessionId": "x", "offset": "one"}, ctx
         )
     assert _text(no_id) == "sessionId is required for this action."
     assert no_id.details == {"status": "failed", "error": "sessionId is required for this action."}

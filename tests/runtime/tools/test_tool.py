@@ -59,8 +59,8 @@ class _Forever:
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [
-        ({"path": 1}, "invalid arguments for read: Expected `str`, got `int` - at `$.path`"),
-        ('{"path": 1}', "invalid arguments for read: Expected `str`, got `int` - at `$.path`"),
+        ({"path": [1]}, "invalid arguments for read: Expected `str`, got `array` - at `$.path`"),
+        ('{"path": [1]}', "invalid arguments for read: Expected `str`, got `array` - at `$.path`"),
         ({"path": "a", "offset": 0}, "Expected `int` >= 1 - at `$.offset`"),
         ({}, "Object missing required field `path`"),
         ('{"path": ', "invalid arguments for read: Input data was truncated"),
@@ -81,9 +81,9 @@ async def test_invalid_arguments_are_an_error_naming_the_field(
 
 async def test_exact_message_for_a_wrong_type(ctx: ToolContext) -> None:
     with trio.fail_after(5):
-        result = await invoke_tool(ReadTool(), {"path": 1}, ctx)
+        result = await invoke_tool(ReadTool(), {"path": {"name": "a"}}, ctx)
     assert result == text_result(
-        "invalid arguments for read: Expected `str`, got `int` - at `$.path`", is_error=True
+        "invalid arguments for read: Expected `str`, got `object` - at `$.path`", is_error=True
     )
 
 
