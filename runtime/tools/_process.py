@@ -7,7 +7,7 @@ agent (`ProcessLimits`): running jobs by count (a start beyond it is refused), o
 per job (the retained tail; the unread part a poll drains is capped apart), finished jobs by
 count and total bytes (the oldest forgotten first) and by age (`keep_s`, from their end).
 Only backgrounded jobs are listed and kept after their end; a foreground job is forgotten when
-its `exec` call returns.
+its `exec` call returns. A job's id is OpenClaw's slug (`_slug`), unique in a cluster too.
 
 Who kills what: `Job.kill` (the `process` tool, a cancelled foreground call), `kill_run` (a run
 aborted: its jobs, backgrounded ones too), `kill_session` (a session deleted: its jobs, running
@@ -48,7 +48,6 @@ from __future__ import annotations
 import logging
 import math
 import re
-import secrets
 import subprocess
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -73,6 +72,7 @@ from ._proctree import (
 )
 from ._pty import EOT, Terminal, open_terminal, terminal_env
 from ._pty_keys import CursorKeyMode
+from ._slug import session_slug
 from ._tool import ToolResult
 
 __all__ = [
@@ -297,6 +297,15 @@ class ProcessPeers(Protocol):
         """`ProcessRegistry.awaits_collection` for the other nodes' jobs, as last told."""
         ...
 
+    def taken(self, job_id: str) -> bool:
+        """Whether a job of another node has id `job_id`, as far as this node knows."""
+        ...
+
+    async def reserve(self, job_id: str) -> bool:
+        """Claim `job_id` for a new job of this node across the cluster: False when another
+        node claimed it. A checkpoint; True when the cluster cannot be asked."""
+        ...
+
     async def list(self, session_key: str) -> list[tuple[dict[str, Any], str]]:
         """`session_key`'s jobs on the other nodes, each as its `process list` entry and
         where it runs (a job whose node is gone: ended `failed`, `exitReason` `node-lost`).
@@ -337,6 +346,7 @@ class ProcessRegistry:
         self.on_collected: Callable[[str, str], None] | None = None  # see `collected`
         self._jobs: dict[str, Job] = {}
         self._finished: dict[str, Job] = {}  # backgrounded and ended, oldest first
+        self._reserving: set[str] = set()  # the ids of jobs being started
         self.closing = False
 
     # --- starting -------------------------------------------------------------------------
@@ -364,33 +374,53 @@ class ProcessRegistry:
         running jobs for `agent_id`, or the registry is closing) and `OSError` (it could not
         start). A checkpoint; the job's task runs in the registry's nursery, so it outlives the
         call."""
-        running = sum(1 for j in self._jobs.values() if j.agent_id == agent_id and j.running)
-        if self.closing:
-            raise JobLimitError("exec: the gateway is shutting down")
-        if running >= self.limits.max_running_per_agent:
-            raise JobLimitError(
-                f"exec: agent {agent_id} already has {running} running commands (the limit); "
-                "kill or wait for one with the process tool"
+        job_id = await self._new_id()  # reserved (`_reserving`) until it is in `_jobs`
+        try:
+            running = sum(1 for j in self._jobs.values() if j.agent_id == agent_id and j.running)
+            if self.closing:
+                raise JobLimitError("exec: the gateway is shutting down")
+            if running >= self.limits.max_running_per_agent:
+                raise JobLimitError(
+                    f"exec: agent {agent_id} already has {running} running commands (the "
+                    "limit); kill or wait for one with the process tool"
+                )
+            job = Job(
+                id=job_id,
+                token=new_job_token(),
+                command=command,
+                cwd=str(cwd),
+                agent_id=agent_id,
+                session_key=session_key,
+                run_id=run_id,
+                started_at=_now_ms(),
+                timeout_s=timeout_s,
+                keep_s=self.limits.finished_ttl_s if keep_s is None else keep_s,
+                notify_on_exit=notify_on_exit,
+                notify_empty_success=notify_empty_success,
+                output=OutputLog(self.limits.max_output_bytes, self.limits.pending_bytes),
+                on_chunk=on_chunk,
+                cursor_keys="unknown" if pty else "normal",
             )
-        job = Job(
-            id=self._new_id(),
-            token=new_job_token(),
-            command=command,
-            cwd=str(cwd),
-            agent_id=agent_id,
-            session_key=session_key,
-            run_id=run_id,
-            started_at=_now_ms(),
-            timeout_s=timeout_s,
-            keep_s=self.limits.finished_ttl_s if keep_s is None else keep_s,
-            notify_on_exit=notify_on_exit,
-            notify_empty_success=notify_empty_success,
-            output=OutputLog(self.limits.max_output_bytes, self.limits.pending_bytes),
-            on_chunk=on_chunk,
-            cursor_keys="unknown" if pty else "normal",
-        )
-        # Shielded, and owned by its task before the next checkpoint: a cancellation (a run's
-        # abort) arriving meanwhile can never leave a process that no task watches.
+            await self._spawn(job, argv, cwd=cwd, env=env, stdin=stdin, pty=pty)
+        finally:
+            self._reserving.discard(job_id)
+        self._nursery.start_soon(self._run, job, name=f"exec-job:{job.id}")
+        return job
+
+    async def _spawn(
+        self,
+        job: Job,
+        argv: Sequence[str],
+        *,
+        cwd: Path,
+        env: Mapping[str, str],
+        stdin: bool,
+        pty: bool,
+    ) -> None:
+        """Start `job`'s process tree and keep the job in `_jobs`. Raises `OSError`. A
+        checkpoint, shielded: its caller starts the job's task before the next checkpoint,
+        so a cancellation (a run's abort) arriving meanwhile can never leave a process that
+        no task watches."""
         with trio.CancelScope(shield=True):
             job.tty = _open_terminal(job) if pty else None
             job_env = {**env, JOB_ENV: job.token, "OPENCLAW_SHELL": "exec"}
@@ -409,14 +439,27 @@ class ProcessRegistry:
                     job.tty.close_slave()
         job.stdin_open = stdin or job.tty is not None
         self._jobs[job.id] = job
-        self._nursery.start_soon(self._run, job, name=f"exec-job:{job.id}")
-        return job
 
-    def _new_id(self) -> str:
+    async def _new_id(self) -> str:
+        """A new job id (OpenClaw's slug: `_slug`) that no job here has nor, as far as this
+        node knows, one of another node's; in a cluster claimed there too (`peers.reserve`:
+        another id is tried when another node claimed it). It stays reserved here until the
+        caller discards it (`_reserving`). A checkpoint."""
+        refused: set[str] = set()
+
+        def taken(job_id: str) -> bool:
+            if job_id in self._jobs or job_id in self._finished or job_id in self._reserving:
+                return True
+            return job_id in refused or (self.peers is not None and self.peers.taken(job_id))
+
         while True:
-            candidate = secrets.token_hex(4)
-            if candidate not in self._jobs and candidate not in self._finished:
+            candidate = session_slug(taken)
+            self._reserving.add(candidate)
+            if self.peers is None or await self.peers.reserve(candidate):
+                await trio.lowlevel.checkpoint()
                 return candidate
+            self._reserving.discard(candidate)
+            refused.add(candidate)
 
     # --- one job's life ---------------------------------------------------------------------
 

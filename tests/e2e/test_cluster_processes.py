@@ -44,7 +44,7 @@ ESCAPING = "setsid sleep 300 & echo child $!; sleep 300"
 
 
 def _session_id(text: str) -> str:
-    found = re.search(r"Command still running \(session ([0-9a-f]+), pid (\d+)\)", text)
+    found = re.search(r"Command still running \(session ([0-9a-z-]+), pid (\d+)\)", text)
     assert found is not None, text
     return found.group(1)
 
@@ -154,7 +154,7 @@ async def test_a_jobs_end_on_a_wakes_the_session_on_its_owner_b(
                 history = await at_b.request("chat.history", {"sessionKey": KEY})
     users = _user_texts(history)
     assert users[-1].startswith("An async command you ran earlier has completed.")
-    assert f"Exec completed ({sid}, code 0) :: started got hi" in users[-1]
+    assert f"Exec completed ({sid[:8]}, code 0) :: started got hi" in users[-1]
 
 
 async def test_a_poll_through_b_collects_a_jobs_end_queued_on_b(
@@ -241,7 +241,7 @@ async def test_a_job_of_a_node_gone_is_reported_failed_naming_it(
                 assert f"No active session found for {sid}" in killed
                 # Its session is told, as a completion, by B (the first live node), once A
                 # stayed gone two lease TTLs: its heartbeat reads it.
-                end = f"Exec finished (node=node-a id={sid}, node lost)"
+                end = f"Exec finished (node=node-a id={sid[:8]}, node lost)"
                 for _ in range(200):
                     history = await at_b.request("chat.history", {"sessionKey": KEY})
                     told = [t for t in _user_texts(history) if end in t]

@@ -30,7 +30,7 @@ CHILD = "agent:main:subagent:collect"
 
 
 def _session_id(text: str) -> str:
-    found = re.search(r"session ([0-9a-f]+)", text)
+    found = re.search(r"session ([0-9a-z-]+)", text)
     assert found is not None, text
     return found.group(1)
 

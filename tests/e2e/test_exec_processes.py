@@ -30,7 +30,7 @@ ESCAPING = "setsid sleep 300 & echo $!; sleep 300"
 
 
 def _session_id(text: str) -> str:
-    found = re.search(r"Command still running \(session ([0-9a-f]+), pid (\d+)\)", text)
+    found = re.search(r"Command still running \(session ([0-9a-z-]+), pid (\d+)\)", text)
     assert found is not None, text
     return found.group(1)
 
@@ -101,7 +101,7 @@ async def test_a_background_job_is_polled_fed_and_its_end_wakes_the_session(
         for m in history["messages"]
         if m["role"] == "user"
     ]
-    event = f"Exec completed ({sid}, code 0) :: started got hi done"
+    event = f"Exec completed ({sid[:8]}, code 0) :: started got hi done"
     assert users[-1].startswith("An async command you ran earlier has completed.")
     assert event in users[-1]
 

@@ -21,7 +21,7 @@ from transports import Gateway
 
 
 def _job(gw: Gateway, key: str, text: str) -> Job:
-    found = re.search(r"Command still running \(session ([0-9a-f]+), pid (\d+)\)", text)
+    found = re.search(r"Command still running \(session ([0-9a-z-]+), pid (\d+)\)", text)
     assert found is not None, text
     processes = gw.supervisor.processes
     assert processes is not None

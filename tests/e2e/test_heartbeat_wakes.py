@@ -130,7 +130,7 @@ async def test_a_background_commands_end_wakes_its_session_through_the_event_que
         with trio.fail_after(30):
             command = json.dumps({"command": "echo built; echo ok", "background": True})
             text = await _turn(client, key, f"[[tool:exec {command}]]", "job")
-            found = re.search(r"session ([0-9a-f]+)", text)
+            found = re.search(r"session ([0-9a-z-]+)", text)
             assert found is not None, text
             sid = found.group(1)
             event = await _beat(w, lambda p: True)
@@ -140,7 +140,7 @@ async def test_a_background_commands_end_wakes_its_session_through_the_event_que
             assert event["preview"].startswith(
                 "You said: An async command you ran earlier has completed."
             )
-            assert f"Exec completed ({sid}, code 0) :: built ok" in event["preview"]
+            assert f"Exec completed ({sid[:8]}, code 0) :: built ok" in event["preview"]
             run_id = _heartbeat_run(w)
             await w.ended(run_id)
             agent = [p for (e, p, _s) in w.events if e == "agent" and p["runId"] == run_id]
@@ -172,7 +172,7 @@ async def test_an_ordinary_turn_leaves_a_completion_to_the_heartbeat_that_tells_
             await client.request("set-heartbeats", {"enabled": False})
             first = json.dumps({"command": "echo built; echo ok", "background": True})
             text = await _turn(client, KEY, f"[[tool:exec {first}]]", "job")
-            found = re.search(r"session ([0-9a-f]+)", text)
+            found = re.search(r"session ([0-9a-z-]+)", text)
             assert found is not None, text
             sid = found.group(1)
             off = await _beat(w, lambda p: True)  # its wake: heartbeats are off
@@ -197,7 +197,7 @@ async def test_an_ordinary_turn_leaves_a_completion_to_the_heartbeat_that_tells_
     told = [m for m in history["messages"] if m["role"] == "user"][-1]
     told_text = json.dumps(told)
     assert "An async command you ran earlier has completed." in told_text
-    assert f"Exec completed ({sid}, code 0) :: built ok" in told_text
+    assert f"Exec completed ({sid[:8]}, code 0) :: built ok" in told_text
     assert ":: second" in told_text and "Deploy finished" not in told_text
 
 

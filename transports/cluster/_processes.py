@@ -69,7 +69,7 @@ import attrs
 import msgspec
 import trio
 
-from actors import ClusterError, StoreError, Supervisor
+from actors import Cluster, ClusterError, StoreError, Supervisor
 from runtime.tools import (
     Job,
     ProcessParams,
@@ -109,6 +109,7 @@ class _Router(Protocol):
     node_id: str
     ttl_s: float
     started_ms: int
+    cluster: Cluster
     leases: SessionLeases
 
     @property
@@ -245,6 +246,24 @@ class ClusterProcesses:
             k.session_key == session_key and not k.collected and not self._lost(k)
             for k in self._known.values()
         )
+
+    def taken(self, job_id: str) -> bool:
+        """Whether a job another node told of (or of a process gone) has id `job_id`."""
+        return any(known_id == job_id for _key, known_id in self._known)
+
+    async def reserve(self, job_id: str) -> bool:
+        """Claim `job_id` for a job of this node's process (`exec-job:<id>` among the
+        cluster's claims, `actors.Claims`, for their time: no other node's new job takes it
+        meanwhile; after, one still listed is known to every node, `taken`): False when
+        another process claimed it. True when Redis cannot be asked (logged): the id is
+        then as unique as what this node knows. A checkpoint."""
+        mine = f"{self.router.node_id}@{self.router.started_ms}".encode()
+        try:
+            claim = await self.router.cluster.claims.claim(f"exec-job:{job_id}", mine)
+        except ClusterError as exc:
+            log.warning("job id %s not claimed in the cluster: %s", job_id, exc)
+            return True
+        return claim.first or claim.ack == mine
 
     def _drop(self, session_key: str, *, ended_only: bool) -> None:
         """Forget the known jobs of `session_key` (`ended_only`: those ended or lost), in the

@@ -28,7 +28,7 @@ async def test_a_background_job_is_seen_next_turn_and_dies_with_the_runtime(
             started = await rt.run_turn(
                 tool_directive("exec", command=ESCAPING, background=True), session_key="work"
             )
-            found = re.search(r"session ([0-9a-f]+), pid (\d+)", started.text)
+            found = re.search(r"session ([0-9a-z-]+), pid (\d+)", started.text)
             assert found is not None, started.text
             sid, keeper = found.group(1), int(found.group(2))
             poll = tool_directive("process", action="poll", sessionId=sid, timeout=5000)

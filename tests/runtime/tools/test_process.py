@@ -264,7 +264,7 @@ async def test_a_background_end_is_announced_unless_it_was_killed(ctx: ToolConte
                 assert job is not None
                 await job.done.wait()
     assert [job.id for job in notices] == [sid]  # a quiet success and a kill say nothing
-    assert notices[0].exit_event() == f"Exec completed ({sid}, code 2) :: built"
+    assert notices[0].exit_event() == f"Exec completed ({sid[:8]}, code 2) :: built"
 
 
 async def test_only_a_poll_returning_the_end_collects_a_job(
