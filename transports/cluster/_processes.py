@@ -14,14 +14,14 @@ reach it from whichever node serves the session now.
   the session's jobs (an `"ask"` and its `"answer"`, `LIST_WAIT_S` at most; a node that does
   not answer in time is shown as last told). A node can answer once it told this node of
   jobs (any job notice: every node greets the nodes it finds, with its jobs or none), until
-  it lets an ask go unanswered (then it is not asked again before its next notice): so a
-  node of an earlier version, which knows nothing of jobs, or one that stopped answering,
-  never holds a call up for more than one wait. The other actions on a job not here go to
-  the node it is known on (else to every live node that can answer: the one that has it
-  answers) and run there as they would there
-  (`runtime.tools.act_here`), a poll's wait included (`ACT_WAIT_S` more at most); a
-  cancelled call is cancelled there too. The list lines of a job elsewhere say where
-  (`[on <node>]`); the entries keep OpenClaw's shape.
+  it lets an ask go unanswered (then it is not asked for `SILENT_S`, or before its next
+  notice): so a node of an earlier version, which knows nothing of jobs, never holds a call
+  up, and one that stopped answering at most one wait in `SILENT_S`. The other actions on
+  a job not here go to the node it is known on (else to every live node that can answer:
+  the one that has it answers) and run there as they would there (`runtime.tools.act_here`),
+  a poll's wait included (`ACT_WAIT_S` more at most); a cancelled call is cancelled there
+  too. The list lines of a job elsewhere say where (`[on <node>]`); the entries keep
+  OpenClaw's shape.
 - **Lost with their node.** A job of a node that is gone (its record expired: closed,
   crashed, cut off) or that started again since (a restart kills its jobs) is listed as ended
   `failed` with `exitReason` `node-lost` (`[node <id> lost]` on its line; one that had ended
@@ -92,6 +92,8 @@ log = logging.getLogger("clawlane.cluster")
 MAX_KNOWN: Final = 4096
 """The other nodes' jobs a node keeps, all told (the oldest told forgotten first)."""
 LIST_WAIT_S: Final = 2.0
+SILENT_S: Final = 30.0
+"""How long a node that let an ask go unanswered is not asked (but for its next notice)."""
 ACT_WAIT_S: Final = 15.0
 """How long an action waits for its node beyond what it waits there (a poll's `timeout`)."""
 CHECK_S: Final = 0.2
@@ -190,9 +192,9 @@ class ClusterProcesses:
         self._inc: dict[str, int] = {}
         """Each other node's process (when it started), as its last notice said."""
         self._greeted: set[str] = set()
-        self._answering: set[str] = set()
-        """The nodes that can answer an ask: they told this node of jobs since they last
-        let an ask go unanswered (see the module docstring)."""
+        self._answering: dict[str, float] = {}
+        """The nodes that can answer an ask: they told this node of jobs (when one last let
+        an ask go unanswered, else 0: see the module docstring)."""
         self._pending: dict[str, _Pending] = {}
         self._serving: dict[tuple[str, str], trio.CancelScope] = {}
         self._qids = itertools.count(1)
@@ -363,7 +365,10 @@ class ClusterProcesses:
 
     def _askable(self) -> _Nodes:
         """The other live nodes that can answer an ask (see the module docstring)."""
-        return sorted((self.router.alive - {self.router.node_id}) & self._answering)
+        now, others = self._clock(), self.router.alive - {self.router.node_id}
+        return sorted(
+            node for node, late in self._answering.items() if node in others and now >= late
+        )
 
     async def _ask(
         self, node: str, body: dict[str, Any], wait_s: float
@@ -380,7 +385,8 @@ class ClusterProcesses:
                 if node not in self.router.alive:
                     return "gone", None
                 if self._clock() >= deadline:
-                    self._answering.discard(node)  # not asked again before its next notice
+                    if node in self._answering:  # not asked again for a while
+                        self._answering[node] = self._clock() + SILENT_S
                     return "late", None
                 with trio.move_on_after(CHECK_S):
                     await pending.done.wait()
@@ -436,7 +442,7 @@ class ClusterProcesses:
         if what is None:
             return False
         node = str(note.get("from"))
-        self._answering.add(node)
+        self._answering[node] = 0.0
         self._seen(node, note.get("inc"))
         try:
             self._take(node, str(what), note)
