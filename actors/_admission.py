@@ -76,6 +76,7 @@ def journal_row(request: RunRequest, order: int, queue_mode: str | None) -> Jour
             origin=request.origin if request.origin != "webchat" else None,
             spawn=request.spawn,
             provenance=request.record.provenance,
+            lightContext=request.light_context,
         ),
     )
 

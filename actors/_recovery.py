@@ -309,6 +309,7 @@ async def _run_again(sup: Supervisor, row: JournalRow, accepted: AcceptedRun) ->
         kind=row.kind,
         origin=accepted.origin or "webchat",
         spawn=accepted.spawn,
+        light_context=accepted.lightContext,
     )
     admission = Admission(sup, kind=row.kind, run_id=row.run_id, dedupe=False)
     try:

@@ -124,6 +124,9 @@ class AcceptedRun(msgspec.Struct, frozen=True, omit_defaults=True):
     """A subagent's run: the session that spawned it."""
     provenance: InputProvenance | None = None
     """Who asked for it when no person did (a child's completion told to its parent)."""
+    lightContext: bool = False
+    """Its system prompt leaves out the workspace's bootstrap files (a `sessions_spawn`
+    child's `lightContext`, a heartbeat's): so does its run again after a restart."""
 
 
 class RunOutcome(msgspec.Struct, frozen=True, omit_defaults=True):

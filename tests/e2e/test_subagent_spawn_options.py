@@ -18,6 +18,7 @@ import trio
 
 from tests.conftest import local_config, open_client, running_gateway
 from tests.e2e._events import run_events, terminal_events
+from tests.e2e.test_crash_recovery import client, gateway_process, kill9, write_config
 from tests.e2e.test_session_tools import Watch, details, spawn, tool_results
 
 MAIN = "agent:main:main"
@@ -244,3 +245,47 @@ async def test_attachments_kept_with_the_session_when_retained(tmp_path: Path) -
     )
     assert manifest["count"] == 1 and manifest["files"][0]["name"] == "keep.txt"
     assert not (workspace / deleted["attachments"]["relDir"]).exists()
+
+
+async def test_a_light_child_run_again_after_kill_9_is_still_light(tmp_path: Path) -> None:
+    """The journal keeps `lightContext` with the accepted run: run again after a restart
+    (`interruptedRuns: "rerun"`), the child's request is as small as before. Its task fails
+    with a context overflow over 35,000 tokens (`[[overflow:N]]` counts the system prompt):
+    the workspace's AGENTS.md alone is some 50,000 (200,000 characters, within a raised
+    `bootstrapMaxChars`), the light request far under."""
+    state = tmp_path / "state"
+    config = write_config(state, interruptedRuns="rerun")
+    raw = json.loads(config.read_text())
+    raw["agents"]["defaults"]["bootstrapMaxChars"] = 250_000
+    config.write_text(json.dumps(raw))
+    workspace = state / "workspaces" / "main"
+    workspace.mkdir(parents=True)
+    (workspace / "AGENTS.md").write_text("# Rules\n" + "Keep every answer short. " * 8_000)
+    task = "[[overflow:35000]] [[delay:1500]] [[reply:finished]]"
+    with trio.fail_after(90):
+        async with gateway_process(state, config) as (url, proc), client(url) as (c, _):
+            message = " ".join([spawn(task, lightContext=True), spawn("[[overflow:35000]] full")])
+            await c.request("agent", {"message": message, "idempotencyKey": "p"})
+            assert (await c.request("agent.wait", {"runId": "p", "timeoutMs": 10_000}))[
+                "status"
+            ] == "ok"
+            runs = await _spawned_runs(c)
+            full = await c.request("agent.wait", {"runId": runs[1], "timeoutMs": 10_000})
+            await kill9(proc)
+        async with gateway_process(state, config) as (url, proc), client(url) as (c, _):
+            light = await c.request("agent.wait", {"runId": runs[0], "timeoutMs": 20_000})
+    assert full["status"] == "error" and "context" in full["error"]  # the check bites
+    assert light["status"] == "ok", light
+
+
+async def _spawned_runs(c: Any) -> list[str]:
+    """The run ids of the children the main session spawned, in order (the model called
+    sessions_spawn through Tool Search's tool_call)."""
+    history = await c.request("chat.history", {"sessionKey": MAIN})
+    runs = []
+    for message in history["messages"]:
+        if message.get("toolName") == "tool_call":
+            envelope = json.loads(message["content"][0]["text"])
+            assert envelope["tool"]["name"] == "sessions_spawn"
+            runs.append(json.loads(envelope["result"]["content"][0]["text"])["runId"])
+    return runs
