@@ -66,6 +66,8 @@ async def _cron_and_other(nodes: list[Node]) -> tuple[Node, Node]:
     await wait_for(lambda: len(holders(nodes, "cron")) == 1, "a cron owner", timeout_s=5)
     [cron] = holders(nodes, "cron")
     [other] = [n for n in nodes if n is not cron]
+    # its scheduler starts after it took the job (cron.* is unavailable until then)
+    await wait_for(lambda: cron.gw.cron is not None, "the cron scheduler", timeout_s=5)
     return cron, other
 
 
@@ -221,6 +223,49 @@ async def test_a_cron_system_event_is_queued_and_told_on_the_sessions_owner(
                 text = final["result"]["payloads"][0]["text"]
                 assert text.startswith("You said: System: [") and "Stand up and stretch" in text
                 assert _beats(owner.gw).runs == 1 and _owns(owner) and not _owns(cron)
+
+
+async def test_a_cron_event_whose_owner_dies_before_answering_goes_to_the_next_owner(
+    tmp_path: Path, pg_url: str
+) -> None:
+    """The owner takes the event and stops without answering (a crash: what it queued goes
+    with it): the cron node sends it to the session's next owner, itself here, and the
+    firing succeeds (it failed naming the gone node)."""
+    w = Watch()
+    beat = {"every": "0m", "target": "none"}
+    with trio.fail_after(60):
+        async with two_nodes(tmp_path, pg_url, agents__defaults__heartbeat=beat) as nodes:
+            cron, owner = await _cron_and_other(nodes)
+            async with open_client(owner.gw, scopes=ADMIN) as at_owner:
+                await _take(at_owner, "take")
+            assert owner.gw.router is not None and owner.gw.router.beats is not None
+            taken = trio.Event()
+            on_note = owner.gw.router.beats.on_note
+
+            def swallow(note: dict[str, Any]) -> bool:
+                if note.get("beat") == "deliver":
+                    taken.set()  # taken, never queued nor answered
+                    return True
+                return on_note(note)
+
+            owner.gw.router.beats.on_note = swallow  # type: ignore[method-assign]
+            async with (
+                open_client(cron.gw, scopes=ADMIN, on_event=w) as at_cron,
+                trio.open_nursery() as nursery,
+            ):
+                fired: list[dict[str, Any]] = []
+
+                async def fire() -> None:
+                    fired.append(await _fire(at_cron, w, "next-heartbeat", "Feed the cat"))
+
+                nursery.start_soon(fire)
+                await taken.wait()
+                await owner.close()  # gone before its answer
+            [finished] = fired
+            assert finished["status"] == "ok", finished
+            queued = cron.gw.supervisor.services.system_events.peek(KEY)
+            assert [e.text for e in queued] == ["Feed the cat"]
+            assert _owns(cron)
 
 
 async def test_set_heartbeats_is_followed_by_a_node_that_starts_later_not_by_a_new_cluster(

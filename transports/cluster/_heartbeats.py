@@ -21,9 +21,11 @@ and every node shows the same heartbeats (`ClusterHeartbeats`, the node's
   "delivered"}`: at once, or with `wakeMode: "now"` once the heartbeat ended, as the cron
   firing waits for it); nobody owning the session, this node takes it and delivers it here.
   The cron node waits for the answer at most `ANSWER_S` (`ANSWER_WAIT_S` for a wake waited
-  for: then the wake counts as handed off); the owner gone meanwhile, the firing fails
-  naming it. A firing cancelled while it waits has its event taken back there
-  (`{"beat": "discard"}`).
+  for: then the wake counts as handed off); the owner gone meanwhile (what it queued went
+  with it), the event goes to the session's next owner, this node when nobody else takes
+  the session, at most `DELIVER_TRIES` owners in all (then the firing fails naming the
+  last). A firing cancelled while it waits has its event taken back there (`{"beat":
+  "discard"}`).
 - **The same everywhere.** A `heartbeat` event emitted on any node goes to every node's
   connections and is the last one there too (`last-heartbeat` answers the same on each, the
   newest by `ts`); `set-heartbeats` turns them on or off on every node, and is stored in the
@@ -69,6 +71,9 @@ ANSWER_S: Final = 10.0
 ANSWER_WAIT_S: Final = 150.0
 """How long it waits for the answer when the firing waits for the heartbeat (the owner's
 `wake_and_wait` hands off after 120 s)."""
+DELIVER_TRIES: Final = 3
+"""How many owners a cron event is sent to, each gone before it answered, before the
+firing fails."""
 CHECK_S: Final = 0.5
 """How often a wait for an answer checks that the owner still lives."""
 
@@ -202,13 +207,27 @@ class ClusterHeartbeats:
         here: Callable[[], Awaitable[EventDelivery]],
     ) -> EventDelivery:
         router = self.router
-        with router.leases.pinned(session_key):  # taken here: kept until its text is queued
-            owner = await router.leases.owner(session_key)
-            if owner == router.node_id:
-                return await here()
+        gone = ""
+        for _ in range(DELIVER_TRIES):
+            with router.leases.pinned(session_key):  # taken here: kept until it is queued
+                owner = await router.leases.owner(session_key)
+                if owner == router.node_id:
+                    return await here()
+            done = await self._deliver_to(owner, agent_id, session_key, text, context_key, wait)
+            if done is not None:
+                return done
+            gone = owner  # what it queued went with it: to the session's next owner
+            log.warning("node %s gone before its answer: cron event sent again", owner)
+        return EventDelivery(None, WakeResult("failed", f"node {gone} is gone"))
+
+    async def _deliver_to(
+        self, owner: str, agent_id: str, key: str, text: str, context_key: str, wait: bool
+    ) -> EventDelivery | None:
+        """Send the cron event to `owner` and wait for its answer (None: it died first)."""
+        router = self.router
         call = uuid.uuid4().hex
         answer = self._answers[call] = _Answer()
-        event = {"sessionKey": session_key, "contextKey": context_key, "text": text}
+        event = {"sessionKey": key, "contextKey": context_key, "text": text}
         note = {"beat": "deliver", "id": call, "agentId": agent_id, "wait": wait, **event}
         try:
             router.tell(owner, note)
@@ -220,13 +239,14 @@ class ClusterHeartbeats:
         finally:
             del self._answers[call]
 
-    async def _answer_of(self, answer: _Answer, owner: str, wait: bool) -> EventDelivery:
-        """The owner's answer, or what its absence means (see the module docstring)."""
+    async def _answer_of(self, answer: _Answer, owner: str, wait: bool) -> EventDelivery | None:
+        """The owner's answer, or what its absence means (see the module docstring; None:
+        the owner is gone)."""
         deadline = trio.current_time() + (ANSWER_WAIT_S if wait else ANSWER_S)
         while answer.value is None:
             now = trio.current_time()
             if owner not in self.router.alive:
-                return EventDelivery(None, WakeResult("failed", f"node {owner} is gone"))
+                return None
             if now >= deadline:
                 log.warning("cron event sent to node %s: no answer (it may still run)", owner)
                 handed = WakeResult("skipped", "no answer", handed_off=True)
