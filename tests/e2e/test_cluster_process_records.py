@@ -127,3 +127,28 @@ async def test_a_node_joining_after_a_node_went_lists_its_jobs_lost(
             await wait_for(
                 lambda: sid.encode() not in _recorded(pg_url), "forgotten there", timeout_s=10
             )
+
+
+async def test_a_node_started_again_lists_its_former_processs_jobs_lost(
+    tmp_path: Path, pg_url: str
+) -> None:
+    """Before, its new process knew nothing of its former one's jobs."""
+    with trio.fail_after(60):
+        async with cluster(tmp_path, pg_url) as nodes:
+            a = await nodes.start("node-a")
+            async with open_client(a.gw, scopes=ADMIN) as at_a:
+                exec_call = tool_directive("exec", command="sleep 300", background=True)
+                sid = _session_id(await turn_text(at_a, KEY, exec_call, "a1"))
+            await wait_for(
+                lambda: sid.encode() in _recorded(pg_url), "A's job recorded", timeout_s=10
+            )
+            await a.close()
+            again = await nodes.start("node-a")
+            await wait_for(
+                lambda: _records(again.gw).reads >= 1, "it read the records", timeout_s=10
+            )
+            async with open_client(again.gw, scopes=ADMIN) as at_again:
+                listed = await _process(at_again, "a2", action="list")
+                assert f"{sid} failed" in listed and "[node node-a lost]" in listed, listed
+                polled = await _process(at_again, "a3", action="poll", sessionId=sid)
+                assert "node node-a" in polled and "gone" in polled

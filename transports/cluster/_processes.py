@@ -189,8 +189,9 @@ class ClusterProcesses:
         self._clock = clock
         self._known: collections.OrderedDict[tuple[str, str], _Known] = collections.OrderedDict()
         """The other nodes' jobs: (session key, job id) -> what was told."""
-        self._inc: dict[str, int] = {}
-        """Each other node's process (when it started), as its last notice said."""
+        self._inc: dict[str, int] = {router.node_id: router.started_ms}
+        """Each node's process (when it started): this one's, the others' as their last
+        notice said."""
         self._greeted: set[str] = set()
         self._answering: dict[str, float] = {}
         """The nodes that can answer an ask: they told this node of jobs (when one last let
@@ -651,11 +652,12 @@ class ClusterProcesses:
 
     def _take_parts(self, parts: _Parts) -> None:
         """Learn the jobs of the processes gone from their parts of the job records (a node
-        that joined after they went heard none of their notices): lost, and told as their
-        part says (the nodes alive when they went told their sessions)."""
+        that joined after they went heard none of their notices, nor this node's own former
+        process's): lost, and told as their part says (the nodes alive when they went told
+        their sessions)."""
         now = _now_ms()
         for part in parts:
-            if not self._dead(part) or part.node == self.router.node_id:
+            if not self._dead(part):
                 continue
             told = set(map(tuple, part.told))
             for note in part.jobs:
