@@ -14,7 +14,8 @@ folder is what a node does with them on the edge:
   starts later follows it).
 - `_processes`: background jobs (`exec`, `process`) stay on the node running them; `process`
   reaches them from any node, a job of a node gone is reported lost, a job's end goes to
-  its session's owner.
+  its session's owner (`_job_records`: every node's jobs in PostgreSQL, so a node that
+  starts later learns those of a node gone before it).
 - `_presence`: OpenClaw's presence (`system-presence`, the `presence` event, the snapshot in
   `hello-ok`): the clients and gateways connected here and on the nodes this one knows.
 
@@ -62,8 +63,9 @@ What a cluster promises (gateways sharing `cluster.redis.url` and `storage.backe
   lists every node and its UI clients (`_presence`).
 - **Background jobs** (`_processes`): a job runs on the node whose run started it; `process`
   lists and acts on the session's jobs on every node, a job of a node gone or restarted is
-  listed ended `failed` (`exitReason` `node-lost`, its line naming the node), and a job's
-  end wakes its session on the node owning it; abort, delete and reset reach every node.
+  listed ended `failed` (`exitReason` `node-lost`, its line naming the node) by every node,
+  one started later too, and a job's end wakes its session on the node owning it; job ids
+  (OpenClaw's slugs) are unique across the nodes; abort, delete and reset reach every node.
 - **Losing a node** (`_claims`): its leases and record expire within `cluster.leaseTtlMs`,
   other nodes take its sessions, requests waiting on it are answered, and the reaper reports
   its accepted, unfinished runs failed (their claims get an `error` final, their transcripts
