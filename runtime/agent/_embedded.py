@@ -375,9 +375,11 @@ class EmbeddedRuntime:
         system_prompt: str | None = None,
         extra_system_prompt: str | None = None,
         heartbeat: bool = False,
+        light_context: bool = False,
     ) -> EmbeddedTurnResult:
         """Run `record` (from `new_run`) to its end: `run_turn`'s turn; its events go to
-        `on_event`, else to `self.on_event`. `record.done` is set however it ends."""
+        `on_event`, else to `self.on_event` (`light_context`: no workspace bootstrap files in
+        its system prompt). `record.done` is set however it ends."""
         key = record.session_key
         session = await self._session(key)
         try:
@@ -398,6 +400,7 @@ class EmbeddedRuntime:
                     state=record,
                     on_event=on_event or self.on_event,
                     heartbeat=heartbeat,
+                    light_context=light_context,
                 )
                 self._turns[key] = turn
                 try:
@@ -552,6 +555,7 @@ class _Turn:
     state: TrackedRun
     on_event: EventCallback | None
     heartbeat: bool = False
+    light_context: bool = False
     seq: int = 0
     progress: RunProgress = attrs.field(factory=RunProgress)
     result: TurnResult = attrs.field(factory=TurnResult)
@@ -620,6 +624,7 @@ class _Turn:
         stores = generation.fork_stores(agent.id)
         state.generation = stores.generation
         workspace = await services.workspace_for(agent.id, agent.workspace)
+        cwd = self.session.row.spawnedCwd  # a subagent's `cwd`: its tools work there
         if tools is None:
             tools = services.run_tools(
                 generation,
@@ -627,7 +632,7 @@ class _Turn:
                 session_key=state.session_key,
                 session_id=state.session_id,
                 run_id=state.run_id,
-                workspace=workspace,
+                workspace=Path(cwd) if cwd else workspace,
                 send=self._message,
                 model_ref=model or agent.primary,
                 heartbeat=self.heartbeat,
@@ -653,6 +658,7 @@ class _Turn:
             extra_system_prompt=extra_system_prompt,
             row=self.session.row,
             steer_inbox=self.inbox,
+            light_context=self.light_context,
         )
         spec.max_attempts = self.host._retry_attempts
         await run_turn(spec, self.emit, self.progress, self.result)

@@ -33,6 +33,7 @@ import functools
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any, Protocol
 
 import attrs
@@ -40,7 +41,7 @@ import trio
 
 from ..llm._types import InputProvenance
 from ..loop._agent import SteerInbox, now_ms
-from ..model._generation import ModelRuntimeGeneration
+from ..model._generation import AgentSpec, ModelRuntimeGeneration
 from ..sessions._provenance import SUBAGENT_ANNOUNCE, completion_provenance
 from ..sessions._sessions import MessageEntry, SessionRow
 from ..tools import (
@@ -86,7 +87,7 @@ from ._session_views import (
     subagents_call,
     yield_claim,
 )
-from ._spawn_options import embedded_refusal
+from ._spawn_options import StagedAttachments, prepare_child, remove_attachments
 from ._subagent_book import SpawnedRun, TaskBook
 from ._yield_batch import batch_run_id, settle_message, settle_provenance, tell
 
@@ -110,6 +111,8 @@ class ChildLink:
     completionTarget: str | None = None
     """`parent`: told in a private turn of its own, to the session it was spawned from."""
     requesterSessionId: str | None = None
+    attachmentsDir: str | None = None
+    """Its staged attachments, removed once its end has been told."""
 
 
 class SessionsRuntime(Protocol):
@@ -172,8 +175,10 @@ class SessionsRuntime(Protocol):
         model: str | None = None,
         timeout_s: float | None = None,
         extra_system_prompt: str | None = None,
+        light_context: bool = False,
     ) -> Any:
-        """Run `record` with `message` to its end (as `run_turn` does)."""
+        """Run `record` with `message` to its end (as `run_turn` does; `light_context`: no
+        workspace bootstrap files in its system prompt)."""
         ...
 
     @property
@@ -319,15 +324,16 @@ class EmbeddedSessions:
         admitted = spawn_admission(gen, self.book, ctx, args, parent)
         if isinstance(admitted, dict):
             return admitted
-        refused = embedded_refusal(args)
-        if refused is not None:
-            return refused
         if not self.rt.has_tasks:
             raise ToolError(
                 "sessions_spawn needs the embedded runtime opened with `async with` (its "
                 "children run as its tasks)"
             )
         agent, depth = admitted
+        options = await self._child_options(args, agent)
+        if isinstance(options, dict):
+            return options
+        cwd, staged = options
         settings = gen.config.agents.defaults.subagents
         self._slots.total_tokens = max(1, settings.maxConcurrent)
         child_key, child_depth = f"agent:{agent.id}:subagent:{uuid.uuid4()}", depth + 1
@@ -343,6 +349,7 @@ class EmbeddedSessions:
             spawnDepth=child_depth,
             subagentRole=subagent_role(gen, child_key, child_depth),
             **({"label": title} if title else {}),
+            **({"spawnedCwd": str(cwd)} if cwd is not None else {}),
         )
         children = (*((parent.childSessions if parent else None) or ()), child_key)
         await self.rt.update_row(
@@ -357,6 +364,9 @@ class EmbeddedSessions:
             requesterRun=ctx.run_id,
             completionTarget=args.completionTarget,
             requesterSessionId=parent.sessionId if parent and args.completionTarget else None,
+            attachmentsDir=str(staged.directory)
+            if staged is not None and staged.removed_after(args.cleanup)
+            else None,
         )
         record = await self.rt.new_run(child_key, agent.id)
         run = SpawnedRun(record, ctx.session_key, child_key, title, link=link, asked=args.task)
@@ -365,9 +375,24 @@ class EmbeddedSessions:
             run.requester_done = requester.done
         self.book.add(run)
         context = subagent_context(gen, ctx.session_key, child_depth)
-        self.rt.start_soon(self._child_run, record, args.task, context, model, timeout)
+        if staged is not None:
+            context = f"{context}\n\n{staged.prompt}"
+        light = args.lightContext is True
+        self.rt.start_soon(self._child_run, record, args.task, context, model, timeout, light)
         self.rt.start_soon(self._follow, run)
-        return spawn_receipt(gen, args, child_key, record.run_id, model or agent.primary)
+        receipt = staged.receipt if staged is not None else None
+        return spawn_receipt(gen, args, child_key, record.run_id, model or agent.primary, receipt)
+
+    async def _child_options(
+        self, args: SessionsSpawnParams, agent: AgentSpec
+    ) -> tuple[Path | None, StagedAttachments | None] | dict[str, Any]:
+        """The child's working directory and staged attachments (`_spawn_options.
+        prepare_child`, in its agent's workspace), or the refusal. A checkpoint."""
+        if not (args.cwd or "").strip() and not args.attachments:
+            return None, None
+        workspace = await self.rt.services.workspace_for(agent.id, agent.workspace)
+        config = self.rt.generation.config
+        return await trio.to_thread.run_sync(prepare_child, config, workspace, args)
 
     async def _child_run(
         self,
@@ -376,8 +401,10 @@ class EmbeddedSessions:
         context: str,
         model: str | None,
         limit_s: float | None,
+        light: bool,
     ) -> None:
-        """A subagent's run, in one of the `maxConcurrent` slots (`limit_s`: its timeout)."""
+        """A subagent's run, in one of the `maxConcurrent` slots (`limit_s`: its timeout;
+        `light`: its `lightContext`)."""
         async with self._slots:
             await self.rt.run(
                 record,
@@ -385,6 +412,7 @@ class EmbeddedSessions:
                 extra_system_prompt=context,
                 model=model,
                 timeout_s=float(limit_s) if limit_s else None,
+                light_context=light,
             )
 
     @staticmethod
@@ -429,8 +457,7 @@ class EmbeddedSessions:
             ):
                 await self._turn(run, run_id, message, provenance)
         run.delivered = True
-        if link.cleanup == "delete":
-            await self.rt.forget_session(run.child_key)
+        await self._retire(run)
 
     async def settle(self, run: SpawnedRun, batch: list[SpawnedRun]) -> None:
         """Tell the parent the children of `batch` together in a turn of its own (`run`'s
@@ -441,8 +468,17 @@ class EmbeddedSessions:
             await self._turn(run, run_id, message, settle_provenance(batch))
         for child in batch:
             child.delivered = True
-            if child.link.cleanup == "delete":
-                await self.rt.forget_session(child.child_key)
+            await self._retire(child)
+
+    async def _retire(self, run: SpawnedRun) -> None:
+        """After `run`'s end was told: its staged attachments go, its session too with
+        `cleanup` delete."""
+        link = run.link
+        directory = link.attachmentsDir if isinstance(link, ChildLink) else None
+        if directory:
+            await trio.to_thread.run_sync(remove_attachments, Path(directory))
+        if link.cleanup == "delete":
+            await self.rt.forget_session(run.child_key)
 
     async def _steer(
         self, key: str, message: str, run_id: str, provenance: InputProvenance

@@ -20,7 +20,8 @@ them (its `subagent-spawn`, `subagent-attachments` and `subagent-announce` modul
   are staged there (the receipt's `relDir` is the same). They are removed once the child's
   end has been told, unless the session is kept (`cleanup` keep) and `retainOnSessionKeep`.
 
-`lightContext` needs nothing here: the child's run is a lightweight-bootstrap run
+Both hosts carry them out: the gateway's (`actors._subagents`) and the embedded runtime's
+(`_embedded_sessions`). `lightContext` needs nothing here: the child's run is a lightweight-bootstrap run
 (`RunRequest.light_context`, as a heartbeat's with `lightContext`: no workspace bootstrap
 files).
 
@@ -52,7 +53,6 @@ __all__ = [
     "AttachmentLimits",
     "StagedAttachments",
     "attachment_refusal",
-    "embedded_refusal",
     "option_refusal",
     "prepare_child",
     "private_receipt_note",
@@ -110,26 +110,6 @@ def option_refusal(args: SessionsSpawnParams, parent: SessionRow | None) -> dict
         if parent is None:
             return {"status": "error", "error": PRIVATE_NEEDS_REQUESTER}
     return None
-
-
-def embedded_refusal(args: SessionsSpawnParams) -> dict[str, Any] | None:
-    """The embedded runtime's refusal of the options it does not carry out (its turns have
-    no lightweight bootstrap, no working directory of their own, no staging), or None."""
-    asked = [
-        name
-        for name, given in (
-            ("cwd", bool((args.cwd or "").strip())),
-            ("lightContext", args.lightContext is True),
-            ("attachments", bool(args.attachments)),
-        )
-        if given
-    ]
-    if not asked:
-        return None
-    return {
-        "status": "error",
-        "error": f"sessions_spawn {', '.join(asked)}: not supported by the embedded runtime",
-    }
 
 
 def private_receipt_note() -> str:

@@ -1,7 +1,9 @@
-"""`sessions_spawn`'s options in the embedded runtime (`runtime.agent._embedded_sessions`):
-`completionTarget: "parent"` tells the result in a turn of its own with OpenClaw's private
-instruction (never steered into the parent's turn going on); `cwd`, `lightContext` and
-`attachments`, which its turns cannot carry out, are refused rather than ignored. Driven by
+"""`sessions_spawn`'s options in the embedded runtime (`runtime.agent._embedded_sessions`),
+as on the gateway (tests/e2e/test_subagent_spawn_options.py): `completionTarget: "parent"`
+tells the result in a turn of its own with OpenClaw's private instruction (never steered
+into the parent's turn going on); `lightContext` leaves the workspace's bootstrap files out
+of the child's system prompt; `cwd` is the child's tools' directory (outside the workspace:
+refused); `attachments` are staged for the child and removed once its end is told. Driven by
 the `local` model's `[[tool:...]]` directives."""
 
 from __future__ import annotations
@@ -11,8 +13,29 @@ from typing import Any
 
 import trio
 
+from runtime.agent._embedded import EmbeddedRuntime
 from runtime.llm._types import AssistantMessage
+from tests.e2e.test_session_tools import spawn
 from tests.runtime.agent.test_embedded_host_tools import Events, _runtime, text_of, tool
+
+
+class Ends:
+    """The runtime's background events: the runs that ended, and an event per run id."""
+
+    def __init__(self, rt: EmbeddedRuntime) -> None:
+        self.ends: dict[str, dict[str, Any]] = {}
+        self.changed = trio.Event()
+        rt.on_event = self
+
+    def __call__(self, payload: dict[str, Any]) -> None:
+        if payload["stream"] == "lifecycle" and payload["data"]["phase"] in ("end", "error"):
+            self.ends[payload["runId"]] = payload
+            self.changed.set()
+            self.changed = trio.Event()
+
+    async def wait(self, *run_ids: str) -> None:
+        while not all(r in self.ends for r in run_ids):
+            await self.changed.wait()
 
 
 async def test_a_private_completion_is_a_turn_of_its_own_with_the_private_instruction(
@@ -20,27 +43,18 @@ async def test_a_private_completion_is_a_turn_of_its_own_with_the_private_instru
 ) -> None:
     with trio.fail_after(30):
         async with _runtime(tmp_path) as rt:
-            ends: list[dict[str, Any]] = []
-            announced = trio.Event()
-
-            def background(payload: dict[str, Any]) -> None:
-                if payload["stream"] == "lifecycle" and payload["data"]["phase"] == "end":
-                    ends.append(payload)
-                    if payload["runId"].endswith(":announce"):
-                        announced.set()
-
-            rt.on_event = background
+            ends = Ends(rt)
             events = Events()
-            spawn = tool("sessions_spawn", task="[[reply:private done]]", completionTarget="parent")
             # the child ends while the turn sleeps: an ordinary one would be steered into it
-            turn = spawn + tool("exec", command="sleep 1")
+            turn = spawn("[[reply:private done]]", completionTarget="parent")
+            turn += tool("exec", command="sleep 1")
             await rt.run_turn(turn, session_key="main", on_event=events)
-            await announced.wait()
+            [(failed, receipt)] = events.results("sessions_spawn")
+            await ends.wait(f"{receipt['runId']}:announce")
             transcript = rt.transcript("main")
-    [(failed, receipt)] = events.results("sessions_spawn")
     assert not failed and receipt["completionTarget"] == "parent"
     assert "private requester turn" in receipt["note"]
-    [announce] = [e for e in ends if e["runId"] == f"{receipt['runId']}:announce"]
+    announce = ends.ends[f"{receipt['runId']}:announce"]
     assert announce["sessionKey"] == "agent:main:main"
     assert "mergedInto" not in announce["data"]
     # the announce's prompt is not kept; the reply, which quotes it, is
@@ -49,22 +63,54 @@ async def test_a_private_completion_is_a_turn_of_its_own_with_the_private_instru
     assert "private done" in text_of(reply.content)
 
 
-async def test_options_the_embedded_runtime_cannot_carry_out_are_refused(tmp_path: Path) -> None:
+async def test_light_context_and_cwd_shape_the_childs_run(tmp_path: Path) -> None:
+    prompts: dict[str, str] = {}
     with trio.fail_after(30):
         async with _runtime(tmp_path) as rt:
+            workspace = await rt.services.workspace_for("main", None)
+            (workspace / "AGENTS.md").write_text("# Rules\nBOOTSTRAP-MARKER-9\n")
+            (workspace / "sub").mkdir()
+            rt.services.hooks.register(
+                "llm_input", lambda e: prompts.__setitem__(e.runId, e.systemPrompt or "")
+            )
+            ends = Ends(rt)
             events = Events()
+            write = '[[tool:write {"path": "out.txt", "content": "written"}]]'
             turn = "".join(
                 [
-                    tool("sessions_spawn", task="x", cwd="sub"),
-                    tool("sessions_spawn", task="x", lightContext=True),
-                    tool("sessions_spawn", task="x", lightContext=False),
+                    tool("sessions_spawn", task="light", lightContext=True),
+                    spawn(write, cwd="sub"),
+                    tool("sessions_spawn", task="x", cwd="/etc"),
                 ]
             )
             await rt.run_turn(turn, session_key="main", on_event=events)
-    cwd, light, plain = events.results("sessions_spawn")
-    assert cwd == (
-        True,
-        {"status": "error", "error": "sessions_spawn cwd: not supported by the embedded runtime"},
-    )
-    assert light[0] and "lightContext: not supported" in light[1]["error"]
-    assert not plain[0] and plain[1]["status"] == "accepted"
+            (_, light), (_, moved), (refused, outside) = events.results("sessions_spawn")
+            await ends.wait(light["runId"], moved["runId"])
+    assert "BOOTSTRAP-MARKER-9" in prompts[moved["runId"]]
+    assert "BOOTSTRAP-MARKER-9" not in prompts[light["runId"]]
+    assert (workspace / "sub" / "out.txt").read_text() == "written"
+    assert not (workspace / "out.txt").exists()
+    assert refused and outside["status"] == "forbidden"
+    assert outside["error"].startswith("cwd '/etc' is outside the workspace")
+
+
+async def test_attachments_are_staged_for_the_child_and_removed_once_told(
+    tmp_path: Path,
+) -> None:
+    attachments = {"enabled": True}
+    with trio.fail_after(30):
+        async with _runtime(tmp_path, tools={"sessions_spawn": {"attachments": attachments}}) as rt:
+            workspace = await rt.services.workspace_for("main", None)
+            ends = Ends(rt)
+            events = Events()
+            cat = '[[tool:exec {"command": "cat .openclaw/attachments/*/notes.txt"}]]'
+            files = [{"name": "notes.txt", "content": "hello notes"}]
+            turn = spawn(cat, attachments=files)
+            await rt.run_turn(turn, session_key="main", on_event=events)
+            [(failed, receipt)] = events.results("sessions_spawn")
+            await ends.wait(f"{receipt['runId']}:announce")
+            child = rt.transcript(receipt["childSessionKey"])
+    assert not failed and receipt["attachments"]["count"] == 1
+    last = [m for m in child if isinstance(m, AssistantMessage)][-1]
+    assert "hello notes" in text_of(last.content)  # the child read it
+    assert not (workspace / receipt["attachments"]["relDir"]).exists()
