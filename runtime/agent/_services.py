@@ -401,7 +401,7 @@ class TurnServices:
         if self.sessions is not None:
             tools += session_tools(self.sessions)
         if self.automations is not None:
-            tools += automations_tools(self.automations)
+            tools += automations_tools(self.automations, self.sessions)
         return tools
 
     def turn_spec(

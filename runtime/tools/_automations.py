@@ -1,22 +1,35 @@
 """OpenClaw's scheduling tool, `automations` (alias `cron`), over the host's scheduler.
 
 The jobs live above the runtime (the gateway's cron scheduler owns them), so the tool is a
-shell over an `AutomationsHost` (`automations_tools(host)`), as the session tools are over
-theirs. As OpenClaw's tool does, each action is one gateway operation with that method's
-params and result: `status` (`cron.status`), `list` (`cron.list`: `includeDisabled`, `limit`,
-`offset`, `agentId`, and `cron.list`'s `query`, `enabled`, `scheduleKind`, `lastRunStatus`,
-`sortBy`, `sortDir`), `get`, `add` (`job`: a `cron.add` job, with OpenClaw's defaults: the
-calling agent, `wakeMode: "now"`, `sessionTarget` `main` for a `systemEvent` else `current`,
-this session), `update` (`job`: the `cron.update` patch), `remove`, `run` (`runMode`:
-`due`, OpenClaw's default, or `force`), `runs`, and `wake` (`wake`: a `text` system event
-for this session, or `sessionKey` / `agentId`, `mode` `next-heartbeat` by default or
-`now`). `next_check` (`in`: a duration) sets a paced job's next check from inside its run;
-clawlane has no paced jobs (`pacing` is refused when a job is made), so it is OpenClaw's
-error. The host validates the params as the method does, and scopes them to the caller as
-OpenClaw's gateway scopes an agent's tool (its agent's jobs only: `actors.cron`); whatever
-it refuses (an unknown job, a bad schedule, a missing `jobId`) is an error result the model
-sees, with the method's message. The result is the method's payload as indented JSON text,
-and as `details` (OpenClaw's `jsonResult`).
+shell over an `AutomationsHost` (`automations_tools(host, sessions)`), as the session tools
+are over theirs. Its arguments are OpenClaw 2026.9.6's, in its order, with its bounds and
+descriptions; `job` is its typed job object (`_automations_job.JOB_SCHEMA`: what the model is
+told a job may hold; the `cron.add` / `cron.update` methods check it). As OpenClaw's tool
+does, each action is one gateway operation with that method's params and result: `status`
+(`cron.status`), `list` (`cron.list`: `includeDisabled`, `limit` 1-200, `offset`, `agentId`),
+`get`, `add` (`job`: a `cron.add` job, with OpenClaw's defaults: the calling agent,
+`wakeMode: "now"`, `sessionTarget` `main` for a `systemEvent` else `current`, this session),
+`update` (`job`: the `cron.update` patch), `remove`, `run` (`runMode`: `due`, OpenClaw's
+default, or `force`), `runs`, and `wake` (`wake`: a `text` system event for this session, or
+`sessionKey` / `agentId`, `mode` `next-heartbeat` by default or `now`). `next_check` (`in`: a
+duration) sets a paced job's next check from inside its run; clawlane has no paced jobs
+(`pacing` is refused when a job is made), so it is OpenClaw's error. The host validates the
+params as the method does, and scopes them to the caller as OpenClaw's gateway scopes an
+agent's tool (its agent's jobs only: `actors.cron`); whatever it refuses (an unknown job, a
+bad schedule, a missing `jobId`) is an error result the model sees, with the method's
+message. The result is the method's payload as indented JSON text, and as `details`
+(OpenClaw's `jsonResult`).
+
+`contextMessages` (0-10) on `add` is OpenClaw's: a `systemEvent` reminder's text gets the
+calling session's newest messages as `Recent context:` lines (read through the session tools'
+host, `SessionsHost.history`, as OpenClaw reads `chat.history`; nothing is added when it
+cannot be read). `timeoutMs` (60 s when omitted, OpenClaw's default) bounds how long the call
+waits: a read (`status`, `list`, `get`, `runs`, the history) is given up at the bound with
+OpenClaw's `gateway request timeout for <method>`; a write (`add`, `update`, `remove`, `run`,
+`wake`) is not cut short, since cancelling it could leave it half done (a job stored but not
+scheduled), and answers its result. OpenClaw's `gatewayUrl` / `gatewayToken` (which gateway
+its tool calls, with which token) are not taken: this tool runs inside the gateway it acts
+on, so an argument naming another would be an unknown field, refused.
 
 A run of an isolated cron job (its session `agent:<agent>:cron:<jobId>:run:<id>`) is
 restricted as OpenClaw restricts it: `status` (only whether the scheduler is on), `list`
@@ -24,7 +37,8 @@ restricted as OpenClaw restricts it: `status` (only whether the scheduler is on)
 refused.
 
 Not here: OpenClaw's flattened-argument recovery (job fields given beside `action`
-instead of inside `job`) and `contextMessages`.
+instead of inside `job`; OpenClaw's schema takes any other argument, clawlane's refuses an
+unknown one), and the compact list summaries OpenClaw's `list` asks for.
 """
 
 from __future__ import annotations
@@ -34,8 +48,11 @@ import re
 from typing import Annotated, Any, Final, Literal, Protocol
 
 import msgspec
+import trio
 
+from ._automations_job import JOB_SCHEMA, context_lines, with_context
 from ._errors import ToolError
+from ._sessions_tools import SessionsHistoryParams, SessionsHost
 from ._tool import Tool, ToolContext, ToolResult, text_result
 
 __all__ = ["AutomationsHost", "AutomationsParams", "automations_tools", "cron_job_of"]
@@ -50,41 +67,44 @@ NEXT_CHECK_UNPACED: Final = "cron next_check requires pacing on the current job"
 _DURATION: Final = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h|d)?$")
 _UNIT_MS: Final = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 _CRON_RUN: Final = re.compile(r"^agent:[^:]+:cron:([^:]+):run:[^:]+$")
-_LIST_OPTIONS: Final = (
-    "includeDisabled",
-    "limit",
-    "offset",
-    "agentId",
-    "query",
-    "enabled",
-    "scheduleKind",
-    "lastRunStatus",
-    "sortBy",
-    "sortDir",
-)
+_LIST_OPTIONS: Final = ("includeDisabled", "limit", "offset", "agentId")
+DEFAULT_TIMEOUT_MS: Final = 60_000
+"""How long a call waits when `timeoutMs` is not given (OpenClaw's cron tool's default)."""
+_READS: Final = frozenset({"cron.status", "cron.list", "cron.get", "cron.runs"})
 
 
 class AutomationsParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """`automations`' arguments (OpenClaw's names)."""
+    """`automations`' arguments: OpenClaw 2026.9.6's, in its order (but `gatewayUrl` and
+    `gatewayToken`: the tool runs in the gateway it would name)."""
 
     action: Action
-    job: dict[str, Any] | None = None
+    timeoutMs: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    includeDisabled: bool | None = None
+    limit: (
+        Annotated[
+            int, msgspec.Meta(ge=1, le=200, description='Maximum jobs returned by action="list"')
+        ]
+        | None
+    ) = None
+    offset: (
+        Annotated[
+            int,
+            msgspec.Meta(
+                ge=0,
+                description='Job offset for action="list"; use nextOffset to load the next page',
+            ),
+        ]
+        | None
+    ) = None
+    job: Annotated[dict[str, Any], msgspec.Meta(extra_json_schema=JOB_SCHEMA)] | None = None
     jobId: str | None = None
     id: str | None = None
-    includeDisabled: bool | None = None
-    limit: int | None = None
-    offset: int | None = None
-    query: Annotated[str, msgspec.Meta(description='Text filter for action="list"')] | None = None
-    enabled: Literal["all", "enabled", "disabled"] | None = None
-    scheduleKind: Literal["all", "at", "every", "cron"] | None = None
-    lastRunStatus: Literal["all", "ok", "error", "skipped", "unknown"] | None = None
-    sortBy: Literal["nextRunAtMs", "updatedAtMs", "name"] | None = None
-    sortDir: Literal["asc", "desc"] | None = None
-    runMode: Literal["due", "force"] | None = None
-    agentId: str | None = None
     in_: (
         Annotated[
-            str, msgspec.Meta(description='Relative duration for action="next_check" ("15m")')
+            str,
+            msgspec.Meta(
+                description='Relative duration for action="next_check" (for example, "15m")'
+            ),
         ]
         | None
     ) = msgspec.field(default=None, name="in")
@@ -98,9 +118,38 @@ class AutomationsParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True)
         ]
         | None
     ) = None
-    sessionKey: Annotated[str, msgspec.Meta(description='Wake target for action="wake"')] | None = (
-        None
-    )
+    runMode: (
+        Annotated[
+            Literal["due", "force"],
+            msgspec.Meta(
+                description='Run mode for action="run": omitted defaults to "due"; use "force" '
+                "to trigger now."
+            ),
+        ]
+        | None
+    ) = None
+    contextMessages: Annotated[int, msgspec.Meta(ge=0, le=10)] | None = None
+    agentId: (
+        Annotated[
+            str,
+            msgspec.Meta(
+                description='List filter for `action: "list"`; wake target override for '
+                '`action: "wake"` (defaults to the calling agent when omitted on wake)'
+            ),
+        ]
+        | None
+    ) = None
+    sessionKey: (
+        Annotated[
+            str,
+            msgspec.Meta(
+                description='Wake target override for `action: "wake"`: route the event to '
+                "another session owned by the calling agent. Defaults to the resolved "
+                "calling-session key when omitted."
+            ),
+        ]
+        | None
+    ) = None
 
 
 class AutomationsHost(Protocol):
@@ -118,31 +167,68 @@ class AutomationsTool:
     name = "automations"
     description = (
         "Schedule reminders and automations on the gateway scheduler. Actions: status, list "
-        "(includeDisabled, limit, offset, agentId, query, sortBy, sortDir), get (jobId), add "
+        "(includeDisabled, limit, offset, agentId), get (jobId), add "
         '(job: {name, schedule: {kind: "at", at} | {kind: "every", everyMs} | {kind: "cron", '
         'expr, tz}, payload: {kind: "agentTurn", message} | {kind: "systemEvent", text}, '
         "sessionTarget, delivery}), update (jobId, job: fields to change), remove (jobId), "
         'run (jobId, runMode: "due" or "force" to run now), runs (jobId: its run history), '
         'next_check in:"30m" (own paced run only), wake text mode?:"now"|"next-heartbeat" '
-        "(default) nudges this session (sessionKey/agentId to pick another)."
+        "(default) nudges this session (sessionKey/agentId to pick another). "
+        "contextMessages 0-10 embeds recent chat lines into reminder text."
     )
     params = AutomationsParams
     mutating = True
 
-    def __init__(self, host: AutomationsHost) -> None:
+    def __init__(self, host: AutomationsHost, sessions: SessionsHost | None = None) -> None:
         self.host = host
+        self.sessions = sessions
 
     async def run(self, args: AutomationsParams, ctx: ToolContext) -> ToolResult:
+        """A checkpoint. A refusal raises `ToolError`."""
         own = cron_job_of(ctx.session_key)
         if own is not None:
             _check_self_scope(args, own)
         if args.action == "next_check":
             _next_check(args, own)
         method, params = _request(args, ctx)
-        payload = await self.host.call(ctx, method, params)
+        deadline = trio.current_time() + (args.timeoutMs or DEFAULT_TIMEOUT_MS) / 1000
+        if method == "cron.add" and args.contextMessages:
+            await self._add_context(params, args.contextMessages, ctx, deadline)
+        if method in _READS:
+            with trio.move_on_at(deadline):
+                payload = await self.host.call(ctx, method, params)
+                return self._result(args.action, payload, own)
+            raise ToolError(f"gateway request timeout for {method}")
+        return self._result(args.action, await self.host.call(ctx, method, params), own)
+
+    def _result(self, action: str, payload: dict[str, Any], own: str | None) -> ToolResult:
         if own is not None:
-            payload = _self_view(args.action, payload, own)
+            payload = _self_view(action, payload, own)
         return text_result(json.dumps(payload, indent=2), details=payload)
+
+    async def _add_context(
+        self, job: dict[str, Any], count: int, ctx: ToolContext, deadline: float
+    ) -> None:
+        """OpenClaw's `contextMessages`: a `systemEvent` reminder's text gets the session's
+        recent chat lines (`_automations_job.context_lines`). Nothing is added when the
+        history cannot be read (no sessions host, an error, past the deadline)."""
+        payload = job.get("payload")
+        if not isinstance(payload, dict) or payload.get("kind") != "systemEvent":
+            return
+        text = payload.get("text")
+        if not isinstance(text, str) or not text.strip() or self.sessions is None:
+            return
+        query = SessionsHistoryParams(sessionKey=ctx.session_key, limit=count, includeTools=True)
+        history: dict[str, Any] = {}
+        with trio.move_on_at(deadline):
+            try:
+                history = await self.sessions.history(ctx, query)
+            except Exception:  # OpenClaw's: a failed read adds no context
+                history = {}
+        messages = history.get("messages")
+        lines = context_lines(messages if isinstance(messages, list) else (), count)
+        if lines:
+            job["payload"] = {**payload, "text": with_context(text, lines)}
 
 
 def cron_job_of(session_key: str) -> str | None:
@@ -254,6 +340,7 @@ def _request(args: AutomationsParams, ctx: ToolContext) -> tuple[str, dict[str, 
     return f"cron.{action}", {"id": _job_id(args)}  # get, remove, runs
 
 
-def automations_tools(host: AutomationsHost) -> list[Tool]:
-    """The scheduling tool over `host`."""
-    return [AutomationsTool(host)]
+def automations_tools(host: AutomationsHost, sessions: SessionsHost | None = None) -> list[Tool]:
+    """The scheduling tool over `host`; `sessions` reads the history `contextMessages` adds
+    to a reminder (without it, none is added)."""
+    return [AutomationsTool(host, sessions)]

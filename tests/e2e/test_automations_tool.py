@@ -206,9 +206,10 @@ async def test_a_run_reaches_only_its_agents_jobs_and_lists_them_as_cron_list_do
     tmp_path: Path,
 ) -> None:
     """OpenClaw's caller scope: another agent's job is unknown to the tool (get, remove),
-    a job for another agent is refused, `agentId` cannot move a job; `list` takes
-    `cron.list`'s query and sort. `next_check` outside a paced run and `wake` for another
-    agent's session are refused as OpenClaw refuses them."""
+    a job for another agent is refused, `agentId` cannot move a job; `list` pages with
+    OpenClaw's `limit` / `offset` (and takes none of `cron.list`'s filters: OpenClaw's tool
+    has none). `next_check` outside a paced run and `wake` for another agent's session are
+    refused as OpenClaw refuses them."""
     config = local_config(agents__list=[{"id": "main", "default": True}, {"id": "ops"}])
     watch = Watch()
     async with running_gateway(tmp_path, config) as gw:
@@ -220,7 +221,8 @@ async def test_a_run_reaches_only_its_agents_jobs_and_lists_them_as_cron_list_do
                     for name in ("alpha", "beta", "gamma")
                 }
                 calls = [
-                    {"action": "list", "query": "a", "sortBy": "name", "sortDir": "desc"},
+                    {"action": "list", "limit": 2, "offset": 1},
+                    {"action": "list", "query": "a"},
                     {"action": "get", "jobId": ops["id"]},
                     {"action": "remove", "jobId": ops["id"]},
                     {"action": "add", "job": job("mine-for-ops", agentId="ops")},
@@ -236,10 +238,13 @@ async def test_a_run_reaches_only_its_agents_jobs_and_lists_them_as_cron_list_do
                 everything = await client.request(
                     "cron.list", {"query": "ALPHA", "sortBy": "name", "sortDir": "asc"}
                 )
-    listed, got, removed, added, moved, checked, woke, empty = tool_results(watch.events, "scope")
+    results = tool_results(watch.events, "scope")
+    listed, filtered, got, removed, added, moved, checked, woke, empty = results
     page = details(listed)
-    assert [j["name"] for j in page["jobs"]] == ["gamma", "beta", "alpha"]  # no ops-alpha
-    assert page["total"] == 3 and page["scope"] == "caller"
+    assert len(page["jobs"]) == 2 and {j["id"] for j in page["jobs"]} < set(ids.values())
+    assert page["total"] == 3 and page["scope"] == "caller"  # no ops-alpha
+    assert page["offset"] == 1 and page["limit"] == 2 and page["hasMore"] is False
+    assert "unknown field `query`" in error_text(filtered)
     assert f"cron job not found: {ops['id']}" in error_text(got)
     assert f"cron job not found: {ops['id']}" in error_text(removed)
     assert "invalid cron.add params: job agentId outside caller scope" in error_text(added)
@@ -310,3 +315,83 @@ async def test_wake_queues_a_system_event_for_the_sessions_next_turn(tmp_path: P
     users = [m["content"] for m in history["messages"] if m["role"] == "user"]
     text = users[-1] if isinstance(users[-1], str) else json.dumps(users[-1])
     assert "System: [" in text and "ping-event" in text and text.endswith("hello")
+
+
+async def test_the_job_is_read_along_openclaws_typed_job_schema(tmp_path: Path) -> None:
+    """`job` is OpenClaw's typed object, so a model's arguments are coerced along it as
+    OpenClaw coerces them: a numeric string for `schedule.everyMs` is the number, `"false"`
+    for `enabled` is false, and a `null` for a nullable field (`payload.model` in an update)
+    stays null and clears it. An argument OpenClaw's tool uses to reach another gateway
+    (`gatewayUrl`) is refused: this tool acts on the gateway it runs in."""
+    watch = Watch()
+    flat = {**JOB, "schedule": {"kind": "every", "everyMs": "3600000"}, "enabled": "false"}
+    flat["payload"] = {"kind": "agentTurn", "message": "tick", "model": "local/echo"}
+    async with running_gateway(tmp_path) as gw:
+        with trio.fail_after(30):
+            async with open_client(gw, caps=["tool-events"], on_event=watch) as client:
+                msg = directive("automations", {"action": "add", "job": flat})
+                await client.request(
+                    "agent", {"message": msg, "idempotencyKey": "typed"}, expect_final=True
+                )
+                [added] = tool_results(watch.events, "typed")
+                job_id = details(added)["id"]
+                calls = [
+                    {
+                        "action": "update",
+                        "jobId": job_id,
+                        "job": {"payload": {"kind": "agentTurn", "model": None}},
+                    },
+                    {"action": "list", "gatewayUrl": "ws://127.0.0.1:1"},
+                ]
+                msg = " ".join(directive("automations", c) for c in calls)
+                await client.request(
+                    "agent", {"message": msg, "idempotencyKey": "patch"}, expect_final=True
+                )
+                stored = await client.request("cron.get", {"id": job_id})
+    job = details(added)
+    assert job["schedule"]["everyMs"] == 3_600_000 and job["enabled"] is False
+    assert job["payload"]["model"] == "local/echo"
+    patched, elsewhere = tool_results(watch.events, "patch")
+    assert "model" not in details(patched)["payload"] and "model" not in stored["payload"]
+    assert "unknown field `gatewayUrl`" in error_text(elsewhere)
+
+
+async def test_context_messages_add_the_sessions_recent_lines_to_a_reminder(
+    tmp_path: Path,
+) -> None:
+    """OpenClaw's `contextMessages`: a `systemEvent` reminder made with `contextMessages: N`
+    carries the session's N newest messages (the user's and the assistant's text, whitespace
+    collapsed, each cut to 220 characters with `...`) as `Recent context:` lines after its
+    text; an `agentTurn` job's message is left as it is. The lines are of the session's kept
+    transcript: this turn's own message is kept when the turn ends, so it is not among them."""
+    watch = Watch()
+    reminder = {
+        "name": "milk",
+        "schedule": {"kind": "at", "at": "2099-01-01T09:00:00Z"},
+        "payload": {"kind": "systemEvent", "text": "Buy milk"},
+    }
+    said = "[[reply:Noted:   milk,\n eggs.]] Remember the milk " + "please " * 40
+    async with running_gateway(tmp_path) as gw:
+        with trio.fail_after(30):
+            async with open_client(gw, caps=["tool-events"], on_event=watch) as client:
+                await client.request(
+                    "agent", {"message": said, "idempotencyKey": "talk"}, expect_final=True
+                )
+                calls = [
+                    {"action": "add", "job": reminder, "contextMessages": 3},
+                    {"action": "add", "job": reminder, "contextMessages": 1},
+                    {"action": "add", "job": JOB, "contextMessages": 3},
+                ]
+                msg = " ".join(directive("automations", c) for c in calls)
+                await client.request(
+                    "agent", {"message": msg, "idempotencyKey": "remind"}, expect_final=True
+                )
+                stored = (await client.request("cron.list", {}))["jobs"]
+    both, last, plain = (details(r) for r in tool_results(watch.events, "remind"))
+    user = "- User: " + " ".join(said.split())[: 220 - 3].rstrip() + "..."
+    assistant = "- Assistant: Noted: milk, eggs."
+    assert both["payload"]["text"] == f"Buy milk\n\nRecent context:\n{user}\n{assistant}"
+    assert last["payload"]["text"] == f"Buy milk\n\nRecent context:\n{assistant}"
+    assert plain["payload"] == JOB["payload"]
+    kept = {j["id"]: j["payload"] for j in stored}
+    assert kept[both["id"]] == both["payload"] and kept[last["id"]] == last["payload"]
