@@ -220,7 +220,7 @@ async def test_a_run_reaches_only_its_agents_jobs_and_lists_them_as_cron_list_do
                     name: (await client.request("cron.add", job(name)))["id"]
                     for name in ("alpha", "beta", "gamma")
                 }
-                calls = [
+                calls: list[dict[str, Any]] = [
                     {"action": "list", "limit": 2, "offset": 1},
                     {"action": "list", "query": "a"},
                     {"action": "get", "jobId": ops["id"]},
