@@ -40,8 +40,10 @@ Sessions: OpenClaw's session tools (`session_tools(host)`: `sessions_list`,
 `subagents`, `session_status`, `agents_list`) are shells over a `SessionsHost` the host
 that owns the sessions passes in (the gateway's `actors._session_tools`);
 `sanitize_history` is `sessions_history`'s bounded, redacted view. Automation: OpenClaw's
-`automations` (alias `cron`; `automations_tools(host)`) is a shell over an `AutomationsHost`,
-the gateway's cron scheduler (`actors.cron`), each action one `cron.*` operation (`_automations`).
+`automations` (alias `cron`; `automations_tools(host, sessions)`) is a shell over an
+`AutomationsHost`, the gateway's cron scheduler (`actors.cron`), each action one `cron.*`
+operation (`_automations`; OpenClaw's typed `job` in `_automations_job`), `sessions` reading
+the history `contextMessages` adds to a reminder.
 
 Tool Search (`_search`, ranking in `_search_rank`): OpenClaw's default surface, where a run
 is offered its core coding tools and `tool_search` / `tool_describe` / `tool_call` directly
