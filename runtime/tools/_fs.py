@@ -7,8 +7,19 @@ write finishes, then `Cancelled` is raised). Files are opened by their resolved 
 `O_NOFOLLOW`, and checked to be regular files after opening. A refused path, a missing file or
 an OS error becomes an error `ToolResult`; these tools do not raise for them.
 
-Line endings as OpenClaw's (`_line_endings`): `read` shows CRLF as LF (a lone CR kept, a BOM
-dropped), which is what `edit` matches `oldText` against.
+`read` and `write` answer as OpenClaw 2026.9.6's do, word for word (paths named as the model
+gave them). `read` (`_read_page`): a text file's lines from `offset`, at most `limit`, from
+`cursor` within the first, shown with CRLF as LF and the BOM dropped, in pages sized to the
+model's context window (`ReadTool(context_window)`; 32 KB when unknown) with OpenClaw's
+continuation notices and `{kind, content, truncation?, continuation?}` details; its messages
+for an empty file, an offset past the end, a directory, a missing file (with near names
+suggested); `optional` (and a daily memory note, `memory/YYYY-MM-DD.md`) answers a missing
+file with `{kind: not_found}`; an image (OpenClaw's detection: JPEG, a real non-animated PNG,
+GIF, WebP, BMP) as image content, "Read image file [type]". Beyond OpenClaw: a text file over
+`READ_MAX_TEXT_BYTES` or an image over `READ_MAX_IMAGE_BYTES` is refused (OpenClaw reads any
+file whole, and resizes or converts images; clawlane sends an image as it is). `write`
+(`_write_details`): "Successfully wrote N bytes to <path>" with OpenClaw's diff details, or
+"No changes made" when the file already has those bytes.
 """
 
 from __future__ import annotations
@@ -17,10 +28,11 @@ import base64
 import errno
 import json
 import os
+import re
 import stat
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Literal, TypeVar
+from typing import Annotated, Final, Literal, TypeVar
 
 import msgspec
 import trio
@@ -28,9 +40,17 @@ import trio
 from runtime.llm._types import ImageContent, TextContent
 
 from ._errors import SandboxError
-from ._line_endings import read_view_line
+from ._js_text import units
+from ._read_page import ReadError, read_text
 from ._sandbox import resolve_in_workspace
 from ._tool import ToolContext, ToolResult, text_result
+from ._write_details import (
+    WRITE_PRECHECK_READ_LIMIT_BYTES,
+    js_utf8,
+    unchanged_text,
+    write_details,
+    written_text,
+)
 
 __all__ = [
     "LsParams",
@@ -44,15 +64,10 @@ __all__ = [
 READ_DEFAULT_LINES = 2000
 READ_MAX_BYTES = 50 * 1024
 READ_MAX_IMAGE_BYTES = 10 * 1024 * 1024
+READ_MAX_TEXT_BYTES = 64 * 1024 * 1024
+"""clawlane's own bound: OpenClaw reads a text file whole, however large."""
 LS_DEFAULT_LIMIT = 500
 LS_MAX_BYTES = 50 * 1024
-
-_IMAGE_MAGIC: tuple[tuple[bytes, str], ...] = (
-    (b"\x89PNG\r\n\x1a\n", "image/png"),
-    (b"\xff\xd8\xff", "image/jpeg"),
-    (b"GIF87a", "image/gif"),
-    (b"GIF89a", "image/gif"),
-)
 
 _NL = "\n"
 
@@ -118,8 +133,16 @@ class ReadTool:
     params = ReadParams
     mutating = False
 
+    def __init__(self, context_window: int | None = None) -> None:
+        self.context_window = context_window
+        """The model's context window in tokens, which sizes OpenClaw's pages (None: unknown,
+        32 KB pages and no model budget)."""
+
     async def run(self, args: ReadParams, ctx: ToolContext) -> ToolResult:
-        return await in_thread(self.name, _read, ctx.workspace, args)
+        window = self.context_window
+        return await in_thread(
+            self.name, lambda root, a: _read(root, a, window), ctx.workspace, args
+        )
 
 
 class LsTool:
@@ -202,116 +225,108 @@ def open_regular(real: Path, flags: int, shown: str) -> int:
     return fd
 
 
-def _read(workspace: Path, args: ReadParams) -> ToolResult:
+_DAILY_MEMORY: Final = re.compile(r"(?:\./)*memory/\d{4}-\d{2}-\d{2}\.md")
+
+
+def _absolute(workspace: Path, path: str) -> str:
+    """The path as OpenClaw names it in messages: absolute, lexically resolved."""
+    expanded = os.path.expanduser(path) if path == "~" or path.startswith("~/") else path
+    return os.path.normpath(os.path.join(workspace, expanded))
+
+
+def _read(workspace: Path, args: ReadParams, context_window: int | None = None) -> ToolResult:
+    """OpenClaw's `read` (see the module docstring and `_read_page`)."""
     real = resolve_in_workspace(workspace, args.path, for_write=False)
-    shown = _display(workspace, real)
-    if args.optional and not os.path.lexists(real):
-        return text_result(
-            f"Optional file not found: {args.path}.",
-            details={
-                "kind": "not_found",
-                "status": "not_found",
-                "path": args.path,
-                "optional": True,
-            },
-        )
+    optional = args.optional or _DAILY_MEMORY.fullmatch(args.path) is not None
+    if not os.path.lexists(real):
+        if optional:
+            return text_result(
+                f"Optional file not found: {args.path}.",
+                details={
+                    "kind": "not_found",
+                    "status": "not_found",
+                    "path": args.path,
+                    "optional": True,
+                },
+            )
+        absolute = _absolute(workspace, args.path)
+        return text_result(f"File not found: {absolute}.{_suggest(real)}", is_error=True)
     try:
-        fd = open_regular(real, os.O_RDONLY, shown)
-    except Refused as exc:
-        return text_result(str(exc), is_error=True)
+        fd = open_regular(real, os.O_RDONLY, args.path)
+    except Refused:
+        if os.path.isdir(real):
+            return text_result(
+                f"Read requires a file path, but {args.path} is a directory. List the "
+                "directory, then read a specific file.",
+                is_error=True,
+            )
+        return text_result(
+            "Read only supports regular files; no read was attempted: "
+            f"{_absolute(workspace, args.path)}",
+            is_error=True,
+        )
     with os.fdopen(fd, "rb") as f:
         size = os.fstat(f.fileno()).st_size
-        head = f.read(32)
-        mime = _image_mime(head)
-        if mime is not None:
-            if size > READ_MAX_IMAGE_BYTES:
-                return text_result(
-                    f"{shown} is a {mime} image of {size} bytes, over the "
-                    f"{READ_MAX_IMAGE_BYTES} byte limit",
-                    is_error=True,
-                )
-            data = head + f.read()
-            return ToolResult(
-                content=[
-                    TextContent(text=f"Read image file {shown} [{mime}]"),
-                    ImageContent(data=base64.b64encode(data).decode("ascii"), mimeType=mime),
-                ],
-                details={"path": shown, "mimeType": mime, "bytes": len(data)},
+        head = f.read(64)
+        mime = image_mime(head)
+        limit = READ_MAX_IMAGE_BYTES if mime else READ_MAX_TEXT_BYTES
+        if size > limit:
+            what = f"a {mime} image" if mime else "a file"
+            return text_result(
+                f"{args.path} is {what} of {size} bytes, over the {limit} byte read limit",
+                is_error=True,
             )
-        f.seek(0)
-        return _read_lines(f, shown, size, args)
-
-
-def _from_cursor(line: bytes, cursor: int, lineno: int) -> bytes | str:
-    """The start line from `cursor` (UTF-16 units, as OpenClaw counts them), or OpenClaw's
-    message when the cursor is at its end or splits a character."""
-    text = line.decode("utf-8", errors="replace")
-    body = text.removesuffix(_NL)
-    units = 0
-    for index, ch in enumerate(body):
-        if units == cursor:
-            return text[index:].encode("utf-8")
-        units += 2 if ord(ch) > 0xFFFF else 1
-        if units > cursor:
-            return (
-                f"Cursor {cursor} splits a UTF-16 surrogate pair; retry with "
-                f"cursor={cursor - 1} or cursor={cursor + 1}."
-            )
-    return f"Cursor {cursor} is at or beyond the end of line {lineno} ({units} characters)."
-
-
-def _read_lines(f: Iterable[bytes], shown: str, size: int, args: ReadParams) -> ToolResult:
-    start = args.offset or 1
-    limit = _positive(args.limit, READ_DEFAULT_LINES)
-    cursor = args.cursor or 0
-    taken: list[bytes] = []
-    used = 0
-    lineno = 0
-    more = False
-    note = ""
-    for raw in f:
-        lineno += 1
-        if lineno < start:
-            continue
-        raw = read_view_line(raw, first=lineno == 1)
-        if cursor and not taken:
-            resumed = _from_cursor(raw, cursor, lineno)
-            if isinstance(resumed, str):
-                return text_result(resumed, is_error="splits" in resumed)
-            raw = resumed
-        if len(taken) >= limit:
-            more = True
-            break
-        if used + len(raw) > READ_MAX_BYTES:
-            if not taken:  # one line longer than the whole budget: show its start
-                part = raw[:READ_MAX_BYTES].decode("utf-8", errors="ignore")
-                taken.append(part.encode("utf-8"))
-                after = cursor + len(part.encode("utf-16-le")) // 2
-                note = (
-                    f"[line {lineno} is {len(raw)} bytes from cursor {cursor}; showing "
-                    f"{len(taken[0])}] [use offset={lineno} cursor={after} to continue]"
-                )
-            more = True
-            break
-        taken.append(raw)
-        used += len(raw)
-    if not taken:
-        if size == 0:
-            return text_result("(empty file)", details={"path": shown, "lines": 0})
-        return text_result(
-            f"offset {start} is beyond the end of {shown} ({lineno} lines)", is_error=True
+        data = head + f.read(limit + 1 - len(head))
+    if mime is not None and image_mime(data) == mime:
+        note = f"Read image file [{mime}]"
+        return ToolResult(
+            content=[
+                TextContent(text=note),
+                ImageContent(data=base64.b64encode(data).decode("ascii"), mimeType=mime),
+            ],
+            details={"kind": "image", "content": note, "mimeType": mime},
         )
-    end = start + len(taken) - 1
-    text = b"".join(taken).decode("utf-8", errors="replace")
-    if more:
-        notice = note or (
-            f"[showing lines {start}-{end} of {shown} ({size} bytes)] "
-            f"[use offset={end + 1} to continue]"
+    try:
+        shown, details = read_text(
+            data,
+            offset=args.offset,
+            limit=args.limit,
+            cursor=args.cursor,
+            context_window=context_window,
         )
-        text = f"{text.rstrip(_NL)}\n\n{notice}"
-    return text_result(
-        text, details={"path": shown, "startLine": start, "endLine": end, "truncated": more}
+    except ReadError as exc:
+        return text_result(str(exc), is_error=True)
+    return text_result(shown, details=details)
+
+
+def _suggest(real: Path) -> str:
+    """OpenClaw's " Did you mean: a, b?" for a missing file: up to 3 names in its directory
+    within 40% of its name's length in edits (case ignored), the nearest first."""
+    try:
+        entries = os.listdir(real.parent)
+    except OSError:
+        return ""
+    wanted = real.name.lower()
+    most = max(1, len(units(wanted)) * 2 // 5)
+    near = sorted(
+        (distance, name.lower(), name)
+        for name in entries
+        if name != real.name and (distance := _edits(wanted, name.lower())) <= most
     )
+    names = [name for _, _, name in near[:3]]
+    return f" Did you mean: {', '.join(names)}?" if names else ""
+
+
+def _edits(a: str, b: str) -> int:
+    """Levenshtein distance over UTF-16 units."""
+    a, b = units(a), units(b)
+    previous = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        current = [i]
+        for j, cb in enumerate(b, 1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb)))
+        previous = current
+    return previous[-1]
 
 
 def _ls(workspace: Path, args: LsParams) -> ToolResult:
@@ -364,31 +379,55 @@ def _quoted(name: str) -> str:
     return json.dumps(name, ensure_ascii=False)
 
 
-def _image_mime(head: bytes) -> str | None:
-    for magic, mime in _IMAGE_MAGIC:
-        if head.startswith(magic):
-            return mime
-    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
+def image_mime(data: bytes) -> str | None:
+    """The image type OpenClaw's read sends as an image (detectSupportedImageMimeType): JPEG
+    (not JPEG-LS), PNG (a real one, not animated), GIF, WebP, BMP; other files are text."""
+    if data.startswith(b"\xff\xd8\xff"):
+        return None if data[3:4] == b"\xf7" else "image/jpeg"
+    if data.startswith(b"\x89PNG\r\n\x1a\n"):
+        is_png = len(data) >= 16 and data[8:12] == b"\0\0\0\x0d" and data[12:16] == b"IHDR"
+        return "image/png" if is_png and not _animated_png(data) else None
+    if data.startswith(b"GIF"):
+        return "image/gif"
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
         return "image/webp"
-    if head[:2] == b"BM" and _is_bmp(head):
+    if data[:2] == b"BM" and _is_bmp(data):
         return "image/bmp"
     return None
 
 
+def _animated_png(data: bytes) -> bool:
+    offset = 8
+    while offset + 8 <= len(data):
+        length = int.from_bytes(data[offset : offset + 4], "big")
+        kind = data[offset + 4 : offset + 8]
+        if kind == b"acTL":
+            return True
+        if kind == b"IDAT":
+            return False
+        following = offset + 12 + length
+        if following <= offset or following > len(data):
+            return False
+        offset = following
+    return False
+
+
 def _is_bmp(head: bytes) -> bool:
-    """A BMP header, not text that starts with "BM": a known DIB header size, the pixel data
-    after the headers, one colour plane."""
+    """A BMP header, not text that starts with "BM" (OpenClaw's isBmp)."""
     if len(head) < 26:
         return False
     size, offset, dib = (int.from_bytes(head[i : i + 4], "little") for i in (2, 10, 14))
-    planes_at = 22 if dib == 12 else 26
+    if (size != 0 and size < 26) or offset < 14 + dib or (size != 0 and offset >= size):
+        return False
+    if dib == 12:
+        planes_at = 22
+    elif 40 <= dib <= 124 and len(head) >= 30:
+        planes_at = 26
+    else:
+        return False
     planes = int.from_bytes(head[planes_at : planes_at + 2], "little")
-    return (
-        dib in (12, 40, 52, 56, 108, 124)
-        and offset >= 14 + dib
-        and (size == 0 or offset < size)
-        and planes == 1
-    )
+    bits = int.from_bytes(head[planes_at + 2 : planes_at + 4], "little")
+    return planes == 1 and bits in (1, 4, 8, 16, 24, 32)
 
 
 def write_bytes(real: Path, data: bytes, shown: str) -> None:
@@ -397,15 +436,38 @@ def write_bytes(real: Path, data: bytes, shown: str) -> None:
         f.write(data)
 
 
+def _before_write(real: Path, shown: str, data: bytes) -> tuple[bool, bytes | None]:
+    """Whether a file is at `real`, and its bytes when it is worth reading: OpenClaw's
+    precheck reads a file of the new content's size (to tell an identical write), and
+    otherwise one of at most `WRITE_PRECHECK_READ_LIMIT_BYTES` (for the diff)."""
+    try:
+        fd = open_regular(real, os.O_RDONLY, shown)
+    except NotADirectoryError:  # a parent is a file: creating it fails
+        return False, None
+    except Refused:
+        if not os.path.lexists(real):
+            return False, None
+        raise
+    with os.fdopen(fd, "rb") as f:
+        if os.fstat(f.fileno()).st_size > WRITE_PRECHECK_READ_LIMIT_BYTES:
+            return True, None
+        return True, f.read(WRITE_PRECHECK_READ_LIMIT_BYTES + 1)
+
+
 def _write(workspace: Path, args: WriteParams) -> ToolResult:
+    """OpenClaw's `write`: its texts and details (`_write_details`), the path as given."""
     real = resolve_in_workspace(workspace, args.path, for_write=True)
     shown = _display(workspace, real)
-    data = args.content.encode("utf-8")
+    data = js_utf8(args.content)
     try:
+        existed, before = _before_write(real, shown, data)
+        if before == data:
+            return text_result(unchanged_text(args.path), details={"changed": False})
+        details = write_details(args.path, args.content, data, existed=existed, before=before)
         real.parent.mkdir(parents=True, exist_ok=True)
         write_bytes(real, data, shown)
     except Refused as exc:
         return text_result(str(exc), is_error=True)
     except FileExistsError:
         return text_result(f"cannot create {shown}: a parent is not a directory", is_error=True)
-    return text_result(f"wrote {len(data)} bytes to {shown}", details={"path": shown})
+    return text_result(written_text(args.path, data), details=details)

@@ -1,5 +1,6 @@
-"""read and write against a real workspace, and every file tool refusing paths outside it
-(`edit` itself: test_edit.py)."""
+"""read and write against a real workspace, with OpenClaw 2026.9.6's texts and details, and
+every file tool refusing paths outside it (`edit` itself: test_edit.py; OpenClaw's answers for
+many random calls: test_file_tools_openclaw.py)."""
 
 from __future__ import annotations
 
@@ -13,8 +14,9 @@ import trio
 
 from runtime.llm._types import ImageContent, TextContent
 from runtime.tools._edit import EditTool
-from runtime.tools._fs import READ_MAX_BYTES, ReadTool, WriteTool
+from runtime.tools._fs import ReadTool, WriteTool
 from runtime.tools._tool import ToolContext, ToolResult, invoke_tool
+from tests.runtime.tools._file_tool_cases import png as _png
 
 
 def _text(result: ToolResult) -> str:
@@ -39,10 +41,40 @@ async def test_write_creates_parents_and_read_returns_the_text(
         )
         read = await invoke_tool(ReadTool(), {"path": "a/b/c.txt"}, ctx)
     assert not wrote.is_error
-    assert _text(wrote) == "wrote 13 bytes to a/b/c.txt"
+    assert _text(wrote) == "Successfully wrote 13 bytes to a/b/c.txt"
+    assert wrote.details == {
+        "changed": True,
+        "created": True,
+        "diff": "+1 héllo\n+2 world",
+        "patch": "--- a/b/c.txt\n+++ a/b/c.txt\n@@ -0,0 +1,2 @@\n+héllo\n+world\n",
+        "firstChangedLine": 1,
+    }
     assert (workspace / "a" / "b" / "c.txt").read_text() == "héllo\nworld\n"
     assert not read.is_error
     assert _text(read) == "héllo\nworld\n"
+    assert read.details == {"kind": "text", "content": "héllo\nworld\n"}
+
+
+async def test_write_reports_a_change_or_no_change_as_openclaw(
+    ctx: ToolContext, workspace: Path
+) -> None:
+    (workspace / "f.txt").write_text("one\ntwo\n")
+    with trio.fail_after(5):
+        same = await invoke_tool(WriteTool(), {"path": "./f.txt", "content": "one\ntwo\n"}, ctx)
+        changed = await invoke_tool(WriteTool(), {"path": "f.txt", "content": "one\n2\n"}, ctx)
+    assert (same.is_error, _text(same), same.details) == (
+        False,
+        "No changes made to ./f.txt. The file already has identical content.",
+        {"changed": False},
+    )
+    assert _text(changed) == "Successfully wrote 6 bytes to f.txt"
+    assert changed.details == {
+        "changed": True,
+        "created": False,
+        "diff": " 1 one\n-2 two\n+2 2",
+        "patch": "--- f.txt\n+++ f.txt\n@@ -1,2 +1,2 @@\n one\n-two\n+2\n",
+        "firstChangedLine": 2,
+    }
 
 
 async def test_write_overwrites_and_accepts_an_absolute_path_inside(
@@ -63,12 +95,16 @@ async def test_read_pages_with_offset_and_limit(ctx: ToolContext, workspace: Pat
         page = await invoke_tool(ReadTool(), {"path": "lines.txt", "offset": 3, "limit": 2}, ctx)
         tail = await invoke_tool(ReadTool(), {"path": "lines.txt", "offset": 9}, ctx)
         beyond = await invoke_tool(ReadTool(), {"path": "lines.txt", "offset": 11}, ctx)
-    assert _text(page).startswith("line 3\nline 4\n\n[showing lines 3-4 of lines.txt")
-    assert _text(page).endswith("[use offset=5 to continue]")
-    assert page.details == {"path": "lines.txt", "startLine": 3, "endLine": 4, "truncated": True}
+    assert _text(page) == "line 3\nline 4\n\n[6 more lines in file. Use offset=5 to continue.]"
+    assert page.details is not None
+    assert page.details["continuation"] == {"kind": "line", "offset": 5, "limit": 2}
+    assert page.details["content"] == "line 3\nline 4"
     assert _text(tail) == "line 9\nline 10\n"
-    assert beyond.is_error
-    assert _text(beyond) == "offset 11 is beyond the end of lines.txt (10 lines)"
+    assert not beyond.is_error
+    assert (
+        _text(beyond)
+        == "Offset 11 is beyond end of file (10 lines total). Retry with offset <= 10."
+    )
 
 
 async def test_read_caps_bytes_per_call(ctx: ToolContext, workspace: Path) -> None:
@@ -77,19 +113,31 @@ async def test_read_caps_bytes_per_call(ctx: ToolContext, workspace: Path) -> No
     with trio.fail_after(5):
         result = await invoke_tool(ReadTool(), {"path": "big.txt"}, ctx)
     body, _, trailer = _text(result).partition("\n\n")
-    assert len(body) < READ_MAX_BYTES
-    assert trailer == "[showing lines 1-512 of big.txt (100000 bytes)] [use offset=513 to continue]"
+    assert body == line * 325 + line.rstrip()
+    assert trailer == "[Read output capped at 32KB for this call. Use offset=327 to continue.]"
+    assert result.details is not None
+    assert result.details["continuation"] == {"kind": "line", "offset": 327}
 
 
 async def test_read_returns_an_image_as_image_content(ctx: ToolContext, workspace: Path) -> None:
-    png = b"\x89PNG\r\n\x1a\n" + bytes(range(256))
+    png = _png(1, 1)
     (workspace / "pic.png").write_bytes(png)
+    (workspace / "sig.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(range(32, 127)))
     with trio.fail_after(5):
         result = await invoke_tool(ReadTool(), {"path": "pic.png"}, ctx)
+        not_png = await invoke_tool(ReadTool(), {"path": "sig.png"}, ctx)
     assert not result.is_error
-    assert result.content[1] == ImageContent(
-        data=base64.b64encode(png).decode(), mimeType="image/png"
-    )
+    assert result.content == [
+        TextContent(text="Read image file [image/png]"),
+        ImageContent(data=base64.b64encode(png).decode(), mimeType="image/png"),
+    ]
+    assert result.details == {
+        "kind": "image",
+        "content": "Read image file [image/png]",
+        "mimeType": "image/png",
+    }
+    # A PNG signature without a PNG's header is text to OpenClaw.
+    assert _text(not_png).startswith("\ufffdPNG\n\x1a\n !")
 
 
 async def test_read_takes_openclaws_cursor_optional_and_a_fractional_limit(
@@ -98,7 +146,7 @@ async def test_read_takes_openclaws_cursor_optional_and_a_fractional_limit(
     """`cursor` starts within the start line (UTF-16 units, as OpenClaw counts them), so a line
     longer than one call's budget can be read to its end; `optional` answers a missing path
     with OpenClaw's not_found result; unknown fields are ignored, as OpenClaw ignores them."""
-    long = "\U0001f600" + "y" * (READ_MAX_BYTES + 10)
+    long = "\U0001f600" + "y" * (50 * 1024 + 10)
     (workspace / "long.txt").write_text(f"first\n{long}\nlast\n")
 
     async def read(**args: Any) -> ToolResult:
@@ -107,11 +155,14 @@ async def test_read_takes_openclaws_cursor_optional_and_a_fractional_limit(
 
     head = await read(offset=2, limit=1.7, note="ignored")
     body, _, notice = _text(head).partition("\n\n")
-    assert body.startswith("\U0001f600y") and len(body.encode()) <= READ_MAX_BYTES
+    assert body.startswith("\U0001f600y") and len(body.encode()) <= 32 * 1024
     resume = len(body.encode("utf-16-le")) // 2
-    assert notice.endswith(f"[use offset=2 cursor={resume} to continue]")
+    assert notice == (
+        f"[Read output capped at 32KB for this call. Use offset=2, cursor={resume}, limit=1 "
+        "to continue.]"
+    )
     rest = await read(offset=2, limit=1, cursor=resume)
-    assert body + _text(rest).partition("\n\n")[0] == long
+    assert body + _text(rest) == long + "\n\n[1 more line in file. Use offset=3 to continue.]"
     assert _text(await read(offset=2, cursor=2)).startswith("yyy")
     split = await read(offset=2, cursor=1)
     assert (split.is_error, _text(split)) == (
@@ -133,7 +184,8 @@ async def test_read_tells_a_bmp_from_text_starting_with_bm(
     ctx: ToolContext, workspace: Path
 ) -> None:
     header = b"BM" + (70).to_bytes(4, "little") + bytes(4) + (54).to_bytes(4, "little")
-    dib = (40).to_bytes(4, "little") + (1).to_bytes(4, "little") * 2 + (1).to_bytes(2, "little")
+    dib = (40).to_bytes(4, "little") + (1).to_bytes(4, "little") * 2
+    dib += (1).to_bytes(2, "little") + (24).to_bytes(2, "little")
     (workspace / "pic.bmp").write_bytes(header + dib + bytes(30))
     (workspace / "cars.txt").write_text("BMW and other cars, a text file of some length\n")
     with trio.fail_after(5):
@@ -141,15 +193,20 @@ async def test_read_tells_a_bmp_from_text_starting_with_bm(
         text = await invoke_tool(ReadTool(), {"path": "cars.txt"}, ctx)
     assert isinstance(image.content[1], ImageContent)
     assert image.content[1].mimeType == "image/bmp"
+    assert image.content[0] == TextContent(text="Read image file [image/bmp]")
     assert _text(text).startswith("BMW and other cars")
+
+
+_IS_A_DIRECTORY = "is a directory. List the directory, then read a specific file."
 
 
 @pytest.mark.parametrize(
     ("path", "message"),
     [
-        ("missing.txt", "file not found: missing.txt"),
-        ("d", "d is a directory"),
-        (".", ". is a directory"),
+        ("missing.txt", "File not found: {ws}/missing.txt."),
+        ("dd", "File not found: {ws}/dd. Did you mean: d?"),
+        ("d", f"Read requires a file path, but d {_IS_A_DIRECTORY}"),
+        (".", f"Read requires a file path, but . {_IS_A_DIRECTORY}"),
     ],
 )
 async def test_read_errors_are_results(
@@ -159,7 +216,7 @@ async def test_read_errors_are_results(
     with trio.fail_after(5):
         result = await invoke_tool(ReadTool(), {"path": path}, ctx)
     assert result.is_error
-    assert _text(result) == message
+    assert _text(result) == message.format(ws=workspace)
 
 
 async def test_empty_file(ctx: ToolContext, workspace: Path) -> None:
@@ -167,7 +224,8 @@ async def test_empty_file(ctx: ToolContext, workspace: Path) -> None:
     with trio.fail_after(5):
         result = await invoke_tool(ReadTool(), {"path": "empty"}, ctx)
     assert not result.is_error
-    assert _text(result) == "(empty file)"
+    assert _text(result) == "File is empty (0 bytes)."
+    assert result.details == {"kind": "text", "content": "File is empty (0 bytes)."}
 
 
 async def test_file_tools_refuse_escapes_without_touching_outside(
