@@ -1,12 +1,15 @@
 """`sessions_history`'s view of a transcript: tool results only when asked, credentials
-redacted, long text cut, thinking signatures and image data left out, bytes bounded."""
+redacted, long text cut, thinking signatures and image data left out, bytes bounded (each
+as OpenClaw 2026.9.6: tests/runtime/tools/test_sessions_history_openclaw.py checks the
+whole against OpenClaw's own code)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from runtime.tools import sanitize_history
-from runtime.tools._sessions_history import TEXT_MAX, TOO_LARGE, redact_credentials
+from runtime.tools._redact import redact_tool_payload_text
+from runtime.tools._sessions_history import TEXT_MAX, TOO_LARGE, TRUNCATED_MARKER
 
 
 def user(text: str) -> dict[str, Any]:
@@ -31,11 +34,10 @@ def test_credentials_are_redacted_and_long_text_cut() -> None:
         [user(f"my key is {key} and password=hunter22"), user("x" * (TEXT_MAX + 10))]
     )
     first, second = view.messages
-    assert key not in first["content"] and "hunter22" not in first["content"]
-    assert first["content"].count("[REDACTED]") == 2
-    assert len(second["content"]) < TEXT_MAX + 20 and second["content"].endswith("(truncated)")
+    assert first["content"] == "my key is sk-a1a…a1a1 and password=***"
+    assert second["content"] == "x" * TEXT_MAX + TRUNCATED_MARKER
     assert view.content_redacted and view.content_truncated and not view.dropped_messages
-    assert redact_credentials("nothing secret here") == ("nothing secret here", False)
+    assert redact_tool_payload_text("nothing secret here") == "nothing secret here"
 
 
 def test_signatures_and_image_data_are_left_out() -> None:
@@ -49,7 +51,7 @@ def test_signatures_and_image_data_are_left_out() -> None:
     )
     thinking, image = view.messages[0]["content"]
     assert thinking == {"type": "thinking", "thinking": "hmm"}
-    assert image == {"type": "image", "mimeType": "image/png", "omitted": True}
+    assert image == {"type": "image", "mimeType": "image/png", "omitted": True, "bytes": 3}
 
 
 def test_the_oldest_messages_go_when_the_bytes_run_out() -> None:
@@ -58,4 +60,4 @@ def test_the_oldest_messages_go_when_the_bytes_run_out() -> None:
     assert [m["content"][:9] for m in view.messages] == ["message 7", "message 8", "message 9"]
     assert view.dropped_messages and view.truncated and view.bytes <= 3000
     [huge] = sanitize_history([user("z" * 3000)], max_bytes=1000).messages
-    assert huge["content"] == [{"type": "text", "text": TOO_LARGE}]
+    assert huge == {"role": "assistant", "content": TOO_LARGE}
