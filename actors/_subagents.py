@@ -37,8 +37,9 @@ child may run as besides the requester's own).
 from __future__ import annotations
 
 import logging
+import random
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -86,6 +87,14 @@ __all__ = ["Subagents", "submit_run"]
 log = logging.getLogger("clawlane.subagents")
 
 ANNOUNCE_SUFFIX: Final = ":announce"
+ANNOUNCE_RETRY_S: Final = (15.0, 300.0)
+"""OpenClaw's retries of an announce the parent's session refused (its queue full, the store
+unavailable): the first after 15 s, each next twice as long, at most 300 s, a fifth more at
+random, until `ANNOUNCE_EXPIRY_S` has passed."""
+ANNOUNCE_EXPIRY_S: Final = 1800.0
+"""When OpenClaw gives a child's completion up (its hard expiry)."""
+SETTLE_RETRY_S: Final = (30.0, 120.0)
+"""OpenClaw's retries of a settle run (three attempts in all)."""
 
 
 async def submit_run(
@@ -311,6 +320,7 @@ class Subagents:
                 # a yield of the parent's claiming the child before its run took this
                 # takes the telling over (OpenClaw's completion owned by the yield)
                 wanted=lambda: not run.requester_yielded,
+                retry_s=_announce_delays(),
             )
         run.delivered = True
         await self._retire(run)
@@ -324,25 +334,37 @@ class Subagents:
         provenance: InputProvenance,
         mode: str = "followup",
         wanted: Callable[[], bool] | None = None,
+        retry_s: Iterable[float] = SETTLE_RETRY_S,
     ) -> None:
         """A run of `message` on `run`'s parent (`mode` steer: into its run going on; ended
         unrun when `wanted` says no, `submit_run`), unless the parent is gone (deleted
-        meanwhile: the telling must not bring it back)."""
-        if not await self._parent_exists(run.parent_key):
+        meanwhile: the telling must not bring it back). Refused (the parent's queue full,
+        the store unavailable), it is tried again after each delay of `retry_s` in turn,
+        while the gateway runs and no run `run_id` was made; then the refusal is raised."""
+        delays = iter(retry_s)
+        while await self._parent_exists(run.parent_key):
+            try:
+                record = await submit_run(
+                    self.sup,
+                    run.parent_key,
+                    run.link.parentAgent,
+                    message,
+                    lane="subagent" if ":subagent:" in run.parent_key else "main",
+                    origin="subagent-announce",
+                    run_id=run_id,
+                    provenance=provenance,
+                    mode=mode,
+                    wanted=wanted,
+                )
+            except (ClawlaneError, ActorError) as exc:
+                delay = next(delays, None)
+                if delay is None or self.closing() or self.sup.registry.get(run_id) is not None:
+                    raise
+                log.info("telling %s of %s again in %.1f s: %s", run.parent_key, run_id, delay, exc)
+                await trio.sleep(delay)
+                continue
+            self._resume_parent(run, record)
             return
-        record = await submit_run(
-            self.sup,
-            run.parent_key,
-            run.link.parentAgent,
-            message,
-            lane="subagent" if ":subagent:" in run.parent_key else "main",
-            origin="subagent-announce",
-            run_id=run_id,
-            provenance=provenance,
-            mode=mode,
-            wanted=wanted,
-        )
-        self._resume_parent(run, record)
 
     async def settle(self, run: SpawnedRun, batch: list[SpawnedRun]) -> None:
         """Tell the parent the children of `batch` together (`run`'s yield's batch, or its
@@ -516,6 +538,16 @@ class Subagents:
         run.settled = True
         self.book.add(run)
         return run
+
+
+def _announce_delays() -> Iterator[float]:
+    """The delays of an announce's retries (`ANNOUNCE_RETRY_S`, `ANNOUNCE_EXPIRY_S`)."""
+    delay, most = ANNOUNCE_RETRY_S
+    spent = 0.0
+    while spent + delay <= ANNOUNCE_EXPIRY_S:
+        yield delay * (1 + random.random() * 0.2)
+        spent += delay
+        delay = min(delay * 2, most)
 
 
 def _owed(item: RecoveredRun) -> bool:

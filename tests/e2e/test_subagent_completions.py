@@ -24,12 +24,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 import trio
 
+import actors._subagents as subagents
 from runtime import open_embedded_runtime, parse_config
 from runtime.llm import Message, UserMessage
 from runtime.sessions import MessageEntry
-from tests.conftest import open_client, running_gateway
+from tests.conftest import local_config, open_client, running_gateway
 from tests.e2e.test_session_tools import Watch, directive, spawn
 from tests.e2e.test_yield_handoff import MAIN, SETTLED, TWO_AND_YIELD, text_of
 
@@ -245,6 +247,39 @@ async def test_a_child_ending_while_its_parent_runs_is_steered_into_that_run(
     assert steered["provenance"]["sourceTool"] == "subagent_announce"
     assert "display" not in steered  # hidden by its provenance, as the peer's
     assert not told(history["messages"], ANNOUNCED)
+
+
+async def test_an_announce_the_parents_full_queue_refused_is_tried_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The child ends while its parent runs with a turn queued behind it, the queue at its
+    cap (drop `new`): its announce is refused, and tried again (OpenClaw's retries, here
+    shortened) until the parent's session takes it (it was lost, only logged)."""
+    monkeypatch.setattr(subagents, "ANNOUNCE_RETRY_S", (0.2, 0.4))
+    queue = {"cap": 1, "drop": "new", "mode": "followup"}
+    busy = " ".join([spawn("[[delay:200]] [[reply:kid-done]]"), "[[delay:1000]] [[reply:p1]]"])
+    watch = Watch()
+    with trio.fail_after(60):
+        async with (
+            running_gateway(tmp_path, local_config(messages__queue=queue)) as gw,
+            open_client(gw, caps=["tool-events"], on_event=watch) as client,
+        ):
+            await client.request("agent", {"message": busy, "idempotencyKey": "p1"})
+            await client.request("agent", {"message": "[[delay:500]] q", "idempotencyKey": "q"})
+            while not [
+                p
+                for p in watch.ends(MAIN)
+                if p["data"].get("mergedInto") or (p["runId"] not in ("p1", "q"))
+            ]:
+                await watch.changed.wait()
+            stored = await client.request("sessions.get", {"key": MAIN})
+    [announced] = [
+        r
+        for r in stored["messages"]
+        if r.get("role") == "user"
+        and (r.get("provenance") or {}).get("sourceTool") == "subagent_announce"
+    ]
+    assert "kid-done" in text_of(announced)
 
 
 async def test_two_children_without_a_yield_are_settled_together_after_their_announces(
