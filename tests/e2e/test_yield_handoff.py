@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import trio
@@ -326,7 +326,7 @@ async def test_a_child_ending_as_its_parent_yields_is_told_once_in_the_yields_ba
 
     with trio.fail_after(60):
         async with running_gateway(tmp_path) as gw:
-            spawner = gw.supervisor.services.sessions.spawner
+            spawner = cast(Any, gw.supervisor.services.sessions).spawner  # the gateway's host
             announce = spawner.announce
 
             async def announced(run: Any) -> None:
