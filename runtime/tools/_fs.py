@@ -12,14 +12,17 @@ gave them). `read` (`_read_page`): a text file's lines from `offset`, at most `l
 `cursor` within the first, shown with CRLF as LF and the BOM dropped, in pages sized to the
 model's context window (`ReadTool(context_window)`; 32 KB when unknown) with OpenClaw's
 continuation notices and `{kind, content, truncation?, continuation?}` details; its messages
-for an empty file, an offset past the end, a directory, a missing file (with near names
-suggested); `optional` (and a daily memory note, `memory/YYYY-MM-DD.md`) answers a missing
-file with `{kind: not_found}`; an image (OpenClaw's detection: JPEG, a real non-animated PNG,
+for an empty file, an offset past the end, a directory, a missing file (another spelling
+of its name read instead, with a note, or near names suggested: `_read_paths`); `optional`
+(and a daily memory note, `memory/YYYY-MM-DD.md`) answers a missing file with `{kind:
+not_found}`; an image (OpenClaw's detection: JPEG, a real non-animated PNG,
 GIF, WebP, BMP) as image content, "Read image file [type]". Beyond OpenClaw: a text file over
 `READ_MAX_TEXT_BYTES` or an image over `READ_MAX_IMAGE_BYTES` is refused (OpenClaw reads any
 file whole, and resizes or converts images; clawlane sends an image as it is). `write`
 (`_write_details`): "Successfully wrote N bytes to <path>" with OpenClaw's diff details, or
-"No changes made" when the file already has those bytes.
+"No changes made" when the file already has those bytes. Both answer a blank path, a
+directory and a file in place of a directory with OpenClaw's messages; other refused paths
+keep clawlane's ("write refused: ...").
 """
 
 from __future__ import annotations
@@ -40,8 +43,8 @@ import trio
 from runtime.llm._types import ImageContent, TextContent
 
 from ._errors import SandboxError
-from ._js_text import units
 from ._read_page import ReadError, read_text
+from ._read_paths import absolute, missing_path, name_variants, suggestions
 from ._sandbox import resolve_in_workspace
 from ._tool import ToolContext, ToolResult, text_result
 from ._write_details import (
@@ -228,41 +231,80 @@ def open_regular(real: Path, flags: int, shown: str) -> int:
 _DAILY_MEMORY: Final = re.compile(r"(?:\./)*memory/\d{4}-\d{2}-\d{2}\.md")
 
 
-def _absolute(workspace: Path, path: str) -> str:
-    """The path as OpenClaw names it in messages: absolute, lexically resolved."""
-    expanded = os.path.expanduser(path) if path == "~" or path.startswith("~/") else path
-    return os.path.normpath(os.path.join(workspace, expanded))
+def _refused_as(exc: SandboxError, tail: str) -> bool:
+    """Whether `resolve_in_workspace` refused a path for the reason its message ends with
+    (the cases OpenClaw answers with its own messages rather than as an escape)."""
+    return str(exc).endswith(tail)
+
+
+def _resolve_read(workspace: Path, path: str) -> Path | None:
+    """The real path to read; None when a component is not a directory (missing, as to
+    OpenClaw: ENOTDIR)."""
+    try:
+        return resolve_in_workspace(workspace, path, for_write=False)
+    except SandboxError as exc:
+        if _refused_as(exc, " is not a directory"):
+            return None
+        raise
+
+
+def _locate(workspace: Path, args: ReadParams) -> tuple[Path, str | None] | ToolResult:
+    """The file to read and the note naming it when another spelling was found, or the
+    answer for a missing file (OpenClaw's resolveReadToolPathFromAbsolute)."""
+    real = _resolve_read(workspace, args.path)
+    if real is not None and os.path.lexists(real):
+        return real, None
+    wanted = absolute(workspace, args.path)
+    found: list[tuple[str, Path]] = []
+    for variant in name_variants(wanted):
+        candidate = _resolve_read(workspace, variant)
+        if candidate is not None and os.path.lexists(candidate):
+            if os.path.isdir(candidate):
+                return _is_a_directory(args.path)
+            found.append((variant, candidate))
+    name = os.path.basename(wanted)
+    if len(found) > 1:
+        names = ", ".join(os.path.basename(v) for v, _ in found)
+        return text_result(f"Read path is ambiguous: {name} matches {names}.", is_error=True)
+    if found:
+        variant, candidate = found[0]
+        return candidate, f"[Resolved filename: {name} -> {os.path.basename(variant)}.]"
+    if args.optional or _DAILY_MEMORY.fullmatch(args.path) is not None:
+        details = {"kind": "not_found", "status": "not_found", "path": args.path}
+        return text_result(
+            f"Optional file not found: {args.path}.", details=details | {"optional": True}
+        )
+    near = suggestions(real if real is not None else Path(wanted))
+    return text_result(f"File not found: {wanted}.{near}", is_error=True)
+
+
+def _is_a_directory(path: str) -> ToolResult:
+    return text_result(
+        f"Read requires a file path, but {path} is a directory. List the directory, then "
+        "read a specific file.",
+        is_error=True,
+    )
 
 
 def _read(workspace: Path, args: ReadParams, context_window: int | None = None) -> ToolResult:
     """OpenClaw's `read` (see the module docstring and `_read_page`)."""
-    real = resolve_in_workspace(workspace, args.path, for_write=False)
-    optional = args.optional or _DAILY_MEMORY.fullmatch(args.path) is not None
-    if not os.path.lexists(real):
-        if optional:
-            return text_result(
-                f"Optional file not found: {args.path}.",
-                details={
-                    "kind": "not_found",
-                    "status": "not_found",
-                    "path": args.path,
-                    "optional": True,
-                },
-            )
-        absolute = _absolute(workspace, args.path)
-        return text_result(f"File not found: {absolute}.{_suggest(real)}", is_error=True)
+    received = {"path": args.path, "offset": args.offset, "limit": args.limit}
+    received |= {"cursor": args.cursor, "optional": args.optional}
+    blank = missing_path(received, frozenset())
+    if blank is not None:
+        return text_result(blank, is_error=True)
+    located = _locate(workspace, args)
+    if isinstance(located, ToolResult):
+        return located
+    real, note = located
     try:
         fd = open_regular(real, os.O_RDONLY, args.path)
     except Refused:
         if os.path.isdir(real):
-            return text_result(
-                f"Read requires a file path, but {args.path} is a directory. List the "
-                "directory, then read a specific file.",
-                is_error=True,
-            )
+            return _is_a_directory(args.path)
         return text_result(
             "Read only supports regular files; no read was attempted: "
-            f"{_absolute(workspace, args.path)}",
+            f"{absolute(workspace, args.path)}",
             is_error=True,
         )
     with os.fdopen(fd, "rb") as f:
@@ -278,55 +320,26 @@ def _read(workspace: Path, args: ReadParams, context_window: int | None = None) 
             )
         data = head + f.read(limit + 1 - len(head))
     if mime is not None and image_mime(data) == mime:
-        note = f"Read image file [{mime}]"
+        shown = f"Read image file [{mime}]" if note is None else f"{note}\nRead image file [{mime}]"
         return ToolResult(
             content=[
-                TextContent(text=note),
+                TextContent(text=shown),
                 ImageContent(data=base64.b64encode(data).decode("ascii"), mimeType=mime),
             ],
-            details={"kind": "image", "content": note, "mimeType": mime},
+            details={"kind": "image", "content": shown, "mimeType": mime},
         )
     try:
-        shown, details = read_text(
+        text, details = read_text(
             data,
             offset=args.offset,
             limit=args.limit,
             cursor=args.cursor,
             context_window=context_window,
+            note=note,
         )
     except ReadError as exc:
         return text_result(str(exc), is_error=True)
-    return text_result(shown, details=details)
-
-
-def _suggest(real: Path) -> str:
-    """OpenClaw's " Did you mean: a, b?" for a missing file: up to 3 names in its directory
-    within 40% of its name's length in edits (case ignored), the nearest first."""
-    try:
-        entries = os.listdir(real.parent)
-    except OSError:
-        return ""
-    wanted = real.name.lower()
-    most = max(1, len(units(wanted)) * 2 // 5)
-    near = sorted(
-        (distance, name.lower(), name)
-        for name in entries
-        if name != real.name and (distance := _edits(wanted, name.lower())) <= most
-    )
-    names = [name for _, _, name in near[:3]]
-    return f" Did you mean: {', '.join(names)}?" if names else ""
-
-
-def _edits(a: str, b: str) -> int:
-    """Levenshtein distance over UTF-16 units."""
-    a, b = units(a), units(b)
-    previous = list(range(len(b) + 1))
-    for i, ca in enumerate(a, 1):
-        current = [i]
-        for j, cb in enumerate(b, 1):
-            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb)))
-        previous = current
-    return previous[-1]
+    return text_result(text, details=details)
 
 
 def _ls(workspace: Path, args: LsParams) -> ToolResult:
@@ -456,7 +469,17 @@ def _before_write(real: Path, shown: str, data: bytes) -> tuple[bool, bytes | No
 
 def _write(workspace: Path, args: WriteParams) -> ToolResult:
     """OpenClaw's `write`: its texts and details (`_write_details`), the path as given."""
-    real = resolve_in_workspace(workspace, args.path, for_write=True)
+    blank = missing_path({"path": args.path, "content": args.content}, frozenset({"content"}))
+    if blank is not None:
+        return text_result(blank, is_error=True)
+    try:
+        real = resolve_in_workspace(workspace, args.path, for_write=True)
+    except SandboxError as exc:  # OpenClaw's messages for these two
+        if _refused_as(exc, " is a directory"):
+            return text_result("not a file", is_error=True)
+        if _refused_as(exc, " is not a directory"):
+            return text_result("directory component must be a directory", is_error=True)
+        raise
     shown = _display(workspace, real)
     data = js_utf8(args.content)
     try:

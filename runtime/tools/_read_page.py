@@ -303,9 +303,35 @@ def base_page(
     cursor: int,
     max_bytes: int,
     budget: Budget | None,
+    note: str | None = None,
 ) -> ReadPage:
     """One call of OpenClaw's session read tool on a file of `size` bytes whose text is
-    `content` (`decode_file`). Raises ReadError where it throws."""
+    `content` (`decode_file`), `note` the line it puts first (a resolved file name). Raises
+    ReadError where it throws."""
+    page = _base_page(
+        content,
+        size,
+        offset=offset,
+        limit=limit,
+        cursor=cursor,
+        max_bytes=max_bytes,
+        budget=budget,
+        note=note,
+    )
+    return page if note is None else ReadPage(f"{note}\n{page.text}", page.details)
+
+
+def _base_page(
+    content: str,
+    size: int,
+    *,
+    offset: int | None,
+    limit: float | None,
+    cursor: int,
+    max_bytes: int,
+    budget: Budget | None,
+    note: str | None,
+) -> ReadPage:
     start_line = 0 if offset is None else offset - 1
     wanted = None if limit is None else positive_limit(limit)
     total = count = 0
@@ -358,8 +384,10 @@ def base_page(
         cursor=cursor,
         limit=None if limit is None else end_line - start_line,
         max_bytes=max_bytes,
-        page_max_bytes=min(DEFAULT_MAX_BYTES, max_bytes),
+        page_max_bytes=min(DEFAULT_MAX_BYTES, max_bytes)
+        - (0 if note is None else utf8_length(note) + 1),
         budget=budget,
+        prefix="" if note is None else f"{note}\n",
     )
     shown = page.text
     if not has_text:
@@ -420,6 +448,7 @@ def _paged(
     cursor: int | None,
     max_bytes: int,
     budget: Budget | None,
+    note: str | None,
 ) -> ReadPage:
     """executeReadWithAdaptivePaging over `base_page`."""
     explicit = limit is not None
@@ -443,6 +472,7 @@ def _paged(
             cursor=0 if by_line else following["cursor"],
             max_bytes=max_bytes,
             budget=budget,
+            note=note,
         )
         first = first or page
         truncation = page.details.get("truncation")
@@ -533,9 +563,11 @@ def read_text(
     limit: float | None,
     cursor: int | None,
     context_window: int | None = None,
+    note: str | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """OpenClaw's gateway `read` of a text file's bytes: the result text and details (for
-    a model of `context_window` tokens; None: unknown). Raises ReadError where it throws."""
+    a model of `context_window` tokens; None: unknown; `note`: a line put first, the file
+    name resolved). Raises ReadError where it throws."""
     page = _paged(
         decode_file(data),
         len(data),
@@ -544,6 +576,7 @@ def read_text(
         cursor=cursor,
         max_bytes=adaptive_max_bytes(context_window),
         budget=Budget.for_context_window(context_window),
+        note=note,
     )
     details = page.details
     truncation, continuation = details.get("truncation"), details.get("continuation")

@@ -287,9 +287,20 @@ def _big_write_cases() -> list[dict[str, Any]]:
     return cases
 
 
+def _fixed_write_cases() -> list[dict[str, Any]]:
+    """A directory, a file where a directory should be, a blank path, a trailing slash."""
+    blocked = {"f": [[_b64(b"a file"), 1]]}
+    paths = ["d", "f/x.txt", "", "  ", "a/", "d/new.txt"]
+    return [
+        {"tool": "write", "files": blocked, "dirs": ["d"], "args": {"path": p, "content": "x"}}
+        for p in paths
+    ]
+
+
 def random_write_cases(seed: int, count: int) -> list[dict[str, Any]]:
     rng = random.Random(seed)
-    return [_write_case(rng) for _ in range(count)] + _big_write_cases()
+    cases = [_write_case(rng) for _ in range(count)]
+    return cases + _big_write_cases() + _fixed_write_cases()
 
 
 _UNITS = ["a", "é", "日本", "😀", "\t", " ", "\r", "\x00", "\ufffd", "e\u0301", "𠀀"]
@@ -362,6 +373,35 @@ def _fixed_read_cases() -> list[dict[str, Any]]:
         {"tool": "read", "files": near, "dirs": ["sub"], "args": args, "contextWindow": None}
         for args in missing
     ]
+    spelled = {
+        "my\u00a0file.txt": "my file.txt",  # a no-break space asked, a space on disk
+        "it's.txt": "it\u2019s.txt",
+        "it\u2018s.md": "it's.md",
+        "cafe\u0301.txt": "caf\u00e9.txt",  # NFD asked, NFC on disk
+        "caf\u00e9.md": "cafe\u0301.md",
+        "Shot 9.41.03 PM.png": "Shot 9.41.03\u202fPM.png",
+    }
+    for asked, on_disk in spelled.items():
+        files = {on_disk: [[_b64(b"line one\nline two\n"), 1]]}
+        cases.append({"tool": "read", "files": files, "dirs": [], "args": {"path": asked}})
+    both = {"a\u2019b.txt": [[_b64(b"x"), 1]], "a'b.txt": [[_b64(b"y"), 1]]}
+    cases.append({"tool": "read", "files": both, "dirs": [], "args": {"path": "a\u2018b.txt"}})
+    cases.append({"tool": "read", "files": {}, "dirs": ["it\u2019s"], "args": {"path": "it's"}})
+    long = {"x y.txt": [[_b64(b"0123456789" * 50 + b"\n"), 200]]}
+    for window in (None, 2_000):
+        spaced = {"path": "x\u00a0y.txt"}
+        cases.append(
+            {"tool": "read", "files": long, "dirs": [], "args": spaced, "contextWindow": window}
+        )
+    blocked = {"f": [[_b64(b"a file"), 1]]}
+    blocked_args: tuple[dict[str, Any], ...] = (
+        {"path": "f/x.txt"},
+        {"path": "f/x.txt", "optional": True},
+        {"path": ""},
+        {"path": "  ", "offset": 2, "optional": True},
+    )
+    for args in blocked_args:
+        cases.append({"tool": "read", "files": blocked, "dirs": [], "args": args})
     for name, data in _images().items():
         files = {name: [[_b64(data), 1]]}
         cases.append({"tool": "read", "files": files, "dirs": [], "args": {"path": name}})
