@@ -168,7 +168,8 @@ async def list_result_for(
             if title:
                 view["derivedTitle"] = title
         if args.messageLimit or args.includeLastMessage:
-            shown = recent_messages(await branch(row), args.messageLimit or 1)
+            messages = await branch(row)
+            shown = await trio.to_thread.run_sync(recent_messages, messages, args.messageLimit or 1)
             if args.messageLimit:
                 view["messages"] = shown
             if args.includeLastMessage and shown:
@@ -205,7 +206,9 @@ async def history_for(
     if args.sessionId is not None and args.sessionId.strip() != row.sessionId:
         error = "sessionId does not belong to sessionKey"
         return {"status": "error", "tool": "sessions_history", "error": error}
-    return history_result(key, await branch(row), args)
+    # OpenClaw's redaction runs many patterns over every text: a long transcript takes
+    # seconds, in a worker thread (the event loop goes on meanwhile)
+    return await trio.to_thread.run_sync(history_result, key, await branch(row), args)
 
 
 def model_override(gen: ModelRuntimeGeneration, row: SessionRow, choice: str) -> dict[str, Any]:
