@@ -38,11 +38,12 @@ __all__ = [
 
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
 _PAIR: Final = re.compile("[\ud800-\udbff][\udc00-\udfff]")
+_ASTRAL: Final = re.compile("[\U00010000-\U0010ffff]")
 
 
 def units(s: str) -> str:
     """`s` as a string of UTF-16 code units."""
-    if not s or max(s) < "\U00010000":
+    if s.isascii() or _ASTRAL.search(s) is None:
         return s
     code_units = array("H", s.encode("utf-16-le", "surrogatepass"))
     if sys.byteorder != "little":

@@ -285,6 +285,35 @@ def bounded_page(
     return _cut_page(span, cut, first_line, budget_bytes, max_bytes)
 
 
+def _line_end(content: str, start: int) -> int:
+    newline = content.find("\n", start)
+    return len(content) if newline == -1 else newline
+
+
+def _select(
+    content: str, start_line: int, wanted: int | None
+) -> tuple[int, int, tuple[int, int, int], bool]:
+    """OpenClaw's line selection: the file's line count (a last line without LF counts, an
+    LF at the end starts none), how many lines are selected from `start_line` (0-based), at
+    most `wanted`, where the first starts and ends and the last ends, and whether any of
+    them has text."""
+    length = len(content)
+    total = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
+    if start_line >= total:
+        return total, 0, (0, 0, 0), False
+    start = length - len(content.split("\n", start_line)[-1]) if start_line else 0
+    count = total - start_line if wanted is None else min(wanted, total - start_line)
+    first_end = _line_end(content, start)
+    if start_line + count == total:
+        last_end = length - 1 if content.endswith("\n") else length
+    else:
+        last_end = first_end
+        for _ in range(count - 1):
+            last_end = _line_end(content, last_end + 1)
+    has_text = content[start:last_end].strip("\n") != ""
+    return total, count, (start, first_end, last_end), has_text
+
+
 def _is_low(unit: str) -> bool:
     return "\udc00" <= unit <= "\udfff"
 
@@ -334,22 +363,8 @@ def _base_page(
 ) -> ReadPage:
     start_line = 0 if offset is None else offset - 1
     wanted = None if limit is None else positive_limit(limit)
-    total = count = 0
-    selected_start = selected_end = first_end = 0
-    has_text = False
-    start = 0
-    length = len(content)
-    while start < length:
-        newline = content.find("\n", start)
-        end = length if newline == -1 else newline
-        if total >= start_line and (wanted is None or count < wanted):
-            if count == 0:
-                selected_start, first_end = start, end
-            selected_end = end
-            count += 1
-            has_text = has_text or end > start
-        total += 1
-        start = end + 1
+    selection = _select(content, start_line, wanted)
+    total, count, (selected_start, first_end, selected_end), has_text = selection
     first_length = first_end - selected_start
     if total == 0:
         message = "File is empty (0 bytes)." if size == 0 else None
@@ -375,7 +390,8 @@ def _base_page(
             f"cursor={cursor - 1} or cursor={cursor + 1}."
         )
     end_line = start_line + count
-    selected = content[selected_start + cursor : length if end_line == total else selected_end]
+    stop = len(content) if end_line == total else selected_end
+    selected = content[selected_start + cursor : stop]
     page = bounded_page(
         selected,
         start_line=start_line + 1,
