@@ -52,7 +52,9 @@ from runtime.agent import (
     TaskBook,
     YieldClaim,
     agents_view,
+    announce_key,
     announce_message,
+    announce_task,
     batch_children,
     batch_run_id,
     prepare_child,
@@ -157,10 +159,19 @@ async def submit_run(
     return record
 
 
-def announce_run_id(task_id: str) -> str:
-    """The run id of the announce of task `task_id` (one per task: a restart that finds
-    it in the journal knows the announce was handed over)."""
-    return f"{task_id}{ANNOUNCE_SUFFIX}"
+def announce_run_id(child_key: str, task_id: str) -> str:
+    """The run id of the announce of task `task_id` of session `child_key`: OpenClaw's
+    idempotency key of it (`announce:v1:<child key>:<task id>`; one per task: a restart
+    that finds it in the journal knows the announce was handed over, `announced_task`)."""
+    return announce_key(child_key, task_id)
+
+
+def announced_task(run_id: str) -> str | None:
+    """The task whose announce run `run_id` is (`announce_run_id`, or `<task>:announce` as
+    journals written before OpenClaw's key was taken name it); None for another run."""
+    if run_id.endswith(ANNOUNCE_SUFFIX):
+        return run_id.removesuffix(ANNOUNCE_SUFFIX) or None
+    return announce_task(run_id)
 
 
 class Subagents:
@@ -306,7 +317,14 @@ class Subagents:
         private = link.completionTarget == "parent"  # its own run, to the same parent only
         told = link.announce and not run.suppressed and (not private or await self._same(run))
         message = (
-            announce_message(run.record, run.child_key, run.label, private=private)
+            announce_message(
+                run.record,
+                run.child_key,
+                run.label,
+                task=run.asked,
+                requester_key=run.parent_key,
+                private=private,
+            )
             if told
             else None
         )
@@ -314,7 +332,7 @@ class Subagents:
             await self._tell_parent(
                 run,
                 message,
-                run_id=announce_run_id(run.task_id),
+                run_id=announce_run_id(run.child_key, run.task_id),
                 provenance=completion_provenance(SUBAGENT_ANNOUNCE, run.child_key),
                 mode="followup" if private else "steer",
                 # a yield of the parent's claiming the child before its run took this
@@ -463,15 +481,15 @@ class Subagents:
         stopped by the shutdown; ended before their announce was handed over) are followed
         and announced as usual, those a yield claimed together (`_restore_claims`). Returns
         how many."""
-        handed = {  # announces that ran, or will (one refused at the shutdown, or dropped
-            r.record.run_id  # as a yield took its telling over, did not)
+        handed = {  # the tasks whose announces ran, or will (one refused at the shutdown,
+            task  # or dropped as a yield took its telling over, did not)
             for r in recovered
-            if r.record.run_id.endswith(ANNOUNCE_SUFFIX)
+            if (task := announced_task(r.record.run_id)) is not None
             and (r.interrupted or r.record.started_at is not None)
             and r.record.abort_reason != "dropped"
         }
         handed |= {  # and the children a yield's continuation told
-            announce_run_id(child)
+            child
             for r in recovered
             if r.interrupted or r.record.started_at is not None
             for child in batch_children(r.record.run_id)
@@ -483,7 +501,7 @@ class Subagents:
                 continue
             run = SpawnedRun(rec, link.parentKey, rec.session_key, link.label, link=link)
             due = _owed(item) or yielded(rec)  # a yielded one waits for its continuation
-            run.delivered = not due or announce_run_id(rec.run_id) in handed
+            run.delivered = not due or rec.run_id in handed
             # told before the restart: settled, no batch nor wave waits for it
             run.settled = run.waved = run.delivered
             run.suppressed = rec.status == "aborted" and rec.abort_reason == "stop"

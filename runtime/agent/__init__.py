@@ -32,6 +32,8 @@
   callbacks) and what a session may reach (`tools.sessions.visibility`), the subagents'
   limits, receipt and announce, and the `TaskBook` of spawned runs (`subagents`, `agents_wait`,
   `sessions_yield`), shared by the gateway's host (`actors`) and the embedded runtime's.
+  `_announce`: a child's end told to its parent as OpenClaw's `task_completion` event
+  (`announce_message`) under OpenClaw's idempotency key (`announce_key`).
 - `_cron_host`: what the `automations` tool answers (`CronToolHost`: validation, the
   caller's scope, the `cron.*` results) over a host's `JobScheduler`: the gateway's cron
   scheduler (`actors.cron`) or the embedded runtime's (`_embedded_cron`, in memory).
@@ -47,6 +49,8 @@ default `<state-dir>/workspaces/<agentId>`, created when missing; its tools and 
 sandbox are `runtime.tools`.
 """
 
+from ._announce import announce_key as announce_key
+from ._announce import announce_task as announce_task
 from ._blocks import BlockReply as BlockReply
 from ._compaction import MessageTags as MessageTags
 from ._compaction import compact_session as compact_session
@@ -191,7 +195,9 @@ __all__ = [
     "YieldClaim",
     "agent_allowed",
     "agents_view",
+    "announce_key",
     "announce_message",
+    "announce_task",
     "batch_children",
     "batch_run_id",
     "branch_dicts",

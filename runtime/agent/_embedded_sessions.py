@@ -56,6 +56,7 @@ from ..tools import (
     ToolContext,
     ToolError,
 )
+from ._announce import announce_key
 from ._run import RunState, TrackedRun
 from ._services import TurnServices
 from ._session_calls import (
@@ -94,8 +95,6 @@ from ._yield_batch import batch_run_id, settle_message, settle_provenance, tell
 __all__ = ["ChildLink", "EmbeddedSessions", "SessionsRuntime", "TrackedRun"]
 
 log = logging.getLogger("clawlane.embedded")
-
-ANNOUNCE_SUFFIX = ":announce"
 
 
 @attrs.frozen
@@ -436,7 +435,14 @@ class EmbeddedSessions:
         private = link.completionTarget == "parent"  # a turn of its own, to the same parent
         told = link.announce and not run.suppressed
         message = (
-            announce_message(run.record, run.child_key, run.label, private=private)
+            announce_message(
+                run.record,
+                run.child_key,
+                run.label,
+                task=run.asked,
+                requester_key=run.parent_key,
+                private=private,
+            )
             if told
             else None
         )
@@ -444,7 +450,7 @@ class EmbeddedSessions:
         if private and parent is not None and parent.sessionId != link.requesterSessionId:
             parent = None
         if message is not None and parent is not None:
-            run_id = f"{run.task_id}{ANNOUNCE_SUFFIX}"
+            run_id = announce_key(run.child_key, run.task_id)
             provenance = completion_provenance(SUBAGENT_ANNOUNCE, run.child_key)
             # a yield of the parent's claiming the child before its turn took this takes
             # the telling over (OpenClaw's completion owned by the yield: its batch tells it)

@@ -6,9 +6,9 @@ runtime's `_embedded_sessions`) find the sessions, rows and runs (`_session_call
 them through the host's callbacks); this module turns them into what the model reads, the
 same way for both: `sessions_list` rows and filters, `sessions_history`'s window, `session_status`'s card and model change,
 `sessions_send`'s outcome, its `notify` text and a task's resume, `agents_list`, `sessions_spawn`'s admission (OpenClaw's refusals with their
-config keys under `agents.defaults.subagents`), receipt, subagent context and the announce
-message, and `sessions_yield`'s claim over the host's `TaskBook`. Pure functions (the
-waits of `subagents_call` aside); none does I/O.
+config keys under `agents.defaults.subagents`), receipt and subagent context (the announce
+message is `_announce`'s), and `sessions_yield`'s claim over the host's `TaskBook`. Pure
+functions (the waits of `subagents_call` aside); none does I/O.
 """
 
 from __future__ import annotations
@@ -41,8 +41,8 @@ from ..tools import (
     sanitize_history,
 )
 from ..usage import PriceTable, call_cost, format_token_count, format_usd
+from ._announce import announce_message
 from ._spawn_options import (
-    PRIVATE_COMPLETION_INSTRUCTION,
     AttachmentLimits,
     attachment_refusal,
     option_refusal,
@@ -126,10 +126,6 @@ INTER_SESSION_NOTE: Final = (
 NO_REPLY_MESSAGE: Final = "No visible reply or pending announcement. Continue or retry if needed."
 _SILENT: Final = frozenset({"", "NO_REPLY", "no_reply"})
 
-ANNOUNCE_HEAD: Final = (
-    "[Subagent Result] A subagent you spawned has finished. Check its result against what "
-    "was asked before treating the task as done; reply NO_REPLY if nothing more is owed."
-)
 LEAF_NOTE: Final = "You may not spawn further subagents."
 CHILDREN_KEPT: Final = 20
 """A parent's row lists its latest 20 children (`childSessions`)."""
@@ -631,31 +627,6 @@ def spawn_receipt(
         "modelApplied": True,
         **({"attachments": attachments} if attachments is not None else {}),
     }
-
-
-def announce_message(
-    record: TaskRecord, child_key: str, title: str | None, *, private: bool = False
-) -> str:
-    """The parent's announce message for the child's ended run `record` (`private`: a
-    `completionTarget: "parent"` child's, with OpenClaw's private completion instruction)."""
-    if record.status == "ok":
-        outcome = "completed successfully"
-    elif record.status == "aborted":
-        outcome = f"was aborted ({record.abort_reason or 'aborted'})"
-    else:
-        outcome = f"failed: {record.error or 'error'}"
-    lines = [ANNOUNCE_HEAD, ""]
-    if title:
-        lines.append(f"Task: {title}")
-    lines += [
-        f"Child session: {child_key} (run {record.run_id})",
-        f"Status: {outcome}",
-        "Result:",
-        reply_text(record) or "(no output)",
-    ]
-    if private:
-        lines += ["", PRIVATE_COMPLETION_INSTRUCTION]
-    return "\n".join(lines)
 
 
 def yielded(record: TaskRecord) -> bool:

@@ -207,7 +207,7 @@ async def test_spawn_limits_refuse_with_a_tool_error(tmp_path: Path) -> None:
     async with running_gateway(tmp_path, config) as gw:
         with trio.fail_after(30):
             async with open_client(gw, caps=["tool-events"], on_event=watch) as client:
-                msg = " ".join([spawn("[[stall]]"), spawn("second")])
+                msg = " ".join([spawn("[[stall]]", label="stalled"), spawn("second")])
                 await client.request(
                     "agent", {"message": msg, "idempotencyKey": "limits"}, expect_final=True
                 )
@@ -456,7 +456,7 @@ async def test_send_without_waiting_a_send_timing_out_and_a_quiet_deleted_child(
     assert [p["runId"] for p in watch.ends(main)] == ["m"]
     keys = {row["key"] for row in listed["sessions"]}
     assert {"agent:main:a", "agent:main:b", main} <= keys
-    assert not any("[Subagent Result]" in json.dumps(m) for m in history["messages"])
+    assert not any("[Internal task completion event]" in json.dumps(m) for m in history["messages"])
 
 
 async def test_a_deleted_parent_is_not_brought_back_by_its_childs_announce(

@@ -29,13 +29,16 @@ import trio
 
 import actors._subagents as subagents
 from runtime import open_embedded_runtime, parse_config
+from runtime.agent import announce_key, announce_task
 from runtime.llm import Message, UserMessage
 from runtime.sessions import MessageEntry
 from tests.conftest import local_config, open_client, running_gateway
 from tests.e2e.test_session_tools import Watch, directive, spawn
 from tests.e2e.test_yield_handoff import MAIN, SETTLED, TWO_AND_YIELD, text_of
 
-ANNOUNCED = "[Subagent Result] A subagent you spawned has finished."
+ANNOUNCED = "[Internal task completion event]"
+"""What the parent's model reads of a child's end (OpenClaw's task completion event)."""
+SETTLE = "announce:requester-settle:"
 ONE_CHILD = " ".join([spawn("[[reply:kid-done]]", label="kid"), "[[reply:parent-done]]"])
 
 
@@ -237,7 +240,7 @@ async def test_a_child_ending_while_its_parent_runs_is_steered_into_that_run(
             history = await client.request("chat.history", {"sessionKey": MAIN})
             stored = await client.request("sessions.get", {"key": MAIN})
     ended = [(p["runId"], p["data"].get("mergedInto")) for p in watch.ends(MAIN)]
-    [(_, merged)] = [e for e in ended if e[0].endswith(":announce")]
+    [(_, merged)] = [e for e in ended if announce_task(e[0])]
     assert merged == "p1"  # steered into p1: no run of its own
     assert [e[0] for e in ended if e[1] is None] == ["p1", "p2"]
     rows = stored["messages"]
@@ -314,7 +317,9 @@ async def test_two_children_without_a_yield_are_settled_together_after_their_ann
     ids = sorted(child["runId"] for child in spawned)
     settle = f"announce:requester-settle:main:{MAIN}:{','.join(ids)}"
     assert runs[0] == "p" and runs[3] == settle
-    assert sorted(runs[1:3]) == sorted(f"{i}:announce" for i in ids)
+    assert sorted(runs[1:3]) == sorted(
+        announce_key(c["childSessionKey"], c["runId"]) for c in spawned
+    )
     assert [p["runId"] for p in watch.ends(MAIN)][4:] == ["z"]  # nothing more
     prompt = prompts[settle]
     assert prompt.startswith(SETTLED_QUIETLY) and SILENT_IF_ANSWERED in prompt
@@ -330,15 +335,13 @@ async def test_the_embedded_runtime_steers_and_settles_as_the_gateway(tmp_path: 
             steered = rt.transcript("main")
             turn = await rt.run_turn(TWO_SLOW, session_key="other")
             other = "agent:main:other"
-            while not any(p["runId"].startswith("announce:") for p in ends.of(other, turn.run_id)):
+            while not any(p["runId"].startswith(SETTLE) for p in ends.of(other, turn.run_id)):
                 await ends.changed.wait()
             runs = [p["runId"] for p in ends.of(other, "")]
             settled = rt.transcript("other")
     [kept] = [m for m in steered if isinstance(m, UserMessage) and ANNOUNCED in text_of(m)]
     assert kept.provenance is not None and kept.provenance.sourceTool == "subagent_announce"
-    assert not [
-        p for p in ends.ended if p["runId"].endswith(":announce") and p["sessionKey"] == MAIN
-    ]
+    assert not [p for p in ends.ended if announce_task(p["runId"]) and p["sessionKey"] == MAIN]
     assert runs[0] == turn.run_id and len(runs) == 4  # the turn, two announces, one settle
     assert runs[3].startswith(f"announce:requester-settle:main:{other}:")
     [prompt] = [m for m in settled if isinstance(m, UserMessage) and SETTLED in text_of(m)]
@@ -391,7 +394,7 @@ async def test_a_restart_still_tells_a_yields_children_in_one_continuation(
     assert waited["status"] == "ok", waited
     runs = [e.runId for e in entries if isinstance(e, MessageEntry) and e.runId]
     assert continuation in runs and runs[-1] == "z"
-    assert not [r for r in runs if r.endswith(":announce")]  # none told on its own
+    assert not [r for r in runs if announce_task(r)]  # none told on its own
     [prompt] = [
         e.message
         for e in entries

@@ -18,11 +18,15 @@ import trio
 
 from actors import RecoveredRun, RunRecord, adopt_subagents
 from actors.store import INTERRUPTED, SpawnLink
+from runtime.agent import announce_key
 from runtime.loop import now_ms
 from tests.conftest import local_config, open_client, running_gateway
 from tests.e2e._events import run_events, terminal_events
 from tests.e2e.test_crash_recovery import client, gateway_process, kill9, write_config
 from tests.e2e.test_session_tools import Watch, details, directive, spawn, tool_results
+
+ANNOUNCED = "[Internal task completion event]"
+"""What the parent's model reads of a child's end (OpenClaw's task completion event)."""
 
 
 def assistant_text(watch: Watch, run_id: str) -> str:
@@ -86,7 +90,7 @@ async def test_a_parents_stop_stops_its_subagents_and_they_announce_nothing(
     assert [p["runId"] for p in watch.ends(c)] == [c]
     # Nothing was announced of the stopped ones: not to a, not to b's child.
     for history in histories:
-        assert not any("[Subagent Result]" in json.dumps(m) for m in history["messages"])
+        assert not any(ANNOUNCED in json.dumps(m) for m in history["messages"])
 
 
 async def test_a_child_paused_for_a_message_announces_once_after_its_continuation(
@@ -135,9 +139,9 @@ async def test_a_child_paused_for_a_message_announces_once_after_its_continuatio
     assert continuation["taskRunId"] == task and continuation["completion"] == "task"
     assert continuation["runId"] != task and continuation["sessionKey"] == child
     [announce] = [p for p in ends if p["runId"] not in ("p1", "p2")]
-    assert announce["runId"] == f"{task}:announce"
+    assert announce["runId"] == announce_key(child, task)
     text = assistant_text(watch, announce["runId"])
-    assert "remote-done" in text and "remote" in text
+    assert "remote-done" in text and "task: remote" in text
     assert len(watch.ends(main)) == 4  # and no second announce before the run after
 
 
@@ -161,7 +165,8 @@ async def test_a_graceful_restart_tells_the_parent_its_subagent_was_stopped(
     async with running_gateway(tmp_path) as gw:
         with trio.fail_after(30):
             async with open_client(gw, caps=["tool-events"], on_event=after) as client:
-                announced = f"{receipt['runId']}:announce"  # it may have run before we connected
+                # it may have run before we connected
+                announced = announce_key(receipt["childSessionKey"], receipt["runId"])
                 waited = await client.request(
                     "agent.wait", {"runId": announced, "timeoutMs": 20000}
                 )
@@ -174,12 +179,10 @@ async def test_a_graceful_restart_tells_the_parent_its_subagent_was_stopped(
                 [listed] = tool_results(after.events, "p2")
     assert waited["status"] == "ok"
     [message] = [  # the announce's prompt is not kept: its reply quotes it (the local model)
-        m
-        for m in history["messages"]
-        if "[Subagent Result]" in json.dumps(m) and m["role"] == "assistant"
+        m for m in history["messages"] if ANNOUNCED in json.dumps(m) and m["role"] == "assistant"
     ]
     text = json.dumps(message)
-    assert "Task: long" in text and "was aborted (shutdown)" in text
+    assert "task: long" in text and "status: failed: subagent run terminated" in text
     [task] = details(listed)["tasks"]
     assert task["taskId"] == receipt["runId"] and task["status"] == "cancelled"
 
@@ -205,25 +208,26 @@ async def test_after_kill_9_the_parent_hears_how_its_interrupted_subagent_ended(
             [spawned] = [m for m in history["messages"] if m.get("toolName") == "tool_call"]
             envelope = json.loads(spawned["content"][0]["text"])
             assert envelope["tool"]["name"] == "sessions_spawn"
-            child_run = json.loads(envelope["result"]["content"][0]["text"])["runId"]
+            receipt = json.loads(envelope["result"]["content"][0]["text"])
+            child_run, spawned_key = receipt["runId"], receipt["childSessionKey"]
             await kill9(proc)
         async with gateway_process(state, config) as (url, proc), client(url) as (c, _):
-            announce = f"{child_run}:announce"
+            announce = announce_key(spawned_key, child_run)
             waited = await c.request("agent.wait", {"runId": announce, "timeoutMs": 20_000})
             child = await c.request("agent.wait", {"runId": child_run, "timeoutMs": 1000})
             history = await c.request("chat.history", {"sessionKey": main})
     assert waited["status"] == "ok", waited
     [message] = [  # its prompt is not kept: the announce's reply quotes it
-        m for m in history["messages"] if m["role"] == "assistant" and "[Subagent Result]" in str(m)
+        m for m in history["messages"] if m["role"] == "assistant" and ANNOUNCED in str(m)
     ]
     text = str(message["content"])
-    assert "Task: job" in text and f"(run {child_run})" in text
+    assert "task: job" in text and f"session_key: {spawned_key}" in text
     if mode == "fail":
         assert child["status"] == "error" and child["error"] == INTERRUPTED
-        assert f"Status: failed: {INTERRUPTED}" in text
+        assert f"status: failed: {INTERRUPTED}" in text
     else:
         assert child["status"] == "ok"
-        assert "Status: completed successfully" in text and "finished" in text
+        assert "status: completed; ready for parent review" in text and "finished" in text
 
 
 async def test_sessions_send_modes_refuse_as_openclaws(tmp_path: Path) -> None:
@@ -291,12 +295,11 @@ async def test_a_child_that_yields_for_its_own_child_is_announced_after_its_cont
                     "agent", {"message": "after", "idempotencyKey": "p2"}, expect_final=True
                 )
     [announce] = [p for p in ends if p["runId"] != "p1"]
-    assert announce["runId"] == f"{task}:announce"
+    assert announce["runId"] == announce_key(child, task)
     continuation = child_ends[1]["runId"]  # its yield's batch: the one grandchild
     assert continuation.startswith(f"announce:requester-settle:main:{child}:")
     text = assistant_text(watch, announce["runId"])
-    assert "Task: boss" in text and "deep-result" in text  # the continuation's reply
-    assert f"(run {continuation})" in text
+    assert "task: boss" in text and "deep-result" in text  # the continuation's reply
     assert [p["runId"] for p in watch.ends(main)] == ["p1", announce["runId"], "p2"]
 
 
@@ -323,15 +326,38 @@ async def test_a_restart_announces_a_child_that_ended_before_its_announce_was_ha
                     gw.supervisor, [RecoveredRun("agent", r, 1.0, spawn=link) for r in ended]
                 )
                 waited = await client.request(
-                    "agent.wait", {"runId": "done:announce", "timeoutMs": 10_000}
+                    "agent.wait",
+                    {"runId": announce_key(ended[0].session_key, "done"), "timeoutMs": 10_000},
                 )
                 history = await client.request("chat.history", {"sessionKey": main})
     assert owed == 2  # the ended one, and the paused one (it waits for its continuation)
     assert waited["status"] == "ok"
     results = [  # its prompt is not kept: the announce's reply quotes it
-        m for m in history["messages"] if m["role"] == "assistant" and "[Subagent Result]" in str(m)
+        m for m in history["messages"] if m["role"] == "assistant" and ANNOUNCED in str(m)
     ]
     assert len(results) == 1 and "late-result" in str(results[0])
+
+
+@pytest.mark.parametrize("form", ["openclaw", "before-openclaw-keys"])
+async def test_a_restart_knows_an_announce_the_journal_has_was_handed_over(
+    tmp_path: Path, form: str
+) -> None:
+    """An announce run in the journal (under OpenClaw's key, or `<task>:announce` as
+    journals written before it name it) means the child's end was told: not owed again,
+    as the end of a child with no announce in the journal is."""
+    with trio.fail_after(30):
+        async with running_gateway(tmp_path) as gw:
+            link = SpawnLink(parentKey="agent:main:gone", parentAgent="main", label="told")
+            told = restored("told", "ok", {"payloads": [{"text": "r"}], "meta": {}})
+            owed = restored("owed", "ok", {"payloads": [{"text": "r"}], "meta": {}})
+            key = announce_key(told.session_key, "told") if form == "openclaw" else "told:announce"
+            announce = restored(key, "ok", {"payloads": [], "meta": {}}, started_at=now_ms())
+            recovered = [
+                RecoveredRun("agent", told, 1.0, spawn=link),
+                RecoveredRun("agent", owed, 1.0, spawn=link),
+                RecoveredRun("agent", announce, 1.0),
+            ]
+            assert adopt_subagents(gw.supervisor, recovered) == 1  # the one without an announce
 
 
 def restored(run_id: str, status: Literal["ok", "aborted"], final: Any, **more: Any) -> RunRecord:

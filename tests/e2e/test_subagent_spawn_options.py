@@ -16,12 +16,18 @@ from typing import Any
 
 import trio
 
+from runtime.agent import announce_key
 from tests.conftest import local_config, open_client, running_gateway
 from tests.e2e._events import run_events, terminal_events
 from tests.e2e.test_crash_recovery import client, gateway_process, kill9, write_config
 from tests.e2e.test_session_tools import Watch, details, spawn, tool_results
 
 MAIN = "agent:main:main"
+
+
+def announce_of(receipt: dict[str, Any]) -> str:
+    """The run id of the announce of a spawn's child (OpenClaw's idempotency key)."""
+    return announce_key(receipt["childSessionKey"], receipt["runId"])
 
 
 def workspace_of(tmp_path: Path) -> Path:
@@ -85,7 +91,7 @@ async def test_cwd_is_the_childs_tools_directory_and_one_outside_is_refused(
             async with open_client(gw, caps=["tool-events"], on_event=watch) as client:
                 message = " ".join(
                     [
-                        spawn(f"{write} {read}", cwd="sub"),
+                        spawn(f"{write} {read}", cwd="sub", label="writer"),
                         spawn("x", cwd="/etc"),
                         spawn("x", cwd="../.."),
                         spawn("x", cwd="note.txt"),
@@ -139,7 +145,7 @@ async def test_completion_target_parent_tells_the_result_in_a_private_run_of_its
                 )
                 accepted, steered, refused, _ = tool_results(watch.events, "p")
                 receipt = details(accepted)
-                await ended(watch, f"{receipt['runId']}:announce")
+                await ended(watch, announce_of(receipt))
                 ends = {p["runId"]: p["data"] for p in watch.ends(MAIN)}
     assert receipt["completionTarget"] == "parent"
     assert receipt["note"] == (
@@ -153,8 +159,8 @@ async def test_completion_target_parent_tells_the_result_in_a_private_run_of_its
         "collect=false, and completion notifications enabled.",
     }
     # The ordinary child's result was steered into the spawning run, the private one's not.
-    private = f"{receipt['runId']}:announce"
-    assert ends[f"{details(steered)['runId']}:announce"]["mergedInto"] == "p"
+    private = announce_of(receipt)
+    assert ends[announce_of(details(steered))]["mergedInto"] == "p"
     assert "mergedInto" not in ends[private] and ends[private]["startedAt"] >= ends["p"]["endedAt"]
     told = prompts[private]
     assert "private-done" in told and "Process this result privately." in told
@@ -238,7 +244,7 @@ async def test_attachments_kept_with_the_session_when_retained(tmp_path: Path) -
                 )
                 kept, deleted = (details(r) for r in tool_results(watch.events, "p"))
                 await watch.ended(MAIN, 3)  # the spawning run, an announce each
-                await ended(watch, f"{deleted['runId']}:announce")
+                await ended(watch, announce_of(deleted))
     assert (workspace / kept["attachments"]["relDir"] / "keep.txt").read_text() == "kept"
     manifest = json.loads(
         (workspace / kept["attachments"]["relDir"] / ".manifest.json").read_text()

@@ -21,6 +21,7 @@ from typing import Any
 import trio
 
 from runtime import open_embedded_runtime, parse_config
+from runtime.agent import announce_key
 from runtime.agent._session_views import BACKGROUND_EXEC_YIELD, NO_PENDING_CHILD
 from tests._procs import tool_directive
 from tests.conftest import open_client, running_gateway
@@ -66,7 +67,7 @@ async def test_a_spawned_child_with_a_running_job_is_refused_and_its_task_ends(
             assert json.loads(text_of(refused)) == REFUSED
             # Not paused: its task ended with that turn and is told to its parent.
             await watch.ended(MAIN, 2)
-    assert [p["runId"] for p in watch.ends(MAIN)] == ["p1", f"{task_id}:announce"]
+    assert [p["runId"] for p in watch.ends(MAIN)] == ["p1", announce_key(child, task_id)]
 
 
 async def _turn(client: GatewayClient, watch: Watch, key: str, message: str, run_id: str) -> Any:

@@ -23,6 +23,7 @@ import trio
 
 from actors import open_store
 from runtime import open_embedded_runtime, parse_config
+from runtime.agent import announce_task
 from runtime.llm import Message, ToolResultMessage, UserMessage
 from runtime.model._config import Config
 from tests.actors._databases import pg_url
@@ -345,9 +346,9 @@ async def test_a_child_ending_as_its_parent_yields_is_told_once_in_the_yields_ba
                 while not [p for p in watch.ends(MAIN) if p["runId"].startswith(BATCH)]:
                     await watch.changed.wait()
     [settle] = [p["runId"] for p in watch.ends(MAIN) if p["runId"].startswith(BATCH)]
-    [dropped] = [p for p in watch.ends(MAIN) if p["runId"].endswith(":announce")]
+    [dropped] = [p for p in watch.ends(MAIN) if announce_task(p["runId"])]
     assert dropped["data"]["stopReason"] == "dropped"
-    assert sorted(r for r in prompts if r in ("y", settle) or r.endswith(":announce")) == sorted(
+    assert sorted(r for r in prompts if r in ("y", settle) or announce_task(r)) == sorted(
         ["y", settle]
     )  # the announce never reached the model
     assert "kid-done" in prompts[settle]

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import trio
 
+from runtime.agent import announce_key, announce_task
 from runtime.agent._embedded import EmbeddedRuntime, open_embedded_runtime
 from runtime.llm._types import AssistantMessage, UserMessage
 from runtime.model._config import parse_config
@@ -127,7 +128,7 @@ async def test_sessions_spawn_runs_a_child_and_announces_its_result_to_the_paren
             def background(payload: dict[str, Any]) -> None:
                 if payload["stream"] == "lifecycle" and payload["data"]["phase"] == "end":
                     ends.append(payload)
-                    if payload["runId"].endswith(":announce"):
+                    if announce_task(payload["runId"]):
                         announced.seen.set()
 
             rt.on_event = background
@@ -143,14 +144,14 @@ async def test_sessions_spawn_runs_a_child_and_announces_its_result_to_the_paren
     assert child.startswith("agent:main:subagent:")
     child_end = next(e for e in ends if e["runId"] == receipt["runId"])
     assert child_end["sessionKey"] == child
-    announce = next(e for e in ends if e["runId"] == f"{receipt['runId']}:announce")
+    announce = next(e for e in ends if e["runId"] == announce_key(child, receipt["runId"]))
     assert announce["sessionKey"] == "agent:main:main"
     # the announce's prompt is not kept (OpenClaw's): the reply, which quotes it, is
-    assert not [t for t in user_texts(rt, "main") if t.startswith("[Subagent Result]")]
+    assert not [t for t in user_texts(rt, "main") if "[Internal task completion event]" in t]
     [reply] = [m for m in rt.transcript("main") if isinstance(m, AssistantMessage)][-1:]
     text = text_of(reply.content)
-    assert "[Subagent Result]" in text
-    assert f"Child session: {child}" in text and "child done" in text
+    assert "[Internal task completion event]" in text
+    assert f"session_key: {child}" in text and "child done" in text
 
 
 async def test_sessions_spawn_without_async_with_is_a_clear_tool_error(tmp_path: Path) -> None:

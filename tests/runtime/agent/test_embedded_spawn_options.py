@@ -13,6 +13,7 @@ from typing import Any
 
 import trio
 
+from runtime.agent import announce_key
 from runtime.agent._embedded import EmbeddedRuntime
 from runtime.llm._types import AssistantMessage
 from tests.e2e.test_session_tools import spawn
@@ -46,15 +47,15 @@ async def test_a_private_completion_is_a_turn_of_its_own_with_the_private_instru
             ends = Ends(rt)
             events = Events()
             # the child ends while the turn sleeps: an ordinary one would be steered into it
-            turn = spawn("[[reply:private done]]", completionTarget="parent")
+            turn = spawn("[[reply:private done]]", completionTarget="parent", label="quiet")
             turn += tool("exec", command="sleep 1")
             await rt.run_turn(turn, session_key="main", on_event=events)
             [(failed, receipt)] = events.results("sessions_spawn")
-            await ends.wait(f"{receipt['runId']}:announce")
+            await ends.wait(announce_key(receipt["childSessionKey"], receipt["runId"]))
             transcript = rt.transcript("main")
     assert not failed and receipt["completionTarget"] == "parent"
     assert "private requester turn" in receipt["note"]
-    announce = ends.ends[f"{receipt['runId']}:announce"]
+    announce = ends.ends[announce_key(receipt["childSessionKey"], receipt["runId"])]
     assert announce["sessionKey"] == "agent:main:main"
     assert "mergedInto" not in announce["data"]
     # the announce's prompt is not kept; the reply, which quotes it, is
@@ -79,7 +80,7 @@ async def test_light_context_and_cwd_shape_the_childs_run(tmp_path: Path) -> Non
             turn = "".join(
                 [
                     tool("sessions_spawn", task="light", lightContext=True),
-                    spawn(write, cwd="sub"),
+                    spawn(write, cwd="sub", label="writer"),
                     tool("sessions_spawn", task="x", cwd="/etc"),
                 ]
             )
@@ -108,7 +109,7 @@ async def test_attachments_are_staged_for_the_child_and_removed_once_told(
             turn = spawn(cat, attachments=files)
             await rt.run_turn(turn, session_key="main", on_event=events)
             [(failed, receipt)] = events.results("sessions_spawn")
-            await ends.wait(f"{receipt['runId']}:announce")
+            await ends.wait(announce_key(receipt["childSessionKey"], receipt["runId"]))
             child = rt.transcript(receipt["childSessionKey"])
     assert not failed and receipt["attachments"]["count"] == 1
     last = [m for m in child if isinstance(m, AssistantMessage)][-1]
