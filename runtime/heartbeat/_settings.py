@@ -171,7 +171,7 @@ def _zone(name: str | None) -> dt.tzinfo | None:
         return None
     try:
         return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
+    except (ZoneInfoNotFoundError, ValueError, OSError):  # OSError: too long a name
         return None
 
 

@@ -109,7 +109,7 @@ def resolve_calendar(mode: str | None, time_zone: str | None, utc_offset: str | 
         name = time_zone.strip()
         try:
             zone = zoneinfo.ZoneInfo(name) if name else None
-        except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):  # OSError: too long a name
             zone = None
         if zone is not None:
             return Calendar(zone, f"tz:{name}")

@@ -144,6 +144,11 @@ def test_active_hours() -> None:
     assert in_active_hours(settings, _utc_ms(9))
     assert not in_active_hours(settings, _utc_ms(17))
     assert not in_active_hours(settings, _utc_ms(8, 59))
+    hours = {"start": "09:00", "end": "17:00", "timezone": "x" * 5000}  # too long a file name
+    unknown = resolve_heartbeat(
+        _gen({"agents": {"defaults": {"heartbeat": {"activeHours": hours}}}}), "main"
+    )
+    in_active_hours(unknown, _utc_ms(9))  # the host's zone then, not an OSError
     overnight = resolve_heartbeat(
         _gen(
             {

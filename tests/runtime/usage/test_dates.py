@@ -57,6 +57,7 @@ def test_an_offset_and_the_gateway_time() -> None:
     ("mode", "zone", "offset", "message"),
     [
         ("specific", "Nowhere/Else", None, "invalid timeZone"),
+        ("specific", "x" * 5000, None, "invalid timeZone"),  # too long a file name
         ("specific", None, "UTC+14:30", "invalid utcOffset"),
         ("specific", None, "GMT+1", "invalid utcOffset"),
     ],
