@@ -53,7 +53,7 @@ from runtime.agent import (
     YieldClaim,
     agents_view,
     announce_key,
-    announce_message,
+    announce_of,
     announce_task,
     batch_children,
     batch_run_id,
@@ -316,18 +316,7 @@ class Subagents:
         link = self.journal_link(run)
         private = link.completionTarget == "parent"  # its own run, to the same parent only
         told = link.announce and not run.suppressed and (not private or await self._same(run))
-        message = (
-            announce_message(
-                run.record,
-                run.child_key,
-                run.label,
-                task=run.asked,
-                requester_key=run.parent_key,
-                private=private,
-            )
-            if told
-            else None
-        )
+        message = announce_of(run, private=private) if told else None
         if message is not None:
             await self._tell_parent(
                 run,

@@ -50,6 +50,7 @@ sandbox are `runtime.tools`.
 """
 
 from ._announce import announce_key as announce_key
+from ._announce import announce_of as announce_of
 from ._announce import announce_task as announce_task
 from ._blocks import BlockReply as BlockReply
 from ._compaction import MessageTags as MessageTags
@@ -197,6 +198,7 @@ __all__ = [
     "agents_view",
     "announce_key",
     "announce_message",
+    "announce_of",
     "announce_task",
     "batch_children",
     "batch_run_id",

@@ -39,7 +39,7 @@ from typing import Any, Final
 
 from ..sessions._sessions import parse_session_key
 from ._spawn_options import COMPLETION_OUTCOME_INSTRUCTION, PRIVATE_COMPLETION_INSTRUCTION
-from ._subagent_book import TaskRecord
+from ._subagent_book import SpawnedRun, TaskRecord
 
 __all__ = [
     "ANNOUNCE_KEY_PREFIX",
@@ -49,6 +49,7 @@ __all__ = [
     "EVENT_HEAD",
     "announce_key",
     "announce_message",
+    "announce_of",
     "announce_task",
     "reply_instruction",
     "stats_line",
@@ -114,6 +115,19 @@ def announce_task(run_id: str) -> str | None:
     if not run_id.startswith(ANNOUNCE_KEY_PREFIX):
         return None
     return run_id.rpartition(":")[2] or None
+
+
+def announce_of(run: SpawnedRun, *, private: bool = False) -> str:
+    """`announce_message` for the end of spawned run `run` (its record, child session,
+    label and task, told to the session that spawned it)."""
+    return announce_message(
+        run.record,
+        run.child_key,
+        run.label,
+        task=run.asked,
+        requester_key=run.parent_key,
+        private=private,
+    )
 
 
 def announce_message(

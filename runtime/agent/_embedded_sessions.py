@@ -56,7 +56,7 @@ from ..tools import (
     ToolContext,
     ToolError,
 )
-from ._announce import announce_key
+from ._announce import announce_key, announce_of
 from ._run import RunState, TrackedRun
 from ._services import TurnServices
 from ._session_calls import (
@@ -71,7 +71,6 @@ from ._session_views import (
     CHILDREN_KEPT,
     RESUME_REFUSED,
     agents_view,
-    announce_message,
     branch_dicts,
     notify_result,
     notify_text,
@@ -434,18 +433,7 @@ class EmbeddedSessions:
         assert isinstance(link, ChildLink)
         private = link.completionTarget == "parent"  # a turn of its own, to the same parent
         told = link.announce and not run.suppressed
-        message = (
-            announce_message(
-                run.record,
-                run.child_key,
-                run.label,
-                task=run.asked,
-                requester_key=run.parent_key,
-                private=private,
-            )
-            if told
-            else None
-        )
+        message = announce_of(run, private=private) if told else None
         parent = await self.rt.session_row(run.parent_key) if message is not None else None
         if private and parent is not None and parent.sessionId != link.requesterSessionId:
             parent = None
