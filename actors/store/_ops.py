@@ -201,10 +201,10 @@ class WriteGroup:
 class AddUsage:
     """Rows to add to the usage aggregates (`actors.store._usage`: `usage_write` makes
     them, `UsageBatch` merges a batch's and upserts them): `buckets` in `usage_buckets`'
-    column order, `tools` in `usage_tools`'."""
+    column order, `tools` in `usage_tools`' (lists or tuples; not changed once made)."""
 
-    buckets: tuple[tuple[Any, ...], ...]
-    tools: tuple[tuple[Any, ...], ...]
+    buckets: Sequence[Sequence[Any]]
+    tools: Sequence[Sequence[Any]]
 
 
 @attrs.frozen(eq=False)

@@ -21,7 +21,7 @@ Every read is a checkpoint and raises `StoreError` when the database fails.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from operator import attrgetter
+from operator import add, attrgetter
 from typing import Any, Final, Protocol, TypeVar
 
 import attrs
@@ -29,7 +29,16 @@ import attrs
 from runtime import telemetry
 from runtime.llm import Message
 from runtime.model import Config
-from runtime.usage import ADDED, Bucket, PriceTable, Rollup, StoredBucket, rollup_messages
+from runtime.usage import (
+    ADDED,
+    FIELDS,
+    TOTAL_COST,
+    Bucket,
+    PriceTable,
+    Rollup,
+    StoredBucket,
+    rollup_rows,
+)
 
 from ._ops import AddUsage, SqlConnection
 
@@ -54,7 +63,9 @@ _FLOATS: Final = frozenset(
         "latency_sum",
     }
 )
-_COLUMNS: Final = (*ADDED, "latency_min", "latency_max", "first_ts", "last_ts")
+_COLUMNS: Final = FIELDS[3:]
+"""A bucket's values after its key (`ADDED`, then latency_min, latency_max, first_ts and
+last_ts), in `Bucket`'s order: a `BucketRow` is `(quarter, provider, model, *_COLUMNS)`."""
 
 SCHEMA: Final = (
     "CREATE TABLE IF NOT EXISTS usage_buckets(\n"
@@ -141,17 +152,26 @@ def usage_write(
     session: _Session, session_id: str, messages: Sequence[Message], config: Config
 ) -> AddUsage | None:
     """The rows that add a run's `messages` (priced by `config`) to the aggregates of
-    `session` (its agent and key), for `WriteGroup.usage` (None: nothing to add)."""
-    rollup = rollup_messages(messages, PriceTable.for_config(config))
-    if not rollup.buckets and not rollup.tools:
+    `session` (its agent and key), for `WriteGroup.usage` (None: nothing to add). The
+    run's buckets are rows (`rollup_rows`), not `Bucket`s: this runs at every run's end."""
+    rows, tools = rollup_rows(messages, PriceTable.for_config(config))
+    if not rows and not tools:
         return None
     agent_id, session_key = session.agent_id, session.key
     if telemetry.STATE.on:  # OpenClaw's openclaw.cost.usd, per provider and model
-        for b in rollup.buckets.values():
-            if b.total_cost:
-                where = {"openclaw.provider": b.provider, "openclaw.model": b.model}
-                telemetry.record("cost.usd", b.total_cost, {**where, "openclaw.agent": agent_id})
-    return bucket_rows(session_id, agent_id, session_key, rollup)
+        for r in rows.values():
+            if r[TOTAL_COST]:
+                where = {"openclaw.provider": r[1], "openclaw.model": r[2]}
+                telemetry.record("cost.usd", r[TOTAL_COST], {**where, "openclaw.agent": agent_id})
+    who = (agent_id, session_key)
+    buckets = list(rows.values())
+    for r in buckets:  # made for this run alone: laid out as `usage_buckets`' columns in place
+        r[3:3] = who
+        r.insert(0, session_id)
+    return AddUsage(
+        buckets,
+        [(session_id, q, name, agent_id, session_key, n) for (q, name), n in tools.items()],
+    )
 
 
 def bucket_rows(
@@ -174,21 +194,19 @@ def bucket_rows(
 _KEY: Final = 4
 """A bucket row's key columns (session, quarter, provider, model), then agent and key."""
 _AT: Final = {c: _KEY + 2 + i for i, c in enumerate(_COLUMNS)}
-_ADDED_AT: Final = tuple(_AT[c] for c in ADDED)
+_ADDED: Final = slice(_AT[ADDED[0]], _AT[ADDED[-1]] + 1)
+"""Where a bucket row's `ADDED` columns are (one after another, as in `_COLUMNS`)."""
+_LATENCY_MIN: Final = _AT["latency_min"]
+_LATENCY_MAX: Final = _AT["latency_max"]
+_FIRST_TS: Final = _AT["first_ts"]
+_LAST_TS: Final = _AT["last_ts"]
 
 
-def _merged(old: list[Any], new: tuple[Any, ...]) -> None:
+def _merged(old: list[Any], new: Sequence[Any]) -> None:
     """`new` (a bucket row of the same key) added into `old`, as `_UPSERT_BUCKET` adds."""
     old[_KEY : _KEY + 2] = new[_KEY : _KEY + 2]  # the session's agent and key: the latest
-    for i in _ADDED_AT:
-        old[i] += new[i]
-    for c, pick in (
-        ("latency_min", min),
-        ("first_ts", min),
-        ("latency_max", max),
-        ("last_ts", max),
-    ):
-        i = _AT[c]
+    old[_ADDED] = map(add, old[_ADDED], new[_ADDED])
+    for i, pick in ((_LATENCY_MIN, min), (_FIRST_TS, min), (_LATENCY_MAX, max), (_LAST_TS, max)):
         if new[i] is not None:
             old[i] = new[i] if old[i] is None else pick(old[i], new[i])
 
@@ -206,17 +224,17 @@ class UsageBatch:
 
     def add(self, op: AddUsage) -> None:
         for row in op.buckets:
-            key = row[:_KEY]
+            key = (row[0], row[1], row[2], row[3])  # row[:_KEY], a tuple of a list too
             held = self.buckets.get(key)
             if held is None:
                 self.buckets[key] = list(row)
             else:
                 _merged(held, row)
         for tool in op.tools:
-            key = tool[:3]
-            held = self.tools.get(key)
+            tool_key = (tool[0], tool[1], tool[2])
+            held = self.tools.get(tool_key)
             if held is None:
-                self.tools[key] = list(tool)
+                self.tools[tool_key] = list(tool)
             else:
                 held[3:5] = tool[3:5]
                 held[5] += tool[5]

@@ -4,8 +4,8 @@
   from `runtime.llm.Usage.cost`), else the model's configured price (`PriceTable.of(config)`:
   `models.providers.<id>.models[].cost`, USD per million tokens, tiered where
   `tieredPricing` says), else missing.
-- `_rollup`: a run's messages as quarter-hour buckets per model (`rollup_messages`), which
-  the store adds up as runs end (`actors.store._usage`).
+- `_rollup`: a run's messages as quarter-hour buckets per model (`rollup_messages`; as
+  plain rows, `rollup_rows`, which the store adds up as runs end: `actors.store._usage`).
 - `_dates`: the calendar and range of a report (`resolve_calendar`, `resolve_range`: UTC,
   the gateway's time, an IANA zone or a UTC offset; `startDate`/`endDate`, `range`, `days`).
 - `_report`: OpenClaw's shapes: `session_summary`, `Aggregates`, `cost_summary`;
@@ -46,21 +46,28 @@ from ._report import empty_totals as empty_totals
 from ._report import session_summary as session_summary
 from ._report import totals_view as totals_view
 from ._rollup import ADDED as ADDED
+from ._rollup import FIELDS as FIELDS
 from ._rollup import QUARTER_MS as QUARTER_MS
+from ._rollup import TOTAL_COST as TOTAL_COST
 from ._rollup import Bucket as Bucket
+from ._rollup import BucketRow as BucketRow
 from ._rollup import Rollup as Rollup
 from ._rollup import quarter_of as quarter_of
 from ._rollup import rollup_messages as rollup_messages
+from ._rollup import rollup_rows as rollup_rows
 from ._transcript import session_logs as session_logs
 from ._transcript import session_timeseries as session_timeseries
 
 __all__ = [
     "ADDED",
+    "FIELDS",
     "QUARTER_MS",
     "RESET_WORDS",
+    "TOTAL_COST",
     "UNKNOWN_CREATOR",
     "Aggregates",
     "Bucket",
+    "BucketRow",
     "Calendar",
     "CallCost",
     "DateRange",
@@ -85,6 +92,7 @@ __all__ = [
     "resolve_calendar",
     "resolve_range",
     "rollup_messages",
+    "rollup_rows",
     "session_logs",
     "session_summary",
     "session_timeseries",

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from operator import attrgetter
-from typing import Final
+from typing import Any, Final
 
 import attrs
 
@@ -26,13 +26,17 @@ from ..llm._types import ToolCallContent
 from ._pricing import PriceTable, call_cost, token_total
 
 __all__ = [
+    "FIELDS",
     "MAX_LATENCY_MS",
     "QUARTER_MS",
+    "TOTAL_COST",
     "Bucket",
+    "BucketRow",
     "Rollup",
     "merge",
     "quarter_of",
     "rollup_messages",
+    "rollup_rows",
     "total",
 ]
 
@@ -107,12 +111,6 @@ class Bucket:
         self.first_ts = ts if self.first_ts is None else min(self.first_ts, ts)
         self.last_ts = ts if self.last_ts is None else max(self.last_ts, ts)
 
-    def latency(self, ms: float) -> None:
-        self.latency_count += 1
-        self.latency_sum += ms
-        self.latency_min = ms if self.latency_min is None else min(self.latency_min, ms)
-        self.latency_max = max(self.latency_max, ms)
-
 
 @attrs.define
 class Rollup:
@@ -122,73 +120,135 @@ class Rollup:
     buckets: dict[tuple[int, str, str], Bucket] = attrs.field(factory=dict)
     tools: dict[tuple[int, str], int] = attrs.field(factory=dict)
 
-    def bucket(self, ts: int, provider: str = "", model: str = "") -> Bucket:
-        key = (quarter_of(ts), provider, model)
-        found = self.buckets.get(key)
-        if found is None:
-            found = self.buckets[key] = Bucket(key[0], provider, model)
-        found.seen(ts)
-        return found
-
     def __bool__(self) -> bool:
         return bool(self.buckets)
 
 
+BucketRow = list[Any]
+"""A bucket as a list of `Bucket`'s values in its fields' order (`Bucket(*row)` is the
+bucket): what a run's end adds up, without an object a bucket."""
+FIELDS: Final = tuple(attrs.fields_dict(Bucket))
+"""`Bucket`'s fields in order: a `BucketRow`'s."""
+_AT: Final = {name: i for i, name in enumerate(FIELDS)}
+_EMPTY: Final = [getattr(Bucket(0), name) for name in FIELDS[3:]]
+_CALLS: Final = _AT["calls"]
+_INPUT: Final = _AT["input"]
+_OUTPUT: Final = _AT["output"]
+_CACHE_READ: Final = _AT["cache_read"]
+_CACHE_WRITE: Final = _AT["cache_write"]
+_TOTAL_TOKENS: Final = _AT["total_tokens"]
+TOTAL_COST: Final = _AT["total_cost"]
+_INPUT_COST: Final = _AT["input_cost"]
+_OUTPUT_COST: Final = _AT["output_cost"]
+_CACHE_READ_COST: Final = _AT["cache_read_cost"]
+_CACHE_WRITE_COST: Final = _AT["cache_write_cost"]
+_MISSING_COST: Final = _AT["missing_cost"]
+_MESSAGES: Final = _AT["messages"]
+_USER_MESSAGES: Final = _AT["user_messages"]
+_ASSISTANT_MESSAGES: Final = _AT["assistant_messages"]
+_TOOL_CALLS: Final = _AT["tool_calls"]
+_TOOL_RESULTS: Final = _AT["tool_results"]
+_ERRORS: Final = _AT["errors"]
+_LATENCY_COUNT: Final = _AT["latency_count"]
+_LATENCY_SUM: Final = _AT["latency_sum"]
+_LATENCY_MIN: Final = _AT["latency_min"]
+_LATENCY_MAX: Final = _AT["latency_max"]
+_FIRST_TS: Final = _AT["first_ts"]
+_LAST_TS: Final = _AT["last_ts"]
+
+
+def _row(
+    rows: dict[tuple[int, str, str], BucketRow], ts: int, provider: str, model: str
+) -> BucketRow:
+    """The row of `ts`'s quarter with the model, made when missing; `ts` seen in it (as
+    `Bucket.seen`)."""
+    key = (ts - ts % QUARTER_MS, provider, model)
+    row = rows.get(key)
+    if row is None:
+        row = rows[key] = [key[0], provider, model, *_EMPTY]
+        row[_FIRST_TS] = row[_LAST_TS] = ts
+    else:
+        if ts < row[_FIRST_TS]:
+            row[_FIRST_TS] = ts
+        if ts > row[_LAST_TS]:
+            row[_LAST_TS] = ts
+    return row
+
+
 def _assistant(
-    rollup: Rollup, msg: AssistantMessage, prices: PriceTable, asked: int | None
+    rows: dict[tuple[int, str, str], BucketRow],
+    tools: dict[tuple[int, str], int],
+    msg: AssistantMessage,
+    prices: PriceTable,
+    asked: int | None,
 ) -> None:
-    b = rollup.bucket(msg.timestamp, msg.provider, msg.model)
-    b.messages += 1
-    b.assistant_messages += 1
-    names = [c.name for c in msg.content if isinstance(c, ToolCallContent)]
-    b.tool_calls += len(names)
-    for name in names:
-        key = (b.bucket, name)
-        rollup.tools[key] = rollup.tools.get(key, 0) + 1
+    row = _row(rows, msg.timestamp, msg.provider, msg.model)
+    row[_MESSAGES] += 1
+    row[_ASSISTANT_MESSAGES] += 1
+    for c in msg.content:
+        if isinstance(c, ToolCallContent):
+            row[_TOOL_CALLS] += 1
+            key = (row[0], c.name)
+            tools[key] = tools.get(key, 0) + 1
     if msg.stopReason in _ERROR_STOPS:
-        b.errors += 1
+        row[_ERRORS] += 1
     if asked is not None:
         latency = max(0, msg.timestamp - asked)
         if latency <= MAX_LATENCY_MS:
-            b.latency(latency)
+            row[_LATENCY_COUNT] += 1
+            row[_LATENCY_SUM] += latency
+            least = row[_LATENCY_MIN]
+            row[_LATENCY_MIN] = latency if least is None else min(least, latency)
+            row[_LATENCY_MAX] = max(row[_LATENCY_MAX], latency)
     if not (msg.provider or msg.model):  # no model call (an aborted run's partial text)
         return
     usage = msg.usage
-    b.calls += 1
-    b.input += usage.input
-    b.output += usage.output
-    b.cache_read += usage.cacheRead
-    b.cache_write += usage.cacheWrite
-    b.total_tokens += token_total(usage)
+    row[_CALLS] += 1
+    row[_INPUT] += usage.input
+    row[_OUTPUT] += usage.output
+    row[_CACHE_READ] += usage.cacheRead
+    row[_CACHE_WRITE] += usage.cacheWrite
+    row[_TOTAL_TOKENS] += token_total(usage)
     cost = call_cost(usage, prices.get(msg.provider, msg.model))
     if cost is None:
-        b.missing_cost += 1
+        row[_MISSING_COST] += 1
     else:
-        b.total_cost += cost.total
-        b.input_cost += cost.input
-        b.output_cost += cost.output
-        b.cache_read_cost += cost.cacheRead
-        b.cache_write_cost += cost.cacheWrite
+        row[TOTAL_COST] += cost.total
+        row[_INPUT_COST] += cost.input
+        row[_OUTPUT_COST] += cost.output
+        row[_CACHE_READ_COST] += cost.cacheRead
+        row[_CACHE_WRITE_COST] += cost.cacheWrite
+
+
+def rollup_rows(
+    messages: Iterable[Message], prices: PriceTable
+) -> tuple[dict[tuple[int, str, str], BucketRow], dict[tuple[int, str], int]]:
+    """The buckets of a run's `messages` (in transcript order), priced with `prices`, as
+    rows by `(quarter, provider, model)`, and its tools' calls by `(quarter, tool)`: what
+    the store adds as the run ends (`rollup_messages` makes them buckets)."""
+    rows: dict[tuple[int, str, str], BucketRow] = {}
+    tools: dict[tuple[int, str], int] = {}
+    asked: int | None = None
+    for msg in messages:
+        if isinstance(msg, UserMessage):
+            row = _row(rows, msg.timestamp, "", "")
+            row[_MESSAGES] += 1
+            row[_USER_MESSAGES] += 1
+            asked = msg.timestamp
+        elif isinstance(msg, AssistantMessage):
+            _assistant(rows, tools, msg, prices, asked)
+        elif isinstance(msg, ToolResultMessage):
+            row = _row(rows, msg.timestamp, "", "")
+            row[_TOOL_RESULTS] += 1
+            if msg.isError:
+                row[_ERRORS] += 1
+    return rows, tools
 
 
 def rollup_messages(messages: Iterable[Message], prices: PriceTable) -> Rollup:
     """The buckets of a run's `messages` (in transcript order), priced with `prices`."""
-    rollup = Rollup()
-    asked: int | None = None
-    for msg in messages:
-        if isinstance(msg, UserMessage):
-            b = rollup.bucket(msg.timestamp)
-            b.messages += 1
-            b.user_messages += 1
-            asked = msg.timestamp
-        elif isinstance(msg, AssistantMessage):
-            _assistant(rollup, msg, prices, asked)
-        elif isinstance(msg, ToolResultMessage):
-            b = rollup.bucket(msg.timestamp)
-            b.tool_results += 1
-            if msg.isError:
-                b.errors += 1
-    return rollup
+    rows, tools = rollup_rows(messages, prices)
+    return Rollup({key: Bucket(*row) for key, row in rows.items()}, tools)
 
 
 def merge(target: Bucket, source: Bucket) -> None:
