@@ -214,7 +214,10 @@ async def run_turn(
         ctx = msgspec.structs.replace(
             ctx, modelProviderId=model.provider_id, modelId=model.model_id
         )
-    budget = context_budget(spec.context_window or model.definition.contextWindow, spec.compaction)
+    window = spec.context_window or model.definition.contextWindow
+    budget = context_budget(window, spec.compaction)
+    if hasattr(spec.tools, "context_window"):
+        spec.tools.context_window = window  # `read`'s pages, as OpenClaw sizes them
     prepared = await _prepare(spec, budget)
     system_prompt, sections, user = await _shape_prompt(
         spec, hooks, ctx, legacy, prepared, _tool_directory(spec.tools)

@@ -128,6 +128,9 @@ class RunTools:
     """What started the run: `user`, or `cron` (unattended: no approval is asked for)."""
     yielded: TurnYield | None = None
     """A call ended the turn (`sessions_yield` through `ToolContext.end_turn`)."""
+    context_window: int | None = None
+    """The run's model's context window in tokens (set once the model is known), for the
+    calls' `ToolContext`."""
     _by_name: Mapping[str, Tool] = attrs.field(init=False)
     _yielding: TurnYield | None = attrs.field(init=False, default=None)
 
@@ -309,6 +312,7 @@ class RunTools:
             env=self.env,
             end_turn=self._end_turn,
             on_kept=on_kept,
+            context_window=self.context_window,
         )
 
     def _take_yield(self, result: ToolResult) -> TurnYield | None:

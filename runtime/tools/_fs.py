@@ -10,9 +10,9 @@ an OS error becomes an error `ToolResult`; these tools do not raise for them.
 `read` and `write` answer as OpenClaw 2026.9.6's do, word for word (paths named as the model
 gave them). `read` (`_read_page`): a text file's lines from `offset`, at most `limit`, from
 `cursor` within the first, shown with CRLF as LF and the BOM dropped, in pages sized to the
-model's context window (`ReadTool(context_window)`; 32 KB when unknown) with OpenClaw's
-continuation notices and `{kind, content, truncation?, continuation?}` details; its messages
-for an empty file, an offset past the end, a directory, a missing file (another spelling
+run's model's context window (`ToolContext.context_window`, or `ReadTool(context_window)`;
+32 KB when unknown) with OpenClaw's continuation notices and `{kind, content, truncation?,
+continuation?}` details; its messages for an empty file, an offset past the end, a directory, a missing file (another spelling
 of its name read instead, with a note, or near names suggested: `_read_paths`); `optional`
 (and a daily memory note, `memory/YYYY-MM-DD.md`) answers a missing file with `{kind:
 not_found}`; an image (OpenClaw's detection: JPEG, a real non-animated PNG,
@@ -142,7 +142,7 @@ class ReadTool:
         32 KB pages and no model budget)."""
 
     async def run(self, args: ReadParams, ctx: ToolContext) -> ToolResult:
-        window = self.context_window
+        window = self.context_window or ctx.context_window
         return await in_thread(
             self.name, lambda root, a: _read(root, a, window), ctx.workspace, args
         )

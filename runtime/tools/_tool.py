@@ -66,6 +66,9 @@ class ToolContext:
     call may only do once the model is sure to see its result (OpenClaw's tool result
     acknowledgement; `process` taking a job's queued completion back). None where no run
     keeps the result: the tool commits at once. Synchronous; a commit must not raise."""
+    context_window: int | None = None
+    """The run's model's context window in tokens, where known (`read` sizes its pages by
+    it, as OpenClaw's does)."""
 
 
 class ToolResult(msgspec.Struct, frozen=True, forbid_unknown_fields=True, rename="camel"):

@@ -41,7 +41,7 @@ _TRUNCATION = {
     "lastLinePartial": False,
     "firstLineExceedsLimit": False,
     "maxLines": 1,
-    "maxBytes": 32768,
+    "maxBytes": 51_200,  # the run's model's window, 128,000 tokens: OpenClaw's adaptive page
 }
 
 OPENCLAW: list[tuple[str, dict[str, Any] | None]] = [
