@@ -3,7 +3,9 @@ log (`actors.store._audit`) off the runs' path, as OpenClaw's gateway records it
 
 The hub hands it each `lifecycle` and `tool` event as it is emitted (`EventHub.audit`);
 `AuditRecorder.record` projects it into one row (a few dict reads, no I/O) and puts it on a
-bounded channel (`queue_max`, OpenClaw's 4096). A full channel drops the event: it is
+bounded queue (`queue_max`, OpenClaw's 4096; a deque, and an event set only to wake a
+writer that waits: cheaper than a memory channel, at two events a run, with the same bound
+and order). A full queue drops the event: it is
 counted (`statistics().dropped`) and logged at most once a minute, and the run goes on (the
 log is best effort, as OpenClaw says of its own). The writer task (`run`) takes what is
 waiting and hands it to the store's next group commit (`Store.add_audit`: inserted with the
@@ -26,6 +28,7 @@ import hashlib
 import logging
 import re
 import time
+from collections import deque
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -48,7 +51,7 @@ _BLOCKED: Final = "tool call blocked"
 
 @attrs.frozen
 class AuditStatistics:
-    """`recorded`: events handed to the store; `dropped`: events dropped (the channel was
+    """`recorded`: events handed to the store; `dropped`: events dropped (the queue was
     full); `failed`: events whose batch failed to commit; `pending`: events waiting."""
 
     recorded: int
@@ -150,13 +153,22 @@ class AuditRecorder:
     ) -> None:
         self.store = store
         self._enabled = enabled
-        self._send, self._receive = trio.open_memory_channel[tuple[Any, ...]](queue_max)
+        self._queue: deque[tuple[Any, ...]] = deque()
+        self._queue_max = queue_max
+        self._arrived = trio.Event()
+        """Set by `record` when the writer waits for a row (`_waiting`)."""
+        self._waiting = False
+        self._handed = 0
+        """1 when the queue's oldest row came as the writer waited: as a channel hands a
+        waiting receiver its value, it does not count toward `queue_max`."""
         self._enqueued = 0
         self._settled = 0
         self._recorded = 0
         self._dropped = 0
         self._failed = 0
         self._progress = trio.Event()
+        self._flushing = 0
+        """Flushes waiting on `_progress` (none: a commit makes no new event)."""
         self._logged_at = float("-inf")
         self._running = False
 
@@ -181,21 +193,24 @@ class AuditRecorder:
         session_id: str | None,
     ) -> None:
         """One agent event (the hub calls it for `lifecycle` and `tool` events). Never
-        blocks, not a checkpoint: a full channel drops the event (counted)."""
+        blocks, not a checkpoint: a full queue drops the event (counted)."""
         if not self._enabled():
             return
         row = audit_row(run_id, seq, ts, stream, data, agent_id, session_key, session_id)
         if row is None:
             return
-        try:
-            self._send.send_nowait(row)
-        except (trio.WouldBlock, trio.ClosedResourceError):
+        if self._waiting:  # handed to the waiting writer, beyond the bound as by a channel
+            self._waiting = False
+            self._handed = 1
+            self._arrived.set()
+        elif len(self._queue) - self._handed >= self._queue_max:
             self._dropped += 1
             now = time.monotonic()
             if now - self._logged_at >= _LOG_INTERVAL_S:
                 self._logged_at = now
                 log.warning("audit: the queue is full; %d events dropped", self._dropped)
             return
+        self._queue.append(row)
         self._enqueued += 1
 
     async def flush(self) -> None:
@@ -205,7 +220,11 @@ class AuditRecorder:
         target = self._enqueued
         while self._settled < target:
             if self._running:
-                await self._progress.wait()
+                self._flushing += 1
+                try:
+                    await self._progress.wait()
+                finally:
+                    self._flushing -= 1
                 continue
             rows = self._take(BATCH_MAX)
             if not rows:
@@ -219,21 +238,30 @@ class AuditRecorder:
         (its commit not waited for), and what is left for `flush`."""
         self._running = True
         try:
-            async for first in self._receive:
-                await self._write([first, *self._take(BATCH_MAX - 1)])
+            while True:
+                if not self._queue:
+                    if self._arrived.is_set():
+                        self._arrived = trio.Event()
+                    self._waiting = True
+                    try:
+                        await self._arrived.wait()
+                    finally:
+                        self._waiting = False
+                    continue
+                await self._write(self._take(BATCH_MAX))
         finally:
             self._running = False
             self._progress.set()  # a flush waiting on this task writes what is left
 
     def _take(self, most: int) -> list[tuple[Any, ...]]:
-        """What waits in the channel, up to `most` rows. Not a checkpoint."""
-        rows: list[tuple[Any, ...]] = []
-        while len(rows) < most:
-            try:
-                rows.append(self._receive.receive_nowait())
-            except trio.WouldBlock:
-                break
-        return rows
+        """What waits in the queue, up to `most` rows, oldest first. Not a checkpoint."""
+        queue = self._queue
+        self._handed = 0
+        if len(queue) <= most:
+            rows = list(queue)
+            queue.clear()
+            return rows
+        return [queue.popleft() for _ in range(most)]
 
     async def _write(self, rows: list[tuple[Any, ...]]) -> None:
         try:
@@ -248,5 +276,6 @@ class AuditRecorder:
                 self._failed += len(rows)
         finally:
             self._settled += len(rows)
-            self._progress.set()
-            self._progress = trio.Event()
+            if self._flushing:
+                self._progress.set()
+                self._progress = trio.Event()

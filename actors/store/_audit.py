@@ -254,12 +254,16 @@ def _event_ids(n: int) -> list[str]:
     """`n` random (version 4) UUIDs from one read of the system's randomness: `uuid.uuid4`
     reads it once each, which is most of an insert's time in Python (the GIL held)."""
     raw = os.urandom(16 * n).hex()
-    ids = []
-    for i in range(0, 32 * n, 32):
-        h = raw[i : i + 32]
-        variant = "89ab"[int(h[16], 16) & 3]
-        ids.append(f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{variant}{h[17:20]}-{h[20:32]}")
-    return ids
+    variant = _VARIANT
+    return [
+        f"{raw[i : i + 8]}-{raw[i + 8 : i + 12]}-4{raw[i + 13 : i + 16]}-"
+        f"{variant[raw[i + 16]]}{raw[i + 17 : i + 20]}-{raw[i + 20 : i + 32]}"
+        for i in range(0, 32 * n, 32)
+    ]
+
+
+_VARIANT: Final = {c: "89ab"[int(c, 16) & 3] for c in "0123456789abcdef"}
+"""A hex digit as a UUID's variant digit (its top two bits 10)."""
 
 
 Insert = Callable[[list[str], Sequence[tuple[Any, ...]]], int]
