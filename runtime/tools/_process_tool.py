@@ -12,12 +12,14 @@ or a REPL as typed), else to its stdin pipe. A job is visible only to the sessio
 started it. Failures are error results with `details.status` `failed` and the message in
 `details.error`.
 
-A poll that returns a job's end collects it (`ProcessRegistry.collect`, OpenClaw 2026.9.6's
-terminal poll): its queued completion is taken back, so no heartbeat tells it again. It does
-so once the poll's result is kept (`ToolContext.on_kept`, OpenClaw's acknowledgement of the
-result once its message is persisted): a run aborted between the poll's return and its
-result leaves the completion queued and the job uncollected, so the model is still told of
-the end. Only a poll collects: `log` and `list` collect nothing, `clear` and `remove` leave
+A poll marks the output it returns read (`OutputLog.mark_read`) once its result is kept, as
+OpenClaw 2026.9.6 does (its tool-result acknowledgement): a run aborted before shows the same
+output to the next poll. A poll that returns a job's end collects it
+(`ProcessRegistry.collect`, OpenClaw 2026.9.6's terminal poll): its queued completion is
+taken back, so no heartbeat tells it again. It does so once the poll's result is kept
+(`ToolContext.on_kept`, OpenClaw's acknowledgement of the result once its message is
+persisted): a run aborted between the poll's return and its result leaves the completion
+queued and the job uncollected, so the model is still told of the end. Only a poll collects: `log` and `list` collect nothing, `clear` and `remove` leave
 the completion queued.
 """
 
@@ -143,24 +145,16 @@ async def act_here(
     on_kept: OnKept | None = None,
 ) -> ToolResult:
     """`args` (any action but `list`) on `session_key`'s jobs in `registry` (this node's).
-    A poll that returns a job's end collects it once its result is kept (`on_kept`; None:
-    at once). A checkpoint."""
+    A poll marks its output read, and collects a job whose end it returns, once its result
+    is kept (`on_kept`; None: at once). A checkpoint."""
     if not args.sessionId:
         await trio.lowlevel.checkpoint()
         return _fail("sessionId is required for this action.")
     job = registry.get(session_key, args.sessionId)
     if args.action == "poll":
-        result = await _poll(job, args)
-        if job is not None and not job.running:  # it returned the end: OpenClaw's terminal poll
-            ended = job
-
-            def collect() -> None:
-                registry.collect(ended)
-
-            if on_kept is None:
-                collect()
-            else:
-                on_kept(collect)
+        result, upto = await _poll(job, args)
+        if job is not None:
+            _on_poll_kept(registry, job, upto, on_kept)
         return result
     await trio.lowlevel.checkpoint()
     if args.action == "log":
@@ -170,6 +164,24 @@ async def act_here(
     if args.action in ("kill", "remove", "clear"):
         return _stop(registry, job, args)
     return await _input(registry, job, args)
+
+
+def _on_poll_kept(registry: ProcessRegistry, job: Job, upto: int, on_kept: OnKept | None) -> None:
+    """Once a poll of `job`'s result is kept (`on_kept`; None: at once): its output up to
+    `upto` is read, and a job it returned the end of is collected (OpenClaw's terminal poll)."""
+
+    def mark_read() -> None:
+        job.output.mark_read(upto)
+
+    commits = [mark_read]
+    if not job.running:  # it returned the end
+
+        def collect() -> None:
+            registry.collect(job)
+
+        commits.append(collect)
+    for commit in commits:
+        commit() if on_kept is None else on_kept(commit)
 
 
 def job_entry(job: Job) -> dict[str, Any]:
@@ -278,10 +290,12 @@ def _end_line(job: Job) -> str:
     return f"\n\nProcess exited with {job.exit_label()}."
 
 
-async def _poll(job: Job | None, args: ProcessParams) -> ToolResult:
+async def _poll(job: Job | None, args: ProcessParams) -> tuple[ToolResult, int]:
+    """The poll's result, and the output offset it read up to (marked read by the caller
+    once the result is kept)."""
     if job is None:
         await trio.lowlevel.checkpoint()
-        return _fail(f"No session found for {args.sessionId}")
+        return _fail(f"No session found for {args.sessionId}"), 0
     wait_ms = min(_MAX_POLL_WAIT_MS, args.timeout or 0)
     if wait_ms > 0 and job.running and not job.output.pending:
         with trio.move_on_after(wait_ms / 1000):
@@ -289,7 +303,7 @@ async def _poll(job: Job | None, args: ProcessParams) -> ToolResult:
                 await job.changed.wait()
     else:
         await trio.lowlevel.checkpoint()
-    unread, dropped = job.output.drain()
+    unread, dropped, upto = job.output.peek()
     output = unread.strip()
     omitted = (
         "[earlier output is omitted from this poll; use action=log with offset and limit to "
@@ -308,11 +322,12 @@ async def _poll(job: Job | None, args: ProcessParams) -> ToolResult:
             else "\n\nProcess still running."
         )
         details = {"status": "running", "sessionId": job.id, "name": job.name, **hints}
-        return text_result(body + tail, details=details)
+        return text_result(body + tail, details=details), upto
     text = body + _end_line(job)
     if job.timed_out:
         text += f"\n\n{TIMEOUT_RETRY_GUIDANCE}"
-    return text_result(text, is_error=job.status == "failed", details=_finished_details(job))
+    result = text_result(text, is_error=job.status == "failed", details=_finished_details(job))
+    return result, upto
 
 
 def _lines(count: float | None) -> int | None:

@@ -43,11 +43,15 @@ reach it from whichever node serves the session now.
   and tells the job's node (`"collect"`), which collects it (`ProcessRegistry.collect`) and
   says so in the job's next `listed` notice (`collected`); a node hearing it takes the
   completion back too, and a node that had not yet told the owner of the end no longer does
-  (OpenClaw's poll removes the completion, or keeps it from being queued). An ask without
-  `defer` (a node of an earlier version) is collected at once, as before. A lost job's
-  `Exec finished` is not a completion a poll collects (as a node's in OpenClaw). A job
-  elsewhere that runs, or ended and is not collected, holds a subagent's `sessions_yield`
-  as one here does (`awaits_collection`, as last told); a lost one does not.
+  (OpenClaw's poll removes the completion, or keeps it from being queued). A poll's output
+  is marked read the same way: the answer says up to where it read (`read`, an offset in
+  the job's output) and the asker sends that back once its result is kept (`upto`, in a
+  `"read"` notice or the `"collect"` one), so an aborted run's next poll shows the same
+  output again. An ask without `defer` (a node of an earlier version) is collected and its
+  output marked read at once, as before. A lost job's `Exec finished` is not a completion a
+  poll collects (as a node's in OpenClaw). A job elsewhere that runs, or ended and is not
+  collected, holds a subagent's `sessions_yield` as one here does (`awaits_collection`, as
+  last told); a lost one does not.
 - **Abort, delete, reset** reach every node (`kill_run`, `kill_session`, `clear_finished`
   notices): each kills or forgets the jobs it runs of that run or session.
 
@@ -59,6 +63,7 @@ answer makes the call fail after its bound, naming the node, rather than hang.
 from __future__ import annotations
 
 import collections
+import functools
 import itertools
 import logging
 import time
@@ -338,12 +343,14 @@ class ClusterProcesses:
                 nursery.start_soon(ask, node)
         for node, (how, answer) in results.items():
             if how == "answered" and answer is not None and answer.get("found"):
-                if answer.get("ended") or answer.get("collected"):  # it returned the end
-
-                    def collect(node: str = node) -> None:
-                        self._collect_on(node, session_key, job_id)
-
-                    collect() if on_kept is None else on_kept(collect)
+                ended = bool(answer.get("ended") or answer.get("collected"))  # returned the end
+                read = answer.get("read")  # the output offset a poll read up to
+                upto = read if isinstance(read, int) and not isinstance(read, bool) else None
+                if ended or upto is not None:
+                    kept = functools.partial(
+                        self._kept_on, node, session_key, job_id, upto, ended=ended
+                    )
+                    kept() if on_kept is None else on_kept(kept)
                 return msgspec.convert(answer["result"], ToolResult)
         if known is None:
             return None  # no other node has it
@@ -471,9 +478,12 @@ class ClusterProcesses:
             scope = self._serving.get((node, str(note["qid"])))
             if scope is not None:
                 scope.cancel()
-        elif what == "collect":
+        elif what in ("read", "collect"):  # a poll's result kept on the asker
             job = registry.get(str(note["sessionKey"]), str(note["id"]))
-            if job is not None and not job.running:
+            upto = note.get("upto")
+            if job is not None and isinstance(upto, int):
+                job.output.mark_read(upto)
+            if what == "collect" and job is not None and not job.running:
                 registry.collect(job)
         elif what == "ended":
             key, job_id = str(note["sessionKey"]), str(note["id"])
@@ -506,11 +516,18 @@ class ClusterProcesses:
         if note.get("collected"):
             self._collected(*key)
 
-    def _collect_on(self, node: str, session_key: str, job_id: str) -> None:
-        """A poll's result that returned the end of `node`'s job is kept: the job is
-        collected there (a `"collect"` notice), its completion taken back here."""
-        self._collected(session_key, job_id)
-        self.router.tell(node, {"proc": "collect", "sessionKey": session_key, "id": job_id})
+    def _kept_on(
+        self, node: str, session_key: str, job_id: str, upto: int | None, *, ended: bool
+    ) -> None:
+        """A poll's result about `node`'s job is kept: its output up to `upto` (when told) is
+        read there (a `"read"` notice), and a job it returned the end of is collected there
+        (a `"collect"` notice, carrying `upto` too), its completion taken back here."""
+        note: dict[str, Any] = {"sessionKey": session_key, "id": job_id}
+        if upto is not None:
+            note["upto"] = upto
+        if ended:
+            self._collected(session_key, job_id)
+        self.router.tell(node, {**note, "proc": "collect" if ended else "read"})
 
     def _collected(self, session_key: str, job_id: str) -> None:
         """A poll returned the end of another node's job: noted, its completion taken back
@@ -556,7 +573,10 @@ class ClusterProcesses:
         (`args` None), else whether the job is here and the action's result. A poll that
         returned the job's end says so (`ended`); with `defer` the job is collected when the
         asker's result is kept (its `"collect"` notice), else at once (`collected`: a node
-        of an earlier version asks so)."""
+        of an earlier version asks so). So is a poll's output marked read: with `defer` the
+        answer says up to where (`read`, a stream offset) and the asker sends it back once
+        its result is kept (a `"read"` notice, or the `"collect"` one's `upto`), else at
+        once."""
         registry = self.registry
         if args is None:
             await trio.lowlevel.checkpoint()
@@ -571,14 +591,19 @@ class ClusterProcesses:
             return {"found": False}
         commits: list[Callable[[], None]] = []
         result = await act_here(registry, session_key, params, commits.append if defer else None)
+        # No checkpoint passed since the poll read its output: it read up to `total`.
+        upto = job.output.total
         ended = params.action == "poll" and not job.running  # the poll returned its end
         collected = ended and job.collected
-        return {
+        answer = {
             "found": True,
             "result": msgspec.to_builtins(result),
             "ended": ended,
             "collected": collected,
         }
+        if defer and params.action == "poll":
+            answer["read"] = upto
+        return answer
 
     # --- the nodes that join and go ---------------------------------------------------------
 
