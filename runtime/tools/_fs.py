@@ -12,11 +12,12 @@ gave them). `read` (`_read_page`): a text file's lines from `offset`, at most `l
 `cursor` within the first, shown with CRLF as LF and the BOM dropped, in pages sized to the
 run's model's context window (`ToolContext.context_window`, or `ReadTool(context_window)`;
 32 KB when unknown) with OpenClaw's continuation notices and `{kind, content, truncation?,
-continuation?}` details; its messages for an empty file, an offset past the end, a directory, a missing file (another spelling
-of its name read instead, with a note, or near names suggested: `_read_paths`); `optional`
-(and a daily memory note, `memory/YYYY-MM-DD.md`) answers a missing file with `{kind:
-not_found}`; an image (OpenClaw's detection: JPEG, a real non-animated PNG,
-GIF, WebP, BMP) as image content, "Read image file [type]". Beyond OpenClaw: a text file over
+continuation?}` details, a `.env` file's credentials masked (`ENV_FILE`, `_redact`); its
+messages for an empty file, an offset past the end, a directory, a missing file (another
+spelling of its name read instead, with a note, or near names suggested: `_read_paths`);
+`optional` (and a daily memory note, `memory/YYYY-MM-DD.md`) answers a missing file with
+`{kind: not_found}`; an image (OpenClaw's detection: JPEG, a real non-animated PNG, GIF,
+WebP, BMP) as image content, "Read image file [type]". Beyond OpenClaw: a text file over
 `READ_MAX_TEXT_BYTES` or an image over `READ_MAX_IMAGE_BYTES` is refused (OpenClaw reads any
 file whole, and resizes or converts images; clawlane sends an image as it is). `write`
 (`_write_details`): "Successfully wrote N bytes to <path>" with OpenClaw's diff details, or
@@ -45,6 +46,7 @@ from runtime.llm._types import ImageContent, TextContent
 from ._errors import SandboxError
 from ._read_page import ReadError, read_text
 from ._read_paths import absolute, missing_path, name_variants, suggestions
+from ._redact import redact_tool_payload_text
 from ._sandbox import resolve_in_workspace
 from ._tool import ToolContext, ToolResult, text_result
 from ._write_details import (
@@ -229,6 +231,9 @@ def open_regular(real: Path, flags: int, shown: str) -> int:
 
 
 _DAILY_MEMORY: Final = re.compile(r"(?:\./)*memory/\d{4}-\d{2}-\d{2}\.md")
+ENV_FILE: Final = re.compile(r"(?:^|[/\\])(?:\.env(?:\.[^/\\]+)?|[^/\\]+\.env)\Z", re.IGNORECASE)
+"""OpenClaw's `.env` file path (`.env`, `.env.local`, `prod.env`): what `read` returns of one
+has its credentials masked (OpenClaw's `redactSecrets`, `_redact`)."""
 
 
 def _refused_as(exc: SandboxError, tail: str) -> bool:
@@ -339,6 +344,10 @@ def _read(workspace: Path, args: ReadParams, context_window: int | None = None) 
         )
     except ReadError as exc:
         return text_result(str(exc), is_error=True)
+    if ENV_FILE.search(args.path):  # OpenClaw's redactSecrets over a `.env` file's page
+        text = redact_tool_payload_text(text)
+        if isinstance(details.get("content"), str):
+            details = {**details, "content": redact_tool_payload_text(details["content"])}
     return text_result(text, details=details)
 
 

@@ -219,6 +219,33 @@ async def test_read_errors_are_results(
     assert _text(result) == message.format(ws=workspace)
 
 
+ENV_TEXT = (
+    "# comment\nDATABASE_URL=postgres://user:s3cretpassw0rd@db:5432/app\n"
+    "GITHUB_TOKEN=ghp_abcdefghijklmnopqrstuvwxyz0123456789\nPORT=8080\n"
+)
+
+
+@pytest.mark.parametrize("name", [".env", "config/.env.local", "prod.env", "X.ENV"])
+async def test_read_masks_the_credentials_of_a_dotenv_file(
+    ctx: ToolContext, workspace: Path, name: str
+) -> None:
+    """OpenClaw's read runs redactSecrets over a `.env` file's page: what it answered for
+    these lines (its own functions under Node 24), in the text and the details alike."""
+    (workspace / name).parent.mkdir(parents=True, exist_ok=True)
+    (workspace / name).write_text(ENV_TEXT)
+    (workspace / "notes.txt").write_text(ENV_TEXT)
+    with trio.fail_after(5):
+        masked = await invoke_tool(ReadTool(), {"path": name}, ctx)
+        plain = await invoke_tool(ReadTool(), {"path": "notes.txt"}, ctx)
+    openclaws = (
+        "# comment\nDATABASE_URL=postgres://user:***@db:5432/app\n"
+        "GITHUB_TOKEN=ghp_ab…6789\nPORT=8080\n"
+    )
+    assert _text(masked) == openclaws
+    assert masked.details is not None and masked.details["content"] == openclaws
+    assert _text(plain) == ENV_TEXT  # any other file: as it is
+
+
 async def test_empty_file(ctx: ToolContext, workspace: Path) -> None:
     (workspace / "empty").write_text("")
     with trio.fail_after(5):
