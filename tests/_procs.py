@@ -1,5 +1,6 @@
-"""What the exec and process tests share: whether a pid still runs, read from the OS, and the
-`local` model's tool directives that drive a job through a turn.
+"""What the exec and process tests share: whether a pid still runs, read from the OS, the
+`local` model's tool directives that drive a job through a turn, and a hook holding a tool's
+result until the run is aborted (`HeldResult`).
 
 Liveness is read from the OS (`os.kill(pid, 0)` and /proc) in a bounded loop: waiting for the
 kernel, not for another task. A zombie counts as gone: it runs nothing, and whether it is
@@ -17,7 +18,23 @@ import trio
 
 from transports import GatewayClient
 
-__all__ = ["assert_all_gone", "running", "tool_directive", "turn_text"]
+__all__ = ["HeldResult", "assert_all_gone", "running", "tool_directive", "turn_text"]
+
+
+class HeldResult:
+    """An `after_tool_call` hook holding the first result of tool `name` (the call returned,
+    its result not yet kept) until the run's abort cancels it; `held` is set once it holds."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.held = trio.Event()
+        self._holding = True
+
+    async def __call__(self, event: Any) -> None:
+        if event.toolName == self.name and self._holding:
+            self._holding = False
+            self.held.set()
+            await trio.sleep_forever()  # until the run's abort cancels it
 
 
 def running(pid: int) -> bool:

@@ -15,11 +15,10 @@ Skipped, saying why, when Redis or PostgreSQL cannot be reached.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import trio
 
-from tests._procs import tool_directive
+from tests._procs import HeldResult, tool_directive
 from tests.actors._databases import pg_url
 from tests.conftest import open_client
 from tests.e2e.test_cluster_nodes import ADMIN, two_nodes, wait_for
@@ -31,14 +30,8 @@ __all__ = ["pg_url"]  # the fixture, used by name
 async def test_an_abort_before_a_polls_result_is_kept_leaves_the_output_unread_on_its_node(
     tmp_path: Path, pg_url: str
 ) -> None:
-    held = trio.Event()
-    holding = [True]
-
-    async def hold_process_result(event: Any) -> None:
-        if event.toolName == "process" and holding[0]:
-            holding[0] = False
-            held.set()
-            await trio.sleep_forever()  # until the run's abort cancels it
+    hold_process_result = HeldResult("process")
+    held = hold_process_result.held
 
     with trio.fail_after(60):
         async with two_nodes(tmp_path, pg_url) as nodes:

@@ -17,12 +17,11 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
 
 import trio
 
 from runtime.tools import Job
-from tests._procs import tool_directive, turn_text
+from tests._procs import HeldResult, tool_directive, turn_text
 from tests.conftest import local_config, open_client, running_gateway
 from transports import Gateway
 
@@ -52,14 +51,8 @@ async def test_a_run_aborted_before_its_polls_result_is_kept_leaves_the_completi
 ) -> None:
     """Before, the poll took the completion back as it returned: the abort that followed
     lost the end (no completion left to tell, the job marked collected)."""
-    held = trio.Event()
-    holding = [True]
-
-    async def hold_process_result(event: Any) -> None:
-        if event.toolName == "process" and holding[0]:
-            holding[0] = False
-            held.set()
-            await trio.sleep_forever()  # until the run's abort cancels it
+    hold_process_result = HeldResult("process")
+    held = hold_process_result.held
 
     async with (
         running_gateway(tmp_path, local_config()) as gw,
