@@ -8,6 +8,7 @@ the parent as a separate announce run, within the depth and concurrency limits."
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +61,14 @@ class Watch:
             and p.get("sessionKey") == key
             and p["stream"] == "lifecycle"
             and p["data"]["phase"] in ("end", "error")
+        ]
+
+    def spawned(self, run_id: str) -> list[dict[str, Any]]:
+        """The details of run `run_id`'s `sessions_spawn` results (its receipts), in order."""
+        return [
+            d["result"]["details"]
+            for d in (p["data"] for p in self.events_of("tool") if p["runId"] == run_id)
+            if d["phase"] == "result" and d["name"] == "sessions_spawn"
         ]
 
     async def ended(self, key: str, count: int) -> list[dict[str, Any]]:
@@ -183,6 +192,16 @@ async def test_sessions_spawn_runs_a_child_and_announces_its_result_to_the_paren
     assert rows["agent:main:main"]["childSessions"] == [child_key]
     assert receipt["resolvedModel"].startswith("local/") and receipt["modelApplied"] is True
     assert "completion message" in receipt["note"]
+
+
+def prompt_spy() -> tuple[dict[str, str], Callable[[Any], None]]:
+    """An `llm_input` hook recording the prompt of each run by its id, and what it records."""
+    prompts: dict[str, str] = {}
+
+    def spy(event: Any) -> None:
+        prompts[event.runId] = event.prompt
+
+    return prompts, spy
 
 
 def _dumps(value: Any) -> str:

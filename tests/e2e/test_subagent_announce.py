@@ -22,7 +22,7 @@ from runtime.agent import announce_key, announce_task
 from runtime.agent._announce import EVENT_HEAD
 from tests.conftest import local_config, open_client, running_gateway
 from tests.e2e._events import run_events
-from tests.e2e.test_session_tools import Watch, details, spawn, tool_results
+from tests.e2e.test_session_tools import Watch, details, prompt_spy, spawn, tool_results
 from tests.runtime.agent._announce_cases import openclaw_announces
 from tests.runtime.tools._openclaw_node import require_node
 
@@ -67,10 +67,7 @@ async def test_the_parents_model_reads_openclaws_announce_of_the_childs_end(
 ) -> None:
     require_node()
     watch = Watch()
-    prompts: dict[str, str] = {}
-
-    def spy(event: Any) -> None:
-        prompts[event.runId] = event.prompt
+    prompts, spy = prompt_spy()
 
     task = "[[reply:kid-done]] check the docs"
     more = {"completionTarget": "parent"} if kind == "private" else {}
@@ -100,10 +97,7 @@ async def test_a_subagent_parent_reads_openclaws_orchestration_announce(tmp_path
     require_node()
     config = local_config(agents__defaults__subagents={"maxSpawnDepth": 2})
     watch = Watch()
-    prompts: dict[str, str] = {}
-
-    def spy(event: Any) -> None:
-        prompts[event.runId] = event.prompt
+    prompts, spy = prompt_spy()
 
     deep = "[[delay:500]] [[reply:deep-result]]"
     with trio.fail_after(60):

@@ -33,7 +33,7 @@ from runtime.agent import announce_key, announce_task
 from runtime.llm import Message, UserMessage
 from runtime.sessions import MessageEntry
 from tests.conftest import local_config, open_client, running_gateway
-from tests.e2e.test_session_tools import Watch, directive, spawn
+from tests.e2e.test_session_tools import Watch, directive, prompt_spy, spawn
 from tests.e2e.test_yield_handoff import MAIN, SETTLED, TWO_AND_YIELD, text_of
 
 ANNOUNCED = "[Internal task completion event]"
@@ -74,10 +74,7 @@ async def test_a_childs_announce_prompt_is_not_kept_and_shown_by_no_history(
     tmp_path: Path,
 ) -> None:
     watch = Watch()
-    prompts: dict[str, str] = {}
-
-    def spy(event: Any) -> None:
-        prompts[event.runId] = event.prompt
+    prompts, spy = prompt_spy()
 
     with trio.fail_after(60):
         async with running_gateway(tmp_path) as gw:
@@ -293,10 +290,7 @@ async def test_two_children_without_a_yield_are_settled_together_after_their_ann
     (kept hidden) ends its context with "Reply ONLY: NO_REPLY only if you already delivered
     the consolidated final answer for this batch." and lists both children."""
     watch = Watch()
-    prompts: dict[str, str] = {}
-
-    def spy(event: Any) -> None:
-        prompts[event.runId] = event.prompt
+    prompts, spy = prompt_spy()
 
     with trio.fail_after(60):
         async with running_gateway(tmp_path) as gw:
@@ -305,11 +299,7 @@ async def test_two_children_without_a_yield_are_settled_together_after_their_ann
                 await client.request(
                     "agent", {"message": TWO_SLOW, "idempotencyKey": "p"}, expect_final=True
                 )
-                spawned = [
-                    d["result"]["details"]
-                    for d in (p["data"] for p in watch.events_of("tool") if p["runId"] == "p")
-                    if d["phase"] == "result" and d["name"] == "sessions_spawn"
-                ]
+                spawned = watch.spawned("p")
                 runs = [p["runId"] for p in await watch.ended(MAIN, 4)]
                 await client.request(
                     "agent", {"message": "next", "idempotencyKey": "z"}, expect_final=True
@@ -373,11 +363,7 @@ async def test_a_restart_still_tells_a_yields_children_in_one_continuation(
             await client.request(
                 "agent", {"message": yielding, "idempotencyKey": "y"}, expect_final=True
             )
-            spawned = [
-                d["result"]["details"]
-                for d in (p["data"] for p in watch.events_of("tool") if p["runId"] == "y")
-                if d["phase"] == "result" and d["name"] == "sessions_spawn"
-            ]
+            spawned = watch.spawned("y")
             a, b = (child["runId"] for child in spawned)
             await watch.ended(spawned[0]["childSessionKey"], 1)  # A ended; B runs
         continuation = f"announce:requester-settle:main:{MAIN}:{','.join(sorted([a, b]))}:yield-1"

@@ -20,7 +20,7 @@ from runtime.agent import announce_key
 from tests.conftest import local_config, open_client, running_gateway
 from tests.e2e._events import run_events, terminal_events
 from tests.e2e.test_crash_recovery import client, gateway_process, kill9, write_config
-from tests.e2e.test_session_tools import Watch, details, spawn, tool_results
+from tests.e2e.test_session_tools import Watch, details, prompt_spy, spawn, tool_results
 
 MAIN = "agent:main:main"
 
@@ -122,10 +122,7 @@ async def test_completion_target_parent_tells_the_result_in_a_private_run_of_its
     tmp_path: Path,
 ) -> None:
     watch = Watch()
-    prompts: dict[str, str] = {}
-
-    def spy(event: Any) -> None:
-        prompts[event.runId] = event.prompt
+    prompts, spy = prompt_spy()
 
     async with running_gateway(tmp_path) as gw:
         gw.supervisor.hooks.register("llm_input", spy, plugin_id="spy")

@@ -28,7 +28,7 @@ from runtime.llm import Message, ToolResultMessage, UserMessage
 from runtime.model._config import Config
 from tests.actors._databases import pg_url
 from tests.conftest import local_config, open_client, running_gateway
-from tests.e2e.test_session_tools import Watch, directive, spawn
+from tests.e2e.test_session_tools import Watch, directive, prompt_spy, spawn
 
 __all__ = ["pg_url"]  # the fixture, used by name
 
@@ -226,10 +226,7 @@ async def test_the_children_of_a_yielded_turn_are_told_in_one_continuation(
     tmp_path: Path,
 ) -> None:
     watch = Watch()
-    prompts: dict[str, str] = {}
-
-    def spy(event: Any) -> None:
-        prompts[event.runId] = event.prompt
+    prompts, spy = prompt_spy()
 
     with trio.fail_after(60):
         async with running_gateway(tmp_path) as gw:
@@ -238,11 +235,7 @@ async def test_the_children_of_a_yielded_turn_are_told_in_one_continuation(
                 await client.request(
                     "agent", {"message": TWO_AND_YIELD, "idempotencyKey": "y"}, expect_final=True
                 )
-                spawned = [
-                    d["result"]["details"]
-                    for d in (p["data"] for p in watch.events_of("tool") if p["runId"] == "y")
-                    if d["phase"] == "result" and d["name"] == "sessions_spawn"
-                ]
+                spawned = watch.spawned("y")
                 for child in spawned:
                     await watch.ended(child["childSessionKey"], 1)
                 [_, continuation] = await watch.ended(MAIN, 2)
@@ -319,12 +312,8 @@ async def test_a_child_ending_as_its_parent_yields_is_told_once_in_the_yields_ba
     completion owned by the requester's yield), and the yield's batch tells it: the model reads
     the child's result once, in the continuation (it was told in an announce run too)."""
     watch = Watch()
-    prompts: dict[str, str] = {}
+    prompts, spy = prompt_spy()
     handed = trio.Event()
-
-    def spy(event: Any) -> None:
-        prompts[event.runId] = event.prompt
-
     with trio.fail_after(60):
         async with running_gateway(tmp_path) as gw:
             spawner = cast(Any, gw.supervisor.services.sessions).spawner  # the gateway's host
