@@ -58,6 +58,7 @@ from runtime.agent import (
     batch_children,
     batch_run_id,
     prepare_child,
+    private_replaced,
     remove_attachments,
     settle_message,
     settle_provenance,
@@ -375,8 +376,11 @@ class Subagents:
 
     async def settle(self, run: SpawnedRun, batch: list[SpawnedRun]) -> None:
         """Tell the parent the children of `batch` together (`run`'s yield's batch, or its
-        wave), unless nothing is to be told or the parent is gone."""
+        wave), unless nothing is to be told or the parent is gone, or (a batch with a
+        private child) is no longer the session that child was spawned from."""
         message = settle_message(batch)
+        if message is not None and private_replaced(batch, await self._session_id(run)):
+            message = None  # OpenClaw's private requester session replaced: told to no one
         if message is not None:
             await self._tell_parent(
                 run,
@@ -400,10 +404,14 @@ class Subagents:
     async def _same(self, run: SpawnedRun) -> bool:
         """`run`'s parent is still the session that spawned it (OpenClaw's private
         completion goes to that requester session only, not to one reset meanwhile)."""
+        found = await self._session_id(run)
+        return found is not None and found == self.journal_link(run).requesterSessionId
+
+    async def _session_id(self, run: SpawnedRun) -> str | None:
+        """The id of `run`'s parent session now (None: gone)."""
         actor = self.sup.peek_session(run.parent_key)
         row = actor.row if actor is not None else await self.sup.store.get_session(run.parent_key)
-        link = self.journal_link(run)
-        return row is not None and row.sessionId == link.requesterSessionId
+        return row.sessionId if row is not None else None
 
     def _resume_parent(self, run: SpawnedRun, record: RunRecord) -> None:
         """A parent that is a subagent paused by its yield for its children goes on with

@@ -149,6 +149,7 @@ from ._turnspec import TurnResult as TurnResult
 from ._yield_batch import Teller as Teller
 from ._yield_batch import batch_children as batch_children
 from ._yield_batch import batch_run_id as batch_run_id
+from ._yield_batch import private_replaced as private_replaced
 from ._yield_batch import settle_message as settle_message
 from ._yield_batch import settle_provenance as settle_provenance
 from ._yield_batch import take_batch as take_batch
@@ -230,6 +231,7 @@ __all__ = [
     "pending_children_message",
     "persist_run",
     "prepare_child",
+    "private_replaced",
     "reach_denial",
     "recent_messages",
     "remove_attachments",

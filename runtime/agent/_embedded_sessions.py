@@ -89,7 +89,13 @@ from ._session_views import (
 )
 from ._spawn_options import StagedAttachments, prepare_child, remove_attachments
 from ._subagent_book import SpawnedRun, TaskBook
-from ._yield_batch import batch_run_id, settle_message, settle_provenance, tell
+from ._yield_batch import (
+    batch_run_id,
+    private_replaced,
+    settle_message,
+    settle_provenance,
+    tell,
+)
 
 __all__ = ["ChildLink", "EmbeddedSessions", "SessionsRuntime", "TrackedRun"]
 
@@ -455,9 +461,12 @@ class EmbeddedSessions:
 
     async def settle(self, run: SpawnedRun, batch: list[SpawnedRun]) -> None:
         """Tell the parent the children of `batch` together in a turn of its own (`run`'s
-        yield's batch, or its wave), unless nothing is to be told or the parent is gone."""
+        yield's batch, or its wave), unless nothing is to be told or the parent is gone, or
+        (a batch with a private child) is no longer the session that child was spawned
+        from."""
         message = settle_message(batch)
-        if message is not None and await self.rt.session_row(run.parent_key) is not None:
+        parent = await self.rt.session_row(run.parent_key) if message is not None else None
+        if message and parent is not None and not private_replaced(batch, parent.sessionId):
             run_id = batch_run_id(run.link.parentAgent, run.parent_key, batch)
             await self._turn(run, run_id, message, settle_provenance(batch))
         for child in batch:

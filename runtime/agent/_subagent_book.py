@@ -197,6 +197,18 @@ class SpawnedRun:
         """Its result is announced to the parent (`expectsCompletionMessage` not false)."""
         return self.link.announce
 
+    @property
+    def private(self) -> bool:
+        """Its end is told privately, to the parent session it was spawned from only
+        (`completionTarget: "parent"`; a link that has no such field: no)."""
+        return getattr(self.link, "completionTarget", None) == "parent"
+
+    @property
+    def requester_session(self) -> str | None:
+        """The id of the parent session it was spawned from (kept for a private one)."""
+        found = getattr(self.link, "requesterSessionId", None)
+        return found if isinstance(found, str) else None
+
     def status(self) -> str:
         """OpenClaw's task status: queued, running, completed, failed, timed_out, cancelled."""
         rec = self.record

@@ -33,6 +33,7 @@ from typing import Final, Protocol
 from ..llm._types import InputProvenance
 from ..sessions._provenance import SUBAGENT_SETTLE, completion_provenance
 from ._session_views import yielded
+from ._spawn_options import PRIVATE_COMPLETION_INSTRUCTION
 from ._subagent_book import SpawnedRun, TaskBook, reply_text
 
 __all__ = [
@@ -40,6 +41,7 @@ __all__ = [
     "Teller",
     "batch_children",
     "batch_run_id",
+    "private_replaced",
     "settle_message",
     "settle_provenance",
     "take_batch",
@@ -77,6 +79,8 @@ SILENT_IF_ANSWERED: Final = (
     "final answer for this batch."
 )
 """The last context line without a yield (each child was told on its own already)."""
+PRIVATE_LINE: Final = f"[Subagent Context] {PRIVATE_COMPLETION_INSTRUCTION}"
+"""The last context line of a batch with a private child (OpenClaw's `parentOnly` wake)."""
 _BATCH_ID: Final = re.compile(r"^announce:requester-settle:.*:([^:]+):yield-\d+$")
 
 
@@ -237,17 +241,34 @@ def batch_children(run_id: str) -> list[str]:
 
 def settle_message(batch: list[SpawnedRun]) -> str | None:
     """The settle run's message for `batch`: OpenClaw's requester-settle wake with each
-    told child's outcome; None when no child is to be told (all stopped by an abort)."""
-    told = sorted(
-        (r for r in batch if r.announce and not r.suppressed),
-        key=lambda r: (r.created_at, _ended_at(r), r.child_key),
-    )
+    told child's outcome; None when no child is to be told (all stopped by an abort). A
+    batch holding a private child (`completionTarget: "parent"`) is told as OpenClaw's
+    parent-only wake: its private instruction in place of the outcome instruction and the
+    last line."""
+    told = _told(batch)
     if not told:
         return None
     sections = [_finding(i, r) for i, r in enumerate(told, 1)]
     findings = "\n\n".join(["Child completion results:", "", *sections])
+    if any(r.private for r in told):
+        return "\n".join([*SETTLE_HEAD[:2], PRIVATE_LINE, "", findings])
     last = VISIBLE_REPLY if any(r.requester_yielded for r in batch) else SILENT_IF_ANSWERED
     return "\n".join([*SETTLE_HEAD, last, "", findings])
+
+
+def private_replaced(batch: list[SpawnedRun], session_id: str | None) -> bool:
+    """Whether the parent, now session `session_id`, is no longer the session a private
+    child of `batch` was spawned from: OpenClaw then tells the batch to no one (its
+    `private completion requester session was replaced`)."""
+    return any(r.private and r.requester_session != session_id for r in _told(batch))
+
+
+def _told(batch: list[SpawnedRun]) -> list[SpawnedRun]:
+    """The children of `batch` a settle run tells (not stopped by an abort), in order."""
+    return sorted(
+        (r for r in batch if r.announce and not r.suppressed),
+        key=lambda r: (r.created_at, _ended_at(r), r.child_key),
+    )
 
 
 def settle_provenance(batch: list[SpawnedRun]) -> InputProvenance:
