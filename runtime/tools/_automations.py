@@ -36,9 +36,16 @@ restricted as OpenClaw restricts it: `status` (only whether the scheduler is on)
 (only its job), `get` / `remove` / `runs` of its own job and `next_check`; anything else is
 refused.
 
-Not here: OpenClaw's flattened-argument recovery (job fields given beside `action`
-instead of inside `job`; OpenClaw's schema takes any other argument, clawlane's refuses an
-unknown one), and the compact list summaries OpenClaw's `list` asks for.
+As OpenClaw's tool does, it takes any other argument (ignored; but `gatewayUrl` /
+`gatewayToken`, still refused), and repairs the job a model
+gives (`_automations_flat`): job fields written flat beside `action` instead of inside `job`,
+and shorthands (`every`, `cron`, `atMs`, a padded `"schedule "` key...), are put in the
+nested shape `cron.add` / `cron.update` take, by OpenClaw's rules, with its errors. The
+description is OpenClaw's, less what clawlane's scheduler does not run (condition triggers,
+script payloads, stream schedules, paced loops, failure alerts) or has not (channels, an
+owner-wide management scope, detached `current` runs).
+
+Not here: the compact list summaries OpenClaw's `list` asks for.
 """
 
 from __future__ import annotations
@@ -50,7 +57,8 @@ from typing import Annotated, Any, Final, Literal, Protocol
 import msgspec
 import trio
 
-from ._automations_job import JOB_SCHEMA, context_lines, with_context
+from ._automations_flat import job_for, prepare
+from ._automations_job import JOB_SCHEMA, context_lines, infer_name, with_context
 from ._errors import ToolError
 from ._sessions_tools import SessionsHistoryParams, SessionsHost
 from ._tool import Tool, ToolContext, ToolResult, text_result
@@ -75,7 +83,9 @@ _READS: Final = frozenset({"cron.status", "cron.list", "cron.get", "cron.runs"})
 
 class AutomationsParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """`automations`' arguments: OpenClaw 2026.9.6's, in its order (but `gatewayUrl` and
-    `gatewayToken`: the tool runs in the gateway it would name)."""
+    `gatewayToken`: the tool runs in the gateway it would name, so they stay unknown fields,
+    refused). Other arguments are taken and ignored (`prepare_arguments` drops them), as
+    OpenClaw's schema takes them (`additionalProperties: true`)."""
 
     action: Action
     timeoutMs: Annotated[int, msgspec.Meta(ge=1)] | None = None
@@ -152,6 +162,69 @@ class AutomationsParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True)
     ) = None
 
 
+DESCRIPTION: Final = """\
+Gateway scheduler: reminders, delayed self-wakeups, loops, recurring work. Never exec \
+sleep/poll as timer.
+
+ACTIONS: status | list [includeDisabled,limit?,offset?] (use nextOffset for the next page) | \
+get jobId (full schedule, payload, and delivery details) | add job | update jobId job \
+(partial: only supplied fields change; null clears) | remove jobId | run jobId (runMode \
+"force"=now) | runs jobId = history | next_check in:"30m" (own paced run only) | wake text \
+mode?:"now"|"next-heartbeat"(default) nudges a caller-owned lane (sessionKey/agentId to \
+pick another).
+
+SCOPE: you see only caller-visible jobs; totals/counts and hasMore describe that scoped view, \
+not global inventory. An empty list or failed list/get/update/remove (including not-found) \
+does not establish global absence, whatever the source of a known job id (including your own \
+history). Never recreate or replace a known automation to satisfy an update/remove or \
+reconciliation request solely because of these results. Report that you cannot establish \
+global absence; do not bypass caller scope. Genuinely new, requested automations can still \
+be created.
+
+ADD: job requires schedule+payload.
+
+SCHEDULE:
+- {kind:"at",at:"ISO-8601"} one-shot; no tz=UTC; auto-deletes after successful completion: \
+delivery confirmed, not requested, intentionally silent, or explicitly bestEffort. \
+Failed/unknown required delivery retains it disabled.
+- {kind:"every",everyMs}.
+- {kind:"cron",expr,tz?:"IANA"}: expr is wall time in tz; never pre-convert to UTC; no \
+tz=gateway host local. 18:00 Shanghai => {expr:"0 18 * * *",tz:"Asia/Shanghai"}.
+
+TARGET+PAYLOAD:
+- "current" (agentTurn default) = this conversation: the run is a turn of this session. \
+Self-wakeup/"continue later"/loop = at|every + agentTurn + current.
+- "isolated" = fresh detached session; standalone background work.
+- "main" = heartbeat lane; payload {kind:"systemEvent",text} (systemEvent default target).
+- "session:<key>" = named session.
+- {kind:"agentTurn",message}; timeoutSeconds 0=none.
+
+UNAVAILABLE HERE: condition triggers, script payloads, stream schedules and paced loops \
+(pacing). Omit trigger and pacing; use plain time-based schedules. If the user asks for a \
+conditional watcher, say it is unsupported — never model-poll instead, and never silently \
+create an unconditional job in its place.
+
+DELIVERY: where run output goes. Omitted=announce. webhook posts finished-run event (successful empty summary is intentional silence, no POST) \
+to URL in `to`.
+
+Job wakeMode (main jobs): "now"(default)|"next-heartbeat". Restricted automation-run \
+sessions: self status/list/get/runs/remove + own next_check only. jobId canonical \
+(id=compat). contextMessages 0-10 embeds recent chat lines into reminder text."""
+"""OpenClaw's `buildCronToolDescription`, less what clawlane does not run or has not (see
+the module docstring)."""
+
+
+_TAKEN: Final = frozenset(
+    (
+        *(f.encode_name for f in msgspec.structs.fields(AutomationsParams)),
+        "gatewayUrl",
+        "gatewayToken",
+    )
+)
+"""The arguments `prepare_arguments` keeps: those of `AutomationsParams`, and the two it
+refuses."""
+
+
 class AutomationsHost(Protocol):
     """The scheduler the tool reaches: `call` runs the gateway operation `method`
     (`cron.add`, `cron.list`, ..., `wake`) with its params for the calling run (its agent,
@@ -165,19 +238,20 @@ class AutomationsHost(Protocol):
 
 class AutomationsTool:
     name = "automations"
-    description = (
-        "Schedule reminders and automations on the gateway scheduler. Actions: status, list "
-        "(includeDisabled, limit, offset, agentId), get (jobId), add "
-        '(job: {name, schedule: {kind: "at", at} | {kind: "every", everyMs} | {kind: "cron", '
-        'expr, tz}, payload: {kind: "agentTurn", message} | {kind: "systemEvent", text}, '
-        "sessionTarget, delivery}), update (jobId, job: fields to change), remove (jobId), "
-        'run (jobId, runMode: "due" or "force" to run now), runs (jobId: its run history), '
-        'next_check in:"30m" (own paced run only), wake text mode?:"now"|"next-heartbeat" '
-        "(default) nudges this session (sessionKey/agentId to pick another). "
-        "contextMessages 0-10 embeds recent chat lines into reminder text."
-    )
+    description = DESCRIPTION
     params = AutomationsParams
     mutating = True
+    open_arguments = True
+
+    @staticmethod
+    def prepare_arguments(arguments: Any) -> Any:
+        """OpenClaw's recovery of a job written flat beside `action` (`_automations_flat`),
+        then the arguments `AutomationsParams` does not name dropped (but `gatewayUrl` and
+        `gatewayToken`, refused)."""
+        prepared = prepare(arguments)
+        if not isinstance(prepared, dict) or _TAKEN.issuperset(prepared):
+            return prepared
+        return {k: v for k, v in prepared.items() if k in _TAKEN}
 
     def __init__(self, host: AutomationsHost, sessions: SessionsHost | None = None) -> None:
         self.host = host
@@ -278,17 +352,17 @@ def _job_id(args: AutomationsParams) -> str:
     return job_id
 
 
-def _job(args: AutomationsParams) -> dict[str, Any]:
-    if not args.job:
-        raise ToolError("job required")
-    return dict(args.job)
-
-
 def _create_defaults(job: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     """OpenClaw's defaults for a job the model creates: the calling agent, `wakeMode`
-    `now`, and the target `main` for a `systemEvent`, else `current` (this session)."""
+    `now`, a name from its payload or schedule (`infer_name`) when it has none, and the
+    target `main` for a `systemEvent`, else `current` (this session)."""
     job.setdefault("agentId", ctx.agent_id)
     job.setdefault("wakeMode", "now")
+    name = job.get("name")
+    if not (isinstance(name, str) and name.strip()) and all(
+        isinstance(job.get(k), dict) for k in ("schedule", "payload")
+    ):
+        job["name"] = infer_name(job)
     payload = job.get("payload")
     kind = payload.get("kind") if isinstance(payload, dict) else None
     job.setdefault("sessionTarget", "main" if kind == "systemEvent" else "current")
@@ -330,9 +404,10 @@ def _request(args: AutomationsParams, ctx: ToolContext) -> tuple[str, dict[str, 
                 params[name] = value
         return "cron.list", params
     if action == "add":
-        return "cron.add", _create_defaults(_job(args), ctx)
+        return "cron.add", _create_defaults(job_for("add", args.job), ctx)
     if action == "update":
-        return "cron.update", {"id": _job_id(args), "patch": _job(args)}
+        job_id = _job_id(args)
+        return "cron.update", {"id": job_id, "patch": job_for("update", args.job)}
     if action == "run":
         return "cron.run", {"id": _job_id(args), "mode": args.runMode or "due"}
     if action == "wake":

@@ -12,6 +12,8 @@ session's newest `contextMessages` (at most 10) messages, those of the user and 
 with text, each one line `- User: ...` / `- Assistant: ...` (whitespace collapsed, cut to 220
 UTF-16 units with `...`), as many as fit in 700 units; `with_context` puts them under
 `Recent context:` after a `systemEvent`'s text, in place of any such block it had.
+
+`infer_name` is OpenClaw's `inferCronJobName`, the name a job made without one gets.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import re
 from collections.abc import Iterable
 from typing import Any, Final
 
-__all__ = ["CONTEXT_MARKER", "JOB_SCHEMA", "context_lines", "with_context"]
+__all__ = ["CONTEXT_MARKER", "JOB_SCHEMA", "context_lines", "infer_name", "with_context"]
 
 JOB_SCHEMA: Final[dict[str, Any]] = {
     "type": "object",
@@ -342,21 +344,55 @@ def _message_text(message: Any) -> tuple[str, str] | None:
     return (str(message["role"]), text) if text else None
 
 
+def infer_name(job: dict[str, Any]) -> str:
+    """OpenClaw's `inferCronJobName`: the first non-blank line of the payload's text (a
+    `systemEvent`'s `text`, an `agentTurn`'s `message`) cut to 60 UTF-16 units with `…`, else
+    one from the schedule (`Cron: <expr>`, `Every: <ms>ms`, `One-shot`), else `Automation`."""
+    payload = job.get("payload")
+    payload = payload if isinstance(payload, dict) else {}
+    kind = payload.get("kind")
+    text = payload.get("text") if kind == "systemEvent" else None
+    text = payload.get("message") if kind == "agentTurn" else text
+    argv = payload.get("argv") if kind == "command" else None
+    if isinstance(argv, list):
+        text = " ".join("" if a is None else str(a) for a in argv)
+    lines = text.split("\n") if isinstance(text, str) else []
+    first = next((line.strip() for line in lines if line.strip()), "")
+    if first:
+        return _cut(first, 60, "…")
+    schedule = job.get("schedule")
+    schedule = schedule if isinstance(schedule, dict) else {}
+    every = schedule.get("everyMs")
+    if schedule.get("kind") == "cron" and isinstance(schedule.get("expr"), str):
+        return f"Cron: {_cut(schedule['expr'], 52, '…')}"
+    if schedule.get("kind") == "every" and _number(every):
+        shown = int(every) if isinstance(every, float) and every.is_integer() else every
+        return f"Every: {shown}ms"
+    if schedule.get("kind") == "at":
+        return "One-shot"
+    return "Automation"
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
 def _units(text: str) -> int:
     """Length in UTF-16 code units (JavaScript's `length`)."""
     return len(text.encode("utf-16-le")) // 2
 
 
-def _cut(text: str, limit: int) -> str:
-    """OpenClaw's `truncateWithMarker(text, limit, {marker: "...", reserve: 3, trimEnd})`:
-    at most `limit - 3` UTF-16 units (a surrogate pair is never split), then `...`."""
+def _cut(text: str, limit: int, marker: str = "...") -> str:
+    """OpenClaw's `truncateWithMarker(text, limit, {marker, reserve: marker's length,
+    trimEnd})`: at most `limit - reserve` UTF-16 units (a surrogate pair is never split), then
+    `marker`."""
     if _units(text) <= limit:
         return text
-    out, used = [], 0
+    out, used, keep = [], 0, limit - _units(marker)
     for char in text:
         size = 2 if ord(char) > 0xFFFF else 1
-        if used + size > limit - 3:
+        if used + size > keep:
             break
         out.append(char)
         used += size
-    return "".join(out).rstrip() + "..."
+    return "".join(out).rstrip() + marker

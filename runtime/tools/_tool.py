@@ -104,6 +104,8 @@ class Tool(Protocol):
     `prepareArguments`): it gets the model's decoded arguments before they are checked against
     `params`, to accept an older or looser form (`edit`'s top-level `oldText`/`newText`). It
     must not raise, and must give back what it got when there is nothing to prepare.
+    A tool with `open_arguments = True` is offered with `additionalProperties: true` (as
+    OpenClaw's cron tool is): its `prepare_arguments` takes what its `params` do not name.
     """
 
     @property
@@ -162,6 +164,8 @@ def _tool_spec(tool: Tool) -> ToolSpec:
         raise TypeError(f"tool {tool.name!r}: params must be a msgspec Struct type")
     inlined.setdefault("properties", {})
     _declared_order(inlined, tool.params, frozenset())
+    if getattr(tool, "open_arguments", False):  # other arguments are taken (and ignored)
+        inlined["additionalProperties"] = True
     if _has_ref(inlined):
         inlined["$defs"] = defs
     return ToolSpec(name=tool.name, description=tool.description, parameters=inlined)

@@ -37,9 +37,8 @@ KNOWN: dict[str, tuple[str, tuple[str, ...]]] = {
         ),
     ),
     "automations": (
-        "gatewayUrl/gatewayToken (which gateway OpenClaw's tool calls, with which token) are not taken: the tool runs inside the gateway it acts on, so they could only name another gateway it cannot reach (an argument naming one is refused as unknown, not silently applied here); unknown arguments are refused (OpenClaw's schema takes any, recovering job fields flattened beside `action`, which clawlane does not); the description is clawlane's: OpenClaw's promises stream schedules, script payloads, condition triggers, paced loops and owner-wide management, which clawlane's scheduler refuses",
+        "gatewayUrl/gatewayToken (which gateway OpenClaw's tool calls, with which token) are not taken: the tool runs inside the gateway it acts on, so they could only name another gateway it cannot reach (an argument naming one is ignored, as any other argument the schema does not name); the description is OpenClaw's less what clawlane's scheduler refuses or has not (condition triggers, script payloads, stream schedules, paced loops, failure alerts, channels, owner-wide management, detached current runs)",
         (
-            ".parameters.additionalProperties: false != true",
             ".parameters.properties.gatewayToken: only theirs",
             ".parameters.properties.gatewayUrl: only theirs",
             "description",
