@@ -23,7 +23,8 @@ kept in the parent's transcript, a continuation's is kept with `display: false`;
 shows either.
 A yield's claim is kept in the parent's transcript beside the yield (`runtime.agent.
 run_notes`, `YieldClaim`), so that after a restart the children it still owes are told in
-one continuation as before (`adopt`), not one by one.
+one continuation as before (`adopt`), not one by one; children told on their own whose wave
+no settle run in the journal told are settled together after a restart too.
 A child whose run ends with `sessions_yield` is not done: its task waits for a continuation
 (its own children's announce, or with `waitFor: "message"` its parent's `sessions_send`)
 and is announced once, with the result of the run that ends it.
@@ -62,10 +63,12 @@ from runtime.agent import (
     remove_attachments,
     settle_message,
     settle_provenance,
+    settled_children,
     spawn_admission,
     spawn_receipt,
     subagent_context,
     subagent_model,
+    take_waves,
     tell,
     yield_claims,
     yielded,
@@ -476,53 +479,81 @@ class Subagents:
         """After a restart: the subagent runs the journal knew join the book, and those
         whose end the parent never heard of (interrupted: reported failed or running again;
         stopped by the shutdown; ended before their announce was handed over) are followed
-        and announced as usual, those a yield claimed together (`_restore_claims`). Returns
-        how many."""
+        and announced as usual, those a yield claimed together (`_restore_claims`). Those
+        told on their own whose wave no settle run told yet wait for it again, and their
+        waves are settled (`_resettle`): a settle run the journal has (started, or
+        interrupted) counts its children told, so none is settled twice. Returns how many
+        are followed."""
+        made = [r for r in recovered if r.interrupted or r.record.started_at is not None]
         handed = {  # the tasks whose announces ran, or will (one refused at the shutdown,
             task  # or dropped as a yield took its telling over, did not)
-            for r in recovered
+            for r in made
             if (task := announced_task(r.record.run_id)) is not None
-            and (r.interrupted or r.record.started_at is not None)
             and r.record.abort_reason != "dropped"
         }
-        handed |= {  # and the children a yield's continuation told
-            child
-            for r in recovered
-            if r.interrupted or r.record.started_at is not None
-            for child in batch_children(r.record.run_id)
-        }
+        # and the children a yield's continuation told; with a wave's, told together
+        handed |= {child for r in made for child in batch_children(r.record.run_id)}
+        together = {child for r in made for child in settled_children(r.record.run_id)}
         owed: list[SpawnedRun] = []
+        told: list[SpawnedRun] = []
         for item in recovered:
             link, rec = item.spawn, item.record
             if link is None:
                 continue
             run = SpawnedRun(rec, link.parentKey, rec.session_key, link.label, link=link)
+            run.created_at = rec.accepted_at  # its place in its parent's waves
             due = _owed(item) or yielded(rec)  # a yielded one waits for its continuation
-            run.delivered = not due or rec.run_id in handed
-            # told before the restart: settled, no batch nor wave waits for it
-            run.settled = run.waved = run.delivered
+            run.delivered = run.settled = not due or rec.run_id in handed
+            run.waved = rec.run_id in together
             run.suppressed = rec.status == "aborted" and rec.abort_reason == "stop"
             self.book.add(run)
             if not run.delivered:
                 owed.append(run)
-        if owed:
-            self._nursery.start_soon(self._restore_claims, owed)
+            elif not run.waved:
+                told.append(run)
+        if owed or told:
+            self._nursery.start_soon(self._restore_claims, owed, told)
         return len(owed)
 
-    async def _restore_claims(self, owed: list[SpawnedRun]) -> None:
+    async def _restore_claims(self, owed: list[SpawnedRun], told: list[SpawnedRun]) -> None:
         """Before following the restored runs `owed`: those a yield claimed before the
         restart (its parent's transcript keeps the claim, `runtime.agent.yield_claims`)
         are its batch again, a continuation already in that transcript counts them told,
-        and members the book lost are recalled from the journal. Never raises but
-        `Cancelled`."""
-        for parent in dict.fromkeys(r.parent_key for r in owed):
+        and members the book lost are recalled from the journal. Then the runs `told` on
+        their own that no yield claimed wait for their waves, which are settled. Never
+        raises but `Cancelled`."""
+        for parent in dict.fromkeys(r.parent_key for r in [*owed, *told]):
             try:
                 await self._restore_parent(parent)
             except (ClawlaneError, ActorError) as exc:
                 log.warning("could not read the yields of %s after a restart: %s", parent, exc)
+        for run in told:
+            run.ready = not run.requester_yielded and not run.paused
         for run in owed:
             if not run.delivered:
                 self._nursery.start_soon(self._follow, run)
+        self._resettle(dict.fromkeys(r.parent_key for r in told))
+
+    def _resettle(self, parents: Iterable[str]) -> None:
+        """Settle the waves of `parents` and their ancestors that are due now (as
+        `runtime.agent.tell` does after a child's telling), each in a task of its own."""
+        seen: set[str] = set()
+        for parent in parents:
+            key: str | None = parent
+            while key is not None and key not in seen:
+                seen.add(key)
+                for wave in take_waves(self.book, key):
+                    self._nursery.start_soon(self._settle_again, wave)
+                key = self.book.parent_of(key)
+
+    async def _settle_again(self, wave: list[SpawnedRun]) -> None:
+        """`settle` for a wave a restart rebuilt. Never raises but `Cancelled`."""
+        try:
+            await self.settle(wave[0], wave)
+        except (ClawlaneError, ActorError) as exc:
+            log.warning("could not settle the subagents of %s: %s", wave[0].parent_key, exc)
+        except Exception:
+            log.exception("could not settle the subagents of %s", wave[0].parent_key)
 
     async def _restore_parent(self, parent: str) -> None:
         row = await self.sup.store.get_session(parent)

@@ -152,6 +152,7 @@ from ._yield_batch import batch_run_id as batch_run_id
 from ._yield_batch import private_replaced as private_replaced
 from ._yield_batch import settle_message as settle_message
 from ._yield_batch import settle_provenance as settle_provenance
+from ._yield_batch import settled_children as settled_children
 from ._yield_batch import take_batch as take_batch
 from ._yield_batch import take_waves as take_waves
 from ._yield_batch import tell as tell
@@ -250,6 +251,7 @@ __all__ = [
     "send_waited",
     "settle_message",
     "settle_provenance",
+    "settled_children",
     "skills_now",
     "spawn_admission",
     "spawn_receipt",

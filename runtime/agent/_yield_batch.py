@@ -44,6 +44,7 @@ __all__ = [
     "private_replaced",
     "settle_message",
     "settle_provenance",
+    "settled_children",
     "take_batch",
     "take_waves",
     "tell",
@@ -237,6 +238,15 @@ def batch_children(run_id: str) -> list[str]:
     """The children's run ids a continuation's id names (none for another run's id)."""
     found = _BATCH_ID.match(run_id)
     return found.group(1).split(",") if found else []
+
+
+def settled_children(run_id: str) -> list[str]:
+    """The children's run ids a settle run's id names, a yield's continuation or a wave's
+    settle run (`batch_run_id`: the children's ids come last but for the yield's suffix;
+    none for another run's id)."""
+    if not run_id.startswith(BATCH_PREFIX):
+        return []
+    return batch_children(run_id) or run_id.rpartition(":")[2].split(",")
 
 
 def settle_message(batch: list[SpawnedRun]) -> str | None:
