@@ -4,8 +4,10 @@
 refuses (with an error result the model sees) a call to anything else, runs the
 `before_tool_call` hooks (a block is terminal and fails closed; a `requireApproval` waits for
 an operator through the run's `ApprovalGate`, see `_approval`), invokes the tool with its
-arguments validated, streams partial output as `tool` `update` events, sanitises the result
-for events, fires `after_tool_call`, and lets `tool_result_persist` shape what is stored.
+arguments validated, streams partial output as `tool` `update` events, bounds the result's
+images as OpenClaw does before a model sees them (`sanitize_result_images`: within 1200 px a
+side and 5 MiB, else a JPEG, else a text saying why), sanitises the result for events, fires
+`after_tool_call`, and lets `tool_result_persist` shape what is stored.
 It also records what the `message` tool sent, for reply dedupe.
 """
 
@@ -40,6 +42,7 @@ from ..tools import (
     invoke_tool,
     normalize_tool_name,
     sanitize_result,
+    sanitize_result_images,
     tool_spec,
 )
 from ._agent import Emit, ToolOutcome, TurnYield
@@ -179,6 +182,7 @@ class RunTools:
         self._yielding = None
         kept: list[Callable[[], None]] = []
         result = await invoke_tool(tool, params, self._context(call, emit, kept.append))
+        result = await sanitize_result_images(result)
         duration_ms = (time.monotonic() - started) * 1000
         if result.is_error:
             text = " ".join(c.text for c in result.content if isinstance(c, TextContent))

@@ -105,6 +105,7 @@ from ._fs import ReadTool as ReadTool
 from ._fs import WriteTool as WriteTool
 from ._gateway import ConfigReader as ConfigReader
 from ._gateway import GatewayTool as GatewayTool
+from ._images import sanitize_result_images as sanitize_result_images
 from ._patch import ApplyPatchTool as ApplyPatchTool
 from ._patch import PatchError as PatchError
 from ._patch import apply_patch as apply_patch
@@ -263,6 +264,7 @@ __all__ = [
     "resolve_in_workspace",
     "sanitize_history",
     "sanitize_result",
+    "sanitize_result_images",
     "serves_locally",
     "session_tools",
     "subagent_denied",

@@ -17,9 +17,11 @@ messages for an empty file, an offset past the end, a directory, a missing file 
 spelling of its name read instead, with a note, or near names suggested: `_read_paths`);
 `optional` (and a daily memory note, `memory/YYYY-MM-DD.md`) answers a missing file with
 `{kind: not_found}`; an image (OpenClaw's detection: JPEG, a real non-animated PNG, GIF,
-WebP, BMP) as image content, "Read image file [type]". Beyond OpenClaw: a text file over
+WebP, BMP) as image content, "Read image file [type]", converted, resized and re-encoded
+as OpenClaw's read does (`_images`: a BMP as PNG, within 1200 px a side and 5 MiB, with
+OpenClaw's notes, or a text saying why it was left out). Beyond OpenClaw: a text file over
 `READ_MAX_TEXT_BYTES` or an image over `READ_MAX_IMAGE_BYTES` is refused (OpenClaw reads any
-file whole, and resizes or converts images; clawlane sends an image as it is). `write`
+file whole). `write`
 (`_write_details`): "Successfully wrote N bytes to <path>" with OpenClaw's diff details, or
 "No changes made" when the file already has those bytes. Both answer a blank path, a
 directory and a file in place of a directory with OpenClaw's messages; other refused paths
@@ -41,9 +43,10 @@ from typing import Annotated, Final, Literal, TypeVar
 import msgspec
 import trio
 
-from runtime.llm._types import ImageContent, TextContent
+from runtime.llm._types import ImageContent, TextContent, UserContent
 
 from ._errors import SandboxError
+from ._images import prepare_read_image, sanitize_blocks
 from ._read_page import ReadError, read_text
 from ._read_paths import absolute, missing_path, name_variants, suggestions
 from ._redact import redact_tool_payload_text
@@ -325,14 +328,7 @@ def _read(workspace: Path, args: ReadParams, context_window: int | None = None) 
             )
         data = head + f.read(limit + 1 - len(head))
     if mime is not None and image_mime(data) == mime:
-        shown = f"Read image file [{mime}]" if note is None else f"{note}\nRead image file [{mime}]"
-        return ToolResult(
-            content=[
-                TextContent(text=shown),
-                ImageContent(data=base64.b64encode(data).decode("ascii"), mimeType=mime),
-            ],
-            details={"kind": "image", "content": shown, "mimeType": mime},
-        )
+        return _image_result(data, mime, args.path, note)
     try:
         text, details = read_text(
             data,
@@ -349,6 +345,30 @@ def _read(workspace: Path, args: ReadParams, context_window: int | None = None) 
         if isinstance(details.get("content"), str):
             details = {**details, "content": redact_tool_payload_text(details["content"])}
     return text_result(text, details=details)
+
+
+def _image_result(data: bytes, mime: str, path: str, note: str | None) -> ToolResult:
+    """OpenClaw's read of an image: its read tool's step (BMP to PNG, fit in 2000 px and
+    4.5 MiB, with its notes), then its tool-result sanitizer (fit in 1200 px and 5 MiB as a
+    JPEG, or a text saying why it was left out), labelled "read:<path>" (`_images`)."""
+    prepared = prepare_read_image(data, mime)
+    lines = [f"Read image file [{prepared.mime}]", *prepared.hints]
+    if prepared.omitted is not None:
+        lines.append(prepared.omitted)
+    if note is not None:
+        lines.insert(0, note)
+    content: list[UserContent] = [TextContent(text="\n".join(lines))]
+    if prepared.data is not None:
+        b64 = base64.b64encode(prepared.data).decode("ascii")
+        content.append(ImageContent(data=b64, mimeType=prepared.mime))
+    content = sanitize_blocks(content, f"read:{path}")
+    shown = "\n".join(block.text for block in content if isinstance(block, TextContent))
+    image = next((block for block in content if isinstance(block, ImageContent)), None)
+    if image is None:
+        return ToolResult(content=content, details={"kind": "text", "content": shown})
+    return ToolResult(
+        content=content, details={"kind": "image", "content": shown, "mimeType": image.mimeType}
+    )
 
 
 def _ls(workspace: Path, args: LsParams) -> ToolResult:

@@ -192,8 +192,10 @@ async def test_read_tells_a_bmp_from_text_starting_with_bm(
         image = await invoke_tool(ReadTool(), {"path": "pic.bmp"}, ctx)
         text = await invoke_tool(ReadTool(), {"path": "cars.txt"}, ctx)
     assert isinstance(image.content[1], ImageContent)
-    assert image.content[1].mimeType == "image/bmp"
-    assert image.content[0] == TextContent(text="Read image file [image/bmp]")
+    assert image.content[1].mimeType == "image/png"  # converted, as OpenClaw's read does
+    assert image.content[0] == TextContent(
+        text="Read image file [image/png]\n[Image converted from image/bmp to image/png.]"
+    )
     assert _text(text).startswith("BMW and other cars")
 
 
