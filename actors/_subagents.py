@@ -547,13 +547,23 @@ class Subagents:
                 key = self.book.parent_of(key)
 
     async def _settle_again(self, wave: list[SpawnedRun]) -> None:
-        """`settle` for a wave a restart rebuilt. Never raises but `Cancelled`."""
+        """`settle` for a wave a restart rebuilt, unless the journal has a run of its id
+        (made meanwhile: in a cluster, another node's, not yet ended when this node read
+        the journal). Never raises but `Cancelled`."""
+        run = wave[0]
         try:
-            await self.settle(wave[0], wave)
+            made = await self.sup.store.load_run(
+                batch_run_id(run.link.parentAgent, run.parent_key, wave)
+            )
+            if made is not None:
+                for child in wave:
+                    child.delivered = True
+                return
+            await self.settle(run, wave)
         except (ClawlaneError, ActorError) as exc:
-            log.warning("could not settle the subagents of %s: %s", wave[0].parent_key, exc)
+            log.warning("could not settle the subagents of %s: %s", run.parent_key, exc)
         except Exception:
-            log.exception("could not settle the subagents of %s", wave[0].parent_key)
+            log.exception("could not settle the subagents of %s", run.parent_key)
 
     async def _restore_parent(self, parent: str) -> None:
         row = await self.sup.store.get_session(parent)

@@ -48,6 +48,19 @@ def hold_waves(monkeypatch: pytest.MonkeyPatch) -> trio.Event:
     return held
 
 
+def settled_again(monkeypatch: pytest.MonkeyPatch) -> trio.Event:
+    """An event set once a wave a restart rebuilt was dealt with."""
+    done = trio.Event()
+    again = subagents.Subagents._settle_again
+
+    async def watched(self: Any, wave: list[SpawnedRun]) -> None:
+        await again(self, wave)
+        done.set()
+
+    monkeypatch.setattr(subagents.Subagents, "_settle_again", watched)
+    return done
+
+
 def book_of(gw: Any) -> Any:
     host = gw.supervisor.services.sessions
     assert isinstance(host, GatewaySessions)
@@ -102,6 +115,14 @@ async def test_a_wave_the_gateway_stopped_before_settling_is_settled_after_a_res
             children = book_of(gw).children(MAIN)
             assert sorted(r.task_id for r in children) == ids
             assert all(r.waved and not r.ready for r in children)
+            # a node that read the journal while the settle run had not ended (a cluster's
+            # node reads no unended run) finds that run by its id and makes it not again
+            tried = settled_again(monkeypatch)
+            assert gw.recovery is not None
+            unseen = [r for r in gw.recovery.runs if r.record.run_id != settle]
+            host = gw.supervisor.services.sessions
+            assert isinstance(host, GatewaySessions) and host.spawner.adopt(unseen) == 0
+            await tried.wait()
             await client.request(
                 "agent", {"message": "again", "idempotencyKey": "z2"}, expect_final=True
             )
