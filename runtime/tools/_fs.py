@@ -50,8 +50,8 @@ from ._images import prepare_read_image, sanitize_blocks
 from ._read_page import ReadError, read_text
 from ._read_paths import absolute, missing_path, name_variants, suggestions
 from ._redact import redact_tool_payload_text
-from ._sandbox import resolve_in_workspace
-from ._tool import ToolContext, ToolResult, text_result
+from ._sandbox import ESCAPES, NOT_A_DIRECTORY, resolve_in_workspace
+from ._tool import ToolContext, ToolResult, text_result, thrown_result
 from ._write_details import (
     WRITE_PRECHECK_READ_LIMIT_BYTES,
     js_utf8,
@@ -190,18 +190,37 @@ _P = TypeVar("_P")
 async def in_thread(
     name: str, fn: Callable[[Path, _P], ToolResult], workspace: Path, args: _P
 ) -> ToolResult:
-    """Run `fn` in a worker thread, mapping refused paths and OS errors to error results."""
+    """Run `fn` in a worker thread; a failure is answered as OpenClaw's file tools throw it
+    (`thrown_result`): a refused path, an OS error or an error result of `fn`'s."""
 
     def call() -> ToolResult:
         try:
-            return fn(workspace, args)
+            result = fn(workspace, args)
         except SandboxError as exc:
-            return text_result(f"{name} refused: {exc}", is_error=True)
+            return thrown_result(name, _with_temp_hint(str(exc)))
         except OSError as exc:
             where = f": {exc.filename}" if exc.filename else ""
-            return text_result(f"{name} failed: {exc.strerror or exc}{where}", is_error=True)
+            return thrown_result(name, f"{exc.strerror or exc}{where}")
+        if result.is_error and len(result.content) == 1 and result.details is None:
+            block = result.content[0]
+            if isinstance(block, TextContent):
+                return thrown_result(name, block.text)
+        return result
 
     return await trio.to_thread.run_sync(call)
+
+
+def _with_temp_hint(message: str) -> str:
+    """OpenClaw's file tools' hint on a path that leaves the workspace."""
+    if not message.startswith(ESCAPES) or ".openclaw/tmp/" in message:
+        return message
+    return f"{message}. {_TEMP_HINT}"
+
+
+_TEMP_HINT: Final = (
+    "Use a relative path under `.openclaw/tmp/` inside the workspace for scratch/temp/meta "
+    "files that file tools need to read or write later."
+)
 
 
 class Refused(Exception):
@@ -251,7 +270,7 @@ def _resolve_read(workspace: Path, path: str) -> Path | None:
     try:
         return resolve_in_workspace(workspace, path, for_write=False)
     except SandboxError as exc:
-        if _refused_as(exc, " is not a directory"):
+        if str(exc).startswith(NOT_A_DIRECTORY):
             return None
         raise
 
@@ -373,13 +392,12 @@ def _image_result(data: bytes, mime: str, path: str, note: str | None) -> ToolRe
 
 def _ls(workspace: Path, args: LsParams) -> ToolResult:
     real = resolve_in_workspace(workspace, args.path or ".", for_write=False)
-    shown = _display(workspace, real)
     try:
         fd = os.open(real, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except FileNotFoundError:
-        return text_result(f"directory not found: {shown}", is_error=True)
+        return text_result("directory not found", is_error=True)  # OpenClaw's, path-less
     except NotADirectoryError:
-        return text_result(f"{shown} is not a directory", is_error=True)
+        return text_result("directory not found", is_error=True)  # also a file, as OpenClaw
     try:
         with os.scandir(fd) as it:
             found = [(e.name, e.is_dir(follow_symlinks=False)) for e in it]
@@ -506,7 +524,7 @@ def _write(workspace: Path, args: WriteParams) -> ToolResult:
     except SandboxError as exc:  # OpenClaw's messages for these two
         if _refused_as(exc, " is a directory"):
             return text_result("not a file", is_error=True)
-        if _refused_as(exc, " is not a directory"):
+        if str(exc).startswith(NOT_A_DIRECTORY):
             return text_result("directory component must be a directory", is_error=True)
         raise
     shown = _display(workspace, real)

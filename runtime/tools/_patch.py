@@ -21,7 +21,8 @@ plan holds does it touch the disk: new contents go to temporary files beside the
 the old files are renamed aside, the new ones renamed in, and the old ones removed last; a
 failure on the way puts every file back. So a patch changes every file it names or none.
 
-A refused path, a bad patch or a hunk that does not match is an error `ToolResult`; the tool
+A refused path, a bad patch or a hunk that does not match is an error `ToolResult` in the shape
+of what OpenClaw answers when its tool throws (`thrown_result`); the tool
 does not raise for them. The disk work runs in one worker thread (not abandoned on
 cancellation). Not a guard against another process writing the same files meanwhile.
 """
@@ -41,7 +42,7 @@ from attrs import define, frozen
 
 from ._errors import PatchError, SandboxError
 from ._sandbox import resolve_in_workspace
-from ._tool import ToolContext, ToolResult, text_result
+from ._tool import ToolContext, ToolResult, text_result, thrown_result
 
 __all__ = [
     "ApplyPatchParams",
@@ -432,7 +433,7 @@ class _Plan:
         try:
             real = resolve_in_workspace(self.workspace, user_path.strip(), for_write=True)
         except SandboxError as exc:
-            raise PatchError(f"refused: {exc}") from None
+            raise PatchError(str(exc)) from None
         rel = os.path.relpath(real, os.path.realpath(self.workspace))
         self.shown.setdefault(real, rel)
         return real
@@ -540,11 +541,11 @@ def apply_patch(workspace: Path, text: str) -> ToolResult:
         plan = plan_patch(workspace, ops)
         _commit(plan)
     except PatchError as exc:
-        return text_result(f"apply_patch failed: {exc}", is_error=True)
+        return thrown_result("apply_patch", str(exc))
     except OSError as exc:
         where = f": {exc.filename}" if exc.filename else ""
         text = f"apply_patch failed, nothing changed: {exc.strerror or exc}{where}"
-        return text_result(text, is_error=True)
+        return thrown_result("apply_patch", text)
     summary = {"added": plan.added, "modified": plan.modified, "deleted": plan.deleted}
     if plan.unchanged and not (plan.added or plan.modified or plan.deleted):
         message = f"No changes made to {', '.join(plan.unchanged)}."
@@ -568,5 +569,5 @@ class ApplyPatchTool:
     async def run(self, args: ApplyPatchParams, ctx: ToolContext) -> ToolResult:
         """A checkpoint: the patch is applied in a worker thread (finished if cancelled)."""
         if not args.input.strip():
-            return text_result("Provide a patch input.", is_error=True)
+            return thrown_result("apply_patch", "Provide a patch input.")
         return await trio.to_thread.run_sync(apply_patch, ctx.workspace, args.input)

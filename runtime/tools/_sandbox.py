@@ -20,12 +20,25 @@ Everything here is synchronous and touches the disk: call it from a worker threa
 from __future__ import annotations
 
 import os
+import re
 import stat
 from pathlib import Path, PurePosixPath
+from typing import Final
 
 from ._errors import SandboxError
 
-__all__ = ["ensure_workspace", "resolve_in_workspace"]
+__all__ = [
+    "ESCAPES",
+    "NOT_A_DIRECTORY",
+    "ensure_workspace",
+    "path_escapes",
+    "resolve_in_workspace",
+]
+
+ESCAPES: Final = "Path escapes sandbox root ("
+"""How OpenClaw's message for a path that leaves the workspace begins (`path_escapes`)."""
+NOT_A_DIRECTORY: Final = "Path component is not a directory: "
+"""How OpenClaw's message for a path through a file begins."""
 
 # Like the kernel's own limit (MAXSYMLINKS), so a symlink loop fails fast with a clear message.
 _MAX_SYMLINKS = 40
@@ -75,10 +88,7 @@ def resolve_in_workspace(workspace: Path, user_path: str, *, for_write: bool) ->
     if os.path.isabs(expanded):
         rest = roots.strip(expanded)
         if rest is None:
-            raise SandboxError(
-                f"{user_path!r} is outside the workspace ({roots.lexical}); "
-                "use a path relative to the workspace"
-            )
+            raise SandboxError(path_escapes(roots.lexical, user_path))
     else:
         rest = expanded
 
@@ -87,7 +97,7 @@ def resolve_in_workspace(workspace: Path, user_path: str, *, for_write: bool) ->
     # The walk keeps `resolved` inside by construction; realpath re-checks what the OS sees now.
     real = Path(os.path.realpath(resolved))
     if not real.is_relative_to(roots.real):
-        raise SandboxError(f"{user_path!r} resolves to {str(real)!r}, outside the workspace")
+        raise SandboxError(path_escapes(roots.real, user_path))
     _check_kind(real, user_path, for_write=for_write)
     return real
 
@@ -128,11 +138,8 @@ def _walk(roots: _Roots, rest: str, user_path: str) -> str:
         if part == "..":
             if current == root:
                 if via is not None:
-                    raise SandboxError(
-                        f"{user_path!r} escapes the workspace: symlink {via!r} points above "
-                        "the workspace root"
-                    )
-                raise SandboxError(f"{user_path!r} escapes the workspace: `..` above its root")
+                    raise SandboxError(symlink_escapes(roots, via))
+                raise SandboxError(path_escapes(roots.lexical, user_path))
             current = os.path.dirname(current)
             continue
         candidate = os.path.join(current, part)
@@ -143,16 +150,12 @@ def _walk(roots: _Roots, rest: str, user_path: str) -> str:
             current = candidate
             continue
         except NotADirectoryError:
-            raise SandboxError(
-                f"{user_path!r}: {_display(root, current)!r} is not a directory"
-            ) from None
+            raise SandboxError(_not_a_directory(roots, current)) from None
         except OSError as exc:
             raise SandboxError(f"{user_path!r}: {exc.strerror or exc}") from exc
         if not stat.S_ISLNK(st.st_mode):
             if pending and not stat.S_ISDIR(st.st_mode):
-                raise SandboxError(
-                    f"{user_path!r}: {_display(root, candidate)!r} is not a directory"
-                )
+                raise SandboxError(_not_a_directory(roots, candidate))
             current = candidate
             continue
 
@@ -164,14 +167,45 @@ def _walk(roots: _Roots, rest: str, user_path: str) -> str:
         if os.path.isabs(target):
             inside = roots.strip(target)
             if inside is None:
-                raise SandboxError(
-                    f"{user_path!r} escapes the workspace: symlink {link!r} points to "
-                    f"{target!r}, outside it"
-                )
+                raise SandboxError(symlink_escapes(roots, link))
             current = root
             target = inside
         pending.extend((p, link) for p in reversed(PurePosixPath(target).parts))
     return current
+
+
+def path_escapes(root: str, user_path: str) -> str:
+    """OpenClaw's refusal of a path that leaves the workspace by its text (`..` above the
+    root, an absolute path elsewhere): the root with the home directory as `~`, the path as
+    given."""
+    return f"{ESCAPES}{_home_short(root)}): {user_path}"
+
+
+def symlink_escapes(roots: _Roots, link: str) -> str:
+    """OpenClaw's refusal of a path through a symlink (`link`, relative to the workspace)
+    whose target lies outside: the root and the link's absolute path, home as `~`."""
+    where = os.path.join(roots.lexical, link)
+    return f"Symlink escapes sandbox root ({_home_short(roots.real)}): {_home_short(where)}"
+
+
+def _not_a_directory(roots: _Roots, real: str) -> str:
+    """OpenClaw's refusal of a path through a file (`real`: the file, under the real root)."""
+    where = os.path.join(roots.lexical, _display(roots.real, real))
+    return f"{NOT_A_DIRECTORY}{_home_short(where)}"
+
+
+def _home_short(path: str) -> str:
+    """`path` with the home directory written `~`, C0/C1 controls and line separators as
+    `\\uXXXX` (OpenClaw's shortPath and formatErrorDetail)."""
+    home = os.path.expanduser("~")
+    if path == home:
+        path = "~"
+    elif home not in ("", "/") and path.startswith(home.rstrip("/") + "/"):
+        path = "~/" + path[len(home.rstrip("/")) + 1 :]
+    return _UNSAFE_DETAIL.sub(lambda m: f"\\u{ord(m.group()):04x}", path)
+
+
+_UNSAFE_DETAIL: Final = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
 def _check_kind(real: Path, user_path: str, *, for_write: bool) -> None:

@@ -9,6 +9,7 @@ and logs (text cap, images replaced by a placeholder); the transcript keeps the 
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
@@ -29,6 +30,7 @@ __all__ = [
     "invoke_tool",
     "sanitize_result",
     "text_result",
+    "thrown_result",
     "tool_spec",
 ]
 
@@ -87,6 +89,17 @@ def text_result(
 ) -> ToolResult:
     """A result holding one text block."""
     return ToolResult(content=[TextContent(text=text)], is_error=is_error, details=details)
+
+
+def thrown_result(tool: str, message: str) -> ToolResult:
+    """The error result OpenClaw's agent gives when a tool throws (its tool adapter's
+    `buildToolExecutionErrorResult`): `{status: "error", tool, error}` as two-space JSON text,
+    the same object as details. `tool` is the tool's own name (not the alias the model used).
+    The file tools, `apply_patch` and `web_fetch` answer their failures so, as OpenClaw's
+    throw them."""
+    payload = {"status": "error", "tool": tool, "error": message}
+    text = json.dumps(payload, indent=2, ensure_ascii=False)
+    return ToolResult(content=[TextContent(text=text)], is_error=True, details=payload)
 
 
 class Tool(Protocol):

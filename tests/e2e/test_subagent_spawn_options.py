@@ -112,7 +112,7 @@ async def test_cwd_is_the_childs_tools_directory_and_one_outside_is_refused(
     for result in refused:
         assert result["isError"] and details(result)["status"] == "forbidden"
     assert [details(r)["error"].split(" ")[0] for r in refused] == ["cwd"] * 4
-    assert "outside the workspace" in details(refused[0])["error"]
+    assert "cwd Path escapes sandbox root (" in details(refused[0])["error"]
     assert "is not a directory" in details(refused[2])["error"]
     # No child session was made for a refused spawn.
     assert [r["key"] for r in rows if r.get("spawnedBy") == MAIN] == [receipt["childSessionKey"]]

@@ -127,7 +127,7 @@ async def test_sandbox_refusals_reach_the_model_as_tool_errors(tmp_path: Path) -
                     "agent", {"message": msg, "idempotencyKey": "esc"}, expect_final=True
                 )
     text = final["result"]["payloads"][0]["text"]
-    assert "read failed" in text and "escapes the workspace" in text
+    assert "read failed" in text and "Path escapes sandbox root (" in text
 
 
 async def test_hooks_block_claim_and_shape_the_run(tmp_path: Path) -> None:

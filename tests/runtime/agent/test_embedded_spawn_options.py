@@ -92,7 +92,7 @@ async def test_light_context_and_cwd_shape_the_childs_run(tmp_path: Path) -> Non
     assert (workspace / "sub" / "out.txt").read_text() == "written"
     assert not (workspace / "out.txt").exists()
     assert refused and outside["status"] == "forbidden"
-    assert outside["error"].startswith("cwd '/etc' is outside the workspace")
+    assert outside["error"].startswith("cwd Path escapes sandbox root (")
 
 
 async def test_attachments_are_staged_for_the_child_and_removed_once_told(

@@ -22,6 +22,7 @@ from runtime.tools._graphemes import grapheme_spans
 from runtime.tools._line_diff import display_diff, format_patch, structured_patch
 from runtime.tools._line_endings import normalize_to_lf
 from runtime.tools._tool import ToolContext, ToolResult, invoke_tool
+from tests._thrown import thrown
 from tests.runtime.tools._openclaw_node import (
     PACKAGE,
     imports,
@@ -32,6 +33,9 @@ from tests.runtime.tools._openclaw_node import (
 
 
 def _text(result: ToolResult) -> str:
+    """The result's text; a failure's message (checking OpenClaw's thrown-tool shape)."""
+    if result.is_error and result.details is not None:
+        return thrown(result, "edit")
     return "".join(b.text for b in result.content if isinstance(b, TextContent))
 
 
@@ -317,14 +321,18 @@ async def test_edit_answers_and_writes_what_openclaws_edit_does(
         '    const result = await tool.execute("call-1", tool.prepareArguments(args));\n'
         "    const text = result.content.map((b) => b.text).join('');\n"
         "    out.push([false, text, result.details ?? null]);\n"
-        "  } catch (error) { out.push([true, error.message, null]); }\n"
+        "  } catch (error) {  // what OpenClaw's tool adapter answers for a throw\n"
+        '    const payload = { status: "error", tool: "edit", error: error.message };\n'
+        "    out.push([true, JSON.stringify(payload, null, 2), payload]);\n"
+        "  }\n"
         "}\n"
         "process.stdout.write(JSON.stringify(out));\n",
     )
     outcomes: dict[str, int] = {}
     for case, view, their in zip(cases, views, theirs, strict=True):
         result = await _edit(ctx, case)
-        mine = [result.is_error, _text(result), result.details]
+        mine = [result.is_error, "".join(getattr(b, "text", "") for b in result.content)]
+        mine.append(result.details)
         assert mine == their, case
         path = case["path"]
         assert (workspace / path).read_bytes() == (theirs_dir / path).read_bytes(), case

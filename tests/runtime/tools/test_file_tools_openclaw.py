@@ -17,16 +17,17 @@ from attrs import evolve
 from runtime.llm._types import ImageContent, TextContent
 from runtime.tools._fs import ReadTool, WriteTool
 from runtime.tools._tool import ToolContext, ToolResult, invoke_tool
+from tests._thrown import thrown
 from tests.runtime.tools._file_tool_cases import RECORD, content_of, digest_long, file_bytes
 
 _RECORDED: list[dict[str, Any]] = json.loads(RECORD.read_text())["cases"]
 
 
-def _answer(result: ToolResult, root: Path) -> dict[str, Any]:
-    """A clawlane result in the shape OpenClaw's answers are recorded in."""
+def _answer(result: ToolResult, root: Path, tool: str) -> dict[str, Any]:
+    """A clawlane result in the shape OpenClaw's answers are recorded in: a failure is its
+    message (the result in OpenClaw's thrown-tool shape, `tests._thrown`)."""
     if result.is_error:
-        texts = [b.text for b in result.content if isinstance(b, TextContent)]
-        answer: dict[str, Any] = {"error": "\n".join(texts)}
+        answer: dict[str, Any] = {"error": thrown(result, tool)}
     else:
         blocks: list[dict[str, Any]] = []
         for block in result.content:
@@ -57,7 +58,7 @@ async def _replay(case: dict[str, Any], ctx: ToolContext, root: Path) -> dict[st
     tool = WriteTool() if case["tool"] == "write" else ReadTool(case.get("contextWindow"))
     with trio.fail_after(30):
         result = await invoke_tool(tool, args, ctx)
-    answer = _answer(result, root)
+    answer = _answer(result, root, case["tool"])
     if case["tool"] == "write":
         answer["afterSha256"] = _sha256(root / args["path"])
     digested: dict[str, Any] = digest_long(answer)

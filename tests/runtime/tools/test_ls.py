@@ -11,6 +11,7 @@ import trio
 from runtime.llm._types import TextContent
 from runtime.tools import LsTool
 from runtime.tools._tool import ToolContext, ToolResult, invoke_tool
+from tests._thrown import thrown
 
 
 def _text(result: ToolResult) -> str:
@@ -60,14 +61,15 @@ async def test_empty_missing_and_refused(ctx: ToolContext, workspace: Path) -> N
     (workspace / "file.txt").write_text("x")
     empty = await ls(ctx, path="empty")
     assert _text(empty) == "(empty directory)" and not empty.is_error
-    missing = await ls(ctx, path="nope")
-    assert missing.is_error and "not found" in _text(missing)
-    not_dir = await ls(ctx, path="file.txt")
-    assert not_dir.is_error and "not a directory" in _text(not_dir)
-    escape = await ls(ctx, path="..")
-    assert escape.is_error and "escapes the workspace" in _text(escape)
-    absolute = await ls(ctx, path="/etc")
-    assert absolute.is_error
+    # OpenClaw's answers (its peer, `tools.fs.workspaceOnly`): a file is no directory either.
+    assert thrown(await ls(ctx, path="nope"), "ls") == "directory not found"
+    assert thrown(await ls(ctx, path="file.txt"), "ls") == "directory not found"
+    through = await ls(ctx, path="file.txt/x")
+    assert thrown(through, "ls") == f"Path component is not a directory: {workspace}/file.txt"
+    escape = thrown(await ls(ctx, path=".."), "ls")
+    assert escape.startswith(f"Path escapes sandbox root ({workspace}): ... Use a relative path")
+    absolute = thrown(await ls(ctx, path="/etc"), "ls")
+    assert absolute.startswith(f"Path escapes sandbox root ({workspace}): /etc. ")
     # A limit below 1 is 1, a fractional one whole, as OpenClaw's normalizePositiveLimit has it.
     one = await ls(ctx, limit=0)
     assert not one.is_error and _text(one).startswith('"empty/"\n\n[More entries.')
