@@ -331,6 +331,8 @@ async def run_agent(inp: AgentRunInput, emit: Emit, progress: RunProgress) -> Ru
         *provider_history(inp.resume),
     ]
     known = (len(inp.history), inp.history_tokens) if clean and inp.history_tokens else None
+    if hasattr(inp.tools, "run_messages"):  # the calls see the run's messages so far
+        inp.tools.run_messages = lambda: (inp.user_message, *progress.messages)
     specs = inp.tools.specs()
     hooks = inp.hooks
     while True:

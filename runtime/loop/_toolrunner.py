@@ -30,7 +30,7 @@ from ..hooks._events import (
     ToolResultPersistEvent,
 )
 from ..hooks._registry import HookRegistry
-from ..llm._types import TextContent, ToolCallContent, ToolResultMessage, ToolSpec
+from ..llm._types import Message, TextContent, ToolCallContent, ToolResultMessage, ToolSpec
 from ..tools import (
     Tool,
     ToolCatalog,
@@ -134,6 +134,9 @@ class RunTools:
     context_window: int | None = None
     """The run's model's context window in tokens (set once the model is known), for the
     calls' `ToolContext`."""
+    run_messages: Callable[[], tuple[Message, ...]] | None = None
+    """The run's messages so far (set by `run_agent` as it starts), for the calls'
+    `ToolContext`."""
     _by_name: Mapping[str, Tool] = attrs.field(init=False)
     _yielding: TurnYield | None = attrs.field(init=False, default=None)
 
@@ -317,6 +320,7 @@ class RunTools:
             end_turn=self._end_turn,
             on_kept=on_kept,
             context_window=self.context_window,
+            run_messages=self.run_messages,
         )
 
     def _take_yield(self, result: ToolResult) -> TurnYield | None:

@@ -22,9 +22,10 @@ message. The result is the method's payload as indented JSON text, and as `detai
 
 `contextMessages` (0-10) on `add` is OpenClaw's: a `systemEvent` reminder's text gets the
 calling session's newest messages as `Recent context:` lines (read through the session tools'
-host, `SessionsHost.history`, as OpenClaw reads `chat.history`; nothing is added when it
-cannot be read). `timeoutMs` (60 s when omitted, OpenClaw's default) bounds how long the call
-waits: a read (`status`, `list`, `get`, `runs`, the history) is given up at the bound with
+host, `SessionsHost.history`, as OpenClaw reads `chat.history`, then this run's messages so
+far, `ToolContext.run_messages`, which the transcript keeps only when the run ends and
+OpenClaw's as they come; nothing is added when the history cannot be read). `timeoutMs` (60
+s when omitted, OpenClaw's default) bounds how long the call waits: a read (`status`, `list`, `get`, `runs`, the history) is given up at the bound with
 OpenClaw's `gateway request timeout for <method>`; a write (`add`, `update`, `remove`, `run`,
 `wake`) is not cut short, since cancelling it could leave it half done (a job stored but not
 scheduled), and answers its result. OpenClaw's `gatewayUrl` / `gatewayToken` (which gateway
@@ -60,6 +61,7 @@ import trio
 from ._automations_flat import job_for, prepare
 from ._automations_job import JOB_SCHEMA, context_lines, infer_name, with_context
 from ._errors import ToolError
+from ._sessions_history import sanitize_history
 from ._sessions_tools import SessionsHistoryParams, SessionsHost
 from ._tool import Tool, ToolContext, ToolResult, text_result
 
@@ -284,8 +286,10 @@ class AutomationsTool:
         self, job: dict[str, Any], count: int, ctx: ToolContext, deadline: float
     ) -> None:
         """OpenClaw's `contextMessages`: a `systemEvent` reminder's text gets the session's
-        recent chat lines (`_automations_job.context_lines`). Nothing is added when the
-        history cannot be read (no sessions host, an error, past the deadline)."""
+        recent chat lines (`_automations_job.context_lines`): of its transcript, then of this
+        run so far (`ToolContext.run_messages`: the transcript keeps them when the run ends,
+        OpenClaw's as they come). Nothing is added when the history cannot be read (no
+        sessions host, an error, past the deadline)."""
         payload = job.get("payload")
         if not isinstance(payload, dict) or payload.get("kind") != "systemEvent":
             return
@@ -300,9 +304,22 @@ class AutomationsTool:
             except Exception:  # OpenClaw's: a failed read adds no context
                 history = {}
         messages = history.get("messages")
-        lines = context_lines(messages if isinstance(messages, list) else (), count)
+        kept = messages if isinstance(messages, list) else []
+        lines = context_lines([*kept, *_run_lines(ctx, count)][-count:], count)
         if lines:
             job["payload"] = {**payload, "text": with_context(text, lines)}
+
+
+def _run_lines(ctx: ToolContext, count: int) -> list[Any]:
+    """The newest `count` of the run's messages, as the session's history gives them: the
+    user's and the assistant's sanitized as `sessions_history` sanitizes them (the tool
+    results, which give no line, as they are)."""
+    if ctx.run_messages is None or count <= 0:
+        return []
+    newest: list[Any] = msgspec.to_builtins(ctx.run_messages()[-count:])
+    chat = [m for m in newest if m.get("role") in ("user", "assistant")]
+    shown = iter(sanitize_history(chat).messages)
+    return [next(shown, None) if m.get("role") in ("user", "assistant") else m for m in newest]
 
 
 def cron_job_of(session_key: str) -> str | None:

@@ -19,7 +19,7 @@ from typing import Annotated, Any, Literal, Protocol, Union, get_args, get_origi
 import msgspec
 from attrs import field, frozen
 
-from runtime.llm._types import ImageContent, TextContent, ToolSpec, UserContent
+from runtime.llm._types import ImageContent, Message, TextContent, ToolSpec, UserContent
 
 from ._coerce import coerce_arguments
 
@@ -71,6 +71,12 @@ class ToolContext:
     context_window: int | None = None
     """The run's model's context window in tokens, where known (`read` sizes its pages by
     it, as OpenClaw's does)."""
+    run_messages: Callable[[], tuple[Message, ...]] | None = None
+    """`run_messages()`: the run's messages so far, which its session's transcript holds
+    only once the run ends: its user message, then what the model and the tools said (this
+    call's assistant message included). OpenClaw keeps them as they come, so what reads a
+    session's recent lines (`automations`' `contextMessages`) adds them. None where no run
+    tells them."""
 
 
 class ToolResult(msgspec.Struct, frozen=True, forbid_unknown_fields=True, rename="camel"):

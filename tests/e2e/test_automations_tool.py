@@ -362,8 +362,9 @@ async def test_context_messages_add_the_sessions_recent_lines_to_a_reminder(
     """OpenClaw's `contextMessages`: a `systemEvent` reminder made with `contextMessages: N`
     carries the session's N newest messages (the user's and the assistant's text, whitespace
     collapsed, each cut to 220 characters with `...`) as `Recent context:` lines after its
-    text; an `agentTurn` job's message is left as it is. The lines are of the session's kept
-    transcript: this turn's own message is kept when the turn ends, so it is not among them."""
+    text; an `agentTurn` job's message is left as it is. The newest messages are this turn's
+    too, as OpenClaw keeps them as they come (tests/e2e/test_automations_context.py): its
+    user message, and each call's own assistant message, which has no text."""
     watch = Watch()
     reminder = {
         "name": "milk",
@@ -378,7 +379,7 @@ async def test_context_messages_add_the_sessions_recent_lines_to_a_reminder(
                     "agent", {"message": said, "idempotencyKey": "talk"}, expect_final=True
                 )
                 calls = [
-                    {"action": "add", "job": reminder, "contextMessages": 3},
+                    {"action": "add", "job": reminder, "contextMessages": 4},
                     {"action": "add", "job": reminder, "contextMessages": 1},
                     {"action": "add", "job": JOB, "contextMessages": 3},
                 ]
@@ -390,8 +391,9 @@ async def test_context_messages_add_the_sessions_recent_lines_to_a_reminder(
     both, last, plain = (details(r) for r in tool_results(watch.events, "remind"))
     user = "- User: " + " ".join(said.split())[: 220 - 3].rstrip() + "..."
     assistant = "- Assistant: Noted: milk, eggs."
-    assert both["payload"]["text"] == f"Buy milk\n\nRecent context:\n{user}\n{assistant}"
-    assert last["payload"]["text"] == f"Buy milk\n\nRecent context:\n{assistant}"
+    now = "- User: " + " ".join(msg.split())[: 220 - 3].rstrip() + "..."
+    assert both["payload"]["text"] == f"Buy milk\n\nRecent context:\n{user}\n{assistant}\n{now}"
+    assert last["payload"]["text"] == "Buy milk"  # the newest message is its own call
     assert plain["payload"] == JOB["payload"]
     kept = {j["id"]: j["payload"] for j in stored}
     assert kept[both["id"]] == both["payload"] and kept[last["id"]] == last["payload"]
