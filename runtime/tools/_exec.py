@@ -212,7 +212,7 @@ class ExecTool:
         argv = ["/bin/sh", "-c", args.command] if isinstance(args.command, str) else args.command
         cwd = _workdir(ctx.workspace, args.workdir)
         if isinstance(cwd, str):
-            return text_result(cwd, is_error=True, details={"status": "failed"})
+            return _unavailable_workdir(cwd)
         timeout = _timeout(args, self.default_timeout)
         path = _child_env(dict(ctx.env)).get("PATH")
         denied = await guard_exec(
@@ -328,14 +328,37 @@ def _refusal(args: ExecParams) -> str | None:
 
 
 def _workdir(workspace: Path, raw: str | None) -> Path | str:
+    """The directory to run in; the workdir as asked when it is blank or no directory."""
     if raw is None or raw == "":
         return workspace
     if not raw.strip():
-        return "exec: workdir must not be whitespace only"
-    path = (workspace / raw) if not os.path.isabs(raw) else Path(raw)
+        return raw
+    path = (workspace / raw.strip()) if not os.path.isabs(raw.strip()) else Path(raw.strip())
     if not path.is_dir():
-        return f"exec: workdir {raw} is not a directory"
+        return raw.strip()
     return path
+
+
+def _unavailable_workdir(requested: str) -> ToolResult:
+    """OpenClaw's answer for a workdir that is blank or no directory: the command is not run
+    (its runtime-error outcome, with its words)."""
+    text = (
+        f'workdir "{requested}" is unavailable or not a directory: command was not executed. '
+        'workdir is treated as a literal path; shell expansions such as "~" are not applied. '
+        "Use an existing directory, omit an explicit workdir to use the default cwd, or "
+        "update the configured default cwd."
+    )
+    details = {
+        "status": "failed",
+        "exitCode": None,
+        "exitSignal": None,
+        "failureKind": "runtime-error",
+        "durationMs": 0,
+        "aggregated": "",
+        "timedOut": False,
+        "cwd": requested,
+    }
+    return text_result(text, is_error=True, details=details)
 
 
 def _timeout(args: ExecParams, default: float) -> float | None:

@@ -282,8 +282,26 @@ async def test_workdir_is_relative_to_the_workspace(ctx: ToolContext, workspace:
         missing = await invoke_tool(ExecTool(), {"command": "pwd", "workdir": "nope"}, ctx)
         blank = await invoke_tool(ExecTool(), {"command": "pwd", "workdir": "  "}, ctx)
     assert _text(here) == f"{workspace / 'sub'}\n"
-    assert missing.is_error and _text(missing) == "exec: workdir nope is not a directory"
-    assert blank.is_error and "whitespace" in _text(blank)
+    # OpenClaw's answer (its peer gateway, workdir "/nonexistent"): the command is not run.
+    said = (
+        'workdir "{}" is unavailable or not a directory: command was not executed. workdir is '
+        'treated as a literal path; shell expansions such as "~" are not applied. Use an '
+        "existing directory, omit an explicit workdir to use the default cwd, or update the "
+        "configured default cwd."
+    )
+    for result, asked in ((missing, "nope"), (blank, "  ")):
+        assert (result.is_error, _text(result)) == (True, said.format(asked))
+        assert result.details == {
+            "status": "failed",
+            "exitCode": None,
+            "exitSignal": None,
+            "failureKind": "runtime-error",
+            "durationMs": 0,
+            "aggregated": "",
+            "timedOut": False,
+            "cwd": asked,
+        }
+    assert not (workspace / "nope").exists()
 
 
 async def test_path_and_loader_overrides_are_refused(ctx: ToolContext) -> None:
