@@ -351,6 +351,7 @@ class TurnServices:
             hooks=hooks,
             approvals=self.approvals,
             trigger="cron" if cron else "user",
+            image_max_side=generation.config.agents.defaults.imageMaxDimensionPx,
         )
 
     def _toolset(

@@ -132,6 +132,9 @@ class RunTools:
     yielded: TurnYield | None = None
     """A call ended the turn (`sessions_yield` through `ToolContext.end_turn`)."""
     context_window: int | None = None
+    image_max_side: int | None = None
+    """The longest side a tool result's image keeps (`agents.defaults.imageMaxDimensionPx`;
+    None: OpenClaw's 1200 px)."""
     """The run's model's context window in tokens (set once the model is known), for the
     calls' `ToolContext`."""
     run_messages: Callable[[], tuple[Message, ...]] | None = None
@@ -185,7 +188,7 @@ class RunTools:
         self._yielding = None
         kept: list[Callable[[], None]] = []
         result = await invoke_tool(tool, params, self._context(call, emit, kept.append))
-        result = await sanitize_result_images(result)
+        result = await sanitize_result_images(result, max_side=self.image_max_side)
         duration_ms = (time.monotonic() - started) * 1000
         if result.is_error:
             text = " ".join(c.text for c in result.content if isinstance(c, TextContent))
@@ -320,6 +323,7 @@ class RunTools:
             end_turn=self._end_turn,
             on_kept=on_kept,
             context_window=self.context_window,
+            image_max_side=self.image_max_side,
             run_messages=self.run_messages,
         )
 

@@ -420,6 +420,9 @@ class AgentDefaults(_Strict, frozen=True):
     """Heartbeat runs (`runtime.model._config_heartbeat`, acted on by `runtime.heartbeat`)."""
     userTimezone: str | None = None
     """The user's IANA time zone (heartbeat `activeHours` default; host zone when unset)."""
+    imageMaxDimensionPx: Annotated[int, msgspec.Meta(gt=0)] | None = None
+    """The longest side, in pixels, an image in a tool result keeps before it is shrunk
+    (OpenClaw's key; unset: 1200, `runtime.tools._images`)."""
 
 
 def run_timeout_seconds(defaults: AgentDefaults) -> float | None:

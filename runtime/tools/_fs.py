@@ -46,7 +46,7 @@ import trio
 from runtime.llm._types import ImageContent, TextContent, UserContent
 
 from ._errors import SandboxError
-from ._images import prepare_read_image, sanitize_blocks
+from ._images import DEFAULT_MAX_DIMENSION_PX, prepare_read_image, sanitize_blocks
 from ._read_page import ReadError, read_text
 from ._read_paths import absolute, missing_path, name_variants, suggestions
 from ._redact import redact_tool_payload_text
@@ -148,8 +148,9 @@ class ReadTool:
 
     async def run(self, args: ReadParams, ctx: ToolContext) -> ToolResult:
         window = self.context_window or ctx.context_window
+        side = ctx.image_max_side
         return await in_thread(
-            self.name, lambda root, a: _read(root, a, window), ctx.workspace, args
+            self.name, lambda root, a: _read(root, a, window, side), ctx.workspace, args
         )
 
 
@@ -266,7 +267,7 @@ def _refused_as(exc: SandboxError, tail: str) -> bool:
 
 def _resolve_read(workspace: Path, path: str) -> Path | None:
     """The real path to read; None when a component is not a directory (missing, as to
-    OpenClaw: ENOTDIR)."""
+    OpenClaw's read: ENOTDIR)."""
     try:
         return resolve_in_workspace(workspace, path, for_write=False)
     except SandboxError as exc:
@@ -313,7 +314,12 @@ def _is_a_directory(path: str) -> ToolResult:
     )
 
 
-def _read(workspace: Path, args: ReadParams, context_window: int | None = None) -> ToolResult:
+def _read(
+    workspace: Path,
+    args: ReadParams,
+    context_window: int | None = None,
+    image_max_side: int | None = None,
+) -> ToolResult:
     """OpenClaw's `read` (see the module docstring and `_read_page`)."""
     received = {"path": args.path, "offset": args.offset, "limit": args.limit}
     received |= {"cursor": args.cursor, "optional": args.optional}
@@ -347,7 +353,7 @@ def _read(workspace: Path, args: ReadParams, context_window: int | None = None) 
             )
         data = head + f.read(limit + 1 - len(head))
     if mime is not None and image_mime(data) == mime:
-        return _image_result(data, mime, args.path, note)
+        return _image_result(data, mime, args.path, note, image_max_side)
     try:
         text, details = read_text(
             data,
@@ -366,7 +372,9 @@ def _read(workspace: Path, args: ReadParams, context_window: int | None = None) 
     return text_result(text, details=details)
 
 
-def _image_result(data: bytes, mime: str, path: str, note: str | None) -> ToolResult:
+def _image_result(
+    data: bytes, mime: str, path: str, note: str | None, max_side: int | None = None
+) -> ToolResult:
     """OpenClaw's read of an image: its read tool's step (BMP to PNG, fit in 2000 px and
     4.5 MiB, with its notes), then its tool-result sanitizer (fit in 1200 px and 5 MiB as a
     JPEG, or a text saying why it was left out), labelled "read:<path>" (`_images`)."""
@@ -380,7 +388,8 @@ def _image_result(data: bytes, mime: str, path: str, note: str | None) -> ToolRe
     if prepared.data is not None:
         b64 = base64.b64encode(prepared.data).decode("ascii")
         content.append(ImageContent(data=b64, mimeType=prepared.mime))
-    content = sanitize_blocks(content, f"read:{path}")
+    side = DEFAULT_MAX_DIMENSION_PX if max_side is None else max(1, max_side)
+    content = sanitize_blocks(content, f"read:{path}", max_side=side)
     shown = "\n".join(block.text for block in content if isinstance(block, TextContent))
     image = next((block for block in content if isinstance(block, ImageContent)), None)
     if image is None:

@@ -71,6 +71,9 @@ class ToolContext:
     context_window: int | None = None
     """The run's model's context window in tokens, where known (`read` sizes its pages by
     it, as OpenClaw's does)."""
+    image_max_side: int | None = None
+    """`agents.defaults.imageMaxDimensionPx`: the longest side an image in a tool result
+    keeps (None: OpenClaw's 1200 px; `_images`)."""
     run_messages: Callable[[], tuple[Message, ...]] | None = None
     """`run_messages()`: the run's messages so far, which its session's transcript holds
     only once the run ends: its user message, then what the model and the tools said (this

@@ -13,7 +13,7 @@ from pathlib import Path
 import trio
 from PIL import Image
 
-from tests.conftest import open_client, running_gateway
+from tests.conftest import local_config, open_client, running_gateway
 from tests.e2e._events import recorder_events, run_events
 
 NOTE = (
@@ -60,3 +60,24 @@ async def test_read_gives_a_large_png_fit_in_1200_px_as_openclaw_does(tmp_path: 
     [image] = [b for b in kept[0]["content"] if b["type"] == "image"]
     decoded = Image.open(io.BytesIO(base64.b64decode(image["data"])))
     assert (image["mimeType"], decoded.format, decoded.size) == ("image/jpeg", "JPEG", (1200, 800))
+
+
+async def test_read_fits_an_image_in_the_configured_max_dimension(tmp_path: Path) -> None:
+    """`agents.defaults.imageMaxDimensionPx: 600`: read's image is fit in 600 px a side, as
+    OpenClaw's read sanitizes with the configured limit."""
+    config = local_config(agents__defaults__imageMaxDimensionPx=600)
+    async with running_gateway(tmp_path, config) as gw:
+        workspace = tmp_path / "state" / "workspaces" / "main"
+        workspace.mkdir(parents=True, exist_ok=True)
+        (workspace / "big.png").write_bytes(big_png())
+        message = f"[[tool:read {json.dumps({'path': 'big.png'})}]]"
+        with trio.fail_after(120):
+            async with open_client(gw) as client:
+                await client.request(
+                    "agent", {"message": message, "idempotencyKey": "img"}, expect_final=True
+                )
+                history = await client.request("chat.history", {"sessionKey": "main"})
+    kept = [m for m in history["messages"] if m.get("role") == "toolResult"]
+    [image] = [b for b in kept[0]["content"] if b["type"] == "image"]
+    decoded = Image.open(io.BytesIO(base64.b64decode(image["data"])))
+    assert (decoded.format, decoded.size) == ("JPEG", (600, 400))

@@ -11,6 +11,7 @@ import struct
 import zlib
 from pathlib import Path
 
+import attrs
 import msgspec
 import trio
 from PIL import Image
@@ -106,3 +107,12 @@ async def test_a_small_image_is_kept_and_a_bomb_becomes_openclaws_text(tmp_path:
         text="[session:history] omitted image payload: RastermillError: Image dimensions "
         "exceed the 25,000,000 pixel input limit: 100000x100000 (10000000000 pixels)"
     )
+
+
+async def test_agents_image_max_dimension_bounds_a_tools_image(tmp_path: Path) -> None:
+    """`agents.defaults.imageMaxDimensionPx` (OpenClaw's key) is the longest side kept."""
+    tools = attrs.evolve(runner(tmp_path, {"wide": png(2400, 1000)}), image_max_side=600)
+    _, image = await snap(tools, "wide")
+    assert isinstance(image, ImageContent)
+    decoded = Image.open(io.BytesIO(base64.b64decode(image.data)))
+    assert (decoded.format, decoded.size) == ("JPEG", (600, 250))
