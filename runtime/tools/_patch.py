@@ -1,30 +1,27 @@
-"""The `apply_patch` tool: OpenClaw's patch envelope, applied to the workspace all at once.
+"""The `apply_patch` tool: OpenClaw's patch envelope (`_patch_parse`), applied to the workspace
+all at once, answering as OpenClaw 2026.9.6's own apply_patch answers.
 
-The input (OpenClaw's format, from OpenAI's) is::
+`apply_patch` plans every operation in memory first, in order, as OpenClaw performs them one
+by one: each path is resolved by `resolve_in_workspace` (so `..`, absolute paths elsewhere and
+symlink escapes are refused with OpenClaw's words, as `read`/`write`/`edit` refuse them; a
+leading `@` is read as OpenClaw reads it), an update's hunks are applied by `_patch_update`,
+and later operations see the earlier ones' results. The failures are OpenClaw's: "Cannot
+create <path>: the file already exists. ...", "file not found" (a delete), "directory is not
+empty", "not a file", "Failed to read file to update <absolute path>: ...", and the hunk
+errors naming the absolute path. The success text lists what was added, modified (a move
+under its new name) and deleted, in that order, each once, and `details.summary` holds the
+same lists; a patch whose updates change nothing says "No changes made to <paths>.".
 
-    *** Begin Patch
-    *** Add File: path          then its lines, each starting with "+"
-    *** Delete File: path
-    *** Update File: path
-    *** Move to: new/path       (optional, right after Update File)
-    @@ optional context line    then hunk lines: " " context, "-" removed, "+" added;
-                                "*** End of File" anchors a hunk at the end
-    *** End Patch
-
-(a `<<EOF` ... `EOF` heredoc around it is tolerated). `parse_patch` turns it into `FileOp`s
-or raises `PatchError` naming the line. `apply_patch` plans every operation in memory first:
-each path is resolved by `resolve_in_workspace` (so `..`, absolute paths elsewhere and symlink
-escapes are refused exactly as `read`/`write`/`edit` refuse them), hunks are located as
-OpenClaw locates them (exact, then ignoring trailing space, then surrounding space, then
-Unicode punctuation), and later operations see the earlier ones' results. Only when the whole
-plan holds does it touch the disk: new contents go to temporary files beside their targets,
-the old files are renamed aside, the new ones renamed in, and the old ones removed last; a
-failure on the way puts every file back. So a patch changes every file it names or none.
+Unlike OpenClaw, which leaves the operations before a failing one done, clawlane touches the
+disk only when the whole plan holds: new contents go to temporary files beside their targets,
+the old files (and the empty directories a patch deletes) are renamed aside, the new ones
+renamed in, and the old ones removed last; a failure on the way puts every file back. So a
+patch changes every file it names or none.
 
 A refused path, a bad patch or a hunk that does not match is an error `ToolResult` in the shape
-of what OpenClaw answers when its tool throws (`thrown_result`); the tool
-does not raise for them. The disk work runs in one worker thread (not abandoned on
-cancellation). Not a guard against another process writing the same files meanwhile.
+of what OpenClaw answers when its tool throws (`thrown_result`); the tool does not raise for
+them. The disk work runs in one worker thread (not abandoned on cancellation). Not a guard
+against another process writing the same files meanwhile.
 """
 
 from __future__ import annotations
@@ -38,10 +35,12 @@ from typing import Annotated
 
 import msgspec
 import trio
-from attrs import define, frozen
+from attrs import define, field, frozen
 
 from ._errors import PatchError, SandboxError
-from ._sandbox import resolve_in_workspace
+from ._patch_parse import FileOp, Hunk, js_trim, parse_patch
+from ._patch_update import same_text, update_text
+from ._sandbox import ESCAPES, path_escapes, resolve_in_workspace
 from ._tool import ToolContext, ToolResult, text_result, thrown_result
 
 __all__ = [
@@ -54,14 +53,6 @@ __all__ = [
     "parse_patch",
 ]
 
-BEGIN = "*** Begin Patch"
-END = "*** End Patch"
-_ADD = "*** Add File: "
-_DELETE = "*** Delete File: "
-_UPDATE = "*** Update File: "
-_MOVE = "*** Move to: "
-_EOF = "*** End of File"
-
 
 class ApplyPatchParams(msgspec.Struct, frozen=True):
     input: Annotated[
@@ -70,426 +61,192 @@ class ApplyPatchParams(msgspec.Struct, frozen=True):
 
 
 @frozen
-class Hunk:
-    """One `@@` hunk of an update: its context line, the lines it expects and writes, which
-    new lines are context (index into `old`), and whether it is anchored at the end."""
+class _Target:
+    """A patch path resolved: the real path, how OpenClaw's summary names it (relative to the
+    workspace) and how its update errors name it (absolute, under the workspace as given)."""
 
-    context: str | None
-    old: tuple[str, ...]
-    new: tuple[str, ...]
-    context_old: tuple[int | None, ...]
-    at_end: bool
+    real: Path
+    display: str
+    where: str
 
 
-@frozen
-class FileOp:
-    """One file operation of a patch: `add` (with `contents`), `delete`, or `update` (with
-    `hunks` and an optional `move_to`)."""
-
-    kind: str
-    path: str
-    contents: str = ""
-    hunks: tuple[Hunk, ...] = ()
-    move_to: str | None = None
-
-
-# --- parsing -------------------------------------------------------------------------------
-
-
-def parse_patch(text: str) -> list[FileOp]:
-    """The operations of a patch envelope, in order. Raises `PatchError` naming the line."""
-    trimmed = text.strip()
-    if not trimmed:
-        raise PatchError("Invalid patch: input is empty.")
-    lines = _envelope(re.split(r"\r?\n", trimmed))
-    ops: list[FileOp] = []
-    rest = lines[1:-1]
-    lineno = 2
-    while rest:
-        op, used = _one_op(rest, lineno)
-        ops.append(op)
-        lineno += used
-        rest = rest[used:]
-    return ops
-
-
-def _boundary_error(lines: list[str]) -> str | None:
-    first, last = lines[0].strip(), lines[-1].strip()
-    if first == BEGIN and last == END and len(lines) >= 2:
-        return None
-    if first != BEGIN:
-        return f"The first line of the patch must be '{BEGIN}'"
-    return f"The last line of the patch must be '{END}'"
-
-
-def _envelope(lines: list[str]) -> list[str]:
-    error = _boundary_error(lines)
-    if error is None:
-        return lines
-    first, last = lines[0], lines[-1]
-    if len(lines) >= 4 and first in ("<<EOF", "<<'EOF'", '<<"EOF"') and last.endswith("EOF"):
-        inner = lines[1:-1]
-        inner_error = _boundary_error(inner)
-        if inner_error is None:
-            return inner
-        raise PatchError(inner_error)
-    raise PatchError(error)
-
-
-def _one_op(lines: list[str], lineno: int) -> tuple[FileOp, int]:
-    first = lines[0].strip()
-    if first.startswith(_ADD):
-        used = 1
-        contents: list[str] = []
-        for line in lines[1:]:
-            if not line.startswith("+"):
-                break
-            contents.append(line[1:] + "\n")
-            used += 1
-        return FileOp("add", first[len(_ADD) :], contents="".join(contents)), used
-    if first.startswith(_DELETE):
-        return FileOp("delete", first[len(_DELETE) :]), 1
-    if first.startswith(_UPDATE):
-        path = first[len(_UPDATE) :]
-        rest = lines[1:]
-        used = 1
-        move_to = None
-        if rest and rest[0].strip().startswith(_MOVE):
-            move_to = rest[0].strip()[len(_MOVE) :]
-            rest, used = rest[1:], used + 1
-        hunks: list[Hunk] = []
-        while rest:
-            if not rest[0].strip():
-                rest, used = rest[1:], used + 1
-                continue
-            if rest[0].startswith("***"):
-                break
-            hunk, n = _one_hunk(rest, lineno + used, first=not hunks)
-            hunks.append(hunk)
-            rest, used = rest[n:], used + n
-        if not hunks:
-            raise PatchError(
-                f"Invalid patch hunk at line {lineno}: Update file hunk for path '{path}' is empty"
-            )
-        return FileOp("update", path, hunks=tuple(hunks), move_to=move_to), used
-    raise PatchError(
-        f"Invalid patch hunk at line {lineno}: '{lines[0]}' is not a valid hunk header. "
-        "Valid hunk headers: '*** Add File: {path}', '*** Delete File: {path}', "
-        "'*** Update File: {path}'"
-    )
-
-
-def _one_hunk(lines: list[str], lineno: int, *, first: bool) -> tuple[Hunk, int]:
-    context: str | None = None
-    start = 0
-    if lines[0] == "@@":
-        start = 1
-    elif lines[0].startswith("@@ "):
-        context, start = lines[0][3:], 1
-    elif not first:
-        raise PatchError(
-            f"Invalid patch hunk at line {lineno}: Expected update hunk to start with a @@ "
-            f"context marker, got: '{lines[0]}'"
-        )
-    if start >= len(lines):
-        raise PatchError(f"Invalid patch hunk at line {lineno + 1}: Update hunk has no lines")
-    old: list[str] = []
-    new: list[str] = []
-    context_old: list[int | None] = []
-    at_end = False
-    parsed = 0
-    for line in lines[start:]:
-        if line == _EOF:
-            if parsed == 0:
-                raise PatchError(
-                    f"Invalid patch hunk at line {lineno + 1}: Update hunk has no lines"
-                )
-            at_end = True
-            parsed += 1
-            break
-        marker, body = line[:1], line[1:]
-        if marker in ("", " "):
-            context_old.append(len(old))
-            old.append(body)
-            new.append(body)
-        elif marker == "+":
-            context_old.append(None)
-            new.append(body)
-        elif marker == "-":
-            old.append(body)
-        elif parsed == 0:
-            raise PatchError(
-                f"Invalid patch hunk at line {lineno + start}: Unexpected line found in update "
-                f"hunk: '{line}'. Every line should start with ' ' (context line), '+' (added "
-                "line), or '-' (removed line)"
-            )
-        else:
-            break
-        parsed += 1
-    return Hunk(context, tuple(old), tuple(new), tuple(context_old), at_end), parsed + start
-
-
-# --- matching and updating -----------------------------------------------------------------
-
-_PUNCTUATION = str.maketrans(
-    {
-        **{chr(c): "-" for c in (*range(0x2010, 0x2016), 0x2212)},
-        **{chr(c): "'" for c in range(0x2018, 0x201C)},
-        **{chr(c): '"' for c in range(0x201C, 0x2020)},
-        **{chr(c): " " for c in (0x00A0, *range(0x2002, 0x200B), 0x202F, 0x205F, 0x3000)},
-    }
-)
-_NORMALIZERS = (
-    lambda s: s,
-    str.rstrip,
-    str.strip,
-    lambda s: s.strip().translate(_PUNCTUATION),
-)
-
-
-def _seek(lines: list[str], pattern: tuple[str, ...], start: int, at_end: bool) -> int | str:
-    """Index of `pattern` in `lines` from `start`: an int, or "missing" / "N" (ambiguous)."""
-    if not pattern:
-        return start
-    last = len(lines) - len(pattern)
-    begin = max(start, last) if at_end else start
-    if begin > last:
-        return "missing"
-    for norm in _NORMALIZERS:
-        want = [norm(p) for p in pattern]
-        found = [
-            i
-            for i in range(begin, last + 1)
-            if all(norm(lines[i + k]) == want[k] for k in range(len(want)))
-        ]
-        if len(found) == 1:
-            return found[0]
-        if found:
-            return str(len(found))
-    return "missing"
-
-
-@define
-class _Line:
-    text: str
-    ending: str
-
-
-def _split_source(contents: str) -> tuple[str, list[_Line]]:
-    bom = "\ufeff" if contents.startswith("\ufeff") else ""
-    body = contents[len(bom) :]
-    lines = []
-    for m in re.finditer(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+", body):
-        raw = m.group(0)
-        for ending in ("\r\n", "\r", "\n"):
-            if raw.endswith(ending):
-                lines.append(_Line(raw[: -len(ending)], ending))
-                break
-        else:
-            lines.append(_Line(raw, ""))
-    return bom, lines
-
-
-def _changed(
-    source: list[_Line], start: int, old_count: int, new: tuple[str, ...], preferred: str
-) -> list[_Line]:
-    replaced = source[start : start + old_count]
-    nearby = next((line.ending for line in replaced if line.ending), "")
-    if not nearby:
-        around = [source[i].ending for i in (start, start - 1) if 0 <= i < len(source)]
-        nearby = next((e for e in around if e), preferred)
-    out = []
-    for i, text in enumerate(new):
-        ending = nearby
-        if len(replaced) == len(new):
-            ending = replaced[i].ending
-        elif i == len(new) - 1 and replaced:
-            ending = replaced[-1].ending
-        elif i < len(replaced) - 1:
-            ending = replaced[i].ending
-        out.append(_Line(text, ending))
-    return out
-
-
-def update_text(contents: str, hunks: tuple[Hunk, ...], shown: str) -> str:
-    """`contents` with `hunks` applied, line endings kept. Raises `PatchError` when a hunk's
-    context or lines are missing or ambiguous."""
-    bom, source = _split_source(contents)
-    preferred = next((line.ending for line in source if line.ending), "\n")
-    texts = [line.text for line in source]
-    replacements: list[tuple[int, int, list[_Line]]] = []
-    index = 0
-    for hunk in hunks:
-        if hunk.context is not None:
-            found = _seek(texts, (hunk.context,), index, False)
-            if found == "missing":
-                raise PatchError(f"Failed to find context '{hunk.context}' in {shown}")
-            if isinstance(found, str):
-                raise PatchError(
-                    f"Found {found} occurrences of context '{hunk.context}' in {shown}. The "
-                    "context must be unique; use a more specific @@ context line."
-                )
-            index = found + 1
-        if not hunk.old:
-            at = index if hunk.context is not None and not hunk.at_end else len(source)
-            added = _changed(source, at, 0, hunk.new, preferred)
-            if added and at == len(source) and source and not source[-1].ending:
-                added[-1].ending = ""
-            replacements.append((at, 0, added))
-            index = at
-            continue
-        old, new = hunk.old, hunk.new
-        found = _seek(texts, old, index, hunk.at_end)
-        if found == "missing" and old[-1] == "":
-            old = old[:-1]
-            new = new[:-1] if new and new[-1] == "" else new
-            found = _seek(texts, old, index, hunk.at_end)
-        if not isinstance(found, int):
-            what = (
-                "Failed to find expected lines in"
-                if found == "missing"
-                else (f"Found {found} occurrences of these lines in")
-            )
-            hint = (
-                ""
-                if found == "missing"
-                else (". The lines must be unique; include more surrounding lines in the hunk")
-            )
-            raise PatchError(f"{what} {shown}{hint}:\n" + "\n".join(hunk.old))
-        replacements.append((found, len(old), _hunk_lines(source, found, old, new, hunk)))
-        index = found + len(old)
-    result = list(source)
-    for start, count, lines in sorted(replacements, key=lambda r: r[0], reverse=True):
-        result[start : start + count] = lines
-    for line in result[:-1]:
-        line.ending = line.ending or preferred
-    return bom + "".join(line.text + line.ending for line in result)
-
-
-def _hunk_lines(
-    source: list[_Line], at: int, old: tuple[str, ...], new: tuple[str, ...], hunk: Hunk
-) -> list[_Line]:
-    """The new lines of a matched hunk: context lines kept from the file as they are."""
-    preferred = next((line.ending for line in source if line.ending), "\n")
-    out: list[_Line] = []
-    old_start = new_start = 0
-    for new_i, old_i in enumerate(hunk.context_old):
-        if old_i is None or old_i >= len(old) or new_i >= len(new):
-            continue
-        out += _changed(source, at + old_start, old_i - old_start, new[new_start:new_i], preferred)
-        kept = source[at + old_i]
-        out.append(_Line(kept.text, kept.ending))
-        old_start, new_start = old_i + 1, new_i + 1
-    out += _changed(source, at + old_start, len(old) - old_start, new[new_start:], preferred)
-    return out
-
-
-def _same(a: str, b: str) -> bool:
-    def norm(s: str) -> str:
-        s = s.replace("\r\n", "\n").replace("\r", "\n")
-        return s if not s or s.endswith("\n") else s + "\n"
-
-    return norm(a) == norm(b)
-
-
-# --- planning and committing ---------------------------------------------------------------
+def _literal_at(workspace: Path, raw: str) -> tuple[str, str]:
+    """OpenClaw's reading of a leading `@` (its preserveAtPrefixedRelativePath, then
+    normalizeFileReferencePrefix): a file reference unless `./@...` (or its first
+    component) exists in the workspace. The path its messages name, and the path meant."""
+    if not raw.startswith("@"):
+        return raw, raw
+    stripped = raw[1:]
+    if (
+        not stripped
+        or stripped == "~"
+        or stripped.startswith(("~/", "~\\", "/", "\\"))
+        or re.match(r"(?i)file://|[a-z]:[\\/]", stripped)
+    ):
+        preserved = raw
+    else:
+        top = raw.replace("\\", "/").split("/")[0]
+        exists = os.path.exists(workspace / raw) or os.path.exists(workspace / top)
+        preserved = "./" + raw if exists else raw
+    if not preserved.startswith("@"):
+        return preserved, preserved
+    meant = preserved[1:]
+    return preserved, "./" + meant if meant.startswith("@") else meant
 
 
 @define
 class _Plan:
-    """What the patch does to the disk: final contents by real path (None: removed), and
-    the summary the model sees."""
+    """What the patch does to the disk: final contents by real path (None: removed), the
+    empty directories it removes, and what the model is told."""
 
     workspace: Path
-    files: dict[Path, str | None]
-    shown: dict[Path, str]
-    added: list[str]
-    modified: list[str]
-    deleted: list[str]
-    unchanged: list[str]
+    files: dict[Path, str | None] = field(factory=dict)
+    gone_dirs: dict[Path, None] = field(factory=dict)
+    summary: dict[str, list[str]] = field(
+        factory=lambda: {"added": [], "modified": [], "deleted": []}
+    )
+    no_op: dict[str, None] = field(factory=dict)
 
-    def current(self, real: Path) -> str | None:
-        """The file's content as the plan has it so far (None: absent)."""
-        if real in self.files:
-            return self.files[real]
+    def target(self, raw: str) -> _Target:
+        named, meant = _literal_at(self.workspace, raw)
         try:
-            fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
-        except FileNotFoundError:
-            return None
-        except OSError as exc:
-            raise PatchError(f"cannot read {self.shown.get(real, real)}: {exc.strerror}") from None
-        with os.fdopen(fd, "rb") as f:
-            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-                raise PatchError(f"{self.shown.get(real, real)} is not a regular file")
-            raw = f.read()
-        try:
-            return raw.decode("utf-8")
-        except UnicodeDecodeError:
-            raise PatchError(f"{self.shown.get(real, real)} is not a UTF-8 text file") from None
-
-    def resolve(self, user_path: str) -> Path:
-        if not user_path.strip():
-            raise PatchError("a patch path is empty")
-        try:
-            real = resolve_in_workspace(self.workspace, user_path.strip(), for_write=True)
+            real = resolve_in_workspace(self.workspace, meant, for_write=False)
         except SandboxError as exc:
-            raise PatchError(str(exc)) from None
-        rel = os.path.relpath(real, os.path.realpath(self.workspace))
-        self.shown.setdefault(real, rel)
-        return real
+            message = str(exc)
+            if message.startswith(ESCAPES) and message.endswith(f": {meant}"):
+                message = message[: -len(meant)] + named  # OpenClaw names the path as written
+            raise PatchError(message) from None
+        root = Path(os.path.realpath(self.workspace))
+        display = os.path.relpath(real, root)
+        if display == ".":
+            return _Target(real, self.workspace.name, str(self.workspace))
+        return _Target(real, display, os.path.join(self.workspace, display))
+
+    def kind(self, real: Path) -> str:
+        """The kind of `real` ("file", "dir", "other" or "missing") as the plan has it so far."""
+        if real in self.files:
+            return "missing" if self.files[real] is None else "file"
+        if any(content is not None and real in p.parents for p, content in self.files.items()):
+            return "dir"
+        if real in self.gone_dirs or any(d in real.parents for d in self.gone_dirs):
+            return "missing"
+        try:
+            mode = os.lstat(real).st_mode
+        except (FileNotFoundError, NotADirectoryError):
+            return "missing"
+        return "file" if stat.S_ISREG(mode) else "dir" if stat.S_ISDIR(mode) else "other"
+
+    def empty_dir(self, real: Path) -> bool:
+        """Whether the directory `real` is empty once the plan so far is done."""
+        if any(content is not None and real in p.parents for p, content in self.files.items()):
+            return False
+        with os.scandir(real) as entries:
+            for entry in entries:
+                child = Path(entry.path)
+                if not (self.files.get(child, "") is None or child in self.gone_dirs):
+                    return False
+        return True
+
+    def read(self, target: _Target) -> str:
+        """The text an update starts from, or OpenClaw's error for a file it cannot read."""
+        failed = f"Failed to read file to update {target.where}: "
+        kind = self.kind(target.real)
+        if kind != "file":
+            reason = "path not found" if kind == "missing" else "unsafe path"
+            raise PatchError(f"{failed}Failed boundary read for {target.where} ({reason})")
+        planned = self.files.get(target.real)
+        if planned is not None:
+            return planned
+        try:
+            return target.real.read_bytes().decode("utf-8")
+        except UnicodeDecodeError:
+            raise PatchError(
+                f"{failed}File {target.where} is not valid UTF-8 and cannot be edited safely. | "
+                "The encoded data was not valid for encoding utf-8 | "
+                "ERR_ENCODING_INVALID_ENCODED_DATA"
+            ) from None
+        except OSError as exc:
+            raise PatchError(f"{failed}{exc.strerror or exc}") from None
+
+    def create(self, target: _Target, contents: str, hint: str) -> None:
+        """Plan a new file where none may be (OpenClaw's createFileExclusive)."""
+        self.not_root(target)
+        kind = self.kind(target.real)
+        if kind == "file":
+            raise PatchError(f"Cannot create {target.display}: the file already exists. {hint}")
+        if kind != "missing":
+            raise PatchError("not a file")
+        self.files[target.real] = contents
+
+    def not_root(self, target: _Target) -> None:
+        """OpenClaw refuses to create or remove the workspace itself as an escape."""
+        if target.real == Path(os.path.realpath(self.workspace)):
+            raise PatchError(path_escapes(str(self.workspace), str(self.workspace)))
+
+    def note(self, bucket: str, name: str) -> None:
+        if name not in self.summary[bucket]:
+            self.summary[bucket].append(name)
 
 
-def _note(bucket: list[str], name: str) -> None:
-    if name not in bucket:
-        bucket.append(name)
+def _delete(plan: _Plan, op: FileOp) -> None:
+    target = plan.target(op.path)
+    plan.not_root(target)
+    kind = plan.kind(target.real)
+    if kind == "missing":
+        raise PatchError("file not found")
+    if kind == "dir":
+        if not plan.empty_dir(target.real):
+            raise PatchError("directory is not empty")
+        plan.gone_dirs[target.real] = None
+    else:
+        plan.files[target.real] = None
+    plan.note("deleted", target.display)
+
+
+def _update(plan: _Plan, op: FileOp) -> None:
+    target = plan.target(op.path)
+    moved = plan.target(op.move_to) if op.move_to is not None else None
+    current = plan.read(target)
+    updated = update_text(current, op.hunks, target.where)
+    if moved is not None and moved.real != target.real:
+        plan.no_op.pop(target.display, None)
+        plan.create(moved, updated, "Delete it earlier in the same patch to replace it.")
+        plan.files[target.real] = None
+        plan.note("modified", moved.display)
+    elif same_text(current, updated):
+        plan.no_op[target.display] = None
+    else:
+        plan.no_op.pop(target.display, None)
+        plan.files[target.real] = updated
+        plan.note("modified", target.display)
 
 
 def plan_patch(workspace: Path, ops: list[FileOp]) -> _Plan:
-    """Resolve and compute every operation without writing anything. Raises `PatchError`."""
-    plan = _Plan(workspace, {}, {}, [], [], [], [])
+    """Resolve and compute every operation, in order, without writing anything. Raises
+    `PatchError` with OpenClaw's message for the first one that fails."""
+    plan = _Plan(workspace)
     for op in ops:
-        real = plan.resolve(op.path)
-        shown = plan.shown[real]
-        current = plan.current(real)
         if op.kind == "add":
-            if current is not None:
-                raise PatchError(
-                    f'{shown} already exists. Use "*** Update File: {shown}" to change it, '
-                    "or delete it earlier in the same patch."
-                )
-            plan.files[real] = op.contents
-            _note(plan.added, shown)
+            target = plan.target(op.path)
+            hint = (
+                f'Use "*** Update File: {target.display}" to change it, or delete it earlier '
+                "in the same patch."
+            )
+            plan.create(target, op.contents, hint)
+            plan.note("added", target.display)
         elif op.kind == "delete":
-            if current is None:
-                raise PatchError(f"cannot delete {shown}: file not found")
-            plan.files[real] = None
-            _note(plan.deleted, shown)
+            _delete(plan, op)
         else:
-            if current is None:
-                raise PatchError(f"Failed to read file to update {shown}: file not found")
-            updated = update_text(current, op.hunks, shown)
-            target = plan.resolve(op.move_to) if op.move_to else real
-            if target != real:
-                if plan.current(target) is not None:
-                    raise PatchError(
-                        f"{plan.shown[target]} already exists. Delete it earlier in the same "
-                        "patch to replace it."
-                    )
-                plan.files[target], plan.files[real] = updated, None
-                _note(plan.modified, plan.shown[target])
-            elif _same(current, updated):
-                _note(plan.unchanged, shown)
-            else:
-                plan.files[real] = updated
-                _note(plan.modified, shown)
+            _update(plan, op)
     return plan
 
 
 def _commit(plan: _Plan) -> None:
     """Write the plan's files all or none (see the module docstring). Raises `OSError`."""
     tag = secrets.token_hex(4)
+    root = Path(os.path.realpath(plan.workspace))
     staged: dict[Path, Path] = {}  # target -> its new content's temporary file
-    aside: dict[Path, Path] = {}  # target -> where its old file waits
+    aside: dict[Path, Path] = {}  # target -> where its old file (or empty directory) waits
     placed: list[Path] = []
     made: list[Path] = []
     try:
@@ -503,15 +260,16 @@ def _commit(plan: _Plan) -> None:
             tmp = real.with_name(f".{real.name}.patch-{tag}")
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666)
             with os.fdopen(fd, "wb") as f:
-                f.write(content.encode("utf-8"))
+                f.write(content.encode("utf-8", "surrogatepass"))
             staged[real] = tmp
             try:
                 os.chmod(tmp, stat.S_IMODE(os.lstat(real).st_mode))
             except FileNotFoundError:
                 pass
-        for real in plan.files:
+        gone = [d for d in plan.gone_dirs if not any(d in p.parents for p in staged)]
+        for real in [*plan.files, *gone]:
             if os.path.lexists(real):
-                backup = real.with_name(f".{real.name}.orig-{tag}")
+                backup = root / f".apply_patch-{tag}-{len(aside)}"
                 os.rename(real, backup)
                 aside[real] = backup
             if real in staged:
@@ -520,7 +278,7 @@ def _commit(plan: _Plan) -> None:
     except BaseException:
         for real in placed:
             os.unlink(real)
-        for real, backup in aside.items():
+        for real, backup in reversed(aside.items()):
             os.rename(backup, real)
         for tmp in staged.values():
             os.unlink(tmp)
@@ -528,7 +286,10 @@ def _commit(plan: _Plan) -> None:
             os.rmdir(parent)
         raise
     for backup in aside.values():
-        os.unlink(backup)
+        if backup.is_dir() and not backup.is_symlink():
+            os.rmdir(backup)
+        else:
+            os.unlink(backup)
 
 
 def apply_patch(workspace: Path, text: str) -> ToolResult:
@@ -546,14 +307,14 @@ def apply_patch(workspace: Path, text: str) -> ToolResult:
         where = f": {exc.filename}" if exc.filename else ""
         text = f"apply_patch failed, nothing changed: {exc.strerror or exc}{where}"
         return thrown_result("apply_patch", text)
-    summary = {"added": plan.added, "modified": plan.modified, "deleted": plan.deleted}
-    if plan.unchanged and not (plan.added or plan.modified or plan.deleted):
-        message = f"No changes made to {', '.join(plan.unchanged)}."
+    summary = plan.summary
+    if plan.no_op and not any(summary.values()):
+        message = f"No changes made to {', '.join(plan.no_op)}."
     else:
         lines = ["Success. Updated the following files:"]
-        lines += [f"A {p}" for p in plan.added]
-        lines += [f"M {p}" for p in plan.modified]
-        lines += [f"D {p}" for p in plan.deleted]
+        lines += [f"A {p}" for p in summary["added"]]
+        lines += [f"M {p}" for p in summary["modified"]]
+        lines += [f"D {p}" for p in summary["deleted"]]
         message = "\n".join(lines)
     return text_result(message, details={"summary": summary})
 
@@ -568,6 +329,6 @@ class ApplyPatchTool:
 
     async def run(self, args: ApplyPatchParams, ctx: ToolContext) -> ToolResult:
         """A checkpoint: the patch is applied in a worker thread (finished if cancelled)."""
-        if not args.input.strip():
+        if not js_trim(args.input):
             return thrown_result("apply_patch", "Provide a patch input.")
         return await trio.to_thread.run_sync(apply_patch, ctx.workspace, args.input)

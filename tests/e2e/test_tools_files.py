@@ -74,7 +74,7 @@ async def test_ls_apply_patch_and_the_aliases_run_as_openclaws(tmp_path: Path) -
     assert json.dumps(results[0]["result"]).count("Success. Updated the following files") == 1
     assert '\\"app.txt\\"\\n\\"new.txt\\"' in json.dumps(results[1]["result"])
     assert "fresh" in json.dumps(results[2]["result"])
-    assert "src/new.txt already exists" in json.dumps(results[3]["result"])
+    assert "Cannot create src/new.txt: the file already exists" in json.dumps(results[3]["result"])
     [end] = terminal_events(events, "files")
     assert end["data"]["phase"] == "end"
     text = final["result"]["payloads"][0]["text"]
