@@ -48,6 +48,7 @@ _UNIQUE_LOCAL = ipaddress.ip_network("fc00::/7")
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
 _LEGACY_IPV4 = re.compile(r"^(?:0x[0-9a-f]*|[0-9]+)(?:\.(?:0x[0-9a-f]*|[0-9]+)){0,3}\.?$")
 
+# OpenClaw's words (its SSRF guard's), without the host: the model has the URL it asked for.
 BLOCKED_NAME_MESSAGE = "Blocked hostname or private/internal/special-use IP address"
 BLOCKED_ADDRESS_MESSAGE = "Blocked: resolves to private/internal/special-use IP address"
 
@@ -139,18 +140,19 @@ def check_hostname(host: str, policy: EgressPolicy) -> str:
         raise EgressBlockedError("Invalid URL: no host name")
     if policy.is_blocked_name(name):
         raise EgressBlockedError(
-            f"Domain policy: blocked hostname (configured blockedHostnames): {name}"
+            f"Domain policy: Blocked hostname (configured blocklist): {name}. Try a URL on a "
+            "different domain or ask the operator to review blockedHostnames."
         )
     if policy.trusts(name):
         return name
     if name in _ALWAYS_LOCAL_NAMES or name.endswith(_LOCAL_SUFFIXES):
-        raise EgressBlockedError(f"{BLOCKED_NAME_MESSAGE}: {name}")
+        raise EgressBlockedError(BLOCKED_NAME_MESSAGE)
     literal = _literal(name)
     if literal is not None:
         if not is_public_address(literal, policy):
-            raise EgressBlockedError(f"{BLOCKED_NAME_MESSAGE}: {name}")
+            raise EgressBlockedError(BLOCKED_NAME_MESSAGE)
     elif _LEGACY_IPV4.match(name) or ":" in name:
-        raise EgressBlockedError(f"{BLOCKED_NAME_MESSAGE}: {name}")
+        raise EgressBlockedError(BLOCKED_NAME_MESSAGE)
     return name
 
 
@@ -182,7 +184,7 @@ def check_addresses(host: str, addresses: Sequence[IpAddress], policy: EgressPol
                 or (judged.is_loopback and not _names_loopback(host))
             )
         if not ok:
-            raise EgressBlockedError(f"{BLOCKED_ADDRESS_MESSAGE}: {host}")
+            raise EgressBlockedError(BLOCKED_ADDRESS_MESSAGE)
 
 
 async def _getaddrinfo(host: str, port: int) -> list[IpAddress]:

@@ -1,17 +1,22 @@
 """web_fetch and web_search over a real gateway, driven by the `local` model's directives:
 a page from a loopback server the test starts, reachable only when the config names its host
 (`tools.web.fetch.ssrfPolicy.allowedHostnames`, as OpenClaw's), refused otherwise; the
-redirect and size limits from the config; web_search an error naming what to configure."""
+redirect and size limits from the config; web_search an error naming what to configure. Failures
+come as OpenClaw's agent answers its web tools throwing: the thrown-tool result, the message
+wrapped as untrusted `Source: API` content (compared with what its peer gateway answered,
+tests/data/openclaw-web-fetch-errors-2026.9.6.json)."""
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import trio
 
 from tests._page_server import Page, page_server
+from tests._thrown import thrown
 from tests.conftest import local_config, open_client, running_gateway
 from tests.e2e._events import Events, recorder_events, run_events
 
@@ -33,6 +38,17 @@ def directive(name: str, args: dict[str, Any]) -> str:
 
 def result_text(data: dict[str, Any]) -> str:
     return "".join(block.get("text", "") for block in data["result"]["content"])
+
+
+OBSERVED: dict[str, Any] = json.loads(
+    (Path(__file__).parents[1] / "data/openclaw-web-fetch-errors-2026.9.6.json").read_text()
+)["errors"]
+
+
+def thrown_error(data: dict[str, Any]) -> str:
+    """The error of a tool event's thrown-tool result, marker ids masked."""
+    message = thrown({**data["result"], "isError": data["isError"]}, data["name"])
+    return re.sub(r'id="[0-9a-f]{16}"', 'id="<id>"', message)
 
 
 async def run(gw: Any, message: str, run_id: str) -> tuple[Events, dict[str, Any]]:
@@ -72,12 +88,13 @@ async def test_web_fetch_reads_a_page_from_an_allowed_host(tmp_path: Path) -> No
     assert payload["status"] == 200 and payload["finalUrl"] == server.url("/page")
     assert "## Served here" in payload["text"] and "Loopback text." in payload["text"]
     assert page["result"]["details"]["extractor"] == "html"
-    assert hops["isError"] is True and "too many redirects (limit 1)" in result_text(hops)
+    too_many = OBSERVED["too_many_redirects"]["error"].replace("(limit: 3)", "(limit: 1)")
+    assert thrown_error(hops) == too_many
     sized = json.loads(result_text(large))
     assert sized["truncated"] is True and sized["length"] <= 5000
     assert "Response body incomplete after 32000 bytes" in sized["warning"]
-    assert search["isError"] is True
-    assert "tools.web.search.provider" in result_text(search)
+    assert "tools.web.search.provider" in thrown_error(search)
+    assert "\nSource: API\n---\nweb_search is unavailable: " in thrown_error(search)
     assert server.hits["/page"] == 1
     assert final["result"]["payloads"][0]["text"].startswith("Tool results: web_fetch:")
 
@@ -92,7 +109,7 @@ async def test_web_fetch_refuses_loopback_unless_configured(tmp_path: Path) -> N
     results = tool_results(events, "refused")
     assert [d["isError"] for d in results] == [True, True]
     for data in results:
-        assert "web_fetch refused" in result_text(data) and "Blocked" in result_text(data)
+        assert thrown_error(data) == OBSERVED["loopback_literal"]["error"]
     assert server.hits["/page"] == 0
 
 
