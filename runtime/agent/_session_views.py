@@ -19,8 +19,6 @@ from typing import Any, Final
 
 import trio
 
-from ..llm._types import Usage
-from ..loop._agent import now_ms
 from ..model._generation import AgentSpec, GenerationError, ModelRuntimeGeneration
 from ..sessions._nested_tool import history_row
 from ..sessions._provenance import hidden_in_display
@@ -40,7 +38,6 @@ from ..tools import (
     ToolError,
     sanitize_history,
 )
-from ..usage import PriceTable, call_cost, format_token_count, format_usd
 from ._announce import announce_message
 from ._spawn_options import (
     AttachmentLimits,
@@ -48,6 +45,7 @@ from ._spawn_options import (
     option_refusal,
     private_receipt_note,
 )
+from ._status_card import status_card
 from ._subagent_book import TaskBook, TaskRecord, pending_children_message, reply_text
 
 __all__ = [
@@ -324,49 +322,17 @@ def model_ref(gen: ModelRuntimeGeneration, row: SessionRow) -> str:
             if row.providerOverride
             else row.modelOverride
         )
-    else:
-        try:
-            ref = gen.agent(row.agentId).primary
-        except GenerationError:
-            ref = gen.agent(None).primary
+        return gen.aliases.get(ref, ref)
+    return _agent_ref(gen, row)
+
+
+def _agent_ref(gen: ModelRuntimeGeneration, row: SessionRow) -> str:
+    """The primary model of the session's agent (`provider/model`)."""
+    try:
+        ref = gen.agent(row.agentId).primary
+    except GenerationError:
+        ref = gen.agent(None).primary
     return gen.aliases.get(ref, ref)
-
-
-def _ago(ts: int) -> str:
-    seconds = max(0, (now_ms() - ts) // 1000)
-    if seconds < 60:
-        return "just now"
-    if seconds < 3600:
-        return f"{seconds // 60}m ago"
-    return f"{seconds // 3600}h ago"
-
-
-def status_card(gen: ModelRuntimeGeneration, row: SessionRow, ref: str) -> str:
-    """The `/status`-style card: model, tokens, cost, context use, session."""
-    provider, _, model = ref.partition("/")
-    entry = next((e for e in gen.catalog if e.provider == provider and e.id == model), None)
-    window = entry.contextWindow if entry is not None else None
-    used = row.contextTokens if row.contextTokens is not None else row.inputTokens
-    context = f"Context: {format_token_count(used)}"
-    if window:
-        context += f"/{format_token_count(window)} ({round(100 * used / window)}%)"
-    usage = Usage(input=row.inputTokens, output=row.outputTokens)
-    price = PriceTable.of(gen.config).prices.get((provider, model))
-    cost = call_cost(usage, price)
-    lines = [
-        f"🧠 Model: {ref}",
-        "",
-        f"🧮 Tokens: {format_token_count(row.inputTokens)} in / "
-        f"{format_token_count(row.outputTokens)} out",
-        f"💵 Cost: {format_usd(cost.total)}" if cost is not None else "💵 Cost: n/a",
-        f"📚 {context}",
-        "",
-        f"🧵 Session: {row.key} • updated {_ago(row.updatedAt)}",
-        f"🗜️ Compactions: {row.compactionCount}",
-    ]
-    if row.parentSessionKey:
-        lines.append(f"🌱 Spawned by: {row.parentSessionKey} (depth {row.spawnDepth or 1})")
-    return "\n".join(lines)
 
 
 def status_result(
@@ -381,7 +347,7 @@ def status_result(
         "agentId": row.agentId,
         "changedModel": changed,
         "stateVersion": row.updatedAt,
-        "statusText": status_card(gen, row, ref),
+        "statusText": status_card(gen, row, ref, _agent_ref(gen, row)),
         "model": model,
         "modelProvider": provider,
         "modelOverride": row.modelOverride,

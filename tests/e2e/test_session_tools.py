@@ -146,8 +146,9 @@ async def test_sessions_send_returns_the_reply_inline_and_a_missing_target_is_an
     card = status["result"]["details"]
     assert card["ok"] is True and card["sessionKey"] == "agent:main:other"
     text = status["result"]["content"][0]["text"]
-    assert text == card["statusText"] and text.startswith("🧠 Model: local/")
-    assert "🧮 Tokens: " in text and "📚 Context: " in text and "💵 Cost: " in text
+    assert text == card["statusText"] and text.startswith("🦞 clawlane ")
+    assert "\n\n🧠 Model: local/" in text and "\n🧮 Tokens: " in text  # OpenClaw's sections
+    assert "\n📚 Context: " in text and "\n\n🧵 Session: agent:main:other • " in text
     listing = details(agents)
     assert listing["requester"] == "main" and listing["agents"][0]["id"] == "main"
 

@@ -90,7 +90,8 @@ async def test_sessions_list_history_and_status_see_the_other_session(tmp_path: 
     assert texts == ["[[reply:pong]] ping", "pong"]
     [(failed, status)] = events.results("session_status")
     assert not failed and status["ok"] is True and status["sessionKey"] == "agent:main:other"
-    assert status["statusText"].startswith("🧠 Model: local/")
+    assert status["statusText"].startswith("🦞 clawlane ")
+    assert "\n\n🧠 Model: local/" in status["statusText"]
 
 
 async def test_sessions_send_returns_the_target_reply_and_notify_waits_for_its_next_turn(
