@@ -46,8 +46,10 @@ sessions and in memory (`_embedded_sessions`, `_embedded_desks`):
 
 Transcripts are kept in memory, or, with `store=`, through the gateway's store interface
 (`SessionStore`: e.g. `actors.open_store` on a SQLite file), so an embedded app can close
-and reopen a session. A turn's writes are committed before its terminal event; a turn that
-could not be stored ends with `error` ("the turn was not stored: ..."), as in the gateway.
+and reopen a session; opened again (as `async with`) on such a store, it tells each parent the
+ends of its subagents it was not told before the close (`_embedded_recovery`, `rt.recovered`).
+A turn's writes are committed before its terminal event; a turn that could not be stored
+ends with `error` ("the turn was not stored: ..."), as in the gateway.
 
 Errors: `publish` raises `GenerationError` (and `ConfigError` for a bad auth profile store, as
 a `GenerationError`); `run_turn` never raises for a failed run (the result says `error`), only
@@ -100,10 +102,10 @@ from ._embedded_desks import (
     EmbeddedQuestions,
     NoScheduler,
 )
+from ._embedded_recovery import recover_subagents, turn_notes
 from ._embedded_sessions import EmbeddedSessions, TrackedRun
 from ._reply import SilentStreamFilter
 from ._run import RunOutcome, RunState, ended_row, final_payload, run_guarded, run_messages
-from ._run_notes import run_notes
 from ._services import TurnServices
 from ._turn import run_turn
 from ._turnspec import TurnResult
@@ -220,6 +222,9 @@ class EmbeddedRuntime:
         services.automations = NoScheduler()
         self.cron: EmbeddedCron | None = None
         """The scheduler behind `automations`, while used as `async with`."""
+        self.recovered: list[str] = []
+        """The subagent tasks whose telling the opening took up (`_embedded_recovery`)."""
+        self._closing = False
 
     # --- generations ----------------------------------------------------------------------
 
@@ -416,7 +421,8 @@ class EmbeddedRuntime:
                     self._turns.pop(key, None)
                     turn.inbox.close()  # what it did not take goes on as a turn of its own
                     if turn.state.aborted:  # its background commands and subagents too
-                        self.sessions.stop(key, record.run_id)
+                        if not self._closing:  # (those the closing cuts off stay owed)
+                            self.sessions.stop(key, record.run_id)
                         if self.services.processes is not None:
                             self.services.processes.kill_run(record.run_id)
         finally:
@@ -528,6 +534,8 @@ class EmbeddedRuntime:
         self._exits.callback(nursery.cancel_scope.cancel)  # leaving cancels them first
         self._nursery = nursery
         self.cron = await self._exits.enter_async_context(open_embedded_cron(self))
+        if self._store is not None:  # what its parents were not told before it closed
+            self.recovered = await recover_subagents(self._store, self.sessions, self.start_soon)
         return self
 
     async def __aexit__(
@@ -536,7 +544,7 @@ class EmbeddedRuntime:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self._nursery = self.cron = None
+        self._nursery, self.cron, self._closing = None, None, True
         try:
             await self._exits.aclose()  # its tasks cancelled, every background command killed
         finally:
@@ -709,7 +717,7 @@ class _Turn:
             messages,
             turn.compactions if messages else (),
             tags=tags,
-            notes=run_notes(self.progress, messages, state.run_id, state.yield_claim),
+            notes=turn_notes(state, self.progress, messages, self.inbox.taken_keys),
         )
         if context is None:
             session.history.extend(added_context(entries))

@@ -24,7 +24,9 @@ same payloads (`_session_views`) and the same task book (`_subagent_book`), over
   together once all have been (`_yield_batch`). `subagents` (list, wait, cancel),
   `agents_wait` and `sessions_yield` read and stop the book's tasks.
 
-Leaving the runtime cancels the children and announcements still running.
+Leaving the runtime cancels the children and announcements still running; opened again on
+its store, it tells what was left (`_embedded_recovery`, from what the runs kept beside their
+messages: `spawn_note`, the yields' claims).
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ from ..tools import (
 )
 from ._announce import announce_key, announce_of
 from ._run import RunState, TrackedRun
+from ._run_notes import SpawnNote, YieldClaim
 from ._services import TurnServices
 from ._session_calls import (
     history_for,
@@ -117,6 +120,25 @@ class ChildLink:
     requesterSessionId: str | None = None
     attachmentsDir: str | None = None
     """Its staged attachments, removed once its end has been told."""
+
+
+def spawn_note(run: SpawnedRun) -> SpawnNote:
+    """What the spawning run's transcript keeps of spawned run `run` (`_run_notes`)."""
+    link = run.link
+    assert isinstance(link, ChildLink)
+    return SpawnNote(
+        run_id=run.task_id,
+        child_key=run.child_key,
+        parent_agent=link.parentAgent,
+        label=run.label,
+        task=run.asked,
+        announce=link.announce,
+        cleanup=link.cleanup,
+        completion_target=link.completionTarget,
+        requester_session=link.requesterSessionId,
+        attachments_dir=link.attachmentsDir,
+        created_at=run.created_at,
+    )
 
 
 class SessionsRuntime(Protocol):
@@ -206,6 +228,7 @@ class EmbeddedSessions:
         self.rt = rt
         self.book = TaskBook()
         """The spawned runs, as the tasks of their parents' trees."""
+        self.book.on_claim = self._claimed
         self._slots = trio.CapacityLimiter(1)
 
     # --- reading the runtime's sessions ---------------------------------------------------
@@ -377,6 +400,7 @@ class EmbeddedSessions:
         requester = next((r for r in self.rt.running() if r.run_id == ctx.run_id), None)
         if isinstance(requester, TrackedRun):
             run.requester_done = requester.done
+            requester.spawns.append(spawn_note(run))  # kept beside its messages
         self.book.add(run)
         context = subagent_context(gen, ctx.session_key, child_depth)
         if staged is not None:
@@ -515,6 +539,13 @@ class EmbeddedSessions:
     async def agents_wait(self, ctx: ToolContext, args: AgentsWaitParams) -> dict[str, Any]:
         timeout = AGENTS_WAIT_DEFAULT_S if args.timeoutSeconds is None else args.timeoutSeconds
         return await self.book.agents_wait(ctx.session_key, args.ids, timeout)
+
+    def _claimed(self, caller: str, run_id: str, generation: int, runs: list[SpawnedRun]) -> None:
+        """Run `run_id`'s yield claimed `runs`: kept beside its yield (`run_notes`), so the
+        runtime opened again on its store still tells them together."""
+        record = next((r for r in self.rt.running() if r.run_id == run_id), None)
+        if isinstance(record, TrackedRun) and record.session_key == caller:
+            record.yield_claim = YieldClaim(generation, tuple(r.task_id for r in runs))
 
     def yield_turn(self, ctx: ToolContext, args: SessionsYieldParams) -> dict[str, Any]:
         return yield_claim(self.book, ctx, args, self.book.pause, self.rt.jobs_await_collection)

@@ -41,7 +41,7 @@ from ..sessions._provenance import marked_prompt
 from ..sessions._sessions import SessionRow
 from ._compaction import MessageTags
 from ._reply import ToolErrorInfo, build_final_payloads
-from ._run_notes import YieldClaim
+from ._run_notes import SpawnNote, YieldClaim
 
 if TYPE_CHECKING:
     from ..loop._agent import RunProgress
@@ -141,6 +141,8 @@ class RunState:
     parent): its user message carries it (`run_messages`)."""
     yield_claim: YieldClaim | None = None
     """The children its `sessions_yield` claimed, kept beside the yield (`run_notes`)."""
+    spawns: list[SpawnNote] = attrs.field(factory=list)
+    """The subagents it spawned (the embedded runtime keeps them beside its messages)."""
 
     def start(self, now: int) -> dict[str, Any]:
         """The run starts now: its `lifecycle` start payload."""

@@ -17,7 +17,14 @@ conversation and is written beside them, at the place it happened (`RunNote`):
   tool activity row (`runtime.sessions.nested_tool_message`: displayed, never in the model's
   context) before the `tool_call`'s result, tagged with the run and the idempotency key
   `<scopeId>:<toolCallId>` (one scope id per run), so `chat.history` shows the target's call
-  and result where OpenClaw's clients expect them.
+  and result where OpenClaw's clients expect them;
+- the subagents the run spawned (`SpawnNote`, `clawlane.subagent-spawn`: the child, its task,
+  how its end is told), the children whose end it told (`clawlane.subagent-told`: the id of
+  each announce or settle run it was, or took in steered; one cut off by a shutdown tells
+  nothing) and, for a subagent's own run, how it ended (`clawlane.subagent-end`), all
+  custom entries, never in the model's context: the embedded runtime opened again on its
+  store reads them back (`spawn_notes`, `told_notes`, `run_ends`) to tell a parent what it
+  was not told before it closed (`_embedded_recovery`);
 
 `run_notes` gives them for a run; both hosts (the gateway's session actor, the embedded
 runtime) pass them to `persist_run` and grow the session's context by `added_context` of what
@@ -30,7 +37,7 @@ from __future__ import annotations
 import functools
 import uuid
 from collections.abc import Iterable, Sequence
-from typing import Final
+from typing import Any, Final
 
 import attrs
 
@@ -47,18 +54,28 @@ from ..sessions._sessions import (
 from ._compaction import RunNote
 
 __all__ = [
+    "RUN_END_TYPE",
+    "SPAWN_TYPE",
+    "TOLD_TYPE",
     "YIELD_BATCH_TYPE",
     "YIELD_CONTEXT",
     "YIELD_CONTEXT_TYPE",
+    "SpawnNote",
     "YieldClaim",
     "nested_activity",
+    "run_ends",
     "run_notes",
+    "spawn_notes",
+    "told_notes",
     "yield_claims",
     "yield_context",
 ]
 
 YIELD_CONTEXT_TYPE: Final = "openclaw.sessions_yield"
 YIELD_BATCH_TYPE: Final = "clawlane.yield-batch"
+SPAWN_TYPE: Final = "clawlane.subagent-spawn"
+TOLD_TYPE: Final = "clawlane.subagent-told"
+RUN_END_TYPE: Final = "clawlane.subagent-end"
 YIELD_CONTEXT: Final = (
     "[Context: The previous turn ended intentionally via sessions_yield while waiting for a "
     "follow-up event.]"
@@ -74,16 +91,55 @@ class YieldClaim:
     children: tuple[str, ...]
 
 
+@attrs.frozen(kw_only=True)
+class SpawnNote:
+    """A subagent a run spawned (`sessions_spawn`), as its parent's transcript keeps it."""
+
+    run_id: str
+    """The child's task id (its first run's id)."""
+    child_key: str
+    parent_agent: str
+    label: str | None = None
+    task: str = ""
+    announce: bool = True
+    cleanup: str | None = None
+    completion_target: str | None = None
+    requester_session: str | None = None
+    attachments_dir: str | None = None
+    created_at: int = 0
+
+
 def run_notes(
     progress: RunProgress,
     messages: Sequence[Message],
     run_id: str,
     claim: YieldClaim | None = None,
+    *,
+    spawns: Sequence[SpawnNote] = (),
+    told: Sequence[str] = (),
+    ended: dict[str, Any] | None = None,
 ) -> list[RunNote]:
     """The rows run `run_id` adds beside `messages` (its `run_messages`, user message first),
     each placed by the index of the message it comes before; none when the run wrote no
-    message (it never got as far as its user message). `claim`: what its yield claimed."""
-    if not messages or not (progress.nested or progress.yielded is not None):
+    message (it never got as far as its user message). `claim`: what its yield claimed;
+    `spawns`: the subagents it spawned; `told`: the announce and settle runs whose telling
+    it carried; `ended`: a subagent run's end (`RUN_END_TYPE`'s data)."""
+    if not messages:
+        return []  # it never got as far as its user message
+    notes = _nested_and_yield(progress, messages, run_id, claim)
+    end = len(messages)
+    notes += [(end, functools.partial(_spawned, s, run_id)) for s in spawns]
+    if told:
+        notes.append((end, functools.partial(_custom, TOLD_TYPE, {"runs": list(told)})))
+    if ended is not None:
+        notes.append((end, functools.partial(_custom, RUN_END_TYPE, ended)))
+    return notes
+
+
+def _nested_and_yield(
+    progress: RunProgress, messages: Sequence[Message], run_id: str, claim: YieldClaim | None
+) -> list[RunNote]:
+    if not (progress.nested or progress.yielded is not None):
         return []  # the common run (a random scope id costs a system call)
     notes: list[RunNote] = []
     scope = str(uuid.uuid4())
@@ -100,6 +156,49 @@ def run_notes(
 def _claimed(claim: YieldClaim, run_id: str, builder: TranscriptBuilder) -> CustomEntry:
     data = {"runId": run_id, "generation": claim.generation, "children": list(claim.children)}
     return builder.add_custom(YIELD_BATCH_TYPE, data)
+
+
+def _custom(kind: str, data: Any, builder: TranscriptBuilder) -> CustomEntry:
+    return builder.add_custom(kind, data)
+
+
+def _spawned(note: SpawnNote, run_id: str, builder: TranscriptBuilder) -> CustomEntry:
+    data = {"requesterRun": run_id, **attrs.asdict(note)}
+    return builder.add_custom(SPAWN_TYPE, data)
+
+
+def _customs(entries: Iterable[TranscriptEntry], kind: str) -> list[dict[str, Any]]:
+    return [
+        entry.data
+        for entry in entries
+        if isinstance(entry, CustomEntry)
+        and entry.customType == kind
+        and isinstance(entry.data, dict)
+    ]
+
+
+def spawn_notes(entries: Iterable[TranscriptEntry]) -> list[tuple[str, SpawnNote]]:
+    """The subagents a transcript's runs spawned, in order: each with the run that spawned
+    it."""
+    fields = {f.name for f in attrs.fields(SpawnNote)}
+    found = []
+    for data in _customs(entries, SPAWN_TYPE):
+        try:
+            note = SpawnNote(**{k: v for k, v in data.items() if k in fields})
+        except TypeError:
+            continue  # not a note of this version's
+        found.append((str(data.get("requesterRun")), note))
+    return found
+
+
+def told_notes(entries: Iterable[TranscriptEntry]) -> set[str]:
+    """The announce and settle runs whose telling a transcript's runs carried."""
+    return {str(run) for data in _customs(entries, TOLD_TYPE) for run in data.get("runs") or ()}
+
+
+def run_ends(entries: Iterable[TranscriptEntry]) -> list[dict[str, Any]]:
+    """How a subagent session's runs ended, in order (`RUN_END_TYPE`'s data)."""
+    return _customs(entries, RUN_END_TYPE)
 
 
 def yield_claims(entries: Iterable[TranscriptEntry]) -> dict[str, tuple[str, YieldClaim]]:
