@@ -30,10 +30,11 @@ import importlib.metadata
 import math
 import time
 from typing import Final
-from zoneinfo import ZoneInfo
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import psutil
 
+from ..cron import host_timezone
 from ..llm._types import Usage
 from ..model._generation import ModelRuntimeGeneration
 from ..sessions._sessions import SessionRow
@@ -117,15 +118,15 @@ def _time_lines(zone_name: str | None, now_ms: int) -> str:
 
 
 def _zone(name: str | None) -> tuple[dt.tzinfo, str]:
-    if name:
-        try:
-            return ZoneInfo(name), name
-        except (ValueError, OSError):
-            pass
-    local = dt.datetime.now().astimezone().tzinfo
-    key = getattr(local, "key", None)
-    shown = key if isinstance(key, str) else dt.datetime.now(local).tzname() or "UTC"
-    return (local or dt.UTC), shown
+    """The user's zone and its name: `name` when it is one, else the host's (OpenClaw's
+    resolveUserTimezone)."""
+    for candidate in (name, host_timezone()):
+        if candidate:
+            try:
+                return ZoneInfo(candidate), candidate
+            except (ZoneInfoNotFoundError, ValueError, OSError):
+                continue
+    return dt.UTC, "UTC"
 
 
 def _ordinal(day: int) -> str:
