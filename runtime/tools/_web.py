@@ -70,6 +70,8 @@ from ._external import (
     wrap_external_content,
 )
 from ._html import extract_readable, markdown_to_text
+from ._html_fragment import html_to_markdown
+from ._html_fragment import markdown_to_text as fragment_text
 from ._tool import ToolContext, ToolResult, text_result, thrown_result
 
 __all__ = [
@@ -303,14 +305,15 @@ def _looks_like_html(body: str) -> bool:
     return head.startswith(("<!doctype html", "<html"))
 
 
-def _http_failure(status: int, reason: str, content_type: str, body: str, url: str) -> str:
+def _http_failure(status: int, reason: str, content_type: str, body: str) -> str:
     """OpenClaw's message for a non-2xx answer: `Web fetch failed (<status>): ` and the body
-    (an HTML page as its title and text) within 4,000 characters, else the reason phrase,
-    wrapped as fetched content with its notice."""
+    (an HTML page as its title and text, rendered as OpenClaw renders it, `_html_fragment`)
+    within 4,000 characters, else the reason phrase, wrapped as fetched content with its
+    notice."""
     detail = body
     if detail and ("text/html" in content_type or _looks_like_html(detail)):
-        page = extract_readable(detail, base_url=url, mode="text")
-        detail = f"{page.title}\n{page.text}" if page.title else page.text
+        text, title = html_to_markdown(detail)
+        detail = fragment_text(f"{title}\n{text}" if title else text)
     detail = utf16_prefix(detail.strip(), _ERROR_MAX_CHARS)
     wrapped, _ = _wrap_web_fetch(detail or reason, _ERROR_MAX_CHARS)
     return f"Web fetch failed ({status}): {wrapped}"
@@ -526,9 +529,7 @@ class WebFetchTool:
         body = _decode(b"".join(chunks), response.charset_encoding, truncated=truncated)
         if not ok:
             raise _FetchFailed(
-                _http_failure(
-                    response.status_code, response.reason_phrase, content_type, body, str(url)
-                )
+                _http_failure(response.status_code, response.reason_phrase, content_type, body)
             )
         return _Fetched(
             final_url=str(url),

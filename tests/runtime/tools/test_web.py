@@ -417,10 +417,6 @@ def _free_port() -> int:
 
 
 CASES = sorted(set(OBSERVED["errors"]) - {"web_search_unconfigured"})
-# Where clawlane's answer still differs, and how: an HTML error page is rendered by `_html`,
-# which puts a blank line between a heading and the next paragraph; OpenClaw's
-# htmlFragmentToMarkdown (not ported) puts one newline.
-KNOWN = {"http_404_html": {"Missing\nThe page": "Missing\n\nThe page"}}
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -432,7 +428,7 @@ async def test_each_failure_is_openclaws_thrown_error(ctx: ToolContext, case: st
     tool = WebFetchTool(
         WebFetchSettings(egress=EgressPolicy(allowed_hostnames=["localhost"]), timeout_seconds=0.5)
     )
-    replace = KNOWN.get(case, {})
+    replace: dict[str, str] = {}
     async with raw_server() as port:
         if target.startswith("/"):
             url = f"http://localhost:{port}{target}"
