@@ -22,9 +22,9 @@ sessions) reads every parent's transcript, puts each child it spawned back in th
 run, or one cut off by a shutdown, failed with `subagent run terminated`), and follows
 those not told through the usual telling (`_yield_batch.tell`): an announce, its yield's
 batch, its wave; children told on their own whose wave no settle run told yet have their
-waves settled. A telling made then keeps its note in turn, so opening the runtime again
-tells nothing twice. Not taken up: a child paused by its own `sessions_yield` (`waitFor:
-"message"`) when the runtime closed.
+waves settled; a child paused by its own `sessions_yield` (`waitFor: "message"`) waits for
+its continuation again (OpenClaw's restored `sessions_yield` pause). A telling made then
+keeps its note in turn, so opening the runtime again tells nothing twice.
 """
 
 from __future__ import annotations
@@ -150,8 +150,6 @@ async def _children(
         if sessions.book.get(note.run_id) is not None:
             continue
         record = await _outcome(store, note)
-        if record is None:
-            continue  # paused by its own yield: it waits for a continuation
         link = ChildLink(
             parentKey=parent_key,
             parentAgent=note.parent_agent,
@@ -180,10 +178,11 @@ async def _children(
     return found
 
 
-async def _outcome(store: Any, note: SpawnNote) -> TrackedRun | None:
+async def _outcome(store: Any, note: SpawnNote) -> TrackedRun:
     """Child `note`'s task as it ended: its last run's end, kept in its transcript (a run
-    cut off by a shutdown, or no end of its task's run: `subagent run terminated`); None
-    when that run ended paused by its own `sessions_yield`."""
+    cut off by a shutdown, or no end of its task's run: `subagent run terminated`). A run
+    that ended with its own `sessions_yield` leaves the task paused (`_yield_batch.
+    wait_child`): a continuation takes it on (`sessions_send`), as before the close."""
     parsed = parse_session_key(note.child_key)
     row = await store.get_session(note.child_key)
     record = TrackedRun(
@@ -205,10 +204,7 @@ async def _outcome(store: Any, note: SpawnNote) -> TrackedRun | None:
         record.aborted = record.status == "aborted"
         record.error = last.get("error")
         record.started_at, record.ended_at = last.get("startedAt"), last.get("endedAt")
-        record.final = last.get("final")
-        meta = (record.final or {}).get("meta") or {}
-        if meta.get("yielded") is True:
-            return None
+        record.final = last.get("final")  # (one yielded waits for its continuation)
     record.done.set()
     return record
 

@@ -429,7 +429,7 @@ class EmbeddedSessions:
         context: str,
         model: str | None,
         limit_s: float | None,
-        light: bool,
+        light: bool = False,
     ) -> None:
         """A subagent's run, in one of the `maxConcurrent` slots (`limit_s`: its timeout;
         `light`: its `lightContext`)."""

@@ -5,7 +5,9 @@ a child its restart cut off ends as `subagent run terminated`), and tells it onc
 - a child that ended before the close, its announce cut off by it: announced after reopening;
 - a child the close cut off: announced `failed: subagent run terminated`;
 - a yield's children, one ended and one cut off: told together in the yield's continuation;
-- two children told on their own, their wave's settle run cut off: the wave settled.
+- two children told on their own, their wave's settle run cut off: the wave settled;
+- a child paused by its own `sessions_yield` (`waitFor: "message"`): still paused, announced
+  once the parent's `sessions_send` continuation ends.
 
 Opening the runtime a third time tells nothing (`rt.recovered` is empty, and the parent's
 transcript holds each telling once). Runs are held where the test needs them by an async
@@ -20,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import trio
+import trio.testing
 
 from actors import open_store
 from runtime import open_embedded_runtime, parse_config
@@ -217,3 +220,33 @@ async def test_a_wave_whose_settle_run_the_close_cut_off_is_settled_after_reopen
     assert again == []
     settled = [e for e in entries if e.idempotencyKey == f"{settle['runId']}:user"]
     assert len(settled) == 1
+
+
+async def test_a_child_paused_for_a_message_waits_for_its_continuation_after_reopening(
+    tmp_path: Path,
+) -> None:
+    first = Runs()
+    waits = spawn(directive("sessions_yield", {"waitFor": "message"}), label="remote")
+    with trio.fail_after(30):
+        async with opened(tmp_path, first) as rt:
+            await rt.run_turn(waits, session_key="main")
+            await first.until(lambda: any(child(p["sessionKey"]) for p in first.ends))
+            [task] = rt.sessions.book.children(MAIN)
+        parent_done = trio.Event()
+        second = Runs(lambda key, run_id: child(key) and not parent_done.is_set())
+        send = {"sessionKey": task.child_key, "message": "[[reply:remote-done]]"}
+        async with opened(tmp_path, second) as rt:
+            recovered = list(rt.recovered)
+            await trio.testing.wait_all_tasks_blocked()
+            early = list(second.ends)
+            await rt.run_turn(directive("sessions_send", send), session_key="main")
+            parent_done.set()
+            second.poke()
+            await second.until(lambda: bool(second.ended(ANNOUNCE)))
+        again = await third_open(tmp_path)
+    assert recovered == [task.task_id]
+    assert early == []  # nothing told while it waits
+    [announce] = second.ended(ANNOUNCE)
+    assert announce["runId"] == f"{ANNOUNCE}{task.child_key}:{task.task_id}"
+    assert "remote-done" in second.prompts[announce["runId"]]
+    assert again == []
