@@ -20,6 +20,7 @@ from typing import Any, Final
 import trio
 
 from ..model._generation import AgentSpec, GenerationError, ModelRuntimeGeneration
+from ..model._harness import resolve_runtime_policy
 from ..sessions._nested_tool import history_row
 from ..sessions._provenance import hidden_in_display
 from ..sessions._sessions import (
@@ -473,9 +474,20 @@ def agents_view(gen: ModelRuntimeGeneration, requester: str) -> dict[str, Any]:
             entry["name"] = names[agent_id]
         if spec is not None:
             entry["model"] = spec.primary
-            entry["agentRuntime"] = {"id": "openclaw", "source": "implicit"}
+            entry["agentRuntime"] = _runtime_of(gen, agent_id, spec.primary)
         agents.append(entry)
     return {"requester": requester, "allowAny": allow_any, "agents": agents}
+
+
+def _runtime_of(gen: ModelRuntimeGeneration, agent_id: str, ref: str) -> dict[str, str]:
+    """OpenClaw's `agentRuntime` of an agent's model (resolveModelAgentRuntimeMetadata): the
+    configured runtime, `model` when a model entry names it and `provider` when its provider
+    does, else `auto`, `implicit`."""
+    provider, _, model = ref.partition("/")
+    policy = resolve_runtime_policy(gen.config, provider, model, agent_id=agent_id)
+    if not policy.explicit:
+        return {"id": "auto", "source": "implicit"}
+    return {"id": policy.id, "source": "provider" if policy.source == "provider" else "model"}
 
 
 def _refusal(gen: ModelRuntimeGeneration, book: TaskBook, caller: str, depth: int) -> str | None:
