@@ -6,6 +6,8 @@ a child its restart cut off ends as `subagent run terminated`), and tells it onc
 - a child the close cut off: announced `failed: subagent run terminated`;
 - a yield's children, one ended and one cut off: told together in the yield's continuation;
 - two children told on their own, their wave's settle run cut off: the wave settled;
+- a child whose announce its parent's turn took in (steered) before the close: not told
+  again;
 - a child paused by its own `sessions_yield` (`waitFor: "message"`): still paused, announced
   once the parent's `sessions_send` continuation ends.
 
@@ -250,3 +252,36 @@ async def test_a_child_paused_for_a_message_waits_for_its_continuation_after_reo
     assert announce["runId"] == f"{ANNOUNCE}{task.child_key}:{task.task_id}"
     assert "remote-done" in second.prompts[announce["runId"]]
     assert again == []
+
+
+async def test_an_announce_steered_into_the_parents_turn_is_not_told_again(
+    tmp_path: Path,
+) -> None:
+    handed = trio.Event()
+
+    async def hold(event: Any) -> None:  # the parent's turn, until the announce is offered
+        if event.toolName == "session_status":
+            await handed.wait()
+
+    first = Runs()
+    turn = " ".join([spawn("[[reply:kid-done]]", label="kid"), directive("session_status", {})])
+    with trio.fail_after(30):
+        async with opened(tmp_path, first) as rt:
+            steering = rt.steering
+
+            def steer(key: str) -> Any:
+                going = steering(key)  # the announce is offered to it right after
+                handed.set()
+                return going
+
+            rt.steering = steer  # type: ignore[method-assign]
+            rt.services.hooks.register("before_tool_call", hold, plugin_id="hold")
+            await rt.run_turn(turn, session_key="main")
+            await first.until(lambda: any(child(p["sessionKey"]) for p in first.ends))
+            steered = [m for m in rt.transcript("main") if "kid-done" in str(m)]
+        second = Runs()
+        async with opened(tmp_path, second) as rt:
+            recovered = list(rt.recovered)
+    assert steered  # the parent's turn took it
+    assert not first.ended(ANNOUNCE)  # no turn of its own
+    assert recovered == []
