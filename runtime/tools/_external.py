@@ -11,8 +11,9 @@ and letters, or with zero-width characters between them) becomes `[[MARKER_SANIT
 
 `truncate_sanitized` bounds sanitized text as OpenClaw does (a prefix that is never cut inside a
 marker), and `network_tool_error` is the message OpenClaw's agent gives when a tool whose
-results come from the network (`web_fetch`, `web_search`) throws: the error's text bounded to
-4,000 characters and wrapped, notice included, as `Source: API`.
+results come from the network (`web_fetch`, `web_search`) throws: the error's text with
+credentials masked (`_redact`), bounded to 4,000 characters and wrapped, notice included, as
+`Source: API`.
 
 Lengths are UTF-16 code units, as OpenClaw's JavaScript counts them (a character outside the
 Basic Multilingual Plane counts 2), and a cut never splits such a character. Pure functions.
@@ -23,6 +24,8 @@ from __future__ import annotations
 import re
 import secrets
 from typing import Final, Literal, NamedTuple
+
+from ._redact import redact_tool_payload_text
 
 __all__ = [
     "EXTERNAL_CONTENT_WARNING",
@@ -247,7 +250,9 @@ def wrap_external_content(
 
 def network_tool_error(message: str) -> str:
     """The error text OpenClaw's agent gives for a throw from a tool whose content comes from
-    the network (its `protectNetworkToolExecutionError`): `message` sanitized within 4,000
-    characters, wrapped as `Source: API` with the notice."""
-    bounded = truncate_sanitized(message, NETWORK_TOOL_ERROR_MAX_CHARS).text
+    the network (its `protectNetworkToolExecutionError`): `message` with credentials masked
+    (its `formatErrorMessage` redacts), sanitized within 4,000 characters, wrapped as
+    `Source: API` with the notice."""
+    redacted = redact_tool_payload_text(message)
+    bounded = truncate_sanitized(redacted, NETWORK_TOOL_ERROR_MAX_CHARS).text
     return wrap_external_content(bounded, source="api")

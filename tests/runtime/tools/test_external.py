@@ -1,7 +1,7 @@
 """runtime.tools._external against OpenClaw 2026.9.6's own functions under Node 24: its
 wrapExternalContent, truncateSanitizedExternalContent and protectNetworkToolExecutionError
-(what its agent makes of a network tool's throw), on marker look-alikes, special tokens,
-astral characters and cuts that land inside a marker. Marker ids are random on both sides and
+(what its agent makes of a network tool's throw: credentials masked too), on marker
+look-alikes, special tokens, astral characters, credentials and cuts that land inside a marker. Marker ids are random on both sides and
 compared masked."""
 
 from __future__ import annotations
@@ -40,6 +40,9 @@ FRAGMENTS = [
     "\U0001f600",
     "\u00e9t\u00e9 ",
     "\u00ad",
+    "api_key=sk-abcdefghijklmnop1234567890 ",
+    "Authorization: Bearer abcdefghijklmnopqrstuvwxyz0123\n",
+    "https://user:hunter2secret@example.com/x?token=abcdefghijklmnopqrstuv ",
 ]
 
 SCRIPT = """

@@ -461,3 +461,14 @@ async def test_a_page_without_readable_content_and_readability_off(ctx: ToolCont
 async def test_arguments_the_schema_refuses_are_not_thrown(ctx: ToolContext) -> None:
     small = await invoke_tool(trusting(), {"url": "http://example.com", "maxChars": 5}, ctx)
     assert small.is_error and "maxChars" in _text(small)
+
+
+async def test_a_credential_in_an_error_page_is_masked(ctx: ToolContext) -> None:
+    """OpenClaw's agent redacts a thrown message (its formatErrorMessage) before wrapping it."""
+    body = b"denied: Authorization: Bearer abcdefghijklmnopqrstuvwxyz0123"
+    page = Page(body, content_type="text/plain", status=401)
+    async with page_server({"/private": page}) as server:
+        result = await fetch(trusting(), ctx, url=server.url("/private"))
+    message = error(result)
+    assert "Web fetch failed (401)" in message and "denied: Authorization: Bearer " in message
+    assert "abcdefghijklmnopqrstuvwxyz0123" not in message
