@@ -178,7 +178,8 @@ class GatewaySessions:
         if task is None or task.parent_key != ctx.session_key:
             if args.mode != "resume":
                 return None
-            return send_error(str(uuid.uuid4()), RESUME_REFUSED, key)
+            run_id = str(uuid.uuid4())  # OpenClaw's refused resume, in its key order
+            return {"status": "error", "runId": run_id, "sessionKey": key, "error": RESUME_REFUSED}
         record = await submit_run(
             self.sup,
             key,

@@ -319,7 +319,7 @@ class EmbeddedSessions:
                     "error": f"no reply within {wait_s:g}s; the turn was stopped",
                     "sessionKey": key,
                 }
-            return send_outcome(record, key, wait_s)
+            return send_outcome(record, key)
         self.rt.start_soon(
             functools.partial(self.rt.run, extra_system_prompt=prompt), record, message
         )
@@ -334,7 +334,8 @@ class EmbeddedSessions:
         if task is None or task.parent_key != ctx.session_key:
             if args.mode != "resume":
                 return None
-            return send_error(str(uuid.uuid4()), RESUME_REFUSED, key)
+            run_id = str(uuid.uuid4())  # OpenClaw's refused resume, in its key order
+            return {"status": "error", "runId": run_id, "sessionKey": key, "error": RESUME_REFUSED}
         record = await self.rt.new_run(key, row.agentId)
         prompt = resume_prompt(ctx.session_key)
         if not self.rt.start_soon(self._child_run, record, args.message, prompt, None, None):

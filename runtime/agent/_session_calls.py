@@ -14,6 +14,7 @@ its own.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,7 @@ from ._session_titles import TITLED_ROWS, derived_title
 from ._session_views import (
     MISSING_FOR_MODE,
     RELATIONSHIP_UNAVAILABLE,
+    RESUME_WAITS,
     SEND_TIMEOUT_DEFAULT_S,
     history_result,
     list_page,
@@ -43,17 +45,19 @@ from ._session_views import (
     list_wanted,
     preview,
     recent_messages,
+    send_accepted,
     send_error,
     send_outcome,
     status_result,
 )
-from ._session_visibility import denial
+from ._session_visibility import agent_of, denial
 
 __all__ = [
     "BranchOf",
     "RowOf",
     "agent_workspace",
     "history_for",
+    "key_shaped",
     "list_result_for",
     "model_override",
     "reach_denial",
@@ -67,6 +71,36 @@ RowOf = Callable[[str], Awaitable[SessionRow | None]]
 """The host's reading of a session's row by key (None: no such session). A checkpoint."""
 BranchOf = Callable[[SessionRow], Awaitable[list[dict[str, Any]]]]
 """The host's reading of a session's active branch, as plain data (`branch_dicts`)."""
+
+MALFORMED_AGENT_KEY = "Malformed agent session key; refusing default-agent resolution."
+_SESSION_ID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.I)
+_KEY_WORDS = frozenset({"main", "global", "unknown", "current"})
+
+
+def key_shaped(raw: str) -> bool:
+    """Whether OpenClaw reads `raw` as a session key (`looksLikeSessionKey`, and not a
+    session id): `main`, `current`, ..., `agent:...`, `cron:`/`hook:`/`node:`/`acp:`
+    keys and group or channel keys. Anything else it looks up as a key, then as a session
+    id, and calls missing `Session not found: <raw> (use the full sessionKey ...)`."""
+    text = raw.strip()
+    if not text or _SESSION_ID.match(text):
+        return False
+    lowered = text.lower()
+    return (
+        text in _KEY_WORDS
+        or text.startswith(("agent:", "cron:", "hook:", "node-", "node:"))
+        or lowered.startswith("acp:")
+        or ":group:" in text
+        or ":channel:" in text
+    )
+
+
+def _none(_key: str) -> None:
+    return None
+
+
+def _not_found(raw: str) -> str:
+    return f"Session not found: {raw} (use the full sessionKey from sessions_list)"
 
 
 async def reach_denial(
@@ -95,11 +129,49 @@ async def reach_denial(
 
 
 def target_key(ctx: ToolContext, raw: str) -> str:
-    """The session key `raw` names, from the calling agent. Raises `ToolError`."""
+    """The session key `raw` names, from the calling agent (`current`: the caller's).
+    Raises `ToolError` (OpenClaw's words for a malformed `agent:` key)."""
+    if raw.strip() == "current":
+        return ctx.session_key
     try:
         return resolve_session_key(raw, agent_id=None, default_agent=ctx.agent_id)
     except SessionKeyError as exc:
+        if raw.strip().lower().startswith("agent:"):
+            raise ToolError(MALFORMED_AGENT_KEY) from exc
         raise ToolError(str(exc)) from exc
+
+
+async def located(
+    gen: ModelRuntimeGeneration, ctx: ToolContext, action: str, raw: str, row_of: RowOf
+) -> tuple[str, SessionRow] | dict[str, Any]:
+    """The session `raw` names and its row, or OpenClaw's `{status, error}` when there is
+    none: for a raw that is not key-shaped (`key_shaped`), `Session not found: <raw> (use
+    the full sessionKey from sessions_list)`; for a key, the caller's reach refused
+    (`forbidden`, as OpenClaw conceals a missing key beyond reach), an agent not
+    configured, else `No session found: <raw>`. clawlane keeps no index of sessions by
+    their session id, so a raw session id is looked up as a key only. Raises `ToolError`
+    for a malformed `agent:` key. A checkpoint."""
+    text = raw.strip()
+    if not key_shaped(text):
+        try:
+            key = resolve_session_key(text, agent_id=None, default_agent=ctx.agent_id)
+        except SessionKeyError:
+            await trio.lowlevel.checkpoint()
+            return {"status": "error", "error": _not_found(text)}
+        row = await row_of(key)
+        return (key, row) if row is not None else {"status": "error", "error": _not_found(text)}
+    key = target_key(ctx, text)
+    row = await row_of(key)
+    if row is not None:
+        return key, row
+    agent = agent_of(key, ctx.agent_id)
+    tools = gen.config.tools
+    refused = denial(tools, action, ctx.session_key, ctx.agent_id, key, agent, _none)
+    if refused is not None:
+        return {"status": "forbidden", "error": refused}
+    if agent not in gen.agents:
+        return {"status": "error", "error": f'Unknown agent id "{agent}"'}
+    return {"status": "error", "error": f"No session found: {text}"}
 
 
 def agent_workspace(gen: ModelRuntimeGeneration, agent_id: str, root: Path) -> str:
@@ -196,13 +268,13 @@ async def history_for(
             "tool": "sessions_history",
             "error": "sessionId requires messageId",
         }
-    key = target_key(ctx, args.sessionKey)
-    row = await row_of(key)
-    if row is None:
-        return {"status": "error", "error": f"No session found: {key}"}
+    found = await located(gen, ctx, "history", args.sessionKey, row_of)
+    if isinstance(found, dict):
+        return found
+    key, row = found
     refused = await reach_denial(gen, ctx, "history", row, row_of)
     if refused is not None:
-        return {"sessionKey": key, "status": "forbidden", "error": refused}
+        return {"status": "forbidden", "error": refused}
     if args.sessionId is not None and args.sessionId.strip() != row.sessionId:
         error = "sessionId does not belong to sessionKey"
         return {"status": "error", "tool": "sessions_history", "error": error}
@@ -230,16 +302,32 @@ async def status_for(
     row_of: RowOf,
     save: Callable[..., Awaitable[SessionRow]],
 ) -> dict[str, Any]:
-    """`session_status`'s payload for the named session (the caller's when none), or its
-    error; `model` sets the session's model through `save(row, **changes)`, the host's
-    change of a row. A checkpoint."""
-    key = target_key(ctx, args.sessionKey) if args.sessionKey else ctx.session_key
-    row = await row_of(key)
+    """`session_status`'s payload for the named session (the caller's when none); `model`
+    sets the session's model through `save(row, **changes)`, the host's change of a row.
+    Raises `ToolError` where OpenClaw's tool throws: the caller's reach refused (checked
+    first for a key), `Unknown sessionKey: <raw>` for a missing key, `Unknown sessionId:
+    <raw>` for anything else missing (`key_shaped`). A checkpoint."""
+    raw = (args.sessionKey or "").strip()
+    if not raw:
+        key = ctx.session_key
+        row = await row_of(key)
+    elif key_shaped(raw):
+        key = target_key(ctx, raw)
+        row = await row_of(key)
+        if row is None:
+            tools, agent = gen.config.tools, agent_of(key, ctx.agent_id)
+            refused = denial(tools, "status", ctx.session_key, ctx.agent_id, key, agent, _none)
+            raise ToolError(refused or f"Unknown sessionKey: {raw}")
+    else:
+        found = await located(gen, ctx, "status", raw, row_of)
+        if isinstance(found, dict):
+            raise ToolError(f"Unknown sessionId: {raw}")
+        key, row = found
     if row is None:
-        return {"status": "error", "error": f"No session found: {key}"}
+        raise ToolError(f"Unknown sessionKey: {key}")
     refused = await reach_denial(gen, ctx, "status", row, row_of)
     if refused is not None:
-        return {"status": "forbidden", "error": refused, "sessionKey": key}
+        raise ToolError(refused)
     if args.model is not None:
         row = await save(row, **model_override(gen, row, args.model))
     return status_result(gen, key, row, args.model is not None)
@@ -255,63 +343,82 @@ async def send_admission(
 ) -> tuple[str, SessionRow, float] | dict[str, Any]:
     """`sessions_send`'s checks before it does anything: the target's key, its row and how
     long the send waits (`timeoutSeconds`, default 30; 0 for `steer`), or the payload that
-    refuses it (a resume that would wait, no such session or agent, the caller itself
-    waited for, beyond the caller's reach). `labelled(label, agentId)` finds a session by
-    its label. Raises `ToolError` (no message, no target). A checkpoint."""
+    refuses it, in OpenClaw's words and shape (`{runId, status, error}`, and the
+    `sessionKey` as given once a key named the target: no such label, agent or session,
+    the caller itself waited for, beyond the caller's reach). `labelled(label, agentId)`
+    finds a session by its label. Raises `ToolError` where OpenClaw's tool throws (no
+    message, a resume that would wait, a malformed `agent:` key). A checkpoint.
+
+    Kept as clawlane's: a send to a configured agent's missing main session (OpenClaw
+    creates it, clawlane answers `No session found`), and a lookup by session id."""
     if not args.message.strip():
         raise ToolError("message required")
     if args.mode == "resume" and (args.watch or (args.timeoutSeconds or 0) > 0):
-        return send_error(run_id, "mode=resume does not wait: omit watch and timeoutSeconds")
-    if args.sessionKey and args.sessionKey.strip():
-        key = target_key(ctx, args.sessionKey)
+        raise ToolError(RESUME_WAITS)
+    raw = (args.sessionKey or "").strip()
+    if raw:
+        found = await located(gen, ctx, "send", raw, row_of)
+        if isinstance(found, dict):
+            if not key_shaped(raw):
+                return {"runId": run_id, **found}
+            if _main_of_agent(gen, raw) and args.mode in ("steer", "notify", "resume"):
+                return send_error(run_id, MISSING_FOR_MODE, raw)
+            return {"runId": run_id, **found, "sessionKey": raw}
+        key, row = found
     elif args.label:
-        found = await labelled(args.label, args.agentId)
-        if found is None:
-            error = f"No session found with label: {args.label}"
-            return {"status": "error", "error": error, "runId": run_id}
-        key = found
+        labelled_key = await labelled(args.label, args.agentId)
+        if labelled_key is None:
+            return send_error(run_id, f"No session found with label: {args.label}")
+        key, raw = labelled_key, labelled_key
+        labelled_row = await row_of(key)
+        if labelled_row is None:
+            return send_error(run_id, f"No session found with label: {args.label}")
+        row = labelled_row
     elif args.agentId:
         try:
-            key = f"agent:{gen.agent(args.agentId).id}:main"
+            key = raw = f"agent:{gen.agent(args.agentId).id}:main"
         except GenerationError:
-            return {
-                "status": "error",
-                "error": f'Agent "{args.agentId}" not found. Run openclaw agents list to '
-                "see configured agents.",
-                "runId": run_id,
-            }
+            return send_error(
+                run_id,
+                f'Agent "{args.agentId}" not found. Run openclaw agents list to see '
+                "configured agents.",
+            )
+        main_row = await row_of(key)
+        if main_row is None:
+            if args.mode in ("steer", "notify", "resume"):
+                return send_error(run_id, MISSING_FOR_MODE, key)
+            return send_error(run_id, f"No session found: {key}", key)
+        row = main_row
     else:
-        raise ToolError("sessionKey, label or agentId required")
+        return send_error(run_id, "Either sessionKey or label is required")
     timeout = 0 if args.mode == "steer" else args.timeoutSeconds
     timeout = SEND_TIMEOUT_DEFAULT_S if timeout is None else timeout
     if key == ctx.session_key and timeout != 0 and args.mode != "notify":
         return send_error(
             run_id,
             "sessions_send cannot target the calling session; use your own reply instead",
-            key,
+            raw,
         )
-    row = await row_of(key)
-    if row is None:
-        missing = MISSING_FOR_MODE if args.mode in ("steer", "notify", "resume") else None
-        return send_error(run_id, missing or f"No session found: {key}", key)
     refused = await reach_denial(gen, ctx, "send", row, row_of)
     if refused is not None:
-        return {"runId": run_id, "status": "forbidden", "error": refused, "sessionKey": key}
+        return {"runId": run_id, "status": "forbidden", "error": refused, "sessionKey": raw}
     return key, row, timeout
+
+
+def _main_of_agent(gen: ModelRuntimeGeneration, raw: str) -> bool:
+    """Whether `raw` is a configured agent's main session key (OpenClaw's send may start
+    it when missing)."""
+    text = raw.strip().lower()
+    return text == "main" or any(text == f"agent:{a}:main" for a in gen.agents)
 
 
 async def send_waited(record: TrackedRun, key: str, wait_s: float) -> dict[str, Any]:
     """`sessions_send`'s answer for the run `record` it started on session `key`: accepted
-    at once when `wait_s` is 0, else its outcome (`send_outcome`) after waiting for its end
-    at most `wait_s` seconds (the run goes on). A checkpoint when it waits."""
+    at once when `wait_s` is 0, else its outcome (`send_outcome`: accepted again when the
+    wait runs out, the run going on) after waiting for its end at most `wait_s` seconds. A
+    checkpoint when it waits."""
     if wait_s == 0:
-        return {
-            "runId": record.run_id,
-            "status": "accepted",
-            "sessionKey": key,
-            "targetDisposition": "queued",
-            "delivery": {"status": "skipped", "mode": "announce"},
-        }
+        return send_accepted(record.run_id, key)
     with trio.move_on_after(wait_s):
         await record.done.wait()
-    return send_outcome(record, key, wait_s)
+    return send_outcome(record, key)

@@ -13,6 +13,7 @@ functions (the waits of `subagents_call` aside); none does I/O.
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Callable, Container, Iterable
 from typing import Any, Final
@@ -56,6 +57,7 @@ __all__ = [
     "MISSING_FOR_MODE",
     "RELATIONSHIP_UNAVAILABLE",
     "RESUME_REFUSED",
+    "RESUME_WAITS",
     "SEND_TIMEOUT_DEFAULT_S",
     "agent_allowed",
     "agents_view",
@@ -75,6 +77,7 @@ __all__ = [
     "recent_messages",
     "resume_prompt",
     "resume_receipt",
+    "send_accepted",
     "send_error",
     "send_outcome",
     "send_prompt",
@@ -112,7 +115,16 @@ BACKGROUND_EXEC_YIELD: Final = (
     "Use process to poll and collect it before yielding; background exec completion cannot "
     "resume this subagent, and run-scoped proxy credentials expire when the turn ends."
 )
-RESUME_REFUSED: Final = "Task resume requires a child of this session paused by sessions_yield."
+RESUME_REFUSED: Final = (
+    "Task resume requires a currently paused native child; inspect subagents first."
+)
+"""What a `mode: "resume"` send to a session that is no paused child of the caller throws
+(OpenClaw says `Task resume is limited to children controlled by the calling session.`
+for a paused child of another session)."""
+RESUME_WAITS: Final = (
+    "mode=resume returns admission only; omit watch and timeoutSeconds or set "
+    "timeoutSeconds=0. The task owner delivers completion."
+)
 MISSING_FOR_MODE: Final = (
     "Cannot notify, steer, or resume a missing session. Use mode=followup to start a new turn."
 )
@@ -125,6 +137,7 @@ INTER_SESSION_NOTE: Final = (
 NO_REPLY_MESSAGE: Final = "No visible reply or pending announcement. Continue or retry if needed."
 _SILENT: Final = frozenset({"", "NO_REPLY", "no_reply"})
 
+_AGENT_ID: Final = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$", re.I)
 LEAF_NOTE: Final = "You may not spawn further subagents."
 CHILDREN_KEPT: Final = 20
 """A parent's row lists its latest 20 children (`childSessions`)."""
@@ -365,21 +378,39 @@ def send_error(run_id: str, error: str, key: str | None = None) -> dict[str, Any
     return result
 
 
-def send_outcome(record: TaskRecord, key: str, timeout: float) -> dict[str, Any]:
-    """`sessions_send`'s payload once its wait of `timeout` seconds for run `record` is
-    over: the reply inline, `no_reply`, its error or `timeout` (the run goes on)."""
+def send_accepted(run_id: str, key: str) -> dict[str, Any]:
+    """`sessions_send`'s answer for a run it started and does not (or no longer) wait for.
+    OpenClaw says `delivery: pending` where its reply flow will announce the reply back;
+    clawlane has no such flow, so its delivery is `skipped`."""
+    return {
+        "runId": run_id,
+        "status": "accepted",
+        "sessionKey": key,
+        "targetDisposition": "queued",
+        "delivery": {"status": "skipped", "mode": "announce"},
+    }
+
+
+def send_outcome(record: TaskRecord, key: str) -> dict[str, Any]:
+    """`sessions_send`'s payload once its wait for run `record` is over, as OpenClaw's:
+    the reply inline, `no_reply`, `accepted` while the run goes on (the wait ran out),
+    `timeout` when the run itself timed out, else its error (`sentBeforeError`)."""
     run_id = record.run_id
     if not record.ended:
+        return send_accepted(run_id, key)
+    if record.status != "ok":
+        timed_out = record.status == "aborted" and record.abort_reason == "timeout"
+        if timed_out:
+            error = record.error or "agent run timed out"
+        else:
+            error = record.error or f"the run ended {record.status}"
         return {
             "runId": run_id,
-            "status": "timeout",
-            "error": f"no reply within {timeout:g}s; the run goes on",
+            "status": "timeout" if timed_out else "error",
+            "error": error,
             "sentBeforeError": True,
             "sessionKey": key,
         }
-    if record.status != "ok":
-        error = record.error or f"the run ended {record.status}"
-        return send_error(run_id, error, key)
     reply = reply_text(record)
     if reply.strip() in _SILENT:
         return {
@@ -516,8 +547,8 @@ def spawn_admission(
 ) -> tuple[AgentSpec, int] | dict[str, Any]:
     """The child's agent and the parent's spawn depth, or OpenClaw's refusal to answer
     (the options as asked: `completionTarget`, attachments disabled or too many; depth and
-    children limits, an agent not allowed or not known). Raises
-    `ToolError` for an empty task."""
+    children limits, an invalid agent id, an agent not allowed or not configured; the
+    tool adds the `role` asked for). Raises `ToolError` for an empty task."""
     if not args.task.strip():
         raise ToolError("task required")
     asked = option_refusal(args, parent) or attachment_refusal(
@@ -525,22 +556,51 @@ def spawn_admission(
     )
     if asked is not None:
         return asked
+    requested = (args.agentId or "").strip()
+    if requested and not _AGENT_ID.match(requested):
+        return {
+            "status": "error",
+            "error": f'Invalid agentId "{requested}". Agent IDs must match '
+            "[a-z0-9][a-z0-9_-]{0,63}.",
+        }
     depth = (parent.spawnDepth or 0) if parent is not None else 0
     refused = _refusal(gen, book, ctx.session_key, depth)
     if refused is not None:
         return {"status": "forbidden", "error": refused}
-    allow = _settings(gen).allowAgents
+    target_refused = _target_refusal(gen, ctx.agent_id, requested)
+    if target_refused is not None:
+        return target_refused
     try:
-        agent = gen.agent(args.agentId or ctx.agent_id)
-    except GenerationError as exc:
+        return gen.agent(requested.lower() or ctx.agent_id), depth
+    except GenerationError as exc:  # the requester's own agent is no longer configured
         return {"status": "error", "error": str(exc)}
-    if not agent_allowed(ctx.agent_id, agent.id, allow):
-        allowed = ", ".join(allow or ()) or "none"
-        return {
-            "status": "forbidden",
-            "error": f"agentId is not allowed for sessions_spawn (allowed: {allowed})",
-        }
-    return agent, depth
+
+
+def _target_refusal(
+    gen: ModelRuntimeGeneration, requester: str, requested: str
+) -> dict[str, Any] | None:
+    """OpenClaw's refusal of the child's agent `requested` (as asked, trimmed; empty: the
+    requester's own), from `allowAgents` over the configured agents, or None."""
+    target = requested.lower() or requester
+    if not requested and target == requester:
+        return None
+    allow = _settings(gen).allowAgents
+    policy = sorted({a.strip().lower() for a in allow or () if a.strip() and a.strip() != "*"})
+    allow_any = any(a.strip() == "*" for a in allow or ())
+    if allow is None:
+        allowed = [requester]
+    elif allow_any:
+        allowed = sorted({*gen.agents, requester})
+    else:
+        allowed = [a for a in policy if a in gen.agents]
+    if target in allowed and target in gen.agents:
+        return None
+    listed = ", ".join(allowed) or "none"
+    if allow_any or target in policy:
+        error = f'agentId "{target}" is not in the configured agent registry (allowed: {listed})'
+    else:
+        error = f"agentId is not allowed for sessions_spawn (allowed: {listed})"
+    return {"status": "forbidden", "error": error}
 
 
 def subagent_model(gen: ModelRuntimeGeneration, args: SessionsSpawnParams) -> str | None:

@@ -6,20 +6,23 @@ The sessions live above the runtime (the gateway's supervisor owns them), so eac
 shell over a `SessionsHost` the host passes in (`session_tools(host)`), the way `message`
 gets its `send`: the host answers with the result's payload (OpenClaw's `jsonResult`: the
 payload as indented JSON text, and as `details`). A payload whose `status` is `error`,
-`forbidden` or `timeout` is an error result the model sees; so is a `ToolError` the host
-raises (the message is the result's text, through `invoke_tool`).
+`forbidden` or `timeout` is an error result the model sees. A `ToolError` the host raises
+is answered as OpenClaw's agent answers a tool that throws (`thrown_result`: `{status,
+tool, error}`), as is a payload of just those three fields.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import re
+from collections.abc import Awaitable, Sequence
 from typing import Annotated, Any, Final, Literal, Protocol
 
 import msgspec
 
+from ._errors import ToolError
 from ._policy import ToolPolicy
-from ._tool import Tool, ToolContext, ToolResult, text_result
+from ._tool import Tool, ToolContext, ToolResult, text_result, thrown_result
 
 __all__ = [
     "AgentsListParams",
@@ -64,8 +67,30 @@ LEAF_DENIED: Final = SUBAGENT_DENIED | {
 }
 """... and those a leaf subagent (at `maxSpawnDepth`) is not offered either."""
 
-_ERROR_STATUSES: Final = frozenset({"error", "forbidden", "timeout"})
-"""A result with one of these statuses (or `success: false`) is an error result."""
+_ERROR_STATUSES: Final = frozenset(
+    {
+        "error",
+        "failed",
+        "failure",
+        "timeout",
+        "timed_out",
+        "blocked",
+        "denied",
+        "forbidden",
+        "unavailable",
+        "approval-unavailable",
+        "disabled",
+        "aborted",
+        "cancelled",
+        "canceled",
+        "killed",
+        "invalid",
+    }
+)
+"""The statuses OpenClaw's agent counts as an error result (`isToolResultError`)."""
+_THROWN: Final = ["status", "tool", "error"]
+_TASK_NAME: Final = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
+_RESERVED_TASK_NAMES: Final = frozenset({"all", "last"})
 
 ListKind = Literal["main", "group", "cron", "hook", "node", "other"]
 
@@ -438,15 +463,38 @@ def subagent_policy(
 
 
 def _result(payload: dict[str, Any]) -> ToolResult:
-    is_error = payload.get("status") in _ERROR_STATUSES or payload.get("success") is False
-    return text_result(json.dumps(payload, indent=2), is_error=is_error, details=payload)
+    if list(payload) == _THROWN and payload["status"] == "error":
+        return thrown_result(str(payload["tool"]), str(payload["error"]))
+    return text_result(json.dumps(payload, indent=2), is_error=_is_error(payload), details=payload)
+
+
+def _is_error(payload: dict[str, Any]) -> bool:
+    """OpenClaw's `isToolResultError` over a payload: `ok`/`success` false, an error status
+    not explicitly successful, `timedOut`, or an `error`."""
+    ok, success = payload.get("ok"), payload.get("success")
+    if ok is False or success is False:
+        return True
+    status = payload.get("status")
+    status = status.strip().lower() if isinstance(status, str) else None
+    if status in _ERROR_STATUSES and ok is not True and success is not True:
+        return True
+    return payload.get("timedOut") is True or bool(payload.get("error"))
 
 
 class _SessionTool:
     mutating = False
+    name: str
 
     def __init__(self, host: SessionsHost) -> None:
         self.host = host
+
+    async def _answer(self, call: Awaitable[dict[str, Any]]) -> ToolResult:
+        """The host's payload as the tool's result; a `ToolError` it raises as OpenClaw's
+        thrown tool (`thrown_result`)."""
+        try:
+            return _result(await call)
+        except ToolError as exc:
+            return thrown_result(self.name, str(exc))
 
 
 class SessionsListTool(_SessionTool):
@@ -460,7 +508,7 @@ class SessionsListTool(_SessionTool):
     params = SessionsListParams
 
     async def run(self, args: SessionsListParams, ctx: ToolContext) -> ToolResult:
-        return _result(await self.host.list_sessions(ctx, args))
+        return await self._answer(self.host.list_sessions(ctx, args))
 
 
 class SessionsHistoryTool(_SessionTool):
@@ -473,7 +521,7 @@ class SessionsHistoryTool(_SessionTool):
     params = SessionsHistoryParams
 
     async def run(self, args: SessionsHistoryParams, ctx: ToolContext) -> ToolResult:
-        return _result(await self.host.history(ctx, args))
+        return await self._answer(self.host.history(ctx, args))
 
 
 class SessionsSendTool(_SessionTool):
@@ -486,7 +534,7 @@ class SessionsSendTool(_SessionTool):
     mutating = True
 
     async def run(self, args: SessionsSendParams, ctx: ToolContext) -> ToolResult:
-        return _result(await self.host.send(ctx, args))
+        return await self._answer(self.host.send(ctx, args))
 
 
 class SessionStatusTool(_SessionTool):
@@ -500,7 +548,10 @@ class SessionStatusTool(_SessionTool):
 
     async def run(self, args: SessionStatusParams, ctx: ToolContext) -> ToolResult:
         """The card's text for the model (as OpenClaw's), the payload as `details`."""
-        payload = await self.host.status(ctx, args)
+        try:
+            payload = await self.host.status(ctx, args)
+        except ToolError as exc:  # OpenClaw's tool throws for a missing or refused session
+            return thrown_result(self.name, str(exc))
         card = payload.get("statusText")
         if payload.get("ok") is True and isinstance(card, str):
             return text_result(card, details=payload)
@@ -530,7 +581,28 @@ class SessionsSpawnTool(_SessionTool):
     mutating = True
 
     async def run(self, args: SessionsSpawnParams, ctx: ToolContext) -> ToolResult:
-        return _result(await self.host.spawn(ctx, args))
+        """As OpenClaw's: a blank task throws, an invalid `taskName` is an error, and a
+        refusal of a spawn that asked for an `agentId` names it as `role`."""
+        if not args.task.strip():
+            return thrown_result(self.name, "task required")
+        task_name = (args.taskName or "").strip()
+        if task_name and not _TASK_NAME.match(task_name):
+            error = f'Invalid taskName "{task_name}". Use 1-64 chars matching [a-z][a-z0-9_-]*.'
+            return _result({"status": "error", "error": error})
+        if task_name in _RESERVED_TASK_NAMES:
+            error = (
+                f'Invalid taskName "{task_name}". Reserved subagent targets cannot be used as '
+                "taskName values."
+            )
+            return _result({"status": "error", "error": error})
+        try:
+            payload = await self.host.spawn(ctx, args)
+        except ToolError as exc:
+            return thrown_result(self.name, str(exc))
+        role = (args.agentId or "").strip()
+        if role and payload.get("status") in ("error", "forbidden") and "tool" not in payload:
+            payload = {**payload, "role": role}
+        return _result(payload)
 
 
 class SubagentsTool(_SessionTool):
@@ -544,7 +616,7 @@ class SubagentsTool(_SessionTool):
     mutating = True
 
     async def run(self, args: SubagentsParams, ctx: ToolContext) -> ToolResult:
-        return _result(await self.host.subagents(ctx, args))
+        return await self._answer(self.host.subagents(ctx, args))
 
 
 class AgentsWaitTool(_SessionTool):
@@ -556,7 +628,7 @@ class AgentsWaitTool(_SessionTool):
     params = AgentsWaitParams
 
     async def run(self, args: AgentsWaitParams, ctx: ToolContext) -> ToolResult:
-        return _result(await self.host.agents_wait(ctx, args))
+        return await self._answer(self.host.agents_wait(ctx, args))
 
 
 class SessionsYieldTool(_SessionTool):

@@ -20,6 +20,7 @@ from actors import RecoveredRun, RunRecord, adopt_subagents
 from actors.store import INTERRUPTED, SpawnLink
 from runtime.agent import announce_key
 from runtime.loop import now_ms
+from tests._thrown import thrown
 from tests.conftest import local_config, open_client, running_gateway
 from tests.e2e._events import run_events, terminal_events
 from tests.e2e.test_crash_recovery import client, gateway_process, kill9, write_config
@@ -231,10 +232,12 @@ async def test_after_kill_9_the_parent_hears_how_its_interrupted_subagent_ended(
 
 
 async def test_sessions_send_modes_refuse_as_openclaws(tmp_path: Path) -> None:
-    """`notify`, `steer` and `resume` need an existing target (OpenClaw's refusal);
-    `resume` needs a child of the caller paused by `sessions_yield`, and does not wait."""
+    """`notify`, `steer` and `resume` need an existing target (OpenClaw's refusal for a
+    configured agent's main session; any other missing key is not found); `resume` needs a
+    child of the caller paused by `sessions_yield`, and does not wait (a throw)."""
+    config = local_config(agents__list=[{"id": "main", "default": True}, {"id": "ops"}])
     watch = Watch()
-    async with running_gateway(tmp_path) as gw:
+    async with running_gateway(tmp_path, config) as gw:
         with trio.fail_after(30):
             async with open_client(gw, caps=["tool-events"], on_event=watch) as client:
                 await client.request(
@@ -243,7 +246,8 @@ async def test_sessions_send_modes_refuse_as_openclaws(tmp_path: Path) -> None:
                     expect_final=True,
                 )
                 sends: list[dict[str, Any]] = [
-                    {"sessionKey": "agent:main:gone", "message": "x", "mode": "notify"},
+                    {"sessionKey": "agent:ops:main", "message": "x", "mode": "notify"},
+                    {"sessionKey": "agent:ops:main", "message": "x", "mode": "steer"},
                     {"sessionKey": "agent:main:gone", "message": "x", "mode": "steer"},
                     {"sessionKey": "agent:main:peer", "message": "x", "mode": "resume"},
                     {"sessionKey": "peer", "message": "x", "mode": "resume", "timeoutSeconds": 5},
@@ -252,16 +256,28 @@ async def test_sessions_send_modes_refuse_as_openclaws(tmp_path: Path) -> None:
                 await client.request(
                     "agent", {"message": msg, "idempotencyKey": "modes"}, expect_final=True
                 )
-    notified, steered, resumed, waited = tool_results(watch.events, "modes")
+    notified, steered, gone, resumed, waited = tool_results(watch.events, "modes")
     missing = (
         "Cannot notify, steer, or resume a missing session. Use mode=followup to start a new turn."
     )
-    assert notified["isError"] and details(notified)["error"] == missing
-    assert steered["isError"] and details(steered)["error"] == missing
-    assert resumed["isError"] and details(resumed)["error"] == (
-        "Task resume requires a child of this session paused by sessions_yield."
+    for result in (notified, steered):
+        assert result["isError"] and details(result) == {
+            "runId": details(result)["runId"],
+            "status": "error",
+            "error": missing,
+            "sessionKey": "agent:ops:main",
+        }
+    assert gone["isError"] and details(gone)["error"] == "No session found: agent:main:gone"
+    assert resumed["isError"] and details(resumed) == {
+        "status": "error",
+        "runId": details(resumed)["runId"],
+        "sessionKey": "agent:main:peer",
+        "error": "Task resume requires a currently paused native child; inspect subagents first.",
+    }
+    assert thrown(waited["result"] | {"isError": waited["isError"]}, "sessions_send") == (
+        "mode=resume returns admission only; omit watch and timeoutSeconds or set "
+        "timeoutSeconds=0. The task owner delivers completion."
     )
-    assert waited["isError"] and "mode=resume does not wait" in details(waited)["error"]
     assert [p["runId"] for p in watch.ends("agent:main:peer")] == ["peer"]  # nothing ran
 
 

@@ -109,7 +109,11 @@ async def test_sessions_send_returns_the_target_reply_and_notify_waits_for_its_n
     [(failed, reply), (missing_failed, missing), (_, queued)] = events.results("sessions_send")
     assert not failed and reply["status"] == "ok" and reply["reply"] == "pong"
     assert reply["sessionKey"] == "agent:main:other"
-    assert missing_failed and missing["error"] == "No session found: agent:main:nope"
+    assert missing_failed and missing == {  # OpenClaw's words for a name that is no key
+        "runId": missing["runId"],
+        "status": "error",
+        "error": "Session not found: nope (use the full sessionKey from sessions_list)",
+    }
     assert queued["status"] == "queued" and queued["runStarted"] is False
     assert later.status == "ok"
     text = user_texts(rt, "other")[-1]
@@ -163,8 +167,8 @@ async def test_sessions_spawn_without_async_with_is_a_clear_tool_error(tmp_path:
             await rt.run_turn(tool("sessions_spawn", task="x"), session_key="main", on_event=events)
     finally:
         await rt.aclose()
-    [(failed, text)] = events.results("sessions_spawn")
-    assert failed and "async with" in text
+    [(failed, answer)] = events.results("sessions_spawn")
+    assert failed and answer["tool"] == "sessions_spawn" and "async with" in answer["error"]
 
 
 async def test_ask_user_is_answered_through_the_runtime(tmp_path: Path) -> None:

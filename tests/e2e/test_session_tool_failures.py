@@ -1,0 +1,66 @@
+"""The session tools' failures on a real gateway answer as OpenClaw 2026.9.6's do
+(`tests/_session_failures.py`): its texts, statuses, extra fields (`runId`, `sessionKey`,
+`role`), a thrown tool's envelope where OpenClaw's tool throws, and error results; driven by
+the `local` model's `[[tool:...]]` directives and read as a client asking for tool events
+sees them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from runtime.model import Config
+from tests._session_failures import (
+    ANY_AGENT_CASES,
+    DEFAULT_CASES,
+    SELF_CASES,
+    Case,
+    check,
+    chunks,
+    directives,
+)
+from tests.conftest import local_config, open_client, running_gateway
+from tests.e2e._events import recorder_events, run_events
+
+
+async def _results(tmp_path: Path, config: Config, cases: list[Case]) -> list[tuple[str, Any]]:
+    events, on_event = recorder_events()
+    async with running_gateway(tmp_path, config) as gw:
+        with trio.fail_after(30):
+            async with open_client(gw, caps=["tool-events"], on_event=on_event) as client:
+                await client.request(
+                    "agent",
+                    {"message": "hi", "sessionKey": "agent:main:other", "idempotencyKey": "o"},
+                    expect_final=True,
+                )
+                for n, chunk in enumerate(chunks(cases)):
+                    await client.request(
+                        "agent",
+                        {"message": directives(chunk), "idempotencyKey": f"calls-{n}"},
+                        expect_final=True,
+                    )
+    return [
+        (p["data"]["name"], p["data"]["result"] | {"isError": p["data"]["isError"]})
+        for n in range(len(chunks(cases)))
+        for p in run_events(events, f"calls-{n}", "tool")
+        if p["data"]["phase"] == "result" and p["data"]["name"] != "tool_call"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("config", "cases"),
+    [
+        pytest.param({}, DEFAULT_CASES, id="default"),
+        pytest.param({"tools__sessions": {"visibility": "self"}}, SELF_CASES, id="self"),
+        pytest.param(
+            {"agents__defaults__subagents": {"allowAgents": ["*"]}}, ANY_AGENT_CASES, id="any"
+        ),
+    ],
+)
+async def test_session_tool_failures_answer_as_openclaw(
+    tmp_path: Path, config: dict[str, Any], cases: list[Case]
+) -> None:
+    check(cases, await _results(tmp_path, local_config(**config), cases))
