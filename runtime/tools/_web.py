@@ -389,8 +389,10 @@ class WebFetchTool:
             return _thrown(_TIMED_OUT)
         except (EgressBlockedError, _FetchFailed) as exc:
             return _thrown(str(exc))
-        except (httpx.HTTPError, OSError) as exc:
+        except httpx.HTTPError as exc:
             return _thrown(f"fetch failed | {str(exc) or type(exc).__name__}")
+        except OSError as exc:  # "Unable to resolve hostname: <host>", as OpenClaw's guard says
+            return _thrown(str(exc) or type(exc).__name__)
         payload = self._payload(url, fetched, mode, max_chars, started)
         if isinstance(payload, str):
             return _thrown(payload)

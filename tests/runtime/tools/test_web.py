@@ -393,8 +393,8 @@ async def raw_server() -> AsyncIterator[int]:
 
 
 class _Resolver(trio.abc.HostnameResolver):
-    """DNS for the test: `example.com` does not resolve, `intranet.test` is 127.0.0.1, and
-    everything else is asked of the system."""
+    """DNS for the test: `example.com` does not resolve, `intranet.test` is 127.0.0.1,
+    `nothing.test` resolves to no address, and everything else is asked of the system."""
 
     async def getaddrinfo(self, host: Any, port: Any, *args: Any, **kwargs: Any) -> Any:
         name = host.decode() if isinstance(host, bytes) else host
@@ -402,6 +402,8 @@ class _Resolver(trio.abc.HostnameResolver):
             raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
         if name == "intranet.test":
             name = "127.0.0.1"
+        if name == "nothing.test":
+            return []
         return await trio.to_thread.run_sync(
             lambda: socket.getaddrinfo(name, port, *args, **kwargs)
         )
@@ -472,3 +474,11 @@ async def test_a_credential_in_an_error_page_is_masked(ctx: ToolContext) -> None
     message = error(result)
     assert "Web fetch failed (401)" in message and "denied: Authorization: Bearer " in message
     assert "abcdefghijklmnopqrstuvwxyz0123" not in message
+
+
+async def test_a_name_without_addresses_is_openclaws_unable_to_resolve(ctx: ToolContext) -> None:
+    trio.socket.set_custom_hostname_resolver(_Resolver())
+    result = await fetch(WebFetchTool(), ctx, url="http://nothing.test/")
+    assert error(result) == observed("scheme_ftp").replace(
+        "Invalid URL: must be http or https", "Unable to resolve hostname: nothing.test"
+    )
