@@ -22,7 +22,7 @@ from typing import Any, TypeGuard
 
 from ._graphemes import grapheme_spans
 
-__all__ = ["schema_accepts"]
+__all__ = ["js_equal", "regexp", "resolve_ref", "schema_accepts"]
 
 
 def schema_accepts(value: Any, schema: Any, root: Mapping[str, Any]) -> bool:
@@ -40,7 +40,7 @@ def _accepts(value: Any, schema: Any, root: Mapping[str, Any]) -> bool:
         return True
     ref = schema.get("$ref")
     if isinstance(ref, str):
-        target = _resolve(ref, root)
+        target = resolve_ref(ref, root)
         if target is None or not _accepts(value, target, root):
             return False
     return (
@@ -54,7 +54,7 @@ def _accepts(value: Any, schema: Any, root: Mapping[str, Any]) -> bool:
     )
 
 
-def _resolve(ref: str, root: Mapping[str, Any]) -> Any:
+def resolve_ref(ref: str, root: Mapping[str, Any]) -> Any:
     if ref == "#":
         return root
     for prefix in ("#/$defs/", "#/definitions/"):
@@ -128,10 +128,10 @@ def _object_ok(value: Any, schema: Mapping[str, Any], root: Mapping[str, Any]) -
         if matched and not _accepts(item, props[key], root):
             return False
         for pattern, sub in patterns.items():
-            regexp = _regexp(pattern)
-            if regexp is None:
+            compiled = regexp(pattern)
+            if compiled is None:
                 return False
-            if regexp.search(key):
+            if compiled.search(key):
                 matched = True
                 if not _accepts(item, sub, root):
                     return False
@@ -197,8 +197,8 @@ def _string_ok(value: Any, schema: Mapping[str, Any]) -> bool:
         return False
     pattern = schema.get("pattern")
     if isinstance(pattern, str):
-        regexp = _regexp(pattern)
-        return regexp is not None and regexp.search(value) is not None
+        compiled = regexp(pattern)
+        return compiled is not None and compiled.search(value) is not None
     return True
 
 
@@ -221,7 +221,7 @@ _OUTSIDE = {
 
 
 @functools.lru_cache(maxsize=256)
-def _regexp(pattern: str) -> re.Pattern[str] | None:
+def regexp(pattern: str) -> re.Pattern[str] | None:
     """`pattern` as JavaScript reads it with the `u` flag (TypeBox's `UnicodeRegExp`): `\\d`,
     `\\w` and `\\b` are ASCII, `\\s` is JavaScript's white space, `.` stops at any line
     terminator, `$` is the very end. None when it does not compile."""

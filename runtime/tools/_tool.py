@@ -22,6 +22,7 @@ from attrs import field, frozen
 from runtime.llm._types import ImageContent, Message, TextContent, ToolSpec, UserContent
 
 from ._coerce import coerce_arguments
+from ._schema_errors import has_null, validation_failure
 
 __all__ = [
     "Tool",
@@ -155,10 +156,10 @@ def tool_spec(tool: Tool) -> ToolSpec:
     ..., "required": [...], ...}`; nested structs are inlined too (a recursive one keeps its
     `$defs`). Optional fields (`X | None = None`) are shown as plain `X`: models may omit them
     (a `null` they send anyway is coerced as OpenClaw coerces it: 0, "" or false for a number,
-    string or boolean; for an array or object it stays None, the default). The rest is shaped
-    as OpenClaw's TypeBox schemas are: a struct's name and docstring are left out (they are
-    for readers of the code; the model reads the tool's description and the fields' `Meta`
-    descriptions), an empty `required` too; an `enum` of strings says `"type": "string"` and
+    string or boolean; for an array or object it is refused, as OpenClaw refuses it). The rest
+    is shaped as OpenClaw's TypeBox schemas are: a struct's name and docstring are left out
+    (they are for readers of the code; the model reads the tool's description and the fields'
+    `Meta` descriptions), an empty `required` too; an `enum` of strings says `"type": "string"` and
     lists the values in the order the `Literal` declares them (msgspec sorts them). A field whose
     `Meta(extra_json_schema=...)` gives an `anyOf` or a `const` is shown by that instead of its
     `enum` (OpenClaw writes some literals as `anyOf` of `const`s).
@@ -282,10 +283,13 @@ async def invoke_tool(tool: Tool, arguments: str | dict[str, Any], ctx: ToolCont
     decoded object, prepared by the tool's `prepare_arguments` if it has one, then coerced to
     the tool's parameter schema as OpenClaw coerces them (`runtime.tools._coerce`: `"5"` for a
     number is 5, `5` for a string is `"5"`, `"true"` for a boolean is true, a JSON string for
-    an array or object is parsed, `null` is that type's empty value). Invalid JSON or
-    arguments give an error result naming the field, e.g.
-    ``invalid arguments for read: Expected `str`, got `array` - at `$.path```; the tool does not
-    run. A tool that raises gives an error result with the message (and is logged).
+    an array or object is parsed, `null` is that type's empty value). Arguments that still do
+    not fit give OpenClaw's error result (`runtime.tools._schema_errors`): `Validation failed
+    for tool "read":`, a line per TypeBox error (`  - path: must be string`), and the
+    arguments as received; the tool does not run (a `null` left for an optional array or
+    object too, which msgspec would take as None). What only msgspec refuses, and JSON that
+    does not parse, give `invalid arguments for read: <msgspec's message>`. A tool that
+    raises gives an error result with the message (and is logged).
 
     Never raises, except `trio.Cancelled` (and other `BaseException`s): cancellation reaches
     the tool, which cleans up, and then propagates. A checkpoint when the tool runs.
@@ -297,10 +301,19 @@ async def invoke_tool(tool: Tool, arguments: str | dict[str, Any], ctx: ToolCont
             arguments = msgspec.json.decode(arguments.strip() or "{}")
         if prepare is not None:
             arguments = prepare(arguments)
-        coerced = coerce_arguments(arguments, tool_spec(tool).parameters)
-        args: Any = msgspec.convert(coerced, type=tool.params)
-    except msgspec.DecodeError as exc:  # also ValidationError
+        parameters = tool_spec(tool).parameters
+        coerced = coerce_arguments(arguments, parameters)
+    except msgspec.DecodeError as exc:
         return text_result(f"invalid arguments for {tool.name}: {exc}", is_error=True)
+    try:
+        args: Any = msgspec.convert(coerced, type=tool.params)
+    except msgspec.ValidationError as exc:  # only now is TypeBox's list of errors made
+        text = validation_failure(tool.name, coerced, arguments, parameters)
+        return text_result(text or f"invalid arguments for {tool.name}: {exc}", is_error=True)
+    if has_null(coerced):  # an optional field's None passes msgspec, not OpenClaw's schema
+        text = validation_failure(tool.name, coerced, arguments, parameters)
+        if text is not None:
+            return text_result(text, is_error=True)
     try:
         return await tool.run(args, ctx)
     except Exception as exc:

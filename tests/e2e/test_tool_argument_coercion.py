@@ -42,7 +42,10 @@ async def test_a_read_limit_sent_as_a_string_is_read_as_a_number(tmp_path: Path)
     read = tool_message(bodies[1], "c1")
     assert read.startswith("one\ntwo\n\n[") and "offset=3" in read
     refused = tool_message(bodies[2], "c2")
-    assert refused.startswith("invalid arguments for read: ") and "`$.limit`" in refused
+    assert refused == (
+        'Validation failed for tool "read":\n  - limit: must be number\n\n'
+        'Received arguments:\n{\n  "path": "f.txt",\n  "limit": "two"\n}'
+    )
     listed = tool_message(bodies[3], "c3")
     assert "f.txt" in listed and "invalid arguments" not in listed
     results = [d for d in tool_events(events, "r") if d["phase"] == "result"]

@@ -76,7 +76,9 @@ async def test_an_operator_invokes_a_tool_over_the_websocket(tmp_path: Path) -> 
                     "tools.invoke", {"name": "progress_card", "args": {"plan": "no"}}
                 )
                 assert not bad["ok"] and bad["error"]["code"] == "internal_error"
-                assert "invalid arguments for progress_card" in bad["error"]["message"]
+                assert bad["error"]["message"].startswith(
+                    'Validation failed for tool "progress_card":\n  - plan: must be array\n'
+                )
                 blocked = await writer.request(
                     "tools.invoke", {"name": "progress_card", "args": {"markdown": "forbidden"}}
                 )

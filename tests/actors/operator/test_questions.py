@@ -186,9 +186,12 @@ async def test_ask_user_cancelled_by_the_run_cancels_the_question(tmp_path: Path
 @pytest.mark.parametrize(
     ("args", "error"),
     [
-        (asked(options=[{"label": "Only"}]), "Expected `array` of length >= 2"),
+        (
+            asked(options=[{"label": "Only"}]),
+            "  - questions.0.options: must not have fewer than 2 items\n",
+        ),
         (asked(options=[{"label": "A"}, {"label": " a "}]), "duplicate option label 'a'"),
-        (asked(id="Bad-Id"), "at `$.questions[0].id`"),
+        (asked(id="Bad-Id"), '  - questions.0.id: must match pattern "^[a-z][a-z0-9_]*$"\n'),
         ({"questions": [asked()["questions"][0]] * 2}, "duplicate question id 'target'"),
         (asked(options=[{"label": "x" * 65}, {"label": "B"}]), "model-facing display contract"),
     ],

@@ -324,8 +324,12 @@ async def test_bad_process_arguments_are_tool_errors(
         )
     assert _text(no_id) == "sessionId is required for this action."
     assert no_id.details == {"status": "failed", "error": "sessionId is required for this action."}
-    assert _text(bad).startswith("invalid arguments for process: ") and "$.action" in _text(bad)
-    assert "$.offset" in _text(wrong)
+    assert _text(bad) == (
+        'Validation failed for tool "process":\n'
+        "  - action: must be equal to one of the allowed values\n\n"
+        'Received arguments:\n{\n  "action": "explode"\n}'
+    )
+    assert "\n  - offset: must be number\n" in _text(wrong)
 
 
 async def test_an_ended_job_is_kept_for_its_cleanup_time(ctx: ToolContext) -> None:

@@ -59,12 +59,12 @@ class _Forever:
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [
-        ({"path": [1]}, "invalid arguments for read: Expected `str`, got `array` - at `$.path`"),
-        ('{"path": [1]}', "invalid arguments for read: Expected `str`, got `array` - at `$.path`"),
-        ({"path": "a", "offset": 0}, "Expected `int` >= 1 - at `$.offset`"),
-        ({}, "Object missing required field `path`"),
+        ({"path": [1]}, 'Validation failed for tool "read":\n  - path: must be string\n'),
+        ('{"path": [1]}', 'Validation failed for tool "read":\n  - path: must be string\n'),
+        ({"path": "a", "offset": 0}, "\n  - offset: must be >= 1\n"),
+        ({}, "\n  - path: must have required properties path\n"),
         ('{"path": ', "invalid arguments for read: Input data was truncated"),
-        ("[1, 2]", "Expected `object`, got `array`"),
+        ("[1, 2]", "\n  - root: must be object\n"),
     ],
     ids=["dict-type", "json-type", "constraint", "missing", "bad-json", "not-object"],
 )
@@ -83,7 +83,9 @@ async def test_exact_message_for_a_wrong_type(ctx: ToolContext) -> None:
     with trio.fail_after(5):
         result = await invoke_tool(ReadTool(), {"path": {"name": "a"}}, ctx)
     assert result == text_result(
-        "invalid arguments for read: Expected `str`, got `object` - at `$.path`", is_error=True
+        'Validation failed for tool "read":\n  - path: must be string\n\n'
+        'Received arguments:\n{\n  "path": {\n    "name": "a"\n  }\n}',
+        is_error=True,
     )
 
 
@@ -237,7 +239,10 @@ async def test_unknown_fields_are_an_error_where_the_params_forbid_them(
     with trio.fail_after(5):
         strict = await invoke_tool(_NestedTool(), {"inner": {"depth": 1}, "bogus": True}, ctx)
     assert strict.is_error
-    assert "Object contains unknown field `bogus`" in strict.content[0].text  # type: ignore[union-attr]
+    assert strict.content[0].text.startswith(  # type: ignore[union-attr]
+        'Validation failed for tool "nested":\n  - bogus: schema is false\n'
+        "  - root: must not have additional properties\n\n"
+    )
     assert tool_spec(_NestedTool()).parameters["additionalProperties"] is False
     assert "additionalProperties" not in tool_spec(ReadTool()).parameters
 
