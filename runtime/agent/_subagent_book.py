@@ -452,18 +452,30 @@ class TaskBook:
         }
 
     async def wait(self, caller: str, task_ids: list[str], timeout_s: float) -> dict[str, Any]:
-        """`subagents` `wait`: until every listed task of the caller's tree has ended, or
-        `timeout_s` (at most 60) passed; a timeout cancels nothing. A checkpoint."""
+        """`subagents` `wait`, as OpenClaw's: until one of the listed tasks of the caller's
+        tree has ended (`reason: completed`, those ended in `completed`), or `timeout_s` (at
+        most 60) passed (`timeout`); a listed task not in the tree answers at once
+        (`unavailable`, listed). A timeout cancels nothing. A checkpoint."""
+        wanted = list(dict.fromkeys(task_ids))
         mine = {r.task_id: r for r in self.tree(caller)}
-        runs = [mine[t] for t in dict.fromkeys(task_ids) if t in mine]
-        await _wait_all((r.record for r in runs), min(timeout_s, WAIT_MAX_S))
-        return {
+        runs = [mine[t] for t in wanted if t in mine]
+        unavailable = [t for t in wanted if t not in mine]
+        if runs and not unavailable and not any(r.record.ended for r in runs):
+            await _wait_any([r.record for r in runs], min(timeout_s, WAIT_MAX_S))
+        await trio.lowlevel.checkpoint()
+        completed = [r.task_id for r in runs if r.record.ended]
+        reason = "unavailable" if unavailable else "completed" if completed else "timeout"
+        result: dict[str, Any] = {
             "status": "ok",
             "action": "wait",
+            "reason": reason,
             "tasks": [r.task() for r in runs],
-            "pending": [r.task_id for r in runs if not r.record.ended],
-            "missing": [t for t in dict.fromkeys(task_ids) if t not in mine],
+            "completed": completed,
+            "attention": [],
         }
+        if unavailable:
+            result["unavailable"] = unavailable
+        return result
 
     def cancel(self, caller: str, task_id: str) -> dict[str, Any]:
         """`subagents` `cancel`: abort the task's run and its descendants' (they announce
@@ -538,6 +550,19 @@ def _view(run: SpawnedRun) -> dict[str, Any]:
         "startedAt": rec.started_at,
         "endedAt": rec.ended_at,
     }
+
+
+async def _wait_any(records: list[TaskRecord], timeout_s: float) -> None:
+    """Until one of `records` has ended, or `timeout_s` passed."""
+
+    async def first(record: TaskRecord, scope: trio.CancelScope) -> None:
+        await record.done.wait()
+        scope.cancel()
+
+    with trio.move_on_after(timeout_s):
+        async with trio.open_nursery() as nursery:
+            for record in records:
+                nursery.start_soon(first, record, nursery.cancel_scope)
 
 
 async def _wait_all(records: Iterable[TaskRecord], timeout_s: float) -> None:

@@ -18,6 +18,7 @@ from tests._session_failures import (
     DEFAULT_CASES,
     SELF_CASES,
     Case,
+    Thrown,
     check,
     chunks,
     directives,
@@ -64,3 +65,43 @@ async def test_session_tool_failures_answer_as_openclaw(
     tmp_path: Path, config: dict[str, Any], cases: list[Case]
 ) -> None:
     check(cases, await _results(tmp_path, local_config(**config), cases))
+
+
+async def test_subagents_wait_answers_when_the_first_listed_task_ends(tmp_path: Path) -> None:
+    """OpenClaw's wait ends when any listed task has ended (or needs attention), not when
+    all have: the stalled one stays running, listed, not completed."""
+    events, on_event = recorder_events()
+    async with running_gateway(tmp_path) as gw:
+        with trio.fail_after(30):
+            async with open_client(gw, caps=["tool-events"], on_event=on_event) as client:
+                spawns = [
+                    '[[tool:sessions_spawn {"task": "[[stall]]"}]]',
+                    '[[tool:sessions_spawn {"task": "[[delay:200]] [[reply:quick]]"}]]',
+                ]
+                await client.request(
+                    "agent", {"message": " ".join(spawns), "idempotencyKey": "s"}, expect_final=True
+                )
+                slow, fast = [
+                    p["data"]["result"]["details"]
+                    for p in run_events(events, "s", "tool")
+                    if p["data"]["phase"] == "result" and p["data"]["name"] == "sessions_spawn"
+                ]
+                ids = [slow["runId"], fast["runId"]]
+                wait = {"action": "wait", "taskIds": ids, "timeoutSeconds": 20}
+                await client.request(
+                    "agent",
+                    {
+                        "message": directives([("subagents", wait, Thrown(""))]),
+                        "idempotencyKey": "w",
+                    },
+                    expect_final=True,
+                )
+                await client.request("chat.abort", {"sessionKey": slow["childSessionKey"]})
+    [waited] = [
+        p["data"]["result"]["details"]
+        for p in run_events(events, "w", "tool")
+        if p["data"]["phase"] == "result" and p["data"]["name"] == "subagents"
+    ]
+    assert waited["reason"] == "completed" and waited["completed"] == [fast["runId"]]
+    assert [t["taskId"] for t in waited["tasks"]] == ids
+    assert waited["tasks"][0]["status"] == "running" and "unavailable" not in waited

@@ -388,7 +388,8 @@ async def test_subagents_lists_and_cancels_agents_wait_collects_and_yield_ends_t
         "cancelled": True,
     }
     [task] = details(settled)["tasks"]
-    assert task["status"] == "cancelled" and details(settled)["pending"] == []
+    assert task["status"] == "cancelled" and details(settled)["completed"] == [slow_id]
+    assert details(settled)["reason"] == "completed" and details(settled)["attention"] == []
     assert no_yield["isError"] and "No pending child completion" in details(no_yield)["error"]
 
 
