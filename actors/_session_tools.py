@@ -131,23 +131,24 @@ class GatewaySessions:
     # --- sessions_send ----------------------------------------------------------------------
 
     async def send(self, ctx: ToolContext, args: SessionsSendParams) -> dict[str, Any]:
-        """Run the target session with the message and wait for its reply. A checkpoint."""
+        """Run the target session with the message and wait for its reply (a configured
+        agent's missing main session is made by its run). A checkpoint."""
         run_id = str(uuid.uuid4())
         gen = self.sup.generation
         admitted = await send_admission(gen, ctx, args, run_id, self._row, self._labelled)
         if isinstance(admitted, dict):
             return admitted
-        key, row, timeout = admitted
+        key, agent_id, timeout = admitted
         if args.mode == "notify":
             return self._notify(ctx, args, key, run_id)
         if args.mode in ("resume", None):
-            resumed = await self._resume(ctx, args, key, row)
+            resumed = await self._resume(ctx, args, key, agent_id)
             if resumed is not None:
                 return resumed
         record = await submit_run(
             self.sup,
             key,
-            row.agentId,
+            agent_id,
             args.message,
             lane="nested",
             origin="sessions_send",
@@ -168,7 +169,7 @@ class GatewaySessions:
         return notify_result(key)
 
     async def _resume(
-        self, ctx: ToolContext, args: SessionsSendParams, key: str, row: SessionRow
+        self, ctx: ToolContext, args: SessionsSendParams, key: str, agent_id: str
     ) -> dict[str, Any] | None:
         """OpenClaw's task resume: a child of this session paused by `sessions_yield`
         `waitFor: "message"` runs `args.message` as its task's continuation (the task keeps
@@ -183,7 +184,7 @@ class GatewaySessions:
         record = await submit_run(
             self.sup,
             key,
-            row.agentId,
+            agent_id,
             args.message,
             lane="subagent",
             origin="sessions_send",

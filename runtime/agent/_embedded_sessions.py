@@ -291,15 +291,15 @@ class EmbeddedSessions:
         admitted = await send_admission(gen, ctx, args, run_id, self.rt.session_row, self._labelled)
         if isinstance(admitted, dict):
             return admitted
-        key, row, timeout = admitted
+        key, agent_id, timeout = admitted
         if args.mode == "notify":
             self.rt.queue_system_event(key, notify_text(ctx.session_key, args.message))
             return notify_result(key)
         if args.mode in ("resume", None):
-            resumed = await self._resume(ctx, args, key, row)
+            resumed = await self._resume(ctx, args, key, agent_id)
             if resumed is not None:
                 return resumed
-        return await self._send_run(ctx, args.message, key, row.agentId, float(timeout))
+        return await self._send_run(ctx, args.message, key, agent_id, float(timeout))
 
     async def _send_run(
         self, ctx: ToolContext, message: str, key: str, agent_id: str, wait_s: float
@@ -326,7 +326,7 @@ class EmbeddedSessions:
         return await send_waited(record, key, wait_s)
 
     async def _resume(
-        self, ctx: ToolContext, args: SessionsSendParams, key: str, row: SessionRow
+        self, ctx: ToolContext, args: SessionsSendParams, key: str, agent_id: str
     ) -> dict[str, Any] | None:
         """A child of this session paused by `sessions_yield` `waitFor: "message"` runs the
         message as its task's continuation (not waited for); None for an ordinary send."""
@@ -336,7 +336,7 @@ class EmbeddedSessions:
                 return None
             run_id = str(uuid.uuid4())  # OpenClaw's refused resume, in its key order
             return {"status": "error", "runId": run_id, "sessionKey": key, "error": RESUME_REFUSED}
-        record = await self.rt.new_run(key, row.agentId)
+        record = await self.rt.new_run(key, agent_id)
         prompt = resume_prompt(ctx.session_key)
         if not self.rt.start_soon(self._child_run, record, args.message, prompt, None, None):
             raise ToolError("a task resumes only in a runtime opened with async with")

@@ -340,40 +340,38 @@ async def send_admission(
     run_id: str,
     row_of: RowOf,
     labelled: Callable[[str, str | None], Awaitable[str | None]],
-) -> tuple[str, SessionRow, float] | dict[str, Any]:
-    """`sessions_send`'s checks before it does anything: the target's key, its row and how
-    long the send waits (`timeoutSeconds`, default 30; 0 for `steer`), or the payload that
-    refuses it, in OpenClaw's words and shape (`{runId, status, error}`, and the
+) -> tuple[str, str, float] | dict[str, Any]:
+    """`sessions_send`'s checks before it does anything: the target's key, its agent and
+    how long the send waits (`timeoutSeconds`, default 30; 0 for `steer`), or the payload
+    that refuses it, in OpenClaw's words and shape (`{runId, status, error}`, and the
     `sessionKey` as given once a key named the target: no such label, agent or session,
-    the caller itself waited for, beyond the caller's reach). `labelled(label, agentId)`
-    finds a session by its label. Raises `ToolError` where OpenClaw's tool throws (no
-    message, a resume that would wait, a malformed `agent:` key). A checkpoint.
-
-    Kept as clawlane's: a send to a configured agent's missing main session (OpenClaw
-    creates it, clawlane answers `No session found`), and a lookup by session id."""
+    the caller itself waited for, beyond the caller's reach, a missing session to notify,
+    steer or resume). A configured agent's main session may be missing: the send's run
+    makes it, as OpenClaw's does. `labelled(label, agentId)` finds a session by its label.
+    Raises `ToolError` where OpenClaw's tool throws (no message, a resume that would wait,
+    a malformed `agent:` key). A checkpoint."""
     if not args.message.strip():
         raise ToolError("message required")
     if args.mode == "resume" and (args.watch or (args.timeoutSeconds or 0) > 0):
         raise ToolError(RESUME_WAITS)
     raw = (args.sessionKey or "").strip()
+    row: SessionRow | None
     if raw:
         found = await located(gen, ctx, "send", raw, row_of)
         if isinstance(found, dict):
             if not key_shaped(raw):
                 return {"runId": run_id, **found}
-            if _main_of_agent(gen, raw) and args.mode in ("steer", "notify", "resume"):
-                return send_error(run_id, MISSING_FOR_MODE, raw)
-            return {"runId": run_id, **found, "sessionKey": raw}
-        key, row = found
+            if found["status"] == "forbidden" or not _main_of_agent(gen, raw):
+                return {"runId": run_id, **found, "sessionKey": raw}
+            key, row = target_key(ctx, raw), None
+        else:
+            key, row = found
     elif args.label:
         labelled_key = await labelled(args.label, args.agentId)
-        if labelled_key is None:
+        row = await row_of(labelled_key) if labelled_key is not None else None
+        if labelled_key is None or row is None:
             return send_error(run_id, f"No session found with label: {args.label}")
-        key, raw = labelled_key, labelled_key
-        labelled_row = await row_of(key)
-        if labelled_row is None:
-            return send_error(run_id, f"No session found with label: {args.label}")
-        row = labelled_row
+        key = raw = labelled_key
     elif args.agentId:
         try:
             key = raw = f"agent:{gen.agent(args.agentId).id}:main"
@@ -383,12 +381,7 @@ async def send_admission(
                 f'Agent "{args.agentId}" not found. Run openclaw agents list to see '
                 "configured agents.",
             )
-        main_row = await row_of(key)
-        if main_row is None:
-            if args.mode in ("steer", "notify", "resume"):
-                return send_error(run_id, MISSING_FOR_MODE, key)
-            return send_error(run_id, f"No session found: {key}", key)
-        row = main_row
+        row = await row_of(key)
     else:
         return send_error(run_id, "Either sessionKey or label is required")
     timeout = 0 if args.mode == "steer" else args.timeoutSeconds
@@ -399,15 +392,21 @@ async def send_admission(
             "sessions_send cannot target the calling session; use your own reply instead",
             raw,
         )
-    refused = await reach_denial(gen, ctx, "send", row, row_of)
+    agent = row.agentId if row is not None else agent_of(key, ctx.agent_id)
+    if row is not None:
+        refused = await reach_denial(gen, ctx, "send", row, row_of)
+    else:
+        refused = denial(gen.config.tools, "send", ctx.session_key, ctx.agent_id, key, agent, _none)
     if refused is not None:
         return {"runId": run_id, "status": "forbidden", "error": refused, "sessionKey": raw}
-    return key, row, timeout
+    if row is None and args.mode in ("steer", "notify", "resume"):
+        return send_error(run_id, MISSING_FOR_MODE, raw)
+    return key, agent, timeout
 
 
 def _main_of_agent(gen: ModelRuntimeGeneration, raw: str) -> bool:
-    """Whether `raw` is a configured agent's main session key (OpenClaw's send may start
-    it when missing)."""
+    """Whether `raw` is a configured agent's main session key (OpenClaw's send starts it
+    when missing)."""
     text = raw.strip().lower()
     return text == "main" or any(text == f"agent:{a}:main" for a in gen.agents)
 

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import trio
 
+from runtime.agent import MISSING_FOR_MODE
 from runtime.model import Config
 from tests._session_failures import (
     ANY_AGENT_CASES,
@@ -105,3 +106,33 @@ async def test_subagents_wait_answers_when_the_first_listed_task_ends(tmp_path: 
     assert waited["reason"] == "completed" and waited["completed"] == [fast["runId"]]
     assert [t["taskId"] for t in waited["tasks"]] == ids
     assert waited["tasks"][0]["status"] == "running" and "unavailable" not in waited
+
+
+async def test_a_send_to_a_configured_agents_missing_main_session_starts_it(
+    tmp_path: Path,
+) -> None:
+    """As OpenClaw's: the send's run makes the agent's main session (steering it first is
+    refused: it is missing)."""
+    config = local_config(agents__list=[{"id": "main", "default": True}, {"id": "ops"}])
+    events, on_event = recorder_events()
+    steer = {"sessionKey": "agent:ops:main", "message": "x", "mode": "steer"}
+    send = {"agentId": "ops", "message": "[[reply:pong]]"}
+    message = directives(
+        [("sessions_send", steer, Thrown("")), ("sessions_send", send, Thrown(""))]
+    )
+    async with running_gateway(tmp_path, config) as gw:
+        with trio.fail_after(30):
+            async with open_client(gw, caps=["tool-events"], on_event=on_event) as client:
+                await client.request(
+                    "agent", {"message": message, "idempotencyKey": "m"}, expect_final=True
+                )
+                listed = await client.request("sessions.list", {})
+    steered, sent = [
+        p["data"]["result"]["details"]
+        for p in run_events(events, "m", "tool")
+        if p["data"]["phase"] == "result" and p["data"]["name"] == "sessions_send"
+    ]
+    assert steered["error"] == MISSING_FOR_MODE and steered["sessionKey"] == "agent:ops:main"
+    assert sent["status"] == "ok" and sent["reply"] == "pong"
+    assert sent["sessionKey"] == "agent:ops:main"
+    assert "agent:ops:main" in {row["key"] for row in listed["sessions"]}

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import trio
 
+from runtime.agent import MISSING_FOR_MODE
 from runtime.agent._embedded import open_embedded_runtime
 from runtime.model._config import parse_config
 from tests._session_failures import (
@@ -17,6 +18,7 @@ from tests._session_failures import (
     DEFAULT_CASES,
     SELF_CASES,
     Case,
+    Thrown,
     check,
     chunks,
     directives,
@@ -52,3 +54,32 @@ async def test_session_tool_failures_answer_as_openclaw(
         and e["data"]["name"] != "tool_call"
     ]
     check(cases, results)
+
+
+async def test_a_send_to_a_configured_agents_missing_main_session_starts_it(
+    tmp_path: Path,
+) -> None:
+    """As on a gateway (and OpenClaw): the send's run makes the agent's main session;
+    steering it first is refused."""
+    config = parse_config({"agents": {"list": [{"id": "main", "default": True}, {"id": "ops"}]}})
+    steer = {"sessionKey": "agent:ops:main", "message": "x", "mode": "steer"}
+    send = {"agentId": "ops", "message": "[[reply:pong]]"}
+    message = directives(
+        [("sessions_send", steer, Thrown("")), ("sessions_send", send, Thrown(""))]
+    )
+    events: list[dict[str, Any]] = []
+    with trio.fail_after(30):
+        async with open_embedded_runtime(config, state_dir=tmp_path) as rt:
+            await rt.run_turn(message, session_key="main", on_event=events.append)
+            made = await rt.session_row("agent:ops:main")
+    steered, sent = [
+        e["data"]["result"]["details"]
+        for e in events
+        if e["stream"] == "tool"
+        and e["data"].get("phase") == "result"
+        and e["data"]["name"] == "sessions_send"
+    ]
+    assert steered["error"] == MISSING_FOR_MODE and steered["sessionKey"] == "agent:ops:main"
+    assert sent["status"] == "ok" and sent["reply"] == "pong"
+    assert sent["sessionKey"] == "agent:ops:main"
+    assert made is not None and made.agentId == "ops"
