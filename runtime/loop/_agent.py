@@ -332,7 +332,7 @@ async def run_agent(inp: AgentRunInput, emit: Emit, progress: RunProgress) -> Ru
     ]
     known = (len(inp.history), inp.history_tokens) if clean and inp.history_tokens else None
     if hasattr(inp.tools, "run_messages"):  # the calls see the run's messages so far
-        inp.tools.run_messages = lambda: (inp.user_message, *progress.messages)
+        inp.tools.run_messages = _messages_so_far(inp.user_message, progress)
     specs = inp.tools.specs()
     hooks = inp.hooks
     while True:
@@ -564,6 +564,13 @@ def _skip(
         )
         transcript.append(message)
         progress.messages.append(message)
+
+
+def _messages_so_far(user: Message, progress: RunProgress) -> Callable[[], tuple[Message, ...]]:
+    """The run's messages so far, for its tool calls: its user message and what `progress`
+    holds. Closes over these two only, not the run's input, which holds the tools the
+    function is given to (a reference cycle, kept until the cyclic collector runs)."""
+    return lambda: (user, *progress.messages)
 
 
 __all__ = [
