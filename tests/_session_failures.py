@@ -159,6 +159,29 @@ DEFAULT_CASES: Final[list[Case]] = [
             "role": "Bad Id",
         },
     ),
+    (  # OpenClaw's order: the agent before the options, the attachments last
+        "sessions_spawn",
+        {
+            "task": "x",
+            "agentId": "Bad Id",
+            "completionTarget": "parent",
+            "expectsCompletionMessage": False,
+        },
+        {
+            "status": "error",
+            "error": 'Invalid agentId "Bad Id". Agent IDs must match [a-z0-9][a-z0-9_-]{0,63}.',
+            "role": "Bad Id",
+        },
+    ),
+    (
+        "sessions_spawn",
+        {"task": "x", "agentId": "nosuch", "attachments": [{"name": "a.txt", "content": "a"}]},
+        {
+            "status": "forbidden",
+            "error": "agentId is not allowed for sessions_spawn (allowed: main)",
+            "role": "nosuch",
+        },
+    ),
     ("sessions_spawn", {"task": "   "}, Thrown("task required")),
     (
         "sessions_spawn",

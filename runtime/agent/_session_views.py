@@ -545,17 +545,13 @@ def spawn_admission(
     args: SessionsSpawnParams,
     parent: SessionRow | None,
 ) -> tuple[AgentSpec, int] | dict[str, Any]:
-    """The child's agent and the parent's spawn depth, or OpenClaw's refusal to answer
-    (the options as asked: `completionTarget`, attachments disabled or too many; depth and
-    children limits, an invalid agent id, an agent not allowed or not configured; the
-    tool adds the `role` asked for). Raises `ToolError` for an empty task."""
+    """The child's agent and the parent's spawn depth, or OpenClaw's refusal to answer,
+    in its order: an invalid agent id, the options as asked (`completionTarget`), depth
+    and children limits, an agent not allowed or not configured, attachments disabled or
+    too many (the tool adds the `role` asked for). Raises `ToolError` for an empty
+    task."""
     if not args.task.strip():
         raise ToolError("task required")
-    asked = option_refusal(args, parent) or attachment_refusal(
-        args.attachments, AttachmentLimits.of(gen.config.tools.sessions_spawn.attachments)
-    )
-    if asked is not None:
-        return asked
     requested = (args.agentId or "").strip()
     if requested and not _AGENT_ID.match(requested):
         return {
@@ -563,6 +559,9 @@ def spawn_admission(
             "error": f'Invalid agentId "{requested}". Agent IDs must match '
             "[a-z0-9][a-z0-9_-]{0,63}.",
         }
+    asked = option_refusal(args, parent)
+    if asked is not None:
+        return asked
     depth = (parent.spawnDepth or 0) if parent is not None else 0
     refused = _refusal(gen, book, ctx.session_key, depth)
     if refused is not None:
@@ -570,6 +569,10 @@ def spawn_admission(
     target_refused = _target_refusal(gen, ctx.agent_id, requested)
     if target_refused is not None:
         return target_refused
+    limits = AttachmentLimits.of(gen.config.tools.sessions_spawn.attachments)
+    staged = attachment_refusal(args.attachments, limits)
+    if staged is not None:
+        return staged
     try:
         return gen.agent(requested.lower() or ctx.agent_id), depth
     except GenerationError as exc:  # the requester's own agent is no longer configured
