@@ -2,7 +2,8 @@
 the same calls, or read in its dist where the peer cannot show them), checked the same way on
 a gateway and on the embedded runtime.
 
-Each case is a call made from `agent:main:main`, with `agent:main:other` existing, and what
+Each case is a call made from `agent:main:main`, with `agent:main:other` and the thread
+session `agent:main:room:thread:7` existing, and what
 the model must read: a payload (`{status, error, ...}` as two-space JSON text and as
 details; a `runId` is any uuid), or the error a throwing tool gives (`tests/_thrown.py`).
 """
@@ -117,6 +118,15 @@ DEFAULT_CASES: Final[list[Case]] = [
             "sessionKey": "agent:main:other",
             "error": "Task resume requires a currently paused native child; inspect subagents first.",
         },
+    ),
+    (
+        "sessions_send",
+        {"sessionKey": "agent:main:room:thread:7", "message": "hi"},
+        _send(
+            "sessions_send cannot target a thread session for inter-agent coordination. Use "
+            "the parent channel session key instead.",
+            "agent:main:room:thread:7",
+        ),
     ),
     (
         "sessions_send",

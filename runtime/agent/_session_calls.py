@@ -73,6 +73,10 @@ BranchOf = Callable[[SessionRow], Awaitable[list[dict[str, Any]]]]
 """The host's reading of a session's active branch, as plain data (`branch_dicts`)."""
 
 MALFORMED_AGENT_KEY = "Malformed agent session key; refusing default-agent resolution."
+THREAD_TARGET = (
+    "sessions_send cannot target a thread session for inter-agent coordination. Use the "
+    "parent channel session key instead."
+)
 _SESSION_ID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.I)
 _KEY_WORDS = frozenset({"main", "global", "unknown", "current"})
 
@@ -345,8 +349,8 @@ async def send_admission(
     how long the send waits (`timeoutSeconds`, default 30; 0 for `steer`), or the payload
     that refuses it, in OpenClaw's words and shape (`{runId, status, error}`, and the
     `sessionKey` as given once a key named the target: no such label, agent or session,
-    the caller itself waited for, beyond the caller's reach, a missing session to notify,
-    steer or resume). A configured agent's main session may be missing: the send's run
+    the caller itself waited for, a thread session, beyond the caller's reach, a missing
+    session to notify, steer or resume). A configured agent's main session may be missing: the send's run
     makes it, as OpenClaw's does. `labelled(label, agentId)` finds a session by its label.
     Raises `ToolError` where OpenClaw's tool throws (no message, a resume that would wait,
     a malformed `agent:` key). A checkpoint."""
@@ -392,6 +396,8 @@ async def send_admission(
             "sessions_send cannot target the calling session; use your own reply instead",
             raw,
         )
+    if _thread_of(key):
+        return send_error(run_id, THREAD_TARGET, raw)
     agent = row.agentId if row is not None else agent_of(key, ctx.agent_id)
     if row is not None:
         refused = await reach_denial(gen, ctx, "send", row, row_of)
@@ -402,6 +408,13 @@ async def send_admission(
     if row is None and args.mode in ("steer", "notify", "resume"):
         return send_error(run_id, MISSING_FOR_MODE, raw)
     return key, agent, timeout
+
+
+def _thread_of(key: str) -> str:
+    """The thread id a key ends with (`...:thread:<id>`, OpenClaw's
+    parseThreadSessionSuffix), or ''."""
+    marker = key.lower().rfind(":thread:")
+    return key[marker + len(":thread:") :].strip() if marker >= 0 else ""
 
 
 def _main_of_agent(gen: ModelRuntimeGeneration, raw: str) -> bool:

@@ -33,11 +33,12 @@ async def _results(tmp_path: Path, config: Config, cases: list[Case]) -> list[tu
     async with running_gateway(tmp_path, config) as gw:
         with trio.fail_after(30):
             async with open_client(gw, caps=["tool-events"], on_event=on_event) as client:
-                await client.request(
-                    "agent",
-                    {"message": "hi", "sessionKey": "agent:main:other", "idempotencyKey": "o"},
-                    expect_final=True,
-                )
+                for n, key in enumerate(("agent:main:other", "agent:main:room:thread:7")):
+                    await client.request(
+                        "agent",
+                        {"message": "hi", "sessionKey": key, "idempotencyKey": f"o{n}"},
+                        expect_final=True,
+                    )
                 for n, chunk in enumerate(chunks(cases)):
                     await client.request(
                         "agent",

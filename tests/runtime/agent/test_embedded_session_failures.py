@@ -44,6 +44,7 @@ async def test_session_tool_failures_answer_as_openclaw(
     with trio.fail_after(30):
         async with open_embedded_runtime(parse_config(config), state_dir=tmp_path) as rt:
             await rt.run_turn("hi", session_key="other")
+            await rt.run_turn("hi", session_key="room:thread:7")
             for chunk in chunks(cases):
                 await rt.run_turn(directives(chunk), session_key="main", on_event=events.append)
     results = [
