@@ -150,6 +150,11 @@ DEFAULT_CASES: Final[list[Case]] = [
         Thrown("Unknown sessionKey: agent:other:main"),
     ),
     ("session_status", {"sessionKey": "agent:x"}, Thrown(MALFORMED)),
+    (
+        "session_status",
+        {"model": "nosuch/model"},
+        Thrown('Unknown provider "nosuch". Use /models to list providers.'),
+    ),
     # sessions_spawn: its refusals name the agent asked for as `role`
     (
         "sessions_spawn",

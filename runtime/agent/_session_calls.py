@@ -289,9 +289,15 @@ async def history_for(
 
 def model_override(gen: ModelRuntimeGeneration, row: SessionRow, choice: str) -> dict[str, Any]:
     """The row changes `session_status`'s `model: choice` makes: none (`default` or empty),
-    else the model it resolves to for the session's agent. Raises `ToolError`."""
+    else the model it resolves to for the session's agent. Raises `ToolError` (OpenClaw's
+    words for a provider no model is configured for; clawlane's for an unknown model of a
+    known provider, which OpenClaw may accept from its provider's catalog)."""
     if choice.strip().lower() in ("", "default"):
         return {"modelOverride": None, "providerOverride": None}
+    ref = gen.aliases.get(choice.strip(), choice.strip())
+    provider, sep, _model = ref.partition("/")
+    if sep and provider not in {p for p, _m in gen.models}:
+        raise ToolError(f'Unknown provider "{provider}". Use /models to list providers.')
     try:
         resolved = gen.resolve(choice.strip(), agent_id=row.agentId)
     except GenerationError as exc:
