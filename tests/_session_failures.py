@@ -237,7 +237,12 @@ DEFAULT_CASES: Final[list[Case]] = [
     ),
     (
         "agents_wait",
-        {"ids": ["nosuch"], "timeoutSeconds": 1},
+        {"ids": [" ", "  "]},
+        Thrown("agents_wait requires at least one non-empty run id."),
+    ),
+    (
+        "agents_wait",
+        {"ids": [" nosuch ", "nosuch"], "timeoutSeconds": 1},
         {
             "completed": [],
             "pending": [],

@@ -628,7 +628,13 @@ class AgentsWaitTool(_SessionTool):
     params = AgentsWaitParams
 
     async def run(self, args: AgentsWaitParams, ctx: ToolContext) -> ToolResult:
-        return await self._answer(self.host.agents_wait(ctx, args))
+        """As OpenClaw's: the ids trimmed, blank ones dropped (none left throws)."""
+        ids = list(dict.fromkeys(i.strip() for i in args.ids if i.strip()))
+        if not ids:
+            return thrown_result(self.name, "agents_wait requires at least one non-empty run id.")
+        return await self._answer(
+            self.host.agents_wait(ctx, msgspec.structs.replace(args, ids=ids))
+        )
 
 
 class SessionsYieldTool(_SessionTool):
