@@ -216,10 +216,12 @@ DEFAULT_CASES: Final[list[Case]] = [
     ),
     # subagents, agents_wait
     ("subagents", {"action": "cancel"}, Thrown("taskId required")),
+    ("subagents", {"action": "cancel", "taskId": "  "}, Thrown("taskId required")),
     ("subagents", {"action": "wait"}, Thrown("taskIds required")),
+    ("subagents", {"action": "wait", "taskIds": [" "]}, Thrown("taskIds required")),
     (
         "subagents",
-        {"action": "wait", "taskIds": ["nosuch"], "timeoutSeconds": 1},
+        {"action": "wait", "taskIds": [" nosuch"], "timeoutSeconds": 1},
         {
             "status": "ok",
             "action": "wait",

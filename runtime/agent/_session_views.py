@@ -681,17 +681,19 @@ def yielded(record: TaskRecord) -> bool:
 
 async def subagents_call(book: TaskBook, ctx: ToolContext, args: SubagentsParams) -> dict[str, Any]:
     """`subagents`: `list` (the default), `wait` or `cancel` this session tree's subagent
-    runs. A checkpoint."""
+    runs; the ids trimmed, as OpenClaw reads them (none left: `ToolError`). A checkpoint."""
     if args.action == "wait":
-        if not args.taskIds:
+        task_ids = [t.strip() for t in args.taskIds or () if t.strip()]
+        if not task_ids:
             raise ToolError("taskIds required")
         timeout = 30 if args.timeoutSeconds is None else args.timeoutSeconds
-        return await book.wait(ctx.session_key, args.taskIds, timeout)
+        return await book.wait(ctx.session_key, task_ids, timeout)
     await trio.lowlevel.checkpoint()
     if args.action == "cancel":
-        if not args.taskId:
+        task_id = (args.taskId or "").strip()
+        if not task_id:
             raise ToolError("taskId required")
-        return book.cancel(ctx.session_key, args.taskId)
+        return book.cancel(ctx.session_key, task_id)
     return book.list_view(ctx.session_key, args.recentMinutes)
 
 
