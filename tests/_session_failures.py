@@ -48,6 +48,11 @@ DEFAULT_CASES: Final[list[Case]] = [
     ),
     (
         "sessions_history",
+        {"sessionKey": "héllo✓"},
+        {"status": "error", "error": NOT_FOUND.format("héllo✓")},
+    ),
+    (
+        "sessions_history",
         {"sessionKey": " a::b "},
         {"status": "error", "error": NOT_FOUND.format("a::b")},
     ),
@@ -324,7 +329,8 @@ def check(cases: list[Case], results: list[tuple[str, dict[str, Any]]]) -> None:
             uuid.UUID(details["runId"])
             expected = expected | {"runId": details["runId"]}
         assert list(details.items()) == list(expected.items()), (tool, args, details)
-        assert result["content"][0]["text"] == json.dumps(expected, indent=2), (tool, args)
+        text = json.dumps(expected, indent=2, ensure_ascii=False)  # as JSON.stringify
+        assert result["content"][0]["text"] == text, (tool, args)
         # OpenClaw's isToolResultError: an error, success false, or an error status
         failed = bool(expected.get("error")) or expected.get("success") is False
         failed = failed or expected.get("status") in ("error", "forbidden", "timeout")

@@ -465,7 +465,8 @@ def subagent_policy(
 def _result(payload: dict[str, Any]) -> ToolResult:
     if list(payload) == _THROWN and payload["status"] == "error":
         return thrown_result(str(payload["tool"]), str(payload["error"]))
-    return text_result(json.dumps(payload, indent=2), is_error=_is_error(payload), details=payload)
+    text = json.dumps(payload, indent=2, ensure_ascii=False)  # as JSON.stringify
+    return text_result(text, is_error=_is_error(payload), details=payload)
 
 
 def _is_error(payload: dict[str, Any]) -> bool:
