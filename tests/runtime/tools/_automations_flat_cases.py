@@ -30,7 +30,7 @@ from typing import Any
 
 import trio
 
-from tests.runtime.tools._openclaw_node import NODE, PACKAGE
+from tests.runtime.tools._openclaw_node import NODE, PACKAGE, run_node_in
 
 RECORD = Path(__file__).parents[2] / "data" / "openclaw-cron-flat-args-2026.9.6.json"
 
@@ -290,22 +290,9 @@ async def openclaw_jobs(workdir: Path, cases: list[dict[str, Any]]) -> list[dict
         str(data),
         str(workdir),
     ]
-    (workdir / "dist").mkdir(exist_ok=True)
-    for link, target in (
-        (workdir / "dist/node_modules", PACKAGE / "node_modules"),
-        (workdir / "node_modules", PACKAGE.parent),
-    ):
-        if not link.exists():
-            link.symlink_to(target)
-    script = workdir / "cron.mjs"
-    await trio.Path(script).write_text(_SCRIPT % json.dumps(modules))
-    with trio.fail_after(300):
-        ran = await trio.run_process(
-            [str(NODE), str(script)],
-            capture_stdout=True,
-            env={"HOME": str(workdir), "PATH": "/usr/bin:/bin"},
-        )
-    answers: list[dict[str, Any]] = json.loads(ran.stdout)
+    answers: list[dict[str, Any]] = await run_node_in(
+        workdir, "cron.mjs", _SCRIPT % json.dumps(modules), timeout_s=300
+    )
     return answers
 
 

@@ -20,7 +20,6 @@ Regenerate the recorded table (`tests/data/openclaw-file-tools-2026.9.6.json`) w
 from __future__ import annotations
 
 import base64
-import hashlib
 import json
 import random
 import struct
@@ -31,7 +30,7 @@ from typing import Any
 
 import trio
 
-from tests.runtime.tools._openclaw_node import NODE, PACKAGE, run_node
+from tests.runtime.tools._openclaw_node import NODE, PACKAGE, digest_strings, run_node
 
 DATA = Path(__file__).parents[2] / "data"
 RECORD = DATA / "openclaw-file-tools-2026.9.6.json"
@@ -139,17 +138,7 @@ LONG = 4000
 
 def digest_long(value: Any) -> Any:
     """`value` with its long strings as `{sha256, length}`, as answers are recorded."""
-    if isinstance(value, str):
-        length = len(value.encode("utf-16-le", "surrogatepass")) // 2
-        if length <= LONG:
-            return value
-        data = value.encode("utf-8", "surrogatepass")
-        return {"sha256": hashlib.sha256(data).hexdigest(), "length": length}
-    if isinstance(value, list):
-        return [digest_long(v) for v in value]
-    if isinstance(value, dict):
-        return {k: digest_long(v) for k, v in value.items()}
-    return value
+    return digest_strings(value, LONG)
 
 
 # --- drawing cases -----------------------------------------------------------------------------

@@ -36,7 +36,7 @@ from typing import Any
 
 import trio
 
-from tests.runtime.tools._openclaw_node import NODE, PACKAGE
+from tests.runtime.tools._openclaw_node import PACKAGE, run_node_in
 
 RECORD = Path(__file__).parents[2] / "data" / "openclaw-sessions-history-2026.9.6.json"
 ALNUM = string.ascii_letters + string.digits
@@ -526,24 +526,9 @@ async def openclaw_answers(
     ]
     # HOME without an OpenClaw config: the default logging redaction, as a gateway without
     # `logging.redactPatterns`
-    # the loaded modules resolve packages as the dist does: openclaw's own node_modules,
-    # then the one it is installed in
-    (workdir / "dist").mkdir(exist_ok=True)
-    for link, target in (
-        (workdir / "dist/node_modules", PACKAGE / "node_modules"),
-        (workdir / "node_modules", PACKAGE.parent),
-    ):
-        if not link.exists():
-            link.symlink_to(target)
-    script = workdir / "history.mjs"
-    await trio.Path(script).write_text(_SCRIPT % json.dumps(modules))
-    with trio.fail_after(600):
-        ran = await trio.run_process(
-            [str(NODE), str(script)],
-            capture_stdout=True,
-            env={"HOME": str(workdir), "PATH": "/usr/bin:/bin"},
-        )
-    answers: dict[str, list[Any]] = json.loads(ran.stdout)
+    answers: dict[str, list[Any]] = await run_node_in(
+        workdir, "history.mjs", _SCRIPT % json.dumps(modules), timeout_s=600
+    )
     return answers
 
 
