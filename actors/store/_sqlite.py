@@ -74,6 +74,17 @@ __all__ = [
 ]
 
 _T = TypeVar("_T")
+
+_NULLS: Final[dict[None, None]] = {}
+sqlite3.register_adapter(bytes, bytes)  # (`bytes(b) is b`)
+sqlite3.register_adapter(type(None), _NULLS.get)  # (None for any key: NULL)
+"""The sqlite3 module adapts every parameter that is not an int, float, str or bytearray:
+with no adapter registered for its type it asks the protocol for `__adapt__`, which raises
+and clears an AttributeError each time (about 2,500 instructions a parameter, for each
+body and each NULL a batch binds: some 14 a run). These adapters hand the value back as it
+is, so the same values are bound (and stored) after a dict look-up. They are the sqlite3
+module's, for every connection of the process: none changes what it binds."""
+
 SCHEMA_VERSION: Final = 2
 """1: sessions, entries, the run journal; 2: `session_fences` (made by `_SCHEMA`'s
 `IF NOT EXISTS`, so a version 1 file only has its number raised). The usage aggregates
