@@ -79,6 +79,24 @@ async def test_an_operator_invokes_a_tool_over_the_websocket(tmp_path: Path) -> 
                 assert bad["error"]["message"].startswith(
                     'Validation failed for tool "progress_card":\n  - plan: must be array\n'
                 )
+                # As OpenClaw's (its peer gateway): a payload reporting an error is what the
+                # tool answered; a tool that throws fails the call, with its message.
+                missing_session = await writer.request(
+                    "tools.invoke", {"name": "sessions_history", "args": {"sessionKey": "nosuch"}}
+                )
+                assert missing_session["ok"] is True
+                assert missing_session["output"]["details"] == {
+                    "status": "error",
+                    "error": "Session not found: nosuch (use the full sessionKey from sessions_list)",
+                }
+                unknown = await writer.request(
+                    "tools.invoke", {"name": "session_status", "args": {"sessionKey": "no:pe"}}
+                )
+                assert unknown == {
+                    "ok": False,
+                    "toolName": "session_status",
+                    "error": {"code": "internal_error", "message": "Unknown sessionId: no:pe"},
+                }
                 blocked = await writer.request(
                     "tools.invoke", {"name": "progress_card", "args": {"markdown": "forbidden"}}
                 )

@@ -24,8 +24,13 @@ Answers: over the WebSocket OpenClaw's `ToolsInvokeResult` envelope, `{ok: true,
 output, source: "core" | "plugin"}` or `{ok: false, toolName, error: {code, message}}`
 (`validation_error`, `not_found`, `forbidden`, `internal_error`); over HTTP `{ok: true,
 result}` (200) or `{ok: false, error: {type, message}}` with OpenClaw's statuses (400
-`invalid_request` or `tool_error` for a tool's error result, 403, 404). A `message` the tool
-would send has no conversation to go to here: it is the tool's error.
+`invalid_request` or `tool_error` for a tool's error result, 403, 404). A payload that
+reports an error (the session tools' `{status: "error", ...}`) is what the tool answered:
+`ok: true`, as OpenClaw's tool returned it; a failure in OpenClaw's thrown shape
+(`runtime.tools.thrown_result`) is `tool_error` with its message unwrapped (OpenClaw says
+`tool execution failed` for a throw it does not count as bad input; clawlane cannot tell the
+two apart and gives the message). A `message` the tool would send has no conversation to go
+to here: it is the tool's error.
 """
 
 from __future__ import annotations
@@ -196,12 +201,32 @@ async def _run(
     call_content = ToolCallContent(id=call_id, name=name, arguments=args)
     outcome = await call_directly(tools, call_content, _no_emit)  # deferred ones too
     source = "plugin" if tool.name in owners else "core"
-    if not outcome.message.isError:
+    details = outcome.result.get("details") if isinstance(outcome.result, dict) else None
+    thrown = _thrown_message(details, tool.name)
+    if not outcome.message.isError or (thrown is None and isinstance(details, dict)):
+        # what the tool answered, an error its payload reports included (OpenClaw's tool
+        # returned it: `sessions_history` of a missing session is `ok: true`)
         return InvokeOutcome(200, tool.name, result=outcome.result, source=source)
+    if thrown is not None:  # the tool failed as OpenClaw's throws: its message, unwrapped
+        return _refused(400, tool.name, "tool_error", thrown or "tool execution failed")
     text = " ".join(c.text for c in outcome.message.content if isinstance(c, TextContent))
     if text.startswith(_REFUSED_PREFIXES):
         return _refused(403, tool.name, "tool_call_blocked", text)
     return _refused(400, tool.name, "tool_error", text or "tool execution failed")
+
+
+def _thrown_message(details: Any, name: str) -> str | None:
+    """The message of a result in OpenClaw's thrown-tool shape (`runtime.tools.thrown_result`:
+    details `{status: "error", tool, error}`), else None."""
+    if (
+        isinstance(details, dict)
+        and details.keys() == {"status", "tool", "error"}
+        and details["status"] == "error"
+        and details["tool"] == name
+        and isinstance(details["error"], str)
+    ):
+        return details["error"]
+    return None
 
 
 def _no_emit(stream: str, data: dict[str, Any]) -> None:
