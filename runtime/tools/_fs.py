@@ -19,13 +19,14 @@ spelling of its name read instead, with a note, or near names suggested: `_read_
 `{kind: not_found}`; an image (OpenClaw's detection: JPEG, a real non-animated PNG, GIF,
 WebP, BMP) as image content, "Read image file [type]", converted, resized and re-encoded
 as OpenClaw's read does (`_images`: a BMP as PNG, within 1200 px a side and 5 MiB, with
-OpenClaw's notes, or a text saying why it was left out). Beyond OpenClaw: a text file over
-`READ_MAX_TEXT_BYTES` or an image over `READ_MAX_IMAGE_BYTES` is refused (OpenClaw reads any
-file whole). `write`
+OpenClaw's notes, or a text saying why it was left out; an image of any size up to the
+bound below is read and shrunk, as OpenClaw's, its decoding bounded by the pixel cap of
+`_images`). Beyond OpenClaw: a file over `READ_MAX_TEXT_BYTES`, an image over
+`READ_MAX_IMAGE_BYTES`, is refused (OpenClaw reads any file whole). `write`
 (`_write_details`): "Successfully wrote N bytes to <path>" with OpenClaw's diff details, or
 "No changes made" when the file already has those bytes. Both answer a blank path, a
-directory and a file in place of a directory with OpenClaw's messages; other refused paths
-keep clawlane's ("write refused: ...").
+directory and a file in place of a directory with OpenClaw's messages. Every failure of
+read, write, edit and ls is answered in OpenClaw's thrown-tool shape (`in_thread`).
 """
 
 from __future__ import annotations
@@ -71,9 +72,11 @@ __all__ = [
 
 READ_DEFAULT_LINES = 2000
 READ_MAX_BYTES = 50 * 1024
-READ_MAX_IMAGE_BYTES = 10 * 1024 * 1024
 READ_MAX_TEXT_BYTES = 64 * 1024 * 1024
 """clawlane's own bound: OpenClaw reads a text file whole, however large."""
+READ_MAX_IMAGE_BYTES = READ_MAX_TEXT_BYTES
+"""The same for an image file (OpenClaw reads any and shrinks it; a 36 MB PNG of 4000x3000 is
+read and shrunk in half a second here)."""
 LS_DEFAULT_LIMIT = 500
 LS_MAX_BYTES = 50 * 1024
 

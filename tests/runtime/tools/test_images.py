@@ -119,6 +119,18 @@ async def test_read_shrinks_a_photo_over_5_mib(ctx: ToolContext, workspace: Path
     assert opened(block).size == (1200, 900)
 
 
+async def test_read_shrinks_an_image_file_over_10_mib(ctx: ToolContext, workspace: Path) -> None:
+    """OpenClaw reads an image file of any size and shrinks it; clawlane refused one over
+    10 MiB until its bound became the text files' 64 MiB."""
+    big = encoded(noise(4000, 3000), "PNG", compress_level=0)
+    assert len(big) > 30 * MIB
+    (workspace / "big.png").write_bytes(big)
+    result = await read(ctx, "big.png")
+    text = "Read image file [image/jpeg]\n" + resized_note("4000x3000", "2000x1500", "2.00")
+    assert (result.is_error, result.content[0]) == (False, TextContent(text=text))
+    assert opened(result.content[1]).size == (1200, 900)
+
+
 async def test_read_converts_a_bmp_to_png(ctx: ToolContext, workspace: Path) -> None:
     picture = gradient(64, 48)
     (workspace / "pic.bmp").write_bytes(encoded(picture, "BMP"))
