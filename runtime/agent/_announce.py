@@ -39,6 +39,7 @@ from typing import Any, Final
 
 from ..sessions._sessions import parse_session_key
 from ._spawn_options import COMPLETION_OUTCOME_INSTRUCTION, PRIVATE_COMPLETION_INSTRUCTION
+from ._status_card import compact_duration
 from ._subagent_book import SpawnedRun, TaskRecord
 
 __all__ = [
@@ -239,15 +240,8 @@ def _usage(record: TaskRecord) -> tuple[int, int] | None:
 
 
 def _duration(ms: int) -> str | None:
-    """OpenClaw's `formatDurationCompact`: `500ms`, `45s`, `2m5s`, `1h30m` (two units at
-    most, rounded to the second from 1s up); None for 0."""
-    if ms <= 0:
-        return None
-    if ms < 1000:
-        return f"{ms}ms"
-    ms = (ms + 500) // 1000 * 1000
-    values = (ms // 86_400_000, ms // 3_600_000 % 24, ms // 60_000 % 60, ms // 1000 % 60)
-    return "".join([f"{v}{unit}" for v, unit in zip(values, "dhms", strict=True) if v][:2])
+    """OpenClaw's `formatDurationCompact`, unspaced: `500ms`, `45s`, `2m5s`, `1h30m`."""
+    return compact_duration(ms, spaced=False)
 
 
 def _count(value: int) -> str:

@@ -38,6 +38,7 @@ from ..cron import host_timezone
 from ..llm._types import Usage
 from ..model._generation import ModelRuntimeGeneration
 from ..sessions._sessions import SessionRow
+from ..tools._js_text import js_round
 from ..usage import PriceTable, call_cost, format_token_count, format_usd
 
 __all__ = ["compact_duration", "status_card", "time_ago"]
@@ -148,42 +149,37 @@ def _uptime() -> str:
     )
 
 
-def compact_duration(ms: float) -> str | None:
-    """OpenClaw's `formatDurationCompact` (spaced): the two largest units of days, hours,
-    minutes and seconds that are not zero (`1h 5m`, `25m 20s`), milliseconds under a second;
-    None for no time at all."""
+def compact_duration(ms: float, *, spaced: bool = True) -> str | None:
+    """OpenClaw's `formatDurationCompact`: the two largest units of days, hours, minutes and
+    seconds that are not zero (`1h 5m`, `25m 20s`; `1h5m` unspaced), milliseconds under a
+    second, rounded half up as JavaScript rounds; None for no time at all."""
     if not math.isfinite(ms) or ms <= 0:
         return None
-    rounded = round(ms)
-    if rounded < 1000:
-        return f"{rounded}ms" if rounded else "0ms"
-    rest = round(ms / 1000) * 1000
+    whole = js_round(ms)
+    if whole < 1000:
+        return f"{whole}ms"
+    rest = js_round(ms / 1000) * 1000
     parts = []
     for unit, size in _UNITS:
         value, rest = divmod(rest, size)
         if value:
             parts.append(f"{value}{unit}")
-    return " ".join(parts[:2])
+    return (" " if spaced else "").join(parts[:2])
 
 
 def time_ago(ms: float) -> str:
     """OpenClaw's `formatTimeAgo`: `just now`, `5m ago`, `3h ago` (under 48), `4d ago`."""
     if not math.isfinite(ms) or ms < 0:
         return "unknown"
-    minutes = _js_round(_js_round(ms / 1000) / 60)
+    minutes = js_round(js_round(ms / 1000) / 60)
     if minutes < 1:
         return "just now"
     if minutes < 60:
         return f"{minutes}m ago"
-    hours = _js_round(minutes / 60)
+    hours = js_round(minutes / 60)
     if hours < 48:
         return f"{hours}h ago"
-    return f"{_js_round(hours / 24)}d ago"
-
-
-def _js_round(x: float) -> int:
-    """JavaScript's `Math.round` (halves up, not to even)."""
-    return math.floor(x + 0.5)
+    return f"{js_round(hours / 24)}d ago"
 
 
 def _model_line(row: SessionRow, ref: str, default_ref: str) -> str:
@@ -206,7 +202,7 @@ def _context(gen: ModelRuntimeGeneration, row: SessionRow, ref: str) -> str:
     entry = next((e for e in gen.catalog if e.provider == provider and e.id == model), None)
     window = (entry.contextWindow if entry is not None else None) or _DEFAULT_CONTEXT
     used = row.contextTokens if row.contextTokens is not None else row.inputTokens
-    percent = min(999, _js_round(used / window * 100))
+    percent = min(999, js_round(used / window * 100))
     return f"{format_token_count(used)}/{format_token_count(window)} ({percent}%)"
 
 

@@ -160,6 +160,7 @@ from ._tool import ToolResult as ToolResult
 from ._tool import invoke_tool as invoke_tool
 from ._tool import sanitize_result as sanitize_result
 from ._tool import text_result as text_result
+from ._tool import thrown_message as thrown_message
 from ._tool import thrown_result as thrown_result
 from ._tool import tool_spec as tool_spec
 from ._web import WebFetchSettings as WebFetchSettings
@@ -271,6 +272,7 @@ __all__ = [
     "subagent_denied",
     "subagent_policy",
     "text_result",
+    "thrown_message",
     "thrown_result",
     "tool_search_settings",
     "tool_spec",

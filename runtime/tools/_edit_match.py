@@ -25,13 +25,13 @@ from __future__ import annotations
 
 import itertools
 import json
-import math
 import re
 import unicodedata
 from collections.abc import Sequence
 from typing import Final, NamedTuple
 
 from ._graphemes import grapheme_spans
+from ._js_text import js_round
 from ._line_endings import Replacement, normalize_to_lf, splice
 
 __all__ = [
@@ -437,10 +437,6 @@ def _difference(expected: str, found: str) -> str:
     )
 
 
-def _js_round(value: float) -> int:
-    return math.floor(value + 0.5)
-
-
 def candidate_hint(content: str, old_text: str) -> str:
     """OpenClaw's "Closest matching lines" note for an `oldText` not found in `content`
     (both LF), or "" when no line of the file comes close to its longest line."""
@@ -469,7 +465,7 @@ def candidate_hint(content: str, old_text: str) -> str:
         blocks.append(
             "\n".join(
                 (
-                    f"  near line {number} ({_js_round(-negative * 100)}% match):",
+                    f"  near line {number} ({js_round(-negative * 100)}% match):",
                     f"    expected: {shown}",
                     f"    found:    {found}",
                     f"              {' ' * marker}{'^' * width}",

@@ -59,6 +59,7 @@ from PIL import (
 
 from runtime.llm._types import ImageContent, TextContent, UserContent
 
+from ._js_text import js_round
 from ._tool import ToolResult
 
 __all__ = [
@@ -178,15 +179,11 @@ def _decode(data: bytes) -> Image.Image:
         raise ImageError(f"Failed to decode image: {exc}", kind="RastermillError") from exc
 
 
-def _js_round(value: float) -> int:
-    return math.floor(value + 0.5)
-
-
 def _scaled(size: tuple[int, int], box: tuple[int, int]) -> tuple[int, int]:
     """`size` fit inside `box`, never enlarged, rounded (rastermill's scaledDimensions)."""
     width, height = size
     scale = min(1.0, box[0] / width, box[1] / height)
-    return max(1, _js_round(width * scale)), max(1, _js_round(height * scale))
+    return max(1, js_round(width * scale)), max(1, js_round(height * scale))
 
 
 def _resized(image: Image.Image, size: tuple[int, int]) -> Image.Image:

@@ -28,6 +28,7 @@ __all__ = [
     "estimate_chars",
     "fits_budget",
     "format_size",
+    "js_round",
     "slice_to_budget",
     "text",
     "truncate_utf8_prefix",
@@ -39,6 +40,11 @@ __all__ = [
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
 _PAIR: Final = re.compile("[\ud800-\udbff][\udc00-\udfff]")
 _ASTRAL: Final = re.compile("[\U00010000-\U0010ffff]")
+
+
+def js_round(value: float) -> int:
+    """JavaScript's `Math.round`: halves up (2.5 -> 3, -2.5 -> -2), not to even as `round`."""
+    return math.floor(value + 0.5)
 
 
 def units(s: str) -> str:

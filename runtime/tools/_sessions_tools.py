@@ -22,7 +22,7 @@ import msgspec
 
 from ._errors import ToolError
 from ._policy import ToolPolicy
-from ._tool import Tool, ToolContext, ToolResult, text_result, thrown_result
+from ._tool import Tool, ToolContext, ToolResult, text_result, thrown_message, thrown_result
 
 __all__ = [
     "AgentsListParams",
@@ -88,7 +88,6 @@ _ERROR_STATUSES: Final = frozenset(
     }
 )
 """The statuses OpenClaw's agent counts as an error result (`isToolResultError`)."""
-_THROWN: Final = ["status", "tool", "error"]
 _TASK_NAME: Final = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
 _RESERVED_TASK_NAMES: Final = frozenset({"all", "last"})
 
@@ -463,8 +462,9 @@ def subagent_policy(
 
 
 def _result(payload: dict[str, Any]) -> ToolResult:
-    if list(payload) == _THROWN and payload["status"] == "error":
-        return thrown_result(str(payload["tool"]), str(payload["error"]))
+    message = thrown_message(payload)
+    if message is not None:
+        return thrown_result(str(payload["tool"]), message)
     text = json.dumps(payload, indent=2, ensure_ascii=False)  # as JSON.stringify
     return text_result(text, is_error=_is_error(payload), details=payload)
 

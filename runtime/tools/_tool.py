@@ -31,6 +31,7 @@ __all__ = [
     "invoke_tool",
     "sanitize_result",
     "text_result",
+    "thrown_message",
     "thrown_result",
     "tool_spec",
 ]
@@ -110,6 +111,17 @@ def thrown_result(tool: str, message: str) -> ToolResult:
     payload = {"status": "error", "tool": tool, "error": message}
     text = json.dumps(payload, indent=2, ensure_ascii=False)
     return ToolResult(content=[TextContent(text=text)], is_error=True, details=payload)
+
+
+def thrown_message(details: Any, tool: str | None = None) -> str | None:
+    """The message of details in the shape `thrown_result` makes (`{status: "error", tool,
+    error}`, of `tool` when given), else None."""
+    if not isinstance(details, dict) or list(details) != ["status", "tool", "error"]:
+        return None
+    message = details["error"]
+    if details["status"] != "error" or not isinstance(message, str):
+        return None
+    return message if tool is None or details["tool"] == tool else None
 
 
 class Tool(Protocol):

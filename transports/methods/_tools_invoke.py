@@ -47,7 +47,7 @@ from runtime.loop import call_directly
 from runtime.model import GenerationError
 from runtime.protocol import ToolsInvokeParams, opt
 from runtime.sessions import SessionKeyError
-from runtime.tools import TOOL_GROUPS, normalize_tool_name
+from runtime.tools import TOOL_GROUPS, normalize_tool_name, thrown_message
 
 from ._context import Call, MethodTable
 
@@ -202,7 +202,7 @@ async def _run(
     outcome = await call_directly(tools, call_content, _no_emit)  # deferred ones too
     source = "plugin" if tool.name in owners else "core"
     details = outcome.result.get("details") if isinstance(outcome.result, dict) else None
-    thrown = _thrown_message(details, tool.name)
+    thrown = thrown_message(details, tool.name)
     if not outcome.message.isError or (thrown is None and isinstance(details, dict)):
         # what the tool answered, an error its payload reports included (OpenClaw's tool
         # returned it: `sessions_history` of a missing session is `ok: true`)
@@ -213,20 +213,6 @@ async def _run(
     if text.startswith(_REFUSED_PREFIXES):
         return _refused(403, tool.name, "tool_call_blocked", text)
     return _refused(400, tool.name, "tool_error", text or "tool execution failed")
-
-
-def _thrown_message(details: Any, name: str) -> str | None:
-    """The message of a result in OpenClaw's thrown-tool shape (`runtime.tools.thrown_result`:
-    details `{status: "error", tool, error}`), else None."""
-    if (
-        isinstance(details, dict)
-        and details.keys() == {"status", "tool", "error"}
-        and details["status"] == "error"
-        and details["tool"] == name
-        and isinstance(details["error"], str)
-    ):
-        return details["error"]
-    return None
 
 
 def _no_emit(stream: str, data: dict[str, Any]) -> None:

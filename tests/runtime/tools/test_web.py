@@ -409,6 +409,7 @@ class _Resolver(trio.abc.HostnameResolver):
         )
 
     async def getnameinfo(self, sockaddr: Any, flags: int) -> Any:
+        """Part of trio's resolver interface; web_fetch never asks (an error if it did)."""
         raise NotImplementedError
 
 
