@@ -74,6 +74,15 @@ async def test_light_context_and_cwd_shape_the_childs_run(tmp_path: Path) -> Non
             rt.services.hooks.register(
                 "llm_input", lambda e: prompts.__setitem__(e.runId, e.systemPrompt or "")
             )
+            parent_done = trio.Event()
+
+            async def hold(event: Any, ctx: Any) -> None:
+                # a child that ended before the parent's last spawn would be steered into
+                # its turn, whose next step then reads that, not the turn's directives
+                if ":subagent:" in (ctx.sessionKey or ""):
+                    await parent_done.wait()
+
+            rt.services.hooks.register("before_model_resolve", hold, plugin_id="hold")
             ends = Ends(rt)
             events = Events()
             write = '[[tool:write {"path": "out.txt", "content": "written"}]]'
@@ -85,6 +94,7 @@ async def test_light_context_and_cwd_shape_the_childs_run(tmp_path: Path) -> Non
                 ]
             )
             await rt.run_turn(turn, session_key="main", on_event=events)
+            parent_done.set()
             (_, light), (_, moved), (refused, outside) = events.results("sessions_spawn")
             await ends.wait(light["runId"], moved["runId"])
     assert "BOOTSTRAP-MARKER-9" in prompts[moved["runId"]]
